@@ -1,0 +1,16 @@
+"""pagemind: let any LLM read, remember and answer over text far longer than its context window."""
+
+from .api import METHODS, Pagemind, ask
+from .config import Settings, resolve_settings
+from .errors import (BackendUnavailable, ConfigError, ContextWindowExceeded, InputError, LLMError,
+                     ModelNotInstalled, PagemindError, RateLimited, UnparsableReply)
+from .llm import LLM, Backend, LLMRequest, LLMResponse, ScriptedLLM, Trace
+from .methods.question import Answer, Question
+from .store import Store
+from .text import Document, load_document
+
+__version__ = "0.1.0"
+__all__ = ["Answer", "Backend", "BackendUnavailable", "ConfigError", "ContextWindowExceeded", "Document",
+           "InputError", "LLM", "LLMError", "LLMRequest", "LLMResponse", "METHODS", "ModelNotInstalled",
+           "Pagemind", "PagemindError", "Question", "RateLimited", "ScriptedLLM", "Settings", "Store", "Trace",
+           "UnparsableReply", "ask", "load_document", "resolve_settings"]

@@ -1,0 +1,168 @@
+"""The ``pagemind`` command: a thin layer over :mod:`pagemind.api`."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from ..api import METHODS, Pagemind
+from ..config import resolve_settings
+from ..errors import PagemindError
+from .main_errors import handle_errors
+from .render import print_answer, print_memory, progress_bar
+
+
+def sample_path() -> Path:
+    return Path(str(resources.files("pagemind").joinpath("samples/lighthouse.txt")))
+
+
+def llm_options(fn: Callable) -> Callable:
+    for option in reversed([
+        click.option("--llm", help="local:NAME | gguf:PATH | openai:MODEL  [env PAGEMIND_LLM; default: "
+                                   "the embedded local model]"),
+        click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"),
+        click.option("--api-key", help="API key (else OPENAI_API_KEY)"),
+        click.option("--store", help="SQLite file for memories and the LLM cache [env PAGEMIND_STORE]"),
+        click.option("--concurrency", type=int, help="LLM requests in flight at once [default 8]"),
+        click.option("--n-ctx", type=int, help="context window for embedded models [default 16384]"),
+        click.option("--threads", type=int, help="CPU threads for embedded models"),
+        click.option("--no-cache", is_flag=True, help="do not reuse or store LLM replies"),
+        click.option("--max-bytes", type=int, help="refuse files larger than this"),
+        click.option("--encoding", default="utf-8", show_default=True, help="text encoding of FILE"),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def method_options(fn: Callable) -> Callable:
+    for option in reversed([
+        click.option("--method", "-m", type=click.Choice(METHODS), default="readagent-p", show_default=True),
+        click.option("--preset", type=click.Choice(["quality", "qmsum", "narrativeqa-book", "narrativeqa-movie"]),
+                     help="ReadAgent page sizes and prompts of a paper dataset [default quality]"),
+        click.option("--min-words", type=int, help="ReadAgent: words before the first pause label"),
+        click.option("--max-words", type=int, help="ReadAgent: most words in a pagination window"),
+        click.option("--max-pages", type=int, help="ReadAgent: pages to look up (P) or steps (S)"),
+        click.option("--gist-mode", type=click.Choice(["separate", "continue"]),
+                     help="separate: paper's gist prompt; continue: gist as a follow-up turn (prompt-cache reuse)"),
+        click.option("--unconstrained", is_flag=True, help="do not enforce reply formats with a grammar"),
+        click.option("--keep", type=click.Choice(["left", "right", "middle-cut"]), help="full: what truncation keeps"),
+        click.option("--budget", type=int, help="full: context tokens for the text"),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def _session(ctx: click.Context, kw: dict[str, Any]) -> Pagemind:
+    settings = resolve_settings(
+        llm=kw.pop("llm"), base_url=kw.pop("base_url"), api_key=kw.pop("api_key"), store=kw.pop("store"),
+        concurrency=kw.pop("concurrency"), n_ctx=kw.pop("n_ctx"), threads=kw.pop("threads"),
+        cache=False if kw.pop("no_cache") else None, max_bytes=kw.pop("max_bytes"),
+    )
+    backend = (ctx.obj or {}).get("backend")  # tests inject a scripted backend here
+    return Pagemind(backend, settings=settings)
+
+
+def _method_kwargs(kw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    method = kw.pop("method")
+    unconstrained = kw.pop("unconstrained")
+    ra = {k: kw.pop(k) for k in ("preset", "min_words", "max_words", "max_pages", "gist_mode")}
+    full = {k: kw.pop(k) for k in ("keep", "budget")}
+    if method == "full":
+        opts = {k: v for k, v in full.items() if v is not None}
+    else:
+        opts = {k: v for k, v in ra.items() if v is not None}
+    if unconstrained:
+        opts["constrained"] = False
+    return method, opts
+
+
+@click.group()
+@click.version_option(package_name="pagemind")
+def cli() -> None:
+    """Read, remember and answer over text far longer than the model's context window."""
+
+
+@cli.command()
+@click.argument("file", required=False)
+@click.argument("question", required=False)
+@click.option("--option", "-o", "options", multiple=True, help="a multiple-choice option (repeat, in order)")
+@click.option("--sample", is_flag=True, help="ask about the bundled sample story instead of FILE")
+@click.option("--trace", is_flag=True, help="print every LLM call: role, tokens, seconds, decision")
+@click.option("--json", "as_json", is_flag=True, help="print the answer as JSON")
+@method_options
+@llm_options
+@click.pass_context
+@handle_errors
+def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str, ...], sample: bool, trace: bool,
+        as_json: bool, encoding: str, **kw: Any) -> None:
+    """Answer QUESTION about FILE (builds and stores its memory the first time).
+
+    Multiple choice: repeat --option, or put "(A) ..." lines in the question."""
+    if sample and question is None:
+        file, question = None, file
+    if not question:
+        raise click.UsageError("give FILE and QUESTION (or --sample QUESTION)")
+    path = _source(file, sample)
+    method, opts = _method_kwargs(kw)
+    with _session(ctx, kw) as pm:
+        doc = pm.document(path, encoding=encoding)
+        with progress_bar(f"reading {doc.name}", enabled=not as_json) as progress:
+            answer = pm.ask(doc, question, options=options, method=method, progress=progress, **opts)
+        print_answer(answer, trace=trace, as_json=as_json)
+
+
+@cli.command()
+@click.argument("file", required=False)
+@click.option("--sample", is_flag=True, help="index the bundled sample story")
+@method_options
+@llm_options
+@click.pass_context
+@handle_errors
+def index(ctx: click.Context, file: str | None, sample: bool, encoding: str, **kw: Any) -> None:
+    """Build and store the memory of FILE without asking anything (resumes a build that was cut short)."""
+    path = _source(file, sample)
+    method, opts = _method_kwargs(kw)
+    with _session(ctx, kw) as pm:
+        doc = pm.document(path, encoding=encoding)
+        reader = pm.reader(method, **opts)
+        with progress_bar(f"reading {doc.name}") as progress:
+            memory = reader.build(doc, progress=progress)
+        click.echo(json.dumps(reader.describe(memory)))
+
+
+@cli.command()
+@click.argument("file", required=False)
+@click.option("--sample", is_flag=True, help="show the memory of the bundled sample story")
+@click.option("--json", "as_json", is_flag=True)
+@method_options
+@llm_options
+@click.pass_context
+@handle_errors
+def show(ctx: click.Context, file: str | None, sample: bool, as_json: bool, encoding: str, **kw: Any) -> None:
+    """Print the stored memory of FILE (ReadAgent: gists with page numbers and the compression rate)."""
+    path = _source(file, sample)
+    method, opts = _method_kwargs(kw)
+    with _session(ctx, kw) as pm:
+        doc = pm.document(path, encoding=encoding)
+        reader = pm.reader(method, **opts)
+        memory = reader.load(doc)
+        if memory is None:
+            raise PagemindError(f"no finished memory for {doc.name} with these settings; run `pagemind index` first")
+        print_memory(memory, reader.describe(memory), as_json=as_json)
+
+
+def _source(file: str | None, sample: bool) -> str | Path:
+    if sample:
+        return sample_path()
+    if not file:
+        raise PagemindError("give a FILE (or --sample)")
+    return file
+
+
+from .models import models  # noqa: E402
+
+cli.add_command(models)

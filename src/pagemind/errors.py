@@ -1,0 +1,80 @@
+"""Typed errors: callers branch on the type, never on the message text."""
+
+from __future__ import annotations
+
+
+class PagemindError(Exception):
+    """Base of every error pagemind raises on purpose."""
+
+
+# --- input -----------------------------------------------------------------------------------------
+class InputError(PagemindError):
+    """A document that cannot be read as text (empty, binary, not UTF-8, too large, a directory...)."""
+
+
+# --- configuration ---------------------------------------------------------------------------------
+class ConfigError(PagemindError):
+    """A setting that cannot be resolved or is contradictory."""
+
+
+class ModelNotInstalled(ConfigError):
+    """A catalogue model whose weight packages are missing or fail their checksum."""
+
+
+# --- LLM -------------------------------------------------------------------------------------------
+class LLMError(PagemindError):
+    """Anything that went wrong while asking a model."""
+
+    retryable: bool = False
+
+
+class BackendUnavailable(LLMError):
+    """The endpoint cannot be reached (connection refused, DNS, timeout) or the local runtime is missing."""
+
+    retryable = True
+
+
+class RateLimited(LLMError):
+    """The endpoint said 429 (or an equivalent) and retries ran out."""
+
+    retryable = True
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ServerError(LLMError):
+    """The endpoint answered 5xx."""
+
+    retryable = True
+
+
+class BadRequest(LLMError):
+    """The endpoint rejected the request (4xx other than 429 and context-length errors)."""
+
+
+class ContextWindowExceeded(LLMError):
+    """A prompt (plus the room kept for the reply) does not fit the model's context window."""
+
+    def __init__(self, message: str, prompt_tokens: int | None = None, context_window: int | None = None):
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.context_window = context_window
+
+
+class UnparsableReply(LLMError):
+    """A reply that does not follow the requested format even after the bounded retries."""
+
+    def __init__(self, message: str, reply: str = "") -> None:
+        super().__init__(message)
+        self.reply = reply
+
+
+class ScriptExhausted(LLMError):
+    """The scripted fake LLM was asked more often than its script allows (tests only)."""
+
+
+def is_retryable(error: BaseException) -> bool:
+    """True for errors worth another try after a pause."""
+    return isinstance(error, LLMError) and error.retryable

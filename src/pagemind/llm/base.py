@@ -1,0 +1,114 @@
+"""The LLM contract: one typed request in, one typed response out.
+
+A backend implements :meth:`Backend.execute` and declares its capabilities as attributes. Everything
+else (cache, retries, concurrency limits, usage accounting, the context-window guard) is added once
+for every backend by :class:`pagemind.llm.client.LLM`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A fixed form the reply must take, for backends that can enforce it.
+
+    ``gbnf`` is a llama.cpp grammar, ``json_schema`` a JSON schema. A backend enforces what it declares
+    in its capabilities and ignores the rest; the caller's tolerant parser always checks the reply.
+    """
+
+    name: str
+    gbnf: str | None = None
+    json_schema: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    messages: tuple[Message, ...]
+    role: str = "generic"  # what the call is for: paginate, gist, lookup, answer, summarise, navigate...
+    max_tokens: int = 512
+    temperature: float = 0.0
+    stop: tuple[str, ...] = ()
+    constraint: Constraint | None = None
+
+    @classmethod
+    def user(cls, text: str, **kwargs: Any) -> "LLMRequest":
+        return cls(messages=(Message("user", text),), **kwargs)
+
+    def prompt_text(self) -> str:
+        return "\n".join(m.content for m in self.messages)
+
+    def cache_key(self, model_id: str) -> str:
+        """Content address of (model, request); the role is bookkeeping and not part of it."""
+        payload = asdict(self)
+        payload.pop("role")
+        payload["model"] = model_id
+        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    model: str
+    cached: bool = False
+    finish_reason: str = "stop"
+    constrained: bool = False  # True when the backend enforced request.constraint
+
+
+@dataclass
+class Capabilities:
+    context_window: int = 8192
+    supports_grammar: bool = False
+    supports_json_schema: bool = False
+    max_concurrency: int = 8  # how many requests may usefully run at once
+    has_tokenizer: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend(ABC):
+    """A model behind one method. Subclasses set ``model_id`` and ``capabilities``."""
+
+    model_id: str = "unknown"
+    capabilities: Capabilities
+
+    @abstractmethod
+    def execute(self, request: LLMRequest) -> LLMResponse:
+        """Run one request. Raise the typed errors of :mod:`pagemind.errors` on failure."""
+
+    async def aexecute(self, request: LLMRequest) -> LLMResponse:
+        """Async form; the default runs :meth:`execute` in a worker thread."""
+        return await asyncio.to_thread(self.execute, request)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` with the model's own tokenizer when it has one, else an estimate."""
+        return estimate_tokens(text)
+
+    def close(self) -> None:
+        """Release resources (HTTP pools, model memory)."""
+
+
+def estimate_tokens(text: str) -> int:
+    """A conservative token estimate for backends without a tokenizer (about 4 characters a token,
+    never fewer than 1.4 tokens a word), so that guards err on the safe side."""
+    if not text:
+        return 0
+    words = len(text.split())
+    return max(int(len(text) / 3.6) + 1, int(words * 1.4) + 1)

@@ -1,0 +1,148 @@
+"""The one wrapper every method talks to: cache, retries, concurrency, context guard, accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol, Sequence
+
+from ..errors import ContextWindowExceeded, LLMError, RateLimited, is_retryable
+from .base import Backend, LLMRequest, LLMResponse
+from .usage import Trace, TraceEvent, Usage
+
+MESSAGE_OVERHEAD_TOKENS = 8  # chat-template tokens per message (role markers, separators)
+
+
+class ResponseCache(Protocol):
+    def get(self, key: str) -> LLMResponse | None: ...
+
+    def put(self, key: str, response: LLMResponse) -> None: ...
+
+
+class LLM:
+    """A backend plus the behaviour every backend shares.
+
+    Args:
+        backend: the model.
+        cache: a response cache (content-addressed on model + request); ``None`` disables caching.
+        concurrency: the most requests in flight at once (capped by the backend's own limit).
+        max_retries: retries of retryable errors (rate limits, 5xx, timeouts), with exponential backoff.
+        backoff: the first pause in seconds; doubled each retry, with jitter.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        cache: ResponseCache | None = None,
+        concurrency: int = 8,
+        max_retries: int = 4,
+        backoff: float = 1.0,
+        sleep=time.sleep,
+    ) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.concurrency = max(1, min(concurrency, backend.capabilities.max_concurrency))
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.usage = Usage()
+        self._sleep = sleep
+        self._usage_lock = threading.Lock()
+
+    # --- facts -------------------------------------------------------------------------------------
+    @property
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    @property
+    def context_window(self) -> int:
+        return self.backend.capabilities.context_window
+
+    def count_tokens(self, text: str) -> int:
+        return self.backend.count_tokens(text)
+
+    def prompt_tokens(self, request: LLMRequest) -> int:
+        return sum(self.count_tokens(m.content) + MESSAGE_OVERHEAD_TOKENS for m in request.messages)
+
+    def fits(self, request: LLMRequest) -> bool:
+        return self.prompt_tokens(request) + request.max_tokens <= self.context_window
+
+    def check_fits(self, request: LLMRequest) -> None:
+        """The context-window guard: never send a prompt the model cannot hold with its reply."""
+        n = self.prompt_tokens(request)
+        if n + request.max_tokens > self.context_window:
+            raise ContextWindowExceeded(
+                f"{request.role} prompt needs {n} tokens + {request.max_tokens} for the reply, "
+                f"but {self.model_id} holds {self.context_window}",
+                prompt_tokens=n,
+                context_window=self.context_window,
+            )
+
+    # --- calls -------------------------------------------------------------------------------------
+    def complete(self, request: LLMRequest, trace: Trace | None = None) -> tuple[LLMResponse, TraceEvent]:
+        """Run one request (cached, guarded, retried). Returns the response and its trace event."""
+        self.check_fits(request)
+        key = self._key(request)
+        if key is not None and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit, self._account(request, hit, trace, cached=True)
+        attempt = 0
+        while True:
+            try:
+                response = self.backend.execute(request)
+                break
+            except LLMError as err:
+                if not is_retryable(err) or attempt >= self.max_retries:
+                    raise
+                self._sleep(self._pause(err, attempt))
+                attempt += 1
+        if key is not None and self.cache is not None:
+            self.cache.put(key, response)
+        return response, self._account(request, response, trace, cached=False)
+
+    def text(self, request: LLMRequest, trace: Trace | None = None) -> str:
+        return self.complete(request, trace)[0].text
+
+    def map(
+        self, requests: Sequence[LLMRequest], trace: Trace | None = None
+    ) -> list[tuple[LLMResponse, TraceEvent]]:
+        """Run independent requests concurrently (up to ``concurrency``); results in request order."""
+        if self.concurrency == 1 or len(requests) <= 1:
+            return [self.complete(r, trace) for r in requests]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
+            return list(pool.map(lambda r: self.complete(r, trace), requests))
+
+    async def acomplete(self, request: LLMRequest, trace: Trace | None = None) -> tuple[LLMResponse, TraceEvent]:
+        return await asyncio.to_thread(self.complete, request, trace)
+
+    # --- internals ---------------------------------------------------------------------------------
+    def _key(self, request: LLMRequest) -> str | None:
+        if request.temperature > 0:
+            return None  # sampled replies are not reproducible: never serve them from the cache
+        return request.cache_key(self.model_id)
+
+    def _pause(self, err: LLMError, attempt: int) -> float:
+        if isinstance(err, RateLimited) and err.retry_after:
+            return float(err.retry_after)
+        return self.backoff * (2**attempt) * (0.5 + random.random())
+
+    def _account(
+        self, request: LLMRequest, response: LLMResponse, trace: Trace | None, cached: bool
+    ) -> TraceEvent:
+        event = TraceEvent(
+            role=request.role,
+            prompt_tokens=response.prompt_tokens,
+            completion_tokens=response.completion_tokens,
+            seconds=0.0 if cached else response.seconds,
+            cached=cached,
+            reply=response.text,
+        )
+        with self._usage_lock:
+            self.usage.add(event)
+        if trace is not None:
+            trace.record(event)
+        return event

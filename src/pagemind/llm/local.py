@@ -1,0 +1,212 @@
+"""The embedded backend: a GGUF model run in-process by llama-cpp-python."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+from ..errors import BadRequest, BackendUnavailable, ConfigError, ContextWindowExceeded, LLMError
+from . import catalogue
+from .base import Backend, Capabilities, LLMRequest, LLMResponse, estimate_tokens
+
+GGUF_MAGIC = b"GGUF"
+_PER_MESSAGE = 8  # chat-template tokens per message when the template cannot be rendered
+_TEMPLATE_ALLOWANCE = 32  # a default system prompt the template may add
+
+
+def _content_id(path: Path) -> str:
+    """A cheap content address: file size plus a hash of the first and last MiB."""
+    size = path.stat().st_size
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        digest.update(fh.read(1 << 20))
+        fh.seek(max(size - (1 << 20), 0))
+        digest.update(fh.read(1 << 20))
+    return f"{size}-{digest.hexdigest()[:12]}"
+
+
+def _trained_context(path: Path) -> int | None:
+    """``<arch>.context_length`` from the GGUF header, read without loading the model."""
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    ints = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 10: "<Q", 11: "<q"}
+    try:
+        with path.open("rb") as fh:
+            def read(fmt: str) -> Any:
+                return struct.unpack(fmt, fh.read(struct.calcsize(fmt)))[0]
+
+            def string() -> str:
+                return fh.read(read("<Q")).decode("utf-8", "replace")
+
+            def skip(kind: int) -> None:
+                if kind == 8:
+                    fh.seek(read("<Q"), 1)
+                elif kind == 9:
+                    item, count = read("<I"), read("<Q")
+                    if item in sizes:
+                        fh.seek(sizes[item] * count, 1)
+                    else:
+                        for _ in range(count):
+                            skip(item)
+                else:
+                    fh.seek(sizes[kind], 1)
+
+            if fh.read(4) != GGUF_MAGIC or read("<I") < 2:
+                return None
+            read("<Q")  # tensor count
+            arch = None
+            for _ in range(read("<Q")):
+                key, kind = string(), read("<I")
+                if key == "general.architecture" and kind == 8:
+                    arch = string()
+                elif arch and key == f"{arch}.context_length" and kind in ints:
+                    return int(read(ints[kind]))
+                else:
+                    skip(kind)
+    except (OSError, struct.error, KeyError):
+        return None
+    return None
+
+
+class LlamaCpp(Backend):
+    """One GGUF model in this process; calls are serialised (the llama.cpp context is not thread-safe)."""
+
+    def __init__(self, path: Path, n_ctx: int = 16384, threads: int | None = None, name: str | None = None):
+        try:
+            import llama_cpp
+        except ImportError as err:
+            raise BackendUnavailable(f"llama-cpp-python is not installed ({err}); run scripts/install.sh") from None
+        self._llama_cpp = llama_cpp
+        path = Path(path)
+        trained = _trained_context(path)
+        if n_ctx <= 0 or (trained and n_ctx > trained):
+            n_ctx = trained or 4096
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        self.threads = threads or cores or 1
+        try:
+            self._llm = llama_cpp.Llama(
+                model_path=str(path), n_ctx=n_ctx, n_threads=self.threads, n_threads_batch=self.threads,
+                n_batch=512, verbose=False,
+            )
+        except (ValueError, RuntimeError) as err:
+            raise BackendUnavailable(f"llama.cpp could not load {path.name}: {err}") from None
+        trained = self._llm._model.n_ctx_train() or trained
+        self.n_ctx = min(n_ctx, self._llm.n_ctx(), trained or n_ctx)
+        self.model_id = f"gguf:{name or path.stem}:{_content_id(path)}"
+        self.capabilities = Capabilities(
+            context_window=self.n_ctx, supports_grammar=True, supports_json_schema=True, max_concurrency=1,
+            has_tokenizer=True, extra={"n_ctx_train": trained, "threads": self.threads},
+        )
+        self._lock = threading.Lock()
+        self._grammars: dict[str, Any] = {}
+        self._formatter = self._make_formatter()
+
+    def _make_formatter(self) -> Any:
+        """The model's own chat template (the one llama-cpp-python applies), or None."""
+        llm = self._llm
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template or llm.chat_format != "chat_template.default":
+            return None
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        def text(token: int) -> str:
+            return llm._model.token_get_text(token) if token != -1 else ""
+
+        return Jinja2ChatFormatter(template, eos_token=text(llm.token_eos()), bos_token=text(llm.token_bos()))
+
+    def count_tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def prompt_tokens(self, request: LLMRequest) -> int:
+        """Prompt tokens of ``request`` after the chat template (exact when the template renders)."""
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        if self._formatter is not None:
+            try:
+                prompt = self._formatter(messages=messages).prompt
+                return len(self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+            except Exception:  # a template that fails here fails in llama-cpp-python too; estimate instead
+                pass
+        body = sum(self.count_tokens(m.content) + _PER_MESSAGE for m in request.messages)
+        return body + _TEMPLATE_ALLOWANCE
+
+    def _grammar(self, gbnf: str) -> Any:
+        """A parsed grammar, cached by text; BadRequest if llama.cpp cannot parse it."""
+        if gbnf not in self._grammars:
+            lib = self._llama_cpp
+            sampler = lib.llama_sampler_init_grammar(self._llm._model.vocab, gbnf.encode("utf-8"), b"root")
+            if not sampler:  # a NULL sampler would crash the process later
+                raise BadRequest("llama.cpp rejected the GBNF grammar (syntax error or no 'root' rule)")
+            lib.llama_sampler_free(sampler)
+            self._grammars[gbnf] = lib.LlamaGrammar.from_string(gbnf, verbose=False)
+        return self._grammars[gbnf]
+
+    def execute(self, request: LLMRequest) -> LLMResponse:
+        if self._llm is None:
+            raise BackendUnavailable("the local model was closed")
+        kwargs: dict[str, Any] = {}
+        constraint = request.constraint
+        with self._lock:
+            if constraint is not None and constraint.gbnf:
+                kwargs["grammar"] = self._grammar(constraint.gbnf)
+            elif constraint is not None and constraint.json_schema:
+                kwargs["response_format"] = {"type": "json_object", "schema": constraint.json_schema}
+            prompt = self.prompt_tokens(request)
+            if prompt + request.max_tokens > self.n_ctx:
+                raise ContextWindowExceeded(
+                    f"prompt of {prompt} tokens + {request.max_tokens} reply tokens exceeds the context window "
+                    f"of {self.n_ctx} tokens ({self.model_id})",
+                    prompt_tokens=prompt, context_window=self.n_ctx,
+                )
+            start = time.perf_counter()
+            try:
+                out = self._llm.create_chat_completion(
+                    messages=[{"role": m.role, "content": m.content} for m in request.messages],
+                    max_tokens=request.max_tokens, temperature=request.temperature,
+                    stop=list(request.stop) or None, **kwargs,
+                )
+            except ValueError as err:
+                if "context window" in str(err):
+                    raise ContextWindowExceeded(str(err), context_window=self.n_ctx) from None
+                raise LLMError(f"llama.cpp failed: {err}") from None
+            except RuntimeError as err:
+                raise LLMError(f"llama.cpp failed: {err}") from None
+            seconds = time.perf_counter() - start
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        text = choice["message"].get("content") or ""
+        return LLMResponse(
+            text=text, prompt_tokens=int(usage.get("prompt_tokens", prompt)),
+            completion_tokens=int(usage.get("completion_tokens", estimate_tokens(text))), seconds=seconds,
+            model=self.model_id, finish_reason=choice.get("finish_reason") or "stop",
+            constrained=bool(kwargs),
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None
+
+
+def open_local(spec_or_path: str, settings: Settings) -> LlamaCpp:
+    """Open ``local:NAME`` (a catalogue model) or ``gguf:PATH`` (any GGUF file) with the settings' n_ctx/threads."""
+    kind, _, value = spec_or_path.partition(":")
+    if kind == "local" and value:
+        path, name = catalogue.model_path(value), catalogue.get_spec(value).name
+    elif kind == "gguf" and value:
+        path, name = Path(value).expanduser(), None
+        if not path.is_file():
+            raise ConfigError(f"gguf model file not found: {value}")
+        with path.open("rb") as fh:
+            if fh.read(4) != GGUF_MAGIC:
+                raise ConfigError(f"{value} is not a GGUF model file (wrong magic bytes)")
+    else:
+        raise ConfigError(f"expected local:NAME or gguf:PATH, got {spec_or_path!r}")
+    return LlamaCpp(path, n_ctx=settings.n_ctx, threads=settings.threads, name=name)

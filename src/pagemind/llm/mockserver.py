@@ -1,0 +1,174 @@
+"""A tiny OpenAI-compatible chat-completions server on 127.0.0.1 for tests and benchmarks (stdlib only).
+
+Use it as a context manager::
+
+    with MockServer(latency=0.1, script=[{"status": 429, "retry_after": 0}, {"text": "hello"}]) as server:
+        backend = OpenAICompatible("mock", base_url=server.url)
+
+Each request takes the next entry of ``script``; once the script is used up every request gets the
+default reply. An entry is a dict with any of:
+
+* ``text``: the reply content (default ``"ok"``); ``finish_reason`` and ``usage`` override those fields;
+* ``status``: an HTTP status; with ``message`` as the error message and ``retry_after`` as a header;
+* ``body``: a raw response body (string) sent as is, with ``status`` (default 200);
+* ``garbage``: ``True`` for a 200 whose JSON has no ``choices``;
+* ``latency``: seconds to wait before answering (default: the server's ``latency``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+    mock: "MockServer"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+        """Stay quiet."""
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's naming
+        if self.path.rstrip("/") == "/v1/models":
+            self._send(200, {"object": "list", "data": [{"id": "mock", "object": "model"}]})
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's naming
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._send(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+            return
+        mock = self.server.mock
+        step = mock._begin(body, dict(self.headers.items()))
+        try:
+            mock._stopping.wait(float(step.get("latency", mock.latency)))
+            self._answer(step, body)
+        except OSError:
+            pass  # the client went away (a timeout test) or the server is stopping
+        finally:
+            mock._end()
+
+    def _answer(self, step: dict[str, Any], body: dict[str, Any]) -> None:
+        status = int(step.get("status", 200))
+        headers = {}
+        if step.get("retry_after") is not None:
+            headers["Retry-After"] = str(step["retry_after"])
+        if "body" in step:
+            self._send(status, step["body"], headers)
+        elif step.get("garbage"):
+            self._send(200, {"id": "mock-garbage", "object": "chat.completion", "oops": True})
+        elif status != 200:
+            message = step.get("message", f"mock error {status}")
+            self._send(status, {"error": {"message": message, "type": "mock_error", "code": status}}, headers)
+        else:
+            text = str(step.get("text", self.server.mock.text))
+            prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+            usage = step.get("usage", {
+                "prompt_tokens": len(prompt.split()),
+                "completion_tokens": len(text.split()),
+                "total_tokens": len(prompt.split()) + len(text.split()),
+            })
+            reply = {
+                "id": "mock-1",
+                "object": "chat.completion",
+                "model": body.get("model", "mock"),
+                "choices": [{
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": step.get("finish_reason", "stop"),
+                }],
+            }
+            if usage is not None:
+                reply["usage"] = usage
+            self._send(200, reply)
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = payload.encode("utf-8") if isinstance(payload, str) else json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class MockServer:
+    """An OpenAI-compatible server in a background thread, with scripted faults and latency."""
+
+    def __init__(self, latency: float = 0.0, script: list[dict[str, Any]] | None = None, text: str = "ok") -> None:
+        self.latency = latency
+        self.script = list(script or [])
+        self.text = text
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # header names lower-cased, one dict per request
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._url: str | None = None
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The base URL, ending in /v1 (still readable after the server stopped)."""
+        if self._url is None:
+            raise RuntimeError("MockServer is not running; use it as a context manager")
+        return self._url
+
+    def start(self) -> "MockServer":
+        """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
+        if self._server is None:
+            self._stopping.clear()
+            self._server = _Server(("127.0.0.1", 0), _Handler)
+            self._server.mock = self
+            host, port = self._server.server_address[:2]
+            self._url = f"http://{host}:{port}/v1"
+            self._thread = threading.Thread(
+                target=self._server.serve_forever, args=(0.02,), name="pagemind-mockserver", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, wake sleeping handlers and release the port."""
+        if self._server is not None:
+            self._stopping.set()
+            self._server.shutdown()
+            self._server.server_close()
+            if self._thread is not None:
+                self._thread.join(timeout=5)
+            self._server = self._thread = None
+
+    def __enter__(self) -> "MockServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _begin(self, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append({k.lower(): v for k, v in headers.items()})
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            return dict(self.script.pop(0)) if self.script else {}
+
+    def _end(self) -> None:
+        with self._lock:
+            self.in_flight -= 1

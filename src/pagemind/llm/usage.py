@@ -1,0 +1,93 @@
+"""Usage accounting and traces: every LLM call is recorded with its role, tokens and seconds."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    role: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    cached: bool
+    reply: str
+    decision: str = ""  # what the caller made of the reply (set through Trace.note)
+
+
+@dataclass
+class Usage:
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, event: TraceEvent) -> None:
+        self.calls += 1
+        self.cached_calls += int(event.cached)
+        if not event.cached:
+            self.prompt_tokens += event.prompt_tokens
+            self.completion_tokens += event.completion_tokens
+            self.seconds += event.seconds
+
+    def merged(self, other: "Usage") -> "Usage":
+        return Usage(
+            self.calls + other.calls,
+            self.cached_calls + other.cached_calls,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.seconds + other.seconds,
+        )
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class Trace:
+    """The LLM calls of one operation (an index build, one answer), in completion order.
+
+    Tokens and seconds of cached calls are not counted in :attr:`usage`: they cost nothing.
+    """
+
+    events: list[TraceEvent] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def record(self, event: TraceEvent) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    def decide(self, event: TraceEvent, decision: str) -> None:
+        """Attach the caller's reading of a reply to its event."""
+        with self._lock:
+            for i in range(len(self.events) - 1, -1, -1):
+                if self.events[i] is event:
+                    self.events[i] = TraceEvent(**{**event.__dict__, "decision": decision})
+                    return
+
+    def note(self, text: str) -> None:
+        with self._lock:
+            self.notes.append(text)
+
+    @property
+    def usage(self) -> Usage:
+        u = Usage()
+        for e in self.events:
+            u.add(e)
+        return u
+
+    def by_role(self) -> dict[str, Usage]:
+        out: dict[str, Usage] = {}
+        for e in self.events:
+            out.setdefault(e.role, Usage()).add(e)
+        return out

@@ -1,0 +1,78 @@
+"""Episode pagination (paper §3.1; the notebook's loop). Inherently sequential: each page starts where
+the previous one ended.
+
+From paragraph ``i``, paragraphs are added while the word count is under ``max_words``; a numbered
+label ``<j>`` is placed before paragraph ``j`` once ``min_words`` are reached, and a final label is
+always added. The LLM picks the label where reading naturally pauses. A remainder under
+``tail_words`` becomes the last page with no LLM call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...llm.base import Constraint, LLMRequest, Message
+from ...prompts import get_prompt
+from .memory import Page, ReadAgentOptions
+from .parsing import escape_labels, parse_pause_point
+
+
+@dataclass(frozen=True)
+class Window:
+    """One pagination step: the request to send and the labels it offers."""
+
+    first: int  # paragraph the page starts at
+    last: int  # the final label (one past the last paragraph shown)
+    labels: tuple[int, ...]
+    words: int
+    request: LLMRequest | None  # None: the tail rule applies, no LLM call
+
+
+def make_window(paragraphs: list[str], i: int, previous: Page | None, opts: ReadAgentOptions) -> Window:
+    passage = [escape_labels(paragraphs[i])]
+    labels: list[int] = []
+    wcount = len(paragraphs[i].split())
+    j = i + 1
+    while wcount < opts.max_words and j < len(paragraphs):
+        wcount += len(paragraphs[j].split())
+        if wcount >= opts.min_words:
+            passage.append(f"<{j}>")
+            labels.append(j)
+        passage.append(escape_labels(paragraphs[j]))
+        j += 1
+    passage.append(f"<{j}>")
+    labels.append(j)
+    if wcount < opts.tail_words and j == len(paragraphs):
+        return Window(i, j, tuple(labels), wcount, None)
+    end_tag = "" if j == len(paragraphs) or not opts.lookahead else escape_labels(paragraphs[j]) + "\n..."
+    preceding = "...\n" + escape_labels(previous.text) + "\n" if (opts.previous_page and previous) else ""
+    prompt = get_prompt("readagent", f"{opts.prompt_set}.paginate").render(
+        preceding=preceding, passage="\n".join(passage), end_tag=end_tag
+    )
+    constraint = None
+    max_tokens = opts.max_tokens
+    if opts.constrained:
+        alternatives = " | ".join(f'"{n}"' for n in labels)
+        keyword = "Label" if opts.prompt_set == "qmsum" else "Break point"
+        constraint = Constraint(name="pause_point", gbnf=f'root ::= "{keyword}: <" ({alternatives}) ">"')
+        max_tokens = 16
+    request = LLMRequest(
+        messages=(Message("user", prompt),), role="paginate", max_tokens=max_tokens, constraint=constraint
+    )
+    return Window(i, j, tuple(labels), wcount, request)
+
+
+def decide(window: Window, reply: str | None) -> tuple[int, str, str]:
+    """Where the page ends: (paragraph index, source, problem). Falls back to the last label."""
+    if window.request is None:
+        return window.last, "tail", ""
+    pause = parse_pause_point(reply or "", window.first, window.last)
+    if pause.label is None:
+        return window.last, "fallback", pause.problem
+    if pause.label not in window.labels:
+        return window.last, "fallback", f"label <{pause.label}> was not offered"
+    return pause.label, "llm", ""
+
+
+def page_of(paragraphs: list[str], index: int, start: int, end: int, source: str) -> Page:
+    return Page(index=index, start=start, end=end, text="\n".join(paragraphs[start:end]), label_source=source)

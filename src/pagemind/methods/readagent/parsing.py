@@ -1,0 +1,115 @@
+"""Tolerant parsers for ReadAgent's LLM decisions. Each returns a typed result; none guesses silently.
+
+They are supersets of the official notebook parsers: the pause point accepts every reply format the
+published prompts ask for (``Break point: <n>``, ``Breakpoint: <n>``, ``Label: <n>``, ``The break
+point is: <n>``), range-checks it and reports why it failed; the look-up parser de-duplicates,
+range-checks and caps; the sequential parser understands ``Page N`` and ``STOP``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_KEYWORD = re.compile(r"(break\s*point(?:\s+label)?(?:\s+is)?|label|pause\s*point)\s*[:：]?\s*", re.IGNORECASE)
+_TAG = re.compile(r"<\s*(\d+)\s*>")
+
+
+@dataclass(frozen=True)
+class PausePoint:
+    label: int | None  # the accepted label, or None when the reply gave no usable one
+    problem: str = ""  # why not, when label is None
+
+
+def parse_pause_point(reply: str, first: int, last: int) -> PausePoint:
+    """The label a pagination reply chooses, valid when ``first < label <= last``."""
+    text = reply.strip()
+    if not text:
+        return PausePoint(None, "empty reply")
+    candidates: list[int] = []
+    for m in _KEYWORD.finditer(text):
+        rest = text[m.end() : m.end() + 40]
+        tag = re.match(r"\**\s*<\s*(\d+)\s*>", rest) or re.match(r"\**\s*(\d+)\b", rest)
+        if tag:
+            candidates.append(int(tag.group(1)))
+            break
+    if not candidates:
+        tags = list(dict.fromkeys(int(t) for t in _TAG.findall(text)))
+        if len(tags) == 1:
+            candidates = tags
+        elif len(tags) > 1:
+            return PausePoint(None, f"several labels and no 'Break point:' ({tags[:5]})")
+    if not candidates:
+        return PausePoint(None, "no label in reply")
+    label = candidates[0]
+    if not first < label <= last:
+        return PausePoint(None, f"label <{label}> outside <{first + 1}>..<{last}>")
+    return PausePoint(label)
+
+
+@dataclass(frozen=True)
+class LookupRequest:
+    pages: tuple[int, ...]  # distinct, in range, capped, in the order the model gave
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def empty(self) -> bool:
+        return not self.pages
+
+
+def parse_lookup(reply: str, n_pages: int, max_pages: int) -> LookupRequest:
+    """Pages a ReadAgent-P reply asks for: the first ``[...]`` list, else ``Page N`` mentions."""
+    problems: list[str] = []
+    m = re.search(r"\[([^\[\]]*)\]", reply)
+    if m:
+        raw = re.findall(r"-?\d+", m.group(1))
+    else:
+        raw = re.findall(r"\bpages?\s*#?\s*(-?\d+(?:\s*(?:,|and|&)\s*-?\d+)*)", reply, flags=re.IGNORECASE)
+        raw = [n for group in raw for n in re.findall(r"-?\d+", group)]
+        if raw:
+            problems.append("no [..] list; used 'Page N' mentions")
+    pages: list[int] = []
+    for token in raw:
+        n = int(token)
+        if not 0 <= n < n_pages:
+            problems.append(f"page {n} out of range 0..{n_pages - 1}")
+        elif n in pages:
+            problems.append(f"page {n} repeated")
+        else:
+            pages.append(n)
+    if len(pages) > max_pages:
+        problems.append(f"{len(pages)} pages asked, kept the first {max_pages}")
+        pages = pages[:max_pages]
+    if not raw:
+        problems.append("no page numbers in reply")
+    return LookupRequest(tuple(pages), tuple(problems))
+
+
+@dataclass(frozen=True)
+class SequentialStep:
+    page: int | None = None
+    stop: bool = False
+    problem: str = ""
+
+
+def parse_sequential(reply: str, n_pages: int, already_read: set[int] | frozenset[int]) -> SequentialStep:
+    """One ReadAgent-S decision: ``Page N`` (new, in range) or ``STOP``."""
+    text = reply.strip()
+    m = re.search(r"\bpage\s*#?\s*\[?\s*(\d+)", text, flags=re.IGNORECASE)
+    if m is None and re.fullmatch(r"\[?\s*\d+\s*\]?\.?", text):
+        m = re.search(r"(\d+)", text)
+    if m is None:
+        if re.search(r"\bstop\b", text, flags=re.IGNORECASE):
+            return SequentialStep(stop=True)
+        return SequentialStep(problem="neither 'Page N' nor STOP")
+    page = int(m.group(1))
+    if not 0 <= page < n_pages:
+        return SequentialStep(problem=f"page {page} out of range 0..{n_pages - 1}")
+    if page in already_read:
+        return SequentialStep(problem=f"page {page} was already read")
+    return SequentialStep(page=page)
+
+
+def escape_labels(text: str) -> str:
+    """Show ``<12>``-like text inside a document as ``‹12›`` so it cannot pass for a pause label."""
+    return _TAG.sub(lambda m: f"‹{m.group(1)}›", text)

