@@ -82,3 +82,35 @@ def test_unknown_llm_spec_is_a_config_error(tmp_path):
     book.write_text(make_text(5, 60))
     result = CliRunner().invoke(cli, ["ask", str(book), "q?", "--llm", "nonsense"])
     assert result.exit_code == 1 and "expected one of local:NAME" in result.stderr
+
+
+def test_ask_through_an_openai_compatible_server(tmp_path):
+    """The whole path over HTTP: CLI flags -> OpenAI-compatible backend -> a local mock server."""
+    import re
+
+    from pagemind.llm.mockserver import MockServer
+
+    def reply(body):
+        prompt = body["messages"][-1]["content"]
+        if prompt.startswith("You are given a passage"):
+            found = re.findall(r"^<(\d+)>$", prompt, flags=re.MULTILINE)
+            return f"Break point: <{found[0]}>"
+        if prompt.startswith("Please shorten"):
+            return "a gist"
+        if "Which page(s)" in prompt:
+            return "I want to look up Page [0] to check"
+        return "Answer: (A) one"
+
+    book = tmp_path / "book.txt"
+    book.write_text(make_text(20, 60))
+    with MockServer(text=reply) as server:
+        result = CliRunner().invoke(cli, ["ask", str(book), "Which?", "-o", "one", "-o", "two", "--llm", "openai:mock",
+                                          "--base-url", server.url, "--concurrency", "4"])
+        assert result.exit_code == 0, result.output
+        assert "Answer: (A) one" in result.stdout
+        assert all(r["model"] == "mock" for r in server.requests)
+        assert "authorization" not in server.headers[0]
+    closed = CliRunner().invoke(cli, ["ask", str(book), "Which?", "--llm", "openai:mock", "--base-url", server.url,
+                                      "--no-cache"], env={"PAGEMIND_MAX_RETRIES": "0"})
+    print(closed.stderr)
+    assert closed.exit_code == 1 and "error:" in closed.stderr and "Traceback" not in closed.output

@@ -196,9 +196,13 @@ def test_killed_during_gists_keeps_finished_gists(tmp_path):
     llm = LLM(dying, concurrency=1)
     with pytest.raises(RuntimeError):
         ReadAgent(llm, Store(store_path)).build(doc)
+    store = Store(store_path)
+    (record,) = store.memories_for(doc.id)
+    done = {g["page"] for g in store.items(record.key, "gist")}
+    assert {0, 1} <= done and record.status == "building"
     resumed = scripted()
-    memory = agent(resumed, Store(store_path)).build(doc)
-    assert resumed.roles() == ["gist"] * (len(memory.pages) - 2)
+    memory = agent(resumed, store).build(doc)
+    assert resumed.roles() == ["gist"] * (len(memory.pages) - len(done))  # no pagination, only missing gists
     assert [g.text for g in memory.gists[:2]] == ["g0", "g1"]
 
 

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant"]
+MESSAGE_OVERHEAD_TOKENS = 8  # chat-template tokens per message (role markers, separators), when not measured
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,10 @@ class Backend(ABC):
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` with the model's own tokenizer when it has one, else an estimate."""
         return estimate_tokens(text)
+
+    def prompt_tokens(self, request: LLMRequest) -> int:
+        """Tokens the whole request occupies in the context (messages plus chat-template overhead)."""
+        return sum(self.count_tokens(m.content) + MESSAGE_OVERHEAD_TOKENS for m in request.messages)
 
     def close(self) -> None:
         """Release resources (HTTP pools, model memory)."""

@@ -13,8 +13,6 @@ from ..errors import ContextWindowExceeded, LLMError, RateLimited, is_retryable
 from .base import Backend, LLMRequest, LLMResponse
 from .usage import Trace, TraceEvent, Usage
 
-MESSAGE_OVERHEAD_TOKENS = 8  # chat-template tokens per message (role markers, separators)
-
 
 class ResponseCache(Protocol):
     def get(self, key: str) -> LLMResponse | None: ...
@@ -65,7 +63,7 @@ class LLM:
         return self.backend.count_tokens(text)
 
     def prompt_tokens(self, request: LLMRequest) -> int:
-        return sum(self.count_tokens(m.content) + MESSAGE_OVERHEAD_TOKENS for m in request.messages)
+        return self.backend.prompt_tokens(request)
 
     def fits(self, request: LLMRequest) -> bool:
         return self.prompt_tokens(request) + request.max_tokens <= self.context_window

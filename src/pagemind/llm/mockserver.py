@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 
 class _Server(ThreadingHTTPServer):
@@ -75,7 +75,9 @@ class _Handler(BaseHTTPRequestHandler):
             message = step.get("message", f"mock error {status}")
             self._send(status, {"error": {"message": message, "type": "mock_error", "code": status}}, headers)
         else:
-            text = str(step.get("text", self.server.mock.text))
+            mock = self.server.mock
+            default = mock.text(body) if callable(mock.text) else mock.text
+            text = str(step.get("text", default))
             prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
             usage = step.get("usage", {
                 "prompt_tokens": len(prompt.split()),
@@ -110,7 +112,9 @@ class _Handler(BaseHTTPRequestHandler):
 class MockServer:
     """An OpenAI-compatible server in a background thread, with scripted faults and latency."""
 
-    def __init__(self, latency: float = 0.0, script: list[dict[str, Any]] | None = None, text: str = "ok") -> None:
+    def __init__(self, latency: float = 0.0, script: list[dict[str, Any]] | None = None,
+                 text: str | Callable[[dict[str, Any]], str] = "ok") -> None:
+        """``text`` is the default reply, or a function of the request body that returns it."""
         self.latency = latency
         self.script = list(script or [])
         self.text = text

@@ -38,7 +38,17 @@ def build_memory(
     gists = {g["page"]: Gist(**g) for g in store.items(key, "gist")}
     total = document.words
     if record.status != "complete":
-        _paginate(paragraphs, pages, gists, key, llm, store, opts, trace, progress, total)
+        workers = max(1, llm.concurrency - 1) if opts.gist_mode == "separate" else 1
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            # Pagination is sequential; each page's gist starts as soon as the page is decided, so with a
+            # concurrent backend gisting overlaps pagination instead of waiting for it.
+            futures = [pool.submit(_gist_one, p, key, llm, store, opts, trace) for p in pages if p.index not in gists]
+            _paginate(paragraphs, pages, gists, key, llm, store, opts, trace, progress, total,
+                      on_page=lambda page: futures.append(pool.submit(_gist_one, page, key, llm, store, opts, trace))
+                      if opts.gist_mode == "separate" else None)
+            for future in as_completed(futures):
+                gist = future.result()
+                gists[gist.page] = gist
         _gist_missing(pages, gists, key, llm, store, opts, trace)
         store.mark_complete(key)
     if progress:
@@ -49,7 +59,7 @@ def build_memory(
     )
 
 
-def _paginate(paragraphs, pages, gists, key, llm, store, opts, trace, progress, total) -> None:
+def _paginate(paragraphs, pages, gists, key, llm, store, opts, trace, progress, total, on_page=None) -> None:
     i = pages[-1].end if pages else 0
     while i < len(paragraphs):
         previous = pages[-1] if pages else None
@@ -58,6 +68,8 @@ def _paginate(paragraphs, pages, gists, key, llm, store, opts, trace, progress, 
         page = page_of(paragraphs, len(pages), i, label, source)
         store.put_item(key, "page", page.index, page.__dict__)
         pages.append(page)
+        if on_page is not None:
+            on_page(page)
         if opts.gist_mode == "continue" and window.request is not None and reply is not None:
             response, _ = llm.complete(continued_gist_request(window.request, reply, label, opts), trace)
             gist = Gist(page.index, clean_gist(response.text))
@@ -95,20 +107,18 @@ def _ask_pause(window: Window, llm: LLM, opts: ReadAgentOptions, trace: Trace) -
     return f"Break point: <{window.last}>", window.last, "fallback"
 
 
+def _gist_one(page: Page, key: str, llm: LLM, store: Store, opts: ReadAgentOptions, trace: Trace) -> Gist:
+    response, _ = llm.complete(gist_request(page, opts), trace)
+    gist = Gist(page.index, clean_gist(response.text))
+    store.put_item(key, "gist", gist.page, gist.__dict__)  # stored as each finishes: a kill loses little
+    return gist
+
+
 def _gist_missing(pages, gists, key, llm: LLM, store: Store, opts, trace) -> None:
+    """Gists still missing (continue mode's tail page, or a page whose gist call was cut short)."""
     todo = [p for p in pages if p.index not in gists]
-    if not todo:
-        return
-
-    def one(page: Page) -> Gist:
-        response, _ = llm.complete(gist_request(page, opts), trace)
-        return Gist(page.index, clean_gist(response.text))
-
-    with ThreadPoolExecutor(max_workers=max(1, min(llm.concurrency, len(todo)))) as pool:
-        futures = [pool.submit(one, p) for p in todo]
-        for future in as_completed(futures):
-            gist = future.result()
-            store.put_item(key, "gist", gist.page, gist.__dict__)  # stored as each finishes: a kill loses little
+    with ThreadPoolExecutor(max_workers=max(1, min(llm.concurrency, len(todo) or 1))) as pool:
+        for gist in pool.map(lambda p: _gist_one(p, key, llm, store, opts, trace), todo):
             gists[gist.page] = gist
 
 

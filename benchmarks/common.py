@@ -1,0 +1,55 @@
+"""Shared helpers for the benchmarks: data from ../shared/data (never copied), timing, JSON output."""
+
+from __future__ import annotations
+
+import json
+import platform
+import resource
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data"
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def quality_rows(data: Path = DATA) -> list[dict]:
+    path = data / "quality" / "quality_dev_slice.json"
+    if not path.exists():
+        raise SystemExit(f"QuALITY slice not found at {path}; pass --data DIR (the folder holding quality/)")
+    return json.loads(path.read_text())
+
+
+def concatenated_articles(rows: list[dict], words: int) -> tuple[str, list[dict]]:
+    """Whole QuALITY articles joined until ``words`` is reached (the last one cut at a paragraph)."""
+    parts, used, total = [], [], 0
+    for row in rows:
+        article = row["article"].strip()
+        n = len(article.split())
+        if total + n > words:
+            paragraphs, kept = article.split("\n\n\n"), []
+            for para in paragraphs:
+                if total + len(para.split()) > words:
+                    break
+                kept.append(para)
+                total += len(para.split())
+            parts.append("\n\n\n".join(kept))
+            break
+        parts.append(article)
+        used.append(row)
+        total += n
+    return "\n\n\n\n".join(parts), used
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def write_result(name: str, data: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    data = {"benchmark": name, "date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.machine(),
+            "python": platform.python_version(), **data}
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(data, indent=2))
+    print(json.dumps(data, indent=2))
+    return path
