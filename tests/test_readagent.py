@@ -236,3 +236,31 @@ def test_python_api_ask_end_to_end(tmp_path):
         answer = pm.ask(p, "Which page?\n(A) one\n(B) two\n(C) three\n(D) four")
         assert answer.letter == "B" and answer.pages_read == [1]
         assert pm.ask(p, "Which page?", options=["one", "two"], method="gistmem").method == "gistmem"
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_requests_in_flight_never_exceed_concurrency(concurrency):
+    import threading
+    import time
+
+    state = {"now": 0, "peak": 0}
+    lock = threading.Lock()
+
+    def slow(reply_fn):
+        def run(request):
+            with lock:
+                state["now"] += 1
+                state["peak"] = max(state["peak"], state["now"])
+            time.sleep(0.01)
+            with lock:
+                state["now"] -= 1
+            return reply_fn(request)
+        return run
+
+    fake = ScriptedLLM(by_role={"paginate": slow(middle_label), "gist": slow(first_words_gist)})
+    llm = LLM(fake, concurrency=concurrency)
+    memory = ReadAgent(llm, Store(":memory:")).build(Document.from_text(make_text(60, 60)))
+    assert len(memory.gists) == len(memory.pages)
+    assert state["peak"] <= concurrency
+    if concurrency > 1:
+        assert state["peak"] >= 2  # gists overlap pagination

@@ -10,17 +10,21 @@ from .config import Settings, resolve_settings
 from .errors import ConfigError
 from .llm.base import Backend
 from .llm.client import LLM
+from .llm.usage import Trace
 from .llm.registry import open_backend
 from .methods.full import FullTextReader
+from .methods.memwalker import MemWalker, MemWalkerOptions
 from .methods.question import Answer, Question
 from .methods.readagent import MODES, ReadAgent, ReadAgentOptions
 from .store import SQLiteResponseCache, Store
 from .text import Document, load_document
 
-METHODS = ("readagent-p", "readagent-s", "gistmem", "full")
+METHODS = ("readagent-p", "readagent-s", "gistmem", "memwalker", "full")
 READAGENT_OPTIONS = ("preset", "min_words", "max_words", "tail_words", "previous_page", "lookahead", "gist_mode",
                      "max_pages", "constrained", "max_retries", "max_tokens")
 FULL_OPTIONS = ("keep", "budget", "constrained", "max_retries")
+MEMWALKER_OPTIONS = ("preset", "segment_tokens", "max_children", "node_tokens", "reasoning", "working_memory",
+                     "memory_tokens", "max_steps", "max_failures", "reasoning_chars", "constrained", "max_tokens")
 
 
 class Pagemind:
@@ -65,6 +69,12 @@ class Pagemind:
                 raise ConfigError(f"{method}: unknown option(s) {', '.join(sorted(bad))}")
             opts = ReadAgentOptions.from_preset(options.pop("preset", None) or "quality", **options)
             return ReadAgent(self.llm, self.store, opts, mode=method)
+        if method == "memwalker":
+            bad = set(options) - set(MEMWALKER_OPTIONS)
+            if bad:
+                raise ConfigError(f"memwalker: unknown option(s) {', '.join(sorted(bad))}")
+            opts = MemWalkerOptions.from_preset(options.pop("preset", None) or "quality", **options)
+            return MemWalker(self.llm, self.store, opts)
         if method == "full":
             bad = set(options) - set(FULL_OPTIONS)
             if bad:
@@ -82,9 +92,13 @@ class Pagemind:
             **method_options: Any) -> Answer:
         """Answer a question about a document; builds its memory first if needed."""
         reader = self.reader(method, **method_options)
-        memory = reader.build(self.document(source), progress=progress)
+        build_trace = Trace()
+        memory = reader.build(self.document(source), progress=progress, trace=build_trace)
         q = question if isinstance(question, Question) else Question.parse(question, tuple(options))
-        return reader.answer(memory, q)
+        answer = reader.answer(memory, q)
+        if build_trace.events:
+            answer.index_trace = build_trace
+        return answer
 
     def close(self) -> None:
         if self._llm is not None:

@@ -43,6 +43,7 @@ class Settings:
     timeout: float = 600.0  # seconds per HTTP request
     n_ctx: int = 16384  # context window for embedded models
     threads: int | None = None  # llama.cpp threads; default: the machine's cores
+    prompt_cache_mb: int = 2048  # RAM for llama.cpp KV states of recent prompts (0: only the last prompt)
     max_bytes: int = 16 * 1024 * 1024
     cache: bool = True  # LLM response cache
 
@@ -50,7 +51,7 @@ class Settings:
         return Path(self.store) if self.store else user_dir(env) / "pagemind.db"
 
 
-_INT = {"concurrency", "max_retries", "n_ctx", "threads", "max_bytes"}
+_INT = {"concurrency", "max_retries", "n_ctx", "threads", "max_bytes", "prompt_cache_mb"}
 _FLOAT = {"timeout"}
 _BOOL = {"cache"}
 

@@ -41,14 +41,21 @@ def llm_options(fn: Callable) -> Callable:
 def method_options(fn: Callable) -> Callable:
     for option in reversed([
         click.option("--method", "-m", type=click.Choice(METHODS), default="readagent-p", show_default=True),
-        click.option("--preset", type=click.Choice(["quality", "qmsum", "narrativeqa-book", "narrativeqa-movie"]),
-                     help="ReadAgent page sizes and prompts of a paper dataset [default quality]"),
+        click.option("--preset", type=click.Choice(["quality", "qmsum", "narrativeqa-book", "narrativeqa-movie",
+                                                    "summscreen", "govreport"]),
+                     help="settings of a paper dataset [default quality]; ReadAgent: quality, qmsum, "
+                          "narrativeqa-book/-movie; MemWalker: quality, summscreen, govreport"),
         click.option("--min-words", type=int, help="ReadAgent: words before the first pause label"),
         click.option("--max-words", type=int, help="ReadAgent: most words in a pagination window"),
         click.option("--max-pages", type=int, help="ReadAgent: pages to look up (P) or steps (S)"),
         click.option("--gist-mode", type=click.Choice(["separate", "continue"]),
                      help="separate: paper's gist prompt; continue: gist as a follow-up turn (prompt-cache reuse)"),
         click.option("--unconstrained", is_flag=True, help="do not enforce reply formats with a grammar"),
+        click.option("--max-children", type=int, help="MemWalker: most children per tree node [preset: 8]"),
+        click.option("--segment-tokens", type=int, help="MemWalker: tokens per leaf segment [preset: 1000]"),
+        click.option("--no-reasoning", is_flag=True, help="MemWalker: triage without reasoning (paper ablation)"),
+        click.option("--no-working-memory", is_flag=True, help="MemWalker: leaf prompts without the path's summaries"),
+        click.option("--max-steps", type=int, help="MemWalker: navigation calls before giving up [default 20]"),
         click.option("--keep", type=click.Choice(["left", "right", "middle-cut"]), help="full: what truncation keeps"),
         click.option("--budget", type=int, help="full: context tokens for the text"),
     ]):
@@ -71,8 +78,14 @@ def _method_kwargs(kw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     unconstrained = kw.pop("unconstrained")
     ra = {k: kw.pop(k) for k in ("preset", "min_words", "max_words", "max_pages", "gist_mode")}
     full = {k: kw.pop(k) for k in ("keep", "budget")}
+    mw = {k: kw.pop(k) for k in ("max_children", "segment_tokens", "max_steps")}
+    no_reasoning, no_memory = kw.pop("no_reasoning"), kw.pop("no_working_memory")
     if method == "full":
         opts = {k: v for k, v in full.items() if v is not None}
+    elif method == "memwalker":
+        opts = {k: v for k, v in {"preset": ra["preset"], **mw}.items() if v is not None}
+        opts.update({"reasoning": False} if no_reasoning else {})
+        opts.update({"working_memory": False} if no_memory else {})
     else:
         opts = {k: v for k, v in ra.items() if v is not None}
     if unconstrained:
@@ -143,7 +156,8 @@ def index(ctx: click.Context, file: str | None, sample: bool, encoding: str, **k
 @click.pass_context
 @handle_errors
 def show(ctx: click.Context, file: str | None, sample: bool, as_json: bool, encoding: str, **kw: Any) -> None:
-    """Print the stored memory of FILE (ReadAgent: gists with page numbers and the compression rate)."""
+    """Print the stored memory of FILE (ReadAgent: gists with page numbers and the compression rate;
+    MemWalker: the tree with depth, node sizes and the root summary)."""
     path = _source(file, sample)
     method, opts = _method_kwargs(kw)
     with _session(ctx, kw) as pm:

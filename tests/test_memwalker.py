@@ -1,0 +1,441 @@
+"""MemWalker with the scripted fake: tree construction, navigation, parsing, persistence, CLI."""
+
+import json
+import threading
+
+import pytest
+from click.testing import CliRunner
+
+from helpers import make_text
+from pagemind import Document, LLM, Pagemind, ScriptedLLM, Store
+from pagemind.cli.main import cli
+from pagemind.errors import ConfigError
+from pagemind.methods.memwalker import MemWalker, MemWalkerOptions, format_walk
+from pagemind.methods.memwalker.build import plan_tree
+from pagemind.methods.memwalker.navigate import fit_memory
+from pagemind.methods.memwalker.parsing import parse_leaf, parse_triage
+from pagemind.methods.memwalker.segment import segment_text
+from pagemind.methods.question import Question
+from pagemind.prompts import get_prompt
+from pagemind.store import SQLiteResponseCache
+
+QUESTION = Question("Which?", ("one", "two", "three", "four"))
+LEAF_TAIL = ". Summarize the above text comprehensively into a fluent passage."
+NONLEAF_TAIL = ". Compress each summary into a much shorter summary."
+
+
+def echo(request):
+    """The summariser that returns its input: node texts become exactly assertable."""
+    content = request.messages[0].content
+    for tail in (LEAF_TAIL, NONLEAF_TAIL):
+        if content.endswith(tail):
+            return content[: -len(tail)]
+    raise AssertionError(f"not a construction prompt: {content[:80]}")
+
+
+def walker(fake, store=None, concurrency=4, **opts):
+    store = store or Store(":memory:")
+    llm = LLM(fake, cache=SQLiteResponseCache(store), concurrency=concurrency)
+    opts = {"segment_tokens": 25, "max_children": 2, **opts}
+    return MemWalker(llm, store, MemWalkerOptions.from_preset("quality", **opts))
+
+
+def scripted(navigate=(), summarise=echo, **kw):
+    return ScriptedLLM(by_role={"summarise": summarise, "navigate": list(navigate)}, **kw)
+
+
+def paragraphs(n, words=10):
+    return make_text(n, words).split("\n\n")
+
+
+def navigations(fake):
+    return [r for r in fake.history if r.role == "navigate"]
+
+
+# --- construction ----------------------------------------------------------------------------------
+def test_tree_shape_and_exact_node_texts_with_an_echo_summariser():
+    fake = scripted()
+    mw = walker(fake)
+    tree = mw.build(Document.from_text(make_text(8, 10)))
+    p = paragraphs(8)
+    assert [(n.index, n.id, n.level, n.children) for n in tree.nodes] == [
+        (0, "0.0", 0, ()), (1, "0.1", 0, ()), (2, "1.0", 0, ()), (3, "1.1", 0, ()),
+        (4, "0", 1, ("0.0", "0.1")), (5, "1", 1, ("1.0", "1.1")), (6, "root", 2, ("0", "1"))]
+    # leaves: whole paragraphs packed up to 25 tokens (two 10-word paragraphs each)
+    assert [n.text for n in tree.leaves] == [f"{p[0]}\n\n{p[1]}", f"{p[2]}\n\n{p[3]}", f"{p[4]}\n\n{p[5]}",
+                                             f"{p[6]}\n\n{p[7]}"]
+    assert all(n.summary == n.text for n in tree.nodes)  # echo, and no parent exceeded the node limit
+    assert tree.node("0").text == tree.node("0.0").summary + "\n\n" + tree.node("0.1").summary
+    assert tree.root.text == make_text(8, 10)
+    assert tree.depth == 2 and tree.document_tokens == 80
+    assert not any(n.compressed for n in tree.nodes)
+    # construction prompts put the text first, then the paper's instruction; no non-leaf call was needed
+    summaries = [r.messages[0].content for r in fake.history]
+    assert sorted(summaries) == sorted(n.text + LEAF_TAIL for n in tree.leaves)
+
+
+def test_parents_over_the_node_limit_are_compressed_with_the_non_leaf_prompt():
+    def summarise(request):
+        content = request.messages[0].content
+        return "short " + content.split()[0] if content.endswith(NONLEAF_TAIL) else echo(request)
+
+    fake = scripted(summarise=summarise)
+    tree = walker(fake, node_tokens=30).build(Document.from_text(make_text(8, 10)))
+    assert tree.settings["node_limit"] == 30
+    node = tree.node("0")
+    assert node.compressed and node.summary == "short p0w0" and node.tokens == 40
+    assert node.text + NONLEAF_TAIL in [r.messages[0].content for r in fake.history]
+    assert tree.root.text == "short p0w0\n\nshort p4w0" and not tree.root.compressed  # 4 tokens: under the limit
+    compress = [r for r in fake.history if r.messages[0].content.endswith(NONLEAF_TAIL)]
+    assert len(compress) == 2 and all(r.max_tokens == 30 for r in compress)
+
+
+def test_plan_balances_groups_and_lifts_single_nodes():
+    five = plan_tree(5, 2)  # groups 2+2+1, then 2+1, then the root
+    assert [s.id for s in five[:5]] == ["0.0.0", "0.0.1", "0.1.0", "0.1.1", "1"]
+    nine = plan_tree(9, 8)  # 5 + 4, not 8 + 1
+    root = nine[-1]
+    assert root.id == "root" and [len(c.children) for c in root.children] == [5, 4]
+    assert plan_tree(1, 8)[0].id == "root"
+
+
+def test_segments_pack_whole_paragraphs_and_split_only_an_oversized_one():
+    words = lambda s: len(s.split())  # noqa: E731
+    text = make_text(3, 10) + "\n\n" + " ".join(f"Long{i} sentence number {i} here." for i in range(12))
+    segments = segment_text(text, 25, words)
+    assert segments[0] == "\n\n".join(paragraphs(3)[:2])
+    assert segments[1] == paragraphs(3)[2]  # adding the long paragraph's pieces would overflow
+    assert all(words(s) <= 25 for s in segments)
+    assert " ".join(segments).split() == text.split()
+
+
+def test_summaries_of_one_level_run_concurrently():
+    barrier = threading.Barrier(2, timeout=10)
+
+    def summarise(request):
+        barrier.wait()  # deadlocks (BrokenBarrierError) unless two leaf summaries are in flight together
+        return echo(request)
+
+    tree = walker(scripted(summarise=summarise)).build(Document.from_text(make_text(8, 10)))
+    assert len(tree.leaves) == 4
+
+
+def test_killed_build_resumes_and_only_redoes_unfinished_nodes(tmp_path):
+    doc = Document.from_text(make_text(16, 10))
+    dying = scripted(summarise=[echo, echo, echo, KeyboardInterrupt()] + [echo] * 20)
+    with pytest.raises(KeyboardInterrupt):
+        walker(dying, Store(tmp_path / "s.db"), concurrency=1).build(doc)
+    store = Store(tmp_path / "s.db")
+    (record,) = store.memories_for(doc.id)
+    assert record.status == "building" and len(store.items(record.key, "node")) == 3
+    resumed = scripted()
+    tree = walker(resumed, store).build(doc)
+    assert len(resumed.history) == 8 - 3  # the other leaves only; no parent needed compressing
+    assert tree.root.text == make_text(16, 10)
+
+
+def test_tree_is_stored_once_and_reused_by_later_questions(tmp_path):
+    doc = Document.from_text(make_text(8, 10))
+    walker(scripted(), Store(tmp_path / "s.db")).build(doc)
+    fake = scripted(navigate=["Reasoning: a\nAction: 0", "Reasoning: b\nAction: 1",
+                              "Reasoning: c\nAction: -2\nAnswer: (B) two"])
+    mw = walker(fake, Store(tmp_path / "s.db"))  # a new process: the same file
+    tree = mw.build(doc)
+    assert fake.history == []  # nothing re-read
+    first = mw.answer(tree, QUESTION)
+    again = mw.answer(mw.load(doc), QUESTION)  # same question: every navigation reply from the cache
+    assert first.letter == again.letter == "B"
+    assert again.usage.calls == again.usage.cached_calls == 3 and again.usage.prompt_tokens == 0
+    other = walker(scripted(), Store(tmp_path / "s.db"), segment_tokens=40).build(doc)
+    assert other.key != tree.key
+
+
+# --- navigation --------------------------------------------------------------------------------------
+def test_revert_excludes_the_rejected_child_and_the_walk_reads_like_the_issue():
+    fake = scripted(navigate=[
+        "Reasoning: part 2 mentions it.\nAction: 2", "Reasoning: 1 looks right\nAction: 1",
+        "Reasoning: not here.\nAction: -1", "Reasoning: then 3.\nAction: 3",
+        "Reasoning: found it.\nAction: -2\nAnswer: (C) three"])
+    mw = walker(fake, segment_tokens=10, max_children=4)
+    tree = mw.build(Document.from_text(make_text(16, 10)))  # 16 leaves, 4 under each of 4 parents
+    answer = mw.answer(tree, QUESTION)
+    assert answer.details["walk"] == "root → 2 → 2.1 (leaf: -1) ← → 2.3 (leaf: -2, answer C)"
+    assert format_walk(answer.details["trajectory"]) == answer.details["walk"]
+    assert answer.letter == "C" and answer.text == "three" and answer.method == "memwalker"
+    # the re-issued triage at node 2 no longer offers the rejected child
+    again = navigations(fake)[3].messages[0].content
+    assert "Summary 1:" not in again and all(f"Summary {i}:" in again for i in (0, 2, 3))
+    steps = answer.details["trajectory"]
+    assert [(s["node"], s["kind"], s["action"]) for s in steps] == [
+        ("root", "triage", 2), ("2", "triage", 1), ("2.1", "leaf", -1), ("2", "triage", 3), ("2.3", "leaf", -2)]
+    assert steps[0]["reasoning"] == "part 2 mentions it." and steps[-1]["answer"] == "C"
+    d = answer.details
+    assert d["reverts"] == 1 and d["strayed"] and d["recovered"] and d["navigation_failure"] is None
+    assert d["leaves_read"] == ["2.1", "2.3"] and answer.pages_read == [tree.node("2.1").index, tree.node("2.3").index]
+    assert d["fraction_read"] == pytest.approx(20 / 160) and d["valid_action_rate"] == 1.0
+
+
+def test_an_exhausted_subtree_reverts_further_up():
+    fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Action: -1", "Action: 1",
+                              "Reasoning: yes\nAction: -2\nAnswer: (A)"])
+    mw = walker(fake)
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    assert answer.details["walk"] == ("root → 0 → 0.0 (leaf: -1) ← → 0.1 (leaf: -1) ← [0 exhausted] ← "
+                                      "→ 1 → 1.1 (leaf: -2, answer A)")
+    # 0.1 and then 1 were the only children left: taken without a call
+    assert len(navigations(fake)) == answer.details["navigation_calls"] == 6
+    assert answer.details["reverts"] == 3 and answer.details["recovered"]
+    assert answer.letter == "A"
+
+
+def test_every_path_rejected_is_a_recorded_no_answer():
+    fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Action: -1", "Action: 0", "Action: -1",
+                              "Action: -1"])
+    mw = walker(fake)
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    assert answer.text == "no answer" and answer.choice is None
+    assert answer.details["navigation_failure"] == "exhausted" and answer.details["walk"].endswith("[root exhausted]")
+    assert any("every path" in f for f in answer.fallbacks)
+
+
+def test_three_consecutive_invalid_replies_end_with_no_answer_never_a_crash():
+    fake = scripted(navigate=["I am not sure.", "Action: 0 / 1 / 2, …", "Summary one, I think"])
+    mw = walker(fake)
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    assert answer.text == "no answer" and answer.letter is None
+    d = answer.details
+    assert d["navigation_failure"] == "failed" and d["invalid_replies"] == 3 and d["valid_action_rate"] == 0.0
+    assert any("3 consecutive invalid replies at node root" in f for f in answer.fallbacks)
+    # the re-asks continue the conversation (a new request each time, so never a cached repeat)
+    asks = navigations(fake)
+    assert [len(r.messages) for r in asks] == [1, 3, 5]
+    assert asks[1].messages[1].content == "I am not sure." and "one of 0, 1" in asks[1].messages[2].content
+    assert "template" in [e.decision for e in answer.trace.events][1]
+
+
+def test_failures_are_counted_per_decision_and_reset_by_a_valid_reply():
+    fake = scripted(navigate=["?", "??", "Action: 1", "??", "???", "Action: 0",
+                              "Reasoning: ok\nAction: -2\nAnswer: (D) four"])
+    mw = walker(fake)
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    assert answer.letter == "D" and answer.details["invalid_replies"] == 4
+    assert answer.details["valid_action_rate"] == pytest.approx(3 / 7, abs=1e-4)
+
+
+def test_out_of_range_and_negative_children_are_reasked():
+    fake = scripted(navigate=["Reasoning: r\nAction: 7", "Action: -1", "Action: 1", "Action: 0",
+                              "Action: 3", "Action: -2\nAnswer: (B)"])
+    mw = walker(fake)
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    decisions = [e.decision for e in answer.trace.events]
+    assert "does not exist" in decisions[0] and "not allowed here" in decisions[1]
+    assert "not allowed at a leaf" in decisions[4]
+    assert answer.details["walk"] == "root → 1 → 1.0 (leaf: -2, answer B)"
+
+
+def test_step_budget_ends_the_search():
+    fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Action: 0"])
+    mw = walker(fake, max_steps=3)
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    assert answer.text == "no answer" and answer.details["navigation_failure"] == "budget"
+    assert len(navigations(fake)) == 3 and any("step budget of 3" in f for f in answer.fallbacks)
+
+
+def test_single_segment_text_goes_straight_to_the_leaf_prompt():
+    fake = scripted(navigate=["Reasoning: here\nAction: -2\nAnswer: Ryan invited him."])
+    mw = walker(fake, segment_tokens=200)
+    answer = mw.answer(mw.build(Document.from_text(make_text(3, 10))), Question("Who invited Michael?"))
+    assert answer.text == "Ryan invited him." and answer.choice is None
+    assert answer.details["walk"] == "root (leaf: -2, answer Ryan invited him.)"
+    assert "Story background information" not in navigations(fake)[0].messages[0].content
+
+
+# --- working memory --------------------------------------------------------------------------------
+def test_working_memory_carries_the_path_once_and_can_be_turned_off():
+    reply = ["Action: 1", "Action: 1", "Action: -2\nAnswer: (A)"]
+    fake = scripted(navigate=reply)
+    mw = walker(fake)
+    mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    leaf = navigations(fake)[-1].messages[0].content
+    background = leaf.split("Story background information: ")[1].split("\nMain text: ")[0]
+    # the root's content (all four leaf summaries) with node 1's part not repeated
+    assert background.split() == make_text(8, 10).split()
+    off = scripted(navigate=reply)
+    mw = walker(off, working_memory=False)
+    mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    assert "Story background information" not in navigations(off)[-1].messages[0].content
+
+
+def test_working_memory_is_truncated_from_the_oldest():
+    items = ["root " * 10, "mid " * 10, "near " * 10]
+    count = lambda s: len(s.split())  # noqa: E731
+    assert fit_memory(items, 30, count) == (" ".join(items), False)
+    text, cut = fit_memory(items, 25, count)
+    assert cut and text.split() == ["mid"] * 10 + ["near"] * 10
+    text, cut = fit_memory(items, 5, count)
+    assert cut and text.split() == ["near"] * 5
+
+    def summarise(request):  # distinct compressed parents: three separate memory items on a depth-3 path
+        content = request.messages[0].content
+        return f"gist-{content.split()[0]} " + "w " * 9 if content.endswith(NONLEAF_TAIL) else echo(request)
+
+    fake = scripted(summarise=summarise, navigate=["Action: 0", "Action: 0", "Action: 0", "Action: -2\nAnswer: (A)"])
+    mw = walker(fake, node_tokens=16, memory_tokens=15)
+    answer = mw.answer(mw.build(Document.from_text(make_text(16, 10))), QUESTION)
+    leaf = navigations(fake)[-1].messages[0].content
+    background = leaf.split("Story background information: ")[1].split("\nMain text: ")[0]
+    assert background.split() == ["gist-p0w0"] + ["w"] * 9  # node 0.0 only: the root and node 0 were dropped
+    assert answer.details["memory_truncated"] == 1
+
+
+def test_working_memory_is_cut_to_what_the_context_window_leaves():
+    fake = scripted(navigate=["Action: 1", "Action: 1", "Action: -2\nAnswer: (A)"], context_window=240)
+    mw = walker(fake, max_tokens=40)
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    leaf = navigations(fake)[-1]
+    assert mw.llm.prompt_tokens(leaf) + leaf.max_tokens <= 240
+    background = leaf.messages[0].content.split("Story background information: ")[1].split("\nMain text: ")[0]
+    assert answer.details["memory_truncated"] == 1
+    assert background.split() == make_text(8, 10).split()[40:]  # node 1's summary kept, the root's part dropped
+
+
+# --- prompts and grammars --------------------------------------------------------------------------
+def test_prompts_keep_the_papers_wording_and_the_no_reasoning_variant_drops_one_line():
+    triage = get_prompt("memwalker", "triage")
+    plain = get_prompt("memwalker", "triage_no_reasoning")
+    assert "Relpy with the passage number as your action." in triage.template and triage.verbatim
+    assert "Your should reply" in get_prompt("memwalker", "leaf").template
+    removed = "First provide reasoning to compare the summaries before you make the decision.\n"
+    assert triage.template.replace(removed, "") == plain.template
+    fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Action: -1", "Action: 0"] * 3)
+    mw = walker(fake, reasoning=False)
+    mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    assert "First provide reasoning" not in navigations(fake)[0].messages[0].content
+
+
+def test_grammars_on_a_backend_that_enforces_them():
+    fake = scripted(supports_grammar=True, navigate=[
+        "Reasoning: r\nAction: 2", "Reasoning: r\nAction: -1", "Reasoning: r\nAction: 0",
+        "Reasoning: r\nAction: -2\nAnswer: (B)"])
+    mw = walker(fake, segment_tokens=10, max_children=4)
+    answer = mw.answer(mw.build(Document.from_text(make_text(4, 10))), QUESTION)
+    asks = navigations(fake)
+    assert asks[0].constraint.gbnf == ('root ::= "Reasoning: " reason "\\nAction: " ("0" | "1" | "2" | "3")\n'
+                                       'reason ::= [^\\n]{1,300}')
+    assert '("0" | "1" | "3")' in asks[2].constraint.gbnf  # the rejected child is not offered again
+    assert '("-1" | "-2\\nAnswer: (" ("A" | "B" | "C" | "D") ")")' in asks[1].constraint.gbnf
+    assert answer.letter == "B" and all(r.constraint is None for r in fake.history if r.role == "summarise")
+    plain = scripted(supports_grammar=True, navigate=["Action: 1", "Action: -2\nAnswer: x"])
+    mw = walker(plain, segment_tokens=10, max_children=4, reasoning=False)
+    mw.answer(mw.build(Document.from_text(make_text(4, 10))), Question("Who?"))
+    assert navigations(plain)[0].constraint.gbnf == 'root ::= "Action: " ("0" | "1" | "2" | "3")'
+    assert 'free ::= [^\\n]{1,300}' in navigations(plain)[1].constraint.gbnf
+    unconstrained = scripted(navigate=["Action: 1", "Action: -2\nAnswer: x"])
+    mw = walker(unconstrained, segment_tokens=10, max_children=4)
+    mw.answer(mw.build(Document.from_text(make_text(4, 10))), Question("Who?"))
+    assert all(r.constraint is None for r in unconstrained.history)
+
+
+# --- parsing -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("reply, child", [
+    ("Sure! Here is my analysis.\n\nReasoning: Summary 1 mentions the map.\nAction: 1\n\nI hope this helps.", 1),
+    ("###################################\nReasoning: …\nAction: 2\n###################################", 2),
+    ("**Reasoning:** it fits.\n**Action:** 2", 2),
+    ("Reasoning: fits.\nAction: 2.", 2),
+    ("Action: [0]", 0),
+    ("Action: Summary 3", 3),
+    ("Reasoning: Summary 2 is relevant. Action: 2", 2),
+    ("Reasoning: Action: 3 would be tempting, but summary 0 tells the ending.\nAction: 0", 0),
+    ("Reasoning: I first wrote\nAction: 3 in my head\nbut no.\nAction: 1", 1),
+    ("  1 ", 1),
+])
+def test_triage_replies_with_extra_text(reply, child):
+    parsed = parse_triage(reply, 4)
+    assert parsed.child == child and parsed.problem == ""
+
+
+def test_triage_reasoning_is_kept():
+    parsed = parse_triage("Reasoning: Summary 1 mentions\nthe map.\nAction: 1", 3)
+    assert parsed.reasoning == "Summary 1 mentions the map."
+
+
+@pytest.mark.parametrize("reply, problem", [
+    ("Action: -1", "not allowed here"),
+    ("Action: -2", "not allowed here"),
+    ("Action: 4", "does not exist"),
+    ("Action: 2", "already read"),
+    ("Reasoning: …\nAction: 0 / 1 / 2, …", "template"),
+    ("I choose the second summary.", "no 'Action:' line"),
+    ("", "empty"),
+])
+def test_triage_rejections(reply, problem):
+    parsed = parse_triage(reply, 4, frozenset({2}))
+    assert parsed.child is None and problem in parsed.problem
+
+
+@pytest.mark.parametrize("reply, action, choice", [
+    ("Reasoning: found it.\nAction: -2\nAnswer: (C) three", -2, 2),
+    ("Reasoning: found it. Action: -2 Answer: (A)", -2, 0),
+    ("Answer: (B)\nAction: -2", -2, 1),
+    ("**Action:** -2\n**Answer:** D", -2, 3),
+    ("Reasoning: says -2 is wrong\nAction: -1", -1, None),
+    ("Reasoning: The text mentions Action: -1 once.\nAction: -2\nAnswer: (B) two\n###", -2, 1),
+])
+def test_leaf_replies(reply, action, choice):
+    parsed = parse_leaf(reply, QUESTION)
+    assert (parsed.action, parsed.choice, parsed.problem) == (action, choice, "")
+
+
+@pytest.mark.parametrize("reply, problem", [
+    ("Action: -2", "without an 'Answer:'"),
+    ("Action: -2\nAnswer: (E)", "without an option letter"),
+    ("Action: 1", "not allowed at a leaf"),
+    ("Action: -3", "not allowed at a leaf"),
+    ("Reasoning: …\nAction: -2 or -1\nAnswer: …", "template"),
+])
+def test_leaf_rejections(reply, problem):
+    parsed = parse_leaf(reply, QUESTION)
+    assert parsed.action is None and problem in parsed.problem
+
+
+def test_free_form_leaf_answer_stops_at_the_format_rule():
+    parsed = parse_leaf("Reasoning: Ryan says so.\nAction: -2\nAnswer: Ryan\n###################", Question("Who?"))
+    assert (parsed.action, parsed.answer) == (-2, "Ryan")
+
+
+# --- API and CLI -------------------------------------------------------------------------------------
+def test_api_options_and_presets(tmp_path):
+    fake = scripted(navigate=["Action: 0", "Action: 1", "Action: -2\nAnswer: (B)"])
+    with Pagemind(fake, store=tmp_path / "s.db") as pm:
+        book = tmp_path / "book.txt"
+        book.write_text(make_text(8, 10))
+        answer = pm.ask(book, "Which?\n(A) one\n(B) two", method="memwalker", segment_tokens=25, max_children=2)
+        assert answer.letter == "B" and answer.as_dict()["details"]["walk"].startswith("root → 0 → 0.1")
+        with pytest.raises(ConfigError):
+            pm.reader("memwalker", max_pages=3)
+        with pytest.raises(ConfigError):
+            pm.reader("memwalker", preset="qmsum")
+        assert pm.reader("memwalker", preset="summscreen").options.max_children == 5
+        assert pm.reader("memwalker", preset="govreport").options.segment_tokens == 1200
+
+
+def test_cli_ask_trace_prints_the_walk_and_show_prints_the_tree(tmp_path):
+    book = tmp_path / "book.txt"
+    book.write_text(make_text(8, 10))
+    fake = scripted(navigate=["Reasoning: first half\nAction: 0", "Action: 1", "Action: -2\nAnswer: (B) two"])
+    args = ["--method", "memwalker", "--segment-tokens", "25", "--max-children", "2"]
+    result = CliRunner().invoke(cli, ["ask", str(book), "Which?", "-o", "one", "-o", "two", "--trace", *args],
+                                obj={"backend": fake})
+    assert result.exit_code == 0, result.output
+    assert "Answer: (B) two" in result.stdout
+    assert "walk: root → 0 → 0.1 (leaf: -2, answer B)" in result.stderr
+    assert "first half" in result.stderr and "read 25% of the text" in result.stderr
+    shown = CliRunner().invoke(cli, ["show", str(book), *args], obj={"backend": fake})
+    assert shown.exit_code == 0, shown.output
+    assert "root  [level 2, 2 children] 80 tokens" in shown.stdout and "    0.1  [leaf] 20 tokens" in shown.stdout
+    assert "root summary:" in shown.stdout and "depth: 2" in shown.stdout
+    data = json.loads(CliRunner().invoke(cli, ["show", str(book), "--json", *args], obj={"backend": fake}).stdout)
+    assert data["depth"] == 2 and [n["id"] for n in data["nodes"]][-1] == "root"
+    ablation = CliRunner().invoke(cli, ["ask", str(book), "Which?", "--no-reasoning", "--no-working-memory",
+                                        "--max-steps", "1", *args], obj={"backend": scripted(navigate=["Action: 0"])})
+    assert ablation.exit_code == 0 and "step budget of 1" in ablation.stderr
