@@ -25,7 +25,7 @@ command -v cc >/dev/null || command -v gcc >/dev/null \
 # runs everywhere, so every install (users and CI) gets these flags.
 export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
 say "installing pagemind with the local backend and test tools (CMAKE_ARGS=$CMAKE_ARGS)"
-"$PYTHON" -m pip install -e ".[local,test]"
+"$PYTHON" -m pip install -e ".[local,retrieval,test]"
 
 # pip caches built wheels without regard to CMAKE_ARGS: a wheel built natively earlier would be reused.
 if "$PYTHON" -c 'import llama_cpp, sys; sys.exit("AMX" not in llama_cpp.llama_print_system_info().decode())'; then

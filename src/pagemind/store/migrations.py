@@ -52,6 +52,23 @@ def m001_initial(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m002_embeddings(db: sqlite3.Connection) -> None:
+    db.executescript(
+        """
+        CREATE TABLE embeddings (
+            model TEXT NOT NULL,            -- embedder id, including its window (chunking changes vectors)
+            text_hash TEXT NOT NULL,        -- sha256 of the UTF-8 text
+            chunks INTEGER NOT NULL,        -- sub-chunks the text was embedded in
+            dim INTEGER NOT NULL,
+            vectors BLOB NOT NULL,          -- float32, chunks x dim, row-major
+            created REAL NOT NULL,
+            PRIMARY KEY (model, text_hash)
+        );
+        """
+    )
+
+
 def migrate(db: sqlite3.Connection) -> list[str]:
     """Apply the migrations not yet recorded; return the names applied."""
     db.execute("CREATE TABLE IF NOT EXISTS _pagemind_migrations (name TEXT PRIMARY KEY, applied REAL)")
@@ -65,3 +82,60 @@ def migrate(db: sqlite3.Connection) -> list[str]:
             db.execute("INSERT INTO _pagemind_migrations VALUES (?, strftime('%s','now'))", (fn.__name__,))
         applied.append(fn.__name__)
     return applied
+
+
+@migration
+def m003_agents(db: sqlite3.Connection) -> None:
+    """MemGPT agents: core blocks, the event history (recall; the queue is in_context = 1), archival passages,
+    and one lock row per agent serialising turns across processes."""
+    db.executescript(
+        """
+        CREATE TABLE agents (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE,
+            settings TEXT NOT NULL,         -- canonical JSON of AgentOptions
+            state TEXT NOT NULL,            -- JSON bookkeeping (pressure warning sent, eviction counts)
+            created REAL NOT NULL
+        );
+        CREATE TABLE agent_blocks (
+            agent_id INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            label TEXT NOT NULL,
+            value TEXT NOT NULL,
+            char_limit INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            updated REAL NOT NULL,
+            PRIMARY KEY (agent_id, label)
+        );
+        CREATE TABLE agent_messages (
+            agent_id INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,           -- order in the agent's history
+            kind TEXT NOT NULL,             -- user_message | step | function_result | heartbeat | system_alert | summary
+            text TEXT NOT NULL,             -- what recall text search matches
+            payload TEXT NOT NULL,          -- JSON
+            created TEXT NOT NULL,          -- 'YYYY-MM-DD HH:MM:SS' (agent clock), for date search
+            in_context INTEGER NOT NULL,    -- 1 while in the FIFO queue, 0 once evicted (never deleted)
+            PRIMARY KEY (agent_id, seq)
+        );
+        CREATE INDEX agent_messages_queue ON agent_messages(agent_id, in_context, seq);
+        CREATE INDEX agent_messages_created ON agent_messages(agent_id, created);
+        CREATE TABLE agent_passages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id INTEGER NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            text TEXT NOT NULL,
+            summary TEXT,                   -- e.g. a ReadAgent gist of a document passage
+            source TEXT,                    -- document name, or NULL for the agent's own inserts
+            embedding BLOB,                 -- float32 unit vector, NULL without an embedder
+            embedder TEXT,
+            created TEXT NOT NULL
+        );
+        CREATE INDEX agent_passages_by_agent ON agent_passages(agent_id, id);
+        CREATE TABLE agent_locks (
+            agent_id INTEGER PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+            owner TEXT NOT NULL,            -- random token of the holder
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            acquired REAL NOT NULL,
+            refreshed REAL NOT NULL         -- renewed every step; an old one is stale
+        );
+        """
+    )

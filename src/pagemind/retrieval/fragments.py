@@ -1,0 +1,104 @@
+"""Fragments: a document cut into the units retrieval scores (words, ReadAgent pages, chat turns, code lines).
+
+``position`` is the fragment's ordinal inside its ``source`` (a file for code, a conversation for chat, ""
+for one text): it is the ``loc_i`` of FragRel's context relation (Eq. 7), so adjacent fragments are one step
+apart, and the relation never crosses sources. ``start``/``end`` locate the fragment in its source in the
+splitter's unit (words, paragraphs, turns or lines; end exclusive).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Literal, Sequence
+
+from ..errors import ConfigError
+
+Unit = Literal["words", "pages", "turns", "lines"]
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """One retrievable unit of a document, conversation or repository."""
+
+    index: int  # 0-based, unique in its memory
+    text: str
+    position: int  # ordinal in its source: loc_i of the context relation
+    source: str = ""  # file path for code, conversation id for chat, "" for a single text
+    start: int = 0  # first word / paragraph / turn / line in the source
+    end: int = 0  # one past the last
+    unit: str = "words"
+
+    @property
+    def words(self) -> int:
+        return len(self.text.split())
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def split_words(text: str, size: int = 500, source: str = "") -> list[Fragment]:
+    """Consecutive non-overlapping windows of ``size`` whitespace words (FragRel/LongBench: 500 or 800)."""
+    if size < 1:
+        raise ConfigError("fragment size must be at least 1 word")
+    words = text.split()
+    out = []
+    for n, start in enumerate(range(0, len(words), size)):
+        chunk = words[start:start + size]
+        out.append(Fragment(n, " ".join(chunk), n, source, start, start + len(chunk), "words"))
+    return out
+
+
+def split_pages(pages: Iterable[Any], source: str = "") -> list[Fragment]:
+    """One fragment per ReadAgent page (objects with ``index``, ``text``, ``start``, ``end`` in paragraphs)."""
+    return [Fragment(n, p.text, n, source, p.start, p.end, "pages") for n, p in enumerate(pages)]
+
+
+def split_turns(turns: Sequence[tuple[str, str]] | Sequence[str], first: int = 0, source: str = "") -> list[Fragment]:
+    """One fragment per chat turn, ``speaker: text`` for ``(speaker, text)`` pairs; ``source`` names the
+    conversation (all turns share it, so the context relation runs across speakers)."""
+    out = []
+    for n, turn in enumerate(turns):
+        speaker, text = turn if isinstance(turn, tuple) else ("", turn)
+        i = first + n
+        out.append(Fragment(i, f"{speaker}: {text}" if speaker else text, i, source, i, i + 1, "turns"))
+    return out
+
+
+def split_lines(code: str, source: str = "", window: int = 20, stride: int = 10, first_index: int = 0,
+                skip_blank: bool = True) -> list[Fragment]:
+    """RepoCoder windows: for every ``stride``-th line, lines [l - window//2, l + window - window//2) clipped.
+
+    As in RepoCoder's ``make_window.py`` (window 20, slice 2 -> stride 10); windows of only blank lines are
+    dropped (RepoCoder drops empty windows). Repository-wide merging of identical windows is left to the
+    caller (code indexing, part 5).
+    """
+    if window < 1 or stride < 1:
+        raise ConfigError("code windows need window >= 1 and stride >= 1")
+    lines = code.splitlines()
+    half = window // 2
+    out: list[Fragment] = []
+    for ordinal, line_no in enumerate(range(0, len(lines), stride)):
+        start, end = max(0, line_no - half), min(len(lines), line_no + window - half)
+        chunk = lines[start:end]
+        if not chunk or (skip_blank and not any(s.strip() for s in chunk)):
+            continue
+        out.append(Fragment(first_index + len(out), "\n".join(chunk), ordinal, source, start, end, "lines"))
+    return out
+
+
+def split_repository(files: Iterable[tuple[str, str]], window: int = 20, stride: int = 10) -> list[Fragment]:
+    """Code windows of every ``(path, text)`` file, indexed across the repository, positions per file."""
+    out: list[Fragment] = []
+    for path, text in files:
+        out.extend(split_lines(text, path, window, stride, first_index=len(out)))
+    return out
+
+
+def renumber(fragments: Sequence[Fragment]) -> list[Fragment]:
+    """The fragments with ``index`` = their place in the sequence."""
+    return [Fragment(**{**f.__dict__, "index": i}) for i, f in enumerate(fragments)]
+
+
+def from_dicts(items: Iterable[dict[str, Any]]) -> list[Fragment]:
+    """Fragments back from their stored payloads."""
+    return [Fragment(**d) for d in items]

@@ -1,0 +1,272 @@
+"""FragRel (Yue, Zhu & Yang 2024): relation-aware fragment scores.
+
+    s_env_i = sum_j w_ij s_ind_j / sum_j w_ij                      (Eq. 9)
+    s_rel_i = s_ind_i + alpha * s_env_i                             (Eq. 10)
+
+A relation supplies ``environment(s_ind, rows)`` = s_env for the given rows (all when ``rows`` is None),
+so a relation never has to materialise the N x N matrix when it has a cheaper form:
+
+* :class:`ContextRelation`, Eq. 7, w_ij = w_rel^|loc_i - loc_j| within one source: a two-sided first-order
+  geometric filter, O(N) (scipy ``lfilter``, or a blocked numpy scan without scipy).
+* :class:`SemanticRelation`, Eq. 6. ``form="distance"`` is the formula as printed, w_ij = 1 - cos(e_i, e_j),
+  computed exactly in O(N d); ``form="similarity"`` is what the text means (larger = stronger relation),
+  w_ij = max(0, cos(e_i, e_j)), dense up to ``dense_limit`` fragments, else the top ``neighbours`` per row.
+* :class:`MatrixRelation`: any explicit (dense or scipy sparse) W, e.g. rows of the code-structure relation
+  (Eq. 8, :mod:`.codegraph`).
+
+The sum runs over all j, the fragment itself included (w_ii = 1 for the context relation): with w_rel = 0
+the score is then (1 + alpha) s_ind and the ranking equals the independent one, as the paper states.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError
+
+try:  # scipy is optional: the numpy scan below gives the same numbers
+    from scipy.signal import lfilter as _lfilter
+except ImportError:  # pragma: no cover - exercised by forcing the fallback in tests
+    _lfilter = None
+
+
+class Relation(Protocol):
+    """A fragment-level relation W, used only through its normalised product with a score vector."""
+
+    name: str
+
+    def environment(self, scores: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class FragRelSettings:
+    """Which relation and how strongly: the paper's defaults are w_rel = 0.3 and alpha = 0.5 (chat: 0.8)."""
+
+    relation: Literal["context", "semantic", "semantic-distance"] = "context"
+    alpha: float = 0.5
+    w_rel: float = 0.3
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.w_rel <= 1.0:
+            raise ConfigError(f"w_rel must be in [0, 1] (got {self.w_rel})")
+        if self.alpha < 0:
+            raise ConfigError(f"alpha must be >= 0 (got {self.alpha})")
+
+
+def fragrel_scores(s_ind: np.ndarray, relation: Relation, alpha: float = 0.5,
+                   candidates: np.ndarray | None = None) -> np.ndarray:
+    """s_rel (Eq. 10) for every fragment, or only for ``candidates`` (the others get -inf, i.e. rank last)."""
+    s = np.asarray(s_ind, dtype=np.float64)
+    if candidates is None:
+        return s + alpha * relation.environment(s)
+    rows = np.asarray(candidates, dtype=np.int64)
+    out = np.full(s.shape, -np.inf)
+    out[rows] = s[rows] + alpha * relation.environment(s, rows)
+    return out
+
+
+# --- context structure (Eq. 7) -------------------------------------------------------------------------
+def causal_geometric(x: np.ndarray, w: float, use_scipy: bool = True) -> np.ndarray:
+    """y_i = sum_{j <= i} w^(i - j) x_j in O(N)."""
+    x = np.asarray(x, dtype=np.float64)
+    if w == 0.0 or x.size == 0:
+        return x.copy()
+    if use_scipy and _lfilter is not None:
+        return _lfilter([1.0], [1.0, -w], x)
+    if w == 1.0:
+        return np.cumsum(x)
+    block = max(1, min(x.size, int(50.0 / -math.log10(w))))  # w^-block <= 1e50: no overflow, little rounding
+    n_blocks = -(-x.size // block)
+    padded = np.zeros(n_blocks * block)
+    padded[: x.size] = x
+    t = np.arange(block)
+    local = np.cumsum(padded.reshape(n_blocks, block) * w ** (-t), axis=1) * w**t
+    carry, decay = 0.0, w ** (t + 1)
+    for b in range(n_blocks):  # n/block steps: add what the previous blocks carry in
+        if carry:
+            local[b] += carry * decay
+        carry = local[b, -1]
+    return local.reshape(-1)[: x.size]
+
+
+def two_sided_geometric(x: np.ndarray, w: float, use_scipy: bool = True) -> np.ndarray:
+    """y_i = sum_j w^|i - j| x_j (the forward pass plus the backward pass, minus x counted twice)."""
+    forward = causal_geometric(x, w, use_scipy)
+    backward = causal_geometric(x[::-1], w, use_scipy)[::-1]
+    return forward + backward - np.asarray(x, dtype=np.float64)
+
+
+class ContextRelation:
+    """w_ij = w_rel^|loc_i - loc_j| for fragments of the same source, 0 across sources; O(N) per query.
+
+    All sources share one grid (slot = group offset + position - the group's first position; gaps hold
+    zeros), filtered in one forward and one backward pass. What a pass carries over a group boundary is
+    exactly ``y[first - 1] * w^(t - first + 1)``, so it is subtracted instead of filtering group by group.
+    """
+
+    name = "context"
+
+    def __init__(self, positions: Sequence[int], sources: Sequence[str] | None = None, w_rel: float = 0.3,
+                 use_scipy: bool = True):
+        if not 0.0 <= w_rel <= 1.0:
+            raise ConfigError(f"w_rel must be in [0, 1] (got {w_rel})")
+        self.w_rel = w_rel
+        self.use_scipy = use_scipy
+        pos = np.asarray(positions, dtype=np.int64)
+        self.n = pos.size
+        if self.n == 0:
+            pos, sources = np.zeros(1, dtype=np.int64), None  # a dummy grid of one slot; nothing is read
+        if sources is None:
+            group = np.zeros(pos.size, dtype=np.int64)
+        else:
+            _, group = np.unique(np.asarray(list(sources), dtype=object).astype(str), return_inverse=True)
+        n_groups = int(group.max()) + 1
+        lo = np.full(n_groups, np.iinfo(np.int64).max)
+        hi = np.full(n_groups, np.iinfo(np.int64).min)
+        np.minimum.at(lo, group, pos)
+        np.maximum.at(hi, group, pos)
+        span = hi - lo + 1
+        offset = np.concatenate([[0], np.cumsum(span)[:-1]]).astype(np.int64)
+        self.slots = offset[group] + pos - lo[group]
+        if len(np.unique(self.slots)) != len(self.slots):
+            raise ConfigError("two fragments of one source share a position")
+        self.slots = self.slots[: self.n]
+        self.length = int(span.sum())
+        first = np.repeat(offset, span)  # each slot's group start and end (inclusive)
+        last = np.repeat(offset + span - 1, span)
+        t = np.arange(self.length)
+        # slots after their group's first / before its last one: where the other pass leaks in
+        self._fwd_at = np.flatnonzero(first > 0)
+        self._fwd_from = first[self._fwd_at] - 1
+        self._fwd_decay = w_rel ** (t - first + 1)[self._fwd_at].astype(np.float64)
+        self._bwd_at = np.flatnonzero(last < self.length - 1)
+        self._bwd_from = last[self._bwd_at] + 1
+        self._bwd_decay = w_rel ** (last - t + 1)[self._bwd_at].astype(np.float64)
+        self._group = first[self.slots]  # the first slot of a fragment's group names the group
+        self._denominator = self._apply(np.ones(self.n))
+
+    def _apply(self, values: np.ndarray) -> np.ndarray:
+        grid = np.zeros(self.length)
+        grid[self.slots] = values
+        fwd = causal_geometric(grid, self.w_rel, self.use_scipy)
+        bwd = causal_geometric(grid[::-1], self.w_rel, self.use_scipy)[::-1]
+        if self._fwd_at.size:
+            fwd[self._fwd_at] -= fwd[self._fwd_from] * self._fwd_decay
+        if self._bwd_at.size:
+            bwd[self._bwd_at] -= bwd[self._bwd_from] * self._bwd_decay
+        return (fwd + bwd - grid)[self.slots]
+
+    def environment(self, scores: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        env = self._apply(np.asarray(scores, dtype=np.float64)) / self._denominator
+        return env if rows is None else env[rows]
+
+    def dense(self) -> np.ndarray:
+        """The full W (tests and small inputs only)."""
+        gap = np.abs(self.slots[:, None] - self.slots[None, :]).astype(np.float64)
+        return np.where(self._group[:, None] == self._group[None, :], self.w_rel**gap, 0.0)
+
+
+# --- semantic (Eq. 6) ----------------------------------------------------------------------------------
+class SemanticRelation:
+    """Eq. 6 on unit embeddings: ``distance`` = 1 - cos as printed, ``similarity`` = max(0, cos) as meant."""
+
+    def __init__(self, vectors: np.ndarray, form: Literal["similarity", "distance"] = "similarity",
+                 dense_limit: int = 3000, neighbours: int = 64, include_self: bool = True):
+        E = np.asarray(vectors, dtype=np.float64)
+        norms = np.linalg.norm(E, axis=1, keepdims=True)
+        self.E = (E / np.where(norms == 0, 1, norms)).astype(np.float32)  # float32: half the memory traffic
+        self.n = len(E)
+        self.form = form
+        self.name = "semantic-distance" if form == "distance" else "semantic"
+        self.include_self = include_self
+        self.W: np.ndarray | None = None
+        self.nbr_idx: np.ndarray | None = None
+        self.nbr_w: np.ndarray | None = None
+        if form == "distance":
+            self._sum_e = self.E.astype(np.float64).sum(axis=0).astype(np.float32)
+        elif form == "similarity":
+            if self.n <= dense_limit:
+                E64 = self.E.astype(np.float64)
+                W = np.clip(E64 @ E64.T, 0.0, None)
+                np.fill_diagonal(W, 1.0 if include_self else 0.0)
+                self.W, self._row_sums = W, W.sum(axis=1)
+            else:
+                self._sparse(min(neighbours, self.n - 1))
+        else:
+            raise ConfigError(f"unknown semantic form {form!r} (have: similarity, distance)")
+
+    def _sparse(self, k: int, block: int = 1024) -> None:
+        idx = np.zeros((self.n, k), dtype=np.int64)
+        wts = np.zeros((self.n, k))
+        for b in range(0, self.n, block):
+            sims = self.E[b:b + block] @ self.E.T
+            sims[np.arange(sims.shape[0]), np.arange(b, b + sims.shape[0])] = -np.inf  # self handled apart
+            part = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+            idx[b:b + block] = part
+            wts[b:b + block] = np.clip(np.take_along_axis(sims, part, axis=1), 0.0, None)
+        self.nbr_idx, self.nbr_w = idx, wts
+
+    def environment(self, scores: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        s = np.asarray(scores, dtype=np.float64)
+        every = rows is None
+        sel = slice(None) if every else np.asarray(rows)  # a slice: no copy of E or W for all rows
+        if self.form == "distance":  # sum_j (1 - e_i.e_j) s_j = sum(s) - e_i.(E^T s); w_ii = 0 exactly in theory
+            E = self.E[sel]  # float32 products (an upcast would copy E): relative error ~1e-7
+            num = s.sum() - (E @ (self.E.T @ s.astype(np.float32))).astype(np.float64)
+            den = self.n - (E @ self._sum_e).astype(np.float64)
+        elif self.W is not None:
+            num = self.W @ s if every else self.W[sel] @ s
+            den = self._row_sums[sel]
+        else:
+            self_w = 1.0 if self.include_self else 0.0
+            num = (self.nbr_w[sel] * s[self.nbr_idx[sel]]).sum(axis=1) + self_w * s[sel]
+            den = self.nbr_w[sel].sum(axis=1) + self_w
+        safe = den > 1e-9
+        return np.where(safe, num / np.where(safe, den, 1.0), s[sel])  # no related mass: the score itself
+
+    def dense(self) -> np.ndarray:
+        """The full W of the chosen form (tests and small inputs only)."""
+        E64 = self.E.astype(np.float64)
+        cos = E64 @ E64.T
+        if self.form == "distance":
+            return 1.0 - cos
+        W = np.clip(cos, 0.0, None)
+        np.fill_diagonal(W, 1.0 if self.include_self else 0.0)
+        return W
+
+
+# --- any explicit matrix ---------------------------------------------------------------------------------
+class MatrixRelation:
+    """An explicit relation matrix (numpy or scipy sparse), full or given for some ``row_ids`` only."""
+
+    def __init__(self, W: Any, name: str = "matrix", row_ids: Sequence[int] | None = None):
+        self.W = W
+        self.name = name
+        self.row_of = None if row_ids is None else {int(r): k for k, r in enumerate(row_ids)}
+
+    def environment(self, scores: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        s = np.asarray(scores, dtype=np.float64)
+        if self.row_of is None:
+            sub = self.W if rows is None else self.W[np.asarray(rows)]
+        else:
+            if rows is None:
+                raise ConfigError("this relation holds some rows only: pass the candidate rows")
+            missing = [int(r) for r in rows if int(r) not in self.row_of]
+            if missing:
+                raise ConfigError(f"relation rows not computed for fragments {missing[:5]}")
+            sub = self.W[[self.row_of[int(r)] for r in rows]]
+        num = np.asarray(sub @ s).reshape(-1)
+        den = np.asarray(sub.sum(axis=1)).reshape(-1)
+        sel = np.arange(len(s)) if rows is None else np.asarray(rows)
+        safe = den > 1e-12
+        return np.where(safe, num / np.where(safe, den, 1.0), s[sel])
+
+
+def dense_environment(W: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Eq. 9 straight from a dense W (the reference the fast forms are tested against)."""
+    W = np.asarray(W, dtype=np.float64)
+    return (W @ scores) / W.sum(axis=1)

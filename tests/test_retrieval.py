@@ -1,0 +1,112 @@
+"""Fragments, independent scorers (BM25, Jaccard, cosine), normalisation and fusion."""
+
+import numpy as np
+import pytest
+
+from pagemind.retrieval import Fragment, FragmentIndex, RetrievalSettings, fit
+from pagemind.retrieval.fragments import (from_dicts, split_lines, split_pages, split_repository, split_turns,
+                                          split_words)
+from pagemind.retrieval.scorers import BM25, Jaccard, code_tokens, cosine_scores, mix, normalise, ranks, rrf, words
+
+DOCS = [
+    "The lighthouse keeper climbed the stairs every night to light the lamp.",
+    "Photosynthesis turns sunlight, water and carbon dioxide into sugar and oxygen in plants.",
+    "The stock market fell sharply after the central bank raised interest rates.",
+    "Plants need sunlight; without light, leaves cannot make the sugar the plant lives on.",
+]
+
+
+# --- fragments ------------------------------------------------------------------------------------------
+def test_split_words_keeps_positions_and_every_word():
+    text = " ".join(f"w{i}" for i in range(1203))
+    frags = split_words(text, 500)
+    assert [(f.index, f.position, f.start, f.end) for f in frags] == [(0, 0, 0, 500), (1, 1, 500, 1000),
+                                                                      (2, 2, 1000, 1203)]
+    assert " ".join(f.text for f in frags).split() == text.split()
+    assert from_dicts([f.as_dict() for f in frags]) == frags
+
+
+def test_split_turns_and_pages():
+    turns = split_turns([("user", "hi"), ("bot", "hello"), "bye"], source="chat-1")
+    assert [(t.position, t.source, t.text) for t in turns] == [(0, "chat-1", "user: hi"), (1, "chat-1", "bot: hello"),
+                                                               (2, "chat-1", "bye")]
+
+    class Page:
+        def __init__(self, start, end, text):
+            self.start, self.end, self.text = start, end, text
+
+    pages = split_pages([Page(0, 3, "a b"), Page(3, 5, "c")])
+    assert [(p.index, p.start, p.end, p.unit) for p in pages] == [(0, 0, 3, "pages"), (1, 3, 5, "pages")]
+
+
+def test_split_lines_follows_repocoder_windows():
+    code = "\n".join(f"line{i}" for i in range(35))
+    frags = split_lines(code, "pkg/a.py")
+    # line_no 0, 10, 20, 30 -> [max(0, l-10), min(35, l+10))
+    assert [(f.start, f.end) for f in frags] == [(0, 10), (0, 20), (10, 30), (20, 35)]
+    assert [f.position for f in frags] == [0, 1, 2, 3] and {f.source for f in frags} == {"pkg/a.py"}
+    assert frags[1].text.splitlines() == [f"line{i}" for i in range(20)]
+    repo = split_repository([("a.py", code), ("b.py", "x = 1\n\n\ny = 2")])
+    assert [f.index for f in repo] == list(range(5)) and repo[-1].source == "b.py" and repo[-1].position == 0
+    assert split_lines("\n\n\n") == []  # blank-only windows are dropped
+
+
+# --- scorers --------------------------------------------------------------------------------------------
+def test_bm25_ranks_the_matching_fragment_first_and_returns_all_scores():
+    scores = BM25(DOCS).scores("How do plants use sunlight to make sugar?")
+    assert scores.shape == (4,)
+    assert list(np.argsort(-scores)[:2]) in ([1, 3], [3, 1])
+    assert scores[2] == 0.0  # no query word in the stock-market fragment
+    assert BM25(DOCS).scores("zzz qqq").tolist() == [0.0] * 4
+    assert BM25([]).scores("x").shape == (0,)
+
+
+def test_words_keeps_one_character_tokens():
+    assert words("A b-2 C_d") == ["a", "b", "2", "c_d"]
+    assert code_tokens("x = foo(a, 1)") == ["x", "=", "foo", "(", "a", ",", "1", ")"]
+
+
+def test_jaccard_is_repocoders_set_overlap():
+    j = Jaccard(["a = b + c", "x = y", "a b c"], tokenize=str.split)
+    # query {a, =, b}: doc0 {a, =, b, +, c} -> 3/5; doc1 {x, =, y} -> 1/5; doc2 {a, b, c} -> 2/4
+    assert j.scores("a = b").tolist() == pytest.approx([3 / 5, 1 / 5, 2 / 4])
+
+
+def test_cosine_pooling_over_sub_chunks():
+    chunks = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    owners = np.array([0, 0, 1])
+    q = np.array([[0.0, 1.0]])
+    assert cosine_scores(q, chunks, owners, 3, "max").tolist() == pytest.approx([1.0, 0.8, 0.0])
+    assert cosine_scores(q, chunks, owners, 3, "mean").tolist() == pytest.approx([0.5, 0.8, 0.0])
+
+
+def test_normalisation_and_fusion():
+    a = np.array([10.0, 0.0, 5.0])
+    assert normalise(a).tolist() == [1.0, 0.0, 0.5]
+    assert normalise(np.array([2.0, 2.0])).tolist() == [0.0, 0.0]
+    assert normalise(a, "zscore").mean() == pytest.approx(0.0)
+    b = np.array([0.1, 0.9, 0.5])  # cosine scale
+    assert mix([a, b]).tolist() == pytest.approx([0.5 * 1 + 0.5 * 0, 0.5 * 0 + 0.5 * 1, 0.5 * 0.5 + 0.5 * 0.5])
+    assert ranks(a).tolist() == [1, 3, 2]
+    assert rrf([a, b], k=60).tolist() == pytest.approx([1 / 61 + 1 / 63, 1 / 63 + 1 / 61, 2 / 62])
+
+
+def test_index_scorers_agree_with_the_scorers():
+    frags = [Fragment(i, t, i) for i, t in enumerate(DOCS)]
+    q = "sunlight sugar"
+    assert FragmentIndex(frags).rank(q).s_ind == pytest.approx(BM25(DOCS).scores(q))
+    jac = FragmentIndex(frags, RetrievalSettings(scorer="jaccard")).rank(q)
+    assert jac.s_ind == pytest.approx(Jaccard(DOCS).scores(q))
+    assert FragmentIndex([]).rank(q).s_ind.shape == (0,)
+
+
+def test_fit_adds_in_rank_order_skips_what_does_not_fit_and_orders_by_position():
+    frags = [Fragment(i, " ".join(["w"] * n), i) for i, n in enumerate([30, 50, 10, 40])]
+    ranked = [frags[1], frags[3], frags[0], frags[2]]
+    count = lambda text: len(text.split())  # noqa: E731
+    # 50 fits, +40 = 90 fits, +30 = 120 does not (skipped), +10 = 100 fits exactly
+    sel = fit(ranked, lambda t: count(t) <= 100, order="position")
+    assert sel.indices == [1, 2, 3] and sel.skipped == (0,) and count(sel.text) == 100
+    assert fit(ranked, lambda t: count(t) <= 99, order="position").indices == [1, 3]
+    assert fit(ranked, lambda t: count(t) <= 1000, order="score", top_k=2).indices == [1, 3]
+    assert fit(ranked, lambda t: count(t) <= 10, max_skips=1).indices == []  # stops after one miss
