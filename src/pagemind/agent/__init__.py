@@ -1,0 +1,47 @@
+"""MemGPT (Packer et al., 2023): a self-editing memory agent on pagemind's LLM layer and store.
+
+Main context = read-only instructions + core-memory blocks + a FIFO queue of events; external context =
+recall storage (every event, searchable by text and date) and archival storage (passages, searchable by
+text and embeddings). One step = one LLM call = one JSON function call; heartbeats chain steps.
+"""
+
+from .actions import Action, InvalidAction, parse_action, step_grammar, step_schema
+from .archive import Archive
+from .core import Agent, Step, TurnResult
+from .documents import LoadedDocument, load_document, passages
+from .functions import FUNCTIONS, SPECS, FunctionSpec, Param, ToolError
+from .locks import AgentBusy, TurnLock
+from .memory import AgentOptions, AgentState, Block, Event, Passage, SearchPage
+from .store import AgentExists, AgentNotFound, AgentRecord, AgentStore
+
+__all__ = [
+           "FUNCTIONS",
+           "SPECS",
+           "Action",
+           "Agent",
+           "AgentBusy",
+           "AgentExists",
+           "AgentNotFound",
+           "AgentOptions",
+           "AgentRecord",
+           "AgentState",
+           "AgentStore",
+           "Archive",
+           "Block",
+           "Event",
+           "FunctionSpec",
+           "InvalidAction",
+           "LoadedDocument",
+           "Param",
+           "Passage",
+           "SearchPage",
+           "Step",
+           "ToolError",
+           "TurnLock",
+           "TurnResult",
+           "load_document",
+           "parse_action",
+           "passages",
+           "step_grammar",
+           "step_schema",
+]

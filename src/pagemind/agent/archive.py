@@ -1,0 +1,132 @@
+"""Archival storage: insert passages (embedded when an embedder is available) and search them, paginated.
+
+Search modes: ``text`` (case-insensitive substring, the paper's nested-KV setting: UUIDs are out of
+distribution for embedding models), ``semantic`` (cosine over the retrieval layer's embeddings) and
+``hybrid`` (exact text matches first, then the semantic ranking). Without an embedding model (numpy,
+onnxruntime or the MiniLM weights missing, or ``embedder="none"``) semantic ranking falls back to keyword
+overlap scoring, and :meth:`Archive.describe` says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from ..errors import ConfigError
+from .memory import AgentOptions, SearchPage
+from .store import AgentStore
+
+_WORD = re.compile(r"\w+")
+_STOP = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had", "has",
+    "have", "he", "her", "his", "i", "in", "is", "it", "me", "my", "of", "on", "or", "our", "she", "so",
+    "that", "the", "their", "them", "they", "this", "to", "was", "we", "were", "what", "when", "where",
+    "which", "who", "why", "with", "you", "your"
+})
+
+
+@lru_cache(maxsize=4)
+def resolve_embedder(name: str) -> Any | None:
+    """The embedder for ``name`` (auto | minilm | hashing | none), or None when there is none to use."""
+    if name == "none":
+        return None
+    try:
+        from ..retrieval.embed import load_embedder
+    except ImportError as err:  # numpy missing: the retrieval layer cannot run
+        if name == "auto":
+            return None
+        raise ConfigError(f"embedder {name!r} needs the retrieval layer ({err})") from None
+    if name == "auto":
+        try:
+            return load_embedder("minilm")
+        except (ConfigError, ImportError):
+            return None
+    return load_embedder(name)
+
+
+def keywords(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+class Archive:
+    """The archival storage of one agent."""
+
+    def __init__(self, store: AgentStore, agent_id: int, options: AgentOptions, embedder: Any | None = "auto"):
+        self.store = store
+        self.agent_id = agent_id
+        self.options = options
+        self._embedder = embedder  # an Embedder, None, or "auto": resolve from options on first use
+
+    @property
+    def embedder(self) -> Any | None:
+        if self._embedder == "auto":
+            self._embedder = resolve_embedder(self.options.embedder)
+        return self._embedder
+
+    def describe(self) -> str:
+        mode = self.options.archival_search
+        if mode == "text":
+            return "text search (case-insensitive substring)"
+        if self.embedder is None:
+            return f"{mode}: keyword-overlap ranking (no embedding model available)"
+        return f"{mode}: embeddings from {self.embedder.model_id}"
+
+    def _vectors(self, texts: Sequence[str]) -> list[bytes | None]:
+        embedder = self.embedder
+        if embedder is None or not texts:
+            return [None] * len(texts)
+        from ..retrieval.embed import fragment_vectors
+
+        matrix = fragment_vectors(embedder.embed(list(texts)))
+        return [row.tobytes() for row in matrix]
+
+    def insert(self, texts: Sequence[str], time: str, summaries: Sequence[str | None] | None = None,
+               source: str | None = None) -> list[int]:
+        """Store passages; the embedding is taken of the summary (if any) plus the text."""
+        summaries = list(summaries) if summaries is not None else [None] * len(texts)
+        vectors = self._vectors([f"{s}\n{t}" if s else t for t, s in zip(texts, summaries)])
+        model = self.embedder.model_id if self.embedder is not None else None
+        rows = [(t, s, source, v, model if v is not None else None, time) for t, s, v in zip(texts, summaries, vectors)]
+        return self.store.insert_passages(self.agent_id, rows)
+
+    def search(self, query: str, page: int) -> SearchPage:
+        size = self.options.page_size
+        if self.options.archival_search == "text":
+            total, found = self.store.search_passages_text(self.agent_id, query, page * size, size)
+            return SearchPage(tuple(p.describe() for p in found), total, page, size)
+        ranked = self.rank(query)
+        ids = ranked[page * size:(page + 1) * size]
+        items = tuple(p.describe() for p in self.store.passages(self.agent_id, ids))
+        return SearchPage(items, len(ranked), page, size)
+
+    def rank(self, query: str) -> list[int]:
+        """Passage ids best first: exact matches first in hybrid mode, then semantic (or keyword) order."""
+        exact: list[int] = []
+        if self.options.archival_search == "hybrid":
+            exact = [p.id for p in self.store.search_passages_text(self.agent_id, query)[1]]
+        seen = set(exact)
+        rest = [i for i in self._similar(query) if i not in seen]
+        return exact + rest
+
+    def _similar(self, query: str) -> list[int]:
+        embedder = self.embedder
+        if embedder is not None:
+            rows = self.store.passage_vectors(self.agent_id, embedder.model_id)
+            if rows:
+                import numpy as np
+
+                from ..retrieval.embed import fragment_vectors
+
+                q = fragment_vectors(embedder.embed([query]))[0]
+                matrix = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
+                order = np.argsort(-(matrix @ q), kind="stable")
+                return [rows[i][0] for i in order]
+        wanted = keywords(query)
+        scored = []
+        for pid, text in self.store.passage_texts(self.agent_id):
+            hits = len(wanted & keywords(text))
+            if hits:
+                scored.append((-hits / len(wanted), pid))
+        return [pid for _, pid in sorted(scored)]

@@ -1,0 +1,163 @@
+"""Main context: the prompt of one step, its token count, and eviction with a recursive summary.
+
+Layout (prefix-friendly for llama.cpp's KV reuse): the system message holds the read-only instructions
+and the core-memory blocks (it changes only when a block is edited); then the FIFO queue, the summary
+note at its head; the memory counts go at the very end, so the prompt of the next step starts with the
+prompt of this one. Consecutive user-role events (a result and its heartbeat) share one chat message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import ContextWindowExceeded
+from ..llm.base import Constraint, LLMRequest, Message
+from ..llm.client import LLM
+from ..llm.usage import Trace
+from ..prompts import get_prompt
+from .actions import step_grammar, step_schema
+from .memory import AgentOptions, Block, Event
+from .store import AgentStore
+
+PAPER_WINDOW = 8192  # GPT-4's window in the paper; the default agent window is min(model window, this)
+_RESULT_KINDS = ("function_result", "heartbeat")
+
+
+def prompt(name: str, /, **values: object) -> str:
+    return get_prompt("memgpt", name).render(**values)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    request: LLMRequest
+    tokens: int  # prompt tokens (the model's own count when it has a tokenizer)
+
+
+class MainContext:
+    """Builds step requests for one agent and keeps them inside its window by evicting the queue's head."""
+
+    def __init__(self, llm: LLM, store: AgentStore, agent_id: int, options: AgentOptions,
+                 now: Callable[[], str]) -> None:
+        self.llm = llm
+        self.store = store
+        self.agent_id = agent_id
+        self.options = options
+        self.now = now
+
+    @property
+    def window(self) -> int:
+        wanted = self.options.context_window or PAPER_WINDOW
+        return min(wanted, self.llm.context_window)
+
+    @property
+    def warning_tokens(self) -> int:
+        return int(self.options.warning_fraction * self.window)
+
+    def fits(self, prepared: Prepared) -> bool:
+        return prepared.tokens + self.options.max_tokens <= self.window
+
+    # --- the prompt --------------------------------------------------------------------------------
+    def system_text(self, blocks: list[Block]) -> str:
+        return prompt("system", functions=prompt("functions"), core_memory="\n".join(b.render() for b in blocks))
+
+    def constraint(self, blocks: list[Block]) -> Constraint | None:
+        caps = self.llm.backend.capabilities
+        if not self.options.constrained or not (caps.supports_grammar or caps.supports_json_schema):
+            return None
+        labels = [b.label for b in blocks]
+        budget = self.options.max_tokens
+        return Constraint(name="memgpt_step", gbnf=step_grammar(labels, budget),
+                          json_schema=step_schema(labels, budget))
+
+    def build(self) -> Prepared:
+        blocks = self.store.blocks(self.agent_id)
+        messages = [Message("system", self.system_text(blocks))]
+        for event in self.store.queue(self.agent_id):
+            text = event.render()
+            if event.role == "user" and messages[-1].role == "user":
+                messages[-1] = Message("user", f"{messages[-1].content}\n{text}")
+            else:
+                messages.append(Message(event.role, text))  # type: ignore[arg-type]
+        status = prompt("memory_status", recall=self.store.count_events(self.agent_id),
+                        archival=self.store.count_passages(self.agent_id))
+        if messages[-1].role == "user":
+            messages[-1] = Message("user", f"{messages[-1].content}\n{status}")
+        else:
+            messages.append(Message("user", status))
+        request = LLMRequest(messages=tuple(messages), role="agent-step", max_tokens=self.options.max_tokens,
+                             constraint=self.constraint(blocks))
+        return Prepared(request, self.llm.prompt_tokens(request))
+
+    # --- eviction ----------------------------------------------------------------------------------
+    def cut_point(self, body: list[Event]) -> int:
+        """How many of the oldest queue events to evict: about ``evict_fraction`` of them, keeping the last
+        ``keep_last``, and never leaving a function result (or its heartbeat) without its call."""
+        limit = len(body) - self.options.keep_last
+        if limit <= 0:
+            return 0
+        target = min(max(1, round(len(body) * self.options.evict_fraction)), limit)
+
+        def ok(i: int) -> bool:
+            return body[i].kind not in _RESULT_KINDS
+
+        for i in list(range(target, limit + 1)) + list(range(target - 1, 0, -1)):
+            if ok(i):
+                return i
+        return 0
+
+    def evict(self, trace: Trace | None = None) -> int:
+        """Move the queue's oldest part to recall only, summarised (with the previous summary) into the note
+        at the queue's head. Returns how many events were evicted (0: nothing could be)."""
+        queue = self.store.queue(self.agent_id)
+        previous = next((e for e in queue if e.kind == "summary"), None)
+        body = [e for e in queue if e.kind != "summary"]
+        cut = self.cut_point(body)
+        if cut == 0:
+            return 0
+        evicted = body[:cut]
+        summary = self.summarise([e.describe() for e in evicted], previous.payload["summary"] if previous else "",
+                                 trace)
+        hidden = cut + (previous.payload["hidden"] if previous else 0)
+        total = hidden + len(body) - cut
+        note = prompt("summary_note", hidden=hidden, total=total, summary=summary)
+        self.store.evict(self.agent_id, [e.seq for e in evicted],
+                         Event("summary", {"message": note, "summary": summary, "hidden": hidden}, self.now()))
+        return cut
+
+    def summarise(self, lines: list[str], previous: str, trace: Trace | None = None) -> str:
+        """A recursive summary: fold the lines in chunks that fit the window, each with the summary so far."""
+        summary = previous
+        for chunk in self._chunks(lines, previous):
+            request = self._summary_request(chunk, summary)
+            response, event = self.llm.complete(request, trace)
+            summary = " ".join(response.text.split()) or summary
+            if trace is not None:
+                trace.decide(event, f"summary of {len(chunk)} messages ({len(summary.split())} words)")
+        return summary
+
+    def _summary_request(self, lines: list[str], previous: str) -> LLMRequest:
+        words = self.options.summary_words
+        text = prompt("summarise", words=words, previous=previous, messages="\n".join(lines))
+        return LLMRequest.user(text, role="summarise", max_tokens=max(64, int(words * 2)))
+
+    def _chunks(self, lines: list[str], previous: str) -> list[list[str]]:
+        reply = max(64, self.options.summary_words * 2)
+        # the previous summary grows to at most ~summary_words: budget for it in every chunk
+        fixed = self.llm.prompt_tokens(self._summary_request([], previous or "x " * self.options.summary_words * 2))
+        budget = self.window - reply - fixed
+        if budget < 50:
+            raise ContextWindowExceeded(f"agent window of {self.window} tokens is too small to summarise")
+        chunks: list[list[str]] = [[]]
+        used = 0
+        for line in lines:
+            n = self.llm.count_tokens(line) + 1
+            if n > budget:  # one huge message: keep its beginning
+                line = line[: max(20, int(len(line) * budget / n) - 20)] + " [...]"
+                n = budget
+            if used + n > budget and chunks[-1]:
+                chunks.append([])
+                used = 0
+            chunks[-1].append(line)
+            used += n
+        return [c for c in chunks if c]

@@ -1,0 +1,295 @@
+"""The MemGPT agent: events in, steps (one LLM call, one function call each) until it yields.
+
+A turn runs under the agent's turn lock. Each step's call is stored before it runs (write-ahead); its
+side effects and its result are committed together, so a crash leaves at most a call without a result,
+which the next turn answers with a synthetic "interrupted" error before it starts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..errors import ConfigError, ContextWindowExceeded
+from ..llm.client import LLM
+from ..llm.usage import Trace, TraceEvent, Usage
+from ..store import Store
+from .actions import InvalidAction, parse_action
+from .archive import Archive
+from .context import MainContext, Prepared, prompt
+from .functions import Toolbox, ToolError
+from .locks import TurnLock
+from .memory import AgentOptions, AgentState, Block, Event
+from .store import AgentRecord, AgentStore
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+LABEL = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_SEARCHES = ("conversation_search", "conversation_search_date", "archival_memory_search")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One LLM call of a turn and what came of it."""
+
+    thoughts: str
+    function: str | None
+    arguments: dict[str, Any]
+    result: str
+    status: str  # OK | Failed
+    heartbeat: str | None  # requested | failed | warning | None (yielded)
+    valid: bool  # the reply parsed into a known function with valid arguments
+    reply: str
+    prompt_tokens: int
+
+
+@dataclass
+class TurnResult:
+    """What one user message led to: the messages sent to the user and every step."""
+
+    messages: list[str] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    trace: Trace = field(default_factory=Trace)
+    stop_reason: str = "yield"  # yield | max_steps
+    evictions: int = 0
+    warnings: int = 0
+
+    @property
+    def usage(self) -> Usage:
+        return self.trace.usage
+
+    @property
+    def valid_actions(self) -> int:
+        return sum(s.valid for s in self.steps)
+
+    @property
+    def invalid_actions(self) -> int:
+        return len(self.steps) - self.valid_actions
+
+    @property
+    def valid_action_rate(self) -> float:
+        return self.valid_actions / len(self.steps) if self.steps else 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"messages": self.messages, "stop_reason": self.stop_reason, "evictions": self.evictions,
+                "warnings": self.warnings, "valid_actions": self.valid_actions,
+                "invalid_actions": self.invalid_actions, "usage": self.usage.as_dict(),
+                "steps": [s.__dict__ for s in self.steps]}
+
+
+class Agent:
+    """A persistent MemGPT agent in a pagemind store. ``llm`` may be None for reading its memory only."""
+
+    def __init__(self, llm: LLM | None, store: Store | AgentStore, record: AgentRecord, *, embedder: Any = "auto",
+                 clock: Callable[[], datetime] | None = None, lock_timeout: float = 120.0,
+                 stale_after: float = 900.0) -> None:
+        self.store = store if isinstance(store, AgentStore) else AgentStore(store)
+        self.record = record
+        self.id, self.name, self.options = record.id, record.name, record.options
+        self.state = record.state
+        self._llm = llm
+        self.clock = clock or datetime.now
+        self.archive = Archive(self.store, self.id, self.options, embedder)
+        self.tools = Toolbox(self.store, self.id, self.options, self.archive, self.now)
+        self.lock = TurnLock(self.store, self.id, timeout=lock_timeout, stale_after=stale_after)
+
+    # --- creation and loading ----------------------------------------------------------------------
+    @classmethod
+    def create(cls, llm: LLM | None, store: Store | AgentStore, name: str, *, persona: str | None = None,
+               human: str | None = None, blocks: dict[str, str] | None = None,
+               options: AgentOptions | None = None, **kwargs: Any) -> Agent:
+        """A new agent with persona and human blocks (plus ``blocks`` by label) and the boot messages."""
+        if not NAME.match(name):
+            raise ConfigError(f"agent name {name!r}: use letters, digits, '_', '.', '-' (at most 64)")
+        options = options or AgentOptions()
+        values = {"persona": prompt("persona") if persona is None else persona, "human": human or "", **(blocks or {})}
+        for label, value in values.items():
+            if not LABEL.match(label):
+                raise ConfigError(f"block label {label!r}: use lowercase letters, digits and '_'")
+            if len(value) > options.block_limit:
+                raise ConfigError(f"block {label}: {len(value)} characters exceed the limit of {options.block_limit}")
+        astore = store if isinstance(store, AgentStore) else AgentStore(store)
+        record = astore.create_agent(name, options, [Block(k, v, options.block_limit) for k, v in values.items()])
+        agent = cls(llm, astore, record, **kwargs)
+        boot = {"thoughts": prompt("boot_thoughts"), "function": "send_message",
+                "arguments": {"message": prompt("boot_message")}}
+        now = agent.now()
+        astore.append(record.id, [
+            Event("step", boot, now),
+            Event("function_result", {"function": "send_message", "status": "OK",
+                                      "message": "Sent message successfully."}, now),
+            Event("system_alert", {"message": prompt("login")}, now),
+        ])
+        return agent
+
+    @classmethod
+    def load(cls, llm: LLM | None, store: Store | AgentStore, name: str, **kwargs: Any) -> Agent:
+        astore = store if isinstance(store, AgentStore) else AgentStore(store)
+        return cls(llm, astore, astore.get_agent(name), **kwargs)
+
+    @property
+    def llm(self) -> LLM:
+        if self._llm is None:
+            raise ConfigError("this agent was opened without an LLM")
+        return self._llm
+
+    @property
+    def context(self) -> MainContext:
+        return MainContext(self.llm, self.store, self.id, self.options, self.now)
+
+    def now(self) -> str:
+        return self.clock().strftime("%Y-%m-%d %H:%M:%S")
+
+    # --- reading -----------------------------------------------------------------------------------
+    def blocks(self) -> list[Block]:
+        return self.store.blocks(self.id)
+
+    def counts(self) -> dict[str, int]:
+        return {"recall": self.store.count_events(self.id), "in_context": self.store.count_events(self.id, True),
+                "archival": self.store.count_passages(self.id)}
+
+    def search(self, query: str, page: int = 0) -> str:
+        """Recall text search, as the agent's conversation_search shows it."""
+        return self.tools.conversation_search(query, page)
+
+    # --- events without a step ---------------------------------------------------------------------
+    def notify(self, message: str) -> None:
+        """Put a system alert in the queue (it is read with the next event)."""
+        with self.lock.held():
+            self.store.append(self.id, [Event("system_alert", {"message": message}, self.now())])
+
+    def import_messages(self, messages: Iterable[tuple[str, str, str]], in_context: bool = False) -> int:
+        """Put past (role, text, time) messages into recall (out of context unless ``in_context``)."""
+        events = []
+        for role, text, when in messages:
+            if role == "user":
+                events.append(Event("user_message", {"message": text}, when, in_context=in_context))
+            else:
+                payload = {"thoughts": "", "function": "send_message", "arguments": {"message": text}}
+                result = {"function": "send_message", "status": "OK", "message": "Sent message successfully."}
+                events += [Event("step", payload, when, in_context=in_context),
+                           Event("function_result", result, when, in_context=in_context)]
+        with self.lock.held():
+            return len(self.store.append(self.id, events))
+
+    # --- a turn ------------------------------------------------------------------------------------
+    def say(self, text: str) -> TurnResult:
+        """Handle one user message: step until the agent yields (or the step budget runs out)."""
+        with self.lock.held():
+            self.state = AgentState.from_dict(self.store.get_agent(self.name).state.__dict__)
+            self._recover()
+            self.store.append(self.id, [Event("user_message", {"message": text}, self.now())])
+            turn = TurnResult()
+            try:
+                self._run(turn)
+            finally:
+                self.store.save_state(self.id, self.state)
+            return turn
+
+    def _recover(self) -> None:
+        """Answer calls left without a result by a crash, so the queue never holds an orphaned call."""
+        queue = self.store.queue(self.id)
+        orphans = [e for i, e in enumerate(queue)
+                   if e.is_call and (i + 1 == len(queue) or queue[i + 1].kind != "function_result")]
+        self.store.append(self.id, [Event("function_result", {"function": e.payload["function"], "status": "Failed",
+                                                              "message": prompt("interrupted")}, self.now())
+                                    for e in orphans])
+
+    def _run(self, turn: TurnResult) -> None:
+        for _ in range(self.options.max_steps):
+            self.lock.refresh()
+            prepared = self._prepare(turn)
+            try:
+                response, event = self.llm.complete(prepared.request, turn.trace)
+            except ContextWindowExceeded:  # the backend counted more than we did: make room once more
+                self._evict(turn)
+                prepared = self._prepare(turn)
+                response, event = self.llm.complete(prepared.request, turn.trace)
+            step = self._act(response.text, prepared.tokens, turn.trace, event)
+            if step.valid and step.function == "send_message":
+                turn.messages.append(step.arguments["message"])
+            reason = "failed" if step.status == "Failed" else ("requested" if step.heartbeat == "requested" else None)
+            if reason is None and self._warn(self.context.build(), turn):
+                reason = "warning"
+            turn.steps.append(Step(**{**step.__dict__, "heartbeat": reason}))
+            if reason is None:
+                turn.stop_reason = "yield"
+                return
+            if reason != "warning":
+                name = "heartbeat_failed" if reason == "failed" else "heartbeat_requested"
+                self.store.append(self.id, [Event("heartbeat", {"reason": prompt(name)}, self.now())])
+        turn.stop_reason = "max_steps"
+        self.store.append(self.id, [Event("system_alert", {"message": prompt("step_budget", steps=len(turn.steps))},
+                                          self.now())])
+
+    def _prepare(self, turn: TurnResult) -> Prepared:
+        """The next step's request, evicting until it fits and warning once the pressure threshold is passed."""
+        ctx = self.context
+        prepared = ctx.build()
+        while not ctx.fits(prepared):
+            self._evict(turn)
+            prepared = ctx.build()
+        if self._warn(prepared, turn):
+            prepared = ctx.build()
+            while not ctx.fits(prepared):
+                self._evict(turn)
+                prepared = ctx.build()
+        return prepared
+
+    def _evict(self, turn: TurnResult) -> None:
+        evicted = self.context.evict(turn.trace)
+        if evicted == 0:
+            raise ContextWindowExceeded(
+                f"agent {self.name}: the system prompt, core memory and the last {self.options.keep_last} messages "
+                f"do not fit its window of {self.context.window} tokens")
+        turn.evictions += 1
+        self.state.evictions += 1
+        self.state.evicted_messages += evicted
+        self.state.warned = False
+
+    def _warn(self, prepared: Prepared, turn: TurnResult) -> bool:
+        if self.state.warned or prepared.tokens <= self.context.warning_tokens:
+            return False
+        self.store.append(self.id, [Event("system_alert", {"message": prompt("warning")}, self.now())])
+        self.state.warned = True
+        turn.warnings += 1
+        return True
+
+    def _act(self, reply: str, tokens: int, trace: Trace, event: TraceEvent) -> Step:
+        """Parse and run one step's call; every outcome is stored as a call plus its result."""
+        try:
+            action = parse_action(reply)
+        except InvalidAction as err:
+            self.state.invalid_actions += 1
+            self.store.append(self.id, [
+                Event("step", {"raw": reply[:2000], "invalid": True}, self.now()),
+                Event("function_result", {"function": "?", "status": "Failed", "message": str(err)}, self.now())])
+            trace.decide(event, f"invalid action: {err}")
+            return Step("", None, {}, str(err), "Failed", None, False, reply, tokens)
+        self.state.valid_actions += 1
+        self.store.append(self.id, [Event("step", action.payload(), self.now())])  # write-ahead
+        status = "OK"
+        try:
+            with self.store.transaction():
+                message = self._cap(action.function, self.tools.run(action.function, action.arguments))
+                self.store.append(self.id, [self._result(action.function, "OK", message)])
+        except ToolError as err:
+            status, message = "Failed", str(err)
+        except Exception as err:  # noqa: BLE001 - any failure of a function goes back to the processor
+            status, message = "Failed", f"Error calling function {action.function}: {type(err).__name__}: {err}"
+        if status == "Failed":
+            self.store.append(self.id, [self._result(action.function, status, message)])
+        trace.decide(event, f"{action.function} -> {status}")
+        return Step(action.thoughts, action.function, action.arguments, message, status,
+                    "requested" if action.heartbeat else None, True, reply, tokens)
+
+    def _result(self, function: str, status: str, message: str) -> Event:
+        return Event("function_result", {"function": function, "status": status, "message": message}, self.now())
+
+    def _cap(self, function: str, message: str) -> str:
+        limit = self.options.result_chars
+        if function in _SEARCHES or len(message) <= limit:  # search results are sized by their page
+            return message
+        return message[:limit] + f" [... cut at {limit} characters]"

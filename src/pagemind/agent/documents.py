@@ -1,0 +1,55 @@
+"""Documents into archival storage (the paper's document analysis): passages of about 300 words, or
+ReadAgent's pages with their gists as passage summaries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..llm.usage import Trace
+from ..text import Document, split_paragraphs
+from .context import prompt
+from .core import Agent
+
+PASSAGE_WORDS = 300  # Letta's embedding_chunk_size default
+
+
+@dataclass(frozen=True)
+class LoadedDocument:
+    name: str
+    words: int
+    passages: int
+    gists: bool
+    passage_ids: tuple[int, ...]
+
+
+def passages(text: str, words: int = PASSAGE_WORDS) -> list[str]:
+    """Paragraphs packed into passages of at most ``words`` words (long paragraphs split at sentences)."""
+    out: list[list[str]] = [[]]
+    used = 0
+    for para in split_paragraphs(text, max_words=words):
+        n = len(para.split())
+        if used + n > words and out[-1]:
+            out.append([])
+            used = 0
+        out[-1].append(para)
+        used += n
+    return ["\n\n".join(p) for p in out if p]
+
+
+def load_document(agent: Agent, document: Document, *, words: int = PASSAGE_WORDS, gists: bool = False,
+                  trace: Trace | None = None) -> LoadedDocument:
+    """Insert ``document`` into the agent's archival storage and tell the agent with a system alert."""
+    summaries: list[str | None] | None = None
+    if gists:
+        from ..methods.readagent import ReadAgent, ReadAgentOptions
+
+        reader = ReadAgent(agent.llm, agent.store.store, ReadAgentOptions.from_preset("quality"))
+        memory = reader.build(document, trace=trace)
+        texts = [p.text for p in memory.pages]
+        by_page = {g.page: g.text for g in memory.gists}
+        summaries = [by_page.get(p.index) for p in memory.pages]
+    else:
+        texts = passages(document.text, words)
+    ids = agent.archive.insert(texts, agent.now(), summaries, source=document.name)
+    agent.notify(prompt("document", name=document.name, words=document.words, passages=len(ids)))
+    return LoadedDocument(document.name, document.words, len(ids), gists, tuple(ids))

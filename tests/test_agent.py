@@ -1,0 +1,304 @@
+"""MemGPT agent with the scripted fake: step chains, heartbeats, every error path, pressure, eviction, paging."""
+
+import json
+
+import pytest
+
+from pagemind import LLM, ScriptedLLM, Store
+from pagemind.agent import Agent, AgentOptions, AgentStore, SearchPage
+from pagemind.errors import ConfigError
+
+
+def call(function, thoughts="thinking", **arguments):
+    return json.dumps({"thoughts": thoughts, "function": function, "arguments": arguments})
+
+
+def make(steps=(), summarise="I talked with the user.", store=None, name="sam", **options):
+    fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": summarise})
+    opts = AgentOptions(embedder="none", **options)
+    agent = Agent.create(LLM(fake), store or Store(":memory:"), name, options=opts)
+    return agent, fake
+
+
+def last_prompt(fake):
+    return fake.history[-1].messages[-1].content
+
+
+def test_a_chain_of_calls_with_heartbeats_ends_with_send_message():
+    agent, fake = make([
+        call("conversation_search", query="Ann", page=0, request_heartbeat=True),
+        call("core_memory_append", label="human", content="Name: Ann", request_heartbeat=True),
+        call("send_message", thoughts="greet her", message="Nice to meet you, Ann!"),
+    ])
+    turn = agent.say("Hi, I'm Ann.")
+    assert turn.messages == ["Nice to meet you, Ann!"]
+    assert [s.function for s in turn.steps] == ["conversation_search", "core_memory_append", "send_message"]
+    assert [s.heartbeat for s in turn.steps] == ["requested", "requested", None]
+    assert turn.stop_reason == "yield" and turn.valid_action_rate == 1.0 and turn.usage.calls == 3
+    assert "Showing 1 of 1 results (page 1/1)" in turn.steps[0].result  # the user message itself
+    assert agent.blocks()[1].value == "Name: Ann"
+    # each step sees the previous result and the heartbeat; the thoughts stay out of the messages
+    second = fake.history[1].messages[-1].content
+    assert '"type": "function_result"' in second and "request_heartbeat=true" in second
+    assert "[memory: " in second and "messages in recall memory" in second
+    assert "Name: Ann" in fake.history[2].messages[0].content  # core memory is in the system message
+    assert "greet her" not in " ".join(turn.messages)
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("I would like to say hello!", "not a JSON object"),
+    (call("launch_rockets", target="moon"), "No function named 'launch_rockets'"),
+    (call("core_memory_append", label="human", request_heartbeat=False), "missing content"),
+    (call("send_message", message="hi", mood="happy"), "unexpected mood"),
+    (call("conversation_search", query="x", page="two", request_heartbeat=False), "page must be an integer"),
+    (call("archival_memory_search", query="x", page=500, request_heartbeat=False), "between 0 and 99"),
+])
+def test_invalid_actions_return_the_error_and_force_a_heartbeat(reply, expected):
+    agent, fake = make([reply, call("send_message", message="sorry")])
+    turn = agent.say("hello")
+    first, second = turn.steps
+    assert not first.valid and first.status == "Failed" and expected in first.result
+    assert first.heartbeat == "failed" and second.valid and turn.messages == ["sorry"]
+    assert turn.invalid_actions == 1 and turn.valid_action_rate == 0.5
+    prompt = last_prompt(fake)
+    assert expected.split("'")[0] in prompt and "Function call failed, returning control" in prompt
+    assert agent.store.get_agent("sam").state.invalid_actions == 1
+
+
+def test_function_errors_and_exceptions_are_results_with_a_forced_heartbeat(monkeypatch):
+    agent, fake = make([
+        call("core_memory_replace", label="human", old_content="nothing", new_content="x", request_heartbeat=False),
+        call("core_memory_append", label="pets", content="a cat", request_heartbeat=False),
+        call("archival_memory_insert", content="boom", request_heartbeat=False),
+        call("send_message", message="done"),
+    ])
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(agent.archive, "insert", explode)
+    turn = agent.say("hello")
+    results = [s.result for s in turn.steps]
+    assert "old_content not found in human" in results[0]
+    assert "No core memory block named 'pets'" in results[1]
+    assert results[2] == "Error calling function archival_memory_insert: RuntimeError: disk on fire"
+    assert [s.heartbeat for s in turn.steps] == ["failed", "failed", "failed", None]
+    assert all(s.valid for s in turn.steps)  # syntactically valid calls that failed at run time
+    assert "disk on fire" in fake.history[3].messages[-1].content
+
+
+def test_fenced_and_aliased_replies_are_parsed_tolerantly():
+    fenced = '```json\n{"inner_thoughts": "ok", "function": "send_message", "params": {"message": "hi"}}\n```'
+    agent, _ = make([fenced])
+    turn = agent.say("hello")
+    assert turn.messages == ["hi"] and turn.steps[0].thoughts == "ok" and turn.valid_action_rate == 1.0
+
+
+def test_a_forgotten_request_heartbeat_chains_but_an_explicit_false_yields():
+    from pagemind.agent import parse_action
+
+    assert parse_action(call("conversation_search", query="x", page=0)).heartbeat is True
+    assert parse_action(call("conversation_search", query="x", page=0, request_heartbeat=False)).heartbeat is False
+    assert parse_action(call("conversation_search", query="x", page=0, request_heartbeat="true")).heartbeat is True
+
+
+def test_the_step_budget_ends_a_runaway_loop():
+    agent, fake = make([call("conversation_search", query="x", page=0, request_heartbeat=True)] * 3, max_steps=3)
+    turn = agent.say("hello")
+    assert turn.stop_reason == "max_steps" and len(turn.steps) == 3 and turn.messages == []
+    agent_fake_next = call("send_message", message="back")
+    fake.role_queues["agent-step"].append(agent_fake_next)
+    again = agent.say("still there?")
+    assert "cut short after 3 steps" in fake.history[-1].messages[-1].content
+    assert again.messages == ["back"]
+
+
+def test_block_limits_fail_with_an_explanation():
+    long = "x" * 130
+    agent, _ = make([call("core_memory_append", label="human", content=long, request_heartbeat=False),
+                     call("send_message", message="ok")], block_limit=120)
+    turn = agent.say("hello")
+    assert turn.steps[0].result.startswith("Edit failed: Exceeds 120 character limit (requested")
+    assert "archival memory" in turn.steps[0].result
+    assert agent.blocks()[1].value == ""
+    with pytest.raises(ConfigError, match="exceed the limit"):
+        Agent.create(None, Store(":memory:"), "big", persona="p" * 3000)
+
+
+def test_replace_and_extra_blocks():
+    agent, _ = make([call("core_memory_replace", label="human", old_content="horror", new_content="romantic comedy",
+                          request_heartbeat=True), call("send_message", message="noted")])
+    agent.store.put_block(agent.id, agent.blocks()[1].__class__("human", "Likes horror movies.", 2000))
+    agent.say("I actually prefer romantic comedies.")
+    assert agent.blocks()[1].value == "Likes romantic comedy movies."
+    other = Agent.create(None, agent.store, "tasker", blocks={"tasks": "buy milk"})
+    assert [b.label for b in other.blocks()] == ["persona", "human", "tasks"]
+
+
+def test_pagination_starts_page_p_at_p_times_page_size():
+    agent, _ = make()
+    agent.import_messages([("user", f"apple number {i}", "2024-01-01 10:00:00") for i in range(23)])
+    first = agent.search("apple", 0)
+    assert first.startswith("Showing 5 of 23 results (page 1/5)") and "apple number 0" in first
+    third = agent.search("apple", 2)
+    assert "Showing 5 of 23 results (page 3/5)" in third
+    assert [f"apple number {i}\"" in third for i in range(9, 16)] == [False, True, True, True, True, True, False]
+    last = agent.search("apple", 4)
+    assert last.startswith("Showing 3 of 23 results (page 5/5)") and "More:" not in last
+    assert "No results on page 6" in agent.search("APPLE", 5)  # case-insensitive
+    assert SearchPage((), 0, 0, 5).render() == "No results found."
+
+
+def test_recall_search_ranks_keyword_matches_after_exact_ones():
+    agent, _ = make()
+    agent.import_messages([("user", "I adopted a puppy named Rose", "2024-01-01 10:00:00"),
+                           ("assistant", "Rose is a lovely name for a dog", "2024-01-01 10:01:00"),
+                           ("user", "my puppy Rose chewed my puppy shoes", "2024-01-01 10:02:00"),
+                           ("user", "the weather is grey", "2024-01-01 10:03:00")])
+    result = agent.search("puppy named Rose")
+    assert result.startswith("Showing 3 of 3 results")
+    items = json.loads(result.split(": ", 1)[1].split(" More:")[0])
+    assert [i.split(": ", 1)[1] for i in items] == [
+        "I adopted a puppy named Rose", "my puppy Rose chewed my puppy shoes", "Rose is a lovely name for a dog"]
+    paper, _ = make(name="paper", recall_search="text", store=agent.store.store)
+    paper.import_messages([("user", "I adopted a puppy named Rose", "2024-01-01 10:00:00")])
+    assert paper.search("puppy named Rose").startswith("Showing 1 of 1")
+    assert paper.search("my puppy Rose") == "No results found."
+
+
+def test_date_search_and_bad_dates():
+    agent, _ = make([call("conversation_search_date", start_date="2024-03-01", end_date="2024-03-02", page=0,
+                          request_heartbeat=True),
+                     call("conversation_search_date", start_date="2024-13-01", end_date="2024-03-02", page=0,
+                          request_heartbeat=True),
+                     call("send_message", message="ok")])
+    agent.import_messages([("user", "in february", "2024-02-28 09:00:00"),
+                           ("user", "first of march", "2024-03-01 09:00:00"),
+                           ("assistant", "second of march", "2024-03-02 23:59:00"),
+                           ("user", "in april", "2024-04-01 09:00:00")])
+    turn = agent.say("what did we say early in March?")
+    assert "Showing 2 of 2 results" in turn.steps[0].result
+    assert "first of march" in turn.steps[0].result and "second of march" in turn.steps[0].result
+    assert "not a date in YYYY-MM-DD format" in turn.steps[1].result
+
+
+def test_pressure_warning_then_eviction_with_recursive_summary():
+    summaries = []
+
+    def summarise(request):
+        text = request.messages[0].content
+        summaries.append(text)
+        return f"summary {len(summaries)}"
+
+    fact = "My locker code is 4417."
+    agent, fake = make([call("send_message", message=f"reply {i}") for i in range(40)], summarise=summarise,
+                       context_window=900, warning_fraction=0.75, max_tokens=50)
+    warned_at = evicted_at = None
+    agent.say(fact)
+    for i in range(40):
+        turn = agent.say(f"message {i} " + "blah " * 15)
+        if turn.warnings and warned_at is None:
+            warned_at = i
+        if turn.evictions and evicted_at is None:
+            evicted_at = i
+            break
+    assert warned_at is not None and evicted_at is not None and warned_at <= evicted_at
+    assert "Warning: the conversation history will soon reach its maximum length" in " ".join(
+        m.content for r in fake.history for m in r.messages)
+    queue = agent.store.queue(agent.id)
+    assert queue[0].kind == "summary" and "summary 1" in queue[0].payload["message"]
+    assert "have been hidden from view" in queue[0].payload["message"]
+    assert queue[1].kind != "function_result"  # never a result without its call
+    assert all(fact not in e.render() for e in queue)
+    # evicted, but still in recall
+    assert "4417" in agent.search("locker code")
+    assert fake.history[-1].messages[1].content.startswith('{"type": "system_alert"')
+    # a second eviction folds the previous summary in (recursive summary)
+    for i in range(40, 80):
+        if agent.say(f"message {i} " + "blah " * 15).evictions:
+            break
+    assert "summary 1" in summaries[-1]
+    assert agent.store.queue(agent.id)[0].payload["message"].endswith(f"summary {len(summaries)}")
+    assert agent.store.get_agent("sam").state.evictions >= 2
+
+
+def test_context_window_too_small_is_a_clear_error():
+    from pagemind.errors import ContextWindowExceeded
+
+    agent, _ = make([call("send_message", message="hi")], context_window=200)
+    with pytest.raises(ContextWindowExceeded, match="do not fit its window"):
+        agent.say("hello")
+
+
+def test_constraint_is_sent_where_the_backend_enforces_it():
+    fake = ScriptedLLM(by_role={"agent-step": call("send_message", message="hi")}, supports_grammar=True)
+    agent = Agent.create(LLM(fake), Store(":memory:"), "g", options=AgentOptions(embedder="none"),
+                         blocks={"notes": ""})
+    agent.say("hello")
+    constraint = fake.history[0].constraint
+    assert constraint is not None and '"\\"notes\\""' in constraint.gbnf
+    assert len(constraint.json_schema["oneOf"]) == 7
+    plain = ScriptedLLM(by_role={"agent-step": call("send_message", message="hi")})
+    unconstrained = Agent.create(LLM(plain), Store(":memory:"), "p", options=AgentOptions(embedder="none"))
+    unconstrained.say("hello")
+    assert plain.history[0].constraint is None
+
+
+def test_schema_accepts_what_the_grammar_produces():
+    jsonschema = pytest.importorskip("jsonschema")
+    from pagemind.agent import parse_action, step_schema
+
+    reply = call("core_memory_append", label="human", content="likes tea", request_heartbeat=True)
+    jsonschema.validate(json.loads(reply), step_schema(["persona", "human"]))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(json.loads(call("core_memory_append", label="x", content="c", request_heartbeat=True)),
+                            step_schema(["persona", "human"]))
+    assert parse_action(reply).heartbeat is True
+
+
+def test_archival_insert_and_search_modes():
+    from pagemind.agent import Archive
+
+    agent, _ = make([call("archival_memory_insert", content="The boat is called Margery Dell.", request_heartbeat=True),
+                     call("archival_memory_search", query="boat name", page=0, request_heartbeat=True),
+                     call("send_message", message="ok")])
+    turn = agent.say("remember the boat")
+    assert "Margery Dell" in turn.steps[1].result  # keyword ranking without an embedder
+    store = agent.store
+    for mode in ("text", "hybrid", "semantic"):
+        archive = Archive(store, agent.id, AgentOptions(archival_search=mode, embedder="hashing"), embedder="auto")
+        archive.insert(["key = 1f3a-77, value = 9bc2-01", "an unrelated passage about sailing boats"], "2024-01-01")
+        assert "9bc2-01" in archive.search("1f3a-77", 0).render()
+    assert "keyword" in Archive(store, agent.id, AgentOptions(embedder="none")).describe()
+
+
+def test_every_function_is_described_to_the_processor():
+    from pagemind.agent import FUNCTIONS
+    from pagemind.prompts import get_prompt
+
+    text = get_prompt("memgpt", "functions").render()
+    for spec in FUNCTIONS:
+        line = next(l for l in text.splitlines() if l.startswith(f"- {spec.name}("))
+        assert all(p.name in line for p in spec.all_params)
+    assert get_prompt("memgpt", "warning").verbatim
+
+
+def test_store_is_scoped_per_agent():
+    store = Store(":memory:")
+    a, _ = make([call("send_message", message="hi")], store=store, name="alice_agent")
+    assert AgentStore(store).get_agent("alice_agent").id == a.id
+
+
+@pytest.mark.parametrize("max_chars", [300, 1000])
+def test_the_longest_constrained_reply_fits_the_reply_budget(max_chars):
+    from pagemind.agent import FUNCTIONS
+    from pagemind.agent.actions import bounds
+
+    labels = ["persona", "human", "long_label_name"]
+    for spec in FUNCTIONS:
+        limits = bounds(spec, labels, max_chars)
+        values = {"string": lambda p, limits=limits: "a" * limits[p.name], "integer": lambda p: 99,
+                  "boolean": lambda p: False, "date": lambda p: "2024-01-01", "label": lambda p: "long_label_name"}
+        args = {p.name: values[p.kind](p) for p in spec.all_params}
+        longest = json.dumps({"thoughts": "a" * limits["thoughts"], "function": spec.name, "arguments": args})
+        assert len(longest) <= max_chars, spec.name

