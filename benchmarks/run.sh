@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Run every benchmark in order; each writes benchmarks/results/NAME.json.
+# Extra arguments (e.g. --data DIR) are not forwarded: run a script by hand for other options.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# (a) tokens: simulated decisions, real tokenizer counts (no model inference; under a minute)
+python benchmarks/tokens.py
+# (b) concurrency: index wall time against the local mock server (about 2 minutes, mostly waiting on the mock)
+python benchmarks/concurrency.py
+# (c) first answer with the embedded default model: real inference, takes ~20-40 minutes on 2 cores
+python benchmarks/first_answer.py
