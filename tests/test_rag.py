@@ -136,9 +136,10 @@ def test_full_text_budget_is_respected_to_the_token():
 
 
 def test_bad_options_are_config_errors():
-    for bad in ({"scorer": "tfidf"}, {"w_rel": 2.0}, {"top_k": 0}, {"budget": 0}, {"fragments": "lines"},
+    for bad in ({"scorer": "tfidf"}, {"w_rel": 2.0}, {"top_k": -1}, {"budget": 0}, {"fragments": "lines"},
                 {"order": "random"}, {"nonsense": 1}):
         with pytest.raises(ConfigError):
             RAGOptions.from_preset("quality", **bad)
     with pytest.raises(ConfigError):
         RAGOptions.from_preset("unknown")
+    assert RAGOptions.from_preset("quality", top_k=0).top_k is None  # 0: as many fragments as fit

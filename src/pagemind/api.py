@@ -15,16 +15,39 @@ from .llm.registry import open_backend
 from .methods.full import FullTextReader
 from .methods.memwalker import MemWalker, MemWalkerOptions
 from .methods.question import Answer, Question
-from .methods.readagent import MODES, ReadAgent, ReadAgentOptions
+from .methods.rag import RAGOptions, RAGReader
+from .methods.readagent import ReadAgent, ReadAgentOptions
 from .store import SQLiteResponseCache, Store
 from .text import Document, load_document
 
-METHODS = ("readagent-p", "readagent-s", "gistmem", "memwalker", "full")
-READAGENT_OPTIONS = ("preset", "min_words", "max_words", "tail_words", "previous_page", "lookahead", "gist_mode",
-                     "max_pages", "constrained", "max_retries", "max_tokens")
-FULL_OPTIONS = ("keep", "budget", "constrained", "max_retries")
-MEMWALKER_OPTIONS = ("preset", "segment_tokens", "max_children", "node_tokens", "reasoning", "working_memory",
-                     "memory_tokens", "max_steps", "max_failures", "reasoning_chars", "constrained", "max_tokens")
+
+
+def _readagent(llm: LLM, store: Store, method: str, options: dict[str, Any]) -> ReadAgent:
+    return ReadAgent(llm, store, ReadAgentOptions.from_preset(options.pop("preset", None) or "quality", **options),
+                     mode=method)
+
+
+def _memwalker(llm: LLM, store: Store, method: str, options: dict[str, Any]) -> MemWalker:
+    return MemWalker(llm, store, MemWalkerOptions.from_preset(options.pop("preset", None) or "quality", **options))
+
+
+def _rag(llm: LLM, store: Store, method: str, options: dict[str, Any]) -> RAGReader:
+    return RAGReader(llm, store, RAGOptions.from_preset(options.pop("preset", None) or "quality", **options),
+                     mode=method)
+
+
+def _full(llm: LLM, store: Store, method: str, options: dict[str, Any]) -> FullTextReader:
+    return FullTextReader.from_options(llm, store, **options)
+
+
+# method name -> factory(llm, store, method, options); each method's options class rejects unknown options.
+READERS: dict[str, Callable[[LLM, Store, str, dict[str, Any]], Any]] = {
+    "readagent-p": _readagent, "readagent-s": _readagent, "gistmem": _readagent,
+    "memwalker": _memwalker,
+    "rag": _rag, "op-rag": _rag,
+    "full": _full,
+}
+METHODS = tuple(READERS)
 
 
 class Pagemind:
@@ -62,25 +85,11 @@ class Pagemind:
         return load_document(source, encoding=encoding, max_bytes=self.settings.max_bytes)
 
     def reader(self, method: str = "readagent-p", **options: Any):
-        """A reader for ``method`` with its options (unknown options are an error)."""
-        if method in MODES:
-            bad = set(options) - set(READAGENT_OPTIONS)
-            if bad:
-                raise ConfigError(f"{method}: unknown option(s) {', '.join(sorted(bad))}")
-            opts = ReadAgentOptions.from_preset(options.pop("preset", None) or "quality", **options)
-            return ReadAgent(self.llm, self.store, opts, mode=method)
-        if method == "memwalker":
-            bad = set(options) - set(MEMWALKER_OPTIONS)
-            if bad:
-                raise ConfigError(f"memwalker: unknown option(s) {', '.join(sorted(bad))}")
-            opts = MemWalkerOptions.from_preset(options.pop("preset", None) or "quality", **options)
-            return MemWalker(self.llm, self.store, opts)
-        if method == "full":
-            bad = set(options) - set(FULL_OPTIONS)
-            if bad:
-                raise ConfigError(f"full: unknown option(s) {', '.join(sorted(bad))}")
-            return FullTextReader(self.llm, self.store, **{k: v for k, v in options.items() if v is not None})
-        raise ConfigError(f"unknown method {method!r} (have: {', '.join(METHODS)})")
+        """A reader for ``method`` with its options (``None`` values mean "the default"; unknown options are an
+        error). Every reader has ``build``, ``load``, ``answer`` and ``describe``."""
+        if method not in READERS:
+            raise ConfigError(f"unknown method {method!r} (have: {', '.join(METHODS)})")
+        return READERS[method](self.llm, self.store, method, {k: v for k, v in options.items() if v is not None})
 
     def index(self, source: str | Path | Document, method: str = "readagent-p",
               progress: Callable[[int, int], None] | None = None, **options: Any):

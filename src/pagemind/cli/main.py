@@ -38,29 +38,81 @@ def llm_options(fn: Callable) -> Callable:
     return fn
 
 
+READAGENT = ("readagent-p", "readagent-s", "gistmem")
+RAG = ("rag", "op-rag")
+ALL = METHODS
+# CLI flag (python name) -> (method option, the methods it applies to). A flag given for another method is an error.
+METHOD_FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "preset": ("preset", ALL),
+    "budget": ("budget", ALL),
+    "min_words": ("min_words", READAGENT), "max_words": ("max_words", READAGENT),
+    "max_pages": ("max_pages", READAGENT), "gist_mode": ("gist_mode", READAGENT),
+    "max_children": ("max_children", ("memwalker",)), "segment_tokens": ("segment_tokens", ("memwalker",)),
+    "max_steps": ("max_steps", ("memwalker",)),
+    "keep": ("keep", ("full",)),
+    "fragments": ("fragments", RAG), "fragment_words": ("fragment_words", RAG), "scorer": ("scorer", RAG),
+    "fusion": ("fusion", RAG), "fragrel": ("fragrel", RAG), "relation": ("relation", RAG),
+    "alpha": ("alpha", RAG), "w_rel": ("w_rel", RAG), "top_k": ("top_k", RAG),
+}
+NEGATIVE_FLAGS = {"no_reasoning": ("reasoning", ("memwalker",)),
+                  "no_working_memory": ("working_memory", ("memwalker",)),
+                  "unconstrained": ("constrained", ALL)}
+
+
 def method_options(fn: Callable) -> Callable:
     for option in reversed([
         click.option("--method", "-m", type=click.Choice(METHODS), default="readagent-p", show_default=True),
         click.option("--preset", type=click.Choice(["quality", "qmsum", "narrativeqa-book", "narrativeqa-movie",
                                                     "summscreen", "govreport"]),
-                     help="settings of a paper dataset [default quality]; ReadAgent: quality, qmsum, "
+                     help="settings of a paper dataset [default quality]; ReadAgent, RAG, full: quality, qmsum, "
                           "narrativeqa-book/-movie; MemWalker: quality, summscreen, govreport"),
+        click.option("--budget", type=int,
+                     help="every method: most tokens of document-derived text in one prompt (matched-cost runs)"),
+        click.option("--unconstrained", is_flag=True, help="do not enforce reply formats with a grammar"),
         click.option("--min-words", type=int, help="ReadAgent: words before the first pause label"),
         click.option("--max-words", type=int, help="ReadAgent: most words in a pagination window"),
         click.option("--max-pages", type=int, help="ReadAgent: pages to look up (P) or steps (S)"),
         click.option("--gist-mode", type=click.Choice(["separate", "continue"]),
                      help="separate: paper's gist prompt; continue: gist as a follow-up turn (prompt-cache reuse)"),
-        click.option("--unconstrained", is_flag=True, help="do not enforce reply formats with a grammar"),
         click.option("--max-children", type=int, help="MemWalker: most children per tree node [preset: 8]"),
         click.option("--segment-tokens", type=int, help="MemWalker: tokens per leaf segment [preset: 1000]"),
         click.option("--no-reasoning", is_flag=True, help="MemWalker: triage without reasoning (paper ablation)"),
         click.option("--no-working-memory", is_flag=True, help="MemWalker: leaf prompts without the path's summaries"),
         click.option("--max-steps", type=int, help="MemWalker: navigation calls before giving up [default 20]"),
         click.option("--keep", type=click.Choice(["left", "right", "middle-cut"]), help="full: what truncation keeps"),
-        click.option("--budget", type=int, help="full: context tokens for the text"),
+        click.option("--fragments", type=click.Choice(["words", "pages"]),
+                     help="RAG: fixed word windows, or ReadAgent's pages [default words]"),
+        click.option("--fragment-words", type=int, help="RAG: words per fragment [preset: 500]"),
+        click.option("--scorer", type=click.Choice(["bm25", "dense", "hybrid"]), help="RAG: s_ind [default bm25]"),
+        click.option("--fusion", type=click.Choice(["rrf", "mix"]), help="RAG hybrid: rank fusion or score mix"),
+        click.option("--fragrel", is_flag=True, default=None, help="RAG: re-score with FragRel's relations"),
+        click.option("--relation", type=click.Choice(["context", "semantic", "semantic-distance"]),
+                     help="RAG FragRel relation [default context]"),
+        click.option("--alpha", type=float, help="RAG FragRel: weight of the environment score [default 0.5]"),
+        click.option("--w-rel", type=float, help="RAG FragRel context relation: w_rel [default 0.3]"),
+        click.option("--top-k", type=int, help="RAG: most fragments shown [default 5; 0: as many as fit the budget]"),
     ]):
         fn = option(fn)
     return fn
+
+
+def _method_kwargs(kw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Pop the method flags from ``kw``: (method, its options). A flag of another method is a usage error."""
+    method = kw.pop("method")
+    opts: dict[str, Any] = {}
+    for flag, (name, methods) in METHOD_FLAGS.items():
+        value = kw.pop(flag)
+        if value is None:
+            continue
+        if method not in methods:
+            raise click.UsageError(f"--{flag.replace('_', '-')} applies to {', '.join(methods)}, not {method}")
+        opts[name] = value
+    for flag, (name, methods) in NEGATIVE_FLAGS.items():
+        if kw.pop(flag):
+            if method not in methods:
+                raise click.UsageError(f"--{flag.replace('_', '-')} applies to {', '.join(methods)}, not {method}")
+            opts[name] = False
+    return method, opts
 
 
 def _session(ctx: click.Context, kw: dict[str, Any]) -> Pagemind:
@@ -71,26 +123,6 @@ def _session(ctx: click.Context, kw: dict[str, Any]) -> Pagemind:
     )
     backend = (ctx.obj or {}).get("backend")  # tests inject a scripted backend here
     return Pagemind(backend, settings=settings)
-
-
-def _method_kwargs(kw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    method = kw.pop("method")
-    unconstrained = kw.pop("unconstrained")
-    ra = {k: kw.pop(k) for k in ("preset", "min_words", "max_words", "max_pages", "gist_mode")}
-    full = {k: kw.pop(k) for k in ("keep", "budget")}
-    mw = {k: kw.pop(k) for k in ("max_children", "segment_tokens", "max_steps")}
-    no_reasoning, no_memory = kw.pop("no_reasoning"), kw.pop("no_working_memory")
-    if method == "full":
-        opts = {k: v for k, v in full.items() if v is not None}
-    elif method == "memwalker":
-        opts = {k: v for k, v in {"preset": ra["preset"], **mw}.items() if v is not None}
-        opts.update({"reasoning": False} if no_reasoning else {})
-        opts.update({"working_memory": False} if no_memory else {})
-    else:
-        opts = {k: v for k, v in ra.items() if v is not None}
-    if unconstrained:
-        opts["constrained"] = False
-    return method, opts
 
 
 @click.group()
@@ -177,6 +209,9 @@ def _source(file: str | None, sample: bool) -> str | Path:
     return file
 
 
+from .agent import agent, chat  # noqa: E402
 from .models import models  # noqa: E402
 
 cli.add_command(models)
+cli.add_command(agent)
+cli.add_command(chat)

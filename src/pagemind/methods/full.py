@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..errors import ConfigError
 from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..text import Document
@@ -47,6 +48,23 @@ class FullTextReader:
         self.prompt_set = prompt_set
         self.constrained = constrained and llm.backend.capabilities.supports_grammar
         self.max_retries = max_retries
+
+    @classmethod
+    def from_options(cls, llm: LLM, store: Any = None, preset: str = "quality", **options: Any) -> "FullTextReader":
+        """From method options: ``keep``, ``budget``, ``constrained``, ``max_retries`` and a ``preset`` naming the
+        answer prompts (ReadAgent's preset names: quality, qmsum, narrativeqa-*)."""
+        from .readagent.memory import PRESETS
+
+        bad = set(options) - {"keep", "budget", "constrained", "max_retries"}
+        if bad:
+            raise ConfigError(f"unknown full-text option(s): {', '.join(sorted(bad))}")
+        if preset not in PRESETS:
+            raise ConfigError(f"unknown preset {preset!r} for full (have: {', '.join(PRESETS)})")
+        if options.get("keep", "left") not in ("left", "right", "middle-cut"):
+            raise ConfigError(f"keep must be left, right or middle-cut (got {options['keep']!r})")
+        if options.get("budget") is not None and options["budget"] < 1:
+            raise ConfigError("budget must be at least 1 token")
+        return cls(llm, store, prompt_set=PRESETS[preset]["prompts"], **options)
 
     def build(self, document: Document, progress: Any = None, trace: Any = None) -> FullText:
         return FullText(document.id, document.text, document.words)

@@ -49,7 +49,7 @@ class RAGOptions:
     relation: Literal["context", "semantic", "semantic-distance"] = "context"
     alpha: float = 0.5
     w_rel: float = 0.3
-    top_k: int | None = 5  # None: as many as fit
+    top_k: int | None = 5  # None (or 0 when given): as many as fit
     order: Literal["score", "position"] | None = None  # None: the mode's (rag: score, op-rag: position)
     budget: int | None = None  # tokens of the context text; None: what the window allows
     embedder: str = "minilm"
@@ -87,8 +87,10 @@ class RAGOptions:
             raise ConfigError(f"fragments must be words or pages (got {opts.fragments!r})")
         if opts.fragment_words < 1:
             raise ConfigError("fragment_words must be at least 1")
-        if opts.top_k is not None and opts.top_k < 1:
-            raise ConfigError("top_k must be at least 1")
+        if opts.top_k is not None and opts.top_k < 0:
+            raise ConfigError("top_k must be at least 1 (or 0: as many fragments as fit)")
+        if opts.top_k == 0:
+            opts = replace(opts, top_k=None)
         if opts.budget is not None and opts.budget < 1:
             raise ConfigError("budget must be at least 1 token")
         if opts.order not in (None, "score", "position"):

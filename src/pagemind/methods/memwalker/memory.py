@@ -101,6 +101,7 @@ class MemWalkerOptions:
     reasoning_chars: int = 300  # grammar bound on the reasoning line (constrained backends only)
     constrained: bool = True  # enforce reply formats by grammar where the backend can
     max_tokens: int = 512  # per navigation reply when unconstrained
+    budget: int | None = None  # tokens of text shown per call (summaries, or segment + working memory)
 
     def memory_settings(self) -> dict[str, Any]:
         keys = ("segment_tokens", "max_children", "node_tokens")
@@ -123,6 +124,9 @@ class MemWalkerOptions:
             raise ConfigError("segment_tokens and node_tokens must be at least 8")
         if opts.max_steps < 1 or opts.max_failures < 1:
             raise ConfigError("max_steps and max_failures must be at least 1")
+        if opts.budget is not None and opts.budget < opts.segment_tokens:
+            raise ConfigError(f"a budget of {opts.budget} tokens cannot show a {opts.segment_tokens}-token segment; "
+                              "lower segment_tokens (--segment-tokens) to at most the budget")
         return opts
 
 

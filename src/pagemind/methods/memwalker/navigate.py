@@ -103,6 +103,12 @@ class Walk:
         children = self.tree.children(node)
         shown = [(i, children[i].summary) for i in allowed]
         request = triage_request(self.question, shown, self.opts)
+        budget = self.opts.budget
+        if budget is not None and sum(self.llm.count_tokens(s) for _, s in shown) > budget:
+            share = max(1, budget // len(shown))
+            self.fallbacks.append(f"triage summaries cut to {share} tokens each to fit the budget")
+            shown = [(i, cut_to_tokens(s, share, self.llm.count_tokens)) for i, s in shown]
+            request = triage_request(self.question, shown, self.opts)
         if not self.llm.fits(request):
             request = self._shrink_triage(shown)
         self.seen.update(children[i].id for i in allowed)
@@ -133,7 +139,10 @@ class Walk:
             items = working_memory(self.tree, leaf)
             base = leaf_request(self.question, leaf.text, "", self.opts)
             room = self.llm.context_window - self.llm.prompt_tokens(base) - base.max_tokens - _BACKGROUND_OVERHEAD
-            memory, truncated = fit_memory(items, min(self.opts.memory_tokens, room), self.llm.count_tokens)
+            limit = min(self.opts.memory_tokens, room)
+            if self.opts.budget is not None:
+                limit = min(limit, self.opts.budget - self.llm.count_tokens(leaf.text))
+            memory, truncated = fit_memory(items, limit, self.llm.count_tokens)
             self.memory_truncated += truncated
             self.seen.update(n.id for n in self.tree.path(leaf.id)[:-1])
         request = leaf_request(self.question, leaf.text, memory, self.opts)

@@ -13,6 +13,11 @@ from .memory import GistMemory, ReadAgentOptions
 from .parsing import parse_lookup, parse_sequential
 
 
+def _fits(llm: LLM, opts: ReadAgentOptions, request: LLMRequest, text: str) -> bool:
+    """The request fits the model's window and its context text the budget."""
+    return llm.fits(request) and (opts.budget is None or llm.count_tokens(text) <= opts.budget)
+
+
 def _page_alternatives(memory: GistMemory, exclude: frozenset[int] = frozenset()) -> str:
     return " | ".join(f'"{p.index}"' for p in memory.pages if p.index not in exclude)
 
@@ -68,7 +73,8 @@ def lookup_sequential(memory: GistMemory, question: Question, llm: LLM, opts: Re
             )
         request = LLMRequest(messages=(Message("user", prompt),), role="lookup",
                              max_tokens=12 if constraint else opts.max_tokens, constraint=constraint)
-        if not llm.fits(answer_request(question, memory.expanded_text(expanded), opts.prompt_set, False)):
+        context = memory.expanded_text(expanded)
+        if not _fits(llm, opts, answer_request(question, context, opts.prompt_set, False), context):
             fallbacks.append("context full: stopped looking up early")
             break
         step = None
@@ -107,19 +113,25 @@ def answer_question(memory: GistMemory, question: Question, llm: LLM, opts: Read
         pages = []
     else:
         raise ValueError(f"unknown look-up mode {mode!r}")
-    # Keep narrative order in the context; drop the least important pages (asked last) if it overflows.
+    # Keep narrative order in the context; drop the least important pages (asked last) if it overflows the
+    # window or the budget.
     kept = list(pages)
     while True:
         text = memory.expanded_text(frozenset(kept))
         request = answer_request(question, text, opts.prompt_set, opts.constrained, opts.max_tokens)
-        if llm.fits(request):
+        if _fits(llm, opts, request, text):
             break
         if not kept:
-            raise ContextWindowExceeded(
-                f"even the gist memory ({memory.gist_words} words) does not fit {llm.model_id}'s context window"
-            )
+            if not llm.fits(request):
+                raise ContextWindowExceeded(
+                    f"even the gist memory ({memory.gist_words} words) does not fit {llm.model_id}'s context window"
+                )
+            fallbacks.append(f"the gist memory alone ({llm.count_tokens(text)} tokens) exceeds the budget of "
+                             f"{opts.budget} tokens; answered from the gists")
+            break
         dropped = kept.pop()
-        fallbacks.append(f"page {dropped} dropped: the expanded memory did not fit the context window")
+        fallbacks.append(f"page {dropped} dropped: the expanded memory did not fit the "
+                         + ("context window" if not llm.fits(request) else f"budget of {opts.budget} tokens"))
     reply = answer(llm, question, request, trace, opts.max_retries)
     context_words = max(len(text.split()), memory.gist_words)
     return Answer(

@@ -82,6 +82,7 @@ class ReadAgentOptions:
     constrained: bool = True  # enforce reply formats by grammar where the backend can
     max_retries: int = 2  # re-asks after an unparsable reply, per decision
     max_tokens: int = 512  # per reply, as in the notebook
+    budget: int | None = None  # tokens of the answer context (gists + expanded pages); None: the window decides
 
     def memory_settings(self) -> dict[str, Any]:
         keys = ("preset", "min_words", "max_words", "tail_words", "previous_page", "lookahead", "gist_mode",
@@ -108,6 +109,8 @@ class ReadAgentOptions:
             raise ConfigError("ReadAgent needs 0 < min_words <= max_words")
         if opts.max_pages < 1:
             raise ConfigError("max_pages must be at least 1")
+        if opts.budget is not None and opts.budget < 1:
+            raise ConfigError("budget must be at least 1 token")
         return opts
 
 
