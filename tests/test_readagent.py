@@ -4,6 +4,7 @@ import pytest
 
 from helpers import first_words_gist, labels, make_text, middle_label
 from pagemind import Document, LLM, Pagemind, ScriptedLLM, Store
+from pagemind.llm.base import Message
 from pagemind.errors import ScriptExhausted
 from pagemind.methods.question import Question
 from pagemind.methods.readagent import ReadAgent, ReadAgentOptions
@@ -264,3 +265,30 @@ def test_requests_in_flight_never_exceed_concurrency(concurrency):
     assert state["peak"] <= concurrency
     if concurrency > 1:
         assert state["peak"] >= 2  # gists overlap pagination
+
+
+def test_follow_up_expansion_answers_in_the_look_up_conversation():
+    fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist,
+                                "lookup": "I want to look up Page [2, 0] to check", "answer": "Answer: (B)"})
+    agent = ReadAgent(LLM(fake), Store(":memory:"), ReadAgentOptions.from_preset("quality", expand="follow-up"))
+    memory = agent.build(Document.from_text(make_text(30, 60)))
+    answer = agent.answer(memory, Question("Which page?", ("one", "two")))
+    lookup, final = [r for r in fake.history if r.role in ("lookup", "answer")]
+    assert final.messages[:-1] == lookup.messages + (Message("assistant", "I want to look up Page [2, 0] to check"),)
+    last = final.messages[-1].content
+    assert last.index("<Page 0>") < last.index("<Page 2>")  # narrative order
+    assert memory.pages[2].text in last and memory.pages[1].text not in last
+    assert memory.gists[2].text not in last  # the gists stay where they were, in the first turn
+    assert answer.letter == "B" and answer.pages_read == [2, 0] and answer.details["expand"] == "follow-up"
+
+
+def test_follow_up_expansion_respects_the_budget():
+    fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist,
+                                "lookup": "I want to look up Page [1, 2]", "answer": "Answer: (A)"})
+    store = Store(":memory:")
+    memory = ReadAgent(LLM(fake), store).build(Document.from_text(make_text(30, 60)))
+    budget = len(memory.tagged_gists().split()) + len(memory.pages[1].text.split()) + 5
+    agent = ReadAgent(LLM(fake), store, ReadAgentOptions.from_preset("quality", expand="follow-up", budget=budget))
+    answer = agent.answer(memory, Question("Which page?", ("one", "two")))
+    assert answer.pages_read == [1]
+    assert any("page 2 dropped" in f and "budget" in f for f in answer.fallbacks)

@@ -47,6 +47,7 @@ METHOD_FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
     "budget": ("budget", ALL),
     "min_words": ("min_words", READAGENT), "max_words": ("max_words", READAGENT),
     "max_pages": ("max_pages", READAGENT), "gist_mode": ("gist_mode", READAGENT),
+    "expand": ("expand", ("readagent-p",)),
     "max_children": ("max_children", ("memwalker",)), "segment_tokens": ("segment_tokens", ("memwalker",)),
     "max_steps": ("max_steps", ("memwalker",)),
     "keep": ("keep", ("full",)),
@@ -74,6 +75,9 @@ def method_options(fn: Callable) -> Callable:
         click.option("--max-pages", type=int, help="ReadAgent: pages to look up (P) or steps (S)"),
         click.option("--gist-mode", type=click.Choice(["separate", "continue"]),
                      help="separate: paper's gist prompt; continue: gist as a follow-up turn (prompt-cache reuse)"),
+        click.option("--expand", type=click.Choice(["in-place", "follow-up"]),
+                     help="ReadAgent-P: pages replace their gists (paper) or follow as the next turn of the look-up "
+                          "conversation (prompt-cache reuse) [default in-place]"),
         click.option("--max-children", type=int, help="MemWalker: most children per tree node [preset: 8]"),
         click.option("--segment-tokens", type=int, help="MemWalker: tokens per leaf segment [preset: 1000]"),
         click.option("--no-reasoning", is_flag=True, help="MemWalker: triage without reasoning (paper ablation)"),

@@ -33,6 +33,19 @@ def answer_request(question: Question, text: str, prompt_set: str, constrained: 
     return LLMRequest(messages=(Message("user", prompt),), role="answer", max_tokens=max_tokens)
 
 
+def follow_up_request(question: Question, history: tuple[Message, ...], pages: str, constrained: bool,
+                      max_tokens: int = 512) -> LLMRequest:
+    """The answer asked as the next turn after ``history`` (a look-up conversation), with ``pages`` shown."""
+    kind = "answer_choice" if question.is_choice else "answer_free"
+    prompt = get_prompt("readagent", f"follow_up.{kind}").render(
+        pages=pages, question=question.text,
+        **({"options": question.options_block()} if question.is_choice else {}),
+    )
+    constraint = choice_constraint(question) if constrained and question.is_choice else None
+    return LLMRequest(messages=history + (Message("user", prompt),), role="answer",
+                      max_tokens=12 if constraint else max_tokens, constraint=constraint)
+
+
 def answer(
     llm: LLM, question: Question, request: LLMRequest, trace: Trace, max_retries: int = 2
 ) -> Reply:

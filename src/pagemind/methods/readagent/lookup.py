@@ -7,7 +7,7 @@ from ...llm.base import Constraint, LLMRequest, Message
 from ...llm.client import LLM
 from ...llm.usage import Trace
 from ...prompts import get_prompt
-from ..answering import answer, answer_request
+from ..answering import answer, answer_request, follow_up_request
 from ..question import Answer, Question
 from .memory import GistMemory, ReadAgentOptions
 from .parsing import parse_lookup, parse_sequential
@@ -23,8 +23,8 @@ def _page_alternatives(memory: GistMemory, exclude: frozenset[int] = frozenset()
 
 
 def lookup_parallel(memory: GistMemory, question: Question, llm: LLM, opts: ReadAgentOptions, trace: Trace,
-                    fallbacks: list[str]) -> list[int]:
-    """One request for up to ``max_pages`` pages (ReadAgent-P)."""
+                    fallbacks: list[str]) -> tuple[list[int], tuple[Message, ...]]:
+    """One request for up to ``max_pages`` pages (ReadAgent-P): (pages, the look-up conversation with its reply)."""
     prompt = get_prompt("readagent", f"{opts.prompt_set}.lookup_parallel").render(
         gists=memory.tagged_gists(), question=question.text, options=question.options_block(),
         max_pages=opts.max_pages,
@@ -42,8 +42,9 @@ def lookup_parallel(memory: GistMemory, question: Question, llm: LLM, opts: Read
         response, event = llm.complete(request, trace)
         parsed = parse_lookup(response.text, len(memory.pages), opts.max_pages)
         trace.decide(event, f"pages {list(parsed.pages)}" + (f" ({'; '.join(parsed.problems)})" if parsed.problems else ""))
+        conversation = request.messages + (Message("assistant", response.text),)
         if not parsed.empty:
-            return list(parsed.pages)
+            return list(parsed.pages), conversation
         request = LLMRequest(
             messages=request.messages + (
                 Message("assistant", response.text),
@@ -52,7 +53,7 @@ def lookup_parallel(memory: GistMemory, question: Question, llm: LLM, opts: Read
             role="lookup", max_tokens=request.max_tokens, constraint=constraint,
         )
     fallbacks.append("look-up named no valid page; answered from the gists alone")
-    return []
+    return [], conversation
 
 
 def lookup_sequential(memory: GistMemory, question: Question, llm: LLM, opts: ReadAgentOptions, trace: Trace,
@@ -105,8 +106,9 @@ def answer_question(memory: GistMemory, question: Question, llm: LLM, opts: Read
     """Answer with ReadAgent-P (``parallel``), ReadAgent-S (``sequential``) or from gists (``gists``)."""
     trace = Trace()
     fallbacks: list[str] = []
+    conversation: tuple[Message, ...] = ()
     if mode == "parallel":
-        pages = lookup_parallel(memory, question, llm, opts, trace, fallbacks)
+        pages, conversation = lookup_parallel(memory, question, llm, opts, trace, fallbacks)
     elif mode == "sequential":
         pages = lookup_sequential(memory, question, llm, opts, trace, fallbacks)
     elif mode == "gists":
@@ -115,10 +117,16 @@ def answer_question(memory: GistMemory, question: Question, llm: LLM, opts: Read
         raise ValueError(f"unknown look-up mode {mode!r}")
     # Keep narrative order in the context; drop the least important pages (asked last) if it overflows the
     # window or the budget.
+    follow_up = opts.expand == "follow-up" and mode == "parallel"
     kept = list(pages)
     while True:
-        text = memory.expanded_text(frozenset(kept))
-        request = answer_request(question, text, opts.prompt_set, opts.constrained, opts.max_tokens)
+        if follow_up:  # the gists are already in the look-up conversation; the pages follow as the next turn
+            shown = "\n".join(f"<Page {i}>\n{memory.pages[i].text}" for i in sorted(kept))
+            text = memory.tagged_gists() + "\n" + shown
+            request = follow_up_request(question, conversation, shown, opts.constrained, opts.max_tokens)
+        else:
+            text = memory.expanded_text(frozenset(kept))
+            request = answer_request(question, text, opts.prompt_set, opts.constrained, opts.max_tokens)
         if _fits(llm, opts, request, text):
             break
         if not kept:
@@ -139,5 +147,5 @@ def answer_question(memory: GistMemory, question: Question, llm: LLM, opts: Read
         text=reply.text, choice=reply.choice, pages_read=kept,
         compression_rate=100.0 * (1 - context_words / max(1, memory.document_words)),
         context_words=context_words, trace=trace, fallbacks=fallbacks + reply.fallbacks,
-        details={"requested_pages": pages, "pages": len(memory.pages)},
+        details={"requested_pages": pages, "pages": len(memory.pages), "expand": "follow-up" if follow_up else "in-place"},
     )

@@ -65,6 +65,7 @@ class GistMemory:
 
 
 GistMode = Literal["separate", "continue"]
+Expand = Literal["in-place", "follow-up"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class ReadAgentOptions:
     max_retries: int = 2  # re-asks after an unparsable reply, per decision
     max_tokens: int = 512  # per reply, as in the notebook
     budget: int | None = None  # tokens of the answer context (gists + expanded pages); None: the window decides
+    expand: Expand = "in-place"  # ReadAgent-P: pages replace their gists (paper), or follow as the next turn
 
     def memory_settings(self) -> dict[str, Any]:
         keys = ("preset", "min_words", "max_words", "tail_words", "previous_page", "lookahead", "gist_mode",
@@ -111,6 +113,8 @@ class ReadAgentOptions:
             raise ConfigError("max_pages must be at least 1")
         if opts.budget is not None and opts.budget < 1:
             raise ConfigError("budget must be at least 1 token")
+        if opts.expand not in ("in-place", "follow-up"):
+            raise ConfigError(f"expand must be in-place or follow-up (got {opts.expand!r})")
         return opts
 
 
