@@ -103,6 +103,7 @@ class LlamaCpp(Backend):
             context_window=self.n_ctx, supports_grammar=True, supports_json_schema=True, max_concurrency=1,
             has_tokenizer=True, extra={"n_ctx_train": trained, "threads": self.threads},
         )
+        self._prompt_cache_bytes = prompt_cache_mb * 1024 * 1024
         if prompt_cache_mb > 0:
             # llama.cpp keeps only the previous prompt's KV cache; this RAM cache keeps the KV states of recent
             # prompts and restores the one with the longest common prefix, so prompts that alternate (ReadAgent's
@@ -193,6 +194,15 @@ class LlamaCpp(Backend):
             model=self.model_id, finish_reason=choice.get("finish_reason") or "stop",
             constrained=bool(kwargs),
         )
+
+    def forget_prompts(self) -> None:
+        """Drop every cached prompt state (the RAM cache and the current KV cache): the next call starts cold.
+        For measurements that must not profit from an earlier run's prompts."""
+        with self._lock:
+            if self._llm is not None:
+                self._llm.reset()
+                if self._prompt_cache_bytes > 0:
+                    self._llm.set_cache(_prompt_cache(self._llama_cpp, self._prompt_cache_bytes))
 
     def close(self) -> None:
         with self._lock:
