@@ -12,6 +12,10 @@ class InputError(PagemindError):
     """A document that cannot be read as text (empty, binary, not UTF-8, too large, a directory...)."""
 
 
+class DatasetError(InputError):
+    """Benchmark data that cannot be used: a missing path, an unknown dataset or format, a malformed row."""
+
+
 # --- configuration ---------------------------------------------------------------------------------
 class ConfigError(PagemindError):
     """A setting that cannot be resolved or is contradictory."""

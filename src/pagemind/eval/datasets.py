@@ -1,0 +1,250 @@
+"""Benchmark examples as plain values, the dataset registry, and where the data lives.
+
+An :class:`Example` is one question with everything a method needs: the document text (a transcript for
+conversations), the options or references, and for MemGPT the conversation turns or archival passages.
+Loaders live in ``sets_documents``, ``sets_dialogue``, ``sets_kv`` and ``generated``; each module lists its
+:class:`DatasetSpec` values in ``SPECS`` and :func:`datasets` collects them (no registry is mutated at import).
+
+Data is read in place, never copied or downloaded: ``--data PATH`` > ``PAGEMIND_DATA`` > ``../shared/data``
+relative to the current directory. PATH may be the data root (holding ``quality/``, ``qmsum/``...), a dataset
+folder, or one file in the staged or the upstream format.
+"""
+
+from __future__ import annotations
+
+import gzip
+import inspect
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from ..errors import DatasetError
+from ..methods.question import Question
+
+DEFAULT_DATA = Path("..") / "shared" / "data"
+TASKS = ("choice", "qa", "summary", "kv", "open")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of a conversation; ``role`` is the agent's view (the user speaks, the assistant answers)."""
+
+    speaker: str
+    text: str
+    role: str = "user"  # user | assistant
+    time: str = ""  # "YYYY-MM-DD HH:MM:SS" when the data has dates
+
+
+@dataclass(frozen=True)
+class Example:
+    """One question of a benchmark, ready for any method."""
+
+    id: str
+    dataset: str
+    task: str  # choice | qa | summary | kv | open
+    question: str
+    document_id: str  # examples with the same id share one memory per method
+    document: str  # the text document methods read (conversations: a dated transcript)
+    options: tuple[str, ...] = ()
+    gold: int | None = None  # 0-based option (choice)
+    references: tuple[str, ...] = ()  # gold answers or summaries (qa, summary, kv)
+    conversation: tuple[Turn, ...] = ()  # MemGPT: put into recall storage
+    passages: tuple[str, ...] = ()  # MemGPT: archival passages (empty: split the document)
+    meta: Mapping[str, Any] = field(default_factory=dict)  # JSON values only
+
+    def as_question(self) -> Question:
+        return Question(self.question, self.options)
+
+    @property
+    def words(self) -> int:
+        return len(self.document.split())
+
+
+Loader = Callable[..., list[Example]]
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A registered set: how to load it, where its staged file lives and how it is scored."""
+
+    name: str
+    loader: Loader  # loader(path, **params) -> examples
+    default_path: str  # relative to the data root
+    description: str
+    primary: str  # the headline metric (accuracy, rougeL, f1, judge)
+    presets: Mapping[str, str] = field(default_factory=dict)  # method family -> preset
+    citation: str = ""
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The loader's keyword parameters with their defaults."""
+        sig = inspect.signature(self.loader)
+        return {n: p.default for n, p in list(sig.parameters.items())[1:] if p.kind == p.KEYWORD_ONLY}
+
+    def preset_for(self, method: str) -> str | None:
+        return self.presets.get(family(method))
+
+
+def family(method: str) -> str:
+    if method in ("readagent-p", "readagent-s", "gistmem"):
+        return "readagent"
+    if method in ("rag", "op-rag"):
+        return "rag"
+    return method
+
+
+def datasets() -> dict[str, DatasetSpec]:
+    """Every dataset by name."""
+    from . import generated, sets_dialogue, sets_documents, sets_kv
+
+    return {s.name: s for module in (sets_documents, sets_dialogue, sets_kv, generated) for s in module.SPECS}
+
+
+def data_root(data: str | Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """``data`` > ``PAGEMIND_DATA`` > ``../shared/data`` (relative to the current directory)."""
+    env = os.environ if env is None else env
+    return Path(data or env.get("PAGEMIND_DATA") or DEFAULT_DATA)
+
+
+def resolve_path(spec: DatasetSpec, data: str | Path | None = None) -> Path:
+    """The file or folder the loader reads: ``data`` itself when it is a file or a folder of the set, else
+    ``data/<default_path>``."""
+    root = data_root(data)
+    if not root.exists():
+        where = "--data" if data else ("PAGEMIND_DATA" if os.environ.get("PAGEMIND_DATA") else "the default data root")
+        raise DatasetError(f"{root}: no such file or folder ({where}); pass --data PATH or set PAGEMIND_DATA")
+    if root.is_file():
+        return root
+    staged = root / spec.default_path
+    if staged.exists():
+        return staged
+    folder = root / Path(spec.default_path).parts[0]
+    if len(Path(spec.default_path).parts) > 1 and folder.is_dir():
+        return folder  # the set's folder without the staged file (upstream files inside)
+    return root  # a set folder (or another file layout) given directly: the loader looks inside
+
+
+def parse_params(spec: DatasetSpec, given: Mapping[str, str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings from the CLI, converted to the type of each parameter's default."""
+    known = spec.params
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        name = key.replace("-", "_")
+        if name not in known:
+            have = ", ".join(known) or "none"
+            raise DatasetError(f"{spec.name} has no parameter {key!r} (have: {have})")
+        out[name] = convert(value, known[name], key)
+    return out
+
+
+def convert(value: Any, default: Any, key: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        if isinstance(default, bool):
+            if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                raise ValueError(value)
+            return value.lower() in ("1", "true", "yes")
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        if isinstance(default, tuple):
+            return tuple(convert(v.strip(), default[0] if default else "", key) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise DatasetError(f"parameter {key}: {value!r} is not a valid value (default {default!r})") from None
+    return value
+
+
+def load_dataset(name: str, data: str | Path | None = None, params: Mapping[str, Any] | None = None) -> list[Example]:
+    """All examples of dataset ``name`` (every error a :class:`DatasetError` naming the file)."""
+    specs = datasets()
+    if name not in specs:
+        raise DatasetError(f"unknown dataset {name!r} (have: {', '.join(specs)})")
+    spec = specs[name]
+    path = resolve_path(spec, data)
+    examples = spec.loader(path, **parse_params(spec, {k: v for k, v in (params or {}).items()}))
+    if not examples:
+        raise DatasetError(f"{name}: {path} holds no examples")
+    ids = [e.id for e in examples]
+    if len(set(ids)) != len(ids):
+        raise DatasetError(f"{name}: {path} has duplicate example ids")
+    return examples
+
+
+# --- reading files ---------------------------------------------------------------------------------
+def open_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise DatasetError(f"{path}: {err.strerror or err}") from None
+    if path.suffix == ".gz":
+        try:
+            raw = gzip.decompress(raw)
+        except OSError:
+            raise DatasetError(f"{path}: not a gzip file") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DatasetError(f"{path}: not UTF-8 text") from None
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(open_text(path))
+    except json.JSONDecodeError as err:
+        raise DatasetError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-empty line."""
+    for n, line in enumerate(open_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DatasetError(f"{path}, line {n}: not valid JSON ({err.msg})") from None
+        if not isinstance(row, dict):
+            raise DatasetError(f"{path}, line {n}: expected a JSON object")
+        yield n, row
+
+
+def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Rows of a JSON list or a JSON-lines file, each with a location for error messages."""
+    name = path.name.removesuffix(".gz")
+    if name.endswith(".jsonl"):
+        return [(f"{path}, line {n}", row) for n, row in read_jsonl(path)]
+    data = read_json(path)
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: expected a JSON list of rows")
+    for i, row in enumerate(data):
+        if not isinstance(row, dict):
+            raise DatasetError(f"{path}, row {i}: expected a JSON object")
+    return [(f"{path}, row {i}", row) for i, row in enumerate(data)]
+
+
+def field_of(row: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...] = str) -> Any:
+    """``row[key]`` checked for presence and type, or a :class:`DatasetError` naming the row."""
+    if key not in row:
+        raise DatasetError(f"{where}: missing field {key!r}")
+    value = row[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise DatasetError(f"{where}: field {key!r} should be {names}, not {type(value).__name__}")
+    return value
+
+
+def find_file(path: Path, *names: str) -> Path:
+    """``path`` when it is a file, else the first of ``names`` inside it (also with ``.gz``)."""
+    if path.is_file():
+        return path
+    for name in names:
+        for candidate in (path / name, path / f"{name}.gz"):
+            if candidate.is_file():
+                return candidate
+    raise DatasetError(f"{path}: none of {', '.join(names)} found")

@@ -1,0 +1,140 @@
+"""MemGPT as an evaluation method: one fresh agent per example, its memory filled the way the paper does.
+
+* Key-value sets: every pair is an archival passage ``Key-value pair: key = K, value = V``, searched by text,
+  10 results per page, ``levels + 5`` steps (MemGPT's ``nested_kv.py`` setting, as benchmarks/memgpt.py ran it).
+* Documents: the document in archival storage in ~300-word passages (the paper's document analysis).
+* Conversations (LoCoMo, MSC, MTBench+): the whole conversation in recall storage, out of context (the paper's
+  deep-memory-retrieval setting), so the agent must search it.
+
+``budget`` (matched-cost runs) sets the agent's window to its empty prompt (system, functions, core memory)
+plus ``budget`` tokens for retrieved text and messages plus the reply. The agent is deleted after its answer
+(its steps are in the answer's details); a leftover from a killed run is replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from ..agent import Agent, AgentNotFound, AgentOptions, AgentStore, passages
+from ..errors import ConfigError
+from ..llm.client import LLM
+from ..prompts import get_prompt
+from ..store import Store
+from ..text import Document
+from ..methods.question import Answer, parse_choice
+from .datasets import Example
+
+
+@dataclass(frozen=True)
+class MemGPTEvalOptions:
+    budget: int | None = None  # tokens of retrieved text and messages in one prompt
+    max_steps: int | None = None  # None: levels + 5 for key-value sets, else 8
+    page_size: int | None = None  # None: 10 for key-value sets, else 5
+    archival_search: str | None = None  # None: text for key-value sets, else hybrid
+    embedder: str = "auto"  # archival embeddings for documents (MiniLM if installed)
+    passage_words: int = 300
+    constrained: bool = True
+    preset: str | None = None  # accepted for symmetry with the readers; unused
+
+    @classmethod
+    def from_options(cls, **options: Any) -> "MemGPTEvalOptions":
+        bad = set(options) - {f.name for f in fields(cls)}
+        if bad:
+            raise ConfigError(f"unknown memgpt option(s): {', '.join(sorted(bad))}")
+        opts = cls(**{k: v for k, v in options.items() if v is not None})
+        if opts.budget is not None and opts.budget < 1:
+            raise ConfigError("budget must be at least 1 token")
+        return opts
+
+
+class MemGPTEval:
+    """``answer_example(example) -> Answer`` with a fresh agent; no memory is shared between examples."""
+
+    name = "memgpt"
+
+    def __init__(self, llm: LLM, store: Store, **options: Any) -> None:
+        self.llm = llm
+        self.store = AgentStore(store)
+        self.options = MemGPTEvalOptions.from_options(**options)
+        self._base: dict[AgentOptions, int] = {}
+
+    def agent_options(self, example: Example) -> AgentOptions:
+        o = self.options
+        kv = example.task == "kv" and bool(example.passages)
+        levels = int(example.meta.get("levels", 1))
+        opts = AgentOptions(
+            max_steps=o.max_steps or (levels + 5 if kv else 8),
+            page_size=o.page_size or (10 if kv else 5),
+            archival_search=o.archival_search or ("text" if kv else "hybrid"),
+            embedder="none" if kv or example.conversation else o.embedder,
+            constrained=o.constrained,
+        )
+        if o.budget is not None:
+            opts = replace(opts, context_window=self._empty_prompt(opts) + o.budget + opts.max_tokens)
+        return opts
+
+    def _empty_prompt(self, opts: AgentOptions) -> int:
+        """Tokens of a new agent's first prompt (instructions, functions, core memory, boot messages)."""
+        if opts not in self._base:
+            probe = Agent.create(self.llm, Store(":memory:"), "probe", options=replace(opts, embedder="none"))
+            self._base[opts] = probe.context.build().tokens
+        return self._base[opts]
+
+    def _agent(self, example: Example, opts: AgentOptions) -> Agent:
+        digest = hashlib.sha256(f"{example.dataset}/{example.id}/{asdict(self.options)}".encode()).hexdigest()
+        name = f"eval-{digest[:24]}"
+        try:
+            self.store.delete_agent(name)  # a leftover of a run that was killed mid-example
+        except AgentNotFound:
+            pass
+        speakers = example.meta.get("speakers") or []
+        persona = f"I am {speakers[1]}. {speakers[0]} is my friend." if len(speakers) == 2 and speakers[1] else None
+        agent = Agent.create(self.llm, self.store, name, persona=persona, options=opts)
+        if example.conversation:
+            agent.import_messages([(t.role, t.text, t.time or agent.now()) for t in example.conversation if t.text])
+        else:
+            texts = list(example.passages) or passages(example.document, self.options.passage_words)
+            agent.archive.insert(texts, agent.now(), source=example.document_id)
+        return agent
+
+    def message(self, example: Example) -> str:
+        options = example.as_question().options_block() if example.options else ""
+        if example.task == "kv" and example.passages:
+            return get_prompt("eval", "memgpt.kv").render(key=example.meta["key"])
+        if example.conversation:
+            return get_prompt("eval", "memgpt.conversation").render(question=example.question, options=options)
+        return get_prompt("eval", "memgpt.document").render(name=example.document_id, question=example.question,
+                                                            options=options)
+
+    def answer_example(self, example: Example) -> Answer:
+        opts = self.agent_options(example)
+        agent = self._agent(example, opts)
+        try:
+            turn = agent.say(self.message(example))
+        finally:
+            self.store.delete_agent(agent.name)
+        question = example.as_question()
+        text = turn.messages[-1] if turn.messages else ""
+        choice = parse_choice(text, question) if question.is_choice else None
+        fallbacks = [] if turn.messages else [f"the agent sent no message (stopped: {turn.stop_reason})"]
+        if question.is_choice and turn.messages and choice is None:
+            fallbacks.append("no option named in the agent's message")
+        return Answer(
+            question=question, method="memgpt", text=question.options[choice] if choice is not None else text,
+            choice=choice, trace=turn.trace, fallbacks=fallbacks,
+            details={"valid_action_rate": round(turn.valid_action_rate, 4), "steps": len(turn.steps),
+                     "valid_actions": turn.valid_actions, "stop_reason": turn.stop_reason,
+                     "functions": [s.function for s in turn.steps], "evictions": turn.evictions,
+                     "max_prompt_tokens": max((s.prompt_tokens for s in turn.steps), default=0),
+                     "window": opts.context_window, "messages": turn.messages},
+        )
+
+
+def document_of(example: Example) -> Document:
+    """The :class:`Document` a reader method builds its memory from."""
+    return Document.from_text(example.document, name=example.document_id)
+
+
+__all__ = ["MemGPTEval", "MemGPTEvalOptions", "document_of"]

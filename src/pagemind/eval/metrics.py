@@ -1,0 +1,150 @@
+"""Scores of one reply against its gold: accuracy, ROUGE-1/2/L/Lsum F, token F1, key-value matches, LoCoMo F1.
+
+* ROUGE comes from Google's ``rouge-score`` (the maintained implementation the papers' numbers use), with the
+  Porter stemmer. ``rougeLsum`` needs sentences on separate lines; its own splitter needs NLTK data that is
+  not available offline, so sentences are split here with a regular expression and joined with newlines.
+* Token F1 is LongBench's (SQuAD normalisation: lower case, no punctuation, no articles).
+* LoCoMo F1 follows LoCoMo's ``task_eval/evaluation.py``: Porter-stemmed tokens, "and" dropped too; category
+  1 averages the best F1 per comma-separated gold part, category 3 scores the gold before ";", category 5
+  (adversarial) is 1 when the reply says the information is not available.
+* With several references, every metric takes the best reference.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from functools import lru_cache
+from typing import Any, Iterable
+
+from ..errors import ConfigError
+from .datasets import Example
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+INSTALL_HINT = "install the evaluation extra: pip install 'pagemind[eval]'"
+_SENTENCE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+")
+
+
+# --- normalisation and token F1 --------------------------------------------------------------------
+def normalize_answer(text: str) -> str:
+    """SQuAD/LongBench normalisation: lower case, no punctuation, no a/an/the, single spaces."""
+    text = str(text).lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def _f1(prediction: list[str], gold: list[str]) -> float:
+    common = sum((Counter(prediction) & Counter(gold)).values())
+    if not prediction or not gold or common == 0:
+        return 0.0
+    precision, recall = common / len(prediction), common / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    """LongBench's ``qa_f1_score`` for English."""
+    return _f1(normalize_answer(prediction).split(), normalize_answer(reference).split())
+
+
+def exact_match(prediction: str, reference: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(reference))
+
+
+def best(metric, prediction: str, references: Iterable[str]) -> float:
+    return max((metric(prediction, r) for r in references), default=0.0)
+
+
+# --- ROUGE -----------------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def _scorer() -> Any:
+    try:
+        from rouge_score import rouge_scorer
+    except ImportError:
+        raise ConfigError(f"ROUGE needs rouge-score; {INSTALL_HINT}") from None
+    return rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True, split_summaries=False)
+
+
+def sentence_lines(text: str) -> str:
+    """One sentence per line (what rougeLsum splits summaries on)."""
+    return "\n".join(s.strip() for line in text.splitlines() for s in _SENTENCE.split(line) if s.strip())
+
+
+def rouge(prediction: str, references: Iterable[str]) -> dict[str, float]:
+    """ROUGE-1/2/L/Lsum F-measures, each the best over the references."""
+    out = {k: 0.0 for k in ROUGE_TYPES}
+    pred = sentence_lines(prediction)
+    for reference in references:
+        scores = _scorer().score(sentence_lines(reference), pred)
+        for k in ROUGE_TYPES:
+            out[k] = max(out[k], scores[k].fmeasure)
+    return out
+
+
+# --- key-value and LoCoMo --------------------------------------------------------------------------
+def kv_correct(prediction: str, reference: str, rule: str = "contains") -> float:
+    """``contains``: the value appears in the reply (Lost in the Middle); ``last-uuid``: the last UUID in the
+    reply is the value (MemGPT nested KV, where intermediate keys are UUIDs too)."""
+    if rule == "last-uuid":
+        found = UUID.findall(prediction.lower())
+        return float(bool(found) and found[-1] == reference.lower())
+    return float(reference.lower() in prediction.lower())
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    try:
+        from nltk.stem import PorterStemmer
+    except ImportError:
+        raise ConfigError(f"LoCoMo F1 needs NLTK's Porter stemmer; {INSTALL_HINT}") from None
+    return PorterStemmer()
+
+
+def _locomo_tokens(text: str) -> list[str]:
+    text = str(text).replace(",", "").lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the|and)\b", " ", text)
+    return [_stemmer().stem(w) for w in text.split()]
+
+
+def locomo_f1(prediction: str, answer: str, category: int) -> float:
+    """LoCoMo's per-category QA score."""
+    if category == 5:
+        low = prediction.lower()
+        return float("no information available" in low or "not mentioned" in low)
+    if category == 3:
+        answer = answer.split(";")[0].strip()
+    if category == 1:
+        parts = [p.strip() for p in prediction.split(",")]
+        golds = [g.strip() for g in answer.split(",")]
+        return sum(max(_f1(_locomo_tokens(p), _locomo_tokens(g)) for p in parts) for g in golds) / len(golds)
+    return _f1(_locomo_tokens(prediction), _locomo_tokens(answer))
+
+
+# --- per example -----------------------------------------------------------------------------------
+def score(example: Example, text: str, choice: int | None = None) -> dict[str, float]:
+    """Every automatic metric of ``example``'s task for a reply (``choice`` for multiple choice)."""
+    if example.task == "choice":
+        return {"accuracy": float(choice is not None and choice == example.gold)}
+    refs = example.references
+    if example.task == "kv":
+        rule = str(example.meta.get("match", "contains"))
+        return {"accuracy": max(kv_correct(text, r, rule) for r in refs)}
+    if example.task == "open":
+        return {}  # judged by an LLM (raters.judge)
+    out: dict[str, float] = {"f1": best(token_f1, text, refs)}
+    if example.dataset == "locomo":
+        category = int(example.meta.get("category", 4))
+        out["f1"] = max(locomo_f1(text, r, category) for r in refs)
+        out["em"] = best(exact_match, text, refs)
+        return out
+    if example.task == "summary":
+        out.update(rouge(text, refs))
+    else:
+        out["em"] = best(exact_match, text, refs)
+    return out
+
+
+BINARY = frozenset({"accuracy", "em", "lr1", "lr2"})  # 0/1 per example: Wilson intervals in reports

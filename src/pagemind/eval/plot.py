@@ -1,0 +1,50 @@
+"""The cost/quality picture of a run: score against tokens per question, one point per method with its
+95% interval. Left: answer-time tokens; right: all-in tokens (memory builds of the run spread over the
+questions), so methods that pay up front (ReadAgent, MemWalker) are seen both ways."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+INSTALL_HINT = "install the evaluation extra for plots: pip install 'pagemind[eval]'"
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only, no display
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ConfigError(f"plot.png skipped: matplotlib is missing; {INSTALL_HINT}") from None
+    return plt
+
+
+def plot_summary(summary: dict[str, Any], path: Path) -> Path:
+    plt = _pyplot()
+    c, primary = summary["config"], summary["primary"]
+    points = [m for m in summary["methods"] if m["score"] is not None]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for ax, key, label in ((axes[0], "tokens", "answer tokens per question"),
+                           (axes[1], "all_in_tokens", "all-in tokens per question (index + answer)")):
+        for i, m in enumerate(points):
+            x = m.get(key) or m.get("tokens") or 0
+            y = m["score"]
+            err = [[max(0.0, y - (m["ci_low"] if m["ci_low"] is not None else y))],
+                   [max(0.0, (m["ci_high"] if m["ci_high"] is not None else y) - y)]]
+            ax.errorbar([max(x, 1)], [y], yerr=err, fmt="o", capsize=4, color=f"C{i % 10}", label=m["method"])
+            ax.annotate(m["method"], (max(x, 1), y), textcoords="offset points", xytext=(6, 6), fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlabel(label)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel(f"{primary} (95% CI)")
+    budget = f", budget {c['budget']} tokens" if c.get("budget") is not None else ""
+    fig.suptitle(f"{c['dataset']}: {summary['examples']} examples, {c.get('model')}{budget}", fontsize=10)
+    axes[1].legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

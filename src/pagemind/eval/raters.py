@@ -1,0 +1,148 @@
+"""LLM raters: ReadAgent's strict and permissive raters (LR-1, LR-2) and the MTBench+ judge.
+
+Both ReadAgent prompts go to every response and every reference (``prompts/raters.yaml``). A reference is
+an exact match if either rater says so, a partial match if the strict rater is negative and the permissive one
+says "Yes, partially"; the best rating over the references counts. Replies are parsed tolerantly
+(``**YES**``, ``No, because ...``, ``yes, partially.``), re-asked at most ``max_retries`` times with a format
+reminder, and enforced with a grammar where the backend can; a reply that still names no rating counts as no
+match and is recorded as a fallback, never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ..llm.base import Constraint, LLMRequest, Message
+from ..llm.client import LLM
+from ..llm.usage import Trace
+from ..prompts import get_prompt
+
+RANK = {"none": 0, "partial": 1, "exact": 2}
+_WORD = re.compile(r"\b(yes\W{0,3}partially|partially|yes|no)\b")
+_JUDGE = (re.compile(r"\[\[\s*(\d{1,3})\s*\]\]"), re.compile(r"rating\W{0,5}(\d{1,3})\b", re.IGNORECASE))
+
+
+def _clean(reply: str) -> str:
+    return re.sub(r"[*_`#]", "", reply).strip().lower()
+
+
+def parse_strict(reply: str) -> str | None:
+    """``yes`` / ``no`` from the strict rater's reply, or None. "Yes, partially" is not an exact match: no."""
+    m = _WORD.search(_clean(reply))
+    if m is None:
+        return None
+    word = m.group(1)
+    return "yes" if word == "yes" else "no"
+
+
+def parse_permissive(reply: str) -> str | None:
+    """``yes`` / ``partial`` / ``no`` from the permissive rater's reply, or None."""
+    m = _WORD.search(_clean(reply))
+    if m is None:
+        return None
+    word = m.group(1)
+    return "partial" if "partial" in word else word
+
+
+def parse_judge(reply: str) -> int | None:
+    """The ``[[rating]]`` (1-100) of MemoChat's judge, or None."""
+    for pattern in _JUDGE:
+        found = [int(n) for n in pattern.findall(reply) if 1 <= int(n) <= 100]
+        if found:
+            return found[-1]
+    return None
+
+
+def combine(strict: str | None, permissive: str | None) -> str:
+    """The paper's rule for one reference."""
+    if strict == "yes" or permissive == "yes":
+        return "exact"
+    if permissive == "partial":
+        return "partial"
+    return "none"
+
+
+@dataclass
+class Rating:
+    """LR-1/LR-2 of one response: the best label over the references, with every rater decision."""
+
+    label: str = "none"  # exact | partial | none
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    fallbacks: list[str] = field(default_factory=list)
+    trace: Trace = field(default_factory=Trace)
+
+    @property
+    def scores(self) -> dict[str, float]:
+        return {"lr1": float(self.label == "exact"), "lr2": float(self.label in ("exact", "partial"))}
+
+
+@dataclass
+class Judgement:
+    rating: int | None = None
+    fallbacks: list[str] = field(default_factory=list)
+    trace: Trace = field(default_factory=Trace)
+
+    @property
+    def scores(self) -> dict[str, float]:
+        return {"judge": (self.rating or 0) / 100}
+
+
+class Raters:
+    """Rate responses with ``llm`` (the model under test, as in the paper, or a stronger one)."""
+
+    def __init__(self, llm: LLM, max_retries: int = 2, constrained: bool = True) -> None:
+        self.llm = llm
+        self.max_retries = max_retries
+        self.constrained = constrained and llm.backend.capabilities.supports_grammar
+
+    def _ask(self, prompt: str, retry: str, parse: Callable[[str], Any], gbnf: str, max_tokens: int,
+             trace: Trace) -> tuple[Any, str]:
+        constraint = Constraint("rating", gbnf=gbnf) if self.constrained and gbnf else None
+        messages: tuple[Message, ...] = (Message("user", prompt),)
+        reply = ""
+        for attempt in range(self.max_retries + 1):
+            request = LLMRequest(messages=messages, role="rate", max_tokens=max_tokens, constraint=constraint)
+            response, event = self.llm.complete(request, trace)
+            reply = response.text
+            value = parse(reply)
+            trace.decide(event, f"rating {value}" if value is not None else "no rating in reply")
+            if value is not None:
+                return value, reply
+            messages = messages + (Message("assistant", reply), Message("user", get_prompt("raters", retry).render()))
+        return None, reply
+
+    def rate(self, question: str, response: str, references: Iterable[str]) -> Rating:
+        """LR-1 and LR-2 of ``response`` (best over ``references``)."""
+        rating = Rating()
+        for reference in references:
+            values = {"question": question, "response": response, "reference": reference}
+            strict, s_reply = self._ask(get_prompt("raters", "strict").render(**values), "retry.strict",
+                                        parse_strict, 'root ::= "YES" | "NO"', 8, rating.trace)
+            permissive, p_reply = self._ask(get_prompt("raters", "permissive").render(**values), "retry.permissive",
+                                            parse_permissive, 'root ::= "Yes" | "Yes, partially" | "No"', 12,
+                                            rating.trace)
+            for name, value, reply in (("strict", strict, s_reply), ("permissive", permissive, p_reply)):
+                if value is None:
+                    rating.fallbacks.append(f"{name} rater named no rating after {self.max_retries + 1} replies "
+                                            f"(counted as no match); last: {reply[:60]!r}")
+            label = combine(strict, permissive)
+            rating.decisions.append({"reference": reference[:80], "strict": strict, "permissive": permissive,
+                                     "label": label})
+            if RANK[label] > RANK[rating.label]:
+                rating.label = label
+        return rating
+
+    def judge(self, template: str | None, history: str, question: str, response: str) -> Judgement:
+        """MTBench+: MemoChat's judge prompt (RCH_0 / UQ_1 / BR_2 placeholders), a 1-100 rating."""
+        judgement = Judgement()
+        if not template:
+            judgement.fallbacks.append("no judge prompt (prompts.json beside the data): not judged")
+            return judgement
+        prompt = template.replace("RCH_0", history).replace("UQ_1", question).replace("BR_2", response or "(empty)")
+        value, reply = self._ask(prompt, "retry.judge", parse_judge, "", 512, judgement.trace)
+        judgement.rating = value
+        if value is None:
+            judgement.fallbacks.append(f"judge named no rating (counted as 0); last: {reply[:60]!r}")
+        return judgement

@@ -1,0 +1,262 @@
+"""Reports of a run directory: a summary per method (Markdown, CSV, JSON) with 95% confidence intervals and
+the cost of each method, and a plot of score against tokens per question (``plot.py``).
+
+Scores: a failed example counts as 0, never dropped. Intervals: Wilson for 0/1 metrics (accuracy, LR-1,
+LR-2), a seeded percentile bootstrap for the others (ROUGE, F1, judge). Costs per question: answer-time LLM
+calls, prompt and completion tokens (LLM-cache hits counted at full cost) and wall seconds; index tokens are
+the memory builds of the run divided by the questions of the method ("all-in" = answer + index).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .metrics import BINARY
+from .rundir import BUILDS, EXAMPLES, RunDir
+
+Z95 = 1.959964
+
+
+def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion."""
+    if n == 0:
+        return (0.0, 0.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def bootstrap(values: list[float], resamples: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean (seeded: the same records give the same interval)."""
+    if not values:
+        return (0.0, 0.0)
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(rng.choice(values) for _ in range(n)) / n for _ in range(resamples))
+    lo = means[int((1 - level) / 2 * resamples)]
+    hi = means[min(resamples - 1, int((1 + level) / 2 * resamples))]
+    return (lo, hi)
+
+
+def interval(metric: str, values: list[float]) -> tuple[float, float]:
+    if metric in BINARY and all(v in (0.0, 1.0) for v in values):
+        return wilson(sum(values), len(values))
+    return bootstrap(values)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+@dataclass
+class MethodSummary:
+    method: str
+    n: int
+    errors: int
+    score: float | None
+    ci_low: float | None
+    ci_high: float | None
+    metrics: dict[str, float] = field(default_factory=dict)
+    calls: float | None = None
+    prompt_tokens: float | None = None
+    completion_tokens: float | None = None
+    tokens: float | None = None  # prompt + completion per question, answering only
+    llm_seconds: float | None = None
+    seconds: float | None = None  # wall seconds per question
+    index_tokens: float | None = None  # memory builds of this run per question
+    all_in_tokens: float | None = None
+    index_unknown: int = 0  # documents whose memory came from an earlier run (cost not in this run)
+    context_words: float | None = None
+    compression_rate: float | None = None
+    lookups: float | None = None  # ReadAgent: pages looked up per question
+    navigation_failure_rate: float | None = None  # MemWalker
+    valid_action_rate: float | None = None  # MemWalker, MemGPT
+    fallback_rate: float | None = None
+    rater_tokens: float | None = None
+
+
+def summarise_method(method: str, records: list[dict[str, Any]], builds: list[dict[str, Any]],
+                     all_builds: list[dict[str, Any]], primary: str) -> MethodSummary:
+    ok = [r for r in records if r.get("status") == "ok"]
+    names = sorted({k for r in ok for k in (r.get("scores") or {})})
+    values = {k: [0.0 if r.get("status") == "error" else float(r["scores"][k])
+                  for r in records if r.get("status") == "error" or k in (r.get("scores") or {})] for k in names}
+    if primary not in values:
+        values[primary] = [0.0 for r in records if r.get("status") == "error"]
+    main = values.get(primary) or []
+    lo, hi = interval(primary, main) if main else (None, None)
+    usage = [r.get("usage") or {} for r in ok]
+    s = MethodSummary(method, len(records), len(records) - len(ok), _mean(main), lo, hi,
+                      metrics={k: round(v, 4) for k, vals in values.items() if (v := _mean(vals)) is not None})
+    s.calls = _mean([u.get("calls", 0) for u in usage])
+    s.prompt_tokens = _mean([u.get("prompt_tokens", 0) for u in usage])
+    s.completion_tokens = _mean([u.get("completion_tokens", 0) for u in usage])
+    s.tokens = _mean([u.get("prompt_tokens", 0) + u.get("completion_tokens", 0) for u in usage])
+    s.llm_seconds = _mean([u.get("seconds", 0) for u in usage])
+    s.seconds = _mean([r.get("wall_seconds", 0) for r in ok])
+    s.context_words = _mean([r["context_words"] for r in ok if r.get("context_words")])
+    s.compression_rate = _mean([r["compression_rate"] for r in ok if r.get("compression_rate") is not None])
+    if method in ("readagent-p", "readagent-s"):
+        s.lookups = _mean([r.get("lookups", 0) for r in ok])
+    if method == "memwalker":
+        s.navigation_failure_rate = _mean([float(r["details"].get("navigation_failure") is not None)
+                                           for r in ok if "navigation_failure" in (r.get("details") or {})])
+    rates = [r["details"]["valid_action_rate"] for r in ok if "valid_action_rate" in (r.get("details") or {})]
+    s.valid_action_rate = _mean(rates)
+    s.fallback_rate = _mean([float(bool(r.get("fallbacks"))) for r in ok])
+    s.rater_tokens = _mean([u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
+                            for r in ok if (u := r.get("rater_usage"))])
+    index, unknown = _index_tokens(builds, all_builds)
+    s.index_unknown = unknown
+    if builds and records:
+        s.index_tokens = index / len(records)
+        s.all_in_tokens = (s.tokens or 0) + s.index_tokens
+    elif method in ("memgpt",) or not builds:
+        s.all_in_tokens = s.tokens
+    return s
+
+
+def _index_tokens(builds: list[dict[str, Any]], all_builds: list[dict[str, Any]]) -> tuple[int, int]:
+    """Tokens of this method's memory builds; a memory reused from another method of the run (ReadAgent-P/S
+    share gists) costs what that build cost; one reused from an earlier run is counted as unknown."""
+    cost = {}
+    for b in all_builds:
+        u = b.get("usage") or {}
+        if b.get("memory_key") and u.get("calls"):
+            cost.setdefault(b["memory_key"], u.get("prompt_tokens", 0) + u.get("completion_tokens", 0))
+    total, unknown = 0, 0
+    for b in builds:
+        if b.get("status") != "ok":
+            continue
+        u = b.get("usage") or {}
+        if u.get("calls"):
+            total += u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
+        elif b.get("memory_key") in cost:
+            total += cost[b["memory_key"]]
+        elif b.get("llm_built", True) and b.get("memory_key"):
+            unknown += 1
+    return total, unknown
+
+
+def summarise(run_dir: str | Path) -> dict[str, Any]:
+    """The summary of a run directory as plain data (what summary.json holds)."""
+    rd = RunDir(run_dir)
+    config = rd.config()
+    if config is None:
+        raise ConfigError(f"{run_dir}: no config.json; not a run directory of `pagemind eval`")
+    records = list(rd.latest(EXAMPLES).values())
+    skipped = rd.skipped
+    builds = list(rd.latest(BUILDS).values())
+    methods = list(dict.fromkeys(config.get("methods", []) + [r["method"] for r in records]))
+    primary = config.get("primary", "accuracy")
+    out = [summarise_method(m, [r for r in records if r["method"] == m], [b for b in builds if b["method"] == m],
+                            builds, primary) for m in methods if any(r["method"] == m for r in records)]
+    return {"config": config, "primary": primary, "examples": len({r["example_id"] for r in records}),
+            "records": len(records), "unreadable_lines": skipped, "methods": [asdict(s) for s in out]}
+
+
+# --- writing -----------------------------------------------------------------------------------------
+def _fmt(value: float | None, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.{digits}f}"
+
+
+def _tok(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+def _special(m: dict[str, Any]) -> str:
+    parts = []
+    if m["lookups"] is not None:
+        parts.append(f"look-ups/q {m['lookups']:.2f}")
+    if m["navigation_failure_rate"] is not None:
+        parts.append(f"navigation failures {_pct(m['navigation_failure_rate'])}")
+    if m["valid_action_rate"] is not None:
+        parts.append(f"valid actions {_pct(m['valid_action_rate'])}")
+    if m["fallback_rate"]:
+        parts.append(f"answers with a fallback {_pct(m['fallback_rate'])}")
+    return "; ".join(parts) or "–"
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    c, primary = summary["config"], summary["primary"]
+    budget = (f"{c['budget']} context tokens per prompt for every method" if c.get("budget") is not None
+              else "none (each method uses what the model's window allows)")
+    lines = [f"# pagemind eval: {c['dataset']}", "",
+             f"- model: `{c.get('model')}`" + (f"; raters: `{c.get('rater_model')}`" if c.get("rater_model") else ""),
+             f"- examples: {summary['examples']} (seed {c.get('seed')}, limit {c.get('limit') or 'none'}"
+             + (", whole documents" if c.get("by_document") else "") + ")"
+             + (f"; dataset parameters: {json.dumps(c['params'])}" if c.get("params") else ""),
+             f"- matched budget: {budget}",
+             f"- headline metric: {primary} with a 95% {'Wilson' if primary in BINARY else 'bootstrap'} interval; "
+             "failed examples count as 0",
+             "- tokens per question = answer-time prompt + completion tokens (LLM-cache hits at full cost); "
+             "index = this run's memory builds per question; all-in = both", ""]
+    others = sorted({k for m in summary["methods"] for k in m["metrics"] if k != primary})
+    head = ["method", "n", "errors", f"{primary} [95% CI]", *others, "tokens/q", "prompt/q", "completion/q",
+            "calls/q", "s/q", "index tokens/q", "all-in tokens/q", "context words", "CR %", "method-specific"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for m in summary["methods"]:
+        ci = f"{_fmt(m['score'])} [{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]" if m["score"] is not None else "–"
+        row = [m["method"], str(m["n"]), str(m["errors"]), ci, *[_fmt(m["metrics"].get(k)) for k in others],
+               _tok(m["tokens"]), _tok(m["prompt_tokens"]), _tok(m["completion_tokens"]), _fmt(m["calls"], 2),
+               _fmt(m["seconds"], 2), _tok(m["index_tokens"]) + ("*" if m["index_unknown"] else ""),
+               _tok(m["all_in_tokens"]), _tok(m["context_words"]),
+               "–" if m["compression_rate"] is None else f"{m['compression_rate']:.1f}", _special(m)]
+        lines.append("| " + " | ".join(row) + " |")
+    if any(m["index_unknown"] for m in summary["methods"]):
+        lines += ["", "\\* some memories were built by an earlier run (found in the store): their cost is not "
+                      "counted here."]
+    if summary.get("unreadable_lines"):
+        lines += ["", f"{summary['unreadable_lines']} unreadable line(s) in examples.jsonl (cut short by a kill) "
+                      "were skipped."]
+    commands = c.get("commands") or []
+    if commands:
+        lines += ["", "Command(s):", "", "```", *commands, "```"]
+    return "\n".join(lines) + "\n"
+
+
+def csv_text(summary: dict[str, Any]) -> str:
+    metrics = sorted({k for m in summary["methods"] for k in m["metrics"]})
+    flat = [k for k in summary["methods"][0] if k != "metrics"] if summary["methods"] else ["method"]
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(flat + metrics)
+    for m in summary["methods"]:
+        writer.writerow([m[k] if m[k] is not None else "" for k in flat] + [m["metrics"].get(k, "") for k in metrics])
+    return buf.getvalue()
+
+
+def write_report(run_dir: str | Path) -> tuple[list[Path], list[str]]:
+    """Write summary.md/.csv/.json and plot.png into ``run_dir``; returns (files written, warnings)."""
+    path = Path(run_dir)
+    summary = summarise(path)
+    files = {"summary.md": markdown(summary), "summary.csv": csv_text(summary),
+             "summary.json": json.dumps(summary, indent=2, ensure_ascii=False) + "\n"}
+    written = []
+    for name, text in files.items():
+        (path / name).write_text(text, encoding="utf-8")
+        written.append(path / name)
+    warnings = []
+    if summary["methods"]:
+        from .plot import plot_summary
+
+        try:
+            written.append(plot_summary(summary, path / "plot.png"))
+        except ConfigError as err:
+            warnings.append(str(err))
+    return written, warnings

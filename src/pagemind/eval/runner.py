@@ -1,0 +1,337 @@
+"""The evaluation runner: every chosen method on a seeded sample of a dataset, resumable, with shared memories.
+
+Work is grouped by document: for each document and method the reader builds (or finds in the store, which
+keeps memories content-addressed) the memory once, then answers every question of that document, so the
+prompts that share a prefix run back to back. MemGPT gets a fresh agent per example. Each finished
+(example, method) is scored and appended to ``examples.jsonl`` at once; a failed example is recorded with its
+error and the run goes on. Token counts include calls served from the LLM cache (what they would cost).
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..api import METHODS, Pagemind
+from ..errors import ConfigError, DatasetError
+from ..llm.client import LLM
+from ..llm.usage import Trace
+from ..methods.question import Answer
+from . import metrics
+from .datasets import DatasetSpec, Example, datasets, load_dataset
+from .memgpt import MemGPTEval, document_of
+from .raters import Raters
+from .rundir import BUILDS, EXAMPLES, RunDir, record_key
+
+ALL_METHODS = METHODS + ("memgpt",)
+_DROP_DETAILS = ("trajectory",)  # large; the walk string keeps the path
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What to run. ``method_options`` maps a method to extra reader options (``max_pages``, ``keep``...)."""
+
+    dataset: str
+    methods: tuple[str, ...]
+    data: str | None = None
+    params: Mapping[str, str] = field(default_factory=dict)
+    limit: int | None = None
+    seed: int = 0
+    budget: int | None = None
+    raters: bool = False
+    by_document: bool = False
+    method_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    retry_errors: bool = False
+    concurrency: int | None = None
+
+
+def expand_methods(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """``all``, comma lists and repeats, checked and de-duplicated in order."""
+    out: list[str] = []
+    for name in names:
+        for part in (p.strip() for p in name.split(",") if p.strip()):
+            wanted = ALL_METHODS if part == "all" else (part,)
+            for method in wanted:
+                if method not in ALL_METHODS:
+                    raise ConfigError(f"unknown method {method!r} (have: {', '.join(ALL_METHODS)}, all)")
+                if method not in out:
+                    out.append(method)
+    if not out:
+        raise ConfigError("give at least one --method")
+    return tuple(out)
+
+
+def select(examples: list[Example], limit: int | None, seed: int, by_document: bool = False) -> list[Example]:
+    """A seeded sample in data order. Raising ``limit`` keeps the earlier sample (a prefix of one permutation).
+    ``by_document``: whole documents in seeded order until ``limit`` questions (the last one cut)."""
+    if limit is not None and limit < 1:
+        raise ConfigError("--limit must be at least 1")
+    if limit is None or limit >= len(examples):
+        return list(examples)
+    rng = random.Random(seed)
+    if not by_document:
+        chosen = set(rng.sample(range(len(examples)), len(examples))[:limit])
+        return [e for i, e in enumerate(examples) if i in chosen]
+    docs = list(dict.fromkeys(e.document_id for e in examples))
+    picked: list[Example] = []
+    for doc in rng.sample(docs, len(docs)):
+        picked += [e for e in examples if e.document_id == doc][: limit - len(picked)]
+        if len(picked) >= limit:
+            break
+    keep = {e.id for e in picked}
+    return [e for e in examples if e.id in keep]
+
+
+def usage_of(trace: Trace) -> dict[str, float]:
+    """Calls, tokens and seconds of a trace, cached calls included at their token cost."""
+    events = trace.events
+    return {"calls": len(events), "cached_calls": sum(e.cached for e in events),
+            "prompt_tokens": sum(e.prompt_tokens for e in events),
+            "completion_tokens": sum(e.completion_tokens for e in events),
+            "seconds": round(sum(e.seconds for e in events), 3)}
+
+
+def _error(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}"[:500]
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    config: dict[str, Any]
+    examples: int
+    finished: int = 0
+    errors: int = 0
+    skipped: int = 0  # already done in an earlier part of the run
+
+
+class Runner:
+    """Runs one :class:`EvalConfig` in ``run_dir`` with the session ``pm``."""
+
+    def __init__(self, pm: Pagemind, config: EvalConfig, run_dir: str | Path, *, rater_llm: LLM | None = None,
+                 progress: bool = True, command: str | None = None) -> None:
+        self.pm, self.config, self.dir = pm, config, RunDir(run_dir)
+        self.rater_llm, self.show_progress, self.command = rater_llm, progress, command
+        self._lock = threading.Lock()
+        self._scores: dict[str, list[float]] = {}
+
+    # --- setting up --------------------------------------------------------------------------------
+    def spec(self) -> DatasetSpec:
+        specs = datasets()
+        if self.config.dataset not in specs:
+            raise DatasetError(f"unknown dataset {self.config.dataset!r} (have: {', '.join(specs)})")
+        return specs[self.config.dataset]
+
+    def examples(self) -> list[Example]:
+        spec, params = self.spec(), dict(self.config.params)
+        if "seed" in spec.params and "seed" not in params:
+            params["seed"] = str(self.config.seed)  # generated sets and probes follow --seed
+        found = load_dataset(spec.name, self.config.data, params)
+        return select(found, self.config.limit, self.config.seed, self.config.by_document)
+
+    def method_options(self, method: str) -> dict[str, Any]:
+        opts = dict(self.config.method_options.get(method, {}))
+        preset = self.spec().preset_for(method)
+        if preset and method != "memgpt":
+            opts.setdefault("preset", preset)
+        if self.config.budget is not None:
+            opts.setdefault("budget", self.config.budget)
+        return opts
+
+    def make(self, method: str) -> Any:
+        if method == "memgpt":
+            return MemGPTEval(self.pm.llm, self.pm.store, **self.method_options(method))
+        return self.pm.reader(method, **self.method_options(method))
+
+    # --- running -----------------------------------------------------------------------------------
+    def run(self) -> RunResult:
+        methods = expand_methods(self.config.methods)
+        spec = self.spec()
+        examples = self.examples()
+        runners = {m: self.make(m) for m in methods}  # option errors surface before anything is written
+        self.raters = Raters(self.rater_llm or self.pm.llm) if self.config.raters or spec.primary == "judge" else None
+        stored = self.dir.start({
+            "dataset": spec.name, "methods": list(methods), "data": self.config.data,
+            "params": dict(self.config.params), "limit": self.config.limit, "seed": self.config.seed,
+            "budget": self.config.budget, "model": self.pm.llm.model_id, "raters": self.config.raters,
+            "rater_model": (self.rater_llm or self.pm.llm).model_id if self.raters else None,
+            "by_document": self.config.by_document, "primary": spec.primary,
+            "method_options": {m: self.method_options(m) for m in methods},
+            "commands": [self.command] if self.command else []})
+        self.primary = spec.primary
+        done = self.dir.latest(EXAMPLES)
+        wanted = {e.id for e in examples}
+        for record in done.values():  # running scores include the earlier part of the run
+            if record.get("example_id") in wanted and record.get("method") in methods:
+                self._note(record)
+        result = RunResult(self.dir.path, stored, len(examples))
+        by_doc: dict[str, list[Example]] = {}
+        for e in examples:
+            by_doc.setdefault(e.document_id, []).append(e)
+        # one unit per document: its methods in order (ReadAgent-P/-S/GistMem share one memory, built by the first)
+        units: list[list[tuple[str, list[Example]]]] = []
+        for doc_examples in by_doc.values():
+            unit = []
+            for method in methods:
+                pending = [e for e in doc_examples if self._pending(done.get(record_key(method, e.id)))]
+                result.skipped += len(doc_examples) - len(pending)
+                if pending:
+                    unit.append((method, pending))
+            if unit:
+                units.append(unit)
+        total = sum(len(p) for unit in units for _, p in unit)
+        self._bar = _progress(total, f"{spec.name}", self.show_progress)
+        workers = max(1, min(self.config.concurrency or self.pm.settings.concurrency,
+                             self.pm.llm.backend.capabilities.max_concurrency, len(units) or 1))
+        try:
+            if workers == 1:
+                for unit in units:
+                    self._document(runners, unit, result)
+            else:  # documents in parallel (a remote backend with several request slots)
+                pool = ThreadPoolExecutor(max_workers=workers)
+                try:
+                    for future in as_completed([pool.submit(self._document, runners, u, result) for u in units]):
+                        future.result()
+                finally:
+                    pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            self._bar.close()
+        return result
+
+    def _document(self, runners: dict[str, Any], unit: list[tuple[str, list[Example]]], result: RunResult) -> None:
+        for method, pending in unit:
+            self._unit(runners[method], method, pending, result)
+
+    def _pending(self, record: dict[str, Any] | None) -> bool:
+        return record is None or (self.config.retry_errors and record.get("status") == "error")
+
+    def _unit(self, runner: Any, method: str, examples: list[Example], result: RunResult) -> None:
+        """One document and one method: the memory once, then every question."""
+        if method == "memgpt":
+            for e in examples:
+                self._answer(method, e, lambda e=e: runner.answer_example(e), result)
+            return
+        document = examples[0]
+        trace, t0 = Trace(), time.perf_counter()
+        try:
+            memory = runner.build(document_of(document), trace=trace)
+        except Exception as err:  # noqa: BLE001 - recorded; the run goes on with the next unit
+            self.dir.append(BUILDS, {"key": record_key(method, document.document_id), "method": method,
+                                     "document_id": document.document_id, "status": "error", "error": _error(err),
+                                     "usage": usage_of(trace), "wall_seconds": round(time.perf_counter() - t0, 2)})
+            for e in examples:
+                self._record(method, e, result, error=f"memory build failed: {_error(err)}")
+            return
+        self.dir.append(BUILDS, {
+            "key": record_key(method, document.document_id), "method": method, "document_id": document.document_id,
+            "status": "ok", "memory_key": getattr(memory, "key", None), "reused": not trace.events,
+            "llm_built": self._llm_built(method),
+            "usage": usage_of(trace), "wall_seconds": round(time.perf_counter() - t0, 2),
+            "document_words": document.words, "describe": runner.describe(memory)})
+        for e in examples:
+            self._answer(method, e, lambda e=e: runner.answer(memory, e.as_question()), result)
+
+    def _llm_built(self, method: str) -> bool:
+        """Whether building this method's memory takes LLM calls (ReadAgent gists, MemWalker summaries)."""
+        opts = self.method_options(method)
+        return method not in ("full", "rag", "op-rag") or opts.get("fragments") == "pages"
+
+    def _answer(self, method: str, example: Example, call: Callable[[], Answer], result: RunResult) -> None:
+        t0 = time.perf_counter()
+        try:
+            answer = call()
+        except Exception as err:  # noqa: BLE001 - a failed example is recorded with its error
+            self._record(method, example, result, error=_error(err), wall=time.perf_counter() - t0)
+            return
+        self._record(method, example, result, answer=answer, wall=time.perf_counter() - t0)
+
+    def _record(self, method: str, e: Example, result: RunResult, *, answer: Answer | None = None,
+                error: str | None = None, wall: float = 0.0) -> None:
+        record: dict[str, Any] = {
+            "key": record_key(method, e.id), "example_id": e.id, "document_id": e.document_id, "method": method,
+            "dataset": e.dataset, "task": e.task, "status": "error" if error else "ok", "error": error,
+            "question": e.question[:500], "gold": _gold(e), "document_words": e.words, "meta": dict(e.meta),
+            "wall_seconds": round(wall, 2), "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        record["meta"].pop("judge", None)  # the judge prompt is the same for every example
+        if answer is not None:
+            record.update(self._scored(e, answer))
+        self.dir.append(EXAMPLES, record)
+        with self._lock:
+            result.finished += 1
+            result.errors += int(bool(error))
+            self._note(record)
+            self._bar.update(1)
+            self._bar.set_postfix_str(self.running_scores(), refresh=False)
+
+    def _scored(self, e: Example, answer: Answer) -> dict[str, Any]:
+        details = {k: v for k, v in answer.details.items() if k not in _DROP_DETAILS}
+        out: dict[str, Any] = {
+            "prediction": answer.text[:4000], "choice": answer.letter,
+            "scores": metrics.score(e, answer.text, answer.choice),
+            "usage": usage_of(answer.trace), "pages_read": answer.pages_read, "lookups": len(answer.pages_read),
+            "compression_rate": answer.compression_rate, "context_words": answer.context_words,
+            "fallbacks": answer.fallbacks, "details": details}
+        if self.raters is None:
+            return out
+        try:
+            if e.task == "open":
+                judged = self.raters.judge(e.meta.get("judge"), str(e.meta.get("related_history", "")), e.question,
+                                           answer.text)
+                out["scores"].update(judged.scores)
+                out["rating"] = {"judge": judged.rating, "fallbacks": judged.fallbacks}
+                out["rater_usage"] = usage_of(judged.trace)
+            elif self.config.raters and e.task in ("qa", "summary"):
+                rating = self.raters.rate(e.question, answer.text, e.references)
+                out["scores"].update(rating.scores)
+                out["rating"] = {"label": rating.label, "decisions": rating.decisions, "fallbacks": rating.fallbacks}
+                out["rater_usage"] = usage_of(rating.trace)
+        except Exception as err:  # noqa: BLE001 - the answer stands; its rating is missing and says why
+            out["rater_error"] = _error(err)
+        return out
+
+    # --- progress ----------------------------------------------------------------------------------
+    def _note(self, record: dict[str, Any]) -> None:
+        value = primary_value(record, self.primary)
+        if value is not None:
+            self._scores.setdefault(record["method"], []).append(value)
+
+    def running_scores(self) -> str:
+        return " ".join(f"{m} {sum(v) / len(v):.3f}" for m, v in self._scores.items() if v)
+
+
+def primary_value(record: dict[str, Any], primary: str) -> float | None:
+    """The headline score of a record; a failed example scores 0 (it is counted, never dropped)."""
+    if record.get("status") == "error":
+        return 0.0
+    value = (record.get("scores") or {}).get(primary)
+    return None if value is None else float(value)
+
+
+def _gold(e: Example) -> str:
+    if e.task == "choice" and e.gold is not None:
+        return f"({'ABCDEFGHIJ'[e.gold]}) {e.options[e.gold]}"[:500]
+    return (e.references[0] if e.references else "")[:500]
+
+
+class _NoBar:
+    def update(self, n: int) -> None: ...
+    def set_postfix_str(self, s: str, refresh: bool = True) -> None: ...
+    def close(self) -> None: ...
+
+
+def _progress(total: int, label: str, enabled: bool) -> Any:
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, unit="q", file=sys.stderr, dynamic_ncols=True)
+
+
+__all__ = ["ALL_METHODS", "EvalConfig", "RunResult", "Runner", "expand_methods", "primary_value", "select",
+           "usage_of"]

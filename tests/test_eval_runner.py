@@ -1,0 +1,243 @@
+"""The runner with the scripted fake: shared memories, records, failures, resume after a kill, MemGPT, raters."""
+
+import json
+
+import pytest
+
+from helpers import first_words_gist, middle_label
+from pagemind import Pagemind, ScriptedLLM
+from pagemind.errors import BadRequest, ConfigError
+from pagemind.eval import EvalConfig, Runner, summarise
+from pagemind.eval.rundir import RunDir
+from test_eval_datasets import UUIDS, kv_base, quality_slice, write
+
+STEP = '{{"thoughts": "t", "function": "{f}", "arguments": {args}}}'
+
+
+def transcript(seed: int, lines: int = 24) -> list[dict]:
+    return [{"speaker": "AB"[i % 2], "content": " ".join(f"m{seed}l{i}w{j}" for j in range(60)) + " ."}
+            for i in range(lines)]
+
+
+def qmsum_fixture(root, meetings=2):
+    rows = [{"meeting_id": f"M{m}", "general_query_list": [{"query": "Summarize the whole meeting", "answer": "the plan"}],
+             "specific_query_list": [{"query": f"What about topic {m}?", "answer": "a topic summary"}],
+             "meeting_transcripts": transcript(m)} for m in range(meetings)]
+    write(root / "qmsum" / "val.jsonl", rows, lines=True)
+
+
+def lookup(request):
+    text = request.messages[-1].content
+    return "STOP" if "STOP" in text and "Page 0" in text.split("DO NOT ask")[-1] else \
+        ("Page 0" if "STOP" in text else "I want to look up Page [0] to check")
+
+
+def readagent_fake(**roles):
+    return ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist, "lookup": lookup,
+                                "answer": "the plan for the topic", "rate": "YES", **roles})
+
+
+def run(fake, root, run_dir, **config):
+    with Pagemind(fake, store=root / "store.db") as pm:
+        return Runner(pm, EvalConfig(**{"data": str(root), **config}), run_dir, progress=False).run()
+
+
+def records(run_dir):
+    return RunDir(run_dir).read()
+
+
+def test_memories_are_built_once_per_document_and_shared_by_the_readagent_modes(tmp_path):
+    qmsum_fixture(tmp_path)
+    fake = readagent_fake()
+    result = run(fake, tmp_path, tmp_path / "run", dataset="qmsum", methods=("readagent-p", "readagent-s", "gistmem"))
+    assert (result.examples, result.finished, result.errors) == (4, 12, 0)
+    builds = RunDir(tmp_path / "run").read("builds.jsonl")
+    assert len(builds) == 6  # 2 documents x 3 methods, all one memory per document
+    first = {b["document_id"]: b for b in builds if b["method"] == "readagent-p"}
+    for b in builds:
+        assert b["memory_key"] == first[b["document_id"]]["memory_key"]
+        assert b["reused"] == (b["method"] != "readagent-p")
+    pages = sum(b["describe"]["pages"] for b in first.values())
+    assert fake.roles().count("gist") == pages  # each page gisted once for all questions and modes
+    recs = records(tmp_path / "run")
+    assert {r["method"] for r in recs} == {"readagent-p", "readagent-s", "gistmem"} and len(recs) == 12
+    p = next(r for r in recs if r["method"] == "readagent-p")
+    assert p["status"] == "ok" and p["pages_read"] == [0] and p["lookups"] == 1
+    assert set(p["scores"]) == {"f1", "rouge1", "rouge2", "rougeL", "rougeLsum"} and p["scores"]["rouge1"] > 0
+    assert p["usage"]["calls"] == 2 and p["usage"]["prompt_tokens"] > 0  # look-up + answer; the build is apart
+    # the summary charges ReadAgent-S the cost of the gists it reused from ReadAgent-P's build
+    methods = {m["method"]: m for m in summarise(tmp_path / "run")["methods"]}
+    assert methods["readagent-s"]["index_tokens"] == methods["readagent-p"]["index_tokens"] > 0
+
+
+def test_a_failed_example_is_recorded_and_the_run_goes_on(tmp_path):
+    quality_slice(tmp_path, n=3)
+
+    def answer(request):
+        if "What happens in 1?" in request.messages[0].content:
+            raise BadRequest("the endpoint refused this one")
+        return "Answer: (A)"
+
+    result = run(ScriptedLLM(by_role={"answer": answer}), tmp_path, tmp_path / "run", dataset="quality",
+                 methods=("full",))
+    assert (result.finished, result.errors) == (3, 1)
+    by_question = {r["question"]: r for r in records(tmp_path / "run")}
+    failed = by_question["What happens in 1?"]
+    assert failed["status"] == "error" and failed["error"].startswith("BadRequest: the endpoint refused")
+    assert by_question["What happens in 0?"]["scores"] == {"accuracy": 1.0}  # gold 0 = A
+    assert by_question["What happens in 2?"]["scores"] == {"accuracy": 0.0}
+    [m] = summarise(tmp_path / "run")["methods"]
+    assert (m["n"], m["errors"], m["score"]) == (3, 1, pytest.approx(1 / 3))  # the failure counts as 0
+
+
+def test_a_killed_run_resumes_where_it_stopped(tmp_path):
+    quality_slice(tmp_path, n=5)
+    calls = {"n": 0}
+
+    def dies_on_the_third(request):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return "Answer: (B)"
+
+    with pytest.raises(KeyboardInterrupt):
+        run(ScriptedLLM(by_role={"answer": dies_on_the_third}), tmp_path, tmp_path / "run", dataset="quality",
+            methods=("full",), concurrency=1)
+    assert len(records(tmp_path / "run")) == 2
+    with open(tmp_path / "run" / "examples.jsonl", "a") as f:
+        f.write('{"key": "full|quality-4-x", "stat')  # a line cut short by the kill
+    second = ScriptedLLM(by_role={"answer": "Answer: (B)"})
+    result = run(second, tmp_path, tmp_path / "run", dataset="quality", methods=("full",))
+    assert (result.skipped, result.finished) == (2, 3) and len(second.history) == 3
+    rd = RunDir(tmp_path / "run")
+    assert len(rd.latest()) == 5 and rd.skipped == 1
+    assert summarise(tmp_path / "run")["unreadable_lines"] == 1
+    again = run(ScriptedLLM(), tmp_path, tmp_path / "run", dataset="quality", methods=("full",))
+    assert (again.finished, again.skipped) == (0, 5)  # nothing left: no LLM call at all
+
+
+def test_resuming_with_other_settings_is_refused_but_methods_and_limit_extend(tmp_path):
+    quality_slice(tmp_path, n=4)
+    fake = ScriptedLLM(by_role={"answer": "Answer: (A)"})
+    run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full",), limit=2)
+    with pytest.raises(ConfigError, match="different seed"):
+        run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full",), limit=2, seed=9)
+    with pytest.raises(ConfigError, match="different budget"):
+        run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full",), limit=2, budget=100)
+    result = run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full", "rag"), limit=3)
+    assert (result.skipped, result.finished) == (2, 4)  # 1 new question for full, 3 for rag
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["methods"] == ["full", "rag"] and config["limit"] == 3
+
+
+def test_retry_errors_runs_failed_examples_again(tmp_path):
+    quality_slice(tmp_path, n=2)
+    run(ScriptedLLM(by_role={"answer": BadRequest("down")}), tmp_path, tmp_path / "run", dataset="quality",
+        methods=("full",))
+    assert {r["status"] for r in records(tmp_path / "run")} == {"error"}
+    run(ScriptedLLM(by_role={"answer": "Answer: (A)"}), tmp_path, tmp_path / "run", dataset="quality",
+        methods=("full",), retry_errors=True)
+    assert {r["status"] for r in RunDir(tmp_path / "run").latest().values()} == {"ok"}
+
+
+def test_budget_reaches_every_method_and_bad_options_fail_before_anything_is_written(tmp_path):
+    quality_slice(tmp_path, n=1)
+    fake = ScriptedLLM(by_role={"answer": "Answer: (A)"})
+    run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full",), budget=50)
+    [r] = records(tmp_path / "run")
+    assert 0 < r["context_words"] <= 50  # the fake counts a token per word
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["method_options"]["full"] == {"preset": "quality", "budget": 50}
+    with pytest.raises(ConfigError, match="unknown full-text option"):
+        run(fake, tmp_path, tmp_path / "bad", dataset="quality", methods=("full",),
+            method_options={"full": {"max_pages": 2}})
+    assert not (tmp_path / "bad").exists()
+
+
+def test_memwalker_records_navigation_outcome(tmp_path):
+    quality_slice(tmp_path, n=2)
+
+    def navigate(request):
+        text = request.messages[0].content
+        return "Reasoning: first\nAction: 0" if "Summary 0" in text else "Reasoning: here\nAction: -2\nAnswer: (B)"
+
+    fake = ScriptedLLM(by_role={"summarise": lambda r: " ".join(r.messages[0].content.split()[:10]),
+                                "navigate": navigate})
+    run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("memwalker",),
+        method_options={"memwalker": {"segment_tokens": 60, "max_children": 2}})
+    recs = records(tmp_path / "run")
+    assert all(r["status"] == "ok" and r["details"]["navigation_failure"] is None for r in recs)
+    assert all(r["details"]["valid_action_rate"] == 1.0 and "walk" in r["details"] for r in recs)
+    assert "trajectory" not in recs[0]["details"]
+    [m] = summarise(tmp_path / "run")["methods"]
+    assert m["navigation_failure_rate"] == 0.0 and m["valid_action_rate"] == 1.0
+
+
+def test_memgpt_on_nested_kv_searches_archival_storage(tmp_path):
+    pairs = kv_base(tmp_path)
+    write(tmp_path / "memgpt-nested-kv" / "nested_kv_instances.jsonl",
+          [{"id": "nested_kv-L1-s0", "levels": 1, "query_key": pairs[2][0], "answer": pairs[2][1],
+            "value_overrides": []}], lines=True)
+    steps = [STEP.format(f="archival_memory_search",
+                         args=json.dumps({"query": pairs[2][0], "page": 0, "request_heartbeat": True})),
+             STEP.format(f="send_message", args=json.dumps({"message": f"The value is {pairs[2][1]}"}))]
+    fake = ScriptedLLM(by_role={"agent-step": steps})
+    run(fake, tmp_path, tmp_path / "run", dataset="nested-kv", methods=("memgpt",), budget=500)
+    [r] = records(tmp_path / "run")
+    assert r["status"] == "ok" and r["scores"] == {"accuracy": 1.0}
+    assert r["details"]["functions"] == ["archival_memory_search", "send_message"]
+    assert r["details"]["valid_action_rate"] == 1.0 and r["usage"]["calls"] == 2
+    search_result = fake.history[1].messages[-1].content
+    assert f"Key-value pair: key = {pairs[2][0]}, value = {pairs[2][1]}" in search_result
+    assert "find the value for the key " + pairs[2][0] in fake.history[0].messages[-1].content
+    assert r["details"]["window"] > 500  # the empty prompt + the budget + the reply
+    with Pagemind(ScriptedLLM(), store=tmp_path / "store.db") as pm:
+        from pagemind.agent import AgentStore
+
+        assert AgentStore(pm.store).list_agents() == []  # the per-example agent is gone
+
+
+def test_memgpt_on_a_conversation_gets_it_in_recall(tmp_path):
+    from test_eval_datasets import locomo_conv
+
+    write(tmp_path / "locomo" / "locomo_conversations_1-5.json", [locomo_conv()])
+    steps = [STEP.format(f="conversation_search", args=json.dumps({"query": "adopted", "page": 0,
+                                                                   "request_heartbeat": True})),
+             STEP.format(f="send_message", args=json.dumps({"message": "A cat"}))]
+    fake = ScriptedLLM(by_role={"agent-step": steps})
+    run(fake, tmp_path, tmp_path / "run", dataset="locomo", methods=("memgpt",))
+    [r] = records(tmp_path / "run")
+    assert r["scores"]["f1"] == 1.0 and "I adopted a cat." in fake.history[1].messages[-1].content
+    assert "I am Bo. Ann is my friend." in fake.history[0].messages[0].content
+
+
+def test_raters_add_lr_scores_with_their_own_usage(tmp_path):
+    qmsum_fixture(tmp_path, meetings=1)
+    fake = readagent_fake(rate=["NO", "Yes, partially"] * 2)
+    run(fake, tmp_path, tmp_path / "run", dataset="qmsum", methods=("full",), raters=True)
+    recs = records(tmp_path / "run")
+    assert all(r["scores"]["lr1"] == 0.0 and r["scores"]["lr2"] == 1.0 for r in recs)
+    assert all(r["rater_usage"]["calls"] == 2 and r["usage"]["calls"] == 1 for r in recs)
+    assert "lr2" in summarise(tmp_path / "run")["methods"][0]["metrics"]
+
+
+def test_mtbench_plus_is_always_judged(tmp_path):
+    conv = {"id": "mt-1", "conversations": [
+        {"from": "human", "value": "I love cats.", "turn-info": "writing-1-0"}, {"from": "chatbot", "value": ""},
+        {"from": "human", "value": "What animal did I mention?", "turn-info": "writing-1-Q"}]}
+    write(tmp_path / "mtbench-plus" / "mtbenchplus.json", [conv])
+    write(tmp_path / "mtbench-plus" / "prompts.json", {"judge": {"system": "RCH_0 / UQ_1 / BR_2", "instruction": ""}})
+    fake = ScriptedLLM(by_role={"answer": "Cats.", "rate": "[[90]]"})
+    run(fake, tmp_path, tmp_path / "run", dataset="mtbench-plus", methods=("full",))
+    [r] = records(tmp_path / "run")
+    assert r["scores"] == {"judge": 0.9} and r["rating"]["judge"] == 90 and "judge" not in r["meta"]
+    assert fake.history[-1].messages[0].content == "I love cats. / What animal did I mention? / Cats."
+
+
+def test_unknown_methods_are_refused():
+    from pagemind.eval import expand_methods
+
+    assert expand_methods(["full,rag", "full", "memgpt"]) == ("full", "rag", "memgpt")
+    assert "memwalker" in expand_methods(["all"])
+    with pytest.raises(ConfigError, match="unknown method 'readagent'"):
+        expand_methods(["readagent"])
