@@ -42,9 +42,11 @@ from common import DATA, RESULTS, write_result
 
 from pagemind import Pagemind
 from pagemind.agent import Agent, AgentOptions, Block
+from pagemind.eval.metrics import UUID
+from pagemind.eval.sets_dialogue import locomo_turns
 from pagemind.llm.base import Constraint, LLMRequest
+from pagemind.prompts import get_prompt
 
-UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 UUID_GBNF = 'root ::= "\\"" h{8} "-" h{4} "-" h{4} "-" h{4} "-" h{12} "\\""\nh ::= [0-9a-f]\n'
 LETTER_GBNF = 'root ::= "Answer: (" [ABCD] ")"\n'
 
@@ -134,12 +136,8 @@ def run_kv(run: Run, levels: list[int], seeds: int, baseline_seeds: int) -> None
                 if method == "memgpt":
                     agent = run.agent(archival_search="text", page_size=10, max_steps=level + 5)
                     agent.archive.insert([f"Key-value pair: key = {k}, value = {v}" for k, v in pairs], agent.now())
-                    messages, rec = run.turn(agent, (
-                        f"Your task is to find the value for the key {inst['query_key']}. The key-value pairs are in "
-                        "your archival memory as 'Key-value pair: key = <key>, value = <value>'. Call "
-                        "archival_memory_search with the key as the query. If the value you find is itself a key, "
-                        "search for that key too, and go on until a value is not a key. Then send only the final "
-                        "value with send_message."), "kv")
+                    messages, rec = run.turn(agent, get_prompt("eval", "memgpt.kv").render(key=inst["query_key"]),
+                                             "kv")
                     reply = messages[-1] if messages else ""
                 else:
                     prompt = ("Extract the value corresponding to the specified key in the JSON object below. If a "
@@ -209,24 +207,12 @@ def recursive_summary(run: Run, lines: list[str], chunk_tokens: int = 2500, word
     return summary, calls
 
 
-def locomo_when(text: str) -> datetime:
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
-
-
 def run_locomo(run: Run, n: int) -> None:
     conv = json.loads((DATA / "locomo" / "locomo_conversations_1-5.json").read_text())[0]
     c = conv["conversation"]
     a, b = c["speaker_a"], c["speaker_b"]
-    history, lines = [], []
-    for i in range(1, 100):
-        if f"session_{i}" not in c:
-            continue
-        when = locomo_when(c[f"session_{i}_date_time"])
-        for j, turn in enumerate(c[f"session_{i}"]):
-            text = turn["text"] + (f" [shares a photo: {turn['blip_caption']}]" if turn.get("blip_caption") else "")
-            stamp = (when + timedelta(seconds=30 * j)).strftime("%Y-%m-%d %H:%M:%S")
-            history.append(("user" if turn["speaker"] == a else "assistant", f"{turn['speaker']}: {text}", stamp))
-            lines.append(f"[{stamp[:10]}] {turn['speaker']}: {text}")
+    turns, lines = locomo_turns(c, conv["sample_id"])  # the harness's transcript (pagemind.eval)
+    history = [(t.role, t.text, t.time) for t in turns]
     qa = [q for q in conv["qa"] if q["category"] in (1, 2, 3, 4)]
     questions = random.Random(0).sample(qa, n)
     agent = run.agent(max_steps=6)
