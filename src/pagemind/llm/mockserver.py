@@ -54,13 +54,19 @@ class _Handler(BaseHTTPRequestHandler):
             return
         mock = self.server.mock
         step = mock._begin(body, dict(self.headers.items()))
+        ended = False
         try:
             mock._stopping.wait(float(step.get("latency", mock.latency)))
+            # The request stops counting as in flight before its reply is written: once the client has the
+            # reply it may send the next request before this thread would get to run again.
+            mock._end()
+            ended = True
             self._answer(step, body)
         except OSError:
             pass  # the client went away (a timeout test) or the server is stopping
         finally:
-            mock._end()
+            if not ended:
+                mock._end()
 
     def _answer(self, step: dict[str, Any], body: dict[str, Any]) -> None:
         status = int(step.get("status", 200))
