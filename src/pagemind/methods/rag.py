@@ -9,7 +9,7 @@ Fragments are added in rank order while the context text fits ``budget`` tokens 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from ..errors import ConfigError
@@ -25,6 +25,7 @@ from ..text import Document
 from .answering import answer, answer_request
 from .full import truncate_words
 from .question import Answer, Question
+from .options import from_preset
 
 METHOD = "rag"
 MODES = {"rag": "score", "op-rag": "position"}
@@ -76,13 +77,7 @@ class RAGOptions:
 
     @classmethod
     def from_preset(cls, preset: str = "quality", **overrides: Any) -> "RAGOptions":
-        if preset not in PRESETS:
-            raise ConfigError(f"unknown RAG preset {preset!r} (have: {', '.join(PRESETS)})")
-        bad = set(overrides) - {f.name for f in fields(cls)}
-        if bad:
-            raise ConfigError(f"unknown RAG option(s): {', '.join(sorted(bad))}")
-        base = {k: v for k, v in PRESETS[preset].items() if k != "prompts"}
-        opts = replace(cls(preset=preset, **base), **{k: v for k, v in overrides.items() if v is not None})
+        opts = from_preset(cls, "RAG", PRESETS, preset, overrides)
         if opts.fragments not in ("words", "pages"):
             raise ConfigError(f"fragments must be words or pages (got {opts.fragments!r})")
         if opts.fragment_words < 1:

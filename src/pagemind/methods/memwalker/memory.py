@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ...errors import ConfigError
+from ..options import from_preset
 
 ROOT = "root"
 
@@ -110,14 +111,7 @@ class MemWalkerOptions:
 
     @classmethod
     def from_preset(cls, preset: str = "quality", **overrides: Any) -> "MemWalkerOptions":
-        if preset not in PRESETS:
-            raise ConfigError(f"unknown MemWalker preset {preset!r} (have: {', '.join(PRESETS)})")
-        known = {f.name for f in fields(cls)}
-        bad = set(overrides) - known
-        if bad:
-            raise ConfigError(f"unknown MemWalker option(s): {', '.join(sorted(bad))}")
-        opts = cls(preset=preset, **PRESETS[preset])
-        opts = replace(opts, **{k: v for k, v in overrides.items() if v is not None})
+        opts = from_preset(cls, "MemWalker", PRESETS, preset, overrides)
         if opts.max_children < 2:
             raise ConfigError("max_children must be at least 2")
         if opts.segment_tokens < 8 or opts.node_tokens < 8:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from ...errors import ConfigError
+from ..options import from_preset
 
 
 @dataclass(frozen=True)
@@ -98,15 +99,7 @@ class ReadAgentOptions:
 
     @classmethod
     def from_preset(cls, preset: str = "quality", **overrides: Any) -> "ReadAgentOptions":
-        if preset not in PRESETS:
-            raise ConfigError(f"unknown ReadAgent preset {preset!r} (have: {', '.join(PRESETS)})")
-        known = {f.name for f in fields(cls)}
-        bad = set(overrides) - known
-        if bad:
-            raise ConfigError(f"unknown ReadAgent option(s): {', '.join(sorted(bad))}")
-        base = {k: v for k, v in PRESETS[preset].items() if k != "prompts"}
-        opts = cls(preset=preset, **base)
-        opts = replace(opts, **{k: v for k, v in overrides.items() if v is not None})
+        opts = from_preset(cls, "ReadAgent", PRESETS, preset, overrides)
         if not 0 < opts.min_words <= opts.max_words:
             raise ConfigError("ReadAgent needs 0 < min_words <= max_words")
         if opts.max_pages < 1:
