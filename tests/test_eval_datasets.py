@@ -216,6 +216,8 @@ def test_nested_kv_staged_and_upstream_orderings_agree(tmp_path):
                                                          "value": pairs[0][1]}], lines=True)
     [u] = load_dataset("nested-kv", upstream)
     assert u.references == e.references and u.passages == e.passages and u.id == "nested_kv-L2-s0"
+    (upstream / "random_orderings_100_samples_140_indices_2_levels.jsonl").write_text("[1, 4]\n[2, 5]\n[0, 3]\n")
+    assert [x.id for x in load_dataset("nested-kv", upstream, {"seeds": "2"})] == ["nested_kv-L2-s0", "nested_kv-L2-s1"]
 
 
 def test_nested_kv_without_the_base_file_is_a_clear_error(tmp_path):
@@ -286,7 +288,7 @@ def test_every_registered_set_names_a_metric_and_its_parameters():
     specs = datasets()
     assert {"quality", "qmsum", "narrativeqa", "locomo", "msc", "nested-kv", "litm-kv", "mtbench-plus", "govreport",
             "summscreen", "quality-long", "needle"} <= set(specs)
-    assert specs["nested-kv"].params == {"levels": (1, 2, 3, 4), "base": ""}
+    assert specs["nested-kv"].params == {"levels": (1, 2, 3, 4), "seeds": 100, "base": ""}
     assert all(s.primary in ("accuracy", "rougeL", "f1", "judge") for s in specs.values())
 
 

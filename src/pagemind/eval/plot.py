@@ -41,6 +41,7 @@ def plot_summary(summary: dict[str, Any], path: Path) -> Path:
         ax.set_xlabel(label)
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel(f"{primary} (95% CI)")
+    axes[0].set_ylim(-0.03, 1.03)  # every headline metric is a 0-1 score
     budget = f", budget {c['budget']} tokens" if c.get("budget") is not None else ""
     fig.suptitle(f"{c['dataset']}: {summary['examples']} examples, {c.get('model')}{budget}", fontsize=10)
     axes[1].legend(fontsize=8, loc="best")

@@ -68,8 +68,10 @@ def nested_instance(pairs: list[tuple[str, str]], positions: list[int], where: s
             "levels": len(positions), "key_positions": positions}
 
 
-def load_nested_kv(path: Path, *, levels: tuple[int, ...] = (1, 2, 3, 4), base: str = "") -> list[Example]:
-    """MemGPT nested key-value retrieval (accuracy); ``levels`` = total lookups per question."""
+def load_nested_kv(path: Path, *, levels: tuple[int, ...] = (1, 2, 3, 4), seeds: int = 100,
+                   base: str = "") -> list[Example]:
+    """MemGPT nested key-value retrieval (accuracy); ``levels`` = total lookups per question; ``seeds``: the first
+    N instances of each level (the paper's run.sh used seeds 0-10)."""
     pairs = _base_pairs(path, base)
     instances: list[tuple[str, dict]] = []
     orderings = sorted(path.glob("random_orderings_*_levels.jsonl")) if path.is_dir() else []
@@ -82,18 +84,18 @@ def load_nested_kv(path: Path, *, levels: tuple[int, ...] = (1, 2, 3, 4), base: 
                         positions = json.loads(line)
                     except json.JSONDecodeError:
                         raise DatasetError(f"{where}: not valid JSON") from None
-                    inst = nested_instance(pairs, positions, where)
+                    inst = nested_instance(pairs, positions, where) | {"seed": n}
                     instances.append((f"nested_kv-L{inst['levels']}-s{n}", inst))
     else:
         file = find_file(path, "nested_kv_instances.jsonl")
         for n, row in read_jsonl(file):
             where = f"{file}, line {n}"
-            inst = {k: row.get(k) for k in ("query_key", "answer", "value_overrides", "levels", "key_positions")}
+            inst = {k: row.get(k) for k in ("query_key", "answer", "value_overrides", "levels", "key_positions", "seed")}
             field_of(row, "query_key", where), field_of(row, "answer", where), field_of(row, "levels", where, int)
             instances.append((str(row.get("id") or f"nested_kv-{n}"), inst))
     examples = []
     for id_, inst in instances:
-        if inst["levels"] not in levels:
+        if inst["levels"] not in levels or (inst.get("seed") or 0) >= seeds:
             continue
         overrides = dict(inst["value_overrides"] or [])
         instance_pairs = [(k, overrides.get(k, v)) for k, v in pairs]
@@ -102,7 +104,7 @@ def load_nested_kv(path: Path, *, levels: tuple[int, ...] = (1, 2, 3, 4), base: 
             id=id_, dataset="nested-kv", task="kv", question=kv_question(inst["query_key"], nested=True),
             document_id=id_, document="JSON data:\n" + kv_json(instance_pairs), references=(inst["answer"],),
             passages=kv_passages(instance_pairs),
-            meta={"levels": inst["levels"], "key": inst["query_key"], "chain": chain, "match": "last-uuid"}))
+            meta={"levels": inst["levels"], "seed": inst.get("seed"), "key": inst["query_key"], "chain": chain, "match": "last-uuid"}))
     return examples
 
 
