@@ -266,8 +266,8 @@ class Runner:
             result.finished += 1
             result.errors += int(bool(error))
             self._note(record)
-            self._bar.update(1)
             self._bar.set_postfix_str(self.running_scores(), refresh=False)
+            self._bar.update(1)  # redraws with the new running scores
 
     def _scored(self, e: Example, answer: Answer) -> dict[str, Any]:
         details = {k: v for k, v in answer.details.items() if k not in _DROP_DETAILS}
