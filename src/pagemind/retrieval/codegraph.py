@@ -24,6 +24,7 @@ from .fragrel import MatrixRelation
 
 EDGE_WEIGHTS = {"syntax": 0.5, "directory": 0.3, "file": 1.0, "call": 0.8}  # Appendix A
 
+_BLOCK_ENTRIES = 1 << 22  # Dijkstra sources per block x graph nodes (float64: 32 MB)
 NodeSpans = Sequence[tuple[int, float]]  # (graph node, text length of that node inside the fragment)
 
 
@@ -52,23 +53,45 @@ class CodeGraph:
             edges.append((int(u), int(v), w))
         return cls(n_nodes, tuple(edges))
 
+    @classmethod
+    def from_arrays(cls, n_nodes: int, u: np.ndarray, v: np.ndarray, w: np.ndarray) -> "CodeGraph":
+        """From parallel edge arrays (the cost matrix is built from them directly)."""
+        graph = cls(n_nodes, tuple(zip(np.asarray(u).tolist(), np.asarray(v).tolist(), np.asarray(w).tolist())))
+        object.__setattr__(graph, "_cost", cost_matrix(n_nodes, u, v, w))
+        return graph
+
     def cost_matrix(self):
-        """Symmetric sparse matrix of -log(w) (explicit zeros are weight-1 edges, which scipy keeps)."""
-        sp, _ = _scipy()
-        best: dict[tuple[int, int], float] = {}
-        for u, v, w in self.edges:
-            if not 0.0 < w <= 1.0:
-                raise ConfigError(f"edge weight {w} outside (0, 1]")
-            if not (0 <= u < self.n_nodes and 0 <= v < self.n_nodes):
-                raise ConfigError(f"edge ({u}, {v}) names a node outside 0..{self.n_nodes - 1}")
-            if u == v:
-                continue
-            key = (min(u, v), max(u, v))
-            best[key] = max(best.get(key, 0.0), w)
-        rows = np.array([k[0] for k in best] + [k[1] for k in best], dtype=np.int64)
-        cols = np.array([k[1] for k in best] + [k[0] for k in best], dtype=np.int64)
-        cost = np.array([-math.log(w) for w in best.values()] * 2, dtype=np.float64)
-        return sp.csr_matrix((cost, (rows, cols)), shape=(self.n_nodes, self.n_nodes))
+        """Symmetric sparse matrix of -log(w), built once per graph and cached (see :func:`cost_matrix`)."""
+        cached = self.__dict__.get("_cost")
+        if cached is None:
+            e = np.asarray(self.edges, dtype=np.float64).reshape(-1, 3)
+            cached = cost_matrix(self.n_nodes, e[:, 0].astype(np.int64), e[:, 1].astype(np.int64), e[:, 2])
+            object.__setattr__(self, "_cost", cached)  # frozen dataclass: a cache, not a field
+        return cached
+
+
+def cost_matrix(n_nodes: int, u: np.ndarray, v: np.ndarray, w: np.ndarray):
+    """Symmetric sparse -log(w) of undirected edges ``(u, v, w)``: a repeated edge keeps its best weight, self
+    loops are dropped, weight-1 edges are explicit zeros (which scipy's Dijkstra keeps as edges)."""
+    sp, _ = _scipy()
+    u, v, w = np.asarray(u, dtype=np.int64), np.asarray(v, dtype=np.int64), np.asarray(w, dtype=np.float64)
+    bad_w = ~((w > 0.0) & (w <= 1.0))
+    if bad_w.any():
+        raise ConfigError(f"edge weight {w[bad_w][0]} outside (0, 1]")
+    bad_n = (u < 0) | (u >= n_nodes) | (v < 0) | (v >= n_nodes)
+    if bad_n.any():
+        i = int(np.flatnonzero(bad_n)[0])
+        raise ConfigError(f"edge ({u[i]}, {v[i]}) names a node outside 0..{n_nodes - 1}")
+    a, b = np.minimum(u, v), np.maximum(u, v)
+    loop = a == b
+    a, b, w = a[~loop], b[~loop], w[~loop]
+    order = np.lexsort((-w, b, a))  # per node pair, the best weight first
+    a, b, w = a[order], b[order], w[order]
+    first = np.ones(len(a), dtype=bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    a, b, cost = a[first], b[first], -np.log(w[first])
+    return sp.csr_matrix((np.concatenate([cost, cost]), (np.concatenate([a, b]), np.concatenate([b, a]))),
+                         shape=(n_nodes, n_nodes))
 
 
 def max_product_paths(graph: CodeGraph, sources: Sequence[int], min_weight: float = 0.0) -> np.ndarray:
@@ -108,9 +131,10 @@ def code_relation_rows(graph: CodeGraph, fragment_nodes: Sequence[NodeSpans], ro
     sources = sorted({g for r in rows for g, _ in fragment_nodes[r]})
     A = M[rows][:, sources]  # lengths of each requested fragment's nodes, by source order
     weighted = np.zeros((len(rows), graph.n_nodes))  # sum_k len_k Dis(g_k, .), Dijkstra in blocks of sources
-    for b in range(0, len(sources), 256):
-        D = max_product_paths(graph, sources[b:b + 256], min_weight)
-        weighted += np.asarray(A[:, b:b + 256] @ D)
+    block = max(1, min(256, _BLOCK_ENTRIES // max(1, graph.n_nodes)))  # a block's dense rows stay ~32 MB
+    for b in range(0, len(sources), block):
+        D = max_product_paths(graph, sources[b:b + block], min_weight)
+        weighted += np.asarray(A[:, b:b + block] @ D)
     W = np.asarray((M @ weighted.T).T)  # (R, N): sum_k sum_l len_k len_l Dis(g_k, g_l)
     W = W / (L[rows][:, None] * np.where(L > 0, L, 1)[None, :])
     W[:, L <= 0] = 0.0

@@ -97,6 +97,19 @@ class Store:
             )
             self._db.execute("UPDATE memories SET updated = ? WHERE key = ?", (time.time(), key))
 
+    def put_items(self, key: str, kind: str, items: list[tuple[int, dict[str, Any]]]) -> None:
+        """Many items in one transaction (one commit instead of one per item: a repository's fragments)."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO memory_items VALUES (?, ?, ?, ?)",
+                                     [(key, kind, idx, canonical_json(payload)) for idx, payload in items])
+                self._db.execute("UPDATE memories SET updated = ? WHERE key = ?", (time.time(), key))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
     def items(self, key: str, kind: str) -> list[dict[str, Any]]:
         rows = self._exec(
             "SELECT payload FROM memory_items WHERE memory_key = ? AND kind = ? ORDER BY idx", (key, kind)
