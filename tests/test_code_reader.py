@@ -13,8 +13,7 @@ pytest.importorskip("tree_sitter_python")
 
 from pagemind import Pagemind, ScriptedLLM, Store  # noqa: E402
 from pagemind.cli import main as cli_main  # noqa: E402
-from pagemind.cli.code import ask_directory, complete  # noqa: E402
-from pagemind.cli.main_errors import handle_errors  # noqa: E402
+from pagemind.cli.code import complete  # noqa: E402
 from pagemind.errors import ConfigError, InputError  # noqa: E402
 from pagemind.methods.code import CodeOptions, CodeReader, ask_repository, complete_file, parse_target  # noqa: E402
 from pagemind.methods.code_prompt import extract_completion  # noqa: E402
@@ -246,29 +245,20 @@ def test_cli_bad_inputs_are_one_line_errors(tmp_path):
         assert fake.history == []
 
 
-@click.command()
-@click.argument("file")
-@click.argument("question")
-@click.option("--trace", is_flag=True)
-@click.option("--json", "as_json", is_flag=True)
-@cli_main.method_options
-@cli_main.llm_options
-@click.pass_context
-@handle_errors
-def ask_stub(ctx, file, question, trace, as_json, encoding, **kw):
-    """What ``pagemind ask`` does with a directory once it dispatches to :func:`ask_directory`."""
-    ask_directory(ctx, file, question, (), trace=trace, as_json=as_json, kw=kw)
-
-
 def test_ask_directory_dispatch(tmp_path):
     root = write(tmp_path / "repo", SMALL)
     store = ["--store", str(tmp_path / "s.db")]
-    result, fake = run([str(root), "What does alpha_total do?", "--top-k", "1", "--budget", "200"] + store,
-                       command=ask_stub)
+    ask = ["ask", str(root)]
+    result, fake = run(ask + ["What does alpha_total do?", "--top-k", "1", "--budget", "200"] + store,
+                       command=cli_main.cli)
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == "It sums them." and "[code] pages read:" in result.stderr
     assert fake.history[-1].messages[0].content.count("# pkg/") == 1  # --top-k 1
+    on, _ = run(ask + ["q?", "--json"] + store, command=cli_main.cli)
+    off, _ = run(ask + ["q?", "--json", "--no-fragrel"] + store, command=cli_main.cli)
+    assert json.loads(on.stdout)["details"]["options"]["fragrel"] is True
+    assert json.loads(off.stdout)["details"]["options"]["fragrel"] is False
     for bad in (["--keep", "left"], ["--method", "rag"], ["--scorer", "dense"]):
-        rejected, _ = run([str(root), "q?"] + bad + store, command=ask_stub)
+        rejected, _ = run(ask + ["q?"] + bad + store, command=cli_main.cli)
         assert rejected.exit_code == 2, (bad, rejected.output)
         assert "does not apply" in rejected.output or "bm25 or jaccard" in rejected.output

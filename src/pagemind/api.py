@@ -99,7 +99,12 @@ class Pagemind:
     def ask(self, source: str | Path | Document, question: str | Question, options: Sequence[str] = (),
             method: str = "readagent-p", progress: Callable[[int, int], None] | None = None,
             **method_options: Any) -> Answer:
-        """Answer a question about a document; builds its memory first if needed."""
+        """Answer a question about a document (builds its memory first if needed), or about a source tree when
+        ``source`` is a directory (code retrieval with FragRel's code relation; ``method`` does not apply)."""
+        if isinstance(source, (str, Path)) and Path(source).is_dir():
+            from .methods.code import ask_repository
+
+            return ask_repository(self, source, question, options, **method_options)
         reader = self.reader(method, **method_options)
         build_trace = Trace()
         memory = reader.build(self.document(source), progress=progress, trace=build_trace)

@@ -120,7 +120,7 @@ def ask_directory(ctx: click.Context, directory: str, question: str, options: tu
         if flag not in kw:
             continue
         value = kw.pop(flag)
-        if value is None or value is False:
+        if value is None or (value is False and flag != "fragrel"):  # --no-fragrel is a choice; others are unset
             continue
         if flag not in ASK_FLAGS:
             takes = ", ".join("--" + f.replace("_", "-") for f in ASK_FLAGS)

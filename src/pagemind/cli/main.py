@@ -54,6 +54,7 @@ METHOD_FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
     "fragments": ("fragments", RAG), "fragment_words": ("fragment_words", RAG), "scorer": ("scorer", RAG),
     "fusion": ("fusion", RAG), "fragrel": ("fragrel", RAG), "relation": ("relation", RAG),
     "alpha": ("alpha", RAG), "w_rel": ("w_rel", RAG), "top_k": ("top_k", RAG),
+    "top_m": ("top_m", ("a directory",)), "min_weight": ("min_weight", ("a directory",)),
 }
 NEGATIVE_FLAGS = {"no_reasoning": ("reasoning", ("memwalker",)),
                   "no_working_memory": ("working_memory", ("memwalker",)),
@@ -89,12 +90,17 @@ def method_options(fn: Callable) -> Callable:
         click.option("--fragment-words", type=int, help="RAG: words per fragment [preset: 500]"),
         click.option("--scorer", type=click.Choice(["bm25", "dense", "hybrid"]), help="RAG: s_ind [default bm25]"),
         click.option("--fusion", type=click.Choice(["rrf", "mix"]), help="RAG hybrid: rank fusion or score mix"),
-        click.option("--fragrel", is_flag=True, default=None, help="RAG: re-score with FragRel's relations"),
+        click.option("--fragrel/--no-fragrel", default=None,
+                     help="RAG: re-score with FragRel's relations [default off; on for a directory]"),
         click.option("--relation", type=click.Choice(["context", "semantic", "semantic-distance"]),
                      help="RAG FragRel relation [default context]"),
         click.option("--alpha", type=float, help="RAG FragRel: weight of the environment score [default 0.5]"),
         click.option("--w-rel", type=float, help="RAG FragRel context relation: w_rel [default 0.3]"),
-        click.option("--top-k", type=int, help="RAG: most fragments shown [default 5; 0: as many as fit the budget]"),
+        click.option("--top-k", type=int, help="RAG: most fragments shown [default 5; 0: as many as fit the budget]; "
+                                               "a directory: [default 10]"),
+        click.option("--top-m", type=int, help="a directory: candidates re-scored with the code relation [default 50]"),
+        click.option("--min-weight", type=float,
+                     help="a directory: code-relation paths lighter than this count as unrelated [default 0.01]"),
     ]):
         fn = option(fn)
     return fn
@@ -155,6 +161,10 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
         file, question = None, file
     if not question:
         raise click.UsageError("give FILE and QUESTION (or --sample QUESTION)")
+    if file and not sample and Path(file).is_dir():  # a source tree: code retrieval with FragRel's code relation
+        from .code import ask_directory
+
+        return ask_directory(ctx, file, question, options, trace=trace, as_json=as_json, kw=kw)
     path = _source(file, sample)
     method, opts = _method_kwargs(kw)
     with _session(ctx, kw) as pm:
