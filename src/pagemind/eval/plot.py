@@ -36,7 +36,8 @@ def plot_summary(summary: dict[str, Any], path: Path) -> Path:
             err = [[max(0.0, y - (m["ci_low"] if m["ci_low"] is not None else y))],
                    [max(0.0, (m["ci_high"] if m["ci_high"] is not None else y) - y)]]
             ax.errorbar([max(x, 1)], [y], yerr=err, fmt="o", capsize=4, color=f"C{i % 10}", label=m["method"])
-            ax.annotate(m["method"], (max(x, 1), y), textcoords="offset points", xytext=(6, 6), fontsize=8)
+            ax.annotate(m["method"], (max(x, 1), y), textcoords="offset points", xytext=(6, 4 + 9 * (i % 4)),
+                        fontsize=8, color=f"C{i % 10}")  # staggered: methods often share a score
         ax.set_xscale("log")
         ax.set_xlabel(label)
         ax.grid(True, alpha=0.3)
@@ -44,7 +45,7 @@ def plot_summary(summary: dict[str, Any], path: Path) -> Path:
     axes[0].set_ylim(-0.03, 1.03)  # every headline metric is a 0-1 score
     budget = f", budget {c['budget']} tokens" if c.get("budget") is not None else ""
     fig.suptitle(f"{c['dataset']}: {summary['examples']} examples, {c.get('model')}{budget}", fontsize=10)
-    axes[1].legend(fontsize=8, loc="best")
+    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
