@@ -28,11 +28,11 @@ def _articles(path: Path) -> list[Example]:
     return list(articles.values())
 
 
-def _fill(pool: list[Example], words: int, rng: random.Random, first: Example | None = None) -> list[Example]:
+def _fill(pool: list[Example], words: int, rng: random.Random) -> list[Example]:
     """Whole articles in a seeded order until ``words`` is reached (or the pool runs out)."""
-    order = [a for a in rng.sample(pool, len(pool)) if a is not first]
-    chosen, total = ([first], first.words) if first else ([], 0)
-    for article in order:
+    chosen: list[Example] = []
+    total = 0
+    for article in rng.sample(pool, len(pool)):
         if total >= words:
             break
         chosen.append(article)
