@@ -152,3 +152,16 @@ def test_datasets_listing(tmp_path):
     assert result.exit_code == 0
     lines = {line.split()[0]: line for line in result.stdout.splitlines()[1:]}
     assert "found" in lines["quality"] and "missing" in lines["qmsum"] and "levels=1,2,3,4" in lines["nested-kv"]
+
+
+def test_a_method_whose_every_example_failed_is_reported_as_zero(tmp_path):
+    rd = RunDir(tmp_path)
+    rd.start({"dataset": "qmsum", "methods": ["memwalker"], "primary": "rougeL"})
+    for i in range(3):
+        rd.append("examples.jsonl", {"key": f"memwalker|e{i}", "example_id": f"e{i}", "method": "memwalker",
+                                     "status": "error", "error": "ContextWindowExceeded: too long"})
+    files, warnings = write_report(tmp_path)
+    [m] = summarise(tmp_path)["methods"]
+    assert (m["n"], m["errors"], m["score"], m["tokens"]) == (3, 3, 0.0, None)
+    assert "| memwalker | 3 | 3 | 0.000 [0.000, 0.000] |" in (tmp_path / "summary.md").read_text()
+    assert (tmp_path / "plot.png").exists() and not warnings
