@@ -241,3 +241,23 @@ def test_unknown_methods_are_refused():
     assert "memwalker" in expand_methods(["all"])
     with pytest.raises(ConfigError, match="unknown method 'readagent'"):
         expand_methods(["readagent"])
+    with pytest.raises(ConfigError, match="variant is METHOD@LABEL"):
+        expand_methods(["rag@"])
+    assert expand_methods(["rag,rag@fragrel"]) == ("rag", "rag@fragrel")
+
+
+def test_a_variant_runs_the_base_method_with_its_own_options_and_shares_its_memory(tmp_path):
+    quality_slice(tmp_path, n=2)
+    fake = ScriptedLLM(by_role={"answer": "Answer: (A)"})
+    result_dir = tmp_path / "run"
+    run(fake, tmp_path, result_dir, dataset="quality", methods=("rag", "rag@fragrel"),
+        method_options={"rag@fragrel": {"fragrel": True}})
+    rows = records(result_dir)
+    by_method = {m: [r for r in rows if r["method"] == m] for m in ("rag", "rag@fragrel")}
+    assert len(by_method["rag"]) == len(by_method["rag@fragrel"]) == 2
+    assert all(r["details"]["fragrel"] is False for r in by_method["rag"])
+    assert all(r["details"]["fragrel"] is True for r in by_method["rag@fragrel"])
+    config = json.loads((result_dir / "config.json").read_text())
+    assert config["method_options"]["rag@fragrel"]["fragrel"] is True
+    summary = summarise(result_dir)
+    assert [m["method"] for m in summary["methods"]] == ["rag", "rag@fragrel"]

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..errors import ConfigError
-from ..eval.datasets import data_root, datasets
+from ..eval.datasets import base_method, data_root, datasets
 from ..eval.report import markdown, summarise, write_report
 from ..eval.rundir import default_run_dir
 from ..eval.runner import ALL_METHODS, EvalConfig, Runner
@@ -63,7 +63,7 @@ def _method_options(values: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for item in values:
         method, sep, rest = item.partition(":")
-        if not sep or method not in ALL_METHODS:
+        if not sep or base_method(method) not in ALL_METHODS:
             raise click.UsageError(f"--option {item!r}: use METHOD:KEY=VALUE with a method of {', '.join(ALL_METHODS)}")
         for key, value in _pairs((rest,), "--option").items():
             out.setdefault(method, {})[key.replace("-", "_")] = _value(value)

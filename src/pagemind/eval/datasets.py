@@ -87,7 +87,14 @@ class DatasetSpec:
         return self.presets.get(family(method))
 
 
+def base_method(method: str) -> str:
+    """``rag@fragrel`` -> ``rag``: a method name with an optional ``@label`` naming a variant (its options are
+    given with ``-O rag@fragrel:fragrel=true``), so one run can compare a method with itself differently set."""
+    return method.partition("@")[0]
+
+
 def family(method: str) -> str:
+    method = base_method(method)
     if method in ("readagent-p", "readagent-s", "gistmem"):
         return "readagent"
     if method in ("rag", "op-rag"):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .datasets import base_method
 from .metrics import BINARY
 from .rundir import BUILDS, EXAMPLES, RunDir
 
@@ -105,9 +106,10 @@ def summarise_method(method: str, records: list[dict[str, Any]], builds: list[di
     s.seconds = _mean([r.get("wall_seconds", 0) for r in ok])
     s.context_words = _mean([r["context_words"] for r in ok if r.get("context_words")])
     s.compression_rate = _mean([r["compression_rate"] for r in ok if r.get("compression_rate") is not None])
-    if method in ("readagent-p", "readagent-s"):
+    base = base_method(method)
+    if base in ("readagent-p", "readagent-s"):
         s.lookups = _mean([r.get("lookups", 0) for r in ok])
-    if method == "memwalker":
+    if base == "memwalker":
         s.navigation_failure_rate = _mean([float(r["details"].get("navigation_failure") is not None)
                                            for r in ok if "navigation_failure" in (r.get("details") or {})])
     rates = [r["details"]["valid_action_rate"] for r in ok if "valid_action_rate" in (r.get("details") or {})]
@@ -120,7 +122,7 @@ def summarise_method(method: str, records: list[dict[str, Any]], builds: list[di
     if builds and records:
         s.index_tokens = index / len(records)
         s.all_in_tokens = (s.tokens or 0) + s.index_tokens
-    elif method in ("memgpt",) or not builds:
+    elif base == "memgpt" or not builds:
         s.all_in_tokens = s.tokens
     return s
 

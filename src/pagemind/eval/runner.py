@@ -24,7 +24,7 @@ from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..methods.question import Answer
 from . import metrics
-from .datasets import DatasetSpec, Example, datasets, load_dataset
+from .datasets import DatasetSpec, Example, base_method, datasets, load_dataset
 from .memgpt import MemGPTEval, document_of
 from .raters import Raters
 from .rundir import BUILDS, EXAMPLES, RunDir, record_key
@@ -58,8 +58,10 @@ def expand_methods(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
         for part in (p.strip() for p in name.split(",") if p.strip()):
             wanted = ALL_METHODS if part == "all" else (part,)
             for method in wanted:
-                if method not in ALL_METHODS:
-                    raise ConfigError(f"unknown method {method!r} (have: {', '.join(ALL_METHODS)}, all)")
+                base, at, label = method.partition("@")
+                if base not in ALL_METHODS or (at and not label):
+                    raise ConfigError(f"unknown method {method!r} (have: {', '.join(ALL_METHODS)}, all; "
+                                      "a variant is METHOD@LABEL)")
                 if method not in out:
                     out.append(method)
     if not out:
@@ -138,16 +140,16 @@ class Runner:
     def method_options(self, method: str) -> dict[str, Any]:
         opts = dict(self.config.method_options.get(method, {}))
         preset = self.spec().preset_for(method)
-        if preset and method != "memgpt":
+        if preset and base_method(method) != "memgpt":
             opts.setdefault("preset", preset)
         if self.config.budget is not None:
             opts.setdefault("budget", self.config.budget)
         return opts
 
     def make(self, method: str) -> Any:
-        if method == "memgpt":
+        if base_method(method) == "memgpt":
             return MemGPTEval(self.pm.llm, self.pm.store, **self.method_options(method))
-        return self.pm.reader(method, **self.method_options(method))
+        return self.pm.reader(base_method(method), **self.method_options(method))
 
     # --- running -----------------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -213,7 +215,7 @@ class Runner:
 
     def _unit(self, runner: Any, method: str, examples: list[Example], result: RunResult) -> None:
         """One document and one method: the memory once, then every question."""
-        if method == "memgpt":
+        if base_method(method) == "memgpt":
             for e in examples:
                 self._answer(method, e, lambda e=e: runner.answer_example(e), result)
             return
@@ -240,7 +242,7 @@ class Runner:
     def _llm_built(self, method: str) -> bool:
         """Whether building this method's memory takes LLM calls (ReadAgent gists, MemWalker summaries)."""
         opts = self.method_options(method)
-        return method not in ("full", "rag", "op-rag") or opts.get("fragments") == "pages"
+        return base_method(method) not in ("full", "rag", "op-rag") or opts.get("fragments") == "pages"
 
     def _answer(self, method: str, example: Example, call: Callable[[], Answer], result: RunResult) -> None:
         t0 = time.perf_counter()
