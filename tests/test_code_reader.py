@@ -13,7 +13,6 @@ pytest.importorskip("tree_sitter_python")
 
 from pagemind import Pagemind, ScriptedLLM, Store  # noqa: E402
 from pagemind.cli import main as cli_main  # noqa: E402
-from pagemind.cli.code import complete  # noqa: E402
 from pagemind.errors import ConfigError, InputError  # noqa: E402
 from pagemind.methods.code import CodeOptions, CodeReader, ask_repository, complete_file, parse_target  # noqa: E402
 from pagemind.methods.code_prompt import extract_completion  # noqa: E402
@@ -208,9 +207,12 @@ def test_a_reply_cut_by_the_token_limit_loses_its_partial_line():
 
 
 # --- the CLI --------------------------------------------------------------------------------------------
-def run(args, fake=None, command=complete):
+def run(args, fake=None, command=None):
+    """``pagemind complete ARGS`` through the real command group (or ``command`` with ARGS as given)."""
     fake = fake or ScriptedLLM(by_role={"complete": "    total = alpha_total(scaled)\n",
                                         "answer": "It sums them."})
+    if command is None:
+        command, args = cli_main.cli, ["complete", *args]
     return CliRunner().invoke(command, args, obj={"backend": fake}), fake
 
 

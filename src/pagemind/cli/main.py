@@ -224,10 +224,12 @@ def _source(file: str | None, sample: bool) -> str | Path:
 
 
 from .agent import agent, chat  # noqa: E402
+from .code import complete  # noqa: E402
 from .eval import eval_group  # noqa: E402
 from .models import models  # noqa: E402
 
 cli.add_command(models)
 cli.add_command(agent)
 cli.add_command(chat)
+cli.add_command(complete)
 cli.add_command(eval_group)
