@@ -189,7 +189,8 @@ def test_null_content_is_empty_text() -> None:
 
 
 def test_json_schema_forwarded_as_response_format() -> None:
-    schema = {"type": "object", "properties": {"page": {"type": "integer"}}, "required": ["page"]}
+    schema = {"type": "object", "properties": {"page": {"type": "integer"}}, "required": ["page"],
+              "additionalProperties": False}
     request = LLMRequest.user("x", constraint=Constraint(name="lookup", gbnf="root ::= \"1\"", json_schema=schema))
     with MockServer(script=[{"text": '{"page": 3}'}]) as server:
         backend = OpenAICompatible("m", base_url=server.url)
@@ -268,3 +269,40 @@ def test_context_window_table() -> None:
     assert OpenAICompatible("llama3", base_url="http://127.0.0.1:1/v1").capabilities.context_window == 8192
     backend = OpenAICompatible("llama3", base_url="http://127.0.0.1:1/v1", context_window=4096, max_concurrency=4)
     assert backend.capabilities.context_window == 4096 and backend.capabilities.max_concurrency == 4
+
+
+def test_strict_only_for_schemas_strict_mode_accepts() -> None:
+    from pagemind.agent import step_schema
+    from pagemind.llm.openai import strict_compatible
+
+    closed = {"type": "object", "additionalProperties": False, "required": ["page"],
+              "properties": {"page": {"type": "integer"}, }}
+    assert strict_compatible(closed)
+    assert not strict_compatible({**closed, "additionalProperties": True})
+    assert not strict_compatible({**closed, "required": []})  # strict mode wants every property required
+    assert not strict_compatible({**closed, "properties": {"page": {"type": "string", "maxLength": 9}}})
+    assert not strict_compatible({"oneOf": [closed]})
+    assert not strict_compatible(step_schema(["persona", "human"], 1000))  # the agent's step: sent non-strict
+    request = LLMRequest.user("x", constraint=Constraint(name="s", json_schema={"oneOf": [closed]}))
+    with MockServer() as server:
+        backend = OpenAICompatible("m", base_url=server.url)
+        backend.execute(request)
+        backend.close()
+    assert server.requests[0]["response_format"]["json_schema"]["strict"] is False
+
+
+def test_the_concurrency_bound_holds_across_callers() -> None:
+    import threading
+
+    requests = [LLMRequest.user(f"request {i}") for i in range(8)]
+    with MockServer(latency=0.2) as server:
+        backend = OpenAICompatible("m", base_url=server.url)
+        llm = make_llm(backend, concurrency=3)
+        threads = [threading.Thread(target=llm.map, args=(requests,)) for _ in range(3)]  # 3 pools of 3
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        backend.close()
+    assert len(server.requests) == 24
+    assert server.max_in_flight == 3

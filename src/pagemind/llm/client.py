@@ -49,6 +49,8 @@ class LLM:
         self.usage = Usage()
         self._sleep = sleep
         self._usage_lock = threading.Lock()
+        # The bound holds across every caller (a build's pool, the eval runner's documents...), not per pool.
+        self._slots = threading.BoundedSemaphore(self.concurrency)
 
     # --- facts -------------------------------------------------------------------------------------
     @property
@@ -91,7 +93,8 @@ class LLM:
         attempt = 0
         while True:
             try:
-                response = self.backend.execute(request)
+                with self._slots:
+                    response = self.backend.execute(request)
                 break
             except LLMError as err:
                 if not is_retryable(err) or attempt >= self.max_retries:

@@ -127,7 +127,7 @@ class OpenAICompatible(Backend):
         if c is not None and c.json_schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": c.name, "schema": c.json_schema, "strict": True},
+                "json_schema": {"name": c.name, "schema": c.json_schema, "strict": strict_compatible(c.json_schema)},
             }
             return body, True
         return body, False
@@ -226,3 +226,31 @@ class OpenAICompatible(Backend):
         if entry is not None:
             await entry[1].aclose()
         self.close()
+
+
+_STRICT_KEYS = {"type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
+                "description", "title", "$defs", "$ref"}
+
+
+def strict_compatible(schema: Any) -> bool:
+    """Whether OpenAI's strict structured outputs accept ``schema``: an object root, every object closed
+    (``additionalProperties: false``) with all its properties required, and only the keywords strict mode
+    supports (no ``oneOf``, no length bounds). Other schemas are sent with ``strict: false`` (followed as a
+    guide; the caller's tolerant parser does the rest) instead of being refused with a 400."""
+
+    def ok(node: Any) -> bool:
+        if isinstance(node, list):
+            return all(ok(n) for n in node)
+        if not isinstance(node, dict):
+            return True
+        if set(node) - _STRICT_KEYS:
+            return False
+        if node.get("type") == "object":
+            props = node.get("properties", {})
+            if node.get("additionalProperties") is not False or set(node.get("required", [])) != set(props):
+                return False
+        children = [*node.get("properties", {}).values(), *node.get("$defs", {}).values()]
+        children += [node[k] for k in ("items", "anyOf") if k in node]
+        return all(ok(child) for child in children)
+
+    return isinstance(schema, dict) and schema.get("type") == "object" and ok(schema)
