@@ -6,7 +6,7 @@ import pytest
 
 from helpers import first_words_gist, middle_label
 from pagemind import Pagemind, ScriptedLLM
-from pagemind.errors import BadRequest, ConfigError
+from pagemind.errors import BackendUnavailable, BadRequest, ConfigError
 from pagemind.eval import EvalConfig, Runner, summarise
 from pagemind.eval.rundir import RunDir
 from test_eval_datasets import UUIDS, kv_base, quality_slice, write
@@ -88,6 +88,24 @@ def test_a_failed_example_is_recorded_and_the_run_goes_on(tmp_path):
     assert by_question["What happens in 2?"]["scores"] == {"accuracy": 0.0}
     [m] = summarise(tmp_path / "run")["methods"]
     assert (m["n"], m["errors"], m["score"]) == (3, 1, pytest.approx(1 / 3))  # the failure counts as 0
+
+
+def test_an_unreachable_endpoint_stops_the_run_and_is_never_scored(tmp_path):
+    quality_slice(tmp_path, n=3)
+    down = {"on": True}
+
+    def answer(request):
+        if down["on"] and "What happens in 1?" in request.messages[0].content:
+            raise BackendUnavailable("connection refused")
+        return "Answer: (A)"
+
+    fake = ScriptedLLM(by_role={"answer": answer})
+    with pytest.raises(BackendUnavailable):
+        run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full",))
+    assert all(r["status"] == "ok" for r in records(tmp_path / "run"))  # no zero for the outage
+    down["on"] = False
+    result = run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full",))  # the same command again
+    assert result.errors == 0 and len(records(tmp_path / "run")) == 3
 
 
 def test_a_killed_run_resumes_where_it_stopped(tmp_path):

@@ -10,6 +10,7 @@ error and the run goes on. Token counts include calls served from the LLM cache 
 from __future__ import annotations
 
 import random
+import sqlite3
 import sys
 import threading
 import time
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..api import METHODS, Pagemind
-from ..errors import ConfigError, DatasetError
+from ..errors import BackendUnavailable, ConfigError, DatasetError, RateLimited, ServerError
 from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..methods.question import Answer
@@ -30,6 +31,9 @@ from .raters import Raters
 from .rundir import BUILDS, EXAMPLES, RunDir, record_key
 
 ALL_METHODS = METHODS + ("memgpt",)
+# Failures of the machinery, not of a method: they stop the run (nothing is recorded for the example at hand, so
+# running the same command again retries it) instead of being scored as a wrong answer.
+FATAL = (BackendUnavailable, RateLimited, ServerError, ConfigError, sqlite3.Error, MemoryError)
 _DROP_DETAILS = ("trajectory",)  # large; the walk string keeps the path
 
 
@@ -157,6 +161,8 @@ class Runner:
         spec = self.spec()
         examples = self.examples()
         runners = {m: self.make(m) for m in methods}  # option errors surface before anything is written
+        if examples:
+            metrics.score(examples[0], "", None)  # a metric's missing dependency surfaces before any LLM call
         self.raters = Raters(self.rater_llm or self.pm.llm) if self.config.raters or spec.primary == "judge" else None
         stored = self.dir.start({
             "dataset": spec.name, "methods": list(methods), "data": self.config.data,
@@ -223,6 +229,8 @@ class Runner:
         trace, t0 = Trace(), time.perf_counter()
         try:
             memory = runner.build(document_of(document), trace=trace)
+        except FATAL:
+            raise
         except Exception as err:  # noqa: BLE001 - recorded; the run goes on with the next unit
             self.dir.append(BUILDS, {"key": record_key(method, document.document_id), "method": method,
                                      "document_id": document.document_id, "status": "error", "error": _error(err),
@@ -248,6 +256,8 @@ class Runner:
         t0 = time.perf_counter()
         try:
             answer = call()
+        except FATAL:
+            raise
         except Exception as err:  # noqa: BLE001 - a failed example is recorded with its error
             self._record(method, example, result, error=_error(err), wall=time.perf_counter() - t0)
             return
@@ -293,6 +303,8 @@ class Runner:
                 out["scores"].update(rating.scores)
                 out["rating"] = {"label": rating.label, "decisions": rating.decisions, "fallbacks": rating.fallbacks}
                 out["rater_usage"] = usage_of(rating.trace)
+        except FATAL:
+            raise
         except Exception as err:  # noqa: BLE001 - the answer stands; its rating is missing and says why
             out["rater_error"] = _error(err)
         return out
