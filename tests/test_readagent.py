@@ -3,7 +3,7 @@
 import pytest
 
 from helpers import first_words_gist, labels, make_text, middle_label
-from pagemind import Document, LLM, Pagemind, ScriptedLLM, Store
+from pagemind import Document, LLM, Pagemind, ScriptedLLM, Store, Trace
 from pagemind.llm.base import Message
 from pagemind.errors import ScriptExhausted
 from pagemind.methods.question import Question
@@ -292,3 +292,23 @@ def test_follow_up_expansion_respects_the_budget():
     answer = agent.answer(memory, Question("Which page?", ("one", "two")))
     assert answer.pages_read == [1]
     assert any("page 2 dropped" in f and "budget" in f for f in answer.fallbacks)
+
+
+@pytest.mark.parametrize("gist_mode", ["separate", "continue"])
+def test_an_empty_gist_falls_back_to_the_page_beginning_and_is_recorded(gist_mode):
+    def gist(request):
+        return "Here is a shortened version:" if "p0w0" in request.messages[-1].content else first_words_gist(request)
+
+    def continued(request):  # continue mode: the page is in the pagination turn, the gist request says little
+        return "" if request.messages[0].content.count("p0w0") else "short"
+
+    fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": gist if gist_mode == "separate" else continued})
+    trace = Trace()
+    agent = ReadAgent(LLM(fake), Store(":memory:"), ReadAgentOptions.from_preset("quality", gist_mode=gist_mode))
+    memory = agent.build(Document.from_text(make_text(30, 60)), trace=trace)
+    first = memory.gists[0]
+    assert first.source == "fallback"
+    assert first.text.split() == memory.pages[0].text.split()[:len(first.text.split())] and first.words >= 30
+    assert all(g.source == "llm" for g in memory.gists[1:])
+    assert agent.describe(memory)["fallback_gists"] == 1
+    assert any(e.decision and e.decision.startswith("empty gist of page 0") for e in trace.events)

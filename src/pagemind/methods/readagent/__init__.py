@@ -46,6 +46,7 @@ class ReadAgent:
             "gist_words": memory.gist_words,
             "compression_rate": round(memory.compression_rate, 2),
             "fallback_pages": sum(p.label_source == "fallback" for p in memory.pages),
+            "fallback_gists": sum(g.source == "fallback" for g in memory.gists),
         }
 
 

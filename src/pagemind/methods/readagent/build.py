@@ -62,6 +62,9 @@ def build_memory(
     )
 
 
+FALLBACK_GIST_MIN_WORDS = 30  # an empty gist becomes the page's first fifth (at least this many words)
+
+
 def _paginate(paragraphs, pages, gists, key, llm, store, opts, trace, progress, total, on_page=None) -> None:
     i = pages[-1].end if pages else 0
     while i < len(paragraphs):
@@ -74,8 +77,7 @@ def _paginate(paragraphs, pages, gists, key, llm, store, opts, trace, progress, 
         if on_page is not None:
             on_page(page)
         if opts.gist_mode == "continue" and window.request is not None and reply is not None:
-            response, _ = llm.complete(continued_gist_request(window.request, reply, label, opts), trace)
-            gist = Gist(page.index, clean_gist(response.text))
+            gist = _gist(page, continued_gist_request(window.request, reply, label, opts), llm, trace)
             store.put_item(key, "gist", page.index, gist.__dict__)
             gists[page.index] = gist
         if progress:
@@ -110,9 +112,21 @@ def _ask_pause(window: Window, llm: LLM, opts: ReadAgentOptions, trace: Trace) -
     return f"Break point: <{window.last}>", window.last, "fallback"
 
 
+def _gist(page: Page, request: LLMRequest, llm: LLM, trace: Trace) -> Gist:
+    """The page's gist; an empty (or preamble-only) reply falls back to the page's beginning, recorded."""
+    response, event = llm.complete(request, trace)
+    text = clean_gist(response.text)
+    if text:
+        trace.decide(event, f"gist of page {page.index} ({len(text.split())} of {page.words} words)")
+        return Gist(page.index, text)
+    words = page.text.split()
+    kept = max(FALLBACK_GIST_MIN_WORDS, len(words) // 5)
+    trace.decide(event, f"empty gist of page {page.index}: its first {min(kept, len(words))} words used")
+    return Gist(page.index, " ".join(words[:kept]), source="fallback")
+
+
 def _gist_one(page: Page, key: str, llm: LLM, store: Store, opts: ReadAgentOptions, trace: Trace) -> Gist:
-    response, _ = llm.complete(gist_request(page, opts), trace)
-    gist = Gist(page.index, clean_gist(response.text))
+    gist = _gist(page, gist_request(page, opts), llm, trace)
     store.put_item(key, "gist", gist.page, gist.__dict__)  # stored as each finishes: a kill loses little
     return gist
 

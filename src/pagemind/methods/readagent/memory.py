@@ -26,6 +26,7 @@ class Page:
 class Gist:
     page: int
     text: str
+    source: str = "llm"  # llm | fallback (the reply was empty: the page's beginning stands in, recorded)
 
     @property
     def words(self) -> int:
