@@ -80,3 +80,16 @@ def test_chat_repl_with_memory_search_and_exit(tmp_path):
     assert '<persona characters="' in out and "recall: 6 messages" in out
     assert "Showing 2 of 2 results (page 1/1)" in out  # the user's message and the agent's reply
     assert "created agent pal" in result.stderr
+
+
+def test_options_given_to_chat_for_an_existing_agent_update_it_and_say_so(tmp_path):
+    db = tmp_path / "pm.db"
+    created, _ = run(["agent", "create", "kim", "--max-steps", "4"], store=db)
+    assert created.exit_code == 0, created.output
+    again, _ = run(["chat", "--agent", "kim", "--max-steps", "2", "--page-size", "5"], store=db, input="/exit\n")
+    assert again.exit_code == 0, again.output
+    assert "agent kim: options updated (max_steps=2)" in again.stderr  # page_size 5 is what it had: no change
+    shown, _ = run(["agent", "show", "kim", "--json"], store=db)
+    assert json.loads(shown.stdout)["options"]["max_steps"] == 2
+    quiet, _ = run(["chat", "--agent", "kim", "--max-steps", "2"], store=db, input="/exit\n")
+    assert "options updated" not in quiet.stderr

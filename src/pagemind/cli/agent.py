@@ -48,24 +48,36 @@ def _session() -> Callable:
     return session
 
 
-def _agent_opts(kw: dict[str, Any]) -> AgentOptions:
+def _agent_opts(kw: dict[str, Any]) -> dict[str, Any]:
+    """The agent options given on the command line (popped from ``kw``), without the unset ones."""
     names = ("context_window", "max_steps", "archival_search", "recall_search", "embedder", "block_limit",
              "page_size")
     given = {n: kw.pop(n) for n in names}
     if kw.pop("unconstrained"):
         given["constrained"] = False
-    return AgentOptions().updated(**given)
+    return {k: v for k, v in given.items() if v is not None}
 
 
-def _open(pm: Pagemind, name: str, create: bool = False, llm: bool = True, **create_kw: Any) -> Agent:
+def _open(pm: Pagemind, name: str, create: bool = False, llm: bool = True, given: dict[str, Any] | None = None,
+          **create_kw: Any) -> Agent:
+    """Agent NAME (created with ``given`` options if ``create`` and it is new). Options given for an existing
+    agent update its stored settings, and say so: a flag is never silently ignored."""
+    given = given or {}
     try:
-        return Agent.load(pm.llm if llm else None, pm.store, name)
+        agent = Agent.load(pm.llm if llm else None, pm.store, name)
     except AgentNotFound:
         if not create:
             raise
-        agent = Agent.create(pm.llm if llm else None, pm.store, name, **create_kw)
+        agent = Agent.create(pm.llm if llm else None, pm.store, name, options=AgentOptions().updated(**given),
+                             **create_kw)
         click.echo(f"created agent {name}", err=True)
         return agent
+    changed = {k: v for k, v in given.items() if getattr(agent.options, k) != v}
+    if changed:
+        agent.store.save_options(agent.id, agent.options.updated(**changed))
+        agent = Agent.load(pm.llm if llm else None, pm.store, name)
+        click.echo(f"agent {name}: options updated ({', '.join(f'{k}={v}' for k, v in changed.items())})", err=True)
+    return agent
 
 
 def print_turn(turn: TurnResult, trace: bool) -> None:
@@ -108,9 +120,9 @@ def print_memory(agent: Agent) -> None:
 @handle_errors
 def chat(ctx: click.Context, name: str, trace: bool, encoding: str, **kw: Any) -> None:
     """Talk with a MemGPT agent. Commands: /memory, /search QUERY, /exit."""
-    options = _agent_opts(kw)
+    given = _agent_opts(kw)
     with _session()(ctx, kw) as pm:
-        agent = _open(pm, name, create=True, options=options)
+        agent = _open(pm, name, create=True, given=given)
         click.echo(f"talking to {name} (/memory, /search QUERY, /exit)", err=True)
         while True:
             try:
@@ -144,7 +156,7 @@ def agent() -> None:
 @handle_errors
 def create(ctx: click.Context, name: str, persona: str | None, human: str | None, encoding: str, **kw: Any) -> None:
     """Create agent NAME."""
-    options = _agent_opts(kw)
+    options = AgentOptions().updated(**_agent_opts(kw))
     with _session()(ctx, kw) as pm:
         Agent.create(None, pm.store, name, persona=persona, human=human, options=options)
         click.echo(f"created agent {name}")
