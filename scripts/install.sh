@@ -42,7 +42,8 @@ if ! ls "$wheel_dir"/llama_cpp_python-*.whl >/dev/null 2>&1; then
     CMAKE_ARGS="$flags" "$PYTHON" -m pip wheel --no-deps --no-cache-dir -w "$wheel_dir" "llama-cpp-python==${LLAMA_CPP_VERSION}"
 fi
 say "installing llama-cpp-python from $wheel_dir"
-"$PYTHON" -m pip install --force-reinstall "$wheel_dir"/llama_cpp_python-*.whl
+"$PYTHON" -m pip install --force-reinstall --no-deps "$wheel_dir"/llama_cpp_python-*.whl
+"$PYTHON" -m pip install "$wheel_dir"/llama_cpp_python-*.whl  # its dependencies, only where missing
 if "$PYTHON" -c 'import llama_cpp, sys; sys.exit("AMX" not in llama_cpp.llama_print_system_info().decode())'; then
     echo "error: the llama.cpp build has AMX kernels, which crash on these machines" >&2; exit 1
 fi
