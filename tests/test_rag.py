@@ -110,7 +110,7 @@ def test_dense_scorer_embeds_once_into_the_store(tmp_path):
     answer = rag.answer(memory, ask("p6w1 p6w2 p6w3"))
     assert answer.details["fragments"] == [6]
     rag.answer(memory, ask("p9w1"))
-    assert EmbeddingCache(store).count() == 12  # + the two queries
+    assert EmbeddingCache(store).count() == 10  # queries are not stored: the table holds fragments only
 
 
 def test_pages_fragments_reuse_readagent_pages():

@@ -122,7 +122,8 @@ class FragmentIndex:
     def dense(self, query: str) -> np.ndarray:
         vectors, owners = self.chunk_vectors()
         assert self.embedder is not None
-        q = self.embedder.embed([query])[0]
+        # a query is embedded once and thrown away: not through a persistent cache (fragments are)
+        q = getattr(self.embedder, "inner", self.embedder).embed([query])[0]
         return cosine_scores(q, vectors, owners, len(self.fragments), self.settings.pool)
 
     def independent(self, query: str) -> np.ndarray:
