@@ -8,7 +8,7 @@ from helpers import make_text
 
 from pagemind import ScriptedLLM
 from pagemind.cli.agent import agent, chat
-from pagemind.cli.main import cli  # noqa: F401  (imported first: main registers the agent commands at its bottom)
+
 
 group = click.Group(commands={"agent": agent, "chat": chat})
 

@@ -78,7 +78,7 @@ def test_dense_chat_caches_turn_embeddings():
     n = len(Counting.calls)
     r.add("user", "and the keeper's cat?")
     r.retrieve("granite lighthouse")
-    assert len(Counting.calls) == n + 1  # only the new turn (the query is cached too)
+    assert len(Counting.calls) == n + 2  # the new turn, and the query (queries are embedded afresh, never cached)
     other = r.with_settings(fragrel=False)
     assert other.settings.fragrel is False and len(other.turns) == len(r.turns)
 

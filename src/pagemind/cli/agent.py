@@ -1,14 +1,4 @@
-"""``pagemind chat`` and ``pagemind agent ...``: MemGPT agents kept in the store.
-
-Register in ``cli/main.py`` (at its bottom, after ``llm_options`` and ``_session`` are defined)::
-
-    from .agent import agent, chat  # noqa: E402
-    cli.add_command(chat)
-    cli.add_command(agent)
-
-This module takes ``llm_options`` and ``_session`` from ``main`` only at its end and inside command bodies, so
-either module may be imported first without a circular-import error.
-"""
+"""``pagemind chat`` and ``pagemind agent ...``: MemGPT agents kept in the store (registered in ``main``)."""
 
 from __future__ import annotations
 
@@ -21,6 +11,7 @@ import click
 from ..agent import Agent, AgentNotFound, AgentOptions, TurnResult, load_document
 from ..api import Pagemind
 from .main_errors import handle_errors
+from .options import llm_options, session
 
 
 def agent_options(fn: Callable) -> Callable:
@@ -39,13 +30,6 @@ def agent_options(fn: Callable) -> Callable:
     ]):
         fn = option(fn)
     return fn
-
-
-def _session() -> Callable:
-    """``main._session`` (imported late: ``main`` imports this module)."""
-    from .main import _session as session
-
-    return session
 
 
 def _agent_opts(kw: dict[str, Any]) -> dict[str, Any]:
@@ -116,12 +100,13 @@ def print_memory(agent: Agent) -> None:
 @click.option("--agent", "name", default="default", show_default=True, help="agent to talk to (created if new)")
 @click.option("--trace", is_flag=True, help="show inner monologue, calls, results and heartbeats")
 @agent_options
+@llm_options
 @click.pass_context
 @handle_errors
 def chat(ctx: click.Context, name: str, trace: bool, encoding: str, **kw: Any) -> None:
     """Talk with a MemGPT agent. Commands: /memory, /search QUERY, /exit."""
     given = _agent_opts(kw)
-    with _session()(ctx, kw) as pm:
+    with session(ctx, kw) as pm:
         agent = _open(pm, name, create=True, given=given)
         click.echo(f"talking to {name} (/memory, /search QUERY, /exit)", err=True)
         while True:
@@ -152,22 +137,24 @@ def agent() -> None:
 @click.option("--persona", help="the agent's persona block [default: a short built-in persona]")
 @click.option("--human", help="what the agent knows about its user [default: empty]")
 @agent_options
+@llm_options
 @click.pass_context
 @handle_errors
 def create(ctx: click.Context, name: str, persona: str | None, human: str | None, encoding: str, **kw: Any) -> None:
     """Create agent NAME."""
     options = AgentOptions().updated(**_agent_opts(kw))
-    with _session()(ctx, kw) as pm:
+    with session(ctx, kw) as pm:
         Agent.create(None, pm.store, name, persona=persona, human=human, options=options)
         click.echo(f"created agent {name}")
 
 
 @agent.command("list")
+@llm_options
 @click.pass_context
 @handle_errors
 def list_(ctx: click.Context, encoding: str, **kw: Any) -> None:
     """Every agent with its message and passage counts."""
-    with _session()(ctx, kw) as pm:
+    with session(ctx, kw) as pm:
         from ..agent import AgentStore
 
         for record in AgentStore(pm.store).list_agents():
@@ -179,11 +166,12 @@ def list_(ctx: click.Context, encoding: str, **kw: Any) -> None:
 @click.argument("name")
 @click.option("--messages", "last", type=int, default=10, show_default=True, help="recent messages to print")
 @click.option("--json", "as_json", is_flag=True)
+@llm_options
 @click.pass_context
 @handle_errors
 def show(ctx: click.Context, name: str, last: int, as_json: bool, encoding: str, **kw: Any) -> None:
     """Core memory, counts, settings and recent messages of agent NAME."""
-    with _session()(ctx, kw) as pm:
+    with session(ctx, kw) as pm:
         a = _open(pm, name, llm=False)
         history = a.store.history(a.id, last)
         if as_json:
@@ -206,11 +194,12 @@ def show(ctx: click.Context, name: str, last: int, as_json: bool, encoding: str,
 @click.argument("text")
 @click.option("--trace", is_flag=True, help="show inner monologue, calls, results and heartbeats")
 @click.option("--json", "as_json", is_flag=True, help="print the whole turn as JSON")
+@llm_options
 @click.pass_context
 @handle_errors
 def say(ctx: click.Context, name: str, text: str, trace: bool, as_json: bool, encoding: str, **kw: Any) -> None:
     """Send TEXT to agent NAME and print its reply."""
-    with _session()(ctx, kw) as pm:
+    with session(ctx, kw) as pm:
         turn = _open(pm, name).say(text)
         if as_json:
             click.echo(json.dumps(turn.as_dict(), indent=2, ensure_ascii=False))
@@ -220,11 +209,12 @@ def say(ctx: click.Context, name: str, text: str, trace: bool, as_json: bool, en
 
 @agent.command("delete")
 @click.argument("name")
+@llm_options
 @click.pass_context
 @handle_errors
 def delete(ctx: click.Context, name: str, encoding: str, **kw: Any) -> None:
     """Delete agent NAME with all its memory."""
-    with _session()(ctx, kw) as pm:
+    with session(ctx, kw) as pm:
         from ..agent import AgentStore
 
         AgentStore(pm.store).delete_agent(name)
@@ -236,24 +226,13 @@ def delete(ctx: click.Context, name: str, encoding: str, **kw: Any) -> None:
 @click.argument("file")
 @click.option("--words", type=int, default=300, show_default=True, help="words per passage")
 @click.option("--gists", is_flag=True, help="ReadAgent pages as passages, their gists as summaries (LLM calls)")
+@llm_options
 @click.pass_context
 @handle_errors
 def load(ctx: click.Context, name: str, file: str, words: int, gists: bool, encoding: str, **kw: Any) -> None:
     """Insert FILE into the archival storage of agent NAME, in passages."""
-    with _session()(ctx, kw) as pm:
+    with session(ctx, kw) as pm:
         a = _open(pm, name, llm=gists)
         loaded = load_document(a, pm.document(file, encoding=encoding), words=words, gists=gists)
         click.echo(f"loaded {loaded.name}: {loaded.words} words in {loaded.passages} passages"
                    f"{' with gists' if gists else ''}")
-
-
-def _with_llm_options(*commands: click.Command) -> None:
-    """Add ``main.llm_options`` to built commands (``main`` is complete or far enough along by now)."""
-    from .main import llm_options
-
-    for command in commands:
-        holder = llm_options(lambda: None)
-        command.params.extend(reversed(holder.__click_params__))  # type: ignore[attr-defined]
-
-
-_with_llm_options(chat, create, list_, show, say, delete, load)

@@ -1,19 +1,5 @@
-"""``pagemind complete DIR FILE[:LINE]`` and the directory branch of ``pagemind ask DIR QUESTION``.
-
-Register in ``cli/main.py`` (at its bottom, after ``llm_options`` and ``_session`` are defined)::
-
-    from .code import complete  # noqa: E402
-    cli.add_command(complete)
-
-and send directories to code retrieval at the top of ``ask``'s body (after the question check)::
-
-    if file and Path(file).is_dir():
-        from .code import ask_directory
-        return ask_directory(ctx, file, question, options, trace=trace, as_json=as_json, kw=kw)
-
-This module takes ``llm_options``, ``_session`` and the method flag tables from ``main`` only at its end and
-inside function bodies, so either module may be imported first.
-"""
+"""``pagemind complete DIR FILE[:LINE]`` and the directory branch of ``pagemind ask DIR QUESTION`` (``main``
+registers ``complete`` and sends a directory given to ``ask`` to :func:`ask_directory`)."""
 
 from __future__ import annotations
 
@@ -25,6 +11,7 @@ import click
 
 from ..methods.code import Completion, ask_repository, complete_file, parse_target
 from .main_errors import handle_errors
+from .options import METHOD_FLAGS, NEGATIVE_FLAGS, llm_options, session
 from .render import print_answer
 
 # flags of ``pagemind ask`` that mean something for a directory: CLI name -> CodeOptions field
@@ -89,6 +76,7 @@ def print_completion(done: Completion, prompt_only: bool, trace: bool, as_json: 
 @click.option("--prompt-only", is_flag=True, help="print the RepoCoder prompt and stop (no model call)")
 @click.option("--trace", is_flag=True, help="print the fragments shown, with their scores")
 @click.option("--json", "as_json", is_flag=True, help="print the completion, prompt and details as JSON")
+@llm_options
 @click.pass_context
 @handle_errors
 def complete(ctx: click.Context, directory: str, target: str, prompt_only: bool, trace: bool, as_json: bool,
@@ -101,7 +89,7 @@ def complete(ctx: click.Context, directory: str, target: str, prompt_only: bool,
         raise click.UsageError("source files are read as UTF-8; --encoding does not apply to complete")
     file, line = parse_target(target)
     opts = _code_kwargs(kw)
-    with _session()(ctx, kw) as pm:
+    with session(ctx, kw) as pm:
         done = complete_file(pm, directory, file, line, prompt_only=prompt_only, **opts)
     print_completion(done, prompt_only, trace, as_json)
 
@@ -110,8 +98,6 @@ def ask_directory(ctx: click.Context, directory: str, question: str, options: tu
                   trace: bool = False, as_json: bool = False, kw: dict[str, Any]) -> None:
     """``pagemind ask DIR QUESTION``: pop ``ask``'s method flags from ``kw`` (those of :data:`ASK_FLAGS` become
     code options, any other flag given is a usage error), open the session and print the answer."""
-    from .main import METHOD_FLAGS, NEGATIVE_FLAGS
-
     source = ctx.get_parameter_source("method") if "method" in kw else None
     if kw.pop("method", None) is not None and source not in (None, click.core.ParameterSource.DEFAULT):
         raise click.UsageError("--method does not apply to a directory: it is read with code retrieval")
@@ -130,25 +116,6 @@ def ask_directory(ctx: click.Context, directory: str, question: str, options: tu
             raise click.UsageError("code retrieval scores with bm25 or jaccard")
         opts[ASK_FLAGS[flag]] = False if flag == "no_fragrel" else value
     kw.pop("encoding", None)
-    with _session()(ctx, kw) as pm:
+    with session(ctx, kw) as pm:
         answer = ask_repository(pm, directory, question, options, **opts)
     print_answer(answer, trace=trace, as_json=as_json)
-
-
-def _session() -> Callable:
-    """``main._session`` (imported late: ``main`` imports this module)."""
-    from .main import _session as session
-
-    return session
-
-
-def _with_llm_options(*commands: click.Command) -> None:
-    """Add ``main.llm_options`` to built commands (``main`` is complete or far enough along by now)."""
-    from .main import llm_options
-
-    for command in commands:
-        holder = llm_options(lambda: None)
-        command.params.extend(reversed(holder.__click_params__))  # type: ignore[attr-defined]
-
-
-_with_llm_options(complete)

@@ -1,7 +1,6 @@
 """``pagemind eval DATASET --method M ...``, ``pagemind eval report RUN_DIR`` and ``pagemind eval datasets``.
 
-Registered at the bottom of ``cli/main.py``; ``llm_options`` and ``_session`` are taken from ``main`` late
-(at the end of this module and inside commands), as ``cli/agent.py`` does, so either module may load first.
+Registered at the bottom of ``cli/main.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from ..eval.report import markdown, summarise, write_report
 from ..eval.rundir import default_run_dir
 from ..eval.runner import ALL_METHODS, EvalConfig, Runner
 from .main_errors import handle_errors
+from .options import llm_options, session
 
 
 class DefaultGroup(click.Group):
@@ -107,6 +107,7 @@ def eval_group() -> None:
 @click.option("--run-dir", help="where results go [default runs/<dataset>-<timestamp>]; an existing one resumes")
 @click.option("--retry-errors", is_flag=True, help="when resuming, run failed examples again")
 @click.option("--no-progress", is_flag=True, help="no progress bar on stderr")
+@llm_options
 @click.pass_context
 @handle_errors
 def run(ctx: click.Context, dataset: str, methods: tuple[str, ...], data: str | None, limit: int | None, seed: int,
@@ -114,14 +115,13 @@ def run(ctx: click.Context, dataset: str, methods: tuple[str, ...], data: str | 
         rater_llm: str | None, run_dir: str | None, retry_errors: bool, no_progress: bool, encoding: str,
         **kw: Any) -> None:
     """Run METHODs on DATASET and write examples.jsonl, summary.md/csv/json and plot.png to the run dir."""
-    from .main import _session
 
     config = EvalConfig(dataset=dataset, methods=methods, data=data, params=_pairs(params, "--param"), limit=limit,
                         seed=seed, budget=budget, raters=raters, by_document=by_document,
                         method_options=_method_options(options), retry_errors=retry_errors,
                         concurrency=kw.get("concurrency"))
     target = Path(run_dir) if run_dir else default_run_dir(dataset)
-    with _session(ctx, kw) as pm:
+    with session(ctx, kw) as pm:
         rater = None
         if rater_llm:
             from ..api import Pagemind
@@ -171,15 +171,3 @@ def list_datasets(data: str | None) -> None:
         params = ", ".join(f"{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in spec.params.items())
         click.echo(f"{name:13} {'found  ' if found else 'missing'} {spec.primary:9} {spec.description}"
                    + (f"  [-p {params}]" if params else ""))
-
-
-def _with_llm_options(*commands: click.Command) -> None:
-    """Add ``main.llm_options`` to built commands (``main`` is complete or far enough along by now)."""
-    from .main import llm_options
-
-    for command in commands:
-        holder = llm_options(lambda: None)
-        command.params.extend(reversed(holder.__click_params__))  # type: ignore[attr-defined]
-
-
-_with_llm_options(run)
