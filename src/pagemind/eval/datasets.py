@@ -65,6 +65,11 @@ class Example:
 Loader = Callable[..., list[Example]]
 
 
+# The presets most sets use: QuALITY's prompts and page sizes for every method family.
+QUALITY_PRESETS: Mapping[str, str] = {"readagent": "quality", "rag": "quality", "full": "quality",
+                                      "memwalker": "quality"}
+
+
 @dataclass(frozen=True)
 class DatasetSpec:
     """A registered set: how to load it, where its staged file lives and how it is scored."""

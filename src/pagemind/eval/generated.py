@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 
 from ..errors import DatasetError
-from .datasets import DatasetSpec, Example
+from .datasets import QUALITY_PRESETS, DatasetSpec, Example
 from .sets_documents import load_quality
 
 JOIN = "\n\n\n\n"
@@ -104,11 +104,10 @@ def load_needle(path: Path, *, words: tuple[int, ...] = (20000,), depths: tuple[
     return examples
 
 
-_ARTICLE = {"readagent": "quality", "rag": "quality", "full": "quality", "memwalker": "quality"}
 SPECS = (
     DatasetSpec("quality-long", load_quality_long, "quality/quality_dev_slice.json",
                 "Generated: concatenated QuALITY articles of 20k-200k words, a question about one (accuracy)",
-                "accuracy", _ARTICLE),
+                "accuracy", QUALITY_PRESETS),
     DatasetSpec("needle", load_needle, "quality/quality_dev_slice.json",
-                "Generated: a passcode at chosen depths in a QuALITY haystack (accuracy)", "accuracy", _ARTICLE),
+                "Generated: a passcode at chosen depths in a QuALITY haystack (accuracy)", "accuracy", QUALITY_PRESETS),
 )

