@@ -3,7 +3,6 @@ lines being completed, budgets to the token, the stored fragments, reply extract
 
 import json
 
-import click
 import numpy as np
 import pytest
 from click.testing import CliRunner

@@ -9,7 +9,7 @@ from pagemind import Pagemind, ScriptedLLM
 from pagemind.errors import BackendUnavailable, BadRequest, ConfigError
 from pagemind.eval import EvalConfig, Runner, summarise
 from pagemind.eval.rundir import RunDir
-from test_eval_datasets import UUIDS, kv_base, quality_slice, write
+from test_eval_datasets import kv_base, quality_slice, write
 
 STEP = '{{"thoughts": "t", "function": "{f}", "arguments": {args}}}'
 

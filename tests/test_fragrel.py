@@ -5,7 +5,7 @@ import pytest
 
 from pagemind.errors import ConfigError
 from pagemind.retrieval import Fragment, FragmentIndex, RetrievalSettings
-from pagemind.retrieval.fragrel import (ContextRelation, FragRelSettings, MatrixRelation, SemanticRelation,
+from pagemind.retrieval.fragrel import (ContextRelation, MatrixRelation, SemanticRelation,
                                         causal_geometric, dense_environment, fragrel_scores, two_sided_geometric)
 
 
@@ -133,7 +133,7 @@ def test_matrix_relation_and_candidate_rows():
 
 def test_settings_validation():
     with pytest.raises(ConfigError):
-        FragRelSettings(w_rel=1.5)
+        RetrievalSettings(w_rel=1.5)
     with pytest.raises(ConfigError):
         RetrievalSettings(alpha=-1)
     with pytest.raises(ConfigError):

@@ -15,7 +15,6 @@ from ..errors import ConfigError
 
 PAPER_WARNING_FRACTION = 7000 / 8192  # MESSAGE_SUMMARY_WARNING_TOKENS of GPT-4's 8k window (paper code)
 SEARCH_KINDS = ("user_message", "step")  # what recall search sees (paper: not system or function messages)
-USER_ROLE_KINDS = ("user_message", "function_result", "heartbeat", "system_alert", "summary")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..errors import PagemindError
 from ..store import Store, canonical_json
-from .memory import AgentOptions, AgentState, Block, Event, Passage
+from .memory import SEARCH_KINDS, AgentOptions, AgentState, Block, Event, Passage
 
 
 class AgentExists(PagemindError):
@@ -164,8 +164,8 @@ class AgentStore:
     def search_events(self, agent_id: int, *, query: str | None = None, start: str | None = None,
                       end: str | None = None, offset: int = 0, limit: int = 5) -> tuple[int, list[Event]]:
         """Recall search over user messages and agent steps: case-insensitive substring and/or time range."""
-        where = f"agent_id = ? AND kind IN ({','.join('?' * 2)})"
-        args: tuple = (agent_id, "user_message", "step")
+        where = f"agent_id = ? AND kind IN ({','.join('?' * len(SEARCH_KINDS))})"
+        args: tuple = (agent_id, *SEARCH_KINDS)
         if query is not None:
             where, args = where + " AND text LIKE ? ESCAPE '\\'", args + (_like(query),)
         if start is not None:

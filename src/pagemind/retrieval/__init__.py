@@ -11,7 +11,7 @@ from .coderank import CodeRanking, CodeSearchSettings, rank_code
 from .coderepo import CodeRepository
 from .embed import CachedEmbedder, Embedder, HashingEmbedder, MiniLM, load_embedder
 from .fragments import Fragment, split_lines, split_pages, split_repository, split_turns, split_words
-from .fragrel import (ContextRelation, FragRelSettings, MatrixRelation, Relation, SemanticRelation,
+from .fragrel import (ContextRelation, MatrixRelation, Relation, SemanticRelation,
                       dense_environment, fragrel_scores)
 from .index import FragmentIndex, Ranking, RetrievalSettings
 from .scorers import BM25, Jaccard, mix, normalise, rrf
@@ -20,7 +20,7 @@ from .select import Selection, fit
 __all__ = [
     "BM25", "CHAT_SETTINGS", "CachedEmbedder", "ChatContext", "ChatRetriever", "CodeRanking", "CodeRepository",
     "CodeSearchSettings", "ContextRelation", "Embedder",
-    "Fragment", "FragmentIndex", "FragRelSettings", "HashingEmbedder", "Jaccard", "MatrixRelation", "MiniLM",
+    "Fragment", "FragmentIndex", "HashingEmbedder", "Jaccard", "MatrixRelation", "MiniLM",
     "Ranking", "Relation", "RetrievalSettings", "Selection", "SemanticRelation", "Turn", "dense_environment",
     "fit", "fragrel_scores", "load_embedder", "mix", "normalise", "rrf", "split_lines", "split_pages",
     "rank_code", "SourceFile", "SourceTree", "split_repository", "split_turns", "split_words", "walk_source_tree",

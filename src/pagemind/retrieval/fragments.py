@@ -94,11 +94,6 @@ def split_repository(files: Iterable[tuple[str, str]], window: int = 20, stride:
     return out
 
 
-def renumber(fragments: Sequence[Fragment]) -> list[Fragment]:
-    """The fragments with ``index`` = their place in the sequence."""
-    return [Fragment(**{**f.__dict__, "index": i}) for i, f in enumerate(fragments)]
-
-
 def from_dicts(items: Iterable[dict[str, Any]]) -> list[Fragment]:
     """Fragments back from their stored payloads."""
     return [Fragment(**d) for d in items]

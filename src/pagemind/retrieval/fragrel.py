@@ -21,7 +21,6 @@ the score is then (1 + alpha) s_ind and the ranking equals the independent one, 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol, Sequence
 
 import numpy as np
@@ -40,21 +39,6 @@ class Relation(Protocol):
     name: str
 
     def environment(self, scores: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
-class FragRelSettings:
-    """Which relation and how strongly: the paper's defaults are w_rel = 0.3 and alpha = 0.5 (chat: 0.8)."""
-
-    relation: Literal["context", "semantic", "semantic-distance"] = "context"
-    alpha: float = 0.5
-    w_rel: float = 0.3
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.w_rel <= 1.0:
-            raise ConfigError(f"w_rel must be in [0, 1] (got {self.w_rel})")
-        if self.alpha < 0:
-            raise ConfigError(f"alpha must be >= 0 (got {self.alpha})")
 
 
 def fragrel_scores(s_ind: np.ndarray, relation: Relation, alpha: float = 0.5,

@@ -125,8 +125,3 @@ def ranks(scores: np.ndarray) -> np.ndarray:
 def rrf(score_sets: Sequence[np.ndarray], k: int = 60) -> np.ndarray:
     """Reciprocal rank fusion (Cormack et al. 2009): sum over scorers of 1 / (k + rank)."""
     return sum(1.0 / (k + ranks(s)) for s in score_sets)
-
-
-def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` best scores, best first (ties by index)."""
-    return np.argsort(-np.asarray(scores), kind="stable")[:k]

@@ -112,7 +112,7 @@ class ReadAgentOptions:
         return opts
 
 
-# Paper, Appendix C and the notebook (see docs/methods.md): pagination sizes and look-up limits per dataset.
+# Paper, Appendix C and the notebook: pagination sizes and look-up limits per dataset.
 PRESETS: dict[str, dict[str, Any]] = {
     "quality": {"prompts": "quality", "min_words": 280, "max_words": 600, "max_pages": 5, "previous_page": False},
     "qmsum": {"prompts": "qmsum", "min_words": 280, "max_words": 600, "max_pages": 2, "previous_page": True},
