@@ -51,8 +51,9 @@ def test_memories_are_built_once_per_document_and_shared_by_the_readagent_modes(
     fake = readagent_fake()
     result = run(fake, tmp_path, tmp_path / "run", dataset="qmsum", methods=("readagent-p", "readagent-s", "gistmem"))
     assert (result.examples, result.finished, result.errors) == (4, 12, 0)
-    builds = RunDir(tmp_path / "run").read("builds.jsonl")
+    builds = [b for b in RunDir(tmp_path / "run").read("builds.jsonl") if b["status"] != "started"]
     assert len(builds) == 6  # 2 documents x 3 methods, all one memory per document
+    assert not any(b["resumed"] for b in builds)
     first = {b["document_id"]: b for b in builds if b["method"] == "readagent-p"}
     for b in builds:
         assert b["memory_key"] == first[b["document_id"]]["memory_key"]
@@ -106,6 +107,28 @@ def test_an_unreachable_endpoint_stops_the_run_and_is_never_scored(tmp_path):
     down["on"] = False
     result = run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full",))  # the same command again
     assert result.errors == 0 and len(records(tmp_path / "run")) == 3
+
+
+def test_a_build_killed_half_way_resumes_and_its_cost_is_marked_unknown(tmp_path):
+    qmsum_fixture(tmp_path, meetings=1)
+    gists = {"n": 0}
+
+    def dies_on_the_second_gist(request):
+        gists["n"] += 1
+        if gists["n"] == 2:
+            raise KeyboardInterrupt
+        return first_words_gist(request)
+
+    with pytest.raises(KeyboardInterrupt):
+        run(readagent_fake(gist=dies_on_the_second_gist), tmp_path, tmp_path / "run", dataset="qmsum",
+            methods=("readagent-p",), concurrency=1)
+    second = readagent_fake()
+    run(second, tmp_path, tmp_path / "run", dataset="qmsum", methods=("readagent-p",))
+    [build] = RunDir(tmp_path / "run").latest("builds.jsonl").values()
+    assert build["status"] == "ok" and build["resumed"] is True
+    assert second.roles().count("gist") < build["describe"]["pages"]  # the stored gist was not redone
+    [m] = summarise(tmp_path / "run")["methods"]
+    assert m["index_unknown"] == 1  # the report does not pass the remainder off as the whole build
 
 
 def test_a_killed_run_resumes_where_it_stopped(tmp_path):

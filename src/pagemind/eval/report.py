@@ -129,7 +129,8 @@ def summarise_method(method: str, records: list[dict[str, Any]], builds: list[di
 
 def _index_tokens(builds: list[dict[str, Any]], all_builds: list[dict[str, Any]]) -> tuple[int, int]:
     """Tokens of this method's memory builds; a memory reused from another method of the run (ReadAgent-P/S
-    share gists) costs what that build cost; one reused from an earlier run is counted as unknown."""
+    share gists) costs what that build cost; one reused from an earlier run, or resumed after a kill, is counted
+    as unknown."""
     cost = {}
     for b in all_builds:
         u = b.get("usage") or {}
@@ -140,7 +141,9 @@ def _index_tokens(builds: list[dict[str, Any]], all_builds: list[dict[str, Any]]
         if b.get("status") != "ok":
             continue
         u = b.get("usage") or {}
-        if u.get("calls"):
+        if b.get("resumed"):  # finished after a kill: what it cost before the kill is not on record
+            unknown += 1
+        elif u.get("calls"):
             total += u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
         elif b.get("memory_key") in cost:
             total += cost[b["memory_key"]]

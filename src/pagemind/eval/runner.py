@@ -226,6 +226,13 @@ class Runner:
                 self._answer(method, e, lambda e=e: runner.answer_example(e), result)
             return
         document = examples[0]
+        key = record_key(method, document.document_id)
+        # A build that a kill cut short resumes from its stored items: its cost here is only the remainder, so
+        # the report must not take it for the whole build. A "started" record marks the attempt.
+        earlier = self.dir.latest(BUILDS).get(key)
+        resumed = earlier is not None and earlier.get("status") == "started"
+        self.dir.append(BUILDS, {"key": key, "method": method, "document_id": document.document_id,
+                                 "status": "started"})
         trace, t0 = Trace(), time.perf_counter()
         try:
             memory = runner.build(document_of(document), trace=trace)
@@ -241,6 +248,7 @@ class Runner:
         self.dir.append(BUILDS, {
             "key": record_key(method, document.document_id), "method": method, "document_id": document.document_id,
             "status": "ok", "memory_key": getattr(memory, "key", None), "reused": not trace.events,
+            "resumed": resumed,
             "llm_built": self._llm_built(method),
             "usage": usage_of(trace), "wall_seconds": round(time.perf_counter() - t0, 2),
             "document_words": document.words, "describe": runner.describe(memory)})
