@@ -302,3 +302,16 @@ def test_a_variant_runs_the_base_method_with_its_own_options_and_shares_its_memo
     assert config["method_options"]["rag@fragrel"]["fragrel"] is True
     summary = summarise(result_dir)
     assert [m["method"] for m in summary["methods"]] == ["rag", "rag@fragrel"]
+
+
+def test_builds_record_document_tokens_and_the_report_relates_index_cost_to_them(tmp_path):
+    qmsum_fixture(tmp_path, meetings=1)
+    run(readagent_fake(), tmp_path, tmp_path / "run", dataset="qmsum", methods=("readagent-p", "gistmem"))
+    builds = [b for b in RunDir(tmp_path / "run").latest("builds.jsonl").values()]
+    doc_tokens = {b["document_tokens"] for b in builds}
+    assert len(doc_tokens) == 1 and doc_tokens.pop() == builds[0]["document_words"]  # the fake: a token per word
+    p = next(b for b in builds if b["method"] == "readagent-p")
+    spent = p["usage"]["prompt_tokens"] + p["usage"]["completion_tokens"]
+    methods = {m["method"]: m for m in summarise(tmp_path / "run")["methods"]}
+    assert methods["readagent-p"]["index_over_document"] == pytest.approx(spent / p["document_tokens"])
+    assert methods["gistmem"]["index_over_document"] is None  # it reused ReadAgent-P's gists: no build of its own

@@ -76,6 +76,7 @@ class MethodSummary:
     index_tokens: float | None = None  # memory builds of this run per question
     all_in_tokens: float | None = None
     index_unknown: int = 0  # documents whose memory came from an earlier run (cost not in this run)
+    index_over_document: float | None = None  # tokens of this method's own builds / the documents' tokens
     context_words: float | None = None
     compression_rate: float | None = None
     lookups: float | None = None  # ReadAgent: pages looked up per question
@@ -118,6 +119,11 @@ def summarise_method(method: str, records: list[dict[str, Any]], builds: list[di
     s.rater_tokens = _mean([u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
                             for r in ok if (u := r.get("rater_usage"))])
     index, unknown = _index_tokens(builds, all_builds)
+    own = [b for b in builds if b.get("status") == "ok" and not b.get("resumed") and b.get("document_tokens")
+           and (b.get("usage") or {}).get("calls")]
+    if own:
+        spent = sum(b["usage"].get("prompt_tokens", 0) + b["usage"].get("completion_tokens", 0) for b in own)
+        s.index_over_document = spent / sum(b["document_tokens"] for b in own)
     s.index_unknown = unknown
     if builds and records:
         s.index_tokens = index / len(records)
@@ -186,6 +192,8 @@ def _pct(value: float | None) -> str:
 
 def _special(m: dict[str, Any]) -> str:
     parts = []
+    if m.get("index_over_document") is not None:
+        parts.append(f"index tokens {m['index_over_document']:.2f}x the document")
     if m["lookups"] is not None:
         parts.append(f"look-ups/q {m['lookups']:.2f}")
     if m["navigation_failure_rate"] is not None:

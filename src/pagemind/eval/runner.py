@@ -125,6 +125,7 @@ class Runner:
         self.pm, self.config, self.dir = pm, config, RunDir(run_dir)
         self.rater_llm, self.show_progress, self.command = rater_llm, progress, command
         self._lock = threading.Lock()
+        self._doc_tokens: dict[str, int] = {}
         self._scores: dict[str, list[float]] = {}
 
     # --- setting up --------------------------------------------------------------------------------
@@ -251,9 +252,20 @@ class Runner:
             "resumed": resumed,
             "llm_built": self._llm_built(method),
             "usage": usage_of(trace), "wall_seconds": round(time.perf_counter() - t0, 2),
-            "document_words": document.words, "describe": runner.describe(memory)})
+            "document_words": document.words, "document_tokens": self._document_tokens(document),
+            "describe": runner.describe(memory)})
         for e in examples:
             self._answer(method, e, lambda e=e: runner.answer(memory, e.as_question()), result)
+
+    def _document_tokens(self, example: Example) -> int:
+        """The document's length in the model's tokens (counted once per document)."""
+        with self._lock:
+            known = self._doc_tokens.get(example.document_id)
+        if known is None:
+            known = self.pm.llm.count_tokens(document_of(example).text)
+            with self._lock:
+                self._doc_tokens[example.document_id] = known
+        return known
 
     def _llm_built(self, method: str) -> bool:
         """Whether building this method's memory takes LLM calls (ReadAgent gists, MemWalker summaries)."""
