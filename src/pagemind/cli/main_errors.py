@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sqlite3
 import sys
 from typing import Any, Callable
 
@@ -20,6 +21,9 @@ def handle_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except PagemindError as err:
             click.echo(f"error: {err}", err=True)
+            sys.exit(1)
+        except sqlite3.Error as err:  # e.g. a store locked by another process for longer than the timeout
+            click.echo(f"error: the store failed: {err} (see --store / PAGEMIND_STORE)", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             click.echo("interrupted: finished pages are saved; run the same command again to resume", err=True)

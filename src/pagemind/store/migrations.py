@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import Callable
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = []
@@ -77,11 +78,30 @@ def migrate(db: sqlite3.Connection) -> list[str]:
     for fn in MIGRATIONS:
         if fn.__name__ in done:
             continue
-        with db:
-            fn(db)
-            db.execute("INSERT INTO _pagemind_migrations VALUES (?, strftime('%s','now'))", (fn.__name__,))
+        try:
+            with db:
+                fn(db)
+                db.execute("INSERT INTO _pagemind_migrations VALUES (?, strftime('%s','now'))", (fn.__name__,))
+        except sqlite3.OperationalError:
+            # Another process opening the same store may be applying this migration right now ("table ... already
+            # exists", "database is locked"): wait for its record rather than fail.
+            if not _applied_by_another(db, fn.__name__):
+                raise
+            continue
         applied.append(fn.__name__)
     return applied
+
+
+def _applied_by_another(db: sqlite3.Connection, name: str, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if db.execute("SELECT 1 FROM _pagemind_migrations WHERE name = ?", (name,)).fetchone():
+                return True
+        except sqlite3.OperationalError:
+            pass
+        time.sleep(0.1)
+    return False
 
 
 @migration
