@@ -46,6 +46,7 @@ class Settings:
     prompt_cache_mb: int = 2048  # RAM for llama.cpp KV states of recent prompts (0: only the last prompt)
     max_bytes: int = 16 * 1024 * 1024
     cache: bool = True  # LLM response cache
+    native_tools: bool = True  # OpenAI-compatible servers: offer native tool calling (else JSON-schema replies)
 
     def store_path(self, env: Mapping[str, str] | None = None) -> Path:
         return Path(self.store) if self.store else user_dir(env) / "pagemind.db"
@@ -53,7 +54,7 @@ class Settings:
 
 _INT = {"concurrency", "max_retries", "n_ctx", "threads", "max_bytes", "prompt_cache_mb"}
 _FLOAT = {"timeout"}
-_BOOL = {"cache"}
+_BOOL = {"cache", "native_tools"}
 
 
 def _coerce(name: str, value: Any) -> Any:

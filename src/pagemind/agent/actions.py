@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..llm.base import LLMResponse, Tool
 from .functions import FUNCTIONS, SPECS, FunctionSpec, Param
 
 THOUGHTS_CHARS = 250
@@ -138,6 +139,29 @@ def step_schema(labels: Sequence[str], max_chars: int | None = None) -> dict[str
     return {"oneOf": options}
 
 
+def step_tools(labels: Sequence[str], descriptions: dict[str, str], max_chars: int | None = None) -> tuple[Tool, ...]:
+    """The functions as native tools: each takes ``inner_thoughts`` first (the private monologue, for models
+    that cannot write text and a call together), then its typed, bounded arguments."""
+    tools = []
+    for spec in FUNCTIONS:
+        limits = bounds(spec, labels, max_chars)
+        props = {"inner_thoughts": {"type": "string", "description": "your private inner monologue, at most "
+                                    f"{limits['thoughts']} characters; the user never sees it"},
+                 **{p.name: _param_schema(p, labels, limits.get(p.name, 0)) for p in spec.all_params}}
+        tools.append(Tool(spec.name, descriptions.get(spec.name, spec.name),
+                          {"type": "object", "properties": props, "required": list(props),
+                           "additionalProperties": False}))
+    return tuple(tools)
+
+
+def reply_text(response: LLMResponse) -> str:
+    """The step reply to parse: a native tool call as the step's JSON form, else the text."""
+    if not response.tool_calls:
+        return response.text
+    call = response.tool_calls[0]  # one call per step, as in MemGPT (later calls are ignored)
+    return json.dumps({"thoughts": response.text.strip(), "function": call.name, "arguments": call.arguments})
+
+
 # --- parsing ---------------------------------------------------------------------------------------
 def first_object(text: str) -> dict[str, Any] | None:
     """The first JSON object in ``text`` (code fences and surrounding prose ignored)."""
@@ -204,7 +228,8 @@ def parse_action(text: str) -> Action:
     args = dict(args) if isinstance(args, dict) else {} if args is None else None
     if args is None:
         raise InvalidAction(f"Error: arguments of '{fn}' must be a JSON object")
-    thoughts = _pick(obj, _THOUGHTS) or args.pop("inner_thoughts", None) or ""
+    inner = args.pop("inner_thoughts", None)  # tool calls carry the monologue as an argument (Letta's kwargs form)
+    thoughts = _pick(obj, _THOUGHTS) or inner or ""
     if not isinstance(fn, str) or fn not in SPECS:
         raise InvalidAction(f"No function named {fn!r}. Available: {', '.join(SPECS)}")
     spec = SPECS[fn]

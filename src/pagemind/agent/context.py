@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import ContextWindowExceeded
-from ..llm.base import Constraint, LLMRequest, Message
+from ..errors import ConfigError, ContextWindowExceeded
+from ..llm.base import Constraint, LLMRequest, Message, Tool
 from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..prompts import get_prompt
-from .actions import step_grammar, step_schema
+from .actions import step_grammar, step_schema, step_tools
 from .memory import AgentOptions, Block, Event
 from .store import AgentStore
 
@@ -26,6 +26,15 @@ _RESULT_KINDS = ("function_result", "heartbeat")
 
 def prompt(name: str, /, **values: object) -> str:
     return get_prompt("memgpt", name).render(**values)
+
+
+def function_descriptions() -> dict[str, str]:
+    """Each function's one-line description, from the ``functions`` prompt (the one source of that text)."""
+    out = {}
+    for line in prompt("functions").splitlines():
+        head, _, text = line.removeprefix("- ").partition(": ")
+        out[head.split("(")[0]] = text
+    return out
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,7 @@ class MainContext:
         self.agent_id = agent_id
         self.options = options
         self.now = now
+        self.tools_refused = False  # set by the agent from its state
 
     @property
     def window(self) -> int:
@@ -58,12 +68,31 @@ class MainContext:
         return prepared.tokens + self.options.max_tokens <= self.window
 
     # --- the prompt --------------------------------------------------------------------------------
+    @property
+    def native_tools(self) -> bool:
+        """Whether steps are native tool calls: ``tool_calling`` auto/native on a backend that has them, unless
+        the server refused them earlier (then auto falls back to JSON replies, recorded in the agent's state)."""
+        if self.options.tool_calling == "json" or self.tools_refused:
+            return False
+        if not self.llm.backend.capabilities.supports_tools:
+            if self.options.tool_calling == "native":
+                raise ConfigError(f"{self.llm.model_id} has no native tool calling (use --tool-calling auto or json)")
+            return False
+        return True
+
     def system_text(self, blocks: list[Block]) -> str:
-        return prompt("system", functions=prompt("functions"), core_memory="\n".join(b.render() for b in blocks))
+        reply_format = prompt("reply_format_tools" if self.native_tools else "reply_format_json")
+        return prompt("system", functions=prompt("functions"), reply_format=reply_format,
+                      core_memory="\n".join(b.render() for b in blocks))
+
+    def tools(self, blocks: list[Block]) -> tuple[Tool, ...]:
+        if not self.native_tools:
+            return ()
+        return step_tools([b.label for b in blocks], function_descriptions(), self.options.max_tokens)
 
     def constraint(self, blocks: list[Block]) -> Constraint | None:
         caps = self.llm.backend.capabilities
-        if not self.options.constrained or not (caps.supports_grammar or caps.supports_json_schema):
+        if self.native_tools or not self.options.constrained or not (caps.supports_grammar or caps.supports_json_schema):
             return None
         labels = [b.label for b in blocks]
         budget = self.options.max_tokens
@@ -86,7 +115,7 @@ class MainContext:
         else:
             messages.append(Message("user", status))
         request = LLMRequest(messages=tuple(messages), role="agent-step", max_tokens=self.options.max_tokens,
-                             constraint=self.constraint(blocks))
+                             constraint=self.constraint(blocks), tools=self.tools(blocks))
         return Prepared(request, self.llm.prompt_tokens(request))
 
     # --- eviction ----------------------------------------------------------------------------------

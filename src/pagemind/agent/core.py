@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..errors import ConfigError, ContextWindowExceeded
+from ..errors import BadRequest, ConfigError, ContextWindowExceeded
 from ..llm.client import LLM
 from ..llm.usage import Trace, TraceEvent, Usage
 from ..store import Store
-from .actions import InvalidAction, parse_action
+from .actions import InvalidAction, parse_action, reply_text
 from .archive import Archive
 from .context import MainContext, Prepared, prompt
 from .functions import Toolbox, ToolError
@@ -137,7 +137,9 @@ class Agent:
 
     @property
     def context(self) -> MainContext:
-        return MainContext(self.llm, self.store, self.id, self.options, self.now)
+        ctx = MainContext(self.llm, self.store, self.id, self.options, self.now)
+        ctx.tools_refused = bool(self.state.extra.get("tools_refused"))
+        return ctx
 
     def now(self) -> str:
         return self.clock().strftime("%Y-%m-%d %H:%M:%S")
@@ -202,12 +204,12 @@ class Agent:
             self.lock.refresh()
             prepared = self._prepare(turn)
             try:
-                response, event = self.llm.complete(prepared.request, turn.trace)
+                response, event = self._complete(prepared, turn)
             except ContextWindowExceeded:  # the backend counted more than we did: make room once more
                 self._evict(turn)
                 prepared = self._prepare(turn)
-                response, event = self.llm.complete(prepared.request, turn.trace)
-            step = self._act(response.text, prepared.tokens, turn.trace, event)
+                response, event = self._complete(prepared, turn)
+            step = self._act(reply_text(response), prepared.tokens, turn.trace, event)
             if step.valid and step.function == "send_message":
                 turn.messages.append(step.arguments["message"])
             reason = "failed" if step.status == "Failed" else ("requested" if step.heartbeat == "requested" else None)
@@ -223,6 +225,18 @@ class Agent:
         turn.stop_reason = "max_steps"
         self.store.append(self.id, [Event("system_alert", {"message": prompt("step_budget", steps=len(turn.steps))},
                                           self.now())])
+
+    def _complete(self, prepared: Prepared, turn: TurnResult) -> tuple[Any, TraceEvent]:
+        """One step's LLM call. A server that refuses native tool calls (a 4xx naming tools) is asked again
+        with JSON replies, and the agent remembers it (with tool_calling=auto; "native" lets the error stand)."""
+        try:
+            return self.llm.complete(prepared.request, turn.trace)
+        except BadRequest as err:
+            if not prepared.request.tools or self.options.tool_calling != "auto" or "tool" not in str(err).lower():
+                raise
+            self.state.extra["tools_refused"] = str(err)[:300]
+            turn.trace.note(f"native tool calls refused by the server; steps are JSON replies from now on ({err})")
+            return self.llm.complete(self._prepare(turn).request, turn.trace)
 
     def _prepare(self, turn: TurnResult) -> Prepared:
         """The next step's request, evicting until it fits and warning once the pressure threshold is passed."""

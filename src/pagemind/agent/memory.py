@@ -32,6 +32,8 @@ class AgentOptions:
     recall_search: str = "hybrid"  # text (paper: substring only) | hybrid (substring matches, then keyword overlap)
     embedder: str = "auto"  # auto (MiniLM if installed, else keywords) | minilm | hashing | none
     constrained: bool = True  # enforce the step format with a grammar / JSON schema where the backend can
+    tool_calling: str = "auto"  # auto: native tool calls where the backend has them, else constrained replies;
+    #                             native: tool calls only; json: never tool calls (grammar / JSON schema / parser)
     max_tokens: int = 1000  # reply tokens per step; constrained replies are bounded to fit (actions.bounds)
     summary_words: int = 100  # recursive-summary length (paper WORD_LIMIT)
     result_chars: int = 3000  # function results longer than this are cut (search pages are sized by page_size)
@@ -41,6 +43,8 @@ class AgentOptions:
             raise ConfigError(f"archival_search must be text, semantic or hybrid, not {self.archival_search!r}")
         if self.recall_search not in ("text", "hybrid"):
             raise ConfigError(f"recall_search must be text or hybrid, not {self.recall_search!r}")
+        if self.tool_calling not in ("auto", "native", "json"):
+            raise ConfigError(f"tool_calling must be auto, native or json, not {self.tool_calling!r}")
         if self.embedder not in ("auto", "minilm", "hashing", "none"):
             raise ConfigError(f"embedder must be auto, minilm, hashing or none, not {self.embedder!r}")
         if not 0 < self.warning_fraction <= 1 or not 0 < self.evict_fraction < 1:

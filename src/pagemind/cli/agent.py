@@ -27,6 +27,9 @@ def agent_options(fn: Callable) -> Callable:
         click.option("--block-limit", type=int, help="characters per core-memory block [default 2000]"),
         click.option("--page-size", type=int, help="search results per page [default 5]"),
         click.option("--unconstrained", is_flag=True, help="do not enforce the step format with a grammar"),
+        click.option("--tool-calling", type=click.Choice(["auto", "native", "json"]),
+                     help="steps as native tool calls where the server has them (auto, default), always (native), "
+                          "or as JSON replies constrained by grammar / schema (json)"),
     ]):
         fn = option(fn)
     return fn
@@ -35,7 +38,7 @@ def agent_options(fn: Callable) -> Callable:
 def _agent_opts(kw: dict[str, Any]) -> dict[str, Any]:
     """The agent options given on the command line (popped from ``kw``), without the unset ones."""
     names = ("context_window", "max_steps", "archival_search", "recall_search", "embedder", "block_limit",
-             "page_size")
+             "page_size", "tool_calling")
     given = {n: kw.pop(n) for n in names}
     if kw.pop("unconstrained"):
         given["constrained"] = False

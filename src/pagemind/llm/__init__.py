@@ -1,8 +1,8 @@
 """The LLM layer: a typed contract, backends, the scripted fake, and the shared client."""
-from .base import Backend, Capabilities, Constraint, LLMRequest, LLMResponse, Message
+from .base import Backend, Capabilities, Constraint, LLMRequest, LLMResponse, Message, Tool, ToolCall
 from .client import LLM
 from .fake import ScriptedLLM
 from .usage import Trace, TraceEvent, Usage
 
 __all__ = ["Backend", "Capabilities", "Constraint", "LLM", "LLMRequest", "LLMResponse", "Message",
-           "ScriptedLLM", "Trace", "TraceEvent", "Usage"]
+           "ScriptedLLM", "Tool", "ToolCall", "Trace", "TraceEvent", "Usage"]

@@ -8,6 +8,7 @@ for every backend by :class:`pagemind.llm.client.LLM`.
 from __future__ import annotations
 
 import asyncio
+import json
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -38,6 +39,22 @@ class Constraint:
 
 
 @dataclass(frozen=True)
+class Tool:
+    """A function the model may call (native tool calling): name, description and a JSON schema of its
+    arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: str  # JSON text, as the model wrote it (the caller's parser validates it)
+
+
+@dataclass(frozen=True)
 class LLMRequest:
     messages: tuple[Message, ...]
     role: str = "generic"  # what the call is for: paginate, gist, lookup, answer, summarise, navigate...
@@ -45,6 +62,7 @@ class LLMRequest:
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
     constraint: Constraint | None = None
+    tools: tuple[Tool, ...] = ()  # non-empty: the reply must call one of these (backends with supports_tools)
 
     @classmethod
     def user(cls, text: str, **kwargs: Any) -> "LLMRequest":
@@ -57,6 +75,8 @@ class LLMRequest:
         """Content address of (model, request); the role is bookkeeping and not part of it."""
         payload = asdict(self)
         payload.pop("role")
+        if not payload["tools"]:
+            payload.pop("tools")  # requests without tools keep the addresses they had before tools existed
         payload["model"] = model_id
         return content_hash(payload)
 
@@ -71,6 +91,7 @@ class LLMResponse:
     cached: bool = False
     finish_reason: str = "stop"
     constrained: bool = False  # True when the backend enforced request.constraint
+    tool_calls: tuple[ToolCall, ...] = ()  # native tool calls, when the request offered tools
 
 
 @dataclass
@@ -78,6 +99,7 @@ class Capabilities:
     context_window: int = 8192
     supports_grammar: bool = False
     supports_json_schema: bool = False
+    supports_tools: bool = False  # native tool calling (OpenAI-style ``tools`` with a required call)
     max_concurrency: int = 8  # how many requests may usefully run at once
     has_tokenizer: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -102,11 +124,20 @@ class Backend(ABC):
         return estimate_tokens(text)
 
     def prompt_tokens(self, request: LLMRequest) -> int:
-        """Tokens the whole request occupies in the context (messages plus chat-template overhead)."""
-        return sum(self.count_tokens(m.content) + MESSAGE_OVERHEAD_TOKENS for m in request.messages)
+        """Tokens the whole request occupies in the context (messages plus chat-template overhead, and the
+        tool definitions a server renders into the prompt)."""
+        messages = sum(self.count_tokens(m.content) + MESSAGE_OVERHEAD_TOKENS for m in request.messages)
+        return messages + tool_tokens(self, request)
 
     def close(self) -> None:
         """Release resources (HTTP pools, model memory)."""
+
+
+def tool_tokens(backend: "Backend", request: LLMRequest) -> int:
+    """About what the tool definitions of ``request`` add to the prompt (their JSON text)."""
+    if not request.tools:
+        return 0
+    return backend.count_tokens(json.dumps([asdict(t) for t in request.tools], ensure_ascii=False))
 
 
 def estimate_tokens(text: str) -> int:

@@ -96,7 +96,12 @@ class _Handler(BaseHTTPRequestHandler):
                 "model": body.get("model", "mock"),
                 "choices": [{
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
+                    "message": {"role": "assistant", "content": text if not step.get("tool_calls") else
+                                step.get("text"),
+                                **({"tool_calls": [{"id": f"call_{i}", "type": "function",
+                                                    "function": {"name": name, "arguments": json.dumps(args)}}
+                                                   for i, (name, args) in enumerate(step["tool_calls"])]}
+                                   if step.get("tool_calls") else {})},
                     "finish_reason": step.get("finish_reason", "stop"),
                 }],
             }

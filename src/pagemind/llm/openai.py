@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..errors import BackendUnavailable, BadRequest, ConfigError, ContextWindowExceeded, RateLimited, ServerError
-from .base import Backend, Capabilities, LLMRequest, LLMResponse, estimate_tokens
+from .base import Backend, Capabilities, LLMRequest, LLMResponse, ToolCall, estimate_tokens
 
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_CONTEXT_WINDOW = 8192
@@ -75,6 +75,7 @@ class OpenAICompatible(Backend):
         env: Mapping[str, str] | None = None,
         *,
         grammar: bool = False,
+        tools: bool = True,
     ) -> None:
         env = os.environ if env is None else env
         base = (base_url or env.get("OPENAI_BASE_URL") or OFFICIAL_BASE_URL).rstrip("/")
@@ -96,6 +97,7 @@ class OpenAICompatible(Backend):
             context_window=context_window or known_context_window(model),
             supports_grammar=grammar,
             supports_json_schema=True,
+            supports_tools=tools,
             max_concurrency=max(1, max_concurrency),
         )
         self._headers = {"Content-Type": "application/json", "User-Agent": "pagemind"}
@@ -120,6 +122,11 @@ class OpenAICompatible(Backend):
         }
         if request.stop:
             body["stop"] = list(request.stop)
+        if request.tools and self.capabilities.supports_tools:  # native tool calling: one call is required
+            body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                               "parameters": t.parameters}} for t in request.tools]
+            body["tool_choice"] = "required"
+            return body, True
         c = request.constraint
         if c is not None and self.grammar and c.gbnf:
             body["grammar"] = c.gbnf  # llama.cpp server; it refuses a grammar and a schema together
@@ -193,6 +200,7 @@ class OpenAICompatible(Backend):
             content = choice["message"].get("content") or ""
             content = content if isinstance(content, str) else json.dumps(content)
             finish = choice.get("finish_reason") or "stop"
+            calls = tuple(_tool_call(tc) for tc in choice["message"].get("tool_calls") or ())
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise ServerError(f"{self.url}: {status} with a malformed body: {_excerpt(text)}") from exc
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
@@ -200,7 +208,7 @@ class OpenAICompatible(Backend):
         if prompt_tokens is None:
             prompt_tokens = estimate_tokens(request.prompt_text())
         if completion_tokens is None:
-            completion_tokens = estimate_tokens(content)
+            completion_tokens = estimate_tokens(content + "".join(c.arguments for c in calls))
         return LLMResponse(
             text=content,
             prompt_tokens=int(prompt_tokens),
@@ -209,6 +217,7 @@ class OpenAICompatible(Backend):
             model=self.model_id,
             finish_reason=str(finish),
             constrained=constrained,
+            tool_calls=calls,
         )
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -226,6 +235,13 @@ class OpenAICompatible(Backend):
         if entry is not None:
             await entry[1].aclose()
         self.close()
+
+
+def _tool_call(item: Any) -> ToolCall:
+    """One ``tool_calls`` entry: its function name and arguments as JSON text (some servers send an object)."""
+    fn = item["function"]
+    args = fn.get("arguments", "")
+    return ToolCall(str(fn["name"]), args if isinstance(args, str) else json.dumps(args))
 
 
 _STRICT_KEYS = {"type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",

@@ -22,7 +22,8 @@ def open_backend(settings: Settings) -> Backend:
     if prefix == "openai":
         from .openai import OpenAICompatible
 
-        return OpenAICompatible(rest, base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout)
+        return OpenAICompatible(rest, base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout,
+                                tools=settings.native_tools)
     from .local import open_local
 
     return open_local(spec, settings)

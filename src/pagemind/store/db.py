@@ -12,8 +12,21 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..hashing import canonical_json, content_hash
-from ..llm.base import LLMResponse
+from ..llm.base import LLMResponse, ToolCall
 from .migrations import migrate
+
+
+def _retry_locked(fn: Any, seconds: float = 30.0) -> Any:
+    """Run ``fn``, retrying while the database is locked: switching a new file to WAL takes an exclusive lock
+    and SQLite reports contention at once instead of waiting for the busy timeout."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def memory_key(document_id: str, method: str, settings: dict[str, Any], model: str) -> str:
@@ -40,7 +53,7 @@ class Store:
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30.0, isolation_level=None)
         self._db.execute("PRAGMA foreign_keys = ON")
         if str(path) != ":memory:":
-            self._db.execute("PRAGMA journal_mode = WAL")
+            _retry_locked(lambda: self._db.execute("PRAGMA journal_mode = WAL"))
         self._lock = threading.RLock()
         with self._lock:
             migrate(self._db)
@@ -135,19 +148,22 @@ class SQLiteResponseCache:
 
     def get(self, key: str) -> LLMResponse | None:
         row = self.store._exec(
-            "SELECT model, text, prompt_tokens, completion_tokens, seconds, finish_reason FROM llm_cache WHERE key = ?",
-            (key,),
+            "SELECT model, text, prompt_tokens, completion_tokens, seconds, finish_reason, tool_calls FROM llm_cache "
+            "WHERE key = ?", (key,),
         ).fetchone()
         if row is None:
             return None
+        calls = tuple(ToolCall(c["name"], c["arguments"]) for c in json.loads(row[6])) if row[6] else ()
         return LLMResponse(
             text=row[1], prompt_tokens=row[2], completion_tokens=row[3], seconds=row[4], model=row[0],
-            cached=True, finish_reason=row[5],
+            cached=True, finish_reason=row[5], tool_calls=calls,
         )
 
     def put(self, key: str, response: LLMResponse) -> None:
+        calls = json.dumps([c.__dict__ for c in response.tool_calls]) if response.tool_calls else None
         self.store._exec(
-            "INSERT OR REPLACE INTO llm_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO llm_cache (key, model, text, prompt_tokens, completion_tokens, seconds, "
+            "finish_reason, created, tool_calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (key, response.model, response.text, response.prompt_tokens, response.completion_tokens,
-             response.seconds, response.finish_reason, time.time()),
+             response.seconds, response.finish_reason, time.time(), calls),
         )

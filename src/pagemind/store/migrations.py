@@ -70,6 +70,12 @@ def m002_embeddings(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m004_tool_calls(db: sqlite3.Connection) -> None:
+    # native tool calls of a cached reply, as JSON [{"name": ..., "arguments": "..."}]; NULL: none
+    db.execute("ALTER TABLE llm_cache ADD COLUMN tool_calls TEXT")
+
+
 def migrate(db: sqlite3.Connection) -> list[str]:
     """Apply the migrations not yet recorded; return the names applied."""
     db.execute("CREATE TABLE IF NOT EXISTS _pagemind_migrations (name TEXT PRIMARY KEY, applied REAL)")
