@@ -52,19 +52,9 @@ class AgentStore:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One write transaction (BEGIN IMMEDIATE); the store lock is held so other threads wait."""
-        with self.store._lock:
-            db = self.store._db
-            if db.in_transaction:  # nested: join the outer transaction
-                yield
-                return
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+        """One write transaction of the store (nested use joins the outer one)."""
+        with self.store.transaction():
+            yield
 
     # --- agents ------------------------------------------------------------------------------------
     def create_agent(self, name: str, options: AgentOptions, blocks: Sequence[Block]) -> AgentRecord:

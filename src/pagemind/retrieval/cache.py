@@ -40,15 +40,8 @@ class EmbeddingCache:
         now = time.time()
         rows = [(model, text_hash(t), int(m.shape[0]), int(m.shape[1]), np.ascontiguousarray(m, np.float32).tobytes(),
                  now) for t, m in vectors.items()]
-        with self.store._lock:
-            db = self.store._db
-            db.execute("BEGIN")
-            try:
-                db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)", rows)
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+        with self.store.transaction() as db:
+            db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)", rows)
 
     def count(self, model: str | None = None) -> int:
         sql, args = ("SELECT COUNT(*) FROM embeddings", ()) if model is None else (

@@ -7,6 +7,7 @@ import json
 import sqlite3
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -110,18 +111,29 @@ class Store:
             )
             self._db.execute("UPDATE memories SET updated = ? WHERE key = ?", (time.time(), key))
 
-    def put_items(self, key: str, kind: str, items: list[tuple[int, dict[str, Any]]]) -> None:
-        """Many items in one transaction (one commit instead of one per item: a repository's fragments)."""
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE: other processes wait for it, not fail half-way), holding the
+        store's lock so other threads wait too; nested use joins the outer transaction. Yields the connection."""
         with self._lock:
-            self._db.execute("BEGIN")
+            if self._db.in_transaction:
+                yield self._db
+                return
+            self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany("INSERT OR REPLACE INTO memory_items VALUES (?, ?, ?, ?)",
-                                     [(key, kind, idx, canonical_json(payload)) for idx, payload in items])
-                self._db.execute("UPDATE memories SET updated = ? WHERE key = ?", (time.time(), key))
+                yield self._db
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
+
+    def put_items(self, key: str, kind: str, items: list[tuple[int, dict[str, Any]]]) -> None:
+        """Many items in one transaction (one commit instead of one per item: a repository's fragments)."""
+        with self.transaction() as db:
+            db.executemany("INSERT OR REPLACE INTO memory_items VALUES (?, ?, ?, ?)",
+                           [(key, kind, idx, canonical_json(payload)) for idx, payload in items])
+            db.execute("UPDATE memories SET updated = ? WHERE key = ?", (time.time(), key))
 
     def items(self, key: str, kind: str) -> list[dict[str, Any]]:
         rows = self._exec(
