@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import PagemindError
-from ..store import Store, canonical_json
+from ..store import Store
+from ..store.db import Rows, canonical_json
 from .memory import SEARCH_KINDS, AgentOptions, AgentState, Block, Event, Passage
 
 
@@ -47,7 +48,7 @@ class AgentStore:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def _q(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+    def _q(self, sql: str, args: tuple = ()) -> Rows:
         return self.store._exec(sql, args)
 
     @contextmanager

@@ -17,6 +17,24 @@ from ..llm.base import LLMResponse, ToolCall
 from .migrations import migrate
 
 
+class Rows:
+    """A statement's result, read completely: ``fetchone``/``fetchall``/iteration, ``rowcount``, ``lastrowid``."""
+
+    def __init__(self, cursor: sqlite3.Cursor) -> None:
+        self.rows = cursor.fetchall()
+        self.rowcount = cursor.rowcount
+        self.lastrowid = cursor.lastrowid
+
+    def fetchone(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self.rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.rows)
+
+
 def _retry_locked(fn: Any, seconds: float = 30.0) -> Any:
     """Run ``fn``, retrying while the database is locked: switching a new file to WAL takes an exclusive lock
     and SQLite reports contention at once instead of waiting for the busy timeout."""
@@ -63,9 +81,11 @@ class Store:
         with self._lock:
             self._db.close()
 
-    def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+    def _exec(self, sql: str, args: tuple = ()) -> "Rows":
+        """Run one statement and read its rows while holding the lock: the connection is shared by threads, so
+        a cursor must not be read after the lock is released."""
         with self._lock:
-            return self._db.execute(sql, args)
+            return Rows(self._db.execute(sql, args))
 
     # --- documents ---------------------------------------------------------------------------------
     def put_document(self, doc_id: str, name: str, words: int, chars: int) -> None:
