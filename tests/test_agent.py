@@ -302,3 +302,15 @@ def test_the_longest_constrained_reply_fits_the_reply_budget(max_chars):
         args = {p.name: values[p.kind](p) for p in spec.all_params}
         longest = json.dumps({"thoughts": "a" * limits["thoughts"], "function": spec.name, "arguments": args})
         assert len(longest) <= max_chars, spec.name
+
+
+def test_appending_what_a_block_already_holds_is_refused_with_advice():
+    agent, fake = make([
+        call("core_memory_append", label="human", content="Name: Ann", request_heartbeat=True),
+        call("core_memory_append", label="human", content="Name: Ann", request_heartbeat=True),
+        call("send_message", message="Got it, Ann."),
+    ])
+    turn = agent.say("I'm Ann")
+    assert [s.status for s in turn.steps] == ["OK", "Failed", "OK"]
+    assert "Already in core memory (human)" in turn.steps[1].result
+    assert agent.blocks()[1].value == "Name: Ann"  # once

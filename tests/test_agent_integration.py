@@ -56,3 +56,31 @@ def test_a_fact_survives_eviction_on_the_embedded_model(session):
     saved = "4417" in agent.blocks()[1].value
     assert saved or "4417" in agent.search("locker code")
     print("fact kept in core memory" if saved else "fact found in recall by conversation_search after eviction")
+
+
+def _default_model_installed() -> bool:
+    from pagemind.config import DEFAULT_MODEL
+    from pagemind.llm.catalogue import installed
+
+    return importlib.util.find_spec("llama_cpp") is not None and installed(DEFAULT_MODEL)
+
+
+@pytest.mark.skipif(not _default_model_installed(), reason="needs the default model (scripts/install.sh installs it)")
+def test_the_default_model_saves_a_fact_to_core_memory_and_recalls_it_after_eviction(tmp_path):
+    with Pagemind(store=tmp_path / "s.db", n_ctx=4096, concurrency=1, cache=False) as pm:
+        options = AgentOptions(embedder="none", context_window=2600, max_tokens=300, max_steps=3, keep_last=2,
+                               summary_words=40)
+        agent = Agent.create(pm.llm, pm.store, "kim", human="", options=options)
+        first = agent.say(f"Please save this in your core memory about me: {FACT}")
+        filler = [("user" if i % 2 == 0 else "assistant", f"Small talk number {i} about the weather, the sea and "
+                   "boats, the tides and the gulls over the harbour.", agent.now()) for i in range(30)]
+        agent.import_messages(filler, in_context=True)
+        second = agent.say("What is my locker code?")
+        for i, s in enumerate(first.steps + second.steps):
+            print(f"step {i}: {s.function} {json.dumps(s.arguments)[:160]} -> {s.status} {s.heartbeat}")
+        print("messages:", first.messages, second.messages)
+        assert "core_memory_append" in [s.function for s in first.steps]
+        assert any("4417" in b.value for b in agent.blocks())  # saved to core memory (the model picks the block)
+        assert second.evictions >= 1 and all(FACT not in e.render() for e in agent.store.queue(agent.id)[1:])
+        assert any("4417" in m for m in second.messages)  # answered from core memory after the eviction
+        assert first.valid_action_rate == second.valid_action_rate == 1.0

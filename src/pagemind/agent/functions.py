@@ -108,6 +108,9 @@ class Toolbox:
         block = self._block(label)
         if not content.strip():
             raise ToolError("content is empty: nothing to append")
+        if content.strip() in block.value:  # small models repeat a save in a loop: say it is done
+            raise ToolError(f"Already in core memory ({label}): nothing added. It is saved; carry on, e.g. "
+                            "reply to the user with send_message.")
         return self._write(block, f"{block.value}\n{content}" if block.value else content)
 
     def core_memory_replace(self, label: str, old_content: str, new_content: str) -> str:
