@@ -176,3 +176,25 @@ def test_documents_with_readagent_gists_as_summaries():
     assert loaded.gists and loaded.passages >= 3
     result = agent.archive.search("p0w0", 0).render()
     assert "(gist: p0w0 p1w0" in result
+
+
+def test_a_document_loaded_into_a_second_agent_is_not_embedded_again():
+    from pagemind.retrieval import HashingEmbedder
+
+    class Counting(HashingEmbedder):
+        texts: list = []
+
+        def embed(self, texts):
+            Counting.texts.extend(texts)
+            return super().embed(texts)
+
+    store = Store(":memory:")
+    doc = Document.from_text(make_text(12, 60), name="book.txt")
+    for name in ("one", "two"):
+        agent = Agent.create(None, store, name, options=AgentOptions(embedder="hashing"))
+        agent.archive._embedder = Counting()
+        load_document(agent, doc)
+        if name == "one":
+            first = len(Counting.texts)
+    assert first > 0 and len(Counting.texts) == first  # the second agent's passages came from the cache
+    assert agent.archive.search("p5w7", 0).total >= 1

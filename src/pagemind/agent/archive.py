@@ -77,9 +77,13 @@ class Archive:
         embedder = self.embedder
         if embedder is None or not texts:
             return [None] * len(texts)
-        from ..retrieval.embed import fragment_vectors
+        from ..retrieval.cache import EmbeddingCache
+        from ..retrieval.embed import CachedEmbedder, fragment_vectors
 
-        matrix = fragment_vectors(embedder.embed(list(texts)))
+        # passages go through the store's embedding cache: the same document loaded into another agent (or
+        # into one agent per evaluation question) is embedded once
+        cached = CachedEmbedder(embedder, EmbeddingCache(self.store.store))
+        matrix = fragment_vectors(cached.embed(list(texts)))
         return [row.tobytes() for row in matrix]
 
     def insert(self, texts: Sequence[str], time: str, summaries: Sequence[str | None] | None = None,
