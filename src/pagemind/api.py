@@ -20,7 +20,6 @@ from .store import SQLiteResponseCache, Store
 from .text import Document, load_document
 
 
-
 def _readagent(llm: LLM, store: Store, method: str, options: dict[str, Any]) -> ReadAgent:
     return ReadAgent(llm, store, ReadAgentOptions.from_preset(options.pop("preset", None) or "quality", **options),
                      mode=method)
