@@ -102,8 +102,24 @@ def test_a_forgotten_request_heartbeat_chains_but_an_explicit_false_yields():
     assert parse_action(call("conversation_search", query="x", page=0, request_heartbeat="true")).heartbeat is True
 
 
+def test_the_last_step_offers_only_send_message_so_a_long_turn_still_answers():
+    searches = [call("archival_memory_search", query="x", page=0, request_heartbeat=True)] * 2
+    fake = ScriptedLLM(by_role={"agent-step": [*searches, call("send_message", message="Best guess: 42.")]},
+                       supports_grammar=True)
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none", max_steps=3))
+    turn = agent.say("What is the answer?")
+    assert turn.messages == ["Best guess: 42."] and turn.stop_reason == "last_step"
+    free, last = fake.history[1].constraint, fake.history[2].constraint
+    assert len(free.json_schema["oneOf"]) == 7 and "call-archival-memory-search" in free.gbnf
+    assert last.json_schema["properties"]["function"] == {"const": "send_message"}
+    assert "call-send-message" in last.gbnf and "archival" not in last.gbnf
+    assert "last step" in fake.history[2].messages[-1].content
+    assert "last step" not in fake.history[1].messages[-1].content
+
+
 def test_the_step_budget_ends_a_runaway_loop():
-    agent, fake = make([call("conversation_search", query="x", page=0, request_heartbeat=True)] * 3, max_steps=3)
+    agent, fake = make([call("conversation_search", query="x", page=0, request_heartbeat=True)] * 3, max_steps=3,
+                       final_reply=False)
     turn = agent.say("hello")
     assert turn.stop_reason == "max_steps" and len(turn.steps) == 3 and turn.messages == []
     agent_fake_next = call("send_message", message="back")

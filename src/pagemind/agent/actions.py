@@ -88,11 +88,13 @@ def _value_rule(p: Param, labels: Sequence[str], limit: int) -> tuple[str, str]:
     return "label", f"label ::= {alternatives}"
 
 
-def step_grammar(labels: Sequence[str], max_chars: int | None = None) -> str:
-    """The GBNF grammar of one step; ``labels`` are the agent's core-memory block labels."""
+def step_grammar(labels: Sequence[str], max_chars: int | None = None,
+                 functions: Sequence[FunctionSpec] = FUNCTIONS) -> str:
+    """The GBNF grammar of one step; ``labels`` are the agent's core-memory block labels, ``functions`` the
+    ones the step may call (all of them, or only send_message on a turn's last step)."""
     rules: dict[str, str] = {"char": _CHAR}
     calls = []
-    for spec in FUNCTIONS:
+    for spec in functions:
         limits = bounds(spec, labels, max_chars)
         parts = []
         for p in spec.all_params:
@@ -119,10 +121,11 @@ def _param_schema(p: Param, labels: Sequence[str], limit: int) -> dict[str, Any]
     return {"type": "string", "enum": list(labels)}
 
 
-def step_schema(labels: Sequence[str], max_chars: int | None = None) -> dict[str, Any]:
+def step_schema(labels: Sequence[str], max_chars: int | None = None,
+                functions: Sequence[FunctionSpec] = FUNCTIONS) -> dict[str, Any]:
     """The JSON schema of one step: one alternative per function, arguments typed and bounded."""
     options = []
-    for spec in FUNCTIONS:
+    for spec in functions:
         limits = bounds(spec, labels, max_chars)
         props = {p.name: _param_schema(p, labels, limits.get(p.name, 0)) for p in spec.all_params}
         options.append({
@@ -136,14 +139,15 @@ def step_schema(labels: Sequence[str], max_chars: int | None = None) -> dict[str
             "required": ["thoughts", "function", "arguments"],
             "additionalProperties": False,
         })
-    return {"oneOf": options}
+    return options[0] if len(options) == 1 else {"oneOf": options}
 
 
-def step_tools(labels: Sequence[str], descriptions: dict[str, str], max_chars: int | None = None) -> tuple[Tool, ...]:
+def step_tools(labels: Sequence[str], descriptions: dict[str, str], max_chars: int | None = None,
+               functions: Sequence[FunctionSpec] = FUNCTIONS) -> tuple[Tool, ...]:
     """The functions as native tools: each takes ``inner_thoughts`` first (the private monologue, for models
     that cannot write text and a call together), then its typed, bounded arguments."""
     tools = []
-    for spec in FUNCTIONS:
+    for spec in functions:
         limits = bounds(spec, labels, max_chars)
         props = {"inner_thoughts": {"type": "string", "description": "your private inner monologue, at most "
                                     f"{limits['thoughts']} characters; the user never sees it"},

@@ -8,7 +8,7 @@ prompt of this one. Consecutive user-role events (a result and its heartbeat) sh
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError, ContextWindowExceeded
@@ -17,6 +17,7 @@ from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..prompts import get_prompt
 from .actions import step_grammar, step_schema, step_tools
+from .functions import FUNCTIONS, SPECS, FunctionSpec
 from .memory import AgentOptions, Block, Event
 from .store import AgentStore
 
@@ -85,21 +86,22 @@ class MainContext:
         return prompt("system", functions=prompt("functions"), reply_format=reply_format,
                       core_memory="\n".join(b.render() for b in blocks))
 
-    def tools(self, blocks: list[Block]) -> tuple[Tool, ...]:
+    def tools(self, blocks: list[Block], functions: Sequence[FunctionSpec] = FUNCTIONS) -> tuple[Tool, ...]:
         if not self.native_tools:
             return ()
-        return step_tools([b.label for b in blocks], function_descriptions(), self.options.max_tokens)
+        return step_tools([b.label for b in blocks], function_descriptions(), self.options.max_tokens, functions)
 
-    def constraint(self, blocks: list[Block]) -> Constraint | None:
+    def constraint(self, blocks: list[Block], functions: Sequence[FunctionSpec] = FUNCTIONS) -> Constraint | None:
         caps = self.llm.backend.capabilities
         if self.native_tools or not self.options.constrained or not (caps.supports_grammar or caps.supports_json_schema):
             return None
         labels = [b.label for b in blocks]
         budget = self.options.max_tokens
-        return Constraint(name="memgpt_step", gbnf=step_grammar(labels, budget),
-                          json_schema=step_schema(labels, budget))
+        return Constraint(name="memgpt_step", gbnf=step_grammar(labels, budget, functions),
+                          json_schema=step_schema(labels, budget, functions))
 
-    def build(self) -> Prepared:
+    def build(self, last_step: bool = False) -> Prepared:
+        """The next step's request; on a turn's ``last_step`` the only function offered is send_message."""
         blocks = self.store.blocks(self.agent_id)
         messages = [Message("system", self.system_text(blocks))]
         for event in self.store.queue(self.agent_id):
@@ -114,8 +116,9 @@ class MainContext:
             messages[-1] = Message("user", f"{messages[-1].content}\n{status}")
         else:
             messages.append(Message("user", status))
+        functions = (SPECS["send_message"],) if last_step else FUNCTIONS
         request = LLMRequest(messages=tuple(messages), role="agent-step", max_tokens=self.options.max_tokens,
-                             constraint=self.constraint(blocks), tools=self.tools(blocks))
+                             constraint=self.constraint(blocks, functions), tools=self.tools(blocks, functions))
         return Prepared(request, self.llm.prompt_tokens(request))
 
     # --- eviction ----------------------------------------------------------------------------------

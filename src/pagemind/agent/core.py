@@ -52,7 +52,7 @@ class TurnResult:
     messages: list[str] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
-    stop_reason: str = "yield"  # yield | max_steps
+    stop_reason: str = "yield"  # yield | last_step (answered on the forced last step) | max_steps
     evictions: int = 0
     warnings: int = 0
 
@@ -200,15 +200,20 @@ class Agent:
                                     for e in orphans])
 
     def _run(self, turn: TurnResult) -> None:
-        for _ in range(self.options.max_steps):
+        steps = self.options.max_steps
+        for i in range(steps):
             self.lock.refresh()
-            prepared = self._prepare(turn)
+            last = self.options.final_reply and steps > 1 and i == steps - 1
+            if last:  # the budget is nearly spent: the only function left is send_message
+                self.store.append(self.id, [Event("system_alert", {"message": prompt("last_step")}, self.now())])
+                turn.trace.note(f"step {steps} of {steps}: only send_message is offered")
+            prepared = self._prepare(turn, last)
             try:
-                response, event = self._complete(prepared, turn)
+                response, event = self._complete(prepared, turn, last)
             except ContextWindowExceeded:  # the backend counted more than we did: make room once more
                 self._evict(turn)
-                prepared = self._prepare(turn)
-                response, event = self._complete(prepared, turn)
+                prepared = self._prepare(turn, last)
+                response, event = self._complete(prepared, turn, last)
             step = self._act(reply_text(response), prepared.tokens, turn.trace, event)
             if step.valid and step.function == "send_message":
                 turn.messages.append(step.arguments["message"])
@@ -216,8 +221,8 @@ class Agent:
             if reason is None and self._warn(self.context.build(), turn):
                 reason = "warning"
             turn.steps.append(Step(**{**step.__dict__, "heartbeat": reason}))
-            if reason is None:
-                turn.stop_reason = "yield"
+            if reason is None or (last and step.function == "send_message"):
+                turn.stop_reason = "last_step" if last else "yield"
                 return
             if reason != "warning":
                 name = "heartbeat_failed" if reason == "failed" else "heartbeat_requested"
@@ -226,7 +231,7 @@ class Agent:
         self.store.append(self.id, [Event("system_alert", {"message": prompt("step_budget", steps=len(turn.steps))},
                                           self.now())])
 
-    def _complete(self, prepared: Prepared, turn: TurnResult) -> tuple[Any, TraceEvent]:
+    def _complete(self, prepared: Prepared, turn: TurnResult, last: bool = False) -> tuple[Any, TraceEvent]:
         """One step's LLM call. A server that refuses native tool calls (a 4xx naming tools) is asked again
         with JSON replies, and the agent remembers it (with tool_calling=auto; "native" lets the error stand)."""
         try:
@@ -236,20 +241,20 @@ class Agent:
                 raise
             self.state.extra["tools_refused"] = str(err)[:300]
             turn.trace.note(f"native tool calls refused by the server; steps are JSON replies from now on ({err})")
-            return self.llm.complete(self._prepare(turn).request, turn.trace)
+            return self.llm.complete(self._prepare(turn, last).request, turn.trace)
 
-    def _prepare(self, turn: TurnResult) -> Prepared:
+    def _prepare(self, turn: TurnResult, last_step: bool = False) -> Prepared:
         """The next step's request, evicting until it fits and warning once the pressure threshold is passed."""
         ctx = self.context
-        prepared = ctx.build()
+        prepared = ctx.build(last_step)
         while not ctx.fits(prepared):
             self._evict(turn)
-            prepared = ctx.build()
+            prepared = ctx.build(last_step)
         if self._warn(prepared, turn):
-            prepared = ctx.build()
+            prepared = ctx.build(last_step)
             while not ctx.fits(prepared):
                 self._evict(turn)
-                prepared = ctx.build()
+                prepared = ctx.build(last_step)
         return prepared
 
     def _evict(self, turn: TurnResult) -> None:

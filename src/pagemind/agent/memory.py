@@ -28,6 +28,7 @@ class AgentOptions:
     block_limit: int = 2000  # characters per core block (paper CORE_MEMORY_*_CHAR_LIMIT)
     page_size: int = 5  # search results per page (paper: 5)
     max_steps: int = 8  # LLM steps per user turn before the turn is cut short
+    final_reply: bool = True  # the last of max_steps may only call send_message, so a cut-short turn still answers
     archival_search: str = "hybrid"  # text | semantic | hybrid (exact text matches first, then semantic)
     recall_search: str = "hybrid"  # text (paper: substring only) | hybrid (substring matches, then keyword overlap)
     embedder: str = "auto"  # auto (MiniLM if installed, else keywords) | minilm | hashing | none

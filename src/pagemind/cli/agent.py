@@ -18,6 +18,9 @@ def agent_options(fn: Callable) -> Callable:
     for option in reversed([
         click.option("--context-window", type=int, help="tokens the agent may use [default: min(model, 8192)]"),
         click.option("--max-steps", type=int, help="LLM steps per user message [default 8]"),
+        click.option("--final-reply/--no-final-reply", default=None,
+                     help="the last of --max-steps may only call send_message, so a long turn still answers "
+                          "[default on]"),
         click.option("--archival-search", type=click.Choice(["hybrid", "semantic", "text"]),
                      help="archival search: exact text matches then embeddings (hybrid, default), or one of them"),
         click.option("--recall-search", type=click.Choice(["hybrid", "text"]),
@@ -37,8 +40,8 @@ def agent_options(fn: Callable) -> Callable:
 
 def _agent_opts(kw: dict[str, Any]) -> dict[str, Any]:
     """The agent options given on the command line (popped from ``kw``), without the unset ones."""
-    names = ("context_window", "max_steps", "archival_search", "recall_search", "embedder", "block_limit",
-             "page_size", "tool_calling")
+    names = ("context_window", "max_steps", "final_reply", "archival_search", "recall_search", "embedder",
+             "block_limit", "page_size", "tool_calling")
     given = {n: kw.pop(n) for n in names}
     if kw.pop("unconstrained"):
         given["constrained"] = False

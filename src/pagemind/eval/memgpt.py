@@ -119,6 +119,8 @@ class MemGPTEval:
         text = turn.messages[-1] if turn.messages else ""
         choice = parse_choice(text, question) if question.is_choice else None
         fallbacks = [] if turn.messages else [f"the agent sent no message (stopped: {turn.stop_reason})"]
+        if turn.stop_reason == "last_step":
+            fallbacks.append("the agent answered only on its last step, when send_message was the one function left")
         if question.is_choice and turn.messages and choice is None:
             fallbacks.append("no option named in the agent's message")
         return Answer(
