@@ -57,6 +57,25 @@ def test_summary_numbers_by_hand(tmp_path):
     assert f["fallback_rate"] == 1.0 and f["lookups"] is None
 
 
+def test_scores_by_condition_count_failures_as_zero(tmp_path):
+    rd = RunDir(tmp_path / "kv")
+    rd.start({"dataset": "nested-kv", "methods": ["memgpt"], "params": {}, "seed": 0, "primary": "accuracy"})
+    cases = [(1, "ok", 1.0), (1, "ok", 0.0), (2, "ok", 1.0), (2, "error", None), (3, "ok", 0.0)]
+    for i, (level, status, score) in enumerate(cases):
+        record = {"key": f"memgpt|e{i}", "example_id": f"e{i}", "method": "memgpt", "status": status,
+                  "meta": {"levels": level}, "usage": usage(10, 1)}
+        if score is not None:
+            record["scores"] = {"accuracy": score}
+        rd.append("examples.jsonl", record)
+    s = summarise(tmp_path / "kv")
+    assert s["breakdown"] == {"key": "levels", "groups": ["1", "2", "3"],
+                              "scores": {"memgpt": {"1": [0.5, 2], "2": [0.5, 2], "3": [0.0, 1]}}}
+    write_report(tmp_path / "kv")
+    md = (tmp_path / "kv" / "summary.md").read_text()
+    assert "| method | levels 1 | levels 2 | levels 3 |" in md and "| memgpt | 0.500 (2) | 0.500 (2) | 0.000 (1) |" in md
+    assert summarise(fake_run(tmp_path / "run"))["breakdown"] is None  # QuALITY has no condition
+
+
 def test_report_files(tmp_path):
     files, warnings = write_report(fake_run(tmp_path / "run"))
     assert {f.name for f in files} == {"summary.md", "summary.csv", "summary.json", "plot.png"} and not warnings

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # The real runs behind docs/results/*-qwen2.5-coder-1.5b: the embedded default model on 2 CPU cores.
-# Run from the project root. Each command resumes when run again; a larger --limit extends the same sample.
+# Run from the project root. Each command resumes when run again; a larger --limit (or more seeds) extends the
+# same seeded sample. The committed runs used the defaults below (about 2.5 hours in all on 2 cores).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 STORE=runs/eval-store.db   # a dedicated store: every memory is built, and costed, inside the run
 
-# QuALITY slice: every method, plus RAG with FragRel as a variant of RAG (same fragments, same question)
-pagemind eval quality -m all -m rag@fragrel -O rag@fragrel:fragrel=true --limit "${QUALITY_LIMIT:-10}" \
-    --store "$STORE" --run-dir docs/results/quality-qwen2.5-coder-1.5b --no-progress
-
 # MemGPT nested key-value retrieval, levels 1-4 (= nesting 0-3), MemGPT vs the full context
-pagemind eval nested-kv -m memgpt -m full -p levels=1,2,3,4 -p seeds="${KV_SEEDS:-5}" \
+pagemind eval nested-kv -m memgpt -m full -p levels=1,2,3,4 -p seeds="${KV_SEEDS:-2}" \
     --store "$STORE" --run-dir docs/results/nested-kv-qwen2.5-coder-1.5b --no-progress
 
-# QMSum val: ReadAgent-P/S, GistMem and the baselines on 20 queries of whole meetings, with the LLM raters
-pagemind eval qmsum -m readagent-p -m readagent-s -m gistmem -m full -m rag -m op-rag --limit "${QMSUM_LIMIT:-20}" \
+# QuALITY slice: every method, plus RAG with FragRel as a variant of RAG (same fragments, same question)
+pagemind eval quality -m all -m rag@fragrel -O rag@fragrel:fragrel=true --limit "${QUALITY_LIMIT:-2}" \
+    --store "$STORE" --run-dir docs/results/quality-qwen2.5-coder-1.5b --no-progress
+
+# QMSum val: ReadAgent-P/S, GistMem and the baselines on queries of whole meetings, with the LLM raters
+pagemind eval qmsum -m readagent-p -m readagent-s -m gistmem -m full -m rag -m op-rag --limit "${QMSUM_LIMIT:-3}" \
     --by-document --raters --store "$STORE" --run-dir docs/results/qmsum-qwen2.5-coder-1.5b --no-progress

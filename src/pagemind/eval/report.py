@@ -158,6 +158,31 @@ def _index_tokens(builds: list[dict[str, Any]], all_builds: list[dict[str, Any]]
     return total, unknown
 
 
+# Example metadata that splits a set into conditions the papers plot separately: nesting level (MemGPT Fig. 7),
+# needle depth, gold position (lost in the middle), length of the concatenated documents.
+GROUP_KEYS = ("levels", "depth", "gold_position", "target_words")
+
+
+def breakdown(records: list[dict[str, Any]], methods: list[str], primary: str) -> dict[str, Any] | None:
+    """The headline score per method and condition (the first of :data:`GROUP_KEYS` the examples carry), failed
+    examples counted as 0; None when the set has no such condition or only one value of it."""
+    key = next((k for k in GROUP_KEYS if any(k in (r.get("meta") or {}) for r in records)), None)
+    if key is None:
+        return None
+    groups = sorted({r["meta"][key] for r in records if key in (r.get("meta") or {})}, key=lambda v: (str(type(v)), v))
+    if len(groups) < 2:
+        return None
+    table: dict[str, dict[str, list[float]]] = {}
+    for m in methods:
+        for g in groups:
+            rows = [r for r in records if r["method"] == m and (r.get("meta") or {}).get(key) == g]
+            scores = [0.0 if r.get("status") == "error" else float((r.get("scores") or {}).get(primary, 0.0))
+                      for r in rows]
+            if scores:
+                table.setdefault(m, {})[str(g)] = [sum(scores) / len(scores), len(scores)]
+    return {"key": key, "groups": [str(g) for g in groups], "scores": table}
+
+
 def summarise(run_dir: str | Path) -> dict[str, Any]:
     """The summary of a run directory as plain data (what summary.json holds)."""
     rd = RunDir(run_dir)
@@ -172,7 +197,8 @@ def summarise(run_dir: str | Path) -> dict[str, Any]:
     out = [summarise_method(m, [r for r in records if r["method"] == m], [b for b in builds if b["method"] == m],
                             builds, primary) for m in methods if any(r["method"] == m for r in records)]
     return {"config": config, "primary": primary, "examples": len({r["example_id"] for r in records}),
-            "records": len(records), "unreadable_lines": skipped, "methods": [asdict(s) for s in out]}
+            "records": len(records), "unreadable_lines": skipped, "methods": [asdict(s) for s in out],
+            "breakdown": breakdown(records, [s.method for s in out], primary)}
 
 
 # --- writing -----------------------------------------------------------------------------------------
@@ -231,6 +257,14 @@ def markdown(summary: dict[str, Any]) -> str:
                _tok(m["all_in_tokens"]), _tok(m["context_words"]),
                "–" if m["compression_rate"] is None else f"{m['compression_rate']:.1f}", _special(m)]
         lines.append("| " + " | ".join(row) + " |")
+    split = summary.get("breakdown")
+    if split:
+        lines += ["", f"{primary} by {split['key']} (examples in brackets):", "",
+                  "| method | " + " | ".join(f"{split['key']} {g}" for g in split["groups"]) + " |",
+                  "|" + "---|" * (len(split["groups"]) + 1)]
+        for method, cells in split["scores"].items():
+            lines.append(f"| {method} | " + " | ".join(
+                f"{_fmt(cells[g][0])} ({cells[g][1]})" if g in cells else "–" for g in split["groups"]) + " |")
     if any(m["index_unknown"] for m in summary["methods"]):
         lines += ["", "\\* some memories were built by an earlier run (found in the store): their cost is not "
                       "counted here."]
