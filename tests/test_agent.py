@@ -114,6 +114,7 @@ def test_the_last_step_offers_only_send_message_so_a_long_turn_still_answers():
     assert last.json_schema["properties"]["function"] == {"const": "send_message"}
     assert "call-send-message" in last.gbnf and "archival" not in last.gbnf
     assert "last step" in fake.history[2].messages[-1].content
+    assert "The user's message was: What is the answer?" in fake.history[2].messages[-1].content  # if evicted
     assert "last step" not in fake.history[1].messages[-1].content
 
 

@@ -28,6 +28,7 @@ from .store import AgentRecord, AgentStore
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 LABEL = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _SEARCHES = ("conversation_search", "conversation_search_date", "archival_memory_search")
+_QUOTE_CHARS = 1500  # the user's message quoted in the last-step alert, at most
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ class Agent:
             self.store.append(self.id, [Event("user_message", {"message": text}, self.now())])
             turn = TurnResult()
             try:
-                self._run(turn)
+                self._run(turn, text)
             finally:
                 self.store.save_state(self.id, self.state)
             return turn
@@ -199,13 +200,16 @@ class Agent:
                                                               "message": prompt("interrupted")}, self.now())
                                     for e in orphans])
 
-    def _run(self, turn: TurnResult) -> None:
+    def _run(self, turn: TurnResult, text: str) -> None:
         steps = self.options.max_steps
         for i in range(steps):
             self.lock.refresh()
             last = self.options.final_reply and steps > 1 and i == steps - 1
             if last:  # the budget is nearly spent: the only function left is send_message
-                self.store.append(self.id, [Event("system_alert", {"message": prompt("last_step")}, self.now())])
+                # the message is quoted: a long chain of searches may have evicted it from the queue
+                quoted = text if len(text) <= _QUOTE_CHARS else text[:_QUOTE_CHARS] + " [...]"
+                self.store.append(self.id, [Event("system_alert", {"message": prompt("last_step", message=quoted)},
+                                                  self.now())])
                 turn.trace.note(f"step {steps} of {steps}: only send_message is offered")
             prepared = self._prepare(turn, last)
             try:
