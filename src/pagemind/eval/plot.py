@@ -4,6 +4,7 @@ questions), so methods that pay up front (ReadAgent, MemWalker) are seen both wa
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,19 @@ def _pyplot() -> Any:
     return plt
 
 
+def _tokens_label(value: float) -> str:
+    return f"{value / 1000:g}k" if value >= 1000 else f"{value:g}"
+
+
+def _thousands(value: float, _pos: int = 0) -> str:
+    return _tokens_label(value)
+
+
+def _minor(value: float, _pos: int = 0) -> str:
+    leading = round(value / 10 ** math.floor(math.log10(value))) if value > 0 else 0
+    return _tokens_label(value) if leading in (2, 5) else ""
+
+
 def plot_summary(summary: dict[str, Any], path: Path) -> Path:
     plt = _pyplot()
     c, primary = summary["config"], summary["primary"]
@@ -39,6 +53,8 @@ def plot_summary(summary: dict[str, Any], path: Path) -> Path:
             ax.annotate(m["method"], (max(x, 1), y), textcoords="offset points", xytext=(6, 4 + 9 * (i % 4)),
                         fontsize=8, color=f"C{i % 10}")  # staggered: methods often share a score
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(_thousands)
+        ax.xaxis.set_minor_formatter(_minor)  # a label on 2, 5 x 10^k only: the others overlap
         ax.set_xlabel(label)
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel(f"{primary} (95% CI)")
