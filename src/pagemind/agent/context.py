@@ -48,13 +48,13 @@ class MainContext:
     """Builds step requests for one agent and keeps them inside its window by evicting the queue's head."""
 
     def __init__(self, llm: LLM, store: AgentStore, agent_id: int, options: AgentOptions,
-                 now: Callable[[], str]) -> None:
+                 now: Callable[[], str], tools_refused: bool = False) -> None:
         self.llm = llm
         self.store = store
         self.agent_id = agent_id
         self.options = options
         self.now = now
-        self.tools_refused = False  # set by the agent from its state
+        self.tools_refused = tools_refused  # the server refused native tool calls earlier (the agent's state)
 
     @property
     def window(self) -> int:

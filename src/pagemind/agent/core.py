@@ -138,9 +138,8 @@ class Agent:
 
     @property
     def context(self) -> MainContext:
-        ctx = MainContext(self.llm, self.store, self.id, self.options, self.now)
-        ctx.tools_refused = bool(self.state.extra.get("tools_refused"))
-        return ctx
+        return MainContext(self.llm, self.store, self.id, self.options, self.now,
+                           tools_refused=bool(self.state.extra.get("tools_refused")))
 
     def now(self) -> str:
         return self.clock().strftime("%Y-%m-%d %H:%M:%S")
@@ -249,16 +248,18 @@ class Agent:
 
     def _prepare(self, turn: TurnResult, last_step: bool = False) -> Prepared:
         """The next step's request, evicting until it fits and warning once the pressure threshold is passed."""
+        prepared = self._fit(turn, last_step)
+        if self._warn(prepared, turn):
+            prepared = self._fit(turn, last_step)
+        return prepared
+
+    def _fit(self, turn: TurnResult, last_step: bool) -> Prepared:
+        """The next step's request, evicting the queue's oldest part until it fits the window."""
         ctx = self.context
         prepared = ctx.build(last_step)
         while not ctx.fits(prepared):
             self._evict(turn)
             prepared = ctx.build(last_step)
-        if self._warn(prepared, turn):
-            prepared = ctx.build(last_step)
-            while not ctx.fits(prepared):
-                self._evict(turn)
-                prepared = ctx.build(last_step)
         return prepared
 
     def _evict(self, turn: TurnResult) -> None:

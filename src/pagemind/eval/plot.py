@@ -24,12 +24,8 @@ def _pyplot() -> Any:
     return plt
 
 
-def _tokens_label(value: float) -> str:
+def _tokens_label(value: float, _pos: int = 0) -> str:
     return f"{value / 1000:g}k" if value >= 1000 else f"{value:g}"
-
-
-def _thousands(value: float, _pos: int = 0) -> str:
-    return _tokens_label(value)
 
 
 def _minor(value: float, _pos: int = 0) -> str:
@@ -53,7 +49,7 @@ def plot_summary(summary: dict[str, Any], path: Path) -> Path:
             ax.annotate(m["method"], (max(x, 1), y), textcoords="offset points", xytext=(6, 4 + 9 * (i % 4)),
                         fontsize=8, color=f"C{i % 10}")  # staggered: methods often share a score
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(_thousands)
+        ax.xaxis.set_major_formatter(_tokens_label)
         ax.xaxis.set_minor_formatter(_minor)  # a label on 2, 5 x 10^k only: the others overlap
         ax.set_xlabel(label)
         ax.grid(True, alpha=0.3)
