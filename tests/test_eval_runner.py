@@ -171,6 +171,31 @@ def test_resuming_with_other_settings_is_refused_but_methods_and_limit_extend(tm
     assert config["methods"] == ["full", "rag"] and config["limit"] == 3
 
 
+def test_raising_nested_kv_seeds_extends_the_run_but_other_params_are_another_run(tmp_path):
+    pairs = kv_base(tmp_path)
+    write(tmp_path / "memgpt-nested-kv" / "nested_kv_instances.jsonl",
+          [{"id": f"nested_kv-L{lv}-s{seed}", "levels": lv, "seed": seed, "query_key": pairs[seed][0],
+            "answer": pairs[seed][1], "value_overrides": []} for lv in (1, 2) for seed in range(3)], lines=True)
+    fake = ScriptedLLM(by_role={"answer": "no idea"})
+    first = run(fake, tmp_path, tmp_path / "run", dataset="nested-kv", methods=("full",),
+                params={"levels": "1,2", "seeds": "1"})
+    assert first.finished == 2
+    more = run(fake, tmp_path, tmp_path / "run", dataset="nested-kv", methods=("full",),
+               params={"levels": "1,2", "seeds": "3"})
+    assert (more.skipped, more.finished) == (2, 4)  # seeds 1 and 2 of each level are new
+    assert {r["example_id"] for r in records(tmp_path / "run")} == {
+        f"nested_kv-L{lv}-s{s}" for lv in (1, 2) for s in range(3)}
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["params"] == {"levels": "1,2", "seeds": "3"}
+    smaller = run(fake, tmp_path, tmp_path / "run", dataset="nested-kv", methods=("full",),
+                  params={"levels": "1,2", "seeds": "2"})  # a smaller sample of the same run: nothing to do
+    assert (smaller.skipped, smaller.finished) == (4, 0)
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["params"]["seeds"] == "3"
+    for params in ({"levels": "1", "seeds": "3"}, {"levels": "1,2"}):
+        with pytest.raises(ConfigError, match="different params"):
+            run(fake, tmp_path, tmp_path / "run", dataset="nested-kv", methods=("full",), params=params)
+
+
 def test_retry_errors_runs_failed_examples_again(tmp_path):
     quality_slice(tmp_path, n=2)
     run(ScriptedLLM(by_role={"answer": BadRequest("down")}), tmp_path, tmp_path / "run", dataset="quality",

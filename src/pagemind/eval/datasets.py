@@ -81,6 +81,9 @@ class DatasetSpec:
     primary: str  # the headline metric (accuracy, rougeL, f1, judge)
     presets: Mapping[str, str] = field(default_factory=dict)  # method family -> preset
     citation: str = ""
+    # integer parameters that only add examples when raised (the earlier ones stay, like --limit): a resumed run
+    # may raise them, any other parameter change is another run
+    widening: tuple[str, ...] = ()
 
     @property
     def params(self) -> dict[str, Any]:

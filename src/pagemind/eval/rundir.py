@@ -1,7 +1,8 @@
 """A run directory: its configuration and its append-only records, written so a killed run loses nothing.
 
 ``config.json`` names the run (dataset, parameters, seed, budget, model, method options...). Resuming with a
-different identity is an error; adding methods or raising ``--limit`` extends the run. ``examples.jsonl`` gets
+different identity is an error; adding methods, raising ``--limit`` or raising a widening parameter of the set
+(nested-kv's ``seeds``) extends the run. ``examples.jsonl`` gets
 one line per finished (example, method), ``builds.jsonl`` one line per memory build; each line is flushed and
 synced as it is written. A line cut short by a kill is ignored on reading, and the last record of a key wins
 (``--retry-errors`` appends a new record for a failed example).
@@ -32,6 +33,22 @@ def jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str, ensure_ascii=False))
 
 
+def _widen(old: Any, new: Any, widening: tuple[str, ...]) -> dict[str, Any] | None:
+    """The stored parameters after resuming with ``new``: each widening parameter at its larger value; None
+    when another parameter differs (or a widening one is not an integer)."""
+    old, new = dict(old or {}), dict(new or {})
+    if old.keys() != new.keys() or any(old[k] != new[k] for k in old if k not in widening):
+        return None  # a parameter given on one side only stands for its default: another run
+    merged = dict(new)
+    for key in widening:
+        if key in old and old[key] != new[key]:
+            try:
+                merged[key] = max(old[key], new[key], key=int)
+            except (TypeError, ValueError):
+                return None
+    return merged
+
+
 class RunDir:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -48,12 +65,16 @@ class RunDir:
         except json.JSONDecodeError as err:
             raise ConfigError(f"{file}: not valid JSON ({err.msg})") from None
 
-    def start(self, config: dict[str, Any]) -> dict[str, Any]:
-        """Write ``config`` (a new run) or merge it into the stored one (a resumed run); returns what is stored."""
+    def start(self, config: dict[str, Any], widening: tuple[str, ...] = ()) -> dict[str, Any]:
+        """Write ``config`` (a new run) or merge it into the stored one (a resumed run); returns what is stored.
+        ``widening``: parameters that, like ``limit``, may differ on resuming; the larger value is stored."""
         config = jsonable(config)
         old = self.config()
         if old is not None:
-            diff = [k for k in IDENTITY if old.get(k) != config.get(k)]
+            params = _widen(old.get("params"), config.get("params"), widening)
+            diff = [k for k in IDENTITY if (params is None if k == "params" else old.get(k) != config.get(k))]
+            if params is not None:
+                config["params"] = params
             for method, opts in (config.get("method_options") or {}).items():
                 if method in (old.get("method_options") or {}) and old["method_options"][method] != opts:
                     diff.append(f"options of {method}")

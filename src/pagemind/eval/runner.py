@@ -172,7 +172,7 @@ class Runner:
             "rater_model": (self.rater_llm or self.pm.llm).model_id if self.raters else None,
             "by_document": self.config.by_document, "primary": spec.primary,
             "method_options": {m: self.method_options(m) for m in methods},
-            "commands": [self.command] if self.command else []})
+            "commands": [self.command] if self.command else []}, widening=spec.widening)
         self.primary = spec.primary
         done = self.dir.latest(EXAMPLES)
         wanted = {e.id for e in examples}

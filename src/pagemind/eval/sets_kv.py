@@ -132,7 +132,7 @@ def load_litm_kv(path: Path, *, keys: int = 75, gold_index: int = -1) -> list[Ex
 SPECS = (
     DatasetSpec("nested-kv", load_nested_kv, "memgpt-nested-kv/nested_kv_instances.jsonl",
                 "MemGPT nested key-value retrieval over 140 UUID pairs (accuracy)", "accuracy", QUALITY_PRESETS,
-                "Packer et al., 2023"),
+                "Packer et al., 2023", widening=("seeds",)),
     DatasetSpec("litm-kv", load_litm_kv, "lost-in-the-middle-kv",
                 "Lost in the Middle key-value retrieval, 75 or 140 UUID pairs (accuracy)", "accuracy", QUALITY_PRESETS,
                 "Liu et al., TACL 2024"),
