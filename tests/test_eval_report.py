@@ -57,6 +57,18 @@ def test_summary_numbers_by_hand(tmp_path):
     assert f["fallback_rate"] == 1.0 and f["lookups"] is None
 
 
+def test_a_memory_loaded_again_by_a_resumed_run_keeps_its_build_cost(tmp_path):
+    rd = RunDir(fake_run(tmp_path / "run"))
+    for d in range(2):  # a larger --limit: the same memories come back from the store, free
+        rd.append("builds.jsonl", {"key": f"readagent-p|d{d}", "method": "readagent-p", "document_id": f"d{d}",
+                                   "status": "started"})
+        rd.append("builds.jsonl", {"key": f"readagent-p|d{d}", "method": "readagent-p", "document_id": f"d{d}",
+                                   "status": "ok", "memory_key": f"k{d}", "reused": True, "llm_built": True,
+                                   "usage": usage(0, 0, 0)})
+    p, _ = summarise(rd.path)["methods"]
+    assert p["index_tokens"] == 2000 and p["index_unknown"] == 0
+
+
 def test_scores_by_condition_count_failures_as_zero(tmp_path):
     rd = RunDir(tmp_path / "kv")
     rd.start({"dataset": "nested-kv", "methods": ["memgpt"], "params": {}, "seed": 0, "primary": "accuracy"})

@@ -183,6 +183,20 @@ def breakdown(records: list[dict[str, Any]], methods: list[str], primary: str) -
     return {"key": key, "groups": [str(g) for g in groups], "scores": table}
 
 
+def _builds(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One build record per (method, document): the first that finished, else the last. A run resumed with a
+    larger limit loads the memory it built earlier from the store and appends a free "reused" record: the
+    first record keeps what the build cost."""
+    first_ok: dict[str, dict[str, Any]] = {}
+    last: dict[str, dict[str, Any]] = {}
+    for b in lines:
+        if "key" in b:
+            last[b["key"]] = b
+            if b.get("status") == "ok":
+                first_ok.setdefault(b["key"], b)
+    return [first_ok.get(key, b) for key, b in last.items()]
+
+
 def summarise(run_dir: str | Path) -> dict[str, Any]:
     """The summary of a run directory as plain data (what summary.json holds)."""
     rd = RunDir(run_dir)
@@ -191,7 +205,7 @@ def summarise(run_dir: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{run_dir}: no config.json; not a run directory of `pagemind eval`")
     records = list(rd.latest(EXAMPLES).values())
     skipped = rd.skipped
-    builds = list(rd.latest(BUILDS).values())
+    builds = _builds(rd.read(BUILDS))
     methods = list(dict.fromkeys(config.get("methods", []) + [r["method"] for r in records]))
     primary = config.get("primary", "accuracy")
     out = [summarise_method(m, [r for r in records if r["method"] == m], [b for b in builds if b["method"] == m],
