@@ -15,5 +15,5 @@ pagemind eval quality -m all -m rag@fragrel -O rag@fragrel:fragrel=true --limit 
     --store "$STORE" --run-dir docs/results/quality-qwen2.5-coder-1.5b --no-progress
 
 # QMSum val: ReadAgent-P/S, GistMem and the baselines on queries of whole meetings, with the LLM raters
-pagemind eval qmsum -m readagent-p -m readagent-s -m gistmem -m full -m rag -m op-rag --limit "${QMSUM_LIMIT:-2}" \
+pagemind eval qmsum -m readagent-p -m readagent-s -m gistmem -m full -m rag -m op-rag --limit "${QMSUM_LIMIT:-4}" \
     --by-document --raters --store "$STORE" --run-dir docs/results/qmsum-qwen2.5-coder-1.5b --no-progress
