@@ -69,6 +69,21 @@ def test_a_memory_loaded_again_by_a_resumed_run_keeps_its_build_cost(tmp_path):
     assert p["index_tokens"] == 2000 and p["index_unknown"] == 0
 
 
+def test_a_memory_shared_with_a_resumed_build_has_an_unknown_cost_for_every_method(tmp_path):
+    rd = RunDir(fake_run(tmp_path / "run"))
+    rd.append("builds.jsonl", {"key": "readagent-p|d2", "method": "readagent-p", "document_id": "d2",
+                               "status": "ok", "memory_key": "k2", "reused": False, "llm_built": True,
+                               "resumed": True, "usage": usage(500, 50, 3)})  # only what came after a kill
+    rd.append("builds.jsonl", {"key": "readagent-s|d2", "method": "readagent-s", "document_id": "d2",
+                               "status": "ok", "memory_key": "k2", "reused": True, "llm_built": True,
+                               "usage": usage(0, 0, 0)})
+    rd.append("examples.jsonl", {"key": "readagent-s|e9", "example_id": "e9", "method": "readagent-s",
+                                 "status": "ok", "scores": {"accuracy": 1.0}, "usage": usage(10, 1)})
+    methods = {m["method"]: m for m in summarise(rd.path)["methods"]}
+    assert methods["readagent-p"]["index_tokens"] == 2000 and methods["readagent-p"]["index_unknown"] == 1
+    assert methods["readagent-s"]["index_tokens"] == 0 and methods["readagent-s"]["index_unknown"] == 1
+
+
 def test_scores_by_condition_count_failures_as_zero(tmp_path):
     rd = RunDir(tmp_path / "kv")
     rd.start({"dataset": "nested-kv", "methods": ["memgpt"], "params": {}, "seed": 0, "primary": "accuracy"})

@@ -137,11 +137,12 @@ def _index_tokens(builds: list[dict[str, Any]], all_builds: list[dict[str, Any]]
     """Tokens of this method's memory builds; a memory reused from another method of the run (ReadAgent-P/S
     share gists) costs what that build cost; one reused from an earlier run, or resumed after a kill, is counted
     as unknown."""
-    cost = {}
+    cost: dict[str, int | None] = {}  # memory key -> tokens of its build (None: resumed, cost unknown)
     for b in all_builds:
         u = b.get("usage") or {}
         if b.get("memory_key") and u.get("calls"):
-            cost.setdefault(b["memory_key"], u.get("prompt_tokens", 0) + u.get("completion_tokens", 0))
+            tokens = u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
+            cost.setdefault(b["memory_key"], None if b.get("resumed") else tokens)
     total, unknown = 0, 0
     for b in builds:
         if b.get("status") != "ok":
@@ -151,8 +152,10 @@ def _index_tokens(builds: list[dict[str, Any]], all_builds: list[dict[str, Any]]
             unknown += 1
         elif u.get("calls"):
             total += u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
-        elif b.get("memory_key") in cost:
-            total += cost[b["memory_key"]]
+        elif b.get("memory_key") in cost:  # another method's memory (ReadAgent-S on ReadAgent-P's gists)
+            borrowed = cost[b["memory_key"]]
+            total += borrowed or 0
+            unknown += borrowed is None
         elif b.get("llm_built", True) and b.get("memory_key"):
             unknown += 1
     return total, unknown
