@@ -2,7 +2,7 @@
 # The real runs behind docs/results/*-qwen2.5-coder-1.5b: the embedded default model on 2 CPU cores.
 # Run from the project root. Each command resumes when run again; a larger --limit (or more seeds) extends the
 # same seeded sample. The committed runs used the defaults below (about 5 hours in all on 2 cores). The whole
-# QuALITY slice and 20 QMSum queries (QUALITY_LIMIT=47 QMSUM_LIMIT=20) would take about 26 more hours here:
+# QuALITY slice and 20 QMSum queries (QUALITY_LIMIT=47 QMSUM_LIMIT=20) would take about 25 more hours here:
 # ~28 minutes per QuALITY question through every method, ~20 per QMSum query plus ~18 per new meeting.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -13,7 +13,7 @@ pagemind eval nested-kv -m memgpt -m full -p levels=1,2,3,4 -p seeds="${KV_SEEDS
     --store "$STORE" --run-dir docs/results/nested-kv-qwen2.5-coder-1.5b --no-progress
 
 # QuALITY slice: every method, plus RAG with FragRel as a variant of RAG (same fragments, same question)
-pagemind eval quality -m all -m rag@fragrel -O rag@fragrel:fragrel=true --limit "${QUALITY_LIMIT:-5}" \
+pagemind eval quality -m all -m rag@fragrel -O rag@fragrel:fragrel=true --limit "${QUALITY_LIMIT:-6}" \
     --store "$STORE" --run-dir docs/results/quality-qwen2.5-coder-1.5b --no-progress
 
 # QMSum val: ReadAgent-P/S, GistMem and the baselines on queries of whole meetings, with the LLM raters
