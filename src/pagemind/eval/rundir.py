@@ -2,10 +2,10 @@
 
 ``config.json`` names the run (dataset, parameters, seed, budget, model, method options...). Resuming with a
 different identity is an error; adding methods, raising ``--limit`` or raising a widening parameter of the set
-(nested-kv's ``seeds``) extends the run. ``examples.jsonl`` gets
-one line per finished (example, method), ``builds.jsonl`` one line per memory build; each line is flushed and
-synced as it is written. A line cut short by a kill is ignored on reading, and the last record of a key wins
-(``--retry-errors`` appends a new record for a failed example).
+(nested-kv's ``seeds``) extends the run. ``examples.jsonl`` gets one line per finished (example, method),
+``builds.jsonl`` one line per memory build; each line is flushed and synced as it is written. A line cut short by
+a kill is ignored on reading, and the last record of an example wins (``--retry-errors`` appends a new record
+for a failed example); for builds the report keeps the first finished one, which holds the build's cost.
 
 """
 
