@@ -52,7 +52,7 @@ def test_agents_never_see_each_other():
     with pytest.raises(AgentExists):
         Agent.create(None, store, "alice")
     AgentStore(store).delete_agent("alice")
-    assert store._exec("SELECT COUNT(*) FROM agent_messages WHERE agent_id = ?", (alice.id,)).fetchone()[0] == 0
+    assert store.count_agent_events(alice.id) == 0 and store.count_agent_passages(alice.id) == 0
     with pytest.raises(AgentNotFound):
         Agent.load(None, store, "alice")
 

@@ -1,8 +1,119 @@
-"""The store's migrations when several processes open a new store at once."""
+"""The store: its interface, migrations (order, old stores, newer stores, several processes), batched writes,
+and that no SQL runs outside ``pagemind.store``."""
 
+import inspect
 import multiprocessing
+import re
+import sqlite3
+from pathlib import Path
 
-from pagemind import Store
+import pytest
+
+from pagemind.llm.base import LLMResponse, ToolCall
+from pagemind.store import (
+    BlockRow,
+    EventRow,
+    LockHolder,
+    PassageRow,
+    Store,
+    StoreBackend,
+    StoredVectors,
+    StoreResponseCache,
+    StoreTooNew,
+)
+from pagemind.store.migrations import MIGRATIONS
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "pagemind"
+
+
+@pytest.fixture(params=["sqlite"])  # issue 17 adds "postgres" here: every test below runs on each backend
+def store(request, tmp_path):
+    s = Store(tmp_path / "s.db")
+    yield s
+    s.close()
+
+
+def _migration(name):
+    return next(fn for fn in MIGRATIONS if fn.__name__ == name)
+
+
+def _old_store(path, names):
+    """A store as an older pagemind left it: these migrations applied and recorded in this order."""
+    db = sqlite3.connect(str(path), isolation_level=None)
+    db.execute("CREATE TABLE _pagemind_migrations (name TEXT PRIMARY KEY, applied REAL)")
+    for name in names:
+        _migration(name)(db)
+        db.execute("INSERT INTO _pagemind_migrations VALUES (?, 0)", (name,))
+    return db
+
+
+def _commits(store):
+    """Count the COMMITs the store's connection runs (SQLite implementation detail, for the batching tests)."""
+    seen = []
+    store._db.set_trace_callback(lambda sql: seen.append(sql) if sql.strip().upper() == "COMMIT" else None)
+    return seen
+
+
+# --- interface -------------------------------------------------------------------------------------------
+def test_every_public_method_of_the_sqlite_store_is_declared_by_the_interface():
+    declared = {n for n, v in vars(StoreBackend).items() if getattr(v, "__isabstractmethod__", False)}
+    public = {n for n, v in inspect.getmembers(Store, callable) if not n.startswith("_")}
+    assert public == declared  # a second backend implementing StoreBackend can replace Store everywhere
+    for name in declared:
+        assert (inspect.getdoc(getattr(StoreBackend, name)) or "").strip(), name
+
+
+def test_no_sql_outside_the_store_package():
+    sql = re.compile(r"\b(SELECT .+ FROM|INSERT (OR \w+ )?INTO|UPDATE \w+ SET|DELETE FROM|CREATE (TABLE|INDEX)|"
+                     r"ALTER TABLE)\b|\._exec\(|\.execute(many)?\(\s*f?[\"']")
+    offenders = [f"{p.relative_to(SRC)}:{i}" for p in SRC.rglob("*.py") if "store" not in p.relative_to(SRC).parts[:1]
+                 for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if sql.search(line)]
+    assert offenders == []
+
+
+# --- migrations ------------------------------------------------------------------------------------------
+def test_migrations_are_registered_in_the_order_of_their_numbers():
+    names = [fn.__name__ for fn in MIGRATIONS]
+    numbers = [int(re.match(r"m(\d+)_", n).group(1)) for n in names]
+    assert numbers == list(range(1, len(names) + 1))
+    store = Store(":memory:")
+    assert store.applied_migrations() == names  # a new store applies them in that order
+    store.close()
+
+
+def test_a_store_migrated_in_the_old_order_opens_and_keeps_its_data(tmp_path):
+    db = _old_store(tmp_path / "old.db", ["m001_initial", "m002_embeddings", "m004_tool_calls", "m003_agents"])
+    db.execute("INSERT INTO documents VALUES ('d', 'book', 3, 11, 0)")
+    db.execute("INSERT INTO agents (name, settings, state, created) VALUES ('ann', '{}', '{}', 0)")
+    db.close()
+    store = Store(tmp_path / "old.db")
+    assert store.applied_migrations() == ["m001_initial", "m002_embeddings", "m004_tool_calls", "m003_agents"]
+    assert [a.name for a in store.list_agents()] == ["ann"]
+    record = store.open_memory("k", "d", "rag", {"a": 1}, "m")  # documents(id='d') exists: the FK holds
+    assert record.status == "building"
+    store.close()
+
+
+def test_a_store_missing_a_middle_migration_gets_it(tmp_path):
+    # written when m004 existed but m003 (agents) did not yet come before it
+    _old_store(tmp_path / "old.db", ["m001_initial", "m002_embeddings", "m004_tool_calls"]).close()
+    store = Store(tmp_path / "old.db")
+    assert store.applied_migrations() == ["m001_initial", "m002_embeddings", "m004_tool_calls", "m003_agents"]
+    assert store.create_agent("ann", {}, {}, 0.0, [BlockRow("human", "", 10)]) is not None
+    store.close()
+
+
+def test_a_store_from_a_newer_pagemind_is_refused_untouched(tmp_path):
+    db = _old_store(tmp_path / "new.db", ["m001_initial"])
+    db.execute("INSERT INTO _pagemind_migrations VALUES ('m099_future', 0)")
+    db.close()
+    with pytest.raises(StoreTooNew, match=r"newer pagemind.*m099_future.*upgrade"):
+        Store(tmp_path / "new.db")
+    db = sqlite3.connect(str(tmp_path / "new.db"))
+    assert sorted(r[0] for r in db.execute("SELECT name FROM _pagemind_migrations")) == ["m001_initial",
+                                                                                           "m099_future"]
+    assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'embeddings'").fetchone() is None  # nothing applied
+    db.close()
 
 
 def _open(path, barrier, results):
@@ -25,8 +136,129 @@ def test_processes_opening_a_new_store_together_all_succeed(tmp_path):
         p.join(60)
     assert sorted(results.get(timeout=5) for _ in procs) == ["ok"] * 4
     store = Store(tmp_path / "new.db")  # and the schema is complete once
-    from pagemind.store.migrations import MIGRATIONS
-
-    names = [r[0] for r in store._db.execute("SELECT name FROM _pagemind_migrations")]
-    assert sorted(names) == sorted(fn.__name__ for fn in MIGRATIONS)
+    assert sorted(store.applied_migrations()) == sorted(fn.__name__ for fn in MIGRATIONS)
     store.close()
+
+
+# --- memories and batched writes -------------------------------------------------------------------------
+def test_items_are_written_in_one_commit_per_batch(store):
+    store.put_document("d", "book", 3, 11)
+    store.open_memory("k", "d", "rag", {}, "m")
+    commits = _commits(store)
+    store.put_items("k", "fragment", [(i, {"text": f"f{i}"}) for i in range(200)])
+    assert len(commits) == 1
+    store.put_embeddings("e", {f"h{i}": StoredVectors(1, 2, bytes(8)) for i in range(200)})
+    assert len(commits) == 2
+    assert [p["text"] for p in store.items("k", "fragment")][:3] == ["f0", "f1", "f2"]
+    assert store.count_embeddings("e") == 200
+
+
+def test_fragments_and_embeddings_commit_or_roll_back_together(store):
+    store.put_document("d", "book", 3, 11)
+    store.open_memory("k", "d", "rag", {}, "m")
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.put_items("k", "fragment", [(0, {"text": "a"}), (1, {"text": "b"})])
+            store.put_embeddings("e", {"h": StoredVectors(1, 1, bytes(4))})
+            raise RuntimeError("killed half-way")
+    assert store.items("k", "fragment") == [] and store.count_embeddings() == 0
+    commits = _commits(store)
+    with store.transaction():
+        store.put_items("k", "fragment", [(0, {"text": "a"}), (1, {"text": "b"})])
+        store.put_embeddings("e", {"h": StoredVectors(1, 1, bytes(4))})
+    assert len(commits) == 1
+    assert store.items("k", "fragment") == [{"text": "a"}, {"text": "b"}] and store.count_embeddings("e") == 1
+
+
+def test_memory_items_resume_and_complete(store):
+    store.put_document("d", "book", 3, 11)
+    store.put_document("d", "renamed", 9, 99)  # once: the second call changes nothing
+    assert store.open_memory("k", "d", "readagent", {"x": 1}, "m").status == "building"
+    for i in range(5):
+        store.put_item("k", "page", i, {"i": i})
+    store.delete_items("k", "page", 3)
+    assert list(store.iter_items("k", "page")) == [(0, {"i": 0}), (1, {"i": 1}), (2, {"i": 2})]
+    store.mark_complete("k")
+    (record,) = store.memories_for("d", "readagent")
+    assert (record.key, record.status, record.settings) == ("k", "complete", {"x": 1})
+    assert store.memories_for("d", "rag") == [] and store.get_memory("nope") is None
+
+
+# --- caches ----------------------------------------------------------------------------------------------
+def test_embeddings_round_trip_by_model_and_hash(store):
+    store.put_embeddings("e1", {"a": StoredVectors(2, 3, bytes(range(24))), "b": StoredVectors(1, 1, b"\0\0\0\1")})
+    store.put_embeddings("e2", {"a": StoredVectors(1, 1, b"zzzz")})
+    found = store.get_embeddings("e1", ["a", "missing", "a"])
+    assert found == {"a": StoredVectors(2, 3, bytes(range(24)))}
+    assert store.get_embeddings("e2", ["a"])["a"].data == b"zzzz"
+    assert (store.count_embeddings(), store.count_embeddings("e1"), store.count_embeddings("e3")) == (3, 2, 0)
+    many = [f"h{i}" for i in range(1200)]  # more than one IN (...) batch
+    store.put_embeddings("e3", {h: StoredVectors(1, 1, bytes(4)) for h in many[::2]})
+    assert len(store.get_embeddings("e3", many)) == 600
+
+
+def test_response_cache_round_trip_with_tool_calls(store):
+    cache = StoreResponseCache(store)
+    assert cache.get("k") is None
+    reply = LLMResponse("hi", 10, 2, 0.5, "m", finish_reason="tool_calls",
+                        tool_calls=(ToolCall("send_message", '{"message": "hi"}'),))
+    cache.put("k", reply)
+    got = cache.get("k")
+    assert got.cached and got.tool_calls == reply.tool_calls
+    assert (got.text, got.prompt_tokens, got.completion_tokens, got.finish_reason) == ("hi", 10, 2, "tool_calls")
+
+
+# --- agents ----------------------------------------------------------------------------------------------
+def test_agent_names_are_unique_and_a_refused_create_writes_nothing(store):
+    first = store.create_agent("ann", {"a": 1}, {}, 1.0, [BlockRow("persona", "p", 10), BlockRow("human", "", 20)])
+    assert store.create_agent("ann", {}, {}, 2.0, [BlockRow("other", "x", 5)]) is None
+    assert store.agent_blocks(first) == [BlockRow("persona", "p", 10), BlockRow("human", "", 20)]
+    assert [(a.name, a.settings) for a in store.list_agents()] == [("ann", {"a": 1})]
+    store.set_agent_state(first, {"warned": True})
+    assert store.get_agent("ann").state == {"warned": True}
+    assert store.delete_agent("ann") and not store.delete_agent("ann")
+    assert store.agent_blocks(first) == [] and store.get_agent("ann") is None
+
+
+def test_agent_events_queue_search_and_eviction(store):
+    agent = store.create_agent("ann", {}, {}, 0.0, [])
+    other = store.create_agent("bob", {}, {}, 0.0, [])
+    seqs = store.append_agent_events(agent, [
+        EventRow("user_message", {"message": "50% off"}, "2024-01-01 10:00:00", text="50% off"),
+        EventRow("step", {"thoughts": "ok"}, "2024-01-02 10:00:00", text="ok"),
+        EventRow("function_result", {"message": "50% done"}, "2024-01-02 10:00:01", text="50% done")])
+    assert seqs == [1, 2, 3]
+    assert store.append_agent_events(other, [EventRow("user_message", {}, "2024-01-01 00:00:00", text="50%")]) == [1]
+    total, rows = store.search_agent_events(agent, ["user_message", "step"], query="50%")
+    assert total == 1 and rows[0].payload == {"message": "50% off"}  # % is literal, kinds and agent scoped
+    assert store.search_agent_events(agent, ["user_message", "step"], query="_")[0] == 0
+    total, rows = store.search_agent_events(agent, ["user_message", "step"], start="2024-01-02")
+    assert (total, [r.seq for r in rows]) == (1, [2])
+    store.evict_agent_events(agent, [1, 2])
+    (note_seq,) = store.append_agent_events(agent, [EventRow("summary", {"message": "s"}, "2024-01-03 00:00:00")])
+    assert [r.seq for r in store.agent_queue(agent)] == [note_seq, 3]  # the summary first
+    assert store.count_agent_events(agent) == 4 and store.count_agent_events(agent, in_context=False) == 2
+    assert [r.seq for r in store.agent_events(agent, [3, 99, 1])] == [3, 1]
+    assert [r.seq for r in store.recent_agent_events(agent, 2)] == [3, 4]
+    assert store.agent_event_texts(agent, ["user_message", "step"]) == [(1, "50% off"), (2, "ok")]
+
+
+def test_agent_passages_and_turn_locks(store):
+    agent = store.create_agent("ann", {}, {}, 0.0, [])
+    ids = store.insert_agent_passages(agent, [PassageRow("The cat sat", "t0", summary="cat", embedding=b"1234",
+                                                         embedder="e"), PassageRow("A dog ran", "t1", source="b")])
+    assert store.count_agent_passages(agent) == 2
+    total, rows = store.search_agent_passages(agent, "CAT")
+    assert total == 1 and rows[0] == PassageRow("The cat sat", "t0", "cat", None, id=ids[0])
+    assert store.agent_passage_vectors(agent, "e") == [(ids[0], b"1234")]
+    assert store.agent_passage_texts(agent) == [(ids[0], "cat The cat sat"), (ids[1], " A dog ran")]
+    assert [p.text for p in store.agent_passages(agent, [ids[1], ids[0]])] == ["A dog ran", "The cat sat"]
+
+    assert store.try_lock_agent(agent, "me", 1, "h", lambda held: False)
+    assert not store.try_lock_agent(agent, "you", 2, "h", lambda held: False)
+    assert store.try_lock_agent(agent, "you", 2, "h", lambda held: held.owner == "me")  # a stale holder
+    assert store.agent_lock_holder(agent).owner == "you"
+    store.release_agent_lock(agent, "me")  # not the holder: nothing happens
+    assert isinstance(store.agent_lock_holder(agent), LockHolder)
+    store.release_agent_lock(agent, "you")
+    assert store.agent_lock_holder(agent) is None

@@ -1,15 +1,17 @@
 """Embedding caches: content-addressed on (embedder id, sha256 of the text), in the store or in memory.
 
-The store table is created by migration ``m002_embeddings``. Its SQL stays in this one small class.
+The store keeps the vectors (table from migration ``m002_embeddings``); this class converts them to arrays.
 """
 
 from __future__ import annotations
 
 import hashlib
-import time
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..store import StoreBackend
 
 
 def text_hash(text: str) -> str:
@@ -17,36 +19,31 @@ def text_hash(text: str) -> str:
 
 
 class EmbeddingCache:
-    """Sub-chunk vectors per text in the pagemind :class:`~pagemind.store.Store` (table ``embeddings``)."""
+    """Sub-chunk vectors per text in a pagemind store (any :class:`~pagemind.store.StoreBackend`)."""
 
-    def __init__(self, store: Any):
+    def __init__(self, store: StoreBackend):
         self.store = store
 
     def get_many(self, model: str, texts: Sequence[str]) -> list[np.ndarray | None]:
         hashes = [text_hash(t) for t in texts]
-        found: dict[str, np.ndarray] = {}
-        unique = sorted(set(hashes))
-        for b in range(0, len(unique), 500):
-            part = unique[b:b + 500]
-            rows = self.store._exec(
-                f"SELECT text_hash, chunks, dim, vectors FROM embeddings WHERE model = ? AND text_hash IN "
-                f"({','.join('?' * len(part))})", (model, *part),
-            ).fetchall()
-            for h, chunks, dim, blob in rows:
-                found[h] = np.frombuffer(blob, dtype=np.float32).reshape(chunks, dim).copy()
-        return [found.get(h) for h in hashes]
+        found = self.store.get_embeddings(model, hashes)
+        out: list[np.ndarray | None] = []
+        for h in hashes:
+            v = found.get(h)
+            out.append(None if v is None else np.frombuffer(v.data, dtype=np.float32).reshape(v.chunks, v.dim).copy())
+        return out
 
     def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
-        now = time.time()
-        rows = [(model, text_hash(t), int(m.shape[0]), int(m.shape[1]), np.ascontiguousarray(m, np.float32).tobytes(),
-                 now) for t, m in vectors.items()]
-        with self.store.transaction() as db:
-            db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?, ?, ?)", rows)
+        """Store every text's vectors in one transaction."""
+        from ..store import StoredVectors
+
+        self.store.put_embeddings(model, {
+            text_hash(t): StoredVectors(int(m.shape[0]), int(m.shape[1]),
+                                        np.ascontiguousarray(m, np.float32).tobytes())
+            for t, m in vectors.items()})
 
     def count(self, model: str | None = None) -> int:
-        sql, args = ("SELECT COUNT(*) FROM embeddings", ()) if model is None else (
-            "SELECT COUNT(*) FROM embeddings WHERE model = ?", (model,))
-        return int(self.store._exec(sql, args).fetchone()[0])
+        return self.store.count_embeddings(model)
 
 
 class MemoryCache:

@@ -1,4 +1,22 @@
-"""Storage (SQLite): documents, memories and the LLM response cache."""
-from .db import MemoryRecord, SQLiteResponseCache, Store, canonical_json, memory_key
+"""Storage: the interface every backend implements (``base``) and the SQLite store (``Store``, the default)."""
+from ..hashing import canonical_json
+from .base import (
+    AgentRow,
+    BlockRow,
+    EventRow,
+    LockHolder,
+    MemoryRecord,
+    PassageRow,
+    StoreBackend,
+    StoredVectors,
+    StoreResponseCache,
+    StoreTooNew,
+    memory_key,
+)
+from .sqlite import Store
 
-__all__ = ["MemoryRecord", "SQLiteResponseCache", "Store", "canonical_json", "memory_key"]
+SQLiteResponseCache = StoreResponseCache  # the name before the store had an interface
+
+__all__ = ["AgentRow", "BlockRow", "EventRow", "LockHolder", "MemoryRecord", "PassageRow", "SQLiteResponseCache",
+           "Store", "StoreBackend", "StoreResponseCache", "StoreTooNew", "StoredVectors", "canonical_json",
+           "memory_key"]

@@ -1,10 +1,20 @@
-"""Append-only schema migrations, each applied once and recorded in ``_pagemind_migrations``."""
+"""Append-only schema migrations of the SQLite store, each applied once and recorded by name in
+``_pagemind_migrations``.
+
+They are registered in the order of their numbers and applied in that order. Never edit a released migration:
+a change of schema (a rename too) is a new migration with the next number. Because each one is recorded by name,
+a store that applied them in another order (m004 before m003, as pagemind did before the list was put in order)
+opens normally, and the missing ones are applied in list order. A store that records a migration this code does
+not know was written by a newer pagemind and is refused.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 import time
 from typing import Callable
+
+from .base import StoreTooNew
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = []
 migration = MIGRATIONS.append
@@ -71,46 +81,6 @@ def m002_embeddings(db: sqlite3.Connection) -> None:
 
 
 @migration
-def m004_tool_calls(db: sqlite3.Connection) -> None:
-    # native tool calls of a cached reply, as JSON [{"name": ..., "arguments": "..."}]; NULL: none
-    db.execute("ALTER TABLE llm_cache ADD COLUMN tool_calls TEXT")
-
-
-def migrate(db: sqlite3.Connection) -> list[str]:
-    """Apply the migrations not yet recorded; return the names applied."""
-    db.execute("CREATE TABLE IF NOT EXISTS _pagemind_migrations (name TEXT PRIMARY KEY, applied REAL)")
-    done = {row[0] for row in db.execute("SELECT name FROM _pagemind_migrations")}
-    applied = []
-    for fn in MIGRATIONS:
-        if fn.__name__ in done:
-            continue
-        try:
-            with db:
-                fn(db)
-                db.execute("INSERT INTO _pagemind_migrations VALUES (?, strftime('%s','now'))", (fn.__name__,))
-        except sqlite3.OperationalError:
-            # Another process opening the same store may be applying this migration right now ("table ... already
-            # exists", "database is locked"): wait for its record rather than fail.
-            if not _applied_by_another(db, fn.__name__):
-                raise
-            continue
-        applied.append(fn.__name__)
-    return applied
-
-
-def _applied_by_another(db: sqlite3.Connection, name: str, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if db.execute("SELECT 1 FROM _pagemind_migrations WHERE name = ?", (name,)).fetchone():
-                return True
-        except sqlite3.OperationalError:
-            pass
-        time.sleep(0.1)
-    return False
-
-
-@migration
 def m003_agents(db: sqlite3.Connection) -> None:
     """MemGPT agents: core blocks, the event history (recall; the queue is in_context = 1), archival passages,
     and one lock row per agent serialising turns across processes."""
@@ -165,3 +135,47 @@ def m003_agents(db: sqlite3.Connection) -> None:
         );
         """
     )
+
+
+@migration
+def m004_tool_calls(db: sqlite3.Connection) -> None:
+    # native tool calls of a cached reply, as JSON [{"name": ..., "arguments": "..."}]; NULL: none
+    db.execute("ALTER TABLE llm_cache ADD COLUMN tool_calls TEXT")
+
+
+def migrate(db: sqlite3.Connection, path: str = ":memory:") -> list[str]:
+    """Apply the migrations not yet recorded, in list order; return the names applied."""
+    db.execute("CREATE TABLE IF NOT EXISTS _pagemind_migrations (name TEXT PRIMARY KEY, applied REAL)")
+    done = {row[0] for row in db.execute("SELECT name FROM _pagemind_migrations")}
+    unknown = sorted(done - {fn.__name__ for fn in MIGRATIONS})
+    if unknown:
+        raise StoreTooNew(f"this store ({path}) was written by a newer pagemind (its schema has migration(s) "
+                          f"{', '.join(unknown)}, unknown to this version); upgrade pagemind to open it")
+    applied = []
+    for fn in MIGRATIONS:
+        if fn.__name__ in done:
+            continue
+        try:
+            with db:
+                fn(db)
+                db.execute("INSERT INTO _pagemind_migrations VALUES (?, strftime('%s','now'))", (fn.__name__,))
+        except sqlite3.OperationalError:
+            # Another process opening the same store may be applying this migration right now ("table ... already
+            # exists", "database is locked"): wait for its record rather than fail.
+            if not _applied_by_another(db, fn.__name__):
+                raise
+            continue
+        applied.append(fn.__name__)
+    return applied
+
+
+def _applied_by_another(db: sqlite3.Connection, name: str, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if db.execute("SELECT 1 FROM _pagemind_migrations WHERE name = ?", (name,)).fetchone():
+                return True
+        except sqlite3.OperationalError:
+            pass
+        time.sleep(0.1)
+    return False

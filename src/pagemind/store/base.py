@@ -1,0 +1,304 @@
+"""The storage interface every backend implements (SQLite today, Postgres next), and the values it takes and
+returns. Values are plain frozen dataclasses or primitives: no connection, cursor or row object leaves a backend,
+so the agent store, the embedding cache and the response cache work on any implementation."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from ..hashing import content_hash
+from ..llm.base import LLMResponse
+
+
+class StoreTooNew(ConfigError):
+    """The store records a migration this pagemind does not know: it was written by a newer version."""
+
+
+def memory_key(document_id: str, method: str, settings: dict[str, Any], model: str) -> str:
+    """The content address of a memory: document + method + settings + model."""
+    return content_hash({"document": document_id, "method": method, "settings": settings, "model": model})
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """One memory of a document built by one method with one model and settings."""
+
+    key: str
+    document_id: str
+    method: str
+    settings: dict[str, Any]
+    model: str
+    status: str  # building | complete
+
+
+@dataclass(frozen=True)
+class StoredVectors:
+    """The cached embedding of one text: ``chunks`` x ``dim`` float32 values, row-major."""
+
+    chunks: int
+    dim: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class AgentRow:
+    """One agent as stored: its settings and bookkeeping as plain JSON-able dicts."""
+
+    id: int
+    name: str
+    settings: dict[str, Any]
+    state: dict[str, Any]
+    created: float
+
+
+@dataclass(frozen=True)
+class BlockRow:
+    """One core-memory block of an agent."""
+
+    label: str
+    value: str
+    limit: int
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One entry of an agent's history; ``seq`` is its place in it, ``text`` what recall search matches."""
+
+    kind: str
+    payload: dict[str, Any]
+    created: str  # 'YYYY-MM-DD HH:MM:SS' (agent clock)
+    seq: int = 0
+    in_context: bool = True
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class PassageRow:
+    """One archival passage of an agent; ``embedding`` is a float32 unit vector (bytes) or None."""
+
+    text: str
+    created: str
+    summary: str | None = None
+    source: str | None = None
+    embedding: bytes | None = None
+    embedder: str | None = None
+    id: int = 0
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds an agent's turn lock, and when it last said it is alive."""
+
+    owner: str
+    pid: int
+    host: str
+    refreshed: float
+
+
+class StoreBackend(ABC):
+    """Documents, memories, embeddings, the LLM response cache and MemGPT agents, in one database."""
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection(s)."""
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[None]:
+        """One write transaction: every store call inside it (this thread) commits or rolls back together."""
+
+    @abstractmethod
+    def applied_migrations(self) -> list[str]:
+        """Names of the schema migrations recorded in this store, in the order they were applied."""
+
+    # --- documents and memories --------------------------------------------------------------------
+    @abstractmethod
+    def put_document(self, doc_id: str, name: str, words: int, chars: int) -> None:
+        """Record a document (once; a second call with the same id changes nothing)."""
+
+    @abstractmethod
+    def open_memory(self, key: str, document_id: str, method: str, settings: dict[str, Any],
+                    model: str) -> MemoryRecord:
+        """Create the memory ``key`` as 'building' unless it exists; return it as stored."""
+
+    @abstractmethod
+    def get_memory(self, key: str) -> MemoryRecord | None:
+        """The memory with this key, or None."""
+
+    @abstractmethod
+    def memories_for(self, document_id: str, method: str | None = None) -> list[MemoryRecord]:
+        """The memories of a document (of one method if given), most recently updated first."""
+
+    @abstractmethod
+    def mark_complete(self, key: str) -> None:
+        """Mark a memory as completely built."""
+
+    @abstractmethod
+    def put_item(self, key: str, kind: str, idx: int, payload: dict[str, Any]) -> None:
+        """Store (or replace) one unit of a memory: a page, a gist, a node, a fragment."""
+
+    @abstractmethod
+    def put_items(self, key: str, kind: str, items: Sequence[tuple[int, dict[str, Any]]]) -> None:
+        """Store (or replace) many units of one kind in one transaction."""
+
+    @abstractmethod
+    def items(self, key: str, kind: str) -> list[dict[str, Any]]:
+        """The payloads of one kind of a memory, by index."""
+
+    @abstractmethod
+    def iter_items(self, key: str, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(index, payload) of one kind of a memory, by index."""
+
+    @abstractmethod
+    def delete_items(self, key: str, kind: str, from_idx: int = 0) -> None:
+        """Delete the units of one kind whose index is ``from_idx`` or more."""
+
+    # --- embedding cache ---------------------------------------------------------------------------
+    @abstractmethod
+    def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, StoredVectors]:
+        """The cached vectors of these text hashes under an embedder id (missing ones are absent)."""
+
+    @abstractmethod
+    def put_embeddings(self, model: str, vectors: Mapping[str, StoredVectors]) -> None:
+        """Store (or replace) vectors by text hash, all in one transaction."""
+
+    @abstractmethod
+    def count_embeddings(self, model: str | None = None) -> int:
+        """How many texts have cached vectors (under one embedder id if given)."""
+
+    # --- LLM response cache ------------------------------------------------------------------------
+    @abstractmethod
+    def get_response(self, key: str) -> LLMResponse | None:
+        """The cached reply of a request key (marked ``cached``), or None."""
+
+    @abstractmethod
+    def put_response(self, key: str, response: LLMResponse) -> None:
+        """Cache a reply under a request key."""
+
+    # --- agents ------------------------------------------------------------------------------------
+    @abstractmethod
+    def create_agent(self, name: str, settings: dict[str, Any], state: dict[str, Any], created: float,
+                     blocks: Sequence[BlockRow]) -> int | None:
+        """Create an agent with its core blocks (atomically); its id, or None if the name is taken."""
+
+    @abstractmethod
+    def get_agent(self, name: str) -> AgentRow | None:
+        """The agent with this name, or None."""
+
+    @abstractmethod
+    def list_agents(self) -> list[AgentRow]:
+        """Every agent, by name."""
+
+    @abstractmethod
+    def delete_agent(self, name: str) -> bool:
+        """Delete an agent and everything it stored; False if there was none."""
+
+    @abstractmethod
+    def set_agent_state(self, agent_id: int, state: dict[str, Any]) -> None:
+        """Replace an agent's bookkeeping."""
+
+    @abstractmethod
+    def set_agent_settings(self, agent_id: int, settings: dict[str, Any]) -> None:
+        """Replace an agent's settings."""
+
+    @abstractmethod
+    def agent_blocks(self, agent_id: int) -> list[BlockRow]:
+        """An agent's core blocks in their order."""
+
+    @abstractmethod
+    def put_agent_block(self, agent_id: int, block: BlockRow) -> None:
+        """Update a block by label, or add it at the end."""
+
+    @abstractmethod
+    def append_agent_events(self, agent_id: int, events: Sequence[EventRow]) -> list[int]:
+        """Append events (their ``seq`` ignored) to the history atomically; return their new ``seq``."""
+
+    @abstractmethod
+    def agent_queue(self, agent_id: int) -> list[EventRow]:
+        """The in-context events: the summary first, then the rest by ``seq``."""
+
+    @abstractmethod
+    def evict_agent_events(self, agent_id: int, seqs: Sequence[int]) -> None:
+        """Take these events and any summary out of the context (they stay in the history)."""
+
+    @abstractmethod
+    def count_agent_events(self, agent_id: int, in_context: bool | None = None) -> int:
+        """How many events the history holds (only those in or out of context if given)."""
+
+    @abstractmethod
+    def recent_agent_events(self, agent_id: int, limit: int) -> list[EventRow]:
+        """The last ``limit`` events, oldest first."""
+
+    @abstractmethod
+    def search_agent_events(self, agent_id: int, kinds: Sequence[str], *, query: str | None = None,
+                            start: str | None = None, end: str | None = None, offset: int = 0,
+                            limit: int = 5) -> tuple[int, list[EventRow]]:
+        """(total, one page) of events of these kinds: case-insensitive substring and/or [start, end) time."""
+
+    @abstractmethod
+    def agent_event_texts(self, agent_id: int, kinds: Sequence[str]) -> list[tuple[int, str]]:
+        """(seq, search text) of every event of these kinds, oldest first."""
+
+    @abstractmethod
+    def agent_events(self, agent_id: int, seqs: Sequence[int]) -> list[EventRow]:
+        """The events with these ``seq``, in the order given (unknown ones left out)."""
+
+    @abstractmethod
+    def insert_agent_passages(self, agent_id: int, passages: Sequence[PassageRow]) -> list[int]:
+        """Add passages (their ``id`` ignored) in one transaction; return their new ids."""
+
+    @abstractmethod
+    def count_agent_passages(self, agent_id: int) -> int:
+        """How many archival passages an agent has."""
+
+    @abstractmethod
+    def search_agent_passages(self, agent_id: int, query: str, offset: int = 0,
+                              limit: int | None = None) -> tuple[int, list[PassageRow]]:
+        """(total, one page by id) of passages whose text or summary contains ``query`` (case-insensitive)."""
+
+    @abstractmethod
+    def agent_passage_vectors(self, agent_id: int, embedder: str) -> list[tuple[int, bytes]]:
+        """(id, embedding) of every passage embedded by this embedder."""
+
+    @abstractmethod
+    def agent_passage_texts(self, agent_id: int) -> list[tuple[int, str]]:
+        """(id, summary and text) of every passage, by id."""
+
+    @abstractmethod
+    def agent_passages(self, agent_id: int, ids: Sequence[int]) -> list[PassageRow]:
+        """The passages with these ids, in the order given (unknown ones left out; no embeddings)."""
+
+    @abstractmethod
+    def try_lock_agent(self, agent_id: int, owner: str, pid: int, host: str,
+                       stale: Callable[[LockHolder], bool]) -> bool:
+        """Take an agent's turn lock if it is free, ours, or ``stale(holder)``; True if taken."""
+
+    @abstractmethod
+    def refresh_agent_lock(self, agent_id: int, owner: str) -> None:
+        """Say the lock's holder is alive."""
+
+    @abstractmethod
+    def release_agent_lock(self, agent_id: int, owner: str) -> None:
+        """Release the lock if ``owner`` holds it."""
+
+    @abstractmethod
+    def agent_lock_holder(self, agent_id: int) -> LockHolder | None:
+        """Who holds an agent's turn lock, or None."""
+
+
+class StoreResponseCache:
+    """The LLM response cache of a store, content-addressed on model + request (``LLMRequest.cache_key``)."""
+
+    def __init__(self, store: StoreBackend) -> None:
+        self.store = store
+
+    def get(self, key: str) -> LLMResponse | None:
+        return self.store.get_response(key)
+
+    def put(self, key: str, response: LLMResponse) -> None:
+        self.store.put_response(key, response)
