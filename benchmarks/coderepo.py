@@ -10,7 +10,7 @@ suites (``test``/``tests`` directories, ``idlelib``, ``lib2to3``, ``site-package
 
 Cost: walk (read + decode), build (tree-sitter parse, graph, fragment spans), graph size; per query, the
 leak-free view, s_ind (BM25 rebuilt without the hidden windows) and the code-relation rows of the top-M
-candidates with FragRel (:func:`pagemind.retrieval.coderank.relation_rows`), for several (M, min_weight).
+candidates with FragRel (:func:`pagemind.retrieval.fragrel.code_rank.relation_rows`), for several (M, min_weight).
 
 Retrieval check, RepoCoder's "API invocation" flavour: a hole is a line holding a call whose callee name is
 defined exactly once in the repository, in another file. The query is the 20 lines above it (RepoCoder), the
@@ -40,10 +40,10 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, peak_rss_mb, write_result  # noqa: E402
 
-from pagemind.retrieval.codefiles import SourceTree, walk_source_tree  # noqa: E402
-from pagemind.retrieval.coderank import CodeSearchSettings, rank_code, relation_rows  # noqa: E402
-from pagemind.retrieval.coderepo import CodeRepository  # noqa: E402
-from pagemind.retrieval.fragrel import MatrixRelation, fragrel_scores  # noqa: E402
+from pagemind.retrieval.fragrel.code_files import SourceTree, walk_source_tree  # noqa: E402
+from pagemind.retrieval.fragrel.code_rank import CodeSearchSettings, rank_code, relation_rows  # noqa: E402
+from pagemind.retrieval.fragrel.code_repo import CodeRepository  # noqa: E402
+from pagemind.retrieval.fragrel.relations import MatrixRelation, fragrel_scores  # noqa: E402
 
 STDLIB_SKIP = {"test", "tests", "idlelib", "lib2to3", "site-packages", "ensurepip"}
 CONFIGS = [(50, 0.01), (50, 0.05), (20, 0.01)]  # (top_m, min_weight); the first is the default

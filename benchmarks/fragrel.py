@@ -38,9 +38,9 @@ from common import DATA, peak_rss_mb, quality_rows, write_result  # noqa: E402
 
 from pagemind.retrieval import Fragment, FragmentIndex, RetrievalSettings, split_words  # noqa: E402
 from pagemind.retrieval.cache import EmbeddingCache  # noqa: E402
-from pagemind.retrieval.codegraph import CodeGraph, code_relation_rows  # noqa: E402
+from pagemind.retrieval.fragrel.code_graph import CodeGraph, code_relation_rows  # noqa: E402
 from pagemind.retrieval.embed import CachedEmbedder, MiniLM  # noqa: E402
-from pagemind.retrieval.fragrel import ContextRelation, SemanticRelation, fragrel_scores  # noqa: E402
+from pagemind.retrieval.fragrel.relations import ContextRelation, SemanticRelation, fragrel_scores  # noqa: E402
 from pagemind.retrieval.scorers import words  # noqa: E402
 from pagemind.store import Store  # noqa: E402
 

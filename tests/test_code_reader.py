@@ -14,8 +14,8 @@ from pagemind import Pagemind, ScriptedLLM, Store  # noqa: E402
 from pagemind.cli import main as cli_main  # noqa: E402
 from pagemind.errors import ConfigError, InputError  # noqa: E402
 from pagemind.methods.code import CodeOptions, CodeReader, ask_repository, complete_file, parse_target  # noqa: E402
-from pagemind.methods.code_prompt import extract_completion  # noqa: E402
-from pagemind.retrieval.coderank import CodeSearchSettings, rank_code  # noqa: E402
+from pagemind.retrieval.fragrel.code_rank import CodeSearchSettings, rank_code  # noqa: E402
+from pagemind.retrieval.fragrel.repocoder import extract_completion  # noqa: E402
 from pagemind.retrieval.scorers import BM25  # noqa: E402
 
 SEP = "# " + "-" * 50

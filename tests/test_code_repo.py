@@ -10,12 +10,12 @@ pytest.importorskip("scipy")  # the `retrieval` extra
 pytest.importorskip("tree_sitter_python")
 
 from pagemind.errors import ConfigError, InputError  # noqa: E402
-from pagemind.retrieval.codefiles import tree_from_files, walk_source_tree  # noqa: E402
-from pagemind.retrieval.codegraph import code_relation_rows, max_product_paths  # noqa: E402
-from pagemind.retrieval.codeparse import parse_file  # noqa: E402
-from pagemind.retrieval.coderank import CodeSearchSettings, rank_code, relation_rows  # noqa: E402
-from pagemind.retrieval.coderepo import CodeRepository  # noqa: E402
-from pagemind.retrieval.fragrel import dense_environment  # noqa: E402
+from pagemind.retrieval.fragrel.code_files import tree_from_files, walk_source_tree  # noqa: E402
+from pagemind.retrieval.fragrel.code_graph import code_relation_rows, max_product_paths  # noqa: E402
+from pagemind.retrieval.fragrel.code_parse import parse_file  # noqa: E402
+from pagemind.retrieval.fragrel.code_rank import CodeSearchSettings, rank_code, relation_rows  # noqa: E402
+from pagemind.retrieval.fragrel.code_repo import CodeRepository  # noqa: E402
+from pagemind.retrieval.fragrel.relations import dense_environment  # noqa: E402
 
 A_PY = "def helper(x):\n    return x + 1\n"
 B_PY = "from pkg.a import helper\n\n\ndef main():\n    return helper(2)\n"

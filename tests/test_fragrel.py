@@ -5,7 +5,7 @@ import pytest
 
 from pagemind.errors import ConfigError
 from pagemind.retrieval import Fragment, FragmentIndex, RetrievalSettings
-from pagemind.retrieval.fragrel import (ContextRelation, MatrixRelation, SemanticRelation,
+from pagemind.retrieval.fragrel.relations import (ContextRelation, MatrixRelation, SemanticRelation,
                                         causal_geometric, dense_environment, fragrel_scores, two_sided_geometric)
 
 

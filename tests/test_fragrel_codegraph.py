@@ -6,9 +6,9 @@ import pytest
 pytest.importorskip("scipy")  # the `retrieval` extra
 
 from pagemind.errors import ConfigError  # noqa: E402
-from pagemind.retrieval.codegraph import (EDGE_WEIGHTS, CodeGraph, code_relation, code_relation_rows,  # noqa: E402
-                                          max_product_paths)
-from pagemind.retrieval.fragrel import dense_environment, fragrel_scores  # noqa: E402
+from pagemind.retrieval.fragrel.code_graph import (EDGE_WEIGHTS, CodeGraph, code_relation,  # noqa: E402
+                                                   code_relation_rows, max_product_paths)
+from pagemind.retrieval.fragrel.relations import dense_environment, fragrel_scores  # noqa: E402
 
 # pkg/ (0) -- a.py (1), b.py (2)                        directory edges 0.3
 # a.py (1) -- <module a> (3);  b.py (2) -- <module b> (6)   file <-> syntax root 1.0

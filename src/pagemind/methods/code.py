@@ -36,15 +36,16 @@ from ..llm.base import LLMRequest, Message
 from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..prompts import get_prompt
-from ..retrieval.codefiles import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, SourceTree, decode_source, walk_source_tree
-from ..retrieval.coderank import CodeRanking, CodeSearchSettings, rank_code
-from ..retrieval.coderepo import CodeRepository
 from ..retrieval.fragments import Fragment, from_dicts, split_repository
+from ..retrieval.fragrel.code_files import (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, SourceTree, decode_source,
+                                            walk_source_tree)
+from ..retrieval.fragrel.code_rank import CodeRanking, CodeSearchSettings, rank_code
+from ..retrieval.fragrel.code_repo import CodeRepository
+from ..retrieval.fragrel.repocoder import (code_text, extract_completion, keep_last_lines, question_context,
+                                           repocoder_context, repocoder_prompt)
 from ..retrieval.select import fit
 from ..store import Store, memory_key
 from .answering import answer, answer_request
-from .code_prompt import (code_text, extract_completion, keep_last_lines, question_context, repocoder_context,
-                          repocoder_prompt)
 from .question import Answer, Question
 
 METHOD = "code"

@@ -6,13 +6,13 @@ tree-sitter (both imported only when used).
 """
 
 from .chat import CHAT_SETTINGS, ChatContext, ChatRetriever, Turn
-from .codefiles import SourceFile, SourceTree, walk_source_tree
-from .coderank import CodeRanking, CodeSearchSettings, rank_code
-from .coderepo import CodeRepository
+from .fragrel.code_files import SourceFile, SourceTree, walk_source_tree
+from .fragrel.code_rank import CodeRanking, CodeSearchSettings, rank_code
+from .fragrel.code_repo import CodeRepository
 from .embed import CachedEmbedder, Embedder, HashingEmbedder, MiniLM, load_embedder
 from .fragments import Fragment, split_lines, split_pages, split_repository, split_turns, split_words
-from .fragrel import (ContextRelation, MatrixRelation, Relation, SemanticRelation,
-                      dense_environment, fragrel_scores)
+from .fragrel.relations import (ContextRelation, MatrixRelation, Relation, SemanticRelation,
+                                dense_environment, fragrel_scores)
 from .index import FragmentIndex, Ranking, RetrievalSettings
 from .scorers import BM25, Jaccard, mix, normalise, rrf
 from .select import Selection, fit

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import ConfigError
 from .embed import Embedder, fragment_vectors
 from .fragments import Fragment
-from .fragrel import ContextRelation, Relation, SemanticRelation, fragrel_scores
+from .fragrel.relations import ContextRelation, Relation, SemanticRelation, fragrel_scores
 from .scorers import BM25, Jaccard, Norm, cosine_scores, mix, rrf
 
 Scorer = Literal["bm25", "dense", "hybrid", "jaccard"]

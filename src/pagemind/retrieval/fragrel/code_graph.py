@@ -19,8 +19,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
-from .fragrel import MatrixRelation
+from ...errors import ConfigError
+from .relations import MatrixRelation
 
 EDGE_WEIGHTS = {"syntax": 0.5, "directory": 0.3, "file": 1.0, "call": 0.8}  # Appendix A
 
@@ -143,6 +143,6 @@ def code_relation_rows(graph: CodeGraph, fragment_nodes: Sequence[NodeSpans], ro
 
 def code_relation(graph: CodeGraph, fragment_nodes: Sequence[NodeSpans], rows: Sequence[int] | None = None,
                   min_weight: float = 0.0) -> MatrixRelation:
-    """The code-structure relation as a FragRel :class:`~.fragrel.Relation` (rows as in ``code_relation_rows``)."""
+    """The code-structure relation as a FragRel :class:`~.relations.Relation` (rows as in ``code_relation_rows``)."""
     W = code_relation_rows(graph, fragment_nodes, rows, min_weight)
     return MatrixRelation(W, name="code", row_ids=None if rows is None else list(rows))

@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
-from ..prompts import get_prompt
-from ..retrieval.fragments import Fragment
+from ...prompts import get_prompt
+from ..fragments import Fragment
 
 _FENCE = re.compile(r"^\s*```")
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 _CLAUSES = ("elif_clause", "else_clause", "except_clause", "except_group_clause", "finally_clause", "case_clause")
 # rank among kept nodes with the same byte range, parent first: a block can span exactly one definition or

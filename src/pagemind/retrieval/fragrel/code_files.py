@@ -23,8 +23,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
-from ..hashing import content_hash
+from ...errors import InputError
+from ...hashing import content_hash
 
 EXTENSIONS = {".py": "python", ".pyi": "python"}
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})

@@ -12,7 +12,7 @@ so a relation never has to materialise the N x N matrix when it has a cheaper fo
   computed exactly in O(N d); ``form="similarity"`` is what the text means (larger = stronger relation),
   w_ij = max(0, cos(e_i, e_j)), dense up to ``dense_limit`` fragments, else the top ``neighbours`` per row.
 * :class:`MatrixRelation`: any explicit (dense or scipy sparse) W, e.g. rows of the code-structure relation
-  (Eq. 8, :mod:`.codegraph`).
+  (Eq. 8, :mod:`.code_graph`).
 
 The sum runs over all j, the fragment itself included (w_ii = 1 for the context relation): with w_rel = 0
 the score is then (1 + alpha) s_ind and the ranking equals the independent one, as the paper states.
@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 try:  # scipy is optional: the numpy scan below gives the same numbers
     from scipy.signal import lfilter as _lfilter

@@ -1,8 +1,8 @@
 """A source tree as FragRel's repository graph (Appendix A), with its RepoCoder fragments mapped onto it.
 
 Nodes: one per directory holding source files (the root included), one per file, and the kept syntax nodes
-of every file (:mod:`.codeparse`: statement-level nodes and calls). Edges, undirected, weights of Appendix A
-(:data:`.codegraph.EDGE_WEIGHTS`):
+of every file (:mod:`.code_parse`: statement-level nodes and calls). Edges, undirected, weights of Appendix A
+(:data:`.code_graph.EDGE_WEIGHTS`):
 
 * directory tree, 0.3: a directory to each subdirectory and to each of its files;
 * file, 1.0: a file node to the syntax root of its file;
@@ -17,8 +17,8 @@ definition of the name, provided there are at most ``max_fanout`` (default 5) of
 often (``__init__``, ``get``, ``run``...) get no call edge: an edge to each of hundreds of same-named methods
 would relate everything to everything and make every Dijkstra search explore the whole repository.
 
-Fragments are RepoCoder windows (:func:`.fragments.split_repository`, 20 lines, stride 10). A fragment
-covers the kept nodes whose own text (:mod:`.codeparse`) falls inside its lines, each with a **length** = the
+Fragments are RepoCoder windows (:func:`..fragments.split_repository`, 20 lines, stride 10). A fragment
+covers the kept nodes whose own text (:mod:`.code_parse`) falls inside its lines, each with a **length** = the
 number of its non-whitespace UTF-8 bytes inside the fragment: the len_k of Eq. 8.
 
 For a completion at line ``h`` of a file of the tree, :meth:`CodeRepository.view` hides what lies at or below
@@ -36,11 +36,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
-from .codefiles import SourceTree
-from .codegraph import EDGE_WEIGHTS, CodeGraph, NodeSpans, cost_matrix
-from .codeparse import FileSyntax, parse_file
-from .fragments import Fragment, split_repository
+from ...errors import ConfigError
+from ..fragments import Fragment, split_repository
+from .code_files import SourceTree
+from .code_graph import EDGE_WEIGHTS, CodeGraph, NodeSpans, cost_matrix
+from .code_parse import FileSyntax, parse_file
 
 _WS = np.zeros(256, dtype=bool)
 _WS[[9, 10, 11, 12, 13, 32]] = True
@@ -59,7 +59,7 @@ class GraphView:
 
     @cached_property
     def cost(self):
-        """Symmetric sparse -log(w) (:func:`.codegraph.cost_matrix`)."""
+        """Symmetric sparse -log(w) (:func:`.code_graph.cost_matrix`)."""
         return cost_matrix(self.n_nodes, self.u, self.v, self.w)
 
 
@@ -184,7 +184,7 @@ class CodeRepository:
 
     @property
     def graph(self) -> CodeGraph:
-        """The full repository graph as a :class:`.codegraph.CodeGraph` (plain tuples: for small trees/tests)."""
+        """The full repository graph as a :class:`.code_graph.CodeGraph` (plain tuples: for small trees/tests)."""
         v = self.view()
         return CodeGraph.from_arrays(self.n_nodes, v.u, v.v, v.w)
 
@@ -245,7 +245,7 @@ class CodeRepository:
 
     @property
     def fragment_nodes(self) -> list[NodeSpans]:
-        """Every fragment's :meth:`spans`, the input of :func:`.codegraph.code_relation_rows`."""
+        """Every fragment's :meth:`spans`, the input of :func:`.code_graph.code_relation_rows`."""
         return [self.spans(i) for i in range(len(self.fragments))]
 
     def stats(self) -> dict[str, int]:

@@ -7,7 +7,7 @@ count as 0, so Dijkstra never looks past them, and the search runs on a **subgra
 Dijkstra from all candidate nodes at once marks the nodes within ``min_weight`` of some candidate node; every
 path of weight >= ``min_weight`` between a candidate node and any node stays inside that set (each node on
 such a path is at least that close to the source), so the per-source Dijkstra runs of
-:func:`.codegraph.code_relation_rows` on the set, plus one isolated stand-in node that keeps the lengths of
+:func:`.code_graph.code_relation_rows` on the set, plus one isolated stand-in node that keeps the lengths of
 fragment nodes outside it, give exactly the rows the whole graph gives with the same ``min_weight`` (tested).
 ``min_weight = 0`` is exact Eq. 8 and searches whole connected components.
 """
@@ -22,11 +22,11 @@ from typing import Literal
 
 import numpy as np
 
-from ..errors import ConfigError
-from .codegraph import CodeGraph, _scipy, code_relation_rows
-from .coderepo import CodeRepository, GraphView
-from .fragrel import MatrixRelation, fragrel_scores
-from .scorers import BM25, Jaccard, code_tokens, words
+from ...errors import ConfigError
+from ..scorers import BM25, Jaccard, code_tokens, words
+from .code_graph import CodeGraph, _scipy, code_relation_rows
+from .code_repo import CodeRepository, GraphView
+from .relations import MatrixRelation, fragrel_scores
 
 CODE_SCORERS = ("bm25", "jaccard")
 
@@ -130,7 +130,7 @@ def _scorer(repo: CodeRepository, scorer: str, allowed: np.ndarray):
 def rank_code(repo: CodeRepository, query: str, settings: CodeSearchSettings | None = None,
               hole: tuple[str, int] | None = None) -> CodeRanking:
     """Score every fragment for ``query``; ``hole = (path, 0-based line)`` hides the lines being completed
-    (:meth:`.coderepo.CodeRepository.view`): they are neither scored, nor candidates, nor counted in any
+    (:meth:`.code_repo.CodeRepository.view`): they are neither scored, nor candidates, nor counted in any
     environment score, and the scorer's statistics (BM25's idf) are computed without them."""
     settings = settings or CodeSearchSettings()
     t0 = time.perf_counter()
