@@ -101,45 +101,160 @@ def choice_constraint(question: Question) -> Constraint:
     return Constraint(name="choice", gbnf=f'root ::= "Answer: (" ({letters}) ")"')
 
 
-_CHOICE_PATTERNS = [
-    r"answer\s*(?:is)?\s*[:：]?\s*\**\s*\(\s*([A-J])\s*\)",
-    r"answer\s*(?:is)?\s*[:：]?\s*\**\s*([A-J])\b(?![’'])",
-    r"(?:correct|best)\s+(?:answer|option|choice)\s+is\s*\(?\s*([A-J])\b",
-    r"^\s*\**\(?([A-J])\)?\**\s*(?:[.:)\-]|$)",
-    r"option\s*\(?([A-J])\)?\b",
-]
+@dataclass(frozen=True)
+class ParsedChoice:
+    """The option a reply names (0-based ``index``), or ``None`` and the ``problem`` that prevented a choice."""
+
+    index: int | None
+    problem: str = ""  # empty when an option was chosen
+    form: str = ""  # how the option was named: json | answer | parenthesis | start | text | contained text
+
+
+# "Answer: (B)", "The correct answer is B": the keyword in any case, the letter only in upper case.
+_ANSWER_FORM = re.compile(r"(?<!\w)(?i:answer)\s*(?:[:：]|(?i:is)\s*[:：]?)\s*(?:\(([A-J])\)|([A-J])(?![\w'’]))")
+# what may follow a bare letter after "Answer:": end of line or reply, or ")", ".", ":" before a space or the end
+_AFTER_LETTER = re.compile(r"[ \t]*(?:\n|$)|[).:](?=[\s)]|$)")
+_PAREN = re.compile(r"\(([A-J])\)")
+_PAREN_LOWER = re.compile(r"\(([a-j])\)")
+_LIST_MARK = re.compile(r"^[ \t]*(?:[-+•]|\d+[.)])[ \t]+")
+_LINE_LETTER = re.compile(r"([A-Ja-j])(?:[).:](?=\s|$)|$)")  # a letter opening a line: "B)", "B.", "B:" or "B"
+# letters named in passing; looked for with the options' own texts masked out
+_OPTION_WORD = re.compile(r"(?<!\w)(?i:option|choice)s?\s*\(?([A-J])(?![\w'’])")
+_LETTER_LIST = re.compile(r"(?<![\w'’])\(?([A-J])\)?\s*(?:,?\s*(?i:or|and|&)\s|,|/)\s*(?=\(?([A-J])(?![\w'’]))")
+_ANSWER_PREFIX = re.compile(r"^(?i:(?:the\s+)?(?:final\s+|correct\s+)?answer)\s*(?:[:：]|(?i:is)\b\s*[:：]?)")
 
 
 def parse_choice(reply: str, question: Question) -> int | None:
-    """The 0-based option a reply names, or None. Accepts the paper's ``Answer: (C) ...`` and the common
-    variants (``Answer: C``, ``(C)``, ``C.``, ``The answer is C``, JSON ``{"answer": "C"}``, or the exact
-    text of exactly one option); rejects letters outside the options."""
-    text = reply.strip()
+    """The 0-based option a reply names without ambiguity, or None (see :func:`read_choice` for the rules)."""
+    return read_choice(reply, question).index
+
+
+def read_choice(reply: str, question: Question) -> ParsedChoice:
+    """Read which option a reply names; never guesses.
+
+    A letter counts only in upper case and only in these forms: ``Answer: (B)`` / ``Answer: B`` / ``the answer
+    is B.`` (a bare letter followed by the end of the line, ``)``, ``.``, ``:`` or option B's own text);
+    ``(B)`` anywhere; ``B``, ``B)``, ``B.`` or ``B:`` as the whole reply, or at its start followed by option B's
+    text; markdown emphasis around any of these; JSON ``{"answer": "B"}``. Without a letter, the exact text of
+    one option (the whole reply, or all after a leading ``Answer:``), or a reply containing the text of exactly
+    one option and no letter that contradicts it. Two different letters anywhere, or a letter that is not an
+    option, give None.
+    """
     letters = question.letters
-    if text.startswith("{"):
-        try:
-            value = str(json.loads(text).get("answer", "")).strip().strip("()")
-            if len(value) == 1 and value.upper() in letters:
-                return letters.index(value.upper())
-        except (ValueError, AttributeError):
-            pass
-    for pattern in _CHOICE_PATTERNS:
-        m = re.search(pattern, text, flags=re.IGNORECASE | re.MULTILINE)
-        if m and m.group(1).upper() in letters:
-            # a lone article/pronoun "A"/"I" at the start of a sentence is not a choice
-            if pattern.startswith("^") and m.group(1) in "AI" and not re.match(r"^\s*\**\(?[AI]\)?\**\s*([.:)\-]|$)", text):
-                continue
-            return letters.index(m.group(1).upper())
-    parens = set(re.findall(r"\(([A-J])\)", text))
-    if len(parens) == 1:
-        (letter,) = parens
-        if letter in letters:
-            return letters.index(letter)
-    norm = _norm(text)
-    hits = [i for i, opt in enumerate(question.options) if _norm(opt) and _norm(opt) in norm]
-    if len(hits) == 1:
-        return hits[0]
-    return None
+    raw = reply.strip()
+    if not raw:
+        return ParsedChoice(None, "empty reply")
+    if not letters:
+        return ParsedChoice(None, "not a multiple-choice question")
+    value = _json_answer(raw)
+    if value is not None:
+        found = read_choice(value, question)
+        if found.index is None:
+            return ParsedChoice(None, f"JSON answer {value[:40]!r}: {found.problem}")
+        return ParsedChoice(found.index, form="json")
+    text = _plain(raw)
+    strong: dict[str, str] = {}  # letter -> the form that names it
+    weak: set[str] = set()  # letters named in passing: they never choose, they only contradict
+    for m in _ANSWER_FORM.finditer(text):
+        letter = m.group(1) or m.group(2)
+        if m.group(1) or _AFTER_LETTER.match(text, m.end()) or _names_option(text[m.end():], letter, question):
+            strong.setdefault(letter, "answer")
+        elif not re.match(r"\s+\w", text[m.end():]):  # "Answer: B, because": named, though not as a choice
+            weak.add(letter)
+    for letter in _PAREN.findall(text):
+        strong.setdefault(letter, "parenthesis")
+    start = _LIST_MARK.sub("", text, count=1)
+    whole = re.fullmatch(r"([A-J])[).:]?", start)
+    opening = re.match(r"([A-J])[).:]\s+(.*)", start, flags=re.DOTALL)
+    if whole:
+        strong.setdefault(whole.group(1), "start")
+    elif opening and _names_option(opening.group(2), opening.group(1), question):
+        strong.setdefault(opening.group(1), "start")
+    lower: set[str] = {c.upper() for c in _PAREN_LOWER.findall(text)}
+    for line in text.splitlines():
+        m = _LINE_LETTER.match(_LIST_MARK.sub("", line).strip())
+        if m:
+            (weak if m.group(1).isupper() else lower).add(m.group(1).upper())
+    masked = _mask_options(text, question)
+    weak.update(_OPTION_WORD.findall(masked))
+    for m in _LETTER_LIST.finditer(masked):
+        weak.update(m.groups())
+    named = sorted(set(strong) | weak)
+    if len(named) > 1:
+        return ParsedChoice(None, f"{'two' if len(named) == 2 else len(named)} letters named: {', '.join(named)}")
+    exact = _exact_options(text, question)
+    if strong:
+        (letter,) = strong
+        if letter not in letters:
+            return ParsedChoice(None, f"letter {letter} is not an option ({letters[0]}-{letters[-1]})")
+        if exact and exact != [letters.index(letter)]:
+            return ParsedChoice(None, f"letter {letter} but the text of option "
+                                      f"{', '.join(letters[i] for i in exact)}")
+        return ParsedChoice(letters.index(letter), form=strong[letter])
+    if len(exact) > 1:
+        return ParsedChoice(None, f"the reply is the text of options {', '.join(letters[i] for i in exact)}")
+    hits = exact or _contained_options(text, question)
+    if len(hits) > 1:
+        return ParsedChoice(None, f"the reply contains the text of options {', '.join(letters[i] for i in hits)}")
+    if hits:
+        (index,) = hits
+        against = sorted((weak | lower) - {letters[index]})
+        if against:
+            return ParsedChoice(None, f"the text of option {letters[index]} but letter {', '.join(against)} named")
+        return ParsedChoice(index, form="text" if exact else "contained text")
+    if weak:
+        return ParsedChoice(None, f"no option form found (letter {named[0]} only named in passing)")
+    return ParsedChoice(None, "no option form found")
+
+
+def _plain(text: str) -> str:
+    """The reply without markdown emphasis, backticks and surrounding quotes."""
+    text = re.sub(r"[*`]|(?<!\w)_+|_+(?!\w)", "", text)
+    return text.strip().strip("\"'“”‘’").strip()
+
+
+def _json_answer(text: str) -> str | None:
+    """The ``answer`` of a reply that is a JSON object (possibly fenced), else None."""
+    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", text)
+    if not body.startswith("{"):
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    value = next((v for k, v in data.items() if str(k).lower() == "answer"), None)
+    return None if value is None or isinstance(value, (dict, list)) else str(value).strip()
+
+
+def _names_option(rest: str, letter: str, question: Question) -> bool:
+    """Whether ``rest`` (what follows a letter) starts with that option's own text."""
+    if letter not in question.letters:
+        return False
+    option = _norm(question.options[question.letters.index(letter)])
+    after = _norm(rest)
+    return bool(option) and (after == option or after.startswith(option + " "))
+
+
+def _exact_options(text: str, question: Question) -> list[int]:
+    """The options whose whole text the reply is (all of it, or all after a leading ``Answer:``)."""
+    candidates = {_norm(text), _norm(_ANSWER_PREFIX.sub("", text, count=1))}
+    return [i for i, opt in enumerate(question.options) if _norm(opt) and _norm(opt) in candidates]
+
+
+def _contained_options(text: str, question: Question) -> list[int]:
+    """The options whose whole text occurs in the reply, on word boundaries."""
+    padded = f" {_norm(text)} "
+    return [i for i, opt in enumerate(question.options) if _norm(opt) and f" {_norm(opt)} " in padded]
+
+
+def _mask_options(text: str, question: Question) -> str:
+    """The reply with every option's text blanked, so that "Plan A or B" inside an option names no letter."""
+    for opt in sorted(question.options, key=len, reverse=True):
+        if opt.strip():
+            text = re.sub(re.escape(opt.strip()), " ", text, flags=re.IGNORECASE)
+    return text
 
 
 def _norm(s: str) -> str:
