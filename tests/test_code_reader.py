@@ -13,7 +13,7 @@ pytest.importorskip("tree_sitter_python")
 from pagemind import Pagemind, ScriptedLLM, Store  # noqa: E402
 from pagemind.cli import main as cli_main  # noqa: E402
 from pagemind.errors import ConfigError, InputError  # noqa: E402
-from pagemind.methods.code import CodeOptions, CodeReader, ask_repository, complete_file, parse_target  # noqa: E402
+from pagemind.methods.code import CodeOptions, CodeReader, parse_target  # noqa: E402
 from pagemind.retrieval.fragrel.code_rank import CodeSearchSettings, rank_code  # noqa: E402
 from pagemind.retrieval.fragrel.repocoder import extract_completion  # noqa: E402
 from pagemind.retrieval.scorers import BM25  # noqa: E402
@@ -44,7 +44,7 @@ def session(fake=None):
 def test_repocoder_prompt_layout_exactly(tmp_path):
     root = write(tmp_path, SMALL)
     pm, fake = session()
-    done = complete_file(pm, root, "pkg/main.py", 7, fragrel=False, top_k=3)
+    done = pm.complete(root, "pkg/main.py", 7, fragrel=False, top_k=3)
     assert [f["paths"] for f in done.fragments] == [["pkg/alpha.py"], ["pkg/beta.py"], ["pkg/limit_a.py",
                                                                                        "pkg/limit_b.py"]]
     expected = "\n".join([
@@ -68,7 +68,7 @@ def test_repocoder_prompt_layout_exactly(tmp_path):
 
 def test_prompt_only_calls_no_model(tmp_path):
     pm, fake = session()
-    done = complete_file(pm, write(tmp_path, SMALL), "pkg/main.py", 7, prompt_only=True)
+    done = pm.complete(write(tmp_path, SMALL), "pkg/main.py", 7, prompt_only=True)
     assert fake.history == [] and done.reply is None and done.prompt.endswith("beta_scale(values, 2)\n")
 
 
@@ -82,7 +82,7 @@ def test_no_leakage_of_the_completed_lines(tmp_path):
     root = write(tmp_path, {**SMALL, "pkg/app.py": APP,
                             "pkg/secret.py": "def secret_helper(v):\n    return v * 2\n"})
     pm, fake = session()
-    reader = CodeReader(pm.llm, pm.store, CodeOptions.create(top_k=10, budget=100000, file_budget=20))
+    reader = CodeReader(pm.llm, pm.store, top_k=10, budget=100000, file_budget=20)
     index = reader.build(root)
     done = reader.complete(index, index.tree.file("pkg/app.py").text, "pkg/app.py", 25)
     assert "MARK_HOLE" not in done.prompt and "MARK_BELOW" not in done.prompt
@@ -122,7 +122,7 @@ BUDGET_REPO = {"pkg/one.py": "x = 1\n", "pkg/two.py": "y = 2\n", "pkg/cur.py": "
                                                     (15, 0, 15), (14, None, 0)])
 def test_retrieved_context_fits_the_budget_to_the_token(tmp_path, budget, blocks, tokens):
     pm, fake = session()
-    done = complete_file(pm, write(tmp_path, BUDGET_REPO), "pkg/cur.py", None, prompt_only=True, budget=budget,
+    done = pm.complete(write(tmp_path, BUDGET_REPO), "pkg/cur.py", None, prompt_only=True, budget=budget,
                          fragrel=False)
     assert done.context_tokens == tokens <= budget
     if blocks is None:  # not even the header fits: the file alone
@@ -135,14 +135,14 @@ def test_retrieved_context_fits_the_budget_to_the_token(tmp_path, budget, blocks
 
 def test_file_part_keeps_the_last_lines_that_fit(tmp_path):
     pm, _ = session()
-    done = complete_file(pm, write(tmp_path, BUDGET_REPO), "pkg/cur.py", 6, prompt_only=True, file_budget=7)
+    done = pm.complete(write(tmp_path, BUDGET_REPO), "pkg/cur.py", 6, prompt_only=True, file_budget=7)
     assert done.code_tokens == 6 and done.prompt.endswith("\nd = 4\ne = 5\n")  # 3 tokens a line: 2 lines fit
     assert any("last 2 of 5 lines" in n for n in done.notes)
 
 
 def test_ask_context_fits_the_budget(tmp_path):
     pm, fake = session()
-    answer = ask_repository(pm, write(tmp_path, SMALL), "What does alpha_total return?", budget=30)
+    answer = pm.ask(write(tmp_path, SMALL), "What does alpha_total return?", budget=30)
     assert answer.text == "alpha_total sums the values." and answer.method == "code"
     assert 0 < answer.details["context_tokens"] <= 30
     prompt = fake.history[-1].messages[0].content
@@ -175,13 +175,13 @@ def test_options_and_targets_are_validated(tmp_path):
     pm, _ = session()
     root = write(tmp_path, SMALL)
     with pytest.raises(InputError, match="has 8 lines"):
-        complete_file(pm, root, "pkg/main.py", 10)
+        pm.complete(root, "pkg/main.py", 10)
     with pytest.raises(InputError, match="no such file"):
-        complete_file(pm, root, "pkg/missing.py", 1)
+        pm.complete(root, "pkg/missing.py", 1)
     outside = tmp_path.parent / "outside_latin.py"
     outside.write_bytes("x = 'caf\xe9'\n".encode("latin-1"))
     with pytest.raises(InputError, match="not valid UTF-8"):
-        complete_file(pm, root, str(outside), 1)
+        pm.complete(root, str(outside), 1)
 
 
 # --- reading the reply ----------------------------------------------------------------------------------
@@ -237,13 +237,15 @@ def test_cli_bad_inputs_are_one_line_errors(tmp_path):
     repo = write(tmp_path / "repo", SMALL)
     cases = [([str(empty), "a.py:1"], "no readable source files"), ([str(binary), "x.py:1"], "binary"),
              ([str(tmp_path / "nope"), "a.py:1"], "no such directory"),
-             ([str(repo), "pkg/main.py:99"], "has 8 lines"), ([str(repo), "pkg/zzz.py:1"], "no such file"),
-             ([str(repo), "pkg/main.py:2", "--alpha", "-1"], "alpha must be >= 0")]
+             ([str(repo), "pkg/main.py:99"], "has 8 lines"), ([str(repo), "pkg/zzz.py:1"], "no such file")]
     for args, message in cases:
         result, fake = run(args + ["--store", str(tmp_path / "s.db")])
         assert result.exit_code == 1, (args, result.output)
         assert result.stderr.startswith("error:") and message in result.stderr and "Traceback" not in result.output
         assert fake.history == []
+    # a flag value its declaration refuses is a usage error, before anything is read
+    result, fake = run([str(repo), "pkg/main.py:2", "--alpha", "-1", "--store", str(tmp_path / "s.db")])
+    assert result.exit_code == 2 and "alpha must be at least 0" in result.output and fake.history == []
 
 
 def test_ask_directory_dispatch(tmp_path):
@@ -253,7 +255,7 @@ def test_ask_directory_dispatch(tmp_path):
     result, fake = run(ask + ["What does alpha_total do?", "--top-k", "1", "--budget", "200"] + store,
                        command=cli_main.cli)
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == "It sums them." and "[code] pages read:" in result.stderr
+    assert result.stdout.strip() == "It sums them." and "[code] fragments read:" in result.stderr
     assert fake.history[-1].messages[0].content.count("# pkg/") == 1  # --top-k 1
     on, _ = run(ask + ["q?", "--json"] + store, command=cli_main.cli)
     off, _ = run(ask + ["q?", "--json", "--no-fragrel"] + store, command=cli_main.cli)
@@ -262,4 +264,5 @@ def test_ask_directory_dispatch(tmp_path):
     for bad in (["--keep", "left"], ["--method", "rag"], ["--scorer", "dense"]):
         rejected, _ = run(ask + ["q?"] + bad + store, command=cli_main.cli)
         assert rejected.exit_code == 2, (bad, rejected.output)
-        assert "does not apply" in rejected.output or "bm25 or jaccard" in rejected.output
+        assert ("does not apply" in rejected.output or "applies to full, not code" in rejected.output
+                or "one of bm25, jaccard" in rejected.output), rejected.output

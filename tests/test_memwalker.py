@@ -37,7 +37,7 @@ def walker(fake, store=None, concurrency=4, **opts):
     store = store or Store(":memory:")
     llm = LLM(fake, cache=SQLiteResponseCache(store), concurrency=concurrency)
     opts = {"segment_tokens": 25, "max_children": 2, **opts}
-    return MemWalker(llm, store, MemWalkerOptions.from_preset("quality", **opts))
+    return MemWalker(llm, store, MemWalkerOptions.create("quality", **opts))
 
 
 def scripted(navigate=(), summarise=echo, **kw):

@@ -5,9 +5,10 @@ import pytest
 from helpers import first_words_gist, make_text, middle_label
 from pagemind import LLM, Document, ScriptedLLM, Store
 from pagemind.errors import ConfigError
-from pagemind.methods.full import FullTextReader
+from pagemind.methods.full import FullText
 from pagemind.methods.question import Question
-from pagemind.methods.rag import RAGOptions, RAGReader
+from pagemind.methods import registry
+from pagemind.methods.rag import RAG, RAGOptions
 from pagemind.retrieval.embed import HashingEmbedder
 from pagemind.store import SQLiteResponseCache
 
@@ -24,7 +25,7 @@ def reader(fake=None, store=None, mode="rag", embedder=None, **opts):
     store = store or Store(":memory:")
     llm = LLM(fake, cache=SQLiteResponseCache(store), concurrency=1)
     opts.setdefault("fragment_words", 50)
-    return RAGReader(llm, store, RAGOptions.from_preset("quality", **opts), mode, embedder), fake
+    return registry.get(mode)(llm, store, RAGOptions.create("quality", **opts), embedder), fake
 
 
 def ask(text):
@@ -117,7 +118,7 @@ def test_pages_fragments_reuse_readagent_pages():
     fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist, "answer": "Answer: (C)"})
     store = Store(":memory:")
     llm = LLM(fake, cache=SQLiteResponseCache(store), concurrency=1)
-    rag = RAGReader(llm, store, RAGOptions.from_preset("quality", fragments="pages", top_k=1))
+    rag = RAG(llm, store, fragments="pages", top_k=1)
     doc = Document.from_text(make_text(30, 60))
     memory = rag.build(doc)
     assert memory.fragments[0].unit == "pages" and memory.fragments[0].start == 0
@@ -130,7 +131,7 @@ def test_pages_fragments_reuse_readagent_pages():
 def test_full_text_budget_is_respected_to_the_token():
     for keep in ("left", "right", "middle-cut"):
         fake = ScriptedLLM(by_role={"answer": "Answer: (A)"})
-        full = FullTextReader(LLM(fake), keep=keep, budget=77)
+        full = FullText(LLM(fake), Store(":memory:"), keep=keep, budget=77)
         full.answer(full.build(DOC), ask("?"))
         assert len(context_of(fake).split()) == 77  # "[...]" of middle-cut counts as a token
 
@@ -139,7 +140,7 @@ def test_bad_options_are_config_errors():
     for bad in ({"scorer": "tfidf"}, {"w_rel": 2.0}, {"top_k": -1}, {"budget": 0}, {"fragments": "lines"},
                 {"order": "random"}, {"nonsense": 1}):
         with pytest.raises(ConfigError):
-            RAGOptions.from_preset("quality", **bad)
+            RAGOptions.create("quality", **bad)
     with pytest.raises(ConfigError):
-        RAGOptions.from_preset("unknown")
-    assert RAGOptions.from_preset("quality", top_k=0).top_k is None  # 0: as many fragments as fit
+        RAGOptions.create("unknown")
+    assert RAGOptions.create("quality", top_k=0).k is None  # 0: as many fragments as fit

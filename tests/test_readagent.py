@@ -7,7 +7,8 @@ from pagemind import Document, LLM, Pagemind, ScriptedLLM, Store, Trace
 from pagemind.llm.base import Message
 from pagemind.errors import ScriptExhausted
 from pagemind.methods.question import Question
-from pagemind.methods.readagent import ReadAgent, ReadAgentOptions
+from pagemind.methods import registry
+from pagemind.methods.readagent import ReadAgentP
 from pagemind.store import SQLiteResponseCache
 
 QUESTION = Question("Which page?", ("one", "two", "three", "four"))
@@ -16,7 +17,7 @@ QUESTION = Question("Which page?", ("one", "two", "three", "four"))
 def agent(fake, store=None, mode="readagent-p", **opts):
     store = store or Store(":memory:")
     llm = LLM(fake, cache=SQLiteResponseCache(store), concurrency=4)
-    return ReadAgent(llm, store, ReadAgentOptions.from_preset("quality", **opts), mode=mode)
+    return registry.get(mode)(llm, store, preset="quality", **opts)
 
 
 def scripted(**by_role):
@@ -196,7 +197,7 @@ def test_killed_during_gists_keeps_finished_gists(tmp_path):
     dying = ScriptedLLM(by_role={"paginate": middle_label, "gist": ["g0", "g1", RuntimeError("killed")] + ["x"] * 10})
     llm = LLM(dying, concurrency=1)
     with pytest.raises(RuntimeError):
-        ReadAgent(llm, Store(store_path)).build(doc)
+        ReadAgentP(llm, Store(store_path)).build(doc)
     store = Store(store_path)
     (record,) = store.memories_for(doc.id)
     done = {g["page"] for g in store.items(record.key, "gist")}
@@ -260,7 +261,7 @@ def test_requests_in_flight_never_exceed_concurrency(concurrency):
 
     fake = ScriptedLLM(by_role={"paginate": slow(middle_label), "gist": slow(first_words_gist)})
     llm = LLM(fake, concurrency=concurrency)
-    memory = ReadAgent(llm, Store(":memory:")).build(Document.from_text(make_text(60, 60)))
+    memory = ReadAgentP(llm, Store(":memory:")).build(Document.from_text(make_text(60, 60)))
     assert len(memory.gists) == len(memory.pages)
     assert state["peak"] <= concurrency
     if concurrency > 1:
@@ -270,7 +271,7 @@ def test_requests_in_flight_never_exceed_concurrency(concurrency):
 def test_follow_up_expansion_answers_in_the_look_up_conversation():
     fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist,
                                 "lookup": "I want to look up Page [2, 0] to check", "answer": "Answer: (B)"})
-    agent = ReadAgent(LLM(fake), Store(":memory:"), ReadAgentOptions.from_preset("quality", expand="follow-up"))
+    agent = ReadAgentP(LLM(fake), Store(":memory:"), expand="follow-up")
     memory = agent.build(Document.from_text(make_text(30, 60)))
     answer = agent.answer(memory, Question("Which page?", ("one", "two")))
     lookup, final = [r for r in fake.history if r.role in ("lookup", "answer")]
@@ -286,9 +287,9 @@ def test_follow_up_expansion_respects_the_budget():
     fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist,
                                 "lookup": "I want to look up Page [1, 2]", "answer": "Answer: (A)"})
     store = Store(":memory:")
-    memory = ReadAgent(LLM(fake), store).build(Document.from_text(make_text(30, 60)))
+    memory = ReadAgentP(LLM(fake), store).build(Document.from_text(make_text(30, 60)))
     budget = len(memory.tagged_gists().split()) + len(memory.pages[1].text.split()) + 5
-    agent = ReadAgent(LLM(fake), store, ReadAgentOptions.from_preset("quality", expand="follow-up", budget=budget))
+    agent = ReadAgentP(LLM(fake), store, expand="follow-up", budget=budget)
     answer = agent.answer(memory, Question("Which page?", ("one", "two")))
     assert answer.pages_read == [1]
     assert any("page 2 dropped" in f and "budget" in f for f in answer.fallbacks)
@@ -296,19 +297,49 @@ def test_follow_up_expansion_respects_the_budget():
 
 @pytest.mark.parametrize("gist_mode", ["separate", "continue"])
 def test_an_empty_gist_falls_back_to_the_page_beginning_and_is_recorded(gist_mode):
-    def gist(request):
-        return "Here is a shortened version:" if "p0w0" in request.messages[-1].content else first_words_gist(request)
+    def gist(request):  # page 0's gist is only a preamble, also when re-asked
+        return "Here is a shortened version:" if "p0w0" in request.messages[0].content else first_words_gist(request)
 
     def continued(request):  # continue mode: the page is in the pagination turn, the gist request says little
         return "" if request.messages[0].content.count("p0w0") else "short"
 
     fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": gist if gist_mode == "separate" else continued})
     trace = Trace()
-    agent = ReadAgent(LLM(fake), Store(":memory:"), ReadAgentOptions.from_preset("quality", gist_mode=gist_mode))
+    agent = ReadAgentP(LLM(fake), Store(":memory:"), gist_mode=gist_mode)
     memory = agent.build(Document.from_text(make_text(30, 60)), trace=trace)
     first = memory.gists[0]
     assert first.source == "fallback"
     assert first.text.split() == memory.pages[0].text.split()[:len(first.text.split())] and first.words >= 30
     assert all(g.source == "llm" for g in memory.gists[1:])
     assert agent.describe(memory)["fallback_gists"] == 1
-    assert any(e.decision and e.decision.startswith("empty gist of page 0") for e in trace.events)
+    invalid = [e for e in trace.events if e.role == "gist" and e.decision.startswith("invalid (reply was empty")]
+    assert len(invalid) == 2  # asked, re-asked once, then the fallback
+    assert any(n.startswith("gist of page 0 fell back to its first") for n in trace.notes)
+
+
+@pytest.mark.parametrize("bad, problem", [
+    (" ".join(f"w{i}" for i in range(1000)), "not shorter than its page"),
+    ("The keeper lit the lamp again and the ships came home. " * 12, "repeats itself"),
+])
+def test_a_gist_not_shorter_than_its_page_or_looping_is_reasked_then_replaced(bad, problem):
+    calls = {"n": 0}
+
+    def gist(request):
+        if "p0w0" in request.messages[0].content:
+            calls["n"] += 1
+            return bad if calls["n"] == 1 else "a faithful short gist of page zero"
+        return first_words_gist(request)
+
+    fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": gist})
+    trace = Trace()
+    memory = ReadAgentP(LLM(fake), Store(":memory:")).build(Document.from_text(make_text(30, 60)), trace=trace)
+    assert memory.gists[0].text == "a faithful short gist of page zero" and memory.gists[0].source == "llm"
+    assert any(e.decision.startswith("invalid (") and problem in e.decision for e in trace.events)
+
+
+def test_a_gist_that_stays_bad_after_the_reask_is_the_recorded_fallback():
+    fake = ScriptedLLM(by_role={"paginate": middle_label,
+                                "gist": lambda r: ("same words " * 300) if "p0w0" in r.messages[0].content
+                                else first_words_gist(r)})
+    memory = ReadAgentP(LLM(fake), Store(":memory:")).build(Document.from_text(make_text(30, 60)))
+    assert memory.gists[0].source == "fallback" and memory.gists[0].words < memory.pages[0].words

@@ -6,46 +6,23 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .config import Settings, resolve_settings
-from .errors import ConfigError
 from .llm.base import Backend
 from .llm.client import LLM
-from .llm.usage import Trace
 from .llm.registry import open_backend
-from .methods.full import FullTextReader
-from .methods.memwalker import MemWalker, MemWalkerOptions
+from .llm.usage import Trace
+from .methods import registry
+from .methods.base import Memory, Reader
 from .methods.question import Answer, Question
-from .methods.rag import RAGOptions, RAGReader
-from .methods.readagent import ReadAgent, ReadAgentOptions
 from .store import SQLiteResponseCache, Store
 from .text import Document, load_document
 
 
-def _readagent(llm: LLM, store: Store, method: str, options: dict[str, Any]) -> ReadAgent:
-    return ReadAgent(llm, store, ReadAgentOptions.from_preset(options.pop("preset", None) or "quality", **options),
-                     mode=method)
+def methods() -> tuple[str, ...]:
+    """Every method name (pagemind's and those other packages register)."""
+    return registry.names()
 
 
-def _memwalker(llm: LLM, store: Store, method: str, options: dict[str, Any]) -> MemWalker:
-    return MemWalker(llm, store, MemWalkerOptions.from_preset(options.pop("preset", None) or "quality", **options))
-
-
-def _rag(llm: LLM, store: Store, method: str, options: dict[str, Any]) -> RAGReader:
-    return RAGReader(llm, store, RAGOptions.from_preset(options.pop("preset", None) or "quality", **options),
-                     mode=method)
-
-
-def _full(llm: LLM, store: Store, method: str, options: dict[str, Any]) -> FullTextReader:
-    return FullTextReader.from_options(llm, store, **options)
-
-
-# method name -> factory(llm, store, method, options); each method's options class rejects unknown options.
-READERS: dict[str, Callable[[LLM, Store, str, dict[str, Any]], Any]] = {
-    "readagent-p": _readagent, "readagent-s": _readagent, "gistmem": _readagent,
-    "memwalker": _memwalker,
-    "rag": _rag, "op-rag": _rag,
-    "full": _full,
-}
-METHODS = tuple(READERS)
+METHODS = tuple(n for n in registry.BUILTIN if n != "code")  # pagemind's own document methods; methods() adds plugins
 
 
 class Pagemind:
@@ -82,35 +59,51 @@ class Pagemind:
             return source
         return load_document(source, encoding=encoding, max_bytes=self.settings.max_bytes)
 
-    def reader(self, method: str = "readagent-p", **options: Any):
-        """A reader for ``method`` with its options (``None`` values mean "the default"; unknown options are an
-        error). Every reader has ``build``, ``load``, ``answer`` and ``describe``."""
-        if method not in READERS:
-            raise ConfigError(f"unknown method {method!r} (have: {', '.join(METHODS)})")
-        return READERS[method](self.llm, self.store, method, {k: v for k, v in options.items() if v is not None})
+    def reader(self, method: str = "readagent-p", **options: Any) -> Reader[Any, Any]:
+        """The reader of ``method`` with its options (``None`` values mean "the default"; an unknown option or a
+        value its declaration refuses is a :class:`ConfigError`)."""
+        cls = registry.get(method)
+        return cls(self.llm, self.store, **{k: v for k, v in options.items() if v is not None})
+
+    def source(self, source: str | Path | Document, reader: Reader[Any, Any], encoding: str = "utf-8") -> Any:
+        """What ``reader`` reads: a :class:`Document` from a file, or a source tree for a directory reader."""
+        if reader.source == "directory":
+            return reader.source_tree(source)  # type: ignore[attr-defined]
+        return self.document(source, encoding)
 
     def index(self, source: str | Path | Document, method: str = "readagent-p",
-              progress: Callable[[int, int], None] | None = None, **options: Any):
+              progress: Callable[[int, int], None] | None = None, **options: Any) -> Memory:
         """Build (or resume, or reuse) the memory of a document."""
-        return self.reader(method, **options).build(self.document(source), progress=progress)
+        reader = self.reader(method, **options)
+        return reader.build(self.source(source, reader), progress=progress)
 
     def ask(self, source: str | Path | Document, question: str | Question, options: Sequence[str] = (),
             method: str = "readagent-p", progress: Callable[[int, int], None] | None = None,
             **method_options: Any) -> Answer:
         """Answer a question about a document (builds its memory first if needed), or about a source tree when
-        ``source`` is a directory (code retrieval with FragRel's code relation; ``method`` does not apply)."""
+        ``source`` is a directory (the ``code`` method: FragRel's code relation)."""
         if isinstance(source, (str, Path)) and Path(source).is_dir():
-            from .methods.code import ask_repository
-
-            return ask_repository(self, source, question, options, **method_options)
+            method = "code"
         reader = self.reader(method, **method_options)
         build_trace = Trace()
-        memory = reader.build(self.document(source), progress=progress, trace=build_trace)
+        memory = reader.build(self.source(source, reader), progress=progress, trace=build_trace)
         q = question if isinstance(question, Question) else Question.parse(question, tuple(options))
         answer = reader.answer(memory, q)
         if build_trace.events:
             answer.index_trace = build_trace
         return answer
+
+    def complete(self, directory: str | Path, file: str | Path, line: int | None = None, prompt_only: bool = False,
+                 **options: Any) -> Any:
+        """Complete line ``line`` (1-based; None: after the last line) of ``file`` with fragments retrieved from
+        the source tree ``directory`` (the ``code`` method). ``prompt_only``: build the prompt, call no model."""
+        from .methods.code import read_target
+
+        reader = self.reader("code", **options)
+        index = reader.build(reader.source_tree(directory))  # type: ignore[attr-defined]
+        text, path = read_target(index, directory, file)
+        line = len(text.splitlines()) + 1 if line is None else line
+        return reader.prepare(index, text, path, line) if prompt_only else reader.complete(index, text, path, line)  # type: ignore[attr-defined]
 
     def close(self) -> None:
         if self._llm is not None:

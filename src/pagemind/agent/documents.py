@@ -41,9 +41,9 @@ def load_document(agent: Agent, document: Document, *, words: int = PASSAGE_WORD
     """Insert ``document`` into the agent's archival storage and tell the agent with a system alert."""
     summaries: list[str | None] | None = None
     if gists:
-        from ..methods.readagent import ReadAgent, ReadAgentOptions
+        from ..methods.readagent import GistMem
 
-        reader = ReadAgent(agent.llm, agent.store.store, ReadAgentOptions.from_preset("quality"))
+        reader = GistMem(agent.llm, agent.store.store, preset="quality")
         memory = reader.build(document, trace=trace)
         texts = [p.text for p in memory.pages]
         by_page = {g.page: g.text for g in memory.gists}

@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from ..eval.datasets import base_method, data_root, datasets
 from ..eval.report import markdown, summarise, write_report
 from ..eval.rundir import default_run_dir
-from ..eval.runner import ALL_METHODS, EvalConfig, Runner
+from ..eval.runner import EvalConfig, Runner, evaluable, option_class
 from .main_errors import handle_errors
 from .options import llm_options, session
 
@@ -46,27 +46,16 @@ def _pairs(values: tuple[str, ...], what: str) -> dict[str, str]:
     return out
 
 
-def _value(text: str) -> Any:
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
 def _method_options(values: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """``METHOD:KEY=VALUE`` strings by method."""
     out: dict[str, dict[str, Any]] = {}
     for item in values:
         method, sep, rest = item.partition(":")
-        if not sep or base_method(method) not in ALL_METHODS:
-            raise click.UsageError(f"--option {item!r}: use METHOD:KEY=VALUE with a method of {', '.join(ALL_METHODS)}")
+        if not sep or base_method(method) not in evaluable():
+            raise click.UsageError(f"--option {item!r}: use METHOD:KEY=VALUE with a method of {', '.join(evaluable())}")
+        options = option_class(base_method(method))
         for key, value in _pairs((rest,), "--option").items():
-            out.setdefault(method, {})[key.replace("-", "_")] = _value(value)
+            out.setdefault(method, {})[key.replace("-", "_")] = options.coerce(key.replace("-", "_"), value)
     return out
 
 
@@ -93,7 +82,7 @@ def eval_group() -> None:
 @eval_group.command("run")
 @click.argument("dataset")
 @click.option("--method", "-m", "methods", multiple=True, required=True,
-              help=f"a method to evaluate (repeat, or comma-separated, or 'all'): {', '.join(ALL_METHODS)}")
+              help="a method to evaluate (repeat, or comma-separated, or 'all'; see `pagemind methods`), or memgpt")
 @click.option("--data", help="data root, set folder or file [env PAGEMIND_DATA; default ../shared/data]")
 @click.option("--limit", type=int, help="questions to sample (seeded; a larger limit extends the same sample)")
 @click.option("--seed", type=int, default=0, show_default=True, help="sampling (and generated-set) seed")

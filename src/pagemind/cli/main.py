@@ -11,7 +11,7 @@ import click
 
 from ..errors import PagemindError
 from .main_errors import handle_errors
-from .options import llm_options, method_options, session, split_method_options
+from .options import SectionedCommand, llm_options, method_options, session, split_method_options
 from .render import print_answer, print_memory, progress_bar
 
 
@@ -25,7 +25,7 @@ def cli() -> None:
     """Read, remember and answer over text far longer than the model's context window."""
 
 
-@cli.command()
+@cli.command(cls=SectionedCommand)
 @click.argument("file", required=False)
 @click.argument("question", required=False)
 @click.option("--option", "-o", "options", multiple=True, help="a multiple-choice option (repeat, in order)")
@@ -38,27 +38,35 @@ def cli() -> None:
 @handle_errors
 def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str, ...], sample: bool, trace: bool,
         as_json: bool, encoding: str, **kw: Any) -> None:
-    """Answer QUESTION about FILE (builds and stores its memory the first time).
+    """Answer QUESTION about FILE (builds and stores its memory the first time), or about the source tree
+    FILE when it is a directory (the code method).
 
-    Multiple choice: repeat --option, or put "(A) ..." lines in the question."""
+    Multiple choice: repeat --option, or put "(A) ..." lines in the question.
+
+    \b
+    pagemind ask --sample "Who finds the map, and why?"
+    pagemind ask book.txt "Who is Isobel?" -m memwalker --trace
+    pagemind ask book.txt "Who finds the map?" -o Wren -o Abel -o Tam
+    pagemind ask src/ "Where are prompts rendered?"
+    """
     if sample and question is None:
         file, question = None, file
     if not question:
         raise click.UsageError("give FILE and QUESTION (or --sample QUESTION)")
-    if file and not sample and Path(file).is_dir():  # a source tree: code retrieval with FragRel's code relation
-        from .code import ask_directory
-
-        return ask_directory(ctx, file, question, options, trace=trace, as_json=as_json, kw=kw)
     path = _source(file, sample)
-    method, opts = split_method_options(kw)
+    directory = not sample and Path(str(path)).is_dir()
+    if directory and ctx.get_parameter_source("method") not in (None, click.core.ParameterSource.DEFAULT):
+        raise click.UsageError("--method does not apply to a directory: it is read with the code method")
+    method, opts = split_method_options(kw, "code" if directory else None)
     with session(ctx, kw) as pm:
-        doc = pm.document(path, encoding=encoding)
-        with progress_bar(f"reading {doc.name}", enabled=not as_json) as progress:
-            answer = pm.ask(doc, question, options=options, method=method, progress=progress, **opts)
+        reader = pm.reader(method, **opts)
+        source = pm.source(path, reader, encoding)
+        with progress_bar(f"reading {source.name}", enabled=not as_json) as progress:
+            answer = pm.ask(source, question, options=options, method=method, progress=progress, **opts)
         print_answer(answer, trace=trace, as_json=as_json)
 
 
-@cli.command()
+@cli.command(cls=SectionedCommand)
 @click.argument("file", required=False)
 @click.option("--sample", is_flag=True, help="index the bundled sample story")
 @method_options
@@ -68,16 +76,16 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
 def index(ctx: click.Context, file: str | None, sample: bool, encoding: str, **kw: Any) -> None:
     """Build and store the memory of FILE without asking anything (resumes a build that was cut short)."""
     path = _source(file, sample)
-    method, opts = split_method_options(kw)
+    method, opts = split_method_options(kw, "code" if not sample and Path(str(path)).is_dir() else None)
     with session(ctx, kw) as pm:
-        doc = pm.document(path, encoding=encoding)
         reader = pm.reader(method, **opts)
-        with progress_bar(f"reading {doc.name}") as progress:
-            memory = reader.build(doc, progress=progress)
+        source = pm.source(path, reader, encoding)
+        with progress_bar(f"reading {source.name}") as progress:
+            memory = reader.build(source, progress=progress)
         click.echo(json.dumps(reader.describe(memory)))
 
 
-@cli.command()
+@cli.command(cls=SectionedCommand)
 @click.argument("file", required=False)
 @click.option("--sample", is_flag=True, help="show the memory of the bundled sample story")
 @click.option("--json", "as_json", is_flag=True)
@@ -87,16 +95,43 @@ def index(ctx: click.Context, file: str | None, sample: bool, encoding: str, **k
 @handle_errors
 def show(ctx: click.Context, file: str | None, sample: bool, as_json: bool, encoding: str, **kw: Any) -> None:
     """Print the stored memory of FILE (ReadAgent: gists with page numbers and the compression rate;
-    MemWalker: the tree with depth, node sizes and the root summary)."""
+    MemWalker: the tree with depth, node sizes and the root summary; RAG: the fragments)."""
     path = _source(file, sample)
-    method, opts = split_method_options(kw)
+    method, opts = split_method_options(kw, "code" if not sample and Path(str(path)).is_dir() else None)
     with session(ctx, kw) as pm:
-        doc = pm.document(path, encoding=encoding)
         reader = pm.reader(method, **opts)
-        memory = reader.load(doc)
+        source = pm.source(path, reader, encoding)
+        memory = reader.load(source)
         if memory is None:
-            raise PagemindError(f"no finished memory for {doc.name} with these settings; run `pagemind index` first")
+            raise PagemindError(f"no finished memory for {source.name} with these settings; run `pagemind index` first")
         print_memory(memory, reader.describe(memory), as_json=as_json)
+
+
+@cli.command("methods")
+@click.option("--json", "as_json", is_flag=True, help="every method with its options' JSON schema")
+@click.argument("name", required=False)
+def methods_command(name: str | None, as_json: bool) -> None:
+    """List the methods (pagemind's and plugins'), their presets and options; NAME: one method in full."""
+    from ..methods import registry
+
+    readers = [registry.get(name)] if name else registry.all_readers()
+    if as_json:
+        click.echo(json.dumps([r.describe_method() for r in readers], indent=2))
+        return
+    for cls in readers:
+        click.echo(f"{cls.name:<12} {cls.summary}")
+        if not name:
+            continue
+        click.echo(f"  from: {cls.paper}; reads a {cls.source}; answers report the {cls.unit}s read")
+        if cls.Options.presets:
+            click.echo(f"  presets: {', '.join(cls.Options.presets)}")
+        for spec in cls.Options.specs():
+            kind = "|".join(spec.choices) if spec.choices else spec.type.__name__
+            memory = " (shapes the memory)" if spec.memory else ""
+            click.echo(f"  {spec.name} = {spec.default!r}  [{kind}{' | none' if spec.nullable else ''}]  "
+                       f"{spec.help}{memory}")
+    if not name:
+        click.echo("\n`pagemind methods NAME` shows a method's options; `--json` gives their JSON schema.")
 
 
 def _source(file: str | None, sample: bool) -> str | Path:

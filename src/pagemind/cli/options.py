@@ -6,8 +6,10 @@ from typing import Any, Callable
 
 import click
 
-from ..api import METHODS, Pagemind
+from ..api import Pagemind
 from ..config import resolve_settings
+from ..errors import ConfigError
+from ..methods import registry
 
 
 def llm_options(fn: Callable) -> Callable:
@@ -28,90 +30,156 @@ def llm_options(fn: Callable) -> Callable:
     return fn
 
 
-READAGENT = ("readagent-p", "readagent-s", "gistmem")
-RAG = ("rag", "op-rag")
-ALL = METHODS
-# CLI flag (python name) -> (method option, the methods it applies to). A flag given for another method is an error.
-METHOD_FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "preset": ("preset", ALL),
-    "budget": ("budget", ALL),
-    "min_words": ("min_words", READAGENT), "max_words": ("max_words", READAGENT),
-    "max_pages": ("max_pages", READAGENT), "gist_mode": ("gist_mode", READAGENT),
-    "expand": ("expand", ("readagent-p",)),
-    "max_children": ("max_children", ("memwalker",)), "segment_tokens": ("segment_tokens", ("memwalker",)),
-    "max_steps": ("max_steps", ("memwalker",)),
-    "keep": ("keep", ("full",)),
-    "fragments": ("fragments", RAG), "fragment_words": ("fragment_words", RAG), "scorer": ("scorer", RAG),
-    "fusion": ("fusion", RAG), "fragrel": ("fragrel", RAG), "relation": ("relation", RAG),
-    "alpha": ("alpha", RAG), "w_rel": ("w_rel", RAG), "top_k": ("top_k", RAG),
-    "top_m": ("top_m", ("a directory",)), "min_weight": ("min_weight", ("a directory",)),
-}
-NEGATIVE_FLAGS = {"no_reasoning": ("reasoning", ("memwalker",)),
-                  "no_working_memory": ("working_memory", ("memwalker",)),
-                  "unconstrained": ("constrained", ALL)}
+LLM_PARAMS = ("llm", "base_url", "api_key", "store", "concurrency", "n_ctx", "threads", "no_cache", "max_bytes",
+              "encoding", "context_window", "server_kind")
 
 
-def method_options(fn: Callable) -> Callable:
-    for option in reversed([
-        click.option("--method", "-m", type=click.Choice(METHODS), default="readagent-p", show_default=True),
-        click.option("--preset", type=click.Choice(["quality", "qmsum", "narrativeqa-book", "narrativeqa-movie",
-                                                    "summscreen", "govreport"]),
-                     help="settings of a paper dataset [default quality]; ReadAgent, RAG, full: quality, qmsum, "
-                          "narrativeqa-book/-movie; MemWalker: quality, summscreen, govreport"),
-        click.option("--budget", type=int,
-                     help="every method: most tokens of document-derived text in one prompt (matched-cost runs)"),
-        click.option("--unconstrained", is_flag=True, help="do not enforce reply formats with a grammar"),
-        click.option("--min-words", type=int, help="ReadAgent: words before the first pause label"),
-        click.option("--max-words", type=int, help="ReadAgent: most words in a pagination window"),
-        click.option("--max-pages", type=int, help="ReadAgent: pages to look up (P) or steps (S)"),
-        click.option("--gist-mode", type=click.Choice(["separate", "continue"]),
-                     help="separate: paper's gist prompt; continue: gist as a follow-up turn (prompt-cache reuse)"),
-        click.option("--expand", type=click.Choice(["in-place", "follow-up"]),
-                     help="ReadAgent-P: pages replace their gists (paper) or follow as the next turn of the look-up "
-                          "conversation (prompt-cache reuse) [default in-place]"),
-        click.option("--max-children", type=int, help="MemWalker: most children per tree node [preset: 8]"),
-        click.option("--segment-tokens", type=int, help="MemWalker: tokens per leaf segment [preset: 1000]"),
-        click.option("--no-reasoning", is_flag=True, help="MemWalker: triage without reasoning (paper ablation)"),
-        click.option("--no-working-memory", is_flag=True, help="MemWalker: leaf prompts without the path's summaries"),
-        click.option("--max-steps", type=int, help="MemWalker: navigation calls before giving up [default 20]"),
-        click.option("--keep", type=click.Choice(["left", "right", "middle-cut"]), help="full: what truncation keeps"),
-        click.option("--fragments", type=click.Choice(["words", "pages"]),
-                     help="RAG: fixed word windows, or ReadAgent's pages [default words]"),
-        click.option("--fragment-words", type=int, help="RAG: words per fragment [preset: 500]"),
-        click.option("--scorer", type=click.Choice(["bm25", "dense", "hybrid"]), help="RAG: s_ind [default bm25]"),
-        click.option("--fusion", type=click.Choice(["rrf", "mix"]), help="RAG hybrid: rank fusion or score mix"),
-        click.option("--fragrel/--no-fragrel", default=None,
-                     help="RAG: re-score with FragRel's relations [default off; on for a directory]"),
-        click.option("--relation", type=click.Choice(["context", "semantic", "semantic-distance"]),
-                     help="RAG FragRel relation [default context]"),
-        click.option("--alpha", type=float, help="RAG FragRel: weight of the environment score [default 0.5]"),
-        click.option("--w-rel", type=float, help="RAG FragRel context relation: w_rel [default 0.3]"),
-        click.option("--top-k", type=int, help="RAG: most fragments shown [default 5; 0: as many as fit the budget]; "
-                                               "a directory: [default 10]"),
-        click.option("--top-m", type=int, help="a directory: candidates re-scored with the code relation [default 50]"),
-        click.option("--min-weight", type=float,
-                     help="a directory: code-relation paths lighter than this count as unrelated [default 0.01]"),
-    ]):
-        fn = option(fn)
-    return fn
+class SectionedCommand(click.Command):
+    """A command whose ``--help`` lists its options in sections (an option's ``section`` attribute; the model
+    and store flags under "Model and store"; the rest under "Options")."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            default = "Model and store" if param.name in LLM_PARAMS else "Options"
+            sections.setdefault(getattr(param, "section", default), []).append(record)
+        order = ["Options", "Method"] + [k for k in sections if k not in ("Options", "Method", "Model and store")]
+        for name in order + ["Model and store"]:
+            if sections.get(name):
+                with formatter.section(name):
+                    formatter.write_dl(sections[name])
 
 
-def split_method_options(kw: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+class SectionedOption(click.Option):
+    """An option that names its help section."""
+
+    def __init__(self, *args: Any, section: str = "Options", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.section = section
+
+
+def _readers(include: Callable[[Any], bool]) -> list[Any]:
+    return [cls for cls in registry.all_readers() if include(cls)]
+
+
+def _flag(spec: Any) -> list[str]:
+    if spec.flag:
+        return [spec.flag]
+    dashed = spec.name.replace("_", "-")
+    return [f"--{dashed}/--no-{dashed}"] if spec.type is bool else [f"--{dashed}"]
+
+
+def _help(name: str, readers: list[Any]) -> str:
+    """The option's help from its declarations: one text per distinct meaning, with the defaults of each."""
+    texts: dict[str, list[str]] = {}
+    defaults: dict[str, list[str]] = {}
+    for cls in readers:
+        spec = cls.Options.spec(name)
+        texts.setdefault(spec.help, []).append(cls.name)
+        values = {cls.Options.default_of(name, p) for p in cls.Options.presets} or {cls.Options.default_of(name)}
+        base = cls.Options.default_of(name)
+        shown = "none" if base is None else str(base).lower() if isinstance(base, bool) else str(base)
+        others = [f"{p}: {cls.Options.presets[p][name]}" for p in cls.Options.presets
+                  if name in cls.Options.presets[p] and cls.Options.presets[p][name] != base and name != "preset"]
+        if len(values) > 1 and others:
+            shown += " (" + ", ".join(others) + ")"
+        defaults.setdefault(shown, []).append(cls.name)
+    if len(texts) == 1:
+        text = next(iter(texts))
+    else:
+        text = "; ".join(f"{', '.join(names)}: {t}" for t, names in texts.items())
+    if len(defaults) == 1:
+        return f"{text} [default {next(iter(defaults))}]"
+    return f"{text} [default " + "; ".join(f"{', '.join(n)}: {d}" for d, n in defaults.items()) + "]"
+
+
+def method_flags(readers: list[Any], method_choice: bool = True, default: str = "readagent-p") -> list[Callable]:
+    """The CLI flags of ``readers``' options, generated from their declarations: one flag per option name,
+    ``--x/--no-x`` for a boolean, choices from ``Literal`` types; unset flags mean "the method's default"."""
+    params: list[Callable] = []
+    if method_choice:
+        names = [cls.name for cls in readers]
+        params.append(click.option("--method", "-m", type=click.Choice(names), default=default, show_default=True,
+                                   help="the method (see `pagemind methods`)", cls=SectionedOption, section="Method"))
+    declared: dict[str, list[Any]] = {}
+    for cls in readers:
+        for spec in cls.Options.specs():
+            declared.setdefault(spec.name, []).append(cls)
+    everyone = frozenset(cls.name for cls in readers)
+    for name, owners in declared.items():
+        specs = [cls.Options.spec(name) for cls in owners]
+        first = specs[0]
+        kinds = {s.type for s in specs}
+        if len(kinds) > 1:
+            raise TypeError(f"option {name} has different types in {', '.join(c.name for c in owners)}")
+        if first.choices is not None:
+            choices = list(dict.fromkeys(c for s in specs for c in (s.choices or ())))
+            if name == "preset":
+                choices = list(dict.fromkeys(p for cls in owners for p in cls.Options.presets))
+            kind: Any = click.Choice(choices)
+        elif name == "preset":
+            kind = click.Choice(list(dict.fromkeys(p for cls in owners for p in cls.Options.presets)))
+        else:
+            kind = {int: int, float: float, bool: bool, str: str}[first.type]
+        decls = _flag(first)
+        extra: dict[str, Any] = {"default": None}
+        if first.type is bool:
+            extra["is_flag"] = True
+        else:
+            extra["type"] = kind
+        names = frozenset(cls.name for cls in owners)
+        section = "Method" if names == everyone else "Options of " + ", ".join(cls.name for cls in owners)
+        params.append(click.option(*decls, help=_help(name, owners), cls=SectionedOption, section=section, **extra))
+    return params
+
+
+def method_options(fn: Callable | None = None, *, directory: bool = True) -> Callable:
+    """The ``--method`` flag and every method's option flags (the document methods', plus the directory
+    reader's with ``directory``)."""
+    def apply(f: Callable) -> Callable:
+        readers = _readers(lambda cls: cls.source == "document" or directory)
+        for decorator in reversed(method_flags(readers)):
+            f = decorator(f)
+        return f
+
+    return apply(fn) if fn is not None else apply
+
+
+def reader_options(name: str) -> Callable:
+    """One method's option flags without ``--method`` (``pagemind complete``: the code reader's)."""
+    def apply(f: Callable) -> Callable:
+        for decorator in reversed(method_flags([registry.get(name)], method_choice=False)):
+            f = decorator(f)
+        return f
+
+    return apply
+
+
+def split_method_options(kw: dict[str, Any], method: str | None = None) -> tuple[str, dict[str, Any]]:
     """Pop the method flags from ``kw``: (method, its options). A flag of another method is a usage error."""
-    method = kw.pop("method")
+    given = kw.pop("method", None)
+    method = method or given or "readagent-p"
+    cls = registry.get(method)
+    known = {s.name for s in cls.Options.specs()}
+    flags = {spec.name for reader in registry.all_readers() for spec in reader.Options.specs()}
     opts: dict[str, Any] = {}
-    for flag, (name, methods) in METHOD_FLAGS.items():
-        value = kw.pop(flag)
+    for name in flags:
+        if name not in kw:
+            continue
+        value = kw.pop(name)
         if value is None:
             continue
-        if method not in methods:
-            raise click.UsageError(f"--{flag.replace('_', '-')} applies to {', '.join(methods)}, not {method}")
-        opts[name] = value
-    for flag, (name, methods) in NEGATIVE_FLAGS.items():
-        if kw.pop(flag):
-            if method not in methods:
-                raise click.UsageError(f"--{flag.replace('_', '-')} applies to {', '.join(methods)}, not {method}")
-            opts[name] = False
+        if name not in known:
+            owners = [r.name for r in registry.all_readers() if name in {s.name for s in r.Options.specs()}]
+            flag = "--" + name.replace("_", "-")
+            raise click.UsageError(f"{flag} applies to {', '.join(owners)}, not {method}")
+        try:
+            opts[name] = cls.Options.spec(name).coerce(value, cls.name)
+        except ConfigError as err:
+            raise click.UsageError(str(err)) from None
     return method, opts
 
 

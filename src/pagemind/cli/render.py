@@ -52,10 +52,13 @@ def print_answer(answer: Answer, trace: bool = False, as_json: bool = False) -> 
     else:
         click.echo(answer.text)
     usage = answer.usage
-    pages = ", ".join(str(p) for p in answer.pages_read) or "none"
+    if answer.read_unit == "text":
+        read = f"read {answer.context_words} words of the text"
+    else:
+        read = f"{answer.read_unit}s read: " + (", ".join(str(p) for p in answer.pages_read) or "none")
     cr = f"{answer.compression_rate:.1f}%" if answer.compression_rate is not None else "n/a"
     click.echo(
-        f"[{answer.method}] pages read: {pages} | compression rate {cr} | "
+        f"[{answer.method}] {read} | compression rate {cr} | "
         f"{usage.calls} LLM calls ({usage.cached_calls} cached), {usage.prompt_tokens}+{usage.completion_tokens} "
         f"tokens, {usage.seconds:.1f}s",
         err=True,
@@ -99,44 +102,11 @@ def print_walk(answer: Answer) -> None:
                err=True)
 
 
-def print_tree(memory: Any, summary: dict[str, Any], as_json: bool) -> None:
-    """MemWalker: every node indented under its parent (size, summary size), then the root summary."""
-    if as_json:
-        data = dict(summary, nodes=[{k: v for k, v in n.__dict__.items() if k != "text"} for n in memory.nodes])
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
-        return
-
-    def show(node: Any, depth: int) -> None:
-        kind = "leaf" if node.is_leaf else f"level {node.level}, {len(node.children)} children"
-        squeeze = " (compressed)" if node.compressed else ""
-        click.echo(f"{'  ' * depth}{node.id}  [{kind}] {node.tokens} tokens -> summary {node.summary_tokens}{squeeze}")
-        for child in memory.children(node):
-            show(child, depth + 1)
-
-    show(memory.root, 0)
-    click.echo()
-    click.echo("root summary:")
-    click.echo(memory.root.summary)
-    click.echo()
-    click.echo(" | ".join(f"{k}: {v}" for k, v in summary.items()))
-
-
 def print_memory(memory: Any, summary: dict[str, Any], as_json: bool = False) -> None:
-    if hasattr(memory, "nodes") and hasattr(memory, "root"):
-        print_tree(memory, summary, as_json)
-        return
-    pages = getattr(memory, "pages", None)
+    """A memory as it renders itself (``outline``/``as_json``), then its summary line."""
     if as_json:
-        data = dict(summary)
-        if pages is not None:
-            data["gists"] = [{"page": p.index, "words": p.words, "gist": g.text}
-                             for p, g in zip(memory.pages, memory.gists)]
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        click.echo(json.dumps({**summary, **memory.as_json()}, ensure_ascii=False, indent=2))
         return
-    if pages is not None:
-        for p, g in zip(memory.pages, memory.gists):
-            click.echo(f"<Page {p.index}> ({p.words} words -> {g.words}, paragraphs {p.start}-{p.end - 1}, "
-                       f"break: {p.label_source})")
-            click.echo(g.text)
-            click.echo()
+    for line in memory.outline():
+        click.echo(line)
     click.echo(" | ".join(f"{k}: {v}" for k, v in summary.items()))

@@ -14,39 +14,34 @@ plus ``budget`` tokens for retrieved text and messages plus the reply. The agent
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal
 
 from ..agent import Agent, AgentNotFound, AgentOptions, AgentStore, passages
-from ..errors import ConfigError
 from ..llm.client import LLM
 from ..prompts import get_prompt
 from ..store import Store
 from ..text import Document
-from ..methods.question import Answer, parse_choice
+from ..methods.options import ReaderOptions, option
+from ..methods.question import Answer, read_choice
 from .datasets import Example
 
 
 @dataclass(frozen=True)
-class MemGPTEvalOptions:
-    budget: int | None = None  # tokens of retrieved text and messages in one prompt
-    max_steps: int | None = None  # None: levels + 5 for key-value sets, else 8
-    page_size: int | None = None  # None: 10 for key-value sets, else 5
-    archival_search: str | None = None  # None: text for key-value sets, else hybrid
-    embedder: str = "auto"  # archival embeddings for documents (MiniLM if installed)
-    passage_words: int = 300
-    constrained: bool = True
-    preset: str | None = None  # accepted for symmetry with the readers; unused
+class MemGPTEvalOptions(ReaderOptions):
+    """MemGPT's settings as an evaluated method (declared like the readers' options)."""
 
-    @classmethod
-    def from_options(cls, **options: Any) -> "MemGPTEvalOptions":
-        bad = set(options) - {f.name for f in fields(cls)}
-        if bad:
-            raise ConfigError(f"unknown memgpt option(s): {', '.join(sorted(bad))}")
-        opts = cls(**{k: v for k, v in options.items() if v is not None})
-        if opts.budget is not None and opts.budget < 1:
-            raise ConfigError("budget must be at least 1 token")
-        return opts
+    owner = "memgpt"
+
+    budget: int | None = option(None, "tokens of retrieved text and messages in one prompt", minimum=1)
+    max_steps: int | None = option(None, "agent steps (none: levels + 5 for key-value sets, else 8)", minimum=1)
+    page_size: int | None = option(None, "search results per page (none: 10 for key-value sets, else 5)", minimum=1)
+    archival_search: Literal["text", "dense", "hybrid"] | None = option(
+        None, "archival search (none: text for key-value sets, else hybrid)")
+    embedder: str = option("auto", "archival embeddings for documents (MiniLM if installed)")
+    passage_words: int = option(300, "words per archival passage of a document", minimum=1)
+    constrained: bool = option(True, "enforce reply formats where the backend can", flag="--constrained/--unconstrained")
+    preset: str | None = option(None, "accepted for symmetry with the readers; unused")
 
 
 class MemGPTEval:
@@ -57,7 +52,7 @@ class MemGPTEval:
     def __init__(self, llm: LLM, store: Store, **options: Any) -> None:
         self.llm = llm
         self.store = AgentStore(store)
-        self.options = MemGPTEvalOptions.from_options(**options)
+        self.options = MemGPTEvalOptions.create(**options)
         self._base: dict[AgentOptions, int] = {}
 
     def agent_options(self, example: Example) -> AgentOptions:
@@ -117,12 +112,13 @@ class MemGPTEval:
             self.store.delete_agent(agent.name)
         question = example.as_question()
         text = turn.messages[-1] if turn.messages else ""
-        choice = parse_choice(text, question) if question.is_choice else None
+        read = read_choice(text, question) if question.is_choice else None
+        choice = read.index if read is not None else None
         fallbacks = [] if turn.messages else [f"the agent sent no message (stopped: {turn.stop_reason})"]
         if turn.stop_reason == "last_step":
             fallbacks.append("the agent answered only on its last step, when send_message was the one function left")
         if question.is_choice and turn.messages and choice is None:
-            fallbacks.append("no option named in the agent's message")
+            fallbacks.append(f"no option named in the agent's message ({read.problem if read else ''})")
         return Answer(
             question=question, method="memgpt", text=question.options[choice] if choice is not None else text,
             choice=choice, trace=turn.trace, fallbacks=fallbacks,

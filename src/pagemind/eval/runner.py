@@ -19,18 +19,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..api import METHODS, Pagemind
+from ..api import Pagemind
 from ..errors import BackendUnavailable, ConfigError, DatasetError, RateLimited, ServerError
 from ..llm.client import LLM
 from ..llm.usage import Trace
+from ..methods import registry
+from ..methods.base import Reader
+from ..methods.options import ReaderOptions
 from ..methods.question import Answer
 from . import metrics
 from .datasets import DatasetSpec, Example, base_method, datasets, load_dataset
-from .memgpt import MemGPTEval, document_of
+from .memgpt import MemGPTEval, MemGPTEvalOptions, document_of
 from .raters import Raters
 from .rundir import BUILDS, EXAMPLES, RunDir, record_key
 
-ALL_METHODS = METHODS + ("memgpt",)
+MEMGPT = "memgpt"  # the agent: evaluated per example, not a Reader
+ALL_METHODS = tuple(n for n in registry.BUILTIN if n != "code") + (MEMGPT,)
+
+
+def evaluable() -> tuple[str, ...]:
+    """Every method the harness can run: the document readers (plugins included) and MemGPT."""
+    return registry.document_methods() + (MEMGPT,)
+
+
+def option_class(method: str) -> type[ReaderOptions]:
+    """The options declaration of an evaluable method."""
+    if method == MEMGPT:
+        return MemGPTEvalOptions
+    if method not in evaluable():
+        raise ConfigError(f"unknown method {method!r} (have: {', '.join(evaluable())})")
+    return registry.get(method).Options
 # Failures of the machinery, not of a method: they stop the run (nothing is recorded for the example at hand, so
 # running the same command again retries it) instead of being scored as a wrong answer.
 FATAL = (BackendUnavailable, RateLimited, ServerError, ConfigError, sqlite3.Error, MemoryError)
@@ -60,11 +78,12 @@ def expand_methods(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     out: list[str] = []
     for name in names:
         for part in (p.strip() for p in name.split(",") if p.strip()):
+            known = evaluable()
             wanted = ALL_METHODS if part == "all" else (part,)
             for method in wanted:
                 base, at, label = method.partition("@")
-                if base not in ALL_METHODS or (at and not label):
-                    raise ConfigError(f"unknown method {method!r} (have: {', '.join(ALL_METHODS)}, all; "
+                if base not in known or (at and not label):
+                    raise ConfigError(f"unknown method {method!r} (have: {', '.join(known)}, all; "
                                       "a variant is METHOD@LABEL)")
                 if method not in out:
                     out.append(method)
@@ -145,14 +164,14 @@ class Runner:
     def method_options(self, method: str) -> dict[str, Any]:
         opts = dict(self.config.method_options.get(method, {}))
         preset = self.spec().preset_for(method)
-        if preset and base_method(method) != "memgpt":
+        if preset and "preset" in {spec.name for spec in option_class(base_method(method)).specs()}:
             opts.setdefault("preset", preset)
         if self.config.budget is not None:
             opts.setdefault("budget", self.config.budget)
         return opts
 
-    def make(self, method: str) -> Any:
-        if base_method(method) == "memgpt":
+    def make(self, method: str) -> Reader[Any, Any] | MemGPTEval:
+        if base_method(method) == MEMGPT:
             return MemGPTEval(self.pm.llm, self.pm.store, **self.method_options(method))
         return self.pm.reader(base_method(method), **self.method_options(method))
 
@@ -213,16 +232,17 @@ class Runner:
             self._bar.close()
         return result
 
-    def _document(self, runners: dict[str, Any], unit: list[tuple[str, list[Example]]], result: RunResult) -> None:
+    def _document(self, runners: dict[str, Reader[Any, Any] | MemGPTEval], unit: list[tuple[str, list[Example]]], result: RunResult) -> None:
         for method, pending in unit:
             self._unit(runners[method], method, pending, result)
 
     def _pending(self, record: dict[str, Any] | None) -> bool:
         return record is None or (self.config.retry_errors and record.get("status") == "error")
 
-    def _unit(self, runner: Any, method: str, examples: list[Example], result: RunResult) -> None:
+    def _unit(self, runner: Reader[Any, Any] | MemGPTEval, method: str, examples: list[Example],
+              result: RunResult) -> None:
         """One document and one method: the memory once, then every question."""
-        if base_method(method) == "memgpt":
+        if isinstance(runner, MemGPTEval):
             for e in examples:
                 self._answer(method, e, lambda e=e: runner.answer_example(e), result)
             return
@@ -248,9 +268,9 @@ class Runner:
             return
         self.dir.append(BUILDS, {
             "key": record_key(method, document.document_id), "method": method, "document_id": document.document_id,
-            "status": "ok", "memory_key": getattr(memory, "key", None), "reused": not trace.events,
+            "status": "ok", "memory_key": memory.key, "reused": not trace.events,
             "resumed": resumed,
-            "llm_built": self._llm_built(method),
+            "llm_built": runner.builds_with_llm,
             "usage": usage_of(trace), "wall_seconds": round(time.perf_counter() - t0, 2),
             "document_words": document.words, "document_tokens": self._document_tokens(document),
             "describe": runner.describe(memory)})
@@ -266,11 +286,6 @@ class Runner:
             with self._lock:
                 self._doc_tokens[example.document_id] = known
         return known
-
-    def _llm_built(self, method: str) -> bool:
-        """Whether building this method's memory takes LLM calls (ReadAgent gists, MemWalker summaries)."""
-        opts = self.method_options(method)
-        return base_method(method) not in ("full", "rag", "op-rag") or opts.get("fragments") == "pages"
 
     def _answer(self, method: str, example: Example, call: Callable[[], Answer], result: RunResult) -> None:
         t0 = time.perf_counter()

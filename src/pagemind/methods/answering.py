@@ -9,7 +9,8 @@ from ..llm.base import LLMRequest, Message
 from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..prompts import get_prompt
-from .question import Question, choice_constraint, parse_choice
+from .decide import Invalid, decide
+from .question import Question, choice_constraint, read_choice
 
 
 @dataclass
@@ -46,36 +47,30 @@ def follow_up_request(question: Question, history: tuple[Message, ...], pages: s
                       max_tokens=12 if constraint else max_tokens, constraint=constraint)
 
 
-def answer(
-    llm: LLM, question: Question, request: LLMRequest, trace: Trace, max_retries: int = 2
-) -> Reply:
-    """Send the answer request; for multiple choice, re-ask (bounded) until a valid letter is named.
+def answer(llm: LLM, question: Question, request: LLMRequest, trace: Trace, max_retries: int = 2) -> Reply:
+    """Send the answer request; for multiple choice, re-ask (bounded) until exactly one valid option is named.
 
     After the retries the choice stays ``None`` and the fallback is recorded: never a guessed letter.
     """
-    response, event = llm.complete(request, trace)
     if not question.is_choice:
-        text = re.sub(r"^\s*answer\s*:\s*", "", response.text.strip(), flags=re.IGNORECASE)
-        trace.decide(event, "free-form answer")
-        return Reply(text=text)
-    fallbacks: list[str] = []
-    messages = request.messages
-    reply = response.text
-    for attempt in range(max_retries + 1):
-        choice = parse_choice(reply, question)
-        if choice is not None:
-            trace.decide(event, f"choice {question.letters[choice]}")
-            return Reply(text=question.options[choice], choice=choice, fallbacks=fallbacks)
-        trace.decide(event, "no choice in reply")
-        if attempt == max_retries:
-            break
-        messages = messages + (
-            Message("assistant", reply),
-            Message("user", get_prompt("readagent", "retry.answer_choice").render(letters=", ".join(question.letters))),
-        )
-        retry = LLMRequest(messages=messages, role="answer", max_tokens=12,
-                           constraint=choice_constraint(question) if request.constraint else None)
-        response, event = llm.complete(retry, trace)
-        reply = response.text
-    fallbacks.append(f"no option named after {max_retries + 1} replies; last: {reply[:80]!r}")
-    return Reply(text=reply.strip(), choice=None, fallbacks=fallbacks)
+        found = decide(llm, request, lambda reply: re.sub(r"^\s*answer\s*:\s*", "", reply.strip(),
+                                                          flags=re.IGNORECASE),
+                       trace, retries=0, describe=lambda text: "free-form answer")
+        return Reply(text=found.value or "")
+    retry_prompt = get_prompt("readagent", "retry.answer_choice").render(letters=", ".join(question.letters))
+
+    def parse(reply: str) -> int | Invalid:
+        read = read_choice(reply, question)
+        return Invalid(read.problem or "no option named") if read.index is None else read.index
+
+    def retry(previous: LLMRequest, reply: str, problem: str) -> LLMRequest:
+        return LLMRequest(messages=previous.messages + (Message("assistant", reply), Message("user", retry_prompt)),
+                          role="answer", max_tokens=12, constraint=choice_constraint(question) if request.constraint
+                          else None)
+
+    found = decide(llm, request, parse, trace, retries=max_retries, retry=retry,
+                   describe=lambda choice: f"choice {question.letters[choice]}")
+    if found.value is not None:
+        return Reply(text=question.options[found.value], choice=found.value)
+    return Reply(text=found.reply.strip(), choice=None,
+                 fallbacks=[f"no option named after {found.calls} replies; last: {found.reply[:80]!r}"])

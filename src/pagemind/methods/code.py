@@ -1,18 +1,18 @@
 """The code reader: FragRel's repository-level code retrieval (Sec. 4.2, Eq. 8, App. A, B.2) over RepoCoder's
 setup, for ``pagemind complete DIR FILE:LINE`` and ``pagemind ask DIR QUESTION``.
 
-* **Index** (:meth:`CodeReader.build`): the source files of DIR (:mod:`..retrieval.codefiles`), cut into
+* **Index** (:meth:`CodeReader.build`, the :class:`~.base.Reader` template): the source files of DIR (:mod:`..retrieval.fragrel.code_files`), cut into
   RepoCoder windows of 20 lines every 10 lines (stored content-addressed in the store, items of kind
-  ``fragment``), parsed with tree-sitter into the repository graph (:mod:`..retrieval.coderepo`; rebuilt
+  ``fragment``), parsed with tree-sitter into the repository graph (:mod:`..retrieval.fragrel.code_repo`; rebuilt
   each run, it is derived from the files in seconds).
-* **Retrieval** (:func:`..retrieval.coderank.rank_code`): s_ind by BM25 (FragRel) or Jaccard (RepoCoder),
+* **Retrieval** (:func:`..retrieval.fragrel.code_rank.rank_code`): s_ind by BM25 (FragRel) or Jaccard (RepoCoder),
   then FragRel with the code-structure relation (alpha 0.5) on the top ``top_m`` candidates.
 * **complete**: the query is the 20 lines above the line to complete (RepoCoder's first round). The file's
   windows that reach that line or below are excluded and the graph hides the hole (no leakage); its windows
   inside the code shown in the prompt are not shown again (they still count in the scores). The best
   ``top_k`` (10) of the 2 x ``top_k`` best windows that fit ``budget`` tokens (default 2000, RepoCoder's
-  Codex setting) become RepoCoder's prompt (:mod:`.code_prompt`) above the file's last lines that fit
-  ``file_budget`` tokens. The reply is cut to the completed lines (:func:`.code_prompt.extract_completion`).
+  Codex setting) become RepoCoder's prompt (:mod:`..retrieval.fragrel.repocoder`) above the file's last lines that fit
+  ``file_budget`` tokens. The reply is cut to the completed lines (:func:`..retrieval.fragrel.repocoder.extract_completion`).
 * **ask**: the question is the query; the ``top_k`` best windows that fit ``budget`` (default: what the model's
   window allows) are shown, best first, each headed by its path and lines, and the model answers free-form
   (or picks an option, with the ReadAgent multiple-choice prompt).
@@ -25,15 +25,14 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal
 
 import numpy as np
 
 from ..errors import ConfigError, InputError
 from ..llm.base import LLMRequest, Message
-from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..prompts import get_prompt
 from ..retrieval.fragments import Fragment, from_dicts, split_repository
@@ -44,9 +43,10 @@ from ..retrieval.fragrel.code_repo import CodeRepository
 from ..retrieval.fragrel.repocoder import (code_text, extract_completion, keep_last_lines, question_context,
                                            repocoder_context, repocoder_prompt)
 from ..retrieval.select import fit
-from ..store import Store, memory_key
 from .answering import answer, answer_request
-from .question import Answer, Question
+from .base import Build, Context, MemoryWriter, Reader, Reading
+from .options import ReaderOptions, option
+from .question import Question
 
 METHOD = "code"
 WINDOW, STRIDE = 20, 10  # RepoCoder / FragRel B.2: S_w = 20 lines, S_s = 10
@@ -54,50 +54,37 @@ COMPLETE_BUDGET = 2000  # RepoCoder's retrieved-context budget with Codex (half 
 
 
 @dataclass(frozen=True)
-class CodeOptions:
-    """Settings of the code reader; ``None`` for an option given to :meth:`create` means its default."""
+class CodeOptions(ReaderOptions):
+    """Settings of the code reader."""
 
-    scorer: str = "bm25"  # bm25 (FragRel) or jaccard (RepoCoder)
-    fragrel: bool = True
-    alpha: float = 0.5
-    top_k: int = 10  # fragments shown (FragRel B.2: top 10)
-    top_m: int = 50  # FragRel candidates: relation rows for the best top_m by s_ind
-    min_weight: float = 0.01  # code-relation paths lighter than this count as 0
-    budget: int | None = None  # tokens of the retrieved fragments; None: complete 2000, ask what fits
-    file_budget: int | None = 2000  # complete: tokens of the current file's last lines; None: what fits
-    query_lines: int = WINDOW  # complete: lines above the hole used as the query (RepoCoder: 20)
-    max_tokens: int = 128  # complete: tokens of the reply
-    max_lines: int = 8  # complete: most lines returned
-    max_fanout: int = 5  # call edges: most same-named definitions a call may link to
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    max_files: int = DEFAULT_MAX_FILES
-    constrained: bool = True  # multiple-choice answers through a grammar when the backend has one
-    max_retries: int = 2
+    owner = "code"
 
-    @classmethod
-    def create(cls, **given: Any) -> "CodeOptions":
-        known = {f.name for f in fields(cls)}
-        bad = set(given) - known
-        if bad:
-            raise ConfigError(f"unknown code option(s): {', '.join(sorted(bad))} (have: {', '.join(sorted(known))})")
-        opts = replace(cls(), **{k: v for k, v in given.items() if v is not None})
-        for name in ("top_k", "top_m", "query_lines", "max_tokens", "max_lines", "max_file_bytes", "max_files"):
-            if getattr(opts, name) < 1:
-                raise ConfigError(f"{name} must be at least 1 (got {getattr(opts, name)})")
-        for name in ("budget", "file_budget"):
-            if getattr(opts, name) is not None and getattr(opts, name) < 1:
-                raise ConfigError(f"{name} must be at least 1 token (got {getattr(opts, name)})")
-        if opts.max_fanout < 0:
-            raise ConfigError("max_fanout must be >= 0")
-        opts.search()  # validates scorer, alpha, top_m, min_weight
-        return opts
+    scorer: Literal["bm25", "jaccard"] = option("bm25", "s_ind: BM25 (FragRel) or token-set Jaccard (RepoCoder)")
+    fragrel: bool = option(True, "re-score the candidates with FragRel's code-structure relation")
+    alpha: float = option(0.5, "FragRel: weight of the environment score", minimum=0)
+    top_k: int = option(10, "fragments shown (FragRel B.2: top 10)", minimum=1)
+    top_m: int = option(50, "FragRel candidates: relation rows for the best top_m by s_ind", minimum=1)
+    min_weight: float = option(0.01, "code-relation paths lighter than this count as unrelated (0: exact)",
+                               minimum=0)
+    budget: int | None = option(None, "tokens of the retrieved fragments; none: complete 2000, ask what fits",
+                                minimum=1)
+    file_budget: int | None = option(2000, "complete: tokens of the current file's last lines; none: what fits",
+                                     minimum=1)
+    query_lines: int = option(WINDOW, "complete: lines above the hole used as the query (RepoCoder: 20)", minimum=1)
+    max_tokens: int = option(128, "complete: tokens of the reply", minimum=1)
+    max_lines: int = option(8, "complete: most lines returned", minimum=1)
+    max_fanout: int = option(5, "call edges: most same-named definitions a call may link to", minimum=0)
+    max_file_bytes: int = option(DEFAULT_MAX_FILE_BYTES, "larger source files are left out", minimum=1)
+    max_files: int = option(DEFAULT_MAX_FILES, "most source files read", minimum=1)
+    constrained: bool = option(True, "multiple-choice answers through a grammar when the backend has one",
+                               flag="--constrained/--unconstrained")
+    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0)
+
+    def check(self) -> None:
+        self.search()  # validates scorer, alpha, top_m, min_weight
 
     def search(self) -> CodeSearchSettings:
         return CodeSearchSettings(self.scorer, self.fragrel, self.alpha, self.top_m, self.min_weight)  # type: ignore[arg-type]
-
-    @staticmethod
-    def memory_settings() -> dict[str, Any]:
-        return {"fragments": "lines", "window": WINDOW, "stride": STRIDE}
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,6 +103,13 @@ class CodeIndex:
     @property
     def fragments(self) -> list[Fragment]:
         return self.repo.fragments
+
+    def outline(self) -> list[str]:
+        lines = [f"{f.path} ({len(f.text.splitlines())} lines)" for f in self.tree.files]
+        return lines + [f"{len(self.fragments)} windows of {WINDOW} lines every {STRIDE}"] + list(self.notes)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"files": [f.path for f in self.tree.files], "fragments": len(self.fragments), "notes": list(self.notes)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,36 +136,53 @@ class Completion:
         return data
 
 
-class CodeReader:
-    """``build(directory)`` once per run, then any number of ``complete`` and ``answer`` calls."""
+class CodeReader(Reader[CodeIndex, CodeOptions]):
+    """``build(tree)`` once (windows stored, graph built each run), then ``complete`` and ``answer``."""
 
-    def __init__(self, llm: LLM, store: Store, options: CodeOptions | None = None):
-        opts = options or CodeOptions()
-        self.options = replace(opts, constrained=opts.constrained and llm.backend.capabilities.supports_grammar)
-        self.llm = llm
-        self.store = store
+    name = "code"
+    title = "Code (FragRel)"
+    summary = "a source tree: FragRel's code-structure relation over RepoCoder windows (ask DIR, complete)"
+    paper = "FragRel (§4.2, App. A, B.2) over RepoCoder"
+    Options = CodeOptions
+    memory_kind = METHOD
+    unit = "fragment"
+    source = "directory"
+
+    @property
+    def builds_with_llm(self) -> bool:
+        return False  # the windows depend on the files only
+
+    def memory_settings(self) -> dict[str, Any]:
+        return {"fragments": "lines", "window": WINDOW, "stride": STRIDE}
+
+    def source_tree(self, directory: str | Path | SourceTree) -> SourceTree:
+        """The source tree of ``directory`` (what :meth:`build` takes)."""
+        if isinstance(directory, SourceTree):
+            return directory
+        return walk_source_tree(directory, max_file_bytes=self.options.max_file_bytes,
+                                max_files=self.options.max_files)
 
     # --- index --------------------------------------------------------------------------------------
-    def build(self, directory: str | Path) -> CodeIndex:
+    def build(self, source: Any, progress: Any = None, trace: Any = None) -> CodeIndex:
+        """The index of a source tree (or of a directory, walked first)."""
+        return super().build(self.source_tree(source), progress, trace)
+
+    def load(self, source: Any) -> CodeIndex | None:
+        return super().load(self.source_tree(source))
+
+    def _build(self, tree: SourceTree, writer: MemoryWriter, build: Build) -> None:
+        fragments = split_repository(((f.path, f.text) for f in tree.files), WINDOW, STRIDE)
+        writer.put_many("fragment", [(f.index, f.as_dict()) for f in fragments])
+
+    def _assemble(self, tree: SourceTree, key: str | None, items: MemoryWriter | None) -> CodeIndex:
+        assert key is not None and items is not None
         start = time.perf_counter()
-        tree = walk_source_tree(directory, max_file_bytes=self.options.max_file_bytes,
-                                max_files=self.options.max_files)
-        key, fragments = self._fragments(tree)
-        repo = CodeRepository(tree, fragments, WINDOW, STRIDE, self.options.max_fanout)
+        repo = CodeRepository(tree, from_dicts(items.items("fragment")), WINDOW, STRIDE, self.options.max_fanout)
         return CodeIndex(key, repo, time.perf_counter() - start, tuple(tree.notes()))
 
-    def _fragments(self, tree: SourceTree) -> tuple[str, list[Fragment]]:
-        settings = self.options.memory_settings()
-        key = memory_key(tree.id, METHOD, settings, "-")  # the windows depend on the files only
-        record = self.store.get_memory(key)
-        if record is not None and record.status == "complete":
-            return key, from_dicts(self.store.items(key, "fragment"))
-        fragments = split_repository(((f.path, f.text) for f in tree.files), WINDOW, STRIDE)
-        self.store.put_document(tree.id, tree.name, tree.words, tree.chars)
-        self.store.open_memory(key, tree.id, METHOD, settings, "-")
-        self.store.put_items(key, "fragment", [(f.index, f.as_dict()) for f in fragments])
-        self.store.mark_complete(key)
-        return key, fragments
+    def describe(self, index: CodeIndex) -> dict[str, Any]:
+        return {"repository": index.tree.name, "files": len(index.tree.files), "fragments": len(index.fragments),
+                "graph_seconds": round(index.seconds, 3)}
 
     # --- retrieval ----------------------------------------------------------------------------------
     def retrieve(self, index: CodeIndex, query: str, hole: tuple[str, int] | None = None) -> CodeRanking:
@@ -268,7 +279,7 @@ class CodeReader:
         details = {"query": query, "excluded": ranking.excluded, "candidates": int(len(ranking.candidates)),
                    "subgraph_nodes": ranking.subgraph_nodes, "seconds": dict(ranking.seconds),
                    "index_seconds": round(index.seconds, 3), "budget": budget, "in_tree": in_tree,
-                   "options": asdict(self.options)}
+                   "options": self.options.as_dict()}
         return Completion("", path, line, prompt, shown, count(context) if context is not None else 0,
                           count(code), tuple(list(index.notes) + notes), None, Trace(), details)
 
@@ -290,37 +301,35 @@ class CodeReader:
         prompt = get_prompt("code", "answer").render(name=index.tree.name, fragments=context, question=question.text)
         return LLMRequest(messages=(Message("user", prompt),), role="answer", max_tokens=512)
 
-    def answer(self, index: CodeIndex, question: Question) -> Answer:
+    def _answer(self, index: CodeIndex, question: Question, context: Context) -> Reading:
         query = question.text if not question.is_choice else question.text + "\n" + "\n".join(question.options)
         ranking = self.retrieve(index, query)
         ranked, paths = self._ranked(index, ranking)
         budget = self.options.budget
 
-        def fits(context: str) -> bool:
-            if budget is not None and self.llm.count_tokens(context) > budget:
+        def fits(text: str) -> bool:
+            if budget is not None and self.llm.count_tokens(text) > budget:
                 return False
-            return self.llm.fits(self._answer_request(index, question, context))
+            return self.llm.fits(self._answer_request(index, question, text))
 
         chosen = fit(ranked, fits, "score", self.options.top_k, max_skips=len(ranked) + 1,
                      render=lambda frs: question_context(frs, lambda f: paths[f.index]))
-        fallbacks = list(index.notes)
+        for note in index.notes:
+            context.fallback(note)
         if ranked and not chosen.fragments:
-            fallbacks.append(f"no fragment fits the budget ({budget} tokens) or the model's window")
+            context.fallback(f"no fragment fits the budget ({budget} tokens) or the model's window")
         elif chosen.skipped:
-            fallbacks.append(f"{len(chosen.skipped)} fragment(s) skipped: over the budget or the window")
-        trace = Trace()
-        reply = answer(self.llm, question, self._answer_request(index, question, chosen.text), trace,
+            context.fallback(f"{len(chosen.skipped)} fragment(s) skipped: over the budget or the window")
+        reply = answer(self.llm, question, self._answer_request(index, question, chosen.text), context.trace,
                        self.options.max_retries)
-        words = len(chosen.text.split())
-        return Answer(
-            question=question, method=METHOD, text=reply.text, choice=reply.choice, pages_read=chosen.indices,
-            compression_rate=100.0 * (1 - words / max(1, index.tree.words)), context_words=words, trace=trace,
-            fallbacks=fallbacks + reply.fallbacks,
-            details={"repository": index.tree.name, "files": len(index.tree.files),
-                     "fragment_count": len(index.fragments), "fragments": list(self._shown(chosen.fragments, paths,
-                                                                                           ranking)),
-                     "context_tokens": self.llm.count_tokens(chosen.text), "seconds": dict(ranking.seconds),
-                     "index_seconds": round(index.seconds, 3), "options": asdict(self.options)},
+        for note in reply.fallbacks:
+            context.fallback(note)
+        return Reading(
+            reply.text, reply.choice, chosen.indices, len(chosen.text.split()), index.tree.words,
+            {"repository": index.tree.name, "files": len(index.tree.files), "fragment_count": len(index.fragments),
+             "fragments": list(self._shown(chosen.fragments, paths, ranking)),
+             "context_tokens": self.llm.count_tokens(chosen.text), "seconds": dict(ranking.seconds),
+             "index_seconds": round(index.seconds, 3), "options": self.options.as_dict()},
         )
 
 
@@ -351,28 +360,3 @@ def read_target(index: CodeIndex, directory: str | Path, file: str | Path) -> tu
     if rel is not None and rel in index.repo.file_index:
         return index.tree.file(rel).text, rel  # type: ignore[union-attr]
     return decode_source(found.read_bytes(), str(file)), rel or str(file)
-
-
-def code_reader(pm: Any, **options: Any) -> CodeReader:
-    """A reader on a :class:`pagemind.api.Pagemind` session's model and store."""
-    return CodeReader(pm.llm, pm.store, CodeOptions.create(**options))
-
-
-def ask_repository(pm: Any, directory: str | Path, question: str | Question, options: Sequence[str] = (),
-                   **code_options: Any) -> Answer:
-    """Answer a question about the source tree ``directory`` (``pagemind ask DIR QUESTION``)."""
-    reader = code_reader(pm, **code_options)
-    index = reader.build(directory)
-    q = question if isinstance(question, Question) else Question.parse(question, tuple(options))
-    return reader.answer(index, q)
-
-
-def complete_file(pm: Any, directory: str | Path, file: str | Path, line: int | None = None,
-                  prompt_only: bool = False, **code_options: Any) -> Completion:
-    """Complete line ``line`` (1-based; None: after the last line) of ``file`` with fragments retrieved from
-    ``directory`` (``pagemind complete DIR FILE:LINE``). ``prompt_only``: build the prompt, call no model."""
-    reader = code_reader(pm, **code_options)
-    index = reader.build(directory)
-    text, path = read_target(index, directory, file)
-    line = len(text.splitlines()) + 1 if line is None else line
-    return reader.prepare(index, text, path, line) if prompt_only else reader.complete(index, text, path, line)

@@ -7,23 +7,49 @@ middle cut out. The cut is made in tokens of the model's own tokenizer, by bisec
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
-from ..errors import ConfigError
-from ..llm.client import LLM
-from ..llm.usage import Trace
 from ..text import Document
 from .answering import answer, answer_request
-from .question import Answer, Question
+from .base import Context, MemoryWriter, Reader, Reading
+from .options import ReaderOptions, option
+from .question import Question
 
 Keep = Literal["left", "right", "middle-cut"]
+PROMPT_PRESETS: dict[str, dict[str, Any]] = {
+    "quality": {"prompts": "quality"}, "qmsum": {"prompts": "qmsum"},
+    "narrativeqa-book": {"prompts": "quality"}, "narrativeqa-movie": {"prompts": "quality"},
+}
 
 
 @dataclass(frozen=True)
-class FullText:
+class FullTextOptions(ReaderOptions):
+    owner = "full-text"
+    presets = PROMPT_PRESETS
+
+    preset: str = option("quality", "the answer prompts of a paper dataset (ReadAgent's)")
+    keep: Keep = option("left", "what truncation keeps when the text does not fit (left: the paper's QMSum "
+                                "baseline)")
+    budget: int | None = option(None, "most tokens of the document text; none: all the window allows", minimum=1)
+    constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
+                               flag="--constrained/--unconstrained")
+    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0)
+
+
+@dataclass(frozen=True)
+class FullMemory:
+    """The document itself: nothing is built or stored."""
+
+    key: None
     document_id: str
     text: str
     words: int
+
+    def outline(self) -> list[str]:
+        return [f"the whole text ({self.words} words): nothing is built or stored for the full-text baseline"]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"words": self.words}
 
 
 def truncate_words(words: list[str], n: int, keep: Keep) -> str:
@@ -37,70 +63,51 @@ def truncate_words(words: list[str], n: int, keep: Keep) -> str:
     return " ".join(words[:head] + ["[...]"] + words[len(words) - (n - head):])
 
 
-class FullTextReader:
+def most_that_fit(n: int, fits: Callable[[int], bool]) -> int:
+    """The largest ``k <= n`` with ``fits(k)`` (``fits`` monotone), by bisection; 0 when none does."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
+class FullText(Reader[FullMemory, FullTextOptions]):
     name = "full"
+    title = "Full text"
+    summary = "the whole document in the prompt, truncated to what fits (the papers' baseline)"
+    paper = "baseline (ReadAgent, MemWalker papers)"
+    Options = FullTextOptions
+    unit = "text"
 
-    def __init__(self, llm: LLM, store: Any = None, keep: Keep = "left", budget: int | None = None,
-                 prompt_set: str = "quality", constrained: bool = True, max_retries: int = 2):
-        self.llm = llm
-        self.keep = keep
-        self.budget = budget  # context tokens for the document text; None = all the window allows
-        self.prompt_set = prompt_set
-        self.constrained = constrained and llm.backend.capabilities.supports_grammar
-        self.max_retries = max_retries
+    def _assemble(self, document: Document, key: str | None, items: MemoryWriter | None) -> FullMemory:
+        return FullMemory(None, document.id, document.text, document.words)
 
-    @classmethod
-    def from_options(cls, llm: LLM, store: Any = None, preset: str = "quality", **options: Any) -> "FullTextReader":
-        """From method options: ``keep``, ``budget``, ``constrained``, ``max_retries`` and a ``preset`` naming the
-        answer prompts (ReadAgent's preset names: quality, qmsum, narrativeqa-*)."""
-        from .readagent.memory import PRESETS
-
-        bad = set(options) - {"keep", "budget", "constrained", "max_retries"}
-        if bad:
-            raise ConfigError(f"unknown full-text option(s): {', '.join(sorted(bad))}")
-        if preset not in PRESETS:
-            raise ConfigError(f"unknown preset {preset!r} for full (have: {', '.join(PRESETS)})")
-        if options.get("keep", "left") not in ("left", "right", "middle-cut"):
-            raise ConfigError(f"keep must be left, right or middle-cut (got {options['keep']!r})")
-        if options.get("budget") is not None and options["budget"] < 1:
-            raise ConfigError("budget must be at least 1 token")
-        return cls(llm, store, prompt_set=PRESETS[preset]["prompts"], **options)
-
-    def build(self, document: Document, progress: Any = None, trace: Any = None) -> FullText:
-        return FullText(document.id, document.text, document.words)
-
-    def load(self, document: Document) -> FullText:
-        return self.build(document)
-
-    def describe(self, memory: FullText) -> dict[str, Any]:
+    def describe(self, memory: FullMemory) -> dict[str, Any]:
         return {"document_words": memory.words}
 
     def _fits(self, question: Question, text: str) -> bool:
-        request = answer_request(question, text, self.prompt_set, self.constrained)
-        if self.budget is not None and self.llm.count_tokens(text) > self.budget:
+        request = answer_request(question, text, self.options.prompt_set, self.options.constrained)
+        if self.options.budget is not None and self.llm.count_tokens(text) > self.options.budget:
             return False
         return self.llm.fits(request)
 
-    def answer(self, memory: FullText, question: Question) -> Answer:
-        trace = Trace()
-        fallbacks: list[str] = []
+    def _answer(self, memory: FullMemory, question: Question, context: Context) -> Reading:
         text = memory.text
+        truncated = False
         if not self._fits(question, text):
             words = text.split()
-            lo, hi = 0, len(words)
-            while lo < hi:  # the most words that fit
-                mid = (lo + hi + 1) // 2
-                if self._fits(question, truncate_words(words, mid, self.keep)):
-                    lo = mid
-                else:
-                    hi = mid - 1
-            text = truncate_words(words, lo, self.keep)
-            fallbacks.append(f"text truncated ({self.keep}) to {lo} of {len(words)} words")
-        request = answer_request(question, text, self.prompt_set, self.constrained)
-        reply = answer(self.llm, question, request, trace, self.max_retries)
-        context_words = len(text.split())
-        return Answer(
-            question=question, method="full", text=reply.text, choice=reply.choice,
-            compression_rate=100.0 * (1 - context_words / max(1, memory.words)), context_words=context_words,
-            trace=trace, fallbacks=fallbacks + reply.fallbacks,
-        )
+            kept = most_that_fit(len(words), lambda n: self._fits(question, truncate_words(words, n, self.options.keep)))
+            text = truncate_words(words, kept, self.options.keep)
+            truncated = True
+            context.fallback(f"text truncated ({self.options.keep}) to {kept} of {len(words)} words")
+        request = answer_request(question, text, self.options.prompt_set, self.options.constrained)
+        reply = answer(self.llm, question, request, context.trace, self.options.max_retries)
+        for note in reply.fallbacks:
+            context.fallback(note)
+        words = len(text.split())
+        return Reading(reply.text, reply.choice, [], words, memory.words,
+                       {"words_read": words, "document_words": memory.words, "truncated": truncated})
+
+
+__all__ = ["FullMemory", "FullText", "FullTextOptions", "most_that_fit", "truncate_words"]

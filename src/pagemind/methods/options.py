@@ -1,23 +1,221 @@
-"""Method settings from a named preset plus overrides: the step every method's options class shares."""
+"""Method options, declared once: every other surface is generated from the declaration.
+
+A method's options are a frozen dataclass subclassing :class:`ReaderOptions`; each field is declared with
+:func:`option` (default, help, and whether it shapes the stored memory). The field's annotation gives its type
+(``int``, ``float``, ``bool``, ``str``), ``| None`` makes it optional, and ``Literal[...]`` gives its allowed
+values. From that one declaration come: validation of values given in Python (:meth:`ReaderOptions.create`),
+the parsing of ``KEY=VALUE`` strings (``pagemind eval -O``), the CLI flags and their help (``cli/options.py``),
+the JSON schema of the HTTP and MCP surfaces (:meth:`ReaderOptions.json_schema`), the memory key
+(:meth:`ReaderOptions.memory_settings`) and ``pagemind methods``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
-from typing import Any, TypeVar
+import types
+import typing
+from dataclasses import MISSING, dataclass, field, fields, replace
+from functools import lru_cache
+from typing import Any, ClassVar, Literal, TypeVar
 
 from ..errors import ConfigError
 
-T = TypeVar("T")
+T = TypeVar("T", bound="ReaderOptions")
+_KEY = "pagemind.option"
 
 
-def from_preset(cls: type[T], label: str, presets: dict[str, dict[str, Any]], preset: str,
-                overrides: dict[str, Any]) -> T:
-    """``cls`` with the preset's values (its ``prompts`` entry names a prompt set, not a field), then the
-    overrides that are not None. An unknown preset or option is a :class:`ConfigError` naming ``label``."""
-    if preset not in presets:
-        raise ConfigError(f"unknown {label} preset {preset!r} (have: {', '.join(presets)})")
-    bad = set(overrides) - {f.name for f in fields(cls)}  # type: ignore[arg-type]
-    if bad:
-        raise ConfigError(f"unknown {label} option(s): {', '.join(sorted(bad))}")
-    base = {k: v for k, v in presets[preset].items() if k != "prompts"}
-    return replace(cls(preset=preset, **base), **{k: v for k, v in overrides.items() if v is not None})  # type: ignore[call-arg]
+@dataclass(frozen=True)
+class OptionInfo:
+    """What :func:`option` records beside a field's default."""
+
+    help: str
+    memory: bool = False  # part of the memory's key: changing it builds another memory
+    minimum: float | None = None
+    flag: str | None = None  # the CLI flag(s) when not ``--name`` / ``--name/--no-name``
+
+
+def option(default: Any, help: str, *, memory: bool = False, minimum: float | None = None,
+           flag: str | None = None) -> Any:
+    """Declare a method option (a dataclass field of a :class:`ReaderOptions` subclass)."""
+    return field(default=default, metadata={_KEY: OptionInfo(help, memory, minimum, flag)})
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One declared option, resolved: its type, allowed values, default and help."""
+
+    name: str
+    type: type  # int | float | bool | str
+    default: Any
+    help: str
+    nullable: bool = False
+    choices: tuple[str, ...] | None = None
+    memory: bool = False
+    minimum: float | None = None
+    flag: str | None = None
+
+    def coerce(self, value: Any, owner: str) -> Any:
+        """``value`` (a Python value or a string from the command line) as this option's type, or an error."""
+        if value is None:
+            if self.nullable:
+                return None
+            raise ConfigError(f"{owner} option {self.name} cannot be empty")
+        if isinstance(value, str) and self.type is not str:
+            text = value.strip().lower()
+            if self.nullable and text in ("none", "null", ""):
+                return None
+            try:
+                value = {"true": True, "false": False}[text] if self.type is bool else self.type(text)
+            except (KeyError, ValueError):
+                raise ConfigError(f"{owner} option {self.name} takes {self._kind()} (got {value!r})") from None
+        elif self.type is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        elif not isinstance(value, self.type) or (self.type is not bool and isinstance(value, bool)):
+            raise ConfigError(f"{owner} option {self.name} takes {self._kind()} (got {value!r})")
+        if self.choices is not None and value not in self.choices:
+            raise ConfigError(f"{owner} option {self.name} must be one of {', '.join(self.choices)} (got {value!r})")
+        if self.minimum is not None and value < self.minimum:
+            raise ConfigError(f"{owner} option {self.name} must be at least {self.minimum:g} (got {value!r})")
+        return value
+
+    def _kind(self) -> str:
+        kind = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}[self.type]
+        return kind + (" or none" if self.nullable else "")
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON schema of this option."""
+        name = {int: "integer", float: "number", bool: "boolean", str: "string"}[self.type]
+        out: dict[str, Any] = {"type": [name, "null"] if self.nullable else name, "description": self.help}
+        if self.default is not None:
+            out["default"] = self.default
+        if self.choices is not None:
+            out["enum"] = list(self.choices) + ([None] if self.nullable else [])
+        if self.minimum is not None:
+            out["minimum"] = int(self.minimum) if self.type is int else self.minimum
+        return out
+
+
+def _resolve(annotation: Any) -> tuple[type, bool, tuple[str, ...] | None]:
+    """(base type, nullable, choices) of an annotation such as ``int | None`` or ``Literal["a", "b"]``."""
+    nullable = False
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(annotation))
+        if len(args) != 1:
+            raise TypeError(f"an option's type must be one type (or that type | None), not {annotation!r}")
+        annotation = args[0]
+        origin = typing.get_origin(annotation)
+    if origin is Literal:
+        values = typing.get_args(annotation)
+        if not all(isinstance(v, str) for v in values):
+            raise TypeError("Literal options take strings")
+        return str, nullable, tuple(values)
+    if annotation not in (int, float, bool, str):
+        raise TypeError(f"an option's type is int, float, bool, str or a Literal of strings, not {annotation!r}")
+    return annotation, nullable, None
+
+
+@dataclass(frozen=True)
+class ReaderOptions:
+    """Base of every method's options. Subclasses declare fields with :func:`option` and may set ``presets``
+    (name -> values; a ``prompts`` entry names the prompt set) and override :meth:`check` for rules that
+    involve several options."""
+
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}
+    owner: ClassVar[str] = "method"  # the name errors use
+
+    @classmethod
+    def specs(cls) -> tuple[OptionSpec, ...]:
+        """Every declared option, in declaration order."""
+        return _specs(cls)
+
+    @classmethod
+    def spec(cls, name: str) -> OptionSpec:
+        for s in cls.specs():
+            if s.name == name:
+                return s
+        known = ", ".join(s.name for s in cls.specs())
+        raise ConfigError(f"unknown {cls.owner} option {name!r} (have: {known})")
+
+    @classmethod
+    def create(cls: type[T], preset: str | None = None, **given: Any) -> T:
+        """The preset's values (the first preset when none is named), then ``given`` (``None`` = the default);
+        every value checked against its declaration."""
+        names = {s.name for s in cls.specs()}
+        unknown = sorted(set(given) - names)
+        if unknown:
+            raise ConfigError(f"unknown {cls.owner} option(s): {', '.join(unknown)} (have: {', '.join(sorted(names))})")
+        values: dict[str, Any] = {}
+        if cls.presets:
+            preset = preset or next(iter(cls.presets))
+            if preset not in cls.presets:
+                raise ConfigError(f"unknown {cls.owner} preset {preset!r} (have: {', '.join(cls.presets)})")
+            values = {k: v for k, v in cls.presets[preset].items() if k in names}  # presets are shared by a family
+            if "preset" in names:
+                values["preset"] = preset
+        elif preset is not None and "preset" in names:
+            values["preset"] = preset
+        values.update({k: v for k, v in given.items() if v is not None})
+        checked = {k: cls.spec(k).coerce(v, cls.owner) for k, v in values.items()}
+        opts = cls(**checked)
+        opts.check()
+        return opts
+
+    def check(self) -> None:
+        """Rules across options; raise :class:`ConfigError`."""
+
+    def replace(self: T, **changes: Any) -> T:
+        return replace(self, **changes)
+
+    def memory_settings(self) -> dict[str, Any]:
+        """The options that shape the memory (its store key), by name."""
+        return {s.name: getattr(self, s.name) for s in self.specs() if s.memory}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {s.name: getattr(self, s.name) for s in self.specs()}
+
+    @property
+    def prompt_set(self) -> str:
+        """The prompt set the preset names (``quality`` when the method has no presets)."""
+        preset = getattr(self, "preset", None)
+        return str(self.presets.get(preset, {}).get("prompts", "quality")) if preset else "quality"
+
+    @classmethod
+    def coerce(cls, name: str, text: str) -> Any:
+        """A ``KEY=VALUE`` string's value as the declared type."""
+        return cls.spec(name).coerce(text, cls.owner)
+
+    @classmethod
+    def default_of(cls, name: str, preset: str | None = None) -> Any:
+        if preset is not None and name in cls.presets.get(preset, {}):
+            return cls.presets[preset][name]
+        if name == "preset" and cls.presets:
+            return next(iter(cls.presets))
+        return cls.spec(name).default
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """A JSON schema (draft 2020-12) of the options, as the HTTP API and the MCP tools take them."""
+        properties = {s.name: s.schema() for s in cls.specs()}
+        if cls.presets and "preset" in properties:
+            properties["preset"]["enum"] = list(cls.presets)
+            properties["preset"]["default"] = next(iter(cls.presets))
+        return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+@lru_cache(maxsize=None)
+def _specs(cls: type) -> tuple[OptionSpec, ...]:
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in fields(cls):
+        info = f.metadata.get(_KEY)
+        if info is None:
+            raise TypeError(f"{cls.__name__}.{f.name} is not declared with option()")
+        base, nullable, choices = _resolve(hints[f.name])
+        default = None if f.default is MISSING else f.default
+        out.append(OptionSpec(f.name, base, default, info.help, nullable, choices, info.memory, info.minimum,
+                              info.flag))
+    return tuple(out)
+
+
+__all__ = ["OptionInfo", "OptionSpec", "ReaderOptions", "option"]

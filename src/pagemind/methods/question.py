@@ -1,4 +1,4 @@
-"""Questions and answers shared by every method, with the tolerant multiple-choice parser."""
+"""Questions and answers shared by every method, with the strict multiple-choice parser (it never guesses)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,8 @@ class Answer:
     method: str
     text: str  # the final reply (free form) or the chosen option's text
     choice: int | None = None  # 0-based option index; None when free form or no parseable choice
-    pages_read: list[int] = field(default_factory=list)
+    pages_read: list[int] = field(default_factory=list)  # the units read, numbered as ``read_unit``s
+    read_unit: str = "page"  # what ``pages_read`` counts: page | leaf | fragment | text
     compression_rate: float | None = None  # percent, as ReadAgent defines it
     context_words: int = 0  # the longest text placed in context
     trace: Trace = field(default_factory=Trace)
@@ -87,6 +88,7 @@ class Answer:
             "answer": self.text,
             "choice": self.letter,
             "pages_read": self.pages_read,
+            "read_unit": self.read_unit,
             "compression_rate": self.compression_rate,
             "context_words": self.context_words,
             "fallbacks": self.fallbacks,

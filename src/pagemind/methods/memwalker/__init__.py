@@ -2,41 +2,52 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from ...llm.client import LLM
-from ...llm.usage import Trace
-from ...store import Store
+from ...errors import ConfigError
 from ...text import Document
-from ..question import Answer, Question
-from .build import Progress, build_tree, check_window, load_tree
+from ..base import Build, Context, MemoryWriter, Reader, Reading
+from ..question import Question
+from .build import build_tree, node_limit
 from .memory import PRESETS, MemoryTree, MemWalkerOptions, TreeNode
-from .navigate import NO_ANSWER, answer_question
+from .navigate import NO_ANSWER, Walk
 from .trajectory import Step, format_walk
 
 
-class MemWalker:
-    """``build(document) -> MemoryTree`` once; ``answer(tree, question)`` many times."""
+class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
+    """``build(document) -> MemoryTree`` once; ``answer(tree, question)`` navigates it per question."""
 
     name = "memwalker"
+    title = "MemWalker"
+    summary = "a tree of summaries navigated with reasoning, revert and working memory (paper §3)"
+    paper = "MemWalker (Chen et al., 2023)"
+    Options = MemWalkerOptions
+    memory_kind = "memwalker"
+    unit = "leaf"
 
-    def __init__(self, llm: LLM, store: Store, options: MemWalkerOptions | None = None):
-        opts = options or MemWalkerOptions()
-        # Grammar-constrained replies only where the backend enforces them; elsewhere the parsers work alone.
-        self.options = replace(opts, constrained=opts.constrained and llm.backend.capabilities.supports_grammar)
-        check_window(self.options, llm)
-        self.llm = llm
-        self.store = store
+    def check(self) -> None:
+        """A segment plus its summary reply must fit the model's window."""
+        need = self.options.segment_tokens + self.node_limit + 64
+        if need > self.llm.context_window:
+            raise ConfigError(f"MemWalker segments of {self.options.segment_tokens} tokens do not fit "
+                              f"{self.llm.model_id}'s {self.llm.context_window}-token window with their summaries; "
+                              "lower --segment-tokens")
 
-    def build(self, document: Document, progress: Progress | None = None, trace: Trace | None = None) -> MemoryTree:
-        return build_tree(document, self.llm, self.store, self.options, trace=trace, progress=progress)
+    @property
+    def node_limit(self) -> int:
+        return node_limit(self.options, self.llm.context_window)
 
-    def load(self, document: Document) -> MemoryTree | None:
-        return load_tree(document, self.llm, self.store, self.options)
+    def memory_settings(self) -> dict[str, Any]:
+        """The sizes and the effective node limit (it depends on the model's window)."""
+        return {**self.options.memory_settings(), "node_limit": self.node_limit}
 
-    def answer(self, memory: MemoryTree, question: Question) -> Answer:
-        return answer_question(memory, question, self.llm, self.options)
+    def _build(self, document: Document, writer: MemoryWriter, build: Build) -> None:
+        build_tree(document, writer, build, self.llm, self.options, self.node_limit)
+
+    def _assemble(self, document: Document, key: str | None, items: MemoryWriter | None) -> MemoryTree:
+        assert key is not None and items is not None
+        nodes = sorted((TreeNode.from_dict(d) for d in items.items("node")), key=lambda n: n.index)
+        return MemoryTree(key, document.id, document.words, tuple(nodes), self.memory_settings(), self.llm.model_id)
 
     def describe(self, memory: MemoryTree) -> dict[str, Any]:
         return {
@@ -51,6 +62,9 @@ class MemWalker:
             "max_children": memory.settings["max_children"],
             "node_limit": memory.settings["node_limit"],
         }
+
+    def _answer(self, memory: MemoryTree, question: Question, context: Context) -> Reading:
+        return Walk(memory, question, self.llm, self.options, context).reading()
 
 
 __all__ = ["MemWalker", "MemWalkerOptions", "MemoryTree", "NO_ANSWER", "PRESETS", "Step", "TreeNode", "format_walk"]

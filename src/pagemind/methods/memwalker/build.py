@@ -14,15 +14,13 @@ from typing import Any, Callable, Iterable
 from ...errors import ConfigError
 from ...llm.client import LLM
 from ...llm.usage import Trace
-from ...store import Store, memory_key
 from ...text import Document
+from ..base import Build, MemoryWriter
 from .memory import ROOT, MemoryTree, MemWalkerOptions, TreeNode, child_id
 from .requests import leaf_summary_request, nonleaf_summary_request
 from .segment import SEPARATOR, cut_to_tokens, segment_text
 
-METHOD = "memwalker"
 TRIAGE_RESERVE = 1024  # tokens kept free beside max_children summaries: instructions, question, options, reply
-Progress = Callable[[int, int], None]  # (words done, words total)
 
 
 @dataclass
@@ -38,11 +36,6 @@ class Slot:
 def node_limit(opts: MemWalkerOptions, context_window: int) -> int:
     """The node size limit: ``node_tokens``, lowered so a triage prompt with ``max_children`` summaries fits."""
     return max(8, min(opts.node_tokens, (context_window - TRIAGE_RESERVE) // opts.max_children))
-
-
-def tree_settings(opts: MemWalkerOptions, llm: LLM) -> dict[str, Any]:
-    """What the tree depends on (its store key): the sizes and the effective node limit."""
-    return {**opts.memory_settings(), "node_limit": node_limit(opts, llm.context_window)}
 
 
 def check_window(opts: MemWalkerOptions, llm: LLM) -> None:
@@ -93,46 +86,36 @@ def clean_summary(reply: str) -> str:
     return _PREAMBLE.sub("", reply.strip(), count=1).strip()
 
 
-def build_tree(document: Document, llm: LLM, store: Store, opts: MemWalkerOptions, *,
-               trace: Trace | None = None, progress: Progress | None = None) -> MemoryTree:
-    """The memory tree of ``document``; reuses what the store has (a finished or half-built tree)."""
-    trace = trace if trace is not None else Trace()
-    settings = tree_settings(opts, llm)
-    key = memory_key(document.id, METHOD, settings, llm.model_id)
-    store.put_document(document.id, document.name, document.words, len(document.text))
-    record = store.open_memory(key, document.id, METHOD, settings, llm.model_id)
-    done = {n.index: n for n in (TreeNode.from_dict(d) for d in store.items(key, "node"))}
-    total = document.words
-    if record.status != "complete":
-        segments = segment_text(document.text, opts.segment_tokens, llm.count_tokens)
-        slots = plan_tree(len(segments), opts.max_children)
-        limit = settings["node_limit"]
-        words = [sum(len(done[s.index].text.split()) for s in slots if s.level == 0 and s.index in done)]
+def build_tree(document: Document, writer: MemoryWriter, build: Build, llm: LLM, opts: MemWalkerOptions,
+               limit: int) -> None:
+    """The memory tree of ``document``, resuming from the nodes ``writer`` already holds."""
+    done = {n.index: n for n in (TreeNode.from_dict(d) for d in writer.items("node"))}
+    segments = segment_text(document.text, opts.segment_tokens, llm.count_tokens)
+    slots = plan_tree(len(segments), opts.max_children)
+    leaves = [s for s in slots if s.level == 0]
+    # progress counts the words of the segments summarised (a running total; all are known before any call)
+    seg_words = [len(t.split()) for t in segments]
+    words = [sum(seg_words[s.index] for s in leaves if s.index in done)]
+    build.total = sum(seg_words)
 
-        def leaf(slot: Slot) -> TreeNode:
-            node = _leaf(slot, segments[slot.index], limit, llm, trace)
-            store.put_item(key, "node", node.index, node.__dict__)  # stored as each finishes: a kill loses little
-            return node
+    def leaf(slot: Slot) -> TreeNode:
+        node = _leaf(slot, segments[slot.index], limit, llm, build.trace)
+        writer.put("node", node.index, node.__dict__)  # stored as each finishes: a kill loses little
+        return node
 
-        def parent(slot: Slot) -> TreeNode:
-            node = _parent(slot, [done[c.index] for c in slot.children], limit, llm, trace)
-            store.put_item(key, "node", node.index, node.__dict__)
-            return node
+    def parent(slot: Slot) -> TreeNode:
+        node = _parent(slot, [done[c.index] for c in slot.children], limit, llm, build.trace)
+        writer.put("node", node.index, node.__dict__)
+        return node
 
-        def leaf_done(node: TreeNode) -> None:
-            words[0] += len(node.text.split())
-            if progress:
-                progress(min(words[0], total), total)
+    def leaf_done(node: TreeNode) -> None:
+        words[0] += seg_words[node.index]
+        build.report(words[0])
 
-        _run([s for s in slots if s.level == 0 and s.index not in done], leaf, llm.concurrency, done, leaf_done)
-        for level in range(1, max(s.level for s in slots) + 1):
-            todo = [s for s in slots if s.level == level and s.index not in done]
-            _run(todo, parent, llm.concurrency, done)  # one level's summaries are independent
-        store.mark_complete(key)
-    if progress:
-        progress(total, total)
-    return MemoryTree(key, document.id, document.words, tuple(done[i] for i in sorted(done)), settings,
-                      llm.model_id)
+    _run([s for s in leaves if s.index not in done], leaf, llm.concurrency, done, leaf_done)
+    for level in range(1, max(s.level for s in slots) + 1):
+        todo = [s for s in slots if s.level == level and s.index not in done]
+        _run(todo, parent, llm.concurrency, done)  # one level's summaries are independent
 
 
 def _run(slots: list[Slot], work: Callable[[Slot], TreeNode], workers: int, done: dict[int, TreeNode],
@@ -181,14 +164,3 @@ def _parent(slot: Slot, children: list[TreeNode], limit: int, llm: LLM, trace: T
             trace.decide(event, f"compressed node {slot.id} ({tokens} tokens)")
     return TreeNode(slot.id, slot.index, slot.level, tuple(c.id for c in children), text, summary, tokens,
                     llm.count_tokens(summary), compressed)
-
-
-def load_tree(document: Document, llm: LLM, store: Store, opts: MemWalkerOptions) -> MemoryTree | None:
-    """The finished tree for these settings and model, or None."""
-    settings = tree_settings(opts, llm)
-    key = memory_key(document.id, METHOD, settings, llm.model_id)
-    record = store.get_memory(key)
-    if record is None or record.status != "complete":
-        return None
-    nodes = tuple(TreeNode.from_dict(d) for d in store.items(key, "node"))
-    return MemoryTree(key, document.id, document.words, nodes, settings, llm.model_id)

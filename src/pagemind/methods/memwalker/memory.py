@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from ...errors import ConfigError
-from ..options import from_preset
+from ..options import ReaderOptions, option
 
 ROOT = "root"
 
@@ -78,6 +78,24 @@ class MemoryTree:
     def children(self, node: TreeNode) -> list[TreeNode]:
         return [self.node(c) for c in node.children]
 
+    def outline(self) -> list[str]:
+        """Every node indented under its parent (size, summary size), then the root summary."""
+        lines: list[str] = []
+
+        def show(node: TreeNode, depth: int) -> None:
+            kind = "leaf" if node.is_leaf else f"level {node.level}, {len(node.children)} children"
+            squeeze = " (compressed)" if node.compressed else ""
+            lines.append(f"{'  ' * depth}{node.id}  [{kind}] {node.tokens} tokens -> summary {node.summary_tokens}"
+                         f"{squeeze}")
+            for child in self.children(node):
+                show(child, depth + 1)
+
+        show(self.root, 0)
+        return lines + ["", "root summary:", self.root.summary, ""]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"nodes": [{k: v for k, v in n.__dict__.items() if k != "text"} for n in self.nodes]}
+
     def path(self, node_id: str) -> list[TreeNode]:
         """The nodes from the root down to ``node_id``, both included."""
         if node_id == ROOT:
@@ -86,50 +104,51 @@ class MemoryTree:
         return [self.root] + [self.node(".".join(parts[: i + 1])) for i in range(len(parts))]
 
 
+OnExhausted = Literal["no-answer", "best-leaf"]
+
+
 @dataclass(frozen=True)
-class MemWalkerOptions:
-    """Settings. Those that change the tree are in :meth:`memory_settings` (part of its key)."""
+class MemWalkerOptions(ReaderOptions):
+    """MemWalker's settings; those marked ``memory`` shape the tree (its store key)."""
 
-    preset: str = "quality"
-    segment_tokens: int = 1000  # most tokens of a leaf segment (whole paragraphs packed)
-    max_children: int = 8  # the paper's "maximum number of nodes" grouped under a parent
-    node_tokens: int = 500  # node size limit: longer concatenated summaries are compressed; summary reply cap
-    reasoning: bool = True  # triage asks for reasoning first (paper Table 3 ablation when False)
-    working_memory: bool = True  # carry the path's summaries into the leaf prompt (paper Fig. 3 ablation)
-    memory_tokens: int = 1500  # working-memory budget, also cut to what the context window leaves
-    max_steps: int = 20  # navigation LLM calls per question before giving up with "no answer"
-    max_failures: int = 3  # consecutive unparsable replies that end the search (the paper's 3)
-    reasoning_chars: int = 300  # grammar bound on the reasoning line (constrained backends only)
-    constrained: bool = True  # enforce reply formats by grammar where the backend can
-    max_tokens: int = 512  # per navigation reply when unconstrained
-    budget: int | None = None  # tokens of text shown per call (summaries, or segment + working memory)
+    owner = "MemWalker"
+    # Paper §4.2: "We set the maximum number of nodes and segment size for QuALITY, SummScreenFD, and GovReport
+    # respectively" -- the numbers did not survive in the stored PDF text. We use 8 / 1000 (QuALITY), 5 / 1000
+    # (SummScreenFD) and 8 / 1200 (GovReport): within the third-party figures (segments 1000-1200 tokens,
+    # 5-8 children) and the values of the arXiv text as we read it; see the README's MemWalker section.
+    presets = {
+        "quality": {"segment_tokens": 1000, "max_children": 8},
+        "summscreen": {"segment_tokens": 1000, "max_children": 5},
+        "govreport": {"segment_tokens": 1200, "max_children": 8},
+    }
 
-    def memory_settings(self) -> dict[str, Any]:
-        keys = ("segment_tokens", "max_children", "node_tokens")
-        d = asdict(self)
-        return {k: d[k] for k in keys}
+    preset: str = option("quality", "tree sizes of a paper dataset")
+    segment_tokens: int = option(1000, "most tokens of a leaf segment (whole paragraphs packed)", memory=True,
+                                 minimum=8)
+    max_children: int = option(8, "the paper's maximum number of nodes grouped under a parent", memory=True,
+                               minimum=2)
+    node_tokens: int = option(500, "node size limit: longer concatenated summaries are compressed", memory=True,
+                              minimum=8)
+    reasoning: bool = option(True, "triage asks for reasoning first (False: the paper's Table 3 ablation)")
+    working_memory: bool = option(True, "carry the path's summaries into the leaf prompt (paper Fig. 3 ablation)")
+    memory_tokens: int = option(1500, "working-memory budget, also cut to what the context window leaves",
+                                minimum=0)
+    max_steps: int = option(20, "navigation LLM calls per question before giving up", minimum=1)
+    max_failures: int = option(3, "consecutive unparsable replies that end the search (the paper's 3)", minimum=1)
+    reasoning_chars: int = option(300, "grammar bound on the reasoning line (constrained backends)", minimum=1)
+    on_exhausted: OnExhausted = option(
+        "no-answer", "when every path from the root was rejected: no-answer (the paper) or best-leaf (pagemind: "
+                     "answer from the leaf the walk rated most promising, recorded as a fallback)")
+    constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
+                               flag="--constrained/--unconstrained")
+    max_tokens: int = option(512, "most tokens of a navigation reply when unconstrained", minimum=1)
+    budget: int | None = option(None, "most tokens of text shown per call (summaries, or segment + working "
+                                      "memory)", minimum=1)
 
-    @classmethod
-    def from_preset(cls, preset: str = "quality", **overrides: Any) -> "MemWalkerOptions":
-        opts = from_preset(cls, "MemWalker", PRESETS, preset, overrides)
-        if opts.max_children < 2:
-            raise ConfigError("max_children must be at least 2")
-        if opts.segment_tokens < 8 or opts.node_tokens < 8:
-            raise ConfigError("segment_tokens and node_tokens must be at least 8")
-        if opts.max_steps < 1 or opts.max_failures < 1:
-            raise ConfigError("max_steps and max_failures must be at least 1")
-        if opts.budget is not None and opts.budget < opts.segment_tokens:
-            raise ConfigError(f"a budget of {opts.budget} tokens cannot show a {opts.segment_tokens}-token segment; "
+    def check(self) -> None:
+        if self.budget is not None and self.budget < self.segment_tokens:
+            raise ConfigError(f"a budget of {self.budget} tokens cannot show a {self.segment_tokens}-token segment; "
                               "lower segment_tokens (--segment-tokens) to at most the budget")
-        return opts
 
 
-# Paper §4.2: "We set the maximum number of nodes and segment size for QuALITY, SummScreenFD, and GovReport
-# respectively" -- the numbers did not survive in the stored PDF text. We use 8 / 1000 (QuALITY), 5 / 1000
-# (SummScreenFD) and 8 / 1200 (GovReport): within the third-party figures (segments 1000-1200 tokens,
-# 5-8 children) and the values of the arXiv text as we read it; see the README's MemWalker section.
-PRESETS: dict[str, dict[str, Any]] = {
-    "quality": {"segment_tokens": 1000, "max_children": 8},
-    "summscreen": {"segment_tokens": 1000, "max_children": 5},
-    "govreport": {"segment_tokens": 1200, "max_children": 8},
-}
+PRESETS = MemWalkerOptions.presets

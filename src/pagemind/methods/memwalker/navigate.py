@@ -11,8 +11,9 @@ from typing import Any, Callable
 
 from ...llm.base import LLMRequest
 from ...llm.client import LLM
-from ...llm.usage import Trace
-from ..question import Answer, Question
+from ..decide import Invalid, decide
+from ..base import Context, Reading
+from ..question import Question
 from .memory import ROOT, MemoryTree, MemWalkerOptions, TreeNode
 from .parsing import LeafReply, Triage, parse_leaf, parse_triage
 from .requests import flat, leaf_request, retry_request, triage_request
@@ -63,11 +64,11 @@ def fit_memory(items: list[str], budget: int, count: Callable[[str], int]) -> tu
 class Walk:
     """One question's navigation over a tree."""
 
-    def __init__(self, tree: MemoryTree, question: Question, llm: LLM, opts: MemWalkerOptions):
+    def __init__(self, tree: MemoryTree, question: Question, llm: LLM, opts: MemWalkerOptions, context: Context):
         self.tree, self.question, self.llm, self.opts = tree, question, llm, opts
-        self.trace = Trace()
+        self.trace = context.trace
         self.steps: list[Step] = []
-        self.fallbacks: list[str] = []
+        self.fallbacks = context.fallbacks
         self.calls = self.invalid = 0
         self.leaves_read: list[TreeNode] = []
         self.seen: set[str] = set()  # nodes whose summary was placed in a prompt
@@ -79,22 +80,16 @@ class Walk:
              retry: Callable[[LLMRequest, str, str], LLMRequest],
              describe: Callable[[Any], str]) -> tuple[Any, int, int, str]:
         """(valid reply or None, calls, invalid replies, outcome: ok | failed | budget)."""
-        calls = invalid = 0
-        while invalid < self.opts.max_failures:
-            if self.calls >= self.opts.max_steps:
-                return None, calls, invalid, BUDGET
-            response, event = self.llm.complete(request, self.trace)
-            self.calls += 1
-            calls += 1
-            parsed = parse(response.text)
-            if not parsed.problem:
-                self.trace.decide(event, describe(parsed))
-                return parsed, calls, invalid, "ok"
-            invalid += 1
-            self.invalid += 1
-            self.trace.decide(event, f"invalid ({parsed.problem})")
-            request = retry(request, response.text, parsed.problem)
-        return None, calls, invalid, FAILED
+
+        def typed(reply: str) -> Any:
+            parsed = parse(reply)
+            return Invalid(parsed.problem) if parsed.problem else parsed
+
+        found = decide(self.llm, request, typed, self.trace, retries=self.opts.max_failures - 1, retry=retry,
+                       describe=describe, may_call=lambda made: self.calls + made < self.opts.max_steps)
+        self.calls += found.calls
+        self.invalid += len(found.problems)
+        return found.value, found.calls, len(found.problems), found.outcome  # ok | failed | budget
 
     def _triage(self, node: TreeNode, excluded: set[int]) -> tuple[int | None, Step]:
         allowed = [i for i in range(len(node.children)) if i not in excluded]
@@ -133,7 +128,8 @@ class Walk:
         return triage_request(self.question, [(i, cut_to_tokens(s, share, self.llm.count_tokens)) for i, s in shown],
                               self.opts)
 
-    def _leaf(self, leaf: TreeNode) -> tuple[LeafReply | None, Step]:
+    def _leaf(self, leaf: TreeNode, forced: bool = False) -> tuple[LeafReply | None, Step]:
+        """Read a leaf: answer (-2) or revert (-1); ``forced``: answer only (the exhausted root's best leaf)."""
         memory = ""
         if self.opts.working_memory:
             items = working_memory(self.tree, leaf)
@@ -145,8 +141,9 @@ class Walk:
             memory, truncated = fit_memory(items, limit, self.llm.count_tokens)
             self.memory_truncated += truncated
             self.seen.update(n.id for n in self.tree.path(leaf.id)[:-1])
-        request = leaf_request(self.question, leaf.text, memory, self.opts)
-        self.leaves_read.append(leaf)
+        request = leaf_request(self.question, leaf.text, memory, self.opts, forced=forced)
+        if not forced:
+            self.leaves_read.append(leaf)
         self.context_words = max(self.context_words, len(leaf.text.split()) + len(memory.split()))
         letters = self.question.letters
 
@@ -155,8 +152,15 @@ class Walk:
                 return "-1 (revert)"
             return f"-2, answer {letters[r.choice] if r.choice is not None else r.answer[:40]}"
 
+        def parse(reply: str) -> LeafReply:
+            read = parse_leaf(reply, self.question)
+            if forced and read.action == -1:
+                return LeafReply(None, read.reasoning, problem="every other part of the text was rejected already: "
+                                                              "answer from this part (Action: -2)")
+            return read
+
         parsed, calls, invalid, outcome = self._ask(
-            request, lambda reply: parse_leaf(reply, self.question),
+            request, parse,
             lambda req, reply, problem: retry_request(req, reply, problem, question=self.question), describe,
         )
         if parsed is None:
@@ -181,16 +185,14 @@ class Walk:
                 stack.pop()
                 if not stack:
                     self.steps.append(Step(ROOT, EXHAUSTED, -1, "the only segment cannot answer"))
-                    self.fallbacks.append("no answer: the text's only segment was rejected")
-                    return None
+                    return self._exhausted("the text's only segment was rejected")
                 stack[-1][1].add(number(node.id))
                 continue
             if len(excluded) == len(node.children):
                 self.steps.append(Step(node.id, EXHAUSTED, -1, "every child was read and rejected"))
                 stack.pop()
                 if not stack:
-                    self.fallbacks.append("no answer: every path from the root was rejected")
-                    return None
+                    return self._exhausted("every path from the root was rejected")
                 stack[-1][1].add(number(node.id))
                 continue
             child, step = self._triage(node, excluded)
@@ -200,19 +202,36 @@ class Walk:
                 return None
             stack.append((self.tree.node(node.children[child]), set()))
 
+    def _exhausted(self, why: str) -> LeafReply | None:
+        """The root is exhausted: no answer (the paper), or with ``on_exhausted=best-leaf`` an answer from the
+        first leaf the walk read, the one triage rated most promising at every level (recorded as a fallback)."""
+        if self.opts.on_exhausted == "no-answer" or not self.leaves_read:
+            self.fallbacks.append(f"no answer: {why}")
+            return None
+        best = self.leaves_read[0]
+        reply, step = self._leaf(best, forced=True)
+        self.steps.append(step)
+        if reply is None:
+            self.fallbacks.append(f"no answer: {why}, and the forced answer from leaf {best.id} failed "
+                                  f"({self._failure_note(step)})")
+            return None
+        self.fallbacks.append(f"{why}; answered from leaf {best.id}, the walk's first choice (on_exhausted=best-leaf)")
+        return reply
+
     def _failure_note(self, step: Step) -> str:
         if step.kind == BUDGET:
             return (f"no answer: the step budget of {self.opts.max_steps} navigation calls was used up at node "
                     f"{step.node}")
         return f"no answer: {step.invalid} consecutive invalid replies at node {step.node}"
 
-    def answer(self) -> Answer:
+    def reading(self) -> Reading:
         reply = self.run()
         steps = [s.as_dict() for s in self.steps]
         doc_tokens = max(1, self.tree.document_tokens)
         read_tokens = sum(n.tokens for n in {n.id: n for n in self.leaves_read}.values())
         node_tokens = sum(self.tree.node(i).summary_tokens for i in self.seen)
         failure = None if reply is not None else self.steps[-1].kind if self.steps else FAILED
+        exhausted = any(s.kind == EXHAUSTED and s.node == ROOT for s in self.steps)
         details = {
             "trajectory": steps,
             "walk": format_walk(steps),
@@ -221,6 +240,8 @@ class Walk:
             "fraction_read_with_nodes": round((read_tokens + node_tokens) / doc_tokens, 4),
             **stats(self.steps, self.calls, self.invalid),
             "navigation_failure": failure,
+            "root_exhausted": exhausted,
+            "answered_after_exhaustion": exhausted and reply is not None,
             "memory_truncated": self.memory_truncated,
             "tree": {"depth": self.tree.depth, "nodes": len(self.tree.nodes), "leaves": len(self.tree.leaves)},
         }
@@ -230,14 +251,5 @@ class Walk:
             text, choice = self.question.options[reply.choice], reply.choice
         else:
             text, choice = reply.answer, None
-        return Answer(
-            question=self.question, method="memwalker", text=text, choice=choice,
-            pages_read=[n.index for n in self.leaves_read],
-            compression_rate=100.0 * (1 - self.context_words / max(1, self.tree.document_words)),
-            context_words=self.context_words, trace=self.trace, fallbacks=self.fallbacks, details=details,
-        )
-
-
-def answer_question(tree: MemoryTree, question: Question, llm: LLM, opts: MemWalkerOptions) -> Answer:
-    """Navigate ``tree`` for ``question``; the answer carries the trajectory and the reading statistics."""
-    return Walk(tree, question, llm, opts).answer()
+        return Reading(text, choice, [n.index for n in self.leaves_read], self.context_words,
+                       self.tree.document_words, details)

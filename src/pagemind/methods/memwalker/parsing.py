@@ -3,7 +3,7 @@
 The action is read from the LAST ``Action:`` line (so an ``Action: 3`` quoted inside the reasoning does not
 win); markdown (``**Action:** 2``), a trailing period, brackets and ``Summary 2`` are accepted; the format
 template echoed back (``Action: 0 / 1 / 2, …``) is not. Triage accepts only offered child numbers; a leaf
-accepts -1, or -2 with an answer (for multiple choice, an option letter read by :func:`parse_choice`).
+accepts -1, or -2 with an answer (for multiple choice, an option letter read by :func:`read_choice`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..question import Question, parse_choice
+from ..question import Question, read_choice
 
 _LEAD = r"[ \t>#*_`\-]*"
 _ACTION_BODY = (r"action\s*[*_`]*\s*[:：]\s*[*_`]*\s*(?:(?:summary|passage|node)\s*#?\s*)?[\[(]?\s*"
@@ -98,11 +98,11 @@ def parse_leaf(reply: str, question: Question) -> LeafReply:
     if not answer:
         return LeafReply(None, reasoning, problem="action -2 without an 'Answer:'")
     if question.is_choice:
-        choice = parse_choice("Answer: " + answer, question)
-        if choice is None:
+        read = read_choice("Answer: " + answer, question)
+        if read.index is None:
             return LeafReply(None, reasoning, answer, problem=f"action -2 without an option letter of "
-                                                                f"{', '.join(question.letters)}")
-        return LeafReply(-2, reasoning, answer, choice)
+                                                                f"{', '.join(question.letters)} ({read.problem})")
+        return LeafReply(-2, reasoning, answer, read.index)
     return LeafReply(-2, reasoning, answer)
 
 

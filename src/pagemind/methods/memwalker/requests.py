@@ -49,8 +49,10 @@ def triage_request(question: Question, shown: list[tuple[int, str]], opts: MemWa
                       constraint=constraint)
 
 
-def leaf_request(question: Question, text: str, working_memory: str, opts: MemWalkerOptions) -> LLMRequest:
-    """The leaf prompt: segment text, the working memory as background, the question (and options)."""
+def leaf_request(question: Question, text: str, working_memory: str, opts: MemWalkerOptions,
+                 forced: bool = False) -> LLMRequest:
+    """The leaf prompt: segment text, the working memory as background, the question (and options).
+    ``forced``: the grammar offers only the answer action (-2), not the revert (-1)."""
     if question.is_choice:
         prompt = get_prompt(GROUP, "leaf_choice").render(
             working_memory=working_memory, text=text, question=question.text, options=question.options_block())
@@ -67,7 +69,8 @@ def leaf_request(question: Question, text: str, working_memory: str, opts: MemWa
         else:
             answer = '"-2\\nAnswer: " free'
             extra, answer_tokens = f'\nfree ::= [^\\n]{{1,{opts.reasoning_chars}}}', opts.reasoning_chars
-        gbnf = f'root ::= "Reasoning: " reason "\\nAction: " ("-1" | {answer})\n{_reasoning_rule(opts)}{extra}'
+        actions = answer if forced else f'"-1" | {answer}'
+        gbnf = f'root ::= "Reasoning: " reason "\\nAction: " ({actions})\n{_reasoning_rule(opts)}{extra}'
         constraint = Constraint(name="leaf", gbnf=gbnf)
         max_tokens = opts.reasoning_chars + answer_tokens + 16
     return LLMRequest(messages=(Message("user", prompt),), role="navigate", max_tokens=max_tokens,

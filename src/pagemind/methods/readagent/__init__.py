@@ -1,43 +1,38 @@
-"""ReadAgent (Lee et al., ICML 2024): episode pagination, gist memory, parallel and sequential look-up."""
+"""ReadAgent (Lee et al., ICML 2024): episode pagination, gist memory, parallel and sequential look-up.
+
+Three methods share one memory (pages + gists): ReadAgent-P looks up several pages in one request, ReadAgent-S
+one page per step, and GistMem answers from the gists alone (the paper's ablation).
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
-from ...llm.client import LLM
-from ...llm.usage import Trace
-from ...store import Store
 from ...text import Document
-from ..question import Answer, Question
-from .build import Progress, build_memory, load_memory
-from .lookup import answer_question
-from .memory import PRESETS, Gist, GistMemory, Page, ReadAgentOptions
+from ..base import Build, Context, MemoryWriter, Reader, Reading
+from ..question import Question
+from .build import build_gist_memory
+from .lookup import answer_from, lookup_parallel, lookup_sequential
+from .memory import PRESETS, Gist, GistMemory, LookupOptions, Page, ParallelOptions, ReadAgentOptions
 
-MODES = {"readagent-p": "parallel", "readagent-s": "sequential", "gistmem": "gists"}
 
+class ReadAgent(Reader[GistMemory, Any]):
+    """The family: the gist memory (built once, shared by all three look-up modes)."""
 
-class ReadAgent:
-    """``build(document) -> GistMemory`` once; ``answer(memory, question)`` many times."""
+    paper = "ReadAgent (Lee et al., ICML 2024)"
+    memory_kind = "readagent"
+    unit = "page"
+    Options: ClassVar[type[ReadAgentOptions]] = ReadAgentOptions
 
-    def __init__(self, llm: LLM, store: Store, options: ReadAgentOptions | None = None, mode: str = "readagent-p"):
-        if mode not in MODES:
-            raise ValueError(f"unknown ReadAgent mode {mode!r}")
-        opts = options or ReadAgentOptions()
-        # Grammar-constrained replies only where the backend enforces them; elsewhere the parsers work alone.
-        self.options = replace(opts, constrained=opts.constrained and llm.backend.capabilities.supports_grammar)
-        self.llm = llm
-        self.store = store
-        self.name = mode
+    def _build(self, document: Document, writer: MemoryWriter, build: Build) -> None:
+        build_gist_memory(document, writer, build, self.llm, self.options)
 
-    def build(self, document: Document, progress: Progress | None = None, trace: Trace | None = None) -> GistMemory:
-        return build_memory(document, self.llm, self.store, self.options, trace=trace, progress=progress)
-
-    def load(self, document: Document) -> GistMemory | None:
-        return load_memory(document, self.llm, self.store, self.options)
-
-    def answer(self, memory: GistMemory, question: Question) -> Answer:
-        return answer_question(memory, question, self.llm, self.options, MODES[self.name])
+    def _assemble(self, document: Document, key: str | None, items: MemoryWriter | None) -> GistMemory:
+        assert items is not None
+        pages = tuple(Page(**p) for p in items.items("page"))
+        gists = {g["page"]: Gist(**g) for g in items.items("gist")}
+        return GistMemory(key, document.id, document.words, pages, tuple(gists[p.index] for p in pages),
+                          self.memory_settings(), self.llm.model_id)
 
     def describe(self, memory: GistMemory) -> dict[str, Any]:
         return {
@@ -49,5 +44,46 @@ class ReadAgent:
             "fallback_gists": sum(g.source == "fallback" for g in memory.gists),
         }
 
+    def _reading(self, memory: GistMemory, question: Question, context: Context, pages: list[int],
+                 conversation: tuple = ()) -> Reading:
+        reply, kept, text, follow_up = answer_from(memory, question, self.llm, self.options, context, pages,
+                                                   conversation)
+        return Reading(reply.text, reply.choice, kept, max(len(text.split()), memory.gist_words),
+                       memory.document_words,
+                       {"requested_pages": pages, "pages": len(memory.pages),
+                        "expand": "follow-up" if follow_up else "in-place"})
 
-__all__ = ["PRESETS", "Gist", "GistMemory", "Page", "ReadAgent", "ReadAgentOptions", "MODES"]
+
+class ReadAgentP(ReadAgent):
+    name = "readagent-p"
+    title = "ReadAgent-P"
+    summary = "gist memory; look up several pages in one request, then answer (paper §3.2)"
+    Options = ParallelOptions
+
+    def _answer(self, memory: GistMemory, question: Question, context: Context) -> Reading:
+        pages, conversation = lookup_parallel(memory, question, self.llm, self.options, context)
+        return self._reading(memory, question, context, pages, conversation)
+
+
+class ReadAgentS(ReadAgent):
+    name = "readagent-s"
+    title = "ReadAgent-S"
+    summary = "gist memory; look up one page at a time, each step seeing the pages read so far (paper §3.2)"
+    Options = LookupOptions
+
+    def _answer(self, memory: GistMemory, question: Question, context: Context) -> Reading:
+        pages = lookup_sequential(memory, question, self.llm, self.options, context)
+        return self._reading(memory, question, context, pages)
+
+
+class GistMem(ReadAgent):
+    name = "gistmem"
+    title = "GistMem"
+    summary = "answer from the gist memory alone, no look-up (the paper's ablation)"
+
+    def _answer(self, memory: GistMemory, question: Question, context: Context) -> Reading:
+        return self._reading(memory, question, context, [])
+
+
+__all__ = ["PRESETS", "Gist", "GistMem", "GistMemory", "LookupOptions", "Page", "ParallelOptions", "ReadAgent",
+           "ReadAgentOptions", "ReadAgentP", "ReadAgentS"]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...errors import ConfigError
-from ..options import from_preset
+from ..options import ReaderOptions, option
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Gist:
 class GistMemory:
     """Pages and their gists for one document, model and settings."""
 
-    key: str
+    key: str | None
     document_id: str
     document_words: int
     pages: tuple[Page, ...]
@@ -65,59 +65,75 @@ class GistMemory:
         """Gists with the chosen pages replaced by their text in place, without tags (as the notebook)."""
         return "\n".join(p.text if p.index in expanded else self.gists[p.index].text for p in self.pages)
 
+    def outline(self) -> list[str]:
+        lines: list[str] = []
+        for p, g in zip(self.pages, self.gists):
+            fallback = ", gist: fallback" if g.source == "fallback" else ""
+            lines += [f"<Page {p.index}> ({p.words} words -> {g.words}, paragraphs {p.start}-{p.end - 1}, "
+                      f"break: {p.label_source}{fallback})", g.text, ""]
+        return lines
+
+    def as_json(self) -> dict[str, Any]:
+        return {"gists": [{"page": p.index, "words": p.words, "gist": g.text, "gist_source": g.source,
+                           "break": p.label_source} for p, g in zip(self.pages, self.gists)]}
+
 
 GistMode = Literal["separate", "continue"]
 Expand = Literal["in-place", "follow-up"]
 
 
 @dataclass(frozen=True)
-class ReadAgentOptions:
-    """Settings. Those that change the memory are in :meth:`memory_settings` (part of its key)."""
+class ReadAgentOptions(ReaderOptions):
+    """ReadAgent's settings; those marked ``memory`` are part of the memory's key."""
 
-    preset: str = "quality"
-    min_words: int = 280
-    max_words: int = 600
-    tail_words: int = 350  # a remainder shorter than this becomes the last page without an LLM call
-    previous_page: bool = False  # show "...\n" + the previous page in the pagination prompt
-    lookahead: bool = True  # show the paragraph after the last label in the pagination prompt
-    gist_mode: GistMode = "separate"  # continue: ask for the gist as a follow-up turn (prompt-cache reuse)
-    max_pages: int = 5  # look-up limit (ReadAgent-P pages per request, ReadAgent-S steps)
-    constrained: bool = True  # enforce reply formats by grammar where the backend can
-    max_retries: int = 2  # re-asks after an unparsable reply, per decision
-    max_tokens: int = 512  # per reply, as in the notebook
-    budget: int | None = None  # tokens of the answer context (gists + expanded pages); None: the window decides
-    expand: Expand = "in-place"  # ReadAgent-P: pages replace their gists (paper), or follow as the next turn
+    owner = "ReadAgent"
+    # Paper, Appendix C and the notebook: pagination sizes and look-up limits per dataset.
+    presets = {
+        "quality": {"prompts": "quality", "min_words": 280, "max_words": 600, "max_pages": 5,
+                    "previous_page": False},
+        "qmsum": {"prompts": "qmsum", "min_words": 280, "max_words": 600, "max_pages": 2, "previous_page": True},
+        "narrativeqa-book": {"prompts": "quality", "min_words": 500, "max_words": 3000, "max_pages": 3,
+                             "previous_page": True},
+        "narrativeqa-movie": {"prompts": "quality", "min_words": 600, "max_words": 1000, "max_pages": 3,
+                              "previous_page": False},
+    }
 
-    def memory_settings(self) -> dict[str, Any]:
-        keys = ("preset", "min_words", "max_words", "tail_words", "previous_page", "lookahead", "gist_mode",
-                "constrained", "max_tokens")
-        d = asdict(self)
-        return {k: d[k] for k in keys}
+    preset: str = option("quality", "settings and prompts of a paper dataset", memory=True)
+    min_words: int = option(280, "words before the first pause label of a pagination window", memory=True,
+                            minimum=1)
+    max_words: int = option(600, "most words in a pagination window", memory=True, minimum=1)
+    tail_words: int = option(350, "a remainder shorter than this becomes the last page without an LLM call",
+                             memory=True, minimum=0)
+    previous_page: bool = option(False, "show the previous page in the pagination prompt", memory=True)
+    lookahead: bool = option(True, "show the paragraph after the last label in the pagination prompt",
+                             memory=True)
+    gist_mode: GistMode = option("separate", "separate: the paper's gist prompt; continue: the gist as a "
+                                             "follow-up turn of pagination (prompt-cache reuse)", memory=True)
+    constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
+                               memory=True, flag="--constrained/--unconstrained")
+    max_tokens: int = option(512, "most tokens of one reply, as in the notebook", memory=True, minimum=1)
+    max_retries: int = option(2, "re-asks after an unparsable reply, per decision", minimum=0)
+    budget: int | None = option(None, "most tokens of the answer context (gists + expanded pages); "
+                                      "none: the window decides", minimum=1)
 
-    @property
-    def prompt_set(self) -> str:
-        return PRESETS[self.preset]["prompts"]
-
-    @classmethod
-    def from_preset(cls, preset: str = "quality", **overrides: Any) -> "ReadAgentOptions":
-        opts = from_preset(cls, "ReadAgent", PRESETS, preset, overrides)
-        if not 0 < opts.min_words <= opts.max_words:
-            raise ConfigError("ReadAgent needs 0 < min_words <= max_words")
-        if opts.max_pages < 1:
-            raise ConfigError("max_pages must be at least 1")
-        if opts.budget is not None and opts.budget < 1:
-            raise ConfigError("budget must be at least 1 token")
-        if opts.expand not in ("in-place", "follow-up"):
-            raise ConfigError(f"expand must be in-place or follow-up (got {opts.expand!r})")
-        return opts
+    def check(self) -> None:
+        if self.min_words > self.max_words:
+            raise ConfigError("ReadAgent needs min_words <= max_words")
 
 
-# Paper, Appendix C and the notebook: pagination sizes and look-up limits per dataset.
-PRESETS: dict[str, dict[str, Any]] = {
-    "quality": {"prompts": "quality", "min_words": 280, "max_words": 600, "max_pages": 5, "previous_page": False},
-    "qmsum": {"prompts": "qmsum", "min_words": 280, "max_words": 600, "max_pages": 2, "previous_page": True},
-    "narrativeqa-book": {"prompts": "quality", "min_words": 500, "max_words": 3000, "max_pages": 3,
-                         "previous_page": True},
-    "narrativeqa-movie": {"prompts": "quality", "min_words": 600, "max_words": 1000, "max_pages": 3,
-                          "previous_page": False},
-}
+@dataclass(frozen=True)
+class LookupOptions(ReadAgentOptions):
+    """ReadAgent-S: the look-up limit."""
+
+    max_pages: int = option(5, "pages to look up (ReadAgent-P: per request; ReadAgent-S: steps)", minimum=1)
+
+
+@dataclass(frozen=True)
+class ParallelOptions(LookupOptions):
+    """ReadAgent-P: the look-up limit and how the pages are shown."""
+
+    expand: Expand = option("in-place", "in-place: pages replace their gists (paper); follow-up: pages follow as "
+                                        "the next turn of the look-up conversation (prompt-cache reuse)")
+
+
+PRESETS = ReadAgentOptions.presets

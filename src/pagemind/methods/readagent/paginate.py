@@ -62,16 +62,14 @@ def make_window(paragraphs: list[str], i: int, previous: Page | None, opts: Read
     return Window(i, j, tuple(labels), wcount, request)
 
 
-def decide(window: Window, reply: str | None) -> tuple[int, str, str]:
-    """Where the page ends: (paragraph index, source, problem). Falls back to the last label."""
-    if window.request is None:
-        return window.last, "tail", ""
+def decide_label(window: Window, reply: str | None) -> tuple[int | None, str]:
+    """Where the page ends: (the offered label the reply names, "") or (None, why not)."""
     pause = parse_pause_point(reply or "", window.first, window.last)
     if pause.label is None:
-        return window.last, "fallback", pause.problem
+        return None, pause.problem
     if pause.label not in window.labels:
-        return window.last, "fallback", f"label <{pause.label}> was not offered"
-    return pause.label, "llm", ""
+        return None, f"label <{pause.label}> was not offered"
+    return pause.label, ""
 
 
 def page_of(paragraphs: list[str], index: int, start: int, end: int, source: str) -> Page:

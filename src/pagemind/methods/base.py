@@ -1,0 +1,236 @@
+"""The Reader contract every method implements (a template method, as llama_index's retrievers).
+
+A method is one :class:`Reader` subclass: a ``name``, an ``Options`` declaration (:mod:`.options`) and two steps:
+
+* ``_build(document, writer, build)``: turn the document into memory items, written through the
+  :class:`MemoryWriter` as each unit finishes (a kill loses only the work in flight);
+* ``_answer(memory, question, context)``: answer from the memory, returning a :class:`Reading`.
+
+Plus ``_assemble(document, key, items)``, which turns the stored items back into the method's memory value.
+The base owns everything else: the content-addressed memory key, build / resume / load, the progress callback,
+the constraint capability check, fallbacks, and the :class:`Answer` (usage, what was read, compression rate,
+trace). Every LLM decision goes through :func:`.decide.decide`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Generic, Protocol, TypeVar
+
+from ..llm.client import LLM
+from ..llm.usage import Trace
+from ..store import Store, memory_key
+from ..text import Document
+from .options import ReaderOptions
+from .question import Answer, Question
+
+Progress = Callable[[int, int], None]  # (units done, units total), in words for documents
+
+
+class Source(Protocol):
+    """What a memory is built from: a :class:`Document`, or a source tree for the code reader."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def words(self) -> int: ...
+
+
+class Memory(Protocol):
+    """What every method's memory value offers the surfaces (CLI ``show``, evaluation, the server)."""
+
+    key: str | None  # the store key (None: nothing is stored, e.g. the full text)
+
+    def outline(self) -> list[str]:
+        """Human-readable lines: the memory as ``pagemind show`` prints it."""
+        ...
+
+    def as_json(self) -> dict[str, Any]:
+        """The memory's content as JSON-ready data."""
+        ...
+
+
+M = TypeVar("M", bound=Memory)
+O = TypeVar("O", bound=ReaderOptions)
+
+
+class MemoryWriter:
+    """Where ``_build`` reads what an interrupted build already stored and writes each unit as it finishes."""
+
+    def __init__(self, store: Store, key: str) -> None:
+        self.store, self.key = store, key
+
+    def items(self, kind: str) -> list[dict[str, Any]]:
+        """The stored items of ``kind``, in index order."""
+        return self.store.items(self.key, kind)
+
+    def put(self, kind: str, index: int, data: dict[str, Any]) -> None:
+        self.store.put_item(self.key, kind, index, data)
+
+    def put_many(self, kind: str, items: list[tuple[int, dict[str, Any]]]) -> None:
+        """Many items in one transaction."""
+        if items:
+            self.store.put_items(self.key, kind, items)
+
+
+@dataclass
+class Build:
+    """What ``_build`` gets beside the writer: the trace of its LLM calls and the progress callback."""
+
+    trace: Trace
+    progress: Progress | None = None
+    total: int = 0
+
+    def report(self, done: int) -> None:
+        if self.progress is not None:
+            self.progress(min(done, self.total), self.total)
+
+
+@dataclass
+class Context:
+    """What ``_answer`` gets beside the memory: its trace and the list fallbacks are recorded in."""
+
+    trace: Trace = field(default_factory=Trace)
+    fallbacks: list[str] = field(default_factory=list)
+
+    def fallback(self, text: str) -> None:
+        self.fallbacks.append(text)
+
+
+@dataclass
+class Reading:
+    """What ``_answer`` returns: the reply and what was placed in context to get it."""
+
+    text: str
+    choice: int | None
+    read: list[int]  # the units read (pages, nodes' leaves, fragments)
+    context_words: int  # the longest document-derived text placed in one prompt
+    document_words: int
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Reader(ABC, Generic[M, O]):
+    """A method: ``build(document) -> memory`` once, ``answer(memory, question) -> Answer`` many times."""
+
+    name: ClassVar[str]  # the method name users type (``readagent-p``)
+    title: ClassVar[str]  # for people (``ReadAgent-P``)
+    summary: ClassVar[str]  # one line for ``pagemind methods``
+    paper: ClassVar[str] = "pagemind"  # where the method comes from
+    Options: ClassVar[type[ReaderOptions]]
+    memory_kind: ClassVar[str | None] = None  # the store's method name; None: nothing is stored
+    unit: ClassVar[str] = "page"  # what ``Answer.pages_read`` counts: page | leaf | fragment | text
+    source: ClassVar[str] = "document"  # document | directory
+
+    def __init__(self, llm: LLM, store: Store, options: O | None = None, **given: Any) -> None:
+        if options is not None and given:
+            raise TypeError("give options or keyword options, not both")
+        opts: Any = options if options is not None else self.Options.create(**given)
+        if not isinstance(opts, self.Options):
+            raise TypeError(f"{self.name} takes {self.Options.__name__}, not {type(opts).__name__}")
+        # Grammar-constrained replies only where the backend enforces them; elsewhere the parsers work alone.
+        if getattr(opts, "constrained", False) and not llm.backend.capabilities.supports_grammar:
+            opts = opts.replace(constrained=False)
+        self.options: O = opts
+        self.llm, self.store = llm, store
+        self.check()
+
+    def check(self) -> None:
+        """Rules that need the model (e.g. a segment must fit its window); raise :class:`ConfigError`."""
+
+    # --- the memory --------------------------------------------------------------------------------
+    @property
+    def builds_with_llm(self) -> bool:
+        """Whether building the memory takes LLM calls (its cost counts as indexing)."""
+        return self.memory_kind is not None
+
+    def memory_settings(self) -> dict[str, Any]:
+        """What the memory depends on besides the document and the model (part of its key)."""
+        return self.options.memory_settings()
+
+    def memory_model(self) -> str:
+        """The model the memory depends on (``-``: none, e.g. fixed word windows)."""
+        return self.llm.model_id if self.builds_with_llm else "-"
+
+    def memory_key(self, document: Source) -> str | None:
+        if self.memory_kind is None:
+            return None
+        return memory_key(document.id, self.memory_kind, self.memory_settings(), self.memory_model())
+
+    def build(self, document: Any, progress: Progress | None = None, trace: Trace | None = None) -> M:
+        """The memory of ``document``: loaded when stored, resumed when half-built, else built and stored."""
+        trace = trace if trace is not None else Trace()
+        key = self.memory_key(document)
+        build = Build(trace, progress, document.words)
+        if key is None:
+            memory = self._assemble(document, None, None)
+        else:
+            self.store.put_document(document.id, document.name, document.words, getattr(document, "chars", 0)
+                                    or len(getattr(document, "text", "")))
+            record = self.store.open_memory(key, document.id, self.memory_kind, self.memory_settings(),  # type: ignore[arg-type]
+                                            self.memory_model())
+            writer = MemoryWriter(self.store, key)
+            if record.status != "complete":
+                self._build(document, writer, build)
+                self.store.mark_complete(key)
+            memory = self._assemble(document, key, writer)
+        build.report(build.total)
+        self._ready(memory)
+        return memory
+
+    def load(self, document: Any) -> M | None:
+        """The finished memory for these settings and model, or None."""
+        key = self.memory_key(document)
+        if key is None:
+            return self._assemble(document, None, None)
+        record = self.store.get_memory(key)
+        if record is None or record.status != "complete":
+            return None
+        memory = self._assemble(document, key, MemoryWriter(self.store, key))
+        self._ready(memory)
+        return memory
+
+    def _build(self, document: Any, writer: MemoryWriter, build: Build) -> None:
+        """Write the memory's items (resuming from ``writer.items``). Methods that store nothing need none."""
+        raise NotImplementedError(f"{self.name} stores no memory")
+
+    @abstractmethod
+    def _assemble(self, document: Any, key: str | None, items: MemoryWriter | None) -> M:
+        """The memory value from the stored items (``items`` None when the method stores nothing)."""
+
+    def _ready(self, memory: M) -> None:
+        """Hook after a build or load (e.g. RAG embeds its fragments once)."""
+
+    def describe(self, memory: M) -> dict[str, Any]:
+        """Sizes and settings of a memory, one level deep (``pagemind index`` prints it)."""
+        return {}
+
+    # --- answering ---------------------------------------------------------------------------------
+    def answer(self, memory: M, question: Question) -> Answer:
+        context = Context()
+        reading = self._answer(memory, question, context)
+        return Answer(
+            question=question, method=self.name, text=reading.text, choice=reading.choice,
+            pages_read=list(reading.read), read_unit=self.unit,
+            compression_rate=100.0 * (1 - reading.context_words / max(1, reading.document_words)),
+            context_words=reading.context_words, trace=context.trace, fallbacks=list(context.fallbacks),
+            details=reading.details,
+        )
+
+    @abstractmethod
+    def _answer(self, memory: M, question: Question, context: Context) -> Reading:
+        """Answer ``question`` from ``memory``; record LLM calls on ``context.trace``, fallbacks with
+        ``context.fallback``."""
+
+    # --- for the surfaces --------------------------------------------------------------------------
+    @classmethod
+    def describe_method(cls) -> dict[str, Any]:
+        """The method as ``pagemind methods --json`` and the server list it."""
+        return {"name": cls.name, "title": cls.title, "summary": cls.summary, "paper": cls.paper,
+                "source": cls.source, "reads": cls.unit, "presets": list(cls.Options.presets),
+                "options": cls.Options.json_schema()}
+
+
+__all__ = ["Build", "Context", "Memory", "MemoryWriter", "Progress", "Reader", "Reading", "Source"]

@@ -1,0 +1,90 @@
+"""The one re-ask primitive every LLM decision goes through.
+
+Send a request, parse the reply into a typed value, and when the reply does not parse re-ask a bounded number of
+times (the reply and a short correction appended to the conversation). Every reply's reading is recorded on its
+trace event; when no attempt parses, the caller gets ``value=None`` with the problems and records its fallback.
+Never a silent guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Generic, TypeVar
+
+from ..llm.base import LLMRequest, Message
+from ..llm.client import LLM
+from ..llm.usage import Trace
+
+T = TypeVar("T")
+
+OK, FAILED, BUDGET = "ok", "failed", "budget"
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """A reply that does not parse, and why."""
+
+    problem: str
+
+
+@dataclass(frozen=True)
+class Decision(Generic[T]):
+    """The outcome of :func:`decide`."""
+
+    value: T | None  # the parsed value, or None when every attempt failed
+    reply: str  # the last reply
+    calls: int  # LLM calls made
+    problems: tuple[str, ...]  # one per invalid reply, in order
+    conversation: tuple[Message, ...]  # the last request's messages and the last reply
+    outcome: str = OK  # ok | failed (attempts used up) | budget (``may_call`` said no)
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+def continued(request: LLMRequest, reply: str, correction: str) -> LLMRequest:
+    """``request`` continued by the invalid reply and a correction (same role, reply cap and constraint)."""
+    return LLMRequest(messages=request.messages + (Message("assistant", reply), Message("user", correction)),
+                      role=request.role, max_tokens=request.max_tokens, constraint=request.constraint,
+                      temperature=request.temperature)
+
+
+def decide(llm: LLM, request: LLMRequest, parse: Callable[[str], T | Invalid], trace: Trace, *,
+           retries: int, correction: Callable[[str], str] | None = None,
+           retry: Callable[[LLMRequest, str, str], LLMRequest] | None = None,
+           describe: Callable[[T], str] = str, may_call: Callable[[int], bool] | None = None) -> Decision[T]:
+    """Ask until ``parse`` accepts a reply, at most ``retries + 1`` calls.
+
+    Args:
+        parse: the reply's typed value, or :class:`Invalid` with the problem.
+        correction: the user turn sent after an invalid reply, given the problem (default: the problem).
+        retry: builds the next request from (request, reply, problem) instead of ``correction``.
+        describe: how an accepted value reads in the trace.
+        may_call: given the calls made so far, checked before every call (a step budget); False ends the
+            decision with outcome ``budget``.
+    """
+    problems: list[str] = []
+    reply = ""
+    calls = 0
+    conversation = request.messages
+    for attempt in range(retries + 1):
+        if may_call is not None and not may_call(calls):
+            return Decision(None, reply, calls, tuple(problems), conversation, BUDGET)
+        response, event = llm.complete(request, trace)
+        calls += 1
+        reply = response.text
+        conversation = request.messages + (Message("assistant", reply),)
+        parsed = parse(reply)
+        if not isinstance(parsed, Invalid):
+            trace.decide(event, describe(parsed))
+            return Decision(parsed, reply, calls, tuple(problems), conversation)
+        problems.append(parsed.problem)
+        trace.decide(event, f"invalid ({parsed.problem})")
+        if attempt < retries:
+            request = (retry(request, reply, parsed.problem) if retry is not None
+                       else continued(request, reply, correction(parsed.problem) if correction else parsed.problem))
+    return Decision(None, reply, calls, tuple(problems), conversation, FAILED)
+
+
+__all__ = ["BUDGET", "Decision", "FAILED", "Invalid", "OK", "continued", "decide"]

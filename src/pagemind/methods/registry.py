@@ -1,0 +1,89 @@
+"""Which methods exist: pagemind's own readers and those other packages register.
+
+A package adds a method with one entry point in the ``pagemind.readers`` group naming its :class:`Reader`
+subclass (``[project.entry-points."pagemind.readers"]`` then ``mymethod = "my_package.module:MyReader"``). The
+built-in readers are listed the same way, as ``module:Class`` strings, so a reader's module (and what it imports)
+loads only when the reader, its options or the method list is needed.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
+
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from .base import Reader
+
+GROUP = "pagemind.readers"
+BUILTIN: dict[str, str] = {
+    "readagent-p": "pagemind.methods.readagent:ReadAgentP",
+    "readagent-s": "pagemind.methods.readagent:ReadAgentS",
+    "gistmem": "pagemind.methods.readagent:GistMem",
+    "memwalker": "pagemind.methods.memwalker:MemWalker",
+    "rag": "pagemind.methods.rag:RAG",
+    "op-rag": "pagemind.methods.rag:OPRAG",
+    "full": "pagemind.methods.full:FullText",
+    "code": "pagemind.methods.code:CodeReader",
+}
+_loaded: dict[str, type["Reader"]] = {}
+_plugins: dict[str, str] | None = None
+
+
+def _load(target: str) -> type["Reader"]:
+    module, _, attr = target.partition(":")
+    return getattr(import_module(module), attr)
+
+
+def plugin_targets() -> dict[str, str]:
+    """Methods registered by other packages: name -> ``module:Class`` (read once; see :func:`refresh`)."""
+    global _plugins
+    if _plugins is None:
+        _plugins = {ep.name: ep.value for ep in entry_points(group=GROUP)}
+    return _plugins
+
+
+def refresh() -> None:
+    """Read the entry points again (after installing a package in a running process)."""
+    global _plugins
+    _plugins = None
+    _loaded.clear()
+
+
+def names() -> tuple[str, ...]:
+    """Every method name: the built-ins in their order, then the plugins'."""
+    return tuple(BUILTIN) + tuple(n for n in plugin_targets() if n not in BUILTIN)
+
+
+def document_methods() -> tuple[str, ...]:
+    """The methods that read a document (not a directory)."""
+    return tuple(n for n in names() if get(n).source == "document")
+
+
+def get(name: str) -> type["Reader"]:
+    """The reader class of method ``name``."""
+    if name not in _loaded:
+        target = BUILTIN.get(name) or plugin_targets().get(name)
+        if target is None:
+            raise ConfigError(f"unknown method {name!r} (have: {', '.join(names())})")
+        try:
+            cls = _load(target)
+        except (ImportError, AttributeError) as err:
+            raise ConfigError(f"method {name!r} ({target}) cannot be loaded: {err}") from err
+        from .base import Reader
+
+        if not (isinstance(cls, type) and issubclass(cls, Reader)):
+            raise ConfigError(f"method {name!r} ({target}) is not a pagemind Reader")
+        if cls.name != name:
+            raise ConfigError(f"method {name!r} ({target}) calls itself {cls.name!r}")
+        _loaded[name] = cls
+    return _loaded[name]
+
+
+def all_readers() -> list[type["Reader"]]:
+    return [get(n) for n in names()]
+
+
+__all__ = ["BUILTIN", "GROUP", "all_readers", "document_methods", "get", "names", "plugin_targets", "refresh"]
