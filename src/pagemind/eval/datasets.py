@@ -7,7 +7,9 @@ Loaders live in ``sets_documents``, ``sets_dialogue``, ``sets_kv`` and ``generat
 
 Data is read in place, never copied or downloaded: ``--data PATH`` > ``PAGEMIND_DATA`` > ``../shared/data``
 relative to the current directory. PATH may be the data root (holding ``quality/``, ``qmsum/``...), a dataset
-folder, or one file in the staged or the upstream format.
+folder, or one file in the staged or the upstream format. A file's layout is read from its content, never its
+name: a JSON list, one JSON object or JSON lines, gzip or not (:func:`read_rows`); each row's format from its
+fields (:class:`RowFormat`). Files are only read, never moved or rewritten.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import DatasetError
 from ..methods.question import Question
@@ -190,57 +192,108 @@ def load_dataset(name: str, data: str | Path | None = None, params: Mapping[str,
 
 
 # --- reading files ---------------------------------------------------------------------------------
+ROW_LAYOUTS = "a JSON list of objects, one JSON object, or JSON lines (one object per line)"
+
+
 def open_text(path: Path) -> str:
+    """The file's text; gzip is recognised by its magic bytes, whatever the name."""
     try:
         raw = path.read_bytes()
     except OSError as err:
         raise DatasetError(f"{path}: {err.strerror or err}") from None
-    if path.suffix == ".gz":
+    if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
-        except OSError:
-            raise DatasetError(f"{path}: not a gzip file") from None
+        except (OSError, EOFError) as err:
+            raise DatasetError(f"{path}: a damaged gzip file ({err})") from None
     try:
         return raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise DatasetError(f"{path}: not UTF-8 text") from None
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise DatasetError(f"{path}, line {line}: not UTF-8 text") from None
+
+
+def json_values(path: Path) -> list[tuple[int, Any]]:
+    """(first line, value) for each JSON value in the file: one for a JSON document, one per line for JSON
+    lines (also several pretty-printed values in a row); decided from the content, never from the name."""
+    text = open_text(path)
+    decoder = json.JSONDecoder()
+    values: list[tuple[int, Any]] = []
+    pos, line, size = 0, 1, len(text)
+    while True:
+        start = pos
+        while pos < size and text[pos] in " \t\r\n":
+            pos += 1
+        line += text.count("\n", start, pos)
+        if pos == size:
+            return values
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as err:
+            began = f", in the value that begins on line {line}" if err.lineno != line else ""
+            raise DatasetError(f"{path}, line {err.lineno}: not valid JSON ({err.msg}{began}); "
+                               f"expected {ROW_LAYOUTS}") from None
+        values.append((line, value))
+        line += text.count("\n", pos, end)
+        pos = end
 
 
 def read_json(path: Path) -> Any:
-    try:
-        return json.loads(open_text(path))
-    except json.JSONDecodeError as err:
-        raise DatasetError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
-
-
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-empty line."""
-    for n, line in enumerate(open_text(path).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DatasetError(f"{path}, line {n}: not valid JSON ({err.msg})") from None
-        if not isinstance(row, dict):
-            raise DatasetError(f"{path}, line {n}: expected a JSON object")
-        yield n, row
+    """The one JSON value a file holds (a settings file, not rows)."""
+    values = json_values(path)
+    if len(values) != 1:
+        raise DatasetError(f"{path}: expected one JSON value, found {len(values)}")
+    return values[0][1]
 
 
 def read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """Rows of a JSON list or a JSON-lines file, each with a location for error messages."""
-    name = path.name.removesuffix(".gz")
-    if name.endswith(".jsonl"):
-        return [(f"{path}, line {n}", row) for n, row in read_jsonl(path)]
-    data = read_json(path)
-    if isinstance(data, dict):
-        data = [data]
-    if not isinstance(data, list):
-        raise DatasetError(f"{path}: expected a JSON list of rows")
-    for i, row in enumerate(data):
+    """Rows of a JSON list, a single JSON object or a JSON-lines file (whatever the file is called), each with
+    its location for error messages (``path, row i`` or ``path, line n``)."""
+    values = json_values(path)
+    if not values:
+        raise DatasetError(f"{path}: the file is empty; expected {ROW_LAYOUTS}")
+    if len(values) == 1 and isinstance(values[0][1], list):
+        rows = values[0][1]
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise DatasetError(f"{path}, row {i}: expected a JSON object, not {type(row).__name__}")
+        return [(f"{path}, row {i}", row) for i, row in enumerate(rows)]
+    if len(values) == 1:
+        line, row = values[0]
         if not isinstance(row, dict):
-            raise DatasetError(f"{path}, row {i}: expected a JSON object")
-    return [(f"{path}, row {i}", row) for i, row in enumerate(data)]
+            raise DatasetError(f"{path}, line {line}: expected {ROW_LAYOUTS}, not a JSON {type(row).__name__}")
+        return [(f"{path}, line {line}", row)]
+    for line, row in values:
+        if not isinstance(row, dict):
+            raise DatasetError(f"{path}, line {line}: expected a JSON object on each line (JSON lines), "
+                               f"not {type(row).__name__}")
+    return [(f"{path}, line {line}", row) for line, row in values]
+
+
+@dataclass(frozen=True)
+class RowFormat:
+    """One upstream layout of a set's rows, recognised by fields that only it has (never by the file name)."""
+
+    name: str
+    marks: tuple[str, ...]  # the fields that identify the layout; the reader checks the others
+    read: Callable[[dict, str, int], list[Example]]  # (row, where, index of the row in its file) -> examples
+
+    def matches(self, row: Mapping[str, Any]) -> bool:
+        return all(k in row for k in self.marks)
+
+
+def read_examples(path: Path, dataset: str, formats: tuple[RowFormat, ...]) -> list[Example]:
+    """Every row of ``path`` read by the first format whose fields it has, or an error listing those accepted."""
+    examples: list[Example] = []
+    for index, (where, row) in enumerate(read_rows(path)):
+        fmt = next((f for f in formats if f.matches(row)), None)
+        if fmt is None:
+            have = ", ".join(sorted(row)[:12]) or "none"
+            accepted = "; ".join(f"{f.name} ({', '.join(f.marks)})" for f in formats)
+            raise DatasetError(f"{where}: not a {dataset} row in any accepted format (its fields: {have}); "
+                               f"accepted: {accepted}")
+        examples.extend(fmt.read(row, where, index))
+    return examples
 
 
 def field_of(row: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...] = str) -> Any:

@@ -90,12 +90,7 @@ def _facts(episode: dict) -> list[str]:
 def load_msc(path: Path, *, seed: int = 0, session: int = 2) -> list[Example]:
     """MSC persona-recall probe over the earlier sessions of each episode (4-way multiple choice)."""
     path = find_file(path, f"msc_dialogue_session_{session}_test.jsonl", f"session_{session}/test.txt", "test.txt")
-    if path.suffix == ".txt":  # ParlAI's test.txt is JSON lines under another name
-        from .datasets import read_jsonl
-
-        rows = [(f"{path}, line {n}", row) for n, row in read_jsonl(path)]
-    else:
-        rows = read_rows(path)
+    rows = read_rows(path)  # ParlAI's test.txt is JSON lines under another name: read by content
     episodes = [row for _, row in rows]
     pool = [(i, f) for i, ep in enumerate(episodes) for f in _facts(ep)]
     examples = []

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import DatasetError
 from ..prompts import get_prompt
-from .datasets import QUALITY_PRESETS, DatasetSpec, Example, field_of, find_file, open_text, read_jsonl
+from .datasets import QUALITY_PRESETS, DatasetSpec, Example, field_of, find_file, open_text, read_rows
 
 
 def kv_json(pairs: list[tuple[str, str]]) -> str:
@@ -51,8 +51,8 @@ def _base_pairs(path: Path, base: str) -> list[tuple[str, str]]:
             file = find_file(candidate, "kv-retrieval-140_keys.jsonl")
         except DatasetError:
             continue
-        for n, row in read_jsonl(file):
-            return _records(row, f"{file}, line {n}")
+        for where, row in read_rows(file):
+            return _records(row, where)
     raise DatasetError(f"nested-kv needs kv-retrieval-140_keys.jsonl (lost-in-the-middle-kv) beside {folder}; "
                        "pass -p base=PATH")
 
@@ -88,8 +88,7 @@ def load_nested_kv(path: Path, *, levels: tuple[int, ...] = (1, 2, 3, 4), seeds:
                     instances.append((f"nested_kv-L{inst['levels']}-s{n}", inst))
     else:
         file = find_file(path, "nested_kv_instances.jsonl")
-        for n, row in read_jsonl(file):
-            where = f"{file}, line {n}"
+        for n, (where, row) in enumerate(read_rows(file), 1):
             inst = {k: row.get(k) for k in ("query_key", "answer", "value_overrides", "levels", "key_positions", "seed")}
             field_of(row, "query_key", where), field_of(row, "answer", where), field_of(row, "levels", where, int)
             instances.append((str(row.get("id") or f"nested_kv-{n}"), inst))
@@ -112,8 +111,7 @@ def load_litm_kv(path: Path, *, keys: int = 75, gold_index: int = -1) -> list[Ex
     """Lost in the Middle key-value retrieval (accuracy); ``gold_index`` >= 0 moves the gold pair there."""
     file = find_file(path, f"kv-retrieval-{keys}_keys.jsonl")
     examples = []
-    for n, row in read_jsonl(file):
-        where = f"{file}, line {n}"
+    for n, (where, row) in enumerate(read_rows(file), 1):  # n: the row's place (its line in JSON lines)
         pairs = _records(row, where)
         key, value = field_of(row, "key", where), field_of(row, "value", where)
         if dict(pairs).get(key) != value:
