@@ -46,13 +46,16 @@ def test_quality_official_jsonl_has_one_based_gold_and_skips_ungraded(tmp_path):
         {"question": "Q2?", "options": ["w", "x", "y", "z"], "question_unique_id": "q2"},  # test split: no gold
         {"question": "Q3?", "options": ["w", "x", "y", "z"], "gold_label": 1, "question_unique_id": "q3", "difficult": 0},
     ]}
-    path = write(tmp_path / "QuALITY.v1.0.1.htmlstripped.dev", [row], lines=True)
-    path.rename(tmp_path / "dev.jsonl")
-    examples = load_dataset("quality", tmp_path / "dev.jsonl")
-    assert [(e.id, e.gold) for e in examples] == [("quality-q1", 2), ("quality-q3", 0)]
-    assert {e.document_id for e in examples} == {"quality-51395_X"}
-    hard = load_dataset("quality", tmp_path / "dev.jsonl", {"hard_only": "true"})
+    other_writer = {"article_id": "51395", "set_unique_id": "51395_Y", "article": ARTICLE, "questions": [
+        {"question": "Q4?", "options": ["w", "x", "y", "z"], "gold_label": 4, "difficult": 0}]}
+    path = write(tmp_path / "QuALITY.v1.0.1.htmlstripped.dev", [row, other_writer], lines=True)  # no suffix
+    examples = load_dataset("quality", path)
+    assert [(e.id, e.gold) for e in examples] == [("quality-q1", 2), ("quality-q3", 0), ("quality-51395_Y-0", 3)]
+    assert {e.document_id for e in examples} == {"quality-51395"}  # both writers' lines: one article, one memory
+    hard = load_dataset("quality", path, {"hard_only": "true"})
     assert [e.id for e in hard] == ["quality-q1"]
+    with pytest.raises(DatasetError, match="hard_only needs the official"):
+        load_dataset("quality", quality_slice(tmp_path / "slice"), {"hard_only": "true"})
 
 
 @pytest.mark.parametrize("row, message", [
@@ -81,6 +84,9 @@ def test_qmsum_staged_upstream_jsonl_and_per_meeting_files(tmp_path):
     assert [e.id for e in staged] == ["qmsum-Bed002-g0", "qmsum-Bed002-s0"]
     assert staged[1].document == "A: hi all .\nB: hello ." and staged[1].references == ("A said hi.",)
     assert staged[0].task == "summary" and staged[0].meta["query_kind"] == "general"
+    write(tmp_path / "qmsum" / "train.jsonl", [meeting("TS3005a"), meeting("ES2002a")], lines=True)
+    assert {e.document_id for e in load_dataset("qmsum", tmp_path, {"split": "train"})} == {"qmsum-TS3005a",
+                                                                                         "qmsum-ES2002a"}
     specific = load_dataset("qmsum", tmp_path, {"queries": "specific"})
     assert [e.id for e in specific] == ["qmsum-Bed002-s0"]
     upstream = write(tmp_path / "up" / "jsonl" / "val.jsonl", [meeting()], lines=True)  # no meeting id upstream
@@ -92,7 +98,7 @@ def test_qmsum_staged_upstream_jsonl_and_per_meeting_files(tmp_path):
 
 def test_qmsum_bad_query_kind_and_missing_transcript(tmp_path):
     write(tmp_path / "val.jsonl", [{"meeting_id": "x", "specific_query_list": []}], lines=True)
-    with pytest.raises(DatasetError, match="missing field 'meeting_transcripts'"):
+    with pytest.raises(DatasetError, match="not a qmsum row in any accepted format .*QMSum.*meeting_transcripts"):
         load_dataset("qmsum", tmp_path / "val.jsonl")
     with pytest.raises(DatasetError, match="queries must be"):
         load_dataset("qmsum", tmp_path / "val.jsonl", {"queries": "some"})

