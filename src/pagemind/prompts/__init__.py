@@ -1,19 +1,28 @@
 """Prompts are data: YAML files shipped as package data, rendered strictly.
 
-Each file holds named prompts; each prompt has a ``role`` (what the call is for, used in traces and
-by the scripted fake), a ``source`` (the paper, notebook cell or other origin, or "pagemind" for our
-own), a ``verbatim`` flag (true when the text is the published prompt word for word, with only its
-placeholders renamed) and a Jinja ``template``. Rendering uses ``StrictUndefined``: a missing
-variable is an error, never an empty string. Unused variables are an error too, so a prompt cannot
-silently drop part of the input.
+Each file holds named prompts. Every prompt has a ``role`` (what the call is for, used in traces and by the
+scripted fake), a ``source`` (the paper, notebook cell or code it comes from; a source starting with
+``pagemind:`` marks our own text) and a Jinja ``template``. ``verbatim: true`` means the template is the
+published text character for character, whitespace included, with only its placeholders renamed
+(``placeholders`` maps each published name to our variable) and, where we made a variable of a number the
+authors varied or added an optional part, with that variable set to what the published text has in its place
+(``published_values``, e.g. ``max_pages: 5``, ``preceding: ""``; see :meth:`Prompt.published_form`).
+A prompt that is not verbatim but comes from a published one says how it differs in ``differences``;
+``notes`` says how our code fills a verbatim prompt's variables where that differs from the original code.
+
+Rendering uses ``StrictUndefined``: a missing variable is an error, never an empty string. Unused values are
+an error too, so a prompt cannot silently drop part of the input, except those the prompt declares in
+``ignores`` (a published text with no slot for a value our callers always pass, e.g. QMSum's look-up prompt
+shows no answer options).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Mapping
 
 import jinja2
 import jinja2.meta
@@ -22,6 +31,8 @@ import yaml
 from ..errors import ConfigError
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_KEYS = {"role", "source", "template", "verbatim", "differences", "notes", "placeholders", "published_values",
+         "ignores"}
 
 
 @dataclass(frozen=True)
@@ -31,19 +42,56 @@ class Prompt:
     template: str
     source: str
     verbatim: bool
+    differences: str = ""  # how the text differs from the published one it comes from
+    notes: str = ""  # how our code fills the variables, where the original code filled them differently
+    placeholders: Mapping[str, str] = field(default_factory=dict, hash=False)  # published name -> our variable
+    published_values: Mapping[str, str] = field(default_factory=dict, hash=False)  # variable -> published text
+    ignores: frozenset[str] = frozenset()  # values callers pass that this text has no slot for
 
     @property
     def variables(self) -> frozenset[str]:
         return frozenset(jinja2.meta.find_undeclared_variables(_ENV.parse(self.template)))
 
+    @property
+    def own(self) -> bool:
+        """The text is pagemind's, not taken or adapted from a published prompt."""
+        return self.source.startswith("pagemind:")
+
     def render(self, **values: Any) -> str:
         missing = self.variables - set(values)
-        extra = set(values) - self.variables
+        extra = set(values) - self.variables - self.ignores
         if missing or extra:
             raise ConfigError(
                 f"prompt {self.name!r}: missing {sorted(missing)}, unexpected {sorted(extra)}"
             )
-        return _ENV.from_string(self.template).render(**values)
+        return _ENV.from_string(self.template).render(**{k: v for k, v in values.items() if k in self.variables})
+
+    def published_form(self) -> str:
+        """The template with each of ``published_values`` written in as the literal the published text has."""
+        text = self.template
+        for name, literal in self.published_values.items():
+            text = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", lambda _: literal, text)
+        return text
+
+
+def _prompt(group: str, name: str, entry: dict[str, Any]) -> Prompt:
+    unknown = set(entry) - _KEYS
+    if unknown:
+        raise ConfigError(f"{group}.yaml: prompt {name!r} has unknown fields {sorted(unknown)}")
+    prompt = Prompt(
+        name=name, role=entry["role"], template=entry["template"], source=entry["source"],
+        verbatim=bool(entry.get("verbatim", False)), differences=entry.get("differences", ""),
+        notes=entry.get("notes", ""), placeholders=dict(entry.get("placeholders") or {}),
+        published_values={k: str(v) for k, v in (entry.get("published_values") or {}).items()},
+        ignores=frozenset(entry.get("ignores") or ()),
+    )
+    variables = prompt.variables
+    wrong = (prompt.ignores & variables) | ((set(prompt.published_values) | set(prompt.placeholders.values()))
+                                            - variables)
+    if wrong:
+        raise ConfigError(f"{group}.yaml: prompt {name!r}: ignores, published_values or placeholders name "
+                          f"{sorted(wrong)} wrongly for its template (variables: {sorted(variables)})")
+    return prompt
 
 
 @lru_cache(maxsize=None)
@@ -54,13 +102,12 @@ def load_prompts(group: str) -> dict[str, Prompt]:
     except FileNotFoundError:
         raise ConfigError(f"no prompt file {group}.yaml") from None
     data = yaml.safe_load(text)
-    out = {}
-    for name, entry in data["prompts"].items():
-        out[name] = Prompt(
-            name=name, role=entry["role"], template=entry["template"], source=entry["source"],
-            verbatim=bool(entry.get("verbatim", False)),
-        )
-    return out
+    return {name: _prompt(group, name, entry) for name, entry in data["prompts"].items()}
+
+
+def prompt_groups() -> list[str]:
+    """The names of every prompt file shipped with pagemind."""
+    return sorted(p.name[:-5] for p in resources.files(__package__).iterdir() if p.name.endswith(".yaml"))
 
 
 def get_prompt(group: str, name: str) -> Prompt:
