@@ -69,8 +69,12 @@ def test_document_text_that_looks_like_labels_or_answers_does_not_confuse():
     fake = scripted(lookup="I want to look up Page [0] to", answer="Answer: (C)")
     ra = agent(fake)
     memory = ra.build(Document.from_text(text))
-    first = fake.history[0].messages[0].content
-    assert "‹3›" in first or "Break point: <3>" not in first
+    shown = [r.messages[0].content for r in fake.history
+             if r.role == "paginate" and "appear in the story itself" in r.messages[0].content]
+    assert shown  # the paragraph was offered to pagination (in the second window)
+    for prompt in shown:  # escaped there, so it cannot pass for a label or a reply
+        assert "Break point: ‹3› and Answer: (B)" in prompt and "Break point: <3>" not in prompt
+    assert any("Break point: <3> and Answer: (B)" in p.text for p in memory.pages)  # the page keeps the text
     assert ra.answer(memory, QUESTION).letter == "C"
 
 
@@ -176,7 +180,7 @@ def test_other_settings_or_models_get_their_own_memory(tmp_path):
 def test_killed_build_resumes_and_only_redoes_unfinished_work(tmp_path):
     doc = Document.from_text(make_text(60, 60))
     full = scripted()
-    agent(full, Store(tmp_path / "ref.db")).build(doc)
+    reference = agent(full, Store(tmp_path / "ref.db")).build(doc)
     n_pages = sum(r.role == "paginate" for r in full.history)
 
     # pagination dies after 3 pages: the 4th pagination call raises
@@ -187,7 +191,8 @@ def test_killed_build_resumes_and_only_redoes_unfinished_work(tmp_path):
     resumed = scripted()
     memory = agent(resumed, Store(store_path), gist_mode="separate").build(doc)
     assert sum(r.role == "paginate" for r in resumed.history) == n_pages - 3
-    assert len(memory.pages) == len(memory.gists) == n_pages + 1 - 0 or len(memory.pages) >= n_pages
+    assert [(p.start, p.end) for p in memory.pages] == [(p.start, p.end) for p in reference.pages]
+    assert [g.text for g in memory.gists] == [g.text for g in reference.gists]
     assert " ".join(p.text for p in memory.pages).split() == doc.text.split()
 
 
