@@ -41,7 +41,7 @@ def free_closed_port() -> int:
 
 def test_success_without_key_sends_no_authorization() -> None:
     with MockServer(script=[{"text": "hello there"}]) as server:
-        backend = OpenAICompatible("mock-model", base_url=server.url)
+        backend = OpenAICompatible("mock-model", base_url=server.url, context_window=8192)
         response, _ = make_llm(backend).complete(LLMRequest.user("say hi", max_tokens=16, stop=("\n",)))
         backend.close()
     assert response.text == "hello there"
@@ -75,7 +75,7 @@ def test_api_key_sent_as_bearer_and_env_fallbacks(monkeypatch: pytest.MonkeyPatc
 
 def test_missing_usage_is_estimated() -> None:
     with MockServer(script=[{"text": "four words right here", "usage": None, "finish_reason": "length"}]) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         response = backend.execute(LLMRequest.user("a question"))
         backend.close()
     assert response.prompt_tokens == estimate_tokens("a question")
@@ -85,7 +85,7 @@ def test_missing_usage_is_estimated() -> None:
 
 def test_429_then_success_honours_retry_after() -> None:
     with MockServer(script=[{"status": 429, "retry_after": 3}]) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         sleeps: list[float] = []
         assert make_llm(backend, sleeps).text(LLMRequest.user("x")) == "ok"
         backend.close()
@@ -95,7 +95,7 @@ def test_429_then_success_honours_retry_after() -> None:
 
 def test_429_error_carries_retry_after() -> None:
     with MockServer(script=[{"status": 429, "retry_after": "1.5"}]) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         with pytest.raises(RateLimited) as info:
             backend.execute(LLMRequest.user("x"))
         backend.close()
@@ -104,7 +104,7 @@ def test_429_error_carries_retry_after() -> None:
 
 def test_500_exhausts_retries() -> None:
     with MockServer(script=[{"status": 500}] * 10) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         sleeps: list[float] = []
         with pytest.raises(ServerError):
             make_llm(backend, sleeps, max_retries=2).complete(LLMRequest.user("x"))
@@ -114,9 +114,9 @@ def test_500_exhausts_retries() -> None:
 
 def test_connection_refused_is_unavailable_and_quick() -> None:
     port = free_closed_port()
-    backend = OpenAICompatible("m", base_url=f"http://127.0.0.1:{port}/v1")
+    backend = OpenAICompatible("m", base_url=f"http://127.0.0.1:{port}/v1", context_window=8192)
     started = time.perf_counter()
-    with pytest.raises(BackendUnavailable) as info:
+    with pytest.raises(BackendUnavailable) as info:  # raised by discovery, on first use
         make_llm(backend, max_retries=0).complete(LLMRequest.user("x"))
     backend.close()
     assert time.perf_counter() - started < 5
@@ -125,7 +125,7 @@ def test_connection_refused_is_unavailable_and_quick() -> None:
 
 def test_read_timeout_is_unavailable() -> None:
     with MockServer(latency=2.0) as server:
-        backend = OpenAICompatible("m", base_url=server.url, timeout=0.2)
+        backend = OpenAICompatible("m", base_url=server.url, timeout=0.2, context_window=8192)
         with pytest.raises(BackendUnavailable, match="timed out"):
             backend.execute(LLMRequest.user("x"))
         backend.close()
@@ -138,7 +138,7 @@ def test_read_timeout_is_unavailable() -> None:
 ])
 def test_context_length_400(message: str) -> None:
     with MockServer(script=[{"status": 400, "message": message}]) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         with pytest.raises(ContextWindowExceeded):
             make_llm(backend).complete(LLMRequest.user("x"))
         backend.close()
@@ -147,7 +147,7 @@ def test_context_length_400(message: str) -> None:
 
 def test_other_400_is_bad_request() -> None:
     with MockServer(script=[{"status": 400, "message": "unknown parameter 'foo'"}]) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         with pytest.raises(BadRequest, match="400.*unknown parameter"):
             backend.execute(LLMRequest.user("x"))
         backend.close()
@@ -155,7 +155,7 @@ def test_other_400_is_bad_request() -> None:
 
 def test_401_is_bad_request_naming_the_key() -> None:
     with MockServer(script=[{"status": 401, "message": "Incorrect API key provided"}]) as server:
-        backend = OpenAICompatible("m", base_url=server.url, api_key="sk-wrong")
+        backend = OpenAICompatible("m", base_url=server.url, api_key="sk-wrong", context_window=8192)
         with pytest.raises(BadRequest, match="API key") as info:
             make_llm(backend).complete(LLMRequest.user("x"))
         backend.close()
@@ -165,7 +165,7 @@ def test_401_is_bad_request_naming_the_key() -> None:
 
 def test_404_is_bad_request() -> None:
     with MockServer() as server:
-        backend = OpenAICompatible("m", base_url=server.url + "/nowhere")
+        backend = OpenAICompatible("m", base_url=server.url + "/nowhere", context_window=8192)
         with pytest.raises(BadRequest, match="404"):
             backend.execute(LLMRequest.user("x"))
         backend.close()
@@ -174,7 +174,7 @@ def test_404_is_bad_request() -> None:
 @pytest.mark.parametrize("step", [{"garbage": True}, {"body": "<html>proxy page</html>"}, {"body": '{"choices": []}'}])
 def test_malformed_200_is_server_error(step: dict) -> None:
     with MockServer(script=[step]) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         with pytest.raises(ServerError, match="malformed"):
             backend.execute(LLMRequest.user("x"))
         backend.close()
@@ -183,17 +183,17 @@ def test_malformed_200_is_server_error(step: dict) -> None:
 def test_null_content_is_empty_text() -> None:
     body = '{"choices": [{"message": {"role": "assistant", "content": null}, "finish_reason": "stop"}]}'
     with MockServer(script=[{"body": body}]) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         assert backend.execute(LLMRequest.user("x")).text == ""
         backend.close()
 
 
-def test_json_schema_forwarded_as_response_format() -> None:
+def test_json_schema_forwarded_as_response_format_by_a_plain_openai_server() -> None:
     schema = {"type": "object", "properties": {"page": {"type": "integer"}}, "required": ["page"],
               "additionalProperties": False}
     request = LLMRequest.user("x", constraint=Constraint(name="lookup", gbnf="root ::= \"1\"", json_schema=schema))
     with MockServer(script=[{"text": '{"page": 3}'}]) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         assert backend.capabilities.supports_json_schema and not backend.capabilities.supports_grammar
         response = backend.execute(request)
         backend.close()
@@ -205,22 +205,29 @@ def test_json_schema_forwarded_as_response_format() -> None:
     assert "grammar" not in server.requests[0]
 
 
-def test_grammar_sent_when_enabled() -> None:
+def test_a_grammar_is_sent_only_to_a_server_kind_that_enforces_it() -> None:
     request = LLMRequest.user("x", constraint=Constraint(name="n", gbnf='root ::= "yes" | "no"', json_schema={}))
     with MockServer() as server:
-        backend = OpenAICompatible("m", base_url=server.url, grammar=True)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192, server_kind="llama.cpp")
         assert backend.capabilities.supports_grammar
         response = backend.execute(request)
         backend.close()
+        plain = OpenAICompatible("m", base_url=server.url, context_window=8192, server_kind="openai")
+        only_gbnf = LLMRequest.user("x", constraint=Constraint(name="n", gbnf='root ::= "yes" | "no"'))
+        unconstrained = plain.execute(only_gbnf)
+        plain.close()
     assert response.constrained
     assert server.requests[0]["grammar"] == 'root ::= "yes" | "no"'
     assert "response_format" not in server.requests[0]
+    assert not plain.capabilities.supports_grammar and "unconstrained" in plain.capabilities.constraint
+    assert not unconstrained.constrained and "grammar" not in server.requests[1]
+    assert "response_format" not in server.requests[1]
 
 
 def test_concurrency_is_bounded_by_the_wrapper() -> None:
     requests = [LLMRequest.user(f"request {i}") for i in range(16)]
     with MockServer(latency=0.2) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         results = make_llm(backend, concurrency=8).map(requests)
         backend.close()
     assert [r.text for r, _ in results] == ["ok"] * 16
@@ -234,9 +241,9 @@ def test_aexecute() -> None:
         return [r.text for r in replies]
 
     with MockServer(latency=0.1, script=[{"text": "a"}]) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         texts = asyncio.run(run(backend))
-        again = asyncio.run(OpenAICompatible("m", base_url=server.url).aexecute(LLMRequest.user("z")))
+        again = asyncio.run(OpenAICompatible("m", base_url=server.url, context_window=8192).aexecute(LLMRequest.user("z")))
     assert sorted(texts) == ["a", "ok", "ok", "ok"]
     assert again.text == "ok"
     assert server.max_in_flight > 1
@@ -244,7 +251,7 @@ def test_aexecute() -> None:
 
 def test_aexecute_maps_errors() -> None:
     with MockServer(script=[{"status": 503}]) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         with pytest.raises(ServerError):
             asyncio.run(backend.aexecute(LLMRequest.user("x")))
         backend.close()
@@ -262,13 +269,25 @@ def test_bad_base_url_is_config_error() -> None:
         OpenAICompatible("m", base_url="localhost:8000/v1")
 
 
-def test_context_window_table() -> None:
+def test_openai_hosted_windows_are_declared_and_nothing_else_is_guessed() -> None:
     official = {"OPENAI_API_KEY": "sk-x"}
-    assert OpenAICompatible("gpt-4o-mini", env=official).capabilities.context_window == 128000
-    assert OpenAICompatible("gpt-4.1-nano", env=official).capabilities.context_window == 128000
-    assert OpenAICompatible("llama3", base_url="http://127.0.0.1:1/v1").capabilities.context_window == 8192
-    backend = OpenAICompatible("llama3", base_url="http://127.0.0.1:1/v1", context_window=4096, max_concurrency=4)
-    assert backend.capabilities.context_window == 4096 and backend.capabilities.max_concurrency == 4
+    mini = OpenAICompatible("gpt-4o-mini", env=official)
+    assert mini.capabilities.context_window == 128000 and "declared table" in mini.capabilities.window_source
+    assert OpenAICompatible("gpt-4o-2024-08-06", env=official).capabilities.context_window == 128000
+    assert OpenAICompatible("gpt-4.1-nano", env=official).capabilities.context_window == 1_047_576
+    assert OpenAICompatible("gpt-4", env=official).capabilities.context_window == 8192
+    assert OpenAICompatible("gpt-4-turbo-2024-04-09", env=official).capabilities.context_window == 128000
+    with pytest.raises(ConfigError, match="--context-window"):
+        OpenAICompatible("some-new-model", env=official).capabilities
+    with MockServer() as server:  # a server that reports no window: refused, never 8192
+        with pytest.raises(ConfigError, match="--context-window"):
+            LLM(OpenAICompatible("llama3", base_url=server.url))
+        declared = OpenAICompatible("llama3", base_url=server.url, context_window=4096, max_concurrency=4)
+        assert declared.capabilities.context_window == 4096 and declared.capabilities.max_concurrency == 4
+        assert "--context-window" in declared.capabilities.window_source
+        assert declared.capabilities.token_counts == "estimate" and declared.capabilities.estimated_counts
+    with pytest.raises(ConfigError, match="positive"):
+        OpenAICompatible("llama3", base_url="http://127.0.0.1:1/v1", context_window=0)
 
 
 def test_strict_only_for_schemas_strict_mode_accepts() -> None:
@@ -285,7 +304,7 @@ def test_strict_only_for_schemas_strict_mode_accepts() -> None:
     assert not strict_compatible(step_schema(["persona", "human"], 1000))  # the agent's step: sent non-strict
     request = LLMRequest.user("x", constraint=Constraint(name="s", json_schema={"oneOf": [closed]}))
     with MockServer() as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         backend.execute(request)
         backend.close()
     assert server.requests[0]["response_format"]["json_schema"]["strict"] is False
@@ -296,7 +315,7 @@ def test_the_concurrency_bound_holds_across_callers() -> None:
 
     requests = [LLMRequest.user(f"request {i}") for i in range(8)]
     with MockServer(latency=0.2) as server:
-        backend = OpenAICompatible("m", base_url=server.url)
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
         llm = make_llm(backend, concurrency=3)
         threads = [threading.Thread(target=llm.map, args=(requests,)) for _ in range(3)]  # 3 pools of 3
         for t in threads:

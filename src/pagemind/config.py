@@ -42,6 +42,8 @@ class Settings:
     max_retries: int = 4
     timeout: float = 600.0  # seconds per HTTP request
     n_ctx: int = 16384  # context window for embedded models
+    context_window: int | None = None  # openai:...: the server's window when it does not report it (overrides it)
+    server_kind: str = "auto"  # openai:...: auto (ask the server) or one of pagemind.llm.servers.SERVER_KINDS
     threads: int | None = None  # llama.cpp threads; default: the machine's cores
     prompt_cache_mb: int = 2048  # RAM for llama.cpp KV states of recent prompts (0: only the last prompt)
     max_bytes: int = 16 * 1024 * 1024
@@ -52,7 +54,7 @@ class Settings:
         return Path(self.store) if self.store else user_dir(env) / "pagemind.db"
 
 
-_INT = {"concurrency", "max_retries", "n_ctx", "threads", "max_bytes", "prompt_cache_mb"}
+_INT = {"concurrency", "max_retries", "n_ctx", "threads", "max_bytes", "prompt_cache_mb", "context_window"}
 _FLOAT = {"timeout"}
 _BOOL = {"cache", "native_tools"}
 

@@ -1,4 +1,4 @@
-"""``pagemind models``: the embedded model catalogue."""
+"""``pagemind models``: the embedded model catalogue, and what any backend reports (``models info``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import click
 
 from ..config import DEFAULT_MODEL
 from ..llm import catalogue
+from ..llm.base import Capabilities
 from .main_errors import handle_errors
 
 
@@ -44,3 +45,59 @@ def install(name: str, force: bool) -> None:
 def path(name: str) -> None:
     """Print the path of NAME's assembled GGUF file (assembling it if needed)."""
     click.echo(str(catalogue.model_path(name)))
+
+
+@models.command()
+@click.option("--llm", "spec", required=True, help="local:NAME | gguf:PATH | openai:MODEL")
+@click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+@click.option("--api-key", help="API key (else OPENAI_API_KEY)")
+@click.option("--context-window", type=int, help="declare the window (servers that do not report it)")
+@click.option("--server-kind", help="auto | vllm | sglang | llama.cpp | llama-cpp-python | ollama | openai")
+@click.option("--n-ctx", type=int, help="context window for embedded models")
+@handle_errors
+def info(spec: str, base_url: str | None, api_key: str | None, context_window: int | None,
+         server_kind: str | None, n_ctx: int | None) -> None:
+    """What the backend of SPEC reports and where each fact comes from: window, token counts, constraints, tools."""
+    from ..config import resolve_settings
+    from ..errors import ConfigError
+    from ..llm.registry import open_backend
+
+    settings = resolve_settings(llm=spec, base_url=base_url, api_key=api_key, context_window=context_window,
+                                server_kind=server_kind, n_ctx=n_ctx)
+    backend = open_backend(settings)
+    try:
+        try:
+            caps = backend.capabilities
+        except ConfigError:
+            found = getattr(backend, "discovery", None)
+            if found is not None:
+                click.echo(f"model        {backend.model_id}")
+                click.echo(f"server       {found.kind}  ({found.kind_source})")
+                click.echo("window       unknown: the server does not report it")
+            raise
+        for line in describe(backend.model_id, caps):
+            click.echo(line)
+    finally:
+        backend.close()
+
+
+def describe(model_id: str, caps: Capabilities) -> list[str]:
+    """The lines `pagemind models info` prints for a backend's capabilities."""
+    extra = caps.extra
+    kind = extra.get("server_kind")
+    lines = [f"model        {model_id}"]
+    if kind:
+        version = f" {extra['version']}" if extra.get("version") else ""
+        lines.append(f"server       {kind}{version}  ({extra.get('kind_source')})")
+    lines.append(f"window       {caps.context_window} tokens  ({caps.window_source})")
+    counts = {"model": "the model's own tokenizer, in process", "estimate": "estimated (about 3.6 characters a "
+              "token, at least 1.4 tokens a word): budgets and reports mark them as estimates"}
+    tokenizer = extra.get("tokenizer")
+    lines.append(f"tokens       {counts.get(caps.token_counts, f'counted by the server: {tokenizer}')}")
+    lines.append(f"constraints  {caps.constraint or ('GBNF grammar' if caps.supports_grammar else 'none')}")
+    tools = ("native tool calling (tools + tool_choice required)" if caps.supports_tools
+             else "no native tool calling: agent steps are JSON replies (constrained where the server can)")
+    lines.append(f"tools        {tools}")
+    lines.append(f"concurrency  {caps.max_concurrency} request(s) at once")
+    lines += [f"note         {note}" for note in extra.get("notes") or ()]
+    return lines

@@ -13,6 +13,8 @@ from ..methods import registry
 
 
 def llm_options(fn: Callable) -> Callable:
+    from ..llm.servers import SERVER_KINDS
+
     for option in reversed([
         click.option("--llm", help="local:NAME | gguf:PATH | openai:MODEL  [env PAGEMIND_LLM; default: "
                                    "the embedded local model]"),
@@ -21,6 +23,12 @@ def llm_options(fn: Callable) -> Callable:
         click.option("--store", help="SQLite file for memories and the LLM cache [env PAGEMIND_STORE]"),
         click.option("--concurrency", type=int, help="LLM requests in flight at once [default 8]"),
         click.option("--n-ctx", type=int, help="context window for embedded models [default 16384]"),
+        click.option("--context-window", type=int,
+                     help="openai:...: the server's context window, when it does not report it (overrides what it "
+                          "reports) [env PAGEMIND_CONTEXT_WINDOW]"),
+        click.option("--server-kind", type=click.Choice(["auto", *SERVER_KINDS]),
+                     help="openai:...: which server it is (decides the grammar and tokenize mechanisms) "
+                          "[default auto: ask the server]"),
         click.option("--threads", type=int, help="CPU threads for embedded models"),
         click.option("--no-cache", is_flag=True, help="do not reuse or store LLM replies"),
         click.option("--max-bytes", type=int, help="refuse files larger than this"),
@@ -188,6 +196,7 @@ def session(ctx: click.Context, kw: dict[str, Any]) -> Pagemind:
         llm=kw.pop("llm"), base_url=kw.pop("base_url"), api_key=kw.pop("api_key"), store=kw.pop("store"),
         concurrency=kw.pop("concurrency"), n_ctx=kw.pop("n_ctx"), threads=kw.pop("threads"),
         cache=False if kw.pop("no_cache") else None, max_bytes=kw.pop("max_bytes"),
+        context_window=kw.pop("context_window"), server_kind=kw.pop("server_kind"),
     )
     backend = (ctx.obj or {}).get("backend")  # tests inject a scripted backend here
     return Pagemind(backend, settings=settings)

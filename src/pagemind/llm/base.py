@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ..hashing import content_hash
 
 Role = Literal["system", "user", "assistant"]
+TokenCounting = Literal["model", "server", "estimate"]
 MESSAGE_OVERHEAD_TOKENS = 8  # chat-template tokens per message (role markers, separators), when not measured
 
 
@@ -96,13 +98,23 @@ class LLMResponse:
 
 @dataclass
 class Capabilities:
+    """What a backend can do, declared by it or discovered from its server (never guessed)."""
+
     context_window: int = 8192
-    supports_grammar: bool = False
+    supports_grammar: bool = False  # enforces ``Constraint.gbnf``; methods turn their decision grammars on by this
     supports_json_schema: bool = False
     supports_tools: bool = False  # native tool calling (OpenAI-style ``tools`` with a required call)
     max_concurrency: int = 8  # how many requests may usefully run at once
     has_tokenizer: bool = False
+    token_counts: TokenCounting = "estimate"  # how count_tokens counts: "model" (in process), "server", "estimate"
+    window_source: str = "declared"  # where context_window comes from
+    constraint: str = ""  # how constraints are enforced, in words (``pagemind models info``)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def estimated_counts(self) -> bool:
+        """True when token counts are the estimate of :func:`estimate_tokens`, not a tokenizer's."""
+        return self.token_counts == "estimate"
 
 
 class Backend(ABC):
@@ -122,6 +134,10 @@ class Backend(ABC):
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` with the model's own tokenizer when it has one, else an estimate."""
         return estimate_tokens(text)
+
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
+        """Counts for many texts at once (backends that count over HTTP batch them)."""
+        return [self.count_tokens(t) for t in texts]
 
     def prompt_tokens(self, request: LLMRequest) -> int:
         """Tokens the whole request occupies in the context (messages plus chat-template overhead, and the

@@ -64,6 +64,10 @@ class LLM:
     def count_tokens(self, text: str) -> int:
         return self.backend.count_tokens(text)
 
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
+        """Counts for many texts (one batched call on servers whose tokenize endpoint takes a list)."""
+        return self.backend.count_tokens_many(texts)
+
     def prompt_tokens(self, request: LLMRequest) -> int:
         return self.backend.prompt_tokens(request)
 

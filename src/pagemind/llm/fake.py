@@ -44,7 +44,7 @@ class ScriptedLLM(Backend):
         self.model_id = model_id
         self.capabilities = Capabilities(
             context_window=context_window, supports_grammar=supports_grammar, max_concurrency=4,
-            has_tokenizer=True,
+            has_tokenizer=True, token_counts="model", window_source="scripted",
         )
         self.history: list[LLMRequest] = []
         self._lock = threading.Lock()

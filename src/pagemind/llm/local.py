@@ -101,7 +101,10 @@ class LlamaCpp(Backend):
         self.model_id = f"gguf:{name or path.stem}:{_content_id(path)}"
         self.capabilities = Capabilities(
             context_window=self.n_ctx, supports_grammar=True, supports_json_schema=True, max_concurrency=1,
-            has_tokenizer=True, extra={"n_ctx_train": trained, "threads": self.threads},
+            has_tokenizer=True, token_counts="model",
+            window_source=f"n_ctx setting, at most the trained context ({trained})" if trained else "n_ctx setting",
+            constraint="GBNF grammar (llama.cpp in process); JSON schema as a grammar",
+            extra={"n_ctx_train": trained, "threads": self.threads},
         )
         self._prompt_cache_bytes = prompt_cache_mb * 1024 * 1024
         if prompt_cache_mb > 0:

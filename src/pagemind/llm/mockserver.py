@@ -13,6 +13,10 @@ default reply. An entry is a dict with any of:
 * ``body``: a raw response body (string) sent as is, with ``status`` (default 200);
 * ``garbage``: ``True`` for a 200 whose JSON has no ``choices``;
 * ``latency``: seconds to wait before answering (default: the server's ``latency``).
+
+``routes`` makes it look like a particular server to discovery: ``{"GET /props": {...}, "POST /tokenize": fn}``
+maps a method and path to a JSON reply, a function of the request body returning one, or ``(status, reply)``.
+Every such call is recorded in ``calls`` as ``(method, path, body)``.
 """
 
 from __future__ import annotations
@@ -35,7 +39,27 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
         """Stay quiet."""
 
+    def _route(self, method: str, raw: bytes = b"") -> bool:
+        """Answer from the server's ``routes`` when one matches; True if it did."""
+        mock = self.server.mock
+        key = f"{method} {self.path.rstrip('/') or '/'}"
+        if key not in mock.routes:
+            return False
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        with mock._lock:
+            mock.calls.append((method, self.path, body))
+        reply = mock.routes[key]
+        reply = reply(body) if callable(reply) else reply
+        status, payload = reply if isinstance(reply, tuple) else (200, reply)
+        self._send(status, payload)
+        return True
+
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's naming
+        if self._route("GET"):
+            return
         if self.path.rstrip("/") == "/v1/models":
             self._send(200, {"object": "list", "data": [{"id": "mock", "object": "model"}]})
         else:
@@ -44,6 +68,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - the stdlib's naming
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        if self._route("POST", raw):
+            return
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
@@ -124,9 +150,11 @@ class MockServer:
     """An OpenAI-compatible server in a background thread, with scripted faults and latency."""
 
     def __init__(self, latency: float = 0.0, script: list[dict[str, Any]] | None = None,
-                 text: str | Callable[[dict[str, Any]], str] = "ok") -> None:
+                 text: str | Callable[[dict[str, Any]], str] = "ok", routes: dict[str, Any] | None = None) -> None:
         """``text`` is the default reply, or a function of the request body that returns it."""
         self.latency = latency
+        self.routes = dict(routes or {})
+        self.calls: list[tuple[str, str, Any]] = []
         self.script = list(script or [])
         self.text = text
         self.requests: list[dict[str, Any]] = []

@@ -1,7 +1,11 @@
-"""A backend for any OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama, llama.cpp, LM Studio).
+"""A backend for any OpenAI-compatible chat-completions server (vLLM, SGLang, llama.cpp, llama-cpp-python, Ollama,
+LM Studio, OpenAI).
 
 The backend makes exactly one HTTP call per request and raises a typed error on failure; retries,
-backoff, caching and concurrency limits belong to :class:`pagemind.llm.client.LLM`.
+backoff, caching and concurrency limits belong to :class:`pagemind.llm.client.LLM`. On first use it asks the
+server what it is, which context window it serves and whether it can count tokens (see
+:mod:`pagemind.llm.servers`); its capabilities are what the server said or what the settings declared, never a
+guess. When nothing tells the window, it refuses and names ``--context-window``.
 """
 
 from __future__ import annotations
@@ -9,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,22 +24,15 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..errors import BackendUnavailable, BadRequest, ConfigError, ContextWindowExceeded, RateLimited, ServerError
-from .base import Backend, Capabilities, LLMRequest, LLMResponse, ToolCall, estimate_tokens
+from .base import Backend, Capabilities, LLMRequest, LLMResponse, ToolCall, estimate_tokens, tool_tokens
+from .servers import (OFFICIAL_HOSTS, PER_MESSAGE_TOKENS, TEMPLATE_ALLOWANCE_TOKENS, Discovery, Probe, Server,
+                      TokenCounts, count_many, discover)
 
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
-DEFAULT_CONTEXT_WINDOW = 8192
-KNOWN_CONTEXT_WINDOWS = {"gpt-4o": 128000, "gpt-4o-mini": 128000, "gpt-4.1": 128000}  # prefixes, longest first
 CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context length", "too many tokens",
                    "context size")  # the last is llama.cpp server's wording
+WINDOW_IN_ERROR = re.compile(r"maximum context length is (\d+)")
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
-
-
-def known_context_window(model: str) -> int:
-    """The context window of a known OpenAI model, else a conservative default."""
-    for prefix in sorted(KNOWN_CONTEXT_WINDOWS, key=len, reverse=True):
-        if model.startswith(prefix):
-            return KNOWN_CONTEXT_WINDOWS[prefix]
-    return DEFAULT_CONTEXT_WINDOW
 
 
 def _excerpt(text: str, limit: int = 200) -> str:
@@ -62,7 +61,15 @@ def _retry_after(headers: httpx.Headers) -> float | None:
 
 
 class OpenAICompatible(Backend):
-    """The chat-completions API over ``httpx``; one call per request, typed errors, no retries."""
+    """The chat-completions API over ``httpx``; one call per request, typed errors, no retries.
+
+    Args:
+        model: the model name the server serves.
+        base_url: e.g. ``http://localhost:8000/v1``; else ``OPENAI_BASE_URL``, else the OpenAI API.
+        context_window: overrides what the server reports (required where nothing reports it).
+        server_kind: ``auto`` (ask the server) or one of :data:`pagemind.llm.servers.SERVER_KINDS`.
+        tools: offer native tool calling where the server kind honours it.
+    """
 
     def __init__(
         self,
@@ -74,7 +81,7 @@ class OpenAICompatible(Backend):
         max_concurrency: int = 32,
         env: Mapping[str, str] | None = None,
         *,
-        grammar: bool = False,
+        server_kind: str = "auto",
         tools: bool = True,
     ) -> None:
         env = os.environ if env is None else env
@@ -83,37 +90,122 @@ class OpenAICompatible(Backend):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"OpenAI-compatible base URL must be http(s)://host[:port]/..., got {base!r}")
         self.api_key = api_key or env.get("OPENAI_API_KEY") or None
-        if base == OFFICIAL_BASE_URL and not self.api_key:
+        if parts.hostname in OFFICIAL_HOSTS and not self.api_key:
             raise ConfigError(
                 f"{base} needs an API key: set OPENAI_API_KEY or pass api_key= "
                 "(local servers such as vLLM, Ollama or llama.cpp need none)"
             )
+        if context_window is not None and context_window <= 0:
+            raise ConfigError(f"--context-window must be positive, got {context_window}")
         self.model = model
         self.base_url = base
         self.url = f"{base}/chat/completions"
-        self.grammar = grammar
         self.model_id = f"openai:{model}@{base}"
-        self.capabilities = Capabilities(
-            context_window=context_window or known_context_window(model),
-            supports_grammar=grammar,
-            supports_json_schema=True,
-            supports_tools=tools,
-            max_concurrency=max(1, max_concurrency),
-        )
+        self.server_kind = server_kind
+        self.declared_window = context_window
+        self.tools = tools
+        self.max_concurrency = max(1, max_concurrency)
         self._headers = {"Content-Type": "application/json", "User-Agent": "pagemind"}
         if self.api_key:
             self._headers["Authorization"] = f"Bearer {self.api_key}"
         self._timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
-        self._limits = httpx.Limits(max_connections=self.capabilities.max_concurrency)
+        self._limits = httpx.Limits(max_connections=self.max_concurrency)
         self._trust_env = parts.hostname not in LOCAL_HOSTS  # never route loopback through a proxy
         self._client = httpx.Client(
             headers=self._headers, timeout=self._timeout, limits=self._limits, trust_env=self._trust_env
         )
         self._aclients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
+        self._probe = Probe(self._client, base, timeout=min(timeout, 30.0))
+        self._official = parts.hostname in OFFICIAL_HOSTS
+        self._capabilities: Capabilities | None = None
+        self._server: Server | None = None
+        self.discovery: Discovery | None = None
+        self._discover_lock = threading.Lock()
+        self.token_cache = TokenCounts()
+
+    # --- capabilities, discovered on first use -------------------------------------------------------
+    @property
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
+        """What the server reported (or the settings declared); asks the server on first access."""
+        if self._capabilities is None:
+            with self._discover_lock:
+                if self._capabilities is None:
+                    self._capabilities = self._discover()
+        return self._capabilities
+
+    @property
+    def server(self) -> Server:
+        self.capabilities  # noqa: B018 - discovery fills it
+        assert self._server is not None
+        return self._server
+
+    def _discover(self) -> Capabilities:
+        probe = None if self._official and self.server_kind in ("auto", "openai") else self._probe
+        server, found = discover(probe, self.model, self.server_kind, self.declared_window)
+        self._server, self.discovery = server, found
+        if found.context_window is None:
+            raise ConfigError(
+                f"{self.model_id}: the {found.kind} server ({found.kind_source}) does not report its context window; "
+                f"pass --context-window N (or PAGEMIND_CONTEXT_WINDOW / context_window=) with the window the server "
+                f"was started with"
+            )
+        bounds = [self.max_concurrency, server.max_concurrency, found.slots]
+        return Capabilities(
+            context_window=found.context_window,
+            supports_grammar=server.supports_grammar,
+            supports_json_schema=server.json_schema,
+            supports_tools=self.tools and server.tools,
+            max_concurrency=min(b for b in bounds if b),
+            has_tokenizer=found.token_counts == "server",
+            token_counts=found.token_counts,
+            window_source=found.window_source,
+            constraint=server.describe_constraint(),
+            extra={"server_kind": found.kind, "kind_source": found.kind_source, "version": found.version,
+                   "tokenizer": server.tokenize_route if found.token_counts == "server" else None,
+                   "notes": list(found.notes)},
+        )
+
+    # --- token counts ------------------------------------------------------------------------------
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` by the server's tokenizer (cached per text), else the documented estimate."""
+        return self.count_tokens_many([text])[0]
+
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
+        """Counts for many texts: cached ones from the LRU, the rest in one batched call where possible."""
+        if self.capabilities.token_counts != "server":
+            return [estimate_tokens(t) for t in texts]
+        keys = [TokenCounts.key(t) for t in texts]
+        counts = [self.token_cache.get(k) if t else 0 for t, k in zip(texts, keys)]
+        missing = sorted({t for t, n in zip(texts, counts) if n is None})
+        if missing:
+            fresh = count_many(self.server, self._probe, self.model, missing)
+            if fresh is None:
+                raise ServerError(f"{self._probe.root}: the tokenize endpoint stopped answering")
+            found = dict(zip(missing, fresh))
+            for text, n in found.items():
+                self.token_cache.put(TokenCounts.key(text), n)
+            counts = [found[t] if n is None else n for t, n in zip(texts, counts)]
+        return counts  # type: ignore[return-value]
+
+    def prompt_tokens(self, request: LLMRequest) -> int:
+        """The whole prompt: exact where the server renders its chat template for counting (vLLM, llama.cpp),
+        else the counted messages plus per-message overhead and a template allowance."""
+        if self.capabilities.token_counts != "server":
+            return super().prompt_tokens(request)
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        key = TokenCounts.key(json.dumps(messages, ensure_ascii=False), "chat")
+        n = self.token_cache.get(key)
+        if n is None:
+            n = self.server.chat_count(self._probe, self.model, messages)
+            if n is None:
+                counts = self.count_tokens_many([m.content for m in request.messages])
+                n = sum(counts) + PER_MESSAGE_TOKENS * len(counts) + TEMPLATE_ALLOWANCE_TOKENS
+            self.token_cache.put(key, n)
+        return n + tool_tokens(self, request)
 
     # --- requests ----------------------------------------------------------------------------------
     def _body(self, request: LLMRequest) -> tuple[dict[str, Any], bool]:
-        """The JSON body, and whether it asks the server to enforce the constraint."""
+        """The JSON body, and whether it asks the server to enforce the constraint (with its own mechanism)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
@@ -127,16 +219,11 @@ class OpenAICompatible(Backend):
                                                                "parameters": t.parameters}} for t in request.tools]
             body["tool_choice"] = "required"
             return body, True
-        c = request.constraint
-        if c is not None and self.grammar and c.gbnf:
-            body["grammar"] = c.gbnf  # llama.cpp server; it refuses a grammar and a schema together
-            return body, True
-        if c is not None and c.json_schema is not None:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": c.name, "schema": c.json_schema, "strict": strict_compatible(c.json_schema)},
-            }
-            return body, True
+        if request.constraint is not None:
+            fields = self.server.constraint_fields(request.constraint)
+            if fields is not None:
+                body.update(fields)
+                return body, True
         return body, False
 
     def execute(self, request: LLMRequest) -> LLMResponse:
@@ -188,7 +275,8 @@ class OpenAICompatible(Backend):
         if status >= 500 or status == 408:
             raise ServerError(f"{self.url}: {status}: {_excerpt(text)}")
         if status in (400, 413) and any(m in text.lower() for m in CONTEXT_MARKERS):
-            window = self.capabilities.context_window
+            said = WINDOW_IN_ERROR.search(text)
+            window = int(said.group(1)) if said else self.capabilities.context_window
             raise ContextWindowExceeded(f"{self.model_id}: {status}: {_excerpt(text)}", context_window=window)
         if status == 401:
             raise BadRequest(f"{self.url}: 401 unauthorized (check the API key / OPENAI_API_KEY): {_excerpt(text)}")

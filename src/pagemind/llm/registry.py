@@ -2,7 +2,8 @@
 
 Specs: ``local:NAME`` (a catalogue model, see ``pagemind models list``), ``gguf:PATH`` (any GGUF file),
 ``openai:MODEL`` (any OpenAI-compatible server: ``--base-url``/``OPENAI_BASE_URL``, key from
-``--api-key``/``OPENAI_API_KEY``). The scripted fake is never reachable from here: pass it as an object.
+``--api-key``/``OPENAI_API_KEY``; its kind and window are asked from the server, ``--server-kind`` and
+``--context-window`` override). The scripted fake is never reachable from here: pass it as an object.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def open_backend(settings: Settings) -> Backend:
         from .openai import OpenAICompatible
 
         return OpenAICompatible(rest, base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout,
+                                context_window=settings.context_window, server_kind=settings.server_kind,
                                 tools=settings.native_tools)
     from .local import open_local
 
