@@ -41,7 +41,7 @@ def test_the_papers_aggregation_rule():
 def test_prompts_are_the_papers_words():
     strict = get_prompt("raters", "strict")
     text = strict.render(question="Q?", response="R.", reference="G.")
-    assert strict.verbatim and strict.role == "rate"
+    assert not strict.verbatim and strict.differences and strict.role == "rate"
     assert "After reading some text, John was given the following question about the text:\nQ?" in text
     assert text.endswith("Does John's answer agree with the ground truth answer? Please answer YES or NO.")
     permissive = get_prompt("raters", "permissive").render(question="Q?", response="R.", reference="G.")

@@ -198,6 +198,30 @@ def test_every_path_rejected_is_a_recorded_no_answer():
     assert any("every path" in f for f in answer.fallbacks)
 
 
+def test_best_leaf_answers_from_the_walks_first_choice_once_the_root_is_exhausted():
+    rejecting = ["Action: 0", "Action: 0", "Action: -1", "Action: -1", "Action: 0", "Action: -1", "Action: -1"]
+    fake = scripted(navigate=rejecting + ["Reasoning: it must be here\nAction: -1",  # refused: only -2 now
+                                          "Reasoning: it must be here\nAction: -2\nAnswer: (C)"])
+    mw = walker(fake, on_exhausted="best-leaf")
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    assert answer.letter == "C" and answer.details["root_exhausted"] and answer.details["answered_after_exhaustion"]
+    forced = navigations(fake)[-2:]
+    assert all(r.messages[0].content == navigations(fake)[2].messages[0].content for r in forced)  # leaf 0.0 again
+    assert "(Action: -2)" in forced[1].messages[-1].content  # the re-ask says why -1 was refused
+    assert any("answered from leaf 0.0, the walk's first choice" in f for f in answer.fallbacks)
+    assert answer.pages_read == [0, 1, 2, 3]  # the forced answer re-reads a leaf; it is counted once
+
+
+def test_best_leaf_forbids_the_revert_in_the_grammar():
+    fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Action: -1", "Action: 0", "Action: -1",
+                              "Action: -1", "Reasoning: r\nAction: -2\nAnswer: (B)"], supports_grammar=True)
+    mw = walker(fake, on_exhausted="best-leaf", reasoning=False)
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    last = navigations(fake)[-1]
+    assert '"-1"' not in last.constraint.gbnf and '"-1"' in navigations(fake)[2].constraint.gbnf
+    assert answer.letter == "B"
+
+
 def test_three_consecutive_invalid_replies_end_with_no_answer_never_a_crash():
     fake = scripted(navigate=["I am not sure.", "Action: 0 / 1 / 2, …", "Summary one, I think"])
     mw = walker(fake)
@@ -303,7 +327,7 @@ def test_working_memory_is_cut_to_what_the_context_window_leaves():
 def test_prompts_keep_the_papers_wording_and_the_no_reasoning_variant_drops_one_line():
     triage = get_prompt("memwalker", "triage")
     plain = get_prompt("memwalker", "triage_no_reasoning")
-    assert "Relpy with the passage number as your action." in triage.template and triage.verbatim
+    assert "Relpy with the passage number as your action." in triage.template and not triage.verbatim and "line breaks" in triage.differences
     assert "Your should reply" in get_prompt("memwalker", "leaf").template
     removed = "First provide reasoning to compare the summaries before you make the decision.\n"
     assert triage.template.replace(removed, "") == plain.template

@@ -119,10 +119,10 @@ def methods_command(name: str | None, as_json: bool) -> None:
         click.echo(json.dumps([r.describe_method() for r in readers], indent=2))
         return
     for cls in readers:
-        click.echo(f"{cls.name:<12} {cls.summary}")
+        click.echo(f"{cls.name:<12} {cls.about.summary}")
         if not name:
             continue
-        click.echo(f"  from: {cls.paper}; reads a {cls.source}; answers report the {cls.unit}s read")
+        click.echo(f"  from: {cls.about.paper}; reads a {cls.source}; answers report the {cls.unit}s read")
         if cls.Options.presets:
             click.echo(f"  presets: {', '.join(cls.Options.presets)}")
         for spec in cls.Options.specs():

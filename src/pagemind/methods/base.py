@@ -112,13 +112,30 @@ class Reading:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class About:
+    """How a method presents itself (``pagemind methods``, the server's method list)."""
+
+    title: str  # for people (``ReadAgent-P``)
+    summary: str  # one line
+    paper: str = "pagemind"  # where the method comes from
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    """The identity every stored memory carries: its key, its document and the settings it was built with."""
+
+    key: str | None  # the store key (None: nothing is stored)
+    document_id: str
+    document_words: int
+    settings: dict[str, Any]
+
+
 class Reader(ABC, Generic[M, O]):
     """A method: ``build(document) -> memory`` once, ``answer(memory, question) -> Answer`` many times."""
 
     name: ClassVar[str]  # the method name users type (``readagent-p``)
-    title: ClassVar[str]  # for people (``ReadAgent-P``)
-    summary: ClassVar[str]  # one line for ``pagemind methods``
-    paper: ClassVar[str] = "pagemind"  # where the method comes from
+    about: ClassVar[About]
     Options: ClassVar[type[ReaderOptions]]
     memory_kind: ClassVar[str | None] = None  # the store's method name; None: nothing is stored
     unit: ClassVar[str] = "page"  # what ``Answer.pages_read`` counts: page | leaf | fragment | text
@@ -228,9 +245,9 @@ class Reader(ABC, Generic[M, O]):
     @classmethod
     def describe_method(cls) -> dict[str, Any]:
         """The method as ``pagemind methods --json`` and the server list it."""
-        return {"name": cls.name, "title": cls.title, "summary": cls.summary, "paper": cls.paper,
+        return {"name": cls.name, "title": cls.about.title, "summary": cls.about.summary, "paper": cls.about.paper,
                 "source": cls.source, "reads": cls.unit, "presets": list(cls.Options.presets),
                 "options": cls.Options.json_schema()}
 
 
-__all__ = ["Build", "Context", "Memory", "MemoryWriter", "Progress", "Reader", "Reading", "Source"]
+__all__ = ["About", "Build", "Context", "StoredMemory", "Memory", "MemoryWriter", "Progress", "Reader", "Reading", "Source"]

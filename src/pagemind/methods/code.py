@@ -44,7 +44,7 @@ from ..retrieval.fragrel.repocoder import (code_text, extract_completion, keep_l
                                            repocoder_context, repocoder_prompt)
 from ..retrieval.select import fit
 from .answering import answer, answer_request
-from .base import Build, Context, MemoryWriter, Reader, Reading
+from .base import About, Build, Context, MemoryWriter, Reader, Reading
 from .options import ReaderOptions, option
 from .question import Question
 
@@ -140,9 +140,8 @@ class CodeReader(Reader[CodeIndex, CodeOptions]):
     """``build(tree)`` once (windows stored, graph built each run), then ``complete`` and ``answer``."""
 
     name = "code"
-    title = "Code (FragRel)"
-    summary = "a source tree: FragRel's code-structure relation over RepoCoder windows (ask DIR, complete)"
-    paper = "FragRel (§4.2, App. A, B.2) over RepoCoder"
+    about = About("Code (FragRel)", "a source tree: FragRel's code-structure relation over RepoCoder windows "
+                                    "(ask DIR, complete)", "FragRel (§4.2, App. A, B.2) over RepoCoder")
     Options = CodeOptions
     memory_kind = METHOD
     unit = "fragment"

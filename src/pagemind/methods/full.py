@@ -11,14 +11,14 @@ from typing import Any, Callable, Literal
 
 from ..text import Document
 from .answering import answer, answer_request
-from .base import Context, MemoryWriter, Reader, Reading
+from .base import About, Context, MemoryWriter, Reader, Reading
 from .options import ReaderOptions, option
 from .question import Question
 
 Keep = Literal["left", "right", "middle-cut"]
 PROMPT_PRESETS: dict[str, dict[str, Any]] = {
     "quality": {"prompts": "quality"}, "qmsum": {"prompts": "qmsum"},
-    "narrativeqa-book": {"prompts": "quality"}, "narrativeqa-movie": {"prompts": "quality"},
+    "narrativeqa-book": {"prompts": "narrativeqa"}, "narrativeqa-movie": {"prompts": "narrativeqa"},
 }
 
 
@@ -74,9 +74,8 @@ def most_that_fit(n: int, fits: Callable[[int], bool]) -> int:
 
 class FullText(Reader[FullMemory, FullTextOptions]):
     name = "full"
-    title = "Full text"
-    summary = "the whole document in the prompt, truncated to what fits (the papers' baseline)"
-    paper = "baseline (ReadAgent, MemWalker papers)"
+    about = About("Full text", "the whole document in the prompt, truncated to what fits (the papers' baseline)",
+                  "baseline (ReadAgent, MemWalker papers)")
     Options = FullTextOptions
     unit = "text"
 

@@ -19,7 +19,7 @@ from ..retrieval.select import fit
 from ..store import Store
 from ..text import Document
 from .answering import answer, answer_request
-from .base import Build, Context, MemoryWriter, Reader, Reading
+from .base import About, Build, Context, MemoryWriter, Reader, Reading, StoredMemory
 from .full import most_that_fit, truncate_words
 from .options import ReaderOptions, option
 from .question import Question
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 PRESETS: dict[str, dict[str, Any]] = {
     "quality": {"prompts": "quality", "fragment_words": 500},
     "qmsum": {"prompts": "qmsum", "fragment_words": 500},
-    "narrativeqa-book": {"prompts": "quality", "fragment_words": 800},
-    "narrativeqa-movie": {"prompts": "quality", "fragment_words": 500},
+    "narrativeqa-book": {"prompts": "narrativeqa", "fragment_words": 800},
+    "narrativeqa-movie": {"prompts": "narrativeqa", "fragment_words": 500},
 }
 
 
@@ -85,12 +85,10 @@ class RAGOptions(ReaderOptions):
 
 
 @dataclass(frozen=True)
-class RAGMemory:
-    key: str | None
-    document_id: str
-    document_words: int
+class RAGMemory(StoredMemory):
+    """The document's fragments, in document order."""
+
     fragments: tuple[Fragment, ...]
-    settings: dict[str, Any]
 
     def outline(self) -> list[str]:
         lines: list[str] = []
@@ -106,9 +104,8 @@ class RAG(Reader[RAGMemory, RAGOptions]):
     """Top-k fragments by their scores, best first."""
 
     name = "rag"
-    title = "RAG"
-    summary = "top-k fragments by BM25 / dense / hybrid scores (optionally FragRel), best first"
-    paper = "RAG baseline (ReadAgent, FragRel papers); FragRel (§3)"
+    about = About("RAG", "top-k fragments by BM25 / dense / hybrid scores (optionally FragRel), best first",
+                  "RAG baseline (ReadAgent, FragRel papers); FragRel (§3)")
     Options = RAGOptions
     memory_kind = "rag"
     unit = "fragment"
@@ -138,8 +135,8 @@ class RAG(Reader[RAGMemory, RAGOptions]):
 
     def _assemble(self, document: Document, key: str | None, items: MemoryWriter | None) -> RAGMemory:
         assert items is not None
-        return RAGMemory(key, document.id, document.words, tuple(from_dicts(items.items("fragment"))),
-                         self.memory_settings())
+        return RAGMemory(key, document.id, document.words, self.memory_settings(),
+                         tuple(from_dicts(items.items("fragment"))))
 
     def _ready(self, memory: RAGMemory) -> None:
         if self.options.retrieval().needs_embedder:
@@ -201,9 +198,8 @@ class OPRAG(RAG):
     """The same fragments kept in document order (order-preserving RAG, the strong baseline of OP-RAG/DOS-RAG)."""
 
     name = "op-rag"
-    title = "OP-RAG"
-    summary = "the top-k fragments kept in document order (order-preserving RAG)"
-    paper = "OP-RAG (Yu et al., 2024)"
+    about = About("OP-RAG", "the top-k fragments kept in document order (order-preserving RAG)",
+                  "OP-RAG (Yu et al., 2024)")
     order = "position"
 
 

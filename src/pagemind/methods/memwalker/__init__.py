@@ -6,7 +6,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...text import Document
-from ..base import Build, Context, MemoryWriter, Reader, Reading
+from ..base import About, Build, Context, MemoryWriter, Reader, Reading
 from ..question import Question
 from .build import build_tree, node_limit
 from .memory import PRESETS, MemoryTree, MemWalkerOptions, TreeNode
@@ -18,9 +18,8 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
     """``build(document) -> MemoryTree`` once; ``answer(tree, question)`` navigates it per question."""
 
     name = "memwalker"
-    title = "MemWalker"
-    summary = "a tree of summaries navigated with reasoning, revert and working memory (paper §3)"
-    paper = "MemWalker (Chen et al., 2023)"
+    about = About("MemWalker", "a tree of summaries navigated with reasoning, revert and working memory (paper §3)",
+                  "MemWalker (Chen et al., 2023)")
     Options = MemWalkerOptions
     memory_kind = "memwalker"
     unit = "leaf"
@@ -47,7 +46,7 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
     def _assemble(self, document: Document, key: str | None, items: MemoryWriter | None) -> MemoryTree:
         assert key is not None and items is not None
         nodes = sorted((TreeNode.from_dict(d) for d in items.items("node")), key=lambda n: n.index)
-        return MemoryTree(key, document.id, document.words, tuple(nodes), self.memory_settings(), self.llm.model_id)
+        return MemoryTree(key, document.id, document.words, self.memory_settings(), tuple(nodes), self.llm.model_id)
 
     def describe(self, memory: MemoryTree) -> dict[str, Any]:
         return {

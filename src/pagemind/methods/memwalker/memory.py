@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...errors import ConfigError
+from ..base import StoredMemory
 from ..options import ReaderOptions, option
 
 ROOT = "root"
@@ -42,14 +43,10 @@ class TreeNode:
 
 
 @dataclass(frozen=True)
-class MemoryTree:
+class MemoryTree(StoredMemory):
     """The summary tree of one document, model and settings."""
 
-    key: str
-    document_id: str
-    document_words: int
     nodes: tuple[TreeNode, ...]  # by index
-    settings: dict[str, Any]
     model: str
 
     def __post_init__(self) -> None:

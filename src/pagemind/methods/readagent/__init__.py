@@ -9,17 +9,20 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ...text import Document
-from ..base import Build, Context, MemoryWriter, Reader, Reading
+from ..base import About, Build, Context, MemoryWriter, Reader, Reading
 from ..question import Question
 from .build import build_gist_memory
 from .lookup import answer_from, lookup_parallel, lookup_sequential
 from .memory import PRESETS, Gist, GistMemory, LookupOptions, Page, ParallelOptions, ReadAgentOptions
 
 
-class ReadAgent(Reader[GistMemory, Any]):
-    """The family: the gist memory (built once, shared by all three look-up modes)."""
+PAPER = "ReadAgent (Lee et al., ICML 2024)"
 
-    paper = "ReadAgent (Lee et al., ICML 2024)"
+
+class ReadAgent(Reader[GistMemory, Any]):
+    """The family: the gist memory (built once, shared by all three look-up modes) and answering with the pages
+    a look-up chose expanded; a mode implements only :meth:`_look_up`."""
+
     memory_kind = "readagent"
     unit = "page"
     Options: ClassVar[type[ReadAgentOptions]] = ReadAgentOptions
@@ -31,8 +34,8 @@ class ReadAgent(Reader[GistMemory, Any]):
         assert items is not None
         pages = tuple(Page(**p) for p in items.items("page"))
         gists = {g["page"]: Gist(**g) for g in items.items("gist")}
-        return GistMemory(key, document.id, document.words, pages, tuple(gists[p.index] for p in pages),
-                          self.memory_settings(), self.llm.model_id)
+        return GistMemory(key, document.id, document.words, self.memory_settings(), pages,
+                          tuple(gists[p.index] for p in pages), self.llm.model_id)
 
     def describe(self, memory: GistMemory) -> dict[str, Any]:
         return {
@@ -44,8 +47,12 @@ class ReadAgent(Reader[GistMemory, Any]):
             "fallback_gists": sum(g.source == "fallback" for g in memory.gists),
         }
 
-    def _reading(self, memory: GistMemory, question: Question, context: Context, pages: list[int],
-                 conversation: tuple = ()) -> Reading:
+    def _look_up(self, memory: GistMemory, question: Question, context: Context) -> tuple[list[int], tuple]:
+        """The pages to expand, and the look-up conversation when the answer may follow it (GistMem: none)."""
+        return [], ()
+
+    def _answer(self, memory: GistMemory, question: Question, context: Context) -> Reading:
+        pages, conversation = self._look_up(memory, question, context)
         reply, kept, text, follow_up = answer_from(memory, question, self.llm, self.options, context, pages,
                                                    conversation)
         return Reading(reply.text, reply.choice, kept, max(len(text.split()), memory.gist_words),
@@ -56,33 +63,27 @@ class ReadAgent(Reader[GistMemory, Any]):
 
 class ReadAgentP(ReadAgent):
     name = "readagent-p"
-    title = "ReadAgent-P"
-    summary = "gist memory; look up several pages in one request, then answer (paper §3.2)"
+    about = About("ReadAgent-P", "gist memory; look up several pages in one request, then answer (paper §3.2)",
+                  PAPER)
     Options = ParallelOptions
 
-    def _answer(self, memory: GistMemory, question: Question, context: Context) -> Reading:
-        pages, conversation = lookup_parallel(memory, question, self.llm, self.options, context)
-        return self._reading(memory, question, context, pages, conversation)
+    def _look_up(self, memory: GistMemory, question: Question, context: Context) -> tuple[list[int], tuple]:
+        return lookup_parallel(memory, question, self.llm, self.options, context)
 
 
 class ReadAgentS(ReadAgent):
     name = "readagent-s"
-    title = "ReadAgent-S"
-    summary = "gist memory; look up one page at a time, each step seeing the pages read so far (paper §3.2)"
+    about = About("ReadAgent-S", "gist memory; look up one page at a time, each step seeing the pages read so "
+                                 "far (paper §3.2)", PAPER)
     Options = LookupOptions
 
-    def _answer(self, memory: GistMemory, question: Question, context: Context) -> Reading:
-        pages = lookup_sequential(memory, question, self.llm, self.options, context)
-        return self._reading(memory, question, context, pages)
+    def _look_up(self, memory: GistMemory, question: Question, context: Context) -> tuple[list[int], tuple]:
+        return lookup_sequential(memory, question, self.llm, self.options, context), ()
 
 
 class GistMem(ReadAgent):
     name = "gistmem"
-    title = "GistMem"
-    summary = "answer from the gist memory alone, no look-up (the paper's ablation)"
-
-    def _answer(self, memory: GistMemory, question: Question, context: Context) -> Reading:
-        return self._reading(memory, question, context, [])
+    about = About("GistMem", "answer from the gist memory alone, no look-up (the paper's ablation)", PAPER)
 
 
 __all__ = ["PRESETS", "Gist", "GistMem", "GistMemory", "LookupOptions", "Page", "ParallelOptions", "ReadAgent",

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...errors import ConfigError
+from ..base import StoredMemory
 from ..options import ReaderOptions, option
 
 
@@ -34,15 +35,11 @@ class Gist:
 
 
 @dataclass(frozen=True)
-class GistMemory:
+class GistMemory(StoredMemory):
     """Pages and their gists for one document, model and settings."""
 
-    key: str | None
-    document_id: str
-    document_words: int
     pages: tuple[Page, ...]
     gists: tuple[Gist, ...]
-    settings: dict[str, Any]
     model: str
 
     @property
@@ -92,9 +89,9 @@ class ReadAgentOptions(ReaderOptions):
         "quality": {"prompts": "quality", "min_words": 280, "max_words": 600, "max_pages": 5,
                     "previous_page": False},
         "qmsum": {"prompts": "qmsum", "min_words": 280, "max_words": 600, "max_pages": 2, "previous_page": True},
-        "narrativeqa-book": {"prompts": "quality", "min_words": 500, "max_words": 3000, "max_pages": 3,
+        "narrativeqa-book": {"prompts": "narrativeqa", "min_words": 500, "max_words": 3000, "max_pages": 3,
                              "previous_page": True},
-        "narrativeqa-movie": {"prompts": "quality", "min_words": 600, "max_words": 1000, "max_pages": 3,
+        "narrativeqa-movie": {"prompts": "narrativeqa", "min_words": 600, "max_words": 1000, "max_pages": 3,
                               "previous_page": False},
     }
 

@@ -17,6 +17,9 @@ from .memory import Page, ReadAgentOptions
 from .parsing import escape_labels, parse_pause_point
 
 
+REPLY_KEYWORD = {"qmsum": "Label", "narrativeqa": "Breakpoint"}
+
+
 @dataclass(frozen=True)
 class Window:
     """One pagination step: the request to send and the labels it offers."""
@@ -53,7 +56,7 @@ def make_window(paragraphs: list[str], i: int, previous: Page | None, opts: Read
     max_tokens = opts.max_tokens
     if opts.constrained:
         alternatives = " | ".join(f'"{n}"' for n in labels)
-        keyword = "Label" if opts.prompt_set == "qmsum" else "Break point"
+        keyword = REPLY_KEYWORD.get(opts.prompt_set, "Break point")  # the form each published prompt asks for
         constraint = Constraint(name="pause_point", gbnf=f'root ::= "{keyword}: <" ({alternatives}) ">"')
         max_tokens = 16
     request = LLMRequest(
