@@ -43,7 +43,10 @@ if ! ls "$wheel_dir"/llama_cpp_python-*.whl >/dev/null 2>&1; then
 fi
 say "installing llama-cpp-python from $wheel_dir"
 "$PYTHON" -m pip install --force-reinstall --no-deps "$wheel_dir"/llama_cpp_python-*.whl
-"$PYTHON" -m pip install "$wheel_dir"/llama_cpp_python-*.whl  # its dependencies, only where missing
+# Its dependencies, only where missing, with those of its OpenAI-compatible server (`python -m llama_cpp.server`:
+# FastAPI, uvicorn...), which the server integration tests and benchmarks/server.py start; the same wheel, no rebuild.
+wheel="$(ls "$wheel_dir"/llama_cpp_python-*.whl | head -n 1)"
+"$PYTHON" -m pip install "llama_cpp_python[server] @ file://$wheel"
 if "$PYTHON" -c 'import llama_cpp, sys; sys.exit("AMX" not in llama_cpp.llama_print_system_info().decode())'; then
     echo "error: the llama.cpp build has AMX kernels, which crash on these machines" >&2; exit 1
 fi

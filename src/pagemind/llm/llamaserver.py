@@ -1,0 +1,100 @@
+"""llama-cpp-python's own OpenAI-compatible server (``python -m llama_cpp.server``) on 127.0.0.1, for tests and
+benchmarks: a real server that pagemind discovers, counts tokens with and constrains like any other.
+
+Use it as a context manager::
+
+    with LlamaCppPythonServer(model_path, n_ctx=4096) as server:
+        backend = OpenAICompatible("smol", base_url=server.url, context_window=server.n_ctx)
+
+It needs the server's extra dependencies (FastAPI, uvicorn...), which ``scripts/install.sh`` installs.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from ..errors import BackendUnavailable
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LlamaCppPythonServer:
+    """One ``llama_cpp.server`` process serving one GGUF model; started on enter, stopped on exit."""
+
+    def __init__(self, model: str | Path, *, n_ctx: int = 4096, threads: int | None = None, n_batch: int = 512,
+                 startup_timeout: float = 120.0) -> None:
+        self.model = Path(model)
+        self.n_ctx = n_ctx
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        self.threads = threads or cores or 1
+        self.n_batch = n_batch
+        self.startup_timeout = startup_timeout
+        self.port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """The OpenAI-compatible base URL, ending in /v1."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> "LlamaCppPythonServer":
+        """Start the server on a free port and wait until it answers ``GET /v1/models``."""
+        self.port = free_port()
+        self._log = tempfile.TemporaryFile()
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1",
+               "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
+               "--n_threads_batch", str(self.threads), "--n_batch", str(self.n_batch)]
+        self._process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise BackendUnavailable(f"llama_cpp.server exited with {self._process.returncode}: {self.log()[-800:]}")
+            try:
+                if httpx.get(f"{self.url}/models", timeout=2.0, trust_env=False).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise BackendUnavailable(f"llama_cpp.server did not answer within {self.startup_timeout:.0f} s")
+
+    def log(self) -> str:
+        """What the server printed so far."""
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 10 s) and release its port."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(timeout=10)
+        self._process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> "LlamaCppPythonServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
