@@ -16,7 +16,7 @@ from pagemind.agent import (
     AgentNotFound,
     AgentOptions,
     AgentStore,
-    load_document,
+    load_into_agent,
     passages,
 )
 
@@ -162,7 +162,7 @@ def test_documents_go_into_archival_storage_in_passages(tmp_path):
         call("archival_memory_search", query="p17w3", page=0, request_heartbeat=True),
         call("send_message", message="found it")]})
     agent = Agent.create(LLM(fake), Store(":memory:"), "reader", options=OPTS)
-    loaded = load_document(agent, Document.from_text(text, name="book.txt"))
+    loaded = load_into_agent(agent, Document.from_text(text, name="book.txt"))
     assert loaded.passages == len(chunks) == agent.counts()["archival"]
     turn = agent.say("What comes after p17w2?")
     assert "p17w3" in turn.steps[0].result and "Showing 1 of 1" in turn.steps[0].result
@@ -172,7 +172,7 @@ def test_documents_go_into_archival_storage_in_passages(tmp_path):
 def test_documents_with_readagent_gists_as_summaries():
     fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist})
     agent = Agent.create(LLM(fake), Store(":memory:"), "gister", options=OPTS)
-    loaded = load_document(agent, Document.from_text(make_text(30, 60)), gists=True)
+    loaded = load_into_agent(agent, Document.from_text(make_text(30, 60)), gists=True)
     assert loaded.gists and loaded.passages >= 3
     result = agent.archive.search("p0w0", 0).render()
     assert "(gist: p0w0 p1w0" in result
@@ -193,7 +193,7 @@ def test_a_document_loaded_into_a_second_agent_is_not_embedded_again():
     for name in ("one", "two"):
         agent = Agent.create(None, store, name, options=AgentOptions(embedder="hashing"))
         agent.archive._embedder = Counting()
-        load_document(agent, doc)
+        load_into_agent(agent, doc)
         if name == "one":
             first = len(Counting.texts)
     assert first > 0 and len(Counting.texts) == first  # the second agent's passages came from the cache

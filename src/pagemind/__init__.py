@@ -3,7 +3,7 @@
 from .api import METHODS, Pagemind, ask
 from .config import Settings, resolve_settings
 from .errors import (BackendUnavailable, ConfigError, ContextWindowExceeded, InputError, LLMError,
-                     ModelNotInstalled, PagemindError, RateLimited, UnparsableReply)
+                     ModelNotInstalled, PagemindError, RateLimited)
 from .llm import LLM, Backend, LLMRequest, LLMResponse, ScriptedLLM, Trace
 from .methods.question import Answer, Question
 from .store import Store
@@ -13,4 +13,4 @@ __version__ = "0.1.0"
 __all__ = ["Answer", "Backend", "BackendUnavailable", "ConfigError", "ContextWindowExceeded", "Document",
            "InputError", "LLM", "LLMError", "LLMRequest", "LLMResponse", "METHODS", "ModelNotInstalled",
            "Pagemind", "PagemindError", "Question", "RateLimited", "ScriptedLLM", "Settings", "Store", "Trace",
-           "UnparsableReply", "ask", "load_document", "resolve_settings"]
+           "ask", "load_document", "resolve_settings"]

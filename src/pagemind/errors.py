@@ -67,14 +67,6 @@ class ContextWindowExceeded(LLMError):
         self.context_window = context_window
 
 
-class UnparsableReply(LLMError):
-    """A reply that does not follow the requested format even after the bounded retries."""
-
-    def __init__(self, message: str, reply: str = "") -> None:
-        super().__init__(message)
-        self.reply = reply
-
-
 class ScriptExhausted(LLMError):
     """The scripted fake LLM was asked more often than its script allows (tests only)."""
 

@@ -8,7 +8,7 @@ text and embeddings). One step = one LLM call = one JSON function call; heartbea
 from .actions import Action, InvalidAction, parse_action, step_grammar, step_schema
 from .archive import Archive
 from .core import Agent, Step, TurnResult
-from .documents import LoadedDocument, load_document, passages
+from .documents import LoadedDocument, load_into_agent, passages
 from .functions import FUNCTIONS, SPECS, FunctionSpec, Param, ToolError
 from .locks import AgentBusy, TurnLock
 from .memory import AgentOptions, AgentState, Block, Event, Passage, SearchPage
@@ -39,7 +39,7 @@ __all__ = [
            "ToolError",
            "TurnLock",
            "TurnResult",
-           "load_document",
+           "load_into_agent",
            "parse_action",
            "passages",
            "step_grammar",

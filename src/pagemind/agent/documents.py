@@ -36,7 +36,7 @@ def passages(text: str, words: int = PASSAGE_WORDS) -> list[str]:
     return ["\n\n".join(p) for p in out if p]
 
 
-def load_document(agent: Agent, document: Document, *, words: int = PASSAGE_WORDS, gists: bool = False,
+def load_into_agent(agent: Agent, document: Document, *, words: int = PASSAGE_WORDS, gists: bool = False,
                   trace: Trace | None = None) -> LoadedDocument:
     """Insert ``document`` into the agent's archival storage and tell the agent with a system alert."""
     summaries: list[str | None] | None = None

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..agent import Agent, AgentNotFound, AgentOptions, TurnResult, load_document
+from ..agent import Agent, AgentNotFound, AgentOptions, TurnResult, load_into_agent
 from ..api import Pagemind
 from .main_errors import handle_errors
 from .options import llm_options, session
@@ -239,6 +239,6 @@ def load(ctx: click.Context, name: str, file: str, words: int, gists: bool, enco
     """Insert FILE into the archival storage of agent NAME, in passages."""
     with session(ctx, kw) as pm:
         a = _open(pm, name, llm=gists)
-        loaded = load_document(a, pm.document(file, encoding=encoding), words=words, gists=gists)
+        loaded = load_into_agent(a, pm.document(file, encoding=encoding), words=words, gists=gists)
         click.echo(f"loaded {loaded.name}: {loaded.words} words in {loaded.passages} passages"
                    f"{' with gists' if gists else ''}")

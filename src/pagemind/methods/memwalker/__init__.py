@@ -11,7 +11,7 @@ from ..question import Question
 from .build import build_tree, node_limit
 from .memory import PRESETS, MemoryTree, MemWalkerOptions, TreeNode
 from .navigate import NO_ANSWER, Walk
-from .trajectory import Step, format_walk
+from .trajectory import NavigationStep, format_walk
 
 
 class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
@@ -66,4 +66,4 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
         return Walk(memory, question, self.llm, self.options, context).reading()
 
 
-__all__ = ["MemWalker", "MemWalkerOptions", "MemoryTree", "NO_ANSWER", "PRESETS", "Step", "TreeNode", "format_walk"]
+__all__ = ["MemWalker", "MemWalkerOptions", "MemoryTree", "NO_ANSWER", "PRESETS", "NavigationStep", "TreeNode", "format_walk"]

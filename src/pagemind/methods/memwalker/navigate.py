@@ -18,7 +18,7 @@ from .memory import ROOT, MemoryTree, MemWalkerOptions, TreeNode
 from .parsing import LeafReply, Triage, parse_leaf, parse_triage
 from .requests import flat, leaf_request, retry_request, triage_request
 from .segment import cut_to_tokens
-from .trajectory import BUDGET, EXHAUSTED, FAILED, LEAF, TRIAGE, Step, format_walk, stats
+from .trajectory import BUDGET, EXHAUSTED, FAILED, LEAF, TRIAGE, NavigationStep, format_walk, stats
 
 NO_ANSWER = "no answer"
 _BACKGROUND_OVERHEAD = 16  # "Story background information: " and its line break, with margin
@@ -67,7 +67,7 @@ class Walk:
     def __init__(self, tree: MemoryTree, question: Question, llm: LLM, opts: MemWalkerOptions, context: Context):
         self.tree, self.question, self.llm, self.opts = tree, question, llm, opts
         self.trace = context.trace
-        self.steps: list[Step] = []
+        self.steps: list[NavigationStep] = []
         self.fallbacks = context.fallbacks
         self.calls = self.invalid = 0
         self.leaves_read: list[TreeNode] = []
@@ -91,10 +91,10 @@ class Walk:
         self.invalid += len(found.problems)
         return found.value, found.calls, len(found.problems), found.outcome  # ok | failed | budget
 
-    def _triage(self, node: TreeNode, excluded: set[int]) -> tuple[int | None, Step]:
+    def _triage(self, node: TreeNode, excluded: set[int]) -> tuple[int | None, NavigationStep]:
         allowed = [i for i in range(len(node.children)) if i not in excluded]
         if len(allowed) == 1:  # the only valid action: a grammar would force it, a parser accept nothing else
-            return allowed[0], Step(node.id, TRIAGE, allowed[0], "(the only child left; no call needed)")
+            return allowed[0], NavigationStep(node.id, TRIAGE, allowed[0], "(the only child left; no call needed)")
         children = self.tree.children(node)
         shown = [(i, children[i].summary) for i in allowed]
         request = triage_request(self.question, shown, self.opts)
@@ -115,9 +115,9 @@ class Walk:
             lambda t: f"-> child {t.child}",
         )
         if parsed is None:
-            return None, Step(node.id, outcome, None, "", calls=calls, invalid=invalid)
+            return None, NavigationStep(node.id, outcome, None, "", calls=calls, invalid=invalid)
         triage: Triage = parsed
-        return triage.child, Step(node.id, TRIAGE, triage.child, triage.reasoning, calls=calls, invalid=invalid)
+        return triage.child, NavigationStep(node.id, TRIAGE, triage.child, triage.reasoning, calls=calls, invalid=invalid)
 
     def _shrink_triage(self, shown: list[tuple[int, str]]) -> LLMRequest:
         """Cut every summary to an equal share of the room left (summaries longer than the node limit)."""
@@ -128,7 +128,7 @@ class Walk:
         return triage_request(self.question, [(i, cut_to_tokens(s, share, self.llm.count_tokens)) for i, s in shown],
                               self.opts)
 
-    def _leaf(self, leaf: TreeNode, forced: bool = False) -> tuple[LeafReply | None, Step]:
+    def _leaf(self, leaf: TreeNode, forced: bool = False) -> tuple[LeafReply | None, NavigationStep]:
         """Read a leaf: answer (-2) or revert (-1); ``forced``: answer only (the exhausted root's best leaf)."""
         memory = ""
         if self.opts.working_memory:
@@ -164,9 +164,9 @@ class Walk:
             lambda req, reply, problem: retry_request(req, reply, problem, question=self.question), describe,
         )
         if parsed is None:
-            return None, Step(leaf.id, outcome, None, "", calls=calls, invalid=invalid)
+            return None, NavigationStep(leaf.id, outcome, None, "", calls=calls, invalid=invalid)
         answer = "" if parsed.action == -1 else (letters[parsed.choice] if parsed.choice is not None else parsed.answer)
-        return parsed, Step(leaf.id, LEAF, parsed.action, parsed.reasoning, answer, calls, invalid)
+        return parsed, NavigationStep(leaf.id, LEAF, parsed.action, parsed.reasoning, answer, calls, invalid)
 
     # --- the state machine -------------------------------------------------------------------------
     def run(self) -> LeafReply | None:
@@ -184,12 +184,12 @@ class Walk:
                     return reply
                 stack.pop()
                 if not stack:
-                    self.steps.append(Step(ROOT, EXHAUSTED, -1, "the only segment cannot answer"))
+                    self.steps.append(NavigationStep(ROOT, EXHAUSTED, -1, "the only segment cannot answer"))
                     return self._exhausted("the text's only segment was rejected")
                 stack[-1][1].add(number(node.id))
                 continue
             if len(excluded) == len(node.children):
-                self.steps.append(Step(node.id, EXHAUSTED, -1, "every child was read and rejected"))
+                self.steps.append(NavigationStep(node.id, EXHAUSTED, -1, "every child was read and rejected"))
                 stack.pop()
                 if not stack:
                     return self._exhausted("every path from the root was rejected")
@@ -218,7 +218,7 @@ class Walk:
         self.fallbacks.append(f"{why}; answered from leaf {best.id}, the walk's first choice (on_exhausted=best-leaf)")
         return reply
 
-    def _failure_note(self, step: Step) -> str:
+    def _failure_note(self, step: NavigationStep) -> str:
         if step.kind == BUDGET:
             return (f"no answer: the step budget of {self.opts.max_steps} navigation calls was used up at node "
                     f"{step.node}")

@@ -11,7 +11,7 @@ TRIAGE, LEAF, EXHAUSTED, FAILED, BUDGET = "triage", "leaf", "exhausted", "failed
 
 
 @dataclass(frozen=True)
-class Step:
+class NavigationStep:
     """A decision at ``node``: a child number (triage), -1 / -2 (leaf), or the end of a failed search."""
 
     node: str  # path id: root, 2, 2.1
@@ -49,7 +49,7 @@ def format_walk(steps: list[dict[str, Any]]) -> str:
     return " ".join(parts)
 
 
-def stats(steps: list[Step], calls: int, invalid: int) -> dict[str, Any]:
+def stats(steps: list[NavigationStep], calls: int, invalid: int) -> dict[str, Any]:
     """Paper Table 3 (valid action rate) and Table 4 (stray: a revert happened; recovery: answered after one)."""
     reverts = sum(1 for s in steps if (s.kind == LEAF and s.action == -1) or (s.kind == EXHAUSTED and s.node != ROOT))
     answered = any(s.kind == LEAF and s.action == -2 for s in steps)
