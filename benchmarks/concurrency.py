@@ -31,7 +31,7 @@ from pagemind import LLM, Document, Store
 from pagemind.llm.mockserver import MockServer
 from pagemind.llm.openai import OpenAICompatible
 from pagemind.llm.usage import Trace
-from pagemind.methods.readagent import ReadAgent, ReadAgentOptions
+from pagemind.methods.readagent import ReadAgentP
 
 _LABEL = re.compile(r"^<(\d+)>$", re.MULTILINE)
 
@@ -75,7 +75,7 @@ def run(doc: Document, c: int, latency: float, factor: float) -> dict:
     with GistSlowerMock(latency, factor, text=mock_reply) as server:
         backend = OpenAICompatible("mock", base_url=server.url, context_window=32768)
         llm = LLM(backend, cache=None, concurrency=c)
-        agent = ReadAgent(llm, Store(":memory:"), ReadAgentOptions.from_preset("quality", gist_mode="separate"))
+        agent = ReadAgentP(llm, Store(":memory:"), preset="quality", gist_mode="separate")
         trace = Trace()
         t0 = time.perf_counter()
         memory = agent.build(doc, trace=trace)

@@ -23,7 +23,7 @@ from pagemind.config import resolve_settings
 from pagemind.llm.local import open_local
 from pagemind.methods.answering import answer, answer_request
 from pagemind.methods.question import Question
-from pagemind.methods.readagent import ReadAgent, ReadAgentOptions
+from pagemind.methods.readagent import ReadAgentP
 from pagemind.llm.usage import Trace
 
 
@@ -66,7 +66,7 @@ def main() -> None:
         store = Store(":memory:")  # nothing reused between modes: no stored memory, no cached prompt state
         backend.forget_prompts()
         gist_mode, expand = MODES[mode]
-        agent = ReadAgent(llm, store, ReadAgentOptions.from_preset("quality", gist_mode=gist_mode, expand=expand))
+        agent = ReadAgentP(llm, store, preset="quality", gist_mode=gist_mode, expand=expand)
         build_trace = Trace()
         t0 = time.perf_counter()
         memory = agent.build(doc, trace=build_trace)

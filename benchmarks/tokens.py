@@ -25,9 +25,10 @@ from common import DATA, concatenated_articles, quality_rows, write_result
 from pagemind import LLM, Document, Store
 from pagemind.llm.base import Backend, Capabilities, LLMRequest, LLMResponse, estimate_tokens
 from pagemind.llm.usage import Trace
-from pagemind.methods.full import FullTextReader
+from pagemind.methods import registry
+from pagemind.methods.full import FullText
 from pagemind.methods.question import Question
-from pagemind.methods.readagent import ReadAgent, ReadAgentOptions
+from pagemind.methods.readagent import ReadAgentP
 
 GIST_FRACTION = 0.15  # the paper's QuALITY compression rate is ~84%
 LOOKUP_PAGES = 3
@@ -135,7 +136,7 @@ class SimulatedQwen(Backend):
 
 def index_run(backend: SimulatedQwen, doc: Document, mode: str, doc_tokens: int):
     llm = LLM(backend, cache=None, concurrency=1)
-    agent = ReadAgent(llm, Store(":memory:"), ReadAgentOptions.from_preset("quality", gist_mode=mode))
+    agent = ReadAgentP(llm, Store(":memory:"), preset="quality", gist_mode=mode)
     backend.log.clear()
     trace = Trace()
     memory = agent.build(doc, trace=trace)
@@ -158,9 +159,9 @@ def index_run(backend: SimulatedQwen, doc: Document, mode: str, doc_tokens: int)
 
 def per_question(backend: SimulatedQwen, memory, doc: Document, questions: list[Question]) -> dict:
     llm = LLM(backend, cache=None, concurrency=1)
-    opts = ReadAgentOptions.from_preset("quality")
-    readers = {m: ReadAgent(llm, Store(":memory:"), opts, mode=m) for m in ("readagent-p", "readagent-s", "gistmem")}
-    readers["full"] = FullTextReader(llm)
+    readers = {m: registry.get(m)(llm, Store(":memory:"), preset="quality")
+               for m in ("readagent-p", "readagent-s", "gistmem")}
+    readers["full"] = FullText(llm, Store(":memory:"))
     out = {}
     for name, reader in readers.items():
         rows, notes = [], set()
