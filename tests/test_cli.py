@@ -91,7 +91,7 @@ def test_ask_through_an_openai_compatible_server(tmp_path):
     from pagemind.llm.mockserver import MockServer
 
     def reply(body):
-        prompt = body["messages"][-1]["content"]
+        prompt = body["messages"][-1]["content"].lstrip()  # the published prompts begin with a blank line
         if prompt.startswith("You are given a passage"):
             found = re.findall(r"^<(\d+)>$", prompt, flags=re.MULTILINE)
             return f"Break point: <{found[0]}>"
@@ -105,12 +105,12 @@ def test_ask_through_an_openai_compatible_server(tmp_path):
     book.write_text(make_text(20, 60))
     with MockServer(text=reply) as server:
         result = CliRunner().invoke(cli, ["ask", str(book), "Which?", "-o", "one", "-o", "two", "--llm", "openai:mock",
-                                          "--base-url", server.url, "--concurrency", "4"])
+                                          "--base-url", server.url, "--concurrency", "4", "--context-window", "8192"])
         assert result.exit_code == 0, result.output
         assert "Answer: (A) one" in result.stdout
         assert all(r["model"] == "mock" for r in server.requests)
         assert "authorization" not in server.headers[0]
     closed = CliRunner().invoke(cli, ["ask", str(book), "Which?", "--llm", "openai:mock", "--base-url", server.url,
-                                      "--no-cache"], env={"PAGEMIND_MAX_RETRIES": "0"})
+                                      "--no-cache", "--context-window", "8192"], env={"PAGEMIND_MAX_RETRIES": "0"})
     print(closed.stderr)
     assert closed.exit_code == 1 and "error:" in closed.stderr and "Traceback" not in closed.output

@@ -16,7 +16,8 @@ from .options import llm_options, session
 
 def agent_options(fn: Callable) -> Callable:
     for option in reversed([
-        click.option("--context-window", type=int, help="tokens the agent may use [default: min(model, 8192)]"),
+        click.option("--agent-window", type=int,
+                     help="tokens of the agent's main context (its virtual context) [default: min(model, 8192)]"),
         click.option("--max-steps", type=int, help="LLM steps per user message [default 8]"),
         click.option("--final-reply/--no-final-reply", default=None,
                      help="the last of --max-steps may only call send_message, so a long turn still answers "
@@ -40,9 +41,10 @@ def agent_options(fn: Callable) -> Callable:
 
 def _agent_opts(kw: dict[str, Any]) -> dict[str, Any]:
     """The agent options given on the command line (popped from ``kw``), without the unset ones."""
-    names = ("context_window", "max_steps", "final_reply", "archival_search", "recall_search", "embedder",
+    names = ("max_steps", "final_reply", "archival_search", "recall_search", "embedder",
              "block_limit", "page_size", "tool_calling")
     given = {n: kw.pop(n) for n in names}
+    given["context_window"] = kw.pop("agent_window")  # --context-window is the model's (server's) window
     if kw.pop("unconstrained"):
         given["constrained"] = False
     return {k: v for k, v in given.items() if v is not None}
