@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
@@ -161,6 +162,8 @@ class MockServer:
         self.headers: list[dict[str, str]] = []  # header names lower-cased, one dict per request
         self.in_flight = 0
         self.max_in_flight = 0
+        self.first_request_at: float | None = None  # time.perf_counter() when the first chat request arrived
+        self.last_reply_at: float | None = None  # ... and when the last reply was ready
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._url: str | None = None
@@ -210,8 +213,11 @@ class MockServer:
             self.headers.append({k.lower(): v for k, v in headers.items()})
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            if self.first_request_at is None:
+                self.first_request_at = time.perf_counter()
             return dict(self.script.pop(0)) if self.script else {}
 
     def _end(self) -> None:
         with self._lock:
             self.in_flight -= 1
+            self.last_reply_at = time.perf_counter()
