@@ -25,11 +25,11 @@ def readagent_fake(pages="I want to look up Page [0, 1, 2] to"):
 def test_readagent_budget_drops_the_last_asked_pages_and_records_it(tmp_path):
     doc = Document.from_text(make_text(30, 60))
     with Pagemind(readagent_fake(), store=tmp_path / "s.db") as pm:
-        unlimited = pm.ask(doc, QUESTION)
-        memory = pm.index(doc)
+        unlimited = pm.ask(doc, QUESTION, method="readagent-p")
+        memory = pm.index(doc, method="readagent-p")
         one_page = memory.gist_words + max(len(p.text.split()) for p in memory.pages[:1])
         # the fake counts one token per word: room for the gists and page 0, not for pages 1 and 2 as well
-        limited = pm.ask(doc, QUESTION, budget=one_page + 5)
+        limited = pm.ask(doc, QUESTION, method="readagent-p", budget=one_page + 5)
     assert unlimited.pages_read == [0, 1, 2]
     assert limited.pages_read == [0]
     assert any("budget" in f for f in limited.fallbacks)
@@ -39,7 +39,7 @@ def test_readagent_budget_drops_the_last_asked_pages_and_records_it(tmp_path):
 def test_readagent_budget_below_the_gist_memory_answers_from_gists_and_says_so(tmp_path):
     doc = Document.from_text(make_text(30, 60))
     with Pagemind(readagent_fake(), store=tmp_path / "s.db") as pm:
-        answer = pm.ask(doc, QUESTION, budget=3)
+        answer = pm.ask(doc, QUESTION, method="readagent-p", budget=3)
     assert answer.pages_read == []
     assert any("gist memory alone" in f and "budget of 3" in f for f in answer.fallbacks)
 

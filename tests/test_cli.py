@@ -18,7 +18,7 @@ def run(args, fake=None, **kw):
 def test_ask_multiple_choice_with_options_and_trace(tmp_path):
     book = tmp_path / "book.txt"
     book.write_text(make_text(30, 60))
-    result, fake = run(["ask", str(book), "Which page?", "-o", "one", "-o", "two", "--trace"])
+    result, fake = run(["ask", str(book), "Which page?", "-o", "one", "-o", "two", "--trace", "-m", "readagent-p"])
     assert result.exit_code == 0, result.output
     assert "Answer: (B) two" in result.stdout
     assert "pages read: 1" in result.stderr
@@ -28,14 +28,14 @@ def test_ask_multiple_choice_with_options_and_trace(tmp_path):
 def test_index_then_show_then_ask_reuses_memory(tmp_path):
     book = tmp_path / "book.txt"
     book.write_text(make_text(30, 60))
-    result, fake = run(["index", str(book)])
+    result, fake = run(["index", str(book), "-m", "readagent-p"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["pages"] >= 3 and 0 < summary["compression_rate"] < 100
-    shown, _ = run(["show", str(book)], fake)
+    shown, _ = run(["show", str(book), "-m", "readagent-p"], fake)
     assert "<Page 0>" in shown.stdout and "compression_rate" in shown.stdout
     calls = len(fake.history)
-    asked, _ = run(["ask", str(book), "Which page?\n(A) one\n(B) two", "--json"], fake)
+    asked, _ = run(["ask", str(book), "Which page?\n(A) one\n(B) two", "--json", "-m", "readagent-p"], fake)
     data = json.loads(asked.stdout)
     assert data["choice"] == "B"
     assert [r.role for r in fake.history[calls:]] == ["lookup", "answer"]
@@ -44,7 +44,7 @@ def test_index_then_show_then_ask_reuses_memory(tmp_path):
 def test_show_without_memory_is_a_clear_error(tmp_path):
     book = tmp_path / "book.txt"
     book.write_text(make_text(30, 60))
-    result, _ = run(["show", str(book)])
+    result, _ = run(["show", str(book), "-m", "readagent-p"])
     assert result.exit_code == 1
     assert "run `pagemind index` first" in result.stderr
 

@@ -240,7 +240,7 @@ def test_python_api_ask_end_to_end(tmp_path):
     with Pagemind(fake, store=tmp_path / "s.db") as pm:
         p = tmp_path / "book.txt"
         p.write_text(make_text(30, 60))
-        answer = pm.ask(p, "Which page?\n(A) one\n(B) two\n(C) three\n(D) four")
+        answer = pm.ask(p, "Which page?\n(A) one\n(B) two\n(C) three\n(D) four", method="readagent-p")
         assert answer.letter == "B" and answer.pages_read == [1]
         assert pm.ask(p, "Which page?", options=["one", "two"], method="gistmem").method == "gistmem"
 

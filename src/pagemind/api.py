@@ -59,7 +59,7 @@ class Pagemind:
             return source
         return load_document(source, encoding=encoding, max_bytes=self.settings.max_bytes)
 
-    def reader(self, method: str = "readagent-p", **options: Any) -> Reader[Any, Any]:
+    def reader(self, method: str = "auto", **options: Any) -> Reader[Any, Any]:
         """The reader of ``method`` with its options (``None`` values mean "the default"; an unknown option or a
         value its declaration refuses is a :class:`ConfigError`)."""
         cls = registry.get(method)
@@ -71,14 +71,14 @@ class Pagemind:
             return reader.source_tree(source)  # type: ignore[attr-defined]
         return self.document(source, encoding)
 
-    def index(self, source: str | Path | Document, method: str = "readagent-p",
+    def index(self, source: str | Path | Document, method: str = "auto",
               progress: Callable[[int, int], None] | None = None, **options: Any) -> Memory:
         """Build (or resume, or reuse) the memory of a document."""
         reader = self.reader(method, **options)
         return reader.build(self.source(source, reader), progress=progress)
 
     def ask(self, source: str | Path | Document, question: str | Question, options: Sequence[str] = (),
-            method: str = "readagent-p", progress: Callable[[int, int], None] | None = None,
+            method: str = "auto", progress: Callable[[int, int], None] | None = None,
             **method_options: Any) -> Answer:
         """Answer a question about a document (builds its memory first if needed), or about a source tree when
         ``source`` is a directory (the ``code`` method: FragRel's code relation)."""
@@ -117,7 +117,7 @@ class Pagemind:
         self.close()
 
 
-def ask(source: str | Path | Document, question: str, *, options: Sequence[str] = (), method: str = "readagent-p",
+def ask(source: str | Path | Document, question: str, *, options: Sequence[str] = (), method: str = "auto",
         llm: str | Backend | None = None, **kwargs: Any) -> Answer:
     """One-shot: ``pagemind.ask("book.txt", "Who finds the map?")``."""
     with Pagemind(llm) as pm:

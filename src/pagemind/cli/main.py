@@ -61,6 +61,10 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
     with session(ctx, kw) as pm:
         reader = pm.reader(method, **opts)
         source = pm.source(path, reader, encoding)
+        if method == "auto" and not as_json:
+            choice = reader.choose(source)  # type: ignore[attr-defined]
+            what = "the whole text" if choice.method == "full" else "ReadAgent-P (gist memory, then look-up)"
+            click.echo(f"auto: reading {what}: {choice.reason} (--method picks another)", err=True)
         with progress_bar(f"reading {source.name}", enabled=not as_json) as progress:
             answer = pm.ask(source, question, options=options, method=method, progress=progress, **opts)
         print_answer(answer, trace=trace, as_json=as_json)

@@ -104,7 +104,7 @@ def _help(name: str, readers: list[Any]) -> str:
     return f"{text} [default " + "; ".join(f"{', '.join(n)}: {d}" for d, n in defaults.items()) + "]"
 
 
-def method_flags(readers: list[Any], method_choice: bool = True, default: str = "readagent-p") -> list[Callable]:
+def method_flags(readers: list[Any], method_choice: bool = True, default: str = "auto") -> list[Callable]:
     """The CLI flags of ``readers``' options, generated from their declarations: one flag per option name,
     ``--x/--no-x`` for a boolean, choices from ``Literal`` types; unset flags mean "the method's default"."""
     params: list[Callable] = []
@@ -169,7 +169,7 @@ def reader_options(name: str) -> Callable:
 def split_method_options(kw: dict[str, Any], method: str | None = None) -> tuple[str, dict[str, Any]]:
     """Pop the method flags from ``kw``: (method, its options). A flag of another method is a usage error."""
     given = kw.pop("method", None)
-    method = method or given or "readagent-p"
+    method = method or given or "auto"
     cls = registry.get(method)
     known = {s.name for s in cls.Options.specs()}
     flags = {spec.name for reader in registry.all_readers() for spec in reader.Options.specs()}

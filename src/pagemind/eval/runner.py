@@ -79,7 +79,7 @@ def expand_methods(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     for name in names:
         for part in (p.strip() for p in name.split(",") if p.strip()):
             known = evaluable()
-            wanted = known if part == "all" else (part,)
+            wanted = tuple(m for m in known if m != "auto") if part == "all" else (part,)  # auto repeats full/RA-P
             for method in wanted:
                 base, at, label = method.partition("@")
                 if base not in known or (at and not label):

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 GROUP = "pagemind.readers"
 BUILTIN: dict[str, str] = {
+    "auto": "pagemind.methods.auto:Auto",
     "readagent-p": "pagemind.methods.readagent:ReadAgentP",
     "readagent-s": "pagemind.methods.readagent:ReadAgentS",
     "gistmem": "pagemind.methods.readagent:GistMem",
