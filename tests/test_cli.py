@@ -37,7 +37,7 @@ def test_index_then_show_then_ask_reuses_memory(tmp_path):
     calls = len(fake.history)
     asked, _ = run(["ask", str(book), "Which page?\n(A) one\n(B) two", "--json", "-m", "readagent-p"], fake)
     data = json.loads(asked.stdout)
-    assert data["choice"] == "B"
+    assert data["letter"] == "B" and data["choice"] == 1
     assert [r.role for r in fake.history[calls:]] == ["lookup", "answer"]
 
 

@@ -87,7 +87,8 @@ def test_a_store_migrated_in_the_old_order_opens_and_keeps_its_data(tmp_path):
     db.execute("INSERT INTO agents (name, settings, state, created) VALUES ('ann', '{}', '{}', 0)")
     db.close()
     store = Store(tmp_path / "old.db")
-    assert store.applied_migrations() == ["m001_initial", "m002_embeddings", "m004_tool_calls", "m003_agents"]
+    assert store.applied_migrations() == ["m001_initial", "m002_embeddings", "m004_tool_calls", "m003_agents",
+                                          "m005_memory_build_usage"]
     assert [a.name for a in store.list_agents()] == ["ann"]
     record = store.open_memory("k", "d", "rag", {"a": 1}, "m")  # documents(id='d') exists: the FK holds
     assert record.status == "building"
@@ -98,7 +99,8 @@ def test_a_store_missing_a_middle_migration_gets_it(tmp_path):
     # written when m004 existed but m003 (agents) did not yet come before it
     _old_store(tmp_path / "old.db", ["m001_initial", "m002_embeddings", "m004_tool_calls"]).close()
     store = Store(tmp_path / "old.db")
-    assert store.applied_migrations() == ["m001_initial", "m002_embeddings", "m004_tool_calls", "m003_agents"]
+    assert store.applied_migrations() == ["m001_initial", "m002_embeddings", "m004_tool_calls", "m003_agents",
+                                          "m005_memory_build_usage"]
     assert store.create_agent("ann", {}, {}, 0.0, [BlockRow("human", "", 10)]) is not None
     store.close()
 
@@ -262,3 +264,28 @@ def test_agent_passages_and_turn_locks(store):
     assert isinstance(store.agent_lock_holder(agent), LockHolder)
     store.release_agent_lock(agent, "you")
     assert store.agent_lock_holder(agent) is None
+
+
+def test_memories_are_listed_with_their_size_and_build_cost_and_can_be_deleted(store):
+    store.put_document("d", "book.txt", 300, 1500)
+    store.open_memory("k1", "d", "readagent", {"preset": "quality"}, "m")
+    store.put_items("k1", "page", [(0, {"text": "abc"}), (1, {"text": "defg"})])
+    store.add_build_usage("k1", {"calls": 2, "prompt_tokens": 100, "completion_tokens": 10, "seconds": 1.5}, False)
+    store.add_build_usage("k1", {"calls": 1, "prompt_tokens": 50, "completion_tokens": 5, "seconds": 0.5}, True)
+    store.mark_complete("k1")
+    (summary,) = store.list_memories()
+    assert (summary.document_name, summary.method, summary.status, summary.items) == ("book.txt", "readagent",
+                                                                                   "complete", 2)
+    assert summary.bytes == len('{"text":"abc"}') + len('{"text":"defg"}')
+    assert summary.build_usage == {"calls": 3, "prompt_tokens": 150, "completion_tokens": 15, "seconds": 2.0,
+                                   "attempts": 2, "resumed": True}
+    assert store.delete_memory("k1") and not store.delete_memory("k1")
+    assert store.list_memories() == [] and store.items("k1", "page") == []
+
+
+def test_the_llm_cache_can_be_cleared(store):
+    from pagemind.llm.base import LLMResponse
+
+    store.put_response("a", LLMResponse("x", 1, 1, 0.1, "m"))
+    store.put_response("b", LLMResponse("y", 1, 1, 0.1, "m"))
+    assert store.clear_responses() == 2 and store.get_response("a") is None and store.clear_responses() == 0

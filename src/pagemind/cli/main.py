@@ -107,7 +107,14 @@ def show(ctx: click.Context, file: str | None, sample: bool, as_json: bool, enco
         source = pm.source(path, reader, encoding)
         memory = reader.load(source)
         if memory is None:
-            raise PagemindError(f"no finished memory for {source.name} with these settings; run `pagemind index` first")
+            others = [m for m in pm.store.list_memories() if m.document_id == source.id]
+            listed = "".join(f"\n  {m.key[:12]} {m.method} {m.model} {m.status} "
+                             f"{', '.join(f'{k}={v}' for k, v in m.settings.items() if not isinstance(v, dict))}"
+                             for m in others)
+            hint = (f"; stored for this document:{listed}\n(show them with the same --method, --llm and settings)"
+                    if others else "; run `pagemind index` first")
+            raise PagemindError(f"no finished memory for {source.name} with {method}, {pm.llm.model_id} and these "
+                                f"settings{hint}")
         print_memory(memory, reader.describe(memory), as_json=as_json)
 
 
@@ -149,9 +156,12 @@ def _source(file: str | None, sample: bool) -> str | Path:
 from .agent import agent, chat  # noqa: E402
 from .code import complete  # noqa: E402
 from .eval import eval_group  # noqa: E402
+from .memories import cache, memories  # noqa: E402
 from .models import models  # noqa: E402
 
 cli.add_command(models)
+cli.add_command(memories)
+cli.add_command(cache)
 cli.add_command(agent)
 cli.add_command(chat)
 cli.add_command(complete)

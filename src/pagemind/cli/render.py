@@ -57,22 +57,29 @@ def print_answer(answer: Answer, trace: bool = False, as_json: bool = False) -> 
     else:
         read = f"{answer.read_unit}s read: " + (", ".join(str(p) for p in answer.pages_read) or "none")
     cr = f"{answer.compression_rate:.1f}%" if answer.compression_rate is not None else "n/a"
-    click.echo(
-        f"[{answer.method}] {read} | compression rate {cr} | "
-        f"{usage.calls} LLM calls ({usage.cached_calls} cached), {usage.prompt_tokens}+{usage.completion_tokens} "
-        f"tokens, {usage.seconds:.1f}s",
-        err=True,
-    )
+    click.echo(f"[{answer.method}] {read} | compression rate {cr} | {usage_line(usage)}", err=True)
     for fb in answer.fallbacks:
         click.echo(f"note: {fb}", err=True)
+
+
+def usage_line(usage: Any) -> str:
+    """Calls, tokens and seconds; calls served from the cache say so and what they would have cost."""
+    calls = f"{usage.calls} LLM call{'s' if usage.calls != 1 else ''}"
+    if usage.cached_calls == usage.calls and usage.calls:
+        return (f"{calls}, all served from the cache (they would have cost {usage.cached_prompt_tokens}+"
+                f"{usage.cached_completion_tokens} tokens)")
+    cached = ""
+    if usage.cached_calls:
+        cached = (f" ({usage.cached_calls} served from the cache, which would have cost {usage.cached_prompt_tokens}+"
+                  f"{usage.cached_completion_tokens} tokens)")
+    return f"{calls}{cached}, {usage.prompt_tokens}+{usage.completion_tokens} tokens, {usage.seconds:.1f}s"
 
 
 def print_trace(answer: Answer) -> None:
     events = list(answer.trace.events)
     if answer.index_trace is not None:
         u = answer.index_trace.usage
-        click.echo(f"building the memory: {u.calls} calls ({u.cached_calls} cached), "
-                   f"{u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f}s", err=True)
+        click.echo(f"building the memory: {usage_line(u)}", err=True)
         events = list(answer.index_trace.events) + events
         click.echo("calls, indexing first:", err=True)
     for i, e in enumerate(events, 1):

@@ -24,11 +24,16 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    cached_prompt_tokens: int = 0  # what the calls served from the cache would have cost
+    cached_completion_tokens: int = 0
 
     def add(self, event: TraceEvent) -> None:
         self.calls += 1
         self.cached_calls += int(event.cached)
-        if not event.cached:
+        if event.cached:
+            self.cached_prompt_tokens += event.prompt_tokens
+            self.cached_completion_tokens += event.completion_tokens
+        else:
             self.prompt_tokens += event.prompt_tokens
             self.completion_tokens += event.completion_tokens
             self.seconds += event.seconds
@@ -40,6 +45,8 @@ class Usage:
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.seconds + other.seconds,
+            self.cached_prompt_tokens + other.cached_prompt_tokens,
+            self.cached_completion_tokens + other.cached_completion_tokens,
         )
 
     def as_dict(self) -> dict[str, float]:
@@ -49,6 +56,8 @@ class Usage:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "seconds": round(self.seconds, 3),
+            "cached_prompt_tokens": self.cached_prompt_tokens,
+            "cached_completion_tokens": self.cached_completion_tokens,
         }
 
 

@@ -186,11 +186,18 @@ class Reader(ABC, Generic[M, O]):
         else:
             self.store.put_document(document.id, document.name, document.words, getattr(document, "chars", 0)
                                     or len(getattr(document, "text", "")))
+            earlier = self.store.get_memory(key)  # a build that was cut short: this attempt resumes it
             record = self.store.open_memory(key, document.id, self.memory_kind, self.memory_settings(),  # type: ignore[arg-type]
                                             self.memory_model())
             writer = MemoryWriter(self.store, key)
             if record.status != "complete":
-                self._build(document, writer, build)
+                resumed = earlier is not None
+                before = len(trace.events)
+                try:
+                    self._build(document, writer, build)
+                finally:  # what this attempt spent, also when it was cut short
+                    spent = Trace(trace.events[before:]).usage.as_dict()
+                    self.store.add_build_usage(key, spent, resumed)
                 self.store.mark_complete(key)
             memory = self._assemble(document, key, writer)
         build.report(build.total)

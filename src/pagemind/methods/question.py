@@ -86,7 +86,8 @@ class Answer:
             "question": self.question.text,
             "options": list(self.question.options),
             "answer": self.text,
-            "choice": self.letter,
+            "letter": self.letter,  # the chosen option as Python's Answer.letter names it; None: none chosen
+            "choice": self.choice,  # its 0-based index, as Answer.choice
             "pages_read": self.pages_read,
             "read_unit": self.read_unit,
             "compression_rate": self.compression_rate,

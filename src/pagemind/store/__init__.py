@@ -6,6 +6,7 @@ from .base import (
     EventRow,
     LockHolder,
     MemoryRecord,
+    MemorySummary,
     PassageRow,
     StoreBackend,
     StoredVectors,
@@ -17,6 +18,6 @@ from .sqlite import Store
 
 SQLiteResponseCache = StoreResponseCache  # the name before the store had an interface
 
-__all__ = ["AgentRow", "BlockRow", "EventRow", "LockHolder", "MemoryRecord", "PassageRow", "SQLiteResponseCache",
+__all__ = ["AgentRow", "BlockRow", "EventRow", "LockHolder", "MemoryRecord", "MemorySummary", "PassageRow", "SQLiteResponseCache",
            "Store", "StoreBackend", "StoreResponseCache", "StoreTooNew", "StoredVectors", "canonical_json",
            "memory_key"]

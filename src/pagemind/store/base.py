@@ -37,6 +37,24 @@ class MemoryRecord:
 
 
 @dataclass(frozen=True)
+class MemorySummary:
+    """A stored memory as ``pagemind memories`` lists it."""
+
+    key: str
+    document_id: str
+    document_name: str
+    document_words: int
+    method: str
+    settings: dict[str, Any]
+    model: str
+    status: str  # building | complete
+    items: int  # stored units (pages, gists, nodes, fragments...)
+    bytes: int  # size of their stored payloads
+    build_usage: dict[str, Any] | None  # what building it cost (summed over attempts), None: not recorded
+    updated: float
+
+
+@dataclass(frozen=True)
 class StoredVectors:
     """The cached embedding of one text: ``chunks`` x ``dim`` float32 values, row-major."""
 
@@ -133,6 +151,22 @@ class StoreBackend(ABC):
     @abstractmethod
     def memories_for(self, document_id: str, method: str | None = None) -> list[MemoryRecord]:
         """The memories of a document (of one method if given), most recently updated first."""
+
+    @abstractmethod
+    def list_memories(self) -> list[MemorySummary]:
+        """Every stored memory with its document, size and build cost, most recently updated first."""
+
+    @abstractmethod
+    def delete_memory(self, key: str) -> bool:
+        """Delete a memory and its items; False when there was none."""
+
+    @abstractmethod
+    def add_build_usage(self, key: str, usage: dict[str, Any], resumed: bool) -> None:
+        """Add one build attempt's LLM usage to the memory's recorded build cost."""
+
+    @abstractmethod
+    def clear_responses(self) -> int:
+        """Delete every cached LLM response; return how many there were."""
 
     @abstractmethod
     def mark_complete(self, key: str) -> None:

@@ -143,6 +143,12 @@ def m004_tool_calls(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE llm_cache ADD COLUMN tool_calls TEXT")
 
 
+@migration
+def m005_memory_build_usage(db: sqlite3.Connection) -> None:
+    # what building a memory cost, as JSON {"calls", "prompt_tokens", ..., "attempts", "resumed"}; NULL: not recorded
+    db.execute("ALTER TABLE memories ADD COLUMN build_usage TEXT")
+
+
 def migrate(db: sqlite3.Connection, path: str = ":memory:") -> list[str]:
     """Apply the migrations not yet recorded, in list order; return the names applied."""
     db.execute("CREATE TABLE IF NOT EXISTS _pagemind_migrations (name TEXT PRIMARY KEY, applied REAL)")

@@ -21,6 +21,7 @@ from .base import (
     EventRow,
     LockHolder,
     MemoryRecord,
+    MemorySummary,
     PassageRow,
     StoreBackend,
     StoredVectors,
@@ -150,7 +151,8 @@ class Store(StoreBackend):
     def open_memory(self, key: str, document_id: str, method: str, settings: dict[str, Any],
                     model: str) -> MemoryRecord:
         now = time.time()
-        self._exec("INSERT OR IGNORE INTO memories VALUES (?, ?, ?, ?, ?, 'building', ?, ?)",
+        self._exec("INSERT OR IGNORE INTO memories (key, document_id, method, settings, model, status, created, updated)"
+                   " VALUES (?, ?, ?, ?, ?, 'building', ?, ?)",
                    (key, document_id, method, canonical_json(settings), model, now, now))
         found = self.get_memory(key)
         assert found is not None
@@ -167,6 +169,39 @@ class Store(StoreBackend):
         if method:
             sql, args = sql + " AND method = ?", args + (method,)
         return [_memory(r) for r in self._exec(sql + " ORDER BY updated DESC", args)]
+
+    def list_memories(self) -> list[MemorySummary]:
+        rows = self._exec(
+            "SELECT m.key, m.document_id, COALESCE(d.name, ''), COALESCE(d.words, 0), m.method, m.settings, m.model, "
+            "m.status, COUNT(i.idx), COALESCE(SUM(LENGTH(i.payload)), 0), m.build_usage, m.updated "
+            "FROM memories m LEFT JOIN documents d ON d.id = m.document_id "
+            "LEFT JOIN memory_items i ON i.memory_key = m.key GROUP BY m.key ORDER BY m.updated DESC").fetchall()
+        return [MemorySummary(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8], r[9],
+                              json.loads(r[10]) if r[10] else None, r[11]) for r in rows]
+
+    def delete_memory(self, key: str) -> bool:
+        with self.transaction():
+            self._exec("DELETE FROM memory_items WHERE memory_key = ?", (key,))
+            return self._exec("DELETE FROM memories WHERE key = ? RETURNING key", (key,)).fetchone() is not None
+
+    def add_build_usage(self, key: str, usage: dict[str, Any], resumed: bool) -> None:
+        with self.transaction():
+            row = self._exec("SELECT build_usage FROM memories WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return
+            total: dict[str, Any] = json.loads(row[0]) if row[0] else {"attempts": 0, "resumed": False}
+            for name, value in usage.items():
+                if isinstance(value, (int, float)):
+                    total[name] = round(total.get(name, 0) + value, 3)
+            total["attempts"] += 1
+            total["resumed"] = total["resumed"] or resumed
+            self._exec("UPDATE memories SET build_usage = ? WHERE key = ?", (canonical_json(total), key))
+
+    def clear_responses(self) -> int:
+        with self.transaction():
+            n = self._exec("SELECT COUNT(*) FROM llm_cache").fetchone()[0]
+            self._exec("DELETE FROM llm_cache")
+        return int(n)
 
     def mark_complete(self, key: str) -> None:
         self._exec("UPDATE memories SET status = 'complete', updated = ? WHERE key = ?", (time.time(), key))
