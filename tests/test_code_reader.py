@@ -266,3 +266,18 @@ def test_ask_directory_dispatch(tmp_path):
         assert rejected.exit_code == 2, (bad, rejected.output)
         assert ("does not apply" in rejected.output or "applies to full, not code" in rejected.output
                 or "one of bm25, jaccard" in rejected.output), rejected.output
+
+
+def test_a_prose_completion_is_reasked_once_then_returned_with_a_warning(tmp_path):
+    root = write(tmp_path, SMALL)
+    fixed = ScriptedLLM(replies=["The code is designed to add up the scaled values.", "    total = alpha_total(scaled)\n"])
+    pm, _ = session(fixed)
+    done = pm.complete(root, "pkg/main.py", 7)
+    assert done.text == "    total = alpha_total(scaled)" and len(fixed.history) == 2
+    assert fixed.history[1].messages[-1].content.startswith("Reply with the code that continues the file only")
+    assert not any("warning" in n for n in done.notes)
+    stubborn = ScriptedLLM(replies=["The code is designed to add up values.", "It sums them, as designed here."])
+    pm, _ = session(stubborn)
+    done = pm.complete(root, "pkg/main.py", 7)
+    assert any(n.startswith("warning: the model's reply does not read as Python code") for n in done.notes)
+    assert [e.decision for e in done.trace.events] == ["invalid (the reply is not Python code)"] * 2

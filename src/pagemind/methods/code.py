@@ -44,6 +44,7 @@ from ..retrieval.fragrel.repocoder import (code_text, extract_completion, keep_l
                                            repocoder_context, repocoder_prompt)
 from ..retrieval.select import fit
 from .answering import answer, answer_request
+from .decide import Invalid, decide
 from .base import About, Build, Context, MemoryWriter, Reader, Reading
 from .options import ReaderOptions, option
 from .question import Question
@@ -283,15 +284,34 @@ class CodeReader(Reader[CodeIndex, CodeOptions]):
                           count(code), tuple(list(index.notes) + notes), None, Trace(), details)
 
     def complete(self, index: CodeIndex, text: str, path: str, line: int) -> Completion:
-        """Retrieve, build the RepoCoder prompt, ask the model, and cut its reply to the completed lines."""
+        """Retrieve, build the RepoCoder prompt, ask the model, and cut its reply to the completed lines. A reply
+        whose lines do not read as Python (prose, an explanation) is re-asked once, then returned with a warning."""
         prepared = self.prepare(index, text, path, line)
         trace = Trace()
-        response, event = self.llm.complete(self._complete_request(prepared.prompt), trace)
-        completion, notes = extract_completion(response.text, text.splitlines()[:line - 1], self.options.max_lines,
-                                               truncated=response.finish_reason == "length")
-        trace.decide(event, f"{len(completion.splitlines())} line(s)")
-        return replace(prepared, text=completion, reply=response.text, notes=prepared.notes + tuple(notes),
-                       trace=trace)
+        prefix = text.splitlines()[:line - 1]
+        extracted: dict[str, list[str]] = {}
+
+        def parse(reply: str, truncated: bool = False) -> str | Invalid:
+            completion, notes = extract_completion(reply, prefix, self.options.max_lines, truncated=truncated)
+            extracted[reply] = notes
+            if completion.strip() and not reads_as_python(completion):
+                return Invalid("the reply is not Python code")
+            return completion
+
+        found = decide(self.llm, self._complete_request(prepared.prompt), parse, trace, retries=1,
+                       truncation=lambda reply: parse(reply, truncated=True),
+                       correction=lambda problem: "Reply with the code that continues the file only: no explanation, "
+                                                  "no prose.",
+                       describe=lambda completion: f"{len(completion.splitlines())} line(s)")
+        notes = list(extracted.get(found.reply, []))
+        if found.value is None:
+            completion, _ = extract_completion(found.reply, prefix, self.options.max_lines,
+                                               truncated=found.finish_reason == "length")
+            notes.append("warning: the model's reply does not read as Python code, also when asked again; "
+                         "returned as it is")
+        else:
+            completion = found.value
+        return replace(prepared, text=completion, reply=found.reply, notes=prepared.notes + tuple(notes), trace=trace)
 
     # --- questions ----------------------------------------------------------------------------------
     def _answer_request(self, index: CodeIndex, question: Question, context: str) -> LLMRequest:
@@ -330,6 +350,25 @@ class CodeReader(Reader[CodeIndex, CodeOptions]):
              "context_tokens": self.llm.count_tokens(chosen.text), "seconds": dict(ranking.seconds),
              "index_seconds": round(index.seconds, 3), "options": self.options.as_dict()},
         )
+
+
+def reads_as_python(code: str) -> bool:
+    """Whether ``code`` is Python or the valid beginning of it (a completion may stop mid-block or mid-expression):
+    prose such as "The code is designed to ..." is not."""
+    import codeop
+    import textwrap
+    import warnings
+
+    source = textwrap.dedent(code)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarnings of odd but valid code
+        for candidate in (source, "def _():\n" + textwrap.indent(source, "    ")):
+            try:
+                codeop.compile_command(candidate + "\n", symbol="exec")
+                return True  # complete, or a valid beginning (None)
+            except (SyntaxError, ValueError, OverflowError):
+                continue
+    return False
 
 
 # --- the API the CLI and pagemind.api use --------------------------------------------------------------

@@ -37,6 +37,7 @@ class Decision(Generic[T]):
     problems: tuple[str, ...]  # one per invalid reply, in order
     conversation: tuple[Message, ...]  # the last request's messages and the last reply
     outcome: str = OK  # ok | failed (attempts used up) | budget (``may_call`` said no)
+    finish_reason: str = "stop"  # of the last reply ("length": cut by its token limit)
 
     @property
     def ok(self) -> bool:
@@ -53,7 +54,8 @@ def continued(request: LLMRequest, reply: str, correction: str) -> LLMRequest:
 def decide(llm: LLM, request: LLMRequest, parse: Callable[[str], T | Invalid], trace: Trace, *,
            retries: int, correction: Callable[[str], str] | None = None,
            retry: Callable[[LLMRequest, str, str], LLMRequest] | None = None,
-           describe: Callable[[T], str] = str, may_call: Callable[[int], bool] | None = None) -> Decision[T]:
+           describe: Callable[[T], str] = str, may_call: Callable[[int], bool] | None = None,
+           truncation: Callable[[str], T | Invalid] | None = None) -> Decision[T]:
     """Ask until ``parse`` accepts a reply, at most ``retries + 1`` calls.
 
     Args:
@@ -61,30 +63,31 @@ def decide(llm: LLM, request: LLMRequest, parse: Callable[[str], T | Invalid], t
         correction: the user turn sent after an invalid reply, given the problem (default: the problem).
         retry: builds the next request from (request, reply, problem) instead of ``correction``.
         describe: how an accepted value reads in the trace.
+        truncation: parses a reply cut by its token limit instead of ``parse`` (e.g. drops its cut last line).
         may_call: given the calls made so far, checked before every call (a step budget); False ends the
             decision with outcome ``budget``.
     """
     problems: list[str] = []
-    reply = ""
+    reply, finish_reason = "", "stop"
     calls = 0
     conversation = request.messages
     for attempt in range(retries + 1):
         if may_call is not None and not may_call(calls):
-            return Decision(None, reply, calls, tuple(problems), conversation, BUDGET)
+            return Decision(None, reply, calls, tuple(problems), conversation, BUDGET, finish_reason)
         response, event = llm.complete(request, trace)
         calls += 1
-        reply = response.text
+        reply, finish_reason = response.text, response.finish_reason
         conversation = request.messages + (Message("assistant", reply),)
-        parsed = parse(reply)
+        parsed = parse(reply) if response.finish_reason != "length" or not truncation else truncation(reply)
         if not isinstance(parsed, Invalid):
             trace.decide(event, describe(parsed))
-            return Decision(parsed, reply, calls, tuple(problems), conversation)
+            return Decision(parsed, reply, calls, tuple(problems), conversation, OK, response.finish_reason)
         problems.append(parsed.problem)
         trace.decide(event, f"invalid ({parsed.problem})")
         if attempt < retries:
             request = (retry(request, reply, parsed.problem) if retry is not None
                        else continued(request, reply, correction(parsed.problem) if correction else parsed.problem))
-    return Decision(None, reply, calls, tuple(problems), conversation, FAILED)
+    return Decision(None, reply, calls, tuple(problems), conversation, FAILED, finish_reason)
 
 
 __all__ = ["BUDGET", "Decision", "FAILED", "Invalid", "OK", "continued", "decide"]
