@@ -22,7 +22,14 @@ def sample_path() -> Path:
 @click.group()
 @click.version_option(package_name="pagemind")
 def cli() -> None:
-    """Read, remember and answer over text far longer than the model's context window."""
+    """Read, remember and answer over text far longer than the model's context window.
+
+    \b
+    pagemind ask --sample "Who finds the map, and why?"    # the bundled story, the default method (auto)
+    pagemind ask book.txt "Who is Isobel?" -m memwalker     # any method: see `pagemind methods`
+    pagemind index book.txt && pagemind show book.txt       # build a memory once, look at it
+    pagemind COMMAND --help                                 # every command explains itself with examples
+    """
 
 
 @cli.command(cls=SectionedCommand)
@@ -78,7 +85,12 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
 @click.pass_context
 @handle_errors
 def index(ctx: click.Context, file: str | None, sample: bool, encoding: str, **kw: Any) -> None:
-    """Build and store the memory of FILE without asking anything (resumes a build that was cut short)."""
+    """Build and store the memory of FILE without asking anything (resumes a build that was cut short).
+
+    \b
+    pagemind index book.txt -m readagent-p --preset qmsum
+    pagemind index book.txt -m memwalker --segment-tokens 800
+    """
     path = _source(file, sample)
     method, opts = split_method_options(kw, "code" if not sample and Path(str(path)).is_dir() else None)
     with session(ctx, kw) as pm:
@@ -99,7 +111,12 @@ def index(ctx: click.Context, file: str | None, sample: bool, encoding: str, **k
 @handle_errors
 def show(ctx: click.Context, file: str | None, sample: bool, as_json: bool, encoding: str, **kw: Any) -> None:
     """Print the stored memory of FILE (ReadAgent: gists with page numbers and the compression rate;
-    MemWalker: the tree with depth, node sizes and the root summary; RAG: the fragments)."""
+    MemWalker: the tree with depth, node sizes and the root summary; RAG: the fragments).
+
+    \b
+    pagemind show --sample
+    pagemind show book.txt -m memwalker --json
+    """
     path = _source(file, sample)
     method, opts = split_method_options(kw, "code" if not sample and Path(str(path)).is_dir() else None)
     with session(ctx, kw) as pm:
@@ -166,3 +183,15 @@ cli.add_command(agent)
 cli.add_command(chat)
 cli.add_command(complete)
 cli.add_command(eval_group)
+
+# One line each in `pagemind --help`, short enough never to be cut.
+SHORT_HELP = {
+    "ask": "Answer a question about a file or a source tree", "index": "Build and store a file's memory",
+    "show": "Print a file's stored memory", "methods": "List the methods, their presets and options",
+    "memories": "List and delete stored memories", "cache": "Clear the cache of LLM replies",
+    "agent": "Create, inspect and talk to MemGPT agents", "chat": "Chat with a MemGPT agent or a document",
+    "complete": "Complete a line of code from a source tree", "eval": "Evaluate methods on benchmark datasets",
+    "models": "List, install and locate embedded models", "data": "Get benchmark datasets",
+}
+for _name, _command in cli.commands.items():
+    _command.short_help = SHORT_HELP.get(_name, _command.short_help)
