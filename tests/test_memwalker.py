@@ -3,6 +3,8 @@
 import json
 import threading
 
+import os
+
 import pytest
 from click.testing import CliRunner
 
@@ -463,3 +465,20 @@ def test_cli_ask_trace_prints_the_walk_and_show_prints_the_tree(tmp_path):
     ablation = CliRunner().invoke(cli, ["ask", str(book), "Which?", "--no-reasoning", "--no-working-memory",
                                         "--max-steps", "1", *args], obj={"backend": scripted(navigate=["Action: 0"])})
     assert ablation.exit_code == 0 and "step budget of 1" in ablation.stderr
+
+
+@pytest.mark.parametrize("layout", ["paper", "prefix-cache"])
+def test_prefix_cache_layout_lets_questions_share_the_roots_triage_prompt(layout):
+    fake = scripted(navigate=["Reasoning: r\nAction: 0", "Reasoning: r\nAction: 0",
+                              "Reasoning: r\nAction: -2\nAnswer: (A)"] * 2)
+    mw = walker(fake, layout=layout)
+    tree = mw.build(Document.from_text(make_text(8, 10)))
+    for question in (Question("Which one?", QUESTION.options), Question("Who did it?", QUESTION.options)):
+        mw.answer(tree, question)
+    first, second = (r.messages[0].content for r in navigations(fake)[0::3])
+    shared = len(os.path.commonprefix([first, second]))
+    summaries = first.index("Summary 0:")
+    if layout == "paper":
+        assert shared < summaries  # the question comes first: nothing after it is shared
+    else:
+        assert shared > first.index("Summary 1:") and first.index("Which one?") > summaries

@@ -136,6 +136,9 @@ class MemWalkerOptions(ReaderOptions):
     on_exhausted: OnExhausted = option(
         "no-answer", "when every path from the root was rejected: no-answer (the paper) or best-leaf (pagemind: "
                      "answer from the leaf the walk rated most promising, recorded as a fallback)")
+    layout: Literal["paper", "prefix-cache"] = option(
+        "paper", "triage prompt layout: paper (the question first) or prefix-cache (pagemind: the summaries first, so "
+                 "a server's prefix cache reuses the root's triage across questions)")
     constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
                                flag="--constrained/--unconstrained")
     max_tokens: int = option(512, "most tokens of a navigation reply when unconstrained", minimum=1)

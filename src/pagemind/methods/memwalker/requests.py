@@ -31,7 +31,8 @@ def _reasoning_rule(opts: MemWalkerOptions) -> str:
 
 def triage_request(question: Question, shown: list[tuple[int, str]], opts: MemWalkerOptions) -> LLMRequest:
     """The triage prompt over the children still allowed, each as ``Summary <its number>: <summary>``."""
-    name = "triage" if opts.reasoning else "triage_no_reasoning"
+    name = ("triage" if opts.reasoning else "triage_no_reasoning") + (
+        ".summaries_first" if opts.layout == "prefix-cache" else "")
     summaries = "\n".join(f"Summary {i}: {flat(s)}" for i, s in shown)
     prompt = get_prompt(GROUP, name).render(question=question.text, summaries=summaries)
     constraint = None
