@@ -1,9 +1,8 @@
 """MemWalker with the scripted fake: tree construction, navigation, parsing, persistence, CLI."""
 
 import json
-import threading
-
 import os
+import threading
 
 import pytest
 from click.testing import CliRunner
