@@ -11,7 +11,7 @@ from .llm.client import LLM
 from .llm.registry import open_backend
 from .llm.usage import Trace
 from .methods import registry
-from .methods.base import Memory, Reader
+from .methods.base import Memory, Progress, Reader
 from .methods.question import Answer, Question
 from .store import SQLiteResponseCache, Store
 from .text import Document, load_document
@@ -72,13 +72,13 @@ class Pagemind:
         return self.document(source, encoding)
 
     def index(self, source: str | Path | Document, method: str = "auto",
-              progress: Callable[[int, int], None] | None = None, **options: Any) -> Memory:
+              progress: Progress | None = None, **options: Any) -> Memory:
         """Build (or resume, or reuse) the memory of a document."""
         reader = self.reader(method, **options)
         return reader.build(self.source(source, reader), progress=progress)
 
     def ask(self, source: str | Path | Document, question: str | Question, options: Sequence[str] = (),
-            method: str = "auto", progress: Callable[[int, int], None] | None = None,
+            method: str = "auto", progress: Progress | None = None,
             **method_options: Any) -> Answer:
         """Answer a question about a document (builds its memory first if needed), or about a source tree when
         ``source`` is a directory (the ``code`` method: FragRel's code relation)."""
@@ -88,7 +88,7 @@ class Pagemind:
         build_trace = Trace()
         memory = reader.build(self.source(source, reader), progress=progress, trace=build_trace)
         q = question if isinstance(question, Question) else Question.parse(question, tuple(options))
-        answer = reader.answer(memory, q)
+        answer = reader.answer(memory, q, progress)
         if build_trace.events:
             answer.index_trace = build_trace
         return answer

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import click
 from ..errors import PagemindError
 from .main_errors import handle_errors
 from .options import SectionedCommand, llm_options, method_options, session, split_method_options
-from .render import print_answer, print_memory, progress_bar
+from .render import print_answer, print_memory, progress_view
 
 
 def sample_path() -> Path:
@@ -66,13 +67,15 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
         raise click.UsageError("--method does not apply to a directory: it is read with the code method")
     method, opts = split_method_options(kw, "code" if directory else None)
     with session(ctx, kw) as pm:
+        if not as_json and sys.stderr.isatty():
+            click.echo(f"opening the model ({pm.settings.llm})…", err=True)  # a local model loads for seconds
         reader = pm.reader(method, **opts)
         source = pm.source(path, reader, encoding)
         if method == "auto" and not as_json:
             choice = reader.choose(source)  # type: ignore[attr-defined]
             what = "the whole text" if choice.method == "full" else "ReadAgent-P (gist memory, then look-up)"
             click.echo(f"auto: reading {what}: {choice.reason} (--method picks another)", err=True)
-        with progress_bar(f"reading {source.name}", enabled=not as_json) as progress:
+        with progress_view(enabled=not as_json) as progress:
             answer = pm.ask(source, question, options=options, method=method, progress=progress, **opts)
         print_answer(answer, trace=trace, as_json=as_json)
 
@@ -96,7 +99,7 @@ def index(ctx: click.Context, file: str | None, sample: bool, encoding: str, **k
     with session(ctx, kw) as pm:
         reader = pm.reader(method, **opts)
         source = pm.source(path, reader, encoding)
-        with progress_bar(f"reading {source.name}") as progress:
+        with progress_view() as progress:
             memory = reader.build(source, progress=progress)
         click.echo(json.dumps(reader.describe(memory)))
 
@@ -183,6 +186,8 @@ cli.add_command(agent)
 cli.add_command(chat)
 cli.add_command(complete)
 cli.add_command(eval_group)
+from .data import data_group  # noqa: E402
+cli.add_command(data_group)
 
 # One line each in `pagemind --help`, short enough never to be cut.
 SHORT_HELP = {

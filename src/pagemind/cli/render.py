@@ -14,23 +14,41 @@ from ..methods.question import Answer
 
 
 @contextmanager
-def progress_bar(label: str, enabled: bool = True) -> Iterator[Any]:
-    """A words-read progress bar on stderr; yields the ``progress(done, total)`` callback."""
-    bar: tqdm | None = None
+def progress_view(enabled: bool = True, stream: Any = None) -> Iterator[Any]:
+    """What the work is doing, on stderr: a line for each phase, and a bar with an estimate for a phase that
+    counts (pages read, gists written, segments summarised). Nothing at all unless stderr is a terminal (or
+    ``enabled`` is False, as with ``--json``). Yields the ``progress(phase, done, total, unit)`` callback or None."""
+    stream = stream or sys.stderr
+    if not enabled or not stream.isatty():
+        yield None
+        return
+    state: dict[str, Any] = {"phase": None, "bar": None}
 
-    def update(done: int, total: int) -> None:
-        nonlocal bar
-        if not enabled:
-            return
-        if bar is None:
-            bar = tqdm(total=total, desc=label, unit="word", file=sys.stderr, leave=False)
-        bar.update(done - bar.n)
+    def update(phase: str, done: int, total: int, unit: str) -> None:
+        if phase != state["phase"]:
+            if state["bar"] is not None:
+                state["bar"].close()
+                state["bar"] = None
+            state["phase"] = phase
+            if total:
+                state["bar"] = tqdm(total=total, desc=phase, unit=unit or "it", file=stream, leave=False,
+                                    dynamic_ncols=True, smoothing=0.1)
+            else:
+                stream.write(f"{phase}…\n")
+                stream.flush()
+        if state["bar"] is not None:
+            state["bar"].update(done - state["bar"].n)
 
     try:
         yield update
     finally:
-        if bar is not None:
-            bar.close()
+        if state["bar"] is not None:
+            state["bar"].close()
+
+
+def progress_bar(label: str = "", enabled: bool = True) -> Any:
+    """The progress display (``label`` is no longer shown: each phase names itself)."""
+    return progress_view(enabled)
 
 
 def print_answer(answer: Answer, trace: bool = False, as_json: bool = False) -> None:

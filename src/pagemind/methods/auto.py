@@ -110,8 +110,8 @@ class Auto(Reader[AutoMemory, AutoOptions]):
         return {"method": memory.choice.method, "reason": memory.choice.reason,
                 **self._reader(memory.choice).describe(memory.inner)}
 
-    def answer(self, memory: AutoMemory, question: Question) -> Answer:
-        answer = self._reader(memory.choice).answer(memory.inner, question)
+    def answer(self, memory: AutoMemory, question: Question, progress: Progress | None = None) -> Answer:
+        answer = self._reader(memory.choice).answer(memory.inner, question, progress)
         answer.details["auto"] = {"method": memory.choice.method, "reason": memory.choice.reason}
         return answer
 

@@ -25,7 +25,7 @@ from ..text import Document
 from .options import ReaderOptions
 from .question import Answer, Question
 
-Progress = Callable[[int, int], None]  # (units done, units total), in words for documents
+Progress = Callable[[str, int, int, str], None]  # (phase, done, total, unit); total 0: a phase without a count
 
 
 class Source(Protocol):
@@ -82,11 +82,15 @@ class Build:
 
     trace: Trace
     progress: Progress | None = None
-    total: int = 0
+    total: int = 0  # words of the document
 
-    def report(self, done: int) -> None:
+    def report(self, done: int, phase: str = "reading", unit: str = "word") -> None:
+        """``done`` of the document's words read in ``phase``."""
+        self.phase(phase, min(done, self.total), self.total, unit)
+
+    def phase(self, name: str, done: int = 0, total: int = 0, unit: str = "") -> None:
         if self.progress is not None:
-            self.progress(min(done, self.total), self.total)
+            self.progress(name, done, total, unit)
 
 
 @dataclass
@@ -95,9 +99,15 @@ class Context:
 
     trace: Trace = field(default_factory=Trace)
     fallbacks: list[str] = field(default_factory=list)
+    progress: Progress | None = None
 
     def fallback(self, text: str) -> None:
         self.fallbacks.append(text)
+
+    def phase(self, name: str, done: int = 0, total: int = 0, unit: str = "") -> None:
+        """Tell the progress display what the answer is doing (looking up, answering...)."""
+        if self.progress is not None:
+            self.progress(name, done, total, unit)
 
 
 @dataclass
@@ -190,7 +200,9 @@ class Reader(ABC, Generic[M, O]):
             record = self.store.open_memory(key, document.id, self.memory_kind, self.memory_settings(),  # type: ignore[arg-type]
                                             self.memory_model())
             writer = MemoryWriter(self.store, key)
-            if record.status != "complete":
+            if record.status == "complete":
+                build.phase(f"{self.name}: the memory was found in the store")
+            else:
                 resumed = earlier is not None
                 before = len(trace.events)
                 try:
@@ -200,7 +212,6 @@ class Reader(ABC, Generic[M, O]):
                     self.store.add_build_usage(key, spent, resumed)
                 self.store.mark_complete(key)
             memory = self._assemble(document, key, writer)
-        build.report(build.total)
         self._ready(memory)
         return memory
 
@@ -232,8 +243,8 @@ class Reader(ABC, Generic[M, O]):
         return {}
 
     # --- answering ---------------------------------------------------------------------------------
-    def answer(self, memory: M, question: Question) -> Answer:
-        context = Context()
+    def answer(self, memory: M, question: Question, progress: Progress | None = None) -> Answer:
+        context = Context(progress=progress)
         reading = self._answer(memory, question, context)
         return Answer(
             question=question, method=self.name, text=reading.text, choice=reading.choice,

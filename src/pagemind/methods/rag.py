@@ -181,6 +181,7 @@ class RAG(Reader[RAGMemory, RAGOptions]):
         elif chosen.skipped:
             context.fallback(f"fragments {list(chosen.skipped)} skipped: over the budget or the context window")
         request = answer_request(question, text, self.options.prompt_set, self.options.constrained)
+        context.phase("answering")
         reply = answer(self.llm, question, request, context.trace, self.options.max_retries)
         for note in reply.fallbacks:
             context.fallback(note)

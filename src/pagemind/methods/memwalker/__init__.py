@@ -63,6 +63,7 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
         }
 
     def _answer(self, memory: MemoryTree, question: Question, context: Context) -> Reading:
+        context.phase("walking the tree")
         return Walk(memory, question, self.llm, self.options, context).reading()
 
 

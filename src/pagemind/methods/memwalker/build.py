@@ -110,12 +110,15 @@ def build_tree(document: Document, writer: MemoryWriter, build: Build, llm: LLM,
 
     def leaf_done(node: TreeNode) -> None:
         words[0] += seg_words[node.index]
-        build.report(words[0])
+        build.report(words[0], "summarising segments")
 
     _run([s for s in leaves if s.index not in done], leaf, llm.concurrency, done, leaf_done)
+    parents = [s for s in slots if s.level > 0]
     for level in range(1, max(s.level for s in slots) + 1):
         todo = [s for s in slots if s.level == level and s.index not in done]
-        _run(todo, parent, llm.concurrency, done)  # one level's summaries are independent
+        _run(todo, parent, llm.concurrency, done,  # one level's summaries are independent
+             lambda node: build.phase("building the tree", sum(s.index in done for s in parents), len(parents),
+                                      "node"))
 
 
 def _run(slots: list[Slot], work: Callable[[Slot], TreeNode], workers: int, done: dict[int, TreeNode],

@@ -52,7 +52,9 @@ class ReadAgent(Reader[GistMemory, Any]):
         return [], ()
 
     def _answer(self, memory: GistMemory, question: Question, context: Context) -> Reading:
+        context.phase("looking up pages")
         pages, conversation = self._look_up(memory, question, context)
+        context.phase("answering")
         reply, kept, text, follow_up = answer_from(memory, question, self.llm, self.options, context, pages,
                                                    conversation)
         return Reading(reply.text, reply.choice, kept, max(len(text.split()), memory.gist_words),

@@ -41,10 +41,12 @@ def build_gist_memory(document: Document, writer: MemoryWriter, build: Build, ll
         for future in as_completed(futures):
             gist = future.result()
             gists[gist.page] = gist
+            build.phase("writing gists", len(gists), len(pages), "page")
     todo = [p for p in pages if p.index not in gists]  # continue mode's tail page, or a gist cut short
     with ThreadPoolExecutor(max_workers=max(1, min(llm.concurrency, len(todo) or 1))) as pool:
         for gist in pool.map(gist_one, todo):
             gists[gist.page] = gist
+            build.phase("writing gists", len(gists), len(pages), "page")
 
 
 def _paginate(paragraphs: list[str], pages: list[Page], gists: dict[int, Gist], writer: MemoryWriter, llm: LLM,
@@ -65,7 +67,7 @@ def _paginate(paragraphs: list[str], pages: list[Page], gists: dict[int, Gist], 
             writer.put("gist", page.index, gist.__dict__)
             gists[page.index] = gist
         done_words += page.words
-        build.report(done_words)
+        build.report(done_words, "reading pages")
         i = label
 
 
