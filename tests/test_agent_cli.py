@@ -78,8 +78,11 @@ def test_chat_repl_with_memory_search_and_exit(tmp_path):
     out = result.stdout
     assert "Nice to meet you, Ann" in out
     assert '<persona characters="' in out and "recall: 6 messages" in out
-    assert "Showing 2 of 2 results (page 1/1)" in out  # the user's message and the agent's reply
+    assert "recall (past messages): 2 results" in out  # the user's message and the agent's reply
+    assert "[recall] [" in out and "user: My name is Ann" in out
+    assert "archival (saved facts and loaded documents): nothing found" in out
     assert "created agent pal" in result.stderr
+    assert [r.role for r in fake.history] == ["agent-step"]  # /memory and /search never reach the model
 
 
 def test_options_given_to_chat_for_an_existing_agent_update_it_and_say_so(tmp_path):

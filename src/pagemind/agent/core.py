@@ -22,7 +22,7 @@ from .archive import Archive
 from .context import MainContext, Prepared, prompt
 from .functions import Toolbox, ToolError
 from .locks import TurnLock
-from .memory import AgentOptions, AgentState, Block, Event
+from .memory import AgentOptions, AgentState, Block, Event, SearchPage
 from .store import AgentRecord, AgentStore
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -105,7 +105,8 @@ class Agent:
         if not NAME.match(name):
             raise ConfigError(f"agent name {name!r}: use letters, digits, '_', '.', '-' (at most 64)")
         options = options or AgentOptions()
-        values = {"persona": prompt("persona") if persona is None else persona, "human": human or "", **(blocks or {})}
+        default_persona = prompt("persona", name=name)  # the agent's own name, never a fixed one
+        values = {"persona": default_persona if persona is None else persona, "human": human or "", **(blocks or {})}
         for label, value in values.items():
             if not LABEL.match(label):
                 raise ConfigError(f"block label {label!r}: use lowercase letters, digits and '_'")
@@ -155,6 +156,10 @@ class Agent:
     def search(self, query: str, page: int = 0) -> str:
         """Recall text search, as the agent's conversation_search shows it."""
         return self.tools.conversation_search(query, page)
+
+    def search_memory(self, query: str, page: int = 0) -> dict[str, SearchPage]:
+        """One page of recall and one of archival search for ``query``, by store (what ``/search`` shows)."""
+        return {"recall": self.tools.recall_page(query, page), "archival": self.archive.search(query, page)}
 
     # --- events without a step ---------------------------------------------------------------------
     def notify(self, message: str) -> None:

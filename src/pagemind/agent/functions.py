@@ -128,13 +128,17 @@ class Toolbox:
         return page
 
     def conversation_search(self, query: str, page: int) -> str:
+        return self.recall_page(query, page).render()
+
+    def recall_page(self, query: str, page: int) -> SearchPage:
+        """One page of the recall search conversation_search shows."""
         size, offset = self.options.page_size, self._page(page) * self.options.page_size
         if self.options.recall_search == "text":
             total, found = self.store.search_events(self.agent_id, query=query, offset=offset, limit=size)
-            return SearchPage(tuple(e.describe() for e in found), total, page, size).render()
+            return SearchPage(tuple(e.describe() for e in found), total, page, size)
         ranked = self.rank_recall(query)
         found = self.store.events(self.agent_id, ranked[offset:offset + size])
-        return SearchPage(tuple(e.describe() for e in found), len(ranked), page, size).render()
+        return SearchPage(tuple(e.describe() for e in found), len(ranked), page, size)
 
     def rank_recall(self, query: str) -> list[int]:
         """Message seqs: those containing ``query`` first (oldest first), then those sharing its keywords (most

@@ -1,41 +1,92 @@
-"""``pagemind chat`` and ``pagemind agent ...``: MemGPT agents kept in the store (registered in ``main``)."""
+"""``pagemind chat`` (with a MemGPT agent, or with a document through any reader) and ``pagemind agent ...``
+(agents kept in the store; registered in ``main``)."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
 
-from ..agent import Agent, AgentNotFound, AgentOptions, TurnResult, load_into_agent
+from ..agent import Agent, AgentNotFound, AgentOptions, SearchPage, TurnResult, load_into_agent
 from ..api import Pagemind
+from ..errors import LLMError
+from ..methods import registry
 from .main_errors import handle_errors
-from .options import llm_options, session
+from .options import SectionedCommand, SectionedOption, llm_options, method_options, session, split_method_options
+
+
+EMBEDDERS = ("auto", "minilm", "hashing", "none")
+# the agent's flags by parameter name: (declarations, click keywords)
+AGENT_FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "agent_window": (("--agent-window",), {"type": int, "help": "tokens of the agent's main context (its virtual "
+                                                               "context) [default: min(model, 8192)]"}),
+    "max_steps": (("--max-steps",), {"type": int, "help": "LLM steps per user message [default 8]"}),
+    "final_reply": (("--final-reply/--no-final-reply",), {
+        "default": None, "help": "the last of --max-steps may only call send_message, so a long turn still answers "
+                                 "[default on]"}),
+    "archival_search": (("--archival-search",), {
+        "type": click.Choice(["hybrid", "semantic", "text"]),
+        "help": "archival search: exact text matches then embeddings (hybrid, default), or one of them"}),
+    "recall_search": (("--recall-search",), {
+        "type": click.Choice(["hybrid", "text"]),
+        "help": "conversation search: substring then keyword matches (hybrid, default) or substring only"}),
+    "embedder": (("--embedder",), {
+        "type": click.Choice(EMBEDDERS),
+        "help": "archival embeddings [default auto: MiniLM if installed, else keyword ranking]"}),
+    "block_limit": (("--block-limit",), {"type": int, "help": "characters per core-memory block [default 2000]"}),
+    "page_size": (("--page-size",), {"type": int, "help": "search results per page [default 5]"}),
+    "unconstrained": (("--unconstrained",), {"is_flag": True,
+                                             "help": "do not enforce the step format with a grammar"}),
+    "tool_calling": (("--tool-calling",), {
+        "type": click.Choice(["auto", "native", "json"]),
+        "help": "steps as native tool calls where the server has them (auto, default), always (native), or as "
+                "JSON replies constrained by grammar / schema (json)"}),
+}
+
+
+def _agent_flag(name: str) -> Callable:
+    decls, kw = AGENT_FLAGS[name]
+    return click.option(*decls, cls=SectionedOption, section="Agent (chat --agent)", **kw)
 
 
 def agent_options(fn: Callable) -> Callable:
-    for option in reversed([
-        click.option("--agent-window", type=int,
-                     help="tokens of the agent's main context (its virtual context) [default: min(model, 8192)]"),
-        click.option("--max-steps", type=int, help="LLM steps per user message [default 8]"),
-        click.option("--final-reply/--no-final-reply", default=None,
-                     help="the last of --max-steps may only call send_message, so a long turn still answers "
-                          "[default on]"),
-        click.option("--archival-search", type=click.Choice(["hybrid", "semantic", "text"]),
-                     help="archival search: exact text matches then embeddings (hybrid, default), or one of them"),
-        click.option("--recall-search", type=click.Choice(["hybrid", "text"]),
-                     help="conversation search: substring then keyword matches (hybrid, default) or substring only"),
-        click.option("--embedder", type=click.Choice(["auto", "minilm", "hashing", "none"]),
-                     help="archival embeddings [default auto: MiniLM if installed, else keyword ranking]"),
-        click.option("--block-limit", type=int, help="characters per core-memory block [default 2000]"),
-        click.option("--page-size", type=int, help="search results per page [default 5]"),
-        click.option("--unconstrained", is_flag=True, help="do not enforce the step format with a grammar"),
-        click.option("--tool-calling", type=click.Choice(["auto", "native", "json"]),
-                     help="steps as native tool calls where the server has them (auto, default), always (native), "
-                          "or as JSON replies constrained by grammar / schema (json)"),
-    ]):
-        fn = option(fn)
+    for name in reversed(AGENT_FLAGS):
+        fn = _agent_flag(name)(fn)
+    return fn
+
+
+def _method_flag_names() -> set[str]:
+    return {spec.name for cls in registry.all_readers() for spec in cls.Options.specs()}
+
+
+# method flags that ``pagemind chat`` also applies to an agent: the method's parameter -> the agent flag it stands
+# for (the agent option has the method parameter's name: max_steps, embedder, constrained)
+CHAT_SHARED = {"max_steps": "max_steps", "embedder": "embedder", "constrained": "unconstrained"}
+
+
+def chat_options(fn: Callable) -> Callable:
+    """The methods' flags (chat with a document) and the agent's (chat with an agent). Where both sides have a
+    flag (``--max-steps``, ``--embedder``, ``--unconstrained``) there is one, applied to the side the chat talks
+    to; any other agent flag a method flag would shadow is left out."""
+    fn = method_options(fn)
+    method_params = {p.name: p for p in fn.__click_params__}
+    taken = {opt for p in fn.__click_params__ for opt in (*p.opts, *p.secondary_opts)}
+    for name, flag in CHAT_SHARED.items():
+        if name in method_params:
+            param = method_params[name]
+            decls, kw = AGENT_FLAGS[flag]
+            what = kw["help"] if flag == name else f"{decls[0]}: {kw['help']}"
+            param.help = f"{param.help}; chat --agent: {what}"
+            param.section = "Method and agent"
+    for name in reversed(AGENT_FLAGS):
+        opts = {o for decl in AGENT_FLAGS[name][0] for o in decl.split("/")}
+        if not opts & taken:
+            fn = _agent_flag(name)(fn)
     return fn
 
 
@@ -43,9 +94,9 @@ def _agent_opts(kw: dict[str, Any]) -> dict[str, Any]:
     """The agent options given on the command line (popped from ``kw``), without the unset ones."""
     names = ("max_steps", "final_reply", "archival_search", "recall_search", "embedder",
              "block_limit", "page_size", "tool_calling")
-    given = {n: kw.pop(n) for n in names}
-    given["context_window"] = kw.pop("agent_window")  # --context-window is the model's (server's) window
-    if kw.pop("unconstrained"):
+    given = {n: kw.pop(n) for n in names if n in kw}  # chat takes the flags it shares with methods apart first
+    given["context_window"] = kw.pop("agent_window", None)  # --context-window is the model's (server's) window
+    if kw.pop("unconstrained", False):
         given["constrained"] = False
     return {k: v for k, v in given.items() if v is not None}
 
@@ -104,35 +155,210 @@ def print_memory(agent: Agent) -> None:
                f"archival: {counts['archival']} passages")
 
 
-@click.command()
-@click.option("--agent", "name", default="default", show_default=True, help="agent to talk to (created if new)")
-@click.option("--trace", is_flag=True, help="show inner monologue, calls, results and heartbeats")
-@agent_options
+# --- chat ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SlashCommand:
+    """A chat command: how to type it, one line of help, and what it does with the text after it (its
+    ``run`` returns True to leave the chat)."""
+
+    usage: str
+    help: str
+    run: Callable[[str], bool | None]
+
+
+def command_list(commands: dict[str, SlashCommand]) -> str:
+    width = max(len(c.usage) for c in commands.values())
+    lines = [f"  {c.usage:<{width}}  {c.help}" for c in commands.values()]
+    return "\n".join([*lines, f"  {'//TEXT':<{width}}  send TEXT beginning with '/' as a message"])
+
+
+def chat_loop(commands: dict[str, SlashCommand], say: Callable[[str], None]) -> None:
+    """Read lines until /exit or end of input: ``/name ...`` runs a command (never sent to the model), anything
+    else goes to ``say``. An LLM failure ends the turn, not the chat."""
+    while True:
+        try:
+            text = click.prompt("you", prompt_suffix="> ", default="", show_default=False).strip()
+        except (click.Abort, EOFError):
+            break
+        if not text:
+            continue
+        if text.startswith("/") and not text.startswith("//"):
+            name, _, rest = text.partition(" ")
+            command = commands.get(ALIASES.get(name.lower(), name.lower()))
+            if command is None:
+                click.echo(f"unknown command {name}; the commands are:\n{command_list(commands)}", err=True)
+            elif command.run(rest.strip()):
+                break
+            continue
+        try:
+            say(text[1:] if text.startswith("//") else text)
+        except LLMError as err:
+            click.echo(f"error: {err} (the chat goes on; /exit to leave)", err=True)
+
+
+ALIASES = {"/quit": "/exit", "/q": "/exit", "/?": "/help"}
+
+
+def _leave(_: str) -> bool:
+    return True
+
+
+def snippet(text: str, query: str, width: int = 240) -> str:
+    """``text`` on one line, cut to about ``width`` characters around the first case-insensitive match of
+    ``query``."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    at = text.lower().find(query.lower())
+    start = 0 if at < width // 3 else at - width // 3
+    cut = text[start:start + width]
+    return ("…" if start else "") + cut + ("…" if start + width < len(text) else "")
+
+
+def print_search(pages: dict[str, SearchPage], query: str) -> None:
+    """The results of ``/search`` under the store each came from."""
+    if all(page.total == 0 for page in pages.values()):
+        click.echo(f"nothing found in recall or archival for {query!r}")
+        return
+    titles = {"recall": "recall (past messages)", "archival": "archival (saved facts and loaded documents)"}
+    for store, page in pages.items():
+        if page.total == 0:
+            click.echo(f"{titles[store]}: nothing found")
+            continue
+        more = f", the first {len(page.items)} shown" if len(page.items) < page.total else ""
+        click.echo(f"{titles[store]}: {page.total} result{'s' if page.total != 1 else ''}{more}")
+        for item in page.items:
+            click.echo(f"  [{store}] {snippet(item, query)}")
+
+
+def _chat_with_agent(pm: Pagemind, name: str, given: dict[str, Any], trace: bool) -> None:
+    agent = _open(pm, name, create=True, given=given)
+    tracing = [trace]
+
+    def search(query: str) -> None:
+        if not query:
+            click.echo("usage: /search TEXT", err=True)
+        else:
+            print_search(agent.search_memory(query), query)
+
+    def toggle(_: str) -> None:
+        tracing[0] = not tracing[0]
+        click.echo(f"trace {'on' if tracing[0] else 'off'}", err=True)
+
+    commands: dict[str, SlashCommand] = {}
+    commands.update({
+        "/help": SlashCommand("/help", "this list", lambda _: click.echo(command_list(commands))),
+        "/memory": SlashCommand("/memory", "the core memory blocks and the recall and archival counts",
+                                lambda _: print_memory(agent)),
+        "/search": SlashCommand("/search TEXT", "search recall (past messages) and archival storage (saved facts, "
+                                "loaded documents); results say which", search),
+        "/trace": SlashCommand("/trace", "show or hide each step's thoughts, calls and results", toggle),
+        "/exit": SlashCommand("/exit", "leave the chat (also /quit, Ctrl-D)", _leave),
+    })
+    click.echo(f"talking to {name} (/help for the commands)", err=True)
+    chat_loop(commands, lambda text: print_turn(agent.say(text), tracing[0]))
+
+
+_CHOICE_INLINE = re.compile(r"\s+(?=\([A-J]\)\s)")  # "Who? (A) x (B) y" typed on one line
+
+
+def _chat_with_document(pm: Pagemind, file: str, method: str, opts: dict[str, Any], encoding: str,
+                        trace: bool) -> None:
+    from ..llm.usage import Trace
+    from ..methods.question import Question
+    from .render import print_answer, progress_bar, usage_line
+
+    reader = pm.reader(method, **opts)
+    source = pm.source(file, reader, encoding)
+    if method == "auto":
+        choice = reader.choose(source)  # type: ignore[attr-defined]
+        what = "the whole text" if choice.method == "full" else "ReadAgent-P (gist memory, then look-up)"
+        click.echo(f"auto: reading {what}: {choice.reason} (--method picks another)", err=True)
+    build = Trace()
+    with progress_bar(f"reading {source.name}") as progress:
+        memory = reader.build(source, progress=progress, trace=build)
+    ready = f"built ({usage_line(build.usage)})" if build.events else "ready"
+    click.echo(f"memory of {source.name} with {reader.name}: {ready}; ask questions, /help for the commands",
+               err=True)
+    tracing = [trace]
+    pending_build = [build if build.events else None]  # shown with the first answer's trace
+
+    def ask(text: str) -> None:
+        answer = reader.answer(memory, Question.parse(_CHOICE_INLINE.sub("\n", text)))
+        answer.index_trace, pending_build[0] = pending_build[0], None
+        print_answer(answer, trace=tracing[0])
+
+    def toggle(_: str) -> None:
+        tracing[0] = not tracing[0]
+        click.echo(f"trace {'on' if tracing[0] else 'off'}", err=True)
+
+    def show_method(_: str) -> None:
+        click.echo(f"method: {reader.name} ({reader.about.summary})")
+        click.echo(f"options: {json.dumps(reader.options.as_dict(), default=str)}")
+        click.echo(f"memory: {json.dumps(reader.describe(memory), default=str)}")
+
+    commands: dict[str, SlashCommand] = {}
+    commands.update({
+        "/help": SlashCommand("/help", "this list; anything else you type is a question about the document "
+                              "(multiple choice: Question? (A) one (B) two)",
+                              lambda _: click.echo(command_list(commands))),
+        "/method": SlashCommand("/method", "the method, its settings and the size of the memory", show_method),
+        "/trace": SlashCommand("/trace", "show or hide the LLM calls of each answer", toggle),
+        "/exit": SlashCommand("/exit", "leave the chat (also /quit, Ctrl-D)", _leave),
+    })
+    chat_loop(commands, ask)
+
+
+@click.command(cls=SectionedCommand)
+@click.argument("file", required=False)
+@click.option("--agent", "name", help="talk to MemGPT agent NAME (created if new) [default without FILE: default]")
+@click.option("--trace", is_flag=True, help="with an agent: thoughts, calls, results and heartbeats; with a "
+                                           "document: every LLM call (/trace toggles it)")
+@chat_options
 @llm_options
 @click.pass_context
 @handle_errors
-def chat(ctx: click.Context, name: str, trace: bool, encoding: str, **kw: Any) -> None:
-    """Talk with a MemGPT agent. Commands: /memory, /search QUERY, /exit."""
-    given = _agent_opts(kw)
+def chat(ctx: click.Context, file: str | None, name: str | None, trace: bool, encoding: str, **kw: Any) -> None:
+    """Chat with the document FILE through any method (its memory is built once; every question reuses it), or
+    without FILE with a MemGPT agent. /help lists the commands.
+
+    \b
+    pagemind chat book.txt                      # auto: the whole text if it fits, else ReadAgent-P
+    pagemind chat book.txt -m memwalker --trace
+    pagemind chat                               # the agent named "default"
+    pagemind chat --agent ada --max-steps 4
+    """
+    if file and name:
+        raise click.UsageError(f"give FILE (chat with a document) or --agent (chat with an agent), not both; to give "
+                               f"an agent a document: pagemind agent load {name} {file}")
+    shared = {n: kw.pop(n) for n in CHAT_SHARED if n in kw}
+    agent_given = _agent_opts(kw)
+    if file is None:
+        method_source = ctx.get_parameter_source("method")
+        if method_source not in (None, click.core.ParameterSource.DEFAULT):
+            raise click.UsageError("--method applies to chat FILE (a document), not to an agent")
+        for flag in sorted(_method_flag_names() - shared.keys()):
+            if kw.pop(flag, None) is not None:
+                raise click.UsageError(f"--{flag.replace('_', '-')} applies to chat FILE (a document), not to an "
+                                       "agent")
+        kw.pop("method", None)
+        agent_given.update({k: v for k, v in shared.items() if v is not None})
+        if agent_given.get("embedder", "auto") not in EMBEDDERS:
+            raise click.UsageError(f"--embedder for an agent: one of {', '.join(EMBEDDERS)}")
+        with session(ctx, kw) as pm:
+            _chat_with_agent(pm, name or "default", agent_given, trace)
+        return
+    if agent_given:
+        flags = ", ".join("--" + ("unconstrained" if k == "constrained" else
+                                  "agent-window" if k == "context_window" else k.replace("_", "-"))
+                          for k in agent_given)
+        raise click.UsageError(f"{flags}: agent option(s), for chat --agent NAME, not for a document")
+    directory = Path(file).is_dir()
+    if directory and ctx.get_parameter_source("method") not in (None, click.core.ParameterSource.DEFAULT):
+        raise click.UsageError("--method does not apply to a directory: it is read with the code method")
+    method, opts = split_method_options({**kw, **shared}, "code" if directory else None)
     with session(ctx, kw) as pm:
-        agent = _open(pm, name, create=True, given=given)
-        click.echo(f"talking to {name} (/memory, /search QUERY, /exit)", err=True)
-        while True:
-            try:
-                text = click.prompt("you", prompt_suffix="> ", default="", show_default=False).strip()
-            except (click.Abort, EOFError):
-                break
-            if not text:
-                continue
-            if text in ("/exit", "/quit"):
-                break
-            if text == "/memory":
-                print_memory(agent)
-            elif text.startswith("/search"):
-                query = text[len("/search"):].strip()
-                click.echo(agent.search(query) if query else "usage: /search QUERY")
-            else:
-                print_turn(agent.say(text), trace)
+        _chat_with_document(pm, file, method, opts, encoding, trace)
 
 
 @click.group()
