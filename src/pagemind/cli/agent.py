@@ -368,7 +368,8 @@ def agent() -> None:
 
 @agent.command("create")
 @click.argument("name")
-@click.option("--persona", help="the agent's persona block [default: a short built-in persona that says its name is NAME]")
+@click.option("--persona",
+              help="the agent's persona block [default: a short built-in persona that says its name is NAME]")
 @click.option("--human", help="what the agent knows about its user [default: empty]")
 @agent_options
 @llm_options
