@@ -8,7 +8,7 @@ import pytest
 
 from pagemind.errors import DatasetError
 from pagemind.eval import datasets, load_dataset, select
-from pagemind.eval.datasets import data_root
+from pagemind.eval.datasets import data_origin, data_root
 from pagemind.eval.generated import insert_at_depth
 
 ARTICLE = "\n\n".join(f"Paragraph {i} of the story. " + " ".join(f"w{i}x{j}" for j in range(40)) for i in range(6))
@@ -276,10 +276,21 @@ def test_needle_depths(tmp_path):
 # --- data root, parameters, sampling ---------------------------------------------------------------
 def test_data_root_precedence_and_missing_paths(tmp_path, monkeypatch):
     monkeypatch.delenv("PAGEMIND_DATA", raising=False)
-    assert data_root() == Path("../shared/data")
+    assert data_root() == tmp_path / "home" / "data"  # the user data directory (conftest's PAGEMIND_HOME)
+    assert data_root(env={"PAGEMIND_HOME": str(tmp_path / "moved")}) == tmp_path / "moved" / "data"
+    assert data_origin() == "the user data directory"
+    with pytest.raises(DatasetError, match=r"qmsum: no data yet .*run `pagemind data get qmsum`"):
+        load_dataset("qmsum")
+    (tmp_path / "home" / "data" / "qmsum").mkdir(parents=True)
+    with pytest.raises(DatasetError, match=r"needle: not in .* \(the user data directory\); run `pagemind data get "
+                                           r"quality`"):
+        load_dataset("needle")  # generated from QuALITY: its files come with quality
+    quality_slice(tmp_path / "home" / "data")
+    assert len(load_dataset("quality")) == 3
     monkeypatch.setenv("PAGEMIND_DATA", str(tmp_path))
     assert data_root() == tmp_path and data_root("given") == Path("given")
-    with pytest.raises(DatasetError, match="no such file or folder"):
+    assert (data_origin(), data_origin("given")) == ("PAGEMIND_DATA", "--data")
+    with pytest.raises(DatasetError, match=r"nowhere: no such file or folder \(--data\).*data get quality --data"):
         load_dataset("quality", tmp_path / "nowhere")
     with pytest.raises(DatasetError, match="unknown dataset 'qualty'"):
         load_dataset("qualty", tmp_path)
@@ -313,7 +324,10 @@ def test_select_is_seeded_extends_with_the_limit_and_can_take_whole_documents(tm
     assert max(len({e.document_id for e in chosen}) for chosen in scattered) > 2
 
 
-@pytest.mark.skipif(not Path("../shared/data/quality/quality_dev_slice.json").exists(), reason="staged data absent")
+STAGED = Path(__file__).resolve().parents[1].parent / "shared" / "data"  # passed explicitly: never a default
+
+
+@pytest.mark.skipif(not (STAGED / "quality" / "quality_dev_slice.json").exists(), reason="staged data absent")
 def test_the_staged_sets_load():
     for name in ("quality", "qmsum", "nested-kv", "locomo"):
-        assert load_dataset(name, "../shared/data")
+        assert load_dataset(name, STAGED)

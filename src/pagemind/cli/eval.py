@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ..errors import ConfigError
-from ..eval.datasets import base_method, data_root, datasets
+from ..eval.datasets import base_method, data_origin, data_root, datasets, how_to_get
 from ..eval.report import markdown, summarise, write_report
 from ..eval.rundir import default_run_dir
 from ..eval.runner import EvalConfig, Runner, evaluable, option_class
@@ -149,14 +149,24 @@ def report(run_dir: str) -> None:
 
 
 @eval_group.command("datasets")
-@click.option("--data", help="data root [env PAGEMIND_DATA; default ../shared/data]")
+@click.option("--data", help="data root [env PAGEMIND_DATA; default: the user data directory]")
 @handle_errors
 def list_datasets(data: str | None) -> None:
-    """Every dataset: its metric, parameters and whether its data is found."""
+    """Every dataset: its metric, parameters, whether its data is found, and how to get what is missing."""
     root = data_root(data)
-    click.echo(f"data root: {root}")
+    click.echo(f"data root: {root} ({data_origin(data)}{'' if root.exists() else '; it does not exist yet'})")
+    missing: dict[str, list[str]] = {}
     for name, spec in datasets().items():
         found = (root / spec.default_path).exists() or (root / Path(spec.default_path).parts[0]).is_dir()
         params = ", ".join(f"{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in spec.params.items())
         click.echo(f"{name:13} {'found  ' if found else 'missing'} {spec.primary:9} {spec.description}"
                    + (f"  [-p {params}]" if params else ""))
+        if not found:
+            missing.setdefault(how_to_get(spec, data), []).append(name)
+    if missing:
+        click.echo(f"To get the missing sets into {root}:")
+        for command, names in missing.items():
+            named = command.split()[3:4] == names  # `pagemind data get NAME` for the set NAME alone
+            click.echo(f"  {command}" + ("" if named else f"  # for {', '.join(names)}"))
+        click.echo("(`pagemind data list` shows each source, its licence and size; --data PATH reads files "
+                   "you already have)")

@@ -5,11 +5,12 @@ conversations), the options or references, and for MemGPT the conversation turns
 Loaders live in ``sets_documents``, ``sets_dialogue``, ``sets_kv`` and ``generated``; each module lists its
 :class:`DatasetSpec` values in ``SPECS`` and :func:`datasets` collects them (no registry is mutated at import).
 
-Data is read in place, never copied or downloaded: ``--data PATH`` > ``PAGEMIND_DATA`` > ``../shared/data``
-relative to the current directory. PATH may be the data root (holding ``quality/``, ``qmsum/``...), a dataset
-folder, or one file in the staged or the upstream format. A file's layout is read from its content, never its
-name: a JSON list, one JSON object or JSON lines, gzip or not (:func:`read_rows`); each row's format from its
-fields (:class:`RowFormat`). Files are only read, never moved or rewritten.
+Data is read in place, never copied: ``--data PATH`` > ``PAGEMIND_DATA`` > ``<user dir>/data`` (the user data
+directory, where ``pagemind data get NAME`` puts what it downloads; see :mod:`.sources`). PATH may be the data
+root (holding ``quality/``, ``qmsum/``...), a dataset folder, or one file in the staged or the upstream format.
+A file's layout is read from its content, never its name: a JSON list, one JSON object or JSON lines, gzip or
+not (:func:`read_rows`); each row's format from its fields (:class:`RowFormat`). Files are only read, never
+moved or rewritten.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import gzip
 import inspect
 import json
 import os
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -25,7 +27,6 @@ from typing import Any, Callable, Mapping
 from ..errors import DatasetError
 from ..methods.question import Question
 
-DEFAULT_DATA = Path("..") / "shared" / "data"
 TASKS = ("choice", "qa", "summary", "kv", "open")
 
 
@@ -120,18 +121,42 @@ def datasets() -> dict[str, DatasetSpec]:
 
 
 def data_root(data: str | Path | None = None, env: Mapping[str, str] | None = None) -> Path:
-    """``data`` > ``PAGEMIND_DATA`` > ``../shared/data`` (relative to the current directory)."""
+    """``data`` > ``PAGEMIND_DATA`` > ``<user dir>/data`` (``PAGEMIND_HOME`` moves the user dir)."""
+    from ..config import user_dir
+
     env = os.environ if env is None else env
-    return Path(data or env.get("PAGEMIND_DATA") or DEFAULT_DATA)
+    return Path(data or env.get("PAGEMIND_DATA") or user_dir(env) / "data")
+
+
+def data_origin(data: str | Path | None = None, env: Mapping[str, str] | None = None) -> str:
+    """Which setting chose the data root: ``--data``, ``PAGEMIND_DATA`` or ``the user data directory``."""
+    env = os.environ if env is None else env
+    return "--data" if data else "PAGEMIND_DATA" if env.get("PAGEMIND_DATA") else "the user data directory"
+
+
+def how_to_get(spec: DatasetSpec, data: str | Path | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The command that downloads the set's data (with ``--data`` when that chose the root), or where to look."""
+    from .sources import load_sources, source_for
+
+    source = source_for(spec.name, spec.default_path, load_sources(env))
+    if source is None:
+        return "no download is known: pass --data PATH to its files"
+    where = f" --data {shlex.quote(str(data))}" if data else ""
+    return f"pagemind data get {source.name}{where}"
 
 
 def resolve_path(spec: DatasetSpec, data: str | Path | None = None) -> Path:
     """The file or folder the loader reads: ``data`` itself when it is a file or a folder of the set, else
-    ``data/<default_path>``."""
-    root = data_root(data)
+    ``data/<default_path>``. The user data directory holds only set folders: a set missing there is an error
+    that says how to get it."""
+    root, origin = data_root(data), data_origin(data)
+    default = origin == "the user data directory"
     if not root.exists():
-        where = "--data" if data else ("PAGEMIND_DATA" if os.environ.get("PAGEMIND_DATA") else "the default data root")
-        raise DatasetError(f"{root}: no such file or folder ({where}); pass --data PATH or set PAGEMIND_DATA")
+        if default:
+            raise DatasetError(f"{spec.name}: no data yet ({root}, the user data directory, does not exist); "
+                               f"run `{how_to_get(spec)}`, or pass --data PATH or set PAGEMIND_DATA")
+        raise DatasetError(f"{root}: no such file or folder ({origin}); pass --data PATH or set PAGEMIND_DATA, "
+                           f"or run `{how_to_get(spec, data)}`")
     if root.is_file():
         return root
     staged = root / spec.default_path
@@ -140,6 +165,9 @@ def resolve_path(spec: DatasetSpec, data: str | Path | None = None) -> Path:
     folder = root / Path(spec.default_path).parts[0]
     if len(Path(spec.default_path).parts) > 1 and folder.is_dir():
         return folder  # the set's folder without the staged file (upstream files inside)
+    if default:
+        raise DatasetError(f"{spec.name}: not in {root} (the user data directory); run `{how_to_get(spec)}`, "
+                           "or pass --data PATH or set PAGEMIND_DATA")
     return root  # a set folder (or another file layout) given directly: the loader looks inside
 
 
