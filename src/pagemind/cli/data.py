@@ -61,7 +61,7 @@ def list_sources(data: str | None) -> None:
 
 
 @data_group.command("get")
-@click.argument("names", nargs=-1, required=True)
+@click.argument("names", nargs=-1, required=True, metavar="NAME...")
 @click.option("--data", help="data root to put it in [env PAGEMIND_DATA; default: the user data directory]")
 @click.option("--force", is_flag=True, help="download again even when the files are there")
 @click.option("--trust-first-download", is_flag=True,
