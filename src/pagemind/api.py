@@ -78,7 +78,7 @@ class Pagemind:
         return reader.build(self.source(source, reader), progress=progress)
 
     def ask(self, source: str | Path | Document, question: str | Question, options: Sequence[str] = (),
-            method: str = "auto", progress: Progress | None = None,
+            method: str = "auto", progress: Progress | None = None, on_text: Callable[[str], None] | None = None,
             **method_options: Any) -> Answer:
         """Answer a question about a document (builds its memory first if needed), or about a source tree when
         ``source`` is a directory (the ``code`` method: FragRel's code relation)."""
@@ -88,7 +88,7 @@ class Pagemind:
         build_trace = Trace()
         memory = reader.build(self.source(source, reader), progress=progress, trace=build_trace)
         q = question if isinstance(question, Question) else Question.parse(question, tuple(options))
-        answer = reader.answer(memory, q, progress)
+        answer = reader.answer(memory, q, progress, on_text)
         if build_trace.events:
             answer.index_trace = build_trace
         return answer

@@ -75,9 +75,21 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
             choice = reader.choose(source)  # type: ignore[attr-defined]
             what = "the whole text" if choice.method == "full" else "ReadAgent-P (gist memory, then look-up)"
             click.echo(f"auto: reading {what}: {choice.reason} (--method picks another)", err=True)
+        streamed: list[str] = []
+
+        def on_text(piece: str) -> None:  # the free-form answer, as the model writes it, on a terminal
+            if not streamed:
+                click.echo("", err=True)
+            streamed.append(piece)
+            click.echo(piece, nl=False)
+
+        live = not as_json and sys.stdout.isatty()
         with progress_view(enabled=not as_json) as progress:
-            answer = pm.ask(source, question, options=options, method=method, progress=progress, **opts)
-        print_answer(answer, trace=trace, as_json=as_json)
+            answer = pm.ask(source, question, options=options, method=method, progress=progress,
+                            on_text=on_text if live else None, **opts)
+        if streamed:
+            click.echo()
+        print_answer(answer, trace=trace, as_json=as_json, streamed=bool(streamed))
 
 
 @cli.command(cls=SectionedCommand)

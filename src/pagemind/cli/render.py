@@ -51,7 +51,9 @@ def progress_bar(label: str = "", enabled: bool = True) -> Any:
     return progress_view(enabled)
 
 
-def print_answer(answer: Answer, trace: bool = False, as_json: bool = False) -> None:
+def print_answer(answer: Answer, trace: bool = False, as_json: bool = False, streamed: bool = False) -> None:
+    """The answer (unless ``streamed``: its text was already written as it came), then a line of what it read
+    and cost on stderr, then the fallbacks."""
     if as_json:
         data = answer.as_dict()
         if trace:
@@ -67,7 +69,7 @@ def print_answer(answer: Answer, trace: bool = False, as_json: bool = False) -> 
             click.echo(f"Answer: ({answer.letter}) {answer.text}")
         else:
             click.echo(f"No option chosen (the model's reply: {answer.text!r})")
-    else:
+    elif not streamed:
         click.echo(answer.text)
     usage = answer.usage
     if answer.read_unit == "text":

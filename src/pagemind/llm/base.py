@@ -12,7 +12,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from ..hashing import content_hash
 
@@ -106,6 +106,7 @@ class Capabilities:
     supports_tools: bool = False  # native tool calling (OpenAI-style ``tools`` with a required call)
     max_concurrency: int = 8  # how many requests may usefully run at once
     has_tokenizer: bool = False
+    can_stream: bool = False  # :meth:`Backend.stream` delivers the reply as it is generated (else in one piece)
     token_counts: TokenCounting = "estimate"  # how count_tokens counts: "model" (in process), "server", "estimate"
     window_source: str = "declared"  # where context_window comes from
     constraint: str = ""  # how constraints are enforced, in words (``pagemind models info``)
@@ -126,6 +127,13 @@ class Backend(ABC):
     @abstractmethod
     def execute(self, request: LLMRequest) -> LLMResponse:
         """Run one request. Raise the typed errors of :mod:`pagemind.errors` on failure."""
+
+    def stream(self, request: LLMRequest, on_text: Callable[[str], None]) -> LLMResponse:
+        """Run one request, handing the reply's text to ``on_text`` piece by piece as it is generated. The default
+        (a backend that cannot stream) hands it over in one piece when it is done."""
+        response = self.execute(request)
+        on_text(response.text)
+        return response
 
     async def aexecute(self, request: LLMRequest) -> LLMResponse:
         """Async form; the default runs :meth:`execute` in a worker thread."""

@@ -7,7 +7,7 @@ import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from ..errors import ContextWindowExceeded, LLMError, RateLimited, is_retryable
 from .base import Backend, LLMRequest, LLMResponse
@@ -86,19 +86,24 @@ class LLM:
             )
 
     # --- calls -------------------------------------------------------------------------------------
-    def complete(self, request: LLMRequest, trace: Trace | None = None) -> tuple[LLMResponse, TraceEvent]:
-        """Run one request (cached, guarded, retried). Returns the response and its trace event."""
+    def complete(self, request: LLMRequest, trace: Trace | None = None,
+                 on_text: Callable[[str], None] | None = None) -> tuple[LLMResponse, TraceEvent]:
+        """Run one request (cached, guarded, retried). Returns the response and its trace event. ``on_text``
+        receives the reply as it is generated (a cached reply at once); a retried call streams again."""
         self.check_fits(request)
         key = self._key(request)
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
+                if on_text is not None:
+                    on_text(hit.text)
                 return hit, self._account(request, hit, trace, cached=True)
         attempt = 0
         while True:
             try:
                 with self._slots:
-                    response = self.backend.execute(request)
+                    response = (self.backend.execute(request) if on_text is None
+                                else self.backend.stream(request, on_text))
                 break
             except LLMError as err:
                 if not is_retryable(err) or attempt >= self.max_retries:

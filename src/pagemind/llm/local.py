@@ -8,7 +8,7 @@ import struct
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..config import Settings
 from ..errors import BadRequest, BackendUnavailable, ConfigError, ContextWindowExceeded, LLMError
@@ -101,7 +101,7 @@ class LlamaCpp(Backend):
         self.model_id = f"gguf:{name or path.stem}:{_content_id(path)}"
         self.capabilities = Capabilities(
             context_window=self.n_ctx, supports_grammar=True, supports_json_schema=True, max_concurrency=1,
-            has_tokenizer=True, token_counts="model",
+            has_tokenizer=True, token_counts="model", can_stream=True,
             window_source=f"n_ctx setting, at most the trained context ({trained})" if trained else "n_ctx setting",
             constraint="GBNF grammar (llama.cpp in process); JSON schema as a grammar",
             extra={"n_ctx_train": trained, "threads": self.threads},
@@ -197,6 +197,43 @@ class LlamaCpp(Backend):
             model=self.model_id, finish_reason=choice.get("finish_reason") or "stop",
             constrained=bool(kwargs),
         )
+
+    def stream(self, request: LLMRequest, on_text: Callable[[str], None]) -> LLMResponse:
+        """The reply token by token (llama.cpp's streamed chat completion); constrained requests in one piece."""
+        if request.constraint is not None or request.tools:
+            return super().stream(request, on_text)
+        if self._llm is None:
+            raise BackendUnavailable("the local model was closed")
+        with self._lock:
+            prompt = self.prompt_tokens(request)
+            if prompt + request.max_tokens > self.n_ctx:
+                raise ContextWindowExceeded(
+                    f"prompt of {prompt} tokens + {request.max_tokens} reply tokens exceeds the context window "
+                    f"of {self.n_ctx} tokens ({self.model_id})", prompt_tokens=prompt, context_window=self.n_ctx)
+            start = time.perf_counter()
+            pieces: list[str] = []
+            finish = "stop"
+            try:
+                for chunk in self._llm.create_chat_completion(
+                        messages=[{"role": m.role, "content": m.content} for m in request.messages],
+                        max_tokens=request.max_tokens, temperature=request.temperature,
+                        stop=list(request.stop) or None, stream=True):
+                    choice = chunk["choices"][0]
+                    piece = (choice.get("delta") or {}).get("content") or ""
+                    if piece:
+                        pieces.append(piece)
+                        on_text(piece)
+                    finish = choice.get("finish_reason") or finish
+            except ValueError as err:
+                if "context window" in str(err):
+                    raise ContextWindowExceeded(str(err), context_window=self.n_ctx) from None
+                raise LLMError(f"llama.cpp failed: {err}") from None
+            except RuntimeError as err:
+                raise LLMError(f"llama.cpp failed: {err}") from None
+            seconds = time.perf_counter() - start
+        text = "".join(pieces)
+        return LLMResponse(text=text, prompt_tokens=prompt, completion_tokens=self.count_tokens(text),
+                           seconds=seconds, model=self.model_id, finish_reason=finish)
 
     def forget_prompts(self) -> None:
         """Drop every cached prompt state (the RAM cache and the current KV cache): the next call starts cold.

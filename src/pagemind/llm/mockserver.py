@@ -14,6 +14,8 @@ default reply. An entry is a dict with any of:
 * ``garbage``: ``True`` for a 200 whose JSON has no ``choices``;
 * ``latency``: seconds to wait before answering (default: the server's ``latency``).
 
+A request with ``"stream": true`` gets its reply as server-sent events, one word a chunk.
+
 ``routes`` makes it look like a particular server to discovery: ``{"GET /props": {...}, "POST /tokenize": fn}``
 maps a method and path to a JSON reply, a function of the request body returning one, or ``(status, reply)``.
 Every such call is recorded in ``calls`` as ``(method, path, body)``.
@@ -134,7 +136,29 @@ class _Handler(BaseHTTPRequestHandler):
             }
             if usage is not None:
                 reply["usage"] = usage
+            if body.get("stream"):
+                self._send_stream(text, step.get("finish_reason", "stop"), usage, body)
+                return
             self._send(200, reply)
+
+    def _send_stream(self, text: str, finish: str, usage: dict[str, Any] | None, body: dict[str, Any]) -> None:
+        """The reply as server-sent events, one word a chunk, then the usage chunk and ``[DONE]`` (as vLLM and
+        llama.cpp server stream with ``stream_options.include_usage``)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        words = text.split(" ")
+        pieces = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+        for i, piece in enumerate(pieces):
+            choice = {"index": 0, "delta": {"content": piece}, "finish_reason": finish if i == len(pieces) - 1
+                      else None}
+            self.wfile.write(f"data: {json.dumps({'object': 'chat.completion.chunk', 'choices': [choice]})}\n\n"
+                             .encode("utf-8"))
+            self.wfile.flush()
+        if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
+            self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode("utf-8"))
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = payload.encode("utf-8") if isinstance(payload, str) else json.dumps(payload).encode("utf-8")

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import httpx
@@ -156,7 +156,7 @@ class OpenAICompatible(Backend):
             supports_json_schema=server.json_schema,
             supports_tools=self.tools and server.tools,
             max_concurrency=min(b for b in bounds if b),
-            has_tokenizer=found.token_counts == "server",
+            has_tokenizer=found.token_counts == "server", can_stream=True,
             token_counts=found.token_counts,
             window_source=found.window_source,
             constraint=server.describe_constraint(),
@@ -234,6 +234,46 @@ class OpenAICompatible(Backend):
         except httpx.HTTPError as exc:
             raise self._unavailable(exc) from exc
         return self._parse(reply, request, constrained, time.perf_counter() - started)
+
+    def stream(self, request: LLMRequest, on_text: Callable[[str], None]) -> LLMResponse:
+        """The reply as the server generates it (``stream: true``, server-sent events); requests with tools in one
+        piece. Error statuses are read and raised as :meth:`execute` raises them."""
+        if request.tools:
+            return super().stream(request, on_text)
+        body, constrained = self._body(request)
+        body.update(stream=True, stream_options={"include_usage": True})
+        started = time.perf_counter()
+        pieces: list[str] = []
+        finish, usage = "stop", {}
+        try:
+            with self._client.stream("POST", self.url, json=body) as reply:
+                if reply.status_code != 200:
+                    reply.read()
+                    return self._parse(reply, request, constrained, time.perf_counter() - started)
+                for line in reply.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    try:
+                        chunk = json.loads(data)
+                    except ValueError as exc:
+                        raise ServerError(f"{self.url}: a malformed event in the stream: {_excerpt(data)}") from exc
+                    usage = chunk.get("usage") or usage
+                    for choice in chunk.get("choices") or ():
+                        piece = (choice.get("delta") or {}).get("content") or ""
+                        if piece:
+                            pieces.append(piece)
+                            on_text(piece)
+                        finish = choice.get("finish_reason") or finish
+        except httpx.HTTPError as exc:
+            raise self._unavailable(exc) from exc
+        text = "".join(pieces)
+        return LLMResponse(
+            text=text, prompt_tokens=int(usage.get("prompt_tokens") or estimate_tokens(request.prompt_text())),
+            completion_tokens=int(usage.get("completion_tokens") or estimate_tokens(text)),
+            seconds=time.perf_counter() - started, model=self.model_id, finish_reason=finish, constrained=constrained)
 
     async def aexecute(self, request: LLMRequest) -> LLMResponse:
         body, constrained = self._body(request)

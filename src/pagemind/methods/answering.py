@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Callable
 from dataclasses import dataclass, field
 
 from ..llm.base import LLMRequest, Message
@@ -47,15 +48,17 @@ def follow_up_request(question: Question, history: tuple[Message, ...], pages: s
                       max_tokens=12 if constraint else max_tokens, constraint=constraint)
 
 
-def answer(llm: LLM, question: Question, request: LLMRequest, trace: Trace, max_retries: int = 2) -> Reply:
+def answer(llm: LLM, question: Question, request: LLMRequest, trace: Trace, max_retries: int = 2,
+           on_text: Callable[[str], None] | None = None) -> Reply:
     """Send the answer request; for multiple choice, re-ask (bounded) until exactly one valid option is named.
 
-    After the retries the choice stays ``None`` and the fallback is recorded: never a guessed letter.
+    After the retries the choice stays ``None`` and the fallback is recorded: never a guessed letter. A free-form
+    answer is handed to ``on_text`` as it is generated.
     """
     if not question.is_choice:
         found = decide(llm, request, lambda reply: re.sub(r"^\s*answer\s*:\s*", "", reply.strip(),
                                                           flags=re.IGNORECASE),
-                       trace, retries=0, describe=lambda text: "free-form answer")
+                       trace, retries=0, describe=lambda text: "free-form answer", on_text=on_text)
         return Reply(text=found.value or "")
     retry_prompt = get_prompt("readagent", "retry.answer_choice").render(letters=", ".join(question.letters))
 

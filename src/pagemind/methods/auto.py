@@ -110,8 +110,9 @@ class Auto(Reader[AutoMemory, AutoOptions]):
         return {"method": memory.choice.method, "reason": memory.choice.reason,
                 **self._reader(memory.choice).describe(memory.inner)}
 
-    def answer(self, memory: AutoMemory, question: Question, progress: Progress | None = None) -> Answer:
-        answer = self._reader(memory.choice).answer(memory.inner, question, progress)
+    def answer(self, memory: AutoMemory, question: Question, progress: Progress | None = None,
+               on_text: Any = None) -> Answer:
+        answer = self._reader(memory.choice).answer(memory.inner, question, progress, on_text)
         answer.details["auto"] = {"method": memory.choice.method, "reason": memory.choice.reason}
         return answer
 

@@ -100,6 +100,7 @@ class Context:
     trace: Trace = field(default_factory=Trace)
     fallbacks: list[str] = field(default_factory=list)
     progress: Progress | None = None
+    on_text: Callable[[str], None] | None = None  # the free-form answer as it is generated
 
     def fallback(self, text: str) -> None:
         self.fallbacks.append(text)
@@ -243,8 +244,10 @@ class Reader(ABC, Generic[M, O]):
         return {}
 
     # --- answering ---------------------------------------------------------------------------------
-    def answer(self, memory: M, question: Question, progress: Progress | None = None) -> Answer:
-        context = Context(progress=progress)
+    def answer(self, memory: M, question: Question, progress: Progress | None = None,
+               on_text: Callable[[str], None] | None = None) -> Answer:
+        """Answer ``question``; ``progress`` hears the phases, ``on_text`` the free-form answer as it is written."""
+        context = Context(progress=progress, on_text=on_text)
         reading = self._answer(memory, question, context)
         return Answer(
             question=question, method=self.name, text=reading.text, choice=reading.choice,

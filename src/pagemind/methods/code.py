@@ -340,7 +340,7 @@ class CodeReader(Reader[CodeIndex, CodeOptions]):
         elif chosen.skipped:
             context.fallback(f"{len(chosen.skipped)} fragment(s) skipped: over the budget or the window")
         reply = answer(self.llm, question, self._answer_request(index, question, chosen.text), context.trace,
-                       self.options.max_retries)
+                       self.options.max_retries, context.on_text)
         for note in reply.fallbacks:
             context.fallback(note)
         return Reading(

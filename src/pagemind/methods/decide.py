@@ -55,7 +55,8 @@ def decide(llm: LLM, request: LLMRequest, parse: Callable[[str], T | Invalid], t
            retries: int, correction: Callable[[str], str] | None = None,
            retry: Callable[[LLMRequest, str, str], LLMRequest] | None = None,
            describe: Callable[[T], str] = str, may_call: Callable[[int], bool] | None = None,
-           truncation: Callable[[str], T | Invalid] | None = None) -> Decision[T]:
+           truncation: Callable[[str], T | Invalid] | None = None,
+           on_text: Callable[[str], None] | None = None) -> Decision[T]:
     """Ask until ``parse`` accepts a reply, at most ``retries + 1`` calls.
 
     Args:
@@ -64,6 +65,7 @@ def decide(llm: LLM, request: LLMRequest, parse: Callable[[str], T | Invalid], t
         retry: builds the next request from (request, reply, problem) instead of ``correction``.
         describe: how an accepted value reads in the trace.
         truncation: parses a reply cut by its token limit instead of ``parse`` (e.g. drops its cut last line).
+        on_text: receives the first reply as it is generated (a re-ask is not streamed).
         may_call: given the calls made so far, checked before every call (a step budget); False ends the
             decision with outcome ``budget``.
     """
@@ -74,7 +76,7 @@ def decide(llm: LLM, request: LLMRequest, parse: Callable[[str], T | Invalid], t
     for attempt in range(retries + 1):
         if may_call is not None and not may_call(calls):
             return Decision(None, reply, calls, tuple(problems), conversation, BUDGET, finish_reason)
-        response, event = llm.complete(request, trace)
+        response, event = llm.complete(request, trace, on_text=on_text if attempt == 0 else None)
         calls += 1
         reply, finish_reason = response.text, response.finish_reason
         conversation = request.messages + (Message("assistant", reply),)

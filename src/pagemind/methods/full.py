@@ -102,7 +102,7 @@ class FullText(Reader[FullMemory, FullTextOptions]):
             context.fallback(f"text truncated ({self.options.keep}) to {kept} of {len(words)} words")
         request = answer_request(question, text, self.options.prompt_set, self.options.constrained)
         context.phase("answering from the whole text")
-        reply = answer(self.llm, question, request, context.trace, self.options.max_retries)
+        reply = answer(self.llm, question, request, context.trace, self.options.max_retries, context.on_text)
         for note in reply.fallbacks:
             context.fallback(note)
         words = len(text.split())

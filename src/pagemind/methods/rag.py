@@ -182,7 +182,7 @@ class RAG(Reader[RAGMemory, RAGOptions]):
             context.fallback(f"fragments {list(chosen.skipped)} skipped: over the budget or the context window")
         request = answer_request(question, text, self.options.prompt_set, self.options.constrained)
         context.phase("answering")
-        reply = answer(self.llm, question, request, context.trace, self.options.max_retries)
+        reply = answer(self.llm, question, request, context.trace, self.options.max_retries, context.on_text)
         for note in reply.fallbacks:
             context.fallback(note)
         scores = ranking.scores

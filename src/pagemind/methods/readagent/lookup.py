@@ -120,7 +120,7 @@ def answer_from(memory: GistMemory, question: Question, llm: LLM, opts: ReadAgen
         dropped = kept.pop()
         context.fallback(f"page {dropped} dropped: the expanded memory did not fit the "
                          + ("context window" if not llm.fits(request) else f"budget of {opts.budget} tokens"))
-    reply = answer(llm, question, request, context.trace, opts.max_retries)
+    reply = answer(llm, question, request, context.trace, opts.max_retries, context.on_text)
     for note in reply.fallbacks:
         context.fallback(note)
     return reply, kept, text, follow_up
