@@ -76,3 +76,21 @@ def test_on_a_terminal_each_phase_shows_a_line_or_a_bar():
     shown = screen.getvalue()
     assert "reading pages:" in shown and "/1200" in shown  # a bar with its total (redraws are throttled)
     assert "looking up pages…\n" in shown and shown.index("looking up pages") < shown.index("answering…")
+
+
+def test_an_agent_turn_reports_each_step_and_the_function_it_called(tmp_path):
+    import json as _json
+
+    from pagemind.agent import Agent
+    from pagemind.llm.client import LLM
+    from pagemind.store import Store
+
+    search = _json.dumps({"thoughts": "look it up", "function": "archival_memory_search",
+                          "arguments": {"query": "map", "page": 0, "request_heartbeat": True}})
+    reply = _json.dumps({"thoughts": "ok", "function": "send_message", "arguments": {"message": "Wren found it."}})
+    agent = Agent.create(LLM(ScriptedLLM(by_role={"agent-step": [search, reply]})), Store(tmp_path / "a.db"), "ann",
+                         options=None)
+    seen, progress = recorder()
+    turn = agent.say("Who found the map?", progress=progress)
+    assert turn.messages == ["Wren found it."]
+    assert phases(seen) == ["step 1: thinking", "step 1: archival_memory_search", "step 2: thinking"]

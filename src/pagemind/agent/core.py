@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import BadRequest, ConfigError, ContextWindowExceeded
 from ..llm.client import LLM
@@ -87,6 +87,7 @@ class Agent:
                  clock: Callable[[], datetime] | None = None, lock_timeout: float = 120.0,
                  stale_after: float = 900.0) -> None:
         self.store = store if isinstance(store, AgentStore) else AgentStore(store)
+        self._progress: Callable[[str, int, int, str], None] | None = None
         self.record = record
         self.id, self.name, self.options = record.id, record.name, record.options
         self.state = record.state
@@ -182,8 +183,10 @@ class Agent:
             return len(self.store.append(self.id, events))
 
     # --- a turn ------------------------------------------------------------------------------------
-    def say(self, text: str) -> TurnResult:
-        """Handle one user message: step until the agent yields (or the step budget runs out)."""
+    def say(self, text: str, progress: Callable[[str, int, int, str], None] | None = None) -> TurnResult:
+        """Handle one user message: step until the agent yields (or the step budget runs out). ``progress`` hears
+        each step as it starts and the function it called (``(phase, done, total, unit)``, as the readers')."""
+        self._progress = progress
         with self.lock.held():
             self.state = AgentState.from_dict(self.store.get_agent(self.name).state.__dict__)
             self._recover()
@@ -216,6 +219,8 @@ class Agent:
                                                   self.now())])
                 turn.trace.note(f"step {steps} of {steps}: only send_message is offered")
             prepared = self._prepare(turn, last)
+            if self._progress is not None:
+                self._progress(f"step {i + 1}: thinking", 0, 0, "")
             try:
                 response, event = self._complete(prepared, turn, last)
             except ContextWindowExceeded:  # the backend counted more than we did: make room once more
@@ -223,6 +228,8 @@ class Agent:
                 prepared = self._prepare(turn, last)
                 response, event = self._complete(prepared, turn, last)
             step = self._act(reply_text(response), prepared.tokens, turn.trace, event)
+            if self._progress is not None and step.function and step.function != "send_message":
+                self._progress(f"step {i + 1}: {step.function}", 0, 0, "")
             if step.valid and step.function == "send_message":
                 turn.messages.append(step.arguments["message"])
             reason = "failed" if step.status == "Failed" else ("requested" if step.heartbeat == "requested" else None)

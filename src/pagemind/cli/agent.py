@@ -14,6 +14,7 @@ import click
 
 from ..agent import Agent, AgentNotFound, AgentOptions, SearchPage, TurnResult, load_into_agent
 from ..api import Pagemind
+from .render import progress_view
 from ..errors import LLMError
 from ..methods import registry
 from .main_errors import handle_errors
@@ -256,7 +257,12 @@ def _chat_with_agent(pm: Pagemind, name: str, given: dict[str, Any], trace: bool
         "/exit": SlashCommand("/exit", "leave the chat (also /quit, Ctrl-D)", _leave),
     })
     click.echo(f"talking to {name} (/help for the commands)", err=True)
-    chat_loop(commands, lambda text: print_turn(agent.say(text), tracing[0]))
+    def turn(text: str) -> None:
+        with progress_view() as progress:  # each step as it starts, on a terminal: no silent minute
+            done = agent.say(text, progress=progress)
+        print_turn(done, tracing[0])
+
+    chat_loop(commands, turn)
 
 
 _CHOICE_INLINE = re.compile(r"\s+(?=\([A-J]\)\s)")  # "Who? (A) x (B) y" typed on one line
@@ -435,7 +441,8 @@ def show(ctx: click.Context, name: str, last: int, as_json: bool, encoding: str,
 def say(ctx: click.Context, name: str, text: str, trace: bool, as_json: bool, encoding: str, **kw: Any) -> None:
     """Send TEXT to agent NAME and print its reply."""
     with session(ctx, kw) as pm:
-        turn = _open(pm, name).say(text)
+        with progress_view(enabled=not as_json) as progress:
+            turn = _open(pm, name).say(text, progress=progress)
         if as_json:
             click.echo(json.dumps(turn.as_dict(), indent=2, ensure_ascii=False))
         else:
