@@ -58,3 +58,14 @@ def test_the_cli_says_what_auto_chose_and_json_stays_clean(tmp_path):
     assert "[full] read 600 words of the text" in said.stderr
     quiet = CliRunner().invoke(cli, args + ["--json"], obj={"backend": scripted(4096)})
     assert quiet.exit_code == 0 and "auto:" not in quiet.stderr
+
+
+def test_the_two_bundled_samples_fall_on_either_side_of_the_default_window(tmp_path):
+    from pagemind.cli.main import sample_path
+
+    short = Document.from_text(sample_path("short").read_text(encoding="utf-8"))
+    long = Document.from_text(sample_path("long").read_text(encoding="utf-8"))
+    with Pagemind(scripted(16384), store=tmp_path / "s.db") as pm:  # the default model's n_ctx
+        assert pm.reader("auto").choose(short).method == "full"
+        assert pm.reader("auto").choose(long).method == "readagent-p"
+    assert 15_000 < long.words < 18_000

@@ -16,8 +16,12 @@ from .options import SectionedCommand, llm_options, method_options, session, spl
 from .render import print_answer, print_memory, progress_view
 
 
-def sample_path() -> Path:
-    return Path(str(resources.files("pagemind").joinpath("samples/lighthouse.txt")))
+SAMPLES = {"short": "lighthouse.txt",  # 1,655 words: fits the default model's window (auto reads it whole)
+           "long": "keepers-ledger.txt"}  # 16,895 words, ~22k tokens: beyond it (auto builds a gist memory)
+
+
+def sample_path(which: str = "short") -> Path:
+    return Path(str(resources.files("pagemind").joinpath(f"samples/{SAMPLES[which]}")))
 
 
 @click.group()
@@ -37,15 +41,17 @@ def cli() -> None:
 @click.argument("file", required=False)
 @click.argument("question", required=False)
 @click.option("--option", "-o", "options", multiple=True, help="a multiple-choice option (repeat, in order)")
-@click.option("--sample", is_flag=True, help="ask about the bundled sample story instead of FILE")
+@click.option("--sample", is_flag=True, help="ask about the bundled short story (1,655 words) instead of FILE")
+@click.option("--long-sample", is_flag=True, help="ask about the bundled novella (16,895 words, longer than the "
+                                                  "default model's window) instead of FILE")
 @click.option("--trace", is_flag=True, help="print every LLM call: role, tokens, seconds, decision")
 @click.option("--json", "as_json", is_flag=True, help="print the answer as JSON")
 @method_options
 @llm_options
 @click.pass_context
 @handle_errors
-def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str, ...], sample: bool, trace: bool,
-        as_json: bool, encoding: str, **kw: Any) -> None:
+def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str, ...], sample: bool,
+        long_sample: bool, trace: bool, as_json: bool, encoding: str, **kw: Any) -> None:
     """Answer QUESTION about FILE (builds and stores its memory the first time), or about the source tree
     FILE when it is a directory (the code method).
 
@@ -53,15 +59,16 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
 
     \b
     pagemind ask --sample "Who finds the map, and why?"
+    pagemind ask --long-sample "What did Isobel write against the gull?"
     pagemind ask book.txt "Who is Isobel?" -m memwalker --trace
     pagemind ask book.txt "Who finds the map?" -o Wren -o Abel -o Tam
     pagemind ask src/ "Where are prompts rendered?"
     """
-    if sample and question is None:
+    if (sample or long_sample) and question is None:
         file, question = None, file
     if not question:
         raise click.UsageError("give FILE and QUESTION (or --sample QUESTION)")
-    path = _source(file, sample)
+    path = _source(file, sample, long_sample)
     directory = not sample and Path(str(path)).is_dir()
     if directory and ctx.get_parameter_source("method") not in (None, click.core.ParameterSource.DEFAULT):
         raise click.UsageError("--method does not apply to a directory: it is read with the code method")
@@ -94,20 +101,21 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
 
 @cli.command(cls=SectionedCommand)
 @click.argument("file", required=False)
-@click.option("--sample", is_flag=True, help="index the bundled sample story")
+@click.option("--sample", is_flag=True, help="index the bundled short story")
+@click.option("--long-sample", is_flag=True, help="index the bundled novella")
 @method_options
 @llm_options
 @click.pass_context
 @handle_errors
-def index(ctx: click.Context, file: str | None, sample: bool, encoding: str, **kw: Any) -> None:
+def index(ctx: click.Context, file: str | None, sample: bool, long_sample: bool, encoding: str, **kw: Any) -> None:
     """Build and store the memory of FILE without asking anything (resumes a build that was cut short).
 
     \b
     pagemind index book.txt -m readagent-p --preset qmsum
     pagemind index book.txt -m memwalker --segment-tokens 800
     """
-    path = _source(file, sample)
-    method, opts = split_method_options(kw, "code" if not sample and Path(str(path)).is_dir() else None)
+    path = _source(file, sample, long_sample)
+    method, opts = split_method_options(kw, "code" if Path(str(path)).is_dir() else None)
     with session(ctx, kw) as pm:
         reader = pm.reader(method, **opts)
         source = pm.source(path, reader, encoding)
@@ -118,13 +126,15 @@ def index(ctx: click.Context, file: str | None, sample: bool, encoding: str, **k
 
 @cli.command(cls=SectionedCommand)
 @click.argument("file", required=False)
-@click.option("--sample", is_flag=True, help="show the memory of the bundled sample story")
+@click.option("--sample", is_flag=True, help="show the memory of the bundled short story")
+@click.option("--long-sample", is_flag=True, help="show the memory of the bundled novella")
 @click.option("--json", "as_json", is_flag=True)
 @method_options
 @llm_options
 @click.pass_context
 @handle_errors
-def show(ctx: click.Context, file: str | None, sample: bool, as_json: bool, encoding: str, **kw: Any) -> None:
+def show(ctx: click.Context, file: str | None, sample: bool, long_sample: bool, as_json: bool, encoding: str,
+         **kw: Any) -> None:
     """Print the stored memory of FILE (ReadAgent: gists with page numbers and the compression rate;
     MemWalker: the tree with depth, node sizes and the root summary; RAG: the fragments).
 
@@ -132,8 +142,8 @@ def show(ctx: click.Context, file: str | None, sample: bool, as_json: bool, enco
     pagemind show --sample
     pagemind show book.txt -m memwalker --json
     """
-    path = _source(file, sample)
-    method, opts = split_method_options(kw, "code" if not sample and Path(str(path)).is_dir() else None)
+    path = _source(file, sample, long_sample)
+    method, opts = split_method_options(kw, "code" if Path(str(path)).is_dir() else None)
     with session(ctx, kw) as pm:
         reader = pm.reader(method, **opts)
         source = pm.source(path, reader, encoding)
@@ -177,9 +187,9 @@ def methods_command(name: str | None, as_json: bool) -> None:
         click.echo("\n`pagemind methods NAME` shows a method's options; `--json` gives their JSON schema.")
 
 
-def _source(file: str | None, sample: bool) -> str | Path:
-    if sample:
-        return sample_path()
+def _source(file: str | None, sample: bool, long_sample: bool = False) -> str | Path:
+    if sample or long_sample:
+        return sample_path("long" if long_sample else "short")
     if not file:
         raise PagemindError("give a FILE (or --sample)")
     return file
