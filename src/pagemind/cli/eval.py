@@ -83,7 +83,8 @@ def eval_group() -> None:
 @click.argument("dataset")
 @click.option("--method", "-m", "methods", multiple=True, required=True,
               help="a method to evaluate (repeat, or comma-separated, or 'all'; see `pagemind methods`), or memgpt")
-@click.option("--data", help="data root, set folder or file [env PAGEMIND_DATA; default ../shared/data]")
+@click.option("--data", help="data root, set folder or file [env PAGEMIND_DATA; default: the user data directory, "
+                             "where `pagemind data get` puts sets]")
 @click.option("--limit", type=int, help="questions to sample (seeded; a larger limit extends the same sample)")
 @click.option("--seed", type=int, default=0, show_default=True, help="sampling (and generated-set) seed")
 @click.option("--by-document", is_flag=True, help="sample whole documents (fewer memories to build)")

@@ -31,7 +31,8 @@ def llm_options(fn: Callable) -> Callable:
                           "[default auto: ask the server]"),
         click.option("--threads", type=int, help="CPU threads for embedded models"),
         click.option("--no-cache", is_flag=True, help="do not reuse or store LLM replies"),
-        click.option("--max-bytes", type=int, help="refuse files larger than this"),
+        click.option("--max-bytes", type=int, help="refuse text files larger than this (PDF/EPUB/DOCX: up to 16x "
+                                                   "the file, this much text)"),
         click.option("--encoding", default="utf-8", show_default=True, help="text encoding of FILE"),
     ]):
         fn = option(fn)
