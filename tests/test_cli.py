@@ -114,3 +114,11 @@ def test_ask_through_an_openai_compatible_server(tmp_path):
                                       "--no-cache", "--context-window", "8192"], env={"PAGEMIND_MAX_RETRIES": "0"})
     print(closed.stderr)
     assert closed.exit_code == 1 and "error:" in closed.stderr and "Traceback" not in closed.output
+
+
+def test_help_is_whole_and_encoding_is_offered_only_where_a_file_is_read():
+    top = CliRunner().invoke(cli, ["--help"], terminal_width=80).output
+    assert "..." not in top.split("Commands:")[1]  # no description is cut off
+    assert "--encoding" not in CliRunner().invoke(cli, ["agent", "say", "--help"]).output
+    assert "--encoding" in CliRunner().invoke(cli, ["ask", "--help"]).output
+    assert "pagemind ask --long-sample" in CliRunner().invoke(cli, ["ask", "--help"]).output  # examples

@@ -222,3 +222,18 @@ SHORT_HELP = {
 }
 for _name, _command in cli.commands.items():
     _command.short_help = SHORT_HELP.get(_name, _command.short_help)
+
+
+def _hide_encoding_without_files(command: click.Command) -> None:
+    """``--encoding`` (shared by every command through llm_options) is shown only where a file is read."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _hide_encoding_without_files(sub)
+    reads_files = any(isinstance(p, click.Argument) and p.name in ("file", "files", "directory", "target")
+                      for p in command.params)
+    for param in command.params:
+        if param.name == "encoding" and isinstance(param, click.Option) and not reads_files:
+            param.hidden = True
+
+
+_hide_encoding_without_files(cli)
