@@ -61,10 +61,10 @@ def test_api_key_sent_as_bearer_and_env_fallbacks(monkeypatch: pytest.MonkeyPatc
     with MockServer() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-        backend = OpenAICompatible("m")
+        backend = OpenAICompatible("m", context_window=8192)
         assert backend.execute(LLMRequest.user("x")).text == "ok"
         backend.close()
-        explicit = OpenAICompatible("m", base_url=server.url, api_key="sk-other", env={})
+        explicit = OpenAICompatible("m", base_url=server.url, api_key="sk-other", env={}, context_window=8192)
         explicit.execute(LLMRequest.user("y"))
         explicit.close()
     assert backend.model_id == f"openai:m@{server.url}"

@@ -177,6 +177,7 @@ def test_llamacpp_props_window_slots_template_count_and_grammar() -> None:
         backend.execute(constrained(gbnf=None, schema=SCHEMA))
     # tools/server/README.md: "grammar": "root ::= ..." in the request body
     assert server.requests[0]["grammar"] == GBNF and "response_format" not in server.requests[0]
+    assert server.requests[0]["repeat_penalty"] == 1.0
     assert server.requests[1]["response_format"]["json_schema"]["schema"] == SCHEMA
 
 
@@ -206,6 +207,8 @@ def test_llama_cpp_python_needs_the_window_and_counts_without_the_bos() -> None:
         backend.execute(LLMRequest.user("hi", tools=(tool,), constraint=Constraint("step", json_schema=SCHEMA)))
     # llama_cpp/server/types.py: grammar; llama_chat_format.py reads response_format {"type": "json_object", "schema"}
     assert server.requests[0]["grammar"] == GBNF
+    # its repeat_penalty defaults to 1.1 (types.py), the OpenAI API's and the embedded backend's is none
+    assert all(body["repeat_penalty"] == 1.0 for body in server.requests)
     assert server.requests[1]["response_format"] == {"type": "json_object", "schema": SCHEMA}
     assert "tools" not in server.requests[2] and server.requests[2]["response_format"]["schema"] == SCHEMA
 

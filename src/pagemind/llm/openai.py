@@ -145,9 +145,9 @@ class OpenAICompatible(Backend):
         self._server, self.discovery = server, found
         if found.context_window is None:
             raise ConfigError(
-                f"{self.model_id}: the {found.kind} server ({found.kind_source}) does not report its context window; "
-                f"pass --context-window N (or PAGEMIND_CONTEXT_WINDOW / context_window=) with the window the server "
-                f"was started with"
+                f"{self.model_id}: the server does not report its context window (server kind {found.kind}: "
+                f"{found.kind_source}); pass --context-window N (or PAGEMIND_CONTEXT_WINDOW, or context_window=) "
+                f"with the window the server was started with"
             )
         bounds = [self.max_concurrency, server.max_concurrency, found.slots]
         return Capabilities(
@@ -214,6 +214,7 @@ class OpenAICompatible(Backend):
         }
         if request.stop:
             body["stop"] = list(request.stop)
+        body.update(self.server.neutral_sampling)
         if request.tools and self.capabilities.supports_tools:  # native tool calling: one call is required
             body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                                "parameters": t.parameters}} for t in request.tools]

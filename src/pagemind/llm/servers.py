@@ -20,8 +20,9 @@ Sources (request and reply shapes; the unit tests quote them):
   "llamacpp"``); ``POST /tokenize`` ``{"content", "add_special", "parse_special"}`` -> ``{"tokens"}``; ``POST
   /apply-template`` ``{"messages"}`` -> ``{"prompt"}``; GBNF in ``grammar``. tools/server/README.md.
 * llama-cpp-python's server (``python -m llama_cpp.server``): reports no window (``GET /v1/models`` has only ids,
-  ``owned_by: "me"``), so the window must be given; recognised by its OpenAPI title (``GET /openapi.json``);
-  ``POST /extras/tokenize/count`` ``{"input"}`` -> ``{"count"}`` (BOS included when the model adds one); GBNF in
+  ``owned_by: "me"``), so the window must be given; recognised by its OpenAPI title (``GET /openapi.json``); its
+  requests default to ``repeat_penalty: 1.1`` (the OpenAI API and the embedded backend have none: pagemind sends
+  1.0, as to llama.cpp servers, whose older builds had the same default); ``POST /extras/tokenize/count`` ``{"input"}`` -> ``{"count"}`` (BOS included when the model adds one); GBNF in
   ``grammar``; JSON schemas only as ``{"type": "json_object", "schema": ...}``; a tool call is forced only for a
   named function, so ``tool_choice: "required"`` yields plain text (checked in llama_cpp/server/app.py and
   llama_chat_format.py, version 0.3.36).
@@ -146,6 +147,9 @@ class Server:
     max_concurrency: int | None = None  # a bound the server itself imposes
     batched_tokenize: bool = False
     tokenize_route: str | None = None  # for `models info`
+    # Sampling fields sent with every request where the server's defaults differ from the OpenAI API's (which has
+    # no repetition penalty): without them the same model answers differently than embedded or elsewhere.
+    neutral_sampling: dict[str, Any] = field(default_factory=dict)
 
     # --- facts -------------------------------------------------------------------------------------
     def window(self, probe: Probe, model: str, cards: list[dict[str, Any]]) -> tuple[int, str] | None:
@@ -288,6 +292,7 @@ class SGLang(Server):
 class LlamaCppServer(Server):
     kind: str = "llama.cpp"
     tokenize_route: str | None = "POST /tokenize (+ POST /apply-template for chat prompts)"
+    neutral_sampling: dict[str, Any] = field(default_factory=lambda: {"repeat_penalty": 1.0})  # 1.1 in older builds
 
     def _props(self, probe: Probe) -> dict[str, Any]:
         props = probe.get("/props")
@@ -329,6 +334,7 @@ class LlamaCppPython(Server):
     tools: bool = False  # tool_choice "required" is ignored; only a named function can be forced
     max_concurrency: int | None = 1  # one model behind a lock: requests run one at a time
     tokenize_route: str | None = "POST /extras/tokenize/count"
+    neutral_sampling: dict[str, Any] = field(default_factory=lambda: {"repeat_penalty": 1.0})  # its default: 1.1
     bos: int = 0  # what the endpoint adds to every count (the BOS token of models that use one)
 
     def grammar_fields(self, gbnf: str) -> dict[str, Any] | None:
