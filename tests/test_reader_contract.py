@@ -146,3 +146,12 @@ def _question():
     from pagemind.methods.question import Question
 
     return Question("Which?", ("one", "two", "three"))
+
+
+def test_an_option_added_later_joins_the_memory_key_only_when_changed():
+    """ReadAgent's pagination mode came after memories were stored: its default keeps their keys."""
+    default = ReadAgentOptions.create()
+    assert "pagination" not in default.memory_settings() and "chunk_words" not in default.memory_settings()
+    chunked = ReadAgentOptions.create(pagination="chunked")
+    assert chunked.memory_settings()["pagination"] == "chunked"
+    assert chunked.memory_settings() != default.memory_settings()

@@ -28,14 +28,19 @@ class OptionInfo:
     """What :func:`option` records beside a field's default."""
 
     help: str
-    memory: bool = False  # part of the memory's key: changing it builds another memory
+    memory: bool | str = False  # part of the memory's key: changing it builds another memory ("changed": only
+    # when it differs from its default, so adding a memory option leaves the keys of stored memories as they were)
     minimum: float | None = None
     flag: str | None = None  # the CLI flag(s) when not ``--name`` / ``--name/--no-name``
 
 
-def option(default: Any, help: str, *, memory: bool = False, minimum: float | None = None,
+def option(default: Any, help: str, *, memory: bool | str = False, minimum: float | None = None,
            flag: str | None = None) -> Any:
-    """Declare a method option (a dataclass field of a :class:`ReaderOptions` subclass)."""
+    """Declare a method option (a dataclass field of a :class:`ReaderOptions` subclass). ``memory=True``: part of
+    the memory's key; ``memory="changed"``: part of it only when it differs from ``default`` (for an option added
+    after memories were stored, whose default builds what they hold)."""
+    if memory not in (True, False, "changed"):
+        raise TypeError("memory is True, False or 'changed'")
     return field(default=default, metadata={_KEY: OptionInfo(help, memory, minimum, flag)})
 
 
@@ -49,7 +54,7 @@ class OptionSpec:
     help: str
     nullable: bool = False
     choices: tuple[str, ...] | None = None
-    memory: bool = False
+    memory: bool | str = False
     minimum: float | None = None
     flag: str | None = None
 
@@ -169,7 +174,8 @@ class ReaderOptions:
 
     def memory_settings(self) -> dict[str, Any]:
         """The options that shape the memory (its store key), by name."""
-        return {s.name: getattr(self, s.name) for s in self.specs() if s.memory}
+        return {s.name: getattr(self, s.name) for s in self.specs()
+                if s.memory is True or (s.memory == "changed" and getattr(self, s.name) != s.default)}
 
     def as_dict(self) -> dict[str, Any]:
         return {s.name: getattr(self, s.name) for s in self.specs()}

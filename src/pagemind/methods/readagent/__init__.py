@@ -12,7 +12,7 @@ from ...text import Document
 from ..base import About, Build, Context, MemoryWriter, Reader, Reading
 from ..question import Question
 from .build import build_gist_memory
-from .lookup import answer_from, lookup_parallel, lookup_sequential
+from .lookup import answer_from, fit_gists, lookup_parallel, lookup_sequential
 from .memory import PRESETS, Gist, GistMemory, LookupOptions, Page, ParallelOptions, ReadAgentOptions
 
 
@@ -51,16 +51,21 @@ class ReadAgent(Reader[GistMemory, Any]):
         """The pages to expand, and the look-up conversation when the answer may follow it (GistMem: none)."""
         return [], ()
 
+    mode = "gists"  # parallel | sequential | gists: which prompt shows every gist first
+
     def _answer(self, memory: GistMemory, question: Question, context: Context) -> Reading:
         context.phase("looking up pages")
-        pages, conversation = self._look_up(memory, question, context)
+        view = fit_gists(memory, question, self.llm, self.options, context, self.mode)
+        pages, conversation = self._look_up(view, question, context)
         context.phase("answering")
-        reply, kept, text, follow_up = answer_from(memory, question, self.llm, self.options, context, pages,
+        reply, kept, text, follow_up = answer_from(view, question, self.llm, self.options, context, pages,
                                                    conversation)
-        return Reading(reply.text, reply.choice, kept, max(len(text.split()), memory.gist_words),
-                       memory.document_words,
-                       {"requested_pages": pages, "pages": len(memory.pages),
-                        "expand": "follow-up" if follow_up else "in-place"})
+        details: dict[str, Any] = {"requested_pages": pages, "pages": len(memory.pages),
+                                   "expand": "follow-up" if follow_up else "in-place"}
+        if view is not memory:
+            details["gists_shown"] = [p.index for p in view.pages]
+        return Reading(reply.text, reply.choice, kept, max(len(text.split()), view.gist_words),
+                       memory.document_words, details)
 
 
 class ReadAgentP(ReadAgent):
@@ -68,6 +73,7 @@ class ReadAgentP(ReadAgent):
     about = About("ReadAgent-P", "gist memory; look up several pages in one request, then answer (paper §3.2)",
                   PAPER)
     Options = ParallelOptions
+    mode = "parallel"
 
     def _look_up(self, memory: GistMemory, question: Question, context: Context) -> tuple[list[int], tuple]:
         return lookup_parallel(memory, question, self.llm, self.options, context)
@@ -78,6 +84,7 @@ class ReadAgentS(ReadAgent):
     about = About("ReadAgent-S", "gist memory; look up one page at a time, each step seeing the pages read so "
                                  "far (paper §3.2)", PAPER)
     Options = LookupOptions
+    mode = "sequential"
 
     def _look_up(self, memory: GistMemory, question: Question, context: Context) -> tuple[list[int], tuple]:
         return lookup_sequential(memory, question, self.llm, self.options, context), ()

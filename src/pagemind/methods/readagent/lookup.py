@@ -23,25 +23,32 @@ def _page_alternatives(memory: GistMemory, exclude: frozenset[int] = frozenset()
     return " | ".join(f'"{p.index}"' for p in memory.pages if p.index not in exclude)
 
 
-def lookup_parallel(memory: GistMemory, question: Question, llm: LLM, opts: ParallelOptions,
-                    context: Context) -> tuple[list[int], tuple[Message, ...]]:
-    """One request for up to ``max_pages`` pages (ReadAgent-P): (pages, the look-up conversation with its reply)."""
+def parallel_request(memory: GistMemory, question: Question, opts: ReadAgentOptions) -> LLMRequest:
+    """ReadAgent-P's look-up request over the gists ``memory`` shows."""
+    max_pages = getattr(opts, "max_pages", 5)
     prompt = get_prompt("readagent", f"{opts.prompt_set}.lookup_parallel").render(
         gists=memory.tagged_gists(), question=question.text, options=question.options_block(),
-        max_pages=opts.max_pages,
+        max_pages=max_pages,
     )
     constraint = None
     max_tokens = opts.max_tokens
     if opts.constrained:
         num = f"({_page_alternatives(memory)})"
-        rep = "".join(f' (", " {num})?' for _ in range(min(opts.max_pages, len(memory.pages)) - 1))
+        rep = "".join(f' (", " {num})?' for _ in range(min(max_pages, len(memory.pages)) - 1))
         constraint = Constraint(name="lookup", gbnf=f'root ::= "I want to look up Page [" {num}{rep} "]"')
-        max_tokens = 16 + 6 * opts.max_pages
-    request = LLMRequest(messages=(Message("user", prompt),), role="lookup", max_tokens=max_tokens,
-                         constraint=constraint)
+        max_tokens = 16 + 6 * max_pages
+    return LLMRequest(messages=(Message("user", prompt),), role="lookup", max_tokens=max_tokens,
+                      constraint=constraint)
+
+
+def lookup_parallel(memory: GistMemory, question: Question, llm: LLM, opts: ParallelOptions,
+                    context: Context) -> tuple[list[int], tuple[Message, ...]]:
+    """One request for up to ``max_pages`` pages (ReadAgent-P): (pages, the look-up conversation with its reply)."""
+    request = parallel_request(memory, question, opts)
+    shown = [p.index for p in memory.pages]
 
     def parse(reply: str) -> LookupRequest | Invalid:
-        parsed = parse_lookup(reply, len(memory.pages), opts.max_pages)
+        parsed = parse_lookup(reply, shown, opts.max_pages)
         return Invalid("; ".join(parsed.problems)) if parsed.empty else parsed
 
     found = decide(llm, request, parse, context.trace, retries=opts.max_retries,
@@ -77,7 +84,7 @@ def lookup_sequential(memory: GistMemory, question: Question, llm: LLM, opts: Lo
             break
 
         def parse(reply: str, expanded: frozenset[int] = expanded) -> SequentialStep | Invalid:
-            step = parse_sequential(reply, len(memory.pages), expanded)
+            step = parse_sequential(reply, [p.index for p in memory.pages], expanded)
             return step if step.stop or step.page is not None else Invalid(step.problem)
 
         found = decide(llm, request, parse, context.trace, retries=opts.max_retries,
@@ -101,7 +108,7 @@ def answer_from(memory: GistMemory, question: Question, llm: LLM, opts: ReadAgen
     kept = list(pages)
     while True:
         if follow_up:  # the gists are already in the look-up conversation; the pages follow as the next turn
-            shown = "\n".join(f"<Page {i}>\n{memory.pages[i].text}" for i in sorted(kept))
+            shown = "\n".join(f"<Page {i}>\n{memory.page(i).text}" for i in sorted(kept))
             text = memory.tagged_gists() + "\n" + shown
             request = follow_up_request(question, conversation, shown, opts.constrained, opts.max_tokens)
         else:
@@ -124,3 +131,58 @@ def answer_from(memory: GistMemory, question: Question, llm: LLM, opts: ReadAgen
     for note in reply.fallbacks:
         context.fallback(note)
     return reply, kept, text, follow_up
+
+
+def first_request(memory: GistMemory, question: Question, opts: ReadAgentOptions, mode: str) -> LLMRequest:
+    """The request that shows every gist ``memory`` holds: the look-up (P, S) or the answer (GistMem)."""
+    if mode == "parallel":
+        return parallel_request(memory, question, opts)
+    if mode == "sequential":
+        prompt = get_prompt("readagent", f"{opts.prompt_set}.lookup_sequential").render(
+            gists=memory.tagged_gists(), question=question.text, options=question.options_block(), past_pages="None")
+        return LLMRequest(messages=(Message("user", prompt),), role="lookup", max_tokens=opts.max_tokens)
+    return answer_request(question, memory.expanded_text(frozenset()), opts.prompt_set, opts.constrained,
+                          opts.max_tokens)
+
+
+def fit_gists(memory: GistMemory, question: Question, llm: LLM, opts: ReadAgentOptions, context: Context,
+              mode: str) -> GistMemory:
+    """The gists the look-up shows: all of them when they fit the window (exactly the paper); beyond that
+    (``overflow=retrieve``, pagemind's variant past the paper's stated limit) the gists most relevant to the
+    question — BM25 re-scored with FragRel's context relation, so a page's neighbours count — added in rank order
+    while they take at most ``gist_share`` of the window, then shown in narrative order."""
+    if llm.fits(first_request(memory, question, opts, mode)):
+        return memory
+    whole = llm.count_tokens(memory.tagged_gists())
+    if opts.overflow == "refuse":
+        raise ContextWindowExceeded(
+            f"the gist memory ({len(memory.pages)} pages, {whole} tokens) does not fit {llm.model_id}'s "
+            f"{llm.context_window}-token window (overflow=refuse, the paper's limit; overflow=retrieve shows the "
+            "gists most relevant to the question)")
+    from ...retrieval.fragments import Fragment
+    from ...retrieval.index import FragmentIndex, RetrievalSettings
+
+    blocks = [f"<Page {p.index}>\n{g.text}" for p, g in zip(memory.pages, memory.gists)]
+    costs = llm.backend.count_tokens_many(blocks)
+    index = FragmentIndex([Fragment(i, g.text, i) for i, g in enumerate(memory.gists)],
+                          RetrievalSettings(scorer="bm25", fragrel=True, relation="context"))
+    query = question.text + ("\n" + "\n".join(question.options) if question.is_choice else "")
+    room = int(llm.context_window * min(opts.gist_share, 0.95))
+    chosen: list[int] = []
+    used = 0
+    for i in (int(i) for i in index.rank(query).order):
+        if used + costs[i] + 1 <= room:
+            chosen.append(i)
+            used += costs[i] + 1
+    view = memory.restrict(memory.pages[i].index for i in chosen)
+    by_rank = list(chosen)
+    while by_rank and not llm.fits(first_request(view, question, opts, mode)):  # the prompt's own words
+        by_rank.pop()
+        view = memory.restrict(memory.pages[i].index for i in by_rank)
+    if not view.pages:
+        raise ContextWindowExceeded(f"not even one gist fits {llm.model_id}'s {llm.context_window}-token window "
+                                    "beside the look-up prompt")
+    context.fallback(f"the gist memory ({len(memory.pages)} pages, {whole} tokens) does not fit the "
+                     f"{llm.context_window}-token window: the look-up showed the {len(view.pages)} gists most "
+                     f"relevant to the question (overflow=retrieve)")
+    return view

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ...errors import ConfigError
@@ -53,14 +54,23 @@ class GistMemory(StoredMemory):
 
     def tagged_gists(self, expanded: frozenset[int] = frozenset()) -> str:
         """``<Page i>\\n gist`` blocks (expanded pages show their full text), joined by newlines."""
-        return "\n".join(
-            f"<Page {p.index}>\n" + (p.text if p.index in expanded else self.gists[p.index].text)
-            for p in self.pages
-        )
+        return "\n".join(f"<Page {p.index}>\n" + (p.text if p.index in expanded else g.text)
+                         for p, g in zip(self.pages, self.gists))
 
     def expanded_text(self, expanded: frozenset[int]) -> str:
         """Gists with the chosen pages replaced by their text in place, without tags (as the notebook)."""
-        return "\n".join(p.text if p.index in expanded else self.gists[p.index].text for p in self.pages)
+        return "\n".join(p.text if p.index in expanded else g.text for p, g in zip(self.pages, self.gists))
+
+    def page(self, index: int) -> Page:
+        """The page numbered ``index`` (also in a view that shows only some pages)."""
+        return next(p for p in self.pages if p.index == index)
+
+    def restrict(self, indices: "Iterable[int]") -> "GistMemory":
+        """A view showing only the pages ``indices`` (in narrative order, their numbers kept): the gists retrieved
+        for a question when the whole gist memory does not fit the window."""
+        keep = set(indices)
+        pairs = [(p, g) for p, g in zip(self.pages, self.gists) if p.index in keep]
+        return replace(self, pages=tuple(p for p, _ in pairs), gists=tuple(g for _, g in pairs))
 
     def outline(self) -> list[str]:
         lines: list[str] = []
@@ -106,16 +116,28 @@ class ReadAgentOptions(ReaderOptions):
                              memory=True)
     gist_mode: GistMode = option("separate", "separate: the paper's gist prompt; continue: the gist as a "
                                              "follow-up turn of pagination (prompt-cache reuse)", memory=True)
+    pagination: Literal["sequential", "chunked"] = option(
+        "sequential", "sequential: the paper's; chunked (pagemind): paragraph-aligned chunks paginated "
+                      "concurrently, each chunk's last page ending at its end", memory="changed")
+    chunk_words: int = option(10000, "chunked pagination: words per chunk", memory="changed", minimum=1)
     constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
                                memory=True, flag="--constrained/--unconstrained")
     max_tokens: int = option(512, "most tokens of one reply, as in the notebook", memory=True, minimum=1)
     max_retries: int = option(2, "re-asks after an unparsable reply, per decision", minimum=0)
     budget: int | None = option(None, "most tokens of the answer context (gists + expanded pages); "
                                       "none: the window decides", minimum=1)
+    overflow: Literal["retrieve", "refuse"] = option(
+        "retrieve", "when the whole gist memory does not fit the look-up prompt: retrieve (pagemind: the gists most "
+                    "relevant to the question, BM25 + FragRel's context relation, shown in narrative order) or refuse "
+                    "(the paper's limit)")
+    gist_share: float = option(0.5, "overflow=retrieve: share of the window the retrieved gists may take (the rest "
+                                    "holds the prompt, the pages looked up and the answer)", minimum=0.05)
 
     def check(self) -> None:
         if self.min_words > self.max_words:
             raise ConfigError("ReadAgent needs min_words <= max_words")
+        if self.gist_share > 0.95:
+            raise ConfigError("gist_share must be at most 0.95 (the share of the window the gists may take)")
 
 
 @dataclass(frozen=True)

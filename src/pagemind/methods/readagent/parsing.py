@@ -9,6 +9,7 @@ range-checks and caps; the sequential parser understands ``Page N`` and ``STOP``
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 _KEYWORD = re.compile(r"(break\s*point(?:\s+label)?(?:\s+is)?|label|pause\s*point)\s*[:：]?\s*", re.IGNORECASE)
@@ -57,8 +58,17 @@ class LookupRequest:
         return not self.pages
 
 
-def parse_lookup(reply: str, n_pages: int, max_pages: int) -> LookupRequest:
+def _valid(pages: int | Collection[int]) -> tuple[Collection[int], str]:
+    """The page numbers a reply may name (``n`` pages: 0..n-1, or the pages shown) and how to say so."""
+    if isinstance(pages, int):
+        return range(pages), f"0..{pages - 1}"
+    shown = sorted(pages)
+    return frozenset(shown), "the pages shown" + (f" ({shown[0]}..{shown[-1]})" if shown else "")
+
+
+def parse_lookup(reply: str, n_pages: int | Collection[int], max_pages: int) -> LookupRequest:
     """Pages a ReadAgent-P reply asks for: the first ``[...]`` list, else ``Page N`` mentions."""
+    valid, span = _valid(n_pages)
     problems: list[str] = []
     m = re.search(r"\[([^\[\]]*)\]", reply)
     if m:
@@ -71,8 +81,8 @@ def parse_lookup(reply: str, n_pages: int, max_pages: int) -> LookupRequest:
     pages: list[int] = []
     for token in raw:
         n = int(token)
-        if not 0 <= n < n_pages:
-            problems.append(f"page {n} out of range 0..{n_pages - 1}")
+        if n not in valid:
+            problems.append(f"page {n} out of range {span}")
         elif n in pages:
             problems.append(f"page {n} repeated")
         else:
@@ -92,7 +102,8 @@ class SequentialStep:
     problem: str = ""
 
 
-def parse_sequential(reply: str, n_pages: int, already_read: set[int] | frozenset[int]) -> SequentialStep:
+def parse_sequential(reply: str, n_pages: int | Collection[int],
+                     already_read: set[int] | frozenset[int]) -> SequentialStep:
     """One ReadAgent-S decision: ``Page N`` (new, in range) or ``STOP``."""
     text = reply.strip()
     m = re.search(r"\bpage\s*#?\s*\[?\s*(\d+)", text, flags=re.IGNORECASE)
@@ -103,8 +114,9 @@ def parse_sequential(reply: str, n_pages: int, already_read: set[int] | frozense
             return SequentialStep(stop=True)
         return SequentialStep(problem="neither 'Page N' nor STOP")
     page = int(m.group(1))
-    if not 0 <= page < n_pages:
-        return SequentialStep(problem=f"page {page} out of range 0..{n_pages - 1}")
+    valid, span = _valid(n_pages)
+    if page not in valid:
+        return SequentialStep(problem=f"page {page} out of range {span}")
     if page in already_read:
         return SequentialStep(problem=f"page {page} was already read")
     return SequentialStep(page=page)
