@@ -7,8 +7,9 @@ import os
 import struct
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..config import Settings
 from ..errors import BadRequest, BackendUnavailable, ConfigError, ContextWindowExceeded, LLMError
@@ -167,26 +168,14 @@ class LlamaCpp(Backend):
                 kwargs["grammar"] = self._grammar(constraint.gbnf)
             elif constraint is not None and constraint.json_schema:
                 kwargs["response_format"] = {"type": "json_object", "schema": constraint.json_schema}
-            prompt = self.prompt_tokens(request)
-            if prompt + request.max_tokens > self.n_ctx:
-                raise ContextWindowExceeded(
-                    f"prompt of {prompt} tokens + {request.max_tokens} reply tokens exceeds the context window "
-                    f"of {self.n_ctx} tokens ({self.model_id})",
-                    prompt_tokens=prompt, context_window=self.n_ctx,
-                )
+            prompt = self._fitting_prompt(request)
             start = time.perf_counter()
-            try:
+            with self._errors():
                 out = self._llm.create_chat_completion(
                     messages=[{"role": m.role, "content": m.content} for m in request.messages],
                     max_tokens=request.max_tokens, temperature=request.temperature,
                     stop=list(request.stop) or None, **kwargs,
                 )
-            except ValueError as err:
-                if "context window" in str(err):
-                    raise ContextWindowExceeded(str(err), context_window=self.n_ctx) from None
-                raise LLMError(f"llama.cpp failed: {err}") from None
-            except RuntimeError as err:
-                raise LLMError(f"llama.cpp failed: {err}") from None
             seconds = time.perf_counter() - start
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -205,15 +194,11 @@ class LlamaCpp(Backend):
         if self._llm is None:
             raise BackendUnavailable("the local model was closed")
         with self._lock:
-            prompt = self.prompt_tokens(request)
-            if prompt + request.max_tokens > self.n_ctx:
-                raise ContextWindowExceeded(
-                    f"prompt of {prompt} tokens + {request.max_tokens} reply tokens exceeds the context window "
-                    f"of {self.n_ctx} tokens ({self.model_id})", prompt_tokens=prompt, context_window=self.n_ctx)
+            prompt = self._fitting_prompt(request)
             start = time.perf_counter()
             pieces: list[str] = []
             finish = "stop"
-            try:
+            with self._errors():
                 for chunk in self._llm.create_chat_completion(
                         messages=[{"role": m.role, "content": m.content} for m in request.messages],
                         max_tokens=request.max_tokens, temperature=request.temperature,
@@ -224,16 +209,31 @@ class LlamaCpp(Backend):
                         pieces.append(piece)
                         on_text(piece)
                     finish = choice.get("finish_reason") or finish
-            except ValueError as err:
-                if "context window" in str(err):
-                    raise ContextWindowExceeded(str(err), context_window=self.n_ctx) from None
-                raise LLMError(f"llama.cpp failed: {err}") from None
-            except RuntimeError as err:
-                raise LLMError(f"llama.cpp failed: {err}") from None
             seconds = time.perf_counter() - start
         text = "".join(pieces)
         return LLMResponse(text=text, prompt_tokens=prompt, completion_tokens=self.count_tokens(text),
                            seconds=seconds, model=self.model_id, finish_reason=finish)
+
+    def _fitting_prompt(self, request: LLMRequest) -> int:
+        """The request's prompt tokens; a prompt that leaves no room for its reply is refused before llama.cpp."""
+        prompt = self.prompt_tokens(request)
+        if prompt + request.max_tokens > self.n_ctx:
+            raise ContextWindowExceeded(
+                f"prompt of {prompt} tokens + {request.max_tokens} reply tokens exceeds the context window "
+                f"of {self.n_ctx} tokens ({self.model_id})", prompt_tokens=prompt, context_window=self.n_ctx)
+        return prompt
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """llama.cpp's failures as pagemind's typed errors."""
+        try:
+            yield
+        except ValueError as err:
+            if "context window" in str(err):
+                raise ContextWindowExceeded(str(err), context_window=self.n_ctx) from None
+            raise LLMError(f"llama.cpp failed: {err}") from None
+        except RuntimeError as err:
+            raise LLMError(f"llama.cpp failed: {err}") from None
 
     def forget_prompts(self) -> None:
         """Drop every cached prompt state (the RAM cache and the current KV cache): the next call starts cold.

@@ -257,6 +257,18 @@ class Reader(ABC, Generic[M, O]):
             details=reading.details,
         )
 
+    def _reply(self, question: Question, request: Any, context: Context, phase: str = "answering") -> Any:
+        """The answer step every reader shares: send ``request`` (re-asked until one option is named, for multiple
+        choice), stream a free-form answer to ``context.on_text``, and record its fallbacks."""
+        from .answering import answer
+
+        context.phase(phase)
+        reply = answer(self.llm, question, request, context.trace, getattr(self.options, "max_retries", 2),
+                       context.on_text)
+        for note in reply.fallbacks:
+            context.fallback(note)
+        return reply
+
     @abstractmethod
     def _answer(self, memory: M, question: Question, context: Context) -> Reading:
         """Answer ``question`` from ``memory``; record LLM calls on ``context.trace``, fallbacks with

@@ -43,7 +43,7 @@ from ..retrieval.fragrel.code_repo import CodeRepository
 from ..retrieval.fragrel.repocoder import (code_text, extract_completion, keep_last_lines, question_context,
                                            repocoder_context, repocoder_prompt)
 from ..retrieval.select import fit
-from .answering import answer, answer_request
+from .answering import answer_request
 from .decide import Invalid, decide
 from .base import About, Build, Context, MemoryWriter, Reader, Reading
 from .options import ReaderOptions, option
@@ -339,10 +339,7 @@ class CodeReader(Reader[CodeIndex, CodeOptions]):
             context.fallback(f"no fragment fits the budget ({budget} tokens) or the model's window")
         elif chosen.skipped:
             context.fallback(f"{len(chosen.skipped)} fragment(s) skipped: over the budget or the window")
-        reply = answer(self.llm, question, self._answer_request(index, question, chosen.text), context.trace,
-                       self.options.max_retries, context.on_text)
-        for note in reply.fallbacks:
-            context.fallback(note)
+        reply = self._reply(question, self._answer_request(index, question, chosen.text), context)
         return Reading(
             reply.text, reply.choice, chosen.indices, len(chosen.text.split()), index.tree.words,
             {"repository": index.tree.name, "files": len(index.tree.files), "fragment_count": len(index.fragments),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from ..text import Document
-from .answering import answer, answer_request
+from .answering import answer_request
 from .base import About, Context, MemoryWriter, Reader, Reading
 from .options import ReaderOptions, option
 from .question import Question
@@ -101,10 +101,7 @@ class FullText(Reader[FullMemory, FullTextOptions]):
             truncated = True
             context.fallback(f"text truncated ({self.options.keep}) to {kept} of {len(words)} words")
         request = answer_request(question, text, self.options.prompt_set, self.options.constrained)
-        context.phase("answering from the whole text")
-        reply = answer(self.llm, question, request, context.trace, self.options.max_retries, context.on_text)
-        for note in reply.fallbacks:
-            context.fallback(note)
+        reply = self._reply(question, request, context, "answering from the whole text")
         words = len(text.split())
         return Reading(reply.text, reply.choice, [], words, memory.words,
                        {"words_read": words, "document_words": memory.words, "truncated": truncated})

@@ -18,7 +18,7 @@ from ..retrieval.index import FragmentIndex, RetrievalSettings
 from ..retrieval.select import fit
 from ..store import Store
 from ..text import Document
-from .answering import answer, answer_request
+from .answering import answer_request
 from .base import About, Build, Context, MemoryWriter, Reader, Reading, StoredMemory
 from .full import most_that_fit, truncate_words
 from .options import ReaderOptions, option
@@ -180,11 +180,8 @@ class RAG(Reader[RAGMemory, RAGOptions]):
             context.fallback(f"best fragment {ranked[0].index} truncated to {kept} of {len(words)} words to fit")
         elif chosen.skipped:
             context.fallback(f"fragments {list(chosen.skipped)} skipped: over the budget or the context window")
-        request = answer_request(question, text, self.options.prompt_set, self.options.constrained)
-        context.phase("answering")
-        reply = answer(self.llm, question, request, context.trace, self.options.max_retries, context.on_text)
-        for note in reply.fallbacks:
-            context.fallback(note)
+        reply = self._reply(question, answer_request(question, text, self.options.prompt_set,
+                                                     self.options.constrained), context)
         scores = ranking.scores
         return Reading(
             reply.text, reply.choice, chosen.indices if chosen.fragments else [ranked[0].index] if ranked else [],
