@@ -364,14 +364,17 @@ class Store(StoreBackend):
             f"SELECT seq, text FROM agent_messages WHERE agent_id = ? AND kind IN ({_marks(len(kinds))}) ORDER BY seq",
             (agent_id, *kinds))]
 
-    def agent_events(self, agent_id: int, seqs: Sequence[int]) -> list[EventRow]:
-        by_seq: dict[int, EventRow] = {}
-        unique = sorted(set(seqs))
+    def _rows_in(self, select: str, column: str, agent_id: int, values: Sequence[int]) -> Iterator[Any]:
+        """Rows of ``select ... WHERE agent_id = ? AND column IN (values)``, asked in batches of host parameters."""
+        unique = sorted(set(values))
         for b in range(0, len(unique), _BATCH):
             part = unique[b:b + _BATCH]
-            for r in self._exec(f"SELECT {_EVENT_COLUMNS} FROM agent_messages WHERE agent_id = ? AND seq IN "
-                                f"({_marks(len(part))})", (agent_id, *part)):
-                by_seq[int(r[3])] = _event(r)
+            yield from self._exec(f"{select} WHERE agent_id = ? AND {column} IN ({_marks(len(part))})",
+                                  (agent_id, *part))
+
+    def agent_events(self, agent_id: int, seqs: Sequence[int]) -> list[EventRow]:
+        by_seq = {int(r[3]): _event(r) for r in self._rows_in(f"SELECT {_EVENT_COLUMNS} FROM agent_messages",
+                                                              "seq", agent_id, seqs)}
         return [by_seq[s] for s in seqs if s in by_seq]
 
     def insert_agent_passages(self, agent_id: int, passages: Sequence[PassageRow]) -> list[int]:
@@ -408,13 +411,8 @@ class Store(StoreBackend):
             (agent_id,))]
 
     def agent_passages(self, agent_id: int, ids: Sequence[int]) -> list[PassageRow]:
-        by_id: dict[int, PassageRow] = {}
-        unique = sorted(set(ids))
-        for b in range(0, len(unique), _BATCH):
-            part = unique[b:b + _BATCH]
-            for r in self._exec(f"SELECT id, text, created, summary, source FROM agent_passages WHERE agent_id = ? "
-                                f"AND id IN ({_marks(len(part))})", (agent_id, *part)):
-                by_id[int(r[0])] = _passage(r)
+        by_id = {int(r[0]): _passage(r) for r in self._rows_in(
+            "SELECT id, text, created, summary, source FROM agent_passages", "id", agent_id, ids)}
         return [by_id[i] for i in ids if i in by_id]
 
     def try_lock_agent(self, agent_id: int, owner: str, pid: int, host: str,
