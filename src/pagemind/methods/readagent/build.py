@@ -1,8 +1,18 @@
-"""Building (and resuming) a gist memory: pagination, then gists, each unit stored as it finishes."""
+"""Building (and resuming) a gist memory: pagination, then gists, each unit stored as it finishes.
+
+Pagination is the paper's (sequential: each page starts where the previous one ended) or pagemind's chunked
+variant: the paragraphs cut into spans of about ``chunk_words`` words, each span paginated on its own (its last
+page ends at the span's end), all spans at once, so one long document fills every request slot. Chunked pages
+are stored as drafts keyed by their first paragraph (their global numbers are known only when every span
+before them is done) and numbered when the last span finishes; the spans are stored as items of kind
+``chunk`` (``pages`` set once the span is paginated), so a resumed build continues each span where it stopped.
+"""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, replace
 from typing import Callable
 
 from ...llm.base import LLMRequest
@@ -16,17 +26,31 @@ from .memory import Gist, Page, ReadAgentOptions
 from .paginate import Window, decide_label, make_window, page_of
 
 FALLBACK_GIST_MIN_WORDS = 30  # a gist that fails its checks becomes the page's first fifth (at least this many words)
+DRAFT_PAGE, DRAFT_GIST = "draft-page", "draft-gist"  # chunked pagination: pages and gists before they are numbered
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A span of paragraphs paginated on its own (chunked pagination)."""
+
+    index: int
+    start: int  # first paragraph
+    end: int  # one past the last paragraph
+    pages: int | None = None  # set once every page of the span is stored
 
 
 def build_gist_memory(document: Document, writer: MemoryWriter, build: Build, llm: LLM,
                       opts: ReadAgentOptions) -> None:
     """Pages and gists for ``document``, resuming from what ``writer`` already holds."""
     paragraphs = split_paragraphs(document.text, max_words=max(50, opts.max_words // 2))
+    if opts.pagination == "chunked":
+        paginate_chunked(paragraphs, writer, build, llm, opts)  # every page stored; most gists too
     pages = [Page(**p) for p in writer.items("page")]
     gists = {g["page"]: Gist(**g) for g in writer.items("gist")}
-    # Pagination is sequential and holds one request slot; with two or more slots each page's gist starts as soon
-    # as the page is decided (on the other slots), so gisting overlaps pagination. With one slot (or continue
-    # mode, where the gist follows its pagination turn) everything runs in order.
+    # Sequential pagination holds one request slot; with two or more slots each page's gist starts as soon as the
+    # page is decided (on the other slots), so gisting overlaps pagination. With one slot (or continue mode, where
+    # the gist follows its pagination turn) everything runs in order. After chunked pagination (which gists as it
+    # goes) only gists it left undone remain.
     pipelined = opts.gist_mode == "separate" and llm.concurrency > 1
 
     def gist_one(page: Page) -> Gist:
@@ -51,24 +75,155 @@ def build_gist_memory(document: Document, writer: MemoryWriter, build: Build, ll
 
 def _paginate(paragraphs: list[str], pages: list[Page], gists: dict[int, Gist], writer: MemoryWriter, llm: LLM,
               opts: ReadAgentOptions, build: Build, on_page: Callable[[Page], None] | None = None) -> None:
-    i = pages[-1].end if pages else 0
     done_words = sum(p.words for p in pages)  # a running total: re-counting every page is quadratic
-    while i < len(paragraphs):
-        previous = pages[-1] if pages else None
-        window = make_window(paragraphs, i, previous, opts)
-        reply, label, source = _ask_pause(window, llm, opts, build.trace)
-        page = page_of(paragraphs, len(pages), i, label, source)
+
+    def store(page: Page) -> None:
         writer.put("page", page.index, page.__dict__)
-        pages.append(page)
-        if on_page is not None:
+
+    def stored(page: Page, gist: Gist | None) -> None:
+        nonlocal done_words
+        if gist is not None:
+            writer.put("gist", gist.page, gist.__dict__)
+            gists[gist.page] = gist
+        elif on_page is not None:
             on_page(page)
-        if opts.gist_mode == "continue" and window.request is not None and reply is not None:
-            gist = _gist(page, continued_gist_request(window.request, reply, label, opts), llm, build.trace, opts)
-            writer.put("gist", page.index, gist.__dict__)
-            gists[page.index] = gist
         done_words += page.words
         build.report(done_words, "reading pages")
+
+    _paginate_span(paragraphs, 0, len(paragraphs), pages, llm, opts, build.trace, store, stored, draft=False)
+
+
+def _paginate_span(paragraphs: list[str], start: int, end: int, pages: list[Page], llm: LLM, opts: ReadAgentOptions,
+                   trace: Trace, store: Callable[[Page], None], stored: Callable[[Page, Gist | None], None],
+                   draft: bool, stop: threading.Event | None = None) -> None:
+    """Pages from where ``pages`` ends (else ``start``) up to paragraph ``end``, appended to ``pages``. Each page
+    goes to ``store`` as soon as it is decided, then (with its continued gist in continue mode) to ``stored``.
+    A draft page is numbered by its first paragraph, a final one by its place in ``pages``."""
+    i = pages[-1].end if pages else start
+    while i < end and not (stop is not None and stop.is_set()):
+        previous = pages[-1] if pages else None
+        window = make_window(paragraphs, i, previous, opts, end)
+        reply, label, source = _ask_pause(window, llm, opts, trace)
+        page = page_of(paragraphs, i if draft else len(pages), i, label, source)
+        store(page)
+        pages.append(page)
+        gist = None
+        if opts.gist_mode == "continue" and window.request is not None and reply is not None:
+            gist = _gist(page, continued_gist_request(window.request, reply, label, opts), llm, trace, opts)
+        stored(page, gist)
         i = label
+
+
+def plan_chunks(paragraphs: list[str], chunk_words: int) -> list[Chunk]:
+    """Consecutive spans of whole paragraphs of at least ``chunk_words`` words; a last span under half that joins
+    the one before."""
+    bounds: list[tuple[int, int]] = []
+    start = words = 0
+    for j, paragraph in enumerate(paragraphs):
+        words += len(paragraph.split())
+        if words >= chunk_words:
+            bounds.append((start, j + 1))
+            start, words = j + 1, 0
+    if start < len(paragraphs):
+        if bounds and words < chunk_words / 2:
+            bounds[-1] = (bounds[-1][0], len(paragraphs))
+        else:
+            bounds.append((start, len(paragraphs)))
+    return [Chunk(n, s, e) for n, (s, e) in enumerate(bounds)]
+
+
+def paginate_chunked(paragraphs: list[str], writer: MemoryWriter, build: Build, llm: LLM,
+                     opts: ReadAgentOptions) -> None:
+    """Chunked pagination: every span paginated at once (with their gists, on the same request slots), then the
+    pages numbered in order and stored as ``page`` items with their gists. Resumes from the stored drafts."""
+    if writer.items("page"):  # numbered already (pages are written in one transaction, after their gists)
+        _drop_drafts(writer)
+        return
+    chunks = [Chunk(**c) for c in writer.items("chunk")]
+    if not chunks:
+        chunks = plan_chunks(paragraphs, opts.chunk_words)
+        writer.put_many("chunk", [(c.index, asdict(c)) for c in chunks])
+    drafts = {p["start"]: Page(**p) for p in writer.items(DRAFT_PAGE)}
+    draft_gists = {g["page"]: Gist(**g) for g in writer.items(DRAFT_GIST)}
+    spans: list[list[Page]] = [[] for _ in chunks]
+    n = 0
+    for start in sorted(drafts):  # drafts in narrative order, each to its span
+        while chunks[n].end <= start:
+            n += 1
+        spans[n].append(drafts[start])
+    lock = threading.Lock()
+    stop = threading.Event()
+    done_words = sum(p.words for p in drafts.values())  # a running total
+    pipelined = opts.gist_mode == "separate" and llm.concurrency > 1
+    gist_futures: list[Future] = []
+
+    def gist_draft(page: Page) -> None:
+        gist = _gist(page, gist_request(page, opts), llm, build.trace, opts)
+        writer.put(DRAFT_GIST, page.start, gist.__dict__)
+        with lock:
+            draft_gists[page.start] = gist
+
+    def store(page: Page) -> None:
+        writer.put(DRAFT_PAGE, page.start, page.__dict__)
+
+    def stored(page: Page, gist: Gist | None) -> None:
+        nonlocal done_words
+        if gist is not None:
+            writer.put(DRAFT_GIST, page.start, gist.__dict__)
+        with lock:
+            drafts[page.start] = page
+            if gist is not None:
+                draft_gists[page.start] = gist
+            elif pipelined and not stop.is_set():
+                gist_futures.append(gisting.submit(gist_draft, page))
+            done_words += page.words
+            build.report(done_words, "reading pages")
+
+    def paginate(chunk: Chunk) -> None:
+        _paginate_span(paragraphs, chunk.start, chunk.end, spans[chunk.index], llm, opts, build.trace, store,
+                       stored, draft=True, stop=stop)
+        if not stop.is_set():
+            writer.put("chunk", chunk.index, asdict(replace(chunk, pages=len(spans[chunk.index]))))
+
+    def watch(future: Future) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            stop.set()  # no span starts a new page after a failure
+
+    todo = [c for c in chunks if c.pages is None]
+    readers = ThreadPoolExecutor(max_workers=max(1, min(llm.concurrency, len(todo))))
+    gisting = ThreadPoolExecutor(max_workers=llm.concurrency)  # the client's slots bound the requests in flight
+    try:
+        if pipelined:  # drafts of an earlier attempt that have no gist yet
+            with lock:
+                gist_futures.extend(gisting.submit(gist_draft, p) for s, p in sorted(drafts.items())
+                                    if s not in draft_gists)
+        reading = [readers.submit(paginate, c) for c in todo]
+        for future in reading:
+            future.add_done_callback(watch)
+        for future in reading:
+            future.result()  # the first failure, once every span has stopped
+        readers.shutdown(wait=True)  # no gist is submitted after this
+        for future in gist_futures:
+            future.add_done_callback(watch)
+        for future in as_completed(gist_futures):
+            future.result()
+    finally:
+        stop.set()
+        readers.shutdown(wait=True, cancel_futures=True)
+        gisting.shutdown(wait=True, cancel_futures=True)
+    ordered = [drafts[s] for s in sorted(drafts)]
+    pages = [replace(p, index=k) for k, p in enumerate(ordered)]
+    # gists first: a kill between the two writes leaves no numbered pages, and the next attempt numbers again
+    writer.put_many("gist", [(k, asdict(replace(draft_gists[p.start], page=k)))
+                             for k, p in enumerate(ordered) if p.start in draft_gists])
+    writer.put_many("page", [(p.index, asdict(p)) for p in pages])
+    _drop_drafts(writer)
+
+
+def _drop_drafts(writer: MemoryWriter) -> None:
+    """Chunked pagination's drafts, once the pages are numbered."""
+    for kind in (DRAFT_PAGE, DRAFT_GIST):
+        writer.store.delete_items(writer.key, kind)
 
 
 def _ask_pause(window: Window, llm: LLM, opts: ReadAgentOptions, trace: Trace) -> tuple[str | None, int, str]:

@@ -1,5 +1,6 @@
 """Episode pagination (paper §3.1; the notebook's loop). Inherently sequential: each page starts where
-the previous one ended.
+the previous one ended (pagemind's chunked variant paginates paragraph-aligned spans independently, each
+span's last page ending at the span's end: see ``build.py``).
 
 From paragraph ``i``, paragraphs are added while the word count is under ``max_words``; a numbered
 label ``<j>`` is placed before paragraph ``j`` once ``min_words`` are reached, and a final label is
@@ -31,12 +32,15 @@ class Window:
     request: LLMRequest | None  # None: the tail rule applies, no LLM call
 
 
-def make_window(paragraphs: list[str], i: int, previous: Page | None, opts: ReadAgentOptions) -> Window:
+def make_window(paragraphs: list[str], i: int, previous: Page | None, opts: ReadAgentOptions,
+                end: int | None = None) -> Window:
+    """The window from paragraph ``i``; pages never cross ``end`` (default: the end of the text)."""
+    end = len(paragraphs) if end is None else end
     passage = [escape_labels(paragraphs[i])]
     labels: list[int] = []
     wcount = len(paragraphs[i].split())
     j = i + 1
-    while wcount < opts.max_words and j < len(paragraphs):
+    while wcount < opts.max_words and j < end:
         wcount += len(paragraphs[j].split())
         if wcount >= opts.min_words:
             passage.append(f"<{j}>")
@@ -45,9 +49,9 @@ def make_window(paragraphs: list[str], i: int, previous: Page | None, opts: Read
         j += 1
     passage.append(f"<{j}>")
     labels.append(j)
-    if wcount < opts.tail_words and j == len(paragraphs):
+    if wcount < opts.tail_words and j == end:
         return Window(i, j, tuple(labels), wcount, None)
-    end_tag = "" if j == len(paragraphs) or not opts.lookahead else escape_labels(paragraphs[j]) + "\n..."
+    end_tag = "" if j == end or not opts.lookahead else escape_labels(paragraphs[j]) + "\n..."
     preceding = "...\n" + escape_labels(previous.text) + "\n" if (opts.previous_page and previous) else ""
     prompt = get_prompt("readagent", f"{opts.prompt_set}.paginate").render(
         preceding=preceding, passage="\n".join(passage), end_tag=end_tag
