@@ -103,9 +103,14 @@ def build_tree(document: Document, writer: MemoryWriter, build: Build, llm: LLM,
         writer.put("node", node.index, node.__dict__)  # stored as each finishes: a kill loses little
         return node
 
+    unwritten: list[TreeNode] = []  # parents made without an LLM call: written once per level, in one transaction
+
     def parent(slot: Slot) -> TreeNode:
         node = _parent(slot, [done[c.index] for c in slot.children], limit, llm, build.trace)
-        writer.put("node", node.index, node.__dict__)
+        if node.compressed:
+            writer.put("node", node.index, node.__dict__)
+        else:
+            unwritten.append(node)
         return node
 
     def leaf_done(node: TreeNode) -> None:
@@ -114,11 +119,19 @@ def build_tree(document: Document, writer: MemoryWriter, build: Build, llm: LLM,
 
     _run([s for s in leaves if s.index not in done], leaf, llm.concurrency, done, leaf_done)
     parents = [s for s in slots if s.level > 0]
+    built = [sum(s.index in done for s in parents)]  # a running count
+
+    def parent_done(node: TreeNode) -> None:
+        built[0] += 1
+        build.phase("building the tree", built[0], len(parents), "node")
+
     for level in range(1, max(s.level for s in slots) + 1):
         todo = [s for s in slots if s.level == level and s.index not in done]
-        _run(todo, parent, llm.concurrency, done,  # one level's summaries are independent
-             lambda node: build.phase("building the tree", sum(s.index in done for s in parents), len(parents),
-                                      "node"))
+        try:
+            _run(todo, parent, llm.concurrency, done, parent_done)  # one level's summaries are independent
+        finally:
+            writer.put_many("node", [(n.index, n.__dict__) for n in unwritten])
+            unwritten.clear()
 
 
 def _run(slots: list[Slot], work: Callable[[Slot], TreeNode], workers: int, done: dict[int, TreeNode],
