@@ -75,6 +75,10 @@ class MemoryWriter:
         if items:
             self.store.put_items(self.key, kind, items)
 
+    def delete(self, kind: str) -> None:
+        """Drop every item of ``kind`` (drafts a build no longer needs)."""
+        self.store.delete_items(self.key, kind)
+
 
 @dataclass
 class Build:

@@ -223,7 +223,7 @@ def paginate_chunked(paragraphs: list[str], writer: MemoryWriter, build: Build, 
 def _drop_drafts(writer: MemoryWriter) -> None:
     """Chunked pagination's drafts, once the pages are numbered."""
     for kind in (DRAFT_PAGE, DRAFT_GIST):
-        writer.store.delete_items(writer.key, kind)
+        writer.delete(kind)
 
 
 def _ask_pause(window: Window, llm: LLM, opts: ReadAgentOptions, trace: Trace) -> tuple[str | None, int, str]:
