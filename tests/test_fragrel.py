@@ -5,8 +5,11 @@ import pytest
 
 from pagemind.errors import ConfigError
 from pagemind.retrieval import Fragment, FragmentIndex, RetrievalSettings
-from pagemind.retrieval.fragrel.relations import (ContextRelation, MatrixRelation, SemanticRelation,
-                                        causal_geometric, dense_environment, fragrel_scores, two_sided_geometric)
+from pagemind.retrieval.embed import HashingEmbedder
+from pagemind.retrieval.fragrel import relations
+from pagemind.retrieval.fragrel.relations import (SEMANTIC_K, ContextRelation, MatrixRelation, SemanticRelation,
+                                                  causal_geometric, dense_environment, exact_neighbours,
+                                                  fragrel_scores, has_ann, two_sided_geometric)
 
 
 # --- context structure relation (Eq. 7) ------------------------------------------------------------------
@@ -115,11 +118,116 @@ def test_semantic_fast_forms_equal_dense_formula():
     for form in ("similarity", "distance"):
         rel = SemanticRelation(V, form=form)  # float32 embeddings: agreement to ~1e-7
         assert rel.environment(s) == pytest.approx(dense_environment(rel.dense(), s), rel=1e-6)
-    # the top-k sparse form keeps every positive neighbour when k covers them all
-    sparse = SemanticRelation(V, form="similarity", dense_limit=10, neighbours=59)
-    assert sparse.environment(s) == pytest.approx(SemanticRelation(V).environment(s), rel=1e-6)
     rows = np.array([3, 17])
+    sparse = SemanticRelation(V, k=5)
     assert sparse.environment(s, rows) == pytest.approx(sparse.environment(s)[rows])
+
+
+def unit32(V: np.ndarray) -> np.ndarray:
+    """The unit vectors a SemanticRelation keeps (float32), back in float64."""
+    return (V / np.linalg.norm(V, axis=1, keepdims=True)).astype(np.float32).astype(np.float64)
+
+
+def paper_environment(V: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Eq. 9 with w_ij = max(0, cos), w_ii = 1, over every pair, written out independently of the relation."""
+    E = unit32(V)
+    W = np.clip(E @ E.T, 0.0, None)
+    np.fill_diagonal(W, 1.0)
+    return (W @ s) / W.sum(axis=1)
+
+
+@pytest.mark.parametrize("settings", [
+    {"k": 0}, {"k": 59}, {"k": 500}, {"k": 59, "search": "exact"}, {"k": 0, "search": "exact"},
+    {"k": 0, "dense_limit": 10},  # dense rows recomputed per query, W never held
+])
+def test_every_neighbour_kept_equals_the_dense_formula(settings):
+    rng = np.random.default_rng(5)
+    V = rng.normal(size=(60, 8))
+    s = rng.random(60)
+    rel = SemanticRelation(V, **settings)
+    assert rel.environment(s) == pytest.approx(paper_environment(V, s), rel=1e-9, abs=1e-12)
+    rows = np.array([0, 7, 59])
+    assert rel.environment(s, rows) == pytest.approx(paper_environment(V, s)[rows], rel=1e-9, abs=1e-12)
+    if settings.get("search") == "exact":
+        assert rel.search == "exact" and rel.k == 59 and rel.W is None  # the neighbour lists, not a matrix
+    else:
+        assert rel.search == "dense" and rel.k == 0
+
+
+def test_fewer_neighbours_change_the_scores_but_follow_their_own_sparse_matrix():
+    rng = np.random.default_rng(6)
+    V = rng.normal(size=(80, 8))
+    s = rng.random(80)
+    rel = SemanticRelation(V, k=5)
+    assert rel.search == "exact" and rel.nbr_idx.shape == (80, 5)
+    assert not np.allclose(rel.environment(s), paper_environment(V, s))
+    assert rel.environment(s) == pytest.approx(dense_environment(rel.dense(), s), rel=1e-12)
+    E = unit32(V)  # row 0 by hand: itself (weight 1) and its 5 most similar fragments, negative cosines as 0
+    cos = E[0] @ E.T
+    nearest = np.argsort(-np.where(np.arange(80) == 0, -np.inf, cos))[:5]
+    w = np.clip(cos[nearest], 0.0, None)
+    assert rel.environment(s)[0] == pytest.approx((s[0] + w @ s[nearest]) / (1.0 + w.sum()), rel=1e-12)
+
+
+@pytest.mark.parametrize("memory_mb", [0.001, 0.05, 64.0])  # one row per block, a few blocks, one block
+def test_exact_neighbours_equal_brute_force(memory_mb):
+    rng = np.random.default_rng(7)
+    E = unit32(rng.normal(size=(300, 16))).astype(np.float32)
+    idx, cos = exact_neighbours(E, 7, memory_mb)
+    full = E.astype(np.float64) @ E.astype(np.float64).T
+    np.fill_diagonal(full, -np.inf)
+    expected = np.argsort(-full, axis=1)[:, :7]
+    assert (idx == expected).all()  # best first; random vectors have no ties
+    assert cos == pytest.approx(np.take_along_axis(full, expected, axis=1), rel=1e-12)
+
+
+def test_neighbour_relation_memory_is_linear_in_n():
+    import tracemalloc
+
+    rng = np.random.default_rng(8)
+    sizes, peaks = {}, {}
+    for n in (3000, 6000):
+        V = rng.normal(size=(n, 16)).astype(np.float32)
+        tracemalloc.start()
+        rel = SemanticRelation(V, k=8, memory_mb=1.0)
+        peaks[n] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert rel.W is None and rel.nnz == n * 9  # k neighbours + itself per row
+        assert peaks[n] < n * n * 4 / 8  # never an eighth of the N x N float32 products at once
+        sizes[n] = rel.nbytes
+    assert sizes[6000] == 2 * sizes[3000]  # embeddings + neighbour lists: exactly linear
+    assert peaks[6000] < 2 * peaks[3000]  # the build: linear part plus one block of about memory_mb
+
+
+def test_auto_search_chooses_by_size_and_falls_back_without_faiss(monkeypatch):
+    rng = np.random.default_rng(9)
+    V = rng.normal(size=(200, 8))
+    assert SemanticRelation(V, k=10, approximate_above=500).search == "exact"
+    assert SemanticRelation(V, k=0).search == "dense"
+    monkeypatch.setattr(relations, "_faiss", lambda: None)
+    assert not has_ann()
+    assert SemanticRelation(V, k=10, approximate_above=100).search == "exact"  # no faiss: brute force
+    with pytest.raises(ConfigError, match="pagemind\\[ann\\]"):
+        SemanticRelation(V, k=10, search="approximate")
+    with pytest.raises(ConfigError):
+        SemanticRelation(V, k=-1)
+
+
+@pytest.mark.skipif(not has_ann(), reason="faiss (the ann extra) is not installed")
+def test_approximate_index_finds_nearly_the_exact_neighbours():
+    rng = np.random.default_rng(10)
+    centres = rng.normal(size=(40, 32))  # clustered, like real embeddings
+    V = centres[rng.integers(0, 40, 3000)] + 0.6 * rng.normal(size=(3000, 32))
+    s = rng.random(3000)
+    approx = SemanticRelation(V, k=16, approximate_above=1000)
+    exact = SemanticRelation(V, k=16, search="exact")
+    assert approx.search == "approximate" and approx.nbr_idx.shape == (3000, 16) and approx.nnz == 3000 * 17
+    assert (approx.nbr_idx != np.arange(3000)[:, None]).all()  # never its own neighbour
+    recall = np.mean([len(set(a) & set(b)) / 16 for a, b in zip(approx.nbr_idx, exact.nbr_idx)])
+    assert recall > 0.9
+    assert approx.environment(s) == pytest.approx(exact.environment(s), abs=0.02)
+    top = set(np.argsort(-fragrel_scores(s, approx))[:50]) & set(np.argsort(-fragrel_scores(s, exact))[:50])
+    assert len(top) >= 45
 
 
 def test_matrix_relation_and_candidate_rows():
@@ -138,6 +246,20 @@ def test_settings_validation():
         RetrievalSettings(alpha=-1)
     with pytest.raises(ConfigError):
         RetrievalSettings(scorer="tfidf")
+    with pytest.raises(ConfigError):
+        RetrievalSettings(semantic_k=-1)
+
+
+def test_semantic_k_reaches_the_relation_from_rag_options():
+    from pagemind.methods.rag import RAGOptions
+
+    assert RAGOptions().semantic_k == SEMANTIC_K == RetrievalSettings().semantic_k
+    assert RAGOptions(semantic_k=3).retrieval().semantic_k == 3
+    frags = [Fragment(i, f"fragment {i} about topic {i % 4} and more", i) for i in range(12)]
+    for k, search in ((3, "exact"), (0, "dense"), (11, "dense")):
+        settings = RetrievalSettings(fragrel=True, relation="semantic", semantic_k=k)
+        rel = FragmentIndex(frags, settings, HashingEmbedder()).relation()
+        assert (rel.k, rel.search) == ((k, search) if search == "exact" else (0, "dense"))
 
 
 def test_index_rank_with_fragrel_context():

@@ -52,6 +52,7 @@ class RAGOptions(ReaderOptions):
     relation: Literal["context", "semantic", "semantic-distance"] = option("context", "FragRel's relation")
     alpha: float = option(0.5, "FragRel: weight of the environment score", minimum=0)
     w_rel: float = option(0.3, "FragRel context relation: w_rel", minimum=0)
+    semantic_k: int = option(64, "FragRel semantic relation: neighbours per fragment (0: every pair)", minimum=0)
     top_k: int | None = option(5, "most fragments shown (0 or none: as many as fit the budget)", minimum=0)
     order: Literal["score", "position"] | None = option(None, "fragment order in the prompt (none: the method's; "
                                                               "rag: score, op-rag: position)")
@@ -68,7 +69,8 @@ class RAGOptions(ReaderOptions):
 
     def retrieval(self) -> RetrievalSettings:
         return RetrievalSettings(scorer=self.scorer, fusion=self.fusion, fragrel=self.fragrel,
-                                 relation=self.relation, alpha=self.alpha, w_rel=self.w_rel)
+                                 relation=self.relation, alpha=self.alpha, w_rel=self.w_rel,
+                                 semantic_k=self.semantic_k)
 
     def readagent_options(self) -> Any:
         from .readagent import ReadAgentOptions

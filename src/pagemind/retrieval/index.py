@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import ConfigError
 from .embed import Embedder, fragment_vectors
 from .fragments import Fragment
-from .fragrel.relations import ContextRelation, Relation, SemanticRelation, fragrel_scores
+from .fragrel.relations import SEMANTIC_K, ContextRelation, Relation, SemanticRelation, fragrel_scores
 from .scorers import BM25, Jaccard, Norm, cosine_scores, mix, rrf
 
 Scorer = Literal["bm25", "dense", "hybrid", "jaccard"]
@@ -30,6 +30,7 @@ class RetrievalSettings:
     relation: Literal["context", "semantic", "semantic-distance"] = "context"
     alpha: float = 0.5
     w_rel: float = 0.3
+    semantic_k: int = SEMANTIC_K  # semantic relation: nearest neighbours per fragment (0: every pair, as the paper)
 
     def __post_init__(self) -> None:
         if self.scorer not in SCORERS:
@@ -40,6 +41,8 @@ class RetrievalSettings:
             raise ConfigError(f"w_rel must be in [0, 1] (got {self.w_rel})")
         if self.alpha < 0:
             raise ConfigError(f"alpha must be >= 0 (got {self.alpha})")
+        if self.semantic_k < 0:
+            raise ConfigError(f"semantic_k must be >= 0 (got {self.semantic_k})")
 
     @property
     def needs_embedder(self) -> bool:
@@ -105,7 +108,7 @@ class FragmentIndex:
                                                  [f.source for f in self.fragments], s.w_rel)
             else:
                 form = "distance" if s.relation == "semantic-distance" else "similarity"
-                self._relation = SemanticRelation(self.vectors(), form=form)
+                self._relation = SemanticRelation(self.vectors(), form=form, k=s.semantic_k)
         return self._relation
 
     # --- scoring ----------------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ so a relation never has to materialise the N x N matrix when it has a cheaper fo
   takes 0.5-1 s, more than a one-question process gains).
 * :class:`SemanticRelation`, Eq. 6. ``form="distance"`` is the formula as printed, w_ij = 1 - cos(e_i, e_j),
   computed exactly in O(N d); ``form="similarity"`` is what the text means (larger = stronger relation),
-  w_ij = max(0, cos(e_i, e_j)), dense up to ``dense_limit`` fragments, else the top ``neighbours`` per row.
+  w_ij = max(0, cos(e_i, e_j)) over each fragment's ``k`` nearest neighbours: O(N k) memory, found by
+  blocked brute force up to ``APPROXIMATE_ABOVE`` fragments and by a faiss HNSW index beyond (the ``ann``
+  extra; brute force without it). ``k`` = 0 keeps every pair: the paper's dense formula.
 * :class:`MatrixRelation`: any explicit (dense or scipy sparse) W, e.g. rows of the code-structure relation
   (Eq. 8, :mod:`.code_graph`).
 
@@ -162,11 +164,119 @@ class ContextRelation:
 
 
 # --- semantic (Eq. 6) ----------------------------------------------------------------------------------
+SEMANTIC_K = 64  # neighbours per fragment; 0 (or >= N - 1) keeps every pair, the paper's dense formula
+APPROXIMATE_ABOVE = 10_000  # fragments beyond which the neighbours come from an ANN index (when faiss is there)
+DENSE_LIMIT = 4096  # the all-pairs form keeps W in memory up to here (128 MB), else recomputes rows per query
+Search = Literal["auto", "dense", "exact", "approximate"]
+ANN_HINT = "pip install 'pagemind[ann]'  (faiss-cpu)"
+
+
+def _faiss() -> Any:
+    """faiss (the ``ann`` extra), imported on first use, or None when it is not installed."""
+    try:
+        import faiss
+    except ImportError:
+        return None
+    return faiss
+
+
+def has_ann() -> bool:
+    """Whether the approximate nearest-neighbour index (faiss) is installed."""
+    return _faiss() is not None
+
+
+def _rows_per_block(row_bytes: int, memory_mb: float) -> int:
+    return max(1, int(memory_mb * 2**20) // max(1, row_bytes))
+
+
+def _sorted_best_first(idx: np.ndarray, sims: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(-sims, axis=1, kind="stable")
+    return np.take_along_axis(idx, order, axis=1), np.take_along_axis(sims, order, axis=1)
+
+
+def pair_cosines(E: np.ndarray, idx: np.ndarray, memory_mb: float = 64.0) -> np.ndarray:
+    """cos(e_i, e_idx[i, m]) in float64 (as the dense formula computes it), for unit rows ``E``, in row blocks."""
+    n, k = idx.shape
+    out = np.empty((n, k))
+    block = _rows_per_block(k * E.shape[1] * 12, memory_mb)  # the gathered rows, float32 then float64
+    for b in range(0, n, block):
+        gathered = E[idx[b:b + block]].astype(np.float64)  # (rows, k, d)
+        out[b:b + block] = np.matmul(gathered, E[b:b + block, :, None].astype(np.float64))[..., 0]
+    return out
+
+
+def exact_neighbours(E: np.ndarray, k: int, memory_mb: float = 64.0) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``k`` most cosine-similar other rows of the unit rows ``E``, by brute force.
+
+    Row blocks of about ``memory_mb`` (float32 products, then ``argpartition``), so memory is the result
+    (N x k) plus one block, whatever N. Returns indices and float64 cosines, best first.
+    """
+    n = len(E)
+    k = min(k, n - 1)
+    idx = np.empty((n, max(k, 0)), dtype=np.int32 if n < 2**31 else np.int64)
+    if k <= 0:
+        return idx, np.empty((n, 0))
+    block = _rows_per_block(n * 16, memory_mb)  # products (4 B) + argpartition's copy (4 B) and indices (8 B)
+    for b in range(0, n, block):
+        sims = E[b:b + block] @ E.T
+        r = np.arange(sims.shape[0])
+        sims[r, b + r] = -np.inf  # never its own neighbour: w_ii is added apart
+        idx[b:b + block] = np.argpartition(sims, n - 1 - k, axis=1)[:, n - k:]
+    return _sorted_best_first(idx, pair_cosines(E, idx, memory_mb))
+
+
+def approximate_neighbours(E: np.ndarray, k: int, m: int = 16, ef_construction: int = 40,
+                           ef_search: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """About the ``k`` most cosine-similar other rows of the unit rows ``E``, from a faiss HNSW graph.
+
+    Build and search are O(N log N) in time and O(N (m + k)) in memory; ``ef_search`` defaults to
+    max(48, k + 16) (recall 0.94-0.95 on MiniLM embeddings of QMSum, k = 32-64). Cosines are the index's
+    float32 inner products; a neighbour the search could not reach (index -1) gets weight 0. Needs the
+    ``ann`` extra.
+    """
+    faiss = _faiss()
+    if faiss is None:
+        raise ConfigError(f"the approximate neighbour index needs faiss: {ANN_HINT}")
+    n, d = E.shape
+    k = min(k, n - 1)
+    index = faiss.IndexHNSWFlat(d, m, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = ef_construction
+    index.add(np.ascontiguousarray(E, dtype=np.float32))
+    index.hnsw.efSearch = max(ef_search or max(48, k + 16), k + 1)
+    sims, idx = index.search(np.ascontiguousarray(E, dtype=np.float32), k + 1)
+    keep = idx != np.arange(n)[:, None]  # drop each row's own entry, or the last one when it was not found
+    keep[keep.all(axis=1), -1] = False
+    idx, sims = idx[keep].reshape(n, k), sims[keep].reshape(n, k).astype(np.float64)
+    missing = idx < 0
+    idx[missing], sims[missing] = 0, 0.0
+    return _sorted_best_first(idx.astype(np.int32 if n < 2**31 else np.int64), sims)
+
+
 class SemanticRelation:
-    """Eq. 6 on unit embeddings: ``distance`` = 1 - cos as printed, ``similarity`` = max(0, cos) as meant."""
+    """Eq. 6 on unit embeddings: ``distance`` = 1 - cos as printed, ``similarity`` = max(0, cos) as meant.
+
+    ``similarity`` relates each fragment to its ``k`` most similar fragments (w_ij = max(0, cos), 0 for the
+    rest; w_ii = 1), an O(N k) sparse relation, found by ``search``:
+
+    * ``dense``: every pair, the paper's formula (what ``k`` = 0 or ``k`` >= N - 1 selects under ``auto``);
+      W is kept up to ``dense_limit`` fragments, beyond that its rows are recomputed per query (O(N^2 d)).
+    * ``exact``: blocked brute force, O(N^2 d) time once, O(N k) memory.
+    * ``approximate``: a faiss HNSW index (the ``ann`` extra), O(N log N).
+    * ``auto``: dense, else exact up to ``approximate_above`` fragments (or when faiss is missing), else
+      approximate.
+
+    With every neighbour kept (``k`` = N - 1, ``exact``) the result equals the dense formula to float64 precision.
+    ``distance`` needs no neighbours: Σ_j (1 - e_i.e_j) s_j = Σ s - e_i.(E^T s) is exact in O(N d) per query.
+    """
 
     def __init__(self, vectors: np.ndarray, form: Literal["similarity", "distance"] = "similarity",
-                 dense_limit: int = 3000, neighbours: int = 64, include_self: bool = True):
+                 k: int = SEMANTIC_K, search: Search = "auto", include_self: bool = True,
+                 approximate_above: int = APPROXIMATE_ABOVE, dense_limit: int = DENSE_LIMIT,
+                 memory_mb: float = 64.0):
+        if k < 0:
+            raise ConfigError(f"semantic k must be >= 0 (got {k})")
+        if search not in ("auto", "dense", "exact", "approximate"):
+            raise ConfigError(f"unknown neighbour search {search!r} (have: auto, dense, exact, approximate)")
         E = np.asarray(vectors, dtype=np.float64)
         norms = np.linalg.norm(E, axis=1, keepdims=True)
         self.E = (E / np.where(norms == 0, 1, norms)).astype(np.float32)  # float32: half the memory traffic
@@ -174,32 +284,68 @@ class SemanticRelation:
         self.form = form
         self.name = "semantic-distance" if form == "distance" else "semantic"
         self.include_self = include_self
+        self.memory_mb = memory_mb
         self.W: np.ndarray | None = None
+        self._E64: np.ndarray | None = None
         self.nbr_idx: np.ndarray | None = None
         self.nbr_w: np.ndarray | None = None
+        self.k = 0  # neighbours per fragment (0: every pair)
+        self.search = "dense"
         if form == "distance":
             self._sum_e = self.E.astype(np.float64).sum(axis=0).astype(np.float32)
-        elif form == "similarity":
-            if self.n <= dense_limit:
-                E64 = self.E.astype(np.float64)
-                W = np.clip(E64 @ E64.T, 0.0, None)
-                np.fill_diagonal(W, 1.0 if include_self else 0.0)
-                self.W, self._row_sums = W, W.sum(axis=1)
-            else:
-                self._sparse(min(neighbours, self.n - 1))
-        else:
+            return
+        if form != "similarity":
             raise ConfigError(f"unknown semantic form {form!r} (have: similarity, distance)")
+        if search == "auto":
+            if k == 0 or k >= self.n - 1:
+                search = "dense"
+            else:
+                search = "approximate" if self.n > approximate_above and has_ann() else "exact"
+        self.search = search
+        if search == "dense":
+            self._E64 = self.E.astype(np.float64)
+            if self.n <= dense_limit:
+                self.W = self._dense_rows(np.arange(self.n))
+                self._row_sums = self.W.sum(axis=1)
+            else:
+                self._row_sums = self._blocked(np.arange(self.n), np.ones(self.n))
+            return
+        self.k = min(k or self.n - 1, max(self.n - 1, 0))
+        idx, sims = (exact_neighbours(self.E, self.k, memory_mb) if search == "exact"
+                     else approximate_neighbours(self.E, self.k))
+        self.nbr_idx, self.nbr_w = idx, np.clip(sims, 0.0, None)
+        self._row_sums = self.nbr_w.sum(axis=1) + self._self_weight
 
-    def _sparse(self, k: int, block: int = 1024) -> None:
-        idx = np.zeros((self.n, k), dtype=np.int64)
-        wts = np.zeros((self.n, k))
-        for b in range(0, self.n, block):
-            sims = self.E[b:b + block] @ self.E.T
-            sims[np.arange(sims.shape[0]), np.arange(b, b + sims.shape[0])] = -np.inf  # self handled apart
-            part = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-            idx[b:b + block] = part
-            wts[b:b + block] = np.clip(np.take_along_axis(sims, part, axis=1), 0.0, None)
-        self.nbr_idx, self.nbr_w = idx, wts
+    @property
+    def _self_weight(self) -> float:
+        return 1.0 if self.include_self else 0.0
+
+    def _dense_rows(self, rows: np.ndarray) -> np.ndarray:
+        assert self._E64 is not None
+        W = np.clip(self._E64[rows] @ self._E64.T, 0.0, None)
+        W[np.arange(len(rows)), rows] = self._self_weight
+        return W
+
+    def _blocked(self, rows: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """W[rows] @ s without holding W: rows recomputed in blocks of about ``memory_mb``."""
+        out = np.empty(len(rows))
+        block = _rows_per_block(self.n * 8, self.memory_mb)
+        for b in range(0, len(rows), block):
+            out[b:b + block] = self._dense_rows(rows[b:b + block]) @ s
+        return out
+
+    @property
+    def nnz(self) -> int:
+        """Stored relation weights: N·(k + 1) for neighbours (self included), N² for the dense form, 0 otherwise."""
+        if self.nbr_idx is not None:
+            return int(self.nbr_idx.size + self.n)
+        return self.n * self.n if self.form == "similarity" else 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the relation (embeddings, weights and neighbour lists)."""
+        held = (self.E, self.W, self._E64, self.nbr_idx, self.nbr_w)
+        return int(sum(a.nbytes for a in held if a is not None))
 
     def environment(self, scores: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         s = np.asarray(scores, dtype=np.float64)
@@ -209,24 +355,41 @@ class SemanticRelation:
             E = self.E[sel]  # float32 products (an upcast would copy E): relative error ~1e-7
             num = s.sum() - (E @ (self.E.T @ s.astype(np.float32))).astype(np.float64)
             den = self.n - (E @ self._sum_e).astype(np.float64)
+        elif self.nbr_idx is not None:
+            assert self.nbr_w is not None
+            num = (self.nbr_w[sel] * s[self.nbr_idx[sel]]).sum(axis=1) + self._self_weight * s[sel]
+            den = self._row_sums[sel]
         elif self.W is not None:
             num = self.W @ s if every else self.W[sel] @ s
             den = self._row_sums[sel]
         else:
-            self_w = 1.0 if self.include_self else 0.0
-            num = (self.nbr_w[sel] * s[self.nbr_idx[sel]]).sum(axis=1) + self_w * s[sel]
-            den = self.nbr_w[sel].sum(axis=1) + self_w
+            num = self._blocked(np.arange(self.n) if every else np.asarray(rows), s)
+            den = self._row_sums[sel]
         safe = den > 1e-9
         return np.where(safe, num / np.where(safe, den, 1.0), s[sel])  # no related mass: the score itself
 
+    def matrix(self) -> Any:
+        """W as a scipy CSR matrix (neighbour form, self included) or the dense array (imports scipy)."""
+        if self.nbr_idx is None:
+            return self.dense()
+        from scipy.sparse import csr_matrix
+
+        assert self.nbr_w is not None
+        cols = np.concatenate([self.nbr_idx, np.arange(self.n)[:, None]], axis=1)
+        vals = np.concatenate([self.nbr_w, np.full((self.n, 1), self._self_weight)], axis=1)
+        indptr = np.arange(0, cols.size + 1, cols.shape[1])
+        return csr_matrix((vals.ravel(), cols.ravel(), indptr), shape=(self.n, self.n))
+
     def dense(self) -> np.ndarray:
-        """The full W of the chosen form (tests and small inputs only)."""
+        """The full W actually used (tests and small inputs only)."""
         E64 = self.E.astype(np.float64)
         cos = E64 @ E64.T
         if self.form == "distance":
             return 1.0 - cos
+        if self.nbr_idx is not None:
+            return np.asarray(self.matrix().toarray())
         W = np.clip(cos, 0.0, None)
-        np.fill_diagonal(W, 1.0 if self.include_self else 0.0)
+        np.fill_diagonal(W, self._self_weight)
         return W
 
 
