@@ -198,10 +198,20 @@ def pair_cosines(E: np.ndarray, idx: np.ndarray, memory_mb: float = 64.0) -> np.
     """cos(e_i, e_idx[i, m]) in float64 (as the dense formula computes it), for unit rows ``E``, in row blocks."""
     n, k = idx.shape
     out = np.empty((n, k))
-    block = _rows_per_block(k * E.shape[1] * 12, memory_mb)  # the gathered rows, float32 then float64
-    for b in range(0, n, block):
-        gathered = E[idx[b:b + block]].astype(np.float64)  # (rows, k, d)
-        out[b:b + block] = np.matmul(gathered, E[b:b + block, :, None].astype(np.float64))[..., 0]
+    block = _rows_per_block(k * E.shape[1] * 12, memory_mb)  # the gathered float32 rows and einsum's float64 cast
+    for b in range(0, n, block):  # float32 values multiplied and summed in float64: exact products
+        out[b:b + block] = np.einsum("rkd,rd->rk", E[idx[b:b + block]], E[b:b + block], dtype=np.float64)
+    return out
+
+
+def unit_rows(vectors: np.ndarray, block: int = 8192) -> np.ndarray:
+    """Rows scaled to unit length in float64, stored as float32 (zero rows stay zero), without a float64 copy."""
+    V = np.asarray(vectors)
+    out = np.empty(V.shape, dtype=np.float32)
+    for b in range(0, len(V), block):
+        rows = V[b:b + block].astype(np.float64)
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        out[b:b + block] = rows / np.where(norms == 0, 1, norms)
     return out
 
 
@@ -277,10 +287,8 @@ class SemanticRelation:
             raise ConfigError(f"semantic k must be >= 0 (got {k})")
         if search not in ("auto", "dense", "exact", "approximate"):
             raise ConfigError(f"unknown neighbour search {search!r} (have: auto, dense, exact, approximate)")
-        E = np.asarray(vectors, dtype=np.float64)
-        norms = np.linalg.norm(E, axis=1, keepdims=True)
-        self.E = (E / np.where(norms == 0, 1, norms)).astype(np.float32)  # float32: half the memory traffic
-        self.n = len(E)
+        self.E = unit_rows(vectors)  # float32: half the memory traffic
+        self.n = len(self.E)
         self.form = form
         self.name = "semantic-distance" if form == "distance" else "semantic"
         self.include_self = include_self
