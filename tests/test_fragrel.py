@@ -223,6 +223,7 @@ def test_approximate_index_finds_nearly_the_exact_neighbours():
     exact = SemanticRelation(V, k=16, search="exact")
     assert approx.search == "approximate" and approx.nbr_idx.shape == (3000, 16) and approx.nnz == 3000 * 17
     assert (approx.nbr_idx != np.arange(3000)[:, None]).all()  # never its own neighbour
+    assert (np.diff(approx.nbr_w, axis=1) <= 1e-7).all()  # best first
     recall = np.mean([len(set(a) & set(b)) / 16 for a, b in zip(approx.nbr_idx, exact.nbr_idx)])
     assert recall > 0.9
     assert approx.environment(s) == pytest.approx(exact.environment(s), abs=0.02)

@@ -165,7 +165,7 @@ class ContextRelation:
 
 # --- semantic (Eq. 6) ----------------------------------------------------------------------------------
 SEMANTIC_K = 64  # neighbours per fragment; 0 (or >= N - 1) keeps every pair, the paper's dense formula
-APPROXIMATE_ABOVE = 10_000  # fragments beyond which the neighbours come from an ANN index (when faiss is there)
+APPROXIMATE_ABOVE = 20_000  # fragments beyond which the neighbours come from an ANN index (when faiss is there)
 DENSE_LIMIT = 4096  # the all-pairs form keeps W in memory up to here (128 MB), else recomputes rows per query
 Search = Literal["auto", "dense", "exact", "approximate"]
 ANN_HINT = "pip install 'pagemind[ann]'  (faiss-cpu)"
@@ -253,13 +253,14 @@ def approximate_neighbours(E: np.ndarray, k: int, m: int = 16, ef_construction: 
     index.hnsw.efConstruction = ef_construction
     index.add(np.ascontiguousarray(E, dtype=np.float32))
     index.hnsw.efSearch = max(ef_search or max(48, k + 16), k + 1)
-    sims, idx = index.search(np.ascontiguousarray(E, dtype=np.float32), k + 1)
+    sims, idx = index.search(np.ascontiguousarray(E, dtype=np.float32), k + 1)  # best first
+    del index  # its copy of the vectors, before the results are reshaped
     keep = idx != np.arange(n)[:, None]  # drop each row's own entry, or the last one when it was not found
     keep[keep.all(axis=1), -1] = False
     idx, sims = idx[keep].reshape(n, k), sims[keep].reshape(n, k).astype(np.float64)
     missing = idx < 0
     idx[missing], sims[missing] = 0, 0.0
-    return _sorted_best_first(idx.astype(np.int32 if n < 2**31 else np.int64), sims)
+    return idx.astype(np.int32 if n < 2**31 else np.int64), sims
 
 
 class SemanticRelation:
@@ -300,7 +301,7 @@ class SemanticRelation:
         self.k = 0  # neighbours per fragment (0: every pair)
         self.search = "dense"
         if form == "distance":
-            self._sum_e = self.E.astype(np.float64).sum(axis=0).astype(np.float32)
+            self._sum_e = self.E.sum(axis=0, dtype=np.float64).astype(np.float32)
             return
         if form != "similarity":
             raise ConfigError(f"unknown semantic form {form!r} (have: similarity, distance)")
