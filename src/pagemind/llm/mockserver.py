@@ -147,7 +147,9 @@ class _Handler(BaseHTTPRequestHandler):
         llama.cpp server stream with ``stream_options.include_usage``)."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")  # no Content-Length: the end of the connection ends the stream
         self.end_headers()
+        self.close_connection = True
         words = text.split(" ")
         pieces = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
         for i, piece in enumerate(pieces):
