@@ -301,7 +301,10 @@ class SemanticRelation:
         self.k = 0  # neighbours per fragment (0: every pair)
         self.search = "dense"
         if form == "distance":
-            self._sum_e = self.E.sum(axis=0, dtype=np.float64).astype(np.float32)
+            total = np.zeros(self.E.shape[1])
+            for b in range(0, self.n, 8192):  # in blocks: a float64 sum of the whole E would copy it
+                total += self.E[b:b + 8192].sum(axis=0, dtype=np.float64)
+            self._sum_e = total.astype(np.float32)
             return
         if form != "similarity":
             raise ConfigError(f"unknown semantic form {form!r} (have: similarity, distance)")
