@@ -57,12 +57,14 @@ def question_of(row: dict) -> tuple[Document, str, list[str], int]:
 
 
 # --- (a) ----------------------------------------------------------------------------------------------
-def agreement(rows: list[dict], model: str, n_ctx: int, row_index: int) -> dict:
+def agreement(rows: list[dict], model: str, n_ctx: int, row_index: int, threads: int) -> dict:
     doc, question, options, gold = question_of(rows[row_index])
     runs: dict[str, dict] = {}
-    with tempfile.TemporaryDirectory() as tmp, LlamaCppPythonServer(catalogue.model_path(model), n_ctx=n_ctx) as server:
+    path = catalogue.model_path(model)
+    with tempfile.TemporaryDirectory() as tmp, LlamaCppPythonServer(path, n_ctx=n_ctx, threads=threads) as server:
         sessions = {
-            "embedded": Pagemind(f"local:{model}", store=Path(tmp) / "e.db", n_ctx=n_ctx, concurrency=1, cache=False),
+            "embedded": Pagemind(f"local:{model}", store=Path(tmp) / "e.db", n_ctx=n_ctx, threads=threads,
+                                 concurrency=1, cache=False),
             "server": Pagemind(f"openai:{model}", base_url=server.url, context_window=n_ctx, store=Path(tmp) / "s.db",
                                concurrency=1, cache=False),
         }
@@ -90,7 +92,7 @@ def agreement(rows: list[dict], model: str, n_ctx: int, row_index: int) -> dict:
                       "prompt_tokens": [res_e.prompt_tokens, res_s.prompt_tokens],
                       "replies": [res_e.text[:300], res_s.text[:300]]}
     return {
-        "model": model, "n_ctx": n_ctx, "question_row": row_index, "document_words": doc.words,
+        "model": model, "n_ctx": n_ctx, "threads": threads, "question_row": row_index, "document_words": doc.words,
         "calls": {"embedded": len(e["calls"]), "server": len(s["calls"])},
         "roles": dict(Counter(r.role for r, _ in e["calls"])),
         "prompt_tokens": {"embedded": sum(r.prompt_tokens for _, r in e["calls"]),
@@ -107,9 +109,10 @@ def agreement(rows: list[dict], model: str, n_ctx: int, row_index: int) -> dict:
 
 
 # --- (b) ----------------------------------------------------------------------------------------------
-def format_errors(rows: list[dict], model: str, n_ctx: int, questions: int, max_tokens: int) -> dict:
+def format_errors(rows: list[dict], model: str, n_ctx: int, questions: int, max_tokens: int, threads: int) -> dict:
     modes: dict[str, dict] = {}
-    with tempfile.TemporaryDirectory() as tmp, LlamaCppPythonServer(catalogue.model_path(model), n_ctx=n_ctx) as server:
+    path = catalogue.model_path(model)
+    with tempfile.TemporaryDirectory() as tmp, LlamaCppPythonServer(path, n_ctx=n_ctx, threads=threads) as server:
         for mode, constrained in (("constrained", True), ("unconstrained", False)):
             decisions: Counter[str] = Counter()
             invalid: Counter[str] = Counter()
@@ -148,7 +151,8 @@ def format_errors(rows: list[dict], model: str, n_ctx: int, questions: int, max_
                 "format_error_rate_by_role": {r: round(invalid[r] / n, 3) for r, n in decisions.items()},
                 "fallbacks": dict(fallbacks), "seconds": round(time.perf_counter() - started, 1),
             }
-    return {"model": model, "n_ctx": n_ctx, "method": f"readagent-p (quality preset, max_tokens={max_tokens})",
+    return {"model": model, "n_ctx": n_ctx, "threads": threads,
+            "method": f"readagent-p (quality preset, max_tokens={max_tokens})",
             "modes": modes}
 
 
@@ -192,6 +196,8 @@ def main() -> None:
     ap.add_argument("--part", default="agreement,format,throughput")
     ap.add_argument("--model", default="smollm2-135m", help="catalogue model for (a) and (b)")
     ap.add_argument("--n-ctx", type=int, default=8192)
+    ap.add_argument("--threads", type=int, default=2,
+                    help="(a), (b): llama.cpp threads of both backends (1 on a busy machine: spinning threads stall)")
     ap.add_argument("--row", type=int, default=0, help="(a): the QuALITY question")
     ap.add_argument("--questions", type=int, default=20, help="(b): QuALITY questions")
     ap.add_argument("--max-tokens", type=int, default=128,
@@ -206,12 +212,12 @@ def main() -> None:
         write_result("server_agreement", {
             "method": "ReadAgent-P (quality preset, concurrency 1, no response cache, temperature 0) on one QuALITY "
                       "question, embedded llama-cpp-python vs llama-cpp-python's OpenAI-compatible server, same file",
-            **agreement(rows, args.model, args.n_ctx, args.row)})
+            **agreement(rows, args.model, args.n_ctx, args.row, args.threads)})
     if "format" in parts:
         write_result("server_format_errors", {
             "method": "ReadAgent-P on QuALITY questions through llama-cpp-python's server: decisions with the "
                       "server's GBNF grammar vs --unconstrained; format error = a reply its parser rejects",
-            **format_errors(rows, args.model, args.n_ctx, args.questions, args.max_tokens)})
+            **format_errors(rows, args.model, args.n_ctx, args.questions, args.max_tokens, args.threads)})
     if "throughput" in parts:
         levels = [int(c) for c in args.levels.split(",") if c]
         write_result("server_throughput", {
