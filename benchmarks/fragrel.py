@@ -85,8 +85,8 @@ def scoring_times() -> dict:
         res["semantic"][f"{n} distance (exact, O(N d))"] = {"score_ms": timed(lambda: fragrel_scores(s, rel, 0.5), 5)}
         if n <= 10_000:
             t = time.perf_counter()
-            sim = SemanticRelation(E, form="similarity", dense_limit=3000, neighbours=64)
-            kind = "dense" if n <= 3000 else "top-64 sparse"
+            sim = SemanticRelation(E, form="similarity", k=64)  # scale: benchmarks/fragrel_scale.py
+            kind = f"top-64 {sim.search}"
             res["semantic"][f"{n} similarity ({kind})"] = {
                 "build_ms": round((time.perf_counter() - t) * 1000, 1),
                 "score_ms": timed(lambda: fragrel_scores(s, sim, 0.5), 5)}
