@@ -118,6 +118,56 @@ class LockHolder:
     refreshed: float
 
 
+@dataclass(frozen=True)
+class UserRow:
+    """A user of ``pagemind serve``; their API keys are stored hashed, never in clear."""
+
+    id: int
+    name: str
+    created: float
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    """A document as one user holds it (the text is content-addressed and shared; the name is the user's)."""
+
+    id: str
+    name: str
+    words: int
+    chars: int
+    created: float
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One recorded run: an index build, an answer or an agent turn. ``user_id`` None: the local user (CLI, Python)."""
+
+    id: str
+    user_id: int | None
+    kind: str  # index | ask | turn
+    method: str | None  # the reader, or 'memgpt' for a turn
+    target: str  # the document id, or the agent id
+    request: dict[str, Any]  # what was asked: question, options, method options...
+    status: str  # queued | running | done | failed | cancelled
+    created: float
+    started: float | None = None
+    finished: float | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    cancel_requested: bool = False
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One step of a run, in the order it happened: an LLM call, a decision, a phase, an agent step, the result."""
+
+    run_id: str
+    seq: int
+    kind: str
+    data: dict[str, Any]
+    created: float
+
+
 class StoreBackend(ABC):
     """Documents, memories, embeddings, the LLM response cache and MemGPT agents, in one database."""
 
@@ -323,6 +373,104 @@ class StoreBackend(ABC):
     @abstractmethod
     def agent_lock_holder(self, agent_id: int) -> LockHolder | None:
         """Who holds an agent's turn lock, or None."""
+
+
+    # --- users, their documents and agents (pagemind serve) --------------------------------------------
+    @abstractmethod
+    def create_user(self, name: str, key_hash: str, created: float) -> int | None:
+        """Create a user with one API key (its hash); the new id, or None if the name is taken."""
+
+    @abstractmethod
+    def add_user_key(self, user_id: int, key_hash: str, created: float) -> None:
+        """Give a user one more API key (its hash)."""
+
+    @abstractmethod
+    def user_for_key(self, key_hash: str) -> UserRow | None:
+        """The user an API key's hash belongs to, or None."""
+
+    @abstractmethod
+    def get_user(self, name: str) -> UserRow | None:
+        """The user with this name, or None."""
+
+    @abstractmethod
+    def list_users(self) -> list[UserRow]:
+        """Every user, by id."""
+
+    @abstractmethod
+    def put_document_text(self, doc_id: str, text: str) -> None:
+        """Keep a document's text (once; its id is the hash of the text), so it can be read again later."""
+
+    @abstractmethod
+    def document_text(self, doc_id: str) -> str | None:
+        """A kept document's text, or None."""
+
+    @abstractmethod
+    def add_user_document(self, user_id: int, doc_id: str, name: str, created: float) -> None:
+        """Give a user a document (a second call renames it)."""
+
+    @abstractmethod
+    def user_documents(self, user_id: int) -> list[DocumentRow]:
+        """A user's documents, newest first."""
+
+    @abstractmethod
+    def user_document(self, user_id: int, doc_id: str) -> DocumentRow | None:
+        """One of a user's documents, or None (also when it is another user's)."""
+
+    @abstractmethod
+    def remove_user_document(self, user_id: int, doc_id: str) -> bool:
+        """Take a document from a user; its text and memories go when no user holds it any more. False: none."""
+
+    @abstractmethod
+    def set_agent_owner(self, agent_id: int, user_id: int) -> None:
+        """Record who an agent belongs to."""
+
+    @abstractmethod
+    def agent_owner(self, agent_id: int) -> int | None:
+        """The user an agent belongs to, or None (a local agent)."""
+
+    @abstractmethod
+    def user_agents(self, user_id: int) -> list[AgentRow]:
+        """A user's agents, by id."""
+
+    @abstractmethod
+    def get_agent_by_id(self, agent_id: int) -> AgentRow | None:
+        """The agent with this id, or None."""
+
+    @abstractmethod
+    def erase_user_data(self, user_id: int) -> dict[str, int]:
+        """Delete everything of a user (documents they alone hold with their texts and memories, agents, runs)
+        and nothing else; the user and their keys stay. Returns how many of each were deleted."""
+
+    # --- runs ----------------------------------------------------------------------------------------
+    @abstractmethod
+    def create_run(self, run: RunRow) -> None:
+        """Record a new run."""
+
+    @abstractmethod
+    def get_run(self, run_id: str) -> RunRow | None:
+        """The run with this id, or None."""
+
+    @abstractmethod
+    def list_runs(self, user_id: int | None, *, all_users: bool = False, kind: str | None = None,
+                  target: str | None = None, status: str | None = None, limit: int = 50,
+                  offset: int = 0) -> list[RunRow]:
+        """Runs of a user (None: the local user's; ``all_users``: everyone's), newest first."""
+
+    @abstractmethod
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        """Set some of a run's status, started, finished, result, error."""
+
+    @abstractmethod
+    def request_cancel(self, run_id: str) -> bool:
+        """Ask a queued or running run to stop; False when it has already ended."""
+
+    @abstractmethod
+    def append_run_step(self, run_id: str, kind: str, data: dict[str, Any], created: float) -> int:
+        """Append a step; its ``seq`` (0, 1, 2... within the run)."""
+
+    @abstractmethod
+    def run_steps(self, run_id: str, after: int = -1, limit: int | None = None) -> list[StepRow]:
+        """The steps of a run with ``seq`` greater than ``after``, in order."""
 
 
 class StoreResponseCache:

@@ -149,6 +149,67 @@ def m005_memory_build_usage(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE memories ADD COLUMN build_usage TEXT")
 
 
+@migration
+def m006_service(db: sqlite3.Connection) -> None:
+    """pagemind serve: users and their hashed API keys, the texts of uploaded documents and who holds them,
+    who owns an agent, and recorded runs with their steps."""
+    db.executescript(
+        """
+        CREATE TABLE users (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE,
+            created REAL NOT NULL
+        );
+        CREATE TABLE api_keys (
+            hash TEXT PRIMARY KEY,          -- sha256 of the key; the key itself is never stored
+            user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            created REAL NOT NULL
+        );
+        CREATE TABLE document_texts (
+            document_id TEXT PRIMARY KEY REFERENCES documents(id),
+            text TEXT NOT NULL
+        );
+        CREATE TABLE user_documents (
+            user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            document_id TEXT NOT NULL REFERENCES documents(id),
+            name TEXT NOT NULL,             -- the name this user gave it
+            created REAL NOT NULL,
+            PRIMARY KEY (user_id, document_id)
+        );
+        CREATE TABLE agent_owners (
+            agent_id INTEGER PRIMARY KEY REFERENCES agents(id) ON DELETE CASCADE,
+            user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE
+        );
+        CREATE INDEX agent_owners_by_user ON agent_owners(user_id);
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,            -- 'run_' + random hex
+            user_id INTEGER REFERENCES users(id) ON DELETE CASCADE,  -- NULL: the local user
+            kind TEXT NOT NULL,             -- index | ask | turn
+            method TEXT,
+            target TEXT NOT NULL,           -- document id or agent id
+            request TEXT NOT NULL,          -- JSON
+            status TEXT NOT NULL,           -- queued | running | done | failed | cancelled
+            created REAL NOT NULL,
+            started REAL,
+            finished REAL,
+            result TEXT,                    -- JSON
+            error TEXT,
+            cancel_requested INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX runs_by_user ON runs(user_id, created);
+        CREATE INDEX runs_by_target ON runs(target, created);
+        CREATE TABLE run_steps (
+            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,             -- llm | decision | phase | step | note | result | error
+            data TEXT NOT NULL,             -- JSON
+            created REAL NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        );
+        """
+    )
+
+
 def migrate(db: sqlite3.Connection, path: str = ":memory:") -> list[str]:
     """Apply the migrations not yet recorded, in list order; return the names applied."""
     db.execute("CREATE TABLE IF NOT EXISTS _pagemind_migrations (name TEXT PRIMARY KEY, applied REAL)")

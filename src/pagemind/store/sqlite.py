@@ -18,13 +18,17 @@ from ..llm.base import LLMResponse, ToolCall
 from .base import (
     AgentRow,
     BlockRow,
+    DocumentRow,
     EventRow,
     LockHolder,
     MemoryRecord,
     MemorySummary,
     PassageRow,
+    RunRow,
+    StepRow,
     StoreBackend,
     StoredVectors,
+    UserRow,
 )
 from .migrations import migrate
 
@@ -84,6 +88,11 @@ def _event(row: tuple) -> EventRow:
 
 def _passage(row: tuple) -> PassageRow:
     return PassageRow(row[1], row[2], row[3], row[4], id=int(row[0]))
+
+
+def _run(row: tuple) -> RunRow:
+    return RunRow(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6], row[7], row[8], row[9],
+                  json.loads(row[10]) if row[10] else None, row[11], bool(row[12]))
 
 
 def _agent(row: tuple) -> AgentRow:
@@ -437,3 +446,153 @@ class Store(StoreBackend):
         row = self._exec("SELECT owner, pid, host, refreshed FROM agent_locks WHERE agent_id = ?",
                          (agent_id,)).fetchone()
         return None if row is None else LockHolder(row[0], int(row[1]), row[2], float(row[3]))
+
+    # --- users, their documents and agents ---------------------------------------------------------------
+    def create_user(self, name: str, key_hash: str, created: float) -> int | None:
+        with self.transaction():
+            cur = self._exec("INSERT INTO users (name, created) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                             (name, created))
+            if cur.rowcount == 0:
+                return None
+            user_id = int(cur.lastrowid or 0)
+            self._exec("INSERT INTO api_keys VALUES (?, ?, ?)", (key_hash, user_id, created))
+        return user_id
+
+    def add_user_key(self, user_id: int, key_hash: str, created: float) -> None:
+        self._exec("INSERT INTO api_keys VALUES (?, ?, ?)", (key_hash, user_id, created))
+
+    def user_for_key(self, key_hash: str) -> UserRow | None:
+        row = self._exec("SELECT u.id, u.name, u.created FROM api_keys k JOIN users u ON u.id = k.user_id "
+                         "WHERE k.hash = ?", (key_hash,)).fetchone()
+        return None if row is None else UserRow(*row)
+
+    def get_user(self, name: str) -> UserRow | None:
+        row = self._exec("SELECT id, name, created FROM users WHERE name = ?", (name,)).fetchone()
+        return None if row is None else UserRow(*row)
+
+    def list_users(self) -> list[UserRow]:
+        return [UserRow(*r) for r in self._exec("SELECT id, name, created FROM users ORDER BY id")]
+
+    def put_document_text(self, doc_id: str, text: str) -> None:
+        self._exec("INSERT OR IGNORE INTO document_texts VALUES (?, ?)", (doc_id, text))
+
+    def document_text(self, doc_id: str) -> str | None:
+        row = self._exec("SELECT text FROM document_texts WHERE document_id = ?", (doc_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def add_user_document(self, user_id: int, doc_id: str, name: str, created: float) -> None:
+        self._exec("INSERT INTO user_documents VALUES (?, ?, ?, ?) "
+                   "ON CONFLICT (user_id, document_id) DO UPDATE SET name = excluded.name", (user_id, doc_id, name, created))
+
+    _USER_DOCUMENT = ("SELECT d.id, u.name, d.words, d.chars, u.created FROM user_documents u "
+                      "JOIN documents d ON d.id = u.document_id WHERE u.user_id = ?")
+
+    def user_documents(self, user_id: int) -> list[DocumentRow]:
+        return [DocumentRow(*r) for r in self._exec(self._USER_DOCUMENT + " ORDER BY u.created DESC, d.id", (user_id,))]
+
+    def user_document(self, user_id: int, doc_id: str) -> DocumentRow | None:
+        row = self._exec(self._USER_DOCUMENT + " AND d.id = ?", (user_id, doc_id)).fetchone()
+        return None if row is None else DocumentRow(*row)
+
+    def remove_user_document(self, user_id: int, doc_id: str) -> bool:
+        with self.transaction():
+            gone = self._exec("DELETE FROM user_documents WHERE user_id = ? AND document_id = ?",
+                              (user_id, doc_id)).rowcount > 0
+            if gone:
+                self._forget_unheld([doc_id])
+        return gone
+
+    def _forget_unheld(self, doc_ids: Sequence[str]) -> int:
+        """Delete the kept texts and the memories of documents no user holds any more (inside a transaction)."""
+        forgotten = 0
+        for doc_id in doc_ids:
+            if self._exec("SELECT 1 FROM user_documents WHERE document_id = ?", (doc_id,)).fetchone():
+                continue
+            keys = [r[0] for r in self._exec("SELECT key FROM memories WHERE document_id = ?", (doc_id,))]
+            for key in keys:
+                self._exec("DELETE FROM memory_items WHERE memory_key = ?", (key,))
+                self._exec("DELETE FROM memories WHERE key = ?", (key,))
+            forgotten += self._exec("DELETE FROM document_texts WHERE document_id = ?", (doc_id,)).rowcount
+            self._exec("DELETE FROM documents WHERE id = ?", (doc_id,))
+        return forgotten
+
+    def set_agent_owner(self, agent_id: int, user_id: int) -> None:
+        self._exec("INSERT OR REPLACE INTO agent_owners VALUES (?, ?)", (agent_id, user_id))
+
+    def agent_owner(self, agent_id: int) -> int | None:
+        row = self._exec("SELECT user_id FROM agent_owners WHERE agent_id = ?", (agent_id,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def user_agents(self, user_id: int) -> list[AgentRow]:
+        return [_agent(r) for r in self._exec(
+            "SELECT a.id, a.name, a.settings, a.state, a.created FROM agents a JOIN agent_owners o ON o.agent_id = a.id "
+            "WHERE o.user_id = ? ORDER BY a.id", (user_id,))]
+
+    def get_agent_by_id(self, agent_id: int) -> AgentRow | None:
+        row = self._exec("SELECT id, name, settings, state, created FROM agents WHERE id = ?", (agent_id,)).fetchone()
+        return None if row is None else _agent(row)
+
+    def erase_user_data(self, user_id: int) -> dict[str, int]:
+        with self.transaction():
+            docs = [r[0] for r in self._exec("SELECT document_id FROM user_documents WHERE user_id = ?", (user_id,))]
+            self._exec("DELETE FROM user_documents WHERE user_id = ?", (user_id,))
+            texts = self._forget_unheld(docs)
+            agents = self._exec("DELETE FROM agents WHERE id IN (SELECT agent_id FROM agent_owners WHERE user_id = ?)",
+                                (user_id,)).rowcount
+            runs = self._exec("DELETE FROM runs WHERE user_id = ?", (user_id,)).rowcount
+        return {"documents": len(docs), "document_texts": texts, "agents": agents, "runs": runs}
+
+    # --- runs ----------------------------------------------------------------------------------------
+    _RUN = ("SELECT id, user_id, kind, method, target, request, status, created, started, finished, result, error, "
+            "cancel_requested FROM runs")
+
+    def create_run(self, run: RunRow) -> None:
+        self._exec("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   (run.id, run.user_id, run.kind, run.method, run.target, canonical_json(run.request), run.status,
+                    run.created, run.started, run.finished, None if run.result is None else canonical_json(run.result),
+                    run.error, int(run.cancel_requested)))
+
+    def get_run(self, run_id: str) -> RunRow | None:
+        row = self._exec(self._RUN + " WHERE id = ?", (run_id,)).fetchone()
+        return None if row is None else _run(row)
+
+    def list_runs(self, user_id: int | None, *, all_users: bool = False, kind: str | None = None,
+                  target: str | None = None, status: str | None = None, limit: int = 50,
+                  offset: int = 0) -> list[RunRow]:
+        where, args = [], []
+        if not all_users:
+            where.append("user_id IS ?")
+            args.append(user_id)
+        for column, value in (("kind", kind), ("target", target), ("status", status)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = self._RUN + (" WHERE " + " AND ".join(where) if where else "")
+        return [_run(r) for r in self._exec(sql + " ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
+                                            (*args, limit, offset))]
+
+    _RUN_FIELDS = ("status", "started", "finished", "result", "error")
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        unknown = set(fields) - set(self._RUN_FIELDS)
+        if unknown:
+            raise ValueError(f"not a run field: {', '.join(sorted(unknown))}")
+        if "result" in fields and fields["result"] is not None:
+            fields["result"] = canonical_json(fields["result"])
+        sets = ", ".join(f"{name} = ?" for name in fields)
+        self._exec(f"UPDATE runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
+
+    def request_cancel(self, run_id: str) -> bool:
+        return self._exec("UPDATE runs SET cancel_requested = 1 WHERE id = ? AND status IN ('queued', 'running')",
+                          (run_id,)).rowcount > 0
+
+    def append_run_step(self, run_id: str, kind: str, data: dict[str, Any], created: float) -> int:
+        with self.transaction():
+            row = self._exec("SELECT COALESCE(MAX(seq), -1) + 1 FROM run_steps WHERE run_id = ?", (run_id,)).fetchone()
+            self._exec("INSERT INTO run_steps VALUES (?, ?, ?, ?, ?)", (run_id, row[0], kind, canonical_json(data), created))
+        return int(row[0])
+
+    def run_steps(self, run_id: str, after: int = -1, limit: int | None = None) -> list[StepRow]:
+        rows = self._exec("SELECT run_id, seq, kind, data, created FROM run_steps WHERE run_id = ? AND seq > ? "
+                          "ORDER BY seq LIMIT ?", (run_id, after, -1 if limit is None else limit))
+        return [StepRow(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in rows]
