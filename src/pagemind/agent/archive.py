@@ -100,37 +100,39 @@ class Archive:
         if self.options.archival_search == "text":
             total, found = self.store.search_passages_text(self.agent_id, query, page * size, size)
             return SearchPage(tuple(p.describe() for p in found), total, page, size)
-        ranked = self.rank(query)
+        total, ranked = self.ranked(query, (page + 1) * size)
         ids = ranked[page * size:(page + 1) * size]
         items = tuple(p.describe() for p in self.store.passages(self.agent_id, ids))
-        return SearchPage(items, len(ranked), page, size)
+        return SearchPage(items, total, page, size)
 
     def rank(self, query: str) -> list[int]:
         """Passage ids best first: exact matches first in hybrid mode, then semantic (or keyword) order."""
-        exact: list[int] = []
+        return self.ranked(query)[1]
+
+    def ranked(self, query: str, limit: int | None = None) -> tuple[int, list[int]]:
+        """(how many passages rank, the first ``limit`` of them best first); in semantic mode the store finds only
+        those (a Postgres store with its vector index), in hybrid mode the whole order is needed for the total."""
         if self.options.archival_search == "hybrid":
             exact = [p.id for p in self.store.search_passages_text(self.agent_id, query)[1]]
-        seen = set(exact)
-        rest = [i for i in self._similar(query) if i not in seen]
-        return exact + rest
+            seen = set(exact)
+            ranked = exact + [i for i in self._similar(query)[1] if i not in seen]
+            return len(ranked), ranked[:limit]
+        return self._similar(query, limit)
 
-    def _similar(self, query: str) -> list[int]:
+    def _similar(self, query: str, limit: int | None = None) -> tuple[int, list[int]]:
         embedder = self.embedder
         if embedder is not None:
-            rows = self.store.passage_vectors(self.agent_id, embedder.model_id)
-            if rows:
-                import numpy as np
+            from ..retrieval.embed import fragment_vectors
 
-                from ..retrieval.embed import fragment_vectors
-
-                q = fragment_vectors(embedder.embed([query]))[0]
-                matrix = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows])
-                order = np.argsort(-(matrix @ q), kind="stable")
-                return [rows[i][0] for i in order]
+            q = fragment_vectors(embedder.embed([query]))[0]
+            total, ids = self.store.nearest_passages(self.agent_id, embedder.model_id, q.tobytes(), limit)
+            if total:
+                return total, ids
         wanted = keywords(query)
         scored = []
         for pid, text in self.store.passage_texts(self.agent_id):
             hits = len(wanted & keywords(text))
             if hits:
                 scored.append((-hits / len(wanted), pid))
-        return [pid for _, pid in sorted(scored)]
+        found = [pid for _, pid in sorted(scored)]
+        return len(found), found[:limit]

@@ -152,6 +152,11 @@ class AgentStore:
     def passage_vectors(self, agent_id: int, embedder: str) -> list[tuple[int, bytes]]:
         return self.store.agent_passage_vectors(agent_id, embedder)
 
+    def nearest_passages(self, agent_id: int, embedder: str, query: bytes,
+                         limit: int | None = None) -> tuple[int, list[int]]:
+        """(passages embedded by ``embedder``, the ids of the first ``limit`` most similar to ``query``)."""
+        return self.store.nearest_agent_passages(agent_id, embedder, query, limit)
+
     def passage_texts(self, agent_id: int) -> list[tuple[int, str]]:
         return self.store.agent_passage_texts(agent_id)
 

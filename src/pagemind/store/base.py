@@ -358,6 +358,12 @@ class StoreBackend(ABC):
         """The passages with these ids, in the order given (unknown ones left out; no embeddings)."""
 
     @abstractmethod
+    def nearest_agent_passages(self, agent_id: int, embedder: str, query: bytes,
+                               limit: int | None = None) -> tuple[int, list[int]]:
+        """(how many passages this embedder embedded, the ids of the first ``limit`` (all if None) by inner
+        product with ``query``, best first, ties by id: the order of :func:`pagemind.store.vectors.rank`)."""
+
+    @abstractmethod
     def try_lock_agent(self, agent_id: int, owner: str, pid: int, host: str,
                        stale: Callable[[LockHolder], bool]) -> bool:
         """Take an agent's turn lock if it is free, ours, or ``stale(holder)``; True if taken."""

@@ -424,6 +424,13 @@ class Store(StoreBackend):
             "SELECT id, text, created, summary, source FROM agent_passages", "id", agent_id, ids)}
         return [by_id[i] for i in ids if i in by_id]
 
+    def nearest_agent_passages(self, agent_id: int, embedder: str, query: bytes,
+                               limit: int | None = None) -> tuple[int, list[int]]:
+        from .vectors import rank
+
+        rows = self.agent_passage_vectors(agent_id, embedder)
+        return len(rows), rank(rows, query, limit)
+
     def try_lock_agent(self, agent_id: int, owner: str, pid: int, host: str,
                        stale: Callable[[LockHolder], bool]) -> bool:
         now = time.time()
