@@ -27,9 +27,7 @@ import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from ..errors import ConfigError, InputError
 from ..llm.base import LLMRequest, Message
@@ -38,8 +36,6 @@ from ..prompts import get_prompt
 from ..retrieval.fragments import Fragment, from_dicts, split_repository
 from ..retrieval.fragrel.code_files import (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, SourceTree, decode_source,
                                             walk_source_tree)
-from ..retrieval.fragrel.code_rank import CodeRanking, CodeSearchSettings, rank_code
-from ..retrieval.fragrel.code_repo import CodeRepository
 from ..retrieval.fragrel.repocoder import (code_text, extract_completion, keep_last_lines, question_context,
                                            repocoder_context, repocoder_prompt)
 from ..retrieval.select import fit
@@ -48,6 +44,10 @@ from .decide import Invalid, decide
 from .base import About, Build, Context, MemoryWriter, Reader, Reading
 from .options import ReaderOptions, option
 from .question import Question
+
+if TYPE_CHECKING:
+    from ..retrieval.fragrel.code_rank import CodeRanking, CodeSearchSettings
+    from ..retrieval.fragrel.code_repo import CodeRepository
 
 METHOD = "code"
 WINDOW, STRIDE = 20, 10  # RepoCoder / FragRel B.2: S_w = 20 lines, S_s = 10
@@ -85,6 +85,8 @@ class CodeOptions(ReaderOptions):
         self.search()  # validates scorer, alpha, top_m, min_weight
 
     def search(self) -> CodeSearchSettings:
+        from ..retrieval.fragrel.code_rank import CodeSearchSettings  # numpy: loaded when the code reader runs
+
         return CodeSearchSettings(self.scorer, self.fragrel, self.alpha, self.top_m, self.min_weight)  # type: ignore[arg-type]
 
 
@@ -176,6 +178,8 @@ class CodeReader(Reader[CodeIndex, CodeOptions]):
 
     def _assemble(self, tree: SourceTree, key: str | None, items: MemoryWriter | None) -> CodeIndex:
         assert key is not None and items is not None
+        from ..retrieval.fragrel.code_repo import CodeRepository
+
         start = time.perf_counter()
         repo = CodeRepository(tree, from_dicts(items.items("fragment")), WINDOW, STRIDE, self.options.max_fanout)
         return CodeIndex(key, repo, time.perf_counter() - start, tuple(tree.notes()))
@@ -186,6 +190,8 @@ class CodeReader(Reader[CodeIndex, CodeOptions]):
 
     # --- retrieval ----------------------------------------------------------------------------------
     def retrieve(self, index: CodeIndex, query: str, hole: tuple[str, int] | None = None) -> CodeRanking:
+        from ..retrieval.fragrel.code_rank import rank_code
+
         return rank_code(index.repo, query, self.options.search(), hole)
 
     def _ranked(self, index: CodeIndex, ranking: CodeRanking,
@@ -211,6 +217,8 @@ class CodeReader(Reader[CodeIndex, CodeOptions]):
 
     def _shown(self, chosen: Sequence[Fragment], paths: dict[int, list[str]], ranking: CodeRanking) -> tuple:
         """The shown windows for reports: lines 1-based inclusive; s_rel None when not re-scored."""
+        import numpy as np
+
         rel = ranking.s_rel
 
         def score(value: float) -> float | None:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..llm.client import LLM
 from ..retrieval.fragments import Fragment, from_dicts, split_pages, split_words
-from ..retrieval.index import FragmentIndex, RetrievalSettings
 from ..retrieval.select import fit
 from ..store import Store
 from ..text import Document
@@ -26,6 +25,7 @@ from .question import Question
 
 if TYPE_CHECKING:
     from ..retrieval.embed import Embedder
+    from ..retrieval.index import FragmentIndex, RetrievalSettings
 
 PRESETS: dict[str, dict[str, Any]] = {
     "quality": {"prompts": "quality", "fragment_words": 500},
@@ -68,6 +68,8 @@ class RAGOptions(ReaderOptions):
         return {"fragments": "words", "fragment_words": self.fragment_words}
 
     def retrieval(self) -> RetrievalSettings:
+        from ..retrieval.index import RetrievalSettings  # numpy: loaded when a RAG reader scores, not on start-up
+
         return RetrievalSettings(scorer=self.scorer, fusion=self.fusion, fragrel=self.fragrel,
                                  relation=self.relation, alpha=self.alpha, w_rel=self.w_rel,
                                  semantic_k=self.semantic_k)
@@ -150,6 +152,8 @@ class RAG(Reader[RAGMemory, RAGOptions]):
                 **asdict(self.options.retrieval())}
 
     def index(self, memory: RAGMemory) -> FragmentIndex:
+        from ..retrieval.index import FragmentIndex
+
         key = memory.key or memory.document_id
         if key not in self._indexes:
             settings = self.options.retrieval()

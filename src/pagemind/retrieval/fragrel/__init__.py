@@ -10,8 +10,8 @@ One module per part of the paper:
   and its RepoCoder windows, Appendix A), :mod:`.code_rank` (BM25 / Jaccard then FragRel, §3.3 on code) and
   :mod:`.repocoder` (RepoCoder's prompt, the paper's Prompt 2, and reading a completion out of a reply).
 
-The relations need only numpy and are exported here; the code modules (scipy, tree-sitter) are loaded when one
-of their names is first used, so importing this package stays light.
+The relations need only numpy and the code modules scipy and tree-sitter; every name exported here loads its
+module when first used, so importing this package stays light (no numpy).
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from .relations import (ContextRelation, MatrixRelation, Relation, SemanticRelation, dense_environment,
-                        fragrel_scores)
-
+RELATION_NAMES = {name: "relations" for name in ("ContextRelation", "MatrixRelation", "Relation",
+                                                  "SemanticRelation", "dense_environment", "fragrel_scores")}
 CODE_NAMES = {
     "SourceFile": "code_files", "SourceTree": "code_files", "walk_source_tree": "code_files",
     "CodeRepository": "code_repo", "CodeRanking": "code_rank", "CodeSearchSettings": "code_rank",
@@ -30,7 +29,9 @@ CODE_NAMES = {
 
 
 def __getattr__(name: str) -> Any:
-    """The code-retrieval names, imported on first use."""
+    """The relations (numpy) and code-retrieval names, imported on first use."""
+    if name in RELATION_NAMES:
+        return getattr(import_module(f".{RELATION_NAMES[name]}", __name__), name)
     if name in CODE_NAMES:
         return getattr(import_module(f".{CODE_NAMES[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
