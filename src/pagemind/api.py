@@ -13,6 +13,8 @@ from .llm.usage import Trace
 from .methods import registry
 from .methods.base import Memory, Progress, Reader
 from .methods.question import Answer, Question
+from .runs import Recorder, Runs
+from .store.base import RunRow
 from .store import SQLiteResponseCache, Store
 from .text import Document, load_document
 
@@ -71,27 +73,112 @@ class Pagemind:
             return reader.source_tree(source)  # type: ignore[attr-defined]
         return self.document(source, encoding)
 
+    @property
+    def runs(self) -> Runs:
+        """The recorded runs of this store (``pagemind logs``)."""
+        return Runs(self.store)
+
     def index(self, source: str | Path | Document, method: str = "auto",
-              progress: Progress | None = None, **options: Any) -> Memory:
-        """Build (or resume, or reuse) the memory of a document."""
+              progress: Progress | None = None, *, run: RunRow | str | None = None, user_id: int | None = None,
+              **options: Any) -> Memory:
+        """Build (or resume, or reuse) the memory of a document. Recorded as a run (``run``: an existing queued
+        run to record into, e.g. one a server created) unless ``record_runs`` is off."""
         reader = self.reader(method, **options)
-        return reader.build(self.source(source, reader), progress=progress)
+        document = self.source(source, reader)
+        recorder = self._recorder(run, "index", document, reader, {"options": _given(options)}, user_id)
+        if recorder is None:
+            return reader.build(document, progress=progress)
+        with recorder.running():
+            memory = reader.build(document, progress=_both(progress, recorder.progress), trace=recorder.trace())
+            recorder.result({"memory": reader.memory_key(document), "document": document.id,
+                             **_describe(reader, memory)})
+        return memory
 
     def ask(self, source: str | Path | Document, question: str | Question, options: Sequence[str] = (),
             method: str = "auto", progress: Progress | None = None, on_text: Callable[[str], None] | None = None,
-            **method_options: Any) -> Answer:
+            *, run: RunRow | str | None = None, user_id: int | None = None, **method_options: Any) -> Answer:
         """Answer a question about a document (builds its memory first if needed), or about a source tree when
-        ``source`` is a directory (the ``code`` method: FragRel's code relation)."""
+        ``source`` is a directory (the ``code`` method: FragRel's code relation). Recorded as a run (``run``: an
+        existing queued run to record into) unless ``record_runs`` is off; ``answer.run_id`` names it."""
         if isinstance(source, (str, Path)) and Path(source).is_dir():
             method = "code"
         reader = self.reader(method, **method_options)
-        build_trace = Trace()
-        memory = reader.build(self.source(source, reader), progress=progress, trace=build_trace)
+        document = self.source(source, reader)
         q = question if isinstance(question, Question) else Question.parse(question, tuple(options))
-        answer = reader.answer(memory, q, progress, on_text)
+        recorder = self._recorder(run, "ask", document, reader,
+                                  {"question": q.text, "options": list(q.options), "method_options": _given(method_options)},
+                                  user_id)
+        if recorder is None:
+            return self._ask(reader, document, q, progress, on_text, Trace(), Trace())
+        with recorder.running():
+            answer = self._ask(reader, document, q, _both(progress, recorder.progress), on_text,
+                               recorder.trace(), recorder.trace())
+            answer.run_id = recorder.run_id
+            recorder.result({**answer.as_dict(), "memory": reader.memory_key(document), "document": document.id})
+        return answer
+
+    def _ask(self, reader: Reader[Any, Any], document: Any, q: Question, progress: Progress | None,
+             on_text: Callable[[str], None] | None, build_trace: Trace, trace: Trace) -> Answer:
+        memory = reader.build(document, progress=progress, trace=build_trace)
+        answer = reader.answer(memory, q, progress, on_text, trace=trace)
         if build_trace.events:
             answer.index_trace = build_trace
         return answer
+
+    def _recorder(self, run: RunRow | str | None, kind: str, document: Any, reader: Reader[Any, Any],
+                  request: dict[str, Any], user_id: int | None) -> Recorder | None:
+        if run is None and not self.settings.record_runs:
+            return None
+        if run is None:
+            run = self.runs.create(kind, getattr(document, "id", str(document)), method=reader.name,
+                                   request={"document": getattr(document, "name", ""), **request}, user_id=user_id)
+        return self.runs.recorder(run)
+
+    # --- agents (MemGPT) -------------------------------------------------------------------------------
+    def agent(self, name: str, *, llm: bool = True) -> Any:
+        """A stored agent (:class:`pagemind.agent.Agent`); ``llm=False`` opens it for reading its memory only."""
+        from .agent import Agent
+
+        return Agent.load(self.llm if llm else None, self.store, name)
+
+    def create_agent(self, name: str, *, persona: str | None = None, human: str | None = None,
+                     options: dict[str, Any] | None = None, user_id: int | None = None,
+                     display_name: str | None = None) -> Any:
+        """A new agent; ``options`` are :class:`pagemind.agent.AgentOptions` fields; ``user_id`` its owner."""
+        from .agent import Agent, AgentOptions
+
+        with self.store.transaction():
+            agent = Agent.create(None, self.store, name, persona=persona, human=human,
+                                 options=AgentOptions().updated(**(options or {})), display_name=display_name)
+            if user_id is not None:
+                self.store.set_agent_owner(agent.id, user_id)
+        return agent
+
+    def send(self, agent: Any, text: str, *, progress: Progress | None = None, run: RunRow | str | None = None,
+             user_id: int | None = None, on_step: Callable[[Any], None] | None = None) -> Any:
+        """One user message to an agent (a name or an :class:`Agent`): its turn (``TurnResult``), recorded as a
+        run with every step (thoughts, function call, result) unless ``record_runs`` is off."""
+        from .agent.core import step_record
+
+        if isinstance(agent, str):
+            agent = self.agent(agent)
+        if run is None and not self.settings.record_runs:
+            return agent.say(text, progress=progress, on_step=on_step)
+        if run is None:
+            run = self.runs.create("turn", str(agent.id), method="memgpt", request={"agent": agent.name, "message": text},
+                                   user_id=user_id)
+        recorder = self.runs.recorder(run)
+
+        def record(step: Any) -> None:
+            recorder.step("step", **step_record(step))
+            if on_step is not None:
+                on_step(step)
+
+        with recorder.running():
+            turn = agent.say(text, progress=_both(progress, recorder.progress), trace=recorder.trace(), on_step=record)
+            turn.run_id = recorder.run_id
+            recorder.result(turn.as_dict())
+        return turn
 
     def complete(self, directory: str | Path, file: str | Path, line: int | None = None, prompt_only: bool = False,
                  **options: Any) -> Any:
@@ -115,6 +202,29 @@ class Pagemind:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _given(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def _both(first: Progress | None, second: Progress) -> Progress:
+    """A progress callback telling two listeners (the caller's display and the run's recorder)."""
+    if first is None:
+        return second
+
+    def tell(phase: str, done: int, total: int, unit: str) -> None:
+        first(phase, done, total, unit)
+        second(phase, done, total, unit)
+
+    return tell
+
+
+def _describe(reader: Reader[Any, Any], memory: Any) -> dict[str, Any]:
+    try:
+        return {"describe": reader.describe(memory)}
+    except Exception:  # noqa: BLE001 - a description is informative only
+        return {}
 
 
 def ask(source: str | Path | Document, question: str, *, options: Sequence[str] = (), method: str = "auto",

@@ -49,6 +49,7 @@ class Settings:
     max_bytes: int = 16 * 1024 * 1024
     cache: bool = True  # LLM response cache
     native_tools: bool = True  # OpenAI-compatible servers: offer native tool calling (else JSON-schema replies)
+    record_runs: bool = True  # record every index, ask and agent turn as a run with its steps (pagemind logs)
 
     def store_path(self, env: Mapping[str, str] | None = None) -> Path:
         return Path(self.store) if self.store else user_dir(env) / "pagemind.db"
@@ -56,7 +57,7 @@ class Settings:
 
 _INT = {"concurrency", "max_retries", "n_ctx", "threads", "max_bytes", "prompt_cache_mb", "context_window"}
 _FLOAT = {"timeout"}
-_BOOL = {"cache", "native_tools"}
+_BOOL = {"cache", "native_tools", "record_runs"}
 
 
 def _coerce(name: str, value: Any) -> Any:

@@ -56,6 +56,7 @@ class TurnResult:
     stop_reason: str = "yield"  # yield | last_step (answered on the forced last step) | max_steps
     evictions: int = 0
     warnings: int = 0
+    run_id: str | None = None  # the recorded run of this turn (Pagemind.send), if recorded
 
     @property
     def usage(self) -> Usage:
@@ -77,7 +78,13 @@ class TurnResult:
         return {"messages": self.messages, "stop_reason": self.stop_reason, "evictions": self.evictions,
                 "warnings": self.warnings, "valid_actions": self.valid_actions,
                 "invalid_actions": self.invalid_actions, "usage": self.usage.as_dict(),
-                "steps": [s.__dict__ for s in self.steps]}
+                "steps": [s.__dict__ for s in self.steps], **({"run_id": self.run_id} if self.run_id else {})}
+
+
+def step_record(step: Step) -> dict[str, Any]:
+    """A step as a run records it: what the agent thought, called and got (the raw reply left out: it is on the
+    step's LLM call)."""
+    return {k: v for k, v in step.__dict__.items() if k != "reply"}
 
 
 class Agent:
@@ -88,6 +95,7 @@ class Agent:
                  stale_after: float = 900.0) -> None:
         self.store = store if isinstance(store, AgentStore) else AgentStore(store)
         self._progress: Callable[[str, int, int, str], None] | None = None
+        self._on_step: Callable[[Step], None] | None = None
         self.record = record
         self.id, self.name, self.options = record.id, record.name, record.options
         self.state = record.state
@@ -101,12 +109,14 @@ class Agent:
     @classmethod
     def create(cls, llm: LLM | None, store: Store | AgentStore, name: str, *, persona: str | None = None,
                human: str | None = None, blocks: dict[str, str] | None = None,
-               options: AgentOptions | None = None, **kwargs: Any) -> Agent:
-        """A new agent with persona and human blocks (plus ``blocks`` by label) and the boot messages."""
+               options: AgentOptions | None = None, display_name: str | None = None, **kwargs: Any) -> Agent:
+        """A new agent with persona and human blocks (plus ``blocks`` by label) and the boot messages.
+        ``display_name``: what the default persona calls the agent when its stored name is namespaced (a
+        server's agents are stored per user)."""
         if not NAME.match(name):
             raise ConfigError(f"agent name {name!r}: use letters, digits, '_', '.', '-' (at most 64)")
         options = options or AgentOptions()
-        default_persona = prompt("persona", name=name)  # the agent's own name, never a fixed one
+        default_persona = prompt("persona", name=display_name or name)  # the agent's own name, never a fixed one
         values = {"persona": default_persona if persona is None else persona, "human": human or "", **(blocks or {})}
         for label, value in values.items():
             if not LABEL.match(label):
@@ -183,15 +193,18 @@ class Agent:
             return len(self.store.append(self.id, events))
 
     # --- a turn ------------------------------------------------------------------------------------
-    def say(self, text: str, progress: Callable[[str, int, int, str], None] | None = None) -> TurnResult:
+    def say(self, text: str, progress: Callable[[str, int, int, str], None] | None = None,
+            trace: Trace | None = None, on_step: Callable[[Step], None] | None = None) -> TurnResult:
         """Handle one user message: step until the agent yields (or the step budget runs out). ``progress`` hears
-        each step as it starts and the function it called (``(phase, done, total, unit)``, as the readers')."""
+        each step as it starts and the function it called (``(phase, done, total, unit)``, as the readers');
+        ``on_step`` each finished step; the LLM calls go to ``trace`` (a new one if None)."""
         self._progress = progress
+        self._on_step = on_step
         with self.lock.held():
             self.state = AgentState.from_dict(self.store.get_agent(self.name).state.__dict__)
             self._recover()
             self.store.append(self.id, [Event("user_message", {"message": text}, self.now())])
-            turn = TurnResult()
+            turn = TurnResult(trace=trace if trace is not None else Trace())
             try:
                 self._run(turn, text)
             finally:
@@ -236,6 +249,8 @@ class Agent:
             if reason is None and self._warn(self.context.build(), turn):
                 reason = "warning"
             turn.steps.append(Step(**{**step.__dict__, "heartbeat": reason}))
+            if self._on_step is not None:
+                self._on_step(turn.steps[-1])
             if reason is None or (last and step.function == "send_message"):
                 turn.stop_reason = "last_step" if last else "yield"
                 return

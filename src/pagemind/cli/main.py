@@ -210,6 +210,10 @@ cli.add_command(complete)
 cli.add_command(eval_group)
 from .data import data_group  # noqa: E402
 cli.add_command(data_group)
+from .logs import logs  # noqa: E402
+from .users import users  # noqa: E402
+cli.add_command(logs)
+cli.add_command(users)
 
 # One line each in `pagemind --help`, short enough never to be cut.
 SHORT_HELP = {
@@ -219,6 +223,7 @@ SHORT_HELP = {
     "agent": "Create, inspect and talk to MemGPT agents", "chat": "Chat with a MemGPT agent or a document",
     "complete": "Complete a line of code from a source tree", "eval": "Evaluate methods on benchmark datasets",
     "models": "List, install and locate embedded models", "data": "Get benchmark datasets",
+    "logs": "List recorded runs and show one's steps", "users": "Users and API keys of pagemind serve",
 }
 for _name, _command in cli.commands.items():
     _command.short_help = SHORT_HELP.get(_name, _command.short_help)

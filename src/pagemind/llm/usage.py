@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -65,28 +67,38 @@ class Usage:
 class Trace:
     """The LLM calls of one operation (an index build, one answer), in completion order.
 
-    Tokens and seconds of cached calls are not counted in :attr:`usage`: they cost nothing.
+    Tokens and seconds of cached calls are not counted in :attr:`usage`: they cost nothing. ``listener`` (e.g. a
+    run's recorder) hears each change as it happens: ``("call", event)``, ``("decision", (event, decision))`` (the event
+    as it was recorded), ``("note", text)``; it is called outside the trace's lock, from the thread that made the call.
     """
 
     events: list[TraceEvent] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    listener: Callable[[str, Any], None] | None = field(default=None, repr=False, compare=False)
 
     def record(self, event: TraceEvent) -> None:
         with self._lock:
             self.events.append(event)
+        if self.listener is not None:
+            self.listener("call", event)
 
     def decide(self, event: TraceEvent, decision: str) -> None:
         """Attach the caller's reading of a reply to its event."""
+        decided = None
         with self._lock:
             for i in range(len(self.events) - 1, -1, -1):
                 if self.events[i] is event:
-                    self.events[i] = TraceEvent(**{**event.__dict__, "decision": decision})
-                    return
+                    decided = self.events[i] = TraceEvent(**{**event.__dict__, "decision": decision})
+                    break
+        if decided is not None and self.listener is not None:
+            self.listener("decision", (event, decision))
 
     def note(self, text: str) -> None:
         with self._lock:
             self.notes.append(text)
+        if self.listener is not None:
+            self.listener("note", text)
 
     @property
     def usage(self) -> Usage:

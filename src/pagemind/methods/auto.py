@@ -111,8 +111,8 @@ class Auto(Reader[AutoMemory, AutoOptions]):
                 **self._reader(memory.choice).describe(memory.inner)}
 
     def answer(self, memory: AutoMemory, question: Question, progress: Progress | None = None,
-               on_text: Any = None) -> Answer:
-        answer = self._reader(memory.choice).answer(memory.inner, question, progress, on_text)
+               on_text: Any = None, trace: Trace | None = None) -> Answer:
+        answer = self._reader(memory.choice).answer(memory.inner, question, progress, on_text, trace=trace)
         answer.details["auto"] = {"method": memory.choice.method, "reason": memory.choice.reason}
         return answer
 

@@ -249,9 +249,10 @@ class Reader(ABC, Generic[M, O]):
 
     # --- answering ---------------------------------------------------------------------------------
     def answer(self, memory: M, question: Question, progress: Progress | None = None,
-               on_text: Callable[[str], None] | None = None) -> Answer:
-        """Answer ``question``; ``progress`` hears the phases, ``on_text`` the free-form answer as it is written."""
-        context = Context(progress=progress, on_text=on_text)
+               on_text: Callable[[str], None] | None = None, trace: Trace | None = None) -> Answer:
+        """Answer ``question``; ``progress`` hears the phases, ``on_text`` the free-form answer as it is written;
+        the LLM calls go to ``trace`` (a new one if None)."""
+        context = Context(trace=trace if trace is not None else Trace(), progress=progress, on_text=on_text)
         reading = self._answer(memory, question, context)
         return Answer(
             question=question, method=self.name, text=reading.text, choice=reading.choice,

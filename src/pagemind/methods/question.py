@@ -71,6 +71,7 @@ class Answer:
     fallbacks: list[str] = field(default_factory=list)  # every recorded fallback, in order
     details: dict[str, Any] = field(default_factory=dict)
     index_trace: Trace | None = None  # the LLM calls that built the memory in this same call, if any
+    run_id: str | None = None  # the recorded run of this answer (Pagemind.ask), if recorded
 
     @property
     def letter(self) -> str | None:
@@ -96,6 +97,7 @@ class Answer:
             "usage": self.usage.as_dict(),
             **({"index_usage": self.index_trace.usage.as_dict()} if self.index_trace else {}),
             **({"details": self.details} if self.details else {}),
+            **({"run_id": self.run_id} if self.run_id else {}),
         }
 
 

@@ -1,0 +1,121 @@
+"""``pagemind logs``: the recorded runs (every index, ask and agent turn), one line each, and one run's steps."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import click
+
+from ..api import Pagemind
+from ..config import resolve_settings
+from ..runs import summarize
+from .main_errors import handle_errors
+
+store_option = click.option("--store", default=None, metavar="PATH",
+                            help="the store (default: PAGEMIND_STORE, the config file, <user dir>/pagemind.db)")
+
+
+def _when(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
+
+
+def _what(request: dict[str, Any], kind: str) -> str:
+    if kind == "turn":
+        return f"{request.get('agent', '')}: {request.get('message', '')}"
+    if kind == "ask":
+        return f"{request.get('document', '')}: {request.get('question', '')}"
+    return str(request.get("document", ""))
+
+
+def _line(run: Any) -> str:
+    took = f"{run.finished - run.started:.1f}s" if run.finished and run.started else ""
+    what = _what(run.request, run.kind).replace("\n", " ")
+    if len(what) > 70:
+        what = what[:67] + "..."
+    return f"{run.id}  {_when(run.created)}  {run.kind:5}  {run.method or '-':12}  {run.status:9} {took:>7}  {what}"
+
+
+@click.group(invoke_without_command=True)
+@click.option("-n", "--count", default=20, show_default=True, help="how many runs, newest first")
+@click.option("--kind", type=click.Choice(["index", "ask", "turn"]), default=None, help="only runs of this kind")
+@click.option("--json", "as_json", is_flag=True, help="as JSON")
+@store_option
+@click.pass_context
+@handle_errors
+def logs(ctx: click.Context, count: int, kind: str | None, as_json: bool, store: str | None) -> None:
+    """The recorded runs: every index, ask and agent turn (the local user's), newest first.
+
+    \b
+    pagemind logs                  # the last 20 runs, one line each
+    pagemind logs show run_3f2a…   # one run: its request, every step, its result
+    pagemind logs show --last      # the newest run
+    """
+    if ctx.invoked_subcommand is not None:
+        ctx.obj = {**(ctx.obj or {}), "store": store}
+        return
+    with Pagemind(settings=resolve_settings(store=store)) as pm:
+        found = pm.runs.list(None, kind=kind, limit=count)
+    if as_json:
+        click.echo(json.dumps([r.__dict__ for r in found], indent=2, default=str))
+    elif not found:
+        click.echo("no recorded runs yet (pagemind ask, index and agent turns record them)")
+    for run in [] if as_json else found:
+        click.echo(_line(run))
+
+
+def _step(step: Any) -> str:
+    d = step.data
+    if step.kind == "llm":
+        cached = " cached" if d.get("cached") else ""
+        reply = d.get("reply", "").strip().replace("\n", " ")
+        return (f"llm {d['role']}: {d['prompt_tokens']:,} + {d['completion_tokens']:,} tokens, {d['seconds']:.2f}s"
+                f"{cached}  {reply[:90]}")
+    if step.kind == "decision":
+        return f"  -> {d.get('decision')}"
+    if step.kind == "phase":
+        count = f" {d['done']:,}/{d['total']:,} {d['unit']}" if d.get("total") else ""
+        return f"phase {d['phase']}{count}"
+    if step.kind == "step":
+        called = f"{d.get('function')}({json.dumps(d.get('arguments', {}))[:80]})" if d.get("function") else "-"
+        return f"step {called} -> {d.get('status')}: {str(d.get('result', ''))[:80]}  thoughts: {d.get('thoughts', '')[:60]}"
+    if step.kind == "result":
+        return "result " + json.dumps({k: d[k] for k in ("answer", "letter", "pages_read", "memory", "messages")
+                                       if k in d}, default=str)
+    return f"{step.kind} {json.dumps(d, default=str)[:140]}"
+
+
+@logs.command("show")
+@click.argument("run_id", required=False)
+@click.option("--last", is_flag=True, help="the newest run")
+@click.option("--json", "as_json", is_flag=True, help="the run and all its steps as JSON")
+@click.pass_context
+@handle_errors
+def show(ctx: click.Context, run_id: str | None, last: bool, as_json: bool) -> None:
+    """One run: what was asked, every step (LLM calls with tokens and seconds, decisions, phases, agent steps)
+    and the result."""
+    with Pagemind(settings=resolve_settings(store=(ctx.obj or {}).get("store"))) as pm:
+        runs = pm.runs
+        if last or not run_id:
+            newest = runs.list(None, limit=1)
+            if not newest:
+                raise click.UsageError("no recorded runs yet")
+            run_id = newest[0].id
+        found = [r for r in runs.list(None, limit=10_000) if r.id.startswith(run_id)] if len(run_id) < 20 else []
+        run = runs.get(run_id) or (found[0] if len(found) == 1 else None)
+        if run is None:
+            raise click.UsageError(f"no run {run_id!r} (pagemind logs lists them)")
+        steps = runs.steps(run.id)
+    if as_json:
+        click.echo(json.dumps({**run.__dict__, "steps": [s.__dict__ for s in steps]}, indent=2, default=str))
+        return
+    click.echo(_line(run))
+    click.echo(f"request: {json.dumps(run.request, default=str)}")
+    for step in steps:
+        click.echo(f"{step.seq:4}  {_step(step)}")
+    usage = summarize(steps)
+    click.echo(f"cost: {usage['calls']} calls ({usage['cached_calls']} cached), {usage['prompt_tokens']:,} prompt + "
+               f"{usage['completion_tokens']:,} completion tokens, {usage['seconds']:.1f}s")
+    if run.error:
+        click.echo(f"error: {run.error}")

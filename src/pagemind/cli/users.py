@@ -1,0 +1,111 @@
+"""``pagemind users``: the users of ``pagemind serve`` and their API keys; per-user export and erase."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from .. import users as users_api
+from ..api import Pagemind
+from ..config import resolve_settings
+from .logs import store_option
+from .main_errors import handle_errors
+
+
+def _open(ctx: click.Context) -> Pagemind:
+    return Pagemind(settings=resolve_settings(store=(ctx.obj or {}).get("store")))
+
+
+@click.group()
+@store_option
+@click.pass_context
+def users(ctx: click.Context, store: str | None) -> None:
+    """Users of `pagemind serve`: each request carries one of its user's API keys.
+
+    \b
+    pagemind users create ann        # prints ann's API key once (only its hash is stored)
+    pagemind users list
+    pagemind users key ann           # one more key for ann
+    pagemind users export ann -o ann.json
+    pagemind users erase ann --yes   # everything of ann's, nothing else; the account stays
+    """
+    ctx.obj = {**(ctx.obj or {}), "store": store}
+
+
+@users.command("create")
+@click.argument("name")
+@click.pass_context
+@handle_errors
+def create(ctx: click.Context, name: str) -> None:
+    """Create user NAME and print their API key (shown this once)."""
+    with _open(ctx) as pm:
+        user, key = users_api.create_user(pm.store, name)
+    click.echo(f"user {user.name} (id {user.id}) created. API key, shown only now:", err=True)
+    click.echo(key)
+
+
+@users.command("key")
+@click.argument("name")
+@click.pass_context
+@handle_errors
+def key(ctx: click.Context, name: str) -> None:
+    """Give user NAME one more API key and print it (shown this once)."""
+    with _open(ctx) as pm:
+        click.echo(users_api.add_key(pm.store, name))
+
+
+@users.command("list")
+@click.pass_context
+@handle_errors
+def list_(ctx: click.Context) -> None:
+    """Every user, with how many documents, agents and runs they have."""
+    with _open(ctx) as pm:
+        found = pm.store.list_users()
+        if not found:
+            click.echo("no users yet (pagemind users create NAME)")
+        for u in found:
+            docs, agents = len(pm.store.user_documents(u.id)), len(pm.store.user_agents(u.id))
+            runs = len(pm.store.list_runs(u.id, limit=100_000))
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(u.created))
+            click.echo(f"{u.id:4}  {u.name:20}  {docs} documents, {agents} agents, {runs} runs  (since {when})")
+
+
+@users.command("export")
+@click.argument("name")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write the archive here (default: standard output)")
+@click.pass_context
+@handle_errors
+def export(ctx: click.Context, name: str, output: Path | None) -> None:
+    """Everything of user NAME as one JSON archive: documents with their texts, agents, runs with their steps."""
+    with _open(ctx) as pm:
+        archive = users_api.export_user(pm.store, users_api.require_user(pm.store, name).id)
+    text = json.dumps(archive, indent=1, default=str)
+    if output is None:
+        click.echo(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}: {len(archive['documents'])} documents, {len(archive['agents'])} agents, "
+                   f"{len(archive['runs'])} runs", err=True)
+
+
+@users.command("erase")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="do it (without it, say what would be deleted)")
+@click.pass_context
+@handle_errors
+def erase(ctx: click.Context, name: str, yes: bool) -> None:
+    """Delete everything of user NAME (documents they alone hold, with their memories; agents; runs) and nothing
+    else. Their account and keys stay."""
+    with _open(ctx) as pm:
+        user = users_api.require_user(pm.store, name)
+        if not yes:
+            docs, agents = len(pm.store.user_documents(user.id)), len(pm.store.user_agents(user.id))
+            runs = len(pm.store.list_runs(user.id, limit=100_000))
+            raise click.UsageError(f"this deletes {name}'s {docs} documents, {agents} agents and {runs} runs; "
+                                   "add --yes to do it")
+        counts = users_api.erase_user(pm.store, user.id)
+    click.echo("deleted " + ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items()))

@@ -1,0 +1,161 @@
+"""Recorded runs: every index build, answer and agent turn, with its steps as they happen.
+
+A run is a row in the store (who, what, status, timestamps, result) and an ordered list of steps: each LLM call
+(role, tokens, seconds, cached, the reply), the decision made of it, the phases the method went through, an
+agent's steps (thoughts, function call, result) and the final result. Steps are written while the run goes on, so
+another process (``pagemind logs show``, the server's event stream) can follow a run from the store alone.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .errors import PagemindError
+from .llm.usage import Trace, TraceEvent
+from .store.base import RunRow, StepRow, StoreBackend
+
+STATUSES = ("queued", "running", "done", "failed", "cancelled")
+ENDED = ("done", "failed", "cancelled")
+REPLY_CHARS = 4000  # an LLM reply is kept up to this many characters in its step
+
+
+class RunCancelled(PagemindError):
+    """The run was cancelled (``pagemind`` stops at its next step; a build resumes later like a killed one)."""
+
+
+def new_run_id() -> str:
+    return "run_" + secrets.token_hex(8)
+
+
+class Runs:
+    """The runs of one store."""
+
+    def __init__(self, store: StoreBackend) -> None:
+        self.store = store
+
+    def create(self, kind: str, target: str, *, method: str | None = None, request: dict[str, Any] | None = None,
+               user_id: int | None = None) -> RunRow:
+        run = RunRow(new_run_id(), user_id, kind, method, target, dict(request or {}), "queued", time.time())
+        self.store.create_run(run)
+        return run
+
+    def get(self, run_id: str, user_id: int | None = None) -> RunRow | None:
+        """The run, or None when there is none or it is another user's."""
+        run = self.store.get_run(run_id)
+        return run if run is not None and run.user_id == user_id else None
+
+    def list(self, user_id: int | None = None, **filters: Any) -> list[RunRow]:
+        return self.store.list_runs(user_id, **filters)
+
+    def steps(self, run_id: str, after: int = -1, limit: int | None = None) -> list[StepRow]:
+        return self.store.run_steps(run_id, after, limit)
+
+    def cancel(self, run_id: str) -> bool:
+        """Ask a queued or running run to stop at its next step; False when it has ended."""
+        return self.store.request_cancel(run_id)
+
+    def recorder(self, run: RunRow | str) -> "Recorder":
+        return Recorder(self.store, run if isinstance(run, str) else run.id)
+
+
+def call_step(event: TraceEvent) -> dict[str, Any]:
+    reply = event.reply if len(event.reply) <= REPLY_CHARS else event.reply[:REPLY_CHARS] + " [...]"
+    return {"role": event.role, "prompt_tokens": event.prompt_tokens, "completion_tokens": event.completion_tokens,
+            "seconds": round(event.seconds, 3), "cached": event.cached, "reply": reply,
+            **({"decision": event.decision} if event.decision else {})}
+
+
+class Recorder:
+    """Writes one run's steps and status as they happen (thread-safe: LLM calls may run in a pool).
+
+    ``trace()`` is a :class:`Trace` whose calls, decisions and notes become steps; ``progress`` is a progress
+    callback whose phases become steps (a phase is recorded when its name changes, or at most once a second);
+    both stop the run with :class:`RunCancelled` once a cancel was requested.
+    """
+
+    def __init__(self, store: StoreBackend, run_id: str, poll: float = 0.5) -> None:
+        self.store = store
+        self.run_id = run_id
+        self._poll = poll
+        self._checked = 0.0
+        self._phase: tuple[str, float] = ("", 0.0)
+        self._calls: dict[int, int] = {}  # id(event) -> its step's seq, to link a decision to its call
+        self._lock = threading.Lock()
+
+    def step(self, kind: str, **data: Any) -> int:
+        return self.store.append_run_step(self.run_id, kind, data, time.time())
+
+    def trace(self) -> Trace:
+        return Trace(listener=self._hear)
+
+    def _hear(self, kind: str, item: Any) -> None:
+        if kind == "call":
+            seq = self.step("llm", **call_step(item))
+            with self._lock:
+                self._calls[id(item)] = seq
+        elif kind == "decision":
+            event, decision = item
+            with self._lock:
+                call = self._calls.get(id(event))
+            self.step("decision", decision=decision, role=event.role, **({"call": call} if call is not None else {}))
+        else:
+            self.step("note", text=str(item))
+        self.check()
+
+    def progress(self, phase: str, done: int, total: int, unit: str) -> None:
+        now = time.monotonic()
+        last, when = self._phase
+        if phase != last or now - when >= 1.0 or (total and done >= total):
+            self._phase = (phase, now)
+            self.step("phase", phase=phase, done=done, total=total, unit=unit)
+        self.check()
+
+    def check(self) -> None:
+        """Raise :class:`RunCancelled` if a cancel was requested (reads the store at most every ``poll`` s)."""
+        now = time.monotonic()
+        if now - self._checked < self._poll:
+            return
+        self._checked = now
+        run = self.store.get_run(self.run_id)
+        if run is not None and run.cancel_requested:
+            raise RunCancelled(f"run {self.run_id} was cancelled")
+
+    @contextmanager
+    def running(self) -> Iterator["Recorder"]:
+        """Mark the run running; at the end done (a result must have been set with :meth:`result`), failed with
+        the error, or cancelled. The error is raised again."""
+        self.store.update_run(self.run_id, status="running", started=time.time())
+        self._checked = 0.0
+        try:
+            self.check()
+            yield self
+        except RunCancelled as err:
+            self.step("error", error=str(err), type="RunCancelled")
+            self.store.update_run(self.run_id, status="cancelled", finished=time.time(), error=str(err))
+            raise
+        except BaseException as err:
+            message = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+            self.step("error", error=message, type=type(err).__name__)
+            self.store.update_run(self.run_id, status="failed", finished=time.time(), error=message)
+            raise
+
+    def result(self, result: dict[str, Any]) -> None:
+        """The run's result: recorded as its last step and on the run, which is then done."""
+        self.step("result", **result)
+        self.store.update_run(self.run_id, status="done", finished=time.time(), result=result)
+
+
+def summarize(steps: list[StepRow]) -> dict[str, Any]:
+    """Calls, tokens and seconds of a run's recorded LLM calls (cached calls cost nothing)."""
+    calls = [s.data for s in steps if s.kind == "llm"]
+    paid = [c for c in calls if not c.get("cached")]
+    return {"calls": len(calls), "cached_calls": len(calls) - len(paid),
+            "prompt_tokens": sum(c["prompt_tokens"] for c in paid),
+            "completion_tokens": sum(c["completion_tokens"] for c in paid),
+            "seconds": round(sum(c["seconds"] for c in paid), 3)}
+

@@ -1,0 +1,93 @@
+"""Users of ``pagemind serve``: API keys (shown once, stored as SHA-256 hashes), per-user export and erase.
+
+The tenant of every request is the user whose key it carries, never a name or id the client sends. A key is
+``pm_`` + 32 random bytes in URL-safe base64: unguessable, so a fast hash is the right one (no password
+stretching is needed for random keys).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import time
+from typing import Any
+
+from .errors import ConfigError
+from .store.base import StoreBackend, UserRow
+
+NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def new_key() -> str:
+    return "pm_" + secrets.token_urlsafe(32)
+
+
+def create_user(store: StoreBackend, name: str) -> tuple[UserRow, str]:
+    """A new user and their first API key (returned once; only its hash is stored)."""
+    if not NAME.match(name):
+        raise ConfigError(f"user name {name!r}: use letters, digits, '_', '.', '@', '-' (at most 64)")
+    key = new_key()
+    user_id = store.create_user(name, hash_key(key), time.time())
+    if user_id is None:
+        raise ConfigError(f"a user named {name!r} already exists (`pagemind users key {name}` gives them a new key)")
+    user = store.get_user(name)
+    assert user is not None and user.id == user_id
+    return user, key
+
+
+def add_key(store: StoreBackend, name: str) -> str:
+    """One more API key for an existing user."""
+    user = require_user(store, name)
+    key = new_key()
+    store.add_user_key(user.id, hash_key(key), time.time())
+    return key
+
+
+def authenticate(store: StoreBackend, key: str | None) -> UserRow | None:
+    """The user a key belongs to, or None (no key, a wrong key)."""
+    if not key:
+        return None
+    return store.user_for_key(hash_key(key))
+
+
+def require_user(store: StoreBackend, name: str) -> UserRow:
+    user = store.get_user(name)
+    if user is None:
+        raise ConfigError(f"no user named {name!r} (`pagemind users list` shows them)")
+    return user
+
+
+def export_user(store: StoreBackend, user_id: int) -> dict[str, Any]:
+    """Everything of one user as one JSON-able archive: documents with their texts, agents with their core memory,
+    history and archival passages, and runs with their steps."""
+    documents = [{**d.__dict__, "text": store.document_text(d.id)} for d in store.user_documents(user_id)]
+    agents = []
+    for a in store.user_agents(user_id):
+        total = store.count_agent_events(a.id)
+        events = store.recent_agent_events(a.id, total) if total else []
+        _, passages = store.search_agent_passages(a.id, "", 0, None)
+        agents.append({"id": a.id, "name": a.name, "settings": a.settings, "created": a.created,
+                       "blocks": [b.__dict__ for b in store.agent_blocks(a.id)],
+                       "messages": [{k: v for k, v in e.__dict__.items()} for e in events],
+                       "passages": [{k: v for k, v in p.__dict__.items() if k != "embedding"} for p in passages]})
+    runs = []
+    offset = 0
+    while True:
+        page = store.list_runs(user_id, limit=500, offset=offset)
+        for r in page:
+            runs.append({**r.__dict__, "steps": [s.__dict__ for s in store.run_steps(r.id)]})
+        if len(page) < 500:
+            break
+        offset += 500
+    return {"format": "pagemind-user-export/1", "exported": time.time(), "documents": documents, "agents": agents,
+            "runs": runs}
+
+
+def erase_user(store: StoreBackend, user_id: int) -> dict[str, int]:
+    """Delete everything of one user and nothing else (their account and keys stay)."""
+    return store.erase_user_data(user_id)
