@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .config import Settings, resolve_settings
+from .errors import NotFound
 from .llm.base import Backend
 from .llm.client import LLM
 from .llm.registry import open_backend
@@ -14,7 +16,7 @@ from .methods import registry
 from .methods.base import Memory, Progress, Reader
 from .methods.question import Answer, Question
 from .runs import Recorder, Runs
-from .store.base import RunRow
+from .store.base import DocumentRow, RunRow
 from .store import SQLiteResponseCache, Store
 from .text import Document, load_document
 
@@ -60,6 +62,36 @@ class Pagemind:
         if isinstance(source, Document):
             return source
         return load_document(source, encoding=encoding, max_bytes=self.settings.max_bytes)
+
+    # --- a user's documents (the service, MCP) ----------------------------------------------------------
+    def add_document(self, data: bytes | str | Path, name: str | None = None, *, user_id: int,
+                     encoding: str = "utf-8") -> DocumentRow:
+        """Keep a document for a user: file bytes (an upload; the format told by content and ``name``), a text,
+        or a path. The same checks and errors as the CLI (:class:`InputTooLarge`, :class:`UnsupportedInput`,
+        :class:`InputError`); nothing is stored when one is raised."""
+        from .text.document import load_bytes
+
+        if isinstance(data, Path):
+            document = self.document(data, encoding)
+        elif isinstance(data, bytes):
+            document = load_bytes(data, name or "upload.txt", encoding=encoding, max_bytes=self.settings.max_bytes)
+        else:
+            document = load_bytes(data.encode("utf-8"), name or "text.txt", max_bytes=self.settings.max_bytes)
+        with self.store.transaction():
+            self.store.put_document(document.id, document.name, document.words, len(document.text))
+            self.store.put_document_text(document.id, document.text)
+            self.store.add_user_document(user_id, document.id, name or document.name, time.time())
+        found = self.store.user_document(user_id, document.id)
+        assert found is not None
+        return found
+
+    def open_document(self, doc_id: str, *, user_id: int) -> Document:
+        """A user's kept document, ready to index or ask; :class:`NotFound` when it is not theirs (or gone)."""
+        row = self.store.user_document(user_id, doc_id)
+        text = self.store.document_text(doc_id) if row is not None else None
+        if row is None or text is None:
+            raise NotFound(f"no document {doc_id!r}")
+        return Document(text=text, name=row.name)
 
     def reader(self, method: str = "auto", **options: Any) -> Reader[Any, Any]:
         """The reader of ``method`` with its options (``None`` values mean "the default"; an unknown option or a

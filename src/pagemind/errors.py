@@ -12,6 +12,19 @@ class InputError(PagemindError):
     """A document that cannot be read as text (empty, binary, not UTF-8, too large, a directory...)."""
 
 
+class InputTooLarge(InputError):
+    """A document over the size limit (``max_bytes``); the service answers 413."""
+
+
+class UnsupportedInput(InputError):
+    """Bytes that are not a document pagemind reads (binary, an unknown container); the service answers 415."""
+
+
+class NotFound(PagemindError):
+    """No such document, memory, run or agent for this user (also when it is another user's: the service
+    answers 404 either way, so ids leak nothing)."""
+
+
 class DatasetError(InputError):
     """Benchmark data that cannot be used: a missing path, an unknown dataset or format, a malformed row."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from ..errors import InputError
+from ..errors import InputError, UnsupportedInput
 
 # (mark, codec): UTF-32 LE before UTF-16 LE, whose mark is a prefix of it.
 BOMS: tuple[tuple[bytes, str], ...] = (
@@ -84,7 +84,7 @@ def _binary(raw: bytes, name: str) -> InputError:
     guess = _utf16_without_bom(raw)
     if guess:
         return InputError(f"{name}: this looks like {guess} text without a byte-order mark: pass --encoding {guess}")
-    return InputError(f"{name}: this looks like a binary file (it contains NUL bytes), not text")
+    return UnsupportedInput(f"{name}: this looks like a binary file (it contains NUL bytes), not text")
 
 
 def _utf16_without_bom(raw: bytes) -> str | None:

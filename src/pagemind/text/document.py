@@ -13,7 +13,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, InputTooLarge, UnsupportedInput
 from .formats import CONTAINERS, extract, sniff_format
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # 16 MiB of text is ~2.7M words: days of local LLM time already
@@ -94,7 +94,7 @@ def _validate_text(text: str, name: str) -> str:
     sample = text[:65536]
     controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\n\t\f\v")
     if "\x00" in sample or controls > max(8, len(sample) // 100):
-        raise InputError(f"{name}: this looks like a binary file, not text")
+        raise UnsupportedInput(f"{name}: this looks like a binary file, not text")
     return text
 
 
@@ -103,30 +103,43 @@ def load_document(
 ) -> Document:
     """Read a text, Markdown, HTML, PDF, EPUB or DOCX file, refusing what cannot be read with a one-line reason."""
     p = Path(path)
-    name = p.name or str(p)
     if not p.exists():
         raise InputError(f"{path}: no such file")
     if p.is_dir():
         raise InputError(f"{path}: is a directory; give a file")
     size = p.stat().st_size
-    if size == 0:
-        raise InputError(f"{path}: the file is empty")
     with p.open("rb") as f:
         head = f.read(1024)
-    container = sniff_format(head, p.suffix) in ("pdf", "zip")
+    _check_size(size, head, p.suffix, str(path), max_bytes)
+    return load_bytes(p.read_bytes(), p.name or str(p), encoding=encoding, max_bytes=max_bytes, label=str(path))
+
+
+def _check_size(size: int, head: bytes, suffix: str, label: str, max_bytes: int) -> None:
+    if size == 0:
+        raise InputError(f"{label}: the file is empty")
+    container = sniff_format(head, suffix) in ("pdf", "zip")
     limit = max_bytes * CONTAINER_FACTOR if container else max_bytes
     if size > limit:
         what = " (PDF, EPUB and DOCX files may be 16 times the text limit)" if container else ""
-        raise InputError(
-            f"{path}: {size / 1e6:.1f} MB is over the {limit / 1e6:.1f} MB limit{what} "
+        raise InputTooLarge(
+            f"{label}: {size / 1e6:.1f} MB is over the {limit / 1e6:.1f} MB limit{what} "
             f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)"
         )
-    extracted = extract(p.read_bytes(), p.suffix, str(path), encoding, max_bytes)
+
+
+def load_bytes(raw: bytes, name: str, *, encoding: str = "utf-8", max_bytes: int = DEFAULT_MAX_BYTES,
+               label: str | None = None) -> Document:
+    """A document from a file's bytes (an upload): the same formats, checks and errors as :func:`load_document`.
+    The format is told by the content and the name's suffix."""
+    label = label or name
+    suffix = Path(name).suffix
+    _check_size(len(raw), raw[:1024], suffix, label, max_bytes)
+    extracted = extract(raw, suffix, label, encoding, max_bytes)
     if extracted.format == "text":
         return Document(text=_validate_text(normalise_newlines(extracted.parts[0]), name), name=name)
     document = Document.from_parts(extracted.parts, name=name, format=extracted.format,
                                    paged=extracted.format in ("pdf", "epub"))
     if extracted.format in CONTAINERS and len(document.text.encode("utf-8")) > max_bytes:
-        raise InputError(f"{path}: its text is over the {max_bytes / 1e6:.1f} MB limit "
-                         f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)")
+        raise InputTooLarge(f"{label}: its text is over the {max_bytes / 1e6:.1f} MB limit "
+                            f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)")
     return document

@@ -10,7 +10,7 @@ import io
 import zipfile
 from dataclasses import dataclass
 
-from ...errors import InputError
+from ...errors import InputError, UnsupportedInput
 from ..decoding import decode_bytes, declared_encoding
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
@@ -61,7 +61,7 @@ def extract(raw: bytes, suffix: str, name: str, encoding: str, max_bytes: int) -
     if kind == "zip":
         return _from_zip(raw, suffix, name, max_bytes)
     if kind == "ole":
-        raise InputError(f"{name}: a legacy Office file (.doc, .xls, .ppt); save it as .docx or PDF")
+        raise UnsupportedInput(f"{name}: a legacy Office file (.doc, .xls, .ppt); save it as .docx or PDF")
     if kind == "misnamed":
         expected = {".pdf": "start with %PDF-", ".epub": "is not a zip archive", ".docx": "is not a zip archive"}
         raise InputError(f"{name}: named {suffix.lower()} but its content {expected[suffix.lower()]}; "
@@ -106,5 +106,5 @@ def _from_zip(raw: bytes, suffix: str, name: str, max_bytes: int) -> Extracted:
                 return Extracted("epub", tuple(epub_chapters(archive, name, max_bytes)))
             except (zipfile.BadZipFile, OSError, ValueError, KeyError, NotImplementedError) as err:
                 raise InputError(f"{name}: a damaged EPUB ({err})") from None
-    raise InputError(f"{name}: a zip archive that is neither EPUB nor DOCX; "
+    raise UnsupportedInput(f"{name}: a zip archive that is neither EPUB nor DOCX; "
                      f"pagemind reads PDF, EPUB, DOCX, HTML, Markdown and text files")
