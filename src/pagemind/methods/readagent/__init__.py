@@ -55,13 +55,15 @@ class ReadAgent(Reader[GistMemory, Any]):
 
     def _answer(self, memory: GistMemory, question: Question, context: Context) -> Reading:
         context.phase("looking up pages")
-        view = fit_gists(memory, question, self.llm, self.options, context, self.mode)
+        found: dict[str, Any] = {}  # what a look-up beyond the window did (overflow=hierarchical)
+        writer = MemoryWriter(self.store, memory.key) if memory.key is not None else None
+        view = fit_gists(memory, question, self.llm, self.options, context, self.mode, writer, found)
         pages, conversation = self._look_up(view, question, context)
         context.phase("answering")
         reply, kept, text, follow_up = answer_from(view, question, self.llm, self.options, context, pages,
                                                    conversation)
         details: dict[str, Any] = {"requested_pages": pages, "pages": len(memory.pages),
-                                   "expand": "follow-up" if follow_up else "in-place"}
+                                   "expand": "follow-up" if follow_up else "in-place", **found}
         if view is not memory:
             details["gists_shown"] = [p.index for p in view.pages]
         return Reading(reply.text, reply.choice, kept, max(len(text.split()), view.gist_words),

@@ -6,10 +6,11 @@ from ...errors import ContextWindowExceeded
 from ...llm.base import Constraint, LLMRequest, Message
 from ...llm.client import LLM
 from ..answering import Reply, answer, answer_request, follow_up_request
-from ..base import Context
+from ..base import Context, MemoryWriter
 from ..decide import Invalid, decide
 from ..question import Question
 from ...prompts import get_prompt
+from .hierarchy import look_up_top_down
 from .memory import GistMemory, LookupOptions, ParallelOptions, ReadAgentOptions
 from .parsing import LookupRequest, SequentialStep, parse_lookup, parse_sequential
 
@@ -145,12 +146,26 @@ def first_request(memory: GistMemory, question: Question, opts: ReadAgentOptions
                           opts.max_tokens)
 
 
+def relevance_order(texts: list[str], question: Question) -> list[int]:
+    """Positions of ``texts``, most relevant to the question first: BM25 re-scored with FragRel's context
+    relation, so a text's neighbours count."""
+    from ...retrieval.fragments import Fragment
+    from ...retrieval.index import FragmentIndex, RetrievalSettings
+
+    index = FragmentIndex([Fragment(i, text, i) for i, text in enumerate(texts)],
+                          RetrievalSettings(scorer="bm25", fragrel=True, relation="context"))
+    query = question.text + ("\n" + "\n".join(question.options) if question.is_choice else "")
+    return [int(i) for i in index.rank(query).order]
+
+
 def fit_gists(memory: GistMemory, question: Question, llm: LLM, opts: ReadAgentOptions, context: Context,
-              mode: str) -> GistMemory:
+              mode: str, writer: MemoryWriter | None = None, details: dict | None = None) -> GistMemory:
     """The gists the look-up shows: all of them when they fit the window (exactly the paper); beyond that
     (``overflow=retrieve``, pagemind's variant past the paper's stated limit) the gists most relevant to the
     question — BM25 re-scored with FragRel's context relation, so a page's neighbours count — added in rank order
-    while they take at most ``gist_share`` of the window, then shown in narrative order."""
+    while they take at most ``gist_share`` of the window, then shown in narrative order; or
+    (``overflow=hierarchical``) the pages of the parts the model chose top-down (:mod:`.hierarchy`, whose part
+    gists are stored through ``writer``; ``details`` gets what it did)."""
     if llm.fits(first_request(memory, question, opts, mode)):
         return memory
     whole = llm.count_tokens(memory.tagged_gists())
@@ -158,19 +173,18 @@ def fit_gists(memory: GistMemory, question: Question, llm: LLM, opts: ReadAgentO
         raise ContextWindowExceeded(
             f"the gist memory ({len(memory.pages)} pages, {whole} tokens) does not fit {llm.model_id}'s "
             f"{llm.context_window}-token window (overflow=refuse, the paper's limit; overflow=retrieve shows the "
-            "gists most relevant to the question)")
-    from ...retrieval.fragments import Fragment
-    from ...retrieval.index import FragmentIndex, RetrievalSettings
-
+            "gists most relevant to the question, overflow=hierarchical looks them up top-down)")
+    if opts.overflow == "hierarchical":
+        if writer is None:
+            raise ValueError("overflow=hierarchical stores its part gists: fit_gists needs the memory's writer")
+        return look_up_top_down(memory, question, llm, opts, context, mode, writer,
+                                details if details is not None else {})
     blocks = [f"<Page {p.index}>\n{g.text}" for p, g in zip(memory.pages, memory.gists)]
     costs = llm.backend.count_tokens_many(blocks)
-    index = FragmentIndex([Fragment(i, g.text, i) for i, g in enumerate(memory.gists)],
-                          RetrievalSettings(scorer="bm25", fragrel=True, relation="context"))
-    query = question.text + ("\n" + "\n".join(question.options) if question.is_choice else "")
     room = int(llm.context_window * min(opts.gist_share, 0.95))
     chosen: list[int] = []
     used = 0
-    for i in (int(i) for i in index.rank(query).order):
+    for i in relevance_order([g.text for g in memory.gists], question):
         if used + costs[i] + 1 <= room:
             chosen.append(i)
             used += costs[i] + 1

@@ -126,12 +126,17 @@ class ReadAgentOptions(ReaderOptions):
     max_retries: int = option(2, "re-asks after an unparsable reply, per decision", minimum=0)
     budget: int | None = option(None, "most tokens of the answer context (gists + expanded pages); "
                                       "none: the window decides", minimum=1)
-    overflow: Literal["retrieve", "refuse"] = option(
+    overflow: Literal["retrieve", "hierarchical", "refuse"] = option(
         "retrieve", "when the whole gist memory does not fit the look-up prompt: retrieve (pagemind: the gists most "
-                    "relevant to the question, BM25 + FragRel's context relation, shown in narrative order) or refuse "
-                    "(the paper's limit)")
+                    "relevant to the question, BM25 + FragRel's context relation, shown in narrative order), "
+                    "hierarchical (pagemind: groups of consecutive gists gisted again, level by level until the top "
+                    "fits; the model chooses groups top-down, then pages inside them) or refuse (the paper's limit)")
     gist_share: float = option(0.5, "overflow=retrieve: share of the window the retrieved gists may take (the rest "
                                     "holds the prompt, the pages looked up and the answer)", minimum=0.05)
+    group_size: int = option(10, "overflow=hierarchical: consecutive gists per group gist (each level's groups "
+                                 "are built once, at the first question that needs them, and stored)", minimum=2)
+    max_groups: int = option(2, "overflow=hierarchical: groups ReadAgent-P and GistMem may choose per level "
+                                "(ReadAgent-S chooses one)", minimum=1)
 
     def check(self) -> None:
         if self.min_words > self.max_words:

@@ -58,40 +58,41 @@ class LookupRequest:
         return not self.pages
 
 
-def _valid(pages: int | Collection[int]) -> tuple[Collection[int], str]:
+def _valid(pages: int | Collection[int], noun: str = "page") -> tuple[Collection[int], str]:
     """The page numbers a reply may name (``n`` pages: 0..n-1, or the pages shown) and how to say so."""
     if isinstance(pages, int):
         return range(pages), f"0..{pages - 1}"
     shown = sorted(pages)
-    return frozenset(shown), "the pages shown" + (f" ({shown[0]}..{shown[-1]})" if shown else "")
+    return frozenset(shown), f"the {noun}s shown" + (f" ({shown[0]}..{shown[-1]})" if shown else "")
 
 
-def parse_lookup(reply: str, n_pages: int | Collection[int], max_pages: int) -> LookupRequest:
-    """Pages a ReadAgent-P reply asks for: the first ``[...]`` list, else ``Page N`` mentions."""
-    valid, span = _valid(n_pages)
+def parse_lookup(reply: str, n_pages: int | Collection[int], max_pages: int, noun: str = "page") -> LookupRequest:
+    """Pages a ReadAgent-P reply asks for: the first ``[...]`` list, else ``Page N`` mentions. ``noun="part"``
+    reads the group choice of ``overflow=hierarchical`` (``Part [N, ...]``) the same way."""
+    valid, span = _valid(n_pages, noun)
     problems: list[str] = []
     m = re.search(r"\[([^\[\]]*)\]", reply)
     if m:
         raw = re.findall(r"-?\d+", m.group(1))
     else:
-        raw = re.findall(r"\bpages?\s*#?\s*(-?\d+(?:\s*(?:,|and|&)\s*-?\d+)*)", reply, flags=re.IGNORECASE)
+        raw = re.findall(rf"\b{noun}s?\s*#?\s*(-?\d+(?:\s*(?:,|and|&)\s*-?\d+)*)", reply, flags=re.IGNORECASE)
         raw = [n for group in raw for n in re.findall(r"-?\d+", group)]
         if raw:
-            problems.append("no [..] list; used 'Page N' mentions")
+            problems.append(f"no [..] list; used '{noun.capitalize()} N' mentions")
     pages: list[int] = []
     for token in raw:
         n = int(token)
         if n not in valid:
-            problems.append(f"page {n} out of range {span}")
+            problems.append(f"{noun} {n} out of range {span}")
         elif n in pages:
-            problems.append(f"page {n} repeated")
+            problems.append(f"{noun} {n} repeated")
         else:
             pages.append(n)
     if len(pages) > max_pages:
-        problems.append(f"{len(pages)} pages asked, kept the first {max_pages}")
+        problems.append(f"{len(pages)} {noun}s asked, kept the first {max_pages}")
         pages = pages[:max_pages]
     if not raw:
-        problems.append("no page numbers in reply")
+        problems.append(f"no {noun} numbers in reply")
     return LookupRequest(tuple(pages), tuple(problems))
 
 
@@ -103,22 +104,22 @@ class SequentialStep:
 
 
 def parse_sequential(reply: str, n_pages: int | Collection[int],
-                     already_read: set[int] | frozenset[int]) -> SequentialStep:
-    """One ReadAgent-S decision: ``Page N`` (new, in range) or ``STOP``."""
+                     already_read: set[int] | frozenset[int], noun: str = "page") -> SequentialStep:
+    """One ReadAgent-S decision: ``Page N`` (new, in range) or ``STOP`` (``noun="part"``: ``Part N``)."""
     text = reply.strip()
-    m = re.search(r"\bpage\s*#?\s*\[?\s*(\d+)", text, flags=re.IGNORECASE)
+    m = re.search(rf"\b{noun}\s*#?\s*\[?\s*(\d+)", text, flags=re.IGNORECASE)
     if m is None and re.fullmatch(r"\[?\s*\d+\s*\]?\.?", text):
         m = re.search(r"(\d+)", text)
     if m is None:
         if re.search(r"\bstop\b", text, flags=re.IGNORECASE):
             return SequentialStep(stop=True)
-        return SequentialStep(problem="neither 'Page N' nor STOP")
+        return SequentialStep(problem=f"neither '{noun.capitalize()} N' nor STOP")
     page = int(m.group(1))
-    valid, span = _valid(n_pages)
+    valid, span = _valid(n_pages, noun)
     if page not in valid:
-        return SequentialStep(problem=f"page {page} out of range {span}")
+        return SequentialStep(problem=f"{noun} {page} out of range {span}")
     if page in already_read:
-        return SequentialStep(problem=f"page {page} was already read")
+        return SequentialStep(problem=f"{noun} {page} was already read")
     return SequentialStep(page=page)
 
 
