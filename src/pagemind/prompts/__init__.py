@@ -14,6 +14,9 @@ Rendering uses ``StrictUndefined``: a missing variable is an error, never an emp
 an error too, so a prompt cannot silently drop part of the input, except those the prompt declares in
 ``ignores`` (a published text with no slot for a value our callers always pass, e.g. QMSum's look-up prompt
 shows no answer options).
+
+Start-up: jinja2 and yaml are imported when the first prompt is loaded, a file is parsed once per process
+(with libyaml's parser where PyYAML has it), and each template is parsed and compiled once.
 """
 
 from __future__ import annotations
@@ -24,13 +27,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Mapping
 
-import jinja2
-import jinja2.meta
-import yaml
-
 from ..errors import ConfigError
 
-_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _KEYS = {"role", "source", "template", "verbatim", "differences", "notes", "placeholders", "published_values",
          "ignores"}
 
@@ -50,7 +48,7 @@ class Prompt:
 
     @property
     def variables(self) -> frozenset[str]:
-        return frozenset(jinja2.meta.find_undeclared_variables(_ENV.parse(self.template)))
+        return _variables(self.template)
 
     @property
     def own(self) -> bool:
@@ -64,7 +62,7 @@ class Prompt:
             raise ConfigError(
                 f"prompt {self.name!r}: missing {sorted(missing)}, unexpected {sorted(extra)}"
             )
-        return _ENV.from_string(self.template).render(**{k: v for k, v in values.items() if k in self.variables})
+        return _compiled(self.template).render(**{k: v for k, v in values.items() if k in self.variables})
 
     def published_form(self) -> str:
         """The template with each of ``published_values`` written in as the literal the published text has."""
@@ -72,6 +70,33 @@ class Prompt:
         for name, literal in self.published_values.items():
             text = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", lambda _: literal, text)
         return text
+
+
+@lru_cache(maxsize=1)
+def _env() -> Any:
+    import jinja2
+
+    return jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+
+
+@lru_cache(maxsize=None)
+def _variables(template: str) -> frozenset[str]:
+    import jinja2.meta
+
+    return frozenset(jinja2.meta.find_undeclared_variables(_env().parse(template)))
+
+
+@lru_cache(maxsize=None)
+def _compiled(template: str) -> Any:
+    return _env().from_string(template)
+
+
+def parse_yaml(text: str) -> Any:
+    """``yaml.safe_load(text)``, through libyaml's parser when PyYAML was built with it (the same values, many
+    times faster than the pure-Python parser on the prompt files)."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _prompt(group: str, name: str, entry: dict[str, Any]) -> Prompt:
@@ -101,7 +126,7 @@ def load_prompts(group: str) -> dict[str, Prompt]:
         text = resources.files(__package__).joinpath(f"{group}.yaml").read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"no prompt file {group}.yaml") from None
-    data = yaml.safe_load(text)
+    data = parse_yaml(text)
     return {name: _prompt(group, name, entry) for name, entry in data["prompts"].items()}
 
 
