@@ -41,13 +41,14 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import httpx
 
 from ..errors import BackendUnavailable, BadRequest, ServerError
 from .base import Constraint
+
+if TYPE_CHECKING:
+    import httpx
 
 SERVER_KINDS = ("vllm", "sglang", "llama.cpp", "llama-cpp-python", "ollama", "openai")
 
@@ -95,6 +96,8 @@ class Probe:
         self.client = client
         self.base = base_url.rstrip("/")
         self.root = server_root(self.base)
+        import httpx  # here, not on import: the CLI reads SERVER_KINDS for its flags on every start
+
         self.timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
 
     def get(self, path: str, *, base: bool = False) -> Any:
@@ -104,6 +107,8 @@ class Probe:
         return self._call("POST", path, body, base)
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None, base: bool) -> Any:
+        import httpx
+
         url = (self.base if base else self.root) + path
         try:
             reply = self.client.request(method, url, json=body, timeout=self.timeout)
