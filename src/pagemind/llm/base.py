@@ -7,7 +7,6 @@ for every backend by :class:`pagemind.llm.client.LLM`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -137,6 +136,8 @@ class Backend(ABC):
 
     async def aexecute(self, request: LLMRequest) -> LLMResponse:
         """Async form; the default runs :meth:`execute` in a worker thread."""
+        import asyncio  # here: asyncio costs start-up, and only async callers need it
+
         return await asyncio.to_thread(self.execute, request)
 
     def count_tokens(self, text: str) -> int:

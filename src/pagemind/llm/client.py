@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 import threading
 import time
@@ -127,6 +126,8 @@ class LLM:
             return list(pool.map(lambda r: self.complete(r, trace), requests))
 
     async def acomplete(self, request: LLMRequest, trace: Trace | None = None) -> tuple[LLMResponse, TraceEvent]:
+        import asyncio  # here: asyncio costs start-up, and only async callers need it
+
         return await asyncio.to_thread(self.complete, request, trace)
 
     # --- internals ---------------------------------------------------------------------------------
