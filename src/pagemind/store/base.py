@@ -478,6 +478,21 @@ class StoreBackend(ABC):
     def run_steps(self, run_id: str, after: int = -1, limit: int | None = None) -> list[StepRow]:
         """The steps of a run with ``seq`` greater than ``after``, in order."""
 
+    # --- moving a store (``pagemind store copy``) ------------------------------------------------------
+    @abstractmethod
+    def table_rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """Every row of one of pagemind's tables (these columns, values as stored), in the order written."""
+
+    @abstractmethod
+    def add_table_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
+                       skip_existing: bool = False) -> int:
+        """Insert rows as they are, ids included (one transaction); ``skip_existing``: leave out rows whose key is
+        already there. Returns how many were inserted."""
+
+    @abstractmethod
+    def count_rows(self, table: str) -> int:
+        """How many rows one of pagemind's tables holds."""
+
 
 class StoreResponseCache:
     """The LLM response cache of a store, content-addressed on model + request (``LLMRequest.cache_key``)."""

@@ -5,6 +5,7 @@ of pagemind is in this module or in its migrations; values in and out are the pl
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -73,6 +74,16 @@ def _like(query: str) -> str:
 
 def _marks(n: int) -> str:
     return ",".join("?" * n)
+
+
+def _check_names(table: str, columns: Sequence[str]) -> None:
+    """Table and column names are put into SQL text: only plain lower-case identifiers pass."""
+    for name in (table, *columns):
+        if not _NAME.match(name):
+            raise ValueError(f"not a table or column name: {name!r}")
+
+
+_NAME = re.compile(r"^[a-z_]+$")
 
 
 def _memory(row: tuple) -> MemoryRecord:
@@ -430,6 +441,33 @@ class Store(StoreBackend):
 
         rows = self.agent_passage_vectors(agent_id, embedder)
         return len(rows), rank(rows, query, limit)
+
+    # --- moving a store ------------------------------------------------------------------------------
+    def table_rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        _check_names(table, columns)
+        last = 0
+        while True:  # read in pages by rowid (the order written), not the whole table at once
+            rows = self._exec(f"SELECT rowid, {', '.join(columns)} FROM {table} WHERE rowid > ? ORDER BY rowid "
+                              "LIMIT 1000", (last,)).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield tuple(bytes(v) if isinstance(v, memoryview) else v for v in row[1:])
+            last = rows[-1][0]
+
+    def add_table_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
+                       skip_existing: bool = False) -> int:
+        _check_names(table, columns)
+        verb = "INSERT OR IGNORE" if skip_existing else "INSERT"
+        with self.transaction():
+            before = self._db.total_changes
+            self._many(f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({_marks(len(columns))})",
+                       [tuple(r) for r in rows])
+            return self._db.total_changes - before
+
+    def count_rows(self, table: str) -> int:
+        _check_names(table, ())
+        return int(self._exec(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
 
     def try_lock_agent(self, agent_id: int, owner: str, pid: int, host: str,
                        stale: Callable[[LockHolder], bool]) -> bool:
