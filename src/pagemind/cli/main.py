@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from ..errors import PagemindError
+from .lazy import LazyGroup, lazy
 from .main_errors import handle_errors
 from .options import SectionedCommand, llm_options, method_options, session, split_method_options
 from .render import print_answer, print_memory, progress_view
@@ -24,7 +25,7 @@ def sample_path(which: str = "short") -> Path:
     return Path(str(resources.files("pagemind").joinpath(f"samples/{SAMPLES[which]}")))
 
 
-@click.group()
+@click.group(cls=LazyGroup)
 @click.version_option(package_name="pagemind")
 def cli() -> None:
     """Read, remember and answer over text far longer than the model's context window.
@@ -195,11 +196,13 @@ def _source(file: str | None, sample: bool, long_sample: bool = False) -> str | 
     return file
 
 
-from .agent import agent, chat  # noqa: E402
-from .code import complete  # noqa: E402
-from .eval import eval_group  # noqa: E402
-from .memories import cache, memories  # noqa: E402
-from .models import models  # noqa: E402
+# Commands in their own modules are imported when run, not on every start (see cli/lazy.py): register one as
+# NAME = lazy("NAME", ".MODULE:ATTRIBUTE") then cli.add_command(NAME), with its line in SHORT_HELP below.
+agent, chat = lazy("agent", ".agent:agent"), lazy("chat", ".agent:chat")
+complete = lazy("complete", ".code:complete")
+eval_group = lazy("eval", ".eval:eval_group")
+cache, memories = lazy("cache", ".memories:cache"), lazy("memories", ".memories:memories")
+models = lazy("models", ".models:models")
 
 cli.add_command(models)
 cli.add_command(memories)
@@ -208,10 +211,9 @@ cli.add_command(agent)
 cli.add_command(chat)
 cli.add_command(complete)
 cli.add_command(eval_group)
-from .data import data_group  # noqa: E402
+data_group = lazy("data", ".data:data_group")
 cli.add_command(data_group)
-from .logs import logs  # noqa: E402
-from .users import users  # noqa: E402
+logs, users = lazy("logs", ".logs:logs"), lazy("users", ".users:users")
 cli.add_command(logs)
 cli.add_command(users)
 
@@ -242,3 +244,4 @@ def _hide_encoding_without_files(command: click.Command) -> None:
 
 
 _hide_encoding_without_files(cli)
+cli.prepare = _hide_encoding_without_files  # type: ignore[attr-defined]  # each lazy command, as it loads
