@@ -47,6 +47,7 @@ class Pagemind:
         self.store = store if isinstance(store, Store) else Store(store or settings.store_path())
         self._backend = llm if isinstance(llm, Backend) else None
         self._llm: LLM | None = None
+        self._telemetry: Any = False  # not looked up yet
 
     @property
     def llm(self) -> LLM:
@@ -110,6 +111,20 @@ class Pagemind:
         """The recorded runs of this store (``pagemind logs``)."""
         return Runs(self.store)
 
+    @property
+    def telemetry(self) -> Any:
+        """OpenTelemetry export of runs and LLM calls (:mod:`pagemind.telemetry`), None unless configured."""
+        if self._telemetry is False:
+            from .telemetry import from_environment
+
+            backend = self.llm.backend
+            self._telemetry = from_environment(backend.model_id, getattr(backend, "provider", type(backend).__name__))
+        return self._telemetry
+
+    def recorder(self, run: RunRow | str) -> Recorder:
+        """The recorder of a run, exporting it to OpenTelemetry when configured."""
+        return self.runs.recorder(run, telemetry=self.telemetry)
+
     def index(self, source: str | Path | Document, method: str = "auto",
               progress: Progress | None = None, *, run: RunRow | str | None = None, user_id: int | None = None,
               **options: Any) -> Memory:
@@ -164,7 +179,7 @@ class Pagemind:
         if run is None:
             run = self.runs.create(kind, getattr(document, "id", str(document)), method=reader.name,
                                    request={"document": getattr(document, "name", ""), **request}, user_id=user_id)
-        return self.runs.recorder(run)
+        return self.recorder(run)
 
     # --- agents (MemGPT) -------------------------------------------------------------------------------
     def agent(self, name: str, *, llm: bool = True) -> Any:
@@ -199,7 +214,7 @@ class Pagemind:
         if run is None:
             run = self.runs.create("turn", str(agent.id), method="memgpt", request={"agent": agent.name, "message": text},
                                    user_id=user_id)
-        recorder = self.runs.recorder(run)
+        recorder = self.recorder(run)
 
         def record(step: Any) -> None:
             recorder.step("step", **step_record(step))

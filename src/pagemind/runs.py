@@ -59,8 +59,8 @@ class Runs:
         """Ask a queued or running run to stop at its next step; False when it has ended."""
         return self.store.request_cancel(run_id)
 
-    def recorder(self, run: RunRow | str) -> "Recorder":
-        return Recorder(self.store, run if isinstance(run, str) else run.id)
+    def recorder(self, run: RunRow | str, telemetry: Any = None) -> "Recorder":
+        return Recorder(self.store, run if isinstance(run, str) else run.id, telemetry=telemetry)
 
 
 def call_step(event: TraceEvent) -> dict[str, Any]:
@@ -78,9 +78,11 @@ class Recorder:
     both stop the run with :class:`RunCancelled` once a cancel was requested.
     """
 
-    def __init__(self, store: StoreBackend, run_id: str, poll: float = 0.5) -> None:
+    def __init__(self, store: StoreBackend, run_id: str, poll: float = 0.5, telemetry: Any = None) -> None:
         self.store = store
         self.run_id = run_id
+        self.telemetry = telemetry  # a pagemind.telemetry.Telemetry: the run and its calls as OpenTelemetry spans
+        self._span: Any = None
         self._poll = poll
         self._checked = 0.0
         self._phase: tuple[str, float] = ("", 0.0)
@@ -95,6 +97,8 @@ class Recorder:
 
     def _hear(self, kind: str, item: Any) -> None:
         if kind == "call":
+            if self._span is not None:
+                self.telemetry.call_span(self._span, item)
             seq = self.step("llm", **call_step(item))
             with self._lock:
                 self._calls[id(item)] = seq
@@ -130,19 +134,28 @@ class Recorder:
         """Mark the run running; at the end done (a result must have been set with :meth:`result`), failed with
         the error, or cancelled. The error is raised again."""
         self.store.update_run(self.run_id, status="running", started=time.time())
+        if self.telemetry is not None:
+            run = self.store.get_run(self.run_id)
+            self._span = self.telemetry.run_span(self.run_id, run.kind if run else "", run.method if run else None)
         self._checked = 0.0
+        status, error = "done", None
         try:
             self.check()
             yield self
         except RunCancelled as err:
-            self.step("error", error=str(err), type="RunCancelled")
-            self.store.update_run(self.run_id, status="cancelled", finished=time.time(), error=str(err))
+            status, error = "cancelled", str(err)
+            self.step("error", error=error, type="RunCancelled")
+            self.store.update_run(self.run_id, status="cancelled", finished=time.time(), error=error)
             raise
         except BaseException as err:
-            message = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-            self.step("error", error=message, type=type(err).__name__)
-            self.store.update_run(self.run_id, status="failed", finished=time.time(), error=message)
+            status, error = "failed", f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+            self.step("error", error=error, type=type(err).__name__)
+            self.store.update_run(self.run_id, status="failed", finished=time.time(), error=error)
             raise
+        finally:
+            if self._span is not None:
+                self.telemetry.end(self._span, status, error)
+                self._span = None
 
     def result(self, result: dict[str, Any]) -> None:
         """The run's result: recorded as its last step and on the run, which is then done."""

@@ -121,6 +121,7 @@ class Backend(ABC):
     """A model behind one method. Subclasses set ``model_id`` and ``capabilities``."""
 
     model_id: str = "unknown"
+    provider: str = "unknown"  # who serves the model, as OpenTelemetry's gen_ai.provider.name names it
     capabilities: Capabilities
 
     @abstractmethod

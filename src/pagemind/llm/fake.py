@@ -22,6 +22,8 @@ Reply = Union[str, Callable[[LLMRequest], str], BaseException]
 
 
 class ScriptedLLM(Backend):
+    provider = "scripted"
+
     def __init__(
         self,
         replies: Iterable[Reply] = (),

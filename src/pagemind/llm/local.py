@@ -76,6 +76,7 @@ def _trained_context(path: Path) -> int | None:
 
 class LlamaCpp(Backend):
     """One GGUF model in this process; calls are serialised (the llama.cpp context is not thread-safe)."""
+    provider = "llama.cpp"
 
     def __init__(self, path: Path, n_ctx: int = 16384, threads: int | None = None, name: str | None = None,
                  prompt_cache_mb: int = 2048):

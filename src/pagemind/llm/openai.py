@@ -70,6 +70,7 @@ class OpenAICompatible(Backend):
         server_kind: ``auto`` (ask the server) or one of :data:`pagemind.llm.servers.SERVER_KINDS`.
         tools: offer native tool calling where the server kind honours it.
     """
+    provider = "openai"
 
     def __init__(
         self,
