@@ -55,6 +55,20 @@ def authenticate(store: StoreBackend, key: str | None) -> UserRow | None:
     return store.user_for_key(hash_key(key))
 
 
+LOCAL = "local"
+
+
+def local_user(store: StoreBackend) -> UserRow:
+    """The user named ``local``, created on demand with a key nobody is shown: who acts over ``pagemind mcp``
+    (stdio) and on a server that runs without keys."""
+    user = store.get_user(LOCAL)
+    if user is None:
+        store.create_user(LOCAL, hash_key(new_key()), time.time())  # None when another process made it first
+        user = store.get_user(LOCAL)
+    assert user is not None
+    return user
+
+
 def require_user(store: StoreBackend, name: str) -> UserRow:
     user = store.get_user(name)
     if user is None:
