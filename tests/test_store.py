@@ -22,13 +22,19 @@ from pagemind.store import (
     StoreTooNew,
 )
 from pagemind.store.migrations import MIGRATIONS
+from pg import pg_server, pg_url  # noqa: F401  (fixtures: a real Postgres, a fresh database per test)
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "pagemind"
 
 
-@pytest.fixture(params=["sqlite"])  # issue 17 adds "postgres" here: every test below runs on each backend
+@pytest.fixture(params=["sqlite", "postgres"])  # every test taking ``store`` runs on each backend
 def store(request, tmp_path):
-    s = Store(tmp_path / "s.db")
+    if request.param == "sqlite":
+        s = Store(tmp_path / "s.db")
+    else:
+        from pagemind.store.postgres import PostgresStore
+
+        s = PostgresStore(request.getfixturevalue("pg_url"))  # a fresh database (tests/pg.py)
     yield s
     s.close()
 
@@ -48,9 +54,12 @@ def _old_store(path, names):
 
 
 def _commits(store):
-    """Count the COMMITs the store's connection runs (SQLite implementation detail, for the batching tests)."""
+    """Count the transactions the store commits (an implementation detail of each backend, for the batching tests)."""
     seen = []
-    store._db.set_trace_callback(lambda sql: seen.append(sql) if sql.strip().upper() == "COMMIT" else None)
+    if isinstance(store, Store):
+        store._db.set_trace_callback(lambda sql: seen.append(sql) if sql.strip().upper() == "COMMIT" else None)
+    else:
+        store._on_commit = lambda: seen.append("COMMIT")
     return seen
 
 

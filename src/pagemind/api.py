@@ -17,7 +17,7 @@ from .methods.base import Memory, Progress, Reader
 from .methods.question import Answer, Question
 from .runs import Recorder, Runs
 from .store.base import DocumentRow, RunRow
-from .store import SQLiteResponseCache, Store
+from .store import SQLiteResponseCache, StoreBackend, open_store
 from .text import Document, load_document
 
 
@@ -35,16 +35,17 @@ class Pagemind:
     Args:
         llm: a spec (``local:NAME``, ``gguf:PATH``, ``openai:MODEL``) or a :class:`Backend` object
             (e.g. the scripted fake in tests). ``None``: from settings (the embedded default model).
-        store: a :class:`Store`, a path, or ``None`` for ``<user dir>/pagemind.db``.
+        store: a store (:class:`Store`, ``PostgresStore``), a SQLite path, a ``postgresql://`` URL, or ``None``
+            for the ``store`` setting (default ``<user dir>/pagemind.db``).
         **settings: any :class:`Settings` field (argument > ``PAGEMIND_*`` env > config file > default).
     """
 
-    def __init__(self, llm: str | Backend | None = None, *, store: Store | str | Path | None = None,
+    def __init__(self, llm: str | Backend | None = None, *, store: StoreBackend | str | Path | None = None,
                  settings: Settings | None = None, **given: Any) -> None:
         if settings is None:
             settings = resolve_settings(llm=llm if isinstance(llm, str) else None, **given)
         self.settings = settings
-        self.store = store if isinstance(store, Store) else Store(store or settings.store_path())
+        self.store = open_store(store or settings.store or settings.store_path())
         self._backend = llm if isinstance(llm, Backend) else None
         self._llm: LLM | None = None
         self._telemetry: Any = False  # not looked up yet

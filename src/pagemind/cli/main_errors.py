@@ -12,6 +12,12 @@ import click
 from ..errors import PagemindError
 
 
+def _postgres_error(err: BaseException) -> bool:
+    """A database error of a Postgres store (psycopg is imported only when such a store was opened)."""
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(err, psycopg.Error)
+
+
 def handle_errors(fn: Callable) -> Callable:
     """One clear line and a non-zero exit for every expected failure; no tracebacks."""
 
@@ -24,6 +30,12 @@ def handle_errors(fn: Callable) -> Callable:
             sys.exit(1)
         except sqlite3.Error as err:  # e.g. a store locked by another process for longer than the timeout
             click.echo(f"error: the store failed: {err} (see --store / PAGEMIND_STORE)", err=True)
+            sys.exit(1)
+        except Exception as err:
+            if not _postgres_error(err):
+                raise
+            click.echo(f"error: the Postgres store failed: {str(err).strip()} (see --store / PAGEMIND_STORE)",
+                       err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             click.echo("interrupted: finished pages are saved; run the same command again to resume", err=True)

@@ -20,7 +20,8 @@ def llm_options(fn: Callable) -> Callable:
                                    "the embedded local model]"),
         click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"),
         click.option("--api-key", help="API key (else OPENAI_API_KEY)"),
-        click.option("--store", help="SQLite file for memories and the LLM cache [env PAGEMIND_STORE]"),
+        click.option("--store", help="where memories, agents and the LLM cache live: a SQLite file or a "
+                                     "postgresql://user@host/db URL [env PAGEMIND_STORE]"),
         click.option("--concurrency", type=int, help="LLM requests in flight at once [default 8]"),
         click.option("--n-ctx", type=int, help="context window for embedded models [default 16384]"),
         click.option("--context-window", type=int,

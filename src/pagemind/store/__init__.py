@@ -1,4 +1,7 @@
-"""Storage: the interface every backend implements (``base``) and the SQLite store (``Store``, the default)."""
+"""Storage: the interface every backend implements (``base``), the SQLite store (``Store``, the default) and the
+Postgres store (``postgres.PostgresStore``, imported only when a postgresql:// store is opened)."""
+from pathlib import Path
+
 from ..hashing import canonical_json
 from .base import (
     AgentRow,
@@ -20,8 +23,21 @@ from .base import (
 )
 from .sqlite import Store
 
+
+def open_store(spec: str | Path | StoreBackend) -> StoreBackend:
+    """The store a setting names: a ``postgresql://`` (or ``postgres://``) URL opens a Postgres store, anything
+    else is a SQLite file (``:memory:`` too); a store object is returned as it is."""
+    if isinstance(spec, StoreBackend):
+        return spec
+    if str(spec).startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresStore
+
+        return PostgresStore(str(spec))
+    return Store(spec)
+
+
 SQLiteResponseCache = StoreResponseCache  # the name before the store had an interface
 
 __all__ = ["AgentRow", "BlockRow", "DocumentRow", "EventRow", "RunRow", "StepRow", "UserRow", "LockHolder", "MemoryRecord", "MemorySummary", "PassageRow", "SQLiteResponseCache",
            "Store", "StoreBackend", "StoreResponseCache", "StoreTooNew", "StoredVectors", "canonical_json",
-           "memory_key"]
+           "memory_key", "open_store"]
