@@ -16,7 +16,8 @@ an error too, so a prompt cannot silently drop part of the input, except those t
 shows no answer options).
 
 Start-up: jinja2 and yaml are imported when the first prompt is loaded, a file is parsed once per process
-(with libyaml's parser where PyYAML has it), and each template is parsed and compiled once.
+(with libyaml's parser where PyYAML has it), a prompt is checked when first used (:func:`load_prompts` checks a
+whole file), and each template is parsed and compiled once.
 """
 
 from __future__ import annotations
@@ -120,14 +121,24 @@ def _prompt(group: str, name: str, entry: dict[str, Any]) -> Prompt:
 
 
 @lru_cache(maxsize=None)
-def load_prompts(group: str) -> dict[str, Prompt]:
-    """All prompts of ``prompts/<group>.yaml``, by name."""
+def _entries(group: str) -> dict[str, dict[str, Any]]:
+    """The parsed entries of ``prompts/<group>.yaml``, by name."""
     try:
         text = resources.files(__package__).joinpath(f"{group}.yaml").read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"no prompt file {group}.yaml") from None
-    data = parse_yaml(text)
-    return {name: _prompt(group, name, entry) for name, entry in data["prompts"].items()}
+    return parse_yaml(text)["prompts"]
+
+
+@lru_cache(maxsize=None)
+def _checked(group: str, name: str) -> Prompt:
+    return _prompt(group, name, _entries(group)[name])
+
+
+@lru_cache(maxsize=None)
+def load_prompts(group: str) -> dict[str, Prompt]:
+    """All prompts of ``prompts/<group>.yaml``, by name, each checked."""
+    return {name: _checked(group, name) for name in _entries(group)}
 
 
 def prompt_groups() -> list[str]:
@@ -136,7 +147,8 @@ def prompt_groups() -> list[str]:
 
 
 def get_prompt(group: str, name: str) -> Prompt:
-    prompts = load_prompts(group)
-    if name not in prompts:
-        raise ConfigError(f"no prompt {name!r} in {group}.yaml (have: {', '.join(sorted(prompts))})")
-    return prompts[name]
+    """One prompt, checked when first asked for (checking a whole file's templates costs start-up)."""
+    entries = _entries(group)
+    if name not in entries:
+        raise ConfigError(f"no prompt {name!r} in {group}.yaml (have: {', '.join(sorted(entries))})")
+    return _checked(group, name)
