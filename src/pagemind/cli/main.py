@@ -216,6 +216,8 @@ cli.add_command(data_group)
 logs, users = lazy("logs", ".logs:logs"), lazy("users", ".users:users")
 cli.add_command(logs)
 cli.add_command(users)
+store = lazy("store", ".store:store")
+cli.add_command(store)
 
 # One line each in `pagemind --help`, short enough never to be cut.
 SHORT_HELP = {
@@ -226,6 +228,7 @@ SHORT_HELP = {
     "complete": "Complete a line of code from a source tree", "eval": "Evaluate methods on benchmark datasets",
     "models": "List, install and locate embedded models", "data": "Get benchmark datasets",
     "logs": "List recorded runs and show one's steps", "users": "Users and API keys of pagemind serve",
+    "store": "Copy a store between SQLite and Postgres",
 }
 for _name, _command in cli.commands.items():
     _command.short_help = SHORT_HELP.get(_name, _command.short_help)
