@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 import click
-from tqdm import tqdm
 
 from ..methods.question import Answer
 
@@ -31,6 +30,8 @@ def progress_view(enabled: bool = True, stream: Any = None) -> Iterator[Any]:
                 state["bar"] = None
             state["phase"] = phase
             if total:
+                from tqdm import tqdm  # here: only a terminal with work to show needs it
+
                 state["bar"] = tqdm(total=total, desc=phase, unit=unit or "it", file=stream, leave=False,
                                     dynamic_ncols=True, smoothing=0.1)
             else:
