@@ -12,7 +12,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
 from platformdirs import user_cache_dir, user_data_dir
 
 from .errors import ConfigError
@@ -79,6 +78,8 @@ def load_user_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     path = user_dir(env) / "config.yaml"
     if not path.exists():
         return {}
+    import yaml  # here: most runs have no config file, and yaml costs start-up
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
