@@ -218,6 +218,7 @@ cli.add_command(logs)
 cli.add_command(users)
 store = lazy("store", ".store:store")
 cli.add_command(store)
+cli.add_command(lazy("serve", ".serve:serve"))
 
 # One line each in `pagemind --help`, short enough never to be cut.
 SHORT_HELP = {
@@ -229,6 +230,7 @@ SHORT_HELP = {
     "models": "List, install and locate embedded models", "data": "Get benchmark datasets",
     "logs": "List recorded runs and show one's steps", "users": "Users and API keys of pagemind serve",
     "store": "Copy a store between SQLite and Postgres",
+    "serve": "Serve the HTTP API, MCP and the trace viewer",
 }
 for _name, _command in cli.commands.items():
     _command.short_help = SHORT_HELP.get(_name, _command.short_help)

@@ -1,0 +1,71 @@
+"""Server-sent events of a run, read back from the store: every step as ``id: <seq>`` / ``event: <kind>`` /
+``data: <step JSON>``, a ``: keep-alive`` comment whenever nothing was sent for ``keepalive`` seconds, and a last
+``event: end`` carrying the run. Resuming after step N (``Last-Event-ID: N``) needs nothing but the store, so a
+stream may continue on another process or after a restart."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ..runs import ENDED
+from ..store.base import RunRow, StepRow, StoreBackend
+
+KEEPALIVE = ": keep-alive\n\n"
+HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
+
+
+def run_json(run: RunRow) -> dict[str, Any]:
+    return {"id": run.id, "kind": run.kind, "method": run.method, "target": run.target, "request": run.request,
+            "status": run.status, "created": run.created, "started": run.started, "finished": run.finished,
+            "result": run.result, "error": run.error, "cancel_requested": run.cancel_requested}
+
+
+def step_json(step: StepRow) -> dict[str, Any]:
+    return {"seq": step.seq, "kind": step.kind, "data": step.data, "created": step.created}
+
+
+def event(kind: str, data: Any, event_id: int | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+def resume_point(last_event_id: str | None, after: int | None) -> int:
+    """The seq after which to stream: ``Last-Event-ID`` (a reconnecting client) over ``?after=``, else -1."""
+    if last_event_id is not None and last_event_id.strip().lstrip("-").isdigit():
+        return int(last_event_id.strip())
+    return -1 if after is None else after
+
+
+async def run_events(store: StoreBackend, run_id: str, after: int = -1, keepalive: float = 15.0,
+                     poll: tuple[float, float] = (0.02, 0.25)) -> AsyncIterator[str]:
+    """The run's steps after ``after`` as SSE text, then ``end``. Polls the store (quickly while steps arrive,
+    up to ``poll[1]`` s apart while none do)."""
+    import anyio
+    from starlette.concurrency import run_in_threadpool
+
+    def read(since: int) -> tuple[RunRow | None, list[StepRow]]:
+        run = store.get_run(run_id)  # the status first: a run that has ended has written all its steps
+        return run, store.run_steps(run_id, since)
+
+    wait = poll[0]
+    sent = time.monotonic()
+    while True:
+        run, steps = await run_in_threadpool(read, after)
+        for step in steps:
+            yield event(step.kind, step_json(step), step.seq)
+            after = step.seq
+        if run is None or run.status in ENDED:
+            yield event("end", run_json(run) if run is not None else {"id": run_id, "status": "gone"})
+            return
+        now = time.monotonic()
+        if steps:
+            sent, wait = now, poll[0]
+        else:
+            if now - sent >= keepalive:
+                yield KEEPALIVE
+                sent = now
+            wait = min(wait * 2, poll[1])
+        await anyio.sleep(min(wait, max(0.0, keepalive - (now - sent)) or wait))

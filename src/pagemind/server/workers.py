@@ -1,0 +1,112 @@
+"""Where the server's runs execute: a bounded thread pool, and one FIFO line per agent.
+
+An agent's turns (and the jobs that must not interleave with them: block edits, document loads) wait in the
+agent's line and run one at a time, in the order they arrived; different agents' lines run in parallel on the
+pool. The agent's turn lock in the store still serialises turns across processes; the line only keeps this
+process's sends in order and tells a ``wait=false`` caller which run is in the way.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import PagemindError
+from ..store.base import StoreBackend
+
+
+class AgentBusy(PagemindError):
+    """The agent is in a turn (or has turns queued) and the caller asked not to wait (409)."""
+
+    def __init__(self, message: str, run_id: str | None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
+@dataclass
+class _Line:
+    pending: deque[tuple[str | None, Callable[[], Any], Future]] = field(default_factory=deque)
+    running: str | None = None  # the run id of the job being executed (None: a job without a run)
+
+
+class Workers:
+    """A thread pool of ``size`` workers for runs, with per-agent lines."""
+
+    def __init__(self, store: StoreBackend, size: int = 16) -> None:
+        self.store = store
+        self.size = size
+        self.pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="pagemind-run")
+        self._lock = threading.Lock()
+        self._lines: dict[int, _Line] = {}
+
+    def submit(self, run_id: str | None, job: Callable[[], Any]) -> Future:
+        """Run ``job`` on the pool (a run that is not an agent's turn)."""
+        return self.pool.submit(self._guarded, run_id, job)
+
+    def enqueue(self, agent_id: int, prepare: Callable[[], tuple[str | None, Callable[[], Any]]], *,
+                wait: bool = True) -> tuple[str | None, Future]:
+        """Put a job at the end of the agent's line: ``prepare()`` makes it (and its run, if any) and returns
+        ``(run id, job)``. With ``wait=False`` and the line not empty, raise :class:`AgentBusy` naming the
+        running run instead, before anything is prepared."""
+        with self._lock:
+            line = self._lines.get(agent_id)
+            if line is not None and not wait:
+                first = line.running or next((r for r, _, _ in line.pending if r), None)
+                raise AgentBusy("the agent is in a turn; send again later, or without wait=false to queue", first)
+            run_id, job = prepare()
+            start = line is None
+            if line is None:
+                line = self._lines[agent_id] = _Line()
+            future: Future = Future()
+            line.pending.append((run_id, job, future))
+        if start:
+            self.pool.submit(self._drain, agent_id)
+        return run_id, future
+
+    def busy(self, agent_id: int) -> tuple[bool, str | None]:
+        """(the agent has work in this process, the run id of the turn running or first in line)."""
+        with self._lock:
+            line = self._lines.get(agent_id)
+            if line is None:
+                return False, None
+            return True, line.running or next((r for r, _, _ in line.pending if r), None)
+
+    def _drain(self, agent_id: int) -> None:
+        while True:
+            with self._lock:
+                line = self._lines[agent_id]
+                if not line.pending:
+                    del self._lines[agent_id]
+                    return
+                run_id, job, future = line.pending.popleft()
+                line.running = run_id
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(self._guarded(run_id, job))
+            except BaseException as err:  # noqa: BLE001 - handed to whoever waits on the future
+                future.set_exception(err)
+            finally:
+                with self._lock:
+                    line.running = None
+
+    def _guarded(self, run_id: str | None, job: Callable[[], Any]) -> Any:
+        """Run a job; a run that failed before it started (refused options, a vanished document) is marked
+        failed instead of staying queued for ever."""
+        try:
+            return job()
+        except BaseException as err:
+            if run_id is not None:
+                run = self.store.get_run(run_id)
+                if run is not None and run.status == "queued":
+                    message = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+                    self.store.update_run(run_id, status="failed", finished=time.time(), error=message)
+            raise
+
+    def shutdown(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
