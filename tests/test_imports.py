@@ -32,3 +32,68 @@ def test_the_probe_sees_a_heavy_import():
     pytest.importorskip("scipy")
     code = "from pagemind.retrieval.fragrel.relations import causal_geometric\ncausal_geometric([1.0, 2.0], .5, True)"
     assert loaded_after(code) == ["scipy"]
+
+
+# Start-up (issue 15): what `pagemind --help`, `pagemind methods` and a cached `pagemind ask` never need. Optional
+# extras, numpy, the evaluation harness and the agent are imported by the commands and readers that use them.
+EXTRAS = ("numpy", "scipy", "matplotlib", "onnxruntime", "tree_sitter", "llama_cpp", "faiss", "fastapi", "uvicorn",
+          "starlette", "mcp", "psycopg", "psycopg_pool", "pgvector", "opentelemetry", "torch", "transformers")
+NOT_AT_START = EXTRAS + ("httpx", "jinja2", "yaml", "tqdm", "asyncio", "pagemind.eval", "pagemind.agent",
+                         "pagemind.retrieval.index", "pagemind.retrieval.embed", "pagemind.cli.agent",
+                         "pagemind.cli.eval", "pagemind.cli.data", "pagemind.cli.models")
+
+
+def loaded(code: str, names: tuple[str, ...]) -> list[str]:
+    """Which of ``names`` (modules, by full name) are in ``sys.modules`` after ``code`` runs in a fresh interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(set(sys.modules) & {set(names)!r})))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("code", ["import pagemind", "import pagemind.cli.main"])
+def test_importing_pagemind_or_its_cli_loads_nothing_heavy(code):
+    assert loaded(code, NOT_AT_START) == []
+
+
+def test_help_and_methods_load_nothing_heavy_and_list_every_command():
+    code = ("from pagemind.cli.main import cli\n"
+            "for args in (['--help'], ['methods'], ['ask', '--help']):\n"
+            "    cli(args, standalone_mode=False)")
+    assert loaded(code, NOT_AT_START) == []
+    from click.testing import CliRunner
+
+    from pagemind.cli.main import cli
+
+    listed = CliRunner().invoke(cli, ["--help"]).output
+    assert all(f"  {name} " in listed for name in cli.commands)
+
+
+def test_an_answer_loads_no_extra_nor_the_harness(tmp_path):
+    """The cached-answer path end to end (scripted backend): the answer needs prompts, not numpy or the agent."""
+    code = ("from pagemind import ScriptedLLM\n"
+            "from pagemind.cli.main import cli\n"
+            "fake = ScriptedLLM(default='Answer: the keeper')\n"
+            f"args = ['ask', '--sample', 'Who finds the map?', '--store', {str(tmp_path / 's.db')!r}]\n"
+            "cli(args, obj={'backend': fake}, standalone_mode=False)\n"
+            "cli(args, obj={'backend': fake}, standalone_mode=False)\n"
+            "assert len(fake.history) == 1, fake.history  # the second answer came from the cache")
+    assert loaded(code, EXTRAS + ("pagemind.eval", "pagemind.agent", "pagemind.retrieval.index",
+                                  "pagemind.cli.agent", "pagemind.cli.eval")) == []
+
+
+def test_lazy_commands_load_when_used_and_each_resolves_to_its_command():
+    code = ("from pagemind.cli.main import cli\n"
+            "cli(['models', '--help'], standalone_mode=False)")
+    assert loaded(code, ("pagemind.cli.models", "pagemind.cli.agent")) == ["pagemind.cli.models"]
+    import click
+
+    from pagemind.cli.lazy import LazyCommand, lazy
+    from pagemind.cli.main import cli
+
+    for name in list(cli.commands):
+        command = cli.get_command(click.Context(cli), name)
+        assert isinstance(command, click.Command) and not isinstance(command, LazyCommand)
+        assert command.name == name and command.short_help
+    with pytest.raises(TypeError, match="not the click command"):
+        lazy("model", ".models:models").load()
