@@ -23,7 +23,7 @@ from ..base import Build, MemoryWriter
 from ..decide import Invalid, decide
 from .gist import check_gist, continued_gist_request, gist_request
 from .memory import Gist, Page, ReadAgentOptions
-from .paginate import Window, decide_label, make_window, page_of
+from .paginate import Conversation, Window, decide_label, make_window, page_of, stream_window
 
 FALLBACK_GIST_MIN_WORDS = 30  # a gist that fails its checks becomes the page's first fifth (at least this many words)
 DRAFT_PAGE, DRAFT_GIST = "draft-page", "draft-gist"  # chunked pagination: pages and gists before they are numbered
@@ -100,16 +100,30 @@ def _paginate_span(paragraphs: list[str], start: int, end: int, pages: list[Page
     goes to ``store`` as soon as it is decided, then (with its continued gist in continue mode) to ``stored``.
     A draft page is numbered by its first paragraph, a final one by its place in ``pages``."""
     i = pages[-1].end if pages else start
+    # streaming pagination: one conversation, each turn showing only text not shown yet (a resumed build starts
+    # a new one); it starts over when it would hold more than stream_share of the window
+    conversation = Conversation() if opts.pagination == "streaming" else None
+    limit = int(llm.context_window * opts.stream_share)
     while i < end and not (stop is not None and stop.is_set()):
         previous = pages[-1] if pages else None
-        window = make_window(paragraphs, i, previous, opts, end)
+        if conversation is not None:
+            window = stream_window(paragraphs, i, conversation, opts, end, limit, llm.count_tokens)
+        else:
+            window = make_window(paragraphs, i, previous, opts, end)
         reply, label, source = _ask_pause(window, llm, opts, trace)
         page = page_of(paragraphs, i if draft else len(pages), i, label, source)
         store(page)
         pages.append(page)
+        if conversation is not None and window.request is not None and reply is not None:
+            conversation.add(window.request.messages[-1], reply, llm.count_tokens)
+            conversation.shown = window.last
         gist = None
         if opts.gist_mode == "continue" and window.request is not None and reply is not None:
-            gist = _gist(page, continued_gist_request(window.request, reply, label, opts), llm, trace, opts)
+            continued = len(window.request.messages) > 1  # a streaming turn: earlier pages are in the conversation
+            request = continued_gist_request(window.request, reply, label, opts, start=i if continued else None)
+            gist = _gist(page, request, llm, trace, opts)
+            if conversation is not None:
+                conversation.add(request.messages[-1], gist.text, llm.count_tokens)
         stored(page, gist)
         i = label
 

@@ -16,9 +16,14 @@ def gist_request(page: Page, opts: ReadAgentOptions) -> LLMRequest:
     return LLMRequest(messages=(Message("user", prompt),), role="gist", max_tokens=opts.max_tokens)
 
 
-def continued_gist_request(pagination: LLMRequest, reply: str, label: int, opts: ReadAgentOptions) -> LLMRequest:
-    """The gist asked as the next turn of the pagination conversation, so the page is not re-read."""
-    follow_up = get_prompt("readagent", "continue.gist").render(label=label)
+def continued_gist_request(pagination: LLMRequest, reply: str, label: int, opts: ReadAgentOptions,
+                           start: int | None = None) -> LLMRequest:
+    """The gist asked as the next turn of the pagination conversation, so the page is not re-read. ``start``: the
+    label the page starts at, when the conversation holds earlier pages too (streaming pagination)."""
+    if start is None:
+        follow_up = get_prompt("readagent", "continue.gist").render(label=label)
+    else:
+        follow_up = get_prompt("readagent", "continue.gist_page").render(start=start, label=label)
     messages = pagination.messages + (Message("assistant", reply), Message("user", follow_up))
     return LLMRequest(messages=messages, role="gist", max_tokens=opts.max_tokens)
 

@@ -116,9 +116,13 @@ class ReadAgentOptions(ReaderOptions):
                              memory=True)
     gist_mode: GistMode = option("separate", "separate: the paper's gist prompt; continue: the gist as a "
                                              "follow-up turn of pagination (prompt-cache reuse)", memory=True)
-    pagination: Literal["sequential", "chunked"] = option(
+    pagination: Literal["sequential", "chunked", "streaming"] = option(
         "sequential", "sequential: the paper's; chunked (pagemind): paragraph-aligned chunks paginated "
-                      "concurrently, each chunk's last page ending at its end", memory="changed")
+                      "concurrently, each chunk's last page ending at its end; streaming (pagemind): each "
+                      "pagination turn continues one conversation and shows only text not yet read, so a prefix "
+                      "cache serves the rest", memory="changed")
+    stream_share: float = option(0.5, "streaming pagination: a conversation starts over once it holds this share "
+                                      "of the context window", memory="changed")
     chunk_words: int = option(10000, "chunked pagination: words per chunk", memory="changed", minimum=1)
     constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
                                memory=True, flag="--constrained/--unconstrained")

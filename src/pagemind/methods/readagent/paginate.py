@@ -10,6 +10,8 @@ always added. The LLM picks the label where reading naturally pauses. A remainde
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dataclasses import dataclass
 
 from ...llm.base import Constraint, LLMRequest, Message
@@ -56,6 +58,10 @@ def make_window(paragraphs: list[str], i: int, previous: Page | None, opts: Read
     prompt = get_prompt("readagent", f"{opts.prompt_set}.paginate").render(
         preceding=preceding, passage="\n".join(passage), end_tag=end_tag
     )
+    return Window(i, j, tuple(labels), wcount, _request((Message("user", prompt),), labels, opts))
+
+
+def _request(messages: tuple[Message, ...], labels: list[int], opts: ReadAgentOptions) -> LLMRequest:
     constraint = None
     max_tokens = opts.max_tokens
     if opts.constrained:
@@ -63,10 +69,53 @@ def make_window(paragraphs: list[str], i: int, previous: Page | None, opts: Read
         keyword = REPLY_KEYWORD.get(opts.prompt_set, "Break point")  # the form each published prompt asks for
         constraint = Constraint(name="pause_point", gbnf=f'root ::= "{keyword}: <" ({alternatives}) ">"')
         max_tokens = 16
-    request = LLMRequest(
-        messages=(Message("user", prompt),), role="paginate", max_tokens=max_tokens, constraint=constraint
-    )
-    return Window(i, j, tuple(labels), wcount, request)
+    return LLMRequest(messages=messages, role="paginate", max_tokens=max_tokens, constraint=constraint)
+
+
+@dataclass
+class Conversation:
+    """Streaming pagination (pagemind's variant): the turns so far of one pagination conversation, the paragraphs
+    they have shown (``[.., shown)``, labels included) and their size in tokens."""
+
+    messages: tuple[Message, ...] = ()
+    shown: int = 0
+    tokens: int = 0
+
+    def add(self, user: Message, reply: str, count: Callable[[str], int]) -> None:
+        self.messages += (user, Message("assistant", reply))
+        self.tokens += count(user.content) + count(reply)
+
+    def reset(self) -> None:
+        self.messages, self.shown, self.tokens = (), 0, 0
+
+
+def stream_window(paragraphs: list[str], i: int, conversation: Conversation, opts: ReadAgentOptions,
+                  end: int, limit: int, count: Callable[[str], int]) -> Window:
+    """The window from paragraph ``i`` as the next turn of ``conversation``: only the paragraphs it has not shown
+    yet, with their labels. A conversation that would grow past ``limit`` tokens (or has not shown paragraph
+    ``i``) starts over with the published first-window prompt."""
+    full = make_window(paragraphs, i, None, opts, end)
+    if full.request is None:
+        return full
+    if conversation.messages and conversation.shown > i:
+        new = [k for k in range(max(conversation.shown, i + 1), full.last)]
+        passage: list[str] = []
+        for k in new:
+            if k in full.labels:
+                passage.append(f"<{k}>")
+            passage.append(escape_labels(paragraphs[k]))
+        if new and full.last in full.labels:
+            passage.append(f"<{full.last}>")
+        end_tag = "" if full.last == end or not opts.lookahead or not new else escape_labels(paragraphs[full.last]) + "\n..."
+        prompt = get_prompt("readagent", "continue.paginate").render(
+            start=i, passage="\n".join(passage), end_tag=end_tag, labels=", ".join(f"<{n}>" for n in full.labels),
+            keyword=REPLY_KEYWORD.get(opts.prompt_set, "Break point"))
+        turn = Message("user", prompt)
+        if conversation.tokens + count(prompt) + opts.max_tokens <= limit:
+            return Window(i, full.last, full.labels, full.words,
+                          _request(conversation.messages + (turn,), list(full.labels), opts))
+    conversation.reset()
+    return full
 
 
 def decide_label(window: Window, reply: str | None) -> tuple[int | None, str]:
