@@ -2,11 +2,13 @@
 the seconds the same model needs to read the whole text once as a single prompt, measured in the same run
 (that read is the physical floor on this machine), and seconds to answer a second question.
 
-    python benchmarks/first_answer.py [--words 10000] [--model qwen2.5-coder-1.5b] [--modes fast,paper]
+    python benchmarks/first_answer.py [--words 10000] [--model qwen2.5-coder-1.5b] [--modes stream,fast,paper]
 
 Modes: ``paper`` = the paper's ReadAgent-P (gists asked separately, pages expanded in place); ``fast`` =
 pagemind's cache-friendly variant (gist as a follow-up turn of pagination, ``--gist-mode continue``; pages as a
-follow-up turn of the look-up, ``--expand follow-up``). The backend keeps a RAM prompt cache
+follow-up turn of the look-up, ``--expand follow-up``); ``stream`` = ``fast`` with ``--pagination streaming``
+(each pagination turn continues one conversation and shows only text not yet shown). The backend keeps a RAM
+prompt cache
 (``prompt_cache_mb``, default 2048), as the CLI does.
 """
 
@@ -27,7 +29,8 @@ from pagemind.methods.readagent import ReadAgentP
 from pagemind.llm.usage import Trace
 
 
-MODES = {"paper": ("separate", "in-place"), "fast": ("continue", "follow-up")}
+MODES = {"paper": ("separate", "in-place", "sequential"), "fast": ("continue", "follow-up", "sequential"),
+         "stream": ("continue", "follow-up", "streaming")}
 
 
 def main() -> None:
@@ -65,8 +68,8 @@ def main() -> None:
     for mode in [m for m in args.modes.split(",") if m]:
         store = Store(":memory:")  # nothing reused between modes: no stored memory, no cached prompt state
         backend.forget_prompts()
-        gist_mode, expand = MODES[mode]
-        agent = ReadAgentP(llm, store, preset="quality", gist_mode=gist_mode, expand=expand)
+        gist_mode, expand, pagination = MODES[mode]
+        agent = ReadAgentP(llm, store, preset="quality", gist_mode=gist_mode, expand=expand, pagination=pagination)
         build_trace = Trace()
         t0 = time.perf_counter()
         memory = agent.build(doc, trace=build_trace)
@@ -78,7 +81,7 @@ def main() -> None:
         second_s = time.perf_counter() - t1
         u = build_trace.usage
         result["modes"][mode] = {
-            "gist_mode": gist_mode, "expand": expand,
+            "gist_mode": gist_mode, "expand": expand, "pagination": pagination,
             "pages": len(memory.pages), "compression_rate": round(memory.compression_rate, 1),
             "fallback_pages": sum(p.label_source == "fallback" for p in memory.pages),
             "index_seconds": round(build_s, 1), "first_answer_seconds": round(first_s, 1),
