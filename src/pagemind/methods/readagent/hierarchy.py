@@ -71,7 +71,8 @@ def part_request(parts: list[Part], question: Question, opts: ReadAgentOptions, 
             parts=tagged_parts(parts), question=question.text, options=question.options_block(), max_parts=most)
         if opts.constrained:
             rep = "".join(f' (", " ({alternatives}))?' for _ in range(most - 1))
-            constraint = Constraint(name="parts", gbnf=f'root ::= "I want to look into Part [" ({alternatives}){rep} "]"')
+            gbnf = f'root ::= "I want to look into Part [" ({alternatives}){rep} "]"'
+            constraint = Constraint(name="parts", gbnf=gbnf)
             max_tokens = 16 + 6 * most
     return LLMRequest(messages=(Message("user", prompt),), role="lookup", max_tokens=max_tokens,
                       constraint=constraint)
