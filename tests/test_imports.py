@@ -97,3 +97,16 @@ def test_lazy_commands_load_when_used_and_each_resolves_to_its_command():
         assert command.name == name and command.short_help
     with pytest.raises(TypeError, match="not the click command"):
         lazy("model", ".models:models").load()
+
+
+def test_loopback_http_skips_the_ca_bundle_and_anything_else_verifies():
+    import ssl
+
+    from pagemind.llm.openai import OpenAICompatible
+
+    local = OpenAICompatible("m", base_url="http://127.0.0.1:9/v1")
+    assert isinstance(local._verify, ssl.SSLContext)  # no CA loaded: a TLS connection would fail, never pass
+    assert local._verify.verify_mode == ssl.CERT_REQUIRED and local._verify.check_hostname
+    assert local._verify.cert_store_stats()["x509_ca"] == 0
+    for url in ("https://127.0.0.1:9/v1", "http://gpu-box.example:8000/v1", "https://api.openai.com/v1"):
+        assert OpenAICompatible("m", base_url=url, api_key="k")._verify is True
