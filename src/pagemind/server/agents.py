@@ -57,6 +57,17 @@ class LoadDocument(BaseModel):
     words: int = Field(300, ge=20, le=5000, description="words per passage")
 
 
+def checked_options(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """``changes`` to agent options checked by AgentOptions (unknown names and refused values: 422)."""
+    from ..agent.memory import AgentOptions
+
+    try:
+        AgentOptions.from_dict({**base, **{k: v for k, v in changes.items() if v is not None}})
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"agent options: {err}") from None
+    return changes
+
+
 def stored_name(user: UserRow, name: str) -> str:
     return f"u{user.id}.{name}"
 
@@ -93,8 +104,11 @@ def agents_router(service: "Service") -> APIRouter:
         """A new agent of yours (``options``: AgentOptions fields, e.g. ``max_steps``, ``archival_search``)."""
         if not NAME.match(body.name):
             raise ConfigError(f"agent name {body.name!r}: use letters, digits, '_', '.', '-' (at most 48)")
+        from ..agent.memory import AgentOptions
+
+        options = checked_options(AgentOptions().as_dict(), body.options)
         agent = pm.create_agent(stored_name(user, body.name), persona=body.persona, human=body.human,
-                                options=body.options, user_id=user.id, display_name=body.name)
+                                options=options, user_id=user.id, display_name=body.name)
         return agent_json(own(agent.id, user))
 
     @router.get("")
@@ -112,7 +126,8 @@ def agents_router(service: "Service") -> APIRouter:
 
         def job() -> dict[str, Any]:
             agent = pm.agent(row.name, llm=False)
-            agent.store.save_options(agent.id, agent.options.updated(**body.options))
+            changes = checked_options(agent.options.as_dict(), body.options)
+            agent.store.save_options(agent.id, agent.options.updated(**changes))
             return agent_json(own(agent_id, user))
 
         return await finished(service, None, in_line(row, job), lambda result: result)

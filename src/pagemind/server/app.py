@@ -223,8 +223,9 @@ def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *
     async def upload(request: Request, user: UserRow = User) -> dict[str, Any]:
         """Upload a file (multipart ``file``, optional ``name``) or a text (JSON ``{"name", "text"}``). The CLI's
         checks: 413 over the size limit, 415 binary or an unknown container, 422 empty or undecodable."""
-        data, name = await read_upload(request, service.upload_limit)
-        row = await run_in_threadpool(lambda: service.pm.add_document(data, name, user_id=user.id))
+        data, name, encoding = await read_upload(request, service.upload_limit)
+        row = await run_in_threadpool(lambda: service.pm.add_document(data, name, user_id=user.id,
+                                                                      encoding=encoding or "utf-8"))
         return document_json(row)
 
     @app.get("/v1/documents", tags=["documents"])
@@ -362,8 +363,9 @@ def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *
     return app
 
 
-async def read_upload(request: Request, limit: int) -> tuple[bytes | str, str | None]:
-    """The uploaded document and its name, reading no more than ``limit`` bytes of body (413 beyond it)."""
+async def read_upload(request: Request, limit: int) -> tuple[bytes | str, str | None, str | None]:
+    """The uploaded document, its name and its text encoding (multipart ``encoding``; default UTF-8), reading
+    no more than ``limit`` bytes of body (413 beyond it)."""
     declared = request.headers.get("content-length", "")
     too_large = f"the upload is over the {limit / 1e6:.1f} MB limit of this server (max_bytes)"
     if declared.isdigit() and int(declared) > limit:
@@ -379,7 +381,7 @@ async def read_upload(request: Request, limit: int) -> tuple[bytes | str, str | 
             payload = TextDocument.model_validate_json(bytes(body))
         except ValueError as err:
             raise InputError(f"expected JSON {{\"name\": ..., \"text\": ...}}: {err}") from None
-        return payload.text, payload.name
+        return payload.text, payload.name, None
     if kind == "multipart/form-data":
         from starlette.datastructures import UploadFile
         from starlette.formparsers import MultiPartException, MultiPartParser
@@ -391,14 +393,15 @@ async def read_upload(request: Request, limit: int) -> tuple[bytes | str, str | 
             form = await MultiPartParser(request.headers, once(), max_part_size=limit).parse()
         except MultiPartException as err:
             raise InputError(f"malformed multipart upload: {err.message}") from None
-        file, name = form.get("file"), form.get("name")
+        file, name, encoding = form.get("file"), form.get("name"), form.get("encoding")
+        encoding = encoding if isinstance(encoding, str) and encoding else None
         if not isinstance(file, UploadFile):
             text = form.get("text")
             if isinstance(text, str):
-                return text, name if isinstance(name, str) and name else "text.txt"
+                return text, name if isinstance(name, str) and name else "text.txt", None
             raise InputError("multipart upload without a 'file' field (or a 'text' field)")
         data = await file.read()
-        return data, name if isinstance(name, str) and name else (file.filename or "upload.txt")
+        return data, name if isinstance(name, str) and name else (file.filename or "upload.txt"), encoding
     raise UnsupportedInput(f"content type {kind or 'none'!r}: send multipart/form-data with a 'file' field, "
                            "or application/json {\"name\", \"text\"}")
 

@@ -1,0 +1,473 @@
+"""The HTTP API of ``pagemind serve`` through the ASGI app (FastAPI's TestClient), on the scripted fake: documents
+and upload errors, ask sync / 202 / SSE (ids, keep-alive, Last-Event-ID resume), runs and cancel, agents with one
+turn at a time in arrival order, and tenancy (401 without a key, 404 for another user's ids, export and erase of
+one user only)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+
+import pytest
+
+from helpers import first_words_gist, make_text, middle_label
+
+fastapi = pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from pagemind import Pagemind, ScriptedLLM  # noqa: E402
+from pagemind import users as users_api  # noqa: E402
+from pagemind.server.app import create_app  # noqa: E402
+
+MAX_BYTES = 20_000
+
+
+def call(function, thoughts="thinking", **arguments):
+    return json.dumps({"thoughts": thoughts, "function": function, "arguments": arguments})
+
+
+class Gate:
+    """A reply that waits until the test opens the gate (a long model call), then answers."""
+
+    def __init__(self, reply):
+        self.event = threading.Event()
+        self.entered = threading.Event()
+        self.reply = reply
+
+    def __call__(self, request):
+        self.entered.set()
+        assert self.event.wait(20), "the test never opened the gate"
+        return self.reply(request) if callable(self.reply) else self.reply
+
+    def open(self):
+        self.event.set()
+
+
+def echo_step(request):
+    """An agent step that answers the last user message it sees: 'echo: <message>'."""
+    text = "\n".join(m.content for m in request.messages)
+    said = [json.loads(line)["message"] for line in text.splitlines()
+            if line.startswith("{") and '"user_message"' in line]
+    return call("send_message", message=f"echo: {said[-1] if said else '?'}")
+
+
+@pytest.fixture
+def fake():
+    return ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist, "answer": "Answer: the map",
+                                "agent-step": echo_step, "summarise": "we talked"})
+
+
+@pytest.fixture
+def service(tmp_path, fake):
+    pm = Pagemind(fake, store=tmp_path / "s.db", max_bytes=MAX_BYTES)
+    ann, ann_key = users_api.create_user(pm.store, "ann")
+    bob, bob_key = users_api.create_user(pm.store, "bob")
+    app = create_app(pm, auth="keys", keepalive=0.2, workers=8)
+    with TestClient(app) as client:
+        yield {"client": client, "pm": pm, "fake": fake, "ann": {"Authorization": f"Bearer {ann_key}"},
+               "bob": {"Authorization": f"Bearer {bob_key}"}, "ann_id": ann.id, "bob_id": bob.id}
+    pm.close()
+
+
+def upload(s, who="ann", text=None, name="story.txt"):
+    text = text if text is not None else make_text(12, 40)
+    r = s["client"].post("/v1/documents", headers=s[who], json={"name": name, "text": text})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def sse(response):
+    """(events as (id, kind, data), keep-alive comments seen) of an event stream."""
+    events, keepalives, current = [], 0, {}
+    for line in response.iter_lines():
+        if line.startswith(":"):
+            keepalives += 1
+        elif line.startswith("id: "):
+            current["id"] = int(line[4:])
+        elif line.startswith("event: "):
+            current["event"] = line[7:]
+        elif line.startswith("data: "):
+            current["data"] = json.loads(line[6:])
+        elif line == "" and current:
+            events.append((current.get("id"), current["event"], current["data"]))
+            current = {}
+    return events, keepalives
+
+
+# --- documents ------------------------------------------------------------------------------------
+def test_documents_crud(service):
+    c, ann = service["client"], service["ann"]
+    doc = upload(service)
+    assert doc["name"] == "story.txt" and doc["words"] == 12 * 40
+    files = {"file": ("notes.md", b"# Notes\n\nThe keeper lit the lamp at dusk.\n", "text/markdown")}
+    second = c.post("/v1/documents", headers=ann, files=files)
+    assert second.status_code == 201 and second.json()["name"] == "notes.md"
+    listed = c.get("/v1/documents", headers=ann).json()
+    assert {d["id"] for d in listed} == {doc["id"], second.json()["id"]}
+    got = c.get(f"/v1/documents/{doc['id']}", headers=ann).json()
+    assert got["id"] == doc["id"] and got["memories"] == []
+    assert c.delete(f"/v1/documents/{doc['id']}", headers=ann).status_code == 204
+    assert c.get(f"/v1/documents/{doc['id']}", headers=ann).status_code == 404
+    assert c.delete(f"/v1/documents/{doc['id']}", headers=ann).status_code == 404
+
+
+@pytest.mark.parametrize("content, status, words", [
+    (b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, 415, "binary"),
+    (b"", 422, "empty"),
+    (b"   \n\n ", 422, "empty"),
+    (b"caf\xe9 au lait. " * 50, 422, "not valid utf-8"),
+    (b"word " * (MAX_BYTES // 5 + 10), 413, "limit"),
+])
+def test_upload_errors_are_clear(service, content, status, words):
+    c = service["client"]
+    r = c.post("/v1/documents", headers=service["ann"], files={"file": ("f.txt", content, "text/plain")})
+    assert r.status_code == status, r.text
+    assert words in r.json()["detail"]
+    assert c.get("/v1/documents", headers=service["ann"]).json() == []  # nothing kept
+
+
+def test_an_upload_over_the_body_limit_is_refused_before_it_is_read(service):
+    c = service["client"]
+    limit = c.app.state.service.upload_limit
+    sent = []
+
+    def body():  # chunked: no Content-Length, so the server counts as it reads
+        for _ in range(limit // 65536 + 10):
+            sent.append(1)
+            yield b"x" * 65536
+
+    r = c.post("/v1/documents", headers={**service["ann"], "Content-Type": "application/json"}, content=body())
+    assert r.status_code == 413 and "limit" in r.json()["detail"]
+    big = c.post("/v1/documents", headers={**service["ann"], "Content-Type": "application/json",
+                                            "Content-Length": str(limit + 1)}, content=b"{}")
+    assert big.status_code == 413  # the declared length alone is enough
+
+
+def test_undecodable_text_is_read_with_the_encoding_given(service):
+    c = service["client"]
+    files = {"file": ("f.txt", "café au lait. ".encode("latin-1") * 20, "text/plain")}
+    r = c.post("/v1/documents", headers=service["ann"], files=files, data={"encoding": "latin-1"})
+    assert r.status_code == 201 and r.json()["words"] == 60
+    wrong = c.post("/v1/documents", headers=service["ann"], content=b"hello", )
+    assert wrong.status_code == 415 and "multipart/form-data" in wrong.json()["detail"]
+
+
+# --- index and ask --------------------------------------------------------------------------------
+def test_ask_sync_and_202(service):
+    c, ann = service["client"], service["ann"]
+    doc = upload(service)
+    r = c.post(f"/v1/documents/{doc['id']}/ask", headers=ann, json={"question": "Who finds it?", "method": "full"})
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["answer"] == "the map" and answer["run_id"].startswith("run_")
+    later = c.post(f"/v1/documents/{doc['id']}/ask?wait=false", headers=ann,
+                   json={"question": "Who?", "options": ["the map", "a boat"], "method": "full"})
+    assert later.status_code == 202 and later.json()["status"] in ("queued", "running", "done")
+    run_id = later.json()["id"]
+    for _ in range(200):
+        run = c.get(f"/v1/runs/{run_id}", headers=ann).json()
+        if run["status"] == "done":
+            break
+        time.sleep(0.02)
+    assert run["status"] == "done" and run["request"]["options"] == ["the map", "a boat"]
+    assert run["usage"]["calls"] == 1
+
+
+def test_bad_method_options_are_422_and_create_no_run(service):
+    c, ann = service["client"], service["ann"]
+    doc = upload(service)
+    r = c.post(f"/v1/documents/{doc['id']}/ask", headers=ann,
+               json={"question": "q", "method": "full", "method_options": {"walk_depth": 3}})
+    assert r.status_code == 422 and "walk_depth" in r.json()["detail"]
+    unknown = c.post(f"/v1/documents/{doc['id']}/ask", headers=ann, json={"question": "q", "method": "nope"})
+    assert unknown.status_code == 422
+    assert c.get("/v1/runs", headers=ann).json() == []
+
+
+def test_index_builds_a_memory_the_document_lists(service):
+    c, ann = service["client"], service["ann"]
+    doc = upload(service, text=make_text(30, 60))
+    r = c.post(f"/v1/documents/{doc['id']}/index", headers=ann, json={"method": "readagent-p"})
+    assert r.status_code == 200 and r.json()["status"] == "done", r.text
+    memories = c.get(f"/v1/documents/{doc['id']}", headers=ann).json()["memories"]
+    assert len(memories) == 1 and memories[0]["status"] == "complete"
+    key = r.json()["result"]["memory"]
+    assert memories[0]["key"] == key
+    items = c.get(f"/v1/documents/{doc['id']}/memories/{key}", headers=ann).json()["items"]
+    assert len(items["page"]) == len(items["gist"]) > 1
+
+
+def test_ask_streams_steps_with_ids_keepalives_and_resumes_from_last_event_id(service):
+    c, ann, fake = service["client"], service["ann"], service["fake"]
+    gate = Gate("Answer: the map")
+    fake.by_role["answer"] = gate
+    doc = upload(service)
+    keepalives_before_answer = 0
+    with c.stream("POST", f"/v1/documents/{doc['id']}/ask?stream=true", headers=ann,
+                  json={"question": "Who?", "method": "full"}) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        events, current = [], {}
+        for line in r.iter_lines():
+            if line.startswith(":"):
+                keepalives_before_answer += 1
+                gate.open()  # the stream stayed alive during the long call: let it finish
+            elif line.startswith("id: "):
+                current["id"] = int(line[4:])
+            elif line.startswith("event: "):
+                current["event"] = line[7:]
+            elif line.startswith("data: "):
+                current["data"] = json.loads(line[6:])
+            elif line == "" and current:
+                events.append((current.get("id"), current["event"], current["data"]))
+                current = {}
+    assert keepalives_before_answer >= 1
+    ids = [i for i, _, _ in events if i is not None]
+    assert ids == sorted(ids) and ids == list(range(len(ids))) and len(ids) >= 3
+    kinds = [k for _, k, _ in events]
+    assert "llm" in kinds and kinds[-2] == "result" and kinds[-1] == "end"
+    run = events[-1][2]
+    assert run["status"] == "done" and run["result"]["answer"] == "the map"
+    # resume: only the steps after the last one seen, then the end
+    with c.stream("GET", f"/v1/runs/{run['id']}/events", headers={**ann, "Last-Event-ID": "1"}) as again:
+        resumed, _ = sse(again)
+    assert [i for i, _, _ in resumed if i is not None] == ids[2:]
+    assert resumed[-1][1] == "end"
+    steps = c.get(f"/v1/runs/{run['id']}/steps?after=0", headers=ann).json()
+    assert [s["seq"] for s in steps] == ids[1:]
+
+
+# --- runs -----------------------------------------------------------------------------------------
+def test_runs_list_get_steps_and_cancel_a_build_that_resumes_later(service):
+    c, ann, fake = service["client"], service["ann"], service["fake"]
+    gate = Gate(first_words_gist)
+    fake.by_role["gist"] = gate
+    doc = upload(service, text=make_text(30, 60))
+    started = c.post(f"/v1/documents/{doc['id']}/index?wait=false", headers=ann, json={"method": "readagent-p"})
+    assert started.status_code == 202
+    run_id = started.json()["id"]
+    assert gate.entered.wait(10)
+    cancelled = c.post(f"/v1/runs/{run_id}/cancel", headers=ann)
+    assert cancelled.status_code == 200 and cancelled.json()["cancel_requested"]
+    time.sleep(0.6)  # a run reads its cancel flag at most every 0.5 s
+    gate.open()
+    for _ in range(300):
+        run = c.get(f"/v1/runs/{run_id}", headers=ann).json()
+        if run["status"] != "running" and run["status"] != "queued":
+            break
+        time.sleep(0.02)
+    assert run["status"] == "cancelled"
+    steps = c.get(f"/v1/runs/{run_id}/steps", headers=ann).json()
+    assert steps[-1]["kind"] == "error" and steps[-1]["data"]["type"] == "RunCancelled"
+    assert c.get(f"/v1/documents/{doc['id']}", headers=ann).json()["memories"][0]["status"] == "building"
+    gists_before = sum(1 for r in fake.history if r.role == "gist")
+    again = c.post(f"/v1/documents/{doc['id']}/index", headers=ann, json={"method": "readagent-p"})
+    assert again.json()["status"] == "done"
+    pages = len(c.get(f"/v1/documents/{doc['id']}/memories/{again.json()['result']['memory']}",
+                      headers=ann).json()["items"]["page"])
+    assert sum(1 for r in fake.history if r.role == "gist") - gists_before < pages  # resumed, not redone
+    listed = c.get("/v1/runs?kind=index", headers=ann).json()
+    assert [r["status"] for r in listed] == ["done", "cancelled"]
+    assert c.get("/v1/runs?status=cancelled", headers=ann).json()[0]["id"] == run_id
+    assert c.post(f"/v1/runs/{run_id}/cancel", headers=ann).json()["status"] == "cancelled"  # ended: unchanged
+
+
+# --- agents ---------------------------------------------------------------------------------------
+def make_agent(s, name="sam", who="ann", **body):
+    r = s["client"].post("/v1/agents", headers=s[who], json={"name": name, "options": {"embedder": "none"}, **body})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def user_messages(s, agent_id, who="ann"):
+    history = s["client"].get(f"/v1/agents/{agent_id}/messages?limit=500", headers=s[who]).json()["messages"]
+    return [m["payload"]["message"] for m in history if m["kind"] == "user_message"]
+
+
+def test_agents_crud_messages_blocks_archival(service):
+    c, ann = service["client"], service["ann"]
+    agent = make_agent(service, human="Ann likes lighthouses.")
+    assert agent["name"] == "sam" and {b["label"] for b in agent["blocks"]} == {"persona", "human"}
+    assert "sam" in agent["blocks"][0]["value"]  # the persona uses the shown name, not the stored one
+    assert c.post("/v1/agents", headers=ann, json={"name": "sam"}).status_code == 409
+    assert c.post("/v1/agents", headers=ann, json={"name": "../x"}).status_code == 422
+    assert c.post("/v1/agents", headers=ann, json={"name": "x", "options": {"nope": 1}}).status_code == 422
+    assert [a["id"] for a in c.get("/v1/agents", headers=ann).json()] == [agent["id"]]
+    turn = c.post(f"/v1/agents/{agent['id']}/messages", headers=ann, json={"message": "Hello there"})
+    assert turn.status_code == 200, turn.text
+    assert turn.json()["messages"] == ["echo: Hello there"] and turn.json()["run_id"].startswith("run_")
+    page = c.get(f"/v1/agents/{agent['id']}/messages?offset=0&limit=2", headers=ann).json()
+    assert page["total"] > 2 and len(page["messages"]) == 2 and page["messages"][0]["seq"] < page["messages"][1]["seq"]
+    assert user_messages(service, agent["id"]) == ["Hello there"]
+    put = c.put(f"/v1/agents/{agent['id']}/memory/blocks/human", headers=ann, json={"value": "Ann, keeper."})
+    assert put.status_code == 200
+    blocks = c.get(f"/v1/agents/{agent['id']}/memory/blocks", headers=ann).json()
+    assert {b["label"]: b["value"] for b in blocks}["human"] == "Ann, keeper."
+    too_long = c.put(f"/v1/agents/{agent['id']}/memory/blocks/human", headers=ann, json={"value": "x" * 5000})
+    assert too_long.status_code == 422 and "limit" in too_long.json()["detail"]
+    for text in ("the lamp is lit at dusk", "the boat comes on Tuesdays", "gulls nest on the rock"):
+        assert c.post(f"/v1/agents/{agent['id']}/archival", headers=ann, json={"text": text}).status_code == 201
+    everything = c.get(f"/v1/agents/{agent['id']}/archival?limit=2", headers=ann).json()
+    assert everything["total"] == 3 and len(everything["passages"]) == 2
+    found = c.get(f"/v1/agents/{agent['id']}/archival?query=boat", headers=ann).json()
+    assert found["passages"][0]["text"] == "the boat comes on Tuesdays"
+    doc = upload(service, text=make_text(10, 100))
+    loaded = c.post(f"/v1/agents/{agent['id']}/documents", headers=ann, json={"document_id": doc["id"], "words": 300})
+    assert loaded.status_code == 201 and loaded.json()["passages"] == 4
+    patched = c.patch(f"/v1/agents/{agent['id']}", headers=ann, json={"options": {"max_steps": 3}})
+    assert patched.json()["options"]["max_steps"] == 3 and patched.json()["counts"]["archival"] == 7
+    assert c.patch(f"/v1/agents/{agent['id']}", headers=ann, json={"options": {"nope": 1}}).status_code == 422
+    assert c.delete(f"/v1/agents/{agent['id']}", headers=ann).status_code == 204
+    assert c.get(f"/v1/agents/{agent['id']}", headers=ann).status_code == 404
+
+
+def test_sends_to_one_agent_run_one_at_a_time_in_arrival_order(service):
+    c, ann, fake = service["client"], service["ann"], service["fake"]
+    agent = make_agent(service)
+    gate = Gate(echo_step)
+    fake.role_queues["agent-step"] = deque([gate])  # the first turn's step waits; the others answer at once
+    replies: dict[int, dict] = {}
+
+    def send(i):
+        replies[i] = c.post(f"/v1/agents/{agent['id']}/messages", headers=ann, json={"message": f"m{i}"}).json()
+
+    threads = []
+    for i in range(5):
+        threads.append(threading.Thread(target=send, args=(i,)))
+        threads[-1].start()
+        for _ in range(500):  # each send is queued before the next is made, so the arrival order is known
+            if len(c.get(f"/v1/runs?kind=turn", headers=ann).json()) == i + 1:
+                break
+            time.sleep(0.01)
+        if i == 0:
+            assert gate.entered.wait(10)
+    busy = c.post(f"/v1/agents/{agent['id']}/messages?wait=false", headers=ann, json={"message": "now?"})
+    running = c.get("/v1/runs?kind=turn&status=running", headers=ann).json()
+    assert busy.status_code == 409 and [r["id"] for r in running] == [busy.json()["run_id"]]
+    assert running[0]["request"]["message"] == "m0"
+    assert len(c.get("/v1/runs?kind=turn&status=queued", headers=ann).json()) == 4
+    gate.open()
+    for t in threads:
+        t.join(20)
+    assert [replies[i]["messages"] for i in range(5)] == [[f"echo: m{i}"] for i in range(5)]
+    assert user_messages(service, agent["id"]) == [f"m{i}" for i in range(5)]
+    runs = sorted(c.get("/v1/runs?kind=turn", headers=ann).json(), key=lambda r: r["started"])
+    assert [r["request"]["message"] for r in runs] == [f"m{i}" for i in range(5)]
+    assert all(a["finished"] <= b["started"] for a, b in zip(runs, runs[1:]))  # never two at once
+    idle = c.post(f"/v1/agents/{agent['id']}/messages?wait=false", headers=ann, json={"message": "later"})
+    assert idle.status_code == 202 and idle.json()["kind"] == "turn"
+
+
+def test_concurrent_sends_to_several_agents_lose_cross_and_duplicate_nothing(service):
+    c, ann = service["client"], service["ann"]
+    agents = [make_agent(service, name=f"a{k}") for k in range(3)]
+    errors = []
+
+    def send(agent, i):
+        r = c.post(f"/v1/agents/{agent['id']}/messages", headers=ann, json={"message": f"{agent['name']}-{i}"})
+        if r.status_code != 200 or r.json()["messages"] != [f"echo: {agent['name']}-{i}"]:
+            errors.append(r.text)
+
+    threads = [threading.Thread(target=send, args=(a, i)) for i in range(4) for a in agents]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    for a in agents:
+        got = user_messages(service, a["id"])
+        assert sorted(got) == [f"{a['name']}-{i}" for i in range(4)]  # exactly its own, once each
+        runs = sorted(c.get(f"/v1/runs?kind=turn&target={a['id']}", headers=ann).json(), key=lambda r: r["started"])
+        assert [r["request"]["message"] for r in runs] == got  # recall order = turn order
+        assert all(x["finished"] <= y["started"] for x, y in zip(runs, runs[1:]))
+
+
+def test_a_turn_streams_its_steps(service):
+    c, ann = service["client"], service["ann"]
+    agent = make_agent(service)
+    with c.stream("POST", f"/v1/agents/{agent['id']}/messages?stream=true", headers=ann,
+                  json={"message": "hi"}) as r:
+        events, _ = sse(r)
+    kinds = [k for _, k, _ in events]
+    assert "step" in kinds and "llm" in kinds and kinds[-1] == "end"
+    step = next(d for _, k, d in events if k == "step")
+    assert step["data"]["function"] == "send_message" and step["data"]["arguments"]["message"] == "echo: hi"
+
+
+# --- security -------------------------------------------------------------------------------------
+def test_a_missing_or_wrong_key_is_401(service):
+    c = service["client"]
+    for headers in ({}, {"Authorization": "Bearer pm_wrong"}, {"Authorization": "Basic abc"}):
+        r = c.get("/v1/documents", headers=headers)
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+    assert c.get("/v1/health").json()["auth"] == "keys"
+    assert c.get("/v1/me", headers=service["ann"]).json()["name"] == "ann"
+
+
+def test_another_users_ids_are_404(service):
+    c, ann, bob = service["client"], service["ann"], service["bob"]
+    doc = upload(service)
+    agent = make_agent(service)
+    run_id = c.post(f"/v1/documents/{doc['id']}/ask", headers=ann, json={"question": "q", "method": "full"}).json()["run_id"]
+    for method, url, body in [
+        ("GET", f"/v1/documents/{doc['id']}", None), ("DELETE", f"/v1/documents/{doc['id']}", None),
+        ("POST", f"/v1/documents/{doc['id']}/ask", {"question": "q", "method": "full"}),
+        ("POST", f"/v1/documents/{doc['id']}/index", {"method": "full"}),
+        ("GET", f"/v1/agents/{agent['id']}", None), ("DELETE", f"/v1/agents/{agent['id']}", None),
+        ("POST", f"/v1/agents/{agent['id']}/messages", {"message": "hi"}),
+        ("GET", f"/v1/agents/{agent['id']}/messages", None), ("GET", f"/v1/agents/{agent['id']}/memory/blocks", None),
+        ("PUT", f"/v1/agents/{agent['id']}/memory/blocks/human", {"value": "pwned"}),
+        ("GET", f"/v1/agents/{agent['id']}/archival", None),
+        ("POST", f"/v1/agents/{agent['id']}/documents", {"document_id": doc["id"]}),
+        ("GET", f"/v1/runs/{run_id}", None), ("GET", f"/v1/runs/{run_id}/steps", None),
+        ("GET", f"/v1/runs/{run_id}/events", None), ("POST", f"/v1/runs/{run_id}/cancel", None),
+    ]:
+        r = c.request(method, url, headers=bob, json=body)
+        assert r.status_code == 404, (method, url, r.status_code)
+    assert c.get("/v1/runs", headers=bob).json() == [] and c.get("/v1/agents", headers=bob).json() == []
+    assert c.get(f"/v1/documents/{doc['id']}", headers=ann).status_code == 200  # still ann's, unchanged
+    assert {b["label"]: b["value"] for b in c.get(f"/v1/agents/{agent['id']}/memory/blocks",
+                                                   headers=ann).json()}["human"] == ""
+
+
+def test_export_and_erase_touch_only_that_user(service):
+    c, ann, bob = service["client"], service["ann"], service["bob"]
+    shared = make_text(8, 30)
+    upload(service, "ann", text=shared)
+    upload(service, "bob", text=shared, name="bobs.txt")  # the same text: one stored copy, two holders
+    mine = upload(service, "bob", text=make_text(5, 20), name="mine.txt")
+    make_agent(service, who="ann")
+    make_agent(service, name="bobby", who="bob")
+    c.post(f"/v1/documents/{mine['id']}/ask", headers=bob, json={"question": "q", "method": "full"})
+    archive = c.get("/v1/me/export", headers=ann).json()
+    assert [d["name"] for d in archive["documents"]] == ["story.txt"] and archive["documents"][0]["text"] == shared
+    assert [a["name"] for a in archive["agents"]] == [f"u{service['ann_id']}.sam"] and archive["runs"] == []
+    erased = c.delete("/v1/me/data", headers=ann).json()
+    assert erased["documents"] == 1 and erased["agents"] == 1 and erased["document_texts"] == 0
+    assert c.get("/v1/documents", headers=ann).json() == [] and c.get("/v1/agents", headers=ann).json() == []
+    assert {d["name"] for d in c.get("/v1/documents", headers=bob).json()} == {"bobs.txt", "mine.txt"}
+    assert [a["name"] for a in c.get("/v1/agents", headers=bob).json()] == ["bobby"]
+    assert len(c.get("/v1/runs", headers=bob).json()) == 1
+    assert c.get(f"/v1/documents/{mine['id']}", headers=bob).status_code == 200
+
+
+def test_auth_none_acts_as_the_local_user(tmp_path, fake):
+    with Pagemind(fake, store=tmp_path / "s.db") as pm:
+        with TestClient(create_app(pm, auth="auto")) as c:
+            assert c.get("/v1/health").json()["auth"] == "none"
+            assert c.get("/v1/me").json()["name"] == "local"
+            assert c.post("/v1/documents", json={"name": "a.txt", "text": "the lamp at dusk"}).status_code == 201
+        users_api.create_user(pm.store, "ann")
+        with TestClient(create_app(pm, auth="auto")) as c:
+            assert c.get("/v1/health").json()["auth"] == "keys"
+            assert c.get("/v1/documents").status_code == 401
+
+
+def test_methods_and_models(service):
+    c, ann = service["client"], service["ann"]
+    methods = {m["name"]: m for m in c.get("/v1/methods").json()}
+    assert {"readagent-p", "memwalker", "full", "auto"} <= set(methods)
+    assert methods["memwalker"]["schema"]["type"] == "object" and methods["memwalker"]["schema"]["properties"]
+    model = c.get("/v1/models", headers=ann).json()
+    assert model["model"] == "scripted" and model["capabilities"]["context_window"] == 32768
