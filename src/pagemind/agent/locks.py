@@ -8,41 +8,18 @@ detected two ways: on the same host its pid no longer exists; anywhere, its last
 from __future__ import annotations
 
 import os
-import socket
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..errors import PagemindError
+from ..leases import HOST, holder_gone
 from .store import AgentStore
-
-HOST = socket.gethostname()
 
 
 class AgentBusy(PagemindError):
     """Another process or thread is in a turn with this agent and did not finish in time."""
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def holder_gone(stale_after: float):
-    """A predicate telling whether a lock holder (pid, host, last refresh) is gone."""
-
-    def gone(pid: int, host: str, refreshed: float) -> bool:
-        if host == HOST and not _pid_alive(pid):
-            return True
-        return time.time() - refreshed > stale_after
-
-    return gone
 
 
 class TurnLock:

@@ -15,7 +15,7 @@ trace). Every LLM decision goes through :func:`.decide.decide`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar, Generic, Protocol, TypeVar
 
 from ..llm.client import LLM
@@ -208,17 +208,40 @@ class Reader(ABC, Generic[M, O]):
             if record.status == "complete":
                 build.phase(f"{self.name}: the memory was found in the store")
             else:
-                resumed = earlier is not None
-                before = len(trace.events)
-                try:
-                    self._build(document, writer, build)
-                finally:  # what this attempt spent, also when it was cut short
-                    spent = Trace(trace.events[before:]).usage.as_dict()
-                    self.store.add_build_usage(key, spent, resumed)
-                self.store.mark_complete(key)
+                self._build_once(document, key, writer, build, resumed=earlier is not None)
             memory = self._assemble(document, key, writer)
         self._ready(memory)
         return memory
+
+    def _build_once(self, document: Any, key: str, writer: MemoryWriter, build: Build, resumed: bool) -> None:
+        """Build under the memory's lease: another thread, process or replica building the same memory is waited
+        for (then its memory is used), and one that died is taken over (the build resumes from its items)."""
+        from ..leases import Lease
+
+        lease = Lease(self.store, f"build:{key}")
+
+        def waiting(holder: Any) -> None:
+            build.phase(f"{self.name}: waiting for the build of this memory by pid {holder.pid} on {holder.host}")
+
+        with lease.held(on_wait=waiting):
+            record = self.store.get_memory(key)
+            if record is not None and record.status == "complete":  # built while we waited
+                build.phase(f"{self.name}: the memory was built by another process")
+                return
+            told = build.progress
+
+            def alive(phase: str, done: int, total: int, unit: str) -> None:
+                lease.refresh()
+                if told is not None:
+                    told(phase, done, total, unit)
+
+            before = len(build.trace.events)
+            try:
+                self._build(document, writer, replace(build, progress=alive))
+            finally:  # what this attempt spent, also when it was cut short
+                spent = Trace(build.trace.events[before:]).usage.as_dict()
+                self.store.add_build_usage(key, spent, resumed)
+            self.store.mark_complete(key)
 
     def load(self, document: Any) -> M | None:
         """The finished memory for these settings and model, or None."""

@@ -381,6 +381,23 @@ class StoreBackend(ABC):
         """Who holds an agent's turn lock, or None."""
 
 
+    # --- leases: one holder at a time for a named job (a memory's build), across processes and replicas ---
+    @abstractmethod
+    def try_lease(self, name: str, owner: str, pid: int, host: str, stale: Callable[[LockHolder], bool]) -> bool:
+        """Take the lease ``name`` if it is free, ours, or ``stale(holder)``; True if taken."""
+
+    @abstractmethod
+    def refresh_lease(self, name: str, owner: str) -> None:
+        """Say the lease's holder is alive."""
+
+    @abstractmethod
+    def release_lease(self, name: str, owner: str) -> None:
+        """Release the lease if ``owner`` holds it."""
+
+    @abstractmethod
+    def lease_holder(self, name: str) -> LockHolder | None:
+        """Who holds the lease ``name``, or None."""
+
     # --- users, their documents and agents (pagemind serve) --------------------------------------------
     @abstractmethod
     def create_user(self, name: str, key_hash: str, created: float) -> int | None:

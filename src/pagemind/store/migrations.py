@@ -210,6 +210,23 @@ def m006_service(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m007_leases(db: sqlite3.Connection) -> None:
+    """Leases: one holder at a time for a named job (building a memory), across processes and server replicas."""
+    db.executescript(
+        """
+        CREATE TABLE leases (
+            name TEXT PRIMARY KEY,          -- e.g. 'build:<memory key>'
+            owner TEXT NOT NULL,            -- random token of the holder
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            acquired REAL NOT NULL,
+            refreshed REAL NOT NULL         -- renewed as the job goes on; an old one is stale
+        );
+        """
+    )
+
+
 def migrate(db: sqlite3.Connection, path: str = ":memory:") -> list[str]:
     """Apply the migrations not yet recorded, in list order; return the names applied."""
     db.execute("CREATE TABLE IF NOT EXISTS _pagemind_migrations (name TEXT PRIMARY KEY, applied REAL)")

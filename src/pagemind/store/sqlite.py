@@ -492,6 +492,26 @@ class Store(StoreBackend):
                          (agent_id,)).fetchone()
         return None if row is None else LockHolder(row[0], int(row[1]), row[2], float(row[3]))
 
+    # --- leases ------------------------------------------------------------------------------------------
+    def try_lease(self, name: str, owner: str, pid: int, host: str, stale: Callable[[LockHolder], bool]) -> bool:
+        now = time.time()
+        with self.transaction():
+            holder = self.lease_holder(name)
+            if holder is not None and holder.owner != owner and not stale(holder):
+                return False
+            self._exec("INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?, ?)", (name, owner, pid, host, now, now))
+        return True
+
+    def refresh_lease(self, name: str, owner: str) -> None:
+        self._exec("UPDATE leases SET refreshed = ? WHERE name = ? AND owner = ?", (time.time(), name, owner))
+
+    def release_lease(self, name: str, owner: str) -> None:
+        self._exec("DELETE FROM leases WHERE name = ? AND owner = ?", (name, owner))
+
+    def lease_holder(self, name: str) -> LockHolder | None:
+        row = self._exec("SELECT owner, pid, host, refreshed FROM leases WHERE name = ?", (name,)).fetchone()
+        return None if row is None else LockHolder(row[0], int(row[1]), row[2], float(row[3]))
+
     # --- users, their documents and agents ---------------------------------------------------------------
     def create_user(self, name: str, key_hash: str, created: float) -> int | None:
         with self.transaction():
