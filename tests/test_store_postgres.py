@@ -139,6 +139,7 @@ def test_one_turn_at_a_time_across_processes(backend, tmp_path, request):
 def _hold(url, agent_id, ready):
     store = PostgresStore(url)
     assert store.try_lock_agent(agent_id, "doomed", os.getpid(), "another-host", lambda held: False)
+    assert store.try_lease("build:k", "doomed", os.getpid(), "another-host", lambda held: False)
     ready.set()
     time.sleep(600)
 
@@ -162,10 +163,29 @@ def test_a_killed_holder_frees_the_lock_as_its_connection_closes(pg_url):
             assert time.monotonic() < deadline, "the dead holder's lock was never freed"
             time.sleep(0.05)
         assert store.agent_lock_holder(agent).owner == "me"
+        assert store.try_lease("build:k", "me", os.getpid(), "here", never_stale)  # its lease too
     finally:
         if holder.is_alive():
             holder.kill()
         store.close()
+
+
+def test_leases_one_holder_at_a_time(pg_url):
+    store = PostgresStore(pg_url)
+    assert store.lease_holder("build:k") is None
+    assert store.try_lease("build:k", "me", 1, "h", lambda held: False)
+    assert store.try_lease("build:k", "me", 1, "h", lambda held: False)  # ours already
+    assert not store.try_lease("build:k", "you", 2, "h", lambda held: False)
+    assert store.try_lease("build:other", "you", 2, "h", lambda held: False)
+    before = store.lease_holder("build:k").refreshed
+    store.refresh_lease("build:k", "me")
+    assert store.lease_holder("build:k").refreshed >= before
+    assert store.try_lease("build:k", "you", 2, "h", lambda held: held.owner == "me")  # a stale holder
+    store.release_lease("build:k", "me")  # not the holder: nothing happens
+    assert store.lease_holder("build:k").owner == "you"
+    store.release_lease("build:k", "you")
+    assert store.lease_holder("build:k") is None
+    store.close()
 
 
 # --- archival vector search --------------------------------------------------------------------------------

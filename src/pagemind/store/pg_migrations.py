@@ -190,6 +190,25 @@ def m002_service(cur: Any) -> None:
     )
 
 
+@migration
+def m003_leases(cur: Any) -> None:
+    """Leases: one holder at a time for a named job (building a memory), across processes and server replicas
+    (the SQLite store's m007_leases, plus the holder's liveness lock as for agent turn locks)."""
+    cur.execute(
+        """
+        CREATE TABLE leases (
+            name TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            pid BIGINT NOT NULL,
+            host TEXT NOT NULL,
+            acquired DOUBLE PRECISION NOT NULL,
+            refreshed DOUBLE PRECISION NOT NULL,
+            session BIGINT
+        );
+        """
+    )
+
+
 def migrate(conn: Any, where: str) -> list[str]:
     """Apply the migrations not yet recorded, in list order, each in its own transaction, under an advisory lock
     (other processes wait for it); return the names applied. ``conn`` is an autocommit psycopg connection."""

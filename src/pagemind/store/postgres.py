@@ -581,6 +581,35 @@ class PostgresStore(StoreBackend):
                          (agent_id,)).fetchone()
         return None if row is None else LockHolder(row[0], int(row[1]), row[2], float(row[3]))
 
+    # --- leases ------------------------------------------------------------------------------------------
+    def try_lease(self, name: str, owner: str, pid: int, host: str, stale: Callable[[LockHolder], bool]) -> bool:
+        session = self._liveness_key()
+        now = time.time()
+        with self.transaction():
+            # the row may not exist yet: serialise on the name itself
+            self._exec("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (0x70676D33, name))
+            row = self._exec("SELECT owner, pid, host, refreshed, session FROM leases WHERE name = %s",
+                             (name,)).fetchone()
+            if row is not None and row[0] != owner:
+                holder = LockHolder(row[0], int(row[1]), row[2], float(row[3]))
+                if self._session_alive(row[4]) and not stale(holder):
+                    return False
+            self._exec("INSERT INTO leases VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO UPDATE "
+                       "SET owner = excluded.owner, pid = excluded.pid, host = excluded.host, "
+                       "acquired = excluded.acquired, refreshed = excluded.refreshed, session = excluded.session",
+                       (name, owner, pid, host, now, now, session))
+        return True
+
+    def refresh_lease(self, name: str, owner: str) -> None:
+        self._exec("UPDATE leases SET refreshed = %s WHERE name = %s AND owner = %s", (time.time(), name, owner))
+
+    def release_lease(self, name: str, owner: str) -> None:
+        self._exec("DELETE FROM leases WHERE name = %s AND owner = %s", (name, owner))
+
+    def lease_holder(self, name: str) -> LockHolder | None:
+        row = self._exec("SELECT owner, pid, host, refreshed FROM leases WHERE name = %s", (name,)).fetchone()
+        return None if row is None else LockHolder(row[0], int(row[1]), row[2], float(row[3]))
+
     # --- moving a store ------------------------------------------------------------------------------
     def table_rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
         _check_names(table, columns)
