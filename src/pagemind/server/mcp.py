@@ -19,12 +19,14 @@ take is refused by name, as the CLI refuses its flag; ``list_methods`` gives eac
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.from_thread
@@ -45,7 +47,6 @@ from ..users import authenticate, local_user
 
 T = TypeVar("T")
 USER_KEY = "pagemind.user"  # where the HTTP endpoint leaves the request's user in the ASGI scope
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 INSTRUCTIONS = (
     "pagemind reads documents far longer than a model's context window and answers questions about them "
     "(ReadAgent, MemWalker, RAG, full text), and keeps MemGPT agents with long-term memory. Add a document, then "
@@ -478,12 +479,9 @@ def search_json(found: Any) -> dict[str, Any]:
             "page_size": found.page_size}
 
 
-def progress_reporter(ctx: Context) -> Callable[[str, int, int, str], None] | None:
-    """A progress callback that tells the client (MCP progress notifications, when its request asked for them;
-    at most two a second) while a long ask or turn runs in a worker thread."""
-    meta = ctx.request_context.meta
-    if meta is None or getattr(meta, "progress_token", None) is None:
-        return None
+def progress_reporter(ctx: Context) -> Callable[[str, int, int, str], None]:
+    """A progress callback that tells the client (MCP progress notifications, sent when its request asked for
+    them; at most two a second) while a long ask or turn runs in a worker thread."""
     token = anyio.lowlevel.current_token()
     lock = threading.Lock()
     state = {"count": 0, "last": 0.0, "phase": ""}
@@ -525,7 +523,9 @@ def request_user(ctx: Context) -> UserRow:
 
 class Endpoint:
     """The ASGI app at ``/mcp``: the request's user (the bearer key's, or the local user when the server runs
-    without keys) into the scope, then the SDK's streamable HTTP transport; 401 without a valid key."""
+    without keys) into the scope, then the SDK's streamable HTTP transport; 401 without a valid key. On a server
+    bound to loopback the Host and Origin headers must name loopback too (a web page's DNS rebinding could
+    otherwise reach a keyless server)."""
 
     def __init__(self, pm: Any, server: MCPServer, auth: str) -> None:
         if auth not in ("keys", "none"):
@@ -535,11 +535,16 @@ class Endpoint:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        user = await anyio.to_thread.run_sync(self.user, dict(scope.get("headers") or []).get(b"authorization"))
-        if user is None:
-            from starlette.responses import JSONResponse
+        from starlette.responses import JSONResponse
 
-            response = JSONResponse({"detail": "a valid API key is required: Authorization: Bearer KEY (`pagemind "
+        headers = dict(scope.get("headers") or [])
+        refused = rebinding(scope.get("server"), headers)
+        if refused is not None:
+            await JSONResponse({"detail": refused[1]}, status_code=refused[0])(scope, receive, send)
+            return
+        user = await anyio.to_thread.run_sync(self.user, headers.get(b"authorization"))
+        if user is None:
+            response = JSONResponse({"detail": "a valid API key is needed: Authorization: Bearer KEY (`pagemind "
                                                "users create NAME` makes one)"}, status_code=401,
                                     headers={"WWW-Authenticate": "Bearer"})
             await response(scope, receive, send)
@@ -549,33 +554,53 @@ class Endpoint:
     def user(self, header: bytes | None) -> UserRow | None:
         if self.auth == "none":
             return local_user(self.pm.store)
-        value = (header or b"").decode("latin-1").strip()
-        scheme, _, key = value.partition(" ")
+        scheme, _, key = (header or b"").decode("latin-1").strip().partition(" ")
         return authenticate(self.pm.store, key.strip()) if scheme.lower() == "bearer" else None
 
 
-def endpoint(pm: Any, *, auth: str = "keys", host: str = "127.0.0.1") -> Endpoint:
+def loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def rebinding(server: tuple[str, int] | None, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
+    """(status, why) when a request to a loopback-bound server names another host or comes from another
+    origin; None when it may pass."""
+    if server is None or not loopback(server[0]):
+        return None
+    host = headers.get(b"host", b"").decode("latin-1")
+    if not loopback(urlsplit("//" + host).hostname):
+        return 421, f"Host {host!r} is not this loopback server"
+    origin = headers.get(b"origin")
+    if origin is not None and not loopback(urlsplit(origin.decode("latin-1")).hostname):
+        return 403, f"Origin {origin.decode('latin-1')!r} may not call this loopback server"
+    return None
+
+
+def endpoint(pm: Any, *, auth: str = "keys") -> Endpoint:
     """The ``/mcp`` ASGI endpoint; its session manager must run while it serves (``endpoint.server.session_manager
-    .run()`` in the host app's lifespan; :func:`mount` and :func:`http_app` do that). Stateless streamable HTTP:
-    every POST stands alone, so any replica can answer it. Host and Origin headers are checked (against DNS
-    rebinding) when the server listens on loopback."""
+    .run()`` in the host app's lifespan; :func:`mount` and :func:`http_app` see to it). Stateless streamable HTTP:
+    every POST stands alone (no session to lose), so any replica can answer it."""
     server = build_server(pm, request_user)
-    loopback = host in LOOPBACK
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=loopback,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"] if loopback else [],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] if loopback else [])
-    server.streamable_http_app(streamable_http_path="/", stateless_http=True, transport_security=security,
-                               max_request_body_size=max(4 << 20, 2 * int(pm.settings.max_bytes)), host=host)
+    server.streamable_http_app(streamable_http_path="/", stateless_http=True,
+                               transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+                               max_request_body_size=max(4 << 20, 2 * int(pm.settings.max_bytes)))
     return Endpoint(pm, server, auth)
 
 
-def mount(app: Any, pm: Any, *, path: str = "/mcp", auth: str = "keys", host: str = "127.0.0.1") -> Endpoint:
-    """Serve the tools at ``path`` of a Starlette/FastAPI ``app`` (before any catch-all route; with and without a
-    trailing slash, so no client meets a redirect), running the session manager inside the app's lifespan."""
+def mount(app: Any, pm: Any, *, path: str = "/mcp", auth: str = "keys") -> Endpoint:
+    """Serve the tools at ``path`` of a Starlette/FastAPI ``app`` (ahead of its other routes; with and without a
+    trailing slash, so no client meets a redirect), running the session manager inside the app's lifespan.
+    ``auth``: "keys" (the bearer key's user) or "none" (the local user)."""
     from starlette.routing import Route
 
-    mcp_endpoint = endpoint(pm, auth=auth, host=host)
+    mcp_endpoint = endpoint(pm, auth=auth)
     app.router.routes[0:0] = [Route(path, mcp_endpoint, include_in_schema=False),
                               Route(path.rstrip("/") + "/", mcp_endpoint, include_in_schema=False)]
     previous = app.router.lifespan_context
@@ -590,12 +615,12 @@ def mount(app: Any, pm: Any, *, path: str = "/mcp", auth: str = "keys", host: st
     return mcp_endpoint
 
 
-def http_app(pm: Any, *, path: str = "/mcp", auth: str = "keys", host: str = "127.0.0.1") -> Any:
+def http_app(pm: Any, *, path: str = "/mcp", auth: str = "keys") -> Any:
     """A Starlette app serving only the MCP endpoint at ``path`` (to host it without the HTTP API)."""
     from starlette.applications import Starlette
 
     app = Starlette()
-    mount(app, pm, path=path, auth=auth, host=host)
+    mount(app, pm, path=path, auth=auth)
     return app
 
 

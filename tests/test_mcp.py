@@ -1,0 +1,320 @@
+"""The MCP server through the SDK's own client: ``pagemind mcp`` over stdio in a real process, and the streamable
+HTTP endpoint of ``pagemind serve``'s app under uvicorn on loopback; the LLM is an OpenAI-compatible server on
+127.0.0.1 (pagemind's mock) answering the ask and scripting the agent's steps."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+from pagemind.llm.mockserver import MockServer  # noqa: E402
+from pagemind.methods import registry  # noqa: E402
+
+STORY = ("Wren keeps the lamps of the tower on the northern cape.\n\nAbel, her brother, sails the ferry.\n\n"
+         "The map was found under the third stair by Wren in the winter of the storm.")
+AGENT_FORMAT = "Reply format: every reply is exactly one JSON object"
+
+
+def step(function: str, thoughts: str = "thinking", **arguments: Any) -> str:
+    return json.dumps({"thoughts": thoughts, "function": function, "arguments": arguments})
+
+
+class Replies:
+    """The LLM server's replies: the agent's steps in order (each turn: keep the fact in archival memory, note it
+    in the human block, answer), and an answer naming Wren to every question about the document."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+        self.queue: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        system = str(body["messages"][0]["content"])
+        if AGENT_FORMAT not in system:
+            return "Answer: Wren keeps the lamps."
+        with self.lock:
+            if not self.queue:
+                self.turns += 1
+                self.queue = [step("archival_memory_insert", content="The user's sister is Ada, a pilot.",
+                                   request_heartbeat=True),
+                              step("core_memory_append", label="human", content="Sister: Ada",
+                                   request_heartbeat=True),
+                              step("send_message", thoughts="done", message=f"Noted, Ada it is ({self.turns}).")]
+            return self.queue.pop(0)
+
+
+@pytest.fixture()
+def llm():
+    with MockServer(text=Replies()) as server:
+        yield server
+
+
+def text(result: Any) -> str:
+    return result.content[0].text
+
+
+async def check_tools(client: Client, *, paths: bool) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert {"add_document", "list_documents", "list_methods", "ask", "show_trace", "list_runs", "create_agent",
+            "list_agents", "send_message", "read_core_memory", "search_archival", "search_recall"} <= set(tools)
+    assert ("path" in tools["add_document"].input_schema["properties"]) is paths
+    ask = tools["ask"].input_schema
+    assert ask["required"] == ["document_id", "question"]
+    assert ask["properties"]["method"]["enum"] == list(registry.document_methods())
+    options = ask["properties"]["method_options"]
+    assert options["type"] == "object" and options["additionalProperties"] is False
+    for method in registry.document_methods():  # every method's every option, typed as its declaration says
+        for name, declared in registry.get(method).Options.json_schema()["properties"].items():
+            assert options["properties"][name]["type"] == declared["type"], (method, name)
+    memwalker = registry.get("memwalker").Options.json_schema()["properties"]["segment_tokens"]
+    assert options["properties"]["segment_tokens"] == {**memwalker,
+                                                       "description": f"memwalker: {memwalker['description']}"}
+    assert "memwalker: most tokens of text shown per call" in options["properties"]["budget"]["description"]
+    agent_options = tools["create_agent"].input_schema["properties"]["options"]["properties"]
+    assert agent_options["max_steps"]["type"] == "integer" and agent_options["context_window"]["type"] == [
+        "integer", "null"]
+
+
+async def document_ask_trace(client: Client, **add: str) -> tuple[str, str]:
+    added = await client.call_tool("add_document", {"name": "cape.txt", **add})
+    assert not added.is_error, text(added)
+    doc = added.structured_content
+    assert doc["name"] == "cape.txt" and doc["words"] == len(STORY.split()) and text(added).startswith("document ")
+    listed = await client.call_tool("list_documents", {})
+    assert [d["id"] for d in listed.structured_content["documents"]] == [doc["id"]]
+
+    heard: list[str | None] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        heard.append(message)
+
+    answered = await client.call_tool("ask", {"document_id": doc["id"], "question": "Who keeps the lamps?",
+                                              "method": "full", "method_options": {"budget": 2000}},
+                                      progress_callback=progress)
+    assert not answered.is_error, text(answered)
+    answer = answered.structured_content
+    assert answer["answer"] == "Wren keeps the lamps." and answer["method"] == "full"
+    assert text(answered).startswith("Wren keeps the lamps.") and answer["run_id"] in text(answered)
+    assert "answering from the whole text" in heard  # the method's phases, as MCP progress notifications
+
+    trace = await client.call_tool("show_trace", {"run_id": answer["run_id"]})
+    run = trace.structured_content
+    assert run["run"]["status"] == "done" and run["run"]["kind"] == "ask" and run["run"]["method"] == "full"
+    assert run["run"]["request"]["method_options"] == {"budget": 2000}
+    kinds = [s["kind"] for s in run["steps"]]
+    assert "llm" in kinds and kinds[-1] == "result" and run["usage"]["calls"] == kinds.count("llm") >= 1
+    llm_step = next(s for s in run["steps"] if s["kind"] == "llm")["data"]
+    assert llm_step["role"] == "answer" and llm_step["prompt_tokens"] > 0 and "Wren" in llm_step["reply"]
+    assert "llm answer:" in text(trace)
+
+    wrong = await client.call_tool("ask", {"document_id": doc["id"], "question": "q", "method": "memwalker",
+                                           "method_options": {"max_pages": 3}})
+    assert wrong.is_error and "max_pages applies to auto, readagent-p, readagent-s, not memwalker" in text(wrong)
+    bad = await client.call_tool("ask", {"document_id": doc["id"], "question": "q", "method": "full",
+                                         "method_options": {"budget": 0}})
+    assert bad.is_error and "budget must be at least 1" in text(bad)
+    missing = await client.call_tool("ask", {"document_id": "0" * 64, "question": "q"})
+    assert missing.is_error and "no document '" in text(missing)
+    return doc["id"], answer["run_id"]
+
+
+async def agent_memory(client: Client) -> str:
+    created = await client.call_tool("create_agent", {"name": "sam", "human": "Name: Lee",
+                                                      "options": {"tool_calling": "json", "embedder": "none"}})
+    assert not created.is_error, text(created)
+    assert created.structured_content["name"] == "sam"
+    again = await client.call_tool("create_agent", {"name": "sam"})
+    assert again.is_error and "already have an agent named 'sam'" in text(again)
+    refused = await client.call_tool("create_agent", {"name": "x", "options": {"page_size": "many"}})
+    assert refused.is_error and "page_size" in text(refused)
+
+    sent = await client.call_tool("send_message", {"agent": "sam", "message": "My sister is Ada; she flies planes."})
+    assert not sent.is_error, text(sent)
+    turn = sent.structured_content
+    assert turn["messages"] == ["Noted, Ada it is (1)."] and text(sent).startswith("Noted, Ada it is (1).")
+    assert [s["function"] for s in turn["steps"]] == ["archival_memory_insert", "core_memory_append", "send_message"]
+
+    core = await client.call_tool("read_core_memory", {"agent": "sam"})
+    blocks = {b["label"]: b["value"] for b in core.structured_content["blocks"]}
+    assert blocks["human"] == "Name: Lee\nSister: Ada" and "Sister: Ada" in text(core)
+    assert core.structured_content["counts"]["archival"] == 1
+
+    archival = await client.call_tool("search_archival", {"agent": "sam", "query": "pilot"})
+    assert archival.structured_content["total"] == 1 and "sister is Ada, a pilot" in archival.structured_content[
+        "items"][0]
+    recall = await client.call_tool("search_recall", {"agent": "sam", "query": "flies planes"})
+    assert recall.structured_content["total"] >= 1 and "My sister is Ada" in recall.structured_content["items"][0]
+
+    trace = await client.call_tool("show_trace", {"run_id": turn["run_id"]})
+    agent_steps = [s["data"] for s in trace.structured_content["steps"] if s["kind"] == "step"]
+    assert [s["function"] for s in agent_steps] == ["archival_memory_insert", "core_memory_append", "send_message"]
+    listed = await client.call_tool("list_agents", {})
+    assert [a["name"] for a in listed.structured_content["agents"]] == ["sam"]
+    nobody = await client.call_tool("read_core_memory", {"agent": "nobody"})
+    assert nobody.is_error and "no agent 'nobody'" in text(nobody)
+    return turn["run_id"]
+
+
+# --- stdio: `pagemind mcp` in a real process ---------------------------------------------------------------
+def test_pagemind_mcp_over_stdio(tmp_path: Path, llm: MockServer) -> None:
+    story = tmp_path / "cape.txt"
+    story.write_text(STORY)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "pagemind", "mcp", "--llm", "openai:mock", "--base-url", llm.url],
+        env={"PAGEMIND_HOME": str(tmp_path / "home"), "PAGEMIND_CONTEXT_WINDOW": "8192",
+             "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
+    errors = (tmp_path / "stderr.txt").open("w")
+
+    async def main() -> None:
+        async with Client(stdio_client(params, errlog=errors), read_timeout_seconds=60) as client:
+            await check_tools(client, paths=True)
+            both = await client.call_tool("add_document", {"text": "x", "path": str(story)})
+            assert both.is_error and "one of them" in text(both)
+            await document_ask_trace(client, path=str(story))
+            await agent_memory(client)
+            runs = await client.call_tool("list_runs", {})
+            assert [r["kind"] for r in runs.structured_content["runs"]] == ["turn", "ask"]  # refused asks: none
+
+    try:
+        anyio.run(main)
+    finally:
+        errors.close()
+    from pagemind.store import Store
+
+    store = Store(tmp_path / "home" / "pagemind.db")  # what the tools did, they did as the local user
+    local = store.get_user("local")
+    assert local is not None and len(store.user_documents(local.id)) == 1
+    assert {r.user_id for r in store.list_runs(local.id)} == {local.id} and store.user_agents(local.id)
+
+
+# --- streamable HTTP: the endpoint in pagemind serve's app, under uvicorn on loopback ---------------------
+class Served:
+    """An ASGI app served by uvicorn in a thread on a free port of 127.0.0.1."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    def __enter__(self) -> "Served":
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            assert time.monotonic() < deadline and self.thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+
+def http_client(url: str, key: str | None) -> Client:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0))
+    return Client(streamable_http_client(url, http_client=http), read_timeout_seconds=60)
+
+
+def served_app(tmp_path: Path, llm: MockServer, auth: str) -> tuple[Any, Any]:
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    from pagemind import Pagemind
+    from pagemind.server.mcp import mount
+
+    pm = Pagemind("openai:mock", store=tmp_path / "serve.db", base_url=llm.url, context_window=8192)
+    try:
+        from pagemind.server.app import create_app
+    except ImportError:  # the HTTP API is not there: the endpoint alone
+        from pagemind.server.mcp import http_app
+
+        return http_app(pm, auth=auth), pm
+    app = create_app(pm, auth=auth)
+    if not any(getattr(route, "path", None) == "/mcp" for route in app.router.routes):
+        mount(app, pm, auth=auth)
+    return app, pm
+
+
+def test_mcp_over_streamable_http_as_the_key_user(tmp_path: Path, llm: MockServer) -> None:
+    import httpx
+
+    from pagemind.users import create_user
+
+    app, pm = served_app(tmp_path, llm, "keys")
+    _, ann = create_user(pm.store, "ann")
+    _, bob = create_user(pm.store, "bob")
+    with Served(app) as served:
+        url = served.url + "/mcp"
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        accept = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+        for headers in ({}, {"Authorization": "Bearer pm_wrong"}, {"Authorization": ann}):
+            refused = httpx.post(url, json=hello, headers={**accept, **headers})
+            assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+        rebound = httpx.post(url, json=hello, headers={**accept, "Authorization": f"Bearer {ann}",
+                                                       "Host": "attacker.example"})
+        assert rebound.status_code == 421
+        foreign = httpx.post(url, json=hello, headers={**accept, "Authorization": f"Bearer {ann}",
+                                                       "Origin": "http://attacker.example"})
+        assert foreign.status_code == 403
+
+        async def as_ann() -> tuple[str, str, str]:
+            async with http_client(url, ann) as client:
+                await check_tools(client, paths=False)
+                path = await client.call_tool("add_document", {"path": "/etc/hostname"})
+                assert path.is_error and "path is only read over stdio" in text(path)
+                doc, run = await document_ask_trace(client, text=STORY)
+                turn = await agent_memory(client)
+                return doc, run, turn
+
+        async def as_bob(doc: str, run: str, turn: str) -> None:
+            async with http_client(served.url + "/mcp/", bob) as client:  # the trailing slash is served too
+                listed = await client.call_tool("list_documents", {})
+                assert listed.structured_content == {"documents": []}
+                asked = await client.call_tool("ask", {"document_id": doc, "question": "Who keeps the lamps?"})
+                assert asked.is_error and f"no document {doc!r}" in text(asked)
+                for run_id in (run, turn):
+                    trace = await client.call_tool("show_trace", {"run_id": run_id})
+                    assert trace.is_error and f"no run {run_id!r}" in text(trace)
+                core = await client.call_tool("read_core_memory", {"agent": "sam"})
+                assert core.is_error and "no agent 'sam'" in text(core)
+                mine = await client.call_tool("create_agent", {"name": "sam", "options": {"embedder": "none"}})
+                assert not mine.is_error, text(mine)  # bob's own sam: names are per user
+                assert (await client.call_tool("list_agents", {})).structured_content["agents"][0]["name"] == "sam"
+
+        doc, run, turn = anyio.run(as_ann)
+        anyio.run(as_bob, doc, run, turn)
+    pm.close()
+
+
+def test_mcp_over_http_without_keys_acts_as_the_local_user(tmp_path: Path, llm: MockServer) -> None:
+    app, pm = served_app(tmp_path, llm, "none")
+    with Served(app) as served:
+        async def main() -> str:
+            async with http_client(served.url + "/mcp", None) as client:
+                added = await client.call_tool("add_document", {"text": STORY, "name": "cape.txt"})
+                return added.structured_content["id"]
+
+        doc = anyio.run(main)
+    local = pm.store.get_user("local")
+    assert local is not None and [d.id for d in pm.store.user_documents(local.id)] == [doc]
+    pm.close()
