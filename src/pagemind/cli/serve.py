@@ -54,6 +54,9 @@ def serve(ctx: click.Context, host: str, port: int, auth: str, workers: int, kee
     pm = session(ctx, kw)
     try:
         app = create_app(pm, auth=auth, keepalive=keepalive, workers=workers)
+    except ImportError as err:
+        pm.close()
+        raise ConfigError(f"pagemind serve needs the 'serve' extra: pip install 'pagemind[serve]' ({err})") from None
     except BaseException:
         pm.close()
         raise

@@ -156,11 +156,12 @@ def own_run(service: Service, run_id: str, user: UserRow) -> RunRow:
 
 # --- the app ----------------------------------------------------------------------------------------
 def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *, auth: str = "keys",
-               keepalive: float = 15.0, workers: int = 16) -> FastAPI:
+               keepalive: float = 15.0, workers: int = 16, mcp: bool = True) -> FastAPI:
     """The API over one :class:`Pagemind` (given, built from ``Settings``, or from a factory; ``None``: from the
     environment). ``auth``: ``keys`` (every request carries a user's key), ``none`` (every request is the user
     ``local``; for loopback only, which ``pagemind serve`` enforces), ``auto`` (keys once any user exists).
-    ``keepalive``: seconds of silence after which an event stream sends a comment. ``workers``: runs at once."""
+    ``keepalive``: seconds of silence after which an event stream sends a comment. ``workers``: runs at once.
+    ``mcp``: also serve the MCP tools at ``/mcp`` (needs the ``mcp`` package)."""
     from contextlib import asynccontextmanager
 
     owned = not isinstance(pm, Pagemind)
@@ -347,8 +348,11 @@ def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *
 
     app.include_router(agents_router(service))
 
-    # --- MCP (issue 16 item 4): server/mcp.py mounts its streamable-HTTP app at /mcp here -------------
-    # MCP-MOUNT
+    # --- MCP (issue 16 item 4): the same tools over streamable HTTP at /mcp (server/mcp.py) -------------
+    if mcp:
+        from .mcp import mount
+
+        mount(app, service.pm, path="/mcp", auth=service.auth)
 
     # --- the web viewer (package data; mounted when present) ----------------------------------------
     if (STATIC / "index.html").exists():
