@@ -318,3 +318,52 @@ def test_mcp_over_http_without_keys_acts_as_the_local_user(tmp_path: Path, llm: 
     local = pm.store.get_user("local")
     assert local is not None and [d.id for d in pm.store.user_documents(local.id)] == [doc]
     pm.close()
+
+
+def test_mcp_at_slash_mcp_of_a_real_pagemind_serve(tmp_path: Path, llm: MockServer) -> None:
+    import subprocess
+
+    import httpx
+
+    pytest.importorskip("uvicorn")
+    from pagemind.store import Store
+    from pagemind.users import create_user
+
+    store = tmp_path / "serve.db"
+    opened = Store(store)
+    _, key = create_user(opened, "ann")
+    opened.close()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ, PAGEMIND_HOME=str(tmp_path / "home"), PAGEMIND_CONTEXT_WINDOW="8192")
+    process = subprocess.Popen([sys.executable, "-m", "pagemind", "serve", "--port", str(port), "--store", str(store),
+                                "--llm", "openai:mock", "--base-url", llm.url], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            try:
+                if httpx.get(base + "/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "pagemind serve did not start"
+            time.sleep(0.1)
+        refused = httpx.post(base + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                             headers={"Accept": "application/json, text/event-stream"})
+        if refused.status_code == 404:
+            pytest.skip("this pagemind serve does not mount /mcp")
+        assert refused.status_code == 401
+
+        async def main() -> None:
+            async with http_client(base + "/mcp", key) as client:
+                await check_tools(client, paths=False)
+                await document_ask_trace(client, text=STORY)
+
+        anyio.run(main)
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
