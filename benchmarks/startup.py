@@ -19,10 +19,10 @@ the command, as with a real server; every timed ask must report all its calls se
 Bytecode is cached as in an installed package: the commands run without ``PYTHONDONTWRITEBYTECODE``, with a
 temporary ``PYTHONPYCACHEPREFIX``, after one warm-up run each (otherwise every run recompiles pagemind).
 
-    python benchmarks/startup.py --label after
-    python benchmarks/startup.py --label before --src /tmp/old/src   # another pagemind (e.g. a git archive)
-
-Each ``--label`` is a series in ``results/startup.json``; the other series already there are kept.
+    python benchmarks/startup.py                                   # the installed pagemind, series "after"
+    python benchmarks/startup.py --also before=/tmp/old/src        # and another (e.g. a git archive's src/),
+                                                                   # measured in the same rounds
+Each label is a series in ``results/startup.json``; series already there under other labels are kept.
 """
 
 from __future__ import annotations
@@ -76,19 +76,27 @@ def loaded_modules(env: dict[str, str], module: str) -> dict:
     return {"modules": len(names), "heavy": [h for h in HEAVY if h in names]}
 
 
+def series_env(base: dict[str, str], tmp: Path, label: str, src: str | None) -> dict[str, str]:
+    env = dict(base, PYTHONPYCACHEPREFIX=str(tmp / label / "pycache"), PAGEMIND_STORE=str(tmp / label / "store.db"))
+    if src:
+        env["PYTHONPATH"] = str(Path(src).resolve())
+    return env
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--label", default="after", help="the series' name in results/startup.json")
-    parser.add_argument("--src", help="measure the pagemind package in this directory (PYTHONPATH)")
-    parser.add_argument("--note", default="", help="what the series measures (e.g. the commit)")
+    parser.add_argument("--label", default="after", help="the name of the installed pagemind's series")
+    parser.add_argument("--src", help="measure the pagemind package in this directory instead (PYTHONPATH)")
+    parser.add_argument("--also", action="append", default=[], metavar="LABEL=DIR",
+                        help="another series measured in the same rounds (e.g. before=/tmp/old/src)")
+    parser.add_argument("--note", default="", help="what the series measure (e.g. the commits)")
     args = parser.parse_args()
+    series = [(args.label, args.src)] + [tuple(a.split("=", 1)) for a in args.also]  # type: ignore[misc]
 
     with tempfile.TemporaryDirectory() as tmp, MockServer(latency=0.0, text=mock_reply) as server:
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
-        env.update(PYTHONPYCACHEPREFIX=str(Path(tmp) / "pycache"), PAGEMIND_STORE=str(Path(tmp) / "store.db"))
-        if args.src:
-            env["PYTHONPATH"] = str(Path(args.src).resolve())
+        base = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+        envs = {label: series_env(base, Path(tmp), label, src) for label, src in series}
         py = [sys.executable]
         llm = ["--llm", "openai:mock", "--base-url", server.url, "--context-window", "16384"]
         commands = {
@@ -100,33 +108,36 @@ def main() -> None:
             "ask --long-sample -m readagent-p (cached)": (
                 py + ["-m", "pagemind", "ask", "--long-sample", LONG_QUESTION, "-m", "readagent-p", *llm], True),
         }
-        where = subprocess.run(py + ["-c", "import pagemind; print(pagemind.__file__)"], env=env,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        print(f"measuring {where}", file=sys.stderr)
-        for name, (command, cached) in commands.items():  # warm-up: bytecode written, memories built, answers cached
-            _, _, done = timed(command, env)
-            check(name, done, False)
-        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
-        for _ in range(args.runs):
+        for label, env in envs.items():
+            where = subprocess.run(py + ["-c", "import pagemind; print(pagemind.__file__)"], env=env,
+                                   capture_output=True, text=True, check=True).stdout.strip()
+            print(f"{label}: {where}", file=sys.stderr)
+            for name, (command, _) in commands.items():  # warm-up: bytecode written, memories built, answers cached
+                check(name, timed(command, env)[2], False)
+        samples: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for _ in range(args.runs):  # rounds: every command of every series in turn, so load changes hit all alike
             for name, (command, cached) in commands.items():
-                wall, cpu, done = timed(command, env)
-                check(name, done, cached)
-                samples[name].append((wall, cpu))
-        rows = []
-        for name, values in samples.items():
-            walls, cpus = [w for w, _ in values], [c for _, c in values]
-            rows.append({"command": name, "wall_median_s": round(statistics.median(walls), 3),
-                         "wall_min_s": round(min(walls), 3), "cpu_median_s": round(statistics.median(cpus), 3)})
-            print(f"{name:<44} wall {rows[-1]['wall_median_s']:.3f} s (min {rows[-1]['wall_min_s']:.3f})  "
-                  f"cpu {rows[-1]['cpu_median_s']:.3f} s", file=sys.stderr)
-        imports = {m: loaded_modules(env, m) for m in ("pagemind", "pagemind.cli.main")}
-        load = os.getloadavg()
+                for label, env in envs.items():
+                    wall, cpu, done = timed(command, env)
+                    check(f"{label}: {name}", done, cached)
+                    samples.setdefault((label, name), []).append((wall, cpu))
+        load = [round(x, 2) for x in os.getloadavg()]
+        results = {}
+        for label, env in envs.items():
+            rows = []
+            for name in commands:
+                walls, cpus = zip(*samples[(label, name)])
+                rows.append({"command": name, "wall_median_s": round(statistics.median(walls), 3),
+                             "wall_min_s": round(min(walls), 3), "cpu_median_s": round(statistics.median(cpus), 3)})
+                print(f"{label:<8} {name:<44} wall {rows[-1]['wall_median_s']:.3f} s (min {rows[-1]['wall_min_s']:.3f})"
+                      f"  cpu {rows[-1]['cpu_median_s']:.3f} s", file=sys.stderr)
+            results[label] = {"note": args.note, "runs": args.runs, "cpus": os.cpu_count(),
+                              "load_average_1_5_15_at_end": load, "commands": rows,
+                              "imports": {m: loaded_modules(env, m) for m in ("pagemind", "pagemind.cli.main")}}
 
     path = RESULTS / "startup.json"
-    series = json.loads(path.read_text()).get("series", {}) if path.exists() else {}
-    series[args.label] = {"note": args.note, "runs": args.runs, "cpus": os.cpu_count(),
-                          "load_average_1_5_15": [round(x, 2) for x in load], "commands": rows, "imports": imports}
-    write_result("startup", {"method": __doc__.split("\n\n")[0].strip(), "series": series})
+    kept = json.loads(path.read_text()).get("series", {}) if path.exists() else {}
+    write_result("startup", {"method": __doc__.split("\n\n")[0].strip(), "series": {**kept, **results}})
 
 
 if __name__ == "__main__":
