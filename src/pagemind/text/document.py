@@ -24,6 +24,7 @@ LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb
                            "\ufb05": "st", "\ufb06": "st", "\u00ad": None})
 CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 TRAILING_SPACE = re.compile(r"[ \t]+\n")
+BINARY_CONTROLS = re.compile(r"[\x00-\x08\x0d-\x1f]")  # control characters but \t \n \v \f: many mean binary
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def _validate_text(text: str, name: str) -> str:
     if not text.strip():
         raise InputError(f"{name}: the document is empty (no words to read)")
     sample = text[:65536]
-    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\n\t\f\v")
+    controls = len(BINARY_CONTROLS.findall(sample))
     if "\x00" in sample or controls > max(8, len(sample) // 100):
         raise UnsupportedInput(f"{name}: this looks like a binary file, not text")
     return text
