@@ -138,6 +138,8 @@ async def agent_memory(client: Client) -> str:
     assert created.structured_content["name"] == "sam"
     again = await client.call_tool("create_agent", {"name": "sam"})
     assert again.is_error and "already have an agent named 'sam'" in text(again)
+    named = await client.call_tool("create_agent", {"name": "a b"})
+    assert named.is_error and "agent name 'a b': use letters" in text(named) and "u1." not in text(named)
     refused = await client.call_tool("create_agent", {"name": "x", "options": {"page_size": "many"}})
     assert refused.is_error and "page_size" in text(refused)
 

@@ -20,6 +20,7 @@ take is refused by name, as the CLI refuses its flag; ``list_methods`` gives eac
 from __future__ import annotations
 
 import ipaddress
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -46,6 +47,7 @@ from ..store.base import DocumentRow, RunRow, StepRow, UserRow
 from ..users import authenticate, local_user
 
 T = TypeVar("T")
+AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")  # stored as u<user id>.<name>, at most 64
 USER_KEY = "pagemind.user"  # where the HTTP endpoint leaves the request's user in the ASGI scope
 INSTRUCTIONS = (
     "pagemind reads documents far longer than a model's context window and answers questions about them "
@@ -73,7 +75,8 @@ def build_server(pm: Any, user_of: UserOf, *, allow_paths: bool = False) -> MCPS
     async def add_document(
         ctx: Context,
         text: Annotated[str | None, Field(description="the document's text")] = None,
-        name: Annotated[str | None, Field(description="a name for it (default: from the path, else 'text.txt')")] = None,
+        name: Annotated[str | None, Field(description="a name for it (default: the file's, else 'text.txt')")]
+        = None,
         path: Annotated[str | None, Field(description="a file on this machine to read instead of text (.txt, .md, "
                                                        ".pdf, .epub, .docx, .html)")] = None,
     ) -> CallToolResult:
@@ -164,8 +167,8 @@ def build_server(pm: Any, user_of: UserOf, *, allow_paths: bool = False) -> MCPS
     ) -> CallToolResult:
         """Your recent runs (asks, index builds, agent turns), newest first."""
         rows = await run(ctx, lambda uid: pm.runs.list(uid, kind=kind, limit=limit))
-        lines = [f"{r.id}  {r.kind} {r.method or ''} {r.status}  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(r.created))}"
-                 for r in rows]
+        when = [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.created)) for r in rows]
+        lines = [f"{r.id}  {r.kind} {r.method or ''} {r.status}  {t}" for r, t in zip(rows, when)]
         return result({"runs": [run_json(r) for r in rows]}, "\n".join(lines) or "no runs yet")
 
     # agents ----------------------------------------------------------------------------------------
@@ -182,7 +185,7 @@ def build_server(pm: Any, user_of: UserOf, *, allow_paths: bool = False) -> MCPS
 
     async def create_agent(
         ctx: Context,
-        name: Annotated[str, Field(description="its name: letters, digits, '_', '.', '-'")],
+        name: Annotated[str, Field(description="its name: letters, digits, '_', '.', '-' (at most 48)")],
         persona: Annotated[str | None, Field(description="who the agent is (its persona block; default: "
                                                          "pagemind's persona under this name)")] = None,
         human: Annotated[str | None, Field(description="what it knows about you (its human block)")] = None,
@@ -190,6 +193,8 @@ def build_server(pm: Any, user_of: UserOf, *, allow_paths: bool = False) -> MCPS
     ) -> CallToolResult:
         """Create a MemGPT agent: a persistent assistant with core memory (persona and human blocks it edits),
         recall (every message) and archival memory (passages it searches)."""
+        if not AGENT_NAME.match(name):
+            raise ToolError(f"agent name {name!r}: use letters, digits, '_', '.', '-' (at most 48)")
         settings = agent_options(options or {})
 
         def work(uid: int) -> dict[str, Any]:
@@ -351,14 +356,10 @@ def merged(variants: list[tuple[str, dict[str, Any]]], methods: int) -> dict[str
         helps.setdefault(p.get("description", "") + default, []).append(method)
     if len(helps) == 1:
         text = next(iter(helps))
-        out["description"] = text if len(variants) == methods else f"{', '.join(variants_names(variants))}: {text}"
+        out["description"] = text if len(variants) == methods else f"{', '.join(m for m, _ in variants)}: {text}"
     else:
         out["description"] = "; ".join(f"{', '.join(names)}: {text}" for text, names in helps.items())
     return out
-
-
-def variants_names(variants: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    return [method for method, _ in variants]
 
 
 def check_method_options(method: str, given: dict[str, Any]) -> None:
