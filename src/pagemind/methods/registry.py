@@ -9,7 +9,6 @@ loads only when the reader, its options or the method list is needed.
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
@@ -42,6 +41,8 @@ def plugin_targets() -> dict[str, str]:
     """Methods registered by other packages: name -> ``module:Class`` (read once; see :func:`refresh`)."""
     global _plugins
     if _plugins is None:
+        from importlib.metadata import entry_points  # ~10 ms to import: only when the method list is needed
+
         _plugins = {ep.name: ep.value for ep in entry_points(group=GROUP)}
     return _plugins
 
