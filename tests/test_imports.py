@@ -56,6 +56,12 @@ def test_importing_pagemind_or_its_cli_loads_nothing_heavy(code):
     assert loaded(code, NOT_AT_START) == []
 
 
+def test_the_library_reads_entry_points_only_when_methods_are_listed():
+    assert loaded("import pagemind", ("importlib.metadata",)) == []
+    assert loaded("from pagemind.methods import registry\nregistry.names()", ("importlib.metadata",)) == [
+        "importlib.metadata"]
+
+
 def test_help_and_methods_load_nothing_heavy_and_list_every_command():
     code = ("from pagemind.cli.main import cli\n"
             "for args in (['--help'], ['methods'], ['ask', '--help']):\n"
