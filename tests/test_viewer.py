@@ -178,9 +178,11 @@ def shoot(tmp_path):
     return save
 
 
-def sign_in(tab, server):
+def sign_in(tab, server, shoot=None):
     tab.goto(server["url"] + "/")
     tab.wait_for_selector("form.signin")
+    if shoot:
+        shoot(tab, "0-sign-in")
     tab.fill("#key", "pm-not-a-key")
     tab.click("form.signin button[type=submit]")
     tab.wait_for_selector("form.signin .error:not([hidden])")
@@ -195,7 +197,7 @@ def sign_in(tab, server):
 
 def test_sign_in_upload_a_markup_name_ask_live_and_the_page_strip(server, page, shoot):
     tab = page
-    sign_in(tab, server)
+    sign_in(tab, server, shoot)
     shoot(tab, "1-documents-empty")
 
     # a file whose name is markup: listed literally, no element made of it, no script run
@@ -313,8 +315,24 @@ def test_without_keys_no_sign_in_and_memwalker_s_walk_on_its_tree(server, page, 
     walk = answer.details["trajectory"]
     assert [s["action"] for s in walk if s["kind"] == "leaf"] == [-1, -2]
 
+    # the first event stream breaks after two steps (CRLF line ends); the viewer reconnects with Last-Event-ID
+    steps = pm.runs.steps(answer.run_id)
+    streams = []
+
+    def events(route):
+        streams.append(route.request.headers.get("last-event-id"))
+        if len(streams) > 1:
+            return route.continue_()
+        body = "".join(f"id: {s.seq}\r\nevent: {s.kind}\r\ndata: " + json.dumps(
+            {"seq": s.seq, "kind": s.kind, "data": s.data, "created": s.created}) + "\r\n\r\n" for s in steps[:2])
+        route.fulfill(status=200, headers={"Content-Type": "text/event-stream"}, body=": keep-alive\r\n\r\n" + body)
+
+    tab.route("**/v1/runs/*/events", events)
     tab.goto(server["url"] + f"/#/runs/{answer.run_id}")
     tab.wait_for_selector("#tree svg")
+    assert streams == [None, str(steps[1].seq)]
+    shown = tab.locator("#steps li.step").evaluate_all("els => els.map(e => Number(e.dataset.seq))")
+    assert len(shown) == len(set(shown)) and shown[0] == steps[0].seq and shown[-1] == steps[-1].seq
     assert tab.locator("form.signin").count() == 0 and tab.locator("#who .user").inner_text() == "local"
     visited = tab.locator("#tree g.node.visited, #tree g.node.rejected, #tree g.node.answered").evaluate_all(
         "els => els.map(e => e.dataset.node)")
@@ -329,6 +347,9 @@ def test_without_keys_no_sign_in_and_memwalker_s_walk_on_its_tree(server, page, 
     tab.set_viewport_size({"width": 400, "height": 800})
     shoot(tab, "10-memwalker-run-narrow")
     tab.set_viewport_size({"width": 1280, "height": 860})
+    tab.emulate_media(color_scheme="dark")
+    shoot(tab, "11-memwalker-run-dark")
+    tab.emulate_media(color_scheme="light")
 
     tab.click("#nav a[data-section=documents]")
     tab.wait_for_selector("#documents")

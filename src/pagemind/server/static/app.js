@@ -296,7 +296,7 @@ async function navigate() {
 function signInPage() {
   app.dataset.page = "signin";
   const input = h("input", { type: "password", id: "key", name: "key", autocomplete: "off", required: true,
-                             placeholder: "pm-…", spellcheck: "false" });
+                             placeholder: "pm_…", spellcheck: "false" });
   const note = h("p", { class: "error", role: "alert", hidden: !state.flash }, state.flash || "");
   state.flash = null;
   const form = h("form", { class: "signin card", onsubmit: async (e) => {
@@ -604,9 +604,7 @@ async function runPage(id, signal) {
       h("p", { class: "facts" }, statusPill(run.status), " ", h("span", { class: "kind" }, run.kind),
         run.method ? [" · ", h("span", { class: "mono" }, run.method)] : null, " · ", target, " · started ", when(run.started || run.created),
         " ", live, ["queued", "running"].includes(run.status) ? [" ", cancel] : null),
-      r.options?.length ? h("ol", { class: "choices" }, r.options.map((o) => h("li", {}, o))) : null,
-      Object.keys(r.method_options || r.options_given || {}).length
-        ? h("p", { class: "muted small mono" }, `options: ${compact(r.method_options)}`) : null);
+      r.options?.length ? h("ol", { class: "choices" }, r.options.map((o) => h("li", {}, o))) : null);
   };
   const drawCost = () => clear(cost, costSummary(usageOf(steps), run));
   const drawOutcome = () => {
