@@ -10,3 +10,5 @@ python benchmarks/tokens.py
 python benchmarks/concurrency.py
 # (c) first answer with the embedded default model: real inference, takes ~20-40 minutes on 2 cores
 python benchmarks/first_answer.py
+# (f) start-up of fresh processes (import, --help, methods, cached asks against the mock; about 1 minute)
+python benchmarks/startup.py

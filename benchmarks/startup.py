@@ -1,4 +1,4 @@
-"""(e) Start-up: how long a pagemind command takes when it has (almost) nothing to do, in fresh processes.
+"""(f) Start-up: how long a pagemind command takes when it has (almost) nothing to do, in fresh processes.
 
 Each command runs ``--runs`` times (default 15) in a new interpreter, the commands taking turns so that a busy
 machine slows them alike; reported per command: the median wall time and the median CPU time (user + system of
