@@ -250,4 +250,4 @@ def _hide_encoding_without_files(command: click.Command) -> None:
 
 
 _hide_encoding_without_files(cli)
-cli.prepare = _hide_encoding_without_files  # type: ignore[attr-defined]  # each lazy command, as it loads
+cli.prepare = _hide_encoding_without_files  # and each lazy command as it loads
