@@ -105,3 +105,15 @@ def export_user(store: StoreBackend, user_id: int) -> dict[str, Any]:
 def erase_user(store: StoreBackend, user_id: int) -> dict[str, int]:
     """Delete everything of one user and nothing else (their account and keys stay)."""
     return store.erase_user_data(user_id)
+
+
+def agent_key(user_id: int, name: str) -> str:
+    """The stored name of a user's agent: agent names are global in the store, so the service (HTTP and MCP)
+    keeps each user's agents as ``u<user id>.<name>`` and shows them by their own name."""
+    return f"u{user_id}.{name}"
+
+
+def agent_name(user_id: int, stored: str) -> str:
+    """A user's agent's own name, from its stored name."""
+    prefix = f"u{user_id}."
+    return stored[len(prefix):] if stored.startswith(prefix) else stored

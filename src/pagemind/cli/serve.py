@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 import click
 
 from ..errors import ConfigError
+from ..server.net import is_loopback
 from .main_errors import handle_errors
 from .options import llm_options, session
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @click.command()

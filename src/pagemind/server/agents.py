@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import ConfigError, NotFound
 from ..store.base import AgentRow, RunRow, UserRow
+from ..users import agent_key
 from .sse import run_json
 from .workers import AgentBusy
 
@@ -69,7 +70,7 @@ def checked_options(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, 
 
 
 def stored_name(user: UserRow, name: str) -> str:
-    return f"u{user.id}.{name}"
+    return agent_key(user.id, name)
 
 
 def shown_name(row: AgentRow) -> str:

@@ -19,7 +19,6 @@ take is refused by name, as the CLI refuses its flag; ``list_methods`` gives eac
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import threading
 import time
@@ -44,7 +43,9 @@ from ..errors import ConfigError, NotFound, PagemindError
 from ..methods import registry
 from ..runs import summarize
 from ..store.base import DocumentRow, RunRow, StepRow, UserRow
-from ..users import authenticate, local_user
+from ..users import agent_key, authenticate, local_user
+from ..users import agent_name as display_name
+from .net import is_loopback
 
 T = TypeVar("T")
 AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")  # stored as u<user id>.<name>, at most 64
@@ -459,16 +460,6 @@ def clip(text: str, chars: int = 160) -> str:
     return text if len(text) <= chars else text[:chars - 1] + "…"
 
 
-def agent_key(user_id: int, name: str) -> str:
-    """The stored name of a user's agent (agent names are global in the store; the HTTP API uses the same)."""
-    return f"u{user_id}.{name}"
-
-
-def display_name(user_id: int, stored: str) -> str:
-    prefix = f"u{user_id}."
-    return stored[len(prefix):] if stored.startswith(prefix) else stored
-
-
 def agent_json(agent: Any, name: str) -> dict[str, Any]:
     return {"id": agent.id, "name": name, "created": agent.record.created, "options": agent.options.as_dict(),
             "blocks": [{"label": b.label, "value": b.value, "limit": b.limit} for b in agent.blocks()],
@@ -559,27 +550,16 @@ class Endpoint:
         return authenticate(self.pm.store, key.strip()) if scheme.lower() == "bearer" else None
 
 
-def loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def rebinding(server: tuple[str, int] | None, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
     """(status, why) when a request to a loopback-bound server names another host or comes from another
     origin; None when it may pass."""
-    if server is None or not loopback(server[0]):
+    if server is None or not is_loopback(server[0]):
         return None
     host = headers.get(b"host", b"").decode("latin-1")
-    if not loopback(urlsplit("//" + host).hostname):
+    if not is_loopback(urlsplit("//" + host).hostname):
         return 421, f"Host {host!r} is not this loopback server"
     origin = headers.get(b"origin")
-    if origin is not None and not loopback(urlsplit(origin.decode("latin-1")).hostname):
+    if origin is not None and not is_loopback(urlsplit(origin.decode("latin-1")).hostname):
         return 403, f"Origin {origin.decode('latin-1')!r} may not call this loopback server"
     return None
 
