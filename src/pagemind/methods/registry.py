@@ -9,7 +9,7 @@ loads only when the reader, its options or the method list is needed.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 
@@ -88,4 +88,50 @@ def all_readers() -> list[type["Reader"]]:
     return [get(n) for n in names()]
 
 
-__all__ = ["BUILTIN", "GROUP", "all_readers", "document_methods", "get", "names", "plugin_targets", "refresh"]
+
+
+def options_schema() -> dict[str, Any]:
+    """One JSON schema object with every document method's options, generated from their declarations (the MCP
+    ``ask`` tool's and the HTTP API's ``method_options``). Not a union per method: several clients refuse or
+    flatten ``oneOf``, and methods share option names; each property's description names the methods it applies
+    to where not all, and a method checks its own options when its reader is made."""
+    by_name: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for method in document_methods():
+        for name, prop in get(method).Options.json_schema()["properties"].items():
+            by_name.setdefault(name, []).append((method, prop))
+    properties = {name: merged(variants, len(document_methods())) for name, variants in by_name.items()}
+    return {"type": "object", "properties": properties, "additionalProperties": False,
+            "description": "each option applies to the methods its description names (every method when none is "
+                           "named); leave out what should keep the method's default"}
+
+
+def merged(variants: list[tuple[str, dict[str, Any]]], methods: int) -> dict[str, Any]:
+    """One property for an option several methods declare: the common type; allowed values and minimums that
+    admit every method's; the help and default said per method where they differ."""
+    first = variants[0][1]
+    kinds = {str(p["type"]) for _, p in variants}
+    if len(kinds) > 1:
+        out: dict[str, Any] = {"anyOf": list({str(p["type"]): {"type": p["type"]} for _, p in variants}.values())}
+    else:
+        out = {"type": first["type"]}
+        if all("enum" in p for _, p in variants):
+            out["enum"] = list(dict.fromkeys(v for _, p in variants for v in p["enum"]))
+        if all("minimum" in p for _, p in variants):
+            out["minimum"] = min(p["minimum"] for _, p in variants)
+    defaults = {repr(p.get("default")) for _, p in variants}
+    common = len(defaults) == 1 and "default" in first
+    if common:
+        out["default"] = first["default"]
+    helps: dict[str, list[str]] = {}
+    for method, p in variants:
+        default = f" [default {p['default']!r}]" if "default" in p and not common else ""
+        helps.setdefault(p.get("description", "") + default, []).append(method)
+    if len(helps) == 1:
+        text = next(iter(helps))
+        out["description"] = text if len(variants) == methods else f"{', '.join(m for m, _ in variants)}: {text}"
+    else:
+        out["description"] = "; ".join(f"{', '.join(names)}: {text}" for text, names in helps.items())
+    return out
+
+
+__all__ = ["BUILTIN", "GROUP", "all_readers", "document_methods", "get", "names", "options_schema", "plugin_targets", "refresh"]

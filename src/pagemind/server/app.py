@@ -28,6 +28,7 @@ from ..api import Pagemind
 from ..config import Settings
 from ..errors import (ConfigError, InputError, InputTooLarge, LLMError, NotFound, PagemindError,
                       UnsupportedInput)
+from ..methods.registry import options_schema
 from ..runs import RunCancelled, summarize
 from ..store.base import DocumentRow, RunRow, UserRow
 from ..text.document import CONTAINER_FACTOR
@@ -107,14 +108,14 @@ class TextDocument(BaseModel):
 
 class IndexRequest(BaseModel):
     method: str = "auto"
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict, json_schema_extra=options_schema())
 
 
 class AskRequest(BaseModel):
     question: str = Field(min_length=1)
     options: list[str] = Field(default_factory=list, description="multiple-choice options, in order")
     method: str = "auto"
-    method_options: dict[str, Any] = Field(default_factory=dict)
+    method_options: dict[str, Any] = Field(default_factory=dict, json_schema_extra=options_schema())
     budget: int | None = Field(None, ge=1, description="tokens the answer's context may use (methods with a budget)")
 
 

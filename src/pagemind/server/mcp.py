@@ -41,6 +41,7 @@ from pydantic import Field
 
 from ..errors import ConfigError, NotFound, PagemindError
 from ..methods import registry
+from ..methods.registry import options_schema
 from ..runs import summarize
 from ..store.base import DocumentRow, RunRow, StepRow, UserRow
 from ..users import agent_key, authenticate, local_user
@@ -276,7 +277,7 @@ def build_server(pm: Any, user_of: UserOf, *, allow_paths: bool = False) -> MCPS
         make_tool(add_document, writing, drop=() if allow_paths else ("path",)),
         make_tool(list_documents, reading),
         make_tool(list_methods, reading),
-        make_tool(ask, writing, patch={"method": method_schema(), "method_options": method_options_schema()}),
+        make_tool(ask, writing, patch={"method": method_schema(), "method_options": options_schema()}),
         make_tool(show_trace, reading),
         make_tool(list_runs, reading),
         make_tool(create_agent, writing, patch={"options": agent_options_schema()}),
@@ -320,47 +321,6 @@ def result(data: dict[str, Any], text: str) -> CallToolResult:
 # --- schemas generated from the declarations --------------------------------------------------------------
 def method_schema() -> dict[str, Any]:
     return {"type": "string", "enum": list(registry.document_methods()), "default": "auto"}
-
-
-def method_options_schema() -> dict[str, Any]:
-    """One object with every document method's options (see the module's docstring for why not a union)."""
-    by_name: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for method in registry.document_methods():
-        for name, prop in registry.get(method).Options.json_schema()["properties"].items():
-            by_name.setdefault(name, []).append((method, prop))
-    properties = {name: merged(variants, len(registry.document_methods())) for name, variants in by_name.items()}
-    return {"type": "object", "properties": properties, "additionalProperties": False,
-            "description": "each option applies to the methods its description names (every method when none is "
-                           "named); leave out what should keep the method's default"}
-
-
-def merged(variants: list[tuple[str, dict[str, Any]]], methods: int) -> dict[str, Any]:
-    """One property for an option several methods declare: the common type; allowed values and minimums that
-    admit every method's; the help and default said per method where they differ."""
-    first = variants[0][1]
-    kinds = {str(p["type"]) for _, p in variants}
-    if len(kinds) > 1:
-        out: dict[str, Any] = {"anyOf": list({str(p["type"]): {"type": p["type"]} for _, p in variants}.values())}
-    else:
-        out = {"type": first["type"]}
-        if all("enum" in p for _, p in variants):
-            out["enum"] = list(dict.fromkeys(v for _, p in variants for v in p["enum"]))
-        if all("minimum" in p for _, p in variants):
-            out["minimum"] = min(p["minimum"] for _, p in variants)
-    defaults = {repr(p.get("default")) for _, p in variants}
-    common = len(defaults) == 1 and "default" in first
-    if common:
-        out["default"] = first["default"]
-    helps: dict[str, list[str]] = {}
-    for method, p in variants:
-        default = f" [default {p['default']!r}]" if "default" in p and not common else ""
-        helps.setdefault(p.get("description", "") + default, []).append(method)
-    if len(helps) == 1:
-        text = next(iter(helps))
-        out["description"] = text if len(variants) == methods else f"{', '.join(m for m, _ in variants)}: {text}"
-    else:
-        out["description"] = "; ".join(f"{', '.join(names)}: {text}" for text, names in helps.items())
-    return out
 
 
 def check_method_options(method: str, given: dict[str, Any]) -> None:
@@ -605,4 +565,4 @@ def http_app(pm: Any, *, path: str = "/mcp", auth: str = "keys") -> Any:
     return app
 
 
-__all__ = ["Endpoint", "build_server", "endpoint", "http_app", "method_options_schema", "mount", "run_stdio"]
+__all__ = ["Endpoint", "build_server", "endpoint", "http_app", "mount", "run_stdio"]
