@@ -203,15 +203,16 @@ class Pagemind:
         return agent
 
     def send(self, agent: Any, text: str, *, progress: Progress | None = None, run: RunRow | str | None = None,
-             user_id: int | None = None, on_step: Callable[[Any], None] | None = None) -> Any:
+             user_id: int | None = None, on_step: Callable[[Any], None] | None = None, key: str | None = None) -> Any:
         """One user message to an agent (a name or an :class:`Agent`): its turn (``TurnResult``), recorded as a
-        run with every step (thoughts, function call, result) unless ``record_runs`` is off."""
+        run with every step (thoughts, function call, result) unless ``record_runs`` is off. ``key``: an
+        idempotency key (a retried message already stored under it is not stored twice; ``Agent.say``)."""
         from .agent.core import step_record
 
         if isinstance(agent, str):
             agent = self.agent(agent)
         if run is None and not self.settings.record_runs:
-            return agent.say(text, progress=progress, on_step=on_step)
+            return agent.say(text, progress=progress, on_step=on_step, key=key)
         if run is None:
             run = self.runs.create("turn", str(agent.id), method="memgpt", request={"agent": agent.name, "message": text},
                                    user_id=user_id)
@@ -223,7 +224,8 @@ class Pagemind:
                 on_step(step)
 
         with recorder.running():
-            turn = agent.say(text, progress=_both(progress, recorder.progress), trace=recorder.trace(), on_step=record)
+            turn = agent.say(text, progress=_both(progress, recorder.progress), trace=recorder.trace(), on_step=record,
+                             key=key)
             turn.run_id = recorder.run_id
             recorder.result(turn.as_dict())
         return turn

@@ -4,13 +4,22 @@ A run is a row in the store (who, what, status, timestamps, result) and an order
 (role, tokens, seconds, cached, the reply), the decision made of it, the phases the method went through, an
 agent's steps (thoughts, function call, result) and the final result. Steps are written while the run goes on, so
 another process (``pagemind logs show``, the server's event stream) can follow a run from the store alone.
+
+A queued or running run is held by the process that created and runs it: the lease ``run:<id>``
+(:mod:`pagemind.leases`), taken before the run is created and released after it ended. A run still queued or
+running whose holder is gone — its pid no longer exists on this host, or (Postgres) its connection to the database
+closed — was interrupted (a replica killed, a machine lost): :meth:`Runs.get` and :meth:`Runs.list` (and the
+server's event stream) mark it failed with :data:`INTERRUPTED` when they read it, so no run waits for ever. Time
+alone never ends a run: a long LLM call is not a dead process.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,10 +31,16 @@ from .store.base import RunRow, StepRow, StoreBackend
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 ENDED = ("done", "failed", "cancelled")
 REPLY_CHARS = 4000  # an LLM reply is kept up to this many characters in its step
+INTERRUPTED = "interrupted: the process running it stopped"
+HOLDER = uuid.uuid4().hex  # this process, as the holder of its runs' leases
 
 
 class RunCancelled(PagemindError):
     """The run was cancelled (``pagemind`` stops at its next step; a build resumes later like a killed one)."""
+
+
+class RunExists(PagemindError):
+    """A run with the id asked for already exists (two attempts of one idempotent request met)."""
 
 
 def new_run_id() -> str:
@@ -39,17 +54,38 @@ class Runs:
         self.store = store
 
     def create(self, kind: str, target: str, *, method: str | None = None, request: dict[str, Any] | None = None,
-               user_id: int | None = None) -> RunRow:
-        run = RunRow(new_run_id(), user_id, kind, method, target, dict(request or {}), "queued", time.time())
-        self.store.create_run(run)
+               user_id: int | None = None, run_id: str | None = None) -> RunRow:
+        """A new queued run (``run_id``: a chosen id; :class:`RunExists` when that run already exists)."""
+        from .leases import HOST
+
+        run = RunRow(run_id or new_run_id(), user_id, kind, method, target, dict(request or {}), "queued", time.time())
+        if run_id is not None and self.store.get_run(run_id) is not None:
+            raise RunExists(f"run {run_id} exists")
+        # held before it exists: a reader never sees it queued without a holder
+        if not self.store.try_lease(f"run:{run.id}", HOLDER, os.getpid(), HOST, lambda holder: run_id is None):
+            raise RunExists(f"run {run_id} is being created by another process")
+        try:
+            self.store.create_run(run)
+        except Exception:
+            if run_id is not None and self.store.get_run(run_id) is not None:
+                raise RunExists(f"run {run_id} exists") from None
+            self.store.release_lease(f"run:{run.id}", HOLDER)
+            raise
         return run
 
     def get(self, run_id: str, user_id: int | None = None) -> RunRow | None:
-        """The run, or None when there is none or it is another user's."""
+        """The run, or None when there is none or it is another user's (an interrupted one reported failed)."""
         run = self.store.get_run(run_id)
-        return run if run is not None and run.user_id == user_id else None
+        return settled(self.store, run) if run is not None and run.user_id == user_id else None
 
     def list(self, user_id: int | None = None, **filters: Any) -> list[RunRow]:
+        """Runs newest first (``kind``, ``target``, ``status``, ``limit``, ``offset``, ``all_users``); queued and
+        running runs whose process stopped are marked failed first (a ``status="running"`` filter omits them)."""
+        looked = {k: v for k, v in filters.items() if k in ("all_users", "kind", "target")}
+        for status in {None: ("queued", "running")}.get(filters.get("status"), (filters.get("status"),)):
+            if status in ("queued", "running"):
+                for run in self.store.list_runs(user_id, status=status, limit=1000, **looked):
+                    settled(self.store, run)
         return self.store.list_runs(user_id, **filters)
 
     def steps(self, run_id: str, after: int = -1, limit: int | None = None) -> list[StepRow]:
@@ -61,6 +97,31 @@ class Runs:
 
     def recorder(self, run: RunRow | str, telemetry: Any = None) -> "Recorder":
         return Recorder(self.store, run if isinstance(run, str) else run.id, telemetry=telemetry)
+
+
+def settled(store: StoreBackend, run: RunRow) -> RunRow:
+    """The run, marked failed with :data:`INTERRUPTED` first when it is queued or running and its process is gone
+    (its lease ``run:<id>`` can be taken). Cheap for a run held by a live process on this host: one read."""
+    if run.status not in ("queued", "running"):
+        return run
+    from .leases import HOST, pid_alive
+
+    name = f"run:{run.id}"
+    holder = store.lease_holder(name)
+    if holder is not None and holder.host == HOST and pid_alive(holder.pid):
+        return run
+    owner = uuid.uuid4().hex
+    if not store.try_lease(name, owner, os.getpid(), HOST, lambda h: h.host == HOST and not pid_alive(h.pid)):
+        return run  # its holder is alive (elsewhere: a Postgres store checks its connection)
+    try:
+        now = store.get_run(run.id)  # it may have ended between the first read and the lease
+        if now is None or now.status not in ("queued", "running"):
+            return now or run
+        store.append_run_step(run.id, "error", {"error": INTERRUPTED, "type": "Interrupted"}, time.time())
+        store.update_run(run.id, status="failed", finished=time.time(), error=INTERRUPTED)
+        return store.get_run(run.id) or run
+    finally:
+        store.release_lease(name, owner)
 
 
 def call_step(event: TraceEvent) -> dict[str, Any]:
@@ -132,7 +193,20 @@ class Recorder:
     @contextmanager
     def running(self) -> Iterator["Recorder"]:
         """Mark the run running; at the end done (a result must have been set with :meth:`result`), failed with
-        the error, or cancelled. The error is raised again."""
+        the error, or cancelled. The error is raised again. This process holds the run's lease until it ended
+        (see the module; taken again here for a run created by another process)."""
+        from .leases import HOST
+
+        name = f"run:{self.run_id}"
+        self.store.try_lease(name, HOLDER, os.getpid(), HOST, lambda holder: True)
+        try:
+            with self._running():
+                yield self
+        finally:
+            self.store.release_lease(name, HOLDER)
+
+    @contextmanager
+    def _running(self) -> Iterator["Recorder"]:
         self.store.update_run(self.run_id, status="running", started=time.time())
         if self.telemetry is not None:
             run = self.store.get_run(self.run_id)

@@ -194,22 +194,38 @@ class Agent:
 
     # --- a turn ------------------------------------------------------------------------------------
     def say(self, text: str, progress: Callable[[str, int, int, str], None] | None = None,
-            trace: Trace | None = None, on_step: Callable[[Step], None] | None = None) -> TurnResult:
+            trace: Trace | None = None, on_step: Callable[[Step], None] | None = None,
+            key: str | None = None) -> TurnResult:
         """Handle one user message: step until the agent yields (or the step budget runs out). ``progress`` hears
         each step as it starts and the function it called (``(phase, done, total, unit)``, as the readers');
-        ``on_step`` each finished step; the LLM calls go to ``trace`` (a new one if None)."""
+        ``on_step`` each finished step; the LLM calls go to ``trace`` (a new one if None). ``key``: the message's
+        idempotency key: a message with this key already in recall (an earlier attempt was interrupted after
+        storing it) is not stored again; the turn answers it."""
         self._progress = progress
         self._on_step = on_step
         with self.lock.held():
             self.state = AgentState.from_dict(self.store.get_agent(self.name).state.__dict__)
             self._recover()
-            self.store.append(self.id, [Event("user_message", {"message": text}, self.now())])
+            if key is None or not self._stored(text, key):
+                payload = {"message": text, **({"key": key} if key is not None else {})}
+                self.store.append(self.id, [Event("user_message", payload, self.now())])
             turn = TurnResult(trace=trace if trace is not None else Trace())
             try:
                 self._run(turn, text)
             finally:
                 self.store.save_state(self.id, self.state)
             return turn
+
+    def _stored(self, text: str, key: str) -> bool:
+        """Whether recall holds the user message ``text`` sent with idempotency key ``key``."""
+        offset = 0
+        while True:
+            total, found = self.store.search_events(self.id, query=text, offset=offset, limit=50)
+            if any(e.kind == "user_message" and e.payload.get("key") == key for e in found):
+                return True
+            offset += len(found)
+            if not found or offset >= total:
+                return False
 
     def _recover(self) -> None:
         """Answer calls left without a result by a crash, so the queue never holds an orphaned call."""

@@ -4,10 +4,17 @@ A user's agent is stored under ``u<user id>.<name>`` (agent names are global in 
 name. Turns and the edits that must not interleave with them go through the agent's line (:mod:`.workers`):
 one at a time, in the order they arrived; ``wait=false`` answers 409 with the running run's id instead of
 queueing.
+
+A send with an ``Idempotency-Key`` header is safe to retry, on this replica or another: its run's id is derived
+from (user, agent, key, attempt), so the runs table finds an earlier attempt. A finished one is answered again
+(nothing runs), a running one is waited for (or streamed), and after a failed or interrupted one the next attempt
+runs the turn without storing the message a second time (``Agent.say(key=...)``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import re
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
@@ -17,7 +24,8 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import ConfigError, NotFound
+from ..errors import ConfigError, InputError, NotFound
+from ..runs import ENDED, RunExists
 from ..store.base import AgentRow, RunRow, UserRow
 from ..users import agent_key
 from .sse import run_json
@@ -28,6 +36,13 @@ if TYPE_CHECKING:
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
 EVENT_KINDS = ("user_message", "step", "function_result", "heartbeat", "system_alert", "summary")
+IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")  # printable ASCII without spaces, as HTTP header tokens
+
+
+def keyed_run_id(user_id: int, agent_id: int, key: str, attempt: int) -> str:
+    """The id of attempt ``attempt`` (1, 2, ...) of the send with idempotency key ``key``."""
+    digest = hashlib.sha256(f"{user_id}\0{agent_id}\0{key}".encode()).hexdigest()[:16]
+    return f"run_{digest}" + (f"-{attempt}" if attempt > 1 else "")
 
 
 class AgentCreate(BaseModel):
@@ -150,7 +165,45 @@ def agents_router(service: "Service") -> APIRouter:
                    stream_: bool = Query(False, alias="stream"), user: UserRow = User) -> Response:
         """One user message: the turn (``messages`` sent to the user, every step, ``run_id``) when it is done, or
         its steps as server-sent events (``stream=true``). A turn already running: this one waits its turn in
-        order, or with ``wait=false`` the answer is 409 with the running run's id (else 202 with the run)."""
+        order, or with ``wait=false`` the answer is 409 with the running run's id (else 202 with the run).
+        With an ``Idempotency-Key`` header a retried send runs its turn at most once (see the module)."""
+        key = request.headers.get("idempotency-key")
+        if key is not None and not IDEMPOTENCY_KEY.match(key):
+            raise InputError("Idempotency-Key: 1 to 200 printable ASCII characters without spaces")
+
+        def attempts() -> tuple[RunRow | None, int]:
+            """The latest attempt of this key (an interrupted one reported failed) and the next attempt's number."""
+            latest, attempt = None, 1
+            while (found := pm.runs.get(keyed_run_id(user.id, agent_id, key, attempt), user.id)) is not None:
+                if found.request.get("message") != body.message:
+                    raise InputError("this Idempotency-Key was used for another message")
+                latest, attempt = found, attempt + 1
+            return latest, attempt
+
+        run_id = None
+        while key is not None:
+            latest, attempt = await run_in_threadpool(attempts)
+            if latest is None or latest.status in ("failed", "cancelled"):
+                run_id = keyed_run_id(user.id, agent_id, key, attempt)
+                try:
+                    return await turn_response(run_id, wait, stream_, request, user, agent_id, body, key)
+                except RunExists:  # another replica started this attempt first: look again
+                    await asyncio.sleep(0.05)
+                    continue
+            if stream_:
+                return stream(service, latest.id, request)
+            if latest.status == "done":
+                replay = {"run_id": latest.id, **(latest.result or {})} if wait else run_json(latest)
+                return JSONResponse(replay, headers={"Idempotent-Replayed": "true"})
+            if not wait:
+                return JSONResponse(run_json(latest), status_code=202, headers={"Idempotent-Replayed": "true"})
+            while (now := await run_in_threadpool(pm.runs.get, latest.id, user.id)) is not None \
+                    and now.status not in ENDED:
+                await asyncio.sleep(0.1)
+        return await turn_response(None, wait, stream_, request, user, agent_id, body, None)
+
+    async def turn_response(run_id: str | None, wait: bool, stream_: bool, request: Request, user: UserRow,
+                            agent_id: int, body: MessageRequest, key: str | None) -> Response:
         def prepare() -> tuple[RunRow, Future]:
             row = own(agent_id, user)
             if not wait:  # a turn of this agent in another process holds its lock in the store
@@ -162,10 +215,11 @@ def agents_router(service: "Service") -> APIRouter:
             made: list[RunRow] = []
 
             def turn() -> tuple[str, Any]:  # made under the line's lock: no run is created for a refused send
-                run = pm.runs.create("turn", str(agent_id), method="memgpt", user_id=user.id,
-                                     request={"agent": shown_name(row), "message": body.message})
+                run = pm.runs.create("turn", str(agent_id), method="memgpt", user_id=user.id, run_id=run_id,
+                                     request={"agent": shown_name(row), "message": body.message,
+                                              **({"idempotency_key": key} if key is not None else {})})
                 made.append(run)
-                return run.id, lambda: pm.send(row.name, body.message, run=run, user_id=user.id)
+                return run.id, lambda: pm.send(row.name, body.message, run=run, user_id=user.id, key=key)
 
             _, future = service.workers.enqueue(agent_id, turn, wait=wait)
             return made[0], future

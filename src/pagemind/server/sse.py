@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..runs import ENDED
+from ..runs import ENDED, settled
 from ..store.base import RunRow, StepRow, StoreBackend
 
 KEEPALIVE = ": keep-alive\n\n"
@@ -46,14 +46,18 @@ async def run_events(store: StoreBackend, run_id: str, after: int = -1, keepaliv
     import anyio
     from starlette.concurrency import run_in_threadpool
 
-    def read(since: int) -> tuple[RunRow | None, list[StepRow]]:
+    def read(since: int, check: bool) -> tuple[RunRow | None, list[StepRow]]:
         run = store.get_run(run_id)  # the status first: a run that has ended has written all its steps
+        if run is not None and check:  # a run whose process stopped ends the stream as failed
+            run = settled(store, run)
         return run, store.run_steps(run_id, since)
 
     wait = poll[0]
-    sent = time.monotonic()
+    sent = checked = time.monotonic()
     while True:
-        run, steps = await run_in_threadpool(read, after)
+        check = time.monotonic() - checked >= 1.0
+        checked = time.monotonic() if check else checked
+        run, steps = await run_in_threadpool(read, after, check)
         for step in steps:
             yield event(step.kind, step_json(step), step.seq)
             after = step.seq

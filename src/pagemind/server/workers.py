@@ -104,8 +104,11 @@ class Workers:
             if run_id is not None:
                 run = self.store.get_run(run_id)
                 if run is not None and run.status == "queued":
+                    from ..runs import HOLDER
+
                     message = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
                     self.store.update_run(run_id, status="failed", finished=time.time(), error=message)
+                    self.store.release_lease(f"run:{run_id}", HOLDER)
             raise
 
     def shutdown(self) -> None:
