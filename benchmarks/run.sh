@@ -12,3 +12,6 @@ python benchmarks/concurrency.py
 python benchmarks/first_answer.py
 # (f) start-up of fresh processes (import, --help, methods, cached asks against the mock; about 1 minute)
 python benchmarks/startup.py
+# (g) replicas: 2 pagemind serve on one pgserver Postgres, one killed half-way; 1 vs 2 replicas; archival search
+#     on 100k passages, Postgres vs SQLite (about 2 minutes + ~10 for loading 100k passages into Postgres)
+python benchmarks/replicas.py
