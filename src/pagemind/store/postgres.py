@@ -131,9 +131,10 @@ class PostgresStore(StoreBackend):
         exact_up_to: an agent with at most this many embedded passages is searched exactly (the SQLite store's
             order, always); beyond it the HNSW index finds the candidates, which are then ranked exactly (an
             approximate search: a passage the index misses is not returned).
+        ef_search: candidates the HNSW search keeps (pgvector's ``hnsw.ef_search``; more: better recall, slower).
     """
 
-    def __init__(self, url: str, *, pool_size: int = 8, exact_up_to: int = 20_000) -> None:
+    def __init__(self, url: str, *, pool_size: int = 8, exact_up_to: int = 20_000, ef_search: int = 200) -> None:
         try:
             import psycopg
             from pgvector.psycopg import register_vector
@@ -144,6 +145,7 @@ class PostgresStore(StoreBackend):
         self.url = url
         self.where = redact(url)
         self.exact_up_to = exact_up_to
+        self.ef_search = ef_search
         self._local = threading.local()
         self._on_commit: Callable[[], None] | None = None  # tests count commits with it
         self._indexed: set[int] = set()
@@ -525,7 +527,7 @@ class PostgresStore(StoreBackend):
     def _hnsw_candidates(self, agent_id: int, embedder: str, q: Any, want: int) -> list[int]:
         dim = len(q)
         with self.transaction():
-            self._exec(f"SET LOCAL hnsw.ef_search = {min(1000, max(40, 2 * want))}")
+            self._exec(f"SET LOCAL hnsw.ef_search = {min(1000, max(int(self.ef_search), want))}")
             return [int(r[0]) for r in self._exec(
                 f"SELECT id FROM agent_passages WHERE agent_id = %s AND embedder = %s AND vector_dims(vec) = {dim} "
                 f"ORDER BY vec::vector({dim}) <#> %s::vector({dim}) LIMIT %s", (agent_id, embedder, q, want))]
