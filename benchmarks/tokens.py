@@ -34,17 +34,24 @@ GIST_FRACTION = 0.15  # the paper's QuALITY compression rate is ~84%
 LOOKUP_PAGES = 3
 _LABEL = re.compile(r"^<(\d+)>$", re.MULTILINE)
 _PAGE_TAG = re.compile(r"^<Page (\d+)>$", re.MULTILINE)
+_LISTED = re.compile(r"one of ((?:<\d+>(?:, )?)+)\.")
+_SPAN = re.compile(r"from label <(\d+)> to label <(\d+)>")
 
 
 def simulated_reply(request: LLMRequest) -> str:
     """A plausible, well-formed decision for each kind of request (what the grammar would allow)."""
     first, last = request.messages[0].content, request.messages[-1].content
     if request.role == "paginate":
-        labels = _LABEL.findall(first)
+        listed = _LISTED.search(last) if len(request.messages) > 1 else None  # a streaming turn lists its labels
+        labels = re.findall(r"<(\d+)>", listed.group(1)) if listed else _LABEL.findall(first)
         return f"Break point: <{labels[len(labels) // 2]}>"
     if request.role == "gist":
+        span = _SPAN.search(last)
         if len(request.messages) == 1:  # separate: the page is the passage
             page = first.split("Passage:\n", 1)[1]
+        elif span:  # streaming: the page between two labels of the conversation's passages
+            shown = "\n".join(m.content for m in request.messages if m.role == "user")
+            page = _LABEL.sub("", shown.split(f"\n<{span.group(1)}>\n", 1)[1].split(f"\n<{span.group(2)}>\n", 1)[0])
         else:  # continue: the part of the pagination passage before the chosen label
             label = re.search(r"label <(\d+)>", last).group(1)
             page = _LABEL.sub("", first.split("Passage:\n", 1)[1].split(f"\n<{label}>\n", 1)[0])
@@ -134,9 +141,14 @@ class SimulatedQwen(Backend):
         return out
 
 
+MODES = {"separate": ("separate", "sequential"), "continue": ("continue", "sequential"),
+         "stream": ("continue", "streaming")}  # gist mode, pagination
+
+
 def index_run(backend: SimulatedQwen, doc: Document, mode: str, doc_tokens: int):
     llm = LLM(backend, cache=None, concurrency=1)
-    agent = ReadAgentP(llm, Store(":memory:"), preset="quality", gist_mode=mode)
+    gist_mode, pagination = MODES[mode]
+    agent = ReadAgentP(llm, Store(":memory:"), preset="quality", gist_mode=gist_mode, pagination=pagination)
     backend.log.clear()
     trace = Trace()
     memory = agent.build(doc, trace=trace)
@@ -209,7 +221,7 @@ def main() -> None:
         "document_words": doc.words, "document_tokens": doc_tokens, "index": {},
     }
     memories = {}
-    for mode in ("separate", "continue"):
+    for mode in MODES:
         memories[mode], result["index"][mode] = index_run(backend, doc, mode, doc_tokens)
         print(mode, result["index"][mode], flush=True)
     same = [g.text for g in memories["separate"].gists] == [g.text for g in memories["continue"].gists]
