@@ -6,7 +6,8 @@
     of the embedded tokenizer and of the server's tokenize endpoint must agree exactly.
 (b) ``format``: format errors of the tiny model (SmolLM2-135M) on ``--questions`` QuALITY questions through the
     server, with the decisions constrained by the server's grammar and ``--unconstrained``. A format error is a
-    reply its parser rejects (it is re-asked, bounded); a fallback is a decision no attempt produced.
+    reply its parser rejects (it is re-asked, bounded); a fallback is a decision no attempt produced. Each
+    finished question is appended to ``--progress`` (JSON lines), so a killed run resumes where it stopped.
 (c) ``throughput``: ``pagemind eval`` (the runner, ``--by-document``) over many documents against the mock
     server with a fixed latency, at ``--concurrency`` 1, 8 and 32. The method is ``full`` (one call per
     question), so the figure is the runner's parallelism across documents. The ideal time at concurrency c with
@@ -21,6 +22,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import tempfile
 import time
@@ -33,6 +35,7 @@ from common import DATA, quality_rows, write_result
 from pagemind import Pagemind
 from pagemind.llm import catalogue
 from pagemind.llm.llamaserver import LlamaCppPythonServer
+from pagemind.llm.servers import LlamaCppPython
 from pagemind.text import Document
 
 
@@ -109,51 +112,132 @@ def agreement(rows: list[dict], model: str, n_ctx: int, row_index: int, threads:
 
 
 # --- (b) ----------------------------------------------------------------------------------------------
-def format_errors(rows: list[dict], model: str, n_ctx: int, questions: int, max_tokens: int, threads: int) -> dict:
-    modes: dict[str, dict] = {}
-    path = catalogue.model_path(model)
-    with tempfile.TemporaryDirectory() as tmp, LlamaCppPythonServer(path, n_ctx=n_ctx, threads=threads) as server:
-        for mode, constrained in (("constrained", True), ("unconstrained", False)):
-            decisions: Counter[str] = Counter()
-            invalid: Counter[str] = Counter()
-            fallbacks: Counter[str] = Counter()
-            correct = unanswered = failed = 0
-            started = time.perf_counter()
-            with Pagemind(f"openai:{model}", base_url=server.url, context_window=n_ctx, concurrency=1, cache=False,
-                          store=Path(tmp) / f"{mode}.db") as pm:
-                for row in rows[:questions]:
-                    doc, question, options, gold = question_of(row)
-                    try:
-                        answer = pm.ask(doc, question, options=options, method="readagent-p", constrained=constrained,
-                                        max_tokens=max_tokens)
-                    except Exception as err:  # noqa: BLE001 - a benchmark counts failures instead of stopping
-                        failed += 1
-                        print(f"{mode}: {row['article_id']}: {type(err).__name__}: {err}", flush=True)
-                        continue
-                    events = list(answer.trace.events) + (list(answer.index_trace.events) if answer.index_trace else [])
-                    for event in events:
-                        if event.decision:
-                            decisions[event.role] += 1
-                            invalid[event.role] += event.decision.startswith("invalid")
-                    memory = pm.reader("readagent-p", constrained=constrained, max_tokens=max_tokens).load(doc)
-                    fallbacks["paginate"] += sum(p.label_source == "fallback" for p in memory.pages)
-                    fallbacks["gist"] += sum(g.source == "fallback" for g in memory.gists)
-                    fallbacks["lookup"] += sum("look-up" in f for f in answer.fallbacks)
-                    unanswered += answer.letter is None
-                    correct += answer.letter == "ABCD"[gold]
-                    print(f"{mode}: {row['article_id']} -> {answer.letter} (gold {'ABCD'[gold]})", flush=True)
-            answered = min(questions, len(rows)) - failed
-            total_decisions, total_invalid = sum(decisions.values()), sum(invalid.values())
-            modes[mode] = {
-                "questions": answered, "failed": failed, "correct": correct, "unanswered": unanswered,
-                "decisions": dict(decisions), "format_errors": dict(invalid),
-                "format_error_rate": round(total_invalid / total_decisions, 3) if total_decisions else None,
-                "format_error_rate_by_role": {r: round(invalid[r] / n, 3) for r, n in decisions.items()},
-                "fallbacks": dict(fallbacks), "seconds": round(time.perf_counter() - started, 1),
-            }
+ROLES = ("paginate", "gist", "lookup", "answer")
+FIXED_FORM = ("paginate", "lookup", "answer")  # the decisions a grammar constrains; a gist is free text
+
+
+def one_question(pm: Pagemind, row: dict, constrained: bool, max_tokens: int) -> dict:
+    """One question: per role, the replies that carried a decision, those its parser rejected (a format error, then
+    re-asked), the decisions no reply produced (fallbacks), and the first rejected reply of each role. The build's
+    figures are those of this call's build (``index``; None when the memory was already stored)."""
+    doc, question, options, gold = question_of(row)
+    started = time.perf_counter()
+    try:
+        answer = pm.ask(doc, question, options=options, method="readagent-p", constrained=constrained,
+                        max_tokens=max_tokens)
+    except Exception as err:  # noqa: BLE001 - a benchmark counts failures instead of stopping
+        return {"error": f"{type(err).__name__}: {err}"}
+
+    def tally(events: list, fallbacks: dict[str, int]) -> dict:
+        replies: Counter[str] = Counter()
+        invalid: Counter[str] = Counter()
+        examples: dict[str, str] = {}
+        for event in events:
+            if event.decision:
+                replies[event.role] += 1
+                if event.decision.startswith("invalid"):
+                    invalid[event.role] += 1
+                    examples.setdefault(event.role, f"{event.reply[:100]!r} -> {event.decision[:100]}")
+        return {"replies": dict(replies), "invalid": dict(invalid), "fallbacks": fallbacks, "examples": examples}
+
+    index = None
+    if answer.index_trace is not None:
+        memory = pm.reader("readagent-p", constrained=constrained, max_tokens=max_tokens).load(doc)
+        index = tally(list(answer.index_trace.events), {
+            "paginate": sum(p.label_source == "fallback" for p in memory.pages),
+            "gist": sum(g.source == "fallback" for g in memory.gists)})
+        index["pages"] = len(memory.pages)
+    asked = tally(list(answer.trace.events), {
+        "lookup": sum(f.startswith("look-up named no valid page") for f in answer.fallbacks),
+        "answer": sum(f.startswith("no option named") for f in answer.fallbacks)})
+    return {"article": row["article_id"], "index": index, "question": asked, "letter": answer.letter,
+            "gold": "ABCD"[gold], "seconds": round(time.perf_counter() - started, 1)}
+
+
+def summarise(results: list[dict]) -> dict:
+    """One mode's totals. A build is counted once per article (a resumed run may have built it again)."""
+    ok = [r for r in results if "error" not in r]
+    parts, built = [], set()
+    for r in ok:
+        if r["index"] is not None and r["article"] not in built:
+            built.add(r["article"])
+            parts.append(r["index"])
+        parts.append(r["question"])
+    replies, invalid, fallbacks = Counter(), Counter(), Counter()
+    for part in parts:
+        replies.update(part["replies"])
+        invalid.update(part["invalid"])
+        fallbacks.update(part["fallbacks"])
+    roles = [r for r in ROLES if replies[r] or fallbacks[r]] + sorted(set(replies) - set(ROLES))
+    # a decision ends with an accepted reply or, when every attempt was rejected, with a fallback
+    decisions = {r: replies[r] - invalid[r] + fallbacks[r] for r in roles}
+    total = sum(replies.values())
+    examples: dict[str, list[str]] = {}
+    for part in parts:
+        for role, text in part["examples"].items():
+            if len(examples.setdefault(role, [])) < 3:
+                examples[role].append(text)
+    return {
+        "questions": len(ok), "failed": len(results) - len(ok), "errors": [r["error"] for r in results if "error" in r],
+        "builds": len(built), "pages": sum(p.get("pages", 0) for p in parts),
+        "correct": sum(r["letter"] == r["gold"] for r in ok), "unanswered": sum(r["letter"] is None for r in ok),
+        "decisions": decisions, "replies": {r: replies[r] for r in roles},
+        "format_errors": {r: invalid[r] for r in roles},
+        "format_error_rate": round(sum(invalid.values()) / total, 3) if total else None,
+        "format_error_rate_fixed_form": (round(sum(invalid[r] for r in FIXED_FORM) / fixed, 3)
+                                         if (fixed := sum(replies[r] for r in FIXED_FORM)) else None),
+        "format_error_rate_by_role": {r: round(invalid[r] / replies[r], 3) for r in roles if replies[r]},
+        "fallbacks": {r: fallbacks[r] for r in roles}, "seconds": round(sum(r["seconds"] for r in ok), 1),
+        "rejected_examples": examples,
+    }
+
+
+MODES = {"constrained": True, "unconstrained": False}
+
+
+def read_progress(progress: Path, key: dict) -> dict[tuple[str, int], dict]:
+    """The results ``progress`` holds for this model and settings, by (mode, row); a later line wins."""
+    done: dict[tuple[str, int], dict] = {}
+    if progress.exists():
+        for line in progress.read_text().splitlines():
+            item = json.loads(line)
+            if all(item.get(k) == v for k, v in key.items()):
+                done[(item["mode"], item["row"])] = item["result"]
+    return done
+
+
+def format_errors(rows: list[dict], model: str, n_ctx: int, questions: int, max_tokens: int, threads: int,
+                  progress: Path, run: tuple[str, ...] = tuple(MODES), from_end: bool = False) -> dict:
+    """Both modes on the same questions; each answered question is appended to ``progress`` (JSON lines), so an
+    interrupted run resumes where it stopped (a question that failed, e.g. because the server died, is asked
+    again). ``run``: the modes this process asks. Several processes can share ``progress``: each skips a question
+    another has finished meanwhile, so one per mode, or two on one mode (one ``from_end``), split the work; the
+    summary covers what ``progress`` holds."""
+    key = {"model": model, "n_ctx": n_ctx, "max_tokens": max_tokens}
+    done = read_progress(progress, key)
+    n = min(questions, len(rows))
+    todo = [(mode, i) for mode in run for i in (range(n - 1, -1, -1) if from_end else range(n))
+            if "error" in done.get((mode, i), {"error": ""})]
+    if todo:
+        path = catalogue.model_path(model)
+        with tempfile.TemporaryDirectory() as tmp, LlamaCppPythonServer(path, n_ctx=n_ctx, threads=threads) as server:
+            for mode in run:
+                with Pagemind(f"openai:{model}", base_url=server.url, context_window=n_ctx, concurrency=1,
+                              cache=False, store=Path(tmp) / f"{mode}.db") as pm:
+                    for m, i in todo:
+                        if m != mode or "error" not in read_progress(progress, key).get((mode, i), {"error": ""}):
+                            continue
+                        done[(mode, i)] = result = one_question(pm, rows[i], MODES[mode], max_tokens)
+                        with progress.open("a") as fh:
+                            fh.write(json.dumps({**key, "mode": mode, "row": i, "result": result}) + "\n")
+                        print(mode, i, result.get("error") or f"{result['letter']} (gold {result['gold']}) "
+                              f"{result['seconds']} s", flush=True)
+    done = read_progress(progress, key)  # with what other processes finished meanwhile
+    modes = {mode: {**summarise([done[(mode, i)] for i in range(n) if (mode, i) in done]),
+                    "not_run": sum((mode, i) not in done for i in range(n))} for mode in MODES}
     return {"model": model, "n_ctx": n_ctx, "threads": threads,
-            "method": f"readagent-p (quality preset, max_tokens={max_tokens})",
-            "modes": modes}
+            "server_constraint": LlamaCppPython().describe_constraint(),
+            "method": f"readagent-p (quality preset, max_tokens={max_tokens})", "modes": modes}
 
 
 # --- (c) ----------------------------------------------------------------------------------------------
@@ -202,11 +286,19 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=20, help="(b): QuALITY questions")
     ap.add_argument("--max-tokens", type=int, default=128,
                     help="(b): reply cap of every call in both modes (the tiny model's gists run to 512 otherwise)")
+    ap.add_argument("--progress", type=Path,
+                    help="(b): JSON-lines file of finished questions, read to resume (default: in the temp folder)")
+    ap.add_argument("--modes", default="constrained,unconstrained",
+                    help="(b): the modes this process runs (e.g. one process per mode sharing --progress)")
+    ap.add_argument("--from-end", action="store_true",
+                    help="(b): ask the questions last first (a second process on the same mode and --progress)")
     ap.add_argument("--latency", type=float, default=1.0, help="(c): seconds the mock takes per request")
     ap.add_argument("--levels", default="1,8,32", help="(c): concurrency levels")
     ap.add_argument("--data", type=Path, default=DATA)
     args = ap.parse_args()
     parts = set(args.part.split(","))
+    if set(args.modes.split(",")) - set(MODES) - {""}:
+        ap.error(f"--modes: choose from {', '.join(MODES)}")
     rows = quality_rows(args.data)
     if "agreement" in parts:
         write_result("server_agreement", {
@@ -214,10 +306,12 @@ def main() -> None:
                       "question, embedded llama-cpp-python vs llama-cpp-python's OpenAI-compatible server, same file",
             **agreement(rows, args.model, args.n_ctx, args.row, args.threads)})
     if "format" in parts:
-        write_result("server_format_errors", {
+        write_result(f"server_format_errors_{args.model}", {
             "method": "ReadAgent-P on QuALITY questions through llama-cpp-python's server: decisions with the "
                       "server's GBNF grammar vs --unconstrained; format error = a reply its parser rejects",
-            **format_errors(rows, args.model, args.n_ctx, args.questions, args.max_tokens, args.threads)})
+            **format_errors(rows, args.model, args.n_ctx, args.questions, args.max_tokens, args.threads,
+                            args.progress or Path(tempfile.gettempdir()) / f"pagemind-server-format-{args.model}.jsonl",
+                            tuple(m for m in args.modes.split(",") if m), args.from_end)})
     if "throughput" in parts:
         levels = [int(c) for c in args.levels.split(",") if c]
         write_result("server_throughput", {
