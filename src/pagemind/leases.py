@@ -31,14 +31,14 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def holder_gone(stale_after: float) -> Callable[[int, str, float], bool]:
-    """A predicate telling whether a lock or lease holder (pid, host, last refresh) is gone: on this host its pid
-    no longer exists; anywhere, its last refresh is older than ``stale_after`` seconds."""
+def holder_gone(stale_after: float) -> Callable[[LockHolder], bool]:
+    """A predicate telling whether a lock or lease holder is gone: on this host its pid no longer exists;
+    anywhere, its last refresh is older than ``stale_after`` seconds."""
 
-    def gone(pid: int, host: str, refreshed: float) -> bool:
-        if host == HOST and not pid_alive(pid):
+    def gone(holder: LockHolder) -> bool:
+        if holder.host == HOST and not pid_alive(holder.pid):
             return True
-        return time.time() - refreshed > stale_after
+        return time.time() - holder.refreshed > stale_after
 
     return gone
 
@@ -60,7 +60,7 @@ class Lease:
     @contextmanager
     def held(self, on_wait: Callable[[LockHolder], None] | None = None) -> Iterator["Lease"]:
         owner = uuid.uuid4().hex
-        gone = _gone(self.stale_after)
+        gone = holder_gone(self.stale_after)
         told = False
         while not self.store.try_lease(self.name, owner, os.getpid(), HOST, gone):
             if on_wait is not None and not told:
@@ -80,8 +80,3 @@ class Lease:
         if self.owner and time.monotonic() - self._refreshed >= self.refresh_every:
             self._refreshed = time.monotonic()
             self.store.refresh_lease(self.name, self.owner)
-
-
-def _gone(stale_after: float) -> Callable[[LockHolder], bool]:
-    check = holder_gone(stale_after)
-    return lambda holder: check(holder.pid, holder.host, holder.refreshed)

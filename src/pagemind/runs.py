@@ -104,14 +104,15 @@ def settled(store: StoreBackend, run: RunRow) -> RunRow:
     (its lease ``run:<id>`` can be taken). Cheap for a run held by a live process on this host: one read."""
     if run.status not in ("queued", "running"):
         return run
-    from .leases import HOST, pid_alive
+    from .leases import HOST, holder_gone
 
     name = f"run:{run.id}"
+    gone = holder_gone(float("inf"))  # time alone never ends a run: only a holder known to be dead
     holder = store.lease_holder(name)
-    if holder is not None and holder.host == HOST and pid_alive(holder.pid):
+    if holder is not None and holder.host == HOST and not gone(holder):
         return run
     owner = uuid.uuid4().hex
-    if not store.try_lease(name, owner, os.getpid(), HOST, lambda h: h.host == HOST and not pid_alive(h.pid)):
+    if not store.try_lease(name, owner, os.getpid(), HOST, gone):
         return run  # its holder is alive (elsewhere: a Postgres store checks its connection)
     try:
         now = store.get_run(run.id)  # it may have ended between the first read and the lease

@@ -165,10 +165,9 @@ class AgentStore:
 
     # --- turn locks --------------------------------------------------------------------------------
     def try_lock(self, agent_id: int, owner: str, pid: int, host: str,
-                 stale: Callable[[int, str, float], bool]) -> bool:
-        """Take the agent's lock if it is free or ``stale(pid, host, refreshed)`` says its holder is gone."""
-        return self.store.try_lock_agent(agent_id, owner, pid, host,
-                                         lambda held: stale(held.pid, held.host, held.refreshed))
+                 stale: Callable[[LockHolder], bool]) -> bool:
+        """Take the agent's lock if it is free or ``stale(holder)`` says its holder is gone."""
+        return self.store.try_lock_agent(agent_id, owner, pid, host, stale)
 
     def refresh_lock(self, agent_id: int, owner: str) -> None:
         self.store.refresh_agent_lock(agent_id, owner)
