@@ -53,3 +53,13 @@ def write_result(name: str, data: dict) -> Path:
     path.write_text(json.dumps(data, indent=2))
     print(json.dumps(data, indent=2))
     return path
+
+
+# pagemind's mock OpenAI-compatible server as a command's LLM (benchmarks that start pagemind serve)
+MOCK_LLM_FLAGS = ["--llm", "openai:mock", "--context-window", "8192", "--server-kind", "openai", "--no-cache"]
+
+
+def pct(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank; 0.0 for none)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0

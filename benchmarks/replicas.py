@@ -24,7 +24,6 @@ import json
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,15 +36,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import write_result  # noqa: E402
+from common import MOCK_LLM_FLAGS, pct, write_result  # noqa: E402
 
 from pagemind import users as users_api  # noqa: E402
+from pagemind.llm.llamaserver import free_port  # noqa: E402
 from pagemind.llm.mockserver import MockServer  # noqa: E402
 from pagemind.runs import INTERRUPTED  # noqa: E402
 from pagemind.store import open_store  # noqa: E402
 
 AGENT = {"embedder": "none", "tool_calling": "json", "constrained": False}
-LLM = ["--llm", "openai:mock", "--context-window", "8192", "--server-kind", "openai", "--no-cache"]
 
 
 def reply(body: dict) -> str:
@@ -54,17 +53,6 @@ def reply(body: dict) -> str:
             if line.startswith("{") and '"user_message"' in line]
     return json.dumps({"thoughts": "reply", "function": "send_message",
                        "arguments": {"message": f"echo: {said[-1] if said else '?'}"}})
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0
 
 
 class Replica:
@@ -80,7 +68,7 @@ class Replica:
 
         self.process = subprocess.Popen(
             [sys.executable, "-m", "pagemind", "serve", "--port", str(self.port), "--store", self.store,
-             "--base-url", self.llm_url, "--concurrency", "64", "--workers", str(self.workers), *LLM],
+             "--base-url", self.llm_url, "--concurrency", "64", "--workers", str(self.workers), *MOCK_LLM_FLAGS],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while True:

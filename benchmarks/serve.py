@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,26 +26,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import write_result  # noqa: E402
+from common import MOCK_LLM_FLAGS, pct, write_result  # noqa: E402
 
 from pagemind import Pagemind  # noqa: E402
 from pagemind import users as users_api  # noqa: E402
+from pagemind.llm.llamaserver import free_port  # noqa: E402
 from pagemind.llm.mockserver import MockServer  # noqa: E402
 
 REPLY = json.dumps({"thoughts": "answer", "function": "send_message", "arguments": {"message": "noted"}})
 AGENT_OPTIONS = {"embedder": "none", "tool_calling": "json", "constrained": False}
-LLM = ["--llm", "openai:mock", "--context-window", "8192", "--server-kind", "openai", "--no-cache"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def ms(value: float) -> float:
@@ -89,7 +77,7 @@ class Served:
         port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "pagemind", "serve", "--port", str(port), "--store", str(store), "--base-url",
-             mock_url, "--concurrency", "64", "--workers", str(workers), *LLM],
+             mock_url, "--concurrency", "64", "--workers", str(workers), *MOCK_LLM_FLAGS],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.url = f"http://127.0.0.1:{port}"
         self.client = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=300,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +24,7 @@ pytest.importorskip("uvicorn", reason="the replica tests run pagemind serve (pip
 httpx = pytest.importorskip("httpx")
 
 from pagemind import users as users_api  # noqa: E402
+from pagemind.llm.llamaserver import free_port  # noqa: E402
 from pagemind.llm.mockserver import MockServer  # noqa: E402
 from pagemind.runs import INTERRUPTED  # noqa: E402
 from pagemind.store import open_store  # noqa: E402
@@ -69,12 +69,6 @@ def reply(body: dict) -> str:
 
 def counted(mock: MockServer, kind: str, since: int = 0) -> int:
     return sum(kind_of(body) == kind for body in list(mock.requests)[since:])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Replica:

@@ -4,7 +4,6 @@ back from ``/v1/runs/{id}/steps``."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -14,14 +13,9 @@ import pytest
 from helpers import on_embedded_models, sse_events
 
 from pagemind.cli.main import sample_path
+from pagemind.llm.llamaserver import free_port
 
 pytestmark = on_embedded_models("fastapi", "uvicorn", "multipart")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import threading
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ pytest.importorskip("playwright.sync_api", reason="Playwright's Python package i
 
 from pagemind import Pagemind, ScriptedLLM  # noqa: E402
 from pagemind import users as users_api  # noqa: E402
+from pagemind.llm.llamaserver import free_port  # noqa: E402
 from pagemind.server.app import create_app  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -92,12 +92,6 @@ class AgentScript:
             return call("core_memory_append", thoughts="The user told me their name; I should remember it.",
                         label="human", content="Name: Ann", request_heartbeat=True)
         return call("send_message", thoughts="Now greet her.", message="Nice to meet you, Ann!")
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
