@@ -198,12 +198,17 @@ def test_users_cli_prints_a_key_once_that_authenticates(tmp_path):
         assert authenticate(session.store, key).name == "ann"
     again = CliRunner().invoke(cli, ["users", "--store", store, "create", "ann"])
     assert again.exit_code != 0 and "already exists" in again.output
+    with Pagemind(ScriptedLLM(default="Ann"), store=store) as session:
+        ann = session.store.get_user("ann").id
+        row = session.add_document(TEXT, "t.txt", user_id=ann)
+        session.ask(session.open_document(row.id, user_id=ann), "Who?", method="full", user_id=ann)
     listed = CliRunner().invoke(cli, ["users", "--store", store, "list"])
     assert "ann" in listed.output and key not in listed.output
+    assert "1 documents, 0 agents, 1 runs" in listed.output
     refused = CliRunner().invoke(cli, ["users", "--store", store, "erase", "ann"])
-    assert refused.exit_code != 0 and "--yes" in refused.output
+    assert refused.exit_code != 0 and "--yes" in refused.output and "1 documents, 0 agents and 1 runs" in refused.output
     done = CliRunner().invoke(cli, ["users", "--store", store, "erase", "ann", "--yes"])
-    assert done.exit_code == 0 and "deleted 0 documents" in done.output
+    assert done.exit_code == 0 and "deleted 1 documents" in done.output
 
 
 def _user(pm: Pagemind, name: str = "ann") -> int:

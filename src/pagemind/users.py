@@ -76,6 +76,12 @@ def require_user(store: StoreBackend, name: str) -> UserRow:
     return user
 
 
+def holdings(store: StoreBackend, user_id: int) -> dict[str, int]:
+    """How many documents, agents and runs a user has."""
+    return {"documents": len(store.user_documents(user_id)), "agents": len(store.user_agents(user_id)),
+            "runs": store.count_runs(user_id)}
+
+
 def export_user(store: StoreBackend, user_id: int) -> dict[str, Any]:
     """Everything of one user as one JSON-able archive: documents with their texts, agents with their core memory,
     history and archival passages, and runs with their steps."""

@@ -67,10 +67,10 @@ def list_(ctx: click.Context) -> None:
         if not found:
             click.echo("no users yet (pagemind users create NAME)")
         for u in found:
-            docs, agents = len(pm.store.user_documents(u.id)), len(pm.store.user_agents(u.id))
-            runs = len(pm.store.list_runs(u.id, limit=100_000))
+            held = users_api.holdings(pm.store, u.id)
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(u.created))
-            click.echo(f"{u.id:4}  {u.name:20}  {docs} documents, {agents} agents, {runs} runs  (since {when})")
+            click.echo(f"{u.id:4}  {u.name:20}  {held['documents']} documents, {held['agents']} agents, "
+                       f"{held['runs']} runs  (since {when})")
 
 
 @users.command("export")
@@ -103,9 +103,8 @@ def erase(ctx: click.Context, name: str, yes: bool) -> None:
     with _open(ctx) as pm:
         user = users_api.require_user(pm.store, name)
         if not yes:
-            docs, agents = len(pm.store.user_documents(user.id)), len(pm.store.user_agents(user.id))
-            runs = len(pm.store.list_runs(user.id, limit=100_000))
-            raise click.UsageError(f"this deletes {name}'s {docs} documents, {agents} agents and {runs} runs; "
-                                   "add --yes to do it")
+            held = users_api.holdings(pm.store, user.id)
+            raise click.UsageError(f"this deletes {name}'s {held['documents']} documents, {held['agents']} agents "
+                                   f"and {held['runs']} runs; add --yes to do it")
         counts = users_api.erase_user(pm.store, user.id)
     click.echo("deleted " + ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items()))

@@ -480,6 +480,10 @@ class StoreBackend(ABC):
         """Runs of a user (None: the local user's; ``all_users``: everyone's), newest first."""
 
     @abstractmethod
+    def count_runs(self, user_id: int | None) -> int:
+        """How many runs a user has (None: the local user)."""
+
+    @abstractmethod
     def update_run(self, run_id: str, **fields: Any) -> None:
         """Set some of a run's status, started, finished, result, error."""
 

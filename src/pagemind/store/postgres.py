@@ -774,6 +774,10 @@ class PostgresStore(StoreBackend):
         return [_run(r) for r in self._exec(sql + " ORDER BY created DESC, n DESC LIMIT %s OFFSET %s",
                                             (*args, limit, offset))]
 
+    def count_runs(self, user_id: int | None) -> int:
+        return int(self._exec("SELECT COUNT(*) FROM runs WHERE user_id IS NOT DISTINCT FROM %s",
+                              (user_id,)).fetchone()[0])
+
     _RUN_FIELDS = ("status", "started", "finished", "result", "error")
 
     def update_run(self, run_id: str, **fields: Any) -> None:

@@ -636,6 +636,9 @@ class Store(StoreBackend):
         return [_run(r) for r in self._exec(sql + " ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
                                             (*args, limit, offset))]
 
+    def count_runs(self, user_id: int | None) -> int:
+        return int(self._exec("SELECT COUNT(*) FROM runs WHERE user_id IS ?", (user_id,)).fetchone()[0])
+
     _RUN_FIELDS = ("status", "started", "finished", "result", "error")
 
     def update_run(self, run_id: str, **fields: Any) -> None:
