@@ -99,7 +99,7 @@ class Pagemind:
         """The reader of ``method`` with its options (``None`` values mean "the default"; an unknown option or a
         value its declaration refuses is a :class:`ConfigError`)."""
         cls = registry.get(method)
-        return cls(self.llm, self.store, **{k: v for k, v in options.items() if v is not None})
+        return cls(self.llm, self.store, **_given(options))
 
     def source(self, source: str | Path | Document, reader: Reader[Any, Any], encoding: str = "utf-8") -> Any:
         """What ``reader`` reads: a :class:`Document` from a file, or a source tree for a directory reader."""
@@ -133,7 +133,7 @@ class Pagemind:
         run to record into, e.g. one a server created) unless ``record_runs`` is off."""
         reader = self.reader(method, **options)
         document = self.source(source, reader)
-        recorder = self._recorder(run, "index", document, reader, {"options": _given(options)}, user_id)
+        recorder = self._recorder(run, "index", document, reader.name, {"options": _given(options)}, user_id)
         if recorder is None:
             return reader.build(document, progress=progress)
         with recorder.running():
@@ -153,7 +153,7 @@ class Pagemind:
         reader = self.reader(method, **method_options)
         document = self.source(source, reader)
         q = question if isinstance(question, Question) else Question.parse(question, tuple(options))
-        recorder = self._recorder(run, "ask", document, reader,
+        recorder = self._recorder(run, "ask", document, reader.name,
                                   {"question": q.text, "options": list(q.options), "method_options": _given(method_options)},
                                   user_id)
         if recorder is None:
@@ -173,13 +173,16 @@ class Pagemind:
             answer.index_trace = build_trace
         return answer
 
-    def _recorder(self, run: RunRow | str | None, kind: str, document: Any, reader: Reader[Any, Any],
-                  request: dict[str, Any], user_id: int | None) -> Recorder | None:
+    def _recorder(self, run: RunRow | str | None, kind: str, target: Any, method: str, request: dict[str, Any],
+                  user_id: int | None) -> Recorder | None:
+        """The recorder of ``run``, or of a new run of ``target`` (a document, a source tree or an agent); None
+        when no run is given and ``record_runs`` is off."""
         if run is None and not self.settings.record_runs:
             return None
         if run is None:
-            run = self.runs.create(kind, getattr(document, "id", str(document)), method=reader.name,
-                                   request={"document": getattr(document, "name", ""), **request}, user_id=user_id)
+            what = {"agent": target.name} if kind == "turn" else {"document": getattr(target, "name", "")}
+            run = self.runs.create(kind, str(getattr(target, "id", target)), method=method,
+                                   request={**what, **request}, user_id=user_id)
         return self.recorder(run)
 
     # --- agents (MemGPT) -------------------------------------------------------------------------------
@@ -211,12 +214,9 @@ class Pagemind:
 
         if isinstance(agent, str):
             agent = self.agent(agent)
-        if run is None and not self.settings.record_runs:
+        recorder = self._recorder(run, "turn", agent, "memgpt", {"message": text}, user_id)
+        if recorder is None:
             return agent.say(text, progress=progress, on_step=on_step, key=key)
-        if run is None:
-            run = self.runs.create("turn", str(agent.id), method="memgpt", request={"agent": agent.name, "message": text},
-                                   user_id=user_id)
-        recorder = self.recorder(run)
 
         def record(step: Any) -> None:
             recorder.step("step", **step_record(step))
