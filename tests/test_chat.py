@@ -162,6 +162,11 @@ def test_document_chat_auto_reads_a_short_text_whole(tmp_path):
     assert "auto: reading the whole text" in result.stderr
     assert "p1w3 it is" in result.stdout and "method: auto" in result.stdout
     assert [r.role for r in fake.history] == ["answer"]
+    store = Store(tmp_path / "pm.db")  # the build and the question are recorded runs
+    runs = store.list_runs(None)
+    store.close()
+    assert [(r.kind, r.status) for r in reversed(runs)] == [("index", "done"), ("ask", "done")]
+    assert runs[0].request["question"] == "What follows p1w2?"
 
 
 def test_chat_refuses_flags_for_the_other_side(tmp_path):

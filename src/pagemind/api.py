@@ -128,26 +128,30 @@ class Pagemind:
 
     def index(self, source: str | Path | Document, method: str = "auto",
               progress: Progress | None = None, *, run: RunRow | str | None = None, user_id: int | None = None,
-              **options: Any) -> Memory:
+              trace: Trace | None = None, **options: Any) -> Memory:
         """Build (or resume, or reuse) the memory of a document. Recorded as a run (``run``: an existing queued
-        run to record into, e.g. one a server created) unless ``record_runs`` is off."""
+        run to record into, e.g. one a server created) unless ``record_runs`` is off; the build's LLM calls also
+        go to ``trace`` if given."""
         reader = self.reader(method, **options)
         document = self.source(source, reader)
         recorder = self._recorder(run, "index", document, reader.name, {"options": _given(options)}, user_id)
         if recorder is None:
-            return reader.build(document, progress=progress)
+            return reader.build(document, progress=progress, trace=trace)
         with recorder.running():
-            memory = reader.build(document, progress=_both(progress, recorder.progress), trace=recorder.trace())
+            memory = reader.build(document, progress=_both(progress, recorder.progress), trace=recorder.trace(trace))
             recorder.result({"memory": reader.memory_key(document), "document": document.id,
                              **_describe(reader, memory)})
         return memory
 
     def ask(self, source: str | Path | Document, question: str | Question, options: Sequence[str] = (),
             method: str = "auto", progress: Progress | None = None, on_text: Callable[[str], None] | None = None,
-            *, run: RunRow | str | None = None, user_id: int | None = None, **method_options: Any) -> Answer:
+            *, run: RunRow | str | None = None, user_id: int | None = None, memory: Memory | None = None,
+            **method_options: Any) -> Answer:
         """Answer a question about a document (builds its memory first if needed), or about a source tree when
         ``source`` is a directory (the ``code`` method: FragRel's code relation). Recorded as a run (``run``: an
-        existing queued run to record into) unless ``record_runs`` is off; ``answer.run_id`` names it."""
+        existing queued run to record into) unless ``record_runs`` is off; ``answer.run_id`` names it. ``memory``:
+        this document's memory for this method and options, already at hand (``index``'s), so it is not loaded
+        again (a chat asks many questions of one memory)."""
         if isinstance(source, (str, Path)) and Path(source).is_dir():
             method = "code"
         reader = self.reader(method, **method_options)
@@ -157,17 +161,19 @@ class Pagemind:
                                   {"question": q.text, "options": list(q.options), "method_options": _given(method_options)},
                                   user_id)
         if recorder is None:
-            return self._ask(reader, document, q, progress, on_text, Trace(), Trace())
+            return self._ask(reader, document, q, progress, on_text, Trace(), Trace(), memory)
         with recorder.running():
             answer = self._ask(reader, document, q, _both(progress, recorder.progress), on_text,
-                               recorder.trace(), recorder.trace())
+                               recorder.trace(), recorder.trace(), memory)
             answer.run_id = recorder.run_id
             recorder.result({**answer.as_dict(), "memory": reader.memory_key(document), "document": document.id})
         return answer
 
     def _ask(self, reader: Reader[Any, Any], document: Any, q: Question, progress: Progress | None,
-             on_text: Callable[[str], None] | None, build_trace: Trace, trace: Trace) -> Answer:
-        memory = reader.build(document, progress=progress, trace=build_trace)
+             on_text: Callable[[str], None] | None, build_trace: Trace, trace: Trace,
+             memory: Memory | None = None) -> Answer:
+        if memory is None:
+            memory = reader.build(document, progress=progress, trace=build_trace)
         answer = reader.answer(memory, q, progress, on_text, trace=trace)
         if build_trace.events:
             answer.index_trace = build_trace

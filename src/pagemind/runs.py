@@ -154,8 +154,13 @@ class Recorder:
     def step(self, kind: str, **data: Any) -> int:
         return self.store.append_run_step(self.run_id, kind, data, time.time())
 
-    def trace(self) -> Trace:
-        return Trace(listener=self._hear)
+    def trace(self, into: Trace | None = None) -> Trace:
+        """A trace whose calls, decisions and notes become steps: ``into`` (the caller's, which then also keeps
+        them) or a new one."""
+        if into is None:
+            return Trace(listener=self._hear)
+        into.listener = self._hear
+        return into
 
     def _hear(self, kind: str, item: Any) -> None:
         if kind == "call":

@@ -268,14 +268,6 @@ def _chat_with_agent(pm: Pagemind, name: str, given: dict[str, Any], trace: bool
 _CHOICE_INLINE = re.compile(r"\s+(?=\([A-J]\)\s)")  # "Who? (A) x (B) y" typed on one line
 
 
-def _run_trace(pm: Pagemind, run_id: str) -> Any:
-    """The LLM calls a recorded run made, as a trace (for the usage line)."""
-    from ..llm.usage import Trace, TraceEvent
-
-    return Trace([TraceEvent(s.data["role"], s.data["prompt_tokens"], s.data["completion_tokens"], s.data["seconds"],
-                             s.data["cached"], s.data["reply"]) for s in pm.runs.steps(run_id) if s.kind == "llm"])
-
-
 def _chat_with_document(pm: Pagemind, file: str, method: str, opts: dict[str, Any], encoding: str,
                         trace: bool) -> None:
     from ..llm.usage import Trace
@@ -288,13 +280,9 @@ def _chat_with_document(pm: Pagemind, file: str, method: str, opts: dict[str, An
         choice = reader.choose(source)  # type: ignore[attr-defined]
         what = "the whole text" if choice.method == "full" else "ReadAgent-P (gist memory, then look-up)"
         click.echo(f"auto: reading {what}: {choice.reason} (--method picks another)", err=True)
-    before = {r.id for r in pm.runs.list(limit=5)}
-    with progress_bar(f"reading {source.name}") as progress:
-        memory = pm.index(source, method, progress=progress, **opts)  # recorded as a run, like every question
     build = Trace()
-    for run in pm.runs.list(limit=5, kind="index"):
-        if run.id not in before:
-            build = _run_trace(pm, run.id)
+    with progress_bar(f"reading {source.name}") as progress:  # recorded as a run, like every question
+        memory = pm.index(source, method, progress=progress, trace=build, **opts)
     ready = f"built ({usage_line(build.usage)})" if build.events else "ready"
     click.echo(f"memory of {source.name} with {reader.name}: {ready}; ask questions, /help for the commands",
                err=True)
@@ -302,7 +290,7 @@ def _chat_with_document(pm: Pagemind, file: str, method: str, opts: dict[str, An
     pending_build = [build if build.events else None]  # shown with the first answer's trace
 
     def ask(text: str) -> None:
-        answer = pm.ask(source, Question.parse(_CHOICE_INLINE.sub("\n", text)), method=method, **opts)
+        answer = pm.ask(source, Question.parse(_CHOICE_INLINE.sub("\n", text)), method=method, memory=memory, **opts)
         answer.index_trace, pending_build[0] = pending_build[0], None
         print_answer(answer, trace=tracing[0])
 
