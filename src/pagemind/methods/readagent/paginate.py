@@ -38,30 +38,46 @@ def make_window(paragraphs: list[str], i: int, previous: Page | None, opts: Read
                 end: int | None = None) -> Window:
     """The window from paragraph ``i``; pages never cross ``end`` (default: the end of the text)."""
     end = len(paragraphs) if end is None else end
-    passage = [escape_labels(paragraphs[i])]
+    j, labels, wcount = _span(paragraphs, i, opts, end)
+    if wcount < opts.tail_words and j == end:
+        return Window(i, j, labels, wcount, None)
+    end_tag = "" if j == end or not opts.lookahead else escape_labels(paragraphs[j]) + "\n..."
+    preceding = "...\n" + escape_labels(previous.text) + "\n" if (opts.previous_page and previous) else ""
+    prompt = get_prompt("readagent", f"{opts.prompt_set}.paginate").render(
+        preceding=preceding, passage=_labelled(paragraphs, i, j, labels), end_tag=end_tag
+    )
+    return Window(i, j, labels, wcount, _request((Message("user", prompt),), labels, opts))
+
+
+def _span(paragraphs: list[str], i: int, opts: ReadAgentOptions, end: int) -> tuple[int, tuple[int, ...], int]:
+    """(one past the window's last paragraph, the labels it offers, its words): paragraphs are added while the
+    window is under ``max_words``; a label comes before each one once ``min_words`` are reached, and at the end."""
     labels: list[int] = []
     wcount = len(paragraphs[i].split())
     j = i + 1
     while wcount < opts.max_words and j < end:
         wcount += len(paragraphs[j].split())
         if wcount >= opts.min_words:
-            passage.append(f"<{j}>")
             labels.append(j)
-        passage.append(escape_labels(paragraphs[j]))
         j += 1
-    passage.append(f"<{j}>")
     labels.append(j)
-    if wcount < opts.tail_words and j == end:
-        return Window(i, j, tuple(labels), wcount, None)
-    end_tag = "" if j == end or not opts.lookahead else escape_labels(paragraphs[j]) + "\n..."
-    preceding = "...\n" + escape_labels(previous.text) + "\n" if (opts.previous_page and previous) else ""
-    prompt = get_prompt("readagent", f"{opts.prompt_set}.paginate").render(
-        preceding=preceding, passage="\n".join(passage), end_tag=end_tag
-    )
-    return Window(i, j, tuple(labels), wcount, _request((Message("user", prompt),), labels, opts))
+    return j, tuple(labels), wcount
 
 
-def _request(messages: tuple[Message, ...], labels: list[int], opts: ReadAgentOptions) -> LLMRequest:
+def _labelled(paragraphs: list[str], first: int, last: int, labels: tuple[int, ...]) -> str:
+    """Paragraphs ``first`` .. ``last - 1``, each offered label on a line of its own before its paragraph, then
+    the label ``<last>``."""
+    offered = set(labels)
+    lines: list[str] = []
+    for k in range(first, last):
+        if k in offered:
+            lines.append(f"<{k}>")
+        lines.append(escape_labels(paragraphs[k]))
+    lines.append(f"<{last}>")
+    return "\n".join(lines)
+
+
+def _request(messages: tuple[Message, ...], labels: tuple[int, ...], opts: ReadAgentOptions) -> LLMRequest:
     constraint = None
     max_tokens = opts.max_tokens
     if opts.constrained:
@@ -94,28 +110,21 @@ def stream_window(paragraphs: list[str], i: int, conversation: Conversation, opt
     """The window from paragraph ``i`` as the next turn of ``conversation``: only the paragraphs it has not shown
     yet, with their labels. A conversation that would grow past ``limit`` tokens (or has not shown paragraph
     ``i``) starts over with the published first-window prompt."""
-    full = make_window(paragraphs, i, None, opts, end)
-    if full.request is None:
-        return full
+    j, labels, wcount = _span(paragraphs, i, opts, end)
+    if wcount < opts.tail_words and j == end:
+        return Window(i, j, labels, wcount, None)
     if conversation.messages and conversation.shown > i:
-        new = [k for k in range(max(conversation.shown, i + 1), full.last)]
-        passage: list[str] = []
-        for k in new:
-            if k in full.labels:
-                passage.append(f"<{k}>")
-            passage.append(escape_labels(paragraphs[k]))
-        if new and full.last in full.labels:
-            passage.append(f"<{full.last}>")
-        end_tag = "" if full.last == end or not opts.lookahead or not new else escape_labels(paragraphs[full.last]) + "\n..."
+        first_new = max(conversation.shown, i + 1)  # the paragraphs this conversation has not shown
+        new = first_new < j
+        end_tag = escape_labels(paragraphs[j]) + "\n..." if new and j < end and opts.lookahead else ""
         prompt = get_prompt("readagent", "continue.paginate").render(
-            start=i, passage="\n".join(passage), end_tag=end_tag, labels=", ".join(f"<{n}>" for n in full.labels),
-            keyword=REPLY_KEYWORD.get(opts.prompt_set, "Break point"))
-        turn = Message("user", prompt)
+            start=i, passage=_labelled(paragraphs, first_new, j, labels) if new else "", end_tag=end_tag,
+            labels=", ".join(f"<{n}>" for n in labels), keyword=REPLY_KEYWORD.get(opts.prompt_set, "Break point"))
         if conversation.tokens + count(prompt) + opts.max_tokens <= limit:
-            return Window(i, full.last, full.labels, full.words,
-                          _request(conversation.messages + (turn,), list(full.labels), opts))
+            return Window(i, j, labels, wcount, _request(conversation.messages + (Message("user", prompt),),
+                                                         labels, opts))
     conversation.reset()
-    return full
+    return make_window(paragraphs, i, None, opts, end)
 
 
 def decide_label(window: Window, reply: str | None) -> tuple[int | None, str]:
