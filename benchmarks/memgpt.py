@@ -15,9 +15,13 @@ tokens and LLM calls per user turn, and the valid-action rate of the agent's ste
   tell you about myself?" with one of the user's (speaker 1's) persona facts from the previous session and three
   facts of other episodes' speakers (chance 25%). Agent: previous session in recall only; baselines: the previous
   session in the prompt, or its summary.
+* ``save``: the scenario of tests/test_agent_integration.py, repeated at ``--save-n`` agent clocks (the time stamps
+  in the prompt are all that differs between trials): the user asks the agent to save a fact, 30 messages of small
+  talk push it out of the window, then asks for it. Counted: saved to a core memory block, answered after the
+  eviction, and each step's function.
 
-    nice -n 19 python benchmarks/memgpt.py --tasks kv,locomo,msc [--model qwen2.5-coder-1.5b]
-        [--kv-seeds 2] [--kv-baseline-seeds 1] [--locomo-n 6] [--msc-n 5] [--budget-minutes 25]
+    nice -n 19 python benchmarks/memgpt.py --tasks kv,locomo,msc,save [--model qwen2.5-coder-1.5b]
+        [--kv-seeds 2] [--kv-baseline-seeds 1] [--locomo-n 6] [--msc-n 5] [--save-n 8] [--budget-minutes 25]
 
 Results are merged into results/memgpt.json under by_model/<model>/<task> (written after every instance).
 """
@@ -67,10 +71,10 @@ class Run:
     def out_of_time(self) -> bool:
         return time.monotonic() > self.deadline
 
-    def agent(self, **options) -> Agent:
+    def agent(self, human: str | None = None, **options) -> Agent:
         self.n += 1
         opts = AgentOptions(embedder="none", constrained=self.constrained, **options)
-        return Agent.create(self.pm.llm, self.pm.store, f"bench-{uuid.uuid4().hex[:10]}", options=opts)
+        return Agent.create(self.pm.llm, self.pm.store, f"bench-{uuid.uuid4().hex[:10]}", human=human, options=opts)
 
     def turn(self, agent: Agent, text: str, task: str) -> tuple[list[str], dict]:
         t0 = time.perf_counter()
@@ -300,6 +304,38 @@ def run_msc(run: Run, n: int) -> None:
                          "episodes": results})
 
 
+# --- save a fact, evict it, recall it ---------------------------------------------------------------
+SAVE_FACT = "My locker code is 4417."
+
+
+def run_save(run: Run, n: int) -> None:
+    rng = random.Random(0)
+    results = []
+    for trial in range(n):
+        if run.out_of_time():
+            break
+        start = datetime(2026, 1, 1, 8, 0) + timedelta(minutes=rng.randrange(365 * 24 * 60))
+        ticks = iter(start + timedelta(seconds=7 * i) for i in range(10**6))
+        agent = run.agent(human="", context_window=2600, max_tokens=300, max_steps=3, keep_last=2, summary_words=40)
+        agent.clock = lambda: next(ticks)
+        _, first = run.turn(agent, f"Please save this in your core memory about me: {SAVE_FACT}", "save")
+        agent.import_messages([("user" if i % 2 == 0 else "assistant", f"Small talk number {i} about the weather, "
+                                "the sea and boats, the tides and the gulls over the harbour.", agent.now())
+                               for i in range(30)], in_context=True)
+        messages, second = run.turn(agent, "What is my locker code?", "save")
+        blocks = {b.label: b.value for b in agent.blocks()}
+        row = {"clock": start.isoformat(), "saved_in": [k for k, v in blocks.items() if "4417" in v],
+               "answered": any("4417" in m for m in messages), "evictions": second["evictions"],
+               "first_calls": first["calls"], "second_calls": second["calls"]}
+        results.append(row)
+        print(json.dumps(row), flush=True)
+        k = len(results)
+        run.save("save", {"trials": k, "saved": sum(bool(r["saved_in"]) for r in results) / k,
+                          "answered": sum(r["answered"] for r in results) / k,
+                          "saved_and_answered": sum(bool(r["saved_in"]) and r["answered"] for r in results) / k,
+                          "results": results})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", default="kv,locomo,msc")
@@ -309,6 +345,7 @@ def main() -> None:
     ap.add_argument("--kv-baseline-seeds", type=int, default=1)
     ap.add_argument("--locomo-n", type=int, default=6)
     ap.add_argument("--msc-n", type=int, default=5)
+    ap.add_argument("--save-n", type=int, default=8)
     ap.add_argument("--budget-minutes", type=float, default=25.0, help="per task: no new instance after this")
     ap.add_argument("--n-ctx", type=int, default=10240)
     ap.add_argument("--unconstrained", action="store_true",
@@ -324,6 +361,8 @@ def main() -> None:
                 run_locomo(run, args.locomo_n)
             elif task == "msc":
                 run_msc(run, args.msc_n)
+            elif task == "save":
+                run_save(run, args.save_n)
             else:
                 raise SystemExit(f"unknown task {task}")
     print((RESULTS / "memgpt.json").read_text())

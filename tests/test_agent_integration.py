@@ -9,6 +9,7 @@ there, else in recall (found by conversation_search). What the 135M model chose 
 
 import importlib.util
 import json
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -22,6 +23,13 @@ pytestmark = on_embedded_models()
 FACT = "My locker code is 4417."
 
 
+def clock(start: datetime):
+    """A fixed agent clock, 7 s a reading: the time stamps are part of every prompt, so with the wall clock the
+    model would see another prompt on every run (and may choose otherwise)."""
+    ticks = iter(start + timedelta(seconds=7 * i) for i in range(10**6))
+    return lambda: next(ticks)
+
+
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
     home = tmp_path_factory.mktemp("pm")
@@ -32,7 +40,8 @@ def session(tmp_path_factory):
 def test_a_fact_survives_eviction_on_the_embedded_model(session):
     options = AgentOptions(embedder="none", context_window=1400, max_tokens=240, max_steps=3, keep_last=2,
                            summary_words=40, warning_fraction=0.6)
-    agent = Agent.create(session.llm, session.store, "tiny", human="", options=options)
+    agent = Agent.create(session.llm, session.store, "tiny", human="", options=options,
+                         clock=clock(datetime(2026, 5, 4, 10, 0)))
     first = agent.say(f"Please remember this. {FACT}")
     # earlier small talk fills the queue without LLM calls, so the next turn must evict
     filler = [("user" if i % 2 == 0 else "assistant", f"Small talk number {i} about the weather, the sea and boats.",
@@ -66,7 +75,8 @@ def test_the_default_model_saves_a_fact_to_core_memory_and_recalls_it_after_evic
     with Pagemind(store=tmp_path / "s.db", n_ctx=4096, concurrency=1, cache=False) as pm:
         options = AgentOptions(embedder="none", context_window=2600, max_tokens=300, max_steps=3, keep_last=2,
                                summary_words=40)
-        agent = Agent.create(pm.llm, pm.store, "kim", human="", options=options)
+        agent = Agent.create(pm.llm, pm.store, "kim", human="", options=options,
+                             clock=clock(datetime(2026, 3, 2, 9, 15)))
         first = agent.say(f"Please save this in your core memory about me: {FACT}")
         filler = [("user" if i % 2 == 0 else "assistant", f"Small talk number {i} about the weather, the sea and "
                    "boats, the tides and the gulls over the harbour.", agent.now()) for i in range(30)]
