@@ -369,3 +369,66 @@ def test_mcp_at_slash_mcp_of_a_real_pagemind_serve(tmp_path: Path, llm: MockServ
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_mcp_turns_wait_in_the_agents_line_with_its_http_messages(tmp_path: Path) -> None:
+    """In pagemind serve, an MCP send_message is a turn in the agent's line like an HTTP message: the agent reads
+    busy with the MCP turn's run, a no-wait HTTP send is refused naming it, and turns run in arrival order."""
+    import httpx
+
+    from pagemind.users import create_user
+
+    with MockServer(text=Replies(), latency=0.15) as llm:
+        app, pm = served_app(tmp_path, llm, "keys")
+        user, key = create_user(pm.store, "ann")
+        auth = {"Authorization": f"Bearer {key}"}
+        with Served(app) as served:
+            made = httpx.post(served.url + "/v1/agents", headers=auth,
+                              json={"name": "sam", "options": {"tool_calling": "json", "embedder": "none"}})
+            assert made.status_code == 201, made.text
+            agent_url = f"{served.url}/v1/agents/{made.json()['id']}"
+
+            def get(path: str = "") -> dict[str, Any]:
+                return httpx.get(agent_url + path, headers=auth).json()
+
+            def queued(message: str) -> bool:
+                return any(r.request.get("message") == message for r in pm.runs.list(user.id, kind="turn"))
+
+            async def until(check: Any) -> None:
+                deadline = time.monotonic() + 30
+                while not await anyio.to_thread.run_sync(check):
+                    assert time.monotonic() < deadline
+                    await anyio.sleep(0.02)
+
+            async def main() -> dict[str, Any]:
+                said: dict[str, Any] = {}
+                async with http_client(served.url + "/mcp", key) as client, anyio.create_task_group() as tasks:
+                    async def mcp_send(message: str) -> None:
+                        sent = await client.call_tool("send_message", {"agent": "sam", "message": message})
+                        assert not sent.is_error, text(sent)
+                        said[message] = sent.structured_content
+
+                    def http_send(message: str) -> None:
+                        said[message] = httpx.post(agent_url + "/messages", headers=auth, json={"message": message},
+                                                   timeout=60).json()
+
+                    tasks.start_soon(mcp_send, "first")
+                    await until(lambda: get()["busy"])
+                    running = get()["running_run"]
+                    refused = await anyio.to_thread.run_sync(lambda: httpx.post(
+                        agent_url + "/messages?wait=false", headers=auth, json={"message": "not now"}))
+                    assert refused.status_code == 409 and refused.json()["run_id"] == running
+                    tasks.start_soon(anyio.to_thread.run_sync, http_send, "second")
+                    await until(lambda: queued("second"))
+                    tasks.start_soon(mcp_send, "third")
+                return said, running
+
+            said, running = anyio.run(main)
+        assert said["first"]["run_id"] == running
+        turns = sorted(pm.runs.list(user.id, kind="turn"), key=lambda r: r.started)
+        assert [r.request["message"] for r in turns] == ["first", "second", "third"]
+        assert all(r.status == "done" for r in turns)
+        assert all(a.finished <= b.started for a, b in zip(turns, turns[1:]))  # one at a time
+        assert [said[m]["messages"] for m in ("first", "second", "third")] == [
+            ["Noted, Ada it is (1)."], ["Noted, Ada it is (2)."], ["Noted, Ada it is (3)."]]
+        pm.close()

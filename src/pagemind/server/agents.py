@@ -89,7 +89,31 @@ def stored_name(user: UserRow, name: str) -> str:
 
 
 def shown_name(row: AgentRow) -> str:
-    return row.name.split(".", 1)[1] if re.match(r"^u\d+\.", row.name) else row.name
+    return unprefixed(row.name)
+
+
+def unprefixed(name: str) -> str:
+    """The agent's name as its user gave it (stored as u<user id>.<name>)."""
+    return name.split(".", 1)[1] if re.match(r"^u\d+\.", name) else name
+
+
+def queue_turn(service: "Service", agent_id: int, name: str, message: str, user_id: int, *,
+               run_id: str | None = None, key: str | None = None, wait: bool = True,
+               progress: Any = None) -> tuple[RunRow, Future]:
+    """A user message's turn at the end of the agent's line (turns of one agent run one at a time, in arrival
+    order, whether they came over HTTP or MCP): its run, and the future of its ``TurnResult``. The run is made
+    under the line's lock, so a refused send (``wait=False``, :class:`AgentBusy`) creates none."""
+    pm, made = service.pm, []
+
+    def turn() -> tuple[str, Any]:
+        run = pm.runs.create("turn", str(agent_id), method="memgpt", user_id=user_id, run_id=run_id,
+                             request={"agent": unprefixed(name), "message": message,
+                                      **({"idempotency_key": key} if key is not None else {})})
+        made.append(run)
+        return run.id, lambda: pm.send(name, message, run=run, user_id=user_id, key=key, progress=progress)
+
+    _, future = service.workers.enqueue(agent_id, turn, wait=wait)
+    return made[0], future
 
 
 def agents_router(service: "Service") -> APIRouter:
@@ -212,17 +236,7 @@ def agents_router(service: "Service") -> APIRouter:
                     found = pm.runs.list(user.id, kind="turn", target=str(agent_id), status="running", limit=1)
                     raise AgentBusy("the agent is in a turn; send again later, or without wait=false to queue",
                                     found[0].id if found else None)
-            made: list[RunRow] = []
-
-            def turn() -> tuple[str, Any]:  # made under the line's lock: no run is created for a refused send
-                run = pm.runs.create("turn", str(agent_id), method="memgpt", user_id=user.id, run_id=run_id,
-                                     request={"agent": shown_name(row), "message": body.message,
-                                              **({"idempotency_key": key} if key is not None else {})})
-                made.append(run)
-                return run.id, lambda: pm.send(row.name, body.message, run=run, user_id=user.id, key=key)
-
-            _, future = service.workers.enqueue(agent_id, turn, wait=wait)
-            return made[0], future
+            return queue_turn(service, row.id, row.name, body.message, user.id, run_id=run_id, key=key, wait=wait)
 
         run, future = await run_in_threadpool(prepare)
         if stream_:

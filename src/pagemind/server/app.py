@@ -345,7 +345,7 @@ def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *
         return run_json(own_run(service, run_id, user))
 
     # --- agents -------------------------------------------------------------------------------------
-    from .agents import agents_router
+    from .agents import agents_router, queue_turn
 
     app.include_router(agents_router(service))
 
@@ -353,7 +353,11 @@ def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *
     if mcp:
         from .mcp import mount
 
-        mount(app, service.pm, path="/mcp", auth=service.auth)
+        def send(agent: Any, message: str, user_id: int, progress: Any) -> Any:
+            """An MCP send_message in the agent's line with its HTTP messages."""
+            return queue_turn(service, agent.id, agent.name, message, user_id, progress=progress)[1].result()
+
+        mount(app, service.pm, path="/mcp", auth=service.auth, send=send)
 
     # --- the web viewer (package data; mounted when present) ----------------------------------------
     if (STATIC / "index.html").exists():

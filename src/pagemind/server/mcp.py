@@ -58,12 +58,16 @@ INSTRUCTIONS = (
     "read_core_memory, search_archival, search_recall.")
 
 UserOf = Callable[[Context], UserRow]
+# (the agent, the message, the user id, a progress callback) -> its TurnResult; pagemind serve queues the turn in
+# the agent's line, as its HTTP messages are (server/agents.py queue_turn)
+Send = Callable[[Any, str, int, Any], Any]
 
 
 # --- the tools ------------------------------------------------------------------------------------------
-def build_server(pm: Any, user_of: UserOf, *, allow_paths: bool = False) -> MCPServer:
+def build_server(pm: Any, user_of: UserOf, *, allow_paths: bool = False, send: Send | None = None) -> MCPServer:
     """The MCP server over ``pm`` (a :class:`pagemind.Pagemind`). ``user_of`` names the user a tool call acts
-    as; ``allow_paths``: ``add_document`` may read a file of this machine (stdio only, never over HTTP)."""
+    as; ``allow_paths``: ``add_document`` may read a file of this machine (stdio only, never over HTTP); ``send``
+    runs an agent's turn (default: ``pm.send`` in the calling thread, the agent's lock keeping turns apart)."""
 
     async def run(ctx: Context, work: Callable[[int], T]) -> T:
         """``work(user_id)`` in a worker thread; the library's errors as tool errors."""
@@ -231,7 +235,10 @@ def build_server(pm: Any, user_of: UserOf, *, allow_paths: bool = False) -> MCPS
         progress = progress_reporter(ctx)
 
         def work(uid: int) -> Any:
-            return pm.send(own_agent(uid, agent, llm=True), message, progress=progress, user_id=uid)
+            target = own_agent(uid, agent, llm=send is None)
+            if send is None:
+                return pm.send(target, message, progress=progress, user_id=uid)
+            return send(target, message, uid, progress)
 
         turn = await run(ctx, work)
         data = {"agent": agent, **turn.as_dict()}
@@ -524,24 +531,24 @@ def rebinding(server: tuple[str, int] | None, headers: dict[bytes, bytes]) -> tu
     return None
 
 
-def endpoint(pm: Any, *, auth: str = "keys") -> Endpoint:
+def endpoint(pm: Any, *, auth: str = "keys", send: Send | None = None) -> Endpoint:
     """The ``/mcp`` ASGI endpoint; its session manager must run while it serves (``endpoint.server.session_manager
     .run()`` in the host app's lifespan; :func:`mount` and :func:`http_app` see to it). Stateless streamable HTTP:
     every POST stands alone (no session to lose), so any replica can answer it."""
-    server = build_server(pm, request_user)
+    server = build_server(pm, request_user, send=send)
     server.streamable_http_app(streamable_http_path="/", stateless_http=True,
                                transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
                                max_request_body_size=max(4 << 20, 2 * int(pm.settings.max_bytes)))
     return Endpoint(pm, server, auth)
 
 
-def mount(app: Any, pm: Any, *, path: str = "/mcp", auth: str = "keys") -> Endpoint:
+def mount(app: Any, pm: Any, *, path: str = "/mcp", auth: str = "keys", send: Send | None = None) -> Endpoint:
     """Serve the tools at ``path`` of a Starlette/FastAPI ``app`` (ahead of its other routes; with and without a
     trailing slash, so no client meets a redirect), running the session manager inside the app's lifespan.
-    ``auth``: "keys" (the bearer key's user) or "none" (the local user)."""
+    ``auth``: "keys" (the bearer key's user) or "none" (the local user); ``send``: see :func:`build_server`."""
     from starlette.routing import Route
 
-    mcp_endpoint = endpoint(pm, auth=auth)
+    mcp_endpoint = endpoint(pm, auth=auth, send=send)
     app.router.routes[0:0] = [Route(path, mcp_endpoint, include_in_schema=False),
                               Route(path.rstrip("/") + "/", mcp_endpoint, include_in_schema=False)]
     previous = app.router.lifespan_context
