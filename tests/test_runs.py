@@ -187,6 +187,9 @@ def test_logs_list_and_show_a_run(pm, tmp_path):
     assert as_json["id"] == answer.run_id and as_json["steps"][-1]["kind"] == "result"
     missing = CliRunner().invoke(cli, ["logs", "--store", store, "show", "run_nope"])
     assert missing.exit_code != 0 and "no run" in missing.output
+    pm.ask(pm.document(_write(pm, TEXT)), "Who kept the light?", options=["Bob", "Ann"], method="full")
+    several = CliRunner().invoke(cli, ["logs", "--store", store, "show", "run_"])
+    assert several.exit_code != 0 and "begins the ids of several runs" in several.output
 
 
 def test_users_cli_prints_a_key_once_that_authenticates(tmp_path):

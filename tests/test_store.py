@@ -15,6 +15,7 @@ from pagemind.store import (
     EventRow,
     LockHolder,
     PassageRow,
+    RunRow,
     Store,
     StoreBackend,
     StoredVectors,
@@ -298,3 +299,16 @@ def test_the_llm_cache_can_be_cleared(store):
     store.put_response("a", LLMResponse("x", 1, 1, 0.1, "m"))
     store.put_response("b", LLMResponse("y", 1, 1, 0.1, "m"))
     assert store.clear_responses() == 2 and store.get_response("a") is None and store.clear_responses() == 0
+
+
+def test_runs_are_found_by_a_prefix_of_their_id_in_the_store(store):
+    ann = store.create_user("ann", "h1", 1.0)
+    for n, (run_id, user) in enumerate((("run_aa01", None), ("run_aa02", None), ("run_ab03", None),
+                                        ("run_aa04", ann), ("run_a%05", None))):
+        store.create_run(RunRow(run_id, user, "ask", "full", "doc", {}, "done", float(n)))
+    assert [r.id for r in store.list_runs(None, prefix="run_aa")] == ["run_aa02", "run_aa01"]  # newest first
+    assert [r.id for r in store.list_runs(None, prefix="run_ab03")] == ["run_ab03"]
+    assert [r.id for r in store.list_runs(ann, prefix="run_aa")] == ["run_aa04"]  # another user's are not seen
+    assert [r.id for r in store.list_runs(None, prefix="run_a%")] == ["run_a%05"]  # a prefix, not a pattern
+    assert [r.id for r in store.list_runs(None, prefix="run_a_0")] == []
+    assert len(store.list_runs(None, prefix="run_", limit=2)) == 2

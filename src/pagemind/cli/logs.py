@@ -102,8 +102,12 @@ def show(ctx: click.Context, run_id: str | None, last: bool, as_json: bool) -> N
             if not newest:
                 raise click.UsageError("no recorded runs yet")
             run_id = newest[0].id
-        found = [r for r in runs.list(None, limit=10_000) if r.id.startswith(run_id)] if len(run_id) < 20 else []
-        run = runs.get(run_id) or (found[0] if len(found) == 1 else None)
+        run = runs.get(run_id)
+        if run is None:  # a prefix of one run's id
+            found = runs.list(None, prefix=run_id, limit=2)
+            if len(found) > 1:
+                raise click.UsageError(f"{run_id!r} begins the ids of several runs; give more of the id")
+            run = found[0] if found else None
         if run is None:
             raise click.UsageError(f"no run {run_id!r} (pagemind logs lists them)")
         steps = runs.steps(run.id)

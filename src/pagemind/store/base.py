@@ -475,9 +475,10 @@ class StoreBackend(ABC):
 
     @abstractmethod
     def list_runs(self, user_id: int | None, *, all_users: bool = False, kind: str | None = None,
-                  target: str | None = None, status: str | None = None, limit: int = 50,
-                  offset: int = 0) -> list[RunRow]:
-        """Runs of a user (None: the local user's; ``all_users``: everyone's), newest first."""
+                  target: str | None = None, status: str | None = None, prefix: str | None = None,
+                  limit: int = 50, offset: int = 0) -> list[RunRow]:
+        """Runs of a user (None: the local user's; ``all_users``: everyone's), newest first; ``prefix``: only
+        those whose id starts with it."""
 
     @abstractmethod
     def count_runs(self, user_id: int | None) -> int:

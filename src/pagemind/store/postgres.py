@@ -759,8 +759,8 @@ class PostgresStore(StoreBackend):
         return None if row is None else _run(row)
 
     def list_runs(self, user_id: int | None, *, all_users: bool = False, kind: str | None = None,
-                  target: str | None = None, status: str | None = None, limit: int = 50,
-                  offset: int = 0) -> list[RunRow]:
+                  target: str | None = None, status: str | None = None, prefix: str | None = None,
+                  limit: int = 50, offset: int = 0) -> list[RunRow]:
         where: list[str] = []
         args: list[Any] = []
         if not all_users:
@@ -770,6 +770,9 @@ class PostgresStore(StoreBackend):
             if value is not None:
                 where.append(f"{column} = %s")
                 args.append(value)
+        if prefix is not None:
+            where.append("left(id, %s) = %s")
+            args.extend((len(prefix), prefix))
         sql = self._RUN + (" WHERE " + " AND ".join(where) if where else "")
         return [_run(r) for r in self._exec(sql + " ORDER BY created DESC, n DESC LIMIT %s OFFSET %s",
                                             (*args, limit, offset))]

@@ -622,8 +622,8 @@ class Store(StoreBackend):
         return None if row is None else _run(row)
 
     def list_runs(self, user_id: int | None, *, all_users: bool = False, kind: str | None = None,
-                  target: str | None = None, status: str | None = None, limit: int = 50,
-                  offset: int = 0) -> list[RunRow]:
+                  target: str | None = None, status: str | None = None, prefix: str | None = None,
+                  limit: int = 50, offset: int = 0) -> list[RunRow]:
         where, args = [], []
         if not all_users:
             where.append("user_id IS ?")
@@ -632,6 +632,9 @@ class Store(StoreBackend):
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
+        if prefix is not None:
+            where.append("substr(id, 1, ?) = ?")
+            args.extend((len(prefix), prefix))
         sql = self._RUN + (" WHERE " + " AND ".join(where) if where else "")
         return [_run(r) for r in self._exec(sql + " ORDER BY created DESC, rowid DESC LIMIT ? OFFSET ?",
                                             (*args, limit, offset))]
