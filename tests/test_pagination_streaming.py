@@ -120,3 +120,61 @@ def test_streaming_is_its_own_memory():
     store = Store(":memory:")
     doc = Document.from_text(TEXT)
     assert reader(scripted(), store).memory_key(doc) != reader(scripted(), store, pagination="streaming").memory_key(doc)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"p\d+w\d+", text)
+
+
+def test_a_continued_gist_about_other_text_is_rejected_and_the_page_gisted_on_its_own():
+    """A small model in a long conversation gists the text it read first again; such a gist is re-asked, then
+    the page is gisted on its own with the paper's prompt, so every gist is about its own page."""
+    calls = iter(range(1000))
+
+    def gists(request):
+        if len(request.messages) == 1:  # the paper's gist prompt: the page alone
+            return "Own gist: " + " ".join(_words(request.messages[0].content)[:12])
+        k = next(calls)  # words of the conversation's first page, never the same twice
+        return "Gist: " + " ".join(_words(request.messages[0].content)[k:k + 20])
+
+    fake = scripted(gist=gists)
+    trace = __import__("pagemind").Trace()
+    memory = reader(fake, gist_mode="continue", pagination="streaming").build(Document.from_text(TEXT), trace=trace)
+    for page, g in zip(memory.pages, memory.gists):
+        assert set(_words(g.text)) <= set(_words(page.text)) and g.source == "llm", (page.index, g.text)
+    rejected = [n for n in trace.notes if n.startswith("continued gist of page")]
+    assert "gist is about other text than its page (0% of its words are in the page, 95% in the text around " \
+           "it)" in rejected[0]
+    separate = [r for r in fake.history if r.role == "gist" and len(r.messages) == 1]
+    tails = sum(p.label_source == "tail" for p in memory.pages)  # a tail page has no pagination turn to continue
+    assert len(separate) - tails == len(rejected) >= len(memory.pages) - 3  # a conversation's first page passes
+
+
+def test_a_continued_gist_that_repeats_an_earlier_pages_gist_is_rejected():
+    same = "The keeper rows the supply boat across the bay every morning before the storm bell rings twice."
+
+    def gists(request):
+        if len(request.messages) == 1:
+            return "Own gist: " + " ".join(_words(request.messages[0].content)[:12])
+        return same
+
+    trace = __import__("pagemind").Trace()
+    memory = reader(scripted(gist=gists), gist_mode="continue").build(Document.from_text(TEXT), trace=trace)
+    continued = [g for g in memory.gists if g.text == same]
+    assert len(continued) == 1 and memory.gists[0].text == same  # the first page's gist stands
+    assert any("gist repeats the gist of an earlier page" in n for n in trace.notes)
+
+
+def test_the_grounding_checks_leave_other_gists_alone():
+    from pagemind.methods.readagent.gist import check_gist
+    from pagemind.methods.readagent.memory import Page
+
+    page = Page(0, 0, 3, "The lighthouse keeper Wren lit the lamp at dusk while her brother Abel sailed the ferry "
+                         "home through the fog, and the bell on the point rang for the late boats.", "llm")
+    abstractive = "A keeper tends her light on a foggy evening as her sibling guides travellers back to port."
+    assert check_gist(abstractive, page, around="Prices of fish rose at the market that winter.") == abstractive
+    assert check_gist("Wren lit the lamp.", page, around="Wren lit the lamp.", earlier=["Wren lit the lamp."]) \
+        == "Wren lit the lamp."  # too short to judge
+    other = "Prices of fish rose at the market that winter, and the traders of the harbour town complained loudly."
+    assert "about other text" in str(check_gist(other, page, around=other).problem)
+    assert check_gist(other, page) == other  # the paper's separate prompt shows the page alone: nothing to compare

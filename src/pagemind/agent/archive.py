@@ -9,22 +9,15 @@ overlap scoring, and :meth:`Archive.describe` says so.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from ..errors import ConfigError
+from ..text.words import keywords
 from .memory import AgentOptions, SearchPage
 from .store import AgentStore
 
-_WORD = re.compile(r"\w+")
-_STOP = frozenset({
-    "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had", "has",
-    "have", "he", "her", "his", "i", "in", "is", "it", "me", "my", "of", "on", "or", "our", "she", "so",
-    "that", "the", "their", "them", "they", "this", "to", "was", "we", "were", "what", "when", "where",
-    "which", "who", "why", "with", "you", "your"
-})
 
 
 @lru_cache(maxsize=4)
@@ -44,10 +37,6 @@ def resolve_embedder(name: str) -> Any | None:
         except (ConfigError, ImportError):
             return None
     return load_embedder(name)
-
-
-def keywords(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
 class Archive:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
-from typing import Callable
+from typing import AbstractSet, Callable
 
 from ...llm.base import LLMRequest
 from ...llm.client import LLM
@@ -21,7 +21,7 @@ from ...llm.usage import Trace
 from ...text import Document, split_paragraphs
 from ..base import Build, MemoryWriter
 from ..decide import Invalid, decide
-from .gist import check_gist, continued_gist_request, gist_request
+from .gist import check_gist, continued_gist_request, gist_request, normal
 from .memory import Gist, Page, ReadAgentOptions
 from .paginate import Conversation, Window, decide_label, make_window, page_of, stream_window
 
@@ -104,12 +104,17 @@ def _paginate_span(paragraphs: list[str], start: int, end: int, pages: list[Page
     # a new one); it starts over when it would hold more than stream_share of the window
     conversation = Conversation() if opts.pagination == "streaming" else None
     limit = int(llm.context_window * opts.stream_share)
+    earlier: set[str] = set()  # the continued gists so far (a small model may give one again for another page)
+    opened = i  # the first paragraph the pagination conversation shows
     while i < end and not (stop is not None and stop.is_set()):
         previous = pages[-1] if pages else None
         if conversation is not None:
             window = stream_window(paragraphs, i, conversation, opts, end, limit, llm.count_tokens)
+            if not conversation.messages:  # a new conversation begins with this page
+                opened = i
         else:
             window = make_window(paragraphs, i, previous, opts, end)
+            opened = previous.start if previous is not None and opts.previous_page else i
         reply, label, source = _ask_pause(window, llm, opts, trace)
         page = page_of(paragraphs, i if draft else len(pages), i, label, source)
         store(page)
@@ -121,7 +126,12 @@ def _paginate_span(paragraphs: list[str], start: int, end: int, pages: list[Page
         if opts.gist_mode == "continue" and window.request is not None and reply is not None:
             continued = len(window.request.messages) > 1  # a streaming turn: earlier pages are in the conversation
             request = continued_gist_request(window.request, reply, label, opts, start=i if continued else None)
-            gist = _gist(page, request, llm, trace, opts)
+            # what else the conversation shows: the text before the page (earlier turns, or the previous page the
+            # prompt shows) and after the break (the rest of the window, the look-ahead paragraph)
+            shown = min(end, max(window.last + 1, conversation.shown if conversation else 0))
+            around = "\n\n".join(paragraphs[opened:i] + paragraphs[label:shown])
+            gist = _gist(page, request, llm, trace, opts, around=around, earlier=earlier)
+            earlier.add(normal(gist.text))
             if conversation is not None:
                 conversation.add(request.messages[-1], gist.text, llm.count_tokens)
         stored(page, gist)
@@ -260,15 +270,24 @@ def _ask_pause(window: Window, llm: LLM, opts: ReadAgentOptions, trace: Trace) -
     return f"Break point: <{window.last}>", window.last, "fallback"
 
 
-def _gist(page: Page, request: LLMRequest, llm: LLM, trace: Trace, opts: ReadAgentOptions) -> Gist:
+def _gist(page: Page, request: LLMRequest, llm: LLM, trace: Trace, opts: ReadAgentOptions, *, around: str = "",
+          earlier: AbstractSet[str] = frozenset()) -> Gist:
     """The page's gist. An empty reply, one not shorter than its page or one that repeats itself is re-asked
-    once; then the page's first fifth stands in, recorded as a fallback."""
-    found = decide(llm, request, lambda reply: check_gist(reply, page), trace, retries=min(1, opts.max_retries),
+    once; then the page's first fifth stands in, recorded as a fallback. A gist continuing the pagination
+    conversation (``around``: the other text it shows; ``earlier``: the gists before it) must also be about its
+    page and not an earlier page's gist again; if the re-ask fails too, the page is gisted on its own with the
+    paper's prompt (it costs reading the page again) before the first fifth stands in."""
+    found = decide(llm, request, lambda reply: check_gist(reply, page, around=around, earlier=earlier), trace,
+                   retries=min(1, opts.max_retries),
                    correction=lambda problem: f"That {problem}. Please shorten the passage again: just give "
                                               "a shortened version, shorter than the passage.",
                    describe=lambda text: f"gist of page {page.index} ({len(text.split())} of {page.words} words)")
     if found.value is not None:
         return Gist(page.index, found.value)
+    if around or earlier:
+        trace.note(f"continued gist of page {page.index} rejected ({'; '.join(found.problems)}); "
+                   "gisting the page on its own")
+        return _gist(page, gist_request(page, opts), llm, trace, opts)
     words = page.text.split()
     kept = max(FALLBACK_GIST_MIN_WORDS, len(words) // 5)
     trace.note(f"gist of page {page.index} fell back to its first {min(kept, len(words))} words after: "

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Set
 
 from ...llm.base import LLMRequest, Message
 from ...prompts import get_prompt
+from ...text.words import content_words, share_in
 from ..decide import Invalid
 from .memory import Page, ReadAgentOptions
 
@@ -53,8 +55,21 @@ def repetition(text: str, n: int = 8) -> float:
     return (total - len(grams)) / total
 
 
-def check_gist(reply: str, page: Page) -> str | Invalid:
-    """The cleaned gist, or why it is not a faithful shortening: empty, not shorter than its page, or looping."""
+GROUNDED = 0.5  # a gist with less of its content words in its page than this, and more in the text around it, is off
+MIN_WORDS_FOR_GROUNDING = 8  # content words a gist needs before its grounding is judged
+
+
+def normal(text: str) -> str:
+    """A gist as ``earlier`` holds it: lower case, single spaces."""
+    return " ".join(text.lower().split())
+
+
+def check_gist(reply: str, page: Page, *, around: str = "", earlier: Set[str] = frozenset()) -> str | Invalid:
+    """The cleaned gist, or why it is not a faithful shortening: empty, not shorter than its page, or looping;
+    and, where the request showed more than the page (a gist continuing the pagination conversation): the gist of
+    an earlier page again (``earlier``: the build's gists so far, as :func:`normal` gives them), or a gist about other text than its page, i.e. under half of its content
+    words in the page and more of them in ``around`` (the other text the conversation shows); a gist of fewer than
+    ``MIN_WORDS_FOR_GROUNDING`` content words is not judged on these two."""
     text = clean_gist(reply)
     if not text:
         return Invalid("reply was empty")
@@ -63,4 +78,14 @@ def check_gist(reply: str, page: Page) -> str | Invalid:
         return Invalid(f"gist was not shorter than its page ({words} words for {page.words})")
     if repetition(text) > 0.3:
         return Invalid("gist repeats itself")
+    content = content_words(text)
+    if len(content) < MIN_WORDS_FOR_GROUNDING:  # too short to judge (two pages may well share "A list of names.")
+        return text
+    if normal(text) in earlier:
+        return Invalid("gist repeats the gist of an earlier page")
+    if around:
+        own, other = share_in(content, page.text), share_in(content, around)
+        if own < GROUNDED and other > own:
+            return Invalid(f"gist is about other text than its page ({own:.0%} of its words are in the page, "
+                           f"{other:.0%} in the text around it)")
     return text
