@@ -84,6 +84,9 @@ def main() -> None:
             "gist_mode": gist_mode, "expand": expand, "pagination": pagination,
             "pages": len(memory.pages), "compression_rate": round(memory.compression_rate, 1),
             "fallback_pages": sum(p.label_source == "fallback" for p in memory.pages),
+            "fallback_gists": sum(g.source == "fallback" for g in memory.gists),
+            "continued_gists_gisted_on_their_own": sum(n.startswith("continued gist of page")
+                                                        for n in build_trace.notes),
             "index_seconds": round(build_s, 1), "first_answer_seconds": round(first_s, 1),
             "first_answer_over_read_once": round(first_s / read_once_s, 2),
             "second_answer_seconds": round(second_s, 1),
