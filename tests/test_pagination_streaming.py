@@ -178,3 +178,16 @@ def test_the_grounding_checks_leave_other_gists_alone():
     other = "Prices of fish rose at the market that winter, and the traders of the harbour town complained loudly."
     assert "about other text" in str(check_gist(other, page, around=other).problem)
     assert check_gist(other, page) == other  # the paper's separate prompt shows the page alone: nothing to compare
+
+
+def test_a_memory_of_continued_gists_built_before_their_checks_is_built_again():
+    store = Store(":memory:")
+    paper, continued = reader(scripted(), store), reader(scripted(), store, gist_mode="continue")
+    assert "continued_gist_checks" not in paper.memory_settings()  # the paper's memories keep their keys
+    assert continued.memory_settings()["continued_gist_checks"] == 2
+    doc = Document.from_text(TEXT)
+    older = dict(continued.memory_settings())
+    del older["continued_gist_checks"]
+    from pagemind.store.base import memory_key
+
+    assert continued.memory_key(doc) != memory_key(doc.id, "readagent", older, continued.memory_model())

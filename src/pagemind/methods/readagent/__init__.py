@@ -19,6 +19,9 @@ from .memory import PRESETS, Gist, GistMemory, LookupOptions, Page, ParallelOpti
 PAPER = "ReadAgent (Lee et al., ICML 2024)"
 
 
+CONTINUED_GIST_CHECKS = 2  # 2: a continued gist must be about its page and not repeat an earlier page's gist
+
+
 class ReadAgent(Reader[GistMemory, Any]):
     """The family: the gist memory (built once, shared by all three look-up modes) and answering with the pages
     a look-up chose expanded; a mode implements only :meth:`_look_up`."""
@@ -29,6 +32,14 @@ class ReadAgent(Reader[GistMemory, Any]):
 
     def _build(self, document: Document, writer: MemoryWriter, build: Build) -> None:
         build_gist_memory(document, writer, build, self.llm, self.options)
+
+    def memory_settings(self) -> dict[str, Any]:
+        """The options that shape the memory; with continued gists also the version of their checks, so that a
+        memory built before continued gists were checked against their page is built again."""
+        settings = super().memory_settings()
+        if self.options.gist_mode == "continue":
+            settings["continued_gist_checks"] = CONTINUED_GIST_CHECKS
+        return settings
 
     def _assemble(self, document: Document, key: str | None, items: MemoryWriter | None) -> GistMemory:
         assert items is not None
