@@ -40,6 +40,18 @@ def test_quality_slice_from_the_data_root(tmp_path):
     assert e.as_question().is_choice and e.document.startswith("Article 1.")
 
 
+def test_quality_max_words_keeps_the_questions_about_short_articles(tmp_path):
+    path = tmp_path / "quality" / "quality_dev_slice.json"
+    rows = [{"article_id": str(i), "article": " ".join(["word"] * (100 * (i + 1))), "question": f"Q{i}?",
+             "options": ["a", "b", "c", "d"], "gold_label": 0} for i in range(4)]
+    write(path, rows)
+    assert [e.document_id for e in load_dataset("quality", tmp_path, {"max_words": "250"})] == [
+        "quality-0", "quality-1"]
+    assert len(load_dataset("quality", tmp_path, {"max_words": "0"})) == 4  # 0: every article
+    with pytest.raises(DatasetError, match="no article of at most 50 words"):
+        load_dataset("quality", tmp_path, {"max_words": "50"})
+
+
 def test_quality_official_jsonl_has_one_based_gold_and_skips_ungraded(tmp_path):
     row = {"article_id": "51395", "set_unique_id": "51395_X", "article": ARTICLE, "questions": [
         {"question": "Q1?", "options": ["w", "x", "y", "z"], "gold_label": 3, "question_unique_id": "q1", "difficult": 1},

@@ -78,8 +78,9 @@ OPTION_LINE = re.compile(r"\s*\(?([A-Z])[).:]\s*(.*)")
 HTML_TAG = re.compile(r"<(?:p|br|html|body)\b[^>]*>", re.IGNORECASE)
 
 
-def load_quality(path: Path, *, hard_only: bool = False) -> list[Example]:
-    """QuALITY multiple choice; ``hard_only`` keeps the official set's ``difficult`` questions."""
+def load_quality(path: Path, *, hard_only: bool = False, max_words: int = 0) -> list[Example]:
+    """QuALITY multiple choice; ``hard_only`` keeps the official set's ``difficult`` questions, ``max_words`` (when
+    above 0) the questions about articles of at most that many words (a shorter run on a slow machine)."""
     path = find_file(path, "quality_dev_slice.json", "QuALITY.v1.0.1.htmlstripped.dev", "quality.jsonl")
     examples = read_examples(path, "quality", QUALITY_FORMATS)
     if not examples:
@@ -88,6 +89,10 @@ def load_quality(path: Path, *, hard_only: bool = False) -> list[Example]:
         if any("difficult" not in e.meta for e in examples):
             raise DatasetError(f"{path}: hard_only needs the official QuALITY rows (only they carry 'difficult')")
         examples = [e for e in examples if e.meta["difficult"]]
+    if max_words > 0:
+        examples = [e for e in examples if len(e.document.split()) <= max_words]
+        if not examples:
+            raise DatasetError(f"{path}: no article of at most {max_words} words")
     return examples
 
 
