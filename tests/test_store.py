@@ -312,3 +312,40 @@ def test_runs_are_found_by_a_prefix_of_their_id_in_the_store(store):
     assert [r.id for r in store.list_runs(None, prefix="run_a%")] == ["run_a%05"]  # a prefix, not a pattern
     assert [r.id for r in store.list_runs(None, prefix="run_a_0")] == []
     assert len(store.list_runs(None, prefix="run_", limit=2)) == 2
+
+
+def test_sqlite_archival_search_keeps_vectors_between_searches_and_sees_every_new_passage(tmp_path):
+    """The SQLite store ranks an agent's vectors in memory between searches; passages added since (by this
+    connection or another process's), of this embedder or another, are found as if every vector were read again."""
+    import numpy as np
+
+    from pagemind.store.vectors import rank
+
+    rng = np.random.default_rng(7)
+
+    def rows(n, embedder="e"):
+        return [PassageRow(f"p{i}", "t", embedding=rng.standard_normal(8).astype(np.float32).tobytes(),
+                           embedder=embedder) for i in range(n)]
+
+    mine, other = Store(tmp_path / "s.db"), Store(tmp_path / "s.db")
+    agent = mine.create_agent("ann", {}, {}, 0.0, [])
+    query = rng.standard_normal(8).astype(np.float32).tobytes()
+
+    def check(expected_total):
+        total, ids = mine.nearest_agent_passages(agent, "e", query, 5)
+        assert total == expected_total and ids == rank(mine.agent_passage_vectors(agent, "e"), query, 5)
+
+    assert mine.nearest_agent_passages(agent, "e", query, 5) == (0, [])
+    mine.insert_agent_passages(agent, rows(3, "other"))  # no vectors of "e" yet
+    check(0)
+    mine.insert_agent_passages(agent, rows(40))
+    check(40)
+    other.insert_agent_passages(agent, rows(7) + rows(2, "other"))  # another connection writes
+    check(47)
+    reads = []
+    mine._db.set_trace_callback(reads.append)
+    check(47)  # nothing new: no vector is read again
+    assert not any(sql.startswith("SELECT id, embedding FROM agent_passages WHERE agent_id = ") and " AND id > "
+                   in sql for sql in reads)
+    mine._db.set_trace_callback(None)
+    mine.close(), other.close()

@@ -119,6 +119,9 @@ class Store(StoreBackend):
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=30.0, isolation_level=None)
         self._lock = threading.RLock()
+        from .vectors import VectorCache
+
+        self._vectors = VectorCache()
         try:
             self._db.execute("PRAGMA foreign_keys = ON")
             if str(path) != ":memory:":
@@ -437,10 +440,24 @@ class Store(StoreBackend):
 
     def nearest_agent_passages(self, agent_id: int, embedder: str, query: bytes,
                                limit: int | None = None) -> tuple[int, list[int]]:
-        from .vectors import rank
+        """Ranked in numpy over the agent's vectors, kept in memory between searches (:class:`VectorCache`): a
+        search reads only the passages added since the last one."""
+        from .vectors import rank_matrix
 
-        rows = self.agent_passage_vectors(agent_id, embedder)
-        return len(rows), rank(rows, query, limit)
+        def new_since(last: int) -> tuple[int, list[tuple[int, bytes]]]:
+            with self._lock:
+                added = int(self._exec("SELECT COUNT(*) FROM agent_passages WHERE agent_id = ? AND id > ?",
+                                       (agent_id, last)).fetchone()[0])
+                rows = [(int(r[0]), bytes(r[1])) for r in self._exec(
+                    "SELECT id, embedding FROM agent_passages WHERE agent_id = ? AND id > ? AND embedder = ? AND "
+                    "embedding IS NOT NULL ORDER BY id", (agent_id, last, embedder))]
+            return added, rows
+
+        with self._lock:  # the agent's passages now (an index-only count)
+            count, last = self._exec("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM agent_passages WHERE agent_id = ?",
+                                     (agent_id,)).fetchone()
+        ids, matrix = self._vectors.matrix((agent_id, embedder), int(count), int(last), new_since)
+        return len(ids), rank_matrix(ids, matrix, query, limit)
 
     # --- moving a store ------------------------------------------------------------------------------
     def table_rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:

@@ -7,7 +7,11 @@ SQLite store's order."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 _BLOCK = 4096  # rows scored at once (bounds the float64 copy)
 
@@ -16,13 +20,81 @@ def rank(rows: Sequence[tuple[int, bytes]], query: bytes, limit: int | None = No
     """The ids of ``rows`` (id, float32 vector bytes) by inner product with ``query``, best first."""
     if not rows:
         return []
+    ids, matrix = as_matrix(rows)
+    return rank_matrix(ids, matrix, query, limit)
+
+
+def as_matrix(rows: Sequence[tuple[int, bytes]]) -> tuple[Any, Any]:
+    """(ids as int64, vectors as one float32 matrix) of ``rows``."""
+    import numpy as np
+
+    ids = np.fromiter((i for i, _ in rows), dtype=np.int64, count=len(rows))
+    matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
+    return ids, matrix
+
+
+def rank_matrix(ids: Any, matrix: Any, query: bytes, limit: int | None = None) -> list[int]:
+    """:func:`rank` over ids and their float32 matrix (row ``i`` is ``ids[i]``'s vector)."""
+    if len(ids) == 0:
+        return []
     import numpy as np
 
     q = np.frombuffer(query, dtype=np.float32).astype(np.float64)
-    ids = np.array([i for i, _ in rows], dtype=np.int64)
-    scores = np.empty(len(rows), dtype=np.float64)
-    for b in range(0, len(rows), _BLOCK):
-        block = np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows[b:b + _BLOCK]])
-        scores[b:b + len(block)] = (block.astype(np.float64) * q).sum(axis=1)
+    scores = np.empty(len(ids), dtype=np.float64)
+    for b in range(0, len(ids), _BLOCK):
+        scores[b:b + _BLOCK] = (matrix[b:b + _BLOCK].astype(np.float64) * q).sum(axis=1)
     order = np.lexsort((ids, -scores))
     return [int(ids[i]) for i in order[:limit]]
+
+
+@dataclass
+class _Entry:
+    count: int  # the agent's passages (any embedder) when the entry was read
+    last: int  # their largest id
+    ids: Any
+    matrix: Any
+
+
+class VectorCache:
+    """An agent's passage vectors for one embedder, read from the store once and then only extended: passages are
+    only ever appended (an agent's go only with the agent, whose id is not used again), so the agent's passage
+    count and largest id tell whether the cache is current, and the rows past its largest id are all that is new.
+    Least recently used entries go once the cache holds more than ``budget`` bytes of vectors."""
+
+    def __init__(self, budget: int = 512 << 20) -> None:
+        self.budget = budget
+        self._entries: OrderedDict[tuple[int, str], _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def matrix(self, key: tuple[int, str], count: int, last: int, new_since: Callable[[int], tuple[int, list]],
+               ) -> tuple[Any, Any]:
+        """(ids, matrix) of ``key``, given the agent's passage count and largest id now; ``new_since(last)`` reads
+        (how many passages the agent has past id ``last``, the vector rows of this embedder among them)."""
+        import numpy as np
+
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is not None and (entry.count, entry.last) != (count, last):
+            added, rows = new_since(entry.last)
+            if entry.count + added == count and entry.last <= last:
+                if rows and len(entry.ids):
+                    ids, matrix = as_matrix(rows)
+                    entry = _Entry(count, last, np.concatenate([entry.ids, ids]), np.concatenate([entry.matrix, matrix]))
+                elif rows:  # the first vectors of this embedder
+                    entry = _Entry(count, last, *as_matrix(rows))
+                else:
+                    entry = _Entry(count, last, entry.ids, entry.matrix)
+            else:
+                entry = None
+        if entry is None:
+            _, rows = new_since(0)
+            ids, matrix = as_matrix(rows) if rows else (np.empty(0, np.int64), np.empty((0, 0), np.float32))
+            entry = _Entry(count, last, ids, matrix)
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > 1 and sum(e.matrix.nbytes for e in self._entries.values()) > self.budget:
+                self._entries.popitem(last=False)
+            if entry.matrix.nbytes > self.budget:
+                del self._entries[key]
+        return entry.ids, entry.matrix
