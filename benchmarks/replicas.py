@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import MOCK_LLM_FLAGS, pct, write_result  # noqa: E402
 
 from pagemind import users as users_api  # noqa: E402
-from pagemind.llm.llamaserver import free_port  # noqa: E402
+from pagemind.llm.llamaserver import free_port, wait_until_answering  # noqa: E402
 from pagemind.llm.mockserver import MockServer  # noqa: E402
 from pagemind.runs import INTERRUPTED  # noqa: E402
 from pagemind.store import open_store  # noqa: E402
@@ -64,22 +64,11 @@ class Replica:
         self.start()
 
     def start(self) -> None:
-        import httpx
-
         self.process = subprocess.Popen(
             [sys.executable, "-m", "pagemind", "serve", "--port", str(self.port), "--store", self.store,
              "--base-url", self.llm_url, "--concurrency", "64", "--workers", str(self.workers), *MOCK_LLM_FLAGS],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{self.url}/v1/health", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"pagemind serve did not start: {self.process.stderr.read()}")  # type: ignore[union-attr]
-            time.sleep(0.1)
+        wait_until_answering(f"{self.url}/v1/health", self.process, what="pagemind serve")
 
     def kill(self) -> None:
         assert self.process is not None

@@ -30,7 +30,7 @@ from common import MOCK_LLM_FLAGS, pct, write_result  # noqa: E402
 
 from pagemind import Pagemind  # noqa: E402
 from pagemind import users as users_api  # noqa: E402
-from pagemind.llm.llamaserver import free_port  # noqa: E402
+from pagemind.llm.llamaserver import free_port, wait_until_answering  # noqa: E402
 from pagemind.llm.mockserver import MockServer  # noqa: E402
 
 REPLY = json.dumps({"thoughts": "answer", "function": "send_message", "arguments": {"message": "noted"}})
@@ -82,15 +82,7 @@ class Served:
         self.url = f"http://127.0.0.1:{port}"
         self.client = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=300,
                                    limits=httpx.Limits(max_connections=100, max_keepalive_connections=100))
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if self.client.get("/v1/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"pagemind serve did not start: {self.process.stderr.read()}")  # type: ignore[union-attr]
-                time.sleep(0.2)
+        wait_until_answering(f"{self.url}/v1/health", self.process, what="pagemind serve")
 
     def close(self) -> None:
         self.client.close()

@@ -20,6 +20,7 @@ pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
+from pagemind.llm.llamaserver import free_port, wait_until_answering  # noqa: E402
 from pagemind.llm.mockserver import MockServer  # noqa: E402
 from pagemind.methods import registry  # noqa: E402
 
@@ -335,25 +336,14 @@ def test_mcp_at_slash_mcp_of_a_real_pagemind_serve(tmp_path: Path, llm: MockServ
     opened = Store(store)
     _, key = create_user(opened, "ann")
     opened.close()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = dict(os.environ, PAGEMIND_HOME=str(tmp_path / "home"), PAGEMIND_CONTEXT_WINDOW="8192")
     process = subprocess.Popen([sys.executable, "-m", "pagemind", "serve", "--port", str(port), "--store", str(store),
                                 "--llm", "openai:mock", "--base-url", llm.url], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            try:
-                if httpx.get(base + "/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "pagemind serve did not start"
-            time.sleep(0.1)
+        wait_until_answering(base + "/v1/health", process, what="pagemind serve")
         refused = httpx.post(base + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                              headers={"Accept": "application/json, text/event-stream"})
         if refused.status_code == 404:

@@ -24,7 +24,7 @@ pytest.importorskip("uvicorn", reason="the replica tests run pagemind serve (pip
 httpx = pytest.importorskip("httpx")
 
 from pagemind import users as users_api  # noqa: E402
-from pagemind.llm.llamaserver import free_port  # noqa: E402
+from pagemind.llm.llamaserver import free_port, wait_until_answering  # noqa: E402
 from pagemind.llm.mockserver import MockServer  # noqa: E402
 from pagemind.runs import INTERRUPTED  # noqa: E402
 from pagemind.store import open_store  # noqa: E402
@@ -83,16 +83,7 @@ class Replica:
              self.mock.url, "--concurrency", "8", "--workers", "8", *LLM],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.client = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if self.client.get("/v1/health").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"pagemind serve did not start: {self.process.stderr.read()}")  # type: ignore[union-attr]
-            time.sleep(0.2)
+        wait_until_answering(f"{self.url}/v1/health", self.process, what="pagemind serve")
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)

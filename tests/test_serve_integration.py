@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 
 from helpers import on_embedded_models, sse_events
 
 from pagemind.cli.main import sample_path
-from pagemind.llm.llamaserver import free_port
+from pagemind.llm.llamaserver import free_port, wait_until_answering
 
 pytestmark = on_embedded_models("fastapi", "uvicorn", "multipart")
 
@@ -21,8 +20,6 @@ pytestmark = on_embedded_models("fastapi", "uvicorn", "multipart")
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """(base url, API key) of a ``pagemind serve`` subprocess, stopped after the module."""
-    import httpx
-
     home = tmp_path_factory.mktemp("serve")
     store = str(home / "s.db")
     created = subprocess.run([sys.executable, "-m", "pagemind", "users", "--store", store, "create", "ann"],
@@ -36,17 +33,7 @@ def served(tmp_path_factory):
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"pagemind serve exited: {process.stdout.read() if process.stdout else ''}")
-            try:
-                if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "pagemind serve did not start in 60 s"
-            time.sleep(0.2)
+        wait_until_answering(f"{url}/v1/health", process, what="pagemind serve")
         yield url, key
     finally:
         process.terminate()

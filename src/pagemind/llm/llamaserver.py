@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -28,6 +29,27 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def wait_until_answering(url: str, process: subprocess.Popen, *, timeout: float = 60.0, what: str = "the server",
+                         output: Callable[[], str] | None = None) -> None:
+    """Poll ``GET url`` until it answers 200 while ``process`` (the server) runs; raise :class:`BackendUnavailable`
+    if it exits (with what it printed: ``output()``, else its stdout/stderr pipe, read once it has exited) or does
+    not answer within ``timeout`` seconds (the caller stops it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pipe = process.stderr or process.stdout
+            printed = output() if output is not None else pipe.read() if pipe is not None else ""
+            printed = printed.decode("utf-8", "replace") if isinstance(printed, bytes) else printed
+            raise BackendUnavailable(f"{what} exited with {process.returncode}: {printed[-800:]}")
+        try:
+            if httpx.get(url, timeout=2.0, trust_env=False).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise BackendUnavailable(f"{what} did not answer {url} within {timeout:.0f} s")
 
 
 class LlamaCppPythonServer:
@@ -60,18 +82,13 @@ class LlamaCppPythonServer:
                "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
                "--n_threads_batch", str(self.threads), "--n_batch", str(self.n_batch)]
         self._process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise BackendUnavailable(f"llama_cpp.server exited with {self._process.returncode}: {self.log()[-800:]}")
-            try:
-                if httpx.get(f"{self.url}/models", timeout=2.0, trust_env=False).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise BackendUnavailable(f"llama_cpp.server did not answer within {self.startup_timeout:.0f} s")
+        try:
+            wait_until_answering(f"{self.url}/models", self._process, timeout=self.startup_timeout,
+                                 what="llama_cpp.server", output=self.log)
+        except BackendUnavailable:
+            self.stop()
+            raise
+        return self
 
     def log(self) -> str:
         """What the server printed so far."""
