@@ -349,3 +349,24 @@ def test_sqlite_archival_search_keeps_vectors_between_searches_and_sees_every_ne
                    in sql for sql in reads)
     mine._db.set_trace_callback(None)
     mine.close(), other.close()
+
+
+def test_the_vector_cache_reads_only_the_passages_its_stamp_describes():
+    """A writer that adds passages between the count and the read must not put them in the cache twice."""
+    import numpy as np
+
+    from pagemind.store.vectors import VectorCache
+
+    table = [(i, np.full(4, i, np.float32).tobytes()) for i in range(1, 9)]  # ids 1..8, all with vectors
+
+    def read(after, upto):  # the table already holds rows past upto (added after the count was taken)
+        rows = [r for r in table if after < r[0] <= upto]
+        return len(rows), rows
+
+    cache = VectorCache()
+    ids, _ = cache.matrix((1, "e"), 3, 3, read)
+    assert ids.tolist() == [1, 2, 3]
+    ids, matrix = cache.matrix((1, "e"), 5, 5, read)
+    assert ids.tolist() == [1, 2, 3, 4, 5] and matrix[:, 0].tolist() == [1, 2, 3, 4, 5]
+    ids, _ = cache.matrix((1, "e"), 8, 8, read)
+    assert ids.tolist() == list(range(1, 9))

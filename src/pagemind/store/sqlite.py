@@ -444,19 +444,20 @@ class Store(StoreBackend):
         search reads only the passages added since the last one."""
         from .vectors import rank_matrix
 
-        def new_since(last: int) -> tuple[int, list[tuple[int, bytes]]]:
+        def read(after: int, upto: int) -> tuple[int, list[tuple[int, bytes]]]:
+            span = (agent_id, after, upto)
             with self._lock:
-                added = int(self._exec("SELECT COUNT(*) FROM agent_passages WHERE agent_id = ? AND id > ?",
-                                       (agent_id, last)).fetchone()[0])
+                added = int(self._exec("SELECT COUNT(*) FROM agent_passages WHERE agent_id = ? AND id > ? AND "
+                                       "id <= ?", span).fetchone()[0])
                 rows = [(int(r[0]), bytes(r[1])) for r in self._exec(
-                    "SELECT id, embedding FROM agent_passages WHERE agent_id = ? AND id > ? AND embedder = ? AND "
-                    "embedding IS NOT NULL ORDER BY id", (agent_id, last, embedder))]
+                    "SELECT id, embedding FROM agent_passages WHERE agent_id = ? AND id > ? AND id <= ? AND "
+                    "embedder = ? AND embedding IS NOT NULL ORDER BY id", (*span, embedder))]
             return added, rows
 
         with self._lock:  # the agent's passages now (an index-only count)
             count, last = self._exec("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM agent_passages WHERE agent_id = ?",
                                      (agent_id,)).fetchone()
-        ids, matrix = self._vectors.matrix((agent_id, embedder), int(count), int(last), new_since)
+        ids, matrix = self._vectors.matrix((agent_id, embedder), int(count), int(last), read)
         return len(ids), rank_matrix(ids, matrix, query, limit)
 
     # --- moving a store ------------------------------------------------------------------------------

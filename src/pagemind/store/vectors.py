@@ -28,6 +28,8 @@ def as_matrix(rows: Sequence[tuple[int, bytes]]) -> tuple[Any, Any]:
     """(ids as int64, vectors as one float32 matrix) of ``rows``."""
     import numpy as np
 
+    if not rows:
+        return np.empty(0, np.int64), np.empty((0, 0), np.float32)
     ids = np.fromiter((i for i, _ in rows), dtype=np.int64, count=len(rows))
     matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
     return ids, matrix
@@ -47,12 +49,23 @@ def rank_matrix(ids: Any, matrix: Any, query: bytes, limit: int | None = None) -
     return [int(ids[i]) for i in order[:limit]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Entry:
     count: int  # the agent's passages (any embedder) when the entry was read
     last: int  # their largest id
     ids: Any
     matrix: Any
+
+    def extended(self, count: int, last: int, rows: Sequence[tuple[int, bytes]]) -> "_Entry":
+        """This entry with ``rows`` (the vectors of the passages added since) appended."""
+        import numpy as np
+
+        ids, matrix = as_matrix(rows)
+        if len(self.ids) and len(ids):
+            ids, matrix = np.concatenate([self.ids, ids]), np.concatenate([self.matrix, matrix])
+        elif not len(ids):
+            ids, matrix = self.ids, self.matrix
+        return _Entry(count, last, ids, matrix)
 
 
 class VectorCache:
@@ -66,30 +79,20 @@ class VectorCache:
         self._entries: OrderedDict[tuple[int, str], _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
-    def matrix(self, key: tuple[int, str], count: int, last: int, new_since: Callable[[int], tuple[int, list]],
-               ) -> tuple[Any, Any]:
-        """(ids, matrix) of ``key``, given the agent's passage count and largest id now; ``new_since(last)`` reads
-        (how many passages the agent has past id ``last``, the vector rows of this embedder among them)."""
-        import numpy as np
-
+    def matrix(self, key: tuple[int, str], count: int, last: int,
+               read: Callable[[int, int], tuple[int, Sequence[tuple[int, bytes]]]]) -> tuple[Any, Any]:
+        """(ids, matrix) of ``key``, given the agent's passage count and largest id now; ``read(after, upto)``
+        gives (how many passages the agent has with ids in ``(after, upto]``, the vector rows of this embedder among
+        them). Bounded by ``upto``, a read sees exactly the passages that ``count`` and ``last`` describe, even
+        when another writer adds more meanwhile."""
         with self._lock:
             entry = self._entries.get(key)
         if entry is not None and (entry.count, entry.last) != (count, last):
-            added, rows = new_since(entry.last)
-            if entry.count + added == count and entry.last <= last:
-                if rows and len(entry.ids):
-                    ids, matrix = as_matrix(rows)
-                    entry = _Entry(count, last, np.concatenate([entry.ids, ids]), np.concatenate([entry.matrix, matrix]))
-                elif rows:  # the first vectors of this embedder
-                    entry = _Entry(count, last, *as_matrix(rows))
-                else:
-                    entry = _Entry(count, last, entry.ids, entry.matrix)
-            else:
-                entry = None
+            added, rows = read(entry.last, last)
+            entry = entry.extended(count, last, rows) if entry.count + added == count else None
         if entry is None:
-            _, rows = new_since(0)
-            ids, matrix = as_matrix(rows) if rows else (np.empty(0, np.int64), np.empty((0, 0), np.float32))
-            entry = _Entry(count, last, ids, matrix)
+            _, rows = read(0, last)
+            entry = _Entry(count, last, *as_matrix(rows))
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)
