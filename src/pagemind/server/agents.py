@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from ..errors import ConfigError, InputError, NotFound
 from ..runs import ENDED, RunExists
 from ..store.base import AgentRow, RunRow, UserRow
-from ..users import agent_key
+from ..users import agent_key, agent_name
 from .sse import run_json
 from .workers import AgentBusy
 
@@ -84,19 +84,6 @@ def checked_options(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, 
     return changes
 
 
-def stored_name(user: UserRow, name: str) -> str:
-    return agent_key(user.id, name)
-
-
-def shown_name(row: AgentRow) -> str:
-    return unprefixed(row.name)
-
-
-def unprefixed(name: str) -> str:
-    """The agent's name as its user gave it (stored as u<user id>.<name>)."""
-    return name.split(".", 1)[1] if re.match(r"^u\d+\.", name) else name
-
-
 def queue_turn(service: "Service", agent_id: int, name: str, message: str, user_id: int, *,
                run_id: str | None = None, key: str | None = None, wait: bool = True,
                progress: Any = None) -> tuple[RunRow, Future]:
@@ -107,7 +94,7 @@ def queue_turn(service: "Service", agent_id: int, name: str, message: str, user_
 
     def turn() -> tuple[str, Any]:
         run = pm.runs.create("turn", str(agent_id), method="memgpt", user_id=user_id, run_id=run_id,
-                             request={"agent": unprefixed(name), "message": message,
+                             request={"agent": agent_name(user_id, name), "message": message,
                                       **({"idempotency_key": key} if key is not None else {})})
         made.append(run)
         return run.id, lambda: pm.send(name, message, run=run, user_id=user_id, key=key, progress=progress)
@@ -128,10 +115,11 @@ def agents_router(service: "Service") -> APIRouter:
             raise NotFound(f"no agent {agent_id}")
         return row
 
-    def agent_json(row: AgentRow) -> dict[str, Any]:
+    def agent_json(row: AgentRow, user: UserRow) -> dict[str, Any]:
         agent = pm.agent(row.name, llm=False)
         busy, running = service.workers.busy(row.id)
-        return {"id": row.id, "name": shown_name(row), "created": row.created, "options": agent.options.as_dict(),
+        return {"id": row.id, "name": agent_name(user.id, row.name), "created": row.created,
+                "options": agent.options.as_dict(),
                 "blocks": [{"label": b.label, "value": b.value, "limit": b.limit} for b in agent.blocks()],
                 "counts": agent.counts(), "state": row.state, "busy": busy, "running_run": running}
 
@@ -147,17 +135,17 @@ def agents_router(service: "Service") -> APIRouter:
         from ..agent.memory import AgentOptions
 
         options = checked_options(AgentOptions().as_dict(), body.options)
-        agent = pm.create_agent(stored_name(user, body.name), persona=body.persona, human=body.human,
+        agent = pm.create_agent(agent_key(user.id, body.name), persona=body.persona, human=body.human,
                                 options=options, user_id=user.id, display_name=body.name)
-        return agent_json(own(agent.id, user))
+        return agent_json(own(agent.id, user), user)
 
     @router.get("")
     def list_(user: UserRow = User) -> list[dict[str, Any]]:
-        return [agent_json(row) for row in store.user_agents(user.id)]
+        return [agent_json(row, user) for row in store.user_agents(user.id)]
 
     @router.get("/{agent_id}")
     def get(agent_id: int, user: UserRow = User) -> dict[str, Any]:
-        return agent_json(own(agent_id, user))
+        return agent_json(own(agent_id, user), user)
 
     @router.patch("/{agent_id}")
     async def update(agent_id: int, body: AgentUpdate, user: UserRow = User) -> Response:
@@ -168,7 +156,7 @@ def agents_router(service: "Service") -> APIRouter:
             agent = pm.agent(row.name, llm=False)
             changes = checked_options(agent.options.as_dict(), body.options)
             agent.store.save_options(agent.id, agent.options.updated(**changes))
-            return agent_json(own(agent_id, user))
+            return agent_json(own(agent_id, user), user)
 
         return await finished(service, None, in_line(row, job), lambda result: result)
 

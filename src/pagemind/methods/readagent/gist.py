@@ -67,9 +67,10 @@ def normal(text: str) -> str:
 def check_gist(reply: str, page: Page, *, around: str = "", earlier: Set[str] = frozenset()) -> str | Invalid:
     """The cleaned gist, or why it is not a faithful shortening: empty, not shorter than its page, or looping;
     and, where the request showed more than the page (a gist continuing the pagination conversation): the gist of
-    an earlier page again (``earlier``: the build's gists so far, as :func:`normal` gives them), or a gist about other text than its page, i.e. under half of its content
-    words in the page and more of them in ``around`` (the other text the conversation shows); a gist of fewer than
-    ``MIN_WORDS_FOR_GROUNDING`` content words is not judged on these two."""
+    an earlier page again (``earlier``: the build's gists so far, as :func:`normal` gives them), or a gist about
+    other text than its page, i.e. under half of its content words in the page and more of them in ``around``
+    (the other text the conversation shows); a gist of fewer than ``MIN_WORDS_FOR_GROUNDING`` content words is
+    not judged on these two."""
     text = clean_gist(reply)
     if not text:
         return Invalid("reply was empty")
