@@ -3,7 +3,8 @@
 A run is a row in the store (who, what, status, timestamps, result) and an ordered list of steps: each LLM call
 (role, tokens, seconds, cached, the reply), the decision made of it, the phases the method went through, an
 agent's steps (thoughts, function call, result) and the final result. Steps are written while the run goes on, so
-another process (``pagemind logs show``, the server's event stream) can follow a run from the store alone.
+another process (``pagemind logs show``, the server's event stream) can follow a run from the store alone. A step
+is a typed value of :mod:`pagemind.steps`, which also words it (one JSON form and one line) for every client.
 
 A queued or running run is held by the process that created and runs it: the lease ``run:<id>``
 (:mod:`pagemind.leases`), taken before the run is created and released after it ended. A run still queued or
@@ -26,6 +27,7 @@ from typing import Any
 
 from .errors import PagemindError
 from .llm.usage import Trace, TraceEvent
+from .steps import Decision, Error, LLMCall, Note, Phase, Step, data, from_row
 from .store.base import RunRow, StepRow, StoreBackend
 
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
@@ -118,18 +120,17 @@ def settled(store: StoreBackend, run: RunRow) -> RunRow:
         now = store.get_run(run.id)  # it may have ended between the first read and the lease
         if now is None or now.status not in ("queued", "running"):
             return now or run
-        store.append_run_step(run.id, "error", {"error": INTERRUPTED, "type": "Interrupted"}, time.time())
+        store.append_run_step(run.id, Error.kind, data(Error(error=INTERRUPTED, type="Interrupted")), time.time())
         store.update_run(run.id, status="failed", finished=time.time(), error=INTERRUPTED)
         return store.get_run(run.id) or run
     finally:
         store.release_lease(name, owner)
 
 
-def call_step(event: TraceEvent) -> dict[str, Any]:
+def call_step(event: TraceEvent) -> LLMCall:
     reply = event.reply if len(event.reply) <= REPLY_CHARS else event.reply[:REPLY_CHARS] + " [...]"
-    return {"role": event.role, "prompt_tokens": event.prompt_tokens, "completion_tokens": event.completion_tokens,
-            "seconds": round(event.seconds, 3), "cached": event.cached, "reply": reply,
-            **({"decision": event.decision} if event.decision else {})}
+    return LLMCall(role=event.role, prompt_tokens=event.prompt_tokens, completion_tokens=event.completion_tokens,
+                   seconds=round(event.seconds, 3), cached=event.cached, reply=reply, decision=event.decision or None)
 
 
 class Recorder:
@@ -151,8 +152,13 @@ class Recorder:
         self._calls: dict[int, int] = {}  # id(event) -> its step's seq, to link a decision to its call
         self._lock = threading.Lock()
 
-    def step(self, kind: str, **data: Any) -> int:
-        return self.store.append_run_step(self.run_id, kind, data, time.time())
+    def record(self, step: Step) -> int:
+        """Write a step (a typed value of :mod:`pagemind.steps`); its seq in the run."""
+        return self.store.append_run_step(self.run_id, step.kind, data(step), time.time())
+
+    def step(self, kind: str, **values: Any) -> int:
+        """Write a step given as its kind and stored data."""
+        return self.store.append_run_step(self.run_id, kind, values, time.time())
 
     def trace(self, into: Trace | None = None) -> Trace:
         """A trace whose calls, decisions and notes become steps: ``into`` (the caller's, which then also keeps
@@ -166,16 +172,16 @@ class Recorder:
         if kind == "call":
             if self._span is not None:
                 self.telemetry.call_span(self._span, item)
-            seq = self.step("llm", **call_step(item))
+            seq = self.record(call_step(item))
             with self._lock:
                 self._calls[id(item)] = seq
         elif kind == "decision":
             event, decision = item
             with self._lock:
                 call = self._calls.get(id(event))
-            self.step("decision", decision=decision, role=event.role, **({"call": call} if call is not None else {}))
+            self.record(Decision(decision=decision, role=event.role, call=call))
         else:
-            self.step("note", text=str(item))
+            self.record(Note(text=str(item)))
         self.check()
 
     def progress(self, phase: str, done: int, total: int, unit: str) -> None:
@@ -183,7 +189,7 @@ class Recorder:
         last, when = self._phase
         if phase != last or now - when >= 1.0 or (total and done >= total):
             self._phase = (phase, now)
-            self.step("phase", phase=phase, done=done, total=total, unit=unit)
+            self.record(Phase(phase=phase, done=done, total=total, unit=unit))
         self.check()
 
     def check(self) -> None:
@@ -224,12 +230,12 @@ class Recorder:
             yield self
         except RunCancelled as err:
             status, error = "cancelled", str(err)
-            self.step("error", error=error, type="RunCancelled")
+            self.record(Error(error=error, type="RunCancelled"))
             self.store.update_run(self.run_id, status="cancelled", finished=time.time(), error=error)
             raise
         except BaseException as err:
             status, error = "failed", f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-            self.step("error", error=error, type=type(err).__name__)
+            self.record(Error(error=error, type=type(err).__name__))
             self.store.update_run(self.run_id, status="failed", finished=time.time(), error=error)
             raise
         finally:
@@ -245,10 +251,10 @@ class Recorder:
 
 def summarize(steps: list[StepRow]) -> dict[str, Any]:
     """Calls, tokens and seconds of a run's recorded LLM calls (cached calls cost nothing)."""
-    calls = [s.data for s in steps if s.kind == "llm"]
-    paid = [c for c in calls if not c.get("cached")]
+    calls = [s for s in map(from_row, steps) if isinstance(s, LLMCall)]
+    paid = [c for c in calls if not c.cached]
     return {"calls": len(calls), "cached_calls": len(calls) - len(paid),
-            "prompt_tokens": sum(c["prompt_tokens"] for c in paid),
-            "completion_tokens": sum(c["completion_tokens"] for c in paid),
-            "seconds": round(sum(c["seconds"] for c in paid), 3)}
+            "prompt_tokens": sum(c.prompt_tokens for c in paid),
+            "completion_tokens": sum(c.completion_tokens for c in paid),
+            "seconds": round(sum(c.seconds for c in paid), 3)}
 

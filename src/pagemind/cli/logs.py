@@ -11,6 +11,7 @@ import click
 from ..api import Pagemind
 from ..config import resolve_settings
 from ..runs import summarize
+from ..steps import as_json as step_json, from_row, line
 from .main_errors import handle_errors
 
 store_option = click.option("--store", default=None, metavar="PATH",
@@ -65,27 +66,6 @@ def logs(ctx: click.Context, count: int, kind: str | None, as_json: bool, store:
         click.echo(_line(run))
 
 
-def _step(step: Any) -> str:
-    d = step.data
-    if step.kind == "llm":
-        cached = " cached" if d.get("cached") else ""
-        reply = d.get("reply", "").strip().replace("\n", " ")
-        return (f"llm {d['role']}: {d['prompt_tokens']:,} + {d['completion_tokens']:,} tokens, {d['seconds']:.2f}s"
-                f"{cached}  {reply[:90]}")
-    if step.kind == "decision":
-        return f"  -> {d.get('decision')}"
-    if step.kind == "phase":
-        count = f" {d['done']:,}/{d['total']:,} {d['unit']}" if d.get("total") else ""
-        return f"phase {d['phase']}{count}"
-    if step.kind == "step":
-        called = f"{d.get('function')}({json.dumps(d.get('arguments', {}))[:80]})" if d.get("function") else "-"
-        return f"step {called} -> {d.get('status')}: {str(d.get('result', ''))[:80]}  thoughts: {d.get('thoughts', '')[:60]}"
-    if step.kind == "result":
-        return "result " + json.dumps({k: d[k] for k in ("answer", "letter", "pages_read", "memory", "messages")
-                                       if k in d}, default=str)
-    return f"{step.kind} {json.dumps(d, default=str)[:140]}"
-
-
 @logs.command("show")
 @click.argument("run_id", required=False)
 @click.option("--last", is_flag=True, help="the newest run")
@@ -112,12 +92,13 @@ def show(ctx: click.Context, run_id: str | None, last: bool, as_json: bool) -> N
             raise click.UsageError(f"no run {run_id!r} (pagemind logs lists them)")
         steps = runs.steps(run.id)
     if as_json:
-        click.echo(json.dumps({**run.__dict__, "steps": [s.__dict__ for s in steps]}, indent=2, default=str))
+        shown = {**run.__dict__, "steps": [step_json(from_row(s)) for s in steps]}
+        click.echo(json.dumps(shown, indent=2, default=str))
         return
     click.echo(_line(run))
     click.echo(f"request: {json.dumps(run.request, default=str)}")
     for step in steps:
-        click.echo(f"{step.seq:4}  {_step(step)}")
+        click.echo(f"{step.seq:4}  {line(from_row(step))}")
     usage = summarize(steps)
     click.echo(f"cost: {usage['calls']} calls ({usage['cached_calls']} cached), {usage['prompt_tokens']:,} prompt + "
                f"{usage['completion_tokens']:,} completion tokens, {usage['seconds']:.1f}s")

@@ -751,14 +751,10 @@ class StepList {
       return;
     }
     if (step.kind === "step") return this.row(step, "agent", agentStep(d));
-    if (step.kind === "note") return this.row(step, "note", h("span", { class: "note" }, d.text));
-    if (step.kind === "decision") return this.row(step, "decision", h("span", { class: "role" }, d.role || ""), " ", compact(d.decision));
-    if (step.kind === "error") return this.row(step, "error", h("strong", {}, d.type || "error"), " ", d.error);
-    if (step.kind === "result") {
-      const what = d.answer !== undefined ? `answer: ${clip(d.answer, 120)}` : d.messages ? `${d.messages.length} message(s) sent` : d.memory ? "memory ready" : "done";
-      return this.row(step, "result", h("span", {}, what));
-    }
-    return this.row(step, step.kind, h("code", {}, clip(compact(d), 200)));
+    // every other step is its one line of text, worded by the server (pagemind.steps.line) for every client
+    if (step.kind === "note") return this.row(step, "note", h("span", { class: "note" }, stepText(step)));
+    const known = ["decision", "error", "result"].includes(step.kind);
+    return this.row(step, step.kind, h(known ? "span" : "code", { class: "step-text" }, stepText(step)));
   }
 
   row(step, kind, ...content) {
@@ -768,6 +764,11 @@ class StepList {
     this.el.append(row);
     return row;
   }
+}
+
+/** A step's one line as the server words it (``text``); a server older than it sent only the data. */
+function stepText(step) {
+  return step.text ?? clip(`${step.kind}: ${compact(step.data || {})}`, 200);
 }
 
 function agentStep(d) {
