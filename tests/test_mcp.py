@@ -79,14 +79,18 @@ async def check_tools(client: Client, *, paths: bool) -> None:
     assert options["type"] == "object" and options["additionalProperties"] is False
     for method in registry.document_methods():  # every method's every option, typed as its declaration says
         for name, declared in registry.get(method).Options.json_schema()["properties"].items():
-            assert options["properties"][name]["type"] == declared["type"], (method, name)
+            kinds = [k for k in (declared["type"] if isinstance(declared["type"], list) else [declared["type"]])
+                     if k != "null"]  # nullable: leaving it out is the default
+            assert options["properties"][name]["type"] == (kinds[0] if len(kinds) == 1 else kinds), (method, name)
     memwalker = registry.get("memwalker").Options.json_schema()["properties"]["segment_tokens"]
     assert options["properties"]["segment_tokens"] == {**memwalker,
                                                        "description": f"memwalker: {memwalker['description']}"}
     assert "memwalker: most tokens of text shown per call" in options["properties"]["budget"]["description"]
     agent_options = tools["create_agent"].input_schema["properties"]["options"]["properties"]
-    assert agent_options["max_steps"]["type"] == "integer" and agent_options["context_window"]["type"] == [
-        "integer", "null"]
+    assert agent_options["max_steps"]["type"] == "integer" and agent_options["context_window"]["type"] == "integer"
+    for tool in tools.values():  # portable schemas: no union types, descriptions without docstring indentation
+        assert "anyOf" not in json.dumps(tool.input_schema) and '"type": [' not in json.dumps(tool.input_schema)
+        assert "\n    " not in (tool.description or ""), tool.name
 
 
 async def document_ask_trace(client: Client, **add: str) -> tuple[str, str]:
@@ -254,7 +258,7 @@ def served_app(tmp_path: Path, llm: MockServer, auth: str) -> tuple[Any, Any]:
         return http_app(pm, auth=auth), pm
     app = create_app(pm, auth=auth)
     if not any(getattr(route, "path", None) == "/mcp" for route in app.router.routes):
-        mount(app, pm, auth=auth)
+        mount(app, app.state.service)
     return app, pm
 
 
@@ -272,7 +276,7 @@ def test_mcp_over_streamable_http_as_the_key_user(tmp_path: Path, llm: MockServe
         accept = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
         for headers in ({}, {"Authorization": "Bearer pm_wrong"}, {"Authorization": ann}):
             refused = httpx.post(url, json=hello, headers={**accept, **headers})
-            assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+            assert refused.status_code == 401 and refused.headers["www-authenticate"] == 'Bearer realm="pagemind"'
         rebound = httpx.post(url, json=hello, headers={**accept, "Authorization": f"Bearer {ann}",
                                                        "Host": "attacker.example"})
         assert rebound.status_code == 421
@@ -422,3 +426,41 @@ def test_mcp_turns_wait_in_the_agents_line_with_its_http_messages(tmp_path: Path
         assert [said[m]["messages"] for m in ("first", "second", "third")] == [
             ["Noted, Ada it is (1)."], ["Noted, Ada it is (2)."], ["Noted, Ada it is (3)."]]
         pm.close()
+
+
+# --- the same checks as the HTTP API, with clean errors -------------------------------------------------------
+def test_mcp_refuses_what_http_refuses_with_the_reason(tmp_path: Path) -> None:
+    """Issue 21: MCP ran an empty question and an empty message, and said "Error executing tool ask" without the
+    reason for 11 options; its errors carried pydantic's links. The tools now parse into the HTTP API's shapes."""
+    from pagemind import Pagemind, ScriptedLLM
+    from pagemind.server.mcp import build_server
+    from pagemind.server.service import Service
+
+    fake = ScriptedLLM(by_role={"answer": "Answer: Wren", "agent-step": step("send_message", message="hi")})
+    with Pagemind(fake, store=tmp_path / "m.db") as pm:
+        service = Service(pm, auth="none")
+        server = build_server(service, lambda ctx: service.local)
+
+        async def go() -> None:
+            async with Client(server) as client:
+                doc = (await client.call_tool("add_document", {"text": STORY, "name": "cape.txt"})).structured_content
+                cases = [("ask", {"document_id": doc["id"], "question": "   "}, "question: Value error, must not be blank"),
+                         ("ask", {"document_id": doc["id"], "question": "Which?",
+                                  "options": [f"o{i}" for i in range(11)]}, "options: List should have at most 10"),
+                         ("create_agent", {"name": "sam", "options": {"max_steps": "many"}}, "max_steps"),
+                         ("search_recall", {"agent": "sam", "query": "x", "page": 10**30}, "page")]
+                for tool, arguments, reason in cases:
+                    refused = await client.call_tool(tool, arguments)
+                    assert refused.is_error and reason in text(refused), (tool, text(refused))
+                    assert "errors.pydantic.dev" not in text(refused), text(refused)
+                assert (await client.call_tool("create_agent", {"name": "sam", "options": {"embedder": "none"}})
+                        ).is_error is False
+                empty = await client.call_tool("send_message", {"agent": "sam", "message": ""})
+                assert empty.is_error and "message" in text(empty)
+                assert fake.history == []  # nothing reached the model
+                assert pm.runs.list(service.local.id) == []
+
+        try:
+            anyio.run(go)
+        finally:
+            service.close()

@@ -16,6 +16,11 @@ class InputTooLarge(InputError):
     """A document over the size limit (``max_bytes``); the service answers 413."""
 
 
+class MessageTooLarge(InputTooLarge):
+    """A user message that cannot fit the agent's context window beside its system prompt and core memory (the
+    service answers 413); nothing is stored."""
+
+
 class UnsupportedInput(InputError):
     """Bytes that are not a document pagemind reads (binary, an unknown container); the service answers 415."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..errors import ConfigError, ContextWindowExceeded
+from ..errors import ConfigError, ContextWindowExceeded, MessageTooLarge
 from ..llm.base import Constraint, LLMRequest, Message, Tool
 from ..llm.client import LLM
 from ..llm.usage import Trace
@@ -120,6 +120,21 @@ class MainContext:
         request = LLMRequest(messages=tuple(messages), role="agent-step", max_tokens=self.options.max_tokens,
                              constraint=self.constraint(blocks, functions), tools=self.tools(blocks, functions))
         return Prepared(request, self.llm.prompt_tokens(request))
+
+    def check_message(self, text: str, now: str) -> None:
+        """Refuse (:class:`MessageTooLarge`) a user message that would not fit the window even with every other
+        message evicted: the system prompt, core memory, the message itself and the room for the reply. Counted
+        on at most 16 characters a token of the window, so a huge message is not tokenised whole."""
+        head = text[: 16 * self.window]
+        blocks = self.store.blocks(self.agent_id)
+        event = Event("user_message", {"message": head}, now)
+        request = LLMRequest(messages=(Message("system", self.system_text(blocks)), Message("user", event.render())),
+                             role="agent-step", max_tokens=self.options.max_tokens, tools=self.tools(blocks))
+        needed = self.llm.prompt_tokens(request) + self.options.max_tokens
+        if needed > self.window or len(head) < len(text):
+            raise MessageTooLarge(f"the message ({len(text):,} characters) does not fit the agent's window of "
+                                  f"{self.window:,} tokens beside its system prompt and core memory; send it in "
+                                  f"parts or insert it into archival memory")
 
     # --- eviction ----------------------------------------------------------------------------------
     def cut_point(self, body: list[Event]) -> int:

@@ -203,6 +203,7 @@ class Agent:
         storing it) is not stored again; the turn answers it."""
         self._progress = progress
         self._on_step = on_step
+        self.check_message(text)
         with self.lock.held():
             self.state = AgentState.from_dict(self.store.get_agent(self.name).state.__dict__)
             self._recover()
@@ -215,6 +216,11 @@ class Agent:
             finally:
                 self.store.save_state(self.id, self.state)
             return turn
+
+    def check_message(self, text: str) -> None:
+        """Refuse a message that cannot fit the window with its system prompt and core memory
+        (:class:`~pagemind.errors.MessageTooLarge`), before anything is stored."""
+        self.context.check_message(text, self.now())
 
     def _stored(self, text: str, key: str) -> bool:
         """Whether recall holds the user message ``text`` sent with idempotency key ``key``."""

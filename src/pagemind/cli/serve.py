@@ -22,12 +22,17 @@ from .options import llm_options, session
 @click.option("--workers", type=int, default=16, show_default=True, help="runs (index, ask, agent turns) at once")
 @click.option("--keepalive", type=float, default=15.0, show_default=True,
               help="seconds of silence after which an event stream sends a keep-alive comment")
+@click.option("--max-body", type=int, envvar="PAGEMIND_MAX_BODY", default=None,
+              help="bytes of a request body other than an upload (413 beyond; default: 2 x max_bytes + 1 MiB)")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, envvar="PAGEMIND_ALLOWED_HOSTS",
+              help="a host name requests may name and pages may come from besides loopback (behind a proxy; "
+                   "repeat it; the env var takes names separated by spaces)")
 @click.option("--log-level", default="warning", show_default=True, help="uvicorn's log level")
 @llm_options
 @click.pass_context
 @handle_errors
-def serve(ctx: click.Context, host: str, port: int, auth: str, workers: int, keepalive: float, log_level: str,
-          encoding: str, **kw: Any) -> None:
+def serve(ctx: click.Context, host: str, port: int, auth: str, workers: int, keepalive: float, max_body: int | None,
+          allowed_hosts: tuple[str, ...], log_level: str, encoding: str, **kw: Any) -> None:
     """Serve the HTTP API (OpenAPI at /docs), the MCP endpoint (/mcp) and the web trace viewer (/).
 
     \b
@@ -44,7 +49,10 @@ def serve(ctx: click.Context, host: str, port: int, auth: str, workers: int, kee
         raise ConfigError(f"pagemind serve needs the 'serve' extra: pip install 'pagemind[serve]' ({err})") from None
     pm = session(ctx, kw)
     try:
-        app = create_app(pm, auth=auth, keepalive=keepalive, workers=workers)
+        if max_body is not None and max_body < 1024:
+            raise ConfigError(f"--max-body {max_body}: at least 1024 bytes")
+        app = create_app(pm, auth=auth, keepalive=keepalive, workers=workers, max_body=max_body,
+                         allowed_hosts=tuple(h for given in allowed_hosts for h in given.split()))
     except ImportError as err:
         pm.close()
         raise ConfigError(f"pagemind serve needs the 'serve' extra: pip install 'pagemind[serve]' ({err})") from None

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import InputError
 from ..llm.base import Constraint
 from ..llm.usage import Trace, Usage
 
@@ -36,9 +37,11 @@ class Question:
     @classmethod
     def parse(cls, text: str, options: tuple[str, ...] | list[str] = ()) -> "Question":
         """Split ``(A) ...`` lines off a question unless options are given explicitly."""
+        if not text.strip():
+            raise InputError("the question is empty")
         if options:
             if len(options) > len(LETTERS):
-                raise ValueError(f"at most {len(LETTERS)} options")
+                raise InputError(f"at most {len(LETTERS)} options, not {len(options)}")
             return cls(text.strip(), tuple(options))
         stem: list[str] = []
         found: list[str] = []

@@ -10,21 +10,14 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ..errors import InputError
 from ..runs import ENDED, settled
 from ..store.base import RunRow, StepRow, StoreBackend
+from .service import step_json
+from .shapes import MAX_ID, run_json
 
 KEEPALIVE = ": keep-alive\n\n"
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
-
-
-def run_json(run: RunRow) -> dict[str, Any]:
-    return {"id": run.id, "kind": run.kind, "method": run.method, "target": run.target, "request": run.request,
-            "status": run.status, "created": run.created, "started": run.started, "finished": run.finished,
-            "result": run.result, "error": run.error, "cancel_requested": run.cancel_requested}
-
-
-def step_json(step: StepRow) -> dict[str, Any]:
-    return {"seq": step.seq, "kind": step.kind, "data": step.data, "created": step.created}
 
 
 def event(kind: str, data: Any, event_id: int | None = None) -> str:
@@ -33,9 +26,13 @@ def event(kind: str, data: Any, event_id: int | None = None) -> str:
 
 
 def resume_point(last_event_id: str | None, after: int | None) -> int:
-    """The seq after which to stream: ``Last-Event-ID`` (a reconnecting client) over ``?after=``, else -1."""
-    if last_event_id is not None and last_event_id.strip().lstrip("-").isdigit():
-        return int(last_event_id.strip())
+    """The seq after which to stream: ``Last-Event-ID`` (a reconnecting client) over ``?after=``, else -1. A
+    ``Last-Event-ID`` that is not a seq (an integer from -1 to 2^63-1) is an :class:`InputError` (422)."""
+    if last_event_id is not None:
+        value = last_event_id.strip()
+        if not value.lstrip("-").isdigit() or len(value) > 20 or not -1 <= int(value) <= MAX_ID:
+            raise InputError(f"Last-Event-ID {last_event_id[:40]!r}: a step's seq, from -1 to {MAX_ID}")
+        return int(value)
     return -1 if after is None else after
 
 

@@ -1,0 +1,425 @@
+"""The service layer of ``pagemind serve``: every operation the HTTP API and the MCP tools offer, written once.
+
+Each operation takes the acting user and checked values (:mod:`.shapes`), and returns JSON-ready values or a
+started run (its row and the future of its result). The transports only translate: HTTP routes (:mod:`.app`,
+:mod:`.agents`) and MCP tools (:mod:`.mcp`) parse their arguments into the same shapes, call the same operation
+and render the same JSON, so a check, a limit or a tenancy rule cannot be forgotten on one of them. Runs execute on
+one worker pool with one FIFO line per agent (:mod:`.workers`), whichever transport started them.
+
+Blocking: every operation may touch the store or the model; callers on an event loop run them in a thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from concurrent.futures import Future
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import steps
+from .. import users as users_api
+from ..errors import ConfigError, InputError, NotFound, PagemindError
+from ..runs import summarize
+from .shapes import (MAX_ID, AgentCreate, AskRequest, IndexRequest, LoadDocument, block_json, document_json, passage_json,
+                     run_json, search_json)
+from .workers import AgentBusy, Workers
+
+LOCAL_USER = "local"  # who every request is with --auth none
+MEMORY_KINDS = ("page", "gist", "node", "fragment", "chunk")  # what a memory's items are
+EVENT_KINDS = ("user_message", "step", "function_result", "heartbeat", "system_alert", "summary")
+Progress = Callable[[str, int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Started:
+    """A run the service started: its row (queued) and the future of its result."""
+
+    run: Any
+    future: Future
+
+
+def keyed_run_id(user_id: int, agent_id: int, key: str, attempt: int) -> str:
+    """The id of attempt ``attempt`` (1, 2, ...) of the agent send with idempotency key ``key``."""
+    digest = hashlib.sha256(f"{user_id}\0{agent_id}\0{key}".encode()).hexdigest()[:16]
+    return f"run_{digest}" + (f"-{attempt}" if attempt > 1 else "")
+
+
+def step_json(row: Any) -> dict[str, Any]:
+    """A stored step in the one JSON form the API, the event streams, MCP and the viewer read."""
+    return steps.as_json(steps.from_row(row))
+
+
+class Service:
+    """What the transports share: one :class:`~pagemind.Pagemind` (one LLM, one store), the workers, the auth
+    mode and the limits."""
+
+    def __init__(self, pm: Any, *, auth: str, keepalive: float = 15.0, workers: int = 16, owned: bool = False,
+                 max_body: int | None = None) -> None:
+        if auth not in ("auto", "keys", "none"):
+            raise ConfigError(f"auth {auth!r}: use auto, keys or none")
+        self.pm = pm
+        self.store = pm.store
+        self.owned = owned
+        if auth == "auto":  # keys as soon as anyone but the implicit local user exists
+            auth = "keys" if any(u.name != LOCAL_USER for u in self.store.list_users()) else "none"
+        self.auth = auth
+        self.keepalive = keepalive
+        self.workers = Workers(self.store, workers)
+        self.max_bytes = int(pm.settings.max_bytes)
+        self.max_body = int(max_body) if max_body else default_max_body(self.max_bytes)
+        self.local = users_api.local_user(self.store) if auth == "none" else None
+
+    def close(self) -> None:
+        self.workers.shutdown()
+        if self.owned:
+            self.pm.close()
+
+    # --- users ------------------------------------------------------------------------------------------------
+    def user_for(self, authorization: str | None) -> Any:
+        """The user of an ``Authorization: Bearer KEY`` header value (the local user without keys); None when the
+        key is missing or wrong."""
+        if self.local is not None:
+            return self.local
+        scheme, _, key = (authorization or "").strip().partition(" ")
+        return users_api.authenticate(self.store, key.strip()) if scheme.lower() == "bearer" else None
+
+    def me(self, user: Any) -> dict[str, Any]:
+        return {"id": user.id, "name": user.name, "auth": self.auth}
+
+    def export(self, user: Any) -> dict[str, Any]:
+        return users_api.export_user(self.store, user.id)
+
+    def erase(self, user: Any) -> dict[str, int]:
+        return users_api.erase_user(self.store, user.id)
+
+    def models(self) -> dict[str, Any]:
+        backend = self.pm.llm.backend
+        return {"model": backend.model_id, "backend": type(backend).__name__, "llm": self.pm.settings.llm,
+                "capabilities": asdict(backend.capabilities)}
+
+    # --- methods ----------------------------------------------------------------------------------------------
+    @staticmethod
+    def methods() -> list[dict[str, Any]]:
+        from ..methods import registry
+
+        return [{**cls.describe_method(), "unit": cls.unit, "schema": cls.Options.json_schema()}
+                for cls in registry.all_readers()]
+
+    @staticmethod
+    def check_method(method: str, options: dict[str, Any]) -> dict[str, Any]:
+        """``options`` of ``method`` checked against its declaration: an unknown method, an option it does not
+        take (naming the methods that do) or a refused value is a :class:`ConfigError` before any run exists."""
+        from ..methods import registry
+
+        if method not in registry.names():
+            raise ConfigError(f"unknown method {method!r} (have: {', '.join(registry.names())})")
+        known = {s.name for s in registry.get(method).Options.specs()}
+        for name in options:
+            if name in known:
+                continue
+            owners = [m for m in registry.document_methods() if name in {s.name for s in registry.get(m).Options.specs()}]
+            if owners:
+                raise ConfigError(f"method option {name} applies to {', '.join(owners)}, not {method}")
+            raise ConfigError(f"unknown method option {name!r} (GET /v1/methods, list_methods: each method's options)")
+        given = {k: v for k, v in options.items() if v is not None}
+        registry.get(method).Options.create(**given)
+        return given
+
+    # --- documents --------------------------------------------------------------------------------------------
+    def add_document(self, user: Any, source: str | Path | bytes, name: str | None,
+                     encoding: str | None = None) -> dict[str, Any]:
+        row = self.pm.add_document(source, name, user_id=user.id, encoding=encoding or "utf-8")
+        return document_json(row)
+
+    def documents(self, user: Any) -> list[dict[str, Any]]:
+        return [document_json(d) for d in self.store.user_documents(user.id)]
+
+    def _document(self, user: Any, doc_id: str) -> Any:
+        row = self.store.user_document(user.id, doc_id)
+        if row is None:
+            raise NotFound(f"no document {doc_id!r}")
+        return row
+
+    def document(self, user: Any, doc_id: str) -> dict[str, Any]:
+        row = self._document(user, doc_id)
+        memories = [{"key": m.key, "method": m.method, "status": m.status, "settings": m.settings, "model": m.model}
+                    for m in self._memories(user, doc_id)]
+        return {**document_json(row), "memories": memories}
+
+    def _memories(self, user: Any, doc_id: str) -> list[Any]:
+        listed = getattr(self.pm, "memories", None)
+        if listed is not None:
+            return list(listed(doc_id, user_id=user.id))
+        return list(self.store.memories_for(doc_id))
+
+    def remove_document(self, user: Any, doc_id: str) -> None:
+        if not self.store.remove_user_document(user.id, doc_id):
+            raise NotFound(f"no document {doc_id!r}")
+
+    def memory(self, user: Any, doc_id: str, key: str) -> dict[str, Any]:
+        """A memory of the user's document with its stored items (pages, gists, tree nodes, fragments)."""
+        self._document(user, doc_id)
+        found = next((m for m in self._memories(user, doc_id) if m.key == key), None)
+        if found is None:
+            raise NotFound(f"no memory {key!r} of document {doc_id!r}")
+        items = {kind: rows for kind in MEMORY_KINDS if (rows := self.store.items(key, kind))}
+        return {"key": found.key, "method": found.method, "status": found.status, "settings": found.settings,
+                "model": found.model, "items": items}
+
+    # --- index and ask ----------------------------------------------------------------------------------------
+    def index(self, user: Any, doc_id: str, body: IndexRequest, progress: Progress | None = None) -> Started:
+        row = self._document(user, doc_id)
+        options = self.check_method(body.method, body.options)
+        document = self.pm.open_document(doc_id, user_id=user.id)
+        run = self.pm.runs.create("index", doc_id, method=body.method, user_id=user.id,
+                                  request={"document": row.name, "options": options})
+        return Started(run, self.workers.submit(run.id, lambda: self.pm.index(
+            document, body.method, progress, run=run, user_id=user.id, **options)))
+
+    def ask(self, user: Any, doc_id: str, body: AskRequest, progress: Progress | None = None) -> Started:
+        row = self._document(user, doc_id)
+        options = dict(body.method_options)
+        if body.budget is not None:
+            options["budget"] = body.budget
+        options = self.check_method(body.method, options)
+        document = self.pm.open_document(doc_id, user_id=user.id)
+        run = self.pm.runs.create("ask", doc_id, method=body.method, user_id=user.id, request={
+            "document": row.name, "question": body.question, "options": body.options, "method_options": options})
+        return Started(run, self.workers.submit(run.id, lambda: self.pm.ask(
+            document, body.question, tuple(body.options), body.method, progress=progress, run=run, user_id=user.id,
+            **options)))
+
+    @staticmethod
+    def answer_json(run: Any, answer: Any, **extra: Any) -> dict[str, Any]:
+        return {"run_id": run.id, **answer.as_dict(), **extra}
+
+    # --- runs -------------------------------------------------------------------------------------------------
+    def own_run(self, user: Any, run_id: str) -> Any:
+        run = self.pm.runs.get(run_id, user.id)
+        if run is None:
+            raise NotFound(f"no run {run_id!r}")
+        return run
+
+    def runs(self, user: Any, *, kind: str | None = None, status: str | None = None, target: str | None = None,
+             limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+        found = self.pm.runs.list(user.id, kind=kind, status=status, target=target, limit=limit, offset=offset)
+        return [run_json(r) for r in found]
+
+    def run(self, user: Any, run_id: str) -> dict[str, Any]:
+        found = self.own_run(user, run_id)
+        return {**run_json(found), "usage": summarize(self.pm.runs.steps(run_id))}
+
+    def steps(self, user: Any, run_id: str, after: int = -1, limit: int | None = None) -> list[Any]:
+        self.own_run(user, run_id)
+        return list(self.pm.runs.steps(run_id, after, limit))
+
+    def trace(self, user: Any, run_id: str, after: int = -1, limit: int = 200) -> tuple[dict[str, Any], list[Any]]:
+        """A run with its usage over every step, and its steps after ``after`` (at most ``limit``)."""
+        run = self.own_run(user, run_id)
+        every = self.pm.runs.steps(run_id)
+        return {**run_json(run), "usage": summarize(every)}, [s for s in every if s.seq > after][:limit]
+
+    def cancel(self, user: Any, run_id: str) -> dict[str, Any]:
+        self.own_run(user, run_id)
+        self.pm.runs.cancel(run_id)
+        return run_json(self.own_run(user, run_id))
+
+    # --- agents -----------------------------------------------------------------------------------------------
+    def own_agent(self, user: Any, ref: int | str) -> Any:
+        """The user's agent row by id (HTTP) or by its own name (MCP); :class:`NotFound` for another user's."""
+        if isinstance(ref, int):
+            row = self.store.get_agent_by_id(ref)
+        else:
+            row = self.store.get_agent(users_api.agent_key(user.id, ref))
+        if row is None or self.store.agent_owner(row.id) != user.id:
+            shown = f"{ref!r} (list your agents to see their names)" if isinstance(ref, str) else str(ref)
+            raise NotFound(f"no agent {shown}")
+        return row
+
+    def agent_json(self, user: Any, row: Any) -> dict[str, Any]:
+        agent = self.pm.agent(row.name, llm=False)
+        busy, running = self.workers.busy(row.id)
+        return {"id": row.id, "name": users_api.agent_name(user.id, row.name), "created": row.created,
+                "options": agent.options.as_dict(), "blocks": [block_json(b) for b in agent.blocks()],
+                "counts": agent.counts(), "state": row.state, "busy": busy, "running_run": running}
+
+    def create_agent(self, user: Any, body: AgentCreate) -> dict[str, Any]:
+        from ..agent import AgentExists
+        from ..agent.memory import AgentOptions
+
+        options = checked_agent_options(AgentOptions().as_dict(), body.options)
+        try:
+            agent = self.pm.create_agent(users_api.agent_key(user.id, body.name), persona=body.persona,
+                                         human=body.human, options=options, user_id=user.id, display_name=body.name)
+        except AgentExists:
+            raise AgentNameTaken(f"you already have an agent named {body.name!r}") from None
+        return self.agent_json(user, self.own_agent(user, agent.id))
+
+    def agents(self, user: Any) -> list[dict[str, Any]]:
+        return [self.agent_json(user, row) for row in self.store.user_agents(user.id)]
+
+    def in_line(self, row: Any, job: Callable[[], Any]) -> Future:
+        """A job without a run (an edit) in the agent's line, so it never interleaves with a turn."""
+        return self.workers.enqueue(row.id, lambda: (None, job))[1]
+
+    def update_agent(self, user: Any, ref: int | str, changes: dict[str, Any]) -> Future:
+        row = self.own_agent(user, ref)
+
+        def job() -> dict[str, Any]:
+            agent = self.pm.agent(row.name, llm=False)
+            checked = checked_agent_options(agent.options.as_dict(), changes)
+            agent.store.save_options(agent.id, agent.options.updated(**checked))
+            return self.agent_json(user, self.own_agent(user, row.id))
+
+        return self.in_line(row, job)
+
+    def delete_agent(self, user: Any, ref: int | str) -> None:
+        from ..agent import AgentStore
+
+        row = self.own_agent(user, ref)
+        busy, running = self.workers.busy(row.id)
+        if busy:
+            raise AgentBusy("the agent is in a turn; delete it when the turn is over", running)
+        AgentStore(self.store).delete_agent(row.name)
+
+    def send(self, user: Any, ref: int | str, message: str, *, run_id: str | None = None, key: str | None = None,
+             wait: bool = True, progress: Progress | None = None) -> Started:
+        """A user message's turn at the end of the agent's line (turns of one agent run one at a time, in arrival
+        order, whichever transport sent them). A message that cannot fit the agent's window is refused here,
+        before a run or the message is stored; so is a ``wait=False`` send to a busy agent (:class:`AgentBusy`)."""
+        row = self.own_agent(user, ref)
+        if not wait:  # a turn of this agent in another process holds its lock in the store
+            holder = self.pm.agent(row.name, llm=False).store.lock_holder(row.id)
+            if holder is not None and not self.workers.busy(row.id)[0]:
+                found = self.pm.runs.list(user.id, kind="turn", target=str(row.id), status="running", limit=1)
+                raise AgentBusy("the agent is in a turn; send again later, or without wait=false to queue",
+                                found[0].id if found else None)
+        self.pm.agent(row.name).check_message(message)
+        made: list[Any] = []
+
+        def turn() -> tuple[str, Callable[[], Any]]:
+            run = self.pm.runs.create("turn", str(row.id), method="memgpt", user_id=user.id, run_id=run_id,
+                                      request={"agent": users_api.agent_name(user.id, row.name), "message": message,
+                                               **({"idempotency_key": key} if key is not None else {})})
+            made.append(run)
+            return run.id, lambda: self.pm.send(row.name, message, run=run, user_id=user.id, key=key,
+                                                progress=progress)
+
+        _, future = self.workers.enqueue(row.id, turn, wait=wait)
+        return Started(made[0], future)
+
+    def attempts(self, user: Any, agent_id: int, key: str, message: str) -> tuple[Any, int]:
+        """The latest attempt of an idempotent send (an interrupted one reported failed) and the next attempt's
+        number; the same key with another message is an :class:`InputError`."""
+        latest, attempt = None, 1
+        while (found := self.pm.runs.get(keyed_run_id(user.id, agent_id, key, attempt), user.id)) is not None:
+            if found.request.get("message") != message:
+                raise InputError("this Idempotency-Key was used for another message")
+            latest, attempt = found, attempt + 1
+        return latest, attempt
+
+    def messages(self, user: Any, ref: int | str, offset: int = 0, limit: int = 50) -> dict[str, Any]:
+        from ..agent.memory import Event
+
+        row = self.own_agent(user, ref)
+        total, rows = self.store.search_agent_events(row.id, EVENT_KINDS, offset=offset, limit=limit)
+        items = []
+        for r in rows:
+            event = Event(r.kind, r.payload, r.created, r.seq, r.in_context)
+            items.append({"seq": r.seq, "kind": r.kind, "role": event.role, "time": r.created,
+                          "in_context": r.in_context, "payload": r.payload, "text": event.describe()})
+        return {"total": total, "offset": offset, "limit": limit, "messages": items}
+
+    def blocks(self, user: Any, ref: int | str) -> list[dict[str, Any]]:
+        row = self.own_agent(user, ref)
+        return [block_json(b) for b in self.store.agent_blocks(row.id)]
+
+    def put_block(self, user: Any, ref: int | str, label: str, value: str) -> Future:
+        from ..agent.memory import Block
+
+        row = self.own_agent(user, ref)
+
+        def job() -> dict[str, Any]:
+            agent = self.pm.agent(row.name, llm=False)
+            limit = next((b.limit for b in agent.blocks() if b.label == label), agent.options.block_limit)
+            if len(value) > limit:
+                raise ConfigError(f"block {label}: {len(value)} characters exceed its limit of {limit}")
+            with agent.lock.held():
+                agent.store.put_block(agent.id, Block(label, value, limit))
+            return {"label": label, "value": value, "limit": limit}
+
+        return self.in_line(row, job)
+
+    def insert_passage(self, user: Any, ref: int | str, text: str) -> dict[str, Any]:
+        row = self.own_agent(user, ref)
+        agent = self.pm.agent(row.name, llm=False)
+        return {"ids": agent.archive.insert([text], agent.now(), source="api")}
+
+    def passages(self, user: Any, ref: int | str, query: str = "", offset: int = 0, limit: int = 20) -> dict[str, Any]:
+        row = self.own_agent(user, ref)
+        agent = self.pm.agent(row.name, llm=False)
+        if query:
+            total, ranked = agent.archive.ranked(query, min(offset + limit, MAX_ID))
+            found = agent.store.passages(agent.id, ranked[offset:offset + limit])
+        else:
+            total, found = agent.store.search_passages_text(agent.id, "", offset, limit)
+        return {"total": total, "offset": offset, "limit": limit, "passages": [passage_json(p) for p in found]}
+
+    def search_archival(self, user: Any, ref: int | str, query: str, page: int = 0) -> tuple[dict[str, Any], str]:
+        row = self.own_agent(user, ref)
+        found = self.pm.agent(row.name, llm=False).archive.search(query, page)
+        return search_json(found), found.render()
+
+    def search_recall(self, user: Any, ref: int | str, query: str, page: int = 0) -> tuple[dict[str, Any], str]:
+        row = self.own_agent(user, ref)
+        found = self.pm.agent(row.name, llm=False).tools.recall_page(query, page)
+        return search_json(found), found.render()
+
+    def load_document(self, user: Any, ref: int | str, body: LoadDocument) -> Future:
+        from ..agent import load_into_agent
+
+        row = self.own_agent(user, ref)
+        document = self.pm.open_document(body.document_id, user_id=user.id)
+
+        def job() -> dict[str, Any]:
+            loaded = load_into_agent(self.pm.agent(row.name, llm=False), document, words=body.words)
+            return {"name": loaded.name, "words": loaded.words, "passages": loaded.passages}
+
+        return self.in_line(row, job)
+
+
+class AgentNameTaken(PagemindError):
+    """The user already has an agent of that name (409)."""
+
+
+def default_max_body(max_bytes: int) -> int:
+    """The JSON body limit when none is set: a document text of ``max_bytes`` written with JSON escapes, plus
+    room for the other fields."""
+    return 2 * max_bytes + (1 << 20)
+
+
+def checked_agent_options(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """``changes`` to agent options checked against :class:`AgentOptions` (unknown names, wrong types and refused
+    values: a :class:`ConfigError` naming the option)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from ..agent.memory import AgentOptions
+
+    unknown = sorted(set(changes) - set(base))
+    if unknown:
+        raise ConfigError(f"unknown agent option(s): {', '.join(unknown)} (have: {', '.join(sorted(base))})")
+    changes = {k: v for k, v in changes.items() if v is not None}
+    try:
+        TypeAdapter(AgentOptions).validate_python({**base, **changes}, strict=False)
+        AgentOptions.from_dict({**base, **changes})
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"agent option {where}: {first['msg']}") from None
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"agent options: {err}") from None
+    return changes
+
+
+__all__ = ["Service", "Started", "keyed_run_id"]

@@ -1,0 +1,161 @@
+"""The service's shapes, written once for HTTP and MCP: request bodies with their limits, the JSON of documents,
+runs, steps and agents, and the one error body.
+
+Every text a client sends has a declared maximum and every number a range a 64-bit store column holds, so a
+request that could not be stored or could not fit is refused at the edge (422, or 413 for a body over its size)
+instead of reaching the store or the model. The MCP tools validate their arguments with these same models.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..methods.registry import options_schema
+
+# --- limits (declared in the OpenAPI schema and the MCP tool schemas) -------------------------------------------
+MAX_ID = 2**63 - 1  # what a 64-bit integer column holds: larger ids, offsets and seqs are 422, never a 500
+MAX_NAME = 255  # a document's name
+MAX_QUESTION = 20_000  # characters of a question
+MAX_OPTIONS = 10  # multiple-choice options (A..J)
+MAX_OPTION = 2_000  # characters of one option
+MAX_MESSAGE = 100_000  # characters of an agent message (the agent's window is checked too, before it is stored)
+MAX_PASSAGE = 100_000  # characters of an archival passage
+MAX_BLOCK = 100_000  # characters of a core-memory block value or a persona / human text
+MAX_QUERY = 2_000  # characters of a search query
+MAX_METHOD = 64
+AGENT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$"  # stored as u<user id>.<name>
+BLOCK_LABEL = r"^[a-z][a-z0-9_]{0,31}$"
+DOCUMENT_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
+RUN_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
+MEMORY_KEY = r"^[A-Za-z0-9_.:-]{1,256}$"
+RUN_KINDS = ("index", "ask", "turn")
+RUN_STATUSES = ("queued", "running", "done", "failed", "cancelled")
+
+Id = Annotated[int, Field(ge=0, le=MAX_ID)]
+Seq = Annotated[int, Field(ge=-1, le=MAX_ID)]
+Offset = Annotated[int, Field(ge=0, le=MAX_ID)]
+
+
+def _stripped(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+class Shape(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- request bodies -----------------------------------------------------------------------------------------------
+class TextDocument(Shape):
+    name: str = Field("text.txt", min_length=1, max_length=MAX_NAME, description="a name for the document")
+    text: str = Field(min_length=1, description="the document's text (at most the server's max_bytes, UTF-8)")
+
+
+class IndexRequest(Shape):
+    method: str = Field("auto", max_length=MAX_METHOD, description="the reading method (GET /v1/methods)")
+    options: dict[str, Any] = Field(default_factory=dict, json_schema_extra=options_schema(),
+                                    description="options of the method")
+
+
+class AskRequest(Shape):
+    question: str = Field(min_length=1, max_length=MAX_QUESTION, description="the question")
+    options: list[Annotated[str, Field(min_length=1, max_length=MAX_OPTION)]] = Field(
+        default_factory=list, max_length=MAX_OPTIONS, description="multiple-choice options, in order (at most 10)")
+    method: str = Field("auto", max_length=MAX_METHOD, description="the reading method (GET /v1/methods)")
+    method_options: dict[str, Any] = Field(default_factory=dict, json_schema_extra=options_schema(),
+                                           description="options of the method")
+    budget: int | None = Field(None, ge=1, le=10_000_000,
+                               description="tokens the answer's context may use (methods with a budget)")
+
+    _question = field_validator("question")(_stripped)
+
+
+class AgentCreate(Shape):
+    name: str = Field(pattern=AGENT_NAME, description="letters, digits, '_', '.', '-' (at most 48)")
+    persona: str | None = Field(None, max_length=MAX_BLOCK, description="who the agent is (its persona block)")
+    human: str | None = Field(None, max_length=MAX_BLOCK, description="what it knows about the user")
+    options: dict[str, Any] = Field(default_factory=dict, description="AgentOptions fields")
+
+
+class AgentUpdate(Shape):
+    options: dict[str, Any] = Field(default_factory=dict, description="AgentOptions fields to change")
+
+
+class MessageRequest(Shape):
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE, description="the user's message")
+
+    _message = field_validator("message")(_stripped)
+
+
+class BlockUpdate(Shape):
+    value: str = Field(max_length=MAX_BLOCK, description="the block's new value (within its limit)")
+
+
+class ArchivalInsert(Shape):
+    text: str = Field(min_length=1, max_length=MAX_PASSAGE, description="the passage")
+
+    _text = field_validator("text")(_stripped)
+
+
+class LoadDocument(Shape):
+    document_id: str = Field(pattern=DOCUMENT_ID, description="one of your documents")
+    words: int = Field(300, ge=20, le=5000, description="words per passage")
+
+
+# --- the error body -----------------------------------------------------------------------------------------------
+class Error(BaseModel):
+    """Every 4xx and 5xx answer of the service."""
+
+    detail: str = Field(description="what is wrong, in one sentence")
+    type: str = Field(description="the kind of error (e.g. InputError, NotFound, ValidationError)")
+    run_id: str | None = Field(None, description="the run the error belongs to, when there is one")
+    errors: list[dict[str, Any]] | None = Field(None, description="each invalid field (validation errors)")
+
+
+def error_body(detail: str, kind: str, **extra: Any) -> dict[str, Any]:
+    return {"detail": detail, "type": kind, **{k: v for k, v in extra.items() if v is not None}}
+
+
+def validation_detail(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """A validation error's one-line detail and its fields (location, message), without pydantic's URLs and
+    without echoing the whole rejected input."""
+    fields = []
+    for e in errors:
+        where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+        fields.append({"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")),
+                       "type": str(e.get("type", ""))})
+        fields[-1]["field"] = where
+    first = fields[0] if fields else {"field": "body", "msg": "invalid"}
+    more = f" (and {len(fields) - 1} more)" if len(fields) > 1 else ""
+    return f"{first['field']}: {first['msg']}{more}", fields
+
+
+# --- JSON of what the service returns ---------------------------------------------------------------------------
+def document_json(row: Any) -> dict[str, Any]:
+    return {"id": row.id, "name": row.name, "words": row.words, "chars": row.chars, "created": row.created}
+
+
+def run_json(run: Any) -> dict[str, Any]:
+    return {"id": run.id, "kind": run.kind, "method": run.method, "target": run.target, "request": run.request,
+            "status": run.status, "created": run.created, "started": run.started, "finished": run.finished,
+            "result": run.result, "error": run.error, "cancel_requested": run.cancel_requested}
+
+
+def block_json(block: Any) -> dict[str, Any]:
+    return {"label": block.label, "value": block.value, "limit": block.limit}
+
+
+def passage_json(p: Any) -> dict[str, Any]:
+    return {"id": p.id, "text": p.text, "summary": p.summary, "source": p.source, "time": p.time}
+
+
+def search_json(found: Any) -> dict[str, Any]:
+    return {"items": list(found.items), "total": found.total, "page": found.page, "pages": found.pages,
+            "page_size": found.page_size}
+
+
+__all__ = ["AgentCreate", "AgentUpdate", "ArchivalInsert", "AskRequest", "BlockUpdate", "Error", "IndexRequest",
+           "LoadDocument", "MessageRequest", "TextDocument"]

@@ -1,0 +1,242 @@
+"""The service against hostile pages and huge inputs (issue 21's reproductions), through the real ASGI app on the
+scripted fake, addressed as a server bound to 127.0.0.1 (httpx's ASGI transport puts the URL's host in the
+scope, as uvicorn puts the socket's): DNS rebinding and cross-site requests on every route, one Authorization
+header, bounded JSON bodies, numbers past 64 bits, messages that cannot fit the agent's window, the one error
+shape, HEAD and 405, and the OpenAPI schema that describes all of it."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+
+from helpers import first_words_gist, make_text, middle_label
+
+fastapi = pytest.importorskip("fastapi")
+import httpx  # noqa: E402
+
+from pagemind import Pagemind, ScriptedLLM  # noqa: E402
+from pagemind import users as users_api  # noqa: E402
+from pagemind.server.app import create_app  # noqa: E402
+
+MAX_BYTES = 20_000
+BASE = "http://127.0.0.1:8283"
+
+
+def step(function, **arguments):
+    return json.dumps({"thoughts": "t", "function": function, "arguments": arguments})
+
+
+@pytest.fixture
+def fake():
+    return ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist, "answer": "Answer: the map",
+                                "agent-step": step("send_message", message="hello"), "summarise": "we talked"})
+
+
+class Client:
+    """Blocking calls into the app over httpx's ASGI transport (the app's lifespan run around them)."""
+
+    def __init__(self, app, headers=None):
+        self.app, self.headers = app, headers or {}
+
+    def __call__(self, method, path, **kw):
+        async def go():
+            transport = httpx.ASGITransport(app=self.app)
+            async with httpx.AsyncClient(transport=transport, base_url=BASE) as client:
+                headers = {**self.headers, **kw.pop("headers", {})}
+                return await client.request(method, path, headers=headers, **kw)
+
+        return anyio.run(go)
+
+
+@pytest.fixture
+def local(tmp_path, fake):
+    """A keyless server (--auth none), as `pagemind serve` runs on a laptop."""
+    with Pagemind(fake, store=tmp_path / "s.db", max_bytes=MAX_BYTES) as pm:
+        from fastapi.testclient import TestClient
+
+        app = create_app(pm, auth="none", max_body=50_000)
+        with TestClient(app):  # runs the lifespan (MCP's session manager)
+            yield Client(app), pm
+
+
+@pytest.fixture
+def keyed(tmp_path, fake):
+    with Pagemind(fake, store=tmp_path / "k.db", max_bytes=MAX_BYTES) as pm:
+        from fastapi.testclient import TestClient
+
+        _, key = users_api.create_user(pm.store, "ann")
+        app = create_app(pm, auth="keys", max_body=200_000, allowed_hosts=("pagemind.example",))
+        with TestClient(app):
+            yield Client(app, {"Authorization": f"Bearer {key}"}), pm
+
+
+def documents(pm):
+    return pm.store.user_documents(users_api.local_user(pm.store).id)
+
+
+# --- DNS rebinding and cross-site requests ----------------------------------------------------------------------
+@pytest.mark.parametrize("method, path", [("GET", "/v1/me/export"), ("GET", "/v1/documents"), ("GET", "/"),
+                                          ("GET", "/v1/runs/run_x/events"), ("POST", "/mcp"),
+                                          ("GET", "/openapi.json")])
+def test_a_rebound_host_name_is_refused_on_every_route(local, method, path):
+    client, _ = local
+    r = client(method, path, headers={"Host": "evil.example:8283"})
+    assert r.status_code == 421, r.text
+    assert r.json()["type"] == "MisdirectedRequest" and "evil.example" in r.json()["detail"]
+
+
+def test_loopback_names_pass(local):
+    client, _ = local
+    for host in ("127.0.0.1:8283", "localhost:8283", "[::1]:8283", "localhost"):
+        assert client("GET", "/v1/me", headers={"Host": host}).status_code == 200, host
+
+
+def test_a_cross_site_form_cannot_plant_a_document(local):
+    client, pm = local
+    files = {"file": ("planted.txt", b"planted by another site " * 10, "text/plain")}
+    r = client("POST", "/v1/documents", files=files, headers={"Origin": "http://evil.example"})
+    assert r.status_code == 403 and "evil.example" in r.json()["detail"]
+    fetched = client("POST", "/v1/documents", json={"name": "a", "text": "x y z"},
+                     headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors"})
+    assert fetched.status_code == 403
+    sibling = client("POST", "/v1/documents", json={"name": "a", "text": "x y z"},
+                     headers={"Origin": "http://127.0.0.1:3000"})  # another port is another origin
+    assert sibling.status_code == 403
+    assert documents(pm) == []
+    own = client("POST", "/v1/documents", json={"name": "a.txt", "text": "the lamp at dusk"},
+                 headers={"Origin": BASE, "Sec-Fetch-Site": "same-origin"})
+    assert own.status_code == 201  # the viewer's own page
+    link = client("GET", "/", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"})
+    assert link.status_code == 200  # following a link to the viewer is fine; reading the API from a page is not
+    assert client("GET", "/v1/me/export", headers={"Sec-Fetch-Site": "cross-site"}).status_code == 403
+
+
+def test_allowed_hosts_serve_a_proxy_name(keyed):
+    client, _ = keyed
+    proxied = {"Host": "pagemind.example", "Origin": "https://pagemind.example"}
+    assert client("GET", "/v1/me", headers=proxied).status_code == 200
+    assert client("GET", "/v1/me", headers={"Host": "other.example"}).status_code == 421
+
+
+def test_two_authorization_headers_are_refused(keyed):
+    client, _ = keyed
+    key = client.headers["Authorization"]
+    async def go(path):
+        transport = httpx.ASGITransport(app=client.app)
+        async with httpx.AsyncClient(transport=transport, base_url=BASE) as c:
+            headers = httpx.Headers([("Authorization", key), ("Authorization", "Bearer wrong")])
+            return await c.get(path, headers=headers)
+
+    for path in ("/v1/me", "/mcp"):
+        r = anyio.run(go, path)
+        assert r.status_code == 400 and "one Authorization header" in r.json()["detail"]
+
+
+# --- bounded bodies -------------------------------------------------------------------------------------------
+def test_a_json_body_over_the_limit_is_413_and_stores_nothing(keyed):
+    client, pm = keyed
+    agent = client("POST", "/v1/agents", json={"name": "sam", "options": {"embedder": "none"}}).json()
+    r = client("POST", f"/v1/agents/{agent['id']}/archival", json={"text": "x " * 120_000})
+    assert r.status_code == 413 and "--max-body" in r.json()["detail"]
+
+    async def chunks():  # no Content-Length: counted as read
+        for _ in range(30):
+            yield b"x" * 10_000
+
+    streamed = client("POST", f"/v1/agents/{agent['id']}/archival", content=chunks(),
+                      headers={"Content-Type": "application/json"})
+    assert streamed.status_code == 413
+    long = client("POST", f"/v1/agents/{agent['id']}/archival", json={"text": "y" * 100_001})
+    assert long.status_code == 422 and "text" in long.json()["detail"]  # within the body limit, over the field's
+    assert client("GET", f"/v1/agents/{agent['id']}/archival").json()["total"] == 0
+
+
+def test_a_message_that_cannot_fit_the_window_is_413_and_not_stored(keyed):
+    client, pm = keyed
+    agent = client("POST", "/v1/agents", json={"name": "sam", "options": {"embedder": "none",
+                                                                          "context_window": 2048}}).json()
+    r = client("POST", f"/v1/agents/{agent['id']}/messages", json={"message": "word " * 9_000})
+    assert r.status_code == 413 and "does not fit the agent's window" in r.json()["detail"]
+    history = client("GET", f"/v1/agents/{agent['id']}/messages").json()
+    assert not any(m["kind"] == "user_message" for m in history["messages"])
+    assert client("GET", "/v1/runs").json() == []  # no run either
+    ok = client("POST", f"/v1/agents/{agent['id']}/messages", json={"message": "hi"})
+    assert ok.status_code == 200 and ok.json()["messages"] == ["hello"]
+
+
+# --- numbers and text at the edge -------------------------------------------------------------------------------
+@pytest.mark.parametrize("path", ["/v1/runs?offset=9223372036854775808", "/v1/runs/run_x/steps?after=" + "9" * 25,
+                                  "/v1/agents/18446744073709551616", "/v1/agents/1/messages?offset=" + "9" * 30,
+                                  "/v1/agents/1/archival?offset=9223372036854775808",
+                                  "/v1/runs/run_x/events?after=" + "9" * 25, "/v1/runs?limit=0"])
+def test_numbers_past_their_range_are_422_not_500(keyed, path):
+    client, _ = keyed
+    r = client("GET", path)
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["type"] == "ValidationError" and isinstance(body["detail"], str) and body["errors"]
+
+
+def test_a_last_event_id_past_64_bits_is_422(keyed):
+    client, _ = keyed
+    doc = client("POST", "/v1/documents", json={"name": "s.txt", "text": make_text(4, 30)}).json()
+    asked = client("POST", f"/v1/documents/{doc['id']}/ask", json={"question": "Who?", "method": "full"}).json()
+    r = client("GET", f"/v1/runs/{asked['run_id']}/events", headers={"Last-Event-ID": "9" * 23})
+    assert r.status_code == 422 and "Last-Event-ID" in r.json()["detail"]
+    resumed = client("GET", f"/v1/runs/{asked['run_id']}/events", headers={"Last-Event-ID": "0"})
+    assert resumed.status_code == 200 and "event: end" in resumed.text
+
+
+def test_questions_and_options_are_checked_before_a_run(keyed):
+    client, _ = keyed
+    doc = client("POST", "/v1/documents", json={"name": "s.txt", "text": make_text(4, 30)}).json()
+    ask = f"/v1/documents/{doc['id']}/ask"
+    eleven = client("POST", ask, json={"question": "Which?", "options": [f"o{i}" for i in range(11)]})
+    assert eleven.status_code == 422 and "options" in eleven.json()["detail"] and "10" in eleven.json()["detail"]
+    blank = client("POST", ask, json={"question": "   "})
+    assert blank.status_code == 422 and "question" in blank.json()["detail"]
+    assert client("GET", "/v1/runs").json() == []
+
+
+# --- one error shape, HEAD, 405, the schema ---------------------------------------------------------------------
+def test_every_error_has_one_shape(keyed):
+    client, _ = keyed
+    for r, status in [(client("GET", "/nowhere"), 404), (client("GET", "/v1/me", headers={"Authorization": "x"}), 401),
+                      (client("GET", "/v1/documents/nope"), 404), (client("POST", "/v1/agents", content=b"{",
+                      headers={"Content-Type": "application/json"}), 422)]:
+        assert r.status_code == status
+        assert set(r.json()) >= {"detail", "type"} and isinstance(r.json()["detail"], str)
+
+
+def test_head_and_method_not_allowed(local):
+    client, _ = local
+    head = client("HEAD", "/")
+    assert head.status_code == 200 and head.content == b"" and "text/html" in head.headers["content-type"]
+    assert client("HEAD", "/v1/health").status_code == 200
+    wrong = client("PUT", "/v1/documents")
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "GET, HEAD, POST"
+    assert wrong.json()["type"] == "MethodNotAllowed"
+
+
+def test_the_openapi_schema_describes_the_service(local):
+    client, _ = local
+    schema = client("GET", "/openapi.json").json()
+    assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    upload = schema["paths"]["/v1/documents"]["post"]
+    assert {"multipart/form-data", "application/json"} <= set(upload["requestBody"]["content"])
+    assert {"401", "413", "415", "422"} <= set(upload["responses"])
+    ask = schema["paths"]["/v1/documents/{doc_id}/ask"]["post"]
+    assert {"404", "409", "413", "502"} <= set(ask["responses"]) and "text/event-stream" in ask["responses"]["200"][
+        "content"]
+    error = schema["components"]["schemas"]["Error"]
+    assert ask["responses"]["422"]["content"]["application/json"]["schema"]["$ref"].endswith("/Error")
+    assert error["properties"]["detail"]["type"] == "string"
+    agent = schema["components"]["schemas"]["AgentCreate"]["properties"]["name"]
+    assert agent["pattern"].startswith("^[A-Za-z0-9]")
+    message = schema["components"]["schemas"]["MessageRequest"]["properties"]["message"]
+    assert message["maxLength"] == 100_000
+    docs = client("GET", "/docs")
+    assert docs.status_code == 200 and "/docs/assets/swagger-ui-bundle.js" in docs.text and "cdn" not in docs.text
+    assert client("GET", "/docs/assets/swagger-ui-bundle.js").status_code == 200
