@@ -162,7 +162,7 @@ def _parser(boundary: bytes, form: _Form) -> MultipartParser:
     callbacks: Any = {name: getattr(form, name) for name in (
         "on_part_begin", "on_header_field", "on_header_value", "on_header_end", "on_headers_finished",
         "on_part_data", "on_part_end", "on_end")}
-    try:  # python-multipart >= 0.0.27 bounds a part's header at 4 KiB by default: a long file name is no error
+    try:  # recent python-multipart bounds a part's header at 4 KiB by default: a long file name would be "malformed"
         return MultipartParser(boundary, callbacks, max_header_size=HEADER_BYTES)
     except TypeError:  # an older one has no bound of its own; _Form's stands
         return MultipartParser(boundary, callbacks)
@@ -230,10 +230,14 @@ class _Form:
 
     def on_header_field(self, data: bytes, start: int, end: int) -> None:
         self.header += data[start:end]
+        self._check_header()
 
     def on_header_value(self, data: bytes, start: int, end: int) -> None:
         self.value += data[start:end]
-        if len(self.value) > HEADER_BYTES:
+        self._check_header()
+
+    def _check_header(self) -> None:
+        if len(self.header) + len(self.value) > HEADER_BYTES:
             raise InputError(f"malformed multipart upload: a part's header is over {HEADER_BYTES // 1024} KiB")
 
     def on_header_end(self) -> None:

@@ -8,16 +8,18 @@ then by suffix (.html/.htm/.xhtml, .md/.markdown, anything else is text); see :m
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 from bisect import bisect_right
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import InputError, InputTooLarge, UnsupportedInput
-from .formats import CONTAINERS, extract, sniff_format
+from .formats import CONTAINER_FACTOR, CONTAINERS, extract, sniff_format
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # 16 MiB of text is ~2.7M words: days of local LLM time already
-CONTAINER_FACTOR = 16  # PDF, EPUB and DOCX files carry fonts and images: the file may be this many times the text limit
 FORMAT_NAMES = {"text": "text", "markdown": "Markdown", "html": "HTML", "pdf": "PDF", "epub": "EPUB",
                 "docx": "Word"}
 LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
@@ -25,6 +27,7 @@ LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb
 CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 TRAILING_SPACE = re.compile(r"[ \t]+\n")
 BINARY_CONTROLS = re.compile(r"[\x00-\x08\x0d-\x1f]")  # control characters but \t \n \v \f: many mean binary
+SLICE = 1 << 20  # characters of a text looked at at once where the whole would be copied (hashing, counting)
 
 
 @dataclass(frozen=True)
@@ -42,11 +45,20 @@ class Document:
 
     @property
     def id(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        digest = hashlib.sha256()
+        for piece in _pieces(self.text):  # the UTF-8 of the whole text, never a copy of it all at once
+            digest.update(piece.encode("utf-8"))
+        return digest.hexdigest()
 
     @property
     def words(self) -> int:
-        return len(self.text.split())
+        """``len(text.split())``, counted a slice at a time: the list of a 16 MB text's words is ~250 MB."""
+        count = 0
+        for start, piece in enumerate(_pieces(self.text)):
+            count += len(piece.split())
+            if start and not piece[0].isspace() and not self.text[start * SLICE - 1].isspace():
+                count -= 1  # one word cut in two by the slice boundary
+        return count
 
     @property
     def page_unit(self) -> str:
@@ -64,18 +76,34 @@ class Document:
         return cls(text=_validate_text(normalise_newlines(text), name), name=name)
 
     @classmethod
-    def from_parts(cls, parts: tuple[str, ...] | list[str], name: str = "text", format: str = "text",
-                   paged: bool = True) -> "Document":
-        """A document from extracted parts (pages, chapters), joined by blank lines, with each part's start kept."""
-        text, starts = "", []
+    def from_parts(cls, parts: Iterable[str], name: str = "text", format: str = "text", paged: bool = True, *,
+                   max_bytes: int | None = None, label: str | None = None) -> "Document":
+        """A document from extracted parts (pages, chapters), joined by blank lines, with each part's start kept.
+
+        ``parts`` may be a generator that extracts each part when asked for it: with ``max_bytes``, the parts
+        stop being asked for (:class:`InputTooLarge`) as soon as the joined text passes that many UTF-8 bytes,
+        so a PDF whose text is over the limit is refused at the page that passes it, not after its last page."""
+        pieces: list[str] = []
+        starts: list[int] = []
+        length = size = 0  # characters and UTF-8 bytes of the text so far
         for part in parts:
             part = clean_extracted(part)
-            starts.append(len(text) + (2 if text and part else 0))
-            text += ("\n\n" if text and part else "") + part
-        if not text.strip():
+            gap = "\n\n" if length and part else ""
+            starts.append(length + len(gap))
+            pieces += (gap, part)
+            length += len(gap) + len(part)
+            size += len(gap) + (len(part) if part.isascii() else len(part.encode("utf-8")))
+            if max_bytes is not None and size > max_bytes:
+                raise InputTooLarge(f"{label or name}: its text is over the {max_bytes / 1e6:.1f} MB limit "
+                                    f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)")
+        if not length:  # every part is stripped: an empty text is one without words
             raise InputError(f"{name}: no text found in this {FORMAT_NAMES.get(format, format)} file")
-        return cls(text=_validate_text(text, name), name=name,
-                   pages=tuple(starts) if paged else (), format=format)
+        text = "".join(pieces)
+        return cls(text=_validate_text(text, name), name=name, pages=tuple(starts) if paged else (), format=format)
+
+
+def _pieces(text: str) -> Iterator[str]:
+    return (text[start:start + SLICE] for start in range(0, len(text), SLICE))
 
 
 def normalise_newlines(text: str) -> str:
@@ -90,7 +118,7 @@ def clean_extracted(text: str) -> str:
 
 
 def _validate_text(text: str, name: str) -> str:
-    if not text.strip():
+    if not text or text.isspace():  # not text.strip(): that copies the whole text to look at its ends
         raise InputError(f"{name}: the document is empty (no words to read)")
     sample = text[:65536]
     controls = len(BINARY_CONTROLS.findall(sample))
@@ -99,20 +127,22 @@ def _validate_text(text: str, name: str) -> str:
     return text
 
 
-def load_document(
-    path: str | Path, *, encoding: str = "utf-8", max_bytes: int = DEFAULT_MAX_BYTES
-) -> Document:
-    """Read a text, Markdown, HTML, PDF, EPUB or DOCX file, refusing what cannot be read with a one-line reason."""
+def load_document(path: str | Path, *, encoding: str = "utf-8", max_bytes: int = DEFAULT_MAX_BYTES,
+                  name: str | None = None) -> Document:
+    """Read a text, Markdown, HTML, PDF, EPUB or DOCX file, refusing what cannot be read with a one-line reason.
+
+    ``name``: the name to give the document and its errors instead of the path's (an upload spooled to a
+    temporary file); its suffix then tells the format where the content does not. The file is read once:
+    a text is read whole (it is at most ``max_bytes``), a container is read by its parser from the open file
+    (a zip only where its members are), and its extraction stops as soon as the text passes ``max_bytes``."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"{path}: no such file")
     if p.is_dir():
         raise InputError(f"{path}: is a directory; give a file")
-    size = p.stat().st_size
     with p.open("rb") as f:
-        head = f.read(1024)
-    _check_size(size, head, p.suffix, str(path), max_bytes)
-    return load_bytes(p.read_bytes(), p.name or str(p), encoding=encoding, max_bytes=max_bytes, label=str(path))
+        return _load(f, p.stat().st_size, name or p.name or str(p), label=name or str(path), encoding=encoding,
+                     max_bytes=max_bytes)
 
 
 def _check_size(size: int, head: bytes, suffix: str, label: str, max_bytes: int) -> None:
@@ -132,15 +162,19 @@ def load_bytes(raw: bytes, name: str, *, encoding: str = "utf-8", max_bytes: int
                label: str | None = None) -> Document:
     """A document from a file's bytes (an upload): the same formats, checks and errors as :func:`load_document`.
     The format is told by the content and the name's suffix."""
-    label = label or name
+    return _load(io.BytesIO(raw), len(raw), name, label=label or name, encoding=encoding, max_bytes=max_bytes)
+
+
+def _load(source: BinaryIO, size: int, name: str, *, label: str, encoding: str, max_bytes: int) -> Document:
+    """The document in ``source`` (positioned at its start, ``size`` bytes), its size checked before it is read."""
     suffix = Path(name).suffix
-    _check_size(len(raw), raw[:1024], suffix, label, max_bytes)
-    extracted = extract(raw, suffix, label, encoding, max_bytes)
+    head = source.read(1024)
+    source.seek(0)
+    _check_size(size, head, suffix, label, max_bytes)
+    extracted = extract(source, suffix, label, encoding, max_bytes)
     if extracted.format == "text":
-        return Document(text=_validate_text(normalise_newlines(extracted.parts[0]), name), name=name)
-    document = Document.from_parts(extracted.parts, name=name, format=extracted.format,
-                                   paged=extracted.format in ("pdf", "epub"))
-    if extracted.format in CONTAINERS and len(document.text.encode("utf-8")) > max_bytes:
-        raise InputTooLarge(f"{label}: its text is over the {max_bytes / 1e6:.1f} MB limit "
-                            f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)")
-    return document
+        text = next(iter(extracted.parts))
+        return Document(text=_validate_text(normalise_newlines(text), name), name=name)
+    return Document.from_parts(extracted.parts, name=name, format=extracted.format,
+                               paged=extracted.format in ("pdf", "epub"),
+                               max_bytes=max_bytes if extracted.format in CONTAINERS else None, label=label)

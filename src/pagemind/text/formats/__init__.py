@@ -1,31 +1,36 @@
 """Document formats: which one a file is (its content first, then its name), and its text.
 
 PDF (pypdf) and Word (python-docx) need the ``formats`` extra and are imported only when such a file is read;
-EPUB, HTML and Markdown are read with the standard library.
+EPUB, HTML and Markdown are read with the standard library. Containers are read from the open file, not from a
+copy of it in memory, and their pages come out one at a time, so a caller that stops taking them (the text is
+over its limit) stops the extraction there.
 """
 
 from __future__ import annotations
 
-import io
 import zipfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
-from ...errors import InputError, UnsupportedInput
+from ...errors import InputError, InputTooLarge, UnsupportedInput
 from ..decoding import decode_bytes, declared_encoding
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
 CONTAINERS = ("pdf", "epub", "docx")
+CONTAINER_FACTOR = 16  # PDF, EPUB and DOCX files carry fonts and images: the file may be this many times the text limit
 EPUB_MIMETYPE = b"application/epub+zip"
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
 @dataclass(frozen=True)
 class Extracted:
-    """A file's text as parts: one per page (PDF) or chapter (EPUB), else a single part."""
+    """A file's text as parts: one per page (PDF) or chapter (EPUB), else a single part. PDF and EPUB parts are
+    a generator that extracts each part when it is asked for (and raises the format's errors then)."""
 
     format: str
-    parts: tuple[str, ...]
+    parts: Iterable[str]
 
 
 def missing_library(package: str, kind: str, name: str) -> InputError:
@@ -51,21 +56,24 @@ def sniff_format(head: bytes, suffix: str) -> str:
     return "text"
 
 
-def extract(raw: bytes, suffix: str, name: str, encoding: str, max_bytes: int) -> Extracted:
-    """The text of ``raw`` read as the format its content (or else its suffix) says it is."""
-    kind = sniff_format(raw, suffix)
+def extract(source: BinaryIO, suffix: str, name: str, encoding: str, max_bytes: int) -> Extracted:
+    """The text of the file ``source`` (open, at its start) read as the format its content (or else its suffix)
+    says it is. Texts are read whole (the caller checked their size); containers by their parsers."""
+    kind = sniff_format(source.read(1024), suffix)
+    source.seek(0)
     if kind == "pdf":
         from .pdf import pdf_pages
 
-        return Extracted("pdf", tuple(pdf_pages(raw, name)))
+        return Extracted("pdf", pdf_pages(source, name))
     if kind == "zip":
-        return _from_zip(raw, suffix, name, max_bytes)
+        return _from_zip(source, suffix, name, max_bytes)
     if kind == "ole":
         raise UnsupportedInput(f"{name}: a legacy Office file (.doc, .xls, .ppt); save it as .docx or PDF")
     if kind == "misnamed":
         expected = {".pdf": "start with %PDF-", ".epub": "is not a zip archive", ".docx": "is not a zip archive"}
         raise InputError(f"{name}: named {suffix.lower()} but its content {expected[suffix.lower()]}; "
                          f"is it really a {suffix.lower()[1:].upper()} file?")
+    raw = source.read()
     if kind == "html":
         return Extracted("html", (_html(raw, name, encoding),))
     text = decode_bytes(raw, encoding, name)
@@ -87,24 +95,35 @@ def _html(raw: bytes, name: str, encoding: str) -> str:
     return html_to_text(decode_bytes(raw, declared, name))
 
 
-def _from_zip(raw: bytes, suffix: str, name: str, max_bytes: int) -> Extracted:
+def _from_zip(source: BinaryIO, suffix: str, name: str, max_bytes: int) -> Extracted:
     try:
-        archive = zipfile.ZipFile(io.BytesIO(raw))
+        archive = zipfile.ZipFile(source)
         names = set(archive.namelist())
         mimetype = archive.read("mimetype").strip() if "mimetype" in names else b""
     except (zipfile.BadZipFile, OSError, ValueError) as err:
         raise InputError(f"{name}: a damaged zip archive ({err})") from None
-    with archive:
-        if "word/document.xml" in names:
-            from .docx import docx_text
+    if "word/document.xml" in names:
+        from .docx import docx_text
 
-            return Extracted("docx", (docx_text(raw, name),))
-        if mimetype == EPUB_MIMETYPE or (suffix.lower() == ".epub" and "META-INF/container.xml" in names):
-            from .epub import epub_chapters
-
-            try:
-                return Extracted("epub", tuple(epub_chapters(archive, name, max_bytes)))
-            except (zipfile.BadZipFile, OSError, ValueError, KeyError, NotImplementedError) as err:
-                raise InputError(f"{name}: a damaged EPUB ({err})") from None
+        unpacked = sum(info.file_size for info in archive.infolist())
+        archive.close()
+        if unpacked > max_bytes * CONTAINER_FACTOR:  # python-docx holds every part in memory: no zip bombs
+            raise InputTooLarge(f"{name}: its parts unpack to {unpacked / 1e6:.1f} MB, over the "
+                                f"{max_bytes * CONTAINER_FACTOR / 1e6:.1f} MB limit of a DOCX file")
+        return Extracted("docx", (docx_text(source, name, max_bytes),))
+    if mimetype == EPUB_MIMETYPE or (suffix.lower() == ".epub" and "META-INF/container.xml" in names):
+        return Extracted("epub", _epub(archive, name, max_bytes))
+    archive.close()
     raise UnsupportedInput(f"{name}: a zip archive that is neither EPUB nor DOCX; "
-                     f"pagemind reads PDF, EPUB, DOCX, HTML, Markdown and text files")
+                           f"pagemind reads PDF, EPUB, DOCX, HTML, Markdown and text files")
+
+
+def _epub(archive: zipfile.ZipFile, name: str, max_bytes: int) -> Iterator[str]:
+    """The chapters of an EPUB as they are read, its zip and parser errors as one-line :class:`InputError`."""
+    from .epub import epub_chapters
+
+    with archive:
+        try:
+            yield from epub_chapters(archive, name, max_bytes)
+        except (zipfile.BadZipFile, OSError, ValueError, KeyError, NotImplementedError) as err:
+            raise InputError(f"{name}: a damaged EPUB ({err})") from None

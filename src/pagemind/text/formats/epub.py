@@ -5,9 +5,10 @@ from __future__ import annotations
 import posixpath
 import xml.etree.ElementTree as ET
 import zipfile
+from collections.abc import Iterator
 from urllib.parse import unquote
 
-from ...errors import InputError
+from ...errors import InputError, InputTooLarge
 from ..decoding import declared_encoding
 from .html import html_to_text
 
@@ -16,8 +17,11 @@ ENCRYPTION = "META-INF/encryption.xml"
 HTML_TYPES = ("application/xhtml+xml", "text/html")
 
 
-def epub_chapters(archive: zipfile.ZipFile, name: str, max_bytes: int) -> list[str]:
-    """The text of each spine document with text in it, in reading order."""
+def epub_chapters(archive: zipfile.ZipFile, name: str, max_bytes: int) -> Iterator[str]:
+    """The text of each spine document with text in it, in reading order, each read when it is asked for.
+
+    Chapters are unpacked only while their unpacked sizes add up to at most ``max_bytes`` (a chapter's text is
+    less than its markup), so a zip bomb cannot make this allocate more than the text limit."""
     opf_path = _package_path(archive, name)
     opf = _xml(archive, opf_path, name)
     base = posixpath.dirname(opf_path)
@@ -29,7 +33,7 @@ def epub_chapters(archive: zipfile.ZipFile, name: str, max_bytes: int) -> list[s
     if not spine:
         raise InputError(f"{name}: the EPUB has no reading order (an empty OPF spine)")
     protected = _encrypted_members(archive)
-    chapters: list[str] = []
+    found = False
     read = 0
     for idref in spine:
         if idref not in manifest:
@@ -41,15 +45,15 @@ def epub_chapters(archive: zipfile.ZipFile, name: str, max_bytes: int) -> list[s
             raise InputError(f"{name}: the EPUB is DRM-protected ({path} is encrypted); pagemind reads DRM-free books")
         read += archive.getinfo(path).file_size
         if read > max_bytes:
-            raise InputError(f"{name}: the EPUB's chapters are over the {max_bytes / 1e6:.1f} MB text limit "
-                             f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)")
+            raise InputTooLarge(f"{name}: the EPUB's chapters are over the {max_bytes / 1e6:.1f} MB text limit "
+                                f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)")
         raw = archive.read(path)
         text = html_to_text(raw.decode(declared_encoding(raw), errors="replace"))
         if text.strip():
-            chapters.append(text)
-    if not chapters:
+            found = True
+            yield text
+    if not found:
         raise InputError(f"{name}: the EPUB's spine has no chapter with text")
-    return chapters
 
 
 def _package_path(archive: zipfile.ZipFile, name: str) -> str:

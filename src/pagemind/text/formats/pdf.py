@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import logging
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
+from typing import BinaryIO
 
 from ...errors import InputError
 from . import missing_library
@@ -14,32 +14,56 @@ from . import missing_library
 SCANNED_HINT = "has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf"
 
 
-def pdf_pages(raw: bytes, name: str) -> list[str]:
-    """The text of each page of a PDF, in order (empty strings for pages without text)."""
+def pdf_pages(source: BinaryIO, name: str) -> Iterator[str]:
+    """The text of each page of a PDF, in order (empty strings for pages without text), each extracted when it
+    is asked for: a caller that stops early (the text is over its limit) leaves the rest unread."""
     try:
         import pypdf
         from pypdf.errors import DependencyError, PyPdfError
     except ImportError:
         raise missing_library("pypdf", "PDF", name) from None
-    with _quiet("pypdf"):
-        try:
-            reader = pypdf.PdfReader(io.BytesIO(raw))
+    _check_trailer(source, name)
+    with_text = False
+    try:
+        with _quiet("pypdf"):
+            reader = pypdf.PdfReader(source)
             if reader.is_encrypted and not _opens_without_password(reader):
                 raise InputError(f"{name}: the PDF is encrypted (password-protected); "
                                  f"save an unprotected copy, e.g. qpdf --decrypt --password=... in.pdf out.pdf")
-            pages = [page.extract_text() or "" for page in reader.pages]
-        except DependencyError as err:
-            raise InputError(f"{name}: the PDF needs a decryption library pypdf does not have ({err}); "
-                             f"pip install 'pypdf[crypto]'") from None
-        except PyPdfError as err:
-            raise InputError(f"{name}: not a readable PDF ({_one_line(err)})") from None
-        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
-            raise InputError(f"{name}: not a readable PDF ({type(err).__name__}: {_one_line(err)})") from None
-    if not pages:
-        raise InputError(f"{name}: the PDF has no pages")
-    if not any(page.strip() for page in pages):
+            pages = len(reader.pages)
+        if not pages:
+            raise InputError(f"{name}: the PDF has no pages")
+        for number in range(pages):
+            with _quiet("pypdf"):  # not around the yield: the caller's own warnings and logs stay as they are
+                text = reader.pages[number].extract_text() or ""
+            with_text = with_text or bool(text.strip())
+            yield text
+    except DependencyError as err:
+        raise InputError(f"{name}: the PDF needs a decryption library pypdf does not have ({err}); "
+                         f"pip install 'pypdf[crypto]'") from None
+    except PyPdfError as err:
+        raise InputError(f"{name}: not a readable PDF ({_one_line(err)})") from None
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
+        raise InputError(f"{name}: not a readable PDF ({type(err).__name__}: {_one_line(err)})") from None
+    if not with_text:
         raise InputError(f"{name}: {SCANNED_HINT}")
-    return pages
+
+
+TRAILER_WINDOW = 1 << 20  # where a PDF's %%EOF must be: within its last MiB
+
+
+def _check_trailer(source: BinaryIO, name: str) -> None:
+    """Refuse a file with no ``%%EOF`` in its last MiB before pypdf sees it: pypdf looks for the trailer by
+    scanning backwards line by line, which takes minutes on a large file that only starts like a PDF (a truncated
+    download, or a hostile upload)."""
+    start = source.tell()
+    source.seek(0, 2)
+    size = source.tell()
+    source.seek(max(start, size - TRAILER_WINDOW))
+    tail = source.read()
+    source.seek(start)
+    if b"%%EOF" not in tail:
+        raise InputError(f"{name}: not a complete PDF (no %%EOF at its end: truncated?)")
 
 
 def _opens_without_password(reader: object) -> bool:
