@@ -72,13 +72,16 @@ class LLMRequest:
     def prompt_text(self) -> str:
         return "\n".join(m.content for m in self.messages)
 
-    def cache_key(self, model_id: str) -> str:
-        """Content address of (model, request); the role is bookkeeping and not part of it."""
+    def cache_key(self, model_id: str, scope: str = "") -> str:
+        """Content address of (model, request, scope); the role is bookkeeping and not part of it. ``scope``: whose
+        cache the reply goes to (``""``: the local user's, whose addresses are those from before scopes existed)."""
         payload = asdict(self)
         payload.pop("role")
         if not payload["tools"]:
             payload.pop("tools")  # requests without tools keep the addresses they had before tools existed
         payload["model"] = model_id
+        if scope:
+            payload["scope"] = scope
         return content_hash(payload)
 
 

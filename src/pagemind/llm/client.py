@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 import threading
 import time
@@ -28,6 +29,9 @@ class LLM:
         concurrency: the most requests in flight at once (capped by the backend's own limit).
         max_retries: retries of retryable errors (rate limits, 5xx, timeouts), with exponential backoff.
         backoff: the first pause in seconds; doubled each retry, with jitter.
+        scope: whose replies the cache holds: part of every cache key, so a reply cached in one scope is never
+            served in another (``""``: the local user's; the service gives each other user their own, see
+            :meth:`scoped`). Methods also key their stored memories by it (``Reader.memory_key``).
     """
 
     def __init__(
@@ -39,9 +43,11 @@ class LLM:
         max_retries: int = 4,
         backoff: float = 1.0,
         sleep=time.sleep,
+        scope: str = "",
     ) -> None:
         self.backend = backend
         self.cache = cache
+        self.scope = scope
         self.concurrency = max(1, min(concurrency, backend.capabilities.max_concurrency))
         self.max_retries = max_retries
         self.backoff = backoff
@@ -50,6 +56,15 @@ class LLM:
         self._usage_lock = threading.Lock()
         # The bound holds across every caller (a build's pool, the eval runner's documents...), not per pool.
         self._slots = threading.BoundedSemaphore(self.concurrency)
+
+    def scoped(self, scope: str) -> "LLM":
+        """This client for one scope (a user of the service): the same backend, cache store, concurrency bound
+        and usage totals, with replies cached, and memories keyed, under ``scope``."""
+        if scope == self.scope:
+            return self
+        view = copy.copy(self)  # shallow: the backend, the slots, the usage and its lock are shared
+        view.scope = scope
+        return view
 
     # --- facts -------------------------------------------------------------------------------------
     @property
@@ -134,7 +149,7 @@ class LLM:
     def _key(self, request: LLMRequest) -> str | None:
         if request.temperature > 0:
             return None  # sampled replies are not reproducible: never serve them from the cache
-        return request.cache_key(self.model_id)
+        return request.cache_key(self.model_id, self.scope)
 
     def _pause(self, err: LLMError, attempt: int) -> float:
         if isinstance(err, RateLimited) and err.retry_after:

@@ -186,10 +186,16 @@ class Reader(ABC, Generic[M, O]):
         """The model the memory depends on (``-``: none, e.g. fixed word windows)."""
         return self.llm.model_id if self.builds_with_llm else "-"
 
+    @property
+    def scope(self) -> str:
+        """Whose memories this reader builds and reads: its LLM client's scope (``""``: the local user's), so the
+        memories and the cached replies of one user of the service are never another's (:meth:`LLM.scoped`)."""
+        return self.llm.scope
+
     def memory_key(self, document: Source) -> str | None:
         if self.memory_kind is None:
             return None
-        return memory_key(document.id, self.memory_kind, self.memory_settings(), self.memory_model())
+        return memory_key(document.id, self.memory_kind, self.memory_settings(), self.memory_model(), self.scope)
 
     def build(self, document: Any, progress: Progress | None = None, trace: Trace | None = None) -> M:
         """The memory of ``document``: loaded when stored, resumed when half-built, else built and stored."""
@@ -203,7 +209,7 @@ class Reader(ABC, Generic[M, O]):
                                     or len(getattr(document, "text", "")))
             earlier = self.store.get_memory(key)  # a build that was cut short: this attempt resumes it
             record = self.store.open_memory(key, document.id, self.memory_kind, self.memory_settings(),  # type: ignore[arg-type]
-                                            self.memory_model())
+                                            self.memory_model(), self.scope)
             writer = MemoryWriter(self.store, key)
             if record.status == "complete":
                 build.phase(f"{self.name}: the memory was found in the store")

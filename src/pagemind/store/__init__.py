@@ -8,7 +8,9 @@ from .base import (
     BlockRow,
     DocumentRow,
     EventRow,
+    LOCAL_USER,
     LockHolder,
+    MemoryContent,
     MemoryRecord,
     MemorySummary,
     PassageRow,
@@ -20,6 +22,7 @@ from .base import (
     StoreTooNew,
     UserRow,
     memory_key,
+    memory_scope,
 )
 from .sqlite import Store
 
@@ -38,6 +41,7 @@ def open_store(spec: str | Path | StoreBackend) -> StoreBackend:
 
 SQLiteResponseCache = StoreResponseCache  # the name before the store had an interface
 
-__all__ = ["AgentRow", "BlockRow", "DocumentRow", "EventRow", "RunRow", "StepRow", "UserRow", "LockHolder", "MemoryRecord", "MemorySummary", "PassageRow", "SQLiteResponseCache",
+__all__ = ["AgentRow", "BlockRow", "DocumentRow", "EventRow", "RunRow", "StepRow", "UserRow", "LOCAL_USER",
+           "LockHolder", "MemoryContent", "MemoryRecord", "MemorySummary", "PassageRow", "SQLiteResponseCache",
            "Store", "StoreBackend", "StoreResponseCache", "StoreTooNew", "StoredVectors", "canonical_json",
-           "memory_key", "open_store"]
+           "memory_key", "memory_scope", "open_store"]

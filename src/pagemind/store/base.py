@@ -19,14 +19,28 @@ class StoreTooNew(ConfigError):
     """The store records a migration this pagemind does not know: it was written by a newer version."""
 
 
-def memory_key(document_id: str, method: str, settings: dict[str, Any], model: str) -> str:
-    """The content address of a memory: document + method + settings + model."""
-    return content_hash({"document": document_id, "method": method, "settings": settings, "model": model})
+def memory_key(document_id: str, method: str, settings: dict[str, Any], model: str, scope: str = "") -> str:
+    """The content address of a memory: document + method + settings + model + scope (whose memory it is; ``""``,
+    the local user's, leaves the key as it was before scopes existed)."""
+    fields = {"document": document_id, "method": method, "settings": settings, "model": model}
+    return content_hash({**fields, "scope": scope} if scope else fields)
+
+
+LOCAL_USER = "local"  # the machine's own user: the CLI, ``pagemind mcp`` and ``pagemind serve --auth none``
+
+
+def memory_scope(store: "StoreBackend", user_id: int | None) -> str:
+    """Whose memories and cached LLM replies a user's requests use: ``""`` for the local user (``user_id`` None,
+    or the user named ``local``), shared with the CLI; ``u<id>`` for every other user, theirs alone."""
+    if user_id is None:
+        return ""
+    local = store.get_user(LOCAL_USER)
+    return "" if local is not None and local.id == user_id else f"u{user_id}"
 
 
 @dataclass(frozen=True)
 class MemoryRecord:
-    """One memory of a document built by one method with one model and settings."""
+    """One memory of a document built by one method with one model and settings, in one scope."""
 
     key: str
     document_id: str
@@ -34,6 +48,15 @@ class MemoryRecord:
     settings: dict[str, Any]
     model: str
     status: str  # building | complete
+    scope: str = ""  # whose memory: "" the local user's, u<id> a service user's (:func:`memory_scope`)
+
+
+@dataclass(frozen=True)
+class MemoryContent:
+    """A memory with its stored units by kind (pages, gists, tree nodes, fragments...), each kind in index order."""
+
+    memory: MemoryRecord
+    items: dict[str, list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -52,6 +75,7 @@ class MemorySummary:
     bytes: int  # size of their stored payloads
     build_usage: dict[str, Any] | None  # what building it cost (summed over attempts), None: not recorded
     updated: float
+    scope: str = ""  # whose memory (:attr:`MemoryRecord.scope`)
 
 
 @dataclass(frozen=True)
@@ -191,16 +215,22 @@ class StoreBackend(ABC):
 
     @abstractmethod
     def open_memory(self, key: str, document_id: str, method: str, settings: dict[str, Any],
-                    model: str) -> MemoryRecord:
-        """Create the memory ``key`` as 'building' unless it exists; return it as stored."""
+                    model: str, scope: str = "") -> MemoryRecord:
+        """Create the memory ``key`` as 'building' in ``scope`` unless it exists; return it as stored."""
 
     @abstractmethod
     def get_memory(self, key: str) -> MemoryRecord | None:
         """The memory with this key, or None."""
 
     @abstractmethod
-    def memories_for(self, document_id: str, method: str | None = None) -> list[MemoryRecord]:
-        """The memories of a document (of one method if given), most recently updated first."""
+    def memories_for(self, document_id: str, method: str | None = None, *,
+                     scope: str | None = None) -> list[MemoryRecord]:
+        """The memories of a document (of one method, of one scope if given; None: every scope), most recently
+        updated first."""
+
+    @abstractmethod
+    def memory_items(self, key: str) -> dict[str, list[dict[str, Any]]]:
+        """Every stored unit of a memory: the payloads of each kind, by index (no kind: absent)."""
 
     @abstractmethod
     def list_memories(self) -> list[MemorySummary]:
@@ -441,7 +471,9 @@ class StoreBackend(ABC):
 
     @abstractmethod
     def remove_user_document(self, user_id: int, doc_id: str) -> bool:
-        """Take a document from a user; its text and memories go when no user holds it any more. False: none."""
+        """Take a document from a user, with the memories of it in the user's own scope (a service user's; the
+        local scope is the CLI's too); its text and every memory of it go when no user holds it any more.
+        False: none."""
 
     @abstractmethod
     def set_agent_owner(self, agent_id: int, user_id: int) -> None:
@@ -461,8 +493,10 @@ class StoreBackend(ABC):
 
     @abstractmethod
     def erase_user_data(self, user_id: int) -> dict[str, int]:
-        """Delete everything of a user (documents they alone hold with their texts and memories, agents, runs)
-        and nothing else; the user and their keys stay. Returns how many of each were deleted."""
+        """Delete everything of a user (their memories, those of a text another user also holds too; documents they
+        alone hold with their texts and memories; agents; runs) and nothing else; the user and their keys stay. The
+        local user's memories are the CLI's too: only those of the documents they alone held go. Returns how many
+        of each were deleted."""
 
     # --- runs ----------------------------------------------------------------------------------------
     @abstractmethod

@@ -23,7 +23,7 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
     ("llm_cache", ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds", "finish_reason",
                    "created", "tool_calls")),
     ("memories", ("key", "document_id", "method", "settings", "model", "status", "created", "updated",
-                  "build_usage")),
+                  "build_usage", "scope")),
     ("memory_items", ("memory_key", "kind", "idx", "payload")),
     ("embeddings", ("model", "text_hash", "chunks", "dim", "vectors", "created")),
     ("users", ("id", "name", "created")),

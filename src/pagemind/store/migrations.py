@@ -227,6 +227,17 @@ def m007_leases(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m008_memory_scope(db: sqlite3.Connection) -> None:
+    """Whose memory: '' the local user's (the CLI's; every memory stored before scopes), u<id> a service user's."""
+    db.executescript(
+        """
+        ALTER TABLE memories ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+        CREATE INDEX memories_by_scope ON memories(scope, document_id);
+        """
+    )
+
+
 def migrate(db: sqlite3.Connection, path: str = ":memory:") -> list[str]:
     """Apply the migrations not yet recorded, in list order; return the names applied."""
     db.execute("CREATE TABLE IF NOT EXISTS _pagemind_migrations (name TEXT PRIMARY KEY, applied REAL)")

@@ -209,6 +209,18 @@ def m003_leases(cur: Any) -> None:
     )
 
 
+@migration
+def m004_memory_scope(cur: Any) -> None:
+    """Whose memory: '' the local user's (the CLI's; every memory stored before scopes), u<id> a service user's (the
+    SQLite store's m008_memory_scope)."""
+    cur.execute(
+        """
+        ALTER TABLE memories ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+        CREATE INDEX memories_by_scope ON memories(scope, document_id);
+        """
+    )
+
+
 def migrate(conn: Any, where: str) -> list[str]:
     """Apply the migrations not yet recorded, in list order, each in its own transaction, under an advisory lock
     (other processes wait for it); return the names applied. ``conn`` is an autocommit psycopg connection."""

@@ -38,6 +38,7 @@ from .base import (
     StoreBackend,
     StoredVectors,
     UserRow,
+    memory_scope,
 )
 from .pg_migrations import migrate
 from .vectors import rank
@@ -88,8 +89,11 @@ def _like(query: str) -> str:
     return f"%{escaped}%"
 
 
+_MEMORY = "SELECT key, document_id, method, settings, model, status, scope FROM memories"
+
+
 def _memory(row: tuple) -> MemoryRecord:
-    return MemoryRecord(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5])
+    return MemoryRecord(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6])
 
 
 _EVENT_COLUMNS = "kind, payload, created, seq, in_context, text"
@@ -215,36 +219,44 @@ class PostgresStore(StoreBackend):
                    (doc_id, name, words, chars, time.time()))
 
     def open_memory(self, key: str, document_id: str, method: str, settings: dict[str, Any],
-                    model: str) -> MemoryRecord:
+                    model: str, scope: str = "") -> MemoryRecord:
         now = time.time()
-        self._exec("INSERT INTO memories (key, document_id, method, settings, model, status, created, updated) "
-                   "VALUES (%s, %s, %s, %s, %s, 'building', %s, %s) ON CONFLICT DO NOTHING",
-                   (key, document_id, method, canonical_json(settings), model, now, now))
+        self._exec("INSERT INTO memories (key, document_id, method, settings, model, status, created, updated, scope) "
+                   "VALUES (%s, %s, %s, %s, %s, 'building', %s, %s, %s) ON CONFLICT DO NOTHING",
+                   (key, document_id, method, canonical_json(settings), model, now, now, scope))
         found = self.get_memory(key)
         assert found is not None
         return found
 
     def get_memory(self, key: str) -> MemoryRecord | None:
-        row = self._exec("SELECT key, document_id, method, settings, model, status FROM memories WHERE key = %s",
-                         (key,)).fetchone()
+        row = self._exec(_MEMORY + " WHERE key = %s", (key,)).fetchone()
         return None if row is None else _memory(row)
 
-    def memories_for(self, document_id: str, method: str | None = None) -> list[MemoryRecord]:
-        sql = "SELECT key, document_id, method, settings, model, status FROM memories WHERE document_id = %s"
-        args: tuple = (document_id,)
+    def memories_for(self, document_id: str, method: str | None = None, *,
+                     scope: str | None = None) -> list[MemoryRecord]:
+        sql, args = _MEMORY + " WHERE document_id = %s", (document_id,)
         if method:
             sql, args = sql + " AND method = %s", args + (method,)
+        if scope is not None:
+            sql, args = sql + " AND scope = %s", args + (scope,)
         return [_memory(r) for r in self._exec(sql + " ORDER BY updated DESC", args)]
+
+    def memory_items(self, key: str) -> dict[str, list[dict[str, Any]]]:
+        found: dict[str, list[dict[str, Any]]] = {}
+        for kind, payload in self._exec("SELECT kind, payload FROM memory_items WHERE memory_key = %s "
+                                        "ORDER BY kind, idx", (key,)).fetchall():
+            found.setdefault(kind, []).append(json.loads(payload))
+        return found
 
     def list_memories(self) -> list[MemorySummary]:
         rows = self._exec(
             "SELECT m.key, m.document_id, COALESCE(d.name, ''), COALESCE(d.words, 0), m.method, m.settings, m.model, "
-            "m.status, COUNT(i.idx), COALESCE(SUM(LENGTH(i.payload)), 0), m.build_usage, m.updated "
+            "m.status, COUNT(i.idx), COALESCE(SUM(LENGTH(i.payload)), 0), m.build_usage, m.updated, m.scope "
             "FROM memories m LEFT JOIN documents d ON d.id = m.document_id "
             "LEFT JOIN memory_items i ON i.memory_key = m.key GROUP BY m.key, d.name, d.words "
             "ORDER BY m.updated DESC").fetchall()
         return [MemorySummary(r[0], r[1], r[2], int(r[3]), r[4], json.loads(r[5]), r[6], r[7], int(r[8]), int(r[9]),
-                              json.loads(r[10]) if r[10] else None, r[11]) for r in rows]
+                              json.loads(r[10]) if r[10] else None, r[11], r[12]) for r in rows]
 
     def delete_memory(self, key: str) -> bool:
         with self.transaction():
@@ -698,8 +710,20 @@ class PostgresStore(StoreBackend):
             gone = self._exec("DELETE FROM user_documents WHERE user_id = %s AND document_id = %s",
                               (user_id, doc_id)).rowcount > 0
             if gone:
+                self._forget_scope(memory_scope(self, user_id), doc_id)
                 self._forget_unheld([doc_id])
         return gone
+
+    def _forget_scope(self, scope: str, doc_id: str | None = None) -> int:
+        """Delete a service user's memories (of one document if given; inside a transaction). The local scope is
+        the CLI's too, so nothing of it goes here."""
+        if not scope:
+            return 0
+        where, args = "scope = %s", (scope,)
+        if doc_id is not None:
+            where, args = where + " AND document_id = %s", args + (doc_id,)
+        self._exec(f"DELETE FROM memory_items WHERE memory_key IN (SELECT key FROM memories WHERE {where})", args)
+        return self._exec(f"DELETE FROM memories WHERE {where}", args).rowcount
 
     def _forget_unheld(self, doc_ids: Sequence[str]) -> int:
         """Delete the kept texts and the memories of documents no user holds any more (inside a transaction)."""
@@ -737,11 +761,12 @@ class PostgresStore(StoreBackend):
             docs = [r[0] for r in self._exec("SELECT document_id FROM user_documents WHERE user_id = %s ORDER BY "
                                              "document_id", (user_id,))]
             self._exec("DELETE FROM user_documents WHERE user_id = %s", (user_id,))
+            memories = self._forget_scope(memory_scope(self, user_id))
             texts = self._forget_unheld(docs)
             agents = self._exec("DELETE FROM agents WHERE id IN (SELECT agent_id FROM agent_owners WHERE "
                                 "user_id = %s)", (user_id,)).rowcount
             runs = self._exec("DELETE FROM runs WHERE user_id = %s", (user_id,)).rowcount
-        return {"documents": len(docs), "document_texts": texts, "agents": agents, "runs": runs}
+        return {"documents": len(docs), "document_texts": texts, "memories": memories, "agents": agents, "runs": runs}
 
     # --- runs ----------------------------------------------------------------------------------------
     _RUN = ("SELECT id, user_id, kind, method, target, request, status, created, started, finished, result, error, "
