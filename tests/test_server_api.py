@@ -114,6 +114,7 @@ def test_upload_errors_are_clear(service, content, status, words):
     r = c.post("/v1/documents", headers=service["ann"], files={"file": ("f.txt", content, "text/plain")})
     assert r.status_code == status, r.text
     assert words in r.json()["detail"]
+    assert "pagemind-upload" not in r.json()["detail"]  # named by the upload, not the server's temporary file
     assert c.get("/v1/documents", headers=service["ann"]).json() == []  # nothing kept
 
 

@@ -179,12 +179,14 @@ def test_numbers_past_their_range_are_422_not_500(keyed, path):
     assert body["type"] == "ValidationError" and isinstance(body["detail"], str) and body["errors"]
 
 
-def test_a_last_event_id_past_64_bits_is_422(keyed):
+def test_a_last_event_id_past_64_bits_ends_the_stream_cleanly(keyed):
     client, _ = keyed
     doc = client("POST", "/v1/documents", json={"name": "s.txt", "text": make_text(4, 30)}).json()
     asked = client("POST", f"/v1/documents/{doc['id']}/ask", json={"question": "Who?", "method": "full"}).json()
-    r = client("GET", f"/v1/runs/{asked['run_id']}/events", headers={"Last-Event-ID": "9" * 23})
-    assert r.status_code == 422 and "Last-Event-ID" in r.json()["detail"]
+    past = client("GET", f"/v1/runs/{asked['run_id']}/events", headers={"Last-Event-ID": "9" * 23})
+    assert past.status_code == 200 and past.text.startswith("event: end") and "id:" not in past.text
+    bad = client("GET", f"/v1/runs/{asked['run_id']}/events", headers={"Last-Event-ID": "x1"})
+    assert bad.status_code == 422 and "Last-Event-ID" in bad.json()["detail"]
     resumed = client("GET", f"/v1/runs/{asked['run_id']}/events", headers={"Last-Event-ID": "0"})
     assert resumed.status_code == 200 and "event: end" in resumed.text
 

@@ -14,17 +14,12 @@ from pagemind.cli.main import cli
 from pagemind.steps import (AgentStep, Decision, Error, LLMCall, Note, Other, Phase, Result, as_json, data,
                             from_row, line, parse)
 
-from helpers import first_words_gist, make_text, middle_label
+from helpers import make_text, middle_label
 
 TEXT = "The lighthouse keeper was Ann. She kept the light for forty years.\n\n" + make_text(30, 60)
 
 
-@pytest.fixture
-def pm(tmp_path):
-    fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist, "lookup": "[]"},
-                       default="Answer: (B)")
-    with Pagemind(fake, store=tmp_path / "s.db", native_tools=False) as session:
-        yield session
+from test_runs import pm  # noqa: E402,F401 - the same scripted session as the runs tests
 
 
 def _write(pm: Pagemind, text: str = TEXT) -> str:

@@ -16,9 +16,10 @@ from .methods import registry
 from .methods.base import Memory, Progress, Reader
 from .methods.question import Answer, Question
 from .runs import Recorder, Runs
-from .store.base import DocumentRow, RunRow
+from .store.base import AgentRow, DocumentRow, MemoryContent, MemoryRecord, RunRow, memory_scope
 from .store import SQLiteResponseCache, StoreBackend, open_store
 from .text import Document, load_document
+from .users import Users, agent_key
 
 
 def methods() -> tuple[str, ...]:
@@ -73,8 +74,8 @@ class Pagemind:
         :class:`InputError`); nothing is stored when one is raised."""
         from .text.document import load_bytes
 
-        if isinstance(data, Path):
-            document = self.document(data, encoding)
+        if isinstance(data, Path):  # an upload spooled to a file: named by the upload, not the temporary file
+            document = load_document(data, encoding=encoding, max_bytes=self.settings.max_bytes, name=name)
         elif isinstance(data, bytes):
             document = load_bytes(data, name or "upload.txt", encoding=encoding, max_bytes=self.settings.max_bytes)
         else:
@@ -87,6 +88,23 @@ class Pagemind:
         assert found is not None
         return found
 
+    def documents(self, user_id: int) -> list[DocumentRow]:
+        """A user's kept documents."""
+        return self.store.user_documents(user_id)
+
+    def user_document(self, doc_id: str, user_id: int) -> DocumentRow:
+        """One of a user's kept documents; :class:`NotFound` when it is not theirs (or gone)."""
+        row = self.store.user_document(user_id, doc_id)
+        if row is None:
+            raise NotFound(f"no document {doc_id!r}")
+        return row
+
+    def remove_document(self, doc_id: str, user_id: int) -> None:
+        """Drop a document from a user's documents (the text goes when nobody keeps it); :class:`NotFound` when it
+        is not theirs."""
+        if not self.store.remove_user_document(user_id, doc_id):
+            raise NotFound(f"no document {doc_id!r}")
+
     def open_document(self, doc_id: str, *, user_id: int) -> Document:
         """A user's kept document, ready to index or ask; :class:`NotFound` when it is not theirs (or gone)."""
         row = self.store.user_document(user_id, doc_id)
@@ -95,17 +113,49 @@ class Pagemind:
             raise NotFound(f"no document {doc_id!r}")
         return Document(text=text, name=row.name)
 
-    def reader(self, method: str = "auto", **options: Any) -> Reader[Any, Any]:
+    def memories(self, doc_id: str, *, user_id: int) -> list[MemoryRecord]:
+        """The memories a user's own requests made of one of their documents, most recently updated first (another
+        user's memories of the same text are not among them); :class:`NotFound` when the document is not theirs."""
+        self.user_document(doc_id, user_id)
+        return self.store.memories_for(doc_id, scope=self.scope(user_id))
+
+    def memory(self, doc_id: str, key: str, *, user_id: int) -> MemoryContent:
+        """One of :meth:`memories` with its stored items by kind; :class:`NotFound` when the document or the memory
+        is not the user's (another user's memory of the same text is not found either)."""
+        self.user_document(doc_id, user_id)
+        found = self.store.get_memory(key)
+        if found is None or found.document_id != doc_id or found.scope != self.scope(user_id):
+            raise NotFound(f"no memory {key!r} of document {doc_id!r}")
+        return MemoryContent(found, self.store.memory_items(key))
+
+    def scope(self, user_id: int | None) -> str:
+        """Whose memories and cached LLM replies a user's requests use: ``""`` for the local user (``None``: the
+        CLI and Python callers; the user named ``local``: ``pagemind mcp`` and ``serve --auth none``), so their
+        memories and cache keep the keys they always had; the user's own scope for every other user. One user's
+        memories and cache hits are never another's: building the same text for two users builds it twice."""
+        return memory_scope(self.store, user_id)
+
+    def reader(self, method: str = "auto", *, user_id: int | None = None, **options: Any) -> Reader[Any, Any]:
         """The reader of ``method`` with its options (``None`` values mean "the default"; an unknown option or a
-        value its declaration refuses is a :class:`ConfigError`)."""
+        value its declaration refuses is a :class:`ConfigError`), building and reading the memories of
+        ``user_id``'s scope (:meth:`scope`; None: the local user)."""
         cls = registry.get(method)
-        return cls(self.llm, self.store, **_given(options))
+        return cls(self._llm_for(user_id), self.store, **_given(options))
+
+    def _llm_for(self, user_id: int | None) -> LLM:
+        """The client whose cached replies (and so the readers' memories) are ``user_id``'s."""
+        return self.llm.scoped(self.scope(user_id))
 
     def source(self, source: str | Path | Document, reader: Reader[Any, Any], encoding: str = "utf-8") -> Any:
         """What ``reader`` reads: a :class:`Document` from a file, or a source tree for a directory reader."""
         if reader.source == "directory":
             return reader.source_tree(source)  # type: ignore[attr-defined]
         return self.document(source, encoding)
+
+    @property
+    def users(self) -> Users:
+        """The users of this store (``pagemind users``, ``pagemind serve``'s keys): :class:`pagemind.users.Users`."""
+        return Users(self.store)
 
     @property
     def runs(self) -> Runs:
@@ -132,7 +182,7 @@ class Pagemind:
         """Build (or resume, or reuse) the memory of a document. Recorded as a run (``run``: an existing queued
         run to record into, e.g. one a server created) unless ``record_runs`` is off; the build's LLM calls also
         go to ``trace`` if given."""
-        reader = self.reader(method, **options)
+        reader = self.reader(method, user_id=user_id, **options)
         document = self.source(source, reader)
         recorder = self._recorder(run, "index", document, reader.name, {"options": _given(options)}, user_id)
         if recorder is None:
@@ -154,7 +204,7 @@ class Pagemind:
         again (a chat asks many questions of one memory)."""
         if isinstance(source, (str, Path)) and Path(source).is_dir():
             method = "code"
-        reader = self.reader(method, **method_options)
+        reader = self.reader(method, user_id=user_id, **method_options)
         document = self.source(source, reader)
         q = question if isinstance(question, Question) else Question.parse(question, tuple(options))
         recorder = self._recorder(run, "ask", document, reader.name,
@@ -192,11 +242,12 @@ class Pagemind:
         return self.recorder(run)
 
     # --- agents (MemGPT) -------------------------------------------------------------------------------
-    def agent(self, name: str, *, llm: bool = True) -> Any:
-        """A stored agent (:class:`pagemind.agent.Agent`); ``llm=False`` opens it for reading its memory only."""
+    def agent(self, name: str, *, llm: bool = True, user_id: int | None = None) -> Any:
+        """A stored agent (:class:`pagemind.agent.Agent`); ``llm=False`` opens it for reading its memory only;
+        ``user_id``: whose cached LLM replies its turns use (:meth:`scope`; None: the local user's)."""
         from .agent import Agent
 
-        return Agent.load(self.llm if llm else None, self.store, name)
+        return Agent.load(self._llm_for(user_id) if llm else None, self.store, name)
 
     def create_agent(self, name: str, *, persona: str | None = None, human: str | None = None,
                      options: dict[str, Any] | None = None, user_id: int | None = None,
@@ -211,6 +262,28 @@ class Pagemind:
                 self.store.set_agent_owner(agent.id, user_id)
         return agent
 
+    def agents(self, user_id: int) -> list[AgentRow]:
+        """A user's agents (rows: ``id``, stored ``name`` ``u<user id>.<name>``, ``created``, ``state``)."""
+        return self.store.user_agents(user_id)
+
+    def user_agent(self, ref: int | str, user_id: int) -> AgentRow:
+        """A user's agent by id, or by the user's own name for it (:func:`pagemind.users.agent_key`);
+        :class:`NotFound` when there is none or it is another user's."""
+        if isinstance(ref, int):
+            row = self.store.get_agent_by_id(ref)
+        else:
+            row = self.store.get_agent(agent_key(user_id, ref))
+        if row is None or self.store.agent_owner(row.id) != user_id:
+            shown = f"{ref!r} (list your agents to see their names)" if isinstance(ref, str) else str(ref)
+            raise NotFound(f"no agent {shown}")
+        return row
+
+    def delete_agent(self, name: str) -> None:
+        """Delete a stored agent with all its memory (:class:`pagemind.agent.AgentNotFound` when there is none)."""
+        from .agent import AgentStore
+
+        AgentStore(self.store).delete_agent(name)
+
     def send(self, agent: Any, text: str, *, progress: Progress | None = None, run: RunRow | str | None = None,
              user_id: int | None = None, on_step: Callable[[Any], None] | None = None, key: str | None = None) -> Any:
         """One user message to an agent (a name or an :class:`Agent`): its turn (``TurnResult``), recorded as a
@@ -219,7 +292,7 @@ class Pagemind:
         from .agent.core import step_record
 
         if isinstance(agent, str):
-            agent = self.agent(agent)
+            agent = self.agent(agent, user_id=user_id)
         recorder = self._recorder(run, "turn", agent, "memgpt", {"message": text}, user_id)
         if recorder is None:
             return agent.say(text, progress=progress, on_step=on_step, key=key)

@@ -90,8 +90,29 @@ class Runs:
                     settled(self.store, run)
         return self.store.list_runs(user_id, **filters)
 
+    def peek(self, run_id: str) -> RunRow | None:
+        """The run as stored, whoever's it is, not settled: for a caller that checked ownership already and polls
+        (settling reads the run's lease; :meth:`settled` does it when the poller chooses)."""
+        return self.store.get_run(run_id)
+
+    def settled(self, run: RunRow) -> RunRow:
+        """``run``, marked failed with :data:`INTERRUPTED` first when it is queued or running and its process is
+        gone (see :func:`settled`)."""
+        return settled(self.store, run)
+
     def steps(self, run_id: str, after: int = -1, limit: int | None = None) -> list[StepRow]:
         return self.store.run_steps(run_id, after, limit)
+
+    def fail_unstarted(self, run_id: str, error: str) -> bool:
+        """Mark a run that failed before it started (refused options, a vanished document) failed with ``error``
+        and release this process's hold on it, so it does not stay queued for ever; False (nothing changed) when
+        it is gone or no longer queued."""
+        run = self.store.get_run(run_id)
+        if run is None or run.status != "queued":
+            return False
+        self.store.update_run(run_id, status="failed", finished=time.time(), error=error)
+        self.store.release_lease(f"run:{run_id}", HOLDER)
+        return True
 
     def cancel(self, run_id: str) -> bool:
         """Ask a queued or running run to stop at its next step; False when it has ended."""

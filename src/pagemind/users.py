@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from .errors import ConfigError
-from .store.base import StoreBackend, UserRow
+from .store.base import LOCAL_USER, StoreBackend, UserRow, memory_scope
 
 NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 
@@ -55,7 +55,7 @@ def authenticate(store: StoreBackend, key: str | None) -> UserRow | None:
     return store.user_for_key(hash_key(key))
 
 
-LOCAL = "local"
+LOCAL = LOCAL_USER
 
 
 def local_user(store: StoreBackend) -> UserRow:
@@ -83,9 +83,14 @@ def holdings(store: StoreBackend, user_id: int) -> dict[str, int]:
 
 
 def export_user(store: StoreBackend, user_id: int) -> dict[str, Any]:
-    """Everything of one user as one JSON-able archive: documents with their texts, agents with their core memory,
-    history and archival passages, and runs with their steps."""
-    documents = [{**d.__dict__, "text": store.document_text(d.id)} for d in store.user_documents(user_id)]
+    """Everything of one user as one JSON-able archive: documents with their texts and the memories the user's own
+    requests made of them (with their items), agents with their core memory, history and archival passages, and runs
+    with their steps."""
+    scope = memory_scope(store, user_id)
+    documents = [{**d.__dict__, "text": store.document_text(d.id),
+                  "memories": [{**m.__dict__, "items": store.memory_items(m.key)}
+                               for m in store.memories_for(d.id, scope=scope)]}
+                 for d in store.user_documents(user_id)]
     agents = []
     for a in store.user_agents(user_id):
         total = store.count_agent_events(a.id)
@@ -109,8 +114,52 @@ def export_user(store: StoreBackend, user_id: int) -> dict[str, Any]:
 
 
 def erase_user(store: StoreBackend, user_id: int) -> dict[str, int]:
-    """Delete everything of one user and nothing else (their account and keys stay)."""
+    """Delete everything of one user and nothing else (their account and keys stay): their memories go, also those
+    of a text another user still holds, and no other user's memory of the same text goes."""
     return store.erase_user_data(user_id)
+
+
+class Users:
+    """The users of one store, the functions above bound to it (``Pagemind.users``): what the server, MCP and the
+    ``pagemind users`` commands ask about users."""
+
+    def __init__(self, store: StoreBackend) -> None:
+        self._store = store
+
+    def create(self, name: str) -> tuple[UserRow, str]:
+        """A new user and their first API key (shown once)."""
+        return create_user(self._store, name)
+
+    def add_key(self, name: str) -> str:
+        return add_key(self._store, name)
+
+    def authenticate(self, key: str | None) -> UserRow | None:
+        """The user a key belongs to, or None."""
+        return authenticate(self._store, key)
+
+    def local(self) -> UserRow:
+        """The user named ``local`` (created on demand): who acts without keys."""
+        return local_user(self._store)
+
+    def get(self, name: str) -> UserRow:
+        """The user named ``name``; :class:`ConfigError` when there is none."""
+        return require_user(self._store, name)
+
+    def all(self) -> list[UserRow]:
+        return self._store.list_users()
+
+    def any_but_local(self) -> bool:
+        """Whether any user other than the implicit ``local`` one exists (``serve --auth auto`` then wants keys)."""
+        return any(u.name != LOCAL for u in self._store.list_users())
+
+    def holdings(self, user_id: int) -> dict[str, int]:
+        return holdings(self._store, user_id)
+
+    def export(self, user_id: int) -> dict[str, Any]:
+        return export_user(self._store, user_id)
+
+    def erase(self, user_id: int) -> dict[str, int]:
+        return erase_user(self._store, user_id)
 
 
 def agent_key(user_id: int, name: str) -> str:

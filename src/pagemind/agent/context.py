@@ -127,11 +127,17 @@ class MainContext:
         on at most 16 characters a token of the window, so a huge message is not tokenised whole."""
         head = text[: 16 * self.window]
         blocks = self.store.blocks(self.agent_id)
+        system = Message("system", self.system_text(blocks))
+
+        def needed(*messages: Message) -> int:
+            request = LLMRequest(messages=(system, *messages), role="agent-step", max_tokens=self.options.max_tokens,
+                                 tools=self.tools(blocks))
+            return self.llm.prompt_tokens(request) + self.options.max_tokens
+
+        if needed(Message("user", Event("user_message", {"message": ""}, now).render())) > self.window:
+            return  # no message fits: the turn says so (the window is too small for the agent itself)
         event = Event("user_message", {"message": head}, now)
-        request = LLMRequest(messages=(Message("system", self.system_text(blocks)), Message("user", event.render())),
-                             role="agent-step", max_tokens=self.options.max_tokens, tools=self.tools(blocks))
-        needed = self.llm.prompt_tokens(request) + self.options.max_tokens
-        if needed > self.window or len(head) < len(text):
+        if needed(Message("user", event.render())) > self.window or len(head) < len(text):
             raise MessageTooLarge(f"the message ({len(text):,} characters) does not fit the agent's window of "
                                   f"{self.window:,} tokens beside its system prompt and core memory; send it in "
                                   f"parts or insert it into archival memory")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Callable
 
@@ -22,13 +22,15 @@ from .archive import Archive
 from .context import MainContext, Prepared, prompt
 from .functions import Toolbox, ToolError
 from .locks import TurnLock
-from .memory import AgentOptions, AgentState, Block, Event, SearchPage
+from .memory import AgentOptions, AgentState, Block, Event, Passage, SearchPage
 from .store import AgentRecord, AgentStore
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 LABEL = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _SEARCHES = ("conversation_search", "conversation_search_date", "archival_memory_search")
 _QUOTE_CHARS = 1500  # the user's message quoted in the last-step alert, at most
+_MAX_ROWS = 2**63 - 1  # what a 64-bit LIMIT holds
+HISTORY_KINDS = ("user_message", "step", "function_result", "heartbeat", "system_alert", "summary")
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ class Agent:
         self.state = record.state
         self._llm = llm
         self.clock = clock or datetime.now
+        self._embedder = embedder
         self.archive = Archive(self.store, self.id, self.options, embedder)
         self.tools = Toolbox(self.store, self.id, self.options, self.archive, self.now)
         self.lock = TurnLock(self.store, self.id, timeout=lock_timeout, stale_after=stale_after)
@@ -164,6 +167,25 @@ class Agent:
         return {"recall": self.store.count_events(self.id), "in_context": self.store.count_events(self.id, True),
                 "archival": self.store.count_passages(self.id)}
 
+    def history(self, offset: int = 0, limit: int = 50) -> tuple[int, list[Event]]:
+        """(every event in recall, the events ``offset`` .. ``offset + limit`` of them, oldest first): messages,
+        steps, function results, heartbeats, alerts and summaries."""
+        total, rows = self.store.store.search_agent_events(self.id, HISTORY_KINDS, offset=offset, limit=limit)
+        return total, [Event(r.kind, r.payload, r.created, r.seq, r.in_context) for r in rows]
+
+    def passages(self, query: str = "", offset: int = 0, limit: int = 20) -> tuple[int, list[Passage]]:
+        """(how many passages match, the ``offset`` .. ``offset + limit`` of them) of archival memory: ranked by
+        the agent's archival search for ``query``, or every passage in order without one."""
+        if not query:
+            return self.store.search_passages_text(self.id, "", offset, limit)
+        total, ranked = self.archive.ranked(query, min(offset + limit, _MAX_ROWS))
+        return total, self.store.passages(self.id, ranked[offset:offset + limit])
+
+    def lock_holder(self) -> tuple[str, int, str, float] | None:
+        """Who holds the turn lock (owner, pid, host, last refreshed), None when it is free: a turn is running
+        (or its process died and the lock is not yet taken over)."""
+        return self.store.lock_holder(self.id)
+
     def search(self, query: str, page: int = 0) -> str:
         """Recall text search, as the agent's conversation_search shows it."""
         return self.tools.conversation_search(query, page)
@@ -171,6 +193,28 @@ class Agent:
     def search_memory(self, query: str, page: int = 0) -> dict[str, SearchPage]:
         """One page of recall and one of archival search for ``query``, by store (what ``/search`` shows)."""
         return {"recall": self.tools.recall_page(query, page), "archival": self.archive.search(query, page)}
+
+    # --- editing ---------------------------------------------------------------------------------------
+    def set_block(self, label: str, value: str) -> Block:
+        """Set core-memory block ``label`` (a new one takes the default ``block_limit``), under the turn lock so
+        it never lands inside a turn; :class:`ConfigError` when the value exceeds the block's limit."""
+        limit = next((b.limit for b in self.blocks() if b.label == label), self.options.block_limit)
+        if len(value) > limit:
+            raise ConfigError(f"block {label}: {len(value)} characters exceed its limit of {limit}")
+        block = Block(label, value, limit)
+        with self.lock.held():
+            self.store.put_block(self.id, block)
+        return block
+
+    def update_options(self, changes: dict[str, Any]) -> AgentOptions:
+        """Store the agent's options with ``changes`` (:class:`AgentOptions` fields; ``None`` keeps a value) and
+        use them from now on; the new options."""
+        options = self.options.updated(**changes)
+        self.store.save_options(self.id, options)
+        self.options, self.record = options, replace(self.record, options=options)
+        self.archive = Archive(self.store, self.id, options, self._embedder)
+        self.tools = Toolbox(self.store, self.id, options, self.archive, self.now)
+        return options
 
     # --- events without a step ---------------------------------------------------------------------
     def notify(self, message: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import ConfigError
 
@@ -39,19 +39,30 @@ class AgentOptions:
     summary_words: int = 100  # recursive-summary length (paper WORD_LIMIT)
     result_chars: int = 3000  # function results longer than this are cut (search pages are sized by page_size)
 
+    # The allowed values, declared once: checked here and published in the HTTP and MCP schemas
+    # (pagemind.server.shapes.agent_options_schema).
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "archival_search": ("text", "semantic", "hybrid"), "recall_search": ("text", "hybrid"),
+        "tool_calling": ("auto", "native", "json"), "embedder": ("auto", "minilm", "hashing", "none")}
+    BOUNDS: ClassVar[dict[str, tuple[int, int]]] = {  # inclusive
+        "context_window": (64, 10_000_000), "keep_last": (0, 10_000), "block_limit": (1, 1_000_000),
+        "page_size": (1, 1_000), "max_steps": (1, 1_000), "max_tokens": (1, 1_000_000),
+        "summary_words": (1, 100_000), "result_chars": (1, 10_000_000)}
+    FRACTIONS: ClassVar[dict[str, bool]] = {"warning_fraction": True, "evict_fraction": False}  # in (0, 1]: 1 too?
+
     def __post_init__(self) -> None:
-        if self.archival_search not in ("text", "semantic", "hybrid"):
-            raise ConfigError(f"archival_search must be text, semantic or hybrid, not {self.archival_search!r}")
-        if self.recall_search not in ("text", "hybrid"):
-            raise ConfigError(f"recall_search must be text or hybrid, not {self.recall_search!r}")
-        if self.tool_calling not in ("auto", "native", "json"):
-            raise ConfigError(f"tool_calling must be auto, native or json, not {self.tool_calling!r}")
-        if self.embedder not in ("auto", "minilm", "hashing", "none"):
-            raise ConfigError(f"embedder must be auto, minilm, hashing or none, not {self.embedder!r}")
-        if not 0 < self.warning_fraction <= 1 or not 0 < self.evict_fraction < 1:
-            raise ConfigError("warning_fraction must be in (0, 1] and evict_fraction in (0, 1)")
-        if min(self.page_size, self.max_steps, self.block_limit, self.max_tokens) < 1 or self.keep_last < 0:
-            raise ConfigError("page_size, max_steps, block_limit and max_tokens must be positive")
+        for name, allowed in self.CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name} must be {', '.join(allowed[:-1])} or {allowed[-1]}, "
+                                  f"not {getattr(self, name)!r}")
+        for name, (low, high) in self.BOUNDS.items():
+            value = getattr(self, name)
+            if value is not None and not low <= value <= high:
+                raise ConfigError(f"{name} must be from {low:,} to {high:,}, not {value!r}")
+        for name, one in self.FRACTIONS.items():
+            value = getattr(self, name)
+            if not (0 < value <= 1 if one else 0 < value < 1):
+                raise ConfigError(f"{name} must be in (0, {'1]' if one else '1)'}, not {value!r}")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentOptions:

@@ -118,8 +118,7 @@ def _open(pm: Pagemind, name: str, create: bool = False, llm: bool = True, given
         return agent
     changed = {k: v for k, v in given.items() if getattr(agent.options, k) != v}
     if changed:
-        agent.store.save_options(agent.id, agent.options.updated(**changed))
-        agent = Agent.load(pm.llm if llm else None, pm.store, name)
+        agent.update_options(changed)
         click.echo(f"agent {name}: options updated ({', '.join(f'{k}={v}' for k, v in changed.items())})", err=True)
     return agent
 
@@ -457,9 +456,7 @@ def say(ctx: click.Context, name: str, text: str, trace: bool, as_json: bool, en
 def delete(ctx: click.Context, name: str, encoding: str, **kw: Any) -> None:
     """Delete agent NAME with all its memory."""
     with session(ctx, kw) as pm:
-        from ..agent import AgentStore
-
-        AgentStore(pm.store).delete_agent(name)
+        pm.delete_agent(name)
         click.echo(f"deleted agent {name}")
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from .. import users as users_api
 from ..api import Pagemind
 from ..config import resolve_settings
 from .logs import store_option
@@ -42,7 +41,7 @@ def users(ctx: click.Context, store: str | None) -> None:
 def create(ctx: click.Context, name: str) -> None:
     """Create user NAME and print their API key (shown this once)."""
     with _open(ctx) as pm:
-        user, key = users_api.create_user(pm.store, name)
+        user, key = pm.users.create(name)
     click.echo(f"user {user.name} (id {user.id}) created. API key, shown only now:", err=True)
     click.echo(key)
 
@@ -54,7 +53,7 @@ def create(ctx: click.Context, name: str) -> None:
 def key(ctx: click.Context, name: str) -> None:
     """Give user NAME one more API key and print it (shown this once)."""
     with _open(ctx) as pm:
-        click.echo(users_api.add_key(pm.store, name))
+        click.echo(pm.users.add_key(name))
 
 
 @users.command("list")
@@ -63,11 +62,11 @@ def key(ctx: click.Context, name: str) -> None:
 def list_(ctx: click.Context) -> None:
     """Every user, with how many documents, agents and runs they have."""
     with _open(ctx) as pm:
-        found = pm.store.list_users()
+        found = pm.users.all()
         if not found:
             click.echo("no users yet (pagemind users create NAME)")
         for u in found:
-            held = users_api.holdings(pm.store, u.id)
+            held = pm.users.holdings(u.id)
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(u.created))
             click.echo(f"{u.id:4}  {u.name:20}  {held['documents']} documents, {held['agents']} agents, "
                        f"{held['runs']} runs  (since {when})")
@@ -82,7 +81,7 @@ def list_(ctx: click.Context) -> None:
 def export(ctx: click.Context, name: str, output: Path | None) -> None:
     """Everything of user NAME as one JSON archive: documents with their texts, agents, runs with their steps."""
     with _open(ctx) as pm:
-        archive = users_api.export_user(pm.store, users_api.require_user(pm.store, name).id)
+        archive = pm.users.export(pm.users.get(name).id)
     text = json.dumps(archive, indent=1, default=str)
     if output is None:
         click.echo(text)
@@ -101,10 +100,10 @@ def erase(ctx: click.Context, name: str, yes: bool) -> None:
     """Delete everything of user NAME (documents they alone hold, with their memories; agents; runs) and nothing
     else. Their account and keys stay."""
     with _open(ctx) as pm:
-        user = users_api.require_user(pm.store, name)
+        user = pm.users.get(name)
         if not yes:
-            held = users_api.holdings(pm.store, user.id)
+            held = pm.users.holdings(user.id)
             raise click.UsageError(f"this deletes {name}'s {held['documents']} documents, {held['agents']} agents "
                                    f"and {held['runs']} runs; add --yes to do it")
-        counts = users_api.erase_user(pm.store, user.id)
+        counts = pm.users.erase(user.id)
     click.echo("deleted " + ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items()))

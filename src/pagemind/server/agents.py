@@ -22,8 +22,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import InputError
 from ..runs import ENDED, RunExists
-from .app import (AUTHED, EDGE, QUEUED, RUNNING, STREAMS, LastEventId, Stream, Svc, User, Wait, errors, finished,
-                  started, stream)
+from .app import (AUTHED, EDGE, QUEUED, RUN_LINKS, RUNNING, STREAMS, LastEventId, Stream, Svc, User, Wait, errors,
+                  finished, links, started, stream)
 from .service import keyed_run_id
 from .shapes import (BLOCK_LABEL, MAX_ID, MAX_QUERY, AgentCreate, AgentUpdate, ArchivalInsert, BlockUpdate,
                      LoadDocument, MessageRequest, run_json)
@@ -35,40 +35,46 @@ AgentId = Annotated[int, PathParam(ge=0, le=MAX_ID)]
 OWNED = errors(*EDGE, 401, 404, 409)
 
 
-@router.post("", status_code=201, responses=errors(*EDGE, 401, 409))
+AGENT_LINKS = links("id", "agent_id", "get_agent", "update_agent", "delete_agent", "send_message", "list_messages",
+                    "list_blocks", "insert_passage", "list_passages", "load_document")
+
+
+@router.post("", name="create_agent", status_code=201, responses={**errors(*EDGE, 401, 409), 201: AGENT_LINKS})
 def create(body: AgentCreate, service: Svc, user: User) -> dict[str, Any]:
     """A new agent of yours (``options``: AgentOptions fields, e.g. ``max_steps``, ``archival_search``)."""
     return service.create_agent(user, body)
 
 
-@router.get("", responses=AUTHED)
+@router.get("", name="list_agents", responses=AUTHED)
 def list_(service: Svc, user: User) -> list[dict[str, Any]]:
     return service.agents(user)
 
 
-@router.get("/{agent_id}", responses=AUTHED)
+@router.get("/{agent_id}", name="get_agent", responses=AUTHED)
 def get(agent_id: AgentId, service: Svc, user: User) -> dict[str, Any]:
     return service.agent_json(user, service.own_agent(user, agent_id))
 
 
-@router.patch("/{agent_id}", responses=OWNED)
+@router.patch("/{agent_id}", name="update_agent", responses=OWNED)
 async def update(agent_id: AgentId, body: AgentUpdate, service: Svc, user: User) -> Response:
     """Change some options; applied between turns."""
     return await finished(await run_in_threadpool(service.update_agent, user, agent_id, body.options),
                           lambda result: result)
 
 
-@router.delete("/{agent_id}", status_code=204, responses=OWNED)
+@router.delete("/{agent_id}", name="delete_agent", status_code=204, responses=OWNED)
 def delete(agent_id: AgentId, service: Svc, user: User) -> Response:
     service.delete_agent(user, agent_id)
     return Response(status_code=204)
 
 
 # --- turns ----------------------------------------------------------------------------------------------------
-@router.post("/{agent_id}/messages", responses={**RUNNING, 200: STREAMS, 202: QUEUED})
+@router.post("/{agent_id}/messages", name="send_message",
+             responses={**RUNNING, 200: {**STREAMS, **RUN_LINKS}, 202: QUEUED})
 async def send(agent_id: AgentId, body: MessageRequest, service: Svc, user: User, wait: Wait = True,
                stream_: Stream = False, last_event_id: LastEventId = None,
-               idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)] = None,
+               idempotency_key: Annotated[str, Header(alias="Idempotency-Key", pattern=r"^[\x21-\x7e]{1,200}$")]
+               = None,  # type: ignore[assignment]
                ) -> Response:
     """One user message: the turn (``messages`` sent to the user, every step, ``run_id``) when it is done, or
     its steps as server-sent events (``stream=true``). A turn already running: this one waits its turn in
@@ -107,7 +113,7 @@ async def send(agent_id: AgentId, body: MessageRequest, service: Svc, user: User
     return await started(service, turn(None), wait, stream_, last_event_id, shape)
 
 
-@router.get("/{agent_id}/messages", responses=AUTHED)
+@router.get("/{agent_id}/messages", name="list_messages", responses=AUTHED)
 def messages(agent_id: AgentId, service: Svc, user: User, offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
              limit: Annotated[int, Query(ge=1, le=500)] = 50) -> dict[str, Any]:
     """The agent's whole history (recall storage), oldest first, one page."""
@@ -115,12 +121,12 @@ def messages(agent_id: AgentId, service: Svc, user: User, offset: Annotated[int,
 
 
 # --- core memory ----------------------------------------------------------------------------------------------
-@router.get("/{agent_id}/memory/blocks", responses=AUTHED)
+@router.get("/{agent_id}/memory/blocks", name="list_blocks", responses=AUTHED)
 def blocks(agent_id: AgentId, service: Svc, user: User) -> list[dict[str, Any]]:
     return service.blocks(user, agent_id)
 
 
-@router.put("/{agent_id}/memory/blocks/{label}", responses=OWNED)
+@router.put("/{agent_id}/memory/blocks/{label}", name="put_block", responses=OWNED)
 async def put_block(agent_id: AgentId, label: Annotated[str, PathParam(pattern=BLOCK_LABEL)], body: BlockUpdate,
                     service: Svc, user: User) -> Response:
     """Replace a core-memory block's value (or add the block); applied between turns."""
@@ -129,12 +135,12 @@ async def put_block(agent_id: AgentId, label: Annotated[str, PathParam(pattern=B
 
 
 # --- archival memory ------------------------------------------------------------------------------------------
-@router.post("/{agent_id}/archival", status_code=201, responses=AUTHED)
+@router.post("/{agent_id}/archival", name="insert_passage", status_code=201, responses=AUTHED)
 def archival_insert(agent_id: AgentId, body: ArchivalInsert, service: Svc, user: User) -> dict[str, Any]:
     return service.insert_passage(user, agent_id, body.text)
 
 
-@router.get("/{agent_id}/archival", responses=AUTHED)
+@router.get("/{agent_id}/archival", name="list_passages", responses=AUTHED)
 def archival(agent_id: AgentId, service: Svc, user: User, query: Annotated[str, Query(max_length=MAX_QUERY)] = "",
              offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
              limit: Annotated[int, Query(ge=1, le=500)] = 20) -> dict[str, Any]:
@@ -142,7 +148,7 @@ def archival(agent_id: AgentId, service: Svc, user: User, query: Annotated[str, 
     return service.passages(user, agent_id, query, offset, limit)
 
 
-@router.post("/{agent_id}/documents", status_code=201, responses=OWNED)
+@router.post("/{agent_id}/documents", name="load_document", status_code=201, responses=OWNED)
 async def load(agent_id: AgentId, body: LoadDocument, service: Svc, user: User) -> Response:
     """Load one of your documents into the agent's archival memory, in passages of ``words`` words; the agent is
     told with a system alert. Applied between turns."""

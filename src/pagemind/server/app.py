@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..agent.locks import AgentBusy as AgentLockBusy
-from ..agent.store import AgentExists, AgentNotFound
+from ..agent import AgentExists, AgentNotFound
 from ..api import Pagemind
 from ..config import Settings
 from ..errors import (ConfigError, InputError, InputTooLarge, LLMError, NotFound, PagemindError,
@@ -72,10 +72,21 @@ def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": Error, "description": what[code]} for code in codes}
 
 
+def links(field: str, param: str, *operations: str) -> dict[str, Any]:
+    """OpenAPI links from a response's ``field`` to the operations that take it as ``param`` (how generated clients
+    and Schemathesis' stateful tests chain a created document, agent or run into what reads it)."""
+    return {"links": {op: {"operationId": op, "parameters": {param: f"$response.body#/{field}"}} for op in operations}}
+
+
+RUN_LINKS = links("run_id", "run_id", "get_run", "list_steps", "run_events", "cancel_run")
 EDGE = (400, 403, 413, 421, 422)  # what the edge and validation may answer on any route
 AUTHED = errors(*EDGE, 401, 404)
 RUNNING = errors(*EDGE, 401, 404, 409, 502)
-STREAMS = {"content": {"application/json": {}, "text/event-stream": {"schema": {"type": "string"}}},
+SSE_EVENT = {"type": "object", "required": ["data"], "description": "one server-sent event: a step (id = its seq, "
+             "event = its kind, data = the step's JSON) or the last, `end` (data = the run's JSON)",
+             "properties": {"id": {"type": "string", "pattern": "^[0-9]+$"}, "event": {"type": "string"},
+                            "data": {"type": "string", "contentMediaType": "application/json"}}}
+STREAMS = {"content": {"application/json": {}, "text/event-stream": {"schema": SSE_EVENT}},
            "description": "the answer (JSON), or the run's steps as server-sent events with stream=true"}
 QUEUED = {"description": "the run, queued (wait=false)", "content": {"application/json": {}}}
 
@@ -108,13 +119,13 @@ DocId = Annotated[str, PathParam(pattern=DOCUMENT_ID)]
 RunId = Annotated[str, PathParam(pattern=RUN_ID)]
 Wait = Annotated[bool, Query(description="false: answer 202 with the queued run at once")]
 Stream = Annotated[bool, Query(alias="stream", description="true: the run's steps as server-sent events")]
-LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", max_length=24,
+LastEventId = Annotated[str, Header(alias="Last-Event-ID", max_length=32, pattern=r"^(-1|[0-9]+)$",
                                            description="resume a stream after this step (its seq)")]
 
 
 def stream(service: Service, run_id: str, last_event_id: str | None, after: int | None = None) -> StreamingResponse:
     start = resume_point(last_event_id, after)
-    return StreamingResponse(run_events(service.store, run_id, start, service.keepalive),
+    return StreamingResponse(run_events(service.pm.runs, run_id, start, service.keepalive),
                              media_type="text/event-stream", headers=HEADERS)
 
 
@@ -145,34 +156,34 @@ async def started(service: Service, start: Callable[[], Started], wait: bool, st
 router = APIRouter()
 
 
-@router.get("/v1/health", tags=["service"], responses=errors(*EDGE))
+@router.get("/v1/health", name="health", tags=["service"], responses=errors(*EDGE))
 def health(service: Svc) -> dict[str, Any]:
     return {"status": "ok", "auth": service.auth, "version": __version__}
 
 
-@router.get("/v1/me", tags=["users"], responses=AUTHED)
+@router.get("/v1/me", name="get_me", tags=["users"], responses=AUTHED)
 def me(service: Svc, user: User) -> dict[str, Any]:
     return service.me(user)
 
 
-@router.get("/v1/me/export", tags=["users"], responses=AUTHED)
+@router.get("/v1/me/export", name="export_my_data", tags=["users"], responses=AUTHED)
 def export(service: Svc, user: User) -> dict[str, Any]:
     """Everything of yours as one JSON archive: documents with their texts, agents, runs with their steps."""
     return service.export(user)
 
 
-@router.delete("/v1/me/data", tags=["users"], responses=AUTHED)
+@router.delete("/v1/me/data", name="erase_my_data", tags=["users"], responses=AUTHED)
 def erase(service: Svc, user: User) -> dict[str, int]:
     """Delete everything of yours (documents only you hold, with their memories; agents; runs), nothing else."""
     return service.erase(user)
 
 
-@router.get("/v1/methods", tags=["service"], responses=errors(*EDGE))
+@router.get("/v1/methods", name="list_methods", tags=["service"], responses=errors(*EDGE))
 def methods(service: Svc) -> list[dict[str, Any]]:
     return service.methods()
 
 
-@router.get("/v1/models", tags=["service"], responses=AUTHED)
+@router.get("/v1/models", name="get_model", tags=["service"], responses=AUTHED)
 def models(service: Svc, user: User) -> dict[str, Any]:
     return service.models()
 
@@ -184,55 +195,63 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {
                                                                       ".epub, .docx)"},
         "name": {"type": "string", "minLength": 1, "maxLength": shapes.MAX_NAME,
                  "description": "a name for it (default: the file's)"},
-        "encoding": {"type": "string", "maxLength": 64, "description": "the text's encoding (default UTF-8)"}}}},
+        "encoding": {"type": "string", "enum": list(shapes.ENCODINGS),
+                     "description": "the text's encoding (default UTF-8)"}}}},
     "application/json": {"schema": shapes.TextDocument.model_json_schema()}}}}
 
 
-@router.post("/v1/documents", status_code=201, tags=["documents"], openapi_extra=UPLOAD_BODY,
-             responses=errors(*EDGE, 401, 415))
+@router.post("/v1/documents", name="add_document", status_code=201, tags=["documents"],
+             openapi_extra=UPLOAD_BODY,
+             responses={**errors(*EDGE, 401, 415), 201: links("id", "doc_id", "get_document", "ask_document",
+                                                               "index_document", "delete_document")})
 async def upload(request: Request, service: Svc, user: User) -> dict[str, Any]:
     """Upload a file (multipart ``file``, optional ``name``, ``encoding``) or a text (JSON ``{"name", "text"}``).
     Streamed to a temporary file and refused (413) as soon as it passes the limit; 415 binary or an unknown
     container; 422 empty, undecodable or malformed."""
     with await read_upload(request, service.max_bytes, max_body=service.max_body) as up:
+        shapes.check_encoding(up.encoding)
         source: str | Path = up.text if up.text is not None else up.path  # type: ignore[assignment]
         return await run_in_threadpool(service.add_document, user, source, up.name, up.encoding)
 
 
-@router.get("/v1/documents", tags=["documents"], responses=AUTHED)
+@router.get("/v1/documents", name="list_documents", tags=["documents"], responses=AUTHED)
 def documents(service: Svc, user: User) -> list[dict[str, Any]]:
     return service.documents(user)
 
 
-@router.get("/v1/documents/{doc_id}", tags=["documents"], responses=AUTHED)
+@router.get("/v1/documents/{doc_id}", name="get_document", tags=["documents"], responses=AUTHED)
 def document(doc_id: DocId, service: Svc, user: User) -> dict[str, Any]:
     """The document and the memories your requests built of it."""
     return service.document(user, doc_id)
 
 
-@router.delete("/v1/documents/{doc_id}", status_code=204, tags=["documents"], responses=AUTHED)
+@router.delete("/v1/documents/{doc_id}", name="delete_document", status_code=204, tags=["documents"],
+               responses=AUTHED)
 def delete_document(doc_id: DocId, service: Svc, user: User) -> Response:
     service.remove_document(user, doc_id)
     return Response(status_code=204)
 
 
-@router.get("/v1/documents/{doc_id}/memories/{key}", tags=["documents"], responses=AUTHED)
+@router.get("/v1/documents/{doc_id}/memories/{key}", name="get_memory", tags=["documents"],
+            responses=AUTHED)
 def memory(doc_id: DocId, key: Annotated[str, PathParam(pattern=MEMORY_KEY)], service: Svc,
            user: User) -> dict[str, Any]:
     """A memory's stored items (pages, gists, tree nodes, fragments), as the viewer draws them."""
     return service.memory(user, doc_id, key)
 
 
-@router.post("/v1/documents/{doc_id}/index", tags=["documents"], responses={**RUNNING, 200: STREAMS, 202: QUEUED})
+@router.post("/v1/documents/{doc_id}/index", name="index_document", tags=["documents"],
+             responses={**RUNNING, 200: {**STREAMS, **links("id", "run_id", "get_run", "list_steps")}, 202: QUEUED})
 async def index(doc_id: DocId, body: IndexRequest, service: Svc, user: User, wait: Wait = True,
                 stream_: Stream = False, last_event_id: LastEventId = None) -> Response:
     """Build (or resume) a memory of the document: the run when done (``wait=false``: 202 at once;
     ``stream=true``: its steps as server-sent events)."""
     return await started(service, lambda: service.index(user, doc_id, body), wait, stream_, last_event_id,
-                         lambda run, _: run_json(service.store.get_run(run.id) or run))
+                         lambda run, _: run_json(service.pm.runs.peek(run.id) or run))
 
 
-@router.post("/v1/documents/{doc_id}/ask", tags=["documents"], responses={**RUNNING, 200: STREAMS, 202: QUEUED})
+@router.post("/v1/documents/{doc_id}/ask", name="ask_document", tags=["documents"],
+             responses={**RUNNING, 200: {**STREAMS, **RUN_LINKS}, 202: QUEUED})
 async def ask(doc_id: DocId, body: AskRequest, service: Svc, user: User, wait: Wait = True,
               stream_: Stream = False, last_event_id: LastEventId = None) -> Response:
     """Answer a question about the document (building its memory first if needed): the answer with its
@@ -243,38 +262,38 @@ async def ask(doc_id: DocId, body: AskRequest, service: Svc, user: User, wait: W
 
 
 # --- runs ---------------------------------------------------------------------------------------------------------
-@router.get("/v1/runs", tags=["runs"], responses=AUTHED)
-def runs(service: Svc, user: User, kind: Literal["index", "ask", "turn"] | None = None,
-         status: Literal["queued", "running", "done", "failed", "cancelled"] | None = None,
-         target: Annotated[str | None, Query(max_length=128)] = None,
+@router.get("/v1/runs", name="list_runs", tags=["runs"], responses=AUTHED)
+def runs(service: Svc, user: User, kind: Literal["index", "ask", "turn"] = None,  # type: ignore[assignment]
+         status: Literal["queued", "running", "done", "failed", "cancelled"] = None,  # type: ignore[assignment]
+         target: Annotated[str, Query(max_length=128)] = None,  # type: ignore[assignment]
          limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
          ) -> list[dict[str, Any]]:
     return service.runs(user, kind=kind, status=status, target=target, limit=limit, offset=offset)
 
 
-@router.get("/v1/runs/{run_id}", tags=["runs"], responses=AUTHED)
+@router.get("/v1/runs/{run_id}", name="get_run", tags=["runs"], responses=AUTHED)
 def run(run_id: RunId, service: Svc, user: User) -> dict[str, Any]:
     return service.run(user, run_id)
 
 
-@router.get("/v1/runs/{run_id}/steps", tags=["runs"], responses=AUTHED)
+@router.get("/v1/runs/{run_id}/steps", name="list_steps", tags=["runs"], responses=AUTHED)
 def steps(run_id: RunId, service: Svc, user: User, after: Annotated[int, Query(ge=-1, le=MAX_ID)] = -1,
-          limit: Annotated[int | None, Query(ge=1, le=10_000)] = None) -> list[dict[str, Any]]:
+          limit: Annotated[int, Query(ge=1, le=10_000)] = None) -> list[dict[str, Any]]:  # type: ignore[assignment]
     return [step_json(s) for s in service.steps(user, run_id, after, limit)]
 
 
-@router.get("/v1/runs/{run_id}/events", tags=["runs"],
-            responses={**AUTHED, 200: {"content": {"text/event-stream": {"schema": {"type": "string"}}},
+@router.get("/v1/runs/{run_id}/events", name="run_events", tags=["runs"],
+            responses={**AUTHED, 200: {"content": {"text/event-stream": {"schema": SSE_EVENT}},
                                        "description": "the run's steps as server-sent events"}})
-async def events(run_id: RunId, service: Svc, user: User, after: Annotated[int | None, Query(ge=-1, le=MAX_ID)]
-                 = None, last_event_id: LastEventId = None) -> Response:
+async def events(run_id: RunId, service: Svc, user: User, after: Annotated[int, Query(ge=-1, le=MAX_ID)]
+                 = None, last_event_id: LastEventId = None) -> Response:  # type: ignore[assignment]
     """The run's steps as server-sent events (``id`` = the step's seq), keep-alive comments while nothing
     happens, and ``end`` with the run; resume with ``Last-Event-ID`` (or ``?after=``)."""
     await run_in_threadpool(service.own_run, user, run_id)
     return stream(service, run_id, last_event_id, after)
 
 
-@router.post("/v1/runs/{run_id}/cancel", tags=["runs"], responses=AUTHED)
+@router.post("/v1/runs/{run_id}/cancel", name="cancel_run", tags=["runs"], responses=AUTHED)
 def cancel(run_id: RunId, service: Svc, user: User) -> dict[str, Any]:
     """Stop a queued or running run at its next step (a cancelled build resumes on the next index or ask)."""
     return service.cancel(user, run_id)
@@ -309,6 +328,7 @@ def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *
     from .docs import mount_docs
 
     app = FastAPI(title="pagemind", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  generate_unique_id_function=lambda route: route.name,  # operation ids: add_document, ask_document...
                   summary="Long documents and MemGPT agents over HTTP: documents, index, ask, runs, agents.")
     app.state.service = service
     install_error_handlers(app)

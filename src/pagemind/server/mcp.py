@@ -47,7 +47,7 @@ from ..methods.registry import options_schema
 from ..steps import from_row, line
 from . import shapes
 from .service import Service, step_json
-from .shapes import (MAX_ID, MAX_QUERY, AgentCreate, AskRequest, MessageRequest, run_json)
+from .shapes import MAX_ID, MAX_QUERY, AgentCreate, AskRequest, MessageRequest, agent_options_schema
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -326,24 +326,6 @@ def result(data: dict[str, Any], text: str) -> CallToolResult:
 # --- schemas generated from the declarations --------------------------------------------------------------
 def method_schema() -> dict[str, Any]:
     return {"type": "string", "enum": list(registry.document_methods()), "default": "auto"}
-
-
-def agent_options_schema() -> dict[str, Any]:
-    """The agent's settings (:class:`pagemind.agent.AgentOptions`) as a JSON schema."""
-    from pydantic import TypeAdapter
-
-    from ..agent import AgentOptions
-
-    schema = TypeAdapter(AgentOptions).json_schema()
-    properties = {name: {k: v for k, v in prop.items() if k != "title"} for name, prop in schema["properties"].items()}
-    for name, prop in properties.items():  # a nullable setting is its type; leaving it out keeps the default
-        if "anyOf" in prop and {"type": "null"} in prop["anyOf"]:
-            kind = next(o for o in prop["anyOf"] if o != {"type": "null"})
-            rest = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
-            properties[name] = {**kind, **rest}
-    return {"type": "object", "properties": properties, "additionalProperties": False,
-            "description": "MemGPT settings (context_window, max_steps, page_size, archival_search, embedder, ...); "
-                           "leave out what should keep its default"}
 
 
 def progress_reporter(ctx: Context) -> Callable[[str, int, int, str], None]:

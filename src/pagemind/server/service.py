@@ -12,22 +12,20 @@ Blocking: every operation may touch the store or the model; callers on an event 
 from __future__ import annotations
 
 import hashlib
+import json
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from .. import steps
-from .. import users as users_api
 from ..errors import ConfigError, InputError, NotFound, PagemindError
 from ..runs import summarize
-from .shapes import (MAX_ID, AgentCreate, AskRequest, IndexRequest, LoadDocument, block_json, document_json, passage_json,
+from ..users import agent_key, agent_name
+from .shapes import (AgentCreate, AskRequest, IndexRequest, LoadDocument, block_json, document_json, passage_json,
                      run_json, search_json)
 from .workers import AgentBusy, Workers
 
-LOCAL_USER = "local"  # who every request is with --auth none
-MEMORY_KINDS = ("page", "gist", "node", "fragment", "chunk")  # what a memory's items are
-EVENT_KINDS = ("user_message", "step", "function_result", "heartbeat", "system_alert", "summary")
 Progress = Callable[[str, int, int, str], None]
 
 
@@ -59,16 +57,15 @@ class Service:
         if auth not in ("auto", "keys", "none"):
             raise ConfigError(f"auth {auth!r}: use auto, keys or none")
         self.pm = pm
-        self.store = pm.store
         self.owned = owned
         if auth == "auto":  # keys as soon as anyone but the implicit local user exists
-            auth = "keys" if any(u.name != LOCAL_USER for u in self.store.list_users()) else "none"
+            auth = "keys" if pm.users.any_but_local() else "none"
         self.auth = auth
         self.keepalive = keepalive
-        self.workers = Workers(self.store, workers)
+        self.workers = Workers(pm.runs, workers)
         self.max_bytes = int(pm.settings.max_bytes)
         self.max_body = int(max_body) if max_body else default_max_body(self.max_bytes)
-        self.local = users_api.local_user(self.store) if auth == "none" else None
+        self.local = pm.users.local() if auth == "none" else None
 
     def close(self) -> None:
         self.workers.shutdown()
@@ -82,16 +79,16 @@ class Service:
         if self.local is not None:
             return self.local
         scheme, _, key = (authorization or "").strip().partition(" ")
-        return users_api.authenticate(self.store, key.strip()) if scheme.lower() == "bearer" else None
+        return self.pm.users.authenticate(key.strip()) if scheme.lower() == "bearer" else None
 
     def me(self, user: Any) -> dict[str, Any]:
         return {"id": user.id, "name": user.name, "auth": self.auth}
 
     def export(self, user: Any) -> dict[str, Any]:
-        return users_api.export_user(self.store, user.id)
+        return self.pm.users.export(user.id)
 
     def erase(self, user: Any) -> dict[str, int]:
-        return users_api.erase_user(self.store, user.id)
+        return self.pm.users.erase(user.id)
 
     def models(self) -> dict[str, Any]:
         backend = self.pm.llm.backend
@@ -133,39 +130,24 @@ class Service:
         return document_json(row)
 
     def documents(self, user: Any) -> list[dict[str, Any]]:
-        return [document_json(d) for d in self.store.user_documents(user.id)]
+        return [document_json(d) for d in self.pm.documents(user.id)]
 
     def _document(self, user: Any, doc_id: str) -> Any:
-        row = self.store.user_document(user.id, doc_id)
-        if row is None:
-            raise NotFound(f"no document {doc_id!r}")
-        return row
+        return self.pm.user_document(doc_id, user.id)
 
     def document(self, user: Any, doc_id: str) -> dict[str, Any]:
+        """The document with the memories the user's own requests built of it."""
         row = self._document(user, doc_id)
-        memories = [{"key": m.key, "method": m.method, "status": m.status, "settings": m.settings, "model": m.model}
-                    for m in self._memories(user, doc_id)]
-        return {**document_json(row), "memories": memories}
-
-    def _memories(self, user: Any, doc_id: str) -> list[Any]:
-        listed = getattr(self.pm, "memories", None)
-        if listed is not None:
-            return list(listed(doc_id, user_id=user.id))
-        return list(self.store.memories_for(doc_id))
+        return {**document_json(row), "memories": [memory_json(m) for m in self.pm.memories(doc_id, user_id=user.id)]}
 
     def remove_document(self, user: Any, doc_id: str) -> None:
-        if not self.store.remove_user_document(user.id, doc_id):
-            raise NotFound(f"no document {doc_id!r}")
+        self.pm.remove_document(doc_id, user.id)
 
     def memory(self, user: Any, doc_id: str, key: str) -> dict[str, Any]:
-        """A memory of the user's document with its stored items (pages, gists, tree nodes, fragments)."""
-        self._document(user, doc_id)
-        found = next((m for m in self._memories(user, doc_id) if m.key == key), None)
-        if found is None:
-            raise NotFound(f"no memory {key!r} of document {doc_id!r}")
-        items = {kind: rows for kind in MEMORY_KINDS if (rows := self.store.items(key, kind))}
-        return {"key": found.key, "method": found.method, "status": found.status, "settings": found.settings,
-                "model": found.model, "items": items}
+        """One of the user's memories of the document with its stored items (pages, gists, tree nodes,
+        fragments); another user's memory of the same text is not found."""
+        content = self.pm.memory(doc_id, key, user_id=user.id)
+        return {**memory_json(content.memory), "items": {k: v for k, v in content.items.items() if v}}
 
     # --- index and ask ----------------------------------------------------------------------------------------
     def index(self, user: Any, doc_id: str, body: IndexRequest, progress: Progress | None = None) -> Started:
@@ -228,19 +210,12 @@ class Service:
     # --- agents -----------------------------------------------------------------------------------------------
     def own_agent(self, user: Any, ref: int | str) -> Any:
         """The user's agent row by id (HTTP) or by its own name (MCP); :class:`NotFound` for another user's."""
-        if isinstance(ref, int):
-            row = self.store.get_agent_by_id(ref)
-        else:
-            row = self.store.get_agent(users_api.agent_key(user.id, ref))
-        if row is None or self.store.agent_owner(row.id) != user.id:
-            shown = f"{ref!r} (list your agents to see their names)" if isinstance(ref, str) else str(ref)
-            raise NotFound(f"no agent {shown}")
-        return row
+        return self.pm.user_agent(ref, user.id)
 
     def agent_json(self, user: Any, row: Any) -> dict[str, Any]:
         agent = self.pm.agent(row.name, llm=False)
         busy, running = self.workers.busy(row.id)
-        return {"id": row.id, "name": users_api.agent_name(user.id, row.name), "created": row.created,
+        return {"id": row.id, "name": agent_name(user.id, row.name), "created": row.created,
                 "options": agent.options.as_dict(), "blocks": [block_json(b) for b in agent.blocks()],
                 "counts": agent.counts(), "state": row.state, "busy": busy, "running_run": running}
 
@@ -250,14 +225,14 @@ class Service:
 
         options = checked_agent_options(AgentOptions().as_dict(), body.options)
         try:
-            agent = self.pm.create_agent(users_api.agent_key(user.id, body.name), persona=body.persona,
+            agent = self.pm.create_agent(agent_key(user.id, body.name), persona=body.persona,
                                          human=body.human, options=options, user_id=user.id, display_name=body.name)
         except AgentExists:
             raise AgentNameTaken(f"you already have an agent named {body.name!r}") from None
         return self.agent_json(user, self.own_agent(user, agent.id))
 
     def agents(self, user: Any) -> list[dict[str, Any]]:
-        return [self.agent_json(user, row) for row in self.store.user_agents(user.id)]
+        return [self.agent_json(user, row) for row in self.pm.agents(user.id)]
 
     def in_line(self, row: Any, job: Callable[[], Any]) -> Future:
         """A job without a run (an edit) in the agent's line, so it never interleaves with a turn."""
@@ -268,20 +243,17 @@ class Service:
 
         def job() -> dict[str, Any]:
             agent = self.pm.agent(row.name, llm=False)
-            checked = checked_agent_options(agent.options.as_dict(), changes)
-            agent.store.save_options(agent.id, agent.options.updated(**checked))
+            agent.update_options(checked_agent_options(agent.options.as_dict(), changes))
             return self.agent_json(user, self.own_agent(user, row.id))
 
         return self.in_line(row, job)
 
     def delete_agent(self, user: Any, ref: int | str) -> None:
-        from ..agent import AgentStore
-
         row = self.own_agent(user, ref)
         busy, running = self.workers.busy(row.id)
         if busy:
             raise AgentBusy("the agent is in a turn; delete it when the turn is over", running)
-        AgentStore(self.store).delete_agent(row.name)
+        self.pm.delete_agent(row.name)
 
     def send(self, user: Any, ref: int | str, message: str, *, run_id: str | None = None, key: str | None = None,
              wait: bool = True, progress: Progress | None = None) -> Started:
@@ -290,7 +262,7 @@ class Service:
         before a run or the message is stored; so is a ``wait=False`` send to a busy agent (:class:`AgentBusy`)."""
         row = self.own_agent(user, ref)
         if not wait:  # a turn of this agent in another process holds its lock in the store
-            holder = self.pm.agent(row.name, llm=False).store.lock_holder(row.id)
+            holder = self.pm.agent(row.name, llm=False).lock_holder()
             if holder is not None and not self.workers.busy(row.id)[0]:
                 found = self.pm.runs.list(user.id, kind="turn", target=str(row.id), status="running", limit=1)
                 raise AgentBusy("the agent is in a turn; send again later, or without wait=false to queue",
@@ -300,7 +272,7 @@ class Service:
 
         def turn() -> tuple[str, Callable[[], Any]]:
             run = self.pm.runs.create("turn", str(row.id), method="memgpt", user_id=user.id, run_id=run_id,
-                                      request={"agent": users_api.agent_name(user.id, row.name), "message": message,
+                                      request={"agent": agent_name(user.id, row.name), "message": message,
                                                **({"idempotency_key": key} if key is not None else {})})
             made.append(run)
             return run.id, lambda: self.pm.send(row.name, message, run=run, user_id=user.id, key=key,
@@ -320,34 +292,21 @@ class Service:
         return latest, attempt
 
     def messages(self, user: Any, ref: int | str, offset: int = 0, limit: int = 50) -> dict[str, Any]:
-        from ..agent.memory import Event
-
         row = self.own_agent(user, ref)
-        total, rows = self.store.search_agent_events(row.id, EVENT_KINDS, offset=offset, limit=limit)
-        items = []
-        for r in rows:
-            event = Event(r.kind, r.payload, r.created, r.seq, r.in_context)
-            items.append({"seq": r.seq, "kind": r.kind, "role": event.role, "time": r.created,
-                          "in_context": r.in_context, "payload": r.payload, "text": event.describe()})
+        total, events = self.pm.agent(row.name, llm=False).history(offset, limit)
+        items = [{"seq": e.seq, "kind": e.kind, "role": e.role, "time": e.time, "in_context": e.in_context,
+                  "payload": e.payload, "text": e.describe()} for e in events]
         return {"total": total, "offset": offset, "limit": limit, "messages": items}
 
     def blocks(self, user: Any, ref: int | str) -> list[dict[str, Any]]:
         row = self.own_agent(user, ref)
-        return [block_json(b) for b in self.store.agent_blocks(row.id)]
+        return [block_json(b) for b in self.pm.agent(row.name, llm=False).blocks()]
 
     def put_block(self, user: Any, ref: int | str, label: str, value: str) -> Future:
-        from ..agent.memory import Block
-
         row = self.own_agent(user, ref)
 
         def job() -> dict[str, Any]:
-            agent = self.pm.agent(row.name, llm=False)
-            limit = next((b.limit for b in agent.blocks() if b.label == label), agent.options.block_limit)
-            if len(value) > limit:
-                raise ConfigError(f"block {label}: {len(value)} characters exceed its limit of {limit}")
-            with agent.lock.held():
-                agent.store.put_block(agent.id, Block(label, value, limit))
-            return {"label": label, "value": value, "limit": limit}
+            return block_json(self.pm.agent(row.name, llm=False).set_block(label, value))
 
         return self.in_line(row, job)
 
@@ -358,12 +317,7 @@ class Service:
 
     def passages(self, user: Any, ref: int | str, query: str = "", offset: int = 0, limit: int = 20) -> dict[str, Any]:
         row = self.own_agent(user, ref)
-        agent = self.pm.agent(row.name, llm=False)
-        if query:
-            total, ranked = agent.archive.ranked(query, min(offset + limit, MAX_ID))
-            found = agent.store.passages(agent.id, ranked[offset:offset + limit])
-        else:
-            total, found = agent.store.search_passages_text(agent.id, "", offset, limit)
+        total, found = self.pm.agent(row.name, llm=False).passages(query, offset, limit)
         return {"total": total, "offset": offset, "limit": limit, "passages": [passage_json(p) for p in found]}
 
     def search_archival(self, user: Any, ref: int | str, query: str, page: int = 0) -> tuple[dict[str, Any], str]:
@@ -393,6 +347,10 @@ class AgentNameTaken(PagemindError):
     """The user already has an agent of that name (409)."""
 
 
+def memory_json(m: Any) -> dict[str, Any]:
+    return {"key": m.key, "method": m.method, "status": m.status, "settings": m.settings, "model": m.model}
+
+
 def default_max_body(max_bytes: int) -> int:
     """The JSON body limit when none is set: a document text of ``max_bytes`` written with JSON escapes, plus
     room for the other fields."""
@@ -409,9 +367,8 @@ def checked_agent_options(base: dict[str, Any], changes: dict[str, Any]) -> dict
     unknown = sorted(set(changes) - set(base))
     if unknown:
         raise ConfigError(f"unknown agent option(s): {', '.join(unknown)} (have: {', '.join(sorted(base))})")
-    changes = {k: v for k, v in changes.items() if v is not None}
-    try:
-        TypeAdapter(AgentOptions).validate_python({**base, **changes}, strict=False)
+    try:  # null only where the setting is nullable (context_window: the model's window)
+        TypeAdapter(AgentOptions).validate_json(json.dumps({**base, **changes}), strict=True)  # as JSON types
         AgentOptions.from_dict({**base, **changes})
     except ValidationError as err:
         first = err.errors()[0]

@@ -33,9 +33,29 @@ MEMORY_KEY = r"^[A-Za-z0-9_.:-]{1,256}$"
 RUN_KINDS = ("index", "ask", "turn")
 RUN_STATUSES = ("queued", "running", "done", "failed", "cancelled")
 
+# the text encodings an upload may name (multipart ``encoding``; what the schema enumerates, with their aliases)
+ENCODINGS = ("utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "ascii", "latin-1", "iso-8859-15", "cp1252",
+             "cp1251", "cp1250", "koi8-r", "mac-roman", "shift_jis", "euc-jp", "gb18030", "big5", "euc-kr")
+
 Id = Annotated[int, Field(ge=0, le=MAX_ID)]
 Seq = Annotated[int, Field(ge=-1, le=MAX_ID)]
 Offset = Annotated[int, Field(ge=0, le=MAX_ID)]
+
+
+def check_encoding(name: str | None) -> None:
+    """Refuse (:class:`InputError`) an upload encoding that is not one of :data:`ENCODINGS` (or an alias)."""
+    import codecs
+
+    from ..errors import InputError
+
+    if name is None:
+        return
+    try:
+        known = codecs.lookup(name).name in {codecs.lookup(e).name for e in ENCODINGS}
+    except LookupError:
+        known = False
+    if not known:
+        raise InputError(f"encoding {name[:64]!r}: use one of {', '.join(ENCODINGS)}")
 
 
 def _stripped(value: str) -> str:
@@ -73,15 +93,46 @@ class AskRequest(Shape):
     _question = field_validator("question")(_stripped)
 
 
+def agent_options_schema() -> dict[str, Any]:
+    """The agent's settings (:class:`pagemind.agent.AgentOptions`) as one JSON object schema with their types,
+    bounds and allowed values, generated from the declaration: unknown names are schema errors; null only where a
+    setting is nullable (``context_window``: the model's window). The MCP tools drop the null (leaving the
+    argument out is the default there)."""
+    from pydantic import TypeAdapter
+
+    from ..agent import AgentOptions
+
+    schema = TypeAdapter(AgentOptions).json_schema()
+    properties = {}
+    for name, prop in schema["properties"].items():
+        prop = {k: v for k, v in prop.items() if k != "title"}
+        if "anyOf" in prop and {"type": "null"} in prop["anyOf"]:
+            kinds = [o["type"] for o in prop["anyOf"]]
+            prop = {"type": kinds, **{k: v for k, v in prop.items() if k != "anyOf"}}
+        if name in AgentOptions.CHOICES:
+            prop["enum"] = list(AgentOptions.CHOICES[name])
+        if name in AgentOptions.BOUNDS:
+            prop["minimum"], prop["maximum"] = AgentOptions.BOUNDS[name]
+        if name in AgentOptions.FRACTIONS:
+            prop["exclusiveMinimum"] = 0
+            prop["maximum" if AgentOptions.FRACTIONS[name] else "exclusiveMaximum"] = 1
+        properties[name] = prop
+    return {"type": "object", "properties": properties, "additionalProperties": False,
+            "description": "MemGPT settings (context_window, max_steps, page_size, archival_search, embedder, ...); "
+                           "leave out what should keep its default"}
+
+
 class AgentCreate(Shape):
     name: str = Field(pattern=AGENT_NAME, description="letters, digits, '_', '.', '-' (at most 48)")
     persona: str | None = Field(None, max_length=MAX_BLOCK, description="who the agent is (its persona block)")
     human: str | None = Field(None, max_length=MAX_BLOCK, description="what it knows about the user")
-    options: dict[str, Any] = Field(default_factory=dict, description="AgentOptions fields")
+    options: dict[str, Any] = Field(default_factory=dict, description="AgentOptions fields",
+                                    json_schema_extra=lambda s: s.update(agent_options_schema()))
 
 
 class AgentUpdate(Shape):
-    options: dict[str, Any] = Field(default_factory=dict, description="AgentOptions fields to change")
+    options: dict[str, Any] = Field(default_factory=dict, description="AgentOptions fields to change",
+                                    json_schema_extra=lambda s: s.update(agent_options_schema()))
 
 
 class MessageRequest(Shape):

@@ -11,8 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ..errors import InputError
-from ..runs import ENDED, settled
-from ..store.base import RunRow, StepRow, StoreBackend
+from ..runs import ENDED, Runs
 from .service import step_json
 from .shapes import MAX_ID, run_json
 
@@ -26,28 +25,29 @@ def event(kind: str, data: Any, event_id: int | None = None) -> str:
 
 
 def resume_point(last_event_id: str | None, after: int | None) -> int:
-    """The seq after which to stream: ``Last-Event-ID`` (a reconnecting client) over ``?after=``, else -1. A
-    ``Last-Event-ID`` that is not a seq (an integer from -1 to 2^63-1) is an :class:`InputError` (422)."""
+    """The seq after which to stream: ``Last-Event-ID`` (a reconnecting client) over ``?after=``, else -1. A seq
+    past the largest a store holds means "after every step": the stream sends only its ``end``. A
+    ``Last-Event-ID`` that is not an integer from -1 up is an :class:`InputError` (422)."""
     if last_event_id is not None:
         value = last_event_id.strip()
-        if not value.lstrip("-").isdigit() or len(value) > 20 or not -1 <= int(value) <= MAX_ID:
-            raise InputError(f"Last-Event-ID {last_event_id[:40]!r}: a step's seq, from -1 to {MAX_ID}")
-        return int(value)
+        if value != "-1" and not (value.isdigit() and value.isascii()):
+            raise InputError(f"Last-Event-ID {last_event_id[:40]!r}: a step's seq (an integer from -1)")
+        return min(int(value), MAX_ID)
     return -1 if after is None else after
 
 
-async def run_events(store: StoreBackend, run_id: str, after: int = -1, keepalive: float = 15.0,
+async def run_events(runs: Runs, run_id: str, after: int = -1, keepalive: float = 15.0,
                      poll: tuple[float, float] = (0.02, 0.25)) -> AsyncIterator[str]:
-    """The run's steps after ``after`` as SSE text, then ``end``. Polls the store (quickly while steps arrive,
-    up to ``poll[1]`` s apart while none do)."""
+    """The run's steps after ``after`` as SSE text, then ``end``. Polls the runs (``Pagemind.runs``; quickly
+    while steps arrive, up to ``poll[1]`` s apart while none do)."""
     import anyio
     from starlette.concurrency import run_in_threadpool
 
-    def read(since: int, check: bool) -> tuple[RunRow | None, list[StepRow]]:
-        run = store.get_run(run_id)  # the status first: a run that has ended has written all its steps
+    def read(since: int, check: bool) -> tuple[Any, list[Any]]:
+        run = runs.peek(run_id)  # the status first: a run that has ended has written all its steps
         if run is not None and check:  # a run whose process stopped ends the stream as failed
-            run = settled(store, run)
-        return run, store.run_steps(run_id, since)
+            run = runs.settled(run)
+        return run, runs.steps(run_id, since)
 
     wait = poll[0]
     sent = checked = time.monotonic()

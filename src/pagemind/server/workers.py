@@ -9,7 +9,6 @@ process's sends in order and tells a ``wait=false`` caller which run is in the w
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import PagemindError
-from ..store.base import StoreBackend
+from ..runs import Runs
 
 
 class AgentBusy(PagemindError):
@@ -35,10 +34,11 @@ class _Line:
 
 
 class Workers:
-    """A thread pool of ``size`` workers for runs, with per-agent lines."""
+    """A thread pool of ``size`` workers for runs, with per-agent lines; ``runs``: where the runs are recorded
+    (``Pagemind.runs``)."""
 
-    def __init__(self, store: StoreBackend, size: int = 16) -> None:
-        self.store = store
+    def __init__(self, runs: Runs, size: int = 16) -> None:
+        self.runs = runs
         self.size = size
         self.pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="pagemind-run")
         self._lock = threading.Lock()
@@ -102,13 +102,7 @@ class Workers:
             return job()
         except BaseException as err:
             if run_id is not None:
-                run = self.store.get_run(run_id)
-                if run is not None and run.status == "queued":
-                    from ..runs import HOLDER
-
-                    message = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-                    self.store.update_run(run_id, status="failed", finished=time.time(), error=message)
-                    self.store.release_lease(f"run:{run_id}", HOLDER)
+                self.runs.fail_unstarted(run_id, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__)
             raise
 
     def shutdown(self) -> None:
