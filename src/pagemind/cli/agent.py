@@ -256,9 +256,10 @@ def _chat_with_agent(pm: Pagemind, name: str, given: dict[str, Any], trace: bool
         "/exit": SlashCommand("/exit", "leave the chat (also /quit, Ctrl-D)", _leave),
     })
     click.echo(f"talking to {name} (/help for the commands)", err=True)
-    def turn(text: str) -> None:
+
+    def turn(text: str) -> None:  # recorded as a run with its steps (pagemind logs) unless record_runs is off
         with progress_view() as progress:  # each step as it starts, on a terminal: no silent minute
-            done = agent.say(text, progress=progress)
+            done = pm.send(agent, text, progress=progress)
         print_turn(done, tracing[0])
 
     chat_loop(commands, turn)
@@ -438,10 +439,10 @@ def show(ctx: click.Context, name: str, last: int, as_json: bool, encoding: str,
 @click.pass_context
 @handle_errors
 def say(ctx: click.Context, name: str, text: str, trace: bool, as_json: bool, encoding: str, **kw: Any) -> None:
-    """Send TEXT to agent NAME and print its reply."""
+    """Send TEXT to agent NAME and print its reply (recorded as a run with its steps: pagemind logs)."""
     with session(ctx, kw) as pm:
         with progress_view(enabled=not as_json) as progress:
-            turn = _open(pm, name).say(text, progress=progress)
+            turn = pm.send(_open(pm, name), text, progress=progress)
         if as_json:
             click.echo(json.dumps(turn.as_dict(), indent=2, ensure_ascii=False))
         else:

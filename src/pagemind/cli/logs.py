@@ -1,4 +1,5 @@
-"""``pagemind logs``: the recorded runs (every index, ask and agent turn), one line each, and one run's steps."""
+"""``pagemind logs``: the runs recorded by the CLI and the Python API (every index, ask and agent turn), one line
+each, and one run's steps."""
 
 from __future__ import annotations
 
@@ -46,7 +47,10 @@ def _line(run: Any) -> str:
 @click.pass_context
 @handle_errors
 def logs(ctx: click.Context, count: int, kind: str | None, as_json: bool, store: str | None) -> None:
-    """The recorded runs: every index, ask and agent turn (the local user's), newest first.
+    """The runs recorded here, newest first: every pagemind index, ask, chat (the document's build, each question,
+    each agent turn) and agent say, and the Python API's index, ask and send without a user_id. Runs of
+    pagemind serve and pagemind mcp belong to their users: /v1/runs and the viewer list those. Nothing is
+    recorded while record_runs is off (PAGEMIND_RECORD_RUNS=false).
 
     \b
     pagemind logs                  # the last 20 runs, one line each
@@ -61,7 +65,8 @@ def logs(ctx: click.Context, count: int, kind: str | None, as_json: bool, store:
     if as_json:
         click.echo(json.dumps([r.__dict__ for r in found], indent=2, default=str))
     elif not found:
-        click.echo("no recorded runs yet (pagemind ask, index and agent turns record them)")
+        click.echo("no recorded runs yet (pagemind ask, index, chat and agent say record them unless "
+                   "PAGEMIND_RECORD_RUNS=false)")
     for run in [] if as_json else found:
         click.echo(_line(run))
 

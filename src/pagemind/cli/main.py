@@ -120,8 +120,8 @@ def index(ctx: click.Context, file: str | None, sample: bool, long_sample: bool,
     with session(ctx, kw) as pm:
         reader = pm.reader(method, **opts)
         source = pm.source(path, reader, encoding)
-        with progress_view() as progress:
-            memory = reader.build(source, progress=progress)
+        with progress_view() as progress:  # recorded as a run (pagemind logs) unless record_runs is off
+            memory = pm.index(source, method, progress=progress, **opts)
         click.echo(json.dumps(reader.describe(memory)))
 
 
