@@ -72,6 +72,13 @@ class ServerError(LLMError):
     retryable = True
 
 
+class StreamBroken(LLMError):
+    """A streamed reply that broke off: the server sent an error event mid-stream, or the stream ended without its
+    terminator (``data: [DONE]``) and without a finish reason. The partial reply is never returned nor cached."""
+
+    retryable = True
+
+
 class BadRequest(LLMError):
     """The endpoint rejected the request (4xx other than 429 and context-length errors)."""
 

@@ -133,16 +133,11 @@ class Backend(ABC):
 
     def stream(self, request: LLMRequest, on_text: Callable[[str], None]) -> LLMResponse:
         """Run one request, handing the reply's text to ``on_text`` piece by piece as it is generated. The default
-        (a backend that cannot stream) hands it over in one piece when it is done."""
+        (a backend that cannot stream) hands it over in one piece when it is done. A stream that breaks off raises
+        (:class:`pagemind.errors.StreamBroken`): only a complete reply is returned, so only it is cached."""
         response = self.execute(request)
         on_text(response.text)
         return response
-
-    async def aexecute(self, request: LLMRequest) -> LLMResponse:
-        """Async form; the default runs :meth:`execute` in a worker thread."""
-        import asyncio  # here: asyncio costs start-up, and only async callers need it
-
-        return await asyncio.to_thread(self.execute, request)
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` with the model's own tokenizer when it has one, else an estimate."""

@@ -103,7 +103,8 @@ class LLM:
     def complete(self, request: LLMRequest, trace: Trace | None = None,
                  on_text: Callable[[str], None] | None = None) -> tuple[LLMResponse, TraceEvent]:
         """Run one request (cached, guarded, retried). Returns the response and its trace event. ``on_text``
-        receives the reply as it is generated (a cached reply at once); a retried call streams again."""
+        receives the reply as it is generated (a cached reply at once); a call retried after a stream broke off
+        streams again, from where the text already handed over ends when the new reply repeats it."""
         self.check_fits(request)
         key = self._key(request)
         if key is not None and self.cache is not None:
@@ -113,17 +114,20 @@ class LLM:
                     on_text(hit.text)
                 return hit, self._account(request, hit, trace, cached=True)
         attempt = 0
+        shown = None if on_text is None else _Shown(on_text)
         while True:
             try:
                 with self._slots:
-                    response = (self.backend.execute(request) if on_text is None
-                                else self.backend.stream(request, on_text))
+                    response = (self.backend.execute(request) if shown is None
+                                else self.backend.stream(request, shown.attempt()))
                 break
             except LLMError as err:
                 if not is_retryable(err) or attempt >= self.max_retries:
                     raise
                 self._sleep(self._pause(err, attempt))
                 attempt += 1
+        # Only a complete reply gets here: a backend raises for a broken one (StreamBroken), so a partial reply is
+        # never cached, and never served to a later call.
         if key is not None and self.cache is not None:
             self.cache.put(key, response)
         return response, self._account(request, response, trace, cached=False)
@@ -139,11 +143,6 @@ class LLM:
             return [self.complete(r, trace) for r in requests]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(requests))) as pool:
             return list(pool.map(lambda r: self.complete(r, trace), requests))
-
-    async def acomplete(self, request: LLMRequest, trace: Trace | None = None) -> tuple[LLMResponse, TraceEvent]:
-        import asyncio  # here: asyncio costs start-up, and only async callers need it
-
-        return await asyncio.to_thread(self.complete, request, trace)
 
     # --- internals ---------------------------------------------------------------------------------
     def _key(self, request: LLMRequest) -> str | None:
@@ -172,3 +171,25 @@ class LLM:
         if trace is not None:
             trace.record(event)
         return event
+
+
+class _Shown:
+    """The text a streamed call has handed to ``on_text`` across its attempts: a retry hands on only what goes past
+    it (a reply at temperature 0 repeats what the broken attempt showed), or everything once the reply differs."""
+
+    def __init__(self, on_text: Callable[[str], None]) -> None:
+        self.on_text = on_text
+        self.text = ""  # handed over so far
+        self.current = ""  # the current attempt's reply so far
+
+    def attempt(self) -> Callable[[str], None]:
+        self.current = ""
+        return self.hand
+
+    def hand(self, piece: str) -> None:
+        self.current += piece
+        if self.text.startswith(self.current):
+            return  # a broken attempt showed it already
+        fresh = self.current[len(self.text):] if self.current.startswith(self.text) else self.current
+        self.text = self.current  # (a reply that differs from what was shown is handed on whole)
+        self.on_text(fresh)

@@ -12,9 +12,18 @@ default reply. An entry is a dict with any of:
 * ``status``: an HTTP status; with ``message`` as the error message and ``retry_after`` as a header;
 * ``body``: a raw response body (string) sent as is, with ``status`` (default 200);
 * ``garbage``: ``True`` for a 200 whose JSON has no ``choices``;
-* ``latency``: seconds to wait before answering (default: the server's ``latency``).
+* ``latency``: seconds to wait before answering (default: the server's ``latency``);
+* ``stream_error``: N for a stream that sends an error event (``data: {"error": {...}}``, with ``message``) after
+  N chunks (at most all of them), then ``data: [DONE]`` (as vLLM does when generation fails);
+* ``stream_cut``: N for a stream whose connection closes after N chunks, with no usage chunk and no ``[DONE]``
+  (a cut connection; N at or past the last chunk sends the finish reason first, so the reply is complete).
 
-A request with ``"stream": true`` gets its reply as server-sent events, one word a chunk.
+A request with ``"stream": true`` gets its reply as server-sent events, one word a chunk. The two stream faults
+apply to streaming requests only (a plain request given one answers normally). A fault in the first K script
+entries is transient (a retry gets the reply); ``stream_fault`` (e.g. ``{"stream_cut": 2}``) is merged into every
+streaming request until it is set back to ``None``, a fault that persists::
+
+    with MockServer(text="Wren finds the map.", script=[{"stream_error": 2}]) as server:  # once, then the reply
 
 ``routes`` makes it look like a particular server to discovery: ``{"GET /props": {...}, "POST /tokenize": fn}``
 maps a method and path to a JSON reply, a function of the request body returning one, or ``(status, reply)``.
@@ -139,13 +148,14 @@ class _Handler(BaseHTTPRequestHandler):
             if usage is not None:
                 reply["usage"] = usage
             if body.get("stream"):
-                self._send_stream(text, step.get("finish_reason", "stop"), usage, body)
+                self._send_stream(text, step.get("finish_reason", "stop"), usage, body, step)
                 return
             self._send(200, reply)
 
-    def _send_stream(self, text: str, finish: str, usage: dict[str, Any] | None, body: dict[str, Any]) -> None:
+    def _send_stream(self, text: str, finish: str, usage: dict[str, Any] | None, body: dict[str, Any],
+                     step: dict[str, Any]) -> None:
         """The reply as server-sent events, one word a chunk, then the usage chunk and ``[DONE]`` (as vLLM and
-        llama.cpp server stream with ``stream_options.include_usage``)."""
+        llama.cpp server stream with ``stream_options.include_usage``); or the step's stream fault."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")  # no Content-Length: the end of the connection ends the stream
@@ -153,7 +163,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         words = text.split(" ")
         pieces = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
-        for i, piece in enumerate(pieces):
+        error_after, cut_after = step.get("stream_error"), step.get("stream_cut")
+        for i, piece in enumerate([*pieces, None]):
+            if i == error_after or (piece is None and error_after is not None):
+                error = {"message": step.get("message", "mock generation failed"), "type": "server_error", "code": 500}
+                self.wfile.write(f"data: {json.dumps({'error': error})}\n\ndata: [DONE]\n\n".encode("utf-8"))
+                self.wfile.flush()
+                return
+            if i == cut_after or (piece is None and cut_after is not None):
+                return  # the connection closes (Connection: close) with no [DONE]
+            if piece is None:
+                break
             choice = {"index": 0, "delta": {"content": piece}, "finish_reason": finish if i == len(pieces) - 1
                       else None}
             self.wfile.write(f"data: {json.dumps({'object': 'chat.completion.chunk', 'choices': [choice]})}\n\n"
@@ -179,13 +199,16 @@ class MockServer:
     """An OpenAI-compatible server in a background thread, with scripted faults and latency."""
 
     def __init__(self, latency: float = 0.0, script: list[dict[str, Any]] | None = None,
-                 text: str | Callable[[dict[str, Any]], str] = "ok", routes: dict[str, Any] | None = None) -> None:
-        """``text`` is the default reply, or a function of the request body that returns it."""
+                 text: str | Callable[[dict[str, Any]], str] = "ok", routes: dict[str, Any] | None = None,
+                 stream_fault: dict[str, Any] | None = None) -> None:
+        """``text`` is the default reply, or a function of the request body that returns it; ``stream_fault`` a
+        fault (``{"stream_error": N}`` or ``{"stream_cut": N}``) for every streaming request while it is set."""
         self.latency = latency
         self.routes = dict(routes or {})
         self.calls: list[tuple[str, str, Any]] = []
         self.script = list(script or [])
         self.text = text
+        self.stream_fault = stream_fault
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []  # header names lower-cased, one dict per request
         self.in_flight = 0
@@ -243,7 +266,10 @@ class MockServer:
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             if self.first_request_at is None:
                 self.first_request_at = time.perf_counter()
-            return dict(self.script.pop(0)) if self.script else {}
+            step = dict(self.script.pop(0)) if self.script else {}
+            if body.get("stream") and self.stream_fault:
+                step = {**self.stream_fault, **step}
+            return step
 
     def _end(self) -> None:
         with self._lock:

@@ -18,18 +18,16 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import httpx
 
-from ..errors import BackendUnavailable, BadRequest, ConfigError, ContextWindowExceeded, RateLimited, ServerError
+from ..errors import (BackendUnavailable, BadRequest, ConfigError, ContextWindowExceeded, RateLimited, ServerError,
+                      StreamBroken)
 from .base import Backend, Capabilities, LLMRequest, LLMResponse, ToolCall, estimate_tokens, tool_tokens
 from .servers import (OFFICIAL_HOSTS, PER_MESSAGE_TOKENS, TEMPLATE_ALLOWANCE_TOKENS, Discovery, Probe, Server,
                       TokenCounts, count_many, discover)
-
-if TYPE_CHECKING:
-    import asyncio
 
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
 CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context length", "too many tokens",
@@ -123,7 +121,6 @@ class OpenAICompatible(Backend):
             headers=self._headers, timeout=self._timeout, limits=self._limits, trust_env=self._trust_env,
             verify=self._verify,
         )
-        self._aclients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
         self._probe = Probe(self._client, base, timeout=min(timeout, 30.0))
         self._official = parts.hostname in OFFICIAL_HOSTS
         self._capabilities: Capabilities | None = None
@@ -247,29 +244,42 @@ class OpenAICompatible(Backend):
 
     def stream(self, request: LLMRequest, on_text: Callable[[str], None]) -> LLMResponse:
         """The reply as the server generates it (``stream: true``, server-sent events); requests with tools in one
-        piece. Error statuses are read and raised as :meth:`execute` raises them."""
+        piece. Error statuses are read and raised as :meth:`execute` raises them. A stream that breaks off (an
+        error event, or an end without ``data: [DONE]`` and without a finish reason) raises :class:`StreamBroken`:
+        the partial reply is never returned, so it is never cached."""
         if request.tools:
             return super().stream(request, on_text)
         body, constrained = self._body(request)
         body.update(stream=True, stream_options={"include_usage": True})
         started = time.perf_counter()
         pieces: list[str] = []
-        finish, usage = "stop", {}
+        finish: str | None = None
+        usage: dict[str, Any] = {}
+        done, event = False, ""
         try:
             with self._client.stream("POST", self.url, json=body) as reply:
                 if reply.status_code != 200:
                     reply.read()
                     return self._parse(reply, request, constrained, time.perf_counter() - started)
                 for line in reply.iter_lines():
+                    if line.startswith("event:"):
+                        event = line[6:].strip()  # llama.cpp and others may name an error event
+                        continue
                     if not line.startswith("data:"):
+                        event = event if line else ""  # a blank line ends the event
                         continue
                     data = line[5:].strip()
                     if data == "[DONE]":
+                        done = True
                         break
                     try:
                         chunk = json.loads(data)
                     except ValueError as exc:
                         raise ServerError(f"{self.url}: a malformed event in the stream: {_excerpt(data)}") from exc
+                    if not isinstance(chunk, dict):
+                        raise ServerError(f"{self.url}: a malformed event in the stream: {_excerpt(data)}")
+                    if event == "error" or chunk.get("error"):
+                        raise self._broken(f"the server sent an error event: {_error_text(chunk, data)}", pieces)
                     usage = chunk.get("usage") or usage
                     for choice in chunk.get("choices") or ():
                         piece = (choice.get("delta") or {}).get("content") or ""
@@ -279,36 +289,22 @@ class OpenAICompatible(Backend):
                         finish = choice.get("finish_reason") or finish
         except httpx.HTTPError as exc:
             raise self._unavailable(exc) from exc
+        if not done and finish is None:
+            raise self._broken("the stream ended without its terminator (data: [DONE]) or a finish reason "
+                               "(the connection was cut)", pieces)
         text = "".join(pieces)
         return LLMResponse(
             text=text, prompt_tokens=int(usage.get("prompt_tokens") or estimate_tokens(request.prompt_text())),
             completion_tokens=int(usage.get("completion_tokens") or estimate_tokens(text)),
-            seconds=time.perf_counter() - started, model=self.model_id, finish_reason=finish, constrained=constrained)
+            seconds=time.perf_counter() - started, model=self.model_id, finish_reason=finish or "stop",
+            constrained=constrained)
 
-    async def aexecute(self, request: LLMRequest) -> LLMResponse:
-        body, constrained = self._body(request)
-        started = time.perf_counter()
-        try:
-            reply = await self._aclient().post(self.url, json=body)
-        except httpx.HTTPError as exc:
-            raise self._unavailable(exc) from exc
-        return self._parse(reply, request, constrained, time.perf_counter() - started)
-
-    def _aclient(self) -> httpx.AsyncClient:
-        """One async client per event loop (an httpx.AsyncClient cannot outlive its loop)."""
-        import asyncio  # asyncio is imported by the async paths only: it costs every start ~10 ms
-
-        loop = asyncio.get_running_loop()
-        for key, (owner, _) in list(self._aclients.items()):
-            if owner.is_closed():
-                del self._aclients[key]
-        if id(loop) not in self._aclients:
-            client = httpx.AsyncClient(
-                headers=self._headers, timeout=self._timeout, limits=self._limits, trust_env=self._trust_env,
-                verify=self._verify,
-            )
-            self._aclients[id(loop)] = (loop, client)
-        return self._aclients[id(loop)][1]
+    def _broken(self, what: str, pieces: list[str]) -> StreamBroken:
+        """The error for a stream that broke off after ``pieces``, naming the server and what broke."""
+        kind = f" ({self.discovery.kind} server)" if self.discovery is not None else ""
+        got = sum(len(p) for p in pieces)
+        return StreamBroken(f"{self.url}{kind}: the streamed reply broke off after {len(pieces)} chunks "
+                            f"({got} characters): {what}")
 
     # --- replies -----------------------------------------------------------------------------------
     def _unavailable(self, exc: httpx.HTTPError) -> BackendUnavailable:
@@ -363,23 +359,16 @@ class OpenAICompatible(Backend):
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def close(self) -> None:
-        """Close the HTTP pools (async clients on a live loop are closed there, others dropped)."""
+        """Close the HTTP pool."""
         self._client.close()
-        for loop, client in self._aclients.values():
-            if not loop.is_closed() and loop.is_running():
-                import asyncio
 
-                asyncio.run_coroutine_threadsafe(client.aclose(), loop)
-        self._aclients.clear()
 
-    async def aclose(self) -> None:
-        """Close the async client of the running loop, then the rest."""
-        import asyncio
-
-        entry = self._aclients.pop(id(asyncio.get_running_loop()), None)
-        if entry is not None:
-            await entry[1].aclose()
-        self.close()
+def _error_text(chunk: dict[str, Any], data: str) -> str:
+    """The message of a mid-stream error event (``{"error": {"message": ...}}``, ``{"error": "..."}``), else the
+    event as sent."""
+    error = chunk.get("error")
+    message = error.get("message") if isinstance(error, dict) else error
+    return _excerpt(str(message) if message else data)
 
 
 def _tool_call(item: Any) -> ToolCall:
