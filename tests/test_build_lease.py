@@ -33,7 +33,14 @@ def reader(fake, store):
 
 def test_two_threads_building_one_memory_build_it_once(tmp_path):
     path = tmp_path / "s.db"
-    fakes = [ScriptedLLM(by_role={"paginate": Slow(middle_label), "gist": first_words_gist}) for _ in range(2)]
+    gate = threading.Event()  # the first builder's first call waits here until the second builder is waiting
+
+    def held(request):
+        assert gate.wait(20), "the second builder never waited"
+        return middle_label(request)
+
+    fakes = [ScriptedLLM(by_role={"paginate": held, "gist": first_words_gist}),
+             ScriptedLLM(by_role={"paginate": Slow(middle_label), "gist": first_words_gist})]
     memories, phases = [], []
 
     def build(fake):
@@ -42,13 +49,18 @@ def test_two_threads_building_one_memory_build_it_once(tmp_path):
         memories.append([(p.start, p.end) for p in memory.pages])
 
     threads = [threading.Thread(target=build, args=(f,)) for f in fakes]
-    for t in threads:
-        t.start()
-        time.sleep(0.05)
+    threads[0].start()
+    deadline = time.monotonic() + 20
+    while not fakes[0].history and time.monotonic() < deadline:  # the first holds the lease, in its first call
+        time.sleep(0.01)
+    threads[1].start()
+    while not any("waiting for the build" in p for p in phases) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    gate.set()
     for t in threads:
         t.join()
     calls = [len(f.history) for f in fakes]
-    assert min(calls) == 0 and max(calls) > 0  # one built, the other waited and loaded
+    assert calls[0] > 0 and calls[1] == 0  # one built, the other waited and loaded
     assert memories[0] == memories[1]
     assert any("waiting for the build" in p for p in phases)
     assert Store(path).lease_holder("build:" + Store(path).list_memories()[0].key) is None  # released

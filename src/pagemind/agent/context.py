@@ -124,7 +124,11 @@ class MainContext:
     def check_message(self, text: str, now: str) -> None:
         """Refuse (:class:`MessageTooLarge`) a user message that would not fit the window even with every other
         message evicted: the system prompt, core memory, the message itself and the room for the reply. Counted
-        on at most 16 characters a token of the window, so a huge message is not tokenised whole."""
+        on at most 16 characters a token of the window, so a huge message is not tokenised whole; a message of at
+        most an eighth of the window in bytes (a token is at least a byte) is let through without counting (if the
+        fixed part alone leaves no room for it, no message fits and the turn says so)."""
+        if len(text.encode("utf-8")) <= self.window // 8:  # tokens <= bytes: a short message is never the reason
+            return
         head = text[: 16 * self.window]
         blocks = self.store.blocks(self.agent_id)
         system = Message("system", self.system_text(blocks))

@@ -27,6 +27,9 @@ from .shapes import (AgentCreate, AskRequest, IndexRequest, LoadDocument, block_
 from .workers import AgentBusy, Workers
 
 Progress = Callable[[str, int, int, str], None]
+# bytes: a longer message is checked against the agent's window before its run exists; a shorter one by the turn
+# itself (Agent.say refuses it before storing it), which spares every ordinary send loading the agent twice
+SHORT_MESSAGE = 1024
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,8 @@ class Service:
             if owners:
                 raise ConfigError(f"method option {name} applies to {', '.join(owners)}, not {method}")
             raise ConfigError(f"unknown method option {name!r} (GET /v1/methods, list_methods: each method's options)")
-        given = {k: v for k, v in options.items() if v is not None}
+        declared = registry.get(method).Options.json_schema()["properties"]
+        given = {k: json_int(v, declared[k]) for k, v in options.items() if v is not None}
         registry.get(method).Options.create(**given)
         return given
 
@@ -267,7 +271,8 @@ class Service:
                 found = self.pm.runs.list(user.id, kind="turn", target=str(row.id), status="running", limit=1)
                 raise AgentBusy("the agent is in a turn; send again later, or without wait=false to queue",
                                 found[0].id if found else None)
-        self.pm.agent(row.name).check_message(message)
+        if len(message.encode("utf-8")) > SHORT_MESSAGE:  # only a long message can be over the window by itself
+            self.pm.agent(row.name).check_message(message)
         made: list[Any] = []
 
         def turn() -> tuple[str, Callable[[], Any]]:
@@ -347,6 +352,16 @@ class AgentNameTaken(PagemindError):
     """The user already has an agent of that name (409)."""
 
 
+def json_int(value: Any, schema: dict[str, Any]) -> Any:
+    """A JSON number without a fraction (``204.0``) as the integer it is, where the schema wants an integer (JSON
+    Schema counts it as one; Python's int checks do not)."""
+    kinds = schema.get("type")
+    wants_int = kinds == "integer" or (isinstance(kinds, list) and "integer" in kinds)
+    if wants_int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def memory_json(m: Any) -> dict[str, Any]:
     return {"key": m.key, "method": m.method, "status": m.status, "settings": m.settings, "model": m.model}
 
@@ -367,6 +382,8 @@ def checked_agent_options(base: dict[str, Any], changes: dict[str, Any]) -> dict
     unknown = sorted(set(changes) - set(base))
     if unknown:
         raise ConfigError(f"unknown agent option(s): {', '.join(unknown)} (have: {', '.join(sorted(base))})")
+    changes = {k: int(v) if k in AgentOptions.BOUNDS and isinstance(v, float) and v.is_integer() else v
+               for k, v in changes.items()}  # 204.0 is an integer in JSON
     try:  # null only where the setting is nullable (context_window: the model's window)
         TypeAdapter(AgentOptions).validate_json(json.dumps({**base, **changes}), strict=True)  # as JSON types
         AgentOptions.from_dict({**base, **changes})

@@ -8,6 +8,7 @@ instead of reaching the store or the model. The MCP tools validate their argumen
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -74,13 +75,43 @@ class TextDocument(Shape):
     text: str = Field(min_length=1, description="the document's text (at most the server's max_bytes, UTF-8)")
 
 
+def per_method(field: str) -> Callable[[dict[str, Any]], None]:
+    """The HTTP schema of a request naming a ``method`` and its options in ``field``: ``method`` enumerates the
+    document methods, and one branch per method (``anyOf``) holds that method's exact options (its declaration's
+    schema; null is its default), so the schema admits exactly what the service accepts. (The MCP tools keep one
+    flat object: several clients refuse unions in tool schemas; docs/mcp.md.)"""
+
+    def extra(schema: dict[str, Any]) -> None:
+        from ..methods import registry
+
+        methods = list(registry.document_methods())
+        schema["properties"]["method"]["enum"] = methods
+        branches = []
+        for method in methods:
+            declared = registry.get(method).Options.json_schema()["properties"]
+            options = {name: {"anyOf": [prop, {"type": "null"}]} if "null" not in str(prop.get("type")) else prop
+                       for name, prop in declared.items()}
+            branch: dict[str, Any] = {"properties": {"method": {"const": method}, field: {
+                "type": "object", "properties": options, "additionalProperties": False}}}
+            if method != "auto":  # the default when no method is named
+                branch["required"] = ["method"]
+            branches.append(branch)
+        schema["anyOf"] = branches
+
+    return extra
+
+
 class IndexRequest(Shape):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=per_method("options"))
+
     method: str = Field("auto", max_length=MAX_METHOD, description="the reading method (GET /v1/methods)")
     options: dict[str, Any] = Field(default_factory=dict, json_schema_extra=options_schema(),
                                     description="options of the method")
 
 
 class AskRequest(Shape):
+    model_config = ConfigDict(extra="forbid", json_schema_extra=per_method("method_options"))
+
     question: str = Field(min_length=1, max_length=MAX_QUESTION, description="the question")
     options: list[Annotated[str, Field(min_length=1, max_length=MAX_OPTION)]] = Field(
         default_factory=list, max_length=MAX_OPTIONS, description="multiple-choice options, in order (at most 10)")
