@@ -40,14 +40,33 @@ def test_memwalker_end_to_end_on_the_embedded_model(session, book):
             assert 2 <= len(node.children) <= 3 and node.summary.strip()
             assert node.compressed == (node.tokens > limit)
             assert node.compressed or node.summary == node.text
-    # navigation ends with an answer letter or a recorded "no answer"; the grammar makes every reply parse
-    d = answer.details
-    assert (answer.letter is not None and answer.letter in "ABCD") or (
-        answer.text == "no answer" and d["navigation_failure"] in {"exhausted", "budget"})
+    # the grammar makes every reply parse; each navigation call is in the trace and counted on its decision
+    d, steps = answer.details, answer.details["trajectory"]
     assert d["valid_action_rate"] == 1.0 and d["invalid_replies"] == 0
-    assert d["walk"].startswith("root → ") and d["trajectory"][0]["node"] == "root"
-    assert {e.role for e in answer.trace.events} == {"navigate"}
+    assert [e.role for e in answer.trace.events] == ["navigate"] * d["navigation_calls"]
+    assert d["navigation_calls"] == sum(s["calls"] for s in steps) > 0
+    # the walk: from the root, each triage to a child of the node it stands on, each leaf read a real leaf
+    assert d["walk"].startswith("root → ") and steps[0]["node"] == "root" and steps[0]["kind"] == "triage"
+    for s, following in zip(steps, steps[1:] + [None]):
+        node = tree.node(s["node"])
+        if s["kind"] == "triage":
+            assert 0 <= s["action"] < len(node.children) and following is not None
+            assert following["node"] == node.children[s["action"]]  # the next decision is at the chosen child
+        elif s["kind"] == "leaf":
+            assert node.is_leaf and s["action"] in (-1, -2)
+    leaves = {leaf.id: leaf.index for leaf in tree.leaves}
+    assert d["leaves_read"] and set(d["leaves_read"]) <= set(leaves)
+    assert answer.pages_read == [leaves[i] for i in d["leaves_read"]]
     assert 0 < d["fraction_read"] <= 1
+    # it ends at a leaf that answered with one of the options, or records why there is no answer
+    last = steps[-1]
+    if answer.choice is not None:
+        assert answer.letter in ("A", "B", "C", "D") and answer.text == options[answer.choice]
+        assert last["kind"] == "leaf" and last["action"] == -2 and last["answer"] == answer.letter
+        assert d["navigation_failure"] is None and d["walk"].endswith(f"(leaf: -2, answer {answer.letter})")
+    else:
+        assert answer.text == "no answer" and d["navigation_failure"] == last["kind"] in {"exhausted", "budget"}
+        assert any(f.startswith("no answer: ") for f in answer.fallbacks), answer.fallbacks
     # the same question again: the tree and every navigation reply come from the store
     again = session.ask(book, question, options=options, method="memwalker", **OPTIONS)
     assert again.letter == answer.letter and again.details["walk"] == d["walk"]

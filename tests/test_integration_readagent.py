@@ -1,5 +1,7 @@
 """ReadAgent end to end on the real embedded model (the tiny SmolLM2: it exercises every path quickly)."""
 
+import re
+
 import pytest
 
 from helpers import on_embedded_models
@@ -30,10 +32,20 @@ def test_readagent_p_end_to_end_on_the_embedded_model(session, tmp_path):
     assert " ".join(p.text for p in memory.pages).split() == short_text().split()
     assert all(g.text.strip() for g in memory.gists)
     assert {p.label_source for p in memory.pages} <= {"llm", "fallback", "tail"}
-    # the grammar makes the tiny model's decisions parse
-    assert answer.letter in "ABCD" and answer.letter is not None
+    # the grammar makes the tiny model's decisions parse: one look-up naming pages, one answer naming an option
     assert [e.role for e in answer.trace.events] == ["lookup", "answer"]
-    assert all(0 <= p < len(memory.pages) for p in answer.pages_read)
+    lookup, final = answer.trace.events
+    assert answer.letter in ("A", "B", "C", "D"), (answer.letter, answer.text, answer.fallbacks)
+    assert final.reply == f"Answer: ({answer.letter})" and answer.text == options[answer.choice]
+    assert not any(f.startswith("no option named") for f in answer.fallbacks)
+    # the pages read are the valid page ids the look-up named, in its order (the last ones dropped only when
+    # they did not fit, recorded as such)
+    assert lookup.reply.startswith("I want to look up Page [")
+    named = list(dict.fromkeys(int(n) for n in re.findall(r"\d+", lookup.reply)))
+    assert named and all(0 <= p < len(memory.pages) for p in named)
+    assert answer.pages_read == named[:len(answer.pages_read)]
+    dropped = [f for f in answer.fallbacks if f.startswith("page ") and "dropped" in f]
+    assert len(answer.pages_read) + len(dropped) == len(named), (answer.pages_read, named, answer.fallbacks)
     assert answer.usage.prompt_tokens > 0
     # the same question again: memory and replies come from the store
     again = session.ask(book, question, options=options, method="readagent-p")

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from pagemind import ScriptedLLM
 from pagemind.api import Pagemind
 from pagemind.cli.main import cli
-from pagemind.errors import ConfigError, InputError, InputTooLarge, NotFound, UnsupportedInput
+from pagemind.errors import ConfigError, InputError, InputTooLarge, NotFound, ScriptExhausted, UnsupportedInput
 from pagemind.runs import RunCancelled
 from pagemind.users import authenticate, create_user, erase_user, export_user
 
@@ -66,10 +66,15 @@ def test_index_is_a_run_and_a_failure_is_recorded_with_its_error(pm, tmp_path):
     [run] = pm.runs.list()
     assert run.kind == "index" and run.status == "done" and run.result["memory"]
     broken = Pagemind(ScriptedLLM([]), store=pm.store)  # no replies: the first call fails
-    with pytest.raises(Exception):
+    message = "scripted LLM has no reply for a 'answer' request"
+    with pytest.raises(ScriptExhausted) as info:
         broken.ask(pm.document(_write(pm, TEXT)), "Who?", method="full")
+    assert str(info.value) == message
     failed = pm.runs.list(status="failed")
-    assert len(failed) == 1 and failed[0].error and pm.runs.steps(failed[0].id)[-1].kind == "error"
+    assert len(failed) == 1 and failed[0].kind == "ask" and failed[0].method == "full"
+    assert failed[0].error == f"ScriptExhausted: {message}"
+    last = pm.runs.steps(failed[0].id)[-1]
+    assert last.kind == "error" and last.data == {"error": f"ScriptExhausted: {message}", "type": "ScriptExhausted"}
 
 
 def test_a_cancelled_run_stops_at_its_next_step_and_says_so(pm):

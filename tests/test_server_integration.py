@@ -88,12 +88,15 @@ def test_server_token_counts_and_replies_equal_the_embedded_models(served, tiny_
 def test_readagent_lookup_and_answer_are_constrained_on_the_server(served, book):
     served.exchanges.clear()
     answer = served.ask(book, QUESTION, options=OPTIONS, method="readagent-p")
-    assert answer.letter in "ABCD" and answer.letter is not None
     assert [e.role for e in answer.trace.events] == ["lookup", "answer"]
     by_role = {req.role: (req, resp) for req, resp in served.exchanges}
     for role in ("lookup", "answer"):
         request, response = by_role[role]
         assert request.constraint is not None and request.constraint.gbnf and response.constrained
+    # the server's grammar-bound reply names one option, and that option is the answer (never a guess)
+    assert answer.letter in ("A", "B", "C", "D"), (answer.letter, answer.text, answer.fallbacks)
+    assert by_role["answer"][1].text == f"Answer: ({answer.letter})" and answer.text == OPTIONS[answer.choice]
+    assert by_role["lookup"][1].text.startswith("I want to look up Page [") and answer.pages_read
 
 
 def test_a_memwalker_walk_on_the_server(served, book):
