@@ -29,14 +29,7 @@ class AutoOptions(ParallelOptions):
     owner = "auto"
 
     room: float = option(0.25, "share of the context window kept free when reading the whole text (0-0.9)",
-                         minimum=0)
-
-    def check(self) -> None:
-        super().check()
-        if self.room > 0.9:
-            from ..errors import ConfigError
-
-            raise ConfigError("room must be at most 0.9 (the share of the window kept free)")
+                         minimum=0, maximum=0.9)
 
 
 @dataclass(frozen=True)

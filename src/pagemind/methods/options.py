@@ -32,16 +32,17 @@ class OptionInfo:
     # when it differs from its default, so adding a memory option leaves the keys of stored memories as they were)
     minimum: float | None = None
     flag: str | None = None  # the CLI flag(s) when not ``--name`` / ``--name/--no-name``
+    maximum: float | None = None
 
 
 def option(default: Any, help: str, *, memory: bool | str = False, minimum: float | None = None,
-           flag: str | None = None) -> Any:
+           flag: str | None = None, maximum: float | None = None) -> Any:
     """Declare a method option (a dataclass field of a :class:`ReaderOptions` subclass). ``memory=True``: part of
     the memory's key; ``memory="changed"``: part of it only when it differs from ``default`` (for an option added
     after memories were stored, whose default builds what they hold)."""
     if memory not in (True, False, "changed"):
         raise TypeError("memory is True, False or 'changed'")
-    return field(default=default, metadata={_KEY: OptionInfo(help, memory, minimum, flag)})
+    return field(default=default, metadata={_KEY: OptionInfo(help, memory, minimum, flag, maximum)})
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class OptionSpec:
     memory: bool | str = False
     minimum: float | None = None
     flag: str | None = None
+    maximum: float | None = None
 
     def coerce(self, value: Any, owner: str) -> Any:
         """``value`` (a Python value or a string from the command line) as this option's type, or an error."""
@@ -80,6 +82,8 @@ class OptionSpec:
             raise ConfigError(f"{owner} option {self.name} must be one of {', '.join(self.choices)} (got {value!r})")
         if self.minimum is not None and value < self.minimum:
             raise ConfigError(f"{owner} option {self.name} must be at least {self.minimum:g} (got {value!r})")
+        if self.maximum is not None and value > self.maximum:
+            raise ConfigError(f"{owner} option {self.name} must be at most {self.maximum:g} (got {value!r})")
         return value
 
     def _kind(self) -> str:
@@ -96,6 +100,8 @@ class OptionSpec:
             out["enum"] = list(self.choices) + ([None] if self.nullable else [])
         if self.minimum is not None:
             out["minimum"] = int(self.minimum) if self.type is int else self.minimum
+        if self.maximum is not None:
+            out["maximum"] = int(self.maximum) if self.type is int else self.maximum
         return out
 
 
@@ -220,7 +226,7 @@ def _specs(cls: type) -> tuple[OptionSpec, ...]:
         base, nullable, choices = _resolve(hints[f.name])
         default = None if f.default is MISSING else f.default
         out.append(OptionSpec(f.name, base, default, info.help, nullable, choices, info.memory, info.minimum,
-                              info.flag))
+                              info.flag, info.maximum))
     return tuple(out)
 
 

@@ -136,7 +136,8 @@ class ReadAgentOptions(ReaderOptions):
                     "hierarchical (pagemind: groups of consecutive gists gisted again, level by level until the top "
                     "fits; the model chooses groups top-down, then pages inside them) or refuse (the paper's limit)")
     gist_share: float = option(0.5, "overflow=retrieve: share of the window the retrieved gists may take (the rest "
-                                    "holds the prompt, the pages looked up and the answer)", minimum=0.05)
+                                    "holds the prompt, the pages looked up and the answer)", minimum=0.05,
+                               maximum=0.95)
     group_size: int = option(10, "overflow=hierarchical: consecutive gists per group gist (each level's groups "
                                  "are built once, at the first question that needs them, and stored)", minimum=2)
     max_groups: int = option(2, "overflow=hierarchical: groups ReadAgent-P and GistMem may choose per level "
@@ -145,8 +146,6 @@ class ReadAgentOptions(ReaderOptions):
     def check(self) -> None:
         if self.min_words > self.max_words:
             raise ConfigError("ReadAgent needs min_words <= max_words")
-        if self.gist_share > 0.95:
-            raise ConfigError("gist_share must be at most 0.95 (the share of the window the gists may take)")
 
 
 @dataclass(frozen=True)
