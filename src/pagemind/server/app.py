@@ -32,7 +32,7 @@ from ..errors import (ConfigError, InputError, InputTooLarge, LLMError, NotFound
 from ..runs import RunCancelled, RunExists
 from . import shapes
 from .edge import Edge, EdgePolicy, allowed_methods
-from .service import Service, Started, step_json
+from .service import AgentNameTaken, Service, Started, step_json
 from .shapes import (DOCUMENT_ID, MAX_ID, MEMORY_KEY, RUN_ID, AskRequest, Error, IndexRequest, Offset, Seq,
                      error_body, run_json)
 from .sse import HEADERS, resume_point, run_events
@@ -44,16 +44,12 @@ STATIC = Path(__file__).parent / "static"
 # status codes of pagemind's typed errors (the first match wins: subclasses first)
 ERROR_STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (InputTooLarge, 413), (UnsupportedInput, 415), (NotFound, 404), (AgentNotFound, 404),
-    (AgentExists, 409), (AgentBusy, 409), (AgentLockBusy, 409), (RunCancelled, 409), (RunExists, 409),
+    (AgentExists, 409), (AgentNameTaken, 409), (AgentBusy, 409), (AgentLockBusy, 409), (RunCancelled, 409), (RunExists, 409),
     (InputError, 422), (ConfigError, 422), (LLMError, 502), (PagemindError, 400),
 )
 
 
 def status_of(err: BaseException) -> int:
-    from .service import AgentNameTaken
-
-    if isinstance(err, AgentNameTaken):
-        return 409
     return next((code for kind, code in ERROR_STATUS if isinstance(err, kind)), 500)
 
 
@@ -142,8 +138,6 @@ async def finished(future: Future, shape: Callable[[Any], Any], run_id: str | No
 async def started(service: Service, start: Callable[[], Started], wait: bool, stream_: bool,
                   last_event_id: str | None, shape: Callable[[Any, Any], Any]) -> Response:
     """The response to a request that started a run: its events, the queued run, or its result when done."""
-    if last_event_id is not None:
-        resume_point(last_event_id, None)  # a malformed one is 422 before the run starts
     begun = await run_in_threadpool(start)
     if stream_:
         return stream(service, begun.run.id, last_event_id)

@@ -279,19 +279,15 @@ class CheckedTool(Tool):
 
 def make_tool(fn: Callable[..., Awaitable[CallToolResult]], annotations: ToolAnnotations, *,
               patch: dict[str, dict[str, Any]] | None = None, drop: tuple[str, ...] = ()) -> Tool:
-    """The SDK's tool of ``fn`` with a plain input schema: an optional argument is its type (not ``anyOf`` with
-    null), ``patch`` replaces properties' schemas by generated ones, ``drop`` removes arguments."""
+    """The SDK's tool of ``fn`` with a plain input schema (:func:`portable`): ``patch`` replaces properties'
+    schemas by generated ones, ``drop`` removes arguments."""
     tool = CheckedTool.from_function(fn, annotations=annotations, description=inspect.cleandoc(fn.__doc__ or ""))
     schema = tool.parameters
     props: dict[str, Any] = schema.get("properties", {})
     for name in drop:
         props.pop(name, None)
-    for name, prop in list(props.items()):
-        options = prop.get("anyOf")
-        if options and len(options) == 2 and {"type": "null"} in options and prop.get("default", 0) is None:
-            kept = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
-            props[name] = {**next(o for o in options if o != {"type": "null"}), **kept}
-        props[name].pop("title", None)
+    for prop in props.values():
+        prop.pop("title", None)
     for name, replacement in (patch or {}).items():
         said = [props[name].get("description"), replacement.get("description")]
         props[name] = {**replacement, "description": ": ".join(d for d in said if d)}
@@ -300,14 +296,18 @@ def make_tool(fn: Callable[..., Awaitable[CallToolResult]], annotations: ToolAnn
 
 
 def portable(schema: Any) -> Any:
-    """A schema without nullable unions (``["integer", "null"]``, ``None`` in an enum): leaving the argument out
-    is how a client asks for the default, so null adds nothing but warnings in clients with a restricted
-    dialect."""
+    """A schema without nullable unions (``anyOf`` with null, ``["integer", "null"]``, ``None`` in an enum): an
+    optional argument is its type, since leaving it out is how a client asks for the default, so null adds
+    nothing but warnings in clients with a restricted dialect."""
     if isinstance(schema, list):
         return [portable(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
     out = {k: portable(v) for k, v in schema.items()}
+    union = out.get("anyOf")
+    if isinstance(union, list) and len(union) == 2 and {"type": "null"} in union:
+        kind = next(o for o in union if o != {"type": "null"})
+        out = {**kind, **{k: v for k, v in out.items() if k != "anyOf"}}
     kinds = out.get("type")
     if isinstance(kinds, list) and "null" in kinds:
         rest = [k for k in kinds if k != "null"]

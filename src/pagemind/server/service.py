@@ -122,8 +122,8 @@ class Service:
             if owners:
                 raise ConfigError(f"method option {name} applies to {', '.join(owners)}, not {method}")
             raise ConfigError(f"unknown method option {name!r} (GET /v1/methods, list_methods: each method's options)")
-        declared = registry.get(method).Options.json_schema()["properties"]
-        given = {k: json_int(v, declared[k]) for k, v in options.items() if v is not None}
+        integers = {s.name for s in registry.get(method).Options.specs() if s.type is int}
+        given = {k: json_int(v) if k in integers else v for k, v in options.items() if v is not None}
         registry.get(method).Options.create(**given)
         return given
 
@@ -136,12 +136,9 @@ class Service:
     def documents(self, user: Any) -> list[dict[str, Any]]:
         return [document_json(d) for d in self.pm.documents(user.id)]
 
-    def _document(self, user: Any, doc_id: str) -> Any:
-        return self.pm.user_document(doc_id, user.id)
-
     def document(self, user: Any, doc_id: str) -> dict[str, Any]:
         """The document with the memories the user's own requests built of it."""
-        row = self._document(user, doc_id)
+        row = self.pm.user_document(doc_id, user.id)
         return {**document_json(row), "memories": [memory_json(m) for m in self.pm.memories(doc_id, user_id=user.id)]}
 
     def remove_document(self, user: Any, doc_id: str) -> None:
@@ -155,23 +152,21 @@ class Service:
 
     # --- index and ask ----------------------------------------------------------------------------------------
     def index(self, user: Any, doc_id: str, body: IndexRequest, progress: Progress | None = None) -> Started:
-        row = self._document(user, doc_id)
-        options = self.check_method(body.method, body.options)
         document = self.pm.open_document(doc_id, user_id=user.id)
+        options = self.check_method(body.method, body.options)
         run = self.pm.runs.create("index", doc_id, method=body.method, user_id=user.id,
-                                  request={"document": row.name, "options": options})
+                                  request={"document": document.name, "options": options})
         return Started(run, self.workers.submit(run.id, lambda: self.pm.index(
             document, body.method, progress, run=run, user_id=user.id, **options)))
 
     def ask(self, user: Any, doc_id: str, body: AskRequest, progress: Progress | None = None) -> Started:
-        row = self._document(user, doc_id)
+        document = self.pm.open_document(doc_id, user_id=user.id)
         options = dict(body.method_options)
         if body.budget is not None:
             options["budget"] = body.budget
         options = self.check_method(body.method, options)
-        document = self.pm.open_document(doc_id, user_id=user.id)
         run = self.pm.runs.create("ask", doc_id, method=body.method, user_id=user.id, request={
-            "document": row.name, "question": body.question, "options": body.options, "method_options": options})
+            "document": document.name, "question": body.question, "options": body.options, "method_options": options})
         return Started(run, self.workers.submit(run.id, lambda: self.pm.ask(
             document, body.question, tuple(body.options), body.method, progress=progress, run=run, user_id=user.id,
             **options)))
@@ -352,14 +347,10 @@ class AgentNameTaken(PagemindError):
     """The user already has an agent of that name (409)."""
 
 
-def json_int(value: Any, schema: dict[str, Any]) -> Any:
-    """A JSON number without a fraction (``204.0``) as the integer it is, where the schema wants an integer (JSON
-    Schema counts it as one; Python's int checks do not)."""
-    kinds = schema.get("type")
-    wants_int = kinds == "integer" or (isinstance(kinds, list) and "integer" in kinds)
-    if wants_int and isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+def json_int(value: Any) -> Any:
+    """A JSON number without a fraction (``204.0``) as the integer it is, for an integer setting (JSON Schema
+    counts it as one; Python's int checks do not)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def memory_json(m: Any) -> dict[str, Any]:
@@ -382,8 +373,7 @@ def checked_agent_options(base: dict[str, Any], changes: dict[str, Any]) -> dict
     unknown = sorted(set(changes) - set(base))
     if unknown:
         raise ConfigError(f"unknown agent option(s): {', '.join(unknown)} (have: {', '.join(sorted(base))})")
-    changes = {k: int(v) if k in AgentOptions.BOUNDS and isinstance(v, float) and v.is_integer() else v
-               for k, v in changes.items()}  # 204.0 is an integer in JSON
+    changes = {k: json_int(v) if k in AgentOptions.BOUNDS else v for k, v in changes.items()}  # the int settings
     try:  # null only where the setting is nullable (context_window: the model's window)
         TypeAdapter(AgentOptions).validate_json(json.dumps({**base, **changes}), strict=True)  # as JSON types
         AgentOptions.from_dict({**base, **changes})
