@@ -115,10 +115,10 @@ def main() -> None:
                 conn.execute("ANALYZE agent_passages")
             seconds, found = _time(pg, agent, queries, args.limit)
             result["postgres_exact"] = {**_summary(seconds), "equal_to_sqlite": found == expected}
-            pg.exact_up_to = 0  # the HNSW index finds the candidates
+            pg.db.exact_up_to = 0  # the HNSW index finds the candidates
             rows = pg.agent_passage_vectors(agent, "e")
             for ef in args.ef_search:
-                pg.ef_search = ef
+                pg.db.ef_search = ef
                 seconds, found = _time(pg, agent, queries, args.limit)
                 hits = sum(len(set(f) & set(e)) for f, e in zip(found, expected))
                 ordered = all(f == rank([r for r in rows if r[0] in f], q.tobytes()) for f, q in zip(found, queries))

@@ -1,5 +1,5 @@
-"""The store: its interface, migrations (order, old stores, newer stores, several processes), batched writes,
-and that no SQL runs outside ``pagemind.store``."""
+"""The store: one implementation over two dialects, its migrations (order, old stores, newer stores, several
+processes), batched writes, and that no SQL runs outside ``pagemind.store``."""
 
 import inspect
 import multiprocessing
@@ -17,12 +17,14 @@ from pagemind.store import (
     PassageRow,
     RunRow,
     Store,
-    StoreBackend,
+    SQLStore,
     StoredVectors,
     StoreResponseCache,
     StoreTooNew,
 )
-from pagemind.store.migrations import MIGRATIONS
+from pagemind.store.postgres import PostgresStore
+from pagemind.store.schema import MIGRATIONS
+from pagemind.store.sqlite import SQLite
 from pg import pg_server, pg_url  # noqa: F401  (fixtures: a real Postgres, a fresh database per test)
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "pagemind"
@@ -33,15 +35,13 @@ def store(request, tmp_path):
     if request.param == "sqlite":
         s = Store(tmp_path / "s.db")
     else:
-        from pagemind.store.postgres import PostgresStore
-
         s = PostgresStore(request.getfixturevalue("pg_url"))  # a fresh database (tests/pg.py)
     yield s
     s.close()
 
 
 def _migration(name):
-    return next(fn for fn in MIGRATIONS if fn.__name__ == name)
+    return next(m for m in MIGRATIONS if m.name == name)
 
 
 def _old_store(path, names):
@@ -49,7 +49,8 @@ def _old_store(path, names):
     db = sqlite3.connect(str(path), isolation_level=None)
     db.execute("CREATE TABLE _pagemind_migrations (name TEXT PRIMARY KEY, applied REAL)")
     for name in names:
-        _migration(name)(db)
+        for statement in _migration(name).statements("sqlite", SQLite.types):
+            db.execute(statement)
         db.execute("INSERT INTO _pagemind_migrations VALUES (?, 0)", (name,))
     return db
 
@@ -57,20 +58,21 @@ def _old_store(path, names):
 def _commits(store):
     """Count the transactions the store commits (an implementation detail of each backend, for the batching tests)."""
     seen = []
-    if isinstance(store, Store):
-        store._db.set_trace_callback(lambda sql: seen.append(sql) if sql.strip().upper() == "COMMIT" else None)
-    else:
-        store._on_commit = lambda: seen.append("COMMIT")
+    store.db.on_commit = lambda: seen.append("COMMIT")
     return seen
 
 
 # --- interface -------------------------------------------------------------------------------------------
-def test_every_public_method_of_the_sqlite_store_is_declared_by_the_interface():
-    declared = {n for n, v in vars(StoreBackend).items() if getattr(v, "__isabstractmethod__", False)}
-    public = {n for n, v in inspect.getmembers(Store, callable) if not n.startswith("_")}
-    assert public == declared  # a second backend implementing StoreBackend can replace Store everywhere
-    for name in declared:
-        assert (inspect.getdoc(getattr(StoreBackend, name)) or "").strip(), name
+def test_the_store_is_one_implementation_over_a_dialect():
+    for store in (Store, PostgresStore):  # a database adds a dialect, not a second implementation
+        assert issubclass(store, SQLStore) and set(vars(store)) - {"__module__", "__doc__"} == {"__init__"}
+    text = (SRC / "store" / "sql.py").read_text(encoding="utf-8")
+    assert "%s" not in text and "sqlite3" not in text and "psycopg" not in text
+    public = [n for n, v in vars(SQLStore).items() if callable(v) and not n.startswith("_")]
+    assert len(public) > 60
+    undocumented = [n for n in public if not (inspect.getdoc(getattr(SQLStore, n)) or "").strip()
+                    and len(inspect.getsource(getattr(SQLStore, n)).splitlines()) > 8]
+    assert undocumented == []  # a method longer than a few lines says what it does
 
 
 def test_no_sql_outside_the_store_package():
@@ -83,7 +85,7 @@ def test_no_sql_outside_the_store_package():
 
 # --- migrations ------------------------------------------------------------------------------------------
 def test_migrations_are_registered_in_the_order_of_their_numbers():
-    names = [fn.__name__ for fn in MIGRATIONS]
+    names = [m.name for m in MIGRATIONS]
     numbers = [int(re.match(r"m(\d+)_", n).group(1)) for n in names]
     assert numbers == list(range(1, len(names) + 1))
     store = Store(":memory:")
@@ -99,7 +101,7 @@ def test_a_store_migrated_in_the_old_order_opens_and_keeps_its_data(tmp_path):
     store = Store(tmp_path / "old.db")
     assert store.applied_migrations() == ["m001_initial", "m002_embeddings", "m004_tool_calls", "m003_agents",
                                           "m005_memory_build_usage", "m006_service", "m007_leases",
-                                          "m008_memory_scope"]
+                                          "m008_memory_scope", "m009_one_lease"]
     assert [a.name for a in store.list_agents()] == ["ann"]
     record = store.open_memory("k", "d", "rag", {"a": 1}, "m")  # documents(id='d') exists: the FK holds
     assert record.status == "building"
@@ -112,7 +114,7 @@ def test_a_store_missing_a_middle_migration_gets_it(tmp_path):
     store = Store(tmp_path / "old.db")
     assert store.applied_migrations() == ["m001_initial", "m002_embeddings", "m004_tool_calls", "m003_agents",
                                           "m005_memory_build_usage", "m006_service", "m007_leases",
-                                          "m008_memory_scope"]
+                                          "m008_memory_scope", "m009_one_lease"]
     assert store.create_agent("ann", {}, {}, 0.0, [BlockRow("human", "", 10)]) is not None
     store.close()
 
@@ -150,7 +152,7 @@ def test_processes_opening_a_new_store_together_all_succeed(tmp_path):
         p.join(60)
     assert sorted(results.get(timeout=5) for _ in procs) == ["ok"] * 4
     store = Store(tmp_path / "new.db")  # and the schema is complete once
-    assert sorted(store.applied_migrations()) == sorted(fn.__name__ for fn in MIGRATIONS)
+    assert sorted(store.applied_migrations()) == sorted(m.name for m in MIGRATIONS)
     store.close()
 
 
@@ -268,14 +270,15 @@ def test_agent_passages_and_turn_locks(store):
     assert store.agent_passage_texts(agent) == [(ids[0], "cat The cat sat"), (ids[1], " A dog ran")]
     assert [p.text for p in store.agent_passages(agent, [ids[1], ids[0]])] == ["A dog ran", "The cat sat"]
 
-    assert store.try_lock_agent(agent, "me", 1, "h", lambda held: False)
-    assert not store.try_lock_agent(agent, "you", 2, "h", lambda held: False)
-    assert store.try_lock_agent(agent, "you", 2, "h", lambda held: held.owner == "me")  # a stale holder
-    assert store.agent_lock_holder(agent).owner == "you"
-    store.release_agent_lock(agent, "me")  # not the holder: nothing happens
-    assert isinstance(store.agent_lock_holder(agent), LockHolder)
-    store.release_agent_lock(agent, "you")
-    assert store.agent_lock_holder(agent) is None
+    lease = f"agent:{agent}"  # an agent's turn lock is a lease like a build's
+    assert store.try_lease(lease, "me", 1, "h", lambda held: False)
+    assert not store.try_lease(lease, "you", 2, "h", lambda held: False)
+    assert store.try_lease(lease, "you", 2, "h", lambda held: held.owner == "me")  # a stale holder
+    assert store.lease_holder(lease).owner == "you"
+    store.release_lease(lease, "me")  # not the holder: nothing happens
+    assert isinstance(store.lease_holder(lease), LockHolder)
+    store.release_lease(lease, "you")
+    assert store.lease_holder(lease) is None
 
 
 def test_memories_are_listed_with_their_size_and_build_cost_and_can_be_deleted(store):
@@ -345,11 +348,11 @@ def test_sqlite_archival_search_keeps_vectors_between_searches_and_sees_every_ne
     other.insert_agent_passages(agent, rows(7) + rows(2, "other"))  # another connection writes
     check(47)
     reads = []
-    mine._db.set_trace_callback(reads.append)
+    mine.db._db.set_trace_callback(reads.append)
     check(47)  # nothing new: no vector is read again
     assert not any(sql.startswith("SELECT id, embedding FROM agent_passages WHERE agent_id = ") and " AND id > "
                    in sql for sql in reads)
-    mine._db.set_trace_callback(None)
+    mine.db._db.set_trace_callback(None)
     mine.close(), other.close()
 
 

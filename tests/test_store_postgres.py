@@ -34,8 +34,8 @@ from pagemind.store.vectors import rank
 from pg import new_database, pg_empty_url, pg_server, pg_url  # noqa: F401  (fixtures)
 
 psycopg = pytest.importorskip("psycopg")
-from pagemind.store.pg_migrations import MIGRATIONS  # noqa: E402
-from pagemind.store.postgres import PostgresStore  # noqa: E402
+from pagemind.store.postgres import Postgres, PostgresStore  # noqa: E402
+from pagemind.store.schema import MIGRATIONS  # noqa: E402
 
 
 def _spawn():
@@ -44,7 +44,7 @@ def _spawn():
 
 # --- migrations --------------------------------------------------------------------------------------------
 def test_migrations_are_applied_in_order_and_recorded(pg_empty_url):
-    names = [fn.__name__ for fn in MIGRATIONS]
+    names = [m.name for m in MIGRATIONS]
     assert [int(re.match(r"m(\d+)_", n).group(1)) for n in names] == list(range(1, len(names) + 1))
     store = PostgresStore(pg_empty_url)
     assert store.applied_migrations() == names
@@ -62,8 +62,8 @@ def test_a_store_from_a_newer_pagemind_is_refused_untouched(pg_empty_url):
         conn.execute("CREATE EXTENSION vector")
         conn.execute("CREATE TABLE _pagemind_migrations (name TEXT PRIMARY KEY, applied DOUBLE PRECISION NOT NULL, "
                      "position BIGINT GENERATED ALWAYS AS IDENTITY)")
-        with conn.cursor() as cur:
-            MIGRATIONS[0](cur)
+        for statement in MIGRATIONS[0].statements("postgres", Postgres.types):
+            conn.execute(statement)
         conn.execute("INSERT INTO _pagemind_migrations (name, applied) VALUES ('m001_initial', 0), ('m099_future', 0)")
     with pytest.raises(StoreTooNew, match=r"newer pagemind.*m099_future.*upgrade"):
         PostgresStore(pg_empty_url)
@@ -92,7 +92,7 @@ def test_processes_opening_a_new_database_together_migrate_it_once(pg_empty_url)
     for p in procs:
         p.join(30)
     store = PostgresStore(pg_empty_url)
-    assert store.applied_migrations() == [fn.__name__ for fn in MIGRATIONS]
+    assert store.applied_migrations() == [m.name for m in MIGRATIONS]
     store.close()
 
 
@@ -132,13 +132,13 @@ def test_one_turn_at_a_time_across_processes(backend, tmp_path, request):
     for p in procs:
         p.join(30)
     assert store.get_agent("ann").state == {"count": 45}
-    assert store.agent_lock_holder(store.get_agent("ann").id) is None
+    assert store.lease_holder(f"agent:{store.get_agent('ann').id}") is None
     store.close()
 
 
 def _hold(url, agent_id, ready):
     store = PostgresStore(url)
-    assert store.try_lock_agent(agent_id, "doomed", os.getpid(), "another-host", lambda held: False)
+    assert store.try_lease(f"agent:{agent_id}", "doomed", os.getpid(), "another-host", lambda held: False)
     assert store.try_lease("build:k", "doomed", os.getpid(), "another-host", lambda held: False)
     ready.set()
     time.sleep(600)
@@ -154,15 +154,15 @@ def test_a_killed_holder_frees_the_lock_as_its_connection_closes(pg_url):
     try:
         assert ready.wait(120)
         never_stale = lambda held: False  # noqa: E731 - only the liveness of its connection can free it
-        assert store.agent_lock_holder(agent).owner == "doomed"
-        assert not store.try_lock_agent(agent, "me", os.getpid(), "here", never_stale)
+        assert store.lease_holder(f"agent:{agent}").owner == "doomed"
+        assert not store.try_lease(f"agent:{agent}", "me", os.getpid(), "here", never_stale)
         os.kill(holder.pid, signal.SIGKILL)
         holder.join(30)
         deadline = time.monotonic() + 20
-        while not store.try_lock_agent(agent, "me", os.getpid(), "here", never_stale):
+        while not store.try_lease(f"agent:{agent}", "me", os.getpid(), "here", never_stale):
             assert time.monotonic() < deadline, "the dead holder's lock was never freed"
             time.sleep(0.05)
-        assert store.agent_lock_holder(agent).owner == "me"
+        assert store.lease_holder(f"agent:{agent}").owner == "me"
         assert store.try_lease("build:k", "me", os.getpid(), "here", never_stale)  # its lease too
     finally:
         if holder.is_alive():
@@ -228,14 +228,18 @@ def test_the_hnsw_index_serves_large_archives_and_its_results_are_ranked_exactly
     vectors = _unit_vectors(3000, 32, 3)
     store = PostgresStore(pg_url, exact_up_to=1000)  # beyond 1000 passages: the index finds the candidates
     agent = _fill(store, vectors)
+    index = "SELECT to_regclass('agent_passages_hnsw_32')"
+    assert store.execute(index).fetchone()[0] is None  # a bulk load maintains no index row by row
+    q = _unit_vectors(1, 32, 5)[0]
+    assert len(store.nearest_agent_passages(agent, "e", q.tobytes(), 5)[1]) == 5
+    assert store.execute(index).fetchone()[0] is not None  # the first search that needs it built it
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("ANALYZE agent_passages")  # as autovacuum would: the planner then knows the table's size
         plan = "\n".join(r[0] for r in conn.execute(
             "EXPLAIN SELECT id FROM agent_passages WHERE agent_id = 1 AND embedder = 'e' AND vector_dims(vec) = 32 "
             "ORDER BY vec::vector(32) <#> %s::vector(32) LIMIT 26", (str(vectors[0].tolist()),)))
     assert "agent_passages_hnsw_32" in plan
-    q = _unit_vectors(1, 32, 5)[0]
-    assert len(store._hnsw_candidates(agent, "e", q, 26)) == 26  # the index path, not the exact fallback
+    assert len(store.db._hnsw_candidates(store, agent, "e", q, 26)) == 26  # the index path, not the exact fallback
     rows = store.agent_passage_vectors(agent, "e")
     found = 0
     for q in _unit_vectors(20, 32, 4):
@@ -309,7 +313,7 @@ def _everything(store):
     store.insert_agent_passages(agent, [PassageRow("The cat sat", "t0", summary="cat", source="b.txt",
                                                    embedding=_unit_vectors(1, 8, 0)[0].tobytes(), embedder="e"),
                                         PassageRow("A dog ran", "t1")])
-    store.try_lock_agent(agent, "me", 1, "h", lambda held: False)  # a turn lock: not copied
+    store.try_lease(f"agent:{agent}", "me", 1, "h", lambda held: False)  # a turn lock: not copied
     store.create_run(RunRow("run_a", user, "ask", "readagent", "d1", {"question": "q?"}, "done", 5.0, 5.1, 6.0,
                             {"text": "a"}))
     store.create_run(RunRow("run_b", None, "turn", "memgpt", str(agent), {"message": "hi"}, "running", 5.0))
@@ -349,7 +353,7 @@ def test_sqlite_to_postgres_to_sqlite_keeps_every_row(tmp_path, pg_url):
         assert store.create_agent("new", {}, {}, 2.0, []) == agent + 1
         assert store.insert_agent_passages(agent, [PassageRow("x", "t2")]) == [3]
         assert store.nearest_agent_passages(agent, "e", _unit_vectors(1, 8, 0)[0].tobytes(), 1) == (1, [1])
-        assert store.agent_lock_holder(agent) is None
+        assert store.lease_holder(f"agent:{agent}") is None
         assert store.get_response("r1").tool_calls == (ToolCall("send_message", '{"message": "hi"}'),)
         assert [r.id for r in store.list_runs(None, all_users=True)] == ["run_b", "run_a"]
         assert store.list_memories()[0].build_usage["attempts"] == 1

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from .store.base import LockHolder, StoreBackend
+from .store import LockHolder, StoreBackend
 
 HOST = socket.gethostname()
 STALE_AFTER = 300.0  # seconds without a refresh before a holder on another host counts as gone

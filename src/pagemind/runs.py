@@ -28,7 +28,7 @@ from typing import Any
 from .errors import PagemindError
 from .llm.usage import Trace, TraceEvent
 from .steps import Decision, Error, LLMCall, Note, Phase, Step, data, from_row
-from .store.base import RunRow, StepRow, StoreBackend
+from .store import RunRow, StepRow, StoreBackend
 
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 ENDED = ("done", "failed", "cancelled")

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from .errors import ConfigError
-from .store.base import LOCAL_USER, StoreBackend, UserRow, memory_scope
+from .store import LOCAL_USER, StoreBackend, UserRow, memory_scope
 
 NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 

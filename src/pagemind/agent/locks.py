@@ -1,6 +1,6 @@
 """One turn at a time per agent, across threads and processes, without ever blocking on a dead holder.
 
-The lock is a row in ``agent_locks`` (holder token, pid, host, last refresh). A holder that is gone is
+The lock is the lease ``agent:<id>`` (holder token, pid, host, last refresh; see ``leases``). A gone holder is
 detected two ways: on the same host its pid no longer exists; anywhere, its last refresh is older than
 ``stale_after`` seconds (a turn refreshes the lock before every step).
 """

@@ -166,15 +166,15 @@ class AgentStore:
     # --- turn locks --------------------------------------------------------------------------------
     def try_lock(self, agent_id: int, owner: str, pid: int, host: str,
                  stale: Callable[[LockHolder], bool]) -> bool:
-        """Take the agent's lock if it is free or ``stale(holder)`` says its holder is gone."""
-        return self.store.try_lock_agent(agent_id, owner, pid, host, stale)
+        """Take the agent's turn lease if it is free or ``stale(holder)`` says its holder is gone."""
+        return self.store.try_lease(f"agent:{agent_id}", owner, pid, host, stale)
 
     def refresh_lock(self, agent_id: int, owner: str) -> None:
-        self.store.refresh_agent_lock(agent_id, owner)
+        self.store.refresh_lease(f"agent:{agent_id}", owner)
 
     def release_lock(self, agent_id: int, owner: str) -> None:
-        self.store.release_agent_lock(agent_id, owner)
+        self.store.release_lease(f"agent:{agent_id}", owner)
 
     def lock_holder(self, agent_id: int) -> tuple[str, int, str, float] | None:
-        held: LockHolder | None = self.store.agent_lock_holder(agent_id)
+        held: LockHolder | None = self.store.lease_holder(f"agent:{agent_id}")
         return None if held is None else (held.owner, held.pid, held.host, held.refreshed)

@@ -1,5 +1,5 @@
-"""Storage: the interface every backend implements (``base``), the SQLite store (``Store``, the default) and the
-Postgres store (``postgres.PostgresStore``, imported only when a postgresql:// store is opened)."""
+"""Storage: one SQL store (``sql.SQLStore``, its schema in ``schema``) over a dialect: SQLite (``Store``, the
+default) or Postgres (``postgres.PostgresStore``, imported only when a postgresql:// store is opened)."""
 from pathlib import Path
 
 from ..hashing import canonical_json
@@ -16,7 +16,6 @@ from .base import (
     PassageRow,
     RunRow,
     StepRow,
-    StoreBackend,
     StoredVectors,
     StoreResponseCache,
     StoreTooNew,
@@ -24,6 +23,7 @@ from .base import (
     memory_key,
     memory_scope,
 )
+from .sql import SQLStore, StoreBackend
 from .sqlite import Store
 
 
@@ -43,5 +43,5 @@ SQLiteResponseCache = StoreResponseCache  # the name before the store had an int
 
 __all__ = ["AgentRow", "BlockRow", "DocumentRow", "EventRow", "RunRow", "StepRow", "UserRow", "LOCAL_USER",
            "LockHolder", "MemoryContent", "MemoryRecord", "MemorySummary", "PassageRow", "SQLiteResponseCache",
-           "Store", "StoreBackend", "StoreResponseCache", "StoreTooNew", "StoredVectors", "canonical_json",
+           "SQLStore", "Store", "StoreBackend", "StoreResponseCache", "StoreTooNew", "StoredVectors", "canonical_json",
            "memory_key", "memory_scope", "open_store"]

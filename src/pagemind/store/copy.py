@@ -6,7 +6,7 @@ untouched. With ``merge`` the destination may hold data already: content-address
 texts, memories and their items, embeddings, cached LLM replies) are added where their key is missing and left
 alone where it is there; agents, users and runs carry ids the two stores assigned independently, so each of those
 groups is copied only when the destination has none of it yet (otherwise the copy is refused before anything is
-written). Turn locks and leases are not copied (they belong to running processes)."""
+written). Leases (builds, agent turns) are not copied (they belong to running processes)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from ..errors import PagemindError
-from .base import StoreBackend
+from .sql import StoreBackend
 
 # (table, columns), parents before children (foreign keys hold at every insert)
 TABLES: list[tuple[str, tuple[str, ...]]] = [
@@ -38,7 +38,7 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
               "result", "error", "cancel_requested")),
     ("run_steps", ("run_id", "seq", "kind", "data", "created")),
 ]
-NOT_COPIED = ("agent_locks", "leases")  # held by running processes, meaningless in another store
+NOT_COPIED = ("leases",)  # held by running processes, meaningless in another store
 
 # groups whose ids each store assigns itself: merged only into a destination that has none of them
 GROUPS = {"users": ("users", "api_keys", "user_documents"),

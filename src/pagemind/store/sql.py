@@ -1,0 +1,703 @@
+"""The one SQL store: documents, memories (written unit by unit, so a killed build resumes), the embedding and LLM
+response caches, MemGPT agents, users, runs and leases, for SQLite and Postgres alike. Every SQL statement of
+pagemind is here or in ``schema``; it is written once, with ``?`` placeholders, and what the two databases do
+differently is the dialect's (``sqlite.SQLite``, ``postgres.Postgres``): connections and transactions, placeholders,
+case-insensitive matching, row locks, bulk loads, liveness of lock holders and vector search. Values in and out
+are the plain frozen dataclasses of ``base``."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from ..hashing import canonical_json
+from ..llm.base import LLMResponse, ToolCall
+from .base import (
+    AgentRow,
+    BlockRow,
+    DocumentRow,
+    EventRow,
+    LockHolder,
+    MemoryRecord,
+    MemorySummary,
+    PassageRow,
+    RunRow,
+    StepRow,
+    StoredVectors,
+    UserRow,
+    memory_scope,
+)
+
+_BATCH = 500  # values per IN (...) list, well under SQLite's host parameter limit
+_NAME = re.compile(r"^[a-z_]+$")
+# pagemind's tables and the order ``table_rows`` reads them in (None: the order rows were written)
+TABLE_ORDER = {"documents": "id", "document_texts": "document_id", "llm_cache": "key", "memories": "key",
+               "memory_items": "memory_key, kind, idx", "embeddings": "model, text_hash", "agents": "id",
+               "agent_blocks": "agent_id, position", "agent_messages": "agent_id, seq", "agent_passages": "id",
+               "users": "id", "api_keys": "created, hash", "user_documents": "user_id, document_id",
+               "agent_owners": "agent_id", "runs": None, "run_steps": "run_id, seq", "leases": "name"}
+PASSAGE_COLUMNS = ("id", "agent_id", "text", "summary", "source", "embedding", "embedder", "created")
+
+
+class Rows:
+    """A statement's result, read completely before its connection (or the lock of a shared one) is let go."""
+
+    def __init__(self, rows: list[Any], rowcount: int) -> None:
+        self.rows, self.rowcount = rows, rowcount
+
+    def fetchone(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[Any]:
+        return self.rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.rows)
+
+
+def _check_names(table: str, columns: Sequence[str]) -> None:
+    """Table and column names are put into SQL text: only pagemind's tables and plain identifiers pass."""
+    if table not in TABLE_ORDER:
+        raise ValueError(f"not one of pagemind's tables: {table!r}")
+    for name in columns:
+        if not _NAME.match(name):
+            raise ValueError(f"not a column name: {name!r}")
+
+
+def _like(query: str) -> str:
+    escaped = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def upsert(table: str, columns: Sequence[str], key: Sequence[str], keep: Sequence[str] = ()) -> str:
+    """INSERT of every column that updates the other columns (but ``keep``) of a row whose ``key`` is taken."""
+    sets = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in key and c not in keep)
+    return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({_marks(len(columns))}) "
+            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {sets}")
+
+
+_MEMORY = "SELECT key, document_id, method, settings, model, status, scope FROM memories"
+_EVENT = "SELECT kind, payload, created, seq, in_context, text FROM agent_messages"
+_PASSAGE = "SELECT id, text, created, summary, source FROM agent_passages"
+_AGENT = "SELECT a.id, a.name, a.settings, a.state, a.created FROM agents a"
+_RUN_COLUMNS = ("id, user_id, kind, method, target, request, status, created, started, finished, result, error, "
+                "cancel_requested")
+_RUN = f"SELECT {_RUN_COLUMNS} FROM runs"
+_RUN_FIELDS = ("status", "started", "finished", "result", "error")
+_USER_DOCUMENT = ("SELECT d.id, u.name, d.words, d.chars, u.created FROM user_documents u "
+                  "JOIN documents d ON d.id = u.document_id WHERE u.user_id = ?")
+_LLM_CACHE = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds", "finish_reason", "created",
+              "tool_calls")
+_LEASE = ("name", "owner", "pid", "host", "acquired", "refreshed", "session")
+
+
+def _memory(row: tuple) -> MemoryRecord:
+    return MemoryRecord(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6])
+
+
+def _event(row: tuple) -> EventRow:
+    return EventRow(row[0], json.loads(row[1]), row[2], int(row[3]), bool(row[4]), row[5])
+
+
+def _passage(row: tuple) -> PassageRow:
+    return PassageRow(row[1], row[2], row[3], row[4], id=int(row[0]))
+
+
+def _agent(row: tuple) -> AgentRow:
+    return AgentRow(int(row[0]), row[1], json.loads(row[2]), json.loads(row[3]), float(row[4]))
+
+
+def _run(row: tuple) -> RunRow:
+    return RunRow(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6], row[7], row[8], row[9],
+                  json.loads(row[10]) if row[10] else None, row[11], bool(row[12]))
+
+
+def _holder(row: tuple | None) -> LockHolder | None:
+    return None if row is None else LockHolder(row[0], int(row[1]), row[2], float(row[3]))
+
+
+def _one(rows: Any) -> Any:
+    row = rows.fetchone()
+    return None if row is None else row[0]
+
+
+class SQLStore:
+    """Documents, memories, embeddings, the LLM response cache, agents, users, runs and leases in one database,
+    over a dialect (``sqlite.Store(path)`` and ``postgres.PostgresStore(url)`` make one). Safe to share between
+    threads; any number of processes may open the same database."""
+
+    def __init__(self, dialect: Any) -> None:
+        from .schema import migrate
+
+        self.db = dialect
+        try:
+            migrate(self)
+            dialect.ready()
+        except BaseException:
+            dialect.close()
+            raise
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release the connection(s)."""
+        self.db.close()
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        """One statement (``?`` placeholders); its rows are read before it returns (``fetchone``, ``fetchall``,
+        iteration, ``rowcount``)."""
+        return self.db.execute(sql, args)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
+        return self.db.executemany(sql, rows) if rows else 0
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """One write transaction: every store call inside it (this thread) commits or rolls back together; nested
+        use joins the outer one."""
+        return self.db.transaction()
+
+    def applied_migrations(self) -> list[str]:
+        """Names of the schema migrations recorded in this store, in the order they were applied."""
+        from .schema import recorded
+
+        return recorded(self)
+
+    def _in(self, select: str, column: str, values: Sequence[Any], *args: Any) -> Iterator[Any]:
+        """Rows of ``select ... AND column IN (values)`` (``select`` ends in a WHERE clause taking ``args``), asked
+        in batches of host parameters."""
+        unique = sorted(set(values))
+        for b in range(0, len(unique), _BATCH):
+            part = unique[b:b + _BATCH]
+            yield from self.execute(f"{select} AND {column} IN ({_marks(len(part))})", (*args, *part))
+
+    # --- documents and memories --------------------------------------------------------------------
+    def put_document(self, doc_id: str, name: str, words: int, chars: int) -> None:
+        self.execute("INSERT INTO documents VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                     (doc_id, name, words, chars, time.time()))
+
+    def open_memory(self, key: str, document_id: str, method: str, settings: dict[str, Any],
+                    model: str, scope: str = "") -> MemoryRecord:
+        """The memory with this key, made ('building') if it does not exist yet."""
+        now = time.time()
+        self.execute("INSERT INTO memories (key, document_id, method, settings, model, status, created, updated, "
+                     "scope) VALUES (?, ?, ?, ?, ?, 'building', ?, ?, ?) ON CONFLICT DO NOTHING",
+                     (key, document_id, method, canonical_json(settings), model, now, now, scope))
+        found = self.get_memory(key)
+        assert found is not None
+        return found
+
+    def get_memory(self, key: str) -> MemoryRecord | None:
+        row = self.execute(_MEMORY + " WHERE key = ?", (key,)).fetchone()
+        return None if row is None else _memory(row)
+
+    def memories_for(self, document_id: str, method: str | None = None, *,
+                     scope: str | None = None) -> list[MemoryRecord]:
+        sql, args = _MEMORY + " WHERE document_id = ?", (document_id,)
+        if method:
+            sql, args = sql + " AND method = ?", args + (method,)
+        if scope is not None:
+            sql, args = sql + " AND scope = ?", args + (scope,)
+        return [_memory(r) for r in self.execute(sql + " ORDER BY updated DESC", args)]
+
+    def memory_items(self, key: str) -> dict[str, list[dict[str, Any]]]:
+        """Every stored unit of a memory by kind, each kind in index order."""
+        found: dict[str, list[dict[str, Any]]] = {}
+        for kind, payload in self.execute("SELECT kind, payload FROM memory_items WHERE memory_key = ? "
+                                          "ORDER BY kind, idx", (key,)):
+            found.setdefault(kind, []).append(json.loads(payload))
+        return found
+
+    def list_memories(self) -> list[MemorySummary]:
+        """Every memory with its document, size and build cost, most recently updated first."""
+        rows = self.execute(
+            "SELECT m.key, m.document_id, COALESCE(d.name, ''), COALESCE(d.words, 0), m.method, m.settings, m.model, "
+            "m.status, COUNT(i.idx), COALESCE(SUM(LENGTH(i.payload)), 0), m.build_usage, m.updated, m.scope "
+            "FROM memories m LEFT JOIN documents d ON d.id = m.document_id "
+            "LEFT JOIN memory_items i ON i.memory_key = m.key GROUP BY m.key, d.name, d.words "
+            "ORDER BY m.updated DESC")
+        return [MemorySummary(r[0], r[1], r[2], int(r[3]), r[4], json.loads(r[5]), r[6], r[7], int(r[8]), int(r[9]),
+                              json.loads(r[10]) if r[10] else None, r[11], r[12]) for r in rows]
+
+    def delete_memory(self, key: str) -> bool:
+        with self.transaction():
+            self.execute("DELETE FROM memory_items WHERE memory_key = ?", (key,))
+            return self.execute("DELETE FROM memories WHERE key = ? RETURNING key", (key,)).fetchone() is not None
+
+    def add_build_usage(self, key: str, usage: dict[str, Any], resumed: bool) -> None:
+        """Add one build attempt's cost to the memory's summed cost."""
+        with self.transaction():
+            row = self.execute(self.db.locking("SELECT build_usage FROM memories WHERE key = ?"), (key,)).fetchone()
+            if row is None:
+                return
+            total: dict[str, Any] = json.loads(row[0]) if row[0] else {"attempts": 0, "resumed": False}
+            for name, value in usage.items():
+                if isinstance(value, (int, float)):
+                    total[name] = round(total.get(name, 0) + value, 3)
+            total["attempts"] += 1
+            total["resumed"] = total["resumed"] or resumed
+            self.execute("UPDATE memories SET build_usage = ? WHERE key = ?", (canonical_json(total), key))
+
+    def mark_complete(self, key: str) -> None:
+        self.execute("UPDATE memories SET status = 'complete', updated = ? WHERE key = ?", (time.time(), key))
+
+    def put_item(self, key: str, kind: str, idx: int, payload: dict[str, Any]) -> None:
+        self.put_items(key, kind, [(idx, payload)])
+
+    def put_items(self, key: str, kind: str, items: Sequence[tuple[int, dict[str, Any]]]) -> None:
+        """Store units of a memory in one commit (replacing any with the same index)."""
+        rows = [(key, kind, idx, canonical_json(payload)) for idx, payload in items]
+        with self.transaction():
+            self.executemany(upsert("memory_items", ("memory_key", "kind", "idx", "payload"),
+                                    ("memory_key", "kind", "idx")), rows)
+            self.execute("UPDATE memories SET updated = ? WHERE key = ?", (time.time(), key))
+
+    def items(self, key: str, kind: str) -> list[dict[str, Any]]:
+        return [payload for _, payload in self.iter_items(key, kind)]
+
+    def iter_items(self, key: str, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        for idx, payload in self.execute("SELECT idx, payload FROM memory_items WHERE memory_key = ? AND kind = ? "
+                                         "ORDER BY idx", (key, kind)):
+            yield int(idx), json.loads(payload)
+
+    def delete_items(self, key: str, kind: str, from_idx: int = 0) -> None:
+        self.execute("DELETE FROM memory_items WHERE memory_key = ? AND kind = ? AND idx >= ?", (key, kind, from_idx))
+
+    # --- embedding cache ---------------------------------------------------------------------------
+    def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, StoredVectors]:
+        rows = self._in("SELECT text_hash, chunks, dim, vectors FROM embeddings WHERE model = ?", "text_hash",
+                        text_hashes, model)
+        return {h: StoredVectors(int(chunks), int(dim), bytes(blob)) for h, chunks, dim, blob in rows}
+
+    def put_embeddings(self, model: str, vectors: Mapping[str, StoredVectors]) -> None:
+        now = time.time()
+        columns = ("model", "text_hash", "chunks", "dim", "vectors", "created")
+        with self.transaction():
+            self.executemany(upsert("embeddings", columns, ("model", "text_hash")),
+                             [(model, h, v.chunks, v.dim, v.data, now) for h, v in vectors.items()])
+
+    def count_embeddings(self, model: str | None = None) -> int:
+        if model is None:
+            return int(_one(self.execute("SELECT COUNT(*) FROM embeddings")))
+        return int(_one(self.execute("SELECT COUNT(*) FROM embeddings WHERE model = ?", (model,))))
+
+    # --- LLM response cache ------------------------------------------------------------------------
+    def get_response(self, key: str) -> LLMResponse | None:
+        row = self.execute("SELECT model, text, prompt_tokens, completion_tokens, seconds, finish_reason, tool_calls "
+                           "FROM llm_cache WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        calls = tuple(ToolCall(c["name"], c["arguments"]) for c in json.loads(row[6])) if row[6] else ()
+        return LLMResponse(text=row[1], prompt_tokens=row[2], completion_tokens=row[3], seconds=row[4], model=row[0],
+                           cached=True, finish_reason=row[5], tool_calls=calls)
+
+    def put_response(self, key: str, response: LLMResponse) -> None:
+        calls = json.dumps([c.__dict__ for c in response.tool_calls]) if response.tool_calls else None
+        self.execute(upsert("llm_cache", _LLM_CACHE, ("key",)),
+                     (key, response.model, response.text, response.prompt_tokens, response.completion_tokens,
+                      response.seconds, response.finish_reason, time.time(), calls))
+
+    def clear_responses(self) -> int:
+        return int(self.execute("DELETE FROM llm_cache").rowcount)
+
+    # --- agents ------------------------------------------------------------------------------------
+    def _lock_agent_row(self, agent_id: int) -> None:
+        """Inside a transaction: serialise with every other writer that reads this agent's rows before writing."""
+        self.execute(self.db.locking("SELECT 1 FROM agents WHERE id = ?"), (agent_id,))
+
+    def create_agent(self, name: str, settings: dict[str, Any], state: dict[str, Any], created: float,
+                     blocks: Sequence[BlockRow]) -> int | None:
+        """A new agent with its blocks; None (and nothing written) when the name is taken."""
+        with self.transaction():
+            agent_id = _one(self.execute("INSERT INTO agents (name, settings, state, created) VALUES (?, ?, ?, ?) "
+                                         "ON CONFLICT (name) DO NOTHING RETURNING id",
+                                         (name, canonical_json(settings), canonical_json(state), created)))
+            if agent_id is None:
+                return None
+            self.executemany("INSERT INTO agent_blocks VALUES (?, ?, ?, ?, ?, ?)",
+                             [(agent_id, b.label, b.value, b.limit, i, created) for i, b in enumerate(blocks)])
+        return int(agent_id)
+
+    def get_agent(self, name: str) -> AgentRow | None:
+        row = self.execute(_AGENT + " WHERE a.name = ?", (name,)).fetchone()
+        return None if row is None else _agent(row)
+
+    def get_agent_by_id(self, agent_id: int) -> AgentRow | None:
+        row = self.execute(_AGENT + " WHERE a.id = ?", (agent_id,)).fetchone()
+        return None if row is None else _agent(row)
+
+    def list_agents(self) -> list[AgentRow]:
+        return [_agent(r) for r in self.execute(_AGENT + " ORDER BY a.name")]
+
+    def delete_agent(self, name: str) -> bool:
+        return self.execute("DELETE FROM agents WHERE name = ?", (name,)).rowcount > 0
+
+    def set_agent_state(self, agent_id: int, state: dict[str, Any]) -> None:
+        self.execute("UPDATE agents SET state = ? WHERE id = ?", (canonical_json(state), agent_id))
+
+    def set_agent_settings(self, agent_id: int, settings: dict[str, Any]) -> None:
+        self.execute("UPDATE agents SET settings = ? WHERE id = ?", (canonical_json(settings), agent_id))
+
+    def agent_blocks(self, agent_id: int) -> list[BlockRow]:
+        rows = self.execute("SELECT label, value, char_limit FROM agent_blocks WHERE agent_id = ? ORDER BY position",
+                            (agent_id,))
+        return [BlockRow(r[0], r[1], int(r[2])) for r in rows]
+
+    def put_agent_block(self, agent_id: int, block: BlockRow) -> None:
+        """Set a block's value and limit (a new label goes last)."""
+        with self.transaction():
+            self._lock_agent_row(agent_id)
+            pos = _one(self.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM agent_blocks WHERE agent_id = ?",
+                                    (agent_id,)))
+            self.execute(upsert("agent_blocks", ("agent_id", "label", "value", "char_limit", "position", "updated"),
+                                ("agent_id", "label"), keep=("position",)),
+                         (agent_id, block.label, block.value, block.limit, pos, time.time()))
+
+    def append_agent_events(self, agent_id: int, events: Sequence[EventRow]) -> list[int]:
+        """Add events to the end of the agent's history; their sequence numbers."""
+        with self.transaction():
+            self._lock_agent_row(agent_id)
+            last = int(_one(self.execute("SELECT COALESCE(MAX(seq), 0) FROM agent_messages WHERE agent_id = ?",
+                                         (agent_id,))))
+            seqs = list(range(last + 1, last + 1 + len(events)))
+            self.executemany("INSERT INTO agent_messages (agent_id, seq, kind, text, payload, created, in_context) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             [(agent_id, seq, e.kind, e.text, json.dumps(e.payload, ensure_ascii=False), e.created,
+                               int(e.in_context)) for seq, e in zip(seqs, events)])
+        return seqs
+
+    def agent_queue(self, agent_id: int) -> list[EventRow]:
+        """The events in context: the recursive summary first, then the queue in order."""
+        return [_event(r) for r in self.execute(_EVENT + " WHERE agent_id = ? AND in_context = 1 "
+                                                "ORDER BY kind != 'summary', seq", (agent_id,))]
+
+    def evict_agent_events(self, agent_id: int, seqs: Sequence[int]) -> None:
+        """Take these events (and the old summary) out of context; they stay in recall."""
+        with self.transaction():
+            self.execute("UPDATE agent_messages SET in_context = 0 WHERE agent_id = ? AND kind = 'summary'", (agent_id,))
+            self.executemany("UPDATE agent_messages SET in_context = 0 WHERE agent_id = ? AND seq = ?",
+                             [(agent_id, seq) for seq in seqs])
+
+    def count_agent_events(self, agent_id: int, in_context: bool | None = None) -> int:
+        sql, args = "SELECT COUNT(*) FROM agent_messages WHERE agent_id = ?", (agent_id,)
+        if in_context is not None:
+            sql, args = sql + " AND in_context = ?", args + (int(in_context),)
+        return int(_one(self.execute(sql, args)))
+
+    def recent_agent_events(self, agent_id: int, limit: int) -> list[EventRow]:
+        rows = self.execute(_EVENT + " WHERE agent_id = ? ORDER BY seq DESC LIMIT ?", (agent_id, limit)).fetchall()
+        return [_event(r) for r in reversed(rows)]
+
+    def _page(self, select: str, where: str, args: tuple, order: str, offset: int,
+              limit: int | None) -> tuple[int, list[Any]]:
+        """How many rows match, and one page of them, from one snapshot of concurrent writers."""
+        page = f" ORDER BY {order}" + (" LIMIT ?" if limit is not None else f" LIMIT {self.db.no_limit}") + " OFFSET ?"
+        with self.db.snapshot():
+            total = int(_one(self.execute(f"SELECT COUNT(*) FROM {select.rsplit(' FROM ', 1)[1]} WHERE {where}",
+                                          args)))
+            rows = self.execute(f"{select} WHERE {where}{page}",
+                                args + ((limit, offset) if limit is not None else (offset,))).fetchall()
+        return total, rows
+
+    def search_agent_events(self, agent_id: int, kinds: Sequence[str], *, query: str | None = None,
+                            start: str | None = None, end: str | None = None, offset: int = 0,
+                            limit: int = 5) -> tuple[int, list[EventRow]]:
+        """Recall search: events of these kinds whose text contains ``query`` (any case) and whose date is in
+        [start, end); the number matching and one page of them in order."""
+        where, args = f"agent_id = ? AND kind IN ({_marks(len(kinds))})", (agent_id, *kinds)
+        if query is not None:
+            where, args = where + f" AND text {self.db.ilike} ? ESCAPE '\\'", args + (_like(query),)
+        if start is not None:
+            where, args = where + " AND created >= ?", args + (start,)
+        if end is not None:
+            where, args = where + " AND created < ?", args + (end,)
+        total, rows = self._page(_EVENT, where, args, "seq", offset, limit)
+        return total, [_event(r) for r in rows]
+
+    def agent_event_texts(self, agent_id: int, kinds: Sequence[str]) -> list[tuple[int, str]]:
+        return [(int(r[0]), r[1]) for r in self.execute(
+            f"SELECT seq, text FROM agent_messages WHERE agent_id = ? AND kind IN ({_marks(len(kinds))}) ORDER BY seq",
+            (agent_id, *kinds))]
+
+    def agent_events(self, agent_id: int, seqs: Sequence[int]) -> list[EventRow]:
+        by_seq = {int(r[3]): _event(r) for r in self._in(_EVENT + " WHERE agent_id = ?", "seq", seqs, agent_id)}
+        return [by_seq[s] for s in seqs if s in by_seq]
+
+    # --- archival passages -------------------------------------------------------------------------
+    def insert_agent_passages(self, agent_id: int, passages: Sequence[PassageRow]) -> list[int]:
+        """Add passages to the agent's archive in one bulk load; their ids, in order."""
+        if not passages:
+            return []
+        with self.transaction():
+            ids = self.db.reserve_ids(self, "agent_passages", len(passages))
+            self.db.load(self, "agent_passages", PASSAGE_COLUMNS,
+                         [(i, agent_id, p.text, p.summary, p.source, p.embedding, p.embedder, p.created)
+                          for i, p in zip(ids, passages)])
+        return ids
+
+    def count_agent_passages(self, agent_id: int) -> int:
+        return int(_one(self.execute("SELECT COUNT(*) FROM agent_passages WHERE agent_id = ?", (agent_id,))))
+
+    def search_agent_passages(self, agent_id: int, query: str, offset: int = 0,
+                              limit: int | None = None) -> tuple[int, list[PassageRow]]:
+        """Passages whose text or summary contains ``query`` (any case): how many, and one page of them."""
+        like = self.db.ilike
+        where = f"agent_id = ? AND (text {like} ? ESCAPE '\\' OR summary {like} ? ESCAPE '\\')"
+        total, rows = self._page(_PASSAGE, where, (agent_id, _like(query), _like(query)), "id", offset, limit)
+        return total, [_passage(r) for r in rows]
+
+    def agent_passage_vectors(self, agent_id: int, embedder: str, after: int = 0,
+                              upto: int | None = None) -> list[tuple[int, bytes]]:
+        """(id, float32 vector) of the agent's passages embedded by ``embedder`` (ids in (after, upto])."""
+        sql, args = ("SELECT id, embedding FROM agent_passages WHERE agent_id = ? AND embedder = ? AND "
+                     "embedding IS NOT NULL", (agent_id, embedder))
+        if after:
+            sql, args = sql + " AND id > ?", args + (after,)
+        if upto is not None:
+            sql, args = sql + " AND id <= ?", args + (upto,)
+        return [(int(r[0]), bytes(r[1])) for r in self.execute(sql + " ORDER BY id", args)]
+
+    def agent_passage_texts(self, agent_id: int) -> list[tuple[int, str]]:
+        return [(int(r[0]), r[1]) for r in self.execute(
+            "SELECT id, COALESCE(summary, '') || ' ' || text FROM agent_passages WHERE agent_id = ? ORDER BY id",
+            (agent_id,))]
+
+    def agent_passages(self, agent_id: int, ids: Sequence[int]) -> list[PassageRow]:
+        by_id = {int(r[0]): _passage(r) for r in self._in(_PASSAGE + " WHERE agent_id = ?", "id", ids, agent_id)}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def nearest_agent_passages(self, agent_id: int, embedder: str, query: bytes,
+                               limit: int | None = None) -> tuple[int, list[int]]:
+        """(how many passages ``embedder`` embedded, the ids of the ``limit`` nearest to ``query``, best first),
+        ranked exactly as ``vectors.rank`` does on every dialect."""
+        return self.db.nearest(self, agent_id, embedder, query, limit)
+
+    # --- leases ------------------------------------------------------------------------------------
+    def try_lease(self, name: str, owner: str, pid: int, host: str, stale: Callable[[LockHolder], bool]) -> bool:
+        """Take the lease ``name`` if it is free, held by ``owner``, or its holder is gone (its process ended —
+        which Postgres knows at once from the holder's liveness lock — or ``stale(holder)`` says so)."""
+        session = self.db.liveness_key()
+        now = time.time()
+        with self.transaction():
+            self.db.lock_name(self, name)  # the row may not exist yet: serialise on the name itself
+            row = self.execute("SELECT owner, pid, host, refreshed, session FROM leases WHERE name = ?",
+                               (name,)).fetchone()
+            if row is not None and row[0] != owner and self.db.session_alive(self, row[4]) and \
+                    not stale(LockHolder(row[0], int(row[1]), row[2], float(row[3]))):
+                return False
+            self.execute(upsert("leases", _LEASE, ("name",)), (name, owner, pid, host, now, now, session))
+        return True
+
+    def refresh_lease(self, name: str, owner: str) -> None:
+        self.execute("UPDATE leases SET refreshed = ? WHERE name = ? AND owner = ?", (time.time(), name, owner))
+
+    def release_lease(self, name: str, owner: str) -> None:
+        self.execute("DELETE FROM leases WHERE name = ? AND owner = ?", (name, owner))
+
+    def lease_holder(self, name: str) -> LockHolder | None:
+        return _holder(self.execute("SELECT owner, pid, host, refreshed FROM leases WHERE name = ?",
+                                    (name,)).fetchone())
+
+    # --- users, their documents and agents ---------------------------------------------------------
+    def create_user(self, name: str, key_hash: str, created: float) -> int | None:
+        """A new user with one API key (stored hashed); None when the name is taken."""
+        with self.transaction():
+            user_id = _one(self.execute("INSERT INTO users (name, created) VALUES (?, ?) ON CONFLICT (name) DO "
+                                        "NOTHING RETURNING id", (name, created)))
+            if user_id is None:
+                return None
+            self.add_user_key(int(user_id), key_hash, created)
+        return int(user_id)
+
+    def add_user_key(self, user_id: int, key_hash: str, created: float) -> None:
+        self.execute("INSERT INTO api_keys VALUES (?, ?, ?)", (key_hash, user_id, created))
+
+    def user_for_key(self, key_hash: str) -> UserRow | None:
+        row = self.execute("SELECT u.id, u.name, u.created FROM api_keys k JOIN users u ON u.id = k.user_id "
+                           "WHERE k.hash = ?", (key_hash,)).fetchone()
+        return None if row is None else UserRow(*row)
+
+    def get_user(self, name: str) -> UserRow | None:
+        row = self.execute("SELECT id, name, created FROM users WHERE name = ?", (name,)).fetchone()
+        return None if row is None else UserRow(*row)
+
+    def list_users(self) -> list[UserRow]:
+        return [UserRow(*r) for r in self.execute("SELECT id, name, created FROM users ORDER BY id")]
+
+    def put_document_text(self, doc_id: str, text: str) -> None:
+        self.execute("INSERT INTO document_texts VALUES (?, ?) ON CONFLICT DO NOTHING", (doc_id, text))
+
+    def document_text(self, doc_id: str) -> str | None:
+        return _one(self.execute("SELECT text FROM document_texts WHERE document_id = ?", (doc_id,)))
+
+    def add_user_document(self, user_id: int, doc_id: str, name: str, created: float) -> None:
+        """The user holds the document under ``name`` (renamed if they held it already)."""
+        self.execute("INSERT INTO user_documents VALUES (?, ?, ?, ?) "
+                     "ON CONFLICT (user_id, document_id) DO UPDATE SET name = excluded.name",
+                     (user_id, doc_id, name, created))
+
+    def user_documents(self, user_id: int) -> list[DocumentRow]:
+        return [DocumentRow(*r) for r in self.execute(_USER_DOCUMENT + " ORDER BY u.created DESC, d.id", (user_id,))]
+
+    def user_document(self, user_id: int, doc_id: str) -> DocumentRow | None:
+        row = self.execute(_USER_DOCUMENT + " AND d.id = ?", (user_id, doc_id)).fetchone()
+        return None if row is None else DocumentRow(*row)
+
+    def remove_user_document(self, user_id: int, doc_id: str) -> bool:
+        """The user no longer holds the document: their memories of it go, and its text and every memory of it
+        when nobody holds it any more."""
+        with self.transaction():
+            gone = self.execute("DELETE FROM user_documents WHERE user_id = ? AND document_id = ?",
+                                (user_id, doc_id)).rowcount > 0
+            if gone:
+                self._forget_memories("scope = ? AND document_id = ?", (memory_scope(self, user_id), doc_id))
+                self._forget_unheld([doc_id])
+        return gone
+
+    def _forget_memories(self, where: str, args: tuple) -> int:
+        """Delete the memories matching ``where`` and their items (inside a transaction). The local scope ('') is
+        the CLI's too: a service user's erasure never reaches it."""
+        if args[0] == "" and where.startswith("scope"):
+            return 0
+        self.execute(f"DELETE FROM memory_items WHERE memory_key IN (SELECT key FROM memories WHERE {where})", args)
+        return int(self.execute(f"DELETE FROM memories WHERE {where}", args).rowcount)
+
+    def _forget_unheld(self, doc_ids: Sequence[str]) -> int:
+        """Delete the kept texts and the memories of documents no user holds any more (inside a transaction)."""
+        forgotten = 0
+        for doc_id in doc_ids:
+            self.execute(self.db.locking("SELECT 1 FROM documents WHERE id = ?", strong=True), (doc_id,))
+            if self.execute("SELECT 1 FROM user_documents WHERE document_id = ?", (doc_id,)).fetchone():
+                continue
+            self._forget_memories("document_id = ?", (doc_id,))
+            forgotten += self.execute("DELETE FROM document_texts WHERE document_id = ?", (doc_id,)).rowcount
+            self.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+        return forgotten
+
+    def set_agent_owner(self, agent_id: int, user_id: int) -> None:
+        self.execute(upsert("agent_owners", ("agent_id", "user_id"), ("agent_id",)), (agent_id, user_id))
+
+    def agent_owner(self, agent_id: int) -> int | None:
+        owner = _one(self.execute("SELECT user_id FROM agent_owners WHERE agent_id = ?", (agent_id,)))
+        return None if owner is None else int(owner)
+
+    def user_agents(self, user_id: int) -> list[AgentRow]:
+        return [_agent(r) for r in self.execute(_AGENT + " JOIN agent_owners o ON o.agent_id = a.id "
+                                                "WHERE o.user_id = ? ORDER BY a.id", (user_id,))]
+
+    def erase_user_data(self, user_id: int) -> dict[str, int]:
+        """Everything of one user but the account: documents held, their memories, agents, runs."""
+        with self.transaction():
+            docs = [r[0] for r in self.execute("SELECT document_id FROM user_documents WHERE user_id = ? "
+                                               "ORDER BY document_id", (user_id,))]
+            self.execute("DELETE FROM user_documents WHERE user_id = ?", (user_id,))
+            memories = self._forget_memories("scope = ?", (memory_scope(self, user_id),))
+            texts = self._forget_unheld(docs)
+            agents = self.execute("DELETE FROM agents WHERE id IN (SELECT agent_id FROM agent_owners WHERE "
+                                  "user_id = ?)", (user_id,)).rowcount
+            runs = self.execute("DELETE FROM runs WHERE user_id = ?", (user_id,)).rowcount
+        return {"documents": len(docs), "document_texts": texts, "memories": memories, "agents": agents, "runs": runs}
+
+    # --- runs ----------------------------------------------------------------------------------------
+    def create_run(self, run: RunRow) -> None:
+        self.execute(f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({_marks(13)})",
+                     (run.id, run.user_id, run.kind, run.method, run.target, canonical_json(run.request), run.status,
+                      run.created, run.started, run.finished,
+                      None if run.result is None else canonical_json(run.result), run.error,
+                      int(run.cancel_requested)))
+
+    def get_run(self, run_id: str) -> RunRow | None:
+        row = self.execute(_RUN + " WHERE id = ?", (run_id,)).fetchone()
+        return None if row is None else _run(row)
+
+    def list_runs(self, user_id: int | None, *, all_users: bool = False, kind: str | None = None,
+                  target: str | None = None, status: str | None = None, prefix: str | None = None,
+                  limit: int = 50, offset: int = 0) -> list[RunRow]:
+        """A user's runs (``user_id`` None: the local user's; ``all_users``: everyone's), newest first."""
+        where: list[str] = []
+        args: list[Any] = []
+        if not all_users:
+            where.append(f"user_id {self.db.same} ?")
+            args.append(user_id)
+        for column, value in (("kind", kind), ("target", target), ("status", status)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        if prefix is not None:
+            where.append("substr(id, 1, ?) = ?")
+            args.extend((len(prefix), prefix))
+        sql = _RUN + (" WHERE " + " AND ".join(where) if where else "")
+        order = f" ORDER BY created DESC, {self.db.insertion_order} DESC LIMIT ? OFFSET ?"
+        return [_run(r) for r in self.execute(sql + order, (*args, limit, offset))]
+
+    def count_runs(self, user_id: int | None) -> int:
+        return int(_one(self.execute(f"SELECT COUNT(*) FROM runs WHERE user_id {self.db.same} ?", (user_id,))))
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        """Set some of a run's status, started, finished, result and error."""
+        unknown = set(fields) - set(_RUN_FIELDS)
+        if unknown:
+            raise ValueError(f"not a run field: {', '.join(sorted(unknown))}")
+        if not fields:
+            return
+        if fields.get("result") is not None:
+            fields["result"] = canonical_json(fields["result"])
+        sets = ", ".join(f"{name} = ?" for name in fields)
+        self.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
+
+    def request_cancel(self, run_id: str) -> bool:
+        return self.execute("UPDATE runs SET cancel_requested = 1 WHERE id = ? AND status IN ('queued', 'running')",
+                            (run_id,)).rowcount > 0
+
+    def append_run_step(self, run_id: str, kind: str, data: dict[str, Any], created: float) -> int:
+        """Add a step at the end of a run; its number."""
+        with self.transaction():
+            self.execute(self.db.locking("SELECT 1 FROM runs WHERE id = ?"), (run_id,))
+            seq = int(_one(self.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM run_steps WHERE run_id = ?",
+                                        (run_id,))))
+            self.execute("INSERT INTO run_steps VALUES (?, ?, ?, ?, ?)", (run_id, seq, kind, canonical_json(data),
+                                                                          created))
+        return seq
+
+    def run_steps(self, run_id: str, after: int = -1, limit: int | None = None) -> list[StepRow]:
+        sql = "SELECT run_id, seq, kind, data, created FROM run_steps WHERE run_id = ? AND seq > ? ORDER BY seq"
+        args: tuple = (run_id, after)
+        if limit is not None:
+            sql, args = sql + " LIMIT ?", args + (limit,)
+        return [StepRow(r[0], int(r[1]), r[2], json.loads(r[3]), r[4]) for r in self.execute(sql, args)]
+
+    # --- moving a store ------------------------------------------------------------------------------
+    def table_rows(self, table: str, columns: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """Every row of a table (these columns), read in pages, in a stable order."""
+        _check_names(table, columns)
+        order = TABLE_ORDER[table] or self.db.insertion_order
+        for row in self.db.stream(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}"):
+            yield tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+
+    def add_table_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
+                       skip_existing: bool = False) -> int:
+        """Insert rows as they are (ids included); with ``skip_existing``, rows whose key is taken are left out.
+        The number inserted."""
+        _check_names(table, columns)
+        with self.transaction():
+            if skip_existing:
+                columns, rows = self.db.with_extra(table, list(columns), [tuple(r) for r in rows])
+                n = self.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({_marks(len(columns))}) "
+                                     "ON CONFLICT DO NOTHING", rows)
+            else:
+                n = self.db.load(self, table, columns, [tuple(r) for r in rows])
+            self.db.after_load(self, table)
+        return n
+
+    def count_rows(self, table: str) -> int:
+        _check_names(table, ())
+        return int(_one(self.execute(f"SELECT COUNT(*) FROM {table}")))
+
+
+StoreBackend = SQLStore  # the storage interface: one implementation, a dialect per database
