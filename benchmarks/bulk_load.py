@@ -17,9 +17,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import write_result  # noqa: E402
-
-from pagemind.store import PassageRow, Store  # noqa: E402
+from common import write_result
+from pagemind.store import PassageRow, Store
 
 
 def _load(store, vectors: np.ndarray, batch: int) -> tuple[int, float]:

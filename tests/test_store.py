@@ -16,8 +16,8 @@ from pagemind.store import (
     LockHolder,
     PassageRow,
     RunRow,
-    Store,
     SQLStore,
+    Store,
     StoredVectors,
     StoreResponseCache,
     StoreTooNew,
@@ -138,7 +138,7 @@ def _open(path, barrier, results):
         store = Store(path)
         store.close()
         results.put("ok")
-    except Exception as err:  # noqa: BLE001 - reported to the parent
+    except Exception as err:
         results.put(f"{type(err).__name__}: {err}")
 
 
@@ -172,11 +172,10 @@ def test_items_are_written_in_one_commit_per_batch(store):
 def test_fragments_and_embeddings_commit_or_roll_back_together(store):
     store.put_document("d", "book", 3, 11)
     store.open_memory("k", "d", "rag", {}, "m")
-    with pytest.raises(RuntimeError):
-        with store.transaction():
-            store.put_items("k", "fragment", [(0, {"text": "a"}), (1, {"text": "b"})])
-            store.put_embeddings("e", {"h": StoredVectors(1, 1, bytes(4))})
-            raise RuntimeError("killed half-way")
+    with pytest.raises(RuntimeError), store.transaction():
+        store.put_items("k", "fragment", [(0, {"text": "a"}), (1, {"text": "b"})])
+        store.put_embeddings("e", {"h": StoredVectors(1, 1, bytes(4))})
+        raise RuntimeError("killed half-way")
     assert store.items("k", "fragment") == [] and store.count_embeddings() == 0
     commits = _commits(store)
     with store.transaction():

@@ -78,7 +78,7 @@ def _open(url, barrier, results):
     try:
         PostgresStore(url).close()
         results.put("ok")
-    except Exception as err:  # noqa: BLE001 - reported to the parent
+    except Exception as err:
         results.put(f"{type(err).__name__}: {err}")
 
 
@@ -153,7 +153,7 @@ def test_a_killed_holder_frees_the_lock_as_its_connection_closes(pg_url):
     holder.start()
     try:
         assert ready.wait(120)
-        never_stale = lambda held: False  # noqa: E731 - only the liveness of its connection can free it
+        never_stale = lambda held: False
         assert store.lease_holder(f"agent:{agent}").owner == "doomed"
         assert not store.try_lease(f"agent:{agent}", "me", os.getpid(), "here", never_stale)
         os.kill(holder.pid, signal.SIGKILL)

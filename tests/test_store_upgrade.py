@@ -58,7 +58,7 @@ def test_a_sqlite_store_of_the_last_release_upgrades_in_place(tmp_path):
     db.close()
 
 
-def test_a_postgres_store_of_the_last_release_upgrades_in_place(pg_server):  # noqa: F811
+def test_a_postgres_store_of_the_last_release_upgrades_in_place(pg_server):
     psycopg = pytest.importorskip("psycopg")
     from pagemind.store.postgres import PostgresStore
 

@@ -4,11 +4,11 @@ from pathlib import Path
 
 from ..hashing import canonical_json
 from .base import (
+    LOCAL_USER,
     AgentRow,
     BlockRow,
     DocumentRow,
     EventRow,
-    LOCAL_USER,
     LockHolder,
     MemoryContent,
     MemoryRecord,
@@ -41,7 +41,29 @@ def open_store(spec: str | Path | StoreBackend) -> StoreBackend:
 
 SQLiteResponseCache = StoreResponseCache  # the name before the store had an interface
 
-__all__ = ["AgentRow", "BlockRow", "DocumentRow", "EventRow", "RunRow", "StepRow", "UserRow", "LOCAL_USER",
-           "LockHolder", "MemoryContent", "MemoryRecord", "MemorySummary", "PassageRow", "SQLiteResponseCache",
-           "SQLStore", "Store", "StoreBackend", "StoreResponseCache", "StoreTooNew", "StoredVectors", "canonical_json",
-           "memory_key", "memory_scope", "open_store"]
+__all__ = [
+    "LOCAL_USER",
+    "AgentRow",
+    "BlockRow",
+    "DocumentRow",
+    "EventRow",
+    "LockHolder",
+    "MemoryContent",
+    "MemoryRecord",
+    "MemorySummary",
+    "PassageRow",
+    "RunRow",
+    "SQLStore",
+    "SQLiteResponseCache",
+    "StepRow",
+    "Store",
+    "StoreBackend",
+    "StoreResponseCache",
+    "StoreTooNew",
+    "StoredVectors",
+    "UserRow",
+    "canonical_json",
+    "memory_key",
+    "memory_scope",
+    "open_store",
+]

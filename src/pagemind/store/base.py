@@ -28,7 +28,7 @@ def memory_key(document_id: str, method: str, settings: dict[str, Any], model: s
 LOCAL_USER = "local"  # the machine's own user: the CLI, ``pagemind mcp`` and ``pagemind serve --auth none``
 
 
-def memory_scope(store: "StoreBackend", user_id: int | None) -> str:
+def memory_scope(store: StoreBackend, user_id: int | None) -> str:
     """Whose memories and cached LLM replies a user's requests use: ``""`` for the local user (``user_id`` None,
     or the user named ``local``), shared with the CLI; ``u<id>`` for every other user, theirs alone."""
     if user_id is None:

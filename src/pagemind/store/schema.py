@@ -106,7 +106,7 @@ MIGRATIONS: list[Migration] = [
         CREATE TABLE agent_messages (
             agent_id {INT} NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
             seq {INT} NOT NULL,             -- order in the agent's history
-            kind TEXT NOT NULL,             -- user_message | step | function_result | heartbeat | system_alert | summary
+            kind TEXT NOT NULL,             -- user_message | step | function_result | heartbeat | system_alert...
             text TEXT NOT NULL,             -- what recall text search matches
             payload TEXT NOT NULL,          -- JSON
             created TEXT NOT NULL,          -- 'YYYY-MM-DD HH:MM:SS' (agent clock), for date search

@@ -199,7 +199,7 @@ class SQLStore:
 
     def memories_for(self, document_id: str, method: str | None = None, *,
                      scope: str | None = None) -> list[MemoryRecord]:
-        sql, args = _MEMORY + " WHERE document_id = ?", (document_id,)
+        sql, args = _MEMORY + " WHERE document_id = ?", (document_id,)  # type: tuple[str, tuple[Any, ...]]
         if method:
             sql, args = sql + " AND method = ?", args + (method,)
         if scope is not None:
@@ -380,12 +380,13 @@ class SQLStore:
     def evict_agent_events(self, agent_id: int, seqs: Sequence[int]) -> None:
         """Take these events (and the old summary) out of context; they stay in recall."""
         with self.transaction():
-            self.execute("UPDATE agent_messages SET in_context = 0 WHERE agent_id = ? AND kind = 'summary'", (agent_id,))
+            self.execute("UPDATE agent_messages SET in_context = 0 WHERE agent_id = ? AND kind = 'summary'",
+                         (agent_id,))
             self.executemany("UPDATE agent_messages SET in_context = 0 WHERE agent_id = ? AND seq = ?",
                              [(agent_id, seq) for seq in seqs])
 
     def count_agent_events(self, agent_id: int, in_context: bool | None = None) -> int:
-        sql, args = "SELECT COUNT(*) FROM agent_messages WHERE agent_id = ?", (agent_id,)
+        sql, args = "SELECT COUNT(*) FROM agent_messages WHERE agent_id = ?", (agent_id,)  # type: tuple[str, tuple]
         if in_context is not None:
             sql, args = sql + " AND in_context = ?", args + (int(in_context),)
         return int(_one(self.execute(sql, args)))
@@ -455,8 +456,8 @@ class SQLStore:
     def agent_passage_vectors(self, agent_id: int, embedder: str, after: int = 0,
                               upto: int | None = None) -> list[tuple[int, bytes]]:
         """(id, float32 vector) of the agent's passages embedded by ``embedder`` (ids in (after, upto])."""
-        sql, args = ("SELECT id, embedding FROM agent_passages WHERE agent_id = ? AND embedder = ? AND "
-                     "embedding IS NOT NULL", (agent_id, embedder))
+        sql = "SELECT id, embedding FROM agent_passages WHERE agent_id = ? AND embedder = ? AND embedding IS NOT NULL"
+        args: tuple[Any, ...] = (agent_id, embedder)
         if after:
             sql, args = sql + " AND id > ?", args + (after,)
         if upto is not None:

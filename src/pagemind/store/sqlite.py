@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .sql import Rows, SQLStore
 
@@ -34,8 +34,8 @@ class SQLite:
     """The SQLite dialect of the store: its connection and what it does unlike Postgres."""
 
     name = "sqlite"
-    types = {"ID": "INTEGER PRIMARY KEY AUTOINCREMENT", "INT": "INTEGER", "REAL": "REAL", "BLOB": "BLOB",
-             "VEC": "", "SESSION": "", "SEQ": ""}
+    types: ClassVar[dict[str, str]] = {"ID": "INTEGER PRIMARY KEY AUTOINCREMENT", "INT": "INTEGER", "REAL": "REAL",
+                                       "BLOB": "BLOB", "VEC": "", "SESSION": "", "SEQ": ""}
     migrations_table = "CREATE TABLE IF NOT EXISTS _pagemind_migrations (name TEXT PRIMARY KEY, applied REAL)"
     records_order = insertion_order = "rowid"
     ilike = "LIKE"

@@ -56,7 +56,7 @@ class _Entry:
     ids: Any
     matrix: Any
 
-    def extended(self, count: int, last: int, rows: Sequence[tuple[int, bytes]]) -> "_Entry":
+    def extended(self, count: int, last: int, rows: Sequence[tuple[int, bytes]]) -> _Entry:
         """This entry with ``rows`` (the vectors of the passages added since) appended."""
         import numpy as np
 
