@@ -26,24 +26,23 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small products; threads only contend on 2 shared cores
 
-import argparse  # noqa: E402
-import random  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import sysconfig  # noqa: E402
-import time  # noqa: E402
-from collections import Counter  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import random
+import statistics
+import sys
+import sysconfig
+import time
+from collections import Counter
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, peak_rss_mb, write_result  # noqa: E402
-
-from pagemind.retrieval.fragrel.code_files import SourceTree, walk_source_tree  # noqa: E402
-from pagemind.retrieval.fragrel.code_rank import CodeSearchSettings, rank_code, relation_rows  # noqa: E402
-from pagemind.retrieval.fragrel.code_repo import CodeRepository  # noqa: E402
-from pagemind.retrieval.fragrel.relations import MatrixRelation, fragrel_scores  # noqa: E402
+from common import ROOT, peak_rss_mb, write_result
+from pagemind.retrieval.fragrel.code_files import SourceTree, walk_source_tree
+from pagemind.retrieval.fragrel.code_rank import CodeSearchSettings, rank_code, relation_rows
+from pagemind.retrieval.fragrel.code_repo import CodeRepository
+from pagemind.retrieval.fragrel.relations import MatrixRelation, fragrel_scores
 
 STDLIB_SKIP = {"test", "tests", "idlelib", "lib2to3", "site-packages", "ensurepip"}
 CONFIGS = [(50, 0.01), (50, 0.05), (20, 0.01)]  # (top_m, min_weight); the first is the default

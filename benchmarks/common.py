@@ -62,4 +62,4 @@ MOCK_LLM_FLAGS = ["--llm", "openai:mock", "--context-window", "8192", "--server-
 def pct(values: list[float], q: float) -> float:
     """The ``q`` quantile of ``values`` (nearest rank; 0.0 for none)."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0

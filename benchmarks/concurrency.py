@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 from common import DATA, concatenated_articles, quality_rows, write_result
-
 from pagemind import LLM, Document, Store
 from pagemind.llm.mockserver import MockServer
 from pagemind.llm.openai import OpenAICompatible

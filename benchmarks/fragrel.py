@@ -22,27 +22,26 @@ import os
 # spends ~100x longer synchronising threads than computing (a 1000x1000 mat-vec: 15 ms vs 0.14 ms).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import re  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, peak_rss_mb, quality_rows, write_result  # noqa: E402
-
-from pagemind.retrieval import Fragment, FragmentIndex, RetrievalSettings, split_words  # noqa: E402
-from pagemind.retrieval.cache import EmbeddingCache  # noqa: E402
-from pagemind.retrieval.fragrel.code_graph import CodeGraph, code_relation_rows  # noqa: E402
-from pagemind.retrieval.embed import CachedEmbedder, MiniLM  # noqa: E402
-from pagemind.retrieval.fragrel.relations import ContextRelation, SemanticRelation, fragrel_scores  # noqa: E402
-from pagemind.retrieval.scorers import words  # noqa: E402
-from pagemind.store import Store  # noqa: E402
+from common import DATA, peak_rss_mb, quality_rows, write_result
+from pagemind.retrieval import Fragment, FragmentIndex, RetrievalSettings, split_words
+from pagemind.retrieval.cache import EmbeddingCache
+from pagemind.retrieval.embed import CachedEmbedder, MiniLM
+from pagemind.retrieval.fragrel.code_graph import CodeGraph, code_relation_rows
+from pagemind.retrieval.fragrel.relations import ContextRelation, SemanticRelation, fragrel_scores
+from pagemind.retrieval.scorers import words
+from pagemind.store import Store
 
 STOP = set("the a an and or of to in on at for with from by is are was were be been it its this that these those "
            "he she they them his her their him we you your our not but as so if than then there what which who "
@@ -79,17 +78,18 @@ def scoring_times() -> dict:
                 build = (time.perf_counter() - t) * 1000
                 key = f"{n} {label} {'scipy lfilter' if use_scipy else 'numpy scan'}"
                 res["context"][key] = {"build_ms": round(build, 2),
-                                       "score_ms": timed(lambda: fragrel_scores(s, rel, 0.5), 9)}
+                                       "score_ms": timed(lambda s=s, rel=rel: fragrel_scores(s, rel, 0.5), 9)}
         E = rng.normal(size=(n, 384)).astype(np.float32)
         rel = SemanticRelation(E, form="distance")
-        res["semantic"][f"{n} distance (exact, O(N d))"] = {"score_ms": timed(lambda: fragrel_scores(s, rel, 0.5), 5)}
+        res["semantic"][f"{n} distance (exact, O(N d))"] = {
+            "score_ms": timed(lambda s=s, rel=rel: fragrel_scores(s, rel, 0.5), 5)}
         if n <= 10_000:
             t = time.perf_counter()
             sim = SemanticRelation(E, form="similarity", k=64)  # scale: benchmarks/fragrel_scale.py
             kind = f"top-64 {sim.search}"
             res["semantic"][f"{n} similarity ({kind})"] = {
                 "build_ms": round((time.perf_counter() - t) * 1000, 1),
-                "score_ms": timed(lambda: fragrel_scores(s, sim, 0.5), 5)}
+                "score_ms": timed(lambda s=s, sim=sim: fragrel_scores(s, sim, 0.5), 5)}
     # code relation: a random tree of 20k nodes + 40k extra edges, 2k fragments of 10 nodes, 100 candidates
     n_nodes = 20_000
     tree = [(i, int(rng.integers(0, i)), 0.5) for i in range(1, n_nodes)]

@@ -24,23 +24,27 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # faiss
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import resource  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, write_result  # noqa: E402
-
-from pagemind.retrieval.fragrel.relations import (APPROXIMATE_ABOVE, ContextRelation,  # noqa: E402
-                                                  SemanticRelation, exact_neighbours, has_ann)
+from common import DATA, write_result
+from pagemind.retrieval.fragrel.relations import (
+    APPROXIMATE_ABOVE,
+    ContextRelation,
+    SemanticRelation,
+    exact_neighbours,
+    has_ann,
+)
 
 D = 384
 K = 64
@@ -87,13 +91,13 @@ def cell(kind: str, n: int, k: int) -> dict:
     wall, cpu = time.perf_counter(), time.process_time()
     if kind == "previous":
         idx, wts = previous_top_k(E, k)
-        query = lambda: ((wts * s[idx]).sum(axis=1) + s) / (wts.sum(axis=1) + 1.0)  # noqa: E731
+        query = lambda: ((wts * s[idx]).sum(axis=1) + s) / (wts.sum(axis=1) + 1.0)
         nnz = idx.size + n
     else:
         form = "distance" if kind == "distance" else "similarity"
         search = {"dense": "dense", "exact": "exact", "approximate": "approximate"}.get(kind, "auto")
         rel = SemanticRelation(E, form=form, k=0 if kind == "dense" else k, search=search)
-        query = lambda: rel.environment(s)  # noqa: E731
+        query = lambda: rel.environment(s)
         nnz = rel.nnz
     build_s, build_cpu = time.perf_counter() - wall, time.process_time() - cpu
     reps = 1 if kind == "dense" else 5

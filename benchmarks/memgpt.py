@@ -43,7 +43,6 @@ from io import StringIO
 from pathlib import Path
 
 from common import DATA, RESULTS, write_result
-
 from pagemind import Pagemind
 from pagemind.agent import Agent, AgentOptions, Block
 from pagemind.eval.metrics import UUID
@@ -311,13 +310,13 @@ SAVE_FACT = "My locker code is 4417."
 def run_save(run: Run, n: int) -> None:
     rng = random.Random(0)
     results = []
-    for trial in range(n):
+    for _ in range(n):
         if run.out_of_time():
             break
         start = datetime(2026, 1, 1, 8, 0) + timedelta(minutes=rng.randrange(365 * 24 * 60))
         ticks = iter(start + timedelta(seconds=7 * i) for i in range(10**6))
         agent = run.agent(human="", context_window=2600, max_tokens=300, max_steps=3, keep_last=2, summary_words=40)
-        agent.clock = lambda: next(ticks)
+        agent.clock = lambda ticks=ticks: next(ticks)
         _, first = run.turn(agent, f"Please save this in your core memory about me: {SAVE_FACT}", "save")
         agent.import_messages([("user" if i % 2 == 0 else "assistant", f"Small talk number {i} about the weather, "
                                 "the sea and boats, the tides and the gulls over the harbour.", agent.now())

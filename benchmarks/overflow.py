@@ -21,9 +21,8 @@ import time
 from pathlib import Path
 
 from common import write_result
-from scale import make_text, mock_reply
-
 from pagemind.llm.mockserver import MockServer
+from scale import make_text, mock_reply
 
 QUESTIONS = (("What does the keeper of the lighthouse find in the end?", ("a letter", "a boat", "a key", "nothing")),
              ("Why does the captain leave the harbour at night?", ("fear", "a storm", "a promise", "money")))

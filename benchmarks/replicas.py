@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,13 +34,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import MOCK_LLM_FLAGS, pct, write_result  # noqa: E402
-
-from pagemind import users as users_api  # noqa: E402
-from pagemind.llm.llamaserver import free_port, wait_until_answering  # noqa: E402
-from pagemind.llm.mockserver import MockServer  # noqa: E402
-from pagemind.runs import INTERRUPTED  # noqa: E402
-from pagemind.store import open_store  # noqa: E402
+from common import MOCK_LLM_FLAGS, pct, write_result
+from pagemind import users as users_api
+from pagemind.llm.llamaserver import free_port, wait_until_answering
+from pagemind.llm.mockserver import MockServer
+from pagemind.runs import INTERRUPTED
+from pagemind.store import open_store
 
 AGENT = {"embedder": "none", "tool_calling": "json", "constrained": False}
 
@@ -152,7 +149,7 @@ def workload(lb: Balancer, agents: int, turns: int, tag: str, *, keys: bool, on_
     if killer:
         killer.join()
     lost = duplicated = crossed = 0
-    for a, agent_id in enumerate(ids):
+    for agent_id in ids:
         history = lb.get(f"/v1/agents/{agent_id}/messages?limit=500")["messages"]
         got = Counter(m["payload"]["message"] for m in history if m["kind"] == "user_message")
         mine = [m for m, target in sent.items() if target == agent_id]
@@ -208,7 +205,7 @@ def archival(pg_url: str, sqlite_path: Path, passages: int, dim: int = 384, quer
                 for i in range(b, min(passages, b + 2000))])
         loaded = time.perf_counter() - started
         seconds, hits = [], 0
-        for q in range(queries):
+        for _ in range(queries):
             target = int(rng.integers(passages))
             query = vectors[target] + rng.standard_normal(dim).astype(np.float32) * 0.02
             query /= np.linalg.norm(query)

@@ -15,3 +15,5 @@ python benchmarks/startup.py
 # (g) replicas: 2 pagemind serve on one pgserver Postgres, one killed half-way; 1 vs 2 replicas; archival search
 #     on 100k passages, Postgres vs SQLite (about 2 minutes + ~10 for loading 100k passages into Postgres)
 python benchmarks/replicas.py
+# (h) bulk loads: 100k archival passages into SQLite and Postgres, then the HNSW index built (about 3-10 minutes)
+python benchmarks/bulk_load.py

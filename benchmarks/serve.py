@@ -15,23 +15,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import MOCK_LLM_FLAGS, pct, write_result  # noqa: E402
-
-from pagemind import Pagemind  # noqa: E402
-from pagemind import users as users_api  # noqa: E402
-from pagemind.llm.llamaserver import free_port, wait_until_answering  # noqa: E402
-from pagemind.llm.mockserver import MockServer  # noqa: E402
+from common import MOCK_LLM_FLAGS, pct, write_result
+from pagemind import Pagemind
+from pagemind import users as users_api
+from pagemind.llm.llamaserver import free_port, wait_until_answering
+from pagemind.llm.mockserver import MockServer
 
 REPLY = json.dumps({"thoughts": "answer", "function": "send_message", "arguments": {"message": "noted"}})
 AGENT_OPTIONS = {"embedder": "none", "tool_calling": "json", "constrained": False}
@@ -128,7 +127,7 @@ def served_many(server: Served, agents: int, turns: int) -> dict:
         runs_by_id.update({r["id"]: r for r in runs})
         exact += sorted(got) == sorted(f"agent{a}-turn{t}" for t in range(turns)) and len(got) == turns
         ordered += got == [r["request"]["message"] for r in runs]
-        overlaps += sum(x["finished"] > y["started"] for x, y in zip(runs, runs[1:]))
+        overlaps += sum(x["finished"] > y["started"] for x, y in pairwise(runs))
     latencies = [rtt for rtt, _, _ in results.values()]
     added = [rtt - (runs_by_id[run]["finished"] - runs_by_id[run]["created"])
              for rtt, run, _ in results.values() if run in runs_by_id]
@@ -158,7 +157,7 @@ def one_client_burst(server: Served, turns: int) -> dict:
     got = recall(c, agent_id)
     return {"turns": turns, "seconds": round(wall, 3), "all_200": statuses == [200] * turns,
             "recall_in_order_sent": got == [f"burst-{t}" for t in range(turns)],
-            "overlapping_turns": sum(x["finished"] > y["started"] for x, y in zip(runs, runs[1:])),
+            "overlapping_turns": sum(x["finished"] > y["started"] for x, y in pairwise(runs)),
             "max_runs_at_once": max_concurrent(runs)}
 
 

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from common import DATA, quality_rows, write_result
-
 from pagemind import Pagemind
 from pagemind.llm import catalogue
 from pagemind.llm.llamaserver import LlamaCppPythonServer
@@ -90,7 +89,7 @@ def agreement(rows: list[dict], model: str, n_ctx: int, row_index: int, threads:
     first_difference = next((i for i, ok in enumerate(zip(same_prompt, same_tokens, same_reply)) if not all(ok)), None)
     difference = None
     if first_difference is not None:
-        (req_e, res_e), (req_s, res_s) = pairs[first_difference]
+        (req_e, res_e), (_, res_s) = pairs[first_difference]
         difference = {"index": first_difference, "role": req_e.role, "same_prompt": same_prompt[first_difference],
                       "prompt_tokens": [res_e.prompt_tokens, res_s.prompt_tokens],
                       "replies": [res_e.text[:300], res_s.text[:300]]}
@@ -125,7 +124,7 @@ def one_question(pm: Pagemind, row: dict, constrained: bool, max_tokens: int) ->
     try:
         answer = pm.ask(doc, question, options=options, method="readagent-p", constrained=constrained,
                         max_tokens=max_tokens)
-    except Exception as err:  # noqa: BLE001 - a benchmark counts failures instead of stopping
+    except Exception as err:  # a benchmark counts failures instead of stopping
         return {"error": f"{type(err).__name__}: {err}"}
 
     def tally(events: list, fallbacks: dict[str, int]) -> dict:

@@ -39,9 +39,8 @@ import time
 from pathlib import Path
 
 from common import RESULTS, write_result
-from scale import mock_reply
-
 from pagemind.llm.mockserver import MockServer
+from scale import mock_reply
 
 SHORT_QUESTION = "Who finds the map, and why?"
 LONG_QUESTION = "What did Isobel write against the gull?"

@@ -1,8 +1,8 @@
 """Archival search latency: N passages of one agent (random float32 unit vectors, MiniLM's 384 dimensions), one page
 (5 passages) for each of Q queries, through ``nearest_agent_passages``: the SQLite store (the agent's vectors read
 once and kept in memory, ranked in numpy; its first search, and reading every vector per query as it did before
-the cache, are timed too), the Postgres store searched exactly (pgvector's ``<#>`` scan, then the candidates ranked exactly)
-and through its HNSW index. Postgres runs from the ``pgserver`` wheel in a temporary directory.
+the cache, are timed too), the Postgres store searched exactly (pgvector's ``<#>`` scan, then the candidates ranked
+exactly) and through its HNSW index. Postgres runs from the ``pgserver`` wheel in a temporary directory.
 
     python benchmarks/store_search.py --n 10000 --queries 50
     python benchmarks/store_search.py --n 100000 --queries 20 --sqlite-only   # results/store_search_sqlite.json
@@ -20,10 +20,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import write_result  # noqa: E402
-
-from pagemind.store import PassageRow, Store  # noqa: E402
-from pagemind.store.vectors import rank  # noqa: E402
+from common import write_result
+from pagemind.store import PassageRow, Store
+from pagemind.store.vectors import rank
 
 
 def _vectors(n: int, dim: int, seed: int) -> np.ndarray:
@@ -122,7 +121,8 @@ def main() -> None:
                 seconds, found = _time(pg, agent, queries, args.limit)
                 hits = sum(len(set(f) & set(e)) for f, e in zip(found, expected))
                 ordered = all(f == rank([r for r in rows if r[0] in f], q.tobytes()) for f, q in zip(found, queries))
-                result[f"postgres_hnsw_ef{ef}"] = {**_summary(seconds), "recall": round(hits / sum(map(len, expected)), 4),
+                result[f"postgres_hnsw_ef{ef}"] = {**_summary(seconds),
+                                                   "recall": round(hits / sum(map(len, expected)), 4),
                                                    "equal_to_sqlite": found == expected, "ranked_exactly": ordered}
             pg.close()
         finally:

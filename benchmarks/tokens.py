@@ -21,7 +21,6 @@ import threading
 from pathlib import Path
 
 from common import DATA, concatenated_articles, quality_rows, write_result
-
 from pagemind import LLM, Document, Store
 from pagemind.llm.base import Backend, Capabilities, LLMRequest, LLMResponse, estimate_tokens
 from pagemind.llm.usage import Trace
@@ -85,12 +84,12 @@ class SimulatedQwen(Backend):
 
             path = model_path(model)
             self._llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-            text = lambda t: self._llm._model.token_get_text(t) if t != -1 else ""  # noqa: E731
+            text = lambda t: self._llm._model.token_get_text(t) if t != -1 else ""
             self._formatter = Jinja2ChatFormatter(self._llm.metadata["tokenizer.chat_template"],
                                                   eos_token=text(self._llm.token_eos()),
                                                   bos_token=text(self._llm.token_bos()))
             self.tokenizer = f"{model} (llama.cpp vocab-only load, model's chat template)"
-        except Exception as err:  # noqa: BLE001 - any failure means: no real tokenizer here
+        except Exception as err:  # any failure means: no real tokenizer here
             print(f"WARNING: real tokenizer unavailable ({type(err).__name__}: {err}); "
                   "token counts are pagemind.llm.base.estimate_tokens estimates")
         self.model_id = f"simulated:{model}"

@@ -32,10 +32,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import MOCK_LLM_FLAGS, ROOT, write_result  # noqa: E402
-
-from pagemind.llm.llamaserver import free_port, wait_until_answering  # noqa: E402
-from pagemind.llm.mockserver import MockServer  # noqa: E402
+from common import MOCK_LLM_FLAGS, ROOT, write_result
+from pagemind.llm.llamaserver import free_port, wait_until_answering
+from pagemind.llm.mockserver import MockServer
 
 MB = 1_000_000
 BLOCK = b"the keeper lit the lamp at dusk and wrote it down in the log.\n" * 16384  # ~1 MB of text
@@ -257,7 +256,7 @@ def main() -> None:
                 result, growth, how = peak_growth(server, run)
                 row = {"case": label, **summary(result), "peak_rss_growth_mb": growth, "peak_measured_by": how}
                 rows.append(row)
-                print(f"{label:<48} {str(row['status']):>10} {row['seconds']:>7}s  sent {row['sent_mb']:>6} MB  "
+                print(f"{label:<48} {row['status']!s:>10} {row['seconds']:>7}s  sent {row['sent_mb']:>6} MB  "
                       f"peak RSS +{growth} MB", flush=True)
         finally:
             server.close()

@@ -290,14 +290,41 @@ def test_archival_insert_and_search_modes():
 
 
 def test_every_function_is_described_to_the_processor():
-    from pagemind.agent import FUNCTIONS
-    from pagemind.prompts import get_prompt
+    import inspect
 
-    text = get_prompt("memgpt", "functions").render()
+    from pagemind.agent import FUNCTIONS
+    from pagemind.agent.actions import step_tools
+    from pagemind.agent.functions import Toolbox
+    from pagemind.prompts import get_prompt, load_prompts
+
+    # declared once: the Toolbox method's signature gives the arguments, its prompt function.<name> the text
+    described = [name.removeprefix("function.") for name in load_prompts("memgpt") if name.startswith("function.")]
+    assert [f.name for f in FUNCTIONS] == list(described) == [
+        "send_message", "core_memory_append", "core_memory_replace", "conversation_search",
+        "conversation_search_date", "archival_memory_insert", "archival_memory_search"]
+    agent, fake = make([call("send_message", message="hi")])
+    agent.say("hello")
+    system = fake.history[0].messages[0].content
+    tools = {t.name: t for t in step_tools(["persona", "human"])}
     for spec in FUNCTIONS:
-        line = next(l for l in text.splitlines() if l.startswith(f"- {spec.name}("))
-        assert all(p.name in line for p in spec.all_params)
+        method = inspect.signature(getattr(Toolbox, spec.name))
+        assert [p.name for p in spec.params] == list(method.parameters)[1:]
+        description = get_prompt("memgpt", f"function.{spec.name}").render()
+        line = f"- {spec.name}({', '.join(p.name for p in spec.all_params)}): {description}"
+        assert line in system.splitlines()
+        assert tools[spec.name].description == description
     assert get_prompt("memgpt", "warning").verbatim
+
+
+def test_a_function_argument_without_a_bound_is_refused_when_declared():
+    from pagemind.agent.functions import function, spec_of
+
+    @function
+    def shout(self, words: str) -> str:
+        return words
+
+    with pytest.raises(TypeError, match="annotate a string with its bound"):
+        spec_of(shout)
 
 
 def test_store_is_scoped_per_agent():
@@ -322,7 +349,7 @@ def test_the_longest_constrained_reply_fits_the_reply_budget(max_chars):
 
 
 def test_appending_what_a_block_already_holds_is_refused_with_advice():
-    agent, fake = make([
+    agent, _ = make([
         call("core_memory_append", label="human", content="Name: Ann", request_heartbeat=True),
         call("core_memory_append", label="human", content="Name: Ann", request_heartbeat=True),
         call("send_message", message="Got it, Ann."),

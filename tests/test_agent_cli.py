@@ -4,11 +4,10 @@ import json
 
 import click
 from click.testing import CliRunner
-from helpers import make_text
 
+from helpers import make_text
 from pagemind import ScriptedLLM
 from pagemind.cli.agent import agent, chat
-
 
 group = click.Group(commands={"agent": agent, "chat": chat})
 

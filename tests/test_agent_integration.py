@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 import pytest
 
 from helpers import on_embedded_models
-
 from pagemind import Pagemind
 from pagemind.agent import Agent, AgentOptions
 

@@ -4,10 +4,11 @@ import json
 import multiprocessing
 import os
 import time
+from typing import ClassVar
 
 import pytest
-from helpers import first_words_gist, make_text, middle_label
 
+from helpers import first_words_gist, make_text, middle_label
 from pagemind import LLM, Document, ScriptedLLM, Store
 from pagemind.agent import (
     Agent,
@@ -182,7 +183,7 @@ def test_a_document_loaded_into_a_second_agent_is_not_embedded_again():
     from pagemind.retrieval import HashingEmbedder
 
     class Counting(HashingEmbedder):
-        texts: list = []
+        texts: ClassVar[list] = []
 
         def embed(self, texts):
             Counting.texts.extend(texts)

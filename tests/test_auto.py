@@ -32,9 +32,10 @@ def test_a_text_beyond_the_room_gets_a_gist_memory_and_a_look_up(tmp_path):
     fake = scripted(4096)
     with Pagemind(fake, store=tmp_path / "s.db") as pm:
         answer = pm.ask(doc, "Which?", options=["one", "two"])
-        reader = pm.reader("auto")
-        assert reader.choose(doc).method == "readagent-p"
-        assert reader.load(doc).choice.method == "readagent-p"  # the stored memory is found again
+        assert pm.method("auto").choose(doc).method == "readagent-p"
+        reader = pm.reader("auto", document=doc)  # the registry resolves the choice to the reader it picks
+        assert reader.name == "readagent-p" and reader.load(doc) is not None  # the stored memory is found again
+        assert reader.memory_key(doc) == pm.reader("readagent-p").memory_key(doc)  # the same memory as asked for
     assert answer.method == "readagent-p" and answer.details["auto"]["method"] == "readagent-p"
     assert {r.role for r in fake.history} >= {"paginate", "gist", "lookup", "answer"}
 
@@ -42,9 +43,9 @@ def test_a_text_beyond_the_room_gets_a_gist_memory_and_a_look_up(tmp_path):
 def test_room_moves_the_threshold_and_explicit_methods_are_never_second_guessed(tmp_path):
     doc = Document.from_text(make_text(40, 60))  # 2,400 words
     with Pagemind(scripted(8192), store=tmp_path / "s.db") as pm:
-        assert pm.reader("auto").choose(doc).method == "full"
-        assert pm.reader("auto", room=0.8).choose(doc).method == "readagent-p"
-        assert pm.reader("auto", budget=1000).choose(doc).method == "readagent-p"
+        assert pm.choice(doc).method == "full" and pm.choice(doc, "gistmem") is None
+        assert pm.method("auto", room=0.8).choose(doc).method == "readagent-p"
+        assert pm.method("auto", budget=1000).choose(doc).method == "readagent-p"
         assert pm.ask(doc, "Which?", options=["one", "two"], method="gistmem").method == "gistmem"
 
 
@@ -66,6 +67,29 @@ def test_the_two_bundled_samples_fall_on_either_side_of_the_default_window(tmp_p
     short = Document.from_text(sample_path("short").read_text(encoding="utf-8"))
     long = Document.from_text(sample_path("long").read_text(encoding="utf-8"))
     with Pagemind(scripted(16384), store=tmp_path / "s.db") as pm:  # the default model's n_ctx
-        assert pm.reader("auto").choose(short).method == "full"
-        assert pm.reader("auto").choose(long).method == "readagent-p"
+        assert pm.method("auto").choose(short).method == "full"
+        assert pm.method("auto").choose(long).method == "readagent-p"
     assert 15_000 < long.words < 18_000
+
+
+def test_auto_is_a_choice_the_registry_resolves_not_a_reader(tmp_path):
+    from pagemind.errors import ConfigError
+    from pagemind.methods import registry
+    from pagemind.methods.base import Chooser, Reader
+
+    assert issubclass(registry.get("auto"), Chooser) and not issubclass(registry.get("auto"), Reader)
+    doc = Document.from_text(make_text(10, 60))
+    with Pagemind(scripted(4096), store=tmp_path / "s.db") as pm:
+        reader, chosen = registry.resolve("auto", pm.llm, pm.store, doc, budget=3000, max_retries=1)
+        assert reader.name == "full" and chosen.method == "full"
+        assert (reader.options.budget, reader.options.max_retries) == (3000, 1)  # the options it takes, handed on
+        big = Document.from_text(make_text(60, 60))
+        reader, chosen = registry.resolve("auto", pm.llm, pm.store, big, max_pages=2)
+        assert reader.name == "readagent-p" and reader.options.max_pages == 2 and chosen.method == "readagent-p"
+        assert registry.resolve("gistmem", pm.llm, pm.store)[1] is None
+        try:
+            pm.reader("auto")
+        except ConfigError as err:
+            assert "chooses a method per document" in str(err)
+        else:
+            raise AssertionError("auto resolved without a document")

@@ -161,7 +161,7 @@ def test_unknown_name_lists_the_catalogue():
 
 def test_real_catalogue_is_pinned():
     specs = {s.name: s for s in catalogue.list_models()}
-    assert list(specs)[0] == DEFAULT_MODEL
+    assert next(iter(specs)) == DEFAULT_MODEL
     assert set(specs) == {"qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b", "smollm2-135m"}
     assert [len(specs[n].parts) for n in specs] == [22, 6, 1]
     for spec in specs.values():

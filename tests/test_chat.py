@@ -5,8 +5,8 @@ import json
 
 import click
 from click.testing import CliRunner
-from helpers import first_words_gist, make_text, middle_label
 
+from helpers import first_words_gist, make_text, middle_label
 from pagemind import ScriptedLLM
 from pagemind.agent import Agent
 from pagemind.cli.agent import agent, chat

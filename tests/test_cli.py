@@ -18,7 +18,7 @@ def run(args, fake=None, **kw):
 def test_ask_multiple_choice_with_options_and_trace(tmp_path):
     book = tmp_path / "book.txt"
     book.write_text(make_text(30, 60))
-    result, fake = run(["ask", str(book), "Which page?", "-o", "one", "-o", "two", "--trace", "-m", "readagent-p"])
+    result, _ = run(["ask", str(book), "Which page?", "-o", "one", "-o", "two", "--trace", "-m", "readagent-p"])
     assert result.exit_code == 0, result.output
     assert "Answer: (B) two" in result.stdout
     assert "pages read: 1" in result.stderr
@@ -70,7 +70,7 @@ def test_bad_inputs_exit_non_zero_with_one_line(tmp_path):
 
 def test_sample_is_bundled_and_askable():
     assert sample_path().read_text().strip()
-    result, fake = run(["ask", "--sample", "Who finds the map?"],
+    result, _ = run(["ask", "--sample", "Who finds the map?"],
                        ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist,
                                             "lookup": "Page [0]", "answer": "Wren finds it."}))
     assert result.exit_code == 0, result.output

@@ -5,8 +5,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from helpers import first_words_gist, make_text, middle_label
 
+from helpers import first_words_gist, make_text, middle_label
 from pagemind import ScriptedLLM
 from pagemind.api import Pagemind
 from pagemind.cli.main import cli

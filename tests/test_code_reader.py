@@ -10,13 +10,13 @@ from click.testing import CliRunner
 pytest.importorskip("scipy")  # the `retrieval` extra
 pytest.importorskip("tree_sitter_python")
 
-from pagemind import Pagemind, ScriptedLLM, Store  # noqa: E402
-from pagemind.cli import main as cli_main  # noqa: E402
-from pagemind.errors import ConfigError, InputError  # noqa: E402
-from pagemind.methods.code import CodeOptions, CodeReader, parse_target  # noqa: E402
-from pagemind.retrieval.fragrel.code_rank import CodeSearchSettings, rank_code  # noqa: E402
-from pagemind.retrieval.fragrel.repocoder import extract_completion  # noqa: E402
-from pagemind.retrieval.scorers import BM25  # noqa: E402
+from pagemind import Pagemind, ScriptedLLM, Store
+from pagemind.cli import main as cli_main
+from pagemind.errors import ConfigError, InputError
+from pagemind.methods.code import CodeOptions, CodeReader, parse_target
+from pagemind.retrieval.fragrel.code_rank import CodeSearchSettings, rank_code
+from pagemind.retrieval.fragrel.repocoder import extract_completion
+from pagemind.retrieval.scorers import BM25
 
 SEP = "# " + "-" * 50
 MAIN = ("from pkg.alpha import alpha_total\nfrom pkg.beta import beta_scale\n\n\ndef run(values):\n"
@@ -121,7 +121,7 @@ BUDGET_REPO = {"pkg/one.py": "x = 1\n", "pkg/two.py": "y = 2\n", "pkg/cur.py": "
 @pytest.mark.parametrize("budget, blocks, tokens", [(53, 2, 53), (52, 1, 34), (34, 1, 34), (33, 0, 15),
                                                     (15, 0, 15), (14, None, 0)])
 def test_retrieved_context_fits_the_budget_to_the_token(tmp_path, budget, blocks, tokens):
-    pm, fake = session()
+    pm, _ = session()
     done = pm.complete(write(tmp_path, BUDGET_REPO), "pkg/cur.py", None, prompt_only=True, budget=budget,
                          fragrel=False)
     assert done.context_tokens == tokens <= budget
@@ -142,13 +142,27 @@ def test_file_part_keeps_the_last_lines_that_fit(tmp_path):
 
 def test_ask_context_fits_the_budget(tmp_path):
     pm, fake = session()
-    answer = pm.ask(write(tmp_path, SMALL), "What does alpha_total return?", budget=30)
+    answer = pm.ask_code(write(tmp_path, SMALL), "What does alpha_total return?", budget=30)
     assert answer.text == "alpha_total sums the values." and answer.method == "code"
     assert 0 < answer.details["context_tokens"] <= 30
     prompt = fake.history[-1].messages[0].content
     assert "# pkg/alpha.py (lines 1-2)\ndef alpha_total(values):" in prompt
     assert prompt.index("pkg/alpha.py") < prompt.index("Question:\nWhat does alpha_total return?")
     assert answer.pages_read == [f["index"] for f in answer.details["fragments"]]
+
+
+def test_a_directory_is_read_by_the_code_method_only_never_switched_to_it(tmp_path):
+    from pagemind.text import Document
+
+    pm, fake = session()
+    root = write(tmp_path, SMALL)
+    for method in ("auto", "readagent-p", "full"):  # a document method refuses a directory, naming the code method
+        with pytest.raises(InputError, match=r"is a directory: .* reads a document; .*ask_code"):
+            pm.ask(root, "What does alpha_total return?", method=method)
+    assert fake.history == []  # nothing was asked of the model
+    assert pm.ask(root, "What does alpha_total return?", method="code").method == "code"  # explicit: read
+    with pytest.raises(InputError, match="reads a source tree"):
+        pm.ask(Document.from_text("alpha beta gamma."), "What?", method="code")
 
 
 # --- memory, options, targets ---------------------------------------------------------------------------
@@ -194,7 +208,7 @@ def test_options_and_targets_are_validated(tmp_path):
     ("\n\n    a = 1\n    b = 2\n    c = 3", "    a = 1\n    b = 2"),  # leading blanks dropped; max_lines 2
 ])
 def test_extract_completion(reply, expected):
-    text, notes = extract_completion(reply, ["def h(x):", "    x = g()"], max_lines=2 if "c = 3" in reply else 8)
+    text, _ = extract_completion(reply, ["def h(x):", "    x = g()"], max_lines=2 if "c = 3" in reply else 8)
     assert text == expected
 
 
@@ -218,7 +232,7 @@ def run(args, fake=None, command=None):
 def test_cli_complete(tmp_path):
     root = write(tmp_path / "repo", SMALL)
     store = str(tmp_path / "s.db")
-    result, fake = run([str(root), "pkg/main.py:7", "--store", store, "--top-k", "2", "--trace"])
+    result, _ = run([str(root), "pkg/main.py:7", "--store", store, "--top-k", "2", "--trace"])
     assert result.exit_code == 0, result.output
     assert result.stdout == "    total = alpha_total(scaled)\n"
     assert "pkg/main.py:7 | 2 fragments" in result.stderr and "fragment 0: pkg/alpha.py lines 1-2" in result.stderr
@@ -270,7 +284,8 @@ def test_ask_directory_dispatch(tmp_path):
 
 def test_a_prose_completion_is_reasked_once_then_returned_with_a_warning(tmp_path):
     root = write(tmp_path, SMALL)
-    fixed = ScriptedLLM(replies=["The code is designed to add up the scaled values.", "    total = alpha_total(scaled)\n"])
+    fixed = ScriptedLLM(replies=["The code is designed to add up the scaled values.",
+                                 "    total = alpha_total(scaled)\n"])
     pm, _ = session(fixed)
     done = pm.complete(root, "pkg/main.py", 7)
     assert done.text == "    total = alpha_total(scaled)" and len(fixed.history) == 2

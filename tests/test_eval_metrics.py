@@ -3,8 +3,16 @@
 import pytest
 
 from pagemind.eval.datasets import Example
-from pagemind.eval.metrics import (exact_match, kv_correct, locomo_f1, normalize_answer, rouge, score,
-                                   sentence_lines, token_f1)
+from pagemind.eval.metrics import (
+    exact_match,
+    kv_correct,
+    locomo_f1,
+    normalize_answer,
+    rouge,
+    score,
+    sentence_lines,
+    token_f1,
+)
 from pagemind.eval.report import bootstrap, interval, wilson
 
 U1, U2 = "11111111-2222-4333-8444-555555555555", "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
@@ -66,7 +74,8 @@ def test_score_per_task():
     kv = example("kv", references=(U2,), meta={"match": "last-uuid"})
     assert score(kv, f"{U1} -> {U2}") == {"accuracy": 1.0}
     summary = score(example("summary", references=("the cat was on the mat",)), "the cat sat on the mat")
-    assert set(summary) == {"f1", "rouge1", "rouge2", "rougeL", "rougeLsum"} and summary["rouge1"] == pytest.approx(5 / 6)
+    assert set(summary) == {"f1", "rouge1", "rouge2", "rougeL", "rougeLsum"}
+    assert summary["rouge1"] == pytest.approx(5 / 6)
     qa = score(example("qa", references=("Ann Lee", "Ann")), "ann")
     assert qa == {"f1": 1.0, "em": 1.0}
     loc = score(example("qa", dataset="locomo", references=("a cat",), meta={"category": 4}), "cats")

@@ -99,7 +99,8 @@ def test_scores_by_condition_count_failures_as_zero(tmp_path):
                               "scores": {"memgpt": {"1": [0.5, 2], "2": [0.5, 2], "3": [0.0, 1]}}}
     write_report(tmp_path / "kv")
     md = (tmp_path / "kv" / "summary.md").read_text()
-    assert "| method | levels 1 | levels 2 | levels 3 |" in md and "| memgpt | 0.500 (2) | 0.500 (2) | 0.000 (1) |" in md
+    assert "| method | levels 1 | levels 2 | levels 3 |" in md
+    assert "| memgpt | 0.500 (2) | 0.500 (2) | 0.000 (1) |" in md
     assert summarise(fake_run(tmp_path / "run"))["breakdown"] is None  # QuALITY has no condition
 
 
@@ -144,8 +145,8 @@ def invoke(args, fake=None):
 def test_eval_dataset_runs_the_default_command_and_report_regenerates(tmp_path):
     quality_slice(tmp_path, n=3)
     run_dir = tmp_path / "run"
-    result, fake = invoke(["eval", "quality", "-m", "full", "-m", "rag", "--data", str(tmp_path), "--limit", "2",
-                           "--run-dir", str(run_dir), "--store", str(tmp_path / "s.db"), "--no-progress",
+    result, _ = invoke(["eval", "quality", "-m", "full", "-m", "rag", "--data", str(tmp_path), "--limit", "2",
+                        "--run-dir", str(run_dir), "--store", str(tmp_path / "s.db"), "--no-progress",
                            "-O", "rag:top_k=2"])
     assert result.exit_code == 0, result.output
     assert "| full | 2 | 0 |" in result.stdout and "| rag | 2 | 0 |" in result.stdout
@@ -206,7 +207,7 @@ def test_a_method_whose_every_example_failed_is_reported_as_zero(tmp_path):
     for i in range(3):
         rd.append("examples.jsonl", {"key": f"memwalker|e{i}", "example_id": f"e{i}", "method": "memwalker",
                                      "status": "error", "error": "ContextWindowExceeded: too long"})
-    files, warnings = write_report(tmp_path)
+    _, warnings = write_report(tmp_path)
     [m] = summarise(tmp_path)["methods"]
     assert (m["n"], m["errors"], m["score"], m["tokens"]) == (3, 3, 0.0, None)
     assert "| memwalker | 3 | 3 | 0.000 [0.000, 0.000] |" in (tmp_path / "summary.md").read_text()

@@ -20,7 +20,8 @@ def transcript(seed: int, lines: int = 24) -> list[dict]:
 
 
 def qmsum_fixture(root, meetings=2):
-    rows = [{"meeting_id": f"M{m}", "general_query_list": [{"query": "Summarize the whole meeting", "answer": "the plan"}],
+    rows = [{"meeting_id": f"M{m}",
+             "general_query_list": [{"query": "Summarize the whole meeting", "answer": "the plan"}],
              "specific_query_list": [{"query": f"What about topic {m}?", "answer": "a topic summary"}],
              "meeting_transcripts": transcript(m)} for m in range(meetings)]
     write(root / "qmsum" / "val.jsonl", rows, lines=True)

@@ -7,9 +7,18 @@ from pagemind.errors import ConfigError
 from pagemind.retrieval import Fragment, FragmentIndex, RetrievalSettings
 from pagemind.retrieval.embed import HashingEmbedder
 from pagemind.retrieval.fragrel import relations
-from pagemind.retrieval.fragrel.relations import (SEMANTIC_K, ContextRelation, MatrixRelation, SemanticRelation,
-                                                  causal_geometric, dense_environment, exact_neighbours,
-                                                  fragrel_scores, has_ann, two_sided_geometric)
+from pagemind.retrieval.fragrel.relations import (
+    SEMANTIC_K,
+    ContextRelation,
+    MatrixRelation,
+    SemanticRelation,
+    causal_geometric,
+    dense_environment,
+    exact_neighbours,
+    fragrel_scores,
+    has_ann,
+    two_sided_geometric,
+)
 
 
 # --- context structure relation (Eq. 7) ------------------------------------------------------------------

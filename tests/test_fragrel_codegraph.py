@@ -5,10 +5,15 @@ import pytest
 
 pytest.importorskip("scipy")  # the `retrieval` extra
 
-from pagemind.errors import ConfigError  # noqa: E402
-from pagemind.retrieval.fragrel.code_graph import (EDGE_WEIGHTS, CodeGraph, code_relation,  # noqa: E402
-                                                   code_relation_rows, max_product_paths)
-from pagemind.retrieval.fragrel.relations import dense_environment, fragrel_scores  # noqa: E402
+from pagemind.errors import ConfigError
+from pagemind.retrieval.fragrel.code_graph import (
+    EDGE_WEIGHTS,
+    CodeGraph,
+    code_relation,
+    code_relation_rows,
+    max_product_paths,
+)
+from pagemind.retrieval.fragrel.relations import dense_environment, fragrel_scores
 
 # pkg/ (0) -- a.py (1), b.py (2)                        directory edges 0.3
 # a.py (1) -- <module a> (3);  b.py (2) -- <module b> (6)   file <-> syntax root 1.0
@@ -52,7 +57,7 @@ def test_fragment_relation_eq8_hand_computed():
     W = code_relation_rows(GRAPH, FRAGMENTS)
     # w_01 = (10*20*.8 + 10*20*.2 + 30*20*.4 + 30*20*.1) / (40*40) = 500/1600
     # w_00 = (10*10*1 + 2*10*30*.5 + 30*30*1) / 1600 = 1300/1600;  w_11 = (400 + 2*400*.25 + 400) / 1600
-    assert W == pytest.approx(np.array([[1300, 500], [500, 1000]]) / 1600)
+    assert pytest.approx(np.array([[1300, 500], [500, 1000]]) / 1600) == W
     W0 = code_relation_rows(NO_CALLS, FRAGMENTS)
     assert W0[0, 1] < 0.02 < W[0, 1]  # the cross-file call edge is what relates the two fragments
 

@@ -116,3 +116,108 @@ def test_loopback_http_skips_the_ca_bundle_and_anything_else_verifies():
     assert local._verify.cert_store_stats()["x509_ca"] == 0
     for url in ("https://127.0.0.1:9/v1", "http://gpu-box.example:8000/v1", "https://api.openai.com/v1"):
         assert OpenAICompatible("m", base_url=url, api_key="k")._verify is True
+
+
+# --- no import cycles (issue 22 item 5) ------------------------------------------------------------------------
+def import_graph(root):
+    """Which of pagemind's modules each module imports, read statically (ast) from the sources under ``root``.
+
+    Every import counts, also one inside a function: a function-level import defers the loading, not the
+    dependency, and the known cycles (``lookup`` <-> ``hierarchy``, ``openai`` <-> ``servers``, ``app`` <-> ``agents``,
+    ``datasets`` <-> ``sets_*``) were all made of them. Imports under ``if TYPE_CHECKING:`` do not count: they never
+    run, and an annotation naming a type of another module makes no run-time dependency. ``from pkg import name``
+    depends on ``pkg.name`` when that is a module, else on ``pkg`` (its ``__init__``, also a module's own package:
+    a package that loads its module which reads a name back from the package is a cycle too)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(root)
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        package = parts[-1] == "__init__"
+        modules[".".join(parts[:-1] if package else parts)] = (path, package)
+
+    def type_checking(node):
+        test = node.test
+        return isinstance(node, ast.If) and ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+                                             or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+    graph = {}
+    for name, (path, package) in modules.items():
+        here = name.split(".") if package else name.split(".")[:-1]
+        found = set()
+        stack = list(ast.parse(path.read_text(encoding="utf-8")).body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.If) and type_checking(node):
+                stack.extend(node.orelse)
+                continue
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module else [])) \
+                    if node.level else node.module
+                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
+                found.update(subs)
+                if len(subs) < len(node.names):
+                    found.add(base)
+            stack.extend(ast.iter_child_nodes(node))
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def cycles(graph):
+    """The strongly connected groups of more than one module (Tarjan), each sorted."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles_among_pagemind_modules():
+    from pathlib import Path
+
+    import pagemind
+
+    graph = import_graph(Path(pagemind.__file__).parent)
+    assert len(graph) > 100 and "pagemind.methods.readagent.lookup" in graph
+    found = cycles(graph)
+    assert found == [], "\n".join(" <-> ".join(group) + "\n   " + "; ".join(
+        f"{m} -> {', '.join(sorted(graph[m] & set(group)))}" for m in group) for group in found)
+
+
+def test_the_cycle_check_sees_a_cycle_made_by_a_function_level_import(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("from .b import thing\n")
+    (package / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .sub import b\n")
+    (package / "sub" / "b.py").write_text("def thing():\n    from ..a import x\n    return x\n")
+    graph = import_graph(package)
+    assert graph["pkg.sub.b"] == {"pkg.a"} and graph["pkg.a"] == set()  # TYPE_CHECKING imports do not count
+    (package / "a.py").write_text("def f():\n    from .sub.b import thing\n")
+    assert cycles(import_graph(package)) == [["pkg.a", "pkg.sub.b"]]

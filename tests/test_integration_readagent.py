@@ -5,7 +5,6 @@ import re
 import pytest
 
 from helpers import on_embedded_models
-
 from pagemind.cli.main import sample_path
 
 pytestmark = on_embedded_models()

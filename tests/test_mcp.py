@@ -4,6 +4,7 @@ HTTP endpoint of ``pagemind serve``'s app under uvicorn on loopback; the LLM is 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import socket
@@ -17,12 +18,12 @@ import anyio
 import pytest
 
 pytest.importorskip("mcp")
-from mcp import Client, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
-from pagemind.llm.llamaserver import free_port, wait_until_answering  # noqa: E402
-from pagemind.llm.mockserver import MockServer  # noqa: E402
-from pagemind.methods import registry  # noqa: E402
+from pagemind.llm.llamaserver import free_port, wait_until_answering
+from pagemind.llm.mockserver import MockServer
+from pagemind.methods import registry
 
 STORY = ("Wren keeps the lamps of the tower on the northern cape.\n\nAbel, her brother, sails the ferry.\n\n"
          "The map was found under the third stair by Wren in the winter of the storm.")
@@ -216,11 +217,11 @@ class Served:
 
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
-        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
-    def __enter__(self) -> "Served":
+    def __enter__(self) -> Served:
         self.thread.start()
         deadline = time.monotonic() + 20
         while not self.server.started:
@@ -422,7 +423,7 @@ def test_mcp_turns_wait_in_the_agents_line_with_its_http_messages(tmp_path: Path
         turns = sorted(pm.runs.list(user.id, kind="turn"), key=lambda r: r.started)
         assert [r.request["message"] for r in turns] == ["first", "second", "third"]
         assert all(r.status == "done" for r in turns)
-        assert all(a.finished <= b.started for a, b in zip(turns, turns[1:]))  # one at a time
+        assert all(a.finished <= b.started for a, b in itertools.pairwise(turns))  # one at a time
         assert [said[m]["messages"] for m in ("first", "second", "third")] == [
             ["Noted, Ada it is (1)."], ["Noted, Ada it is (2)."], ["Noted, Ada it is (3)."]]
         pm.close()
@@ -444,7 +445,8 @@ def test_mcp_refuses_what_http_refuses_with_the_reason(tmp_path: Path) -> None:
         async def go() -> None:
             async with Client(server) as client:
                 doc = (await client.call_tool("add_document", {"text": STORY, "name": "cape.txt"})).structured_content
-                cases = [("ask", {"document_id": doc["id"], "question": "   "}, "question: Value error, must not be blank"),
+                cases = [("ask", {"document_id": doc["id"], "question": "   "},
+                          "question: Value error, must not be blank"),
                          ("ask", {"document_id": doc["id"], "question": "Which?",
                                   "options": [f"o{i}" for i in range(11)]}, "options: List should have at most 10"),
                          ("create_agent", {"name": "sam", "options": {"max_steps": "many"}}, "max_steps"),

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from helpers import make_text
-from pagemind import Document, LLM, Pagemind, ScriptedLLM, Store
+from pagemind import LLM, Document, Pagemind, ScriptedLLM, Store
 from pagemind.cli.main import cli
 from pagemind.errors import ConfigError
 from pagemind.methods.memwalker import MemWalker, MemWalkerOptions, format_walk
@@ -101,7 +101,7 @@ def test_plan_balances_groups_and_lifts_single_nodes():
 
 
 def test_segments_pack_whole_paragraphs_and_split_only_an_oversized_one():
-    words = lambda s: len(s.split())  # noqa: E731
+    words = lambda s: len(s.split())
     text = make_text(3, 10) + "\n\n" + " ".join(f"Long{i} sentence number {i} here." for i in range(12))
     segments = segment_text(text, 25, words)
     assert segments[0] == "\n\n".join(paragraphs(3)[:2])
@@ -293,7 +293,7 @@ def test_working_memory_carries_the_path_once_and_can_be_turned_off():
 
 def test_working_memory_is_truncated_from_the_oldest():
     items = ["root " * 10, "mid " * 10, "near " * 10]
-    count = lambda s: len(s.split())  # noqa: E731
+    count = lambda s: len(s.split())
     assert fit_memory(items, 30, count) == (" ".join(items), False)
     text, cut = fit_memory(items, 25, count)
     assert cut and text.split() == ["mid"] * 10 + ["near"] * 10
@@ -328,7 +328,8 @@ def test_working_memory_is_cut_to_what_the_context_window_leaves():
 def test_prompts_keep_the_papers_wording_and_the_no_reasoning_variant_drops_one_line():
     triage = get_prompt("memwalker", "triage")
     plain = get_prompt("memwalker", "triage_no_reasoning")
-    assert "Relpy with the passage number as your action." in triage.template and not triage.verbatim and "line breaks" in triage.differences
+    assert "Relpy with the passage number as your action." in triage.template
+    assert not triage.verbatim and "line breaks" in triage.differences
     assert "Your should reply" in get_prompt("memwalker", "leaf").template
     removed = "First provide reasoning to compare the summaries before you make the decision.\n"
     assert triage.template.replace(removed, "") == plain.template
@@ -475,7 +476,7 @@ def test_prefix_cache_layout_lets_questions_share_the_roots_triage_prompt(layout
     for question in (Question("Which one?", QUESTION.options), Question("Who did it?", QUESTION.options)):
         mw.answer(tree, question)
     first, second = (r.messages[0].content for r in navigations(fake)[0::3])
-    shared = len(os.path.commonprefix([first, second]))
+    shared = len(os.path.commonprefix([first, second]))  # noqa: RUF071 - prompts, not paths: characters are meant
     summaries = first.index("Summary 0:")
     if layout == "paper":
         assert shared < summaries  # the question comes first: nothing after it is shared

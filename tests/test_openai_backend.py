@@ -258,7 +258,7 @@ def test_openai_hosted_windows_are_declared_and_nothing_else_is_guessed() -> Non
     assert OpenAICompatible("gpt-4", env=official).capabilities.context_window == 8192
     assert OpenAICompatible("gpt-4-turbo-2024-04-09", env=official).capabilities.context_window == 128000
     with pytest.raises(ConfigError, match="--context-window"):
-        OpenAICompatible("some-new-model", env=official).capabilities
+        _ = OpenAICompatible("some-new-model", env=official).capabilities
     with MockServer() as server:  # a server that reports no window: refused, never 8192
         with pytest.raises(ConfigError, match="--context-window"):
             LLM(OpenAICompatible("llama3", base_url=server.url))

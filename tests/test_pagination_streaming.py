@@ -4,6 +4,7 @@ so a prefix cache serves what the model has read; the same pages as the paper's 
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import pytest
 
@@ -57,7 +58,7 @@ def test_each_turn_extends_the_conversation_and_shows_only_new_text():
     reader(fake, gist_mode="continue", pagination="streaming").build(Document.from_text(TEXT))
     # (the tail page, taken without a pagination call, is gisted on its own)
     requests = [r for r in fake.history if r.role == "paginate" or len(r.messages) > 1]
-    for before, after in zip(requests, requests[1:]):  # a prefix cache serves every earlier turn
+    for before, after in pairwise(requests):  # a prefix cache serves every earlier turn
         assert after.messages[:len(before.messages)] == before.messages
         assert after.messages[len(before.messages)].role == "assistant"
     # every paragraph's text is shown in full once (the look-ahead shows the next one's beginning with "...")
@@ -90,7 +91,7 @@ def test_a_conversation_that_outgrows_its_share_of_the_window_starts_over():
     sizes = [sum(len(m.content.split()) for m in r.messages) for r in fake.history if r.role == "paginate"]
     assert max(sizes) <= 3000
     pages = memory.pages
-    assert pages[0].start == 0 and all(a.end == b.start for a, b in zip(pages, pages[1:]))
+    assert pages[0].start == 0 and all(a.end == b.start for a, b in pairwise(pages))
 
 
 def test_a_killed_streaming_build_resumes_with_a_new_conversation(tmp_path):
@@ -119,7 +120,8 @@ def test_a_killed_streaming_build_resumes_with_a_new_conversation(tmp_path):
 def test_streaming_is_its_own_memory():
     store = Store(":memory:")
     doc = Document.from_text(TEXT)
-    assert reader(scripted(), store).memory_key(doc) != reader(scripted(), store, pagination="streaming").memory_key(doc)
+    streaming = reader(scripted(), store, pagination="streaming")
+    assert reader(scripted(), store).memory_key(doc) != streaming.memory_key(doc)
 
 
 def _words(text: str) -> list[str]:
@@ -183,11 +185,11 @@ def test_the_grounding_checks_leave_other_gists_alone():
 def test_a_memory_of_continued_gists_built_before_their_checks_is_built_again():
     store = Store(":memory:")
     paper, continued = reader(scripted(), store), reader(scripted(), store, gist_mode="continue")
-    assert "continued_gist_checks" not in paper.memory_settings()  # the paper's memories keep their keys
-    assert continued.memory_settings()["continued_gist_checks"] == 2
+    assert "builder" not in paper.key_settings()  # the paper's memories keep their keys (build version 1)
+    assert continued.key_settings()["builder"] == 2  # ReadAgent's build version 2: continued gists are checked
     doc = Document.from_text(TEXT)
-    older = dict(continued.memory_settings())
-    del older["continued_gist_checks"]
+    older = continued.memory_settings()  # the key of a memory built before the checks (no version in it)
     from pagemind.store.base import memory_key
 
     assert continued.memory_key(doc) != memory_key(doc.id, "readagent", older, continued.memory_model())
+    assert paper.memory_key(doc) == memory_key(doc.id, "readagent", paper.memory_settings(), paper.memory_model())

@@ -5,9 +5,9 @@ import pytest
 from helpers import first_words_gist, make_text, middle_label
 from pagemind import LLM, Document, ScriptedLLM, Store
 from pagemind.errors import ConfigError
+from pagemind.methods import registry
 from pagemind.methods.full import FullText
 from pagemind.methods.question import Question
-from pagemind.methods import registry
 from pagemind.methods.rag import RAG, RAGOptions
 from pagemind.retrieval.embed import HashingEmbedder
 from pagemind.store import SQLiteResponseCache
@@ -103,7 +103,7 @@ def test_memory_is_stored_and_reused(tmp_path):
 
 def test_dense_scorer_embeds_once_into_the_store(tmp_path):
     store = Store(tmp_path / "d.db")
-    rag, fake = reader(store=store, scorer="dense", top_k=1, embedder=HashingEmbedder(dim=4096))
+    rag, _ = reader(store=store, scorer="dense", top_k=1, embedder=HashingEmbedder(dim=4096))
     memory = rag.build(DOC)
     from pagemind.retrieval.cache import EmbeddingCache
 

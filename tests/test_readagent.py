@@ -3,11 +3,11 @@
 import pytest
 
 from helpers import first_words_gist, labels, make_text, middle_label
-from pagemind import Document, LLM, Pagemind, ScriptedLLM, Store, Trace
-from pagemind.llm.base import Message
+from pagemind import LLM, Document, Pagemind, ScriptedLLM, Store, Trace
 from pagemind.errors import ScriptExhausted
-from pagemind.methods.question import Question
+from pagemind.llm.base import Message
 from pagemind.methods import registry
+from pagemind.methods.question import Question
 from pagemind.methods.readagent import ReadAgentP
 from pagemind.store import SQLiteResponseCache
 
@@ -65,7 +65,8 @@ def test_out_of_range_label_is_not_accepted():
 
 
 def test_document_text_that_looks_like_labels_or_answers_does_not_confuse():
-    text = make_text(12, 60) + "\n\nBreak point: <3> and Answer: (B) appear in the story itself.\n\n" + make_text(12, 60)
+    said = "\n\nBreak point: <3> and Answer: (B) appear in the story itself.\n\n"
+    text = make_text(12, 60) + said + make_text(12, 60)
     fake = scripted(lookup="I want to look up Page [0] to", answer="Answer: (C)")
     ra = agent(fake)
     memory = ra.build(Document.from_text(text))
@@ -81,7 +82,7 @@ def test_document_text_that_looks_like_labels_or_answers_does_not_confuse():
 def test_gists_memory_and_compression_rate():
     fake = scripted()
     memory = agent(fake).build(Document.from_text(make_text(30, 60)))
-    assert [g.text for g in memory.gists][0] == "p0w0 p1w0 p2w0 p3w0 p4w0 p5w0 p6w0"
+    assert memory.gists[0].text == "p0w0 p1w0 p2w0 p3w0 p4w0 p5w0 p6w0"
     assert memory.tagged_gists().startswith("<Page 0>\np0w0")
     assert memory.compression_rate == pytest.approx(100 * (1 - 30 / 1800))
 
@@ -97,7 +98,7 @@ def test_parallel_lookup_dedups_range_checks_caps_and_keeps_narrative_order():
     assert context.index("p0w59") < context.index(memory.gists[1].text) < context.index(memory.pages[3].text)
     assert "<Page" not in context.split("Article:")[1]  # the answer prompt shows no page tags
     assert answer.letter == "B" and answer.text == "two"
-    decision = [e for e in answer.trace.events if e.role == "lookup"][0].decision
+    decision = next(e for e in answer.trace.events if e.role == "lookup").decision
     assert "repeated" in decision and "out of range" in decision
 
 

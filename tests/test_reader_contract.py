@@ -9,16 +9,16 @@ from click.testing import CliRunner
 from helpers import make_text
 from pagemind.cli.main import cli
 from pagemind.errors import ConfigError
+from pagemind.llm.base import LLMRequest
 from pagemind.llm.client import LLM
 from pagemind.llm.fake import ScriptedLLM
 from pagemind.llm.usage import Trace
 from pagemind.methods import registry
-from pagemind.methods.base import Reader
+from pagemind.methods.base import Chooser, Reader
 from pagemind.methods.decide import BUDGET, FAILED, Invalid, decide
 from pagemind.methods.memwalker import MemWalkerOptions
 from pagemind.methods.rag import RAGOptions
 from pagemind.methods.readagent import ParallelOptions, ReadAgentOptions
-from pagemind.llm.base import LLMRequest
 from pagemind.store import Store
 from pagemind.text import Document
 
@@ -79,7 +79,8 @@ def test_json_schema_of_every_reader_describes_every_option():
 def test_every_registered_reader_follows_the_contract():
     for name in registry.names():
         cls = registry.get(name)
-        assert issubclass(cls, Reader) and cls.name == name and cls.about.title and cls.about.summary
+        assert issubclass(cls, Reader) != issubclass(cls, Chooser)  # a reader, or a choice resolved to one
+        assert cls.name == name and cls.about.title and cls.about.summary
         assert cls.source in ("document", "directory") and cls.unit
     with pytest.raises(ConfigError, match="unknown method 'nope'"):
         registry.get("nope")

@@ -32,7 +32,10 @@ def run(*args: str, home: Path, url: str, check: bool = True) -> subprocess.Comp
 
 @pytest.fixture()
 def server():
-    with MockServer(text=lambda body: "Wren, from the lead: " + str(body["messages"][-1]["content"].count("Paragraph"))) as s:
+    def reply(body):
+        return "Wren, from the lead: " + str(body["messages"][-1]["content"].count("Paragraph"))
+
+    with MockServer(text=reply) as s:
         yield s
 
 

@@ -100,7 +100,7 @@ class Replica:
 
 
 @pytest.fixture
-def replicas(pg_url):  # noqa: F811
+def replicas(pg_url):
     """Two replicas (a, b) on one fresh Postgres database, with one user; their LLM answers in 0.05 s."""
     store = open_store(pg_url)
     _, key = users_api.create_user(store, "ann")

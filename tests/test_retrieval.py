@@ -4,8 +4,14 @@ import numpy as np
 import pytest
 
 from pagemind.retrieval import Fragment, FragmentIndex, RetrievalSettings, fit
-from pagemind.retrieval.fragments import (from_dicts, split_lines, split_pages, split_repository, split_turns,
-                                          split_words)
+from pagemind.retrieval.fragments import (
+    from_dicts,
+    split_lines,
+    split_pages,
+    split_repository,
+    split_turns,
+    split_words,
+)
 from pagemind.retrieval.scorers import BM25, Jaccard, code_tokens, cosine_scores, mix, normalise, ranks, rrf, words
 
 DOCS = [
@@ -103,7 +109,7 @@ def test_index_scorers_agree_with_the_scorers():
 def test_fit_adds_in_rank_order_skips_what_does_not_fit_and_orders_by_position():
     frags = [Fragment(i, " ".join(["w"] * n), i) for i, n in enumerate([30, 50, 10, 40])]
     ranked = [frags[1], frags[3], frags[0], frags[2]]
-    count = lambda text: len(text.split())  # noqa: E731
+    count = lambda text: len(text.split())
     # 50 fits, +40 = 90 fits, +30 = 120 does not (skipped), +10 = 100 fits exactly
     sel = fit(ranked, lambda t: count(t) <= 100, order="position")
     assert sel.indices == [1, 2, 3] and sel.skipped == (0,) and count(sel.text) == 100

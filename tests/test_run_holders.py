@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from pg import pg_server, pg_url  # noqa: F401
 from pagemind.leases import HOST
 from pagemind.runs import INTERRUPTED, Runs
 from pagemind.store import open_store
+from pg import pg_server, pg_url  # noqa: F401
 
 HOLDER = """
 import sys, time
@@ -94,7 +94,7 @@ def test_a_live_holder_on_another_host_is_never_ended_by_time(tmp_path):
     assert runs.get(run.id).status == "running"  # a long LLM call on another machine is not a dead process
 
 
-def test_on_postgres_a_holder_elsewhere_is_seen_gone_when_its_connection_closes(pg_url):  # noqa: F811
+def test_on_postgres_a_holder_elsewhere_is_seen_gone_when_its_connection_closes(pg_url):
     store = open_store(pg_url)
     runs = Runs(store)
     process, run_id = holder(pg_url, host="another-host")

@@ -8,14 +8,13 @@ import threading
 import pytest
 from click.testing import CliRunner
 
+from helpers import first_words_gist, make_text, middle_label
 from pagemind import ScriptedLLM
 from pagemind.api import Pagemind
 from pagemind.cli.main import cli
 from pagemind.errors import ConfigError, InputError, InputTooLarge, NotFound, ScriptExhausted, UnsupportedInput
 from pagemind.runs import RunCancelled
 from pagemind.users import authenticate, create_user, erase_user, export_user
-
-from helpers import first_words_gist, make_text, middle_label
 
 TEXT = "The lighthouse keeper was Ann. She kept the light for forty years.\n\n" + make_text(8, 40)
 

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,11 +19,10 @@ from helpers import first_words_gist, make_text, middle_label
 pytest.importorskip("schemathesis")
 pytest.importorskip("uvicorn")
 
-from pagemind import Pagemind, ScriptedLLM  # noqa: E402
-from pagemind import users as users_api  # noqa: E402
-from pagemind.server.app import create_app  # noqa: E402
-
-from test_mcp import Served  # noqa: E402
+from pagemind import Pagemind, ScriptedLLM
+from pagemind import users as users_api
+from pagemind.server.app import create_app
+from test_mcp import Served
 
 # Two users whose objects must stay private to each other. An upload's bytes are valid or not by their content
 # (binary, empty, undecodable, over the limit), which no schema says: there 413, 415 and 422 are answers to valid

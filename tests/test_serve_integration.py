@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from helpers import on_embedded_models, sse_events
-
 from pagemind.cli.main import sample_path
 from pagemind.llm.llamaserver import free_port, wait_until_answering
 
@@ -55,8 +54,9 @@ def test_upload_ask_streamed_and_the_runs_trace(served):
     r = httpx.post(f"{url}/v1/documents", headers=auth, files={"file": ("story.txt", text.encode(), "text/plain")})
     assert r.status_code == 201, r.text
     doc = r.json()
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
     assert httpx.post(f"{url}/v1/documents", headers=auth,
-                      files={"file": ("x.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)), "image/png")}).status_code == 415
+                      files={"file": ("x.png", png, "image/png")}).status_code == 415
 
     with httpx.stream("POST", f"{url}/v1/documents/{doc['id']}/ask?stream=true", headers=auth, timeout=300,
                       json={"question": "Who keeps the lighthouse?", "method": "full"}) as stream:

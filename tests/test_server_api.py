@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections import deque
+from itertools import pairwise
 
 import pytest
 
@@ -321,7 +322,7 @@ def test_sends_to_one_agent_run_one_at_a_time_in_arrival_order(service):
         threads.append(threading.Thread(target=send, args=(i,)))
         threads[-1].start()
         for _ in range(500):  # each send is queued before the next is made, so the arrival order is known
-            if len(c.get(f"/v1/runs?kind=turn", headers=ann).json()) == i + 1:
+            if len(c.get("/v1/runs?kind=turn", headers=ann).json()) == i + 1:
                 break
             time.sleep(0.01)
         if i == 0:
@@ -338,7 +339,7 @@ def test_sends_to_one_agent_run_one_at_a_time_in_arrival_order(service):
     assert user_messages(service, agent["id"]) == [f"m{i}" for i in range(5)]
     runs = sorted(c.get("/v1/runs?kind=turn", headers=ann).json(), key=lambda r: r["started"])
     assert [r["request"]["message"] for r in runs] == [f"m{i}" for i in range(5)]
-    assert all(a["finished"] <= b["started"] for a, b in zip(runs, runs[1:]))  # never two at once
+    assert all(a["finished"] <= b["started"] for a, b in pairwise(runs))  # never two at once
     idle = c.post(f"/v1/agents/{agent['id']}/messages?wait=false", headers=ann, json={"message": "later"})
     assert idle.status_code == 202 and idle.json()["kind"] == "turn"
 
@@ -364,7 +365,7 @@ def test_concurrent_sends_to_several_agents_lose_cross_and_duplicate_nothing(ser
         assert sorted(got) == [f"{a['name']}-{i}" for i in range(4)]  # exactly its own, once each
         runs = sorted(c.get(f"/v1/runs?kind=turn&target={a['id']}", headers=ann).json(), key=lambda r: r["started"])
         assert [r["request"]["message"] for r in runs] == got  # recall order = turn order
-        assert all(x["finished"] <= y["started"] for x, y in zip(runs, runs[1:]))
+        assert all(x["finished"] <= y["started"] for x, y in pairwise(runs))
 
 
 def test_a_turn_streams_its_steps(service):
@@ -393,7 +394,8 @@ def test_another_users_ids_are_404(service):
     c, ann, bob = service["client"], service["ann"], service["bob"]
     doc = upload(service)
     agent = make_agent(service)
-    run_id = c.post(f"/v1/documents/{doc['id']}/ask", headers=ann, json={"question": "q", "method": "full"}).json()["run_id"]
+    run_id = c.post(f"/v1/documents/{doc['id']}/ask", headers=ann,
+                    json={"question": "q", "method": "full"}).json()["run_id"]
     for method, url, body in [
         ("GET", f"/v1/documents/{doc['id']}", None), ("DELETE", f"/v1/documents/{doc['id']}", None),
         ("POST", f"/v1/documents/{doc['id']}/ask", {"question": "q", "method": "full"}),

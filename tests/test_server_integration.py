@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 
 from helpers import on_embedded_models
-
 from pagemind import Pagemind
 from pagemind.cli.main import sample_path
 from pagemind.errors import ConfigError
@@ -63,7 +62,7 @@ def test_the_server_is_discovered_and_its_unreported_window_refused(server):
     from pagemind.llm.openai import OpenAICompatible
 
     with pytest.raises(ConfigError, match="llama-cpp-python.*--context-window"):
-        OpenAICompatible("smollm2", base_url=server.url).capabilities
+        _ = OpenAICompatible("smollm2", base_url=server.url).capabilities
     backend = OpenAICompatible("smollm2", base_url=server.url, context_window=N_CTX)
     caps = backend.capabilities
     backend.close()

@@ -36,8 +36,9 @@ def chat(messages: list[dict]) -> str:
 def vllm_routes(version: str = "0.11.0", window: int = 32768) -> dict:
     return {
         # docs.vllm.ai, OpenAI-compatible server: GET /v1/models model cards carry max_model_len
-        "GET /v1/models": {"object": "list", "data": [{"id": "qwen", "object": "model", "created": 1, "owned_by": "vllm",
-                                                        "root": "qwen", "parent": None, "max_model_len": window}]},
+        "GET /v1/models": {"object": "list", "data": [{"id": "qwen", "object": "model", "created": 1,
+                                                        "owned_by": "vllm", "root": "qwen", "parent": None,
+                                                        "max_model_len": window}]},
         "GET /version": {"version": version},
         # vllm/entrypoints/serve/tokenize/protocol.py: TokenizeResponse {count, max_model_len, tokens, token_strs}
         "POST /tokenize": lambda b: {
@@ -86,7 +87,8 @@ def llama_cpp_python_routes(bos: int = 1) -> dict:
 
 def ollama_routes(loaded: bool = True) -> dict:
     return {
-        "GET /v1/models": {"object": "list", "data": [{"id": "qwen2.5:0.5b", "object": "model", "owned_by": "library"}]},
+        "GET /v1/models": {"object": "list",
+                           "data": [{"id": "qwen2.5:0.5b", "object": "model", "owned_by": "library"}]},
         "GET /api/version": {"version": "0.12.3"},
         # docs.ollama.com/api/ps: context_length is what the loaded model was given
         "GET /api/ps": {"models": [{"name": "qwen2.5:0.5b", "model": "qwen2.5:0.5b", "size": 1,
@@ -98,7 +100,8 @@ def ollama_routes(loaded: bool = True) -> dict:
 
 
 def constrained(gbnf: str | None = GBNF, schema: dict | None = None) -> LLMRequest:
-    return LLMRequest.user("Which letter?", max_tokens=8, constraint=Constraint("letter", gbnf=gbnf, json_schema=schema))
+    return LLMRequest.user("Which letter?", max_tokens=8,
+                           constraint=Constraint("letter", gbnf=gbnf, json_schema=schema))
 
 
 def sent(server: MockServer) -> dict:
@@ -194,7 +197,7 @@ def test_older_llamacpp_props_with_top_level_n_ctx() -> None:
 def test_llama_cpp_python_needs_the_window_and_counts_without_the_bos() -> None:
     with MockServer(routes=llama_cpp_python_routes(bos=1)) as server:
         with pytest.raises(ConfigError, match="llama-cpp-python.*--context-window"):
-            OpenAICompatible("model.gguf", base_url=server.url).capabilities
+            _ = OpenAICompatible("model.gguf", base_url=server.url).capabilities
         backend = OpenAICompatible("model.gguf", base_url=server.url, context_window=2048)
         caps = backend.capabilities
         assert caps.context_window == 2048 and "--context-window" in caps.window_source
@@ -237,10 +240,12 @@ def test_a_declared_kind_skips_detection_and_a_declared_window_wins() -> None:
         backend = OpenAICompatible("m", base_url=server.url, server_kind="llama.cpp", context_window=1024)
         caps = backend.capabilities
     assert caps.context_window == 1024 and caps.extra["kind_source"] == "declared by the --server-kind setting"
-    assert "GET /openapi.json" not in routes_called(server) and "GET /v1/models" not in routes_called(server)
+    # no detection probe; GET /v1/models once, for the model a llama.cpp server serves (what memories are keyed by)
+    assert "GET /openapi.json" not in routes_called(server) and "GET /api/version" not in routes_called(server)
+    assert routes_called(server).count("GET /v1/models") == 1
     assert any("reports 4096" in note for note in caps.extra["notes"])
     with pytest.raises(ConfigError, match="server-kind"):
-        OpenAICompatible("m", base_url="http://127.0.0.1:1/v1", server_kind="tgi", context_window=1).capabilities
+        _ = OpenAICompatible("m", base_url="http://127.0.0.1:1/v1", server_kind="tgi", context_window=1).capabilities
 
 
 def test_settings_precedence_for_server_options(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:

@@ -136,7 +136,7 @@ def test_two_authorization_headers_are_refused(keyed):
 
 # --- bounded bodies -------------------------------------------------------------------------------------------
 def test_a_json_body_over_the_limit_is_413_and_stores_nothing(keyed):
-    client, pm = keyed
+    client, _ = keyed
     agent = client("POST", "/v1/agents", json={"name": "sam", "options": {"embedder": "none"}}).json()
     r = client("POST", f"/v1/agents/{agent['id']}/archival", json={"text": "x " * 120_000})
     assert r.status_code == 413 and "--max-body" in r.json()["detail"]
@@ -154,7 +154,7 @@ def test_a_json_body_over_the_limit_is_413_and_stores_nothing(keyed):
 
 
 def test_a_message_that_cannot_fit_the_window_is_413_and_not_stored(keyed):
-    client, pm = keyed
+    client, _ = keyed
     agent = client("POST", "/v1/agents", json={"name": "sam", "options": {"embedder": "none",
                                                                           "context_window": 2048}}).json()
     r = client("POST", f"/v1/agents/{agent['id']}/messages", json={"message": "word " * 9_000})

@@ -8,13 +8,25 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from helpers import make_text, middle_label
 from pagemind import ScriptedLLM
 from pagemind.api import Pagemind
 from pagemind.cli.main import cli
-from pagemind.steps import (AgentStep, Decision, Error, LLMCall, Note, Other, Phase, Result, as_json, data,
-                            from_row, line, parse)
-
-from helpers import make_text, middle_label
+from pagemind.steps import (
+    AgentStep,
+    Decision,
+    Error,
+    LLMCall,
+    Note,
+    Other,
+    Phase,
+    Result,
+    as_json,
+    data,
+    from_row,
+    line,
+    parse,
+)
 
 TEXT = "The lighthouse keeper was Ann. She kept the light for forty years.\n\n" + make_text(30, 60)
 

@@ -22,7 +22,7 @@ def test_a_backend_that_cannot_stream_hands_over_the_reply_once_and_a_cached_rep
     pieces: list[str] = []
     response, _ = llm.complete(LLMRequest.user("who?"), on_text=pieces.append)
     assert pieces == ["Wren finds it."] and response.text == "Wren finds it."
-    again, event = llm.complete(LLMRequest.user("who?"), on_text=pieces.append)
+    _, event = llm.complete(LLMRequest.user("who?"), on_text=pieces.append)
     assert event.cached and pieces == ["Wren finds it."] * 2
 
 

@@ -12,9 +12,9 @@ from pagemind import ScriptedLLM
 from pagemind.api import Pagemind
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra (scripts/install.sh installs it)")
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from pagemind import telemetry  # noqa: E402
+from pagemind import telemetry
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def receiver():
     spans: list = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - the http.server hook name
+        def do_POST(self):  # the http.server hook name
             body = self.rfile.read(int(self.headers["Content-Length"]))
             request = ExportTraceServiceRequest()
             request.ParseFromString(body)

@@ -22,14 +22,15 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("playwright.sync_api", reason="Playwright's Python package is not installed (scripts/install.sh)")
 
-from pagemind import Pagemind, ScriptedLLM  # noqa: E402
-from pagemind import users as users_api  # noqa: E402
-from pagemind.llm.llamaserver import free_port  # noqa: E402
-from pagemind.server.app import create_app  # noqa: E402
+from pagemind import Pagemind, ScriptedLLM
+from pagemind import users as users_api
+from pagemind.llm.llamaserver import free_port
+from pagemind.server.app import create_app
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="no Chromium: Debian's chromium package (scripts/install.sh installs it with apt)")
+                                reason="no Chromium: Debian's chromium package "
+                                       "(scripts/install.sh installs it with apt)")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 MARKUP_NAME = "<img src=x onerror=alert(1)>.txt"

@@ -2,15 +2,45 @@
 
 from .api import METHODS, Pagemind, ask
 from .config import Settings, resolve_settings
-from .errors import (BackendUnavailable, ConfigError, ContextWindowExceeded, InputError, LLMError,
-                     ModelNotInstalled, PagemindError, RateLimited)
+from .errors import (
+                     BackendUnavailable,
+                     ConfigError,
+                     ContextWindowExceeded,
+                     InputError,
+                     LLMError,
+                     ModelNotInstalled,
+                     PagemindError,
+                     RateLimited,
+)
 from .llm import LLM, Backend, LLMRequest, LLMResponse, ScriptedLLM, Trace
 from .methods.question import Answer, Question
 from .store import Store
 from .text import Document, load_document
 
 __version__ = "0.1.0"
-__all__ = ["Answer", "Backend", "BackendUnavailable", "ConfigError", "ContextWindowExceeded", "Document",
-           "InputError", "LLM", "LLMError", "LLMRequest", "LLMResponse", "METHODS", "ModelNotInstalled",
-           "Pagemind", "PagemindError", "Question", "RateLimited", "ScriptedLLM", "Settings", "Store", "Trace",
-           "ask", "load_document", "resolve_settings"]
+__all__ = [
+                     "LLM",
+                     "METHODS",
+                     "Answer",
+                     "Backend",
+                     "BackendUnavailable",
+                     "ConfigError",
+                     "ContextWindowExceeded",
+                     "Document",
+                     "InputError",
+                     "LLMError",
+                     "LLMRequest",
+                     "LLMResponse",
+                     "ModelNotInstalled",
+                     "Pagemind",
+                     "PagemindError",
+                     "Question",
+                     "RateLimited",
+                     "ScriptedLLM",
+                     "Settings",
+                     "Store",
+                     "Trace",
+                     "ask",
+                     "load_document",
+                     "resolve_settings",
+]

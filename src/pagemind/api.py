@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .config import Settings, resolve_settings
-from .errors import NotFound
+from .errors import ConfigError, InputError, NotFound
 from .llm.base import Backend
 from .llm.client import LLM
 from .llm.registry import open_backend
 from .llm.usage import Trace
 from .methods import registry
-from .methods.base import Memory, Progress, Reader
+from .methods.base import Chooser, Chosen, Memory, Method, Progress, Reader
 from .methods.question import Answer, Question
 from .runs import Recorder, Runs
-from .store.base import AgentRow, DocumentRow, MemoryContent, MemoryRecord, RunRow, memory_scope
 from .store import SQLiteResponseCache, StoreBackend, open_store
+from .store.base import AgentRow, DocumentRow, MemoryContent, MemoryRecord, RunRow, memory_scope
 from .text import Document, load_document
 from .users import Users, agent_key
 
@@ -135,21 +136,51 @@ class Pagemind:
         memories and cache hits are never another's: building the same text for two users builds it twice."""
         return memory_scope(self.store, user_id)
 
-    def reader(self, method: str = "auto", *, user_id: int | None = None, **options: Any) -> Reader[Any, Any]:
-        """The reader of ``method`` with its options (``None`` values mean "the default"; an unknown option or a
-        value its declaration refuses is a :class:`ConfigError`), building and reading the memories of
-        ``user_id``'s scope (:meth:`scope`; None: the local user)."""
+    def method(self, method: str = "auto", *, user_id: int | None = None, **options: Any) -> Reader[Any, Any] | Chooser:
+        """What the registry holds under ``method``, with its options (``None`` values mean "the default"; an unknown
+        option or a value its declaration refuses is a :class:`ConfigError`): a reader, or a choice such as ``auto``
+        (whose :meth:`Chooser.choose` says what it picks for a document), for ``user_id``'s scope (:meth:`scope`)."""
         cls = registry.get(method)
-        return cls(self._llm_for(user_id), self.store, **_given(options))
+        # Method declares no constructor and the registry types its classes as Method: every registered method is
+        # a Reader or a Chooser, both built from (llm, store, **options)
+        return cls(self._llm_for(user_id), self.store, **_given(options))  # type: ignore[call-arg, return-value]
+
+    def reader(self, method: str = "auto", *, user_id: int | None = None, document: Any = None,
+               **options: Any) -> Reader[Any, Any]:
+        """The reader of ``method`` with its options, building and reading the memories of ``user_id``'s scope
+        (:meth:`scope`; None: the local user). A choice (``auto``) is resolved for ``document``, which it then
+        needs: the reader it picks (:meth:`choice` says which and why)."""
+        return self._resolve(self.method(method, user_id=user_id, **options), document)[0]
+
+    def choice(self, source: Any, method: str = "auto", **options: Any) -> Chosen | None:
+        """What the choice ``method`` picks for ``source`` (a path or a :class:`Document`) and why; None when
+        ``method`` names a reader."""
+        entry = self.method(method, **options)
+        return entry.choose(self.source(source, entry)) if isinstance(entry, Chooser) else None
+
+    @staticmethod
+    def _resolve(entry: Reader[Any, Any] | Chooser, document: Any) -> tuple[Reader[Any, Any], Chosen | None]:
+        if not isinstance(entry, Chooser):
+            return entry, None
+        if document is None:
+            raise ConfigError(f"{entry.name} chooses a method per document: give the document (document=)")
+        return entry.resolve(document)
 
     def _llm_for(self, user_id: int | None) -> LLM:
         """The client whose cached replies (and so the readers' memories) are ``user_id``'s."""
         return self.llm.scoped(self.scope(user_id))
 
-    def source(self, source: str | Path | Document, reader: Reader[Any, Any], encoding: str = "utf-8") -> Any:
-        """What ``reader`` reads: a :class:`Document` from a file, or a source tree for a directory reader."""
+    def source(self, source: str | Path | Document, reader: Method, encoding: str = "utf-8") -> Any:
+        """What ``reader`` reads: a :class:`Document` from a file, or a source tree for a directory reader. A
+        directory given to a method that reads documents is an :class:`InputError` (never read with another
+        method behind the caller's back): source trees are read by ``code`` (:meth:`ask_code`)."""
         if reader.source == "directory":
+            if isinstance(source, Document):
+                raise InputError(f"{reader.name} reads a source tree (a directory), not a document")
             return reader.source_tree(source)  # type: ignore[attr-defined]
+        if isinstance(source, (str, Path)) and Path(source).is_dir():
+            raise InputError(f"{source} is a directory: {reader.name} reads a document; a source tree is read by "
+                             "the code method (Pagemind.ask_code, method='code', `pagemind ask DIR`)")
         return self.document(source, encoding)
 
     @property
@@ -182,52 +213,62 @@ class Pagemind:
         """Build (or resume, or reuse) the memory of a document. Recorded as a run (``run``: an existing queued
         run to record into, e.g. one a server created) unless ``record_runs`` is off; the build's LLM calls also
         go to ``trace`` if given."""
-        reader = self.reader(method, user_id=user_id, **options)
-        document = self.source(source, reader)
-        recorder = self._recorder(run, "index", document, reader.name, {"options": _given(options)}, user_id)
+        entry = self.method(method, user_id=user_id, **options)
+        document = self.source(source, entry)
+        reader, chosen = self._resolve(entry, document)
+        recorder = self._recorder(run, "index", document, entry.name, {"options": _given(options)}, user_id)
         if recorder is None:
             return reader.build(document, progress=progress, trace=trace)
         with recorder.running():
             memory = reader.build(document, progress=_both(progress, recorder.progress), trace=recorder.trace(trace))
             recorder.result({"memory": reader.memory_key(document), "document": document.id,
-                             **_describe(reader, memory)})
+                             **_describe(reader, memory, chosen)})
         return memory
 
     def ask(self, source: str | Path | Document, question: str | Question, options: Sequence[str] = (),
             method: str = "auto", progress: Progress | None = None, on_text: Callable[[str], None] | None = None,
             *, run: RunRow | str | None = None, user_id: int | None = None, memory: Memory | None = None,
             **method_options: Any) -> Answer:
-        """Answer a question about a document (builds its memory first if needed), or about a source tree when
-        ``source`` is a directory (the ``code`` method: FragRel's code relation). Recorded as a run (``run``: an
-        existing queued run to record into) unless ``record_runs`` is off; ``answer.run_id`` names it. ``memory``:
-        this document's memory for this method and options, already at hand (``index``'s), so it is not loaded
-        again (a chat asks many questions of one memory)."""
-        if isinstance(source, (str, Path)) and Path(source).is_dir():
-            method = "code"
-        reader = self.reader(method, user_id=user_id, **method_options)
-        document = self.source(source, reader)
+        """Answer a question about a document (builds its memory first if needed); a source tree (a directory) is
+        read by ``method="code"`` only (:meth:`ask_code`), another method refuses it. A choice (``auto``, the
+        default) answers with the method it picks, named in ``answer.method`` and ``answer.details["auto"]``.
+        Recorded as a run (``run``: an existing queued run to record into) unless ``record_runs`` is off;
+        ``answer.run_id`` names it. ``memory``: this document's memory for this method and options, already at hand
+        (``index``'s), so it is not loaded again (a chat asks many questions of one memory)."""
+        entry = self.method(method, user_id=user_id, **method_options)
+        document = self.source(source, entry)
+        reader, chosen = self._resolve(entry, document)
         q = question if isinstance(question, Question) else Question.parse(question, tuple(options))
-        recorder = self._recorder(run, "ask", document, reader.name,
-                                  {"question": q.text, "options": list(q.options), "method_options": _given(method_options)},
+        recorder = self._recorder(run, "ask", document, entry.name,
+                                  {"question": q.text, "options": list(q.options),
+                                   "method_options": _given(method_options)},
                                   user_id)
         if recorder is None:
-            return self._ask(reader, document, q, progress, on_text, Trace(), Trace(), memory)
+            return self._ask(reader, document, q, progress, on_text, Trace(), Trace(), memory, chosen)
         with recorder.running():
             answer = self._ask(reader, document, q, _both(progress, recorder.progress), on_text,
-                               recorder.trace(), recorder.trace(), memory)
+                               recorder.trace(), recorder.trace(), memory, chosen)
             answer.run_id = recorder.run_id
             recorder.result({**answer.as_dict(), "memory": reader.memory_key(document), "document": document.id})
         return answer
 
     def _ask(self, reader: Reader[Any, Any], document: Any, q: Question, progress: Progress | None,
              on_text: Callable[[str], None] | None, build_trace: Trace, trace: Trace,
-             memory: Memory | None = None) -> Answer:
+             memory: Memory | None = None, chosen: Chosen | None = None) -> Answer:
         if memory is None:
             memory = reader.build(document, progress=progress, trace=build_trace)
         answer = reader.answer(memory, q, progress, on_text, trace=trace)
+        if chosen is not None:
+            answer.details["auto"] = {"method": chosen.method, "reason": chosen.reason}
         if build_trace.events:
             answer.index_trace = build_trace
         return answer
+
+    def ask_code(self, directory: str | Path, question: str | Question, options: Sequence[str] = (),
+                 **kwargs: Any) -> Answer:
+        """Answer a question about a source tree: the ``code`` method (FragRel's code-structure relation over
+        RepoCoder windows), with :meth:`ask`'s other arguments and the code method's options."""
+        return self.ask(directory, question, options, method="code", **kwargs)
 
     def _recorder(self, run: RunRow | str | None, kind: str, target: Any, method: str, request: dict[str, Any],
                   user_id: int | None) -> Recorder | None:
@@ -326,7 +367,7 @@ class Pagemind:
             self._llm.backend.close()
         self.store.close()
 
-    def __enter__(self) -> "Pagemind":
+    def __enter__(self) -> Pagemind:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -349,11 +390,12 @@ def _both(first: Progress | None, second: Progress) -> Progress:
     return tell
 
 
-def _describe(reader: Reader[Any, Any], memory: Any) -> dict[str, Any]:
+def _describe(reader: Reader[Any, Any], memory: Any, chosen: Chosen | None = None) -> dict[str, Any]:
+    said = {"method": chosen.method, "reason": chosen.reason} if chosen is not None else {}
     try:
-        return {"describe": reader.describe(memory)}
-    except Exception:  # noqa: BLE001 - a description is informative only
-        return {}
+        return {"describe": {**said, **reader.describe(memory)}}
+    except Exception:  # a description is informative only
+        return {"describe": said} if said else {}
 
 
 def ask(source: str | Path | Document, question: str, *, options: Sequence[str] = (), method: str = "auto",

@@ -8,9 +8,10 @@ builds a :class:`Settings` from what it was given and what the environment says.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from platformdirs import user_cache_dir, user_data_dir
 

@@ -83,6 +83,11 @@ class BadRequest(LLMError):
     """The endpoint rejected the request (4xx other than 429 and context-length errors)."""
 
 
+class ToolsRefused(BadRequest):
+    """The endpoint rejected a request because of its native tool calls (a 4xx naming tools, e.g. a model without
+    tool support): the same request without tools may be answered. The agent then steps with JSON replies."""
+
+
 class ContextWindowExceeded(LLMError):
     """A prompt (plus the room kept for the reply) does not fit the model's context window."""
 

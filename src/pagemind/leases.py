@@ -58,7 +58,7 @@ class Lease:
         self._refreshed = 0.0
 
     @contextmanager
-    def held(self, on_wait: Callable[[LockHolder], None] | None = None) -> Iterator["Lease"]:
+    def held(self, on_wait: Callable[[LockHolder], None] | None = None) -> Iterator[Lease]:
         owner = uuid.uuid4().hex
         gone = holder_gone(self.stale_after)
         told = False

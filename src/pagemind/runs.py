@@ -16,6 +16,7 @@ alone never ends a run: a long LLM call is not a dead process.
 
 from __future__ import annotations
 
+import builtins
 import os
 import secrets
 import threading
@@ -100,7 +101,7 @@ class Runs:
         gone (see :func:`settled`)."""
         return settled(self.store, run)
 
-    def steps(self, run_id: str, after: int = -1, limit: int | None = None) -> list[StepRow]:
+    def steps(self, run_id: str, after: int = -1, limit: int | None = None) -> builtins.list[StepRow]:
         return self.store.run_steps(run_id, after, limit)
 
     def fail_unstarted(self, run_id: str, error: str) -> bool:
@@ -118,7 +119,7 @@ class Runs:
         """Ask a queued or running run to stop at its next step; False when it has ended."""
         return self.store.request_cancel(run_id)
 
-    def recorder(self, run: RunRow | str, telemetry: Any = None) -> "Recorder":
+    def recorder(self, run: RunRow | str, telemetry: Any = None) -> Recorder:
         return Recorder(self.store, run if isinstance(run, str) else run.id, telemetry=telemetry)
 
 
@@ -224,7 +225,7 @@ class Recorder:
             raise RunCancelled(f"run {self.run_id} was cancelled")
 
     @contextmanager
-    def running(self) -> Iterator["Recorder"]:
+    def running(self) -> Iterator[Recorder]:
         """Mark the run running; at the end done (a result must have been set with :meth:`result`), failed with
         the error, or cancelled. The error is raised again. This process holds the run's lease until it ended
         (see the module; taken again here for a run created by another process)."""
@@ -239,7 +240,7 @@ class Recorder:
             self.store.release_lease(name, HOLDER)
 
     @contextmanager
-    def _running(self) -> Iterator["Recorder"]:
+    def _running(self) -> Iterator[Recorder]:
         self.store.update_run(self.run_id, status="running", started=time.time())
         if self.telemetry is not None:
             run = self.store.get_run(self.run_id)

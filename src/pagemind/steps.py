@@ -16,13 +16,27 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from functools import cache
 from typing import Any, ClassVar
 
 from .store.base import StepRow
 
-__all__ = ["LLMCall", "Decision", "Phase", "Note", "AgentStep", "Result", "Error", "Other", "Step", "KINDS",
-           "parse", "from_row", "data", "as_json", "line"]
+__all__ = [
+    "KINDS",
+    "AgentStep",
+    "Decision",
+    "Error",
+    "LLMCall",
+    "Note",
+    "Other",
+    "Phase",
+    "Result",
+    "Step",
+    "as_json",
+    "data",
+    "from_row",
+    "line",
+    "parse",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,10 +148,15 @@ KINDS: dict[str, type[Step]] = {c.kind: c for c in (LLMCall, Decision, Phase, No
 _ENVELOPE = frozenset(f.name for f in fields(Other))  # seq, created, extra, absent, kind
 
 
-@cache
+_OWN: dict[type[Step], tuple[str, ...]] = {}
+
+
 def _own(cls: type[Step]) -> tuple[str, ...]:
-    """The fields a kind's stored dict carries, in order."""
-    return tuple(f.name for f in fields(cls) if f.name not in _ENVELOPE)
+    """The fields a kind's stored dict carries, in order (worked out once per kind)."""
+    own = _OWN.get(cls)
+    if own is None:
+        own = _OWN[cls] = tuple(f.name for f in fields(cls) if f.name not in _ENVELOPE)
+    return own
 
 
 def parse(seq: int, kind: str, data: Mapping[str, Any], created: float) -> Step:

@@ -7,12 +7,13 @@ text and embeddings). One step = one LLM call = one JSON function call; heartbea
 
 from .actions import Action, InvalidAction, parse_action, step_grammar, step_schema
 from .archive import Archive
-from .core import Agent, Step, TurnResult
+from .core import Agent
 from .documents import LoadedDocument, load_into_agent, passages
 from .functions import FUNCTIONS, SPECS, FunctionSpec, Param, ToolError
 from .locks import AgentBusy, TurnLock
 from .memory import AgentOptions, AgentState, Block, Event, Passage, SearchPage
 from .store import AgentExists, AgentNotFound, AgentRecord, AgentStore
+from .turn import Step, Turn, TurnResult
 
 __all__ = [
            "FUNCTIONS",
@@ -37,6 +38,7 @@ __all__ = [
            "SearchPage",
            "Step",
            "ToolError",
+           "Turn",
            "TurnLock",
            "TurnResult",
            "load_into_agent",

@@ -142,17 +142,18 @@ def step_schema(labels: Sequence[str], max_chars: int | None = None,
     return options[0] if len(options) == 1 else {"oneOf": options}
 
 
-def step_tools(labels: Sequence[str], descriptions: dict[str, str], max_chars: int | None = None,
+def step_tools(labels: Sequence[str], max_chars: int | None = None,
                functions: Sequence[FunctionSpec] = FUNCTIONS) -> tuple[Tool, ...]:
-    """The functions as native tools: each takes ``inner_thoughts`` first (the private monologue, for models
-    that cannot write text and a call together), then its typed, bounded arguments."""
+    """The functions as native tools, described as the system prompt describes them: each takes
+    ``inner_thoughts`` first (the private monologue, for models that cannot write text and a call together), then
+    its typed, bounded arguments."""
     tools = []
     for spec in functions:
         limits = bounds(spec, labels, max_chars)
         props = {"inner_thoughts": {"type": "string", "description": "your private inner monologue, at most "
                                     f"{limits['thoughts']} characters; the user never sees it"},
                  **{p.name: _param_schema(p, labels, limits.get(p.name, 0)) for p in spec.all_params}}
-        tools.append(Tool(spec.name, descriptions.get(spec.name, spec.name),
+        tools.append(Tool(spec.name, spec.description,
                           {"type": "object", "properties": props, "required": list(props),
                            "additionalProperties": False}))
     return tuple(tools)

@@ -19,7 +19,6 @@ from .memory import AgentOptions, SearchPage
 from .store import AgentStore
 
 
-
 @lru_cache(maxsize=4)
 def resolve_embedder(name: str) -> Any | None:
     """The embedder for ``name`` (auto | minilm | hashing | none), or None when there is none to use."""

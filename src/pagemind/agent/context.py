@@ -1,9 +1,12 @@
-"""Main context: the prompt of one step, its token count, and eviction with a recursive summary.
+"""Main context: the prompt of one step and its token count.
 
 Layout (prefix-friendly for llama.cpp's KV reuse): the system message holds the read-only instructions
 and the core-memory blocks (it changes only when a block is edited); then the FIFO queue, the summary
 note at its head; the memory counts go at the very end, so the prompt of the next step starts with the
 prompt of this one. Consecutive user-role events (a result and its heartbeat) share one chat message.
+
+A turn (:class:`~pagemind.agent.turn.Turn`) makes one :class:`MainContext` per step; what does not fit is
+evicted by the turn (the one place the queue is flushed and summarised).
 """
 
 from __future__ import annotations
@@ -11,10 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..errors import ConfigError, ContextWindowExceeded, MessageTooLarge
+from ..errors import ConfigError, MessageTooLarge
 from ..llm.base import Constraint, LLMRequest, Message, Tool
 from ..llm.client import LLM
-from ..llm.usage import Trace
 from ..prompts import get_prompt
 from .actions import step_grammar, step_schema, step_tools
 from .functions import FUNCTIONS, SPECS, FunctionSpec
@@ -22,20 +24,10 @@ from .memory import AgentOptions, Block, Event
 from .store import AgentStore
 
 PAPER_WINDOW = 8192  # GPT-4's window in the paper; the default agent window is min(model window, this)
-_RESULT_KINDS = ("function_result", "heartbeat")
 
 
 def prompt(name: str, /, **values: object) -> str:
     return get_prompt("memgpt", name).render(**values)
-
-
-def function_descriptions() -> dict[str, str]:
-    """Each function's one-line description, from the ``functions`` prompt (the one source of that text)."""
-    out = {}
-    for line in prompt("functions").splitlines():
-        head, _, text = line.removeprefix("- ").partition(": ")
-        out[head.split("(")[0]] = text
-    return out
 
 
 @dataclass(frozen=True)
@@ -45,7 +37,8 @@ class Prepared:
 
 
 class MainContext:
-    """Builds step requests for one agent and keeps them inside its window by evicting the queue's head."""
+    """Builds the step requests of one agent: what its window holds, how many tokens that is, and whether the
+    reply still fits beside it."""
 
     def __init__(self, llm: LLM, store: AgentStore, agent_id: int, options: AgentOptions,
                  now: Callable[[], str], tools_refused: bool = False) -> None:
@@ -54,7 +47,7 @@ class MainContext:
         self.agent_id = agent_id
         self.options = options
         self.now = now
-        self.tools_refused = tools_refused  # the server refused native tool calls earlier (the agent's state)
+        self.tools_refused = tools_refused  # the server refused native tool calls (the agent's state, or this step)
 
     @property
     def window(self) -> int:
@@ -63,6 +56,7 @@ class MainContext:
 
     @property
     def warning_tokens(self) -> int:
+        """Prompt tokens beyond which the memory-pressure warning is due."""
         return int(self.options.warning_fraction * self.window)
 
     def fits(self, prepared: Prepared) -> bool:
@@ -72,7 +66,7 @@ class MainContext:
     @property
     def native_tools(self) -> bool:
         """Whether steps are native tool calls: ``tool_calling`` auto/native on a backend that has them, unless
-        the server refused them earlier (then auto falls back to JSON replies, recorded in the agent's state)."""
+        the server refused them (then auto falls back to JSON replies, recorded in the agent's state)."""
         if self.options.tool_calling == "json" or self.tools_refused:
             return False
         if not self.llm.backend.capabilities.supports_tools:
@@ -83,17 +77,18 @@ class MainContext:
 
     def system_text(self, blocks: list[Block]) -> str:
         reply_format = prompt("reply_format_tools" if self.native_tools else "reply_format_json")
-        return prompt("system", functions=prompt("functions"), reply_format=reply_format,
+        return prompt("system", functions=prompt("functions", functions=FUNCTIONS), reply_format=reply_format,
                       core_memory="\n".join(b.render() for b in blocks))
 
     def tools(self, blocks: list[Block], functions: Sequence[FunctionSpec] = FUNCTIONS) -> tuple[Tool, ...]:
         if not self.native_tools:
             return ()
-        return step_tools([b.label for b in blocks], function_descriptions(), self.options.max_tokens, functions)
+        return step_tools([b.label for b in blocks], self.options.max_tokens, functions)
 
     def constraint(self, blocks: list[Block], functions: Sequence[FunctionSpec] = FUNCTIONS) -> Constraint | None:
         caps = self.llm.backend.capabilities
-        if self.native_tools or not self.options.constrained or not (caps.supports_grammar or caps.supports_json_schema):
+        enforced = caps.supports_grammar or caps.supports_json_schema
+        if self.native_tools or not self.options.constrained or not enforced:
             return None
         labels = [b.label for b in blocks]
         budget = self.options.max_tokens
@@ -145,76 +140,3 @@ class MainContext:
             raise MessageTooLarge(f"the message ({len(text):,} characters) does not fit the agent's window of "
                                   f"{self.window:,} tokens beside its system prompt and core memory; send it in "
                                   f"parts or insert it into archival memory")
-
-    # --- eviction ----------------------------------------------------------------------------------
-    def cut_point(self, body: list[Event]) -> int:
-        """How many of the oldest queue events to evict: about ``evict_fraction`` of them, keeping the last
-        ``keep_last``, and never leaving a function result (or its heartbeat) without its call."""
-        limit = len(body) - self.options.keep_last
-        if limit <= 0:
-            return 0
-        target = min(max(1, round(len(body) * self.options.evict_fraction)), limit)
-
-        def ok(i: int) -> bool:
-            return body[i].kind not in _RESULT_KINDS
-
-        for i in list(range(target, limit + 1)) + list(range(target - 1, 0, -1)):
-            if ok(i):
-                return i
-        return 0
-
-    def evict(self, trace: Trace | None = None) -> int:
-        """Move the queue's oldest part to recall only, summarised (with the previous summary) into the note
-        at the queue's head. Returns how many events were evicted (0: nothing could be)."""
-        queue = self.store.queue(self.agent_id)
-        previous = next((e for e in queue if e.kind == "summary"), None)
-        body = [e for e in queue if e.kind != "summary"]
-        cut = self.cut_point(body)
-        if cut == 0:
-            return 0
-        evicted = body[:cut]
-        summary = self.summarise([e.describe() for e in evicted], previous.payload["summary"] if previous else "",
-                                 trace)
-        hidden = cut + (previous.payload["hidden"] if previous else 0)
-        total = hidden + len(body) - cut
-        note = prompt("summary_note", hidden=hidden, total=total, summary=summary)
-        self.store.evict(self.agent_id, [e.seq for e in evicted],
-                         Event("summary", {"message": note, "summary": summary, "hidden": hidden}, self.now()))
-        return cut
-
-    def summarise(self, lines: list[str], previous: str, trace: Trace | None = None) -> str:
-        """A recursive summary: fold the lines in chunks that fit the window, each with the summary so far."""
-        summary = previous
-        for chunk in self._chunks(lines, previous):
-            request = self._summary_request(chunk, summary)
-            response, event = self.llm.complete(request, trace)
-            summary = " ".join(response.text.split()) or summary
-            if trace is not None:
-                trace.decide(event, f"summary of {len(chunk)} messages ({len(summary.split())} words)")
-        return summary
-
-    def _summary_request(self, lines: list[str], previous: str) -> LLMRequest:
-        words = self.options.summary_words
-        text = prompt("summarise", words=words, previous=previous, messages="\n".join(lines))
-        return LLMRequest.user(text, role="summarise", max_tokens=max(64, int(words * 2)))
-
-    def _chunks(self, lines: list[str], previous: str) -> list[list[str]]:
-        reply = max(64, self.options.summary_words * 2)
-        # the previous summary grows to at most ~summary_words: budget for it in every chunk
-        fixed = self.llm.prompt_tokens(self._summary_request([], previous or "x " * self.options.summary_words * 2))
-        budget = self.window - reply - fixed
-        if budget < 50:
-            raise ContextWindowExceeded(f"agent window of {self.window} tokens is too small to summarise")
-        chunks: list[list[str]] = [[]]
-        used = 0
-        for line in lines:
-            n = self.llm.count_tokens(line) + 1
-            if n > budget:  # one huge message: keep its beginning
-                line = line[: max(20, int(len(line) * budget / n) - 20)] + " [...]"
-                n = budget
-            if used + n > budget and chunks[-1]:
-                chunks.append([])
-                used = 0
-            chunks[-1].append(line)
-            used += n
-        return [c for c in chunks if c]

@@ -1,21 +1,28 @@
-"""The paper's function set: typed specs (for the grammar, the schema and validation) and their executors.
+"""The paper's function set, each function declared once: a method of :class:`Toolbox` whose signature gives
+the arguments (``Annotated`` with a :class:`Param` for their kind and bounds) and whose description for the
+processor is its prompt ``function.<name>`` in ``prompts/memgpt.yaml``.
 
-Descriptions for the processor live in ``prompts/memgpt.yaml`` (``functions``); the specs here fix names,
-argument types and length bounds. Every non-terminal function also takes ``request_heartbeat``.
-An expected failure (an edit over the block limit, text not found, a bad date) raises :class:`ToolError`,
-whose message goes back to the processor as the function result.
+From that declaration come the specs (:data:`FUNCTIONS`) the grammar, the JSON schema, the native tools,
+validation and the system prompt's function list are made of. Every non-terminal function also takes
+``request_heartbeat``. An expected failure (an edit over the block limit, text not found, a bad date) raises
+:class:`ToolError`, whose message goes back to the processor as the function result.
 """
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
-from typing import Any
+from typing import Annotated, Any, TypeVar
 
+from ..prompts import get_prompt
 from .archive import Archive, keywords
 from .memory import AgentOptions, Block, SearchPage
 from .store import AgentStore
+
+F = TypeVar("F", bound=Callable[..., str])
+_TERMINAL = "__memgpt_terminal__"
 
 
 class ToolError(Exception):
@@ -31,6 +38,17 @@ class Param:
     maximum: int = 99  # integers: 0..maximum (validated after parsing; llama.cpp schemas do not enforce it)
 
 
+def text(max_length: int, min_length: int = 1) -> Param:
+    """A string argument of at most ``max_length`` characters (in an ``Annotated[str, ...]``)."""
+    return Param("", "string", max_length, min_length)
+
+
+Label = Annotated[str, Param("", "label")]  # a core-memory block's label (the agent's labels, as alternatives)
+Day = Annotated[str, Param("", "date")]  # YYYY-MM-DD
+PageNumber = Annotated[int, Param("", "integer")]  # 0..99
+_PLAIN = {int: "integer", bool: "boolean"}
+
+
 @dataclass(frozen=True)
 class FunctionSpec:
     name: str
@@ -41,19 +59,41 @@ class FunctionSpec:
     def all_params(self) -> tuple[Param, ...]:
         return self.params if self.terminal else self.params + (Param("request_heartbeat", "boolean"),)
 
+    @property
+    def description(self) -> str:
+        """What the processor is told the function does (its prompt ``function.<name>``)."""
+        return get_prompt("memgpt", f"function.{self.name}").render()
 
-FUNCTIONS: tuple[FunctionSpec, ...] = (
-    FunctionSpec("send_message", (Param("message", "string", 600),), terminal=True),
-    FunctionSpec("core_memory_append", (Param("label", "label"), Param("content", "string", 400))),
-    FunctionSpec("core_memory_replace", (Param("label", "label"), Param("old_content", "string", 400),
-                                         Param("new_content", "string", 400, min_length=0))),
-    FunctionSpec("conversation_search", (Param("query", "string", 100), Param("page", "integer"))),
-    FunctionSpec("conversation_search_date", (Param("start_date", "date"), Param("end_date", "date"),
-                                              Param("page", "integer"))),
-    FunctionSpec("archival_memory_insert", (Param("content", "string", 600),)),
-    FunctionSpec("archival_memory_search", (Param("query", "string", 100), Param("page", "integer"))),
-)
-SPECS = {f.name: f for f in FUNCTIONS}
+    @property
+    def signature(self) -> str:
+        return f"{self.name}({', '.join(p.name for p in self.all_params)})"
+
+
+def function(fn: F | None = None, *, terminal: bool = False) -> Any:
+    """Mark a :class:`Toolbox` method as a function the processor may call (``terminal``: it yields control)."""
+    def mark(f: F) -> F:
+        setattr(f, _TERMINAL, terminal)
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+def spec_of(method: Callable[..., str]) -> FunctionSpec:
+    """The spec of a declared function, read from its signature."""
+    hints = typing.get_type_hints(method, include_extras=True)
+    params = []
+    for name, hint in hints.items():
+        if name == "return":
+            continue
+        marks = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, Param)]
+        if marks:
+            params.append(replace(marks[0], name=name))
+        elif hint in _PLAIN:
+            params.append(Param(name, _PLAIN[hint]))
+        else:
+            raise TypeError(f"{method.__name__}({name}): annotate a string with its bound, e.g. Annotated[str, "
+                            "text(100)], or use Label, Day, PageNumber")
+    return FunctionSpec(method.__name__, tuple(params), getattr(method, _TERMINAL))
 
 
 def over_limit(label: str, limit: int, requested: int) -> str:
@@ -82,13 +122,13 @@ class Toolbox:
 
     def run(self, name: str, args: dict[str, Any]) -> str:
         """Execute a validated call (``request_heartbeat`` already removed); returns the result message."""
-        method = getattr(self, name, None)
-        if name not in SPECS or method is None:
+        if name not in SPECS:
             raise ToolError(f"No function named {name}")
-        return method(**args)
+        return getattr(self, name)(**args)
 
     # --- messaging ---------------------------------------------------------------------------------
-    def send_message(self, message: str) -> str:
+    @function(terminal=True)
+    def send_message(self, message: Annotated[str, text(600)]) -> str:
         return "Sent message successfully."
 
     # --- core memory -------------------------------------------------------------------------------
@@ -104,7 +144,8 @@ class Toolbox:
         self.store.put_block(self.agent_id, Block(block.label, value, block.limit))
         return f"Core memory {block.label} updated ({len(value)}/{block.limit} characters)."
 
-    def core_memory_append(self, label: str, content: str) -> str:
+    @function
+    def core_memory_append(self, label: Label, content: Annotated[str, text(400)]) -> str:
         block = self._block(label)
         if not content.strip():
             raise ToolError("content is empty: nothing to append")
@@ -113,7 +154,9 @@ class Toolbox:
                             "reply to the user with send_message.")
         return self._write(block, f"{block.value}\n{content}" if block.value else content)
 
-    def core_memory_replace(self, label: str, old_content: str, new_content: str) -> str:
+    @function
+    def core_memory_replace(self, label: Label, old_content: Annotated[str, text(400)],
+                            new_content: Annotated[str, text(400, min_length=0)]) -> str:
         block = self._block(label)
         if not old_content:
             raise ToolError("old_content is empty: give the exact text to replace")
@@ -127,7 +170,8 @@ class Toolbox:
             raise ToolError(f"page must be 0 or more, not {page}")
         return page
 
-    def conversation_search(self, query: str, page: int) -> str:
+    @function
+    def conversation_search(self, query: Annotated[str, text(100)], page: PageNumber) -> str:
         return self.recall_page(query, page).render()
 
     def recall_page(self, query: str, page: int) -> SearchPage:
@@ -150,7 +194,8 @@ class Toolbox:
         scored = sorted((-len(wanted & keywords(text)), seq) for seq, text in texts if seq not in seen)
         return exact + [seq for score, seq in scored if score < 0]
 
-    def conversation_search_date(self, start_date: str, end_date: str, page: int) -> str:
+    @function
+    def conversation_search_date(self, start_date: Day, end_date: Day, page: PageNumber) -> str:
         start, end = _day(start_date, "start_date"), _day(end_date, "end_date")
         if end < start:
             raise ToolError(f"end_date {end_date} is before start_date {start_date}")
@@ -161,11 +206,17 @@ class Toolbox:
         return SearchPage(tuple(e.describe() for e in found), total, page, size).render()
 
     # --- archival storage --------------------------------------------------------------------------
-    def archival_memory_insert(self, content: str) -> str:
+    @function
+    def archival_memory_insert(self, content: Annotated[str, text(600)]) -> str:
         if not content.strip():
             raise ToolError("content is empty: nothing to insert")
         self.archive.insert([content], self.now())
         return "Inserted into archival memory."
 
-    def archival_memory_search(self, query: str, page: int) -> str:
+    @function
+    def archival_memory_search(self, query: Annotated[str, text(100)], page: PageNumber) -> str:
         return self.archive.search(query, self._page(page)).render()
+
+
+FUNCTIONS: tuple[FunctionSpec, ...] = tuple(spec_of(m) for m in vars(Toolbox).values() if hasattr(m, _TERMINAL))
+SPECS = {f.name: f for f in FUNCTIONS}

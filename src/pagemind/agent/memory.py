@@ -8,72 +8,65 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, ClassVar
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar, Literal
 
-from ..errors import ConfigError
+from ..methods.options import Options, option
 
 PAPER_WARNING_FRACTION = 7000 / 8192  # MESSAGE_SUMMARY_WARNING_TOKENS of GPT-4's 8k window (paper code)
 SEARCH_KINDS = ("user_message", "step")  # what recall search sees (paper: not system or function messages)
 
 
 @dataclass(frozen=True)
-class AgentOptions:
-    """Per-agent settings, stored with the agent (paper defaults noted)."""
+class AgentOptions(Options):
+    """Per-agent settings, stored with the agent (paper defaults noted). Declared once, as the methods' options
+    are (:func:`~pagemind.methods.options.option`): checked however they are made (here, from the store, the CLI,
+    HTTP or MCP), and the CLI flags, the HTTP and MCP schemas are generated from these declarations."""
 
-    context_window: int | None = None  # tokens the agent may use; None: min(model window, 8192) as in the paper
-    warning_fraction: float = PAPER_WARNING_FRACTION  # memory-pressure warning (paper: 7000 of 8192 tokens)
-    evict_fraction: float = 0.5  # share of the queue evicted on overflow (paper MESSAGE_SUMMARY_CUTOFF_FRAC)
-    keep_last: int = 3  # messages never evicted (Letta 0.6.5 MESSAGE_SUMMARY_TRUNC_KEEP_N_LAST)
-    block_limit: int = 2000  # characters per core block (paper CORE_MEMORY_*_CHAR_LIMIT)
-    page_size: int = 5  # search results per page (paper: 5)
-    max_steps: int = 8  # LLM steps per user turn before the turn is cut short
-    final_reply: bool = True  # the last of max_steps may only call send_message, so a cut-short turn still answers
-    archival_search: str = "hybrid"  # text | semantic | hybrid (exact text matches first, then semantic)
-    recall_search: str = "hybrid"  # text (paper: substring only) | hybrid (substring matches, then keyword overlap)
-    embedder: str = "auto"  # auto (MiniLM if installed, else keywords) | minilm | hashing | none
-    constrained: bool = True  # enforce the step format with a grammar / JSON schema where the backend can
-    tool_calling: str = "auto"  # auto: native tool calls where the backend has them, else constrained replies;
-    #                             native: tool calls only; json: never tool calls (grammar / JSON schema / parser)
-    max_tokens: int = 1000  # reply tokens per step; constrained replies are bounded to fit (actions.bounds)
-    summary_words: int = 100  # recursive-summary length (paper WORD_LIMIT)
-    result_chars: int = 3000  # function results longer than this are cut (search pages are sized by page_size)
+    owner: ClassVar[str] = "agent"
 
-    # The allowed values, declared once: checked here and published in the HTTP and MCP schemas
-    # (pagemind.server.shapes.agent_options_schema).
-    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
-        "archival_search": ("text", "semantic", "hybrid"), "recall_search": ("text", "hybrid"),
-        "tool_calling": ("auto", "native", "json"), "embedder": ("auto", "minilm", "hashing", "none")}
-    BOUNDS: ClassVar[dict[str, tuple[int, int]]] = {  # inclusive
-        "context_window": (64, 10_000_000), "keep_last": (0, 10_000), "block_limit": (1, 1_000_000),
-        "page_size": (1, 1_000), "max_steps": (1, 1_000), "max_tokens": (1, 1_000_000),
-        "summary_words": (1, 100_000), "result_chars": (1, 10_000_000)}
-    FRACTIONS: ClassVar[dict[str, bool]] = {"warning_fraction": True, "evict_fraction": False}  # in (0, 1]: 1 too?
+    context_window: int | None = option(
+        None, "tokens of the agent's main context (its virtual context); none: min(model window, 8192) as in the "
+        "paper", minimum=64, maximum=10_000_000, flag="--agent-window")
+    warning_fraction: float = option(
+        PAPER_WARNING_FRACTION, "share of the window at which the memory-pressure warning is sent (paper: 7000 of "
+        "8192 tokens)", above=0, maximum=1)
+    evict_fraction: float = option(
+        0.5, "share of the queue evicted when it overflows (paper MESSAGE_SUMMARY_CUTOFF_FRAC)", above=0, below=1)
+    keep_last: int = option(3, "messages never evicted (Letta MESSAGE_SUMMARY_TRUNC_KEEP_N_LAST)",
+                            minimum=0, maximum=10_000)
+    block_limit: int = option(2000, "characters per core-memory block (paper CORE_MEMORY_*_CHAR_LIMIT)",
+                              minimum=1, maximum=1_000_000)
+    page_size: int = option(5, "search results per page (paper: 5)", minimum=1, maximum=1_000)
+    max_steps: int = option(8, "LLM steps per user message before the turn is cut short", minimum=1, maximum=1_000)
+    final_reply: bool = option(True, "the last of max_steps may only call send_message, so a cut-short turn still "
+                                     "answers")
+    archival_search: Literal["text", "semantic", "hybrid"] = option(
+        "hybrid", "archival search: exact text matches then embeddings (hybrid), or one of them")
+    recall_search: Literal["text", "hybrid"] = option(
+        "hybrid", "conversation search: substring then keyword matches (hybrid), or substring only (text, the "
+        "paper's)")
+    embedder: Literal["auto", "minilm", "hashing", "none"] = option(
+        "auto", "archival embeddings (auto: MiniLM if installed, else keyword ranking)")
+    constrained: bool = option(True, "enforce the step format with a grammar / JSON schema where the backend can",
+                               flag="--constrained/--unconstrained")
+    tool_calling: Literal["auto", "native", "json"] = option(
+        "auto", "steps as native tool calls where the backend has them (auto), always (native), or as JSON replies "
+        "constrained by grammar / schema (json)")
+    max_tokens: int = option(1000, "reply tokens per step (constrained replies are bounded to fit)",
+                             minimum=1, maximum=1_000_000)
+    summary_words: int = option(100, "words of the recursive summary of evicted messages (paper WORD_LIMIT)",
+                                minimum=1, maximum=100_000)
+    result_chars: int = option(3000, "function results longer than this are cut (search pages are sized by "
+                                     "page_size)", minimum=1, maximum=10_000_000)
 
     def __post_init__(self) -> None:
-        for name, allowed in self.CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise ConfigError(f"{name} must be {', '.join(allowed[:-1])} or {allowed[-1]}, "
-                                  f"not {getattr(self, name)!r}")
-        for name, (low, high) in self.BOUNDS.items():
-            value = getattr(self, name)
-            if value is not None and not low <= value <= high:
-                raise ConfigError(f"{name} must be from {low:,} to {high:,}, not {value!r}")
-        for name, one in self.FRACTIONS.items():
-            value = getattr(self, name)
-            if not (0 < value <= 1 if one else 0 < value < 1):
-                raise ConfigError(f"{name} must be in (0, {'1]' if one else '1)'}, not {value!r}")
+        for spec in self.specs():  # the values as their declared types, or a ConfigError naming the option
+            object.__setattr__(self, spec.name, spec.coerce(getattr(self, spec.name), self.owner))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AgentOptions:
-        known = {f.name for f in fields(cls)}
-        bad = set(data) - known
-        if bad:
-            raise ConfigError(f"unknown agent option(s): {', '.join(sorted(bad))}")
-        return cls(**data)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return cls.create(**data)
 
     def updated(self, **changes: Any) -> AgentOptions:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

@@ -14,50 +14,54 @@ import click
 
 from ..agent import Agent, AgentNotFound, AgentOptions, SearchPage, TurnResult, load_into_agent
 from ..api import Pagemind
-from .render import progress_view
-from ..errors import LLMError
+from ..errors import ConfigError, LLMError
 from ..methods import registry
+from ..methods.options import OptionSpec
 from .main_errors import handle_errors
-from .options import SectionedCommand, SectionedOption, llm_options, method_options, session, split_method_options
+from .options import (
+    SectionedCommand,
+    SectionedOption,
+    _flag,
+    llm_options,
+    method_options,
+    session,
+    split_method_options,
+)
+from .render import progress_view
+
+AGENT_SECTION = "Agent (chat --agent)"
+PARAM = "agent_{}"  # the click parameter of agent option X (its flag is the declaration's: --agent-window for
+#                     context_window, since --context-window is the model's)
 
 
-EMBEDDERS = ("auto", "minilm", "hashing", "none")
-# the agent's flags by parameter name: (declarations, click keywords)
-AGENT_FLAGS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
-    "agent_window": (("--agent-window",), {"type": int, "help": "tokens of the agent's main context (its virtual "
-                                                               "context) [default: min(model, 8192)]"}),
-    "max_steps": (("--max-steps",), {"type": int, "help": "LLM steps per user message [default 8]"}),
-    "final_reply": (("--final-reply/--no-final-reply",), {
-        "default": None, "help": "the last of --max-steps may only call send_message, so a long turn still answers "
-                                 "[default on]"}),
-    "archival_search": (("--archival-search",), {
-        "type": click.Choice(["hybrid", "semantic", "text"]),
-        "help": "archival search: exact text matches then embeddings (hybrid, default), or one of them"}),
-    "recall_search": (("--recall-search",), {
-        "type": click.Choice(["hybrid", "text"]),
-        "help": "conversation search: substring then keyword matches (hybrid, default) or substring only"}),
-    "embedder": (("--embedder",), {
-        "type": click.Choice(EMBEDDERS),
-        "help": "archival embeddings [default auto: MiniLM if installed, else keyword ranking]"}),
-    "block_limit": (("--block-limit",), {"type": int, "help": "characters per core-memory block [default 2000]"}),
-    "page_size": (("--page-size",), {"type": int, "help": "search results per page [default 5]"}),
-    "unconstrained": (("--unconstrained",), {"is_flag": True,
-                                             "help": "do not enforce the step format with a grammar"}),
-    "tool_calling": (("--tool-calling",), {
-        "type": click.Choice(["auto", "native", "json"]),
-        "help": "steps as native tool calls where the server has them (auto, default), always (native), or as "
-                "JSON replies constrained by grammar / schema (json)"}),
-}
+def _shown(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _agent_flag(name: str) -> Callable:
-    decls, kw = AGENT_FLAGS[name]
-    return click.option(*decls, cls=SectionedOption, section="Agent (chat --agent)", **kw)
+def _agent_help(spec: OptionSpec) -> str:
+    return f"{spec.help} [default {_shown(spec.default)}]"
+
+
+def _agent_flags(skip: frozenset[str] = frozenset()) -> list[Callable]:
+    """The CLI flags of the agent's options, generated from their declaration (:class:`AgentOptions`): one per
+    option, ``--x/--no-x`` for a boolean, choices from its ``Literal`` type; unset flags mean "keep" (an existing
+    agent's value, a new agent's default)."""
+    params = []
+    for spec in AgentOptions.specs():
+        if spec.name in skip:
+            continue
+        extra: dict[str, Any] = {"is_flag": True} if spec.type is bool else {
+            "type": click.Choice(spec.choices) if spec.choices else spec.type}
+        params.append(click.option(*_flag(spec), PARAM.format(spec.name), default=None, help=_agent_help(spec),
+                                   cls=SectionedOption, section=AGENT_SECTION, **extra))
+    return params
 
 
 def agent_options(fn: Callable) -> Callable:
-    for name in reversed(AGENT_FLAGS):
-        fn = _agent_flag(name)(fn)
+    for decorator in reversed(_agent_flags()):
+        fn = decorator(fn)
     return fn
 
 
@@ -65,41 +69,48 @@ def _method_flag_names() -> set[str]:
     return {spec.name for cls in registry.all_readers() for spec in cls.Options.specs()}
 
 
-# method flags that ``pagemind chat`` also applies to an agent: the method's parameter -> the agent flag it stands
-# for (the agent option has the method parameter's name: max_steps, embedder, constrained)
-CHAT_SHARED = {"max_steps": "max_steps", "embedder": "embedder", "constrained": "unconstrained"}
+def chat_shared() -> frozenset[str]:
+    """The agent options a method option of the same name stands for in ``pagemind chat`` (``--max-steps``,
+    ``--embedder``, ``--constrained/--unconstrained``, ...): one flag, applied to the side the chat talks to."""
+    return frozenset(spec.name for spec in AgentOptions.specs()) & frozenset(_method_flag_names())
 
 
 def chat_options(fn: Callable) -> Callable:
-    """The methods' flags (chat with a document) and the agent's (chat with an agent). Where both sides have a
-    flag (``--max-steps``, ``--embedder``, ``--unconstrained``) there is one, applied to the side the chat talks
-    to; any other agent flag a method flag would shadow is left out."""
+    """The methods' flags (chat with a document) and the agent's (chat with an agent). Where both sides have an
+    option of one name there is one flag (:func:`chat_shared`); another agent flag that a method flag would
+    shadow is a declaration error."""
     fn = method_options(fn)
-    method_params = {p.name: p for p in fn.__click_params__}
-    taken = {opt for p in fn.__click_params__ for opt in (*p.opts, *p.secondary_opts)}
-    for name, flag in CHAT_SHARED.items():
-        if name in method_params:
-            param = method_params[name]
-            decls, kw = AGENT_FLAGS[flag]
-            what = kw["help"] if flag == name else f"{decls[0]}: {kw['help']}"
-            param.help = f"{param.help}; chat --agent: {what}"
-            param.section = "Method and agent"
-    for name in reversed(AGENT_FLAGS):
-        opts = {o for decl in AGENT_FLAGS[name][0] for o in decl.split("/")}
-        if not opts & taken:
-            fn = _agent_flag(name)(fn)
+    shared = chat_shared()
+    params: list[click.Option] = getattr(fn, "__click_params__", [])
+    method_params = {p.name: p for p in params}
+    taken = {opt for p in params for opt in (*p.opts, *p.secondary_opts)}
+    for name in shared:
+        param = method_params[name]
+        param.help = f"{param.help}; chat --agent: {_agent_help(AgentOptions.spec(name))}"
+        setattr(param, "section", "Method and agent")  # noqa: B010 - a SectionedOption's, or plain help
+    for spec in AgentOptions.specs():
+        flags = {o for decl in _flag(spec) for o in decl.split("/")}
+        if spec.name not in shared and flags & taken:
+            raise TypeError(f"agent option {spec.name}: its flag {', '.join(sorted(flags & taken))} is a method's")
+    for decorator in reversed(_agent_flags(skip=shared)):
+        fn = decorator(fn)
     return fn
 
 
-def _agent_opts(kw: dict[str, Any]) -> dict[str, Any]:
-    """The agent options given on the command line (popped from ``kw``), without the unset ones."""
-    names = ("max_steps", "final_reply", "archival_search", "recall_search", "embedder",
-             "block_limit", "page_size", "tool_calling")
-    given = {n: kw.pop(n) for n in names if n in kw}  # chat takes the flags it shares with methods apart first
-    given["context_window"] = kw.pop("agent_window", None)  # --context-window is the model's (server's) window
-    if kw.pop("unconstrained", False):
-        given["constrained"] = False
-    return {k: v for k, v in given.items() if v is not None}
+def _agent_opts(kw: dict[str, Any], shared: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The agent options given on the command line (popped from ``kw``; ``shared``: the values of the method flags
+    that stand for agent options), checked against their declaration, without the unset ones."""
+    given = {spec.name: kw.pop(PARAM.format(spec.name), None) for spec in AgentOptions.specs()}
+    given.update({k: v for k, v in (shared or {}).items() if v is not None})
+    checked = {}
+    for name, value in given.items():
+        if value is None:
+            continue
+        try:
+            checked[name] = AgentOptions.spec(name).coerce(value, AgentOptions.owner)
+        except ConfigError as err:
+            raise click.UsageError(f"{_flag(AgentOptions.spec(name))[0].split('/')[0]} for an agent: {err}") from None
+    return checked
 
 
 def _open(pm: Pagemind, name: str, create: bool = False, llm: bool = True, given: dict[str, Any] | None = None,
@@ -274,17 +285,18 @@ def _chat_with_document(pm: Pagemind, file: str, method: str, opts: dict[str, An
     from ..methods.question import Question
     from .render import print_answer, progress_bar, usage_line
 
-    reader = pm.reader(method, **opts)
-    source = pm.source(file, reader, encoding)
+    entry = pm.method(method, **opts)  # a reader, or the choice auto
+    source = pm.source(file, entry, encoding)
+    reader = pm.reader(method, document=source, **opts)  # auto: the reader it picks for this document
     if method == "auto":
-        choice = reader.choose(source)  # type: ignore[attr-defined]
+        choice = entry.choose(source)  # type: ignore[union-attr]
         what = "the whole text" if choice.method == "full" else "ReadAgent-P (gist memory, then look-up)"
         click.echo(f"auto: reading {what}: {choice.reason} (--method picks another)", err=True)
     build = Trace()
     with progress_bar(f"reading {source.name}") as progress:  # recorded as a run, like every question
         memory = pm.index(source, method, progress=progress, trace=build, **opts)
     ready = f"built ({usage_line(build.usage)})" if build.events else "ready"
-    click.echo(f"memory of {source.name} with {reader.name}: {ready}; ask questions, /help for the commands",
+    click.echo(f"memory of {source.name} with {entry.name}: {ready}; ask questions, /help for the commands",
                err=True)
     tracing = [trace]
     pending_build = [build if build.events else None]  # shown with the first answer's trace
@@ -299,8 +311,8 @@ def _chat_with_document(pm: Pagemind, file: str, method: str, opts: dict[str, An
         click.echo(f"trace {'on' if tracing[0] else 'off'}", err=True)
 
     def show_method(_: str) -> None:
-        click.echo(f"method: {reader.name} ({reader.about.summary})")
-        click.echo(f"options: {json.dumps(reader.options.as_dict(), default=str)}")
+        click.echo(f"method: {entry.name} ({entry.about.summary})")
+        click.echo(f"options: {json.dumps(entry.options.as_dict(), default=str)}")
         click.echo(f"memory: {json.dumps(reader.describe(memory), default=str)}")
 
     commands: dict[str, SlashCommand] = {}
@@ -337,8 +349,7 @@ def chat(ctx: click.Context, file: str | None, name: str | None, trace: bool, en
     if file and name:
         raise click.UsageError(f"give FILE (chat with a document) or --agent (chat with an agent), not both; to give "
                                f"an agent a document: pagemind agent load {name} {file}")
-    shared = {n: kw.pop(n) for n in CHAT_SHARED if n in kw}
-    agent_given = _agent_opts(kw)
+    shared = {n: kw.pop(n) for n in chat_shared() if n in kw}
     if file is None:
         method_source = ctx.get_parameter_source("method")
         if method_source not in (None, click.core.ParameterSource.DEFAULT):
@@ -348,16 +359,13 @@ def chat(ctx: click.Context, file: str | None, name: str | None, trace: bool, en
                 raise click.UsageError(f"--{flag.replace('_', '-')} applies to chat FILE (a document), not to an "
                                        "agent")
         kw.pop("method", None)
-        agent_given.update({k: v for k, v in shared.items() if v is not None})
-        if agent_given.get("embedder", "auto") not in EMBEDDERS:
-            raise click.UsageError(f"--embedder for an agent: one of {', '.join(EMBEDDERS)}")
+        agent_given = _agent_opts(kw, shared)
         with session(ctx, kw) as pm:
             _chat_with_agent(pm, name or "default", agent_given, trace)
         return
+    agent_given = _agent_opts(kw)
     if agent_given:
-        flags = ", ".join("--" + ("unconstrained" if k == "constrained" else
-                                  "agent-window" if k == "context_window" else k.replace("_", "-"))
-                          for k in agent_given)
+        flags = ", ".join(_flag(AgentOptions.spec(k))[0].split("/")[0] for k in agent_given)
         raise click.UsageError(f"{flags}: agent option(s), for chat --agent NAME, not for a document")
     directory = Path(file).is_dir()
     if directory and ctx.get_parameter_source("method") not in (None, click.core.ParameterSource.DEFAULT):
@@ -383,7 +391,7 @@ def agent() -> None:
 @handle_errors
 def create(ctx: click.Context, name: str, persona: str | None, human: str | None, encoding: str, **kw: Any) -> None:
     """Create agent NAME."""
-    options = AgentOptions().updated(**_agent_opts(kw))
+    options = AgentOptions.create(**_agent_opts(kw))
     with session(ctx, kw) as pm:
         Agent.create(None, pm.store, name, persona=persona, human=human, options=options)
         click.echo(f"created agent {name}")

@@ -13,10 +13,11 @@ from typing import Any
 import click
 
 from ..errors import ConfigError
-from ..eval.datasets import base_method, data_origin, data_root, datasets, how_to_get
+from ..eval.datasets import base_method, data_origin, data_root, how_to_get
 from ..eval.report import markdown, summarise, write_report
 from ..eval.rundir import default_run_dir
 from ..eval.runner import EvalConfig, Runner, evaluable, option_class
+from ..eval.sets import datasets
 from .main_errors import handle_errors
 from .options import llm_options, session
 
@@ -127,7 +128,7 @@ def run(ctx: click.Context, dataset: str, methods: tuple[str, ...], data: str | 
         finally:
             if rater is not None:
                 rater.backend.close()
-    files, warnings = write_report(result.run_dir)
+    _, warnings = write_report(result.run_dir)
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
     click.echo(markdown(summarise(result.run_dir)))
@@ -159,7 +160,8 @@ def list_datasets(data: str | None) -> None:
     missing: dict[str, list[str]] = {}
     for name, spec in datasets().items():
         found = (root / spec.default_path).exists() or (root / Path(spec.default_path).parts[0]).is_dir()
-        params = ", ".join(f"{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in spec.params.items())
+        params = ", ".join(f"{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}"
+                           for k, v in spec.params.items())
         click.echo(f"{name:13} {'found  ' if found else 'missing'} {spec.primary:9} {spec.description}"
                    + (f"  [-p {params}]" if params else ""))
         if not found:

@@ -13,8 +13,8 @@ importing it, and replaces it by the real command the first time it is looked up
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import import_module
-from typing import Callable
 
 import click
 

@@ -12,7 +12,8 @@ import click
 from ..api import Pagemind
 from ..config import resolve_settings
 from ..runs import summarize
-from ..steps import as_json as step_json, from_row, line
+from ..steps import as_json as step_json
+from ..steps import from_row, line
 from .main_errors import handle_errors
 
 store_option = click.option("--store", default=None, metavar="PATH",

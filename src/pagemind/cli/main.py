@@ -16,7 +16,6 @@ from .main_errors import handle_errors
 from .options import SectionedCommand, llm_options, method_options, session, split_method_options
 from .render import print_answer, print_memory, progress_view
 
-
 SAMPLES = {"short": "lighthouse.txt",  # 1,655 words: fits the default model's window (auto reads it whole)
            "long": "keepers-ledger.txt"}  # 16,895 words, ~22k tokens: beyond it (auto builds a gist memory)
 
@@ -77,10 +76,10 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
     with session(ctx, kw) as pm:
         if not as_json and sys.stderr.isatty():
             click.echo(f"opening the model ({pm.settings.llm})…", err=True)  # a local model loads for seconds
-        reader = pm.reader(method, **opts)
-        source = pm.source(path, reader, encoding)
+        entry = pm.method(method, **opts)  # a reader, or the choice auto (resolved by pm.ask)
+        source = pm.source(path, entry, encoding)
         if method == "auto" and not as_json:
-            choice = reader.choose(source)  # type: ignore[attr-defined]
+            choice = entry.choose(source)  # type: ignore[union-attr]
             what = "the whole text" if choice.method == "full" else "ReadAgent-P (gist memory, then look-up)"
             click.echo(f"auto: reading {what}: {choice.reason} (--method picks another)", err=True)
         streamed: list[str] = []
@@ -118,8 +117,8 @@ def index(ctx: click.Context, file: str | None, sample: bool, long_sample: bool,
     path = _source(file, sample, long_sample)
     method, opts = split_method_options(kw, "code" if Path(str(path)).is_dir() else None)
     with session(ctx, kw) as pm:
-        reader = pm.reader(method, **opts)
-        source = pm.source(path, reader, encoding)
+        source = pm.source(path, pm.method(method, **opts), encoding)
+        reader = pm.reader(method, document=source, **opts)  # auto: the reader it picks for this document
         with progress_view() as progress:  # recorded as a run (pagemind logs) unless record_runs is off
             memory = pm.index(source, method, progress=progress, **opts)
         click.echo(json.dumps(reader.describe(memory)))
@@ -146,8 +145,8 @@ def show(ctx: click.Context, file: str | None, sample: bool, long_sample: bool, 
     path = _source(file, sample, long_sample)
     method, opts = split_method_options(kw, "code" if Path(str(path)).is_dir() else None)
     with session(ctx, kw) as pm:
-        reader = pm.reader(method, **opts)
-        source = pm.source(path, reader, encoding)
+        source = pm.source(path, pm.method(method, **opts), encoding)
+        reader = pm.reader(method, document=source, **opts)  # auto: the reader it picks for this document
         memory = reader.load(source)
         if memory is None:
             others = [m for m in pm.store.list_memories() if m.document_id == source.id]

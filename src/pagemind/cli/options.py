@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -140,8 +141,8 @@ def method_flags(readers: list[Any], method_choice: bool = True, default: str = 
             extra["is_flag"] = True
         else:
             extra["type"] = kind
-        names = frozenset(cls.name for cls in owners)
-        section = "Method" if names == everyone else "Options of " + ", ".join(cls.name for cls in owners)
+        owner_names = frozenset(cls.name for cls in owners)
+        section = "Method" if owner_names == everyone else "Options of " + ", ".join(cls.name for cls in owners)
         params.append(click.option(*decls, help=_help(name, owners), cls=SectionedOption, section=section, **extra))
     return params
 

@@ -7,14 +7,16 @@
         Runner(pm, EvalConfig("quality", ("readagent-p", "full"), limit=10), "runs/quality").run()
     write_report("runs/quality")
 
-Layers: ``datasets`` (Example, registry, data root) and the loaders (``sets_*``, ``generated``) know nothing of
-methods; ``metrics`` and ``raters`` score one reply; ``memgpt`` adapts the agent to examples; ``runner`` drives
-methods over examples into a run directory (``rundir``); ``report`` and ``plot`` read only the run directory.
+Layers: ``datasets`` (Example, data root) and the loaders (``sets_*``, ``generated``) know nothing of methods;
+``sets`` collects the loaders' sets; ``metrics`` and ``raters`` score one reply; ``memgpt`` adapts the agent to
+examples; ``runner`` drives methods over examples into a run directory (``rundir``); ``report`` and ``plot`` read
+only the run directory.
 """
 
-from .datasets import DatasetSpec, Example, Turn, data_root, datasets, load_dataset
+from .datasets import DatasetSpec, Example, Turn, data_root
 from .report import summarise, write_report
-from .runner import ALL_METHODS, EvalConfig, RunResult, Runner, expand_methods, select
+from .runner import ALL_METHODS, EvalConfig, Runner, RunResult, expand_methods, select
+from .sets import datasets, load_dataset
 
 __all__ = ["ALL_METHODS", "DatasetSpec", "EvalConfig", "Example", "RunResult", "Runner", "Turn", "data_root",
            "datasets", "expand_methods", "load_dataset", "select", "summarise", "write_report"]

@@ -3,7 +3,8 @@
 An :class:`Example` is one question with everything a method needs: the document text (a transcript for
 conversations), the options or references, and for MemGPT the conversation turns or archival passages.
 Loaders live in ``sets_documents``, ``sets_dialogue``, ``sets_kv`` and ``generated``; each module lists its
-:class:`DatasetSpec` values in ``SPECS`` and :func:`datasets` collects them (no registry is mutated at import).
+:class:`DatasetSpec` values in ``SPECS`` and :func:`.sets.datasets` collects them (no registry is mutated at import;
+the loaders import this module, so the collection lives in :mod:`.sets`, which imports them).
 
 Data is read in place, never copied: ``--data PATH`` > ``PAGEMIND_DATA`` > ``<user dir>/data`` (the user data
 directory, where ``pagemind data get NAME`` puts what it downloads; see :mod:`.sources`). PATH may be the data
@@ -20,9 +21,10 @@ import inspect
 import json
 import os
 import shlex
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..errors import DatasetError
 from ..methods.question import Question
@@ -113,13 +115,6 @@ def family(method: str) -> str:
     return method
 
 
-def datasets() -> dict[str, DatasetSpec]:
-    """Every dataset by name."""
-    from . import generated, sets_dialogue, sets_documents, sets_kv
-
-    return {s.name: s for module in (sets_documents, sets_dialogue, sets_kv, generated) for s in module.SPECS}
-
-
 def data_root(data: str | Path | None = None, env: Mapping[str, str] | None = None) -> Path:
     """``data`` > ``PAGEMIND_DATA`` > ``<user dir>/data`` (``PAGEMIND_HOME`` moves the user dir)."""
     from ..config import user_dir
@@ -201,22 +196,6 @@ def convert(value: Any, default: Any, key: str) -> Any:
     except ValueError:
         raise DatasetError(f"parameter {key}: {value!r} is not a valid value (default {default!r})") from None
     return value
-
-
-def load_dataset(name: str, data: str | Path | None = None, params: Mapping[str, Any] | None = None) -> list[Example]:
-    """All examples of dataset ``name`` (every error a :class:`DatasetError` naming the file)."""
-    specs = datasets()
-    if name not in specs:
-        raise DatasetError(f"unknown dataset {name!r} (have: {', '.join(specs)})")
-    spec = specs[name]
-    path = resolve_path(spec, data)
-    examples = spec.loader(path, **parse_params(spec, {k: v for k, v in (params or {}).items()}))
-    if not examples:
-        raise DatasetError(f"{name}: {path} holds no examples")
-    ids = [e.id for e in examples]
-    if len(set(ids)) != len(ids):
-        raise DatasetError(f"{name}: {path} has duplicate example ids")
-    return examples
 
 
 # --- reading files ---------------------------------------------------------------------------------
@@ -329,7 +308,7 @@ def field_of(row: Mapping[str, Any], key: str, where: str, kind: type | tuple[ty
     if key not in row:
         raise DatasetError(f"{where}: missing field {key!r}")
     value = row[key]
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise DatasetError(f"{where}: field {key!r} should be {names}, not {type(value).__name__}")
     return value

@@ -82,8 +82,9 @@ def insert_at_depth(text: str, sentence: str, depth: float) -> tuple[str, float]
     return "\n\n".join(paragraphs), round(seen / max(1, total), 4)
 
 
-def load_needle(path: Path, *, words: tuple[int, ...] = (20000,), depths: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0),
-                repeats: int = 1, seed: int = 0) -> list[Example]:
+def load_needle(path: Path, *, words: tuple[int, ...] = (20000,),
+                depths: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0), repeats: int = 1,
+                seed: int = 0) -> list[Example]:
     """One passcode per haystack at each depth (``repeats`` haystacks and passcodes per cell)."""
     pool = _articles(path)
     examples = []

@@ -19,11 +19,11 @@ from typing import Any, Literal
 
 from ..agent import Agent, AgentNotFound, AgentOptions, AgentStore, passages
 from ..llm.client import LLM
-from ..prompts import get_prompt
-from ..store import Store
-from ..text import Document
 from ..methods.options import ReaderOptions, option
 from ..methods.question import Answer, read_choice
+from ..prompts import get_prompt
+from ..store import Store, StoreBackend
+from ..text import Document
 from .datasets import Example
 
 
@@ -36,11 +36,13 @@ class MemGPTEvalOptions(ReaderOptions):
     budget: int | None = option(None, "tokens of retrieved text and messages in one prompt", minimum=1)
     max_steps: int | None = option(None, "agent steps (none: levels + 5 for key-value sets, else 8)", minimum=1)
     page_size: int | None = option(None, "search results per page (none: 10 for key-value sets, else 5)", minimum=1)
-    archival_search: Literal["text", "dense", "hybrid"] | None = option(
+    archival_search: Literal["text", "semantic", "hybrid"] | None = option(
         None, "archival search (none: text for key-value sets, else hybrid)")
-    embedder: str = option("auto", "archival embeddings for documents (MiniLM if installed)")
+    embedder: Literal["auto", "minilm", "hashing", "none"] = option(
+        "auto", "archival embeddings for documents (MiniLM if installed)")
     passage_words: int = option(300, "words per archival passage of a document", minimum=1)
-    constrained: bool = option(True, "enforce reply formats where the backend can", flag="--constrained/--unconstrained")
+    constrained: bool = option(True, "enforce reply formats where the backend can",
+                               flag="--constrained/--unconstrained")
     preset: str | None = option(None, "accepted for symmetry with the readers; unused")
 
 
@@ -49,7 +51,7 @@ class MemGPTEval:
 
     name = "memgpt"
 
-    def __init__(self, llm: LLM, store: Store, **options: Any) -> None:
+    def __init__(self, llm: LLM, store: StoreBackend, **options: Any) -> None:
         self.llm = llm
         self.store = AgentStore(store)
         self.options = MemGPTEvalOptions.create(**options)
@@ -74,7 +76,7 @@ class MemGPTEval:
         """Tokens of a new agent's first prompt (instructions, functions, core memory, boot messages)."""
         if opts not in self._base:
             probe = Agent.create(self.llm, Store(":memory:"), "probe", options=replace(opts, embedder="none"))
-            self._base[opts] = probe.context.build().tokens
+            self._base[opts] = probe.main_context().build().tokens
         return self._base[opts]
 
     def _agent(self, example: Example, opts: AgentOptions) -> Agent:

@@ -11,8 +11,9 @@ match and is recorded as a fallback, never guessed.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..llm.base import Constraint, LLMRequest, Message
 from ..llm.client import LLM
@@ -102,7 +103,7 @@ class Raters:
         constraint = Constraint("rating", gbnf=gbnf) if self.constrained and gbnf else None
         messages: tuple[Message, ...] = (Message("user", prompt),)
         reply = ""
-        for attempt in range(self.max_retries + 1):
+        for _ in range(self.max_retries + 1):
             request = LLMRequest(messages=messages, role="rate", max_tokens=max_tokens, constraint=constraint)
             response, event = self.llm.complete(request, trace)
             reply = response.text

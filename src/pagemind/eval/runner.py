@@ -14,10 +14,12 @@ import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..api import Pagemind
 from ..errors import BackendUnavailable, ConfigError, DatasetError, RateLimited, ServerError
@@ -28,10 +30,11 @@ from ..methods.base import Reader
 from ..methods.options import ReaderOptions
 from ..methods.question import Answer
 from . import metrics
-from .datasets import DatasetSpec, Example, base_method, datasets, load_dataset
+from .datasets import DatasetSpec, Example, base_method
 from .memgpt import MemGPTEval, MemGPTEvalOptions, document_of
 from .raters import Raters
 from .rundir import BUILDS, EXAMPLES, RunDir, record_key
+from .sets import datasets, load_dataset
 
 MEMGPT = "memgpt"  # the agent: evaluated per example, not a Reader
 ALL_METHODS = tuple(n for n in registry.BUILTIN if n != "code") + (MEMGPT,)
@@ -232,7 +235,8 @@ class Runner:
             self._bar.close()
         return result
 
-    def _document(self, runners: dict[str, Reader[Any, Any] | MemGPTEval], unit: list[tuple[str, list[Example]]], result: RunResult) -> None:
+    def _document(self, runners: dict[str, Reader[Any, Any] | MemGPTEval], unit: list[tuple[str, list[Example]]],
+                  result: RunResult) -> None:
         for method, pending in unit:
             self._unit(runners[method], method, pending, result)
 
@@ -244,7 +248,7 @@ class Runner:
         """One document and one method: the memory once, then every question."""
         if isinstance(runner, MemGPTEval):
             for e in examples:
-                self._answer(method, e, lambda e=e: runner.answer_example(e), result)
+                self._answer(method, e, partial(runner.answer_example, e), result)
             return
         document = examples[0]
         key = record_key(method, document.document_id)
@@ -259,7 +263,7 @@ class Runner:
             memory = runner.build(document_of(document), trace=trace)
         except FATAL:
             raise
-        except Exception as err:  # noqa: BLE001 - recorded; the run goes on with the next unit
+        except Exception as err:  # recorded; the run goes on with the next unit
             self.dir.append(BUILDS, {"key": record_key(method, document.document_id), "method": method,
                                      "document_id": document.document_id, "status": "error", "error": _error(err),
                                      "usage": usage_of(trace), "wall_seconds": round(time.perf_counter() - t0, 2)})
@@ -275,7 +279,7 @@ class Runner:
             "document_words": document.words, "document_tokens": self._document_tokens(document),
             "describe": runner.describe(memory)})
         for e in examples:
-            self._answer(method, e, lambda e=e: runner.answer(memory, e.as_question()), result)
+            self._answer(method, e, partial(_read, runner, memory, e), result)
 
     def _document_tokens(self, example: Example) -> int:
         """The document's length in the model's tokens (counted once per document)."""
@@ -293,7 +297,7 @@ class Runner:
             answer = call()
         except FATAL:
             raise
-        except Exception as err:  # noqa: BLE001 - a failed example is recorded with its error
+        except Exception as err:  # a failed example is recorded with its error
             self._record(method, example, result, error=_error(err), wall=time.perf_counter() - t0)
             return
         self._record(method, example, result, answer=answer, wall=time.perf_counter() - t0)
@@ -340,7 +344,7 @@ class Runner:
                 out["rater_usage"] = usage_of(rating.trace)
         except FATAL:
             raise
-        except Exception as err:  # noqa: BLE001 - the answer stands; its rating is missing and says why
+        except Exception as err:  # the answer stands; its rating is missing and says why
             out["rater_error"] = _error(err)
         return out
 
@@ -360,6 +364,11 @@ def primary_value(record: dict[str, Any], primary: str) -> float | None:
         return 0.0
     value = (record.get("scores") or {}).get(primary)
     return None if value is None else float(value)
+
+
+def _read(reader: Reader[Any, Any], memory: Any, example: Example) -> Answer:
+    """``reader``'s answer to ``example`` from ``memory`` (the question parsed when it is asked)."""
+    return reader.answer(memory, example.as_question())
 
 
 def _gold(e: Example) -> str:

@@ -25,9 +25,9 @@ import csv
 import hashlib
 import io
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from ..errors import DatasetError
 from .datasets import QUALITY_PRESETS, DatasetSpec, Example, RowFormat, field_of, find_file, open_text, read_examples
@@ -149,7 +149,8 @@ def split_options(text: str, where: str) -> tuple[str, tuple[str, ...]]:
         else:
             question.append(line)
     if len(options) < 2:  # all on one line: cut at (A), (B), ... in order
-        cuts, pos = [], 0
+        cuts: list[int] = []
+        pos = 0
         while (found := text.find(f"({chr(ord('A') + len(cuts))})", pos)) >= 0:
             cuts.append(found)
             pos = found + 3
@@ -313,7 +314,7 @@ def _summaries(path: Path, name: str, staged: str, what: str, longbench: str = "
         return [Example(id=f"{name}-{key}", dataset=name, task="summary", question=f"Please summarize this {what}.",
                         document_id=f"{name}-{key}", document=text, references=(str(field_of(row, "output", where)),))]
 
-    formats = (RowFormat("L-Eval JSON lines (the staged files)", ("input", "outputs"),
+    formats: tuple[RowFormat, ...] = (RowFormat("L-Eval JSON lines (the staged files)", ("input", "outputs"),
                          _leval(name, "summary", "Please summarize this document.")),
                RowFormat("SCROLLS JSON lines", ("input", "output"), read_scrolls))
     if longbench:
@@ -343,7 +344,8 @@ def load_summscreen(path: Path) -> list[Example]:
 
 SPECS = (
     DatasetSpec("quality", load_quality, "quality/quality_dev_slice.json",
-                "QuALITY long-article multiple choice (accuracy)", "accuracy", QUALITY_PRESETS, "Pang et al., NAACL 2022"),
+                "QuALITY long-article multiple choice (accuracy)", "accuracy", QUALITY_PRESETS,
+                "Pang et al., NAACL 2022"),
     DatasetSpec("qmsum", load_qmsum, "qmsum", "QMSum query-based meeting summaries (ROUGE, LLM raters)",
                 "rougeL", {"readagent": "qmsum", "rag": "qmsum", "full": "qmsum", "memwalker": "quality"},
                 "Zhong et al., NAACL 2021"),

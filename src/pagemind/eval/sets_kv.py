@@ -89,7 +89,8 @@ def load_nested_kv(path: Path, *, levels: tuple[int, ...] = (1, 2, 3, 4), seeds:
     else:
         file = find_file(path, "nested_kv_instances.jsonl")
         for n, (where, row) in enumerate(read_rows(file), 1):
-            inst = {k: row.get(k) for k in ("query_key", "answer", "value_overrides", "levels", "key_positions", "seed")}
+            inst = {k: row.get(k)
+                    for k in ("query_key", "answer", "value_overrides", "levels", "key_positions", "seed")}
             field_of(row, "query_key", where), field_of(row, "answer", where), field_of(row, "levels", where, int)
             instances.append((str(row.get("id") or f"nested_kv-{n}"), inst))
     examples = []
@@ -103,7 +104,8 @@ def load_nested_kv(path: Path, *, levels: tuple[int, ...] = (1, 2, 3, 4), seeds:
             id=id_, dataset="nested-kv", task="kv", question=kv_question(inst["query_key"], nested=True),
             document_id=id_, document="JSON data:\n" + kv_json(instance_pairs), references=(inst["answer"],),
             passages=kv_passages(instance_pairs),
-            meta={"levels": inst["levels"], "seed": inst.get("seed"), "key": inst["query_key"], "chain": chain, "match": "last-uuid"}))
+            meta={"levels": inst["levels"], "seed": inst.get("seed"), "key": inst["query_key"], "chain": chain,
+                  "match": "last-uuid"}))
     return examples
 
 

@@ -19,10 +19,11 @@ import re
 import shutil
 import tarfile
 import zipfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, Callable, Mapping
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 import yaml

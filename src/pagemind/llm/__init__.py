@@ -4,5 +4,18 @@ from .client import LLM
 from .fake import ScriptedLLM
 from .usage import Trace, TraceEvent, Usage
 
-__all__ = ["Backend", "Capabilities", "Constraint", "LLM", "LLMRequest", "LLMResponse", "Message",
-           "ScriptedLLM", "Tool", "ToolCall", "Trace", "TraceEvent", "Usage"]
+__all__ = [
+           "LLM",
+           "Backend",
+           "Capabilities",
+           "Constraint",
+           "LLMRequest",
+           "LLMResponse",
+           "Message",
+           "ScriptedLLM",
+           "Tool",
+           "ToolCall",
+           "Trace",
+           "TraceEvent",
+           "Usage",
+]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from ..hashing import content_hash
 
@@ -66,7 +66,7 @@ class LLMRequest:
     tools: tuple[Tool, ...] = ()  # non-empty: the reply must call one of these (backends with supports_tools)
 
     @classmethod
-    def user(cls, text: str, **kwargs: Any) -> "LLMRequest":
+    def user(cls, text: str, **kwargs: Any) -> LLMRequest:
         return cls(messages=(Message("user", text),), **kwargs)
 
     def prompt_text(self) -> str:
@@ -123,9 +123,16 @@ class Capabilities:
 class Backend(ABC):
     """A model behind one method. Subclasses set ``model_id`` and ``capabilities``."""
 
-    model_id: str = "unknown"
+    model_id: str = "unknown"  # the model and, for a server, where it is served (messages, the reply cache)
     provider: str = "unknown"  # who serves the model, as OpenTelemetry's gen_ai.provider.name names it
     capabilities: Capabilities
+
+    @property
+    def model_identity(self) -> str:
+        """Which model this is, whatever serves it: what a stored memory depends on (``Reader.memory_model``), so
+        replicas or a moved server find the memories the same model built. A backend whose ``model_id`` names a
+        place (a server's URL) overrides it; by default the ``model_id``."""
+        return self.model_id
 
     @abstractmethod
     def execute(self, request: LLMRequest) -> LLMResponse:
@@ -153,11 +160,11 @@ class Backend(ABC):
         messages = sum(self.count_tokens(m.content) + MESSAGE_OVERHEAD_TOKENS for m in request.messages)
         return messages + tool_tokens(self, request)
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional: a backend holding nothing has nothing to release
         """Release resources (HTTP pools, model memory)."""
 
 
-def tool_tokens(backend: "Backend", request: LLMRequest) -> int:
+def tool_tokens(backend: Backend, request: LLMRequest) -> int:
     """About what the tool definitions of ``request`` add to the prompt (their JSON text)."""
     if not request.tools:
         return 0

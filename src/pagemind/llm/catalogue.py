@@ -20,8 +20,16 @@ from ..config import DEFAULT_MODEL, cache_dir
 from ..errors import ConfigError, ModelNotInstalled
 
 __all__ = [
-    "DEFAULT_MODEL", "ModelSpec", "Part", "list_models", "get_spec", "model_path", "install", "installed",
-    "assembled", "remove",
+    "DEFAULT_MODEL",
+    "ModelSpec",
+    "Part",
+    "assembled",
+    "get_spec",
+    "install",
+    "installed",
+    "list_models",
+    "model_path",
+    "remove",
 ]
 
 log = logging.getLogger(__name__)

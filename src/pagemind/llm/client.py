@@ -6,8 +6,9 @@ import copy
 import random
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 from ..errors import ContextWindowExceeded, LLMError, RateLimited, is_retryable
 from .base import Backend, LLMRequest, LLMResponse
@@ -57,7 +58,7 @@ class LLM:
         # The bound holds across every caller (a build's pool, the eval runner's documents...), not per pool.
         self._slots = threading.BoundedSemaphore(self.concurrency)
 
-    def scoped(self, scope: str) -> "LLM":
+    def scoped(self, scope: str) -> LLM:
         """This client for one scope (a user of the service): the same backend, cache store, concurrency bound
         and usage totals, with replies cached, and memories keyed, under ``scope``."""
         if scope == self.scope:
@@ -70,6 +71,11 @@ class LLM:
     @property
     def model_id(self) -> str:
         return self.backend.model_id
+
+    @property
+    def model_identity(self) -> str:
+        """Which model, not where it is served (:attr:`Backend.model_identity`): what stored memories depend on."""
+        return self.backend.model_identity
 
     @property
     def context_window(self) -> int:

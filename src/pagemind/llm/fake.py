@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Callable, Iterable, Union
+from collections.abc import Callable, Iterable
 
 from ..errors import ScriptExhausted
 from .base import Backend, Capabilities, LLMRequest, LLMResponse
 
-Reply = Union[str, Callable[[LLMRequest], str], BaseException]
+Reply = str | Callable[[LLMRequest], str] | BaseException
 
 
 class ScriptedLLM(Backend):

@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import httpx
 
@@ -67,17 +68,17 @@ class LlamaCppPythonServer:
         self.startup_timeout = startup_timeout
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
-        self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
+        self._log: IO[bytes] | None = None
 
     @property
     def url(self) -> str:
         """The OpenAI-compatible base URL, ending in /v1."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "LlamaCppPythonServer":
+    def start(self) -> LlamaCppPythonServer:
         """Start the server on a free port and wait until it answers ``GET /v1/models``."""
         self.port = free_port()
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - kept open while the server runs; stop() closes it
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--host", "127.0.0.1",
                "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads),
                "--n_threads_batch", str(self.threads), "--n_batch", str(self.n_batch)]
@@ -111,7 +112,7 @@ class LlamaCppPythonServer:
             self._log.close()
             self._log = None
 
-    def __enter__(self) -> "LlamaCppPythonServer":
+    def __enter__(self) -> LlamaCppPythonServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -7,12 +7,13 @@ import os
 import struct
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..config import Settings
-from ..errors import BadRequest, BackendUnavailable, ConfigError, ContextWindowExceeded, LLMError
+from ..errors import BackendUnavailable, BadRequest, ConfigError, ContextWindowExceeded, LLMError
 from . import catalogue
 from .base import Backend, Capabilities, LLMRequest, LLMResponse, estimate_tokens
 
@@ -30,6 +31,13 @@ def _content_id(path: Path) -> str:
         fh.seek(max(size - (1 << 20), 0))
         digest.update(fh.read(1 << 20))
     return f"{size}-{digest.hexdigest()[:12]}"
+
+
+def gguf_identity(path: Path, name: str | None = None) -> str:
+    """Which model a GGUF file holds: ``gguf:NAME:DIGEST``, NAME the catalogue name (else the file's stem) and
+    DIGEST the weights' content id (:func:`_content_id`), so another file's weights are another model and the same
+    weights moved to another folder are the same one."""
+    return f"gguf:{name or path.stem}:{_content_id(path)}"
 
 
 def _trained_context(path: Path) -> int | None:
@@ -91,6 +99,9 @@ class LlamaCpp(Backend):
             n_ctx = trained or 4096
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         self.threads = threads or cores or 1
+        # Any, not llama_cpp.Llama | None: its create_chat_completion is not overloaded on ``stream`` (a union of
+        # a response and an iterator) and its messages are TypedDicts, which would need a cast at every use
+        self._llm: Any
         try:
             self._llm = llama_cpp.Llama(
                 model_path=str(path), n_ctx=n_ctx, n_threads=self.threads, n_threads_batch=self.threads,
@@ -100,7 +111,7 @@ class LlamaCpp(Backend):
             raise BackendUnavailable(f"llama.cpp could not load {path.name}: {err}") from None
         trained = self._llm._model.n_ctx_train() or trained
         self.n_ctx = min(n_ctx, self._llm.n_ctx(), trained or n_ctx)
-        self.model_id = f"gguf:{name or path.stem}:{_content_id(path)}"
+        self.model_id = gguf_identity(path, name)  # no place in it: also its model_identity
         self.capabilities = Capabilities(
             context_window=self.n_ctx, supports_grammar=True, supports_json_schema=True, max_concurrency=1,
             has_tokenizer=True, token_counts="model", can_stream=True,
@@ -256,7 +267,7 @@ def _prompt_cache(llama_cpp: Any, capacity: int) -> Any:
     """llama-cpp-python's RAM cache, but counting the logits copy each saved state carries (for a 150k-token
     vocabulary that is ~300 MB, more than the KV cache itself), so the capacity is a real memory bound."""
 
-    class PromptCache(llama_cpp.LlamaRAMCache):  # type: ignore[misc, name-defined]
+    class PromptCache(llama_cpp.LlamaRAMCache):
         @property
         def cache_size(self) -> int:
             return sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values())

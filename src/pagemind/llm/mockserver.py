@@ -35,14 +35,15 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
-    mock: "MockServer"
+    mock: MockServer
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -50,7 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: every reply carries Content-Length, so clients reuse connections
     disable_nagle_algorithm = True  # headers and body are two writes: with Nagle the body waits ~40 ms for an ACK
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+    def log_message(self, format: str, *args: Any) -> None:  # the stdlib's signature
         """Stay quiet."""
 
     def _route(self, method: str, raw: bytes = b"") -> bool:
@@ -71,7 +72,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, payload)
         return True
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's naming
+    def do_GET(self) -> None:  # the stdlib's naming
         if self._route("GET"):
             return
         if self.path.rstrip("/") == "/v1/models":
@@ -79,7 +80,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's naming
+    def do_POST(self) -> None:  # the stdlib's naming
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         if self._route("POST", raw):
@@ -167,7 +168,7 @@ class _Handler(BaseHTTPRequestHandler):
         for i, piece in enumerate([*pieces, None]):
             if i == error_after or (piece is None and error_after is not None):
                 error = {"message": step.get("message", "mock generation failed"), "type": "server_error", "code": 500}
-                self.wfile.write(f"data: {json.dumps({'error': error})}\n\ndata: [DONE]\n\n".encode("utf-8"))
+                self.wfile.write(f"data: {json.dumps({'error': error})}\n\ndata: [DONE]\n\n".encode())
                 self.wfile.flush()
                 return
             if i == cut_after or (piece is None and cut_after is not None):
@@ -177,10 +178,10 @@ class _Handler(BaseHTTPRequestHandler):
             choice = {"index": 0, "delta": {"content": piece}, "finish_reason": finish if i == len(pieces) - 1
                       else None}
             self.wfile.write(f"data: {json.dumps({'object': 'chat.completion.chunk', 'choices': [choice]})}\n\n"
-                             .encode("utf-8"))
+                             .encode())
             self.wfile.flush()
         if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
-            self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode("utf-8"))
+            self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
 
@@ -228,14 +229,13 @@ class MockServer:
             raise RuntimeError("MockServer is not running; use it as a context manager")
         return self._url
 
-    def start(self) -> "MockServer":
+    def start(self) -> MockServer:
         """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
         if self._server is None:
             self._stopping.clear()
             self._server = _Server(("127.0.0.1", 0), _Handler)
             self._server.mock = self
-            host, port = self._server.server_address[:2]
-            self._url = f"http://{host}:{port}/v1"
+            self._url = f"http://127.0.0.1:{self._server.server_port}/v1"
             self._thread = threading.Thread(
                 target=self._server.serve_forever, args=(0.02,), name="pagemind-mockserver", daemon=True
             )
@@ -252,7 +252,7 @@ class MockServer:
                 self._thread.join(timeout=5)
             self._server = self._thread = None
 
-    def __enter__(self) -> "MockServer":
+    def __enter__(self) -> MockServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

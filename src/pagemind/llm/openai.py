@@ -16,18 +16,36 @@ import re
 import ssl
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from ..errors import (BackendUnavailable, BadRequest, ConfigError, ContextWindowExceeded, RateLimited, ServerError,
-                      StreamBroken)
+from ..errors import (
+    BackendUnavailable,
+    BadRequest,
+    ConfigError,
+    ContextWindowExceeded,
+    RateLimited,
+    ServerError,
+    StreamBroken,
+    ToolsRefused,
+)
 from .base import Backend, Capabilities, LLMRequest, LLMResponse, ToolCall, estimate_tokens, tool_tokens
-from .servers import (OFFICIAL_HOSTS, PER_MESSAGE_TOKENS, TEMPLATE_ALLOWANCE_TOKENS, Discovery, Probe, Server,
-                      TokenCounts, count_many, discover)
+from .servers import (
+    OFFICIAL_HOSTS,
+    PER_MESSAGE_TOKENS,
+    TEMPLATE_ALLOWANCE_TOKENS,
+    Discovery,
+    Probe,
+    Server,
+    TokenCounts,
+    count_many,
+    discover,
+    strict_compatible,
+)
 
 OFFICIAL_BASE_URL = "https://api.openai.com/v1"
 CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "context length", "too many tokens",
@@ -102,7 +120,7 @@ class OpenAICompatible(Backend):
         self.model = model
         self.base_url = base
         self.url = f"{base}/chat/completions"
-        self.model_id = f"openai:{model}@{base}"
+        self.model_id = f"openai:{model}@{base}"  # which model and where: names it in messages and the reply cache
         self.server_kind = server_kind
         self.declared_window = context_window
         self.tools = tools
@@ -138,6 +156,15 @@ class OpenAICompatible(Backend):
                 if self._capabilities is None:
                     self._capabilities = self._discover()
         return self._capabilities
+
+    @property
+    def model_identity(self) -> str:
+        """Which model, not where: ``openai:NAME``, NAME being the model the server reports serving when it serves
+        one model whatever the request names (llama.cpp's server: its model file or alias), else the name requested
+        (the server routes by it). Replicas and a moved server keep the memories of the same model."""
+        self.capabilities  # noqa: B018 - discovery reads what the server serves
+        served = self.discovery.served if self.discovery is not None else None
+        return f"openai:{served or self.model}"
 
     @property
     def server(self) -> Server:
@@ -330,7 +357,8 @@ class OpenAICompatible(Backend):
         if status == 401:
             raise BadRequest(f"{self.url}: 401 unauthorized (check the API key / OPENAI_API_KEY): {_excerpt(text)}")
         if status >= 400:
-            raise BadRequest(f"{self.url}: {status}: {_excerpt(text)}")
+            refused = ToolsRefused if request.tools and "tool" in text.lower() else BadRequest  # typed for callers
+            raise refused(f"{self.url}: {status}: {_excerpt(text)}")
         try:
             data = json.loads(text)
             choice = data["choices"][0]
@@ -378,29 +406,4 @@ def _tool_call(item: Any) -> ToolCall:
     return ToolCall(str(fn["name"]), args if isinstance(args, str) else json.dumps(args))
 
 
-_STRICT_KEYS = {"type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
-                "description", "title", "$defs", "$ref"}
-
-
-def strict_compatible(schema: Any) -> bool:
-    """Whether OpenAI's strict structured outputs accept ``schema``: an object root, every object closed
-    (``additionalProperties: false``) with all its properties required, and only the keywords strict mode
-    supports (no ``oneOf``, no length bounds). Other schemas are sent with ``strict: false`` (followed as a
-    guide; the caller's tolerant parser does the rest) instead of being refused with a 400."""
-
-    def ok(node: Any) -> bool:
-        if isinstance(node, list):
-            return all(ok(n) for n in node)
-        if not isinstance(node, dict):
-            return True
-        if set(node) - _STRICT_KEYS:
-            return False
-        if node.get("type") == "object":
-            props = node.get("properties", {})
-            if node.get("additionalProperties") is not False or set(node.get("required", [])) != set(props):
-                return False
-        children = [*node.get("properties", {}).values(), *node.get("$defs", {}).values()]
-        children += [node[k] for k in ("items", "anyOf") if k in node]
-        return all(ok(child) for child in children)
-
-    return isinstance(schema, dict) and schema.get("type") == "object" and ok(schema)
+__all__ = ["OpenAICompatible", "strict_compatible"]

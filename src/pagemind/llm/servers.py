@@ -22,10 +22,11 @@ Sources (request and reply shapes; the unit tests quote them):
 * llama-cpp-python's server (``python -m llama_cpp.server``): reports no window (``GET /v1/models`` has only ids,
   ``owned_by: "me"``), so the window must be given; recognised by its OpenAPI title (``GET /openapi.json``); its
   requests default to ``repeat_penalty: 1.1`` (the OpenAI API and the embedded backend have none: pagemind sends
-  1.0, as to llama.cpp servers, whose older builds had the same default); ``POST /extras/tokenize/count`` ``{"input"}`` -> ``{"count"}`` (BOS included when the model adds one); GBNF in
-  ``grammar``; JSON schemas only as ``{"type": "json_object", "schema": ...}``; a tool call is forced only for a
-  named function, so ``tool_choice: "required"`` yields plain text (checked in llama_cpp/server/app.py and
-  llama_chat_format.py, version 0.3.36).
+  1.0, as to llama.cpp servers, whose older builds had the same default); ``POST /extras/tokenize/count``
+  ``{"input"}`` -> ``{"count"}`` (BOS included when the model adds one); GBNF in ``grammar``; JSON schemas only
+  as ``{"type": "json_object", "schema": ...}``; a tool call is forced only for a named function, so
+  ``tool_choice: "required"`` yields plain text (checked in llama_cpp/server/app.py and llama_chat_format.py,
+  version 0.3.36).
 * Ollama: ``GET /api/version``; ``GET /api/ps`` (``context_length`` of a loaded model); ``POST /api/show``
   (``parameters`` with ``num_ctx``); no tokenize endpoint; JSON schemas through ``response_format``.
   docs.ollama.com: api/ps, api/show, context-length.
@@ -45,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..errors import BackendUnavailable, BadRequest, ServerError
-from .base import Constraint
+from .base import Constraint, TokenCounting
 
 if TYPE_CHECKING:
     import httpx
@@ -136,8 +137,9 @@ class Discovery:
     window_source: str
     slots: int | None = None  # requests the server runs at once (llama.cpp --parallel)
     version: str | None = None
-    token_counts: str = "estimate"  # "server" when the tokenize endpoint answered
+    token_counts: TokenCounting = "estimate"  # "server" when the tokenize endpoint answered
     notes: tuple[str, ...] = ()
+    served: str | None = None  # the model a server that serves one whatever the request names reports serving
 
 
 @dataclass
@@ -152,6 +154,7 @@ class Server:
     max_concurrency: int | None = None  # a bound the server itself imposes
     batched_tokenize: bool = False
     tokenize_route: str | None = None  # for `models info`
+    one_model: bool = False  # serves one model whatever the request names (its model card says which)
     # Sampling fields sent with every request where the server's defaults differ from the OpenAI API's (which has
     # no repetition penalty): without them the same model answers differently than embedded or elsewhere.
     neutral_sampling: dict[str, Any] = field(default_factory=dict)
@@ -170,8 +173,6 @@ class Server:
         return None
 
     def schema_fields(self, name: str, schema: dict[str, Any]) -> dict[str, Any]:
-        from .openai import strict_compatible
-
         return {"response_format": {"type": "json_schema", "json_schema": {
             "name": name, "schema": schema, "strict": strict_compatible(schema)}}}
 
@@ -296,6 +297,7 @@ class SGLang(Server):
 @dataclass
 class LlamaCppServer(Server):
     kind: str = "llama.cpp"
+    one_model: bool = True  # the model field of a request is not read (one model per server; its card names it)
     tokenize_route: str | None = "POST /tokenize (+ POST /apply-template for chat prompts)"
     neutral_sampling: dict[str, Any] = field(default_factory=lambda: {"repeat_penalty": 1.0})  # 1.1 in older builds
 
@@ -429,7 +431,7 @@ def discover(probe: Probe | None, model: str, kind: str = "auto", context_window
     official = probe is None or (urlsplit(probe.base).hostname or "") in OFFICIAL_HOSTS
     if kind != "auto":
         server, kind_source = KINDS[kind](), "declared by the --server-kind setting"
-        if probe is not None and not official and server.kind in ("vllm", "sglang"):
+        if probe is not None and not official and (server.kind in ("vllm", "sglang") or server.one_model):
             models = probe.get("/models", base=True)
             cards = [c for c in (models.get("data") or []) if isinstance(c, dict)] if isinstance(models, dict) else []
     elif probe is None:
@@ -456,13 +458,16 @@ def discover(probe: Probe | None, model: str, kind: str = "auto", context_window
     else:
         window, source = None, "unknown"
     slots = server.slots(probe) if probe is not None and not official else None
-    counts = "estimate"
+    counts: TokenCounting = "estimate"
     if probe is not None and not official and server.tokenize_route and server.check_tokenizer(probe, model):
         counts = "server"
     elif server.tokenize_route:
         server.notes.append(f"{server.tokenize_route} did not answer: token counts are estimates")
+    card = _card(cards, model) if server.one_model else None
+    served = str(card["id"]) if card is not None and card.get("id") else None
     return server, Discovery(kind=server.kind, kind_source=kind_source, context_window=window, window_source=source,
-                             slots=slots, version=server.version, token_counts=counts, notes=tuple(server.notes))
+                             slots=slots, version=server.version, token_counts=counts, notes=tuple(server.notes),
+                             served=served)
 
 
 class TokenCounts:
@@ -510,3 +515,31 @@ def count_many(server: Server, probe: Probe, model: str, texts: Sequence[str], w
     if any(p is None for p in parts):
         return None
     return [p[0] for p in parts]  # type: ignore[index]
+
+
+_STRICT_KEYS = {"type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
+                "description", "title", "$defs", "$ref"}
+
+
+def strict_compatible(schema: Any) -> bool:
+    """Whether OpenAI's strict structured outputs accept ``schema``: an object root, every object closed
+    (``additionalProperties: false``) with all its properties required, and only the keywords strict mode
+    supports (no ``oneOf``, no length bounds). Other schemas are sent with ``strict: false`` (followed as a
+    guide; the caller's tolerant parser does the rest) instead of being refused with a 400."""
+
+    def ok(node: Any) -> bool:
+        if isinstance(node, list):
+            return all(ok(n) for n in node)
+        if not isinstance(node, dict):
+            return True
+        if set(node) - _STRICT_KEYS:
+            return False
+        if node.get("type") == "object":
+            props = node.get("properties", {})
+            if node.get("additionalProperties") is not False or set(node.get("required", [])) != set(props):
+                return False
+        children = [*node.get("properties", {}).values(), *node.get("$defs", {}).values()]
+        children += [node[k] for k in ("items", "anyOf") if k in node]
+        return all(ok(child) for child in children)
+
+    return isinstance(schema, dict) and schema.get("type") == "object" and ok(schema)

@@ -40,7 +40,7 @@ class Usage:
             self.completion_tokens += event.completion_tokens
             self.seconds += event.seconds
 
-    def merged(self, other: "Usage") -> "Usage":
+    def merged(self, other: Usage) -> Usage:
         return Usage(
             self.calls + other.calls,
             self.cached_calls + other.cached_calls,

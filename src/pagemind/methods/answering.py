@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..llm.base import LLMRequest, Message
@@ -21,7 +21,8 @@ class Reply:
     fallbacks: list[str] = field(default_factory=list)
 
 
-def answer_request(question: Question, text: str, prompt_set: str, constrained: bool, max_tokens: int = 512) -> LLMRequest:
+def answer_request(question: Question, text: str, prompt_set: str, constrained: bool,
+                   max_tokens: int = 512) -> LLMRequest:
     if question.is_choice:
         prompt = get_prompt("readagent", f"{prompt_set}.answer_choice").render(
             text=text, question=question.text, options=question.options_block()
@@ -71,9 +72,9 @@ def answer(llm: LLM, question: Question, request: LLMRequest, trace: Trace, max_
                           role="answer", max_tokens=12, constraint=choice_constraint(question) if request.constraint
                           else None)
 
-    found = decide(llm, request, parse, trace, retries=max_retries, retry=retry,
-                   describe=lambda choice: f"choice {question.letters[choice]}")
-    if found.value is not None:
-        return Reply(text=question.options[found.value], choice=found.value)
-    return Reply(text=found.reply.strip(), choice=None,
-                 fallbacks=[f"no option named after {found.calls} replies; last: {found.reply[:80]!r}"])
+    chosen = decide(llm, request, parse, trace, retries=max_retries, retry=retry,
+                    describe=lambda choice: f"choice {question.letters[choice]}")
+    if chosen.value is not None:
+        return Reply(text=question.options[chosen.value], choice=chosen.value)
+    return Reply(text=chosen.reply.strip(), choice=None,
+                 fallbacks=[f"no option named after {chosen.calls} replies; last: {chosen.reply[:80]!r}"])

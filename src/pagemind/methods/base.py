@@ -15,13 +15,13 @@ trace). Every LLM decision goes through :func:`.decide.decide`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..llm.client import LLM
 from ..llm.usage import Trace
-from ..store import Store, memory_key
-from ..text import Document
+from ..store import StoreBackend, memory_key
 from .options import ReaderOptions
 from .question import Answer, Question
 
@@ -42,7 +42,10 @@ class Source(Protocol):
 class Memory(Protocol):
     """What every method's memory value offers the surfaces (CLI ``show``, evaluation, the server)."""
 
-    key: str | None  # the store key (None: nothing is stored, e.g. the full text)
+    @property
+    def key(self) -> str | None:
+        """The store key (None: nothing is stored, e.g. the full text); read-only, as frozen memories have it."""
+        ...
 
     def outline(self) -> list[str]:
         """Human-readable lines: the memory as ``pagemind show`` prints it."""
@@ -54,13 +57,13 @@ class Memory(Protocol):
 
 
 M = TypeVar("M", bound=Memory)
-O = TypeVar("O", bound=ReaderOptions)
+OptionsT = TypeVar("OptionsT", bound=ReaderOptions)
 
 
 class MemoryWriter:
     """Where ``_build`` reads what an interrupted build already stored and writes each unit as it finishes."""
 
-    def __init__(self, store: Store, key: str) -> None:
+    def __init__(self, store: StoreBackend, key: str) -> None:
         self.store, self.key = store, key
 
     def items(self, kind: str) -> list[dict[str, Any]]:
@@ -146,17 +149,33 @@ class StoredMemory:
     settings: dict[str, Any]
 
 
-class Reader(ABC, Generic[M, O]):
-    """A method: ``build(document) -> memory`` once, ``answer(memory, question) -> Answer`` many times."""
+class Method(ABC):
+    """What the registry lists under a name: a :class:`Reader`, or a :class:`Chooser` that picks one per document.
+    Both present themselves alike (``pagemind methods``, the CLI flags, the HTTP and MCP schemas)."""
 
     name: ClassVar[str]  # the method name users type (``readagent-p``)
     about: ClassVar[About]
     Options: ClassVar[type[ReaderOptions]]
-    memory_kind: ClassVar[str | None] = None  # the store's method name; None: nothing is stored
     unit: ClassVar[str] = "page"  # what ``Answer.pages_read`` counts: page | leaf | fragment | text
     source: ClassVar[str] = "document"  # document | directory
 
-    def __init__(self, llm: LLM, store: Store, options: O | None = None, **given: Any) -> None:
+    @classmethod
+    def describe_method(cls) -> dict[str, Any]:
+        """The method as ``pagemind methods --json`` and the server list it."""
+        return {"name": cls.name, "title": cls.about.title, "summary": cls.about.summary, "paper": cls.about.paper,
+                "source": cls.source, "reads": cls.unit, "presets": list(cls.Options.presets),
+                "options": cls.Options.json_schema()}
+
+
+class Reader(Method, Generic[M, OptionsT]):
+    """A method: ``build(document) -> memory`` once, ``answer(memory, question) -> Answer`` many times."""
+
+    memory_kind: ClassVar[str | None] = None  # the store's method name; None: nothing is stored
+    # The version of the build: bump it when ``_build`` changes what it stores, so memories built before are built
+    # again (it is part of their key from 2 on; 1 leaves the keys of memories stored before versions existed).
+    builder_version: ClassVar[int] = 1
+
+    def __init__(self, llm: LLM, store: StoreBackend, options: OptionsT | None = None, **given: Any) -> None:
         if options is not None and given:
             raise TypeError("give options or keyword options, not both")
         opts: Any = options if options is not None else self.Options.create(**given)
@@ -165,7 +184,7 @@ class Reader(ABC, Generic[M, O]):
         # Grammar-constrained replies only where the backend enforces them; elsewhere the parsers work alone.
         if getattr(opts, "constrained", False) and not llm.backend.capabilities.supports_grammar:
             opts = opts.replace(constrained=False)
-        self.options: O = opts
+        self.options: OptionsT = opts
         self.llm, self.store = llm, store
         self.check()
 
@@ -178,13 +197,26 @@ class Reader(ABC, Generic[M, O]):
         """Whether building the memory takes LLM calls (its cost counts as indexing)."""
         return self.memory_kind is not None
 
+    def builder(self) -> int:
+        """The version of the build these options run: :attr:`builder_version` (a method whose bump changed the
+        build of some options only may keep the others' version, and so their keys)."""
+        return self.builder_version
+
     def memory_settings(self) -> dict[str, Any]:
-        """What the memory depends on besides the document and the model (part of its key)."""
+        """What the memory depends on besides the document and the model: the options that shape it."""
         return self.options.memory_settings()
 
+    def key_settings(self) -> dict[str, Any]:
+        """The settings in the memory's key and record: :meth:`memory_settings`, and the builder version from 2 on."""
+        version = self.builder()
+        settings = self.memory_settings()
+        return {**settings, "builder": version} if version > 1 else settings
+
     def memory_model(self) -> str:
-        """The model the memory depends on (``-``: none, e.g. fixed word windows)."""
-        return self.llm.model_id if self.builds_with_llm else "-"
+        """Which model the memory depends on (``-``: none, e.g. fixed word windows): the model's identity, not
+        where it is served, so replicas and a moved server find the memories of the same model
+        (:attr:`pagemind.llm.base.Backend.model_identity`)."""
+        return self.llm.model_identity if self.builds_with_llm else "-"
 
     @property
     def scope(self) -> str:
@@ -195,7 +227,7 @@ class Reader(ABC, Generic[M, O]):
     def memory_key(self, document: Source) -> str | None:
         if self.memory_kind is None:
             return None
-        return memory_key(document.id, self.memory_kind, self.memory_settings(), self.memory_model(), self.scope)
+        return memory_key(document.id, self.memory_kind, self.key_settings(), self.memory_model(), self.scope)
 
     def build(self, document: Any, progress: Progress | None = None, trace: Trace | None = None) -> M:
         """The memory of ``document``: loaded when stored, resumed when half-built, else built and stored."""
@@ -205,15 +237,15 @@ class Reader(ABC, Generic[M, O]):
         if key is None:
             memory = self._assemble(document, None, None)
         else:
-            self.store.put_document(document.id, document.name, document.words, getattr(document, "chars", 0)
-                                    or len(getattr(document, "text", "")))
-            earlier = self.store.get_memory(key)  # a build that was cut short: this attempt resumes it
-            record = self.store.open_memory(key, document.id, self.memory_kind, self.memory_settings(),  # type: ignore[arg-type]
-                                            self.memory_model(), self.scope)
             writer = MemoryWriter(self.store, key)
-            if record.status == "complete":
+            earlier = self.store.get_memory(key)  # a build that was cut short: this attempt resumes it
+            if earlier is not None and earlier.status == "complete":  # read only: nothing is written
                 build.phase(f"{self.name}: the memory was found in the store")
             else:
+                self.store.put_document(document.id, document.name, document.words, getattr(document, "chars", 0)
+                                        or len(getattr(document, "text", "")))
+                self.store.open_memory(key, document.id, self.memory_kind, self.key_settings(),  # type: ignore[arg-type]
+                                       self.memory_model(), self.scope)
                 self._build_once(document, key, writer, build, resumed=earlier is not None)
             memory = self._assemble(document, key, writer)
         self._ready(memory)
@@ -308,13 +340,38 @@ class Reader(ABC, Generic[M, O]):
         """Answer ``question`` from ``memory``; record LLM calls on ``context.trace``, fallbacks with
         ``context.fallback``."""
 
-    # --- for the surfaces --------------------------------------------------------------------------
-    @classmethod
-    def describe_method(cls) -> dict[str, Any]:
-        """The method as ``pagemind methods --json`` and the server list it."""
-        return {"name": cls.name, "title": cls.about.title, "summary": cls.about.summary, "paper": cls.about.paper,
-                "source": cls.source, "reads": cls.unit, "presets": list(cls.Options.presets),
-                "options": cls.Options.json_schema()}
 
 
-__all__ = ["About", "Build", "Context", "StoredMemory", "Memory", "MemoryWriter", "Progress", "Reader", "Reading", "Source"]
+@dataclass(frozen=True)
+class Chosen:
+    """Which method a :class:`Chooser` picked for a document, and why (answers and runs say it)."""
+
+    method: str
+    reason: str
+
+
+class Chooser(Method):
+    """A method that is a choice, not a reader (``auto``): for each document it picks a method and hands it the
+    options that method takes. :meth:`pagemind.Pagemind.reader` resolves it; it builds and answers nothing itself."""
+
+    def __init__(self, llm: LLM, store: StoreBackend, options: ReaderOptions | None = None, **given: Any) -> None:
+        if options is not None and given:
+            raise TypeError("give options or keyword options, not both")
+        self.options = options if options is not None else self.Options.create(**given)
+        self.llm, self.store = llm, store
+
+    @abstractmethod
+    def choose(self, document: Any) -> Chosen:
+        """The method for ``document``, and why."""
+
+    @abstractmethod
+    def reader(self, chosen: Chosen) -> Reader[Any, Any]:
+        """The reader of the chosen method, with the options it takes."""
+
+    def resolve(self, document: Any) -> tuple[Reader[Any, Any], Chosen]:
+        chosen = self.choose(document)
+        return self.reader(chosen), chosen
+
+
+__all__ = ["About", "Build", "Chooser", "Chosen", "Context", "Memory", "MemoryWriter", "Method", "Progress", "Reader",
+           "Reading", "Source", "StoredMemory"]

@@ -1,10 +1,10 @@
 """The code reader: FragRel's repository-level code retrieval (Sec. 4.2, Eq. 8, App. A, B.2) over RepoCoder's
 setup, for ``pagemind complete DIR FILE:LINE`` and ``pagemind ask DIR QUESTION``.
 
-* **Index** (:meth:`CodeReader.build`, the :class:`~.base.Reader` template): the source files of DIR (:mod:`..retrieval.fragrel.code_files`), cut into
-  RepoCoder windows of 20 lines every 10 lines (stored content-addressed in the store, items of kind
-  ``fragment``), parsed with tree-sitter into the repository graph (:mod:`..retrieval.fragrel.code_repo`; rebuilt
-  each run, it is derived from the files in seconds).
+* **Index** (:meth:`CodeReader.build`, the :class:`~.base.Reader` template): the source files of DIR
+  (:mod:`..retrieval.fragrel.code_files`), cut into RepoCoder windows of 20 lines every 10 lines (stored
+  content-addressed in the store, items of kind ``fragment``), parsed with tree-sitter into the repository graph
+  (:mod:`..retrieval.fragrel.code_repo`; rebuilt each run, it is derived from the files in seconds).
 * **Retrieval** (:func:`..retrieval.fragrel.code_rank.rank_code`): s_ind by BM25 (FragRel) or Jaccard (RepoCoder),
   then FragRel with the code-structure relation (alpha 0.5) on the top ``top_m`` candidates.
 * **complete**: the query is the 20 lines above the line to complete (RepoCoder's first round). The file's
@@ -12,7 +12,8 @@ setup, for ``pagemind complete DIR FILE:LINE`` and ``pagemind ask DIR QUESTION``
   inside the code shown in the prompt are not shown again (they still count in the scores). The best
   ``top_k`` (10) of the 2 x ``top_k`` best windows that fit ``budget`` tokens (default 2000, RepoCoder's
   Codex setting) become RepoCoder's prompt (:mod:`..retrieval.fragrel.repocoder`) above the file's last lines that fit
-  ``file_budget`` tokens. The reply is cut to the completed lines (:func:`..retrieval.fragrel.repocoder.extract_completion`).
+  ``file_budget`` tokens. The reply is cut to the completed lines
+  (:func:`..retrieval.fragrel.repocoder.extract_completion`).
 * **ask**: the question is the query; the ``top_k`` best windows that fit ``budget`` (default: what the model's
   window allows) are shown, best first, each headed by its path and lines, and the model answers free-form
   (or picks an option, with the ReadAgent multiple-choice prompt).
@@ -25,23 +26,35 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigError, InputError
 from ..llm.base import LLMRequest, Message
 from ..llm.usage import Trace
 from ..prompts import get_prompt
 from ..retrieval.fragments import Fragment, from_dicts, split_repository
-from ..retrieval.fragrel.code_files import (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES, SourceTree, decode_source,
-                                            walk_source_tree)
-from ..retrieval.fragrel.repocoder import (code_text, extract_completion, keep_last_lines, question_context,
-                                           repocoder_context, repocoder_prompt)
+from ..retrieval.fragrel.code_files import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_FILES,
+    SourceTree,
+    decode_source,
+    walk_source_tree,
+)
+from ..retrieval.fragrel.repocoder import (
+    code_text,
+    extract_completion,
+    keep_last_lines,
+    question_context,
+    repocoder_context,
+    repocoder_prompt,
+)
 from ..retrieval.select import fit
 from .answering import answer_request
-from .decide import Invalid, decide
 from .base import About, Build, Context, MemoryWriter, Reader, Reading
+from .decide import Invalid, decide
 from .options import ReaderOptions, option
 from .question import Question
 
@@ -87,7 +100,7 @@ class CodeOptions(ReaderOptions):
     def search(self) -> CodeSearchSettings:
         from ..retrieval.fragrel.code_rank import CodeSearchSettings  # numpy: loaded when the code reader runs
 
-        return CodeSearchSettings(self.scorer, self.fragrel, self.alpha, self.top_m, self.min_weight)  # type: ignore[arg-type]
+        return CodeSearchSettings(self.scorer, self.fragrel, self.alpha, self.top_m, self.min_weight)
 
 
 @dataclass(frozen=True, eq=False)
@@ -250,7 +263,8 @@ class CodeReader(Reader[CodeIndex, CodeOptions]):
         ranking = self.retrieve(index, query, (path, hole) if in_tree else None)
         budget = self.options.budget or COMPLETE_BUDGET
         count = self.llm.count_tokens
-        file_fits = (lambda code: count(code) <= self.options.file_budget) if self.options.file_budget else None
+        file_budget = self.options.file_budget
+        file_fits = (lambda code: count(code) <= file_budget) if file_budget else None
         first = keep_last_lines(prefix, file_fits) if file_fits else 0
         code = code_text(prefix[first:])
         if first:
@@ -270,7 +284,7 @@ class CodeReader(Reader[CodeIndex, CodeOptions]):
 
         chosen = fit(ranked, fits, "score", self.options.top_k, max_skips=len(ranked) + 1, render=render)
         context: str | None = chosen.text
-        if not fits(context):  # not even the header fits the budget or the window
+        if not fits(chosen.text):  # not even the header fits the budget or the window
             context = None
             notes.append(f"no retrieved fragment shown: the header alone is over the {budget}-token budget")
         elif chosen.skipped:
@@ -284,7 +298,7 @@ class CodeReader(Reader[CodeIndex, CodeOptions]):
             raise ConfigError(f"the completion prompt does not fit {self.llm.model_id}'s window of "
                              f"{self.llm.context_window} tokens; lower --budget or --file-budget")
         shown = self._shown(chosen.fragments if context is not None else (), paths, ranking)
-        details = {"query": query, "excluded": ranking.excluded, "candidates": int(len(ranking.candidates)),
+        details = {"query": query, "excluded": ranking.excluded, "candidates": len(ranking.candidates),
                    "subgraph_nodes": ranking.subgraph_nodes, "seconds": dict(ranking.seconds),
                    "index_seconds": round(index.seconds, 3), "budget": budget, "in_tree": in_tree,
                    "options": self.options.as_dict()}

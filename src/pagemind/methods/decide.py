@@ -8,8 +8,9 @@ Never a silent guess.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from ..llm.base import LLMRequest, Message
 from ..llm.client import LLM
@@ -92,4 +93,4 @@ def decide(llm: LLM, request: LLMRequest, parse: Callable[[str], T | Invalid], t
     return Decision(None, reply, calls, tuple(problems), conversation, FAILED, finish_reason)
 
 
-__all__ = ["BUDGET", "Decision", "FAILED", "Invalid", "OK", "continued", "decide"]
+__all__ = ["BUDGET", "FAILED", "OK", "Decision", "Invalid", "continued", "decide"]

@@ -6,8 +6,9 @@ middle cut out. The cut is made in tokens of the model's own tokenizer, by bisec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from ..text import Document
 from .answering import answer_request
@@ -96,15 +97,16 @@ class FullText(Reader[FullMemory, FullTextOptions]):
         truncated = False
         if not self._fits(question, text):
             words = text.split()
-            kept = most_that_fit(len(words), lambda n: self._fits(question, truncate_words(words, n, self.options.keep)))
+            kept = most_that_fit(len(words),
+                                 lambda n: self._fits(question, truncate_words(words, n, self.options.keep)))
             text = truncate_words(words, kept, self.options.keep)
             truncated = True
             context.fallback(f"text truncated ({self.options.keep}) to {kept} of {len(words)} words")
         request = answer_request(question, text, self.options.prompt_set, self.options.constrained)
         reply = self._reply(question, request, context, "answering from the whole text")
-        words = len(text.split())
-        return Reading(reply.text, reply.choice, [], words, memory.words,
-                       {"words_read": words, "document_words": memory.words, "truncated": truncated})
+        words_read = len(text.split())
+        return Reading(reply.text, reply.choice, [], words_read, memory.words,
+                       {"words_read": words_read, "document_words": memory.words, "truncated": truncated})
 
 
 __all__ = ["FullMemory", "FullText", "FullTextOptions", "most_that_fit", "truncate_words"]

@@ -1,12 +1,13 @@
-"""Method options, declared once: every other surface is generated from the declaration.
+"""Method and agent options, declared once: every other surface is generated from the declaration.
 
-A method's options are a frozen dataclass subclassing :class:`ReaderOptions`; each field is declared with
-:func:`option` (default, help, and whether it shapes the stored memory). The field's annotation gives its type
-(``int``, ``float``, ``bool``, ``str``), ``| None`` makes it optional, and ``Literal[...]`` gives its allowed
-values. From that one declaration come: validation of values given in Python (:meth:`ReaderOptions.create`),
-the parsing of ``KEY=VALUE`` strings (``pagemind eval -O``), the CLI flags and their help (``cli/options.py``),
-the JSON schema of the HTTP and MCP surfaces (:meth:`ReaderOptions.json_schema`), the memory key
-(:meth:`ReaderOptions.memory_settings`) and ``pagemind methods``.
+A method's options are a frozen dataclass subclassing :class:`ReaderOptions` (the MemGPT agent's subclass
+:class:`Options`, the same declaration without presets or a memory key: :class:`pagemind.agent.AgentOptions`);
+each field is declared with :func:`option` (default, help, and whether it shapes the stored memory). The field's
+annotation gives its type (``int``, ``float``, ``bool``, ``str``), ``| None`` makes it optional, and
+``Literal[...]`` gives its allowed values. From that one declaration come: validation of values given in Python
+(:meth:`ReaderOptions.create`), the parsing of ``KEY=VALUE`` strings (``pagemind eval -O``), the CLI flags and their
+help (``cli/options.py``), the JSON schema of the HTTP and MCP surfaces (:meth:`ReaderOptions.json_schema`), the
+memory key (:meth:`ReaderOptions.memory_settings`) and ``pagemind methods``.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from __future__ import annotations
 import types
 import typing
 from dataclasses import MISSING, dataclass, field, fields, replace
-from functools import lru_cache
 from typing import Any, ClassVar, Literal, TypeVar
 
 from ..errors import ConfigError
 
-T = TypeVar("T", bound="ReaderOptions")
+T = TypeVar("T", bound="Options")
 _KEY = "pagemind.option"
 
 
@@ -33,16 +33,20 @@ class OptionInfo:
     minimum: float | None = None
     flag: str | None = None  # the CLI flag(s) when not ``--name`` / ``--name/--no-name``
     maximum: float | None = None
+    above: float | None = None  # exclusive bounds: the value must be greater than ``above``, less than ``below``
+    below: float | None = None
 
 
 def option(default: Any, help: str, *, memory: bool | str = False, minimum: float | None = None,
-           flag: str | None = None, maximum: float | None = None) -> Any:
-    """Declare a method option (a dataclass field of a :class:`ReaderOptions` subclass). ``memory=True``: part of
-    the memory's key; ``memory="changed"``: part of it only when it differs from ``default`` (for an option added
-    after memories were stored, whose default builds what they hold)."""
+           flag: str | None = None, maximum: float | None = None, above: float | None = None,
+           below: float | None = None) -> Any:
+    """Declare an option (a dataclass field of an :class:`Options` subclass). ``memory=True``: part of the
+    memory's key; ``memory="changed"``: part of it only when it differs from ``default`` (for an option added
+    after memories were stored, whose default builds what they hold). ``minimum``/``maximum`` are inclusive
+    bounds, ``above``/``below`` exclusive ones (a share in (0, 1): ``above=0, below=1``)."""
     if memory not in (True, False, "changed"):
         raise TypeError("memory is True, False or 'changed'")
-    return field(default=default, metadata={_KEY: OptionInfo(help, memory, minimum, flag, maximum)})
+    return field(default=default, metadata={_KEY: OptionInfo(help, memory, minimum, flag, maximum, above, below)})
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,8 @@ class OptionSpec:
     minimum: float | None = None
     flag: str | None = None
     maximum: float | None = None
+    above: float | None = None
+    below: float | None = None
 
     def coerce(self, value: Any, owner: str) -> Any:
         """``value`` (a Python value or a string from the command line) as this option's type, or an error."""
@@ -84,7 +90,19 @@ class OptionSpec:
             raise ConfigError(f"{owner} option {self.name} must be at least {self.minimum:g} (got {value!r})")
         if self.maximum is not None and value > self.maximum:
             raise ConfigError(f"{owner} option {self.name} must be at most {self.maximum:g} (got {value!r})")
+        if self.above is not None and not value > self.above:
+            raise ConfigError(f"{owner} option {self.name} must be more than {self.above:g} (got {value!r})")
+        if self.below is not None and not value < self.below:
+            raise ConfigError(f"{owner} option {self.name} must be less than {self.below:g} (got {value!r})")
         return value
+
+    def check_json(self, value: Any, owner: str) -> Any:
+        """``value`` as a JSON document gives it, checked strictly: its JSON type must be the option's (no ``"5"``
+        for 5, no ``1`` for true; null only where the option is nullable), then as :meth:`coerce` checks it."""
+        kinds = {int: (int,), float: (int, float), bool: (bool,), str: (str,)}[self.type]
+        if value is not None and (not isinstance(value, kinds) or (self.type is not bool and isinstance(value, bool))):
+            raise ConfigError(f"{owner} option {self.name} takes {self._kind()} (got {value!r})")
+        return self.coerce(value, owner)
 
     def _kind(self) -> str:
         kind = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}[self.type]
@@ -102,6 +120,10 @@ class OptionSpec:
             out["minimum"] = int(self.minimum) if self.type is int else self.minimum
         if self.maximum is not None:
             out["maximum"] = int(self.maximum) if self.type is int else self.maximum
+        if self.above is not None:
+            out["exclusiveMinimum"] = self.above
+        if self.below is not None:
+            out["exclusiveMaximum"] = self.below
         return out
 
 
@@ -127,9 +149,9 @@ def _resolve(annotation: Any) -> tuple[type, bool, tuple[str, ...] | None]:
 
 
 @dataclass(frozen=True)
-class ReaderOptions:
-    """Base of every method's options. Subclasses declare fields with :func:`option` and may set ``presets``
-    (name -> values; a ``prompts`` entry names the prompt set) and override :meth:`check` for rules that
+class Options:
+    """Base of declared options (a method's: :class:`ReaderOptions`; the MemGPT agent's). Subclasses declare
+    fields with :func:`option` and may set ``presets`` (name -> values) and override :meth:`check` for rules that
     involve several options."""
 
     presets: ClassVar[dict[str, dict[str, Any]]] = {}
@@ -178,19 +200,8 @@ class ReaderOptions:
     def replace(self: T, **changes: Any) -> T:
         return replace(self, **changes)
 
-    def memory_settings(self) -> dict[str, Any]:
-        """The options that shape the memory (its store key), by name."""
-        return {s.name: getattr(self, s.name) for s in self.specs()
-                if s.memory is True or (s.memory == "changed" and getattr(self, s.name) != s.default)}
-
     def as_dict(self) -> dict[str, Any]:
         return {s.name: getattr(self, s.name) for s in self.specs()}
-
-    @property
-    def prompt_set(self) -> str:
-        """The prompt set the preset names (``quality`` when the method has no presets)."""
-        preset = getattr(self, "preset", None)
-        return str(self.presets.get(preset, {}).get("prompts", "quality")) if preset else "quality"
 
     @classmethod
     def coerce(cls, name: str, text: str) -> Any:
@@ -215,8 +226,29 @@ class ReaderOptions:
         return {"type": "object", "properties": properties, "additionalProperties": False}
 
 
-@lru_cache(maxsize=None)
+@dataclass(frozen=True)
+class ReaderOptions(Options):
+    """Base of every method's options: :class:`Options` whose presets may name a prompt set (a ``prompts``
+    entry) and whose ``memory=`` options key the stored memory."""
+
+    def memory_settings(self) -> dict[str, Any]:
+        """The options that shape the memory (its store key), by name."""
+        return {s.name: getattr(self, s.name) for s in self.specs()
+                if s.memory is True or (s.memory == "changed" and getattr(self, s.name) != s.default)}
+
+    @property
+    def prompt_set(self) -> str:
+        """The prompt set the preset names (``quality`` when the method has no presets)."""
+        preset = getattr(self, "preset", None)
+        return str(self.presets.get(preset, {}).get("prompts", "quality")) if preset else "quality"
+
+
+_SPECS: dict[type, tuple[OptionSpec, ...]] = {}  # by class: read from its fields once
+
+
 def _specs(cls: type) -> tuple[OptionSpec, ...]:
+    if cls in _SPECS:
+        return _SPECS[cls]
     hints = typing.get_type_hints(cls)
     out = []
     for f in fields(cls):
@@ -226,8 +258,9 @@ def _specs(cls: type) -> tuple[OptionSpec, ...]:
         base, nullable, choices = _resolve(hints[f.name])
         default = None if f.default is MISSING else f.default
         out.append(OptionSpec(f.name, base, default, info.help, nullable, choices, info.memory, info.minimum,
-                              info.flag, info.maximum))
-    return tuple(out)
+                              info.flag, info.maximum, info.above, info.below))
+    _SPECS[cls] = tuple(out)
+    return _SPECS[cls]
 
 
-__all__ = ["OptionInfo", "OptionSpec", "ReaderOptions", "option"]
+__all__ = ["OptionInfo", "OptionSpec", "Options", "ReaderOptions", "option"]

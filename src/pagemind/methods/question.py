@@ -35,7 +35,7 @@ class Question:
         return "\n".join(f"({LETTERS[i]}) {opt}" for i, opt in enumerate(self.options))
 
     @classmethod
-    def parse(cls, text: str, options: tuple[str, ...] | list[str] = ()) -> "Question":
+    def parse(cls, text: str, options: tuple[str, ...] | list[str] = ()) -> Question:
         """Split ``(A) ...`` lines off a question unless options are given explicitly."""
         if not text.strip():
             raise InputError("the question is empty")
@@ -180,9 +180,9 @@ def read_choice(reply: str, question: Question) -> ParsedChoice:
         strong.setdefault(opening.group(1), "start")
     lower: set[str] = {c.upper() for c in _PAREN_LOWER.findall(text)}
     for line in text.splitlines():
-        m = _LINE_LETTER.match(_LIST_MARK.sub("", line).strip())
-        if m:
-            (weak if m.group(1).isupper() else lower).add(m.group(1).upper())
+        listed = _LINE_LETTER.match(_LIST_MARK.sub("", line).strip())
+        if listed:
+            (weak if listed.group(1).isupper() else lower).add(listed.group(1).upper())
     masked = _mask_options(text, question)
     weak.update(_OPTION_WORD.findall(masked))
     for m in _LETTER_LIST.finditer(masked):

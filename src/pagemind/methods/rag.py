@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..llm.client import LLM
 from ..retrieval.fragments import Fragment, from_dicts, split_pages, split_words
 from ..retrieval.select import fit
-from ..store import Store
+from ..store import StoreBackend
 from ..text import Document
 from .answering import answer_request
 from .base import About, Build, Context, MemoryWriter, Reader, Reading, StoredMemory
@@ -113,10 +113,10 @@ class RAG(Reader[RAGMemory, RAGOptions]):
     Options = RAGOptions
     memory_kind = "rag"
     unit = "fragment"
-    order = "score"
+    order: Literal["score", "position"] = "score"
 
-    def __init__(self, llm: LLM, store: Store, options: RAGOptions | None = None, embedder: Embedder | None = None,
-                 **given: Any) -> None:
+    def __init__(self, llm: LLM, store: StoreBackend, options: RAGOptions | None = None,
+                 embedder: Embedder | None = None, **given: Any) -> None:
         super().__init__(llm, store, options, **given)
         self.order = self.options.order or self.order
         self._embedder = embedder
@@ -139,7 +139,7 @@ class RAG(Reader[RAGMemory, RAGOptions]):
 
     def _assemble(self, document: Document, key: str | None, items: MemoryWriter | None) -> RAGMemory:
         assert items is not None
-        return RAGMemory(key, document.id, document.words, self.memory_settings(),
+        return RAGMemory(key, document.id, document.words, self.key_settings(),
                          tuple(from_dicts(items.items("fragment"))))
 
     def _ready(self, memory: RAGMemory) -> None:

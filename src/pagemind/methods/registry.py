@@ -4,6 +4,9 @@ A package adds a method with one entry point in the ``pagemind.readers`` group n
 subclass (``[project.entry-points."pagemind.readers"]`` then ``mymethod = "my_package.module:MyReader"``). The
 built-in readers are listed the same way, as ``module:Class`` strings, so a reader's module (and what it imports)
 loads only when the reader, its options or the method list is needed.
+
+A name may also be a choice (a :class:`~.base.Chooser`, e.g. ``auto``): it lists and takes options as a reader
+does, and :meth:`pagemind.Pagemind.reader` resolves it per document to the reader it picks (:func:`resolve`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from .base import Reader
+    from ..llm.client import LLM
+    from ..store import StoreBackend
+    from .base import Chosen, Method, Reader
 
 GROUP = "pagemind.readers"
 BUILTIN: dict[str, str] = {
@@ -28,11 +33,11 @@ BUILTIN: dict[str, str] = {
     "full": "pagemind.methods.full:FullText",
     "code": "pagemind.methods.code:CodeReader",
 }
-_loaded: dict[str, type["Reader"]] = {}
+_loaded: dict[str, type[Method]] = {}
 _plugins: dict[str, str] | None = None
 
 
-def _load(target: str) -> type["Reader"]:
+def _load(target: str) -> type[Method]:
     module, _, attr = target.partition(":")
     return getattr(import_module(module), attr)
 
@@ -64,8 +69,8 @@ def document_methods() -> tuple[str, ...]:
     return tuple(n for n in names() if get(n).source == "document")
 
 
-def get(name: str) -> type["Reader"]:
-    """The reader class of method ``name``."""
+def get(name: str) -> type[Method]:
+    """The class of method ``name``: a :class:`Reader`, or a :class:`Chooser` (resolved per document)."""
     if name not in _loaded:
         target = BUILTIN.get(name) or plugin_targets().get(name)
         if target is None:
@@ -74,9 +79,9 @@ def get(name: str) -> type["Reader"]:
             cls = _load(target)
         except (ImportError, AttributeError) as err:
             raise ConfigError(f"method {name!r} ({target}) cannot be loaded: {err}") from err
-        from .base import Reader
+        from .base import Method
 
-        if not (isinstance(cls, type) and issubclass(cls, Reader)):
+        if not (isinstance(cls, type) and issubclass(cls, Method)):
             raise ConfigError(f"method {name!r} ({target}) is not a pagemind Reader")
         if cls.name != name:
             raise ConfigError(f"method {name!r} ({target}) calls itself {cls.name!r}")
@@ -84,8 +89,23 @@ def get(name: str) -> type["Reader"]:
     return _loaded[name]
 
 
-def all_readers() -> list[type["Reader"]]:
+def all_readers() -> list[type[Method]]:
     return [get(n) for n in names()]
+
+
+def resolve(name: str, llm: LLM, store: StoreBackend, document: Any = None,
+            **options: Any) -> tuple[Reader[Any, Any], Chosen | None]:
+    """The reader of method ``name`` with ``options``; a choice (``auto``) resolved for ``document``, returning what
+    it chose (None for a reader named directly)."""
+    from .base import Chooser
+
+    method = get(name)
+    made = method(llm, store, **options)  # type: ignore[call-arg]
+    if not isinstance(made, Chooser):
+        return made, None  # type: ignore[return-value]
+    if document is None:
+        raise ConfigError(f"{name} chooses a method per document: give the document to resolve it")
+    return made.resolve(document)
 
 
 
@@ -134,4 +154,5 @@ def merged(variants: list[tuple[str, dict[str, Any]]], methods: int) -> dict[str
     return out
 
 
-__all__ = ["BUILTIN", "GROUP", "all_readers", "document_methods", "get", "names", "options_schema", "plugin_targets", "refresh"]
+__all__ = ["BUILTIN", "GROUP", "all_readers", "document_methods", "get", "names", "options_schema", "plugin_targets",
+           "refresh", "resolve"]

@@ -23,10 +23,11 @@ whole file), and each template is parsed and compiled once.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import ConfigError
 
@@ -69,8 +70,13 @@ class Prompt:
         """The template with each of ``published_values`` written in as the literal the published text has."""
         text = self.template
         for name, literal in self.published_values.items():
-            text = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", lambda _: literal, text)
+            text = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", _constant(literal), text)
         return text
+
+
+def _constant(value: str) -> Callable[[re.Match[str]], str]:
+    """A ``re.sub`` replacement giving ``value`` as it is (no backslash escapes)."""
+    return lambda _: value
 
 
 @lru_cache(maxsize=1)
@@ -80,14 +86,14 @@ def _env() -> Any:
     return jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _variables(template: str) -> frozenset[str]:
     import jinja2.meta
 
     return frozenset(jinja2.meta.find_undeclared_variables(_env().parse(template)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compiled(template: str) -> Any:
     return _env().from_string(template)
 
@@ -120,7 +126,7 @@ def _prompt(group: str, name: str, entry: dict[str, Any]) -> Prompt:
     return prompt
 
 
-@lru_cache(maxsize=None)
+@cache
 def _entries(group: str) -> dict[str, dict[str, Any]]:
     """The parsed entries of ``prompts/<group>.yaml``, by name."""
     try:
@@ -130,12 +136,12 @@ def _entries(group: str) -> dict[str, dict[str, Any]]:
     return parse_yaml(text)["prompts"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _checked(group: str, name: str) -> Prompt:
     return _prompt(group, name, _entries(group)[name])
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompts(group: str) -> dict[str, Prompt]:
     """All prompts of ``prompts/<group>.yaml``, by name, each checked."""
     return {name: _checked(group, name) for name in _entries(group)}

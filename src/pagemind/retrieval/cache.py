@@ -6,7 +6,8 @@ The store keeps the vectors (table from migration ``m002_embeddings``); this cla
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 

@@ -8,8 +8,9 @@ splitter's unit (words, paragraphs, turns or lines; end exclusive).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Literal
 
 from ..errors import ConfigError
 

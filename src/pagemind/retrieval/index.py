@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -107,7 +108,8 @@ class FragmentIndex:
                 self._relation = ContextRelation([f.position for f in self.fragments],
                                                  [f.source for f in self.fragments], s.w_rel)
             else:
-                form = "distance" if s.relation == "semantic-distance" else "similarity"
+                form: Literal["similarity", "distance"] = ("distance" if s.relation == "semantic-distance"
+                                                          else "similarity")
                 self._relation = SemanticRelation(self.vectors(), form=form, k=s.semantic_k)
         return self._relation
 

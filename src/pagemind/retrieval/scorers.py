@@ -8,7 +8,8 @@ mixed (:func:`mix`), and :func:`rrf` fuses by rank instead.
 from __future__ import annotations
 
 import re
-from typing import Callable, Literal, Sequence
+from collections.abc import Callable, Sequence
+from typing import Literal, cast
 
 import numpy as np
 
@@ -111,7 +112,7 @@ def mix(score_sets: Sequence[np.ndarray], weights: Sequence[float] | None = None
         method: Norm = "minmax") -> np.ndarray:
     """Weighted sum of per-query normalised score vectors."""
     weights = weights or [1.0 / len(score_sets)] * len(score_sets)
-    return sum(w * normalise(s, method) for w, s in zip(weights, score_sets))
+    return cast(np.ndarray, sum(w * normalise(s, method) for w, s in zip(weights, score_sets)))  # 0 only for none
 
 
 def ranks(scores: np.ndarray) -> np.ndarray:
@@ -124,4 +125,4 @@ def ranks(scores: np.ndarray) -> np.ndarray:
 
 def rrf(score_sets: Sequence[np.ndarray], k: int = 60) -> np.ndarray:
     """Reciprocal rank fusion (Cormack et al. 2009): sum over scorers of 1 / (k + rank)."""
-    return sum(1.0 / (k + ranks(s)) for s in score_sets)
+    return cast(np.ndarray, sum(1.0 / (k + ranks(s)) for s in score_sets))  # 0 only for no score sets

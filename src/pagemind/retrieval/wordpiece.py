@@ -60,7 +60,7 @@ def pre_tokenize(text: str) -> list[str]:
     """Split on whitespace, and make every punctuation character its own word."""
     words: list[str] = []
     for chunk in text.split():
-        current = []
+        current: list[str] = []
         for ch in chunk:
             if _is_punctuation(ch):
                 if current:

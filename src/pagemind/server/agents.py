@@ -15,16 +15,43 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path as PathParam, Query
+from fastapi import APIRouter, Header, Query
+from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..runs import ENDED, RunExists
-from .app import (AUTHED, EDGE, QUEUED, RUN_LINKS, RUNNING, STREAMS, LastEventId, Stream, Svc, User, Wait, errors,
-                  finished, links, started, stream)
+from .routing import (
+    AUTHED,
+    EDGE,
+    QUEUED,
+    RUN_LINKS,
+    RUNNING,
+    STREAMS,
+    LastEventId,
+    Stream,
+    Svc,
+    User,
+    Wait,
+    errors,
+    finished,
+    links,
+    started,
+    stream,
+)
 from .service import keyed_run_id
-from .shapes import (BLOCK_LABEL, MAX_ID, MAX_QUERY, AgentCreate, AgentUpdate, ArchivalInsert, BlockUpdate,
-                     LoadDocument, MessageRequest, run_json)
+from .shapes import (
+    BLOCK_LABEL,
+    MAX_ID,
+    MAX_QUERY,
+    AgentCreate,
+    AgentUpdate,
+    ArchivalInsert,
+    BlockUpdate,
+    LoadDocument,
+    MessageRequest,
+    run_json,
+)
 
 IDEMPOTENCY_KEY = r"^[\x21-\x7e]{1,200}$"  # printable ASCII without spaces, as HTTP header tokens
 
@@ -70,7 +97,8 @@ def delete(agent_id: AgentId, service: Svc, user: User) -> Response:
 @router.post("/{agent_id}/messages", name="send_message",
              responses={**RUNNING, 200: {**STREAMS, **RUN_LINKS}, 202: QUEUED})
 async def send(agent_id: AgentId, body: MessageRequest, service: Svc, user: User, wait: Wait = True,
-               stream_: Stream = False, last_event_id: LastEventId = None,
+               stream_: Stream = False,
+               last_event_id: LastEventId = None,  # type: ignore[assignment]  # an optional header
                idempotency_key: Annotated[str, Header(alias="Idempotency-Key", pattern=IDEMPOTENCY_KEY)]
                = None,  # type: ignore[assignment]
                ) -> Response:

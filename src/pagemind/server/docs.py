@@ -1,6 +1,7 @@
 """``/docs``: Swagger UI over the service's OpenAPI schema, working offline. Its scripts and styles are served from
-the ``swagger-ui-py`` package (a dependency of the ``serve`` extra, shipping Swagger UI 5, which reads OpenAPI 3.1) instead of a CDN, so the page works on a
-machine without internet and a web page's CSP never has to trust a third-party host."""
+the ``swagger-ui-py`` package (a dependency of the ``serve`` extra, shipping Swagger UI 5, which reads OpenAPI 3.1)
+instead of a CDN, so the page works on a machine without internet and a web page's CSP never has to trust a
+third-party host."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -142,9 +142,8 @@ async def drain(receive: Receive, most: int = 1 << 20) -> None:
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
     """The whole body, or None as soon as its declared length or the bytes read pass ``limit``."""
     for name, value in scope.get("headers") or ():
-        if name.lower() == b"content-length":
-            if not value.isdigit() or int(value) > limit:
-                return None
+        if name.lower() == b"content-length" and (not value.isdigit() or int(value) > limit):
+            return None
     chunks, size = [], 0
     while True:
         message = await receive()
@@ -198,7 +197,7 @@ async def head(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None
             raise
 
 
-def allowed_methods(routes: Iterable[Any], scope: Scope) -> list[str]:
+def allowed_methods(routes: Iterable[Any], scope: Mapping[str, Any]) -> list[str]:
     """Every method some route serves at the request's path (for the ``Allow`` header of a 405). Asked of each
     route as the router asks it (``matches``), so routes of included routers count too."""
     from starlette.routing import Match, Mount

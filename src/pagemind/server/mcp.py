@@ -68,7 +68,7 @@ def checked(model: type[M], **values: Any) -> M:
     try:
         return model.model_validate({k: v for k, v in values.items() if v is not None})
     except ValidationError as err:
-        detail, _ = shapes.validation_detail(list(err.errors()))
+        detail, _ = shapes.validation_detail([dict(e) for e in err.errors()])
         raise ToolError(detail) from None
 
 
@@ -272,7 +272,7 @@ class CheckedTool(Tool):
         try:
             self.fn_metadata.validate_arguments(arguments)
         except ValidationError as err:
-            detail, _ = shapes.validation_detail(list(err.errors()))
+            detail, _ = shapes.validation_detail([dict(e) for e in err.errors()])
             raise ToolError(f"Error executing tool {self.name}: {detail}") from None
         return await super().run(arguments, context, convert_result)
 
@@ -333,7 +333,7 @@ def progress_reporter(ctx: Context) -> Callable[[str, int, int, str], None]:
     them; at most two a second) while a long ask or turn runs in a worker thread."""
     token = anyio.lowlevel.current_token()
     lock = threading.Lock()
-    state = {"count": 0, "last": 0.0, "phase": ""}
+    state: dict[str, Any] = {"count": 0, "last": 0.0, "phase": ""}
 
     def tell(phase: str, done: int, total: int, unit: str) -> None:
         now = time.monotonic()
@@ -346,7 +346,7 @@ def progress_reporter(ctx: Context) -> Callable[[str, int, int, str], None]:
         message = f"{phase} {done}/{total} {unit}".rstrip() if total else phase
         try:
             anyio.from_thread.run(ctx.report_progress, count, None, message, token=token)
-        except Exception:  # noqa: BLE001 - a client gone or a closed stream must not fail the run
+        except Exception:
             pass
 
     return tell
@@ -424,9 +424,8 @@ def mount(app: Any, service: Service, *, path: str = "/mcp") -> Endpoint:
 
     @asynccontextmanager
     async def lifespan(parent: Any) -> Any:
-        async with mcp_endpoint.server.session_manager.run():
-            async with previous(parent) as state:
-                yield state
+        async with mcp_endpoint.server.session_manager.run(), previous(parent) as state:
+            yield state
 
     app.router.lifespan_context = lifespan
     return mcp_endpoint

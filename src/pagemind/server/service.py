@@ -12,18 +12,27 @@ Blocking: every operation may touch the store or the model; callers on an event 
 from __future__ import annotations
 
 import hashlib
-import json
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .. import steps
 from ..errors import ConfigError, InputError, NotFound, PagemindError
 from ..runs import summarize
 from ..users import agent_key, agent_name
-from .shapes import (AgentCreate, AskRequest, IndexRequest, LoadDocument, block_json, document_json, passage_json,
-                     run_json, search_json)
+from .shapes import (
+    AgentCreate,
+    AskRequest,
+    IndexRequest,
+    LoadDocument,
+    block_json,
+    document_json,
+    passage_json,
+    run_json,
+    search_json,
+)
 from .workers import AgentBusy, Workers
 
 Progress = Callable[[str, int, int, str], None]
@@ -118,7 +127,8 @@ class Service:
         for name in options:
             if name in known:
                 continue
-            owners = [m for m in registry.document_methods() if name in {s.name for s in registry.get(m).Options.specs()}]
+            owners = [m for m in registry.document_methods()
+                      if name in {s.name for s in registry.get(m).Options.specs()}]
             if owners:
                 raise ConfigError(f"method option {name} applies to {', '.join(owners)}, not {method}")
             raise ConfigError(f"unknown method option {name!r} (GET /v1/methods, list_methods: each method's options)")
@@ -364,26 +374,20 @@ def default_max_body(max_bytes: int) -> int:
 
 
 def checked_agent_options(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """``changes`` to agent options checked against :class:`AgentOptions` (unknown names, wrong types and refused
-    values: a :class:`ConfigError` naming the option)."""
-    from pydantic import TypeAdapter, ValidationError
-
+    """``changes`` to agent options checked against their declaration (:class:`AgentOptions`): unknown names, JSON
+    values of the wrong type (``"5"`` for 5; null only where nullable) and refused values are a
+    :class:`ConfigError` naming the option."""
     from ..agent.memory import AgentOptions
 
     unknown = sorted(set(changes) - set(base))
     if unknown:
         raise ConfigError(f"unknown agent option(s): {', '.join(unknown)} (have: {', '.join(sorted(base))})")
-    changes = {k: json_int(v) if k in AgentOptions.BOUNDS else v for k, v in changes.items()}  # the int settings
-    try:  # null only where the setting is nullable (context_window: the model's window)
-        TypeAdapter(AgentOptions).validate_json(json.dumps({**base, **changes}), strict=True)  # as JSON types
-        AgentOptions.from_dict({**base, **changes})
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"agent option {where}: {first['msg']}") from None
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"agent options: {err}") from None
-    return changes
+    checked = {}
+    for name, value in changes.items():
+        spec = AgentOptions.spec(name)
+        checked[name] = spec.check_json(json_int(value) if spec.type is int else value, AgentOptions.owner)
+    AgentOptions.from_dict({**base, **checked})  # rules across options
+    return checked
 
 
 __all__ = ["Service", "Started", "keyed_run_id"]

@@ -125,30 +125,13 @@ class AskRequest(Shape):
 
 
 def agent_options_schema() -> dict[str, Any]:
-    """The agent's settings (:class:`pagemind.agent.AgentOptions`) as one JSON object schema with their types,
-    bounds and allowed values, generated from the declaration: unknown names are schema errors; null only where a
-    setting is nullable (``context_window``: the model's window). The MCP tools drop the null (leaving the
-    argument out is the default there)."""
-    from pydantic import TypeAdapter
-
+    """The agent's settings as one JSON object schema, generated from their declaration
+    (:class:`pagemind.agent.AgentOptions`, as a method's options are): each setting's type, help, bounds and allowed
+    values (an enum); unknown names are schema errors; null only where a setting is nullable (``context_window``:
+    the model's window). The MCP tools drop the null (leaving the argument out is the default there)."""
     from ..agent import AgentOptions
 
-    schema = TypeAdapter(AgentOptions).json_schema()
-    properties = {}
-    for name, prop in schema["properties"].items():
-        prop = {k: v for k, v in prop.items() if k != "title"}
-        if "anyOf" in prop and {"type": "null"} in prop["anyOf"]:
-            kinds = [o["type"] for o in prop["anyOf"]]
-            prop = {"type": kinds, **{k: v for k, v in prop.items() if k != "anyOf"}}
-        if name in AgentOptions.CHOICES:
-            prop["enum"] = list(AgentOptions.CHOICES[name])
-        if name in AgentOptions.BOUNDS:
-            prop["minimum"], prop["maximum"] = AgentOptions.BOUNDS[name]
-        if name in AgentOptions.FRACTIONS:
-            prop["exclusiveMinimum"] = 0
-            prop["maximum" if AgentOptions.FRACTIONS[name] else "exclusiveMaximum"] = 1
-        properties[name] = prop
-    return {"type": "object", "properties": properties, "additionalProperties": False,
+    return {**AgentOptions.json_schema(),
             "description": "MemGPT settings (context_window, max_steps, page_size, archival_search, embedder, ...); "
                            "leave out what should keep its default"}
 

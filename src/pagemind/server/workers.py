@@ -89,7 +89,7 @@ class Workers:
                 continue
             try:
                 future.set_result(self._guarded(run_id, job))
-            except BaseException as err:  # noqa: BLE001 - handed to whoever waits on the future
+            except BaseException as err:  # handed to whoever waits on the future
                 future.set_exception(err)
             finally:
                 with self._lock:

@@ -65,7 +65,11 @@ class Postgres:
     same = "IS NOT DISTINCT FROM"
     no_limit = "ALL"
 
-    def __init__(self, url: str, *, pool_size: int = 8, exact_up_to: int = 20_000, ef_search: int = 200) -> None:
+    def __init__(self, url: str, *, pool_size: int = 8, exact_up_to: int = 20_000, ef_search: int = 200,
+                 index_memory: str = "1GB") -> None:
+        if not re.fullmatch(r"\d+(kB|MB|GB)", index_memory):
+            raise ConfigError(f"index_memory must be a size such as 512MB or 1GB, not {index_memory!r}")
+        self.index_memory = index_memory
         try:
             import psycopg
             from pgvector.psycopg import register_vector
@@ -254,8 +258,11 @@ class Postgres:
             return
         with store.transaction():
             store.execute("SELECT pg_advisory_xact_lock(?, ?)", (_INDEX_LOCK, dim))
+            # the graph built in memory: past maintenance_work_mem pgvector builds on disk, many times slower
+            store.execute(f"SET LOCAL maintenance_work_mem = '{self.index_memory}'")
             store.execute(f"CREATE INDEX IF NOT EXISTS agent_passages_hnsw_{dim} ON agent_passages USING hnsw "
                           f"((vec::vector({dim})) vector_ip_ops) WHERE vector_dims(vec) = {dim}")
+            store.execute("ANALYZE agent_passages")  # after a bulk load the planner would not know to use it yet
         self._indexed.add(dim)
 
     def _hnsw_candidates(self, store: SQLStore, agent_id: int, embedder: str, q: Any, want: int) -> list[int]:
@@ -277,8 +284,12 @@ class PostgresStore(SQLStore):
         exact_up_to: an agent with at most this many embedded passages is searched exactly (the SQLite store's
             order, always); beyond it the HNSW index finds the candidates, which are then ranked exactly.
         ef_search: candidates the HNSW search keeps (pgvector's ``hnsw.ef_search``; more: better recall, slower).
+        index_memory: ``maintenance_work_mem`` while an HNSW index is built (the graph of 100k 384-dimension
+            vectors needs ~300MB; past it pgvector builds on disk, many times slower).
     """
 
-    def __init__(self, url: str, *, pool_size: int = 8, exact_up_to: int = 20_000, ef_search: int = 200) -> None:
+    def __init__(self, url: str, *, pool_size: int = 8, exact_up_to: int = 20_000, ef_search: int = 200,
+                 index_memory: str = "1GB") -> None:
         self.url = url
-        super().__init__(Postgres(url, pool_size=pool_size, exact_up_to=exact_up_to, ef_search=ef_search))
+        super().__init__(Postgres(url, pool_size=pool_size, exact_up_to=exact_up_to, ef_search=ef_search,
+                                  index_memory=index_memory))

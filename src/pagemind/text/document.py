@@ -18,14 +18,11 @@ from typing import BinaryIO
 
 from ..errors import InputError, InputTooLarge, UnsupportedInput
 from .formats import CONTAINER_FACTOR, CONTAINERS, extract, sniff_format
+from .formats.common import clean_extracted, normalise_newlines
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # 16 MiB of text is ~2.7M words: days of local LLM time already
 FORMAT_NAMES = {"text": "text", "markdown": "Markdown", "html": "HTML", "pdf": "PDF", "epub": "EPUB",
                 "docx": "Word"}
-LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
-                           "\ufb05": "st", "\ufb06": "st", "\u00ad": None})
-CONTROLS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
-TRAILING_SPACE = re.compile(r"[ \t]+\n")
 BINARY_CONTROLS = re.compile(r"[\x00-\x08\x0d-\x1f]")  # control characters but \t \n \v \f: many mean binary
 SLICE = 1 << 20  # characters of a text looked at at once where the whole would be copied (hashing, counting)
 
@@ -72,12 +69,12 @@ class Document:
         return bisect_right(self.pages, char_offset)
 
     @classmethod
-    def from_text(cls, text: str, name: str = "text") -> "Document":
+    def from_text(cls, text: str, name: str = "text") -> Document:
         return cls(text=_validate_text(normalise_newlines(text), name), name=name)
 
     @classmethod
     def from_parts(cls, parts: Iterable[str], name: str = "text", format: str = "text", paged: bool = True, *,
-                   max_bytes: int | None = None, label: str | None = None) -> "Document":
+                   max_bytes: int | None = None, label: str | None = None) -> Document:
         """A document from extracted parts (pages, chapters), joined by blank lines, with each part's start kept.
 
         ``parts`` may be a generator that extracts each part when asked for it: with ``max_bytes``, the parts
@@ -104,17 +101,6 @@ class Document:
 
 def _pieces(text: str) -> Iterator[str]:
     return (text[start:start + SLICE] for start in range(0, len(text), SLICE))
-
-
-def normalise_newlines(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def clean_extracted(text: str) -> str:
-    """Text taken out of a PDF, EPUB, DOCX or HTML file: newlines normalised, ligatures and soft hyphens undone,
-    control characters and trailing spaces removed."""
-    text = normalise_newlines(text).replace("\f", "\n").replace("\v", "\n").translate(LIGATURES)
-    return TRAILING_SPACE.sub("\n", CONTROLS.sub("", text)).strip()
 
 
 def _validate_text(text: str, name: str) -> str:

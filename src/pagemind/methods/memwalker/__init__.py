@@ -46,7 +46,8 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
     def _assemble(self, document: Document, key: str | None, items: MemoryWriter | None) -> MemoryTree:
         assert key is not None and items is not None
         nodes = sorted((TreeNode.from_dict(d) for d in items.items("node")), key=lambda n: n.index)
-        return MemoryTree(key, document.id, document.words, self.memory_settings(), tuple(nodes), self.llm.model_id)
+        return MemoryTree(key, document.id, document.words, self.key_settings(), tuple(nodes),
+                          self.memory_model())
 
     def describe(self, memory: MemoryTree) -> dict[str, Any]:
         return {
@@ -67,4 +68,5 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
         return Walk(memory, question, self.llm, self.options, context).reading()
 
 
-__all__ = ["MemWalker", "MemWalkerOptions", "MemoryTree", "NO_ANSWER", "PRESETS", "NavigationStep", "TreeNode", "format_walk"]
+__all__ = ["NO_ANSWER", "PRESETS", "MemWalker", "MemWalkerOptions", "MemoryTree", "NavigationStep", "TreeNode",
+           "format_walk"]

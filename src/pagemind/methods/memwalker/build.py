@@ -7,16 +7,16 @@ are known before any LLM call; every node is written as it finishes and a killed
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
 
 from ...errors import ConfigError
 from ...llm.client import LLM
 from ...llm.usage import Trace
 from ...text import Document
 from ..base import Build, MemoryWriter
-from .memory import ROOT, MemoryTree, MemWalkerOptions, TreeNode, child_id
+from .memory import ROOT, MemWalkerOptions, TreeNode, child_id
 from .requests import leaf_summary_request, nonleaf_summary_request
 from .segment import SEPARATOR, cut_to_tokens, segment_text
 
@@ -29,7 +29,7 @@ class Slot:
 
     index: int
     level: int
-    children: list["Slot"] = field(default_factory=list)
+    children: list[Slot] = field(default_factory=list)
     id: str = ""
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ...errors import ConfigError
 from ..base import StoredMemory
@@ -38,7 +38,7 @@ class TreeNode:
         return not self.children
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TreeNode":
+    def from_dict(cls, data: dict[str, Any]) -> TreeNode:
         return cls(**{**data, "children": tuple(data["children"])})
 
 
@@ -113,7 +113,7 @@ class MemWalkerOptions(ReaderOptions):
     # respectively" -- the numbers did not survive in the stored PDF text. We use 8 / 1000 (QuALITY), 5 / 1000
     # (SummScreenFD) and 8 / 1200 (GovReport): within the third-party figures (segments 1000-1200 tokens,
     # 5-8 children) and the values of the arXiv text as we read it; see the README's MemWalker section.
-    presets = {
+    presets: ClassVar[dict[str, dict[str, Any]]] = {
         "quality": {"segment_tokens": 1000, "max_children": 8},
         "summscreen": {"segment_tokens": 1000, "max_children": 5},
         "govreport": {"segment_tokens": 1200, "max_children": 8},

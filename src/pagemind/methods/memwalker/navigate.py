@@ -7,12 +7,13 @@ replies or a spent step budget end the search with "no answer", recorded, never 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...llm.base import LLMRequest
 from ...llm.client import LLM
-from ..decide import Invalid, decide
 from ..base import Context, Reading
+from ..decide import Invalid, decide
 from ..question import Question
 from .memory import ROOT, MemoryTree, MemWalkerOptions, TreeNode
 from .parsing import LeafReply, Triage, parse_leaf, parse_triage
@@ -117,7 +118,8 @@ class Walk:
         if parsed is None:
             return None, NavigationStep(node.id, outcome, None, "", calls=calls, invalid=invalid)
         triage: Triage = parsed
-        return triage.child, NavigationStep(node.id, TRIAGE, triage.child, triage.reasoning, calls=calls, invalid=invalid)
+        return triage.child, NavigationStep(node.id, TRIAGE, triage.child, triage.reasoning, calls=calls,
+                                            invalid=invalid)
 
     def _shrink_triage(self, shown: list[tuple[int, str]]) -> LLMRequest:
         """Cut every summary to an equal share of the room left (summaries longer than the node limit)."""

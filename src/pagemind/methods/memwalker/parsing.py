@@ -86,7 +86,7 @@ def parse_leaf(reply: str, question: Question) -> LeafReply:
     """A leaf decision: -1, or -2 with an answer (an option letter for multiple choice)."""
     if not reply.strip():
         return LeafReply(None, problem="empty reply")
-    action, at, rest, problem = find_action(reply)
+    action, at, _, problem = find_action(reply)
     reasoning = reasoning_of(reply, at)
     if action is None:
         return LeafReply(None, reasoning, problem=problem)
@@ -109,7 +109,8 @@ def parse_leaf(reply: str, question: Question) -> LeafReply:
 def _answer_text(text: str, action_at: int) -> str:
     """What follows ``Answer:`` after the action (else the last ``Answer:`` anywhere), trimmed."""
     after = list(_ANSWER.finditer(text, max(action_at, 0)))
-    found = after[0] if after else (list(_ANSWER.finditer(text)) or [None])[-1]
+    anywhere = after or list(_ANSWER.finditer(text))
+    found = (after[0] if after else anywhere[-1]) if anywhere else None
     if found is None:
         return ""
     answer = text[found.end():]

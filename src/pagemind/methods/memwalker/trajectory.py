@@ -30,7 +30,8 @@ def format_walk(steps: list[dict[str, Any]]) -> str:
     """``root → 2 → 2.1 (leaf: -1) ← → 2.3 (leaf: -2, answer C)``."""
     parts = [ROOT]
     for s in steps:
-        kind, node, action = s["kind"], s["node"], s.get("action")
+        kind, node = s["kind"], s["node"]
+        action: Any = s.get("action")  # stored JSON: the chosen number of a triage or leaf step
         if kind == TRIAGE:
             parts.append(f"→ {child_id(node, action)}")
         elif kind == LEAF and action == -1:

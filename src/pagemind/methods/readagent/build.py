@@ -11,9 +11,10 @@ before them is done) and numbered when the last span finishes; the spans are sto
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
-from typing import AbstractSet, Callable
 
 from ...llm.base import LLMRequest
 from ...llm.client import LLM

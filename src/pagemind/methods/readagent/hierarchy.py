@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ContextWindowExceeded
 from ...llm.base import Constraint, LLMRequest, Message
@@ -32,6 +32,10 @@ from ..question import Question
 from .gist import check_gist
 from .memory import GistMemory, Page, ReadAgentOptions
 from .parsing import LookupRequest, SequentialStep, parse_lookup, parse_sequential
+from .relevance import relevance_order
+
+if TYPE_CHECKING:
+    from .lookup import LookupMode
 
 
 @dataclass(frozen=True)
@@ -56,11 +60,12 @@ def tagged_parts(parts: list[Part]) -> str:
     return "\n".join(f"<Part {p.index}>\n{p.text}" for p in parts)
 
 
-def part_request(parts: list[Part], question: Question, opts: ReadAgentOptions, mode: str) -> LLMRequest:
+def part_request(parts: list[Part], question: Question, opts: ReadAgentOptions,
+                 mode: LookupMode[Any]) -> LLMRequest:
     """The look-up request choosing among ``parts``: several for ReadAgent-P and GistMem, one for ReadAgent-S."""
     alternatives = " | ".join(f'"{p.index}"' for p in parts)
     constraint, max_tokens = None, opts.max_tokens
-    if mode == "sequential":
+    if mode.chooses_one:
         prompt = get_prompt("readagent", "hierarchy.lookup_sequential").render(
             parts=tagged_parts(parts), question=question.text, options=question.options_block())
         if opts.constrained:
@@ -128,15 +133,13 @@ def build_level(level: int, below: list[Part], writer: MemoryWriter, llm: LLM, o
 
 
 def _choose(parts: list[Part], question: Question, llm: LLM, opts: ReadAgentOptions, context: Context,
-            mode: str) -> list[int]:
+            mode: LookupMode[Any]) -> list[int]:
     """The parts the model chooses (in the order it named them); an unusable reply after the bounded re-asks
     falls back to the part(s) most relevant to the question, recorded."""
-    from .lookup import relevance_order
-
     shown = [p.index for p in parts]
-    most = 1 if mode == "sequential" else opts.max_groups
+    most = 1 if mode.chooses_one else opts.max_groups
     request = part_request(parts, question, opts, mode)
-    if mode == "sequential":
+    if mode.chooses_one:
         def parse(reply: str) -> SequentialStep | Invalid:
             step = parse_sequential(reply, shown, frozenset(), noun="part")
             if step.page is None:
@@ -168,11 +171,9 @@ def _choose(parts: list[Part], question: Question, llm: LLM, opts: ReadAgentOpti
 
 
 def look_up_top_down(memory: GistMemory, question: Question, llm: LLM, opts: ReadAgentOptions, context: Context,
-                     mode: str, writer: MemoryWriter, details: dict[str, Any]) -> GistMemory:
+                     mode: LookupMode[Any], writer: MemoryWriter, details: dict[str, Any]) -> GistMemory:
     """The pages of the parts the model chose top-down, as a view of ``memory`` (narrative order, numbers kept),
     whose look-up prompt fits the window. Adds ``details["hierarchy"]``: levels, parts gisted now, the path."""
-    from .lookup import first_request
-
     levels: list[list[Part]] = [[Part(0, p.index, p.index, p.index, g.text, g.source)
                                  for p, g in zip(memory.pages, memory.gists)]]
     gisted = 0
@@ -200,7 +201,7 @@ def look_up_top_down(memory: GistMemory, question: Question, llm: LLM, opts: Rea
                 request = part_request(below, question, opts, mode)
             else:
                 view = memory.restrict(c.index for c in below)
-                request = first_request(view, question, opts, mode)
+                request = mode.first_request(view, question, opts)
             if llm.fits(request):
                 break
             if len(chosen) == 1:

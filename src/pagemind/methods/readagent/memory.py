@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ...errors import ConfigError
 from ..base import StoredMemory
@@ -65,7 +65,7 @@ class GistMemory(StoredMemory):
         """The page numbered ``index`` (also in a view that shows only some pages)."""
         return next(p for p in self.pages if p.index == index)
 
-    def restrict(self, indices: "Iterable[int]") -> "GistMemory":
+    def restrict(self, indices: Iterable[int]) -> GistMemory:
         """A view showing only the pages ``indices`` (in narrative order, their numbers kept): the gists retrieved
         for a question when the whole gist memory does not fit the window."""
         keep = set(indices)
@@ -95,7 +95,7 @@ class ReadAgentOptions(ReaderOptions):
 
     owner = "ReadAgent"
     # Paper, Appendix C and the notebook: pagination sizes and look-up limits per dataset.
-    presets = {
+    presets: ClassVar[dict[str, dict[str, Any]]] = {
         "quality": {"prompts": "quality", "min_words": 280, "max_words": 600, "max_pages": 5,
                     "previous_page": False},
         "qmsum": {"prompts": "qmsum", "min_words": 280, "max_words": 600, "max_pages": 2, "previous_page": True},

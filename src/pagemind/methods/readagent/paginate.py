@@ -11,14 +11,12 @@ always added. The LLM picks the label where reading naturally pauses. A remainde
 from __future__ import annotations
 
 from collections.abc import Callable
-
 from dataclasses import dataclass
 
 from ...llm.base import Constraint, LLMRequest, Message
 from ...prompts import get_prompt
 from .memory import Page, ReadAgentOptions
 from .parsing import escape_labels, parse_pause_point
-
 
 REPLY_KEYWORD = {"qmsum": "Label", "narrativeqa": "Breakpoint"}
 

@@ -14,8 +14,8 @@ the nodes and edges as plain numbers so it can be tested on a hand-built graph.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -45,7 +45,7 @@ class CodeGraph:
     edges: tuple[tuple[int, int, float], ...]
 
     @classmethod
-    def build(cls, n_nodes: int, typed_edges: Iterable[tuple[int, int, str | float]]) -> "CodeGraph":
+    def build(cls, n_nodes: int, typed_edges: Iterable[tuple[int, int, str | float]]) -> CodeGraph:
         """From edges whose third item is a weight or an edge type of :data:`EDGE_WEIGHTS`."""
         edges = []
         for u, v, kind in typed_edges:
@@ -54,7 +54,7 @@ class CodeGraph:
         return cls(n_nodes, tuple(edges))
 
     @classmethod
-    def from_arrays(cls, n_nodes: int, u: np.ndarray, v: np.ndarray, w: np.ndarray) -> "CodeGraph":
+    def from_arrays(cls, n_nodes: int, u: np.ndarray, v: np.ndarray, w: np.ndarray) -> CodeGraph:
         """From parallel edge arrays (the cost matrix is built from them directly)."""
         graph = cls(n_nodes, tuple(zip(np.asarray(u).tolist(), np.asarray(v).tolist(), np.asarray(w).tolist())))
         object.__setattr__(graph, "_cost", cost_matrix(n_nodes, u, v, w))

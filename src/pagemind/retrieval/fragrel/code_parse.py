@@ -21,7 +21,7 @@ disjoint pieces are what FragRel's Eq. 8 calls the "non-overlapping graph nodes"
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -100,13 +100,13 @@ class _Grammar:
         self.parser = ts.Parser(self.language)
         kinds = [self.language.node_kind_for_id(i) for i in range(self.language.node_kind_count)
                  if self.language.node_kind_is_named(i) and self.language.node_kind_is_visible(i)]
-        kept = sorted({k for k in kinds if spec.keeps(k)})
+        kept = sorted({k for k in kinds if k is not None and spec.keeps(k)})
         self.kept = ts.QueryCursor(ts.Query(self.language, " ".join(f"({k}) @node" for k in kept)))
         self.definitions = ts.QueryCursor(ts.Query(self.language, spec.definitions))
         self.calls = ts.QueryCursor(ts.Query(self.language, spec.calls))
 
 
-@lru_cache(maxsize=None)
+@cache
 def grammar(language: str) -> Any:
     """The parser and queries of ``language`` (built once per process)."""
     if language not in LANGUAGES:

@@ -30,9 +30,9 @@ call edges are resolved again without the removed definitions and calls.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence
 
 import numpy as np
 
@@ -251,6 +251,6 @@ class CodeRepository:
     def stats(self) -> dict[str, int]:
         v = self.view()
         return {"files": len(self.tree.files), "directories": len(self.directories), "nodes": self.n_nodes,
-                "syntax_nodes": int(sum(len(s) for s in self.syntax)), "edges": int(len(v.u)),
+                "syntax_nodes": int(sum(len(s) for s in self.syntax)), "edges": len(v.u),
                 "call_edges": int(len(v.u) - len(self._u)), "fragments": len(self.fragments),
-                "spans": int(len(self.span_node))}
+                "spans": len(self.span_node)}

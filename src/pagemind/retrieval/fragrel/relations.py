@@ -25,12 +25,12 @@ the score is then (1 + alpha) s_ind and the ranking equals the independent one, 
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from ...errors import ConfigError
-
 
 
 class Relation(Protocol):

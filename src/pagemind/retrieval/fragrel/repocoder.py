@@ -22,7 +22,7 @@ windows). Code lines are commented as ``"# " + line`` (a blank line becomes ``"#
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ...prompts import get_prompt
 from ..fragments import Fragment

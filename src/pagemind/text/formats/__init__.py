@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from ...errors import InputError, InputTooLarge, UnsupportedInput
-from ..decoding import decode_bytes, declared_encoding
+from ..decoding import declared_encoding, decode_bytes
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
@@ -31,11 +31,6 @@ class Extracted:
 
     format: str
     parts: Iterable[str]
-
-
-def missing_library(package: str, kind: str, name: str) -> InputError:
-    """The error for a format whose optional library is not installed."""
-    return InputError(f"{name}: reading {kind} files needs {package}: pip install 'pagemind[formats]'")
 
 
 def sniff_format(head: bytes, suffix: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import BinaryIO
 
 from ...errors import InputError, InputTooLarge
-from . import missing_library
+from .common import clean_extracted, missing_library
 
 
 def docx_text(source: BinaryIO, name: str, max_bytes: int) -> str:
@@ -20,7 +20,6 @@ def docx_text(source: BinaryIO, name: str, max_bytes: int) -> str:
         from docx.table import Table
     except ImportError:
         raise missing_library("python-docx", "Word", name) from None
-    from ..document import clean_extracted  # imported here: document imports this package
 
     try:
         document = docx.Document(source)

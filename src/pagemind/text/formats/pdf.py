@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from typing import BinaryIO
 
 from ...errors import InputError
-from . import missing_library
+from .common import missing_library
 
 SCANNED_HINT = "has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf"
 

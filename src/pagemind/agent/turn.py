@@ -1,0 +1,339 @@
+"""One agent turn: a user message, then steps (one LLM call, one function call each) until the agent yields.
+
+A :class:`Turn` is to the agent what MemGPT's main loop is in the paper (and MemWalker's ``Walk`` is to a
+question): per step it makes ONE :class:`~pagemind.agent.context.MainContext`, fits the prompt into the window
+(evicting the queue's head with a recursive summary: the one place the queue is flushed), warns of memory
+pressure from token counts, calls the model and runs the call. Each step's call is stored before it runs
+(write-ahead); its side effects and its result are committed together, so a crash leaves at most a call without
+a result, which the next turn answers with a synthetic "interrupted" error before it starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ContextWindowExceeded, ToolsRefused
+from ..llm.base import LLMRequest, LLMResponse
+from ..llm.usage import Trace, TraceEvent, Usage
+from .actions import InvalidAction, parse_action, reply_text
+from .context import MainContext, Prepared, prompt
+from .functions import ToolError
+from .memory import Event
+
+if TYPE_CHECKING:
+    from .core import Agent
+
+_SEARCHES = ("conversation_search", "conversation_search_date", "archival_memory_search")
+_QUOTE_CHARS = 1500  # the user's message quoted in the last-step alert, at most
+_RESULT_KINDS = ("function_result", "heartbeat")
+Progress = Callable[[str, int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One LLM call of a turn and what came of it."""
+
+    thoughts: str
+    function: str | None
+    arguments: dict[str, Any]
+    result: str
+    status: str  # OK | Failed
+    heartbeat: str | None  # requested | failed | warning | None (yielded)
+    valid: bool  # the reply parsed into a known function with valid arguments
+    reply: str
+    prompt_tokens: int
+
+
+@dataclass
+class TurnResult:
+    """What one user message led to: the messages sent to the user and every step."""
+
+    messages: list[str] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    trace: Trace = field(default_factory=Trace)
+    stop_reason: str = "yield"  # yield | last_step (answered on the forced last step) | max_steps
+    evictions: int = 0
+    warnings: int = 0
+    run_id: str | None = None  # the recorded run of this turn (Pagemind.send), if recorded
+
+    @property
+    def usage(self) -> Usage:
+        return self.trace.usage
+
+    @property
+    def valid_actions(self) -> int:
+        return sum(s.valid for s in self.steps)
+
+    @property
+    def invalid_actions(self) -> int:
+        return len(self.steps) - self.valid_actions
+
+    @property
+    def valid_action_rate(self) -> float:
+        return self.valid_actions / len(self.steps) if self.steps else 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"messages": self.messages, "stop_reason": self.stop_reason, "evictions": self.evictions,
+                "warnings": self.warnings, "valid_actions": self.valid_actions,
+                "invalid_actions": self.invalid_actions, "usage": self.usage.as_dict(),
+                "steps": [s.__dict__ for s in self.steps], **({"run_id": self.run_id} if self.run_id else {})}
+
+
+def step_record(step: Step) -> dict[str, Any]:
+    """A step as a run records it: what the agent thought, called and got (the raw reply left out: it is on the
+    step's LLM call)."""
+    return {k: v for k, v in step.__dict__.items() if k != "reply"}
+
+
+class Turn:
+    """One user message's turn of ``agent`` (run under its turn lock, its state loaded): :meth:`run` stores the
+    message and steps until the agent yields, the step budget runs out, or an error ends it."""
+
+    def __init__(self, agent: Agent, text: str, trace: Trace | None = None, *, key: str | None = None,
+                 progress: Progress | None = None, on_step: Callable[[Step], None] | None = None) -> None:
+        self.agent, self.text, self.key = agent, text, key
+        self.llm, self.store, self.options, self.state = agent.llm, agent.store, agent.options, agent.state
+        self.result = TurnResult(trace=trace if trace is not None else Trace())
+        self.progress, self.on_step = progress, on_step
+
+    @property
+    def trace(self) -> Trace:
+        return self.result.trace
+
+    def _append(self, *events: Event) -> None:
+        self.store.append(self.agent.id, list(events))
+
+    def _alert(self, message: str) -> None:
+        self._append(Event("system_alert", {"message": message}, self.agent.now()))
+
+    def context(self) -> MainContext:
+        """A step's main context (one per step)."""
+        return MainContext(self.llm, self.store, self.agent.id, self.options, self.agent.now,
+                           tools_refused=bool(self.state.extra.get("tools_refused")))
+
+    # --- the turn ----------------------------------------------------------------------------------
+    def run(self) -> TurnResult:
+        self._recover()
+        if self.key is None or not self._stored():
+            payload = {"message": self.text, **({"key": self.key} if self.key is not None else {})}
+            self._append(Event("user_message", payload, self.agent.now()))
+        steps = self.options.max_steps
+        for i in range(steps):
+            self.agent.lock.refresh()
+            last = self.options.final_reply and steps > 1 and i == steps - 1
+            if last:  # the budget is nearly spent: the only function left is send_message
+                # the message is quoted: a long chain of searches may have evicted it from the queue
+                quoted = self.text if len(self.text) <= _QUOTE_CHARS else self.text[:_QUOTE_CHARS] + " [...]"
+                self._alert(prompt("last_step", message=quoted))
+                self.trace.note(f"step {steps} of {steps}: only send_message is offered")
+            step = self._step(self.context(), i, last)
+            self.result.steps.append(step)
+            if self.on_step is not None:
+                self.on_step(step)
+            if step.heartbeat is None or (last and step.function == "send_message"):
+                self.result.stop_reason = "last_step" if last else "yield"
+                return self.result
+            if step.heartbeat != "warning":
+                name = "heartbeat_failed" if step.heartbeat == "failed" else "heartbeat_requested"
+                self._append(Event("heartbeat", {"reason": prompt(name)}, self.agent.now()))
+        self.result.stop_reason = "max_steps"
+        self._alert(prompt("step_budget", steps=len(self.result.steps)))
+        return self.result
+
+    def _step(self, ctx: MainContext, i: int, last: bool) -> Step:
+        """One step on its context: the prompt fitted, the call, the action run, and why the next step follows
+        (``heartbeat``: requested | failed | warning; None: the agent yields)."""
+        prepared = self._prepare(ctx, last)
+        if self.progress is not None:
+            self.progress(f"step {i + 1}: thinking", 0, 0, "")
+        try:
+            response, event, prepared = self._complete(ctx, prepared, last)
+        except ContextWindowExceeded:  # the backend counted more than we did: make room once more
+            self._evict(ctx)
+            response, event, prepared = self._complete(ctx, self._prepare(ctx, last), last)
+        step = self._act(reply_text(response), prepared.tokens, event)
+        if self.progress is not None and step.function and step.function != "send_message":
+            self.progress(f"step {i + 1}: {step.function}", 0, 0, "")
+        if step.valid and step.function == "send_message":
+            self.result.messages.append(step.arguments["message"])
+        if step.status == "Failed":
+            return _with(step, "failed")
+        if step.heartbeat is None and self._warn(ctx, prepared.tokens + response.completion_tokens):
+            return _with(step, "warning")  # the paper's check: the call's prompt and reply tokens
+        return step
+
+    def _complete(self, ctx: MainContext, prepared: Prepared,
+                  last: bool) -> tuple[LLMResponse, TraceEvent, Prepared]:
+        """The step's LLM call (and the request it sent). A server that refuses native tool calls
+        (:class:`ToolsRefused`) is asked again with JSON replies, and the agent remembers it (with
+        tool_calling=auto; "native" lets the error stand)."""
+        try:
+            return (*self.llm.complete(prepared.request, self.trace), prepared)
+        except ToolsRefused as err:
+            if self.options.tool_calling != "auto":
+                raise
+            self.state.extra["tools_refused"] = str(err)[:300]
+            ctx.tools_refused = True
+            self.trace.note(f"native tool calls refused by the server; steps are JSON replies from now on ({err})")
+            prepared = self._prepare(ctx, last)
+            return (*self.llm.complete(prepared.request, self.trace), prepared)
+
+    def _prepare(self, ctx: MainContext, last: bool) -> Prepared:
+        """The step's request, evicting until it fits and warning once the pressure threshold is passed."""
+        prepared = self._fit(ctx, last)
+        if self._warn(ctx, prepared.tokens):
+            prepared = self._fit(ctx, last)
+        return prepared
+
+    def _fit(self, ctx: MainContext, last: bool) -> Prepared:
+        prepared = ctx.build(last)
+        while not ctx.fits(prepared):
+            self._evict(ctx)
+            prepared = ctx.build(last)
+        return prepared
+
+    def _warn(self, ctx: MainContext, tokens: int) -> bool:
+        """Send the memory-pressure warning (once until the next eviction) when ``tokens`` pass the threshold."""
+        if self.state.warned or tokens <= ctx.warning_tokens:
+            return False
+        self._alert(prompt("warning"))
+        self.state.warned = True
+        self.result.warnings += 1
+        return True
+
+    # --- the step's action -------------------------------------------------------------------------
+    def _act(self, reply: str, tokens: int, event: TraceEvent) -> Step:
+        """Parse and run one step's call; every outcome is stored as a call plus its result."""
+        now = self.agent.now
+        try:
+            action = parse_action(reply)
+        except InvalidAction as err:
+            self.state.invalid_actions += 1
+            self._append(Event("step", {"raw": reply[:2000], "invalid": True}, now()),
+                         Event("function_result", {"function": "?", "status": "Failed", "message": str(err)}, now()))
+            self.trace.decide(event, f"invalid action: {err}")
+            return Step("", None, {}, str(err), "Failed", None, False, reply, tokens)
+        self.state.valid_actions += 1
+        self._append(Event("step", action.payload(), now()))  # write-ahead
+        status = "OK"
+        try:
+            with self.store.transaction():
+                message = self._cap(action.function, self.agent.tools.run(action.function, action.arguments))
+                self._append(self._result(action.function, "OK", message))
+        except ToolError as err:
+            status, message = "Failed", str(err)
+        except Exception as err:  # any failure of a function goes back to the processor
+            status, message = "Failed", f"Error calling function {action.function}: {type(err).__name__}: {err}"
+        if status == "Failed":
+            self._append(self._result(action.function, status, message))
+        self.trace.decide(event, f"{action.function} -> {status}")
+        return Step(action.thoughts, action.function, action.arguments, message, status,
+                    "requested" if action.heartbeat else None, True, reply, tokens)
+
+    def _result(self, function: str, status: str, message: str) -> Event:
+        return Event("function_result", {"function": function, "status": status, "message": message},
+                     self.agent.now())
+
+    def _cap(self, function: str, message: str) -> str:
+        limit = self.options.result_chars
+        if function in _SEARCHES or len(message) <= limit:  # search results are sized by their page
+            return message
+        return message[:limit] + f" [... cut at {limit} characters]"
+
+    # --- before the first step ---------------------------------------------------------------------
+    def _stored(self) -> bool:
+        """Whether recall holds this user message, sent with this idempotency key (an interrupted attempt)."""
+        offset = 0
+        while True:
+            total, found = self.store.search_events(self.agent.id, query=self.text, offset=offset, limit=50)
+            if any(e.kind == "user_message" and e.payload.get("key") == self.key for e in found):
+                return True
+            offset += len(found)
+            if not found or offset >= total:
+                return False
+
+    def _recover(self) -> None:
+        """Answer calls left without a result by a crash, so the queue never holds an orphaned call."""
+        queue = self.store.queue(self.agent.id)
+        orphans = [e for i, e in enumerate(queue)
+                   if e.is_call and (i + 1 == len(queue) or queue[i + 1].kind != "function_result")]
+        self._append(*[Event("function_result", {"function": e.payload["function"], "status": "Failed",
+                                                 "message": prompt("interrupted")}, self.agent.now())
+                       for e in orphans])
+
+    # --- eviction: the one place the queue is flushed ----------------------------------------------
+    def _evict(self, ctx: MainContext) -> None:
+        """Move the queue's oldest part to recall only, summarised (with the previous summary) into the note at
+        the queue's head; :class:`ContextWindowExceeded` when nothing can be evicted."""
+        queue = self.store.queue(self.agent.id)
+        previous = next((e for e in queue if e.kind == "summary"), None)
+        body = [e for e in queue if e.kind != "summary"]
+        cut = self._cut_point(body)
+        if cut == 0:
+            raise ContextWindowExceeded(
+                f"agent {self.agent.name}: the system prompt, core memory and the last {self.options.keep_last} "
+                f"messages do not fit its window of {ctx.window} tokens")
+        evicted = body[:cut]
+        summary = self._summarise(ctx, [e.describe() for e in evicted],
+                                  previous.payload["summary"] if previous else "")
+        hidden = cut + (previous.payload["hidden"] if previous else 0)
+        note = prompt("summary_note", hidden=hidden, total=hidden + len(body) - cut, summary=summary)
+        self.store.evict(self.agent.id, [e.seq for e in evicted],
+                         Event("summary", {"message": note, "summary": summary, "hidden": hidden}, self.agent.now()))
+        self.result.evictions += 1
+        self.state.evictions += 1
+        self.state.evicted_messages += cut
+        self.state.warned = False
+
+    def _cut_point(self, body: list[Event]) -> int:
+        """How many of the oldest queue events to evict: about ``evict_fraction`` of them, keeping the last
+        ``keep_last``, and never leaving a function result (or its heartbeat) without its call."""
+        limit = len(body) - self.options.keep_last
+        if limit <= 0:
+            return 0
+        target = min(max(1, round(len(body) * self.options.evict_fraction)), limit)
+        for i in list(range(target, limit + 1)) + list(range(target - 1, 0, -1)):
+            if body[i].kind not in _RESULT_KINDS:
+                return i
+        return 0
+
+    def _summarise(self, ctx: MainContext, lines: list[str], previous: str) -> str:
+        """A recursive summary: fold the lines in chunks that fit the window, each with the summary so far."""
+        summary = previous
+        for chunk in self._chunks(ctx, lines, previous):
+            response, event = self.llm.complete(self._summary_request(chunk, summary), self.trace)
+            summary = " ".join(response.text.split()) or summary
+            self.trace.decide(event, f"summary of {len(chunk)} messages ({len(summary.split())} words)")
+        return summary
+
+    def _summary_request(self, lines: list[str], previous: str) -> LLMRequest:
+        words = self.options.summary_words
+        text = prompt("summarise", words=words, previous=previous, messages="\n".join(lines))
+        return LLMRequest.user(text, role="summarise", max_tokens=max(64, int(words * 2)))
+
+    def _chunks(self, ctx: MainContext, lines: list[str], previous: str) -> list[list[str]]:
+        reply = max(64, self.options.summary_words * 2)
+        # the previous summary grows to at most ~summary_words: budget for it in every chunk
+        fixed = self.llm.prompt_tokens(self._summary_request([], previous or "x " * self.options.summary_words * 2))
+        budget = ctx.window - reply - fixed
+        if budget < 50:
+            raise ContextWindowExceeded(f"agent window of {ctx.window} tokens is too small to summarise")
+        chunks: list[list[str]] = [[]]
+        used = 0
+        for line in lines:
+            n = self.llm.count_tokens(line) + 1
+            if n > budget:  # one huge message: keep its beginning
+                line = line[: max(20, int(len(line) * budget / n) - 20)] + " [...]"
+                n = budget
+            if used + n > budget and chunks[-1]:
+                chunks.append([])
+                used = 0
+            chunks[-1].append(line)
+            used += n
+        return [c for c in chunks if c]
+
+
+def _with(step: Step, heartbeat: str) -> Step:
+    return Step(**{**step.__dict__, "heartbeat": heartbeat})

@@ -1,0 +1,130 @@
+"""What every router of the HTTP API shares (:mod:`.app`'s and :mod:`.agents`'): the status of each typed error, the
+OpenAPI error and link declarations, the request's service and user, and the responses of a started run. Its own
+module so that the routers import it, and not each other."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Annotated, Any
+
+from fastapi import Depends, Header, Query, Request
+from fastapi import Path as PathParam
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
+
+from ..agent import AgentExists, AgentNotFound
+from ..agent.locks import AgentBusy as AgentLockBusy
+from ..errors import ConfigError, InputError, InputTooLarge, LLMError, NotFound, PagemindError, UnsupportedInput
+from ..runs import RunCancelled, RunExists
+from .service import AgentNameTaken, Service, Started
+from .shapes import DOCUMENT_ID, RUN_ID, Error, error_body, run_json
+from .sse import HEADERS, resume_point, run_events
+from .workers import AgentBusy
+
+# status codes of pagemind's typed errors (the first match wins: subclasses first)
+ERROR_STATUS: tuple[tuple[type[BaseException], int], ...] = (
+    (InputTooLarge, 413), (UnsupportedInput, 415), (NotFound, 404), (AgentNotFound, 404),
+    (AgentExists, 409), (AgentNameTaken, 409), (AgentBusy, 409), (AgentLockBusy, 409), (RunCancelled, 409),
+    (RunExists, 409),
+    (InputError, 422), (ConfigError, 422), (LLMError, 502), (PagemindError, 400),
+)
+
+
+def status_of(err: BaseException) -> int:
+    return next((code for kind, code in ERROR_STATUS if isinstance(err, kind)), 500)
+
+
+def error_response(err: BaseException, run_id: str | None = None) -> JSONResponse:
+    """The one error body of a library error (its status by type; the run it belongs to, if any)."""
+    run_id = run_id or (err.run_id if isinstance(err, AgentBusy) else None)
+    body = error_body(str(err) or type(err).__name__, type(err).__name__, run_id=run_id)
+    return JSONResponse(body, status_code=status_of(err))
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI responses of the error codes an operation may answer (every one in the Error shape)."""
+    what = {400: "bad request", 401: "no valid API key", 403: "a request from another site", 404: "not yours or "
+            "no such thing", 409: "busy, taken or cancelled", 413: "too large", 415: "not a document pagemind "
+            "reads", 421: "another host (DNS rebinding)", 422: "invalid input", 502: "the model server failed"}
+    return {code: {"model": Error, "description": what[code]} for code in codes}
+
+
+def links(field: str, param: str, *operations: str) -> dict[str, Any]:
+    """OpenAPI links from a response's ``field`` to the operations that take it as ``param`` (how generated clients
+    and Schemathesis' stateful tests chain a created document, agent or run into what reads it)."""
+    return {"links": {op: {"operationId": op, "parameters": {param: f"$response.body#/{field}"}} for op in operations}}
+
+
+RUN_LINKS = links("run_id", "run_id", "get_run", "list_steps", "run_events", "cancel_run")
+EDGE = (400, 403, 413, 421, 422)  # what the edge and validation may answer on any route
+AUTHED = errors(*EDGE, 401, 404)
+RUNNING = errors(*EDGE, 401, 404, 409, 502)
+SSE_EVENT = {"type": "object", "required": ["data"], "description": "one server-sent event: a step (id = its seq, "
+             "event = its kind, data = the step's JSON) or the last, `end` (data = the run's JSON)",
+             "properties": {"id": {"type": "string", "pattern": "^[0-9]+$"}, "event": {"type": "string"},
+                            "data": {"type": "string", "contentMediaType": "application/json"}}}
+STREAMS = {"content": {"application/json": {}, "text/event-stream": {"schema": SSE_EVENT}},
+           "description": "the answer (JSON), or the run's steps as server-sent events with stream=true"}
+QUEUED = {"description": "the run, queued (wait=false)", "content": {"application/json": {}}}
+
+
+# --- the request's service and user -----------------------------------------------------------------------------
+def service_of(request: Request) -> Service:
+    return request.app.state.service
+
+
+bearer = HTTPBearer(auto_error=False, description="an API key: `pagemind users create NAME` makes one")
+
+
+def current_user(request: Request,
+                 credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Any:
+    """The user of the request's API key (``Authorization: Bearer KEY``); 401 without a valid one."""
+    service = service_of(request)
+    user = service.user_for(request.headers.get("authorization"))
+    if user is None:
+        raise Unauthorized()
+    return user
+
+
+class Unauthorized(Exception):
+    """No valid key: 401 with ``WWW-Authenticate: Bearer``."""
+
+
+User = Annotated[Any, Depends(current_user)]
+Svc = Annotated[Service, Depends(service_of)]
+DocId = Annotated[str, PathParam(pattern=DOCUMENT_ID)]
+RunId = Annotated[str, PathParam(pattern=RUN_ID)]
+Wait = Annotated[bool, Query(description="false: answer 202 with the queued run at once")]
+Stream = Annotated[bool, Query(alias="stream", description="true: the run's steps as server-sent events")]
+LastEventId = Annotated[str, Header(alias="Last-Event-ID", max_length=32, pattern=r"^(-1|[0-9]+)$",
+                                           description="resume a stream after this step (its seq)")]
+
+
+def stream(service: Service, run_id: str, last_event_id: str | None, after: int | None = None) -> StreamingResponse:
+    start = resume_point(last_event_id, after)
+    return StreamingResponse(run_events(service.pm.runs, run_id, start, service.keepalive),
+                             media_type="text/event-stream", headers=HEADERS)
+
+
+async def finished(future: Future, shape: Callable[[Any], Any], run_id: str | None = None,
+                   status: int = 200) -> Response:
+    """The answer of a job the request waited for: ``shape(result)``, or its error (with the run's id)."""
+    try:
+        result = await asyncio.wrap_future(future)
+    except Exception as err:  # every failure is recorded on the run and answered with its id
+        return error_response(err, run_id)
+    return JSONResponse(await run_in_threadpool(shape, result), status_code=status)
+
+
+async def started(service: Service, start: Callable[[], Started], wait: bool, stream_: bool,
+                  last_event_id: str | None, shape: Callable[[Any, Any], Any]) -> Response:
+    """The response to a request that started a run: its events, the queued run, or its result when done."""
+    begun = await run_in_threadpool(start)
+    if stream_:
+        return stream(service, begun.run.id, last_event_id)
+    if not wait:
+        return JSONResponse(run_json(begun.run), status_code=202)
+    return await finished(begun.future, lambda result: shape(begun.run, result), begun.run.id)

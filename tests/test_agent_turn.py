@@ -1,0 +1,148 @@
+"""One agent turn (pagemind.agent.turn.Turn) with the scripted fake: one main context per step, eviction in one
+place, the pressure warning from token counts, a server's tool refusal recognised by its type."""
+
+import json
+
+import pytest
+
+from pagemind import LLM, ScriptedLLM, Store
+from pagemind.agent import Agent, AgentOptions
+from pagemind.agent import turn as turn_module
+from pagemind.errors import BadRequest, ContextWindowExceeded, ToolsRefused
+
+
+def call(function, thoughts="thinking", **arguments):
+    return json.dumps({"thoughts": thoughts, "function": function, "arguments": arguments})
+
+
+def make(steps, name="sam", summarise="we talked", **options):
+    fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": summarise})
+    agent = Agent.create(LLM(fake), Store(":memory:"), name, options=AgentOptions(embedder="none", **options))
+    return agent, fake
+
+
+@pytest.fixture
+def contexts(monkeypatch):
+    """Every MainContext a turn makes, with how often each built a prompt."""
+    made = []
+
+    class Counted(turn_module.MainContext):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.builds = 0
+            made.append(self)
+
+        def build(self, last_step=False):
+            self.builds += 1
+            return super().build(last_step)
+
+    monkeypatch.setattr(turn_module, "MainContext", Counted)
+    return made
+
+
+def test_one_main_context_and_one_prompt_per_step(contexts):
+    agent, fake = make([call("conversation_search", query="tea", page=0, request_heartbeat=True),
+                        call("core_memory_append", label="human", content="Likes tea.", request_heartbeat=True),
+                        call("send_message", message="Noted.")])
+    turn = agent.say("I like tea.")
+    assert [s.function for s in turn.steps] == ["conversation_search", "core_memory_append", "send_message"]
+    assert len(contexts) == 3 and [c.builds for c in contexts] == [1, 1, 1]
+    assert [s.prompt_tokens for s in turn.steps] == [agent.llm.prompt_tokens(r) for r in fake.history]
+
+
+def test_the_backend_counting_more_evicts_once_more_in_the_same_context(contexts):
+    agent, fake = make([ContextWindowExceeded("the server counted more"), call("send_message", message="ok")],
+                       keep_last=2)
+    agent.import_messages([("user", f"old message {i}", "2024-01-01 10:00:00") for i in range(6)], in_context=True)
+    turn = agent.say("hello")
+    assert turn.messages == ["ok"] and turn.evictions == 1 and len(contexts) == 1
+    assert fake.roles() == ["agent-step", "summarise", "agent-step"]
+    queue = agent.store.queue(agent.id)
+    assert queue[0].kind == "summary" and queue[0].payload["summary"] == "we talked"
+    state = agent.store.get_agent("sam").state
+    assert state.evictions == 1 and state.evicted_messages == queue[0].payload["hidden"] > 0
+    assert "old message 0" in agent.search("old message 0")  # evicted from the queue, still in recall
+
+
+def test_nothing_left_to_evict_is_a_clear_error():
+    agent, _ = make([ContextWindowExceeded("the server counted more")], keep_last=10)
+    with pytest.raises(ContextWindowExceeded, match="the last 10 messages do not fit its window"):
+        agent.say("hello")
+
+
+def first_prompt_tokens(reply):
+    agent, _ = make([reply], context_window=4000, max_tokens=200)
+    return agent.say("How are you?").steps[0].prompt_tokens
+
+
+@pytest.mark.parametrize("words, warned", [(40, True), (1, False)])
+def test_the_pressure_warning_is_decided_from_the_calls_token_counts(contexts, words, warned):
+    reply = call("send_message", thoughts=" ".join(["hmm"] * words), message="Fine.")
+    prompt = first_prompt_tokens(reply)
+    contexts.clear()
+    # the threshold 20 tokens above this prompt: only a long reply passes it
+    agent, fake = make([reply, call("core_memory_append", label="human", content="Asked how I am.",
+                                    request_heartbeat=False)],
+                       context_window=4000, max_tokens=200, warning_fraction=(prompt + 20) / 4000)
+    turn = agent.say("How are you?")
+    threshold = agent.main_context().warning_tokens
+    assert turn.steps[0].prompt_tokens == prompt <= threshold
+    assert (prompt + fake.count_tokens(reply) > threshold) is warned
+    assert turn.warnings == int(warned)
+    assert [s.heartbeat for s in turn.steps] == (["warning", None] if warned else [None])
+    assert [c.builds for c in contexts] == [1] * len(turn.steps)  # the next prompt is never built to decide
+    if warned:
+        assert "Warning: the conversation history will soon reach its maximum length" in \
+            fake.history[1].messages[-1].content
+        assert agent.store.get_agent("sam").state.warned
+
+
+def tool_backend(*replies):
+    fake = ScriptedLLM(by_role={"agent-step": list(replies)})
+    fake.capabilities.supports_tools = True
+    return fake
+
+
+def test_a_refusal_of_tools_is_recognised_by_its_type():
+    reply = call("send_message", message="hello")
+    fake = tool_backend(ToolsRefused("400: this model cannot do that"), reply)  # the text names no tools
+    store = Store(":memory:")
+    agent = Agent.create(LLM(fake), store, "ana", options=AgentOptions(embedder="none"))
+    turn = agent.say("hi")
+    assert turn.messages == ["hello"]
+    assert fake.history[0].tools and not fake.history[1].tools  # asked again with JSON replies
+    assert any("native tool calls refused" in n for n in turn.trace.notes)
+    assert Agent.load(LLM(fake), store, "ana").state.extra["tools_refused"] == "400: this model cannot do that"
+    # a bad request that is not a refusal stands, whatever its text says
+    other = tool_backend(BadRequest("400: tools are not the problem here"))
+    agent = Agent.create(LLM(other), Store(":memory:"), "bo", options=AgentOptions(embedder="none"))
+    with pytest.raises(BadRequest, match="not the problem"):
+        agent.say("hi")
+    # tool_calling=native lets a refusal stand
+    strict = tool_backend(ToolsRefused("400: no tools"))
+    agent = Agent.create(LLM(strict), Store(":memory:"), "cy",
+                         options=AgentOptions(embedder="none", tool_calling="native"))
+    with pytest.raises(ToolsRefused):
+        agent.say("hi")
+
+
+def test_the_openai_backend_types_a_refusal_only_for_a_request_with_tools():
+    from pagemind.llm.base import LLMRequest, Tool
+    from pagemind.llm.mockserver import MockServer
+    from pagemind.llm.openai import OpenAICompatible
+
+    tools = (Tool("send_message", "say", {"type": "object"}),)
+    script = [{"status": 400, "message": "tools are not supported by this model"},
+              {"status": 400, "message": "tools are not supported by this model"},
+              {"status": 400, "message": "bad temperature"}]
+    with MockServer(script=script) as server:
+        backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
+        with pytest.raises(ToolsRefused):
+            backend.execute(LLMRequest.user("x", tools=tools))
+        with pytest.raises(BadRequest) as plain:
+            backend.execute(LLMRequest.user("x"))
+        assert type(plain.value) is BadRequest
+        with pytest.raises(BadRequest) as other:
+            backend.execute(LLMRequest.user("x", tools=tools))
+        assert type(other.value) is BadRequest
+        backend.close()
