@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..citations import Citation
 from ..errors import InputError
 from ..llm.base import Constraint
 from ..llm.usage import Trace, Usage
@@ -75,6 +76,7 @@ class Answer:
     details: dict[str, Any] = field(default_factory=dict)
     index_trace: Trace | None = None  # the LLM calls that built the memory in this same call, if any
     run_id: str | None = None  # the recorded run of this answer (Pagemind.ask), if recorded
+    citations: list[Citation] = field(default_factory=list)  # the passages it rests on; markers [1].. name them
 
     @property
     def letter(self) -> str | None:
@@ -97,6 +99,7 @@ class Answer:
             "compression_rate": self.compression_rate,
             "context_words": self.context_words,
             "fallbacks": self.fallbacks,
+            "citations": [c.as_dict() for c in self.citations],
             "usage": self.usage.as_dict(),
             **({"index_usage": self.index_trace.usage.as_dict()} if self.index_trace else {}),
             **({"details": self.details} if self.details else {}),
