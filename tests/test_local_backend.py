@@ -87,14 +87,36 @@ def test_overlong_prompt_raises_before_calling_the_model(model_file, monkeypatch
 
     small = LlamaCpp(model_file, n_ctx=512, threads=2)
     try:
-        monkeypatch.setattr(small._llm, "create_chat_completion", lambda **kw: pytest.fail("model was called"))
+        monkeypatch.setattr(small._llama_cpp, "Llama", lambda **kw: pytest.fail("the weights were loaded"))
         with pytest.raises(ContextWindowExceeded) as err:
             small.execute(LLMRequest.user("word " * 600, max_tokens=16))
         assert err.value.context_window == 512 and err.value.prompt_tokens > 500
         with pytest.raises(ContextWindowExceeded):  # fits alone, not with the room kept for the reply
             small.execute(LLMRequest.user("word " * 400, max_tokens=200))
+        assert not small.loaded
     finally:
         small.close()
+
+
+@pytest.mark.integration
+@needs_model
+def test_a_cached_answer_never_loads_the_weights(model_file, tmp_path, monkeypatch):
+    from pagemind import Document, Pagemind
+
+    monkeypatch.setenv("PAGEMIND_HOME", str(tmp_path / "home"))
+    text = Document.from_text("Wren found the map under the loose stair. Abel kept the ledger. " * 20)
+    first = Pagemind(llm=f"gguf:{model_file}", n_ctx=2048, threads=2)
+    reply = first.ask(text, "Who found the map?", method="full").text
+    assert first.llm.backend.loaded  # the first answer went to the model
+    first.close()
+    again = Pagemind(llm=f"gguf:{model_file}", n_ctx=2048, threads=2)
+    monkeypatch.setattr(again.llm.backend._llama_cpp, "Llama", lambda **kw: pytest.fail("the weights were loaded"))
+    answer = again.ask(text, "Who found the map?", method="full")
+    assert answer.text == reply and answer.usage.cached_calls == answer.usage.calls == 1
+    assert not again.llm.backend.loaded  # token counts and the chat template came from the tokenizer alone
+    again.close()
+    with pytest.raises(BackendUnavailable, match="closed"):
+        again.llm.backend.count_tokens("after close")
 
 
 @pytest.mark.integration

@@ -83,34 +83,39 @@ def _trained_context(path: Path) -> int | None:
 
 
 class LlamaCpp(Backend):
-    """One GGUF model in this process; calls are serialised (the llama.cpp context is not thread-safe)."""
+    """One GGUF model in this process; calls are serialised (the llama.cpp context is not thread-safe).
+
+    Opening it reads the tokenizer alone (llama.cpp's ``vocab_only``: ~100 MB, under a second): token counts and
+    the chat template need nothing more, so an answer served from the response cache never loads the weights.
+    They are loaded by the first call that goes to the model."""
+
     provider = "llama.cpp"
 
     def __init__(self, path: Path, n_ctx: int = 16384, threads: int | None = None, name: str | None = None,
                  prompt_cache_mb: int = 2048):
         try:
             import llama_cpp
+            from llama_cpp import _internals
         except ImportError as err:
             raise BackendUnavailable(f"llama-cpp-python is not installed ({err}); run scripts/install.sh") from None
         self._llama_cpp = llama_cpp
-        path = Path(path)
+        self.path = path = Path(path)
         trained = _trained_context(path)
         if n_ctx <= 0 or (trained and n_ctx > trained):
             n_ctx = trained or 4096
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         self.threads = threads or cores or 1
-        # Any, not llama_cpp.Llama | None: its create_chat_completion is not overloaded on ``stream`` (a union of
-        # a response and an iterator) and its messages are TypedDicts, which would need a cast at every use
-        self._llm: Any
         try:
-            self._llm = llama_cpp.Llama(
-                model_path=str(path), n_ctx=n_ctx, n_threads=self.threads, n_threads_batch=self.threads,
-                n_batch=512, verbose=False,
-            )
+            params = llama_cpp.llama_model_default_params()
+            params.vocab_only = True
+            self._vocab: Any = _internals.LlamaModel(path_model=str(path), params=params, verbose=False)
         except (ValueError, RuntimeError) as err:
             raise BackendUnavailable(f"llama.cpp could not load {path.name}: {err}") from None
-        trained = self._llm._model.n_ctx_train() or trained
-        self.n_ctx = min(n_ctx, self._llm.n_ctx(), trained or n_ctx)
+        # Any, not llama_cpp.Llama | None: its create_chat_completion is not overloaded on ``stream`` (a union of
+        # a response and an iterator) and its messages are TypedDicts, which would need a cast at every use
+        self._llm: Any = None
+        self._closed = False
+        self.n_ctx = min(n_ctx, trained or n_ctx)
         self.model_id = gguf_identity(path, name)  # no place in it: also its model_identity
         self.capabilities = Capabilities(
             context_window=self.n_ctx, supports_grammar=True, supports_json_schema=True, max_concurrency=1,
@@ -120,40 +125,65 @@ class LlamaCpp(Backend):
             extra={"n_ctx_train": trained, "threads": self.threads},
         )
         self._prompt_cache_bytes = prompt_cache_mb * 1024 * 1024
-        if prompt_cache_mb > 0:
-            # llama.cpp keeps only the previous prompt's KV cache; this RAM cache keeps the KV states of recent
-            # prompts and restores the one with the longest common prefix, so prompts that alternate (ReadAgent's
-            # look-up and answer, questions on the same gist memory) still skip their shared beginning.
-            self._llm.set_cache(_prompt_cache(llama_cpp, prompt_cache_mb * 1024 * 1024))
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
         self._formatter = self._make_formatter()
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the weights are in memory (a cached answer never loads them)."""
+        return self._llm is not None
+
+    def _model(self) -> Any:
+        """The model with its weights, loaded on first use (under the call lock)."""
+        if self._closed:
+            raise BackendUnavailable("the local model was closed")
+        if self._llm is None:
+            try:
+                self._llm = self._llama_cpp.Llama(
+                    model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.threads,
+                    n_threads_batch=self.threads, n_batch=512, verbose=False,
+                )
+            except (ValueError, RuntimeError) as err:
+                raise BackendUnavailable(f"llama.cpp could not load {self.path.name}: {err}") from None
+            if self._prompt_cache_bytes > 0:
+                # llama.cpp keeps only the previous prompt's KV cache; this RAM cache keeps the KV states of recent
+                # prompts and restores the one with the longest common prefix, so prompts that alternate
+                # (ReadAgent's look-up and answer, questions on the same gist memory) skip their shared beginning.
+                self._llm.set_cache(_prompt_cache(self._llama_cpp, self._prompt_cache_bytes))
+        return self._llm
+
     def _make_formatter(self) -> Any:
-        """The model's own chat template (the one llama-cpp-python applies), or None."""
-        llm = self._llm
-        template = llm.metadata.get("tokenizer.chat_template")
-        if not template or llm.chat_format != "chat_template.default":
+        """The model's own chat template (the one llama-cpp-python applies when it knows no named format for the
+        model), or None."""
+        from llama_cpp import llama_chat_format
+
+        vocab = self._vocab
+        metadata = vocab.metadata()
+        template = metadata.get("tokenizer.chat_template")
+        if not template or llama_chat_format.guess_chat_format_from_gguf_metadata(metadata) is not None:
             return None
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         def text(token: int) -> str:
-            return llm._model.token_get_text(token) if token != -1 else ""
+            return vocab.token_get_text(token) if token != -1 else ""
 
-        return Jinja2ChatFormatter(template, eos_token=text(llm.token_eos()), bos_token=text(llm.token_bos()))
+        return llama_chat_format.Jinja2ChatFormatter(template, eos_token=text(vocab.token_eos()),
+                                                     bos_token=text(vocab.token_bos()))
 
     def count_tokens(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        if self._vocab is None:
+            raise BackendUnavailable("the local model was closed")
+        return len(self._vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def prompt_tokens(self, request: LLMRequest) -> int:
         """Prompt tokens of ``request`` after the chat template (exact when the template renders)."""
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        if self._formatter is not None:
+        if self._formatter is not None and self._vocab is not None:
             try:
                 prompt = self._formatter(messages=messages).prompt
-                return len(self._llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+                return len(self._vocab.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
             except Exception:  # a template that fails here fails in llama-cpp-python too; estimate instead
                 pass
         body = sum(self.count_tokens(m.content) + _PER_MESSAGE for m in request.messages)
@@ -163,7 +193,7 @@ class LlamaCpp(Backend):
         """A parsed grammar, cached by text; BadRequest if llama.cpp cannot parse it."""
         if gbnf not in self._grammars:
             lib = self._llama_cpp
-            sampler = lib.llama_sampler_init_grammar(self._llm._model.vocab, gbnf.encode("utf-8"), b"root")
+            sampler = lib.llama_sampler_init_grammar(self._vocab.vocab, gbnf.encode("utf-8"), b"root")
             if not sampler:  # a NULL sampler would crash the process later
                 raise BadRequest("llama.cpp rejected the GBNF grammar (syntax error or no 'root' rule)")
             lib.llama_sampler_free(sampler)
@@ -171,8 +201,6 @@ class LlamaCpp(Backend):
         return self._grammars[gbnf]
 
     def execute(self, request: LLMRequest) -> LLMResponse:
-        if self._llm is None:
-            raise BackendUnavailable("the local model was closed")
         kwargs: dict[str, Any] = {}
         constraint = request.constraint
         with self._lock:
@@ -180,10 +208,11 @@ class LlamaCpp(Backend):
                 kwargs["grammar"] = self._grammar(constraint.gbnf)
             elif constraint is not None and constraint.json_schema:
                 kwargs["response_format"] = {"type": "json_object", "schema": constraint.json_schema}
-            prompt = self._fitting_prompt(request)
+            prompt = self._fitting_prompt(request)  # refused before the weights are even loaded
+            llm = self._model()
             start = time.perf_counter()
             with self._errors():
-                out = self._llm.create_chat_completion(
+                out = llm.create_chat_completion(
                     messages=[{"role": m.role, "content": m.content} for m in request.messages],
                     max_tokens=request.max_tokens, temperature=request.temperature,
                     stop=list(request.stop) or None, **kwargs,
@@ -203,15 +232,14 @@ class LlamaCpp(Backend):
         """The reply token by token (llama.cpp's streamed chat completion); constrained requests in one piece."""
         if request.constraint is not None or request.tools:
             return super().stream(request, on_text)
-        if self._llm is None:
-            raise BackendUnavailable("the local model was closed")
         with self._lock:
             prompt = self._fitting_prompt(request)
+            llm = self._model()
             start = time.perf_counter()
             pieces: list[str] = []
             finish = "stop"
             with self._errors():
-                for chunk in self._llm.create_chat_completion(
+                for chunk in llm.create_chat_completion(
                         messages=[{"role": m.role, "content": m.content} for m in request.messages],
                         max_tokens=request.max_tokens, temperature=request.temperature,
                         stop=list(request.stop) or None, stream=True):
@@ -258,9 +286,13 @@ class LlamaCpp(Backend):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
+            if self._vocab is not None:
+                self._vocab.close()
+                self._vocab = None
 
 
 def _prompt_cache(llama_cpp: Any, capacity: int) -> Any:
