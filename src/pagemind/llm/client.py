@@ -111,14 +111,14 @@ class LLM:
         """Run one request (cached, guarded, retried). Returns the response and its trace event. ``on_text``
         receives the reply as it is generated (a cached reply at once); a call retried after a stream broke off
         streams again, from where the text already handed over ends when the new reply repeats it."""
-        self.check_fits(request)
         key = self._key(request)
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
+            if hit is not None:  # the same request to the same model was answered: it fitted, nothing to count
                 if on_text is not None:
                     on_text(hit.text)
                 return hit, self._account(request, hit, trace, cached=True)
+        self.check_fits(request)
         attempt = 0
         shown = None if on_text is None else _Shown(on_text)
         while True:
