@@ -358,3 +358,48 @@ def test_appending_what_a_block_already_holds_is_refused_with_advice():
     assert [s.status for s in turn.steps] == ["OK", "Failed", "OK"]
     assert "Already in core memory (human)" in turn.steps[1].result
     assert agent.blocks()[1].value == "Name: Ann"  # once
+
+
+def test_a_turn_cites_the_archival_passage_its_answer_used():
+    from pagemind.citations import Citation
+
+    agent, _ = make([call("archival_memory_search", query="boat name", page=0, request_heartbeat=True),
+                     call("send_message", message="Your boat is called the Margery Dell.")])
+    [pid] = agent.archive.insert(["We sailed at dawn. The boat is called Margery Dell. It leaks a little.",
+                                  ], "2024-01-01", source="logbook.txt")
+    agent.archive.insert(["An unrelated passage about the boat shed roof."], "2024-01-01")
+    turn = agent.say("what is my boat called?")
+    [cited] = turn.citations  # the shed passage was returned too, but the reply does not use it
+    assert isinstance(cited, Citation)
+    assert (cited.document, cited.unit, cited.index, cited.found_by) == ("logbook.txt", "passage", pid, "passage")
+    [passage] = agent.store.passages(agent.id, [pid])
+    assert cited.quote == passage.text[cited.start:cited.end] == "The boat is called Margery Dell."
+    assert turn.as_dict()["citations"][0]["location"] == f"passage {pid}"
+
+
+def test_a_turn_cites_recalled_messages_and_a_saved_fact_cites_its_message():
+    agent, _ = make([call("send_message", message="Noted."),
+                     call("conversation_search", query="sister", page=0, request_heartbeat=True),
+                     call("core_memory_append", label="human", content="sister Maud lives in Oslo",
+                          request_heartbeat=True),
+                     call("send_message", message="Your sister Maud lives in Oslo.")])
+    agent.say("By the way, my sister Maud lives in Oslo. She paints.")
+    turn = agent.say("Where does my sister live?")
+    said = next(e for e in agent.store.queue(agent.id) if e.kind == "user_message" and "Maud" in e.payload["message"])
+    message = [c for c in turn.citations if c.unit == "message"]
+    assert message and all(c.found_by == "message" for c in message)
+    assert any(c.index == said.seq and c.quote == "By the way, my sister Maud lives in Oslo." for c in message)
+    edit = turn.steps[1]
+    assert edit.function == "core_memory_append" and edit.source == said.seq
+    [source] = edit.citations
+    assert source.quote == said.payload["message"][source.start:source.end] == "sister Maud lives in Oslo"
+    from pagemind.agent.core import step_record
+
+    assert step_record(edit)["source"] == said.seq and step_record(edit)["citations"][0]["index"] == said.seq
+
+
+def test_a_reply_that_uses_nothing_it_found_cites_nothing():
+    agent, _ = make([call("archival_memory_search", query="boat", page=0, request_heartbeat=True),
+                     call("send_message", message="Hello there!")])
+    agent.archive.insert(["The boat is called Margery Dell."], "2024-01-01")
+    assert agent.say("hi").citations == []

@@ -350,3 +350,34 @@ def test_without_keys_no_sign_in_and_memwalker_s_walk_on_its_tree(server, page, 
     tab.wait_for_selector("#documents")
     assert tab.inner_text("#documents a.docname") == "notes/../../etc/passwd"
     assert not tab.problems, tab.problems
+
+
+@pytest.mark.parametrize("auth", ["none"])
+def test_an_answer_s_markers_open_its_cited_spans_highlighted_in_place(server, page, shoot):
+    from pagemind.citations import cite
+
+    tab = page
+    pm = server["pm"]
+    user = pm.store.get_user("local")
+    story = ("Wren keeps the lamps of the tower.\n\nThe map was found under the third stair by Wren in the winter "
+             "of the storm. She hid it in the lamp room.\n\nAbel sails the ferry.")
+    doc = pm.add_document(story, "cape.txt", user_id=user.id)
+    document = pm.open_document(doc.id, user_id=user.id)
+    answer = pm.ask(document, "Where is the map?", method="full", user_id=user.id)
+    citations = [cite(document, "page", 0, s, "page") for s in ("under the third stair", "Abel sails the ferry.")]
+    run = pm.runs.get(answer.run_id, user.id)
+    pm.store.update_run(answer.run_id, result={**run.result, "citations": [c.as_dict() for c in citations]})
+
+    tab.goto(server["url"] + f"/#/runs/{answer.run_id}")
+    tab.wait_for_selector("#answer .answer a.marker")
+    assert tab.locator("#answer .answer a.marker").all_inner_texts() == ["[1]", "[2]"]
+    assert "under the third stair" in tab.inner_text("#answer .sources-list li:nth-child(1)")
+    tab.click("#answer .answer a.marker[data-n='1']")
+    tab.wait_for_selector("#cited mark.current")
+    assert tab.inner_text("#cited mark.current") == "under the third stair"
+    assert "The map was found" in tab.inner_text("#cited .cited-text")  # its paragraph around it
+    assert "Abel" not in tab.inner_text("#cited .cited-text")  # another paragraph: not shown
+    shoot(tab, "12-cited-span")
+    tab.click("#answer .sources-list a.marker[data-n='2']")
+    tab.wait_for_function("document.querySelector('#cited mark.current')?.textContent === 'Abel sails the ferry.'")
+    assert not tab.problems, tab.problems

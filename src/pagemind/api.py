@@ -257,7 +257,7 @@ class Pagemind:
              memory: Memory | None = None, chosen: Chosen | None = None) -> Answer:
         if memory is None:
             memory = reader.build(document, progress=progress, trace=build_trace)
-        answer = reader.answer(memory, q, progress, on_text, trace=trace)
+        answer = reader.answer(memory, q, progress, on_text, trace=trace, document=document)
         if chosen is not None:
             answer.details["auto"] = {"method": chosen.method, "reason": chosen.reason}
         if build_trace.events:

@@ -266,7 +266,10 @@ class Recorder:
                 self._span = None
 
     def result(self, result: dict[str, Any]) -> None:
-        """The run's result: recorded as its last step and on the run, which is then done."""
+        """The run's result: recorded as its last step and on the run, which is then done (its span counts the
+        result's citations)."""
+        if self._span is not None and isinstance(result.get("citations"), list):
+            self._span.set_attribute("pagemind.citations", len(result["citations"]))
         self.step("result", **result)
         self.store.update_run(self.run_id, status="done", finished=time.time(), result=result)
 

@@ -109,6 +109,8 @@ class AgentStep(Stored):
     heartbeat: str | None = None
     valid: bool = True
     prompt_tokens: int = 0
+    source: int | None = None  # a core-memory edit: the seq of the user message the saved fact came from
+    citations: list[dict[str, Any]] = field(default_factory=list)  # that message, cited (Citation.as_dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +127,7 @@ class Result(Stored):
     stop_reason: str | None = None
     memory: str | None = None
     document: str | None = None
+    citations: list[dict[str, Any]] | None = None  # what the answer or reply rests on (Citation.as_dict each)
 
 
 @dataclass(frozen=True, kw_only=True)

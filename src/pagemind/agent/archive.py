@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..text.words import keywords
-from .memory import AgentOptions, SearchPage
+from .memory import AgentOptions, Passage, SearchPage
 from .store import AgentStore
 
 
@@ -84,14 +84,17 @@ class Archive:
         return self.store.insert_passages(self.agent_id, rows)
 
     def search(self, query: str, page: int) -> SearchPage:
+        total, found = self.search_passages(query, page)
+        return SearchPage(tuple(p.describe() for p in found), total, page, self.options.page_size)
+
+    def search_passages(self, query: str, page: int) -> tuple[int, list[Passage]]:
+        """(how many passages match, the passages of page ``page``) of a search, as :meth:`search` shows them."""
         size = self.options.page_size
         if self.options.archival_search == "text":
-            total, found = self.store.search_passages_text(self.agent_id, query, page * size, size)
-            return SearchPage(tuple(p.describe() for p in found), total, page, size)
+            return self.store.search_passages_text(self.agent_id, query, page * size, size)
         total, ranked = self.ranked(query, (page + 1) * size)
         ids = ranked[page * size:(page + 1) * size]
-        items = tuple(p.describe() for p in self.store.passages(self.agent_id, ids))
-        return SearchPage(items, total, page, size)
+        return total, self.store.passages(self.agent_id, ids)
 
     def rank(self, query: str) -> list[int]:
         """Passage ids best first: exact matches first in hybrid mode, then semantic (or keyword) order."""

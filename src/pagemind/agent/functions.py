@@ -16,9 +16,11 @@ from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Annotated, Any, TypeVar
 
+from ..citations import Citation
 from ..prompts import get_prompt
 from .archive import Archive, keywords
-from .memory import AgentOptions, Block, SearchPage
+from .evidence import message_citation, passage_citation
+from .memory import AgentOptions, Block, Event, SearchPage
 from .store import AgentStore
 
 F = TypeVar("F", bound=Callable[..., str])
@@ -119,11 +121,14 @@ class Toolbox:
         self.options = options
         self.archive = archive
         self.now = now
+        self.found: list[Citation] = []  # the passages and messages the last call's search returned (evidence)
 
     def run(self, name: str, args: dict[str, Any]) -> str:
-        """Execute a validated call (``request_heartbeat`` already removed); returns the result message."""
+        """Execute a validated call (``request_heartbeat`` already removed); returns the result message. What a
+        search returned is left in :attr:`found` (whole passages and messages, as citations of their own text)."""
         if name not in SPECS:
             raise ToolError(f"No function named {name}")
+        self.found = []
         return getattr(self, name)(**args)
 
     # --- messaging ---------------------------------------------------------------------------------
@@ -172,17 +177,22 @@ class Toolbox:
 
     @function
     def conversation_search(self, query: Annotated[str, text(100)], page: PageNumber) -> str:
-        return self.recall_page(query, page).render()
+        total, found = self.recall_events(query, page)
+        self.found = [message_citation(e) for e in found]
+        return SearchPage(tuple(e.describe() for e in found), total, page, self.options.page_size).render()
 
     def recall_page(self, query: str, page: int) -> SearchPage:
         """One page of the recall search conversation_search shows."""
+        total, found = self.recall_events(query, page)
+        return SearchPage(tuple(e.describe() for e in found), total, page, self.options.page_size)
+
+    def recall_events(self, query: str, page: int) -> tuple[int, list[Event]]:
+        """(how many messages match, the messages of page ``page``) of a recall search."""
         size, offset = self.options.page_size, self._page(page) * self.options.page_size
         if self.options.recall_search == "text":
-            total, found = self.store.search_events(self.agent_id, query=query, offset=offset, limit=size)
-            return SearchPage(tuple(e.describe() for e in found), total, page, size)
+            return self.store.search_events(self.agent_id, query=query, offset=offset, limit=size)
         ranked = self.rank_recall(query)
-        found = self.store.events(self.agent_id, ranked[offset:offset + size])
-        return SearchPage(tuple(e.describe() for e in found), len(ranked), page, size)
+        return len(ranked), self.store.events(self.agent_id, ranked[offset:offset + size])
 
     def rank_recall(self, query: str) -> list[int]:
         """Message seqs: those containing ``query`` first (oldest first), then those sharing its keywords (most
@@ -203,6 +213,7 @@ class Toolbox:
         total, found = self.store.search_events(
             self.agent_id, start=start.isoformat(), end=(end + timedelta(days=1)).isoformat(),
             offset=self._page(page) * size, limit=size)
+        self.found = [message_citation(e) for e in found]
         return SearchPage(tuple(e.describe() for e in found), total, page, size).render()
 
     # --- archival storage --------------------------------------------------------------------------
@@ -215,7 +226,9 @@ class Toolbox:
 
     @function
     def archival_memory_search(self, query: Annotated[str, text(100)], page: PageNumber) -> str:
-        return self.archive.search(query, self._page(page)).render()
+        total, found = self.archive.search_passages(query, self._page(page))
+        self.found = [passage_citation(p) for p in found]
+        return SearchPage(tuple(p.describe() for p in found), total, page, self.options.page_size).render()
 
 
 FUNCTIONS: tuple[FunctionSpec, ...] = tuple(spec_of(m) for m in vars(Toolbox).values() if hasattr(m, _TERMINAL))

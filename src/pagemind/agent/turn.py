@@ -14,11 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..citations import Citation
 from ..errors import ContextWindowExceeded, ToolsRefused
 from ..llm.base import LLMRequest, LLMResponse
 from ..llm.usage import Trace, TraceEvent, Usage
 from .actions import InvalidAction, parse_action, reply_text
 from .context import MainContext, Prepared, prompt
+from .evidence import source_of, support
 from .functions import ToolError
 from .memory import Event
 
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from .core import Agent
 
 _SEARCHES = ("conversation_search", "conversation_search_date", "archival_memory_search")
+_CORE_EDITS = ("core_memory_append", "core_memory_replace")
 _QUOTE_CHARS = 1500  # the user's message quoted in the last-step alert, at most
 _RESULT_KINDS = ("function_result", "heartbeat")
 Progress = Callable[[str, int, int, str], None]
@@ -44,6 +47,8 @@ class Step:
     valid: bool  # the reply parsed into a known function with valid arguments
     reply: str
     prompt_tokens: int
+    source: int | None = None  # a core-memory edit: the seq of the user message the saved fact came from
+    citations: tuple[Citation, ...] = ()  # a core-memory edit: that message, cited where the fact is in it
 
 
 @dataclass
@@ -57,6 +62,8 @@ class TurnResult:
     evictions: int = 0
     warnings: int = 0
     run_id: str | None = None  # the recorded run of this turn (Pagemind.send), if recorded
+    evidence: list[Citation] = field(default_factory=list)  # every passage and message the searches returned
+    citations: list[Citation] = field(default_factory=list)  # what the reply used, and the sources of saved facts
 
     @property
     def usage(self) -> Usage:
@@ -78,13 +85,18 @@ class TurnResult:
         return {"messages": self.messages, "stop_reason": self.stop_reason, "evictions": self.evictions,
                 "warnings": self.warnings, "valid_actions": self.valid_actions,
                 "invalid_actions": self.invalid_actions, "usage": self.usage.as_dict(),
-                "steps": [s.__dict__ for s in self.steps], **({"run_id": self.run_id} if self.run_id else {})}
+                "citations": [c.as_dict() for c in self.citations],
+                "steps": [_step_dict(s) for s in self.steps], **({"run_id": self.run_id} if self.run_id else {})}
+
+
+def _step_dict(step: Step) -> dict[str, Any]:
+    return {**step.__dict__, "citations": [c.as_dict() for c in step.citations]}
 
 
 def step_record(step: Step) -> dict[str, Any]:
     """A step as a run records it: what the agent thought, called and got (the raw reply left out: it is on the
     step's LLM call)."""
-    return {k: v for k, v in step.__dict__.items() if k != "reply"}
+    return {k: v for k, v in _step_dict(step).items() if k != "reply"}
 
 
 class Turn:
@@ -134,13 +146,27 @@ class Turn:
                 self.on_step(step)
             if step.heartbeat is None or (last and step.function == "send_message"):
                 self.result.stop_reason = "last_step" if last else "yield"
-                return self.result
+                return self._cited()
             if step.heartbeat != "warning":
                 name = "heartbeat_failed" if step.heartbeat == "failed" else "heartbeat_requested"
                 self._append(Event("heartbeat", {"reason": prompt(name)}, self.agent.now()))
         self.result.stop_reason = "max_steps"
         self._alert(prompt("step_budget", steps=len(self.result.steps)))
-        return self.result
+        return self._cited()
+
+    def _cited(self) -> TurnResult:
+        """The result with its citations: the passages and messages the searches returned that the reply uses
+        (aligned lexically, no LLM call), then the messages the facts saved to core memory came from."""
+        result = self.result
+        cited = support(result.evidence, " ".join(result.messages))
+        seen = {(c.unit, c.index, c.start, c.end) for c in cited}
+        for step in result.steps:
+            for c in step.citations:
+                if (c.unit, c.index, c.start, c.end) not in seen:
+                    seen.add((c.unit, c.index, c.start, c.end))
+                    cited.append(c)
+        result.citations = cited
+        return result
 
     def _step(self, ctx: MainContext, i: int, last: bool) -> Step:
         """One step on its context: the prompt fitted, the call, the action run, and why the next step follows
@@ -228,9 +254,20 @@ class Turn:
             status, message = "Failed", f"Error calling function {action.function}: {type(err).__name__}: {err}"
         if status == "Failed":
             self._append(self._result(action.function, status, message))
+        else:
+            self.result.evidence.extend(self.agent.tools.found)
         self.trace.decide(event, f"{action.function} -> {status}")
+        source = self._source(action.function, action.arguments) if status == "OK" else None
         return Step(action.thoughts, action.function, action.arguments, message, status,
-                    "requested" if action.heartbeat else None, True, reply, tokens)
+                    "requested" if action.heartbeat else None, True, reply, tokens,
+                    None if source is None else source.index, () if source is None else (source,))
+
+    def _source(self, function: str, arguments: dict[str, Any]) -> Citation | None:
+        """The user message a fact saved to core memory came from (among the messages in context)."""
+        if function not in _CORE_EDITS:
+            return None
+        content = arguments.get("content") or arguments.get("new_content") or ""
+        return source_of(content, self.store.queue(self.agent.id)) if content.strip() else None
 
     def _result(self, function: str, status: str, message: str) -> Event:
         return Event("function_result", {"function": function, "status": status, "message": message},

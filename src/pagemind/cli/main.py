@@ -14,7 +14,7 @@ from ..errors import PagemindError
 from .lazy import LazyGroup, lazy
 from .main_errors import handle_errors
 from .options import SectionedCommand, llm_options, method_options, session, split_method_options
-from .render import print_answer, print_memory, progress_view
+from .render import markers, print_answer, print_memory, progress_view
 
 SAMPLES = {"short": "lighthouse.txt",  # 1,655 words: fits the default model's window (auto reads it whole)
            "long": "keepers-ledger.txt"}  # 16,895 words, ~22k tokens: beyond it (auto builds a gist memory)
@@ -95,7 +95,7 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
             answer = pm.ask(source, question, options=options, method=method, progress=progress,
                             on_text=on_text if live else None, **opts)
         if streamed:
-            click.echo()
+            click.echo(markers(answer))  # the markers follow the streamed text on its line
         print_answer(answer, trace=trace, as_json=as_json, streamed=bool(streamed))
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ..citations import numbered
 from ..methods.question import Answer
 
 
@@ -68,11 +69,12 @@ def print_answer(answer: Answer, trace: bool = False, as_json: bool = False, str
             print_walk(answer)
     if answer.question.is_choice:
         if answer.letter:
-            click.echo(f"Answer: ({answer.letter}) {answer.text}")
+            click.echo(f"Answer: ({answer.letter}) {answer.text}{markers(answer)}")
         else:
             click.echo(f"No option chosen (the model's reply: {answer.text!r})")
     elif not streamed:
-        click.echo(answer.text)
+        click.echo(answer.text + markers(answer))
+    print_sources(answer)
     usage = answer.usage
     if answer.read_unit == "text":
         read = f"read {answer.context_words} words of the text"
@@ -82,6 +84,29 @@ def print_answer(answer: Answer, trace: bool = False, as_json: bool = False, str
     click.echo(f"[{answer.method}] {read} | compression rate {cr} | {usage_line(usage)}", err=True)
     for fb in answer.fallbacks:
         click.echo(f"note: {fb}", err=True)
+
+
+def markers(answer: Answer) -> str:
+    """`` [1] [2]``: the answer's citation markers, as they follow its text (empty without citations)."""
+    tty = sys.stdout.isatty()
+    return "".join(" " + (click.style(f"[{n}]", fg="cyan") if tty else f"[{n}]")
+                   for n, _ in numbered(answer.citations))
+
+
+def print_sources(answer: Answer, width: int = 300) -> None:
+    """The sources the markers name: location, how it was found, and the quoted text (highlighted on a
+    terminal)."""
+    if not answer.citations:
+        return
+    tty = sys.stdout.isatty()
+    click.echo("\nSources:")
+    for n, c in numbered(answer.citations):
+        quote = " ".join(c.quote.split())
+        quote = quote if len(quote) <= width else quote[:width - 1] + "…"
+        where = c.location if c.unit != "window" else f"{c.document}, {c.location}"
+        head = f"[{n}] {where} ({c.found_by})"
+        click.echo(f"{click.style(head, fg='cyan') if tty else head}: "
+                   f"\"{click.style(quote, fg='yellow', bold=True) if tty else quote}\"")
 
 
 def usage_line(usage: Any) -> str:

@@ -9,7 +9,8 @@ A method is one :class:`Reader` subclass: a ``name``, an ``Options`` declaration
 Plus ``_assemble(document, key, items)``, which turns the stored items back into the method's memory value.
 The base owns everything else: the content-addressed memory key, build / resume / load, the progress callback,
 the constraint capability check, fallbacks, and the :class:`Answer` (usage, what was read, compression rate,
-trace). Every LLM decision goes through :func:`.decide.decide`.
+trace, citations: a reader declares its evidence on the :class:`Reading`, :meth:`Reader._cite` turns it into
+citations through :mod:`.evidence`). Every LLM decision goes through :func:`.decide.decide`.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+from ..citations import Citation
 from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..store import StoreBackend, memory_key
+from .evidence import Evidence
 from .options import ReaderOptions
 from .question import Answer, Question
 
@@ -128,6 +131,7 @@ class Reading:
     context_words: int  # the longest document-derived text placed in one prompt
     document_words: int
     details: dict[str, Any] = field(default_factory=dict)
+    evidence: list[Evidence] = field(default_factory=list)  # the units read, as citations will name them
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,7 @@ class Reader(Method, Generic[M, OptionsT]):
             opts = opts.replace(constrained=False)
         self.options: OptionsT = opts
         self.llm, self.store = llm, store
+        self._documents: dict[str, Any] = {}  # the documents built or loaded (a few), by id: citations point into them
         self.check()
 
     def check(self) -> None:
@@ -249,6 +254,7 @@ class Reader(Method, Generic[M, OptionsT]):
                 self._build_once(document, key, writer, build, resumed=earlier is not None)
             memory = self._assemble(document, key, writer)
         self._ready(memory)
+        self._known(document)
         return memory
 
     def _build_once(self, document: Any, key: str, writer: MemoryWriter, build: Build, resumed: bool) -> None:
@@ -285,13 +291,25 @@ class Reader(Method, Generic[M, OptionsT]):
         """The finished memory for these settings and model, or None."""
         key = self.memory_key(document)
         if key is None:
+            self._known(document)
             return self._assemble(document, None, None)
         record = self.store.get_memory(key)
         if record is None or record.status != "complete":
             return None
         memory = self._assemble(document, key, MemoryWriter(self.store, key))
         self._ready(memory)
+        self._known(document)
         return memory
+
+    def _known(self, document: Any) -> None:
+        """Remember the document a memory was built or loaded from (a few): answers cite into its text."""
+        if hasattr(document, "text"):
+            known: dict[str, Any] = vars(self).setdefault("_documents", {})  # also for a subclass's own __init__
+            ident = document.id
+            known.pop(ident, None)
+            known[ident] = document
+            for old in list(known)[:-4]:
+                known.pop(old, None)
 
     def _build(self, document: Any, writer: MemoryWriter, build: Build) -> None:
         """Write the memory's items (resuming from ``writer.items``). Methods that store nothing need none."""
@@ -310,18 +328,83 @@ class Reader(Method, Generic[M, OptionsT]):
 
     # --- answering ---------------------------------------------------------------------------------
     def answer(self, memory: M, question: Question, progress: Progress | None = None,
-               on_text: Callable[[str], None] | None = None, trace: Trace | None = None) -> Answer:
+               on_text: Callable[[str], None] | None = None, trace: Trace | None = None,
+               document: Any = None) -> Answer:
         """Answer ``question``; ``progress`` hears the phases, ``on_text`` the free-form answer as it is written;
-        the LLM calls go to ``trace`` (a new one if None)."""
+        the LLM calls go to ``trace`` (a new one if None). Citations point into ``document`` (default: the one
+        this reader built or loaded ``memory`` from)."""
         context = Context(trace=trace if trace is not None else Trace(), progress=progress, on_text=on_text)
         reading = self._answer(memory, question, context)
+        if document is None:
+            document = vars(self).get("_documents", {}).get(getattr(memory, "document_id", ""))
+        citations = self._cite(document, question, reading, context)
         return Answer(
             question=question, method=self.name, text=reading.text, choice=reading.choice,
             pages_read=list(reading.read), read_unit=self.unit,
             compression_rate=100.0 * (1 - reading.context_words / max(1, reading.document_words)),
             context_words=reading.context_words, trace=context.trace, fallbacks=list(context.fallbacks),
-            details=reading.details,
+            details=reading.details, citations=citations,
         )
+
+    def _cite(self, document: Any, question: Question, reading: Reading, context: Context) -> list[Citation]:
+        """The citations of an answer, from the evidence its reading declares (:mod:`.evidence`), in the mode of
+        the ``cite`` option: aligned sentences (no LLM call), checked quotes (one call), or none."""
+        from . import evidence as ev
+
+        mode = getattr(self.options, "cite", "sentences")
+        if mode == "off" or not reading.evidence or (question.is_choice and reading.choice is None):
+            return []
+        located = [e for e in reading.evidence if e.within is not None or document is not None]
+        if not located:
+            return []
+        if mode == "quotes":
+            quoted = self._quotes(document, question, reading, located, context)
+            if quoted:
+                return quoted
+            context.fallback("no quoted sentence was found in the text: citing the read sentences that best "
+                             "match the answer instead")
+        return ev.supporting(document, located, reading.text, question.text, embedder=ev.sentence_embedder())
+
+    def _quotes(self, document: Any, question: Question, reading: Reading, located: list[Evidence],
+                context: Context) -> list[Citation]:
+        """Ask the model to quote what its answer rests on; keep the quotes found in the text, record the others."""
+        from . import evidence as ev
+        from .decide import Invalid, decide
+
+        caps = self.llm.backend.capabilities
+        constrained = getattr(self.options, "constrained", True) and (caps.supports_grammar
+                                                                       or caps.supports_json_schema)
+        shown = list(located)
+        request = ev.quote_request(shown, question, reading.text, constrained)
+        while len(shown) > 1 and not self.llm.fits(request):  # the units read, as many as fit beside the request
+            shown.pop()
+            request = ev.quote_request(shown, question, reading.text, constrained)
+        if not self.llm.fits(request):
+            context.fallback("quoted evidence: what was read does not fit the window beside the request")
+            return []
+
+        def parse(reply: str) -> list[str] | Invalid:
+            found = ev.parse_quotes(reply)
+            return Invalid(found) if isinstance(found, str) else found
+
+        context.phase("quoting the evidence")
+        decision = decide(self.llm, request, parse, context.trace, retries=getattr(self.options, "max_retries", 2),
+                          describe=lambda quotes: f"{len(quotes)} quote(s)")
+        if decision.value is None:
+            context.fallback(f"quoted evidence: no quotes could be read after {decision.calls} replies "
+                             f"({'; '.join(decision.problems)[:120]})")
+            return []
+        out: list[Citation] = []
+        for quote in decision.value:
+            if len(quote.split()) < ev.MIN_QUOTE_WORDS:
+                context.fallback(f"quote too short to check, dropped: {quote[:80]!r}")
+                continue
+            found = ev.placed(document, shown, quote)
+            if found is None:
+                context.fallback(f"quote not in the text, dropped: {quote[:80]!r}")
+            elif not any(c.document == found.document and c.start == found.start for c in out):
+                out.append(found)
+        return out
 
     def _reply(self, question: Question, request: Any, context: Context, phase: str = "answering") -> Any:
         """The answer step every reader shares: send ``request`` (re-asked until one option is named, for multiple

@@ -55,6 +55,7 @@ from ..retrieval.select import fit
 from .answering import answer_request
 from .base import About, Build, Context, MemoryWriter, Reader, Reading
 from .decide import Invalid, decide
+from .evidence import Evidence, SourceText
 from .options import ReaderOptions, option
 from .question import Question
 
@@ -368,7 +369,18 @@ class CodeReader(Reader[CodeIndex, CodeOptions]):
              "fragments": list(self._shown(chosen.fragments, paths, ranking)),
              "context_tokens": self.llm.count_tokens(chosen.text), "seconds": dict(ranking.seconds),
              "index_seconds": round(index.seconds, 3), "options": self.options.as_dict()},
+            self._evidence(index, chosen.fragments),
         )
+
+    @staticmethod
+    def _evidence(index: CodeIndex, shown: Sequence[Fragment]) -> list[Evidence]:
+        """The windows shown, each cited in its own file (the citation's document is the file's path)."""
+        out = []
+        for f in shown:
+            file = index.tree.file(f.source)
+            if file is not None:
+                out.append(Evidence("window", f.index, f.text, "window", within=SourceText(file.path, file.text)))
+        return out
 
 
 def reads_as_python(code: str) -> bool:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from ..text import Document
 from .answering import answer_request
 from .base import About, Context, MemoryWriter, Reader, Reading
+from .evidence import Evidence
 from .options import ReaderOptions, option
 from .question import Question
 
@@ -106,7 +107,8 @@ class FullText(Reader[FullMemory, FullTextOptions]):
         reply = self._reply(question, request, context, "answering from the whole text")
         words_read = len(text.split())
         return Reading(reply.text, reply.choice, [], words_read, memory.words,
-                       {"words_read": words_read, "document_words": memory.words, "truncated": truncated})
+                       {"words_read": words_read, "document_words": memory.words, "truncated": truncated},
+                       [Evidence("text", None, text, "text")])
 
 
 __all__ = ["FullMemory", "FullText", "FullTextOptions", "most_that_fit", "truncate_words"]

@@ -229,7 +229,12 @@ class Options:
 @dataclass(frozen=True)
 class ReaderOptions(Options):
     """Base of every method's options: :class:`Options` whose presets may name a prompt set (a ``prompts``
-    entry) and whose ``memory=`` options key the stored memory."""
+    entry) and whose ``memory=`` options key the stored memory. The options declared here are every method's (listed
+    after each method's own); none shapes the memory."""
+
+    cite: Literal["sentences", "quotes", "off"] = option(
+        "sentences", "citations: the read sentences that best match the answer (no LLM call), quotes the model "
+                     "gives and pagemind checks against the text (one more call), or none")
 
     def memory_settings(self) -> dict[str, Any]:
         """The options that shape the memory (its store key), by name."""
@@ -251,7 +256,8 @@ def _specs(cls: type) -> tuple[OptionSpec, ...]:
         return _SPECS[cls]
     hints = typing.get_type_hints(cls)
     out = []
-    for f in fields(cls):
+    shared = {f.name for f in fields(ReaderOptions)} if issubclass(cls, ReaderOptions) else set()
+    for f in sorted(fields(cls), key=lambda f: f.name in shared):  # every method's options after its own
         info = f.metadata.get(_KEY)
         if info is None:
             raise TypeError(f"{cls.__name__}.{f.name} is not declared with option()")

@@ -19,6 +19,7 @@ from ..store import StoreBackend
 from ..text import Document
 from .answering import answer_request
 from .base import About, Build, Context, MemoryWriter, Reader, Reading, StoredMemory
+from .evidence import Evidence
 from .full import most_that_fit, truncate_words
 from .options import ReaderOptions, option
 from .question import Question
@@ -195,6 +196,8 @@ class RAG(Reader[RAGMemory, RAGOptions]):
             {**self.describe(memory), "fragments": chosen.indices, "order": self.order,
              "scores": {int(i): round(float(scores[int(i)]), 6) for i in ranking.order[:20]},
              "context_tokens": self.llm.count_tokens(text)},
+            [Evidence("fragment", f.index, f.text, "fragment") for f in chosen.fragments]
+            or [Evidence("fragment", f.index, text, "fragment") for f in ranked[:1]],
         )
 
 

@@ -49,8 +49,8 @@ from .routing import (
     status_of,
     stream,
 )
-from .service import Service, step_json
-from .shapes import MAX_ID, MEMORY_KEY, AskRequest, IndexRequest, error_body, run_json
+from .service import CONTEXT_CHARS, Service, step_json
+from .shapes import MAX_ID, MEMORY_KEY, AskRequest, CitedLocation, IndexRequest, error_body, run_json
 from .uploads import read_upload
 
 STATIC = Path(__file__).parent / "static"
@@ -197,6 +197,19 @@ async def events(run_id: RunId, service: Svc, user: User, after: Annotated[int, 
     happens, and ``end`` with the run; resume with ``Last-Event-ID`` (or ``?after=``)."""
     await run_in_threadpool(service.own_run, user, run_id)
     return stream(service, run_id, last_event_id, after)
+
+
+@router.get("/v1/runs/{run_id}/citations/{n}", name="get_citation", tags=["runs"], response_model=CitedLocation,
+            responses=AUTHED)
+def citation(run_id: RunId, n: Annotated[int, PathParam(ge=1, le=MAX_ID, description="the citation, from 1 (the "
+                                                             "answer's marker [n])")],
+             service: Svc, user: User,
+             radius: Annotated[int, Query(ge=0, le=100_000, description="characters shown either side of the span, "
+                                                                         "at most (within its paragraphs)")]
+             = CONTEXT_CHARS) -> dict[str, Any]:
+    """A run's citation ``n`` in its place: the citation, the text around it (the paragraphs holding it, at most
+    ``radius`` characters either side) and every cited span of the run in that text, as offsets and marked."""
+    return service.citation(user, run_id, n, radius)
 
 
 @router.post("/v1/runs/{run_id}/cancel", name="cancel_run", tags=["runs"], responses=AUTHED)

@@ -46,7 +46,7 @@ from ..methods import registry
 from ..methods.registry import options_schema
 from ..steps import from_row, line
 from . import shapes
-from .service import Service, step_json
+from .service import CONTEXT_CHARS, Service, step_json
 from .shapes import MAX_ID, MAX_QUERY, AgentCreate, AskRequest, MessageRequest, agent_options_schema
 
 T = TypeVar("T")
@@ -55,7 +55,8 @@ USER_KEY = "pagemind.user"  # where the HTTP endpoint leaves the request's user 
 INSTRUCTIONS = (
     "pagemind reads documents far longer than a model's context window and answers questions about them "
     "(ReadAgent, MemWalker, RAG, full text), and keeps MemGPT agents with long-term memory. Add a document, then "
-    "ask it; every answer is a recorded run whose steps show_trace lists. Agents: create_agent, send_message, "
+    "ask it; every answer is a recorded run whose steps show_trace lists, and cites what it rests on (get_page "
+    "opens a citation in its place). Agents: create_agent, send_message, "
     "read_core_memory, search_archival, search_recall.")
 
 UserOf = Callable[[Context], Any]
@@ -140,7 +141,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
                                               begun.future.result())[1])
         data = {**answer.as_dict(), "document": document_id}
         read = f"; {answer.read_unit}s read: {answer.pages_read}" if answer.pages_read else ""
-        return result(data, f"{answer.text}\n\n(method {answer.method}{read}; run {answer.run_id})")
+        return result(data, f"{answer.text}{sources(data)}\n\n(method {answer.method}{read}; run {answer.run_id})")
 
     # runs ------------------------------------------------------------------------------------------
     async def show_trace(
@@ -162,6 +163,23 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
                 f"{usage['prompt_tokens']}+{usage['completion_tokens']} tokens, {usage['seconds']} s")
         lines = [f"{s.seq:>3} {line(from_row(s))}" for s in steps]
         return result(data, "\n".join([head, *lines]))
+
+    async def get_page(
+        ctx: Context,
+        run_id: Annotated[str, Field(description="the run's id (an ask's or a send_message's run_id)",
+                                     max_length=128)],
+        citation: Annotated[int, Field(description="the citation, from 1 (the answer's marker [n])", ge=1,
+                                       le=MAX_ID)] = 1,
+        radius: Annotated[int, Field(description="characters shown either side of the cited span, at most (within "
+                                                 "its paragraphs)", ge=0, le=100_000)] = CONTEXT_CHARS,
+    ) -> CallToolResult:
+        """A cited location of an answer or an agent's reply: the page, leaf, fragment, passage or message the
+        citation points into, as the text around the cited span, with every cited span of the run in it marked
+        <cite n="k">...</cite> (and as offsets). The same as GET /v1/runs/{run_id}/citations/{n}."""
+        data = await run(ctx, lambda user: service.citation(user, run_id, citation, radius))
+        cited = data["citation"]
+        head = f"[{citation}] {cited.get('location', '')} of {cited.get('document', '')}"
+        return result(data, f"{head}\n\n{data['marked']}")
 
     async def list_runs(
         ctx: Context,
@@ -211,7 +229,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         turn = await run(ctx, lambda user: service.send(user, agent, body.message, progress=progress).future.result())
         data = {"agent": agent, **turn.as_dict()}
         said = "\n".join(turn.messages) or f"(no message; stopped: {turn.stop_reason})"
-        return result(data, f"{said}\n\n({len(turn.steps)} steps; run {turn.run_id})")
+        return result(data, f"{said}{sources(data)}\n\n({len(turn.steps)} steps; run {turn.run_id})")
 
     async def read_core_memory(ctx: Context, agent: AgentName) -> CallToolResult:
         """An agent's core memory: its blocks (persona, human, ...) as they are now, and how much it remembers."""
@@ -250,6 +268,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         make_tool(list_methods, reading),
         make_tool(ask, writing, patch={"method": method_schema(), "method_options": options_schema()}),
         make_tool(show_trace, reading),
+        make_tool(get_page, reading),
         make_tool(list_runs, reading),
         make_tool(create_agent, writing, patch={"options": agent_options_schema()}),
         make_tool(list_agents, reading),
@@ -317,6 +336,14 @@ def portable(schema: Any) -> Any:
     if out.get("default", 0) is None:
         del out["default"]
     return out
+
+
+def sources(data: dict[str, Any]) -> str:
+    """The sources list of an answer's or a turn's JSON: ``[n] location: "quote"`` (get_page opens one)."""
+    cited = data.get("citations") or []
+    lines = [f'[{n}] {c.get("location", "")}: "{" ".join(str(c.get("quote", "")).split())[:200]}"'
+             for n, c in enumerate(cited, 1)]
+    return "\n\nSources (get_page opens one):\n" + "\n".join(lines) if lines else ""
 
 
 def result(data: dict[str, Any], text: str) -> CallToolResult:

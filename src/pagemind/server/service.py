@@ -39,6 +39,7 @@ Progress = Callable[[str, int, int, str], None]
 # bytes: a longer message is checked against the agent's window before its run exists; a shorter one by the turn
 # itself (Agent.say refuses it before storing it), which spares every ordinary send loading the agent twice
 SHORT_MESSAGE = 1024
+CONTEXT_CHARS = 600  # a cited span is shown with its paragraphs, at most this many characters either side
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,50 @@ class Service:
         every = self.pm.runs.steps(run_id)
         return {**run_json(run), "usage": summarize(every)}, [s for s in every if s.seq > after][:limit]
 
+    def citation(self, user: Any, run_id: str, n: int, radius: int = CONTEXT_CHARS) -> dict[str, Any]:
+        """Citation ``n`` (from 1, as the answer's markers ``[n]`` number them) of one of the user's runs, in its
+        place: the text around it (the paragraphs holding the span, cut to ``radius`` characters either side), where
+        that window starts in the cited text, and every citation of the run inside the window as spans of it.
+        :class:`NotFound` for another user's run, a run without that citation, or a cited text that is gone."""
+        run = self.own_run(user, run_id)
+        cited = [c for c in ((run.result or {}).get("citations") or []) if isinstance(c, dict)]
+        if not 1 <= n <= len(cited):
+            raise NotFound(f"run {run_id!r} has no citation {n} (it has {len(cited)})")
+        chosen = cited[n - 1]
+        text = self._cited_text(user, run, chosen)
+        start, end = _clamped(chosen, text)
+        lo, hi = window(text, start, end, radius)
+        spans = []
+        for k, other in enumerate(cited, 1):
+            if k != n and not _same_text(chosen, other):
+                continue
+            a, b = _clamped(other, text)
+            if (a < hi and b > lo) or k == n:
+                spans.append({"n": k, "start": max(a, lo) - lo, "end": min(b, hi) - lo})
+        shown = text[lo:hi]
+        return {"run_id": run.id, "n": n, "citation": chosen, "text": shown, "offset": lo, "chars": len(text),
+                "spans": spans, "marked": marked(shown, spans, n)}
+
+    def _cited_text(self, user: Any, run: Any, cited: dict[str, Any]) -> str:
+        """The text a citation's offsets point into: its document's (one of the user's), or for an agent's turn the
+        archival passage's or recall message's own text."""
+        if cited.get("unit") in ("passage", "message") and run.kind == "turn":
+            from ..agent.evidence import message_text
+
+            row = self.own_agent(user, int(run.target))
+            store = self.pm.agent(row.name, llm=False).store
+            index = int(cited.get("index") or 0)
+            if cited["unit"] == "passage":
+                found = store.passages(row.id, [index])
+                if found:
+                    return str(found[0].text)
+            else:
+                events = store.events(row.id, [index])
+                if events:
+                    return message_text(events[0])
+            raise NotFound(f"the cited {cited['unit']} {index} is no longer in the agent's memory")
+        return str(self.pm.open_document(str(cited.get("document")), user_id=user.id).text)
+
     def cancel(self, user: Any, run_id: str) -> dict[str, Any]:
         self.own_run(user, run_id)
         self.pm.runs.cancel(run_id)
@@ -361,6 +406,43 @@ def json_int(value: Any) -> Any:
     """A JSON number without a fraction (``204.0``) as the integer it is, for an integer setting (JSON Schema
     counts it as one; Python's int checks do not)."""
     return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def window(text: str, start: int, end: int, radius: int) -> tuple[int, int]:
+    """The part of ``text`` shown around the span ``start``..``end``: the paragraphs (blank-line separated) that
+    hold it, cut to at most ``radius`` characters either side of the span."""
+    para = text.rfind("\n\n", 0, start)
+    lo = max(0 if para < 0 else para + 2, start - radius)
+    para = text.find("\n\n", end)
+    hi = min(len(text) if para < 0 else para, end + radius)
+    return min(lo, start), max(hi, end)
+
+
+def marked(text: str, spans: list[dict[str, Any]], n: int) -> str:
+    """``text`` with its cited spans marked ``<cite n="k">...</cite>`` (overlapping spans: the earlier-starting one,
+    and always span ``n``)."""
+    chosen = next((s for s in spans if s["n"] == n), None)
+    shown = [s for s in spans if chosen is None or s is chosen
+             or s["end"] <= chosen["start"] or s["start"] >= chosen["end"]]
+    out, at = [], 0
+    for span in sorted(shown, key=lambda s: s["start"]):
+        if span["start"] < at:
+            continue
+        out += [text[at:span["start"]], f'<cite n="{span["n"]}">', text[span["start"]:span["end"]], "</cite>"]
+        at = span["end"]
+    return "".join(out) + text[at:]
+
+
+def _clamped(cited: dict[str, Any], text: str) -> tuple[int, int]:
+    start = min(max(0, int(cited.get("start") or 0)), len(text))
+    return start, min(max(start, int(cited.get("end") or 0)), len(text))
+
+
+def _same_text(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two citations' offsets point into the same text (one document; one passage or message)."""
+    if a.get("unit") in ("passage", "message") or b.get("unit") in ("passage", "message"):
+        return (a.get("document"), a.get("unit"), a.get("index")) == (b.get("document"), b.get("unit"), b.get("index"))
+    return bool(a.get("document") == b.get("document"))
 
 
 def memory_json(m: Any) -> dict[str, Any]:

@@ -170,6 +170,47 @@ class LoadDocument(Shape):
     words: int = Field(300, ge=20, le=5000, description="words per passage")
 
 
+# --- citations ---------------------------------------------------------------------------------------------------
+class CitationShape(BaseModel):
+    """One citation of an answer or an agent's reply (:class:`pagemind.citations.Citation`)."""
+
+    model_config = ConfigDict(extra="allow", title="Citation")
+
+    document: str = Field(description="the document's id; for an agent's turn the passage's source (or archival), "
+                                      "or recall for a message")
+    unit: str = Field(description="page | leaf | fragment | text | window | passage | message")
+    index: int | None = Field(None, description="that unit's number (page, leaf, fragment, passage id, message seq)")
+    start: int = Field(description="where the quote starts in the cited text (the document's; a passage's or "
+                                   "message's own)")
+    end: int = Field(description="where it ends: quote == text[start:end]")
+    quote: str = Field(description="the cited text, as it stands")
+    found_by: str = Field(description="how the method came to read it (page, gist, leaf, fragment, passage, "
+                                      "message, quote...)")
+    source_page: int | None = Field(None, description="the document's own page (PDF page, EPUB chapter)")
+    score: float | None = Field(None, description="how strongly it supports the answer, when ranked")
+    location: str = Field(description="where a person finds it, e.g. 'page 3 (p. 12)'")
+
+
+class CitedSpan(BaseModel):
+    n: int = Field(description="the citation's number in the run (its marker [n])")
+    start: int = Field(description="where the span starts in text")
+    end: int = Field(description="where it ends in text")
+
+
+class CitedLocation(BaseModel):
+    """A cited location: the citation, the text around it and the cited spans in that text."""
+
+    run_id: str
+    n: int = Field(description="the citation asked for, from 1")
+    citation: CitationShape
+    text: str = Field(description="the paragraphs holding the span, cut to radius characters either side of it")
+    offset: int = Field(description="where text starts in the cited text (the document's, or the passage's)")
+    chars: int = Field(description="the length of the whole cited text")
+    spans: list[CitedSpan] = Field(description="every citation of the run inside text (n's own included), as "
+                                               "offsets into text")
+    marked: str = Field(description='text with the spans marked <cite n="k">...</cite>')
+
+
 # --- the error body -----------------------------------------------------------------------------------------------
 class Error(BaseModel):
     """Every 4xx and 5xx answer of the service."""
@@ -222,5 +263,5 @@ def search_json(found: Any) -> dict[str, Any]:
             "page_size": found.page_size}
 
 
-__all__ = ["AgentCreate", "AgentUpdate", "ArchivalInsert", "AskRequest", "BlockUpdate", "Error", "IndexRequest",
-           "LoadDocument", "MessageRequest", "TextDocument"]
+__all__ = ["AgentCreate", "AgentUpdate", "ArchivalInsert", "AskRequest", "BlockUpdate", "CitationShape",
+           "CitedLocation", "CitedSpan", "Error", "IndexRequest", "LoadDocument", "MessageRequest", "TextDocument"]

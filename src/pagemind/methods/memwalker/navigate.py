@@ -14,6 +14,7 @@ from ...llm.base import LLMRequest
 from ...llm.client import LLM
 from ..base import Context, Reading
 from ..decide import Invalid, decide
+from ..evidence import Evidence
 from ..question import Question
 from .memory import ROOT, MemoryTree, MemWalkerOptions, TreeNode
 from .parsing import LeafReply, Triage, parse_leaf, parse_triage
@@ -253,5 +254,9 @@ class Walk:
             text, choice = self.question.options[reply.choice], reply.choice
         else:
             text, choice = reply.answer, None
+        answered = [self.tree.node(s.node) for s in self.steps if s.kind == LEAF and s.action == -2]
+        if reply is not None and answered:  # the leaf that answered, cited; the path to it is in the details
+            details["answer_path"] = [n.id for n in self.tree.path(answered[-1].id)]
+        evidence = [Evidence("leaf", n.index, n.text, "leaf") for n in answered[-1:]] if reply is not None else []
         return Reading(text, choice, [n.index for n in self.leaves_read], self.context_words,
-                       self.tree.document_words, details)
+                       self.tree.document_words, details, evidence)

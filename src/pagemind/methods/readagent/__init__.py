@@ -11,6 +11,7 @@ from typing import Any, ClassVar, TypeVar
 
 from ...text import Document
 from ..base import About, Build, Context, MemoryWriter, Reader, Reading
+from ..evidence import Evidence
 from ..question import Question
 from .build import build_gist_memory
 from .lookup import GistsOnly, LookUp, LookupMode, Parallel, Sequential, expand, fit_gists
@@ -67,7 +68,17 @@ class ReadAgent(Reader[GistMemory, RO]):
         if view is not memory:
             details["gists_shown"] = [p.index for p in view.pages]
         return Reading(reply.text, reply.choice, list(expanded.kept),
-                       max(len(expanded.text.split()), view.gist_words), memory.document_words, details)
+                       max(len(expanded.text.split()), view.gist_words), memory.document_words, details,
+                       evidence(view, expanded.kept))
+
+
+def evidence(view: GistMemory, expanded: tuple[int, ...]) -> list[Evidence]:
+    """What the answer was given: the expanded pages, then the pages it saw as gists (their sentences count less;
+    GistMem's, which saw only gists, count fully)."""
+    read = set(expanded)
+    gist_weight = 0.6 if read else 1.0
+    return ([Evidence("page", p.index, p.text, "page") for p in view.pages if p.index in read]
+            + [Evidence("page", p.index, p.text, "gist", gist_weight) for p in view.pages if p.index not in read])
 
 
 class ReadAgentP(ReadAgent[ParallelOptions]):

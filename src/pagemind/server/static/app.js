@@ -607,23 +607,31 @@ async function runPage(id, signal) {
       r.options?.length ? h("ol", { class: "choices" }, r.options.map((o) => h("li", {}, o))) : null);
   };
   const drawCost = () => clear(cost, costSummary(usageOf(steps), run));
+  const cited = h("div", { class: "cited", id: "cited", hidden: true });
+  let sources = null;
+  const show = (n) => showCitation(run.id, n, cited, signal);
   const drawOutcome = () => {
     clear(outcome);
+    sources = sourcesList(run.result?.citations, show);
     if (run.error) append(outcome, h("div", { class: "card outcome failed" }, h("h2", {}, run.status === "cancelled" ? "Cancelled" : "Failed"), h("p", { class: "pre" }, run.error)));
     const res = run.result;
     if (!res) return;
     if (run.kind === "ask") {
       append(outcome, h("div", { class: "card outcome", id: "answer" }, h("h2", {}, "Answer"),
         res.letter ? h("p", { class: "letter" }, `(${res.letter})`) : null,
-        h("p", { class: "answer pre" }, res.answer ?? ""),
+        h("p", { class: "answer pre" }, withMarkers(res.answer ?? "", res.citations, show)),
+        sources,
         h("p", { class: "muted small" }, [
           res.pages_read?.length ? `${plural(res.read_unit || "page")} read: ${res.pages_read.join(", ")}` : `no ${plural(res.read_unit || "page")} read`,
           res.compression_rate !== null && res.compression_rate !== undefined ? ` · compression ${res.compression_rate.toFixed(1)}%` : "",
           res.context_words ? ` · longest context ${num(res.context_words)} words` : ""].join("")),
-        res.fallbacks?.length ? h("ul", { class: "fallbacks" }, res.fallbacks.map((f) => h("li", {}, f))) : null));
+        res.fallbacks?.length ? h("ul", { class: "fallbacks" }, res.fallbacks.map((f) => h("li", {}, f))) : null,
+        cited));
     } else if (run.kind === "turn") {
+      const said = res.messages || [];
       append(outcome, h("div", { class: "card outcome", id: "answer" }, h("h2", {}, "Replies"),
-        (res.messages || []).map((m) => h("p", { class: "bubble agent pre" }, m)),
+        said.map((m, i) => h("p", { class: "bubble agent pre" }, i === said.length - 1 ? withMarkers(m, res.citations, show) : m)),
+        sources, cited,
         h("p", { class: "muted small" }, `stopped: ${res.stop_reason || "–"} · ${num(res.valid_actions)} valid / ${num(res.invalid_actions)} invalid steps`,
           res.evictions ? ` · ${res.evictions} eviction${res.evictions > 1 ? "s" : ""}` : "",
           res.warnings ? ` · ${res.warnings} memory-pressure warning${res.warnings > 1 ? "s" : ""}` : "")));
@@ -687,6 +695,69 @@ async function runPage(id, signal) {
       if (!steps.length) document.getElementById("steps-empty")?.replaceChildren("No steps were recorded.");
     },
   });
+}
+
+// --- citations ---------------------------------------------------------------------------------
+/** The answer's text with its citation markers [n] as links: the markers the text holds, else all after it. */
+function withMarkers(text, citations, show) {
+  const count = (citations || []).length;
+  if (!count) return text;
+  const marker = (n) => h("a", { class: "marker", href: `#cite-${n}`, "data-n": n, title: citations[n - 1].location || "",
+    onclick: (e) => { e.preventDefault(); show(n); } }, `[${n}]`);
+  const parts = [];
+  let at = 0;
+  let found = false;
+  for (const m of text.matchAll(/\[(\d+)\]/g)) {
+    const n = Number(m[1]);
+    if (n < 1 || n > count) continue;
+    parts.push(text.slice(at, m.index), marker(n));
+    at = m.index + m[0].length;
+    found = true;
+  }
+  parts.push(text.slice(at));
+  if (!found) parts.push(" ", Array.from({ length: count }, (_, i) => marker(i + 1)));
+  return parts;
+}
+
+/** The sources list: each citation's marker, location and quote; a click opens it in its place. */
+function sourcesList(citations, show) {
+  if (!citations?.length) return null;
+  return h("div", { class: "sources" }, h("h3", {}, "Sources"),
+    h("ol", { class: "sources-list" }, citations.map((c, i) => h("li", { id: `cite-${i + 1}` },
+      h("a", { class: "marker", href: `#cite-${i + 1}`, "data-n": i + 1, onclick: (e) => { e.preventDefault(); show(i + 1); } }, `[${i + 1}]`), " ",
+      h("span", { class: "mono small" }, c.location || c.unit), " ",
+      c.found_by ? h("span", { class: "pill" }, c.found_by) : null, " ",
+      h("q", { class: "quote" }, clip((c.quote || "").replace(/\s+/g, " "), 240))))));
+}
+
+/** Citation n of the run in its place (GET /v1/runs/{id}/citations/{n}): the text around it, its span highlighted
+ * (the run's other cited spans there marked too). */
+async function showCitation(runId, n, panel, signal) {
+  panel.hidden = false;
+  clear(panel, h("p", { class: "muted small" }, `Opening [${n}]…`));
+  try {
+    const got = await api(`/v1/runs/${enc(runId)}/citations/${n}`, { signal });
+    const text = got.text;
+    const spans = [...got.spans].sort((a, b) => a.start - b.start || (a.n === n ? -1 : 1));
+    const nodes = [];
+    let at = 0;
+    for (const sp of spans) {
+      if (sp.start < at) continue;
+      nodes.push(text.slice(at, sp.start),
+        h("mark", { class: sp.n === n ? "span current" : "span", "data-n": sp.n, title: `[${sp.n}]` }, text.slice(sp.start, sp.end)));
+      at = sp.end;
+    }
+    nodes.push(text.slice(at));
+    const c = got.citation;
+    clear(panel,
+      h("p", { class: "cited-head" }, h("strong", {}, `[${n}] `), h("span", { class: "mono small" }, c.location || c.unit),
+        " · ", h("span", { class: "muted small" }, `characters ${num(c.start)}–${num(c.end)} of ${num(got.chars)}`),
+        " ", h("button", { class: "link", onclick: () => { panel.hidden = true; } }, "Close")),
+      h("p", { class: "cited-text pre" }, got.offset > 0 ? "… " : "", nodes, got.offset + text.length < got.chars ? " …" : ""));
+    panel.querySelector("mark.current")?.scrollIntoView({ block: "nearest" });
+  } catch (err) {
+    if (!signal.aborted) clear(panel, errorBox(err));
+  }
 }
 
 function requestFacts(run) {

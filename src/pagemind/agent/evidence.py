@@ -1,0 +1,106 @@
+"""What an agent's turn cites: the archival passages and recall messages its searches returned, aligned to its reply.
+
+An agent's memory is not one document: each archival passage and each recalled message is cited as its own text.
+A citation's ``document`` is the passage's source (a loaded document's name, ``api``...) or ``archival``, and
+``recall`` for a message; ``unit`` is ``passage`` (``index`` = the passage id) or ``message`` (``index`` = the
+message's seq in the agent's history); ``start``/``end`` are offsets into that passage's or message's text, so
+``quote == text[start:end]``.
+
+The reply is aligned lexically (shared content words, per sentence of the evidence, at least two; no LLM call): a
+passage the searches returned but the reply does not use is not cited. Lexical alignment misses a paraphrase that
+shares no words with its source, and may cite a sentence that shares words by chance. A fact saved to core memory
+cites the user message it came from (:func:`source_of`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..citations import Citation, locate
+from ..text.paragraphs import split_sentences
+from ..text.words import keywords
+from .memory import Event, Passage
+
+MAX_CITATIONS = 5  # a few per reply, best first
+MIN_SHARED = 2  # content words a cited sentence shares with the reply (one shared word is too often chance)
+
+
+def passage_citation(p: Passage) -> Citation:
+    """A whole archival passage as evidence (its own text)."""
+    return Citation(p.source or "archival", "passage", p.id, 0, len(p.text), p.text, "passage")
+
+
+def message_text(e: Event) -> str:
+    """The text of a recall message a citation points into (what recall search shows of it)."""
+    return e.search_text()
+
+
+def message_citation(e: Event) -> Citation:
+    """A whole recall message as evidence."""
+    text = message_text(e)
+    return Citation("recall", "message", e.seq, 0, len(text), text, "message")
+
+
+def _sentences(c: Citation) -> Iterable[tuple[int, int]]:
+    """(start, end) of each sentence of the cited text, as offsets into it."""
+    at = c.start
+    for sentence in split_sentences(c.quote):
+        span = locate(c.quote, sentence, at - c.start)
+        if span is None:
+            continue
+        yield c.start + span[0], c.start + span[1]
+        at = c.start + span[1]
+
+
+def _best(c: Citation, wanted: set[str]) -> Citation | None:
+    """The sentence of ``c`` sharing most content words with ``wanted``, at least :data:`MIN_SHARED` of them (or all
+    when ``wanted`` has fewer); None when no sentence shares that many."""
+    best: tuple[int, int, int] | None = None
+    needed = min(MIN_SHARED, len(wanted))
+    for start, end in _sentences(c):
+        hits = len(wanted & keywords(c.quote[start - c.start:end - c.start]))
+        if hits >= needed and hits and (best is None or hits > best[0]):
+            best = (hits, start, end)
+    if best is None:
+        return None
+    hits, start, end = best
+    return Citation(c.document, c.unit, c.index, start, end, c.quote[start - c.start:end - c.start], c.found_by,
+                    c.source_page, round(hits / len(wanted), 3))
+
+
+def support(evidence: Sequence[Citation], reply: str, limit: int = MAX_CITATIONS) -> list[Citation]:
+    """The evidence the reply used, best first: per passage or message, its sentence sharing most content words with
+    the reply (none: not cited)."""
+    wanted = keywords(reply)
+    if not wanted:
+        return []
+    seen: set[tuple[str, int | None]] = set()
+    found = []
+    for c in evidence:
+        if (c.unit, c.index) in seen:
+            continue
+        seen.add((c.unit, c.index))
+        best = _best(c, wanted)
+        if best is not None:
+            found.append(best)
+    return sorted(found, key=lambda c: -(c.score or 0))[:limit]
+
+
+def source_of(content: str, messages: Sequence[Event]) -> Citation | None:
+    """The user message a fact saved to core memory came from: the one sharing most content words with it (the
+    latest on a tie, and the latest when none shares any), cited at its best sentence."""
+    users = [e for e in messages if e.kind == "user_message"]
+    if not users:
+        return None
+    wanted = keywords(content)
+    ranked = max(reversed(users), key=lambda e: len(wanted & keywords(message_text(e))))
+    whole = message_citation(ranked)
+    span = locate(whole.quote, content)
+    if span is not None:
+        return Citation(whole.document, whole.unit, whole.index, span[0], span[1], whole.quote[span[0]:span[1]],
+                        whole.found_by, score=1.0)
+    best = _best(whole, wanted) if wanted else None
+    return best or whole
+
+
+__all__ = ["MAX_CITATIONS", "message_citation", "message_text", "passage_citation", "source_of", "support"]

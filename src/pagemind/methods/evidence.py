@@ -1,0 +1,303 @@
+"""From what a reader read to the sentences its answer rests on: the one path from evidence to citations.
+
+Every reader declares its **evidence** on its :class:`~.base.Reading`: the units it read to answer (ReadAgent's
+expanded pages and the pages whose gists it was shown, MemWalker's answering leaf, RAG's fragments in context,
+the full text, the code reader's windows), each an :class:`Evidence`. The base :class:`~.base.Reader` turns it
+into :class:`~pagemind.citations.Citation` values, in one of the ``cite`` option's modes:
+
+* ``sentences`` (the default; no LLM call, no tokens): the answer (or the chosen option's text) is aligned to
+  the sentences of the units read — content-word overlap weighted by rarity among those sentences, the question's
+  words counting half, then, when the ``retrieval`` extra is installed and already loaded, re-ranked with the
+  embedded MiniLM encoder (:func:`sentence_embedder`; a dozen short sentences, tens of milliseconds). A few best
+  sentences are kept.
+* ``quotes`` (opt-in, one added LLM call): the model is shown what it read, the question and its answer, and asked
+  to quote the sentences it used (``citations.quote`` in ``prompts/citations.yaml``: pagemind's prompt, not a
+  paper's). Each quote is looked up (:func:`pagemind.citations.locate`); one that is not in the document is
+  dropped and recorded as a fallback, never shown as evidence.
+* ``off``: no citations.
+
+Offsets always come from :func:`pagemind.citations.cite` on the cited text, so ``quote == text[start:end]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ..citations import Citation, cite, locate
+from ..text.words import content_words
+
+KEEP = 3  # sentences cited per answer, at most
+QUESTION_WEIGHT = 0.5  # a question word found in a sentence counts half an answer word
+RELATIVE = 0.5  # a sentence is kept when its score is at least this share of the best one's
+RERANK = 12  # lexical candidates the encoder re-ranks
+MIN_QUOTE_WORDS = 3  # a shorter quote ("...", a name) would be found almost anywhere: it checks nothing
+_MAX_WORDS = 80  # a longer "sentence" (no punctuation) is cut into pieces of about half this
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One unit a reader read to answer: what it is called, its text, and how the reader came to it."""
+
+    unit: str  # page | leaf | fragment | text | window
+    index: int | None  # the unit's number (None: the whole text)
+    text: str  # the unit's text as the reader holds it (a gist's evidence is its page's text)
+    found_by: str  # page | gist | leaf | fragment | text | window (pagemind.citations.FOUND_BY)
+    weight: float = 1.0  # how much its sentences count (a page seen only through its gist counts less)
+    within: Any = None  # the text it is cited in when not the answered document (a code file: ``.id``, ``.text``)
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """A text citations point into when it is not a :class:`~pagemind.text.Document` (a source file)."""
+
+    id: str
+    text: str
+
+
+# --- sentences -------------------------------------------------------------------------------------------
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=\S)")
+# a full stop that ends no sentence: a title or an initial ("Mr. Pellow", "J. Smith", "e.g. this")
+_ABBREVIATION = re.compile(r"(?:^|\s)(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Capt|Rev|Gen|Col|Lt|Sgt|No|vs|etc|e\.g|i\.e|"
+                           r"[A-Z])\.$")
+
+
+def sentences(text: str, lines: bool = False) -> list[str]:
+    """The sentences of ``text`` (``lines``: its non-empty lines, for code), as they stand in it; a run of more
+    than ``_MAX_WORDS`` words without an end is cut into pieces."""
+    out: list[str] = []
+    for paragraph in _PARAGRAPH.split(text):
+        parts = paragraph.splitlines() if lines else _joined(_SENTENCE_END.split(paragraph))
+        for part in parts:
+            words = part.split()
+            if not words:
+                continue
+            if len(words) <= _MAX_WORDS:
+                out.append(" ".join(words))
+                continue
+            step = _MAX_WORDS // 2
+            out += [" ".join(words[i:i + step]) for i in range(0, len(words), step)]
+    return out
+
+
+def _joined(parts: list[str]) -> list[str]:
+    """Pieces split after an abbreviation joined again to the piece that follows."""
+    out: list[str] = []
+    for part in parts:
+        if out and _ABBREVIATION.search(out[-1]):
+            out[-1] += " " + part
+        else:
+            out.append(part)
+    return out
+
+
+# --- alignment --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Candidate:
+    """A sentence of a unit read, and how well it supports the answer."""
+
+    evidence: Evidence
+    sentence: str
+    score: float
+
+
+_TITLES = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr"})
+
+
+def _stem(word: str) -> str:
+    """A light suffix strip (finds/find, looked/look, reading/read), so an answer's inflection still matches."""
+    for suffix in ("ing", "ed", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def terms(text: str) -> set[str]:
+    """The text's content words (:func:`pagemind.text.words.content_words`), lightly stemmed, without titles."""
+    return {_stem(w) for w in content_words(text) if w not in _TITLES}
+
+
+def rank(evidence: Sequence[Evidence], answer: str, question: str = "",
+         embedder: Any = None) -> list[Candidate]:
+    """The sentences of ``evidence`` that share content words with ``answer``, best first.
+
+    Lexical score: the rarity-weighted share (idf among the candidate sentences) of the answer's content words a
+    sentence holds, the question's other words counting :data:`QUESTION_WEIGHT`, times the unit's weight. A
+    sentence without any of the answer's words is not a candidate (when the answer has content words). With an
+    ``embedder``, the best :data:`RERANK` are re-scored as the mean of that score and the cosine similarity of the
+    sentence to the answer.
+    """
+    target = terms(answer)
+    asked = terms(question) - target
+    if not target and not asked:
+        return []
+    pool: list[tuple[Evidence, str, set[str]]] = []
+    seen: set[str] = set()
+    for item in evidence:
+        for sentence in sentences(item.text, lines=item.unit == "window"):
+            if sentence in seen:
+                continue
+            seen.add(sentence)
+            pool.append((item, sentence, terms(sentence)))
+    if not pool:
+        return []
+    df: dict[str, int] = {}
+    for _, _, words in pool:
+        for w in words & (target | asked):
+            df[w] = df.get(w, 0) + 1
+    idf = {w: math.log(1 + len(pool) / n) for w, n in df.items()}
+    total = sum(idf.get(w, 0.0) for w in target) + QUESTION_WEIGHT * sum(idf.get(w, 0.0) for w in asked)
+    if total <= 0:
+        return []
+    scored = []
+    for item, sentence, words in pool:
+        if target and not words & target:
+            continue
+        hit = sum(idf[w] for w in words & target) + QUESTION_WEIGHT * sum(idf[w] for w in words & asked)
+        if hit > 0:
+            scored.append(Candidate(item, sentence, item.weight * hit / total))
+    scored.sort(key=lambda c: -c.score)
+    if embedder is not None and scored:
+        scored = _rerank(scored, answer, embedder)
+    return scored
+
+
+def _rerank(scored: list[Candidate], answer: str, embedder: Any) -> list[Candidate]:
+    head, tail = scored[:RERANK], scored[RERANK:]
+    try:
+        vectors = embedder.embed([answer] + [c.sentence for c in head])
+    except Exception:  # the encoder is a refinement: lexical alignment stands without it
+        return scored
+    query = vectors[0].mean(axis=0)
+    mixed = []
+    for c, v in zip(head, vectors[1:]):
+        similarity = max(0.0, float(v.mean(axis=0) @ query))
+        mixed.append(Candidate(c.evidence, c.sentence, (c.score + c.evidence.weight * similarity) / 2))
+    mixed.sort(key=lambda c: -c.score)
+    return mixed + tail
+
+
+def sentence_embedder() -> Any:
+    """The embedded MiniLM encoder, when the ``retrieval`` extra is installed and this process already runs the
+    retrieval stack (a RAG reader, the service, an evaluation: numpy is loaded); else None, and the alignment is
+    lexical. A plain answer thus loads nothing heavy (the CLI's start-up stays as it was)."""
+    import sys
+
+    if "pagemind.retrieval.embed" not in sys.modules:
+        return None
+    return _minilm()
+
+
+@lru_cache(maxsize=1)
+def _minilm() -> Any:
+    try:
+        from ..retrieval.embed import load_embedder
+
+        return load_embedder("minilm", threads=1)
+    except Exception:  # not installed, or its weights fail their check: align lexically
+        return None
+
+
+def supporting(document: Any, evidence: Sequence[Evidence], answer: str, question: str = "",
+               keep: int = KEEP, embedder: Any = None) -> list[Citation]:
+    """Citations of the (at most ``keep``) sentences of ``evidence`` that best support ``answer``, best first,
+    each located in its text (sentences that cannot be located are passed over)."""
+    out: list[Citation] = []
+    starts: dict[int, int] = {}
+    ranked = rank(evidence, answer, question, embedder)
+    best = ranked[0].score if ranked else 0.0
+    for c in ranked:
+        if len(out) >= keep or c.score < RELATIVE * best:
+            break
+        source = c.evidence.within if c.evidence.within is not None else document
+        at = starts.setdefault(id(c.evidence), _start_of(source.text, c.evidence.text))
+        found = (cite(source, c.evidence.unit, c.evidence.index, c.sentence, c.evidence.found_by, start=at,
+                      score=round(c.score, 4))
+                 or cite(source, c.evidence.unit, c.evidence.index, c.sentence, c.evidence.found_by,
+                         score=round(c.score, 4)))
+        if found is not None and not any(_overlap(found, o) for o in out):
+            out.append(found)
+    return out
+
+
+def _start_of(text: str, unit: str) -> int:
+    """Where ``unit`` starts in ``text`` (0 when its first sentence cannot be located)."""
+    first = next(iter(sentences(unit)), "")
+    span = locate(text, first[:200]) if first else None
+    return span[0] if span else 0
+
+
+def _overlap(a: Citation, b: Citation) -> bool:
+    return a.document == b.document and a.start < b.end and b.start < a.end
+
+
+# --- quoted evidence ---------------------------------------------------------------------------------------
+QUOTES_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"quotes": {"type": "array", "items": {"type": "string"}, "maxItems": KEEP}},
+    "required": ["quotes"], "additionalProperties": False,
+}
+QUOTES_GRAMMAR = (
+    'root ::= "{\\"quotes\\": [" (string (", " string){0,2})? "]}"\n'
+    'string ::= "\\"" ([^"\\\\\\n] | "\\\\" ["\\\\/bfnrt])* "\\""'
+)
+
+
+def quote_request(evidence: Sequence[Evidence], question: Any, answer: str, constrained: bool,
+                  max_tokens: int = 400) -> Any:
+    """The request asking the model to quote the sentences of what it read that its answer rests on."""
+    from ..llm.base import Constraint, LLMRequest, Message
+    from ..prompts import get_prompt
+
+    text = "\n\n".join(f"<{e.unit.capitalize()}{'' if e.index is None else ' ' + str(e.index)}>\n{e.text}"
+                       for e in evidence)
+    options = question.options_block() if question.is_choice else ""
+    prompt = get_prompt("citations", "quote").render(text=text, question=question.text, options=options,
+                                                     answer=answer, most=KEEP)
+    constraint = Constraint("quotes", gbnf=QUOTES_GRAMMAR, json_schema=QUOTES_SCHEMA) if constrained else None
+    return LLMRequest(messages=(Message("user", prompt),), role="cite", max_tokens=max_tokens, constraint=constraint)
+
+
+_LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])?\s*[\"“](.+)[\"”]\s*$")
+
+
+def parse_quotes(reply: str) -> list[str] | str:
+    """The quotes of a reply: ``{"quotes": [...]}`` (possibly fenced), else lines that are each a quoted
+    sentence; a problem (str) when there are neither."""
+    body = re.sub(r"^```(?:json)?\s*|\s*```$", "", reply.strip())
+    if body.startswith("{"):
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return "the reply is not valid JSON"
+        quotes = data.get("quotes") if isinstance(data, dict) else None
+        if not isinstance(quotes, list) or not all(isinstance(q, str) for q in quotes):
+            return 'the JSON has no "quotes" list of strings'
+        return [q.strip() for q in quotes if q.strip()][:KEEP]
+    lines = [m.group(1).strip() for m in map(_LIST_LINE.match, body.splitlines()) if m]
+    if lines:
+        return lines[:KEEP]
+    return 'no quotes found: reply with {"quotes": ["...", "..."]}'
+
+
+def placed(document: Any, evidence: Sequence[Evidence], quote: str) -> Citation | None:
+    """The citation of a model's ``quote``: in the unit read that holds it, else anywhere in the document; None
+    when it is in neither (an invented quote)."""
+    for item in evidence:
+        if locate(item.text, quote) is None:
+            continue
+        source = item.within if item.within is not None else document
+        found = (cite(source, item.unit, item.index, quote, "quote", start=_start_of(source.text, item.text))
+                 or cite(source, item.unit, item.index, quote, "quote"))
+        if found is not None:
+            return found
+    return None if document is None else cite(document, "text", None, quote, "quote")
+
+
+__all__ = ["Evidence", "SourceText", "parse_quotes", "placed", "quote_request", "rank", "sentence_embedder",
+           "sentences", "supporting", "terms"]
