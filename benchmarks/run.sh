@@ -17,3 +17,10 @@ python benchmarks/startup.py
 python benchmarks/replicas.py
 # (h) bulk loads: 100k archival passages into SQLite and Postgres, then the HNSW index built (about 3-10 minutes)
 python benchmarks/bulk_load.py
+# (i) the cost of citing: every document method on the long sample, cite off / sentences / quotes, against the
+#     mock (about 1.5 minutes)
+python benchmarks/citations.py
+# (j) evidence recall with a real model: QMSum val (every document method) and LoCoMo (the agent), a few labelled
+#     questions at a matched budget (tens of minutes on 2 cores; --queries 0 runs the whole split: hours)
+python benchmarks/evidence.py qmsum --queries 3 --budget 1500 --threads 1
+python benchmarks/evidence.py locomo --queries 3 --budget 1500 --threads 1

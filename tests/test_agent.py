@@ -403,3 +403,11 @@ def test_a_reply_that_uses_nothing_it_found_cites_nothing():
                      call("send_message", message="Hello there!")])
     agent.archive.insert(["The boat is called Margery Dell."], "2024-01-01")
     assert agent.say("hi").citations == []
+
+
+def test_the_question_being_answered_and_the_agents_own_thoughts_are_never_its_evidence():
+    agent, _ = make([call("conversation_search", query="Oslo", page=0, request_heartbeat=True,
+                          inner_thoughts="Searching for Oslo in what we said"),
+                     call("send_message", message="You asked where Maud lives in Oslo; I know nothing about Oslo.")])
+    turn = agent.say("Does Maud live in Oslo?")  # recall finds this very message, and the step's thoughts
+    assert [c for c in turn.citations if c.unit == "message"] == []

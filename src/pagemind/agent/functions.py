@@ -178,7 +178,8 @@ class Toolbox:
     @function
     def conversation_search(self, query: Annotated[str, text(100)], page: PageNumber) -> str:
         total, found = self.recall_events(query, page)
-        self.found = [message_citation(e) for e in found]
+        # what the user said is evidence; the agent's own thoughts and the system's alerts are not sources
+        self.found = [message_citation(e) for e in found if e.kind == "user_message"]
         return SearchPage(tuple(e.describe() for e in found), total, page, self.options.page_size).render()
 
     def recall_page(self, query: str, page: int) -> SearchPage:

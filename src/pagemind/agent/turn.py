@@ -109,6 +109,7 @@ class Turn:
         self.llm, self.store, self.options, self.state = agent.llm, agent.store, agent.options, agent.state
         self.result = TurnResult(trace=trace if trace is not None else Trace())
         self.progress, self.on_step = progress, on_step
+        self.before = 0  # the agent's last event seq before this turn (set by run)
 
     @property
     def trace(self) -> Trace:
@@ -127,6 +128,7 @@ class Turn:
 
     # --- the turn ----------------------------------------------------------------------------------
     def run(self) -> TurnResult:
+        self.before = self.store.count_events(self.agent.id)  # seqs above it are this turn's own (never evidence)
         self._recover()
         if self.key is None or not self._stored():
             payload = {"message": self.text, **({"key": self.key} if self.key is not None else {})}
@@ -158,7 +160,8 @@ class Turn:
         """The result with its citations: the passages and messages the searches returned that the reply uses
         (aligned lexically, no LLM call), then the messages the facts saved to core memory came from."""
         result = self.result
-        cited = support(result.evidence, " ".join(result.messages))
+        evidence = [c for c in result.evidence if c.unit != "message" or (c.index or 0) <= self.before]
+        cited = support(evidence, " ".join(result.messages))
         seen = {(c.unit, c.index, c.start, c.end) for c in cited}
         for step in result.steps:
             for c in step.citations:

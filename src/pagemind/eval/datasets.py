@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import DatasetError
 from ..methods.question import Question
+from .evidence import Span
 
 TASKS = ("choice", "qa", "summary", "kv", "open")
 
@@ -58,6 +59,8 @@ class Example:
     conversation: tuple[Turn, ...] = ()  # MemGPT: put into recall storage
     passages: tuple[str, ...] = ()  # MemGPT: archival passages (empty: split the document)
     meta: Mapping[str, Any] = field(default_factory=dict)  # JSON values only
+    # labelled evidence: character spans of ``document`` (QMSum turn ranges, LoCoMo dialogue ids; see .evidence)
+    evidence: tuple[Span, ...] = ()
 
     def as_question(self) -> Question:
         return Question(self.question, self.options)

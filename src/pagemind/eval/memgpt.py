@@ -124,6 +124,7 @@ class MemGPTEval:
         return Answer(
             question=question, method="memgpt", text=question.options[choice] if choice is not None else text,
             choice=choice, trace=turn.trace, fallbacks=fallbacks,
+            citations=list(getattr(turn, "citations", None) or []),  # the passages and messages the agent used
             details={"valid_action_rate": round(turn.valid_action_rate, 4), "steps": len(turn.steps),
                      "valid_actions": turn.valid_actions, "stop_reason": turn.stop_reason,
                      "functions": [s.function for s in turn.steps], "evictions": turn.evictions,

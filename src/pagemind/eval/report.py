@@ -84,6 +84,11 @@ class MethodSummary:
     valid_action_rate: float | None = None  # MemWalker, MemGPT
     fallback_rate: float | None = None
     rater_tokens: float | None = None
+    citations: float | None = None  # citations per answer
+    evidence_n: int = 0  # examples with evidence labels (failed ones included)
+    evidence_recall: float | None = None  # labelled spans hit / labelled spans, averaged; a failure counts 0
+    evidence_precision: float | None = None  # citations on a label / citations, over the answers that cite
+    evidence_support: float | None = None  # multiple choice: the chosen option's content words in the quotes
 
 
 def summarise_method(method: str, records: list[dict[str, Any]], builds: list[dict[str, Any]],
@@ -118,6 +123,7 @@ def summarise_method(method: str, records: list[dict[str, Any]], builds: list[di
     s.fallback_rate = _mean([float(bool(r.get("fallbacks"))) for r in ok])
     s.rater_tokens = _mean([u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
                             for r in ok if (u := r.get("rater_usage"))])
+    _evidence(s, records, ok)
     index, unknown = _index_tokens(builds, all_builds)
     own = [b for b in builds if b.get("status") == "ok" and not b.get("resumed") and b.get("document_tokens")
            and (b.get("usage") or {}).get("calls")]
@@ -131,6 +137,25 @@ def summarise_method(method: str, records: list[dict[str, Any]], builds: list[di
     elif base == "memgpt" or not builds:
         s.all_in_tokens = s.tokens
     return s
+
+
+def _evidence(s: MethodSummary, records: list[dict[str, Any]], ok: list[dict[str, Any]]) -> None:
+    """Citations per answer and the evidence metrics of :mod:`.evidence`, averaged over examples: recall over
+    every labelled example (a failed one counts 0), precision over the labelled answers that cite, the support
+    proxy over the multiple-choice answers (a failed one counts 0). Records of runs before citations: None."""
+    if any("citations" in r for r in ok):
+        s.citations = _mean([len(r.get("citations") or []) for r in ok])
+    labelled = [r for r in records if r.get("labels")]
+    s.evidence_n = len(labelled)
+    recall = [0.0 if r.get("status") == "error" else float((r.get("evidence") or {}).get("recall") or 0.0)
+              for r in labelled if r.get("status") == "error" or "evidence" in r]
+    s.evidence_recall = _mean(recall)
+    s.evidence_precision = _mean([float(r["evidence"]["precision"]) for r in labelled if r.get("status") == "ok"
+                                  and (r.get("evidence") or {}).get("precision") is not None])
+    support = [0.0 if r.get("status") == "error" else float(r["evidence"]["support"]) for r in records
+               if (r.get("status") == "error" and r.get("task") == "choice")
+               or (r.get("evidence") or {}).get("support") is not None]
+    s.evidence_support = _mean(support)
 
 
 def _index_tokens(builds: list[dict[str, Any]], all_builds: list[dict[str, Any]]) -> tuple[int, int]:
@@ -248,6 +273,14 @@ def _special(m: dict[str, Any]) -> str:
     return "; ".join(parts) or "–"
 
 
+EVIDENCE_COLUMNS = (("citations", "citations/q"), ("evidence_recall", "evidence recall"),
+                    ("evidence_precision", "evidence precision"), ("evidence_support", "evidence support (proxy)"))
+EVIDENCE_NOTE = ("Evidence: a citation hits a labelled span when their character spans overlap; recall = labelled "
+                 "spans hit / labelled spans (a failed or uncited answer counts 0), precision = citations on a label "
+                 "/ citations (answers that cite); the support proxy (multiple choice, no labels) = share of the "
+                 "chosen option's content words found in the cited quotes. See pagemind.eval.evidence.")
+
+
 def markdown(summary: dict[str, Any]) -> str:
     c, primary = summary["config"], summary["primary"]
     budget = (f"{c['budget']} context tokens per prompt for every method" if c.get("budget") is not None
@@ -263,12 +296,17 @@ def markdown(summary: dict[str, Any]) -> str:
              "- tokens per question = answer-time prompt + completion tokens (LLM-cache hits at full cost); "
              "index = this run's memory builds per question; all-in = both", ""]
     others = sorted({k for m in summary["methods"] for k in m["metrics"] if k != primary})
-    head = ["method", "n", "errors", f"{primary} [95% CI]", *others, "tokens/q", "prompt/q", "completion/q",
-            "calls/q", "s/q", "index tokens/q", "all-in tokens/q", "context words", "CR %", "method-specific"]
+    evidence = [(key, title) for key, title in EVIDENCE_COLUMNS
+                if any(m.get(key) is not None for m in summary["methods"])]
+    head = ["method", "n", "errors", f"{primary} [95% CI]", *[t for _, t in evidence], *others, "tokens/q",
+            "prompt/q", "completion/q", "calls/q", "s/q", "index tokens/q", "all-in tokens/q", "context words",
+            "CR %", "method-specific"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m in summary["methods"]:
         ci = f"{_fmt(m['score'])} [{_fmt(m['ci_low'])}, {_fmt(m['ci_high'])}]" if m["score"] is not None else "–"
-        row = [m["method"], str(m["n"]), str(m["errors"]), ci, *[_fmt(m["metrics"].get(k)) for k in others],
+        row = [m["method"], str(m["n"]), str(m["errors"]), ci,
+               *[_fmt(m.get(k), 2) if k == "citations" else _fmt(m.get(k)) for k, _ in evidence],
+               *[_fmt(m["metrics"].get(k)) for k in others],
                _tok(m["tokens"]), _tok(m["prompt_tokens"]), _tok(m["completion_tokens"]), _fmt(m["calls"], 2),
                _fmt(m["seconds"], 2), _tok(m["index_tokens"]) + ("*" if m["index_unknown"] else ""),
                _tok(m["all_in_tokens"]), _tok(m["context_words"]),
@@ -282,6 +320,8 @@ def markdown(summary: dict[str, Any]) -> str:
         for method, cells in split["scores"].items():
             lines.append(f"| {method} | " + " | ".join(
                 f"{_fmt(cells[g][0])} ({cells[g][1]})" if g in cells else "–" for g in split["groups"]) + " |")
+    if any(key != "citations" for key, _ in evidence):
+        lines += ["", EVIDENCE_NOTE]
     if any(m["index_unknown"] for m in summary["methods"]):
         lines += ["", "\\* some memories were built by an earlier run (found in the store): their cost is not "
                       "counted here."]

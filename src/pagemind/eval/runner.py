@@ -31,6 +31,7 @@ from ..methods.options import ReaderOptions
 from ..methods.question import Answer
 from . import metrics
 from .datasets import DatasetSpec, Example, base_method
+from .evidence import evidence_scores, support_proxy
 from .memgpt import MemGPTEval, MemGPTEvalOptions, document_of
 from .raters import Raters
 from .rundir import BUILDS, EXAMPLES, RunDir, record_key
@@ -309,6 +310,8 @@ class Runner:
             "dataset": e.dataset, "task": e.task, "status": "error" if error else "ok", "error": error,
             "question": e.question[:500], "gold": _gold(e), "document_words": e.words, "meta": dict(e.meta),
             "wall_seconds": round(wall, 2), "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        if e.evidence:  # the labelled spans (character offsets into the example's document), also when it failed
+            record["labels"] = [s.as_dict() for s in e.evidence]
         record["meta"].pop("judge", None)  # the judge prompt is the same for every example
         if answer is not None:
             record.update(self._scored(e, answer))
@@ -327,7 +330,8 @@ class Runner:
             "scores": metrics.score(e, answer.text, answer.choice),
             "usage": usage_of(answer.trace), "pages_read": answer.pages_read, "lookups": len(answer.pages_read),
             "compression_rate": answer.compression_rate, "context_words": answer.context_words,
-            "fallbacks": answer.fallbacks, "details": details}
+            "fallbacks": answer.fallbacks, "details": details,
+            "citations": [c.as_dict() for c in answer.citations], "evidence": evidence_of(e, answer)}
         if self.raters is None:
             return out
         try:
@@ -371,6 +375,18 @@ def _read(reader: Reader[Any, Any], memory: Any, example: Example) -> Answer:
     return reader.answer(memory, example.as_question())
 
 
+def evidence_of(e: Example, answer: Answer) -> dict[str, Any]:
+    """How the answer's citations meet the example's evidence labels (recall, precision), or, for a
+    multiple-choice answer, the support proxy (see :mod:`.evidence`); empty when neither applies."""
+    out: dict[str, Any] = {}
+    if e.evidence:
+        out.update(evidence_scores(e.document, e.evidence, answer.citations))
+    if e.task == "choice" and e.options:
+        chosen = e.options[answer.choice] if answer.choice is not None and answer.choice < len(e.options) else None
+        out["support"] = support_proxy(chosen, answer.citations)
+    return out
+
+
 def _gold(e: Example) -> str:
     if e.task == "choice" and e.gold is not None:
         return f"({'ABCDEFGHIJ'[e.gold]}) {e.options[e.gold]}"[:500]
@@ -391,5 +407,5 @@ def _progress(total: int, label: str, enabled: bool) -> Any:
     return tqdm(total=total, desc=label, unit="q", file=sys.stderr, dynamic_ncols=True)
 
 
-__all__ = ["ALL_METHODS", "EvalConfig", "RunResult", "Runner", "expand_methods", "primary_value", "select",
-           "usage_of"]
+__all__ = ["ALL_METHODS", "EvalConfig", "RunResult", "Runner", "evidence_of", "expand_methods", "primary_value",
+           "select", "usage_of"]

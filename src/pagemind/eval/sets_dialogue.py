@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import DatasetError
 from .datasets import QUALITY_PRESETS, DatasetSpec, Example, Turn, field_of, find_file, read_json, read_rows
+from .evidence import line_offsets, locomo_spans
 
 STAMP = "%Y-%m-%d %H:%M:%S"
 
@@ -36,8 +37,9 @@ def locomo_time(text: str) -> datetime | None:
         return None
 
 
-def locomo_turns(conversation: dict, where: str) -> tuple[list[Turn], list[str]]:
-    """(turns with speaker A as the user, transcript lines ``[date] Speaker: text``)."""
+def locomo_turns(conversation: dict, where: str, dia_ids: dict[str, int] | None = None) -> tuple[list[Turn], list[str]]:
+    """(turns with speaker A as the user, transcript lines ``[date] Speaker: text``); ``dia_ids`` is filled with
+    each turn's dialogue id (``D1:3``) and its index."""
     a = field_of(conversation, "speaker_a", where)
     turns, lines = [], []
     sessions = sorted(int(m.group(1)) for k in conversation if (m := re.fullmatch(r"session_(\d+)", k)))
@@ -52,6 +54,8 @@ def locomo_turns(conversation: dict, where: str) -> tuple[list[Turn], list[str]]
             turns.append(Turn(turn["speaker"], f"{turn['speaker']}: {text}",
                               "user" if turn["speaker"] == a else "assistant", stamp))
             lines.append(f"[{stamp[:10] if stamp else raw_date}] {turn['speaker']}: {text}")
+            if dia_ids is not None and turn.get("dia_id"):
+                dia_ids.setdefault(str(turn["dia_id"]), len(lines) - 1)
     return turns, lines
 
 
@@ -62,8 +66,10 @@ def load_locomo(path: Path, *, categories: tuple[int, ...] = (1, 2, 3, 4)) -> li
     for where, conv in read_rows(path):
         sample = str(conv.get("sample_id", where))
         c = field_of(conv, "conversation", where, dict)
-        turns, lines = locomo_turns(c, where)
+        dia_ids: dict[str, int] = {}
+        turns, lines = locomo_turns(c, where, dia_ids)
         transcript = "\n".join(lines)
+        offsets = line_offsets(lines)
         for i, qa in enumerate(field_of(conv, "qa", where, list)):
             qwhere = f"{where}, qa {i}"
             category = field_of(qa, "category", qwhere, int)
@@ -72,12 +78,15 @@ def load_locomo(path: Path, *, categories: tuple[int, ...] = (1, 2, 3, 4)) -> li
             answer = "Not mentioned in the conversation" if category == 5 else qa.get("answer")
             if answer is None:
                 raise DatasetError(f"{qwhere}: no answer")
+            spans, unresolved = locomo_spans(qa.get("evidence") or [], dia_ids, offsets)
+            meta = {"category": category, "evidence": list(qa.get("evidence") or []),
+                    "speakers": [c["speaker_a"], c.get("speaker_b", "")]}
+            if unresolved:
+                meta["evidence_unresolved"] = unresolved
             examples.append(Example(
                 id=f"locomo-{sample}-{i}", dataset="locomo", task="qa", question=field_of(qa, "question", qwhere),
                 document_id=f"locomo-{sample}", document=transcript, references=(str(answer),),
-                conversation=tuple(turns),
-                meta={"category": category, "evidence": list(qa.get("evidence") or []),
-                      "speakers": [c["speaker_a"], c.get("speaker_b", "")]}))
+                conversation=tuple(turns), meta=meta, evidence=spans))
     return examples
 
 

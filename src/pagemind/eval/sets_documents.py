@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ..errors import DatasetError
 from .datasets import QUALITY_PRESETS, DatasetSpec, Example, RowFormat, field_of, find_file, open_text, read_examples
+from .evidence import line_offsets, qmsum_spans
 
 
 def _short_hash(text: str) -> str:
@@ -221,6 +222,7 @@ def _qmsum_formats(queries: str, stem: str | None) -> tuple[RowFormat, ...]:
                 raise DatasetError(f"{where}: transcript turn {i} has no content")
             lines.append(f"{t.get('speaker', 'Speaker')}: {t['content']}")
         transcript = "\n".join(lines)
+        offsets = line_offsets(lines)  # turn i is transcript[offsets[i][0]:offsets[i][1]]: the evidence labels
         meeting_id = str(row.get("meeting_id") or stem or _short_hash(transcript))
         out = []
         for kind in (k for k in ("general", "specific") if queries in ("all", k)):
@@ -230,7 +232,8 @@ def _qmsum_formats(queries: str, stem: str | None) -> tuple[RowFormat, ...]:
                     id=f"qmsum-{meeting_id}-{kind[0]}{j}", dataset="qmsum", task="summary",
                     question=field_of(q, "query", qwhere), document_id=f"qmsum-{meeting_id}", document=transcript,
                     references=(field_of(q, "answer", qwhere),),
-                    meta={"meeting": meeting_id, "query_kind": kind, "domain": row.get("domain", "")}))
+                    meta={"meeting": meeting_id, "query_kind": kind, "domain": row.get("domain", "")},
+                    evidence=qmsum_spans(q.get("relevant_text_span"), offsets, qwhere)))
         return out
 
     def unlabelled(read: Callable[[dict, str, int], list[Example]], layout: str):

@@ -374,7 +374,8 @@ class Reader(Method, Generic[M, OptionsT]):
         caps = self.llm.backend.capabilities
         constrained = getattr(self.options, "constrained", True) and (caps.supports_grammar
                                                                        or caps.supports_json_schema)
-        shown = list(located)
+        # the units read in full (ReadAgent's expanded pages, not every page it saw as a gist), else all of them
+        shown = [e for e in located if e.weight >= 1.0] or list(located)
         request = ev.quote_request(shown, question, reading.text, constrained)
         while len(shown) > 1 and not self.llm.fits(request):  # the units read, as many as fit beside the request
             shown.pop()

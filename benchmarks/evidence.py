@@ -1,0 +1,117 @@
+"""Evidence recall (issue 23): how often each method's citations land on the labelled evidence, with a real model.
+
+Runs the evaluation harness (``pagemind.eval.Runner``, what ``pagemind eval run`` runs) and reads the evidence
+columns of its summary (``pagemind.eval.evidence``: a citation hits a label when their character spans overlap;
+recall = labelled spans hit / labelled spans; precision = citations on a label / citations):
+
+* ``qmsum``: QMSum val (the staged split), specific queries only (general queries have no turn labels), every
+  document method (``readagent-p``, ``readagent-s``, ``gistmem``, ``memwalker``, ``rag``, ``op-rag``, ``full``)
+  at the same ``--budget`` of context tokens per prompt;
+* ``locomo``: the staged LoCoMo conversations, the MemGPT agent (``memgpt``, the conversation in recall storage,
+  its citations the recall messages and passages it used) at the same budget, categories 1-4.
+
+``--queries N`` takes the first N labelled questions of the chosen documents (``--documents``: document ids,
+default the shortest documents of the set that hold N questions, so few memories are built); ``--queries 0``
+runs every labelled question of the whole split (the full benchmark: hours on a CPU). Each run writes its run
+directory (``--runs``, resumable: running the same command again continues) and
+``results/evidence-<set>-<model>-b<budget>-q<queries>.json``.
+
+    python benchmarks/evidence.py qmsum --llm local:qwen2.5-coder-1.5b --queries 3 --budget 1500
+    python benchmarks/evidence.py locomo --methods memgpt --llm local:smollm2-135m --queries 5
+    python benchmarks/evidence.py qmsum --queries 0 --budget 3000          # the whole val split
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from common import DATA, RESULTS, write_result
+from pagemind import Pagemind
+from pagemind.eval import EvalConfig, Runner, summarise, write_report
+from pagemind.eval.datasets import Example
+from pagemind.eval.sets import load_dataset
+
+DOCUMENT_METHODS = ("readagent-p", "readagent-s", "gistmem", "memwalker", "rag", "op-rag", "full")
+DEFAULT_METHODS = {"qmsum": DOCUMENT_METHODS, "locomo": ("memgpt",)}
+PARAMS = {"qmsum": {"queries": "specific"}, "locomo": {}}
+
+
+class Chosen(Runner):
+    """The harness on a fixed list of examples (the benchmark picks them; the harness does the rest)."""
+
+    def __init__(self, *args: Any, chosen: list[Example], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.chosen = chosen
+
+    def examples(self) -> list[Example]:
+        return self.chosen
+
+
+def choose(dataset: str, data: Path, documents: list[str], queries: int) -> list[Example]:
+    labelled = [e for e in load_dataset(dataset, str(data), PARAMS[dataset]) if e.evidence]
+    if queries == 0 and not documents:
+        return labelled
+    if not documents:  # the shortest documents, until there are enough questions: few memories to build
+        for e in sorted(labelled, key=lambda e: (e.words, e.document_id)):
+            if len([x for x in labelled if x.document_id in documents]) >= queries:
+                break
+            if e.document_id not in documents:
+                documents.append(e.document_id)
+    picked = sorted((e for e in labelled if e.document_id in documents), key=lambda e: documents.index(e.document_id))
+    return picked[:queries] if queries else picked
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dataset", choices=sorted(DEFAULT_METHODS))
+    parser.add_argument("--methods", default="", help="comma-separated (default: every document method for "
+                                                      "qmsum, memgpt for locomo)")
+    parser.add_argument("--llm", default=None, help="local:NAME | gguf:PATH | openai:MODEL (default: the "
+                                                    "embedded default model)")
+    parser.add_argument("--base-url", default=None)
+    parser.add_argument("--budget", type=int, default=1500, help="context tokens per prompt, every method")
+    parser.add_argument("--queries", type=int, default=3, help="labelled questions (0: all of the split)")
+    parser.add_argument("--documents", default="", help="comma-separated document ids (e.g. qmsum-Bed002)")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--runs", type=Path, default=RESULTS.parent / "runs")
+    parser.add_argument("--n-ctx", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("-O", "--option", action="append", default=[], help="METHOD:KEY=VALUE (as pagemind eval)")
+    args = parser.parse_args()
+    methods = tuple(m for m in args.methods.split(",") if m) or DEFAULT_METHODS[args.dataset]
+    examples = choose(args.dataset, args.data, [d for d in args.documents.split(",") if d], args.queries)
+    options: dict[str, dict[str, str]] = {}
+    for item in args.option:
+        method, _, pair = item.partition(":")
+        key, _, value = pair.partition("=")
+        options.setdefault(method, {})[key] = value
+    model = re.sub(r"[^A-Za-z0-9.-]+", "-", args.llm or "default").strip("-")
+    run_dir = args.runs / f"evidence-{args.dataset}-{model}-b{args.budget}-q{args.queries}"
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    given = {k: v for k, v in {"base_url": args.base_url, "n_ctx": args.n_ctx, "threads": args.threads}.items()
+             if v is not None}
+    started = time.perf_counter()
+    with Pagemind(args.llm, store=run_dir.parent / "evidence-store.db", **given) as pm:
+        runner = Chosen(pm, EvalConfig(dataset=args.dataset, methods=methods, data=str(args.data),
+                                       params=PARAMS[args.dataset], budget=args.budget, method_options=options),
+                        run_dir, command=" ".join(["python benchmarks/evidence.py", args.dataset]), chosen=examples)
+        result = runner.run()
+    write_report(run_dir)
+    summary = summarise(run_dir)
+    rows = {m["method"]: {k: m[k] for k in ("n", "errors", "score", "citations", "evidence_n", "evidence_recall",
+                                            "evidence_precision", "tokens", "index_tokens", "seconds")}
+            for m in summary["methods"]}
+    write_result(run_dir.name, {
+        "dataset": args.dataset, "model": summary["config"].get("model"), "budget": args.budget,
+        "examples": [e.id for e in examples], "documents": sorted({e.document_id for e in examples}),
+        "document_words": sorted({e.words for e in examples}), "primary": summary["primary"],
+        "run_dir": str(run_dir), "finished": result.finished, "errors": result.errors,
+        "seconds": round(time.perf_counter() - started, 1), "methods": rows})
+
+
+if __name__ == "__main__":
+    main()
