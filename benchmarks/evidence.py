@@ -109,7 +109,7 @@ def main() -> None:
         "dataset": args.dataset, "model": summary["config"].get("model"), "budget": args.budget,
         "examples": [e.id for e in examples], "documents": sorted({e.document_id for e in examples}),
         "document_words": sorted({e.words for e in examples}), "primary": summary["primary"],
-        "run_dir": str(run_dir), "finished": result.finished, "errors": result.errors,
+        "run_dir": run_dir.name, "finished": result.finished, "errors": result.errors,
         "seconds": round(time.perf_counter() - started, 1), "methods": rows})
 
 
