@@ -34,6 +34,10 @@ class Citation:
     score: float | None = None  # how strongly it supports the answer (alignment), when ranked
 
     @property
+    def span(self) -> tuple[int, int]:
+        return self.start, self.end
+
+    @property
     def location(self) -> str:
         """Where a person finds it: ``page 3`` (pagemind's), with ``p. 12`` of the source when known."""
         where = self.unit if self.index is None else f"{self.unit} {self.index}"
@@ -80,9 +84,14 @@ def cite(document: Any, unit: str, index: int | None, snippet: str, found_by: st
                     page_at(span[0]) if page_at else None, score)
 
 
+def overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether half-open spans ``[a0, a1)`` and ``[b0, b1)`` share a character (touching ends do not)."""
+    return a[0] < b[1] and b[0] < a[1] and a[0] < a[1] and b[0] < b[1]
+
+
 def numbered(citations: Sequence[Citation]) -> list[tuple[int, Citation]]:
     """The citations numbered from 1 as the answer's markers ``[1]``, ``[2]``... name them."""
     return list(enumerate(citations, 1))
 
 
-__all__ = ["FOUND_BY", "Citation", "cite", "locate", "numbered"]
+__all__ = ["FOUND_BY", "Citation", "cite", "locate", "numbered", "overlaps"]

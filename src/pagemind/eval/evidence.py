@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..citations import Citation, locate
+from ..citations import Citation, locate, overlaps
 from ..errors import DatasetError
 from ..text.words import content_words, keywords
 
@@ -54,11 +54,6 @@ class Span:
 
     def as_dict(self) -> dict[str, Any]:
         return {"label": self.label, "start": self.start, "end": self.end, "turns": list(self.turns)}
-
-
-def overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Whether half-open spans ``[a0, a1)`` and ``[b0, b1)`` share a character (touching ends do not)."""
-    return a[0] < b[1] and b[0] < a[1] and a[0] < a[1] and b[0] < b[1]
 
 
 def line_offsets(lines: Sequence[str], sep: str = "\n") -> list[tuple[int, int]]:

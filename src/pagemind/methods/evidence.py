@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..citations import Citation, cite, locate
+from ..citations import Citation, cite, locate, overlaps
 from ..text.words import content_words
 
 KEEP = 3  # sentences cited per answer, at most
@@ -221,7 +221,7 @@ def supporting(document: Any, evidence: Sequence[Evidence], answer: str, questio
                       score=round(c.score, 4))
                  or cite(source, c.evidence.unit, c.evidence.index, c.sentence, c.evidence.found_by,
                          score=round(c.score, 4)))
-        if found is not None and not any(_overlap(found, o) for o in out):
+        if found is not None and not any(found.document == o.document and overlaps(found.span, o.span) for o in out):
             out.append(found)
     return out
 
@@ -231,10 +231,6 @@ def _start_of(text: str, unit: str) -> int:
     first = next(iter(sentences(unit)), "")
     span = locate(text, first[:200]) if first else None
     return span[0] if span else 0
-
-
-def _overlap(a: Citation, b: Citation) -> bool:
-    return a.document == b.document and a.start < b.end and b.start < a.end
 
 
 # --- quoted evidence ---------------------------------------------------------------------------------------

@@ -85,8 +85,10 @@ def upsert(table: str, columns: Sequence[str], key: Sequence[str], keep: Sequenc
 
 
 _MEMORY = "SELECT key, document_id, method, settings, model, status, scope FROM memories"
-_EVENT = "SELECT kind, payload, created, seq, in_context, text FROM agent_messages"
-_PASSAGE = "SELECT id, text, created, summary, source FROM agent_passages"
+_EVENT_COLUMNS = "kind, payload, created, seq, in_context, text"
+_EVENT = f"SELECT {_EVENT_COLUMNS} FROM agent_messages"
+_PASSAGE_COLUMNS = "id, text, created, summary, source"
+_PASSAGE = f"SELECT {_PASSAGE_COLUMNS} FROM agent_passages"
 _AGENT = "SELECT a.id, a.name, a.settings, a.state, a.created FROM agents a"
 _RUN_COLUMNS = ("id, user_id, kind, method, target, request, status, created, started, finished, result, error, "
                 "cancel_requested")
@@ -395,14 +397,13 @@ class SQLStore:
         rows = self.execute(_EVENT + " WHERE agent_id = ? ORDER BY seq DESC LIMIT ?", (agent_id, limit)).fetchall()
         return [_event(r) for r in reversed(rows)]
 
-    def _page(self, select: str, where: str, args: tuple, order: str, offset: int,
+    def _page(self, table: str, columns: str, where: str, args: tuple, order: str, offset: int,
               limit: int | None) -> tuple[int, list[Any]]:
         """How many rows match, and one page of them, from one snapshot of concurrent writers."""
         page = f" ORDER BY {order}" + (" LIMIT ?" if limit is not None else f" LIMIT {self.db.no_limit}") + " OFFSET ?"
         with self.db.snapshot():
-            total = int(_one(self.execute(f"SELECT COUNT(*) FROM {select.rsplit(' FROM ', 1)[1]} WHERE {where}",
-                                          args)))
-            rows = self.execute(f"{select} WHERE {where}{page}",
+            total = int(_one(self.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}", args)))
+            rows = self.execute(f"SELECT {columns} FROM {table} WHERE {where}{page}",
                                 args + ((limit, offset) if limit is not None else (offset,))).fetchall()
         return total, rows
 
@@ -418,7 +419,7 @@ class SQLStore:
             where, args = where + " AND created >= ?", args + (start,)
         if end is not None:
             where, args = where + " AND created < ?", args + (end,)
-        total, rows = self._page(_EVENT, where, args, "seq", offset, limit)
+        total, rows = self._page("agent_messages", _EVENT_COLUMNS, where, args, "seq", offset, limit)
         return total, [_event(r) for r in rows]
 
     def agent_event_texts(self, agent_id: int, kinds: Sequence[str]) -> list[tuple[int, str]]:
@@ -450,7 +451,8 @@ class SQLStore:
         """Passages whose text or summary contains ``query`` (any case): how many, and one page of them."""
         like = self.db.ilike
         where = f"agent_id = ? AND (text {like} ? ESCAPE '\\' OR summary {like} ? ESCAPE '\\')"
-        total, rows = self._page(_PASSAGE, where, (agent_id, _like(query), _like(query)), "id", offset, limit)
+        args = (agent_id, _like(query), _like(query))
+        total, rows = self._page("agent_passages", _PASSAGE_COLUMNS, where, args, "id", offset, limit)
         return total, [_passage(r) for r in rows]
 
     def agent_passage_vectors(self, agent_id: int, embedder: str, after: int = 0,
@@ -557,15 +559,21 @@ class SQLStore:
             gone = self.execute("DELETE FROM user_documents WHERE user_id = ? AND document_id = ?",
                                 (user_id, doc_id)).rowcount > 0
             if gone:
-                self._forget_memories("scope = ? AND document_id = ?", (memory_scope(self, user_id), doc_id))
+                self._forget_scope(memory_scope(self, user_id), doc_id)
                 self._forget_unheld([doc_id])
         return gone
 
-    def _forget_memories(self, where: str, args: tuple) -> int:
-        """Delete the memories matching ``where`` and their items (inside a transaction). The local scope ('') is
-        the CLI's too: a service user's erasure never reaches it."""
-        if args[0] == "" and where.startswith("scope"):
+    def _forget_scope(self, scope: str, doc_id: str | None = None) -> int:
+        """Delete a service user's memories (of one document if given; inside a transaction). The local scope ('')
+        is the CLI's too: a service user's erasure never reaches it."""
+        if not scope:
             return 0
+        if doc_id is None:
+            return self._forget_memories("scope = ?", (scope,))
+        return self._forget_memories("scope = ? AND document_id = ?", (scope, doc_id))
+
+    def _forget_memories(self, where: str, args: tuple) -> int:
+        """Delete the memories matching ``where`` and their items (inside a transaction)."""
         self.execute(f"DELETE FROM memory_items WHERE memory_key IN (SELECT key FROM memories WHERE {where})", args)
         return int(self.execute(f"DELETE FROM memories WHERE {where}", args).rowcount)
 
@@ -598,7 +606,7 @@ class SQLStore:
             docs = [r[0] for r in self.execute("SELECT document_id FROM user_documents WHERE user_id = ? "
                                                "ORDER BY document_id", (user_id,))]
             self.execute("DELETE FROM user_documents WHERE user_id = ?", (user_id,))
-            memories = self._forget_memories("scope = ?", (memory_scope(self, user_id),))
+            memories = self._forget_scope(memory_scope(self, user_id))
             texts = self._forget_unheld(docs)
             agents = self.execute("DELETE FROM agents WHERE id IN (SELECT agent_id FROM agent_owners WHERE "
                                   "user_id = ?)", (user_id,)).rowcount
