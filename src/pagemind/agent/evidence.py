@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..citations import Citation, locate
-from ..text.paragraphs import split_sentences
+from ..methods.evidence import sentences
 from ..text.words import keywords
 from .memory import Event, Passage
 
@@ -44,7 +44,7 @@ def message_citation(e: Event) -> Citation:
 def _sentences(c: Citation) -> Iterable[tuple[int, int]]:
     """(start, end) of each sentence of the cited text, as offsets into it."""
     at = c.start
-    for sentence in split_sentences(c.quote):
+    for sentence in sentences(c.quote):
         span = locate(c.quote, sentence, at - c.start)
         if span is None:
             continue
