@@ -19,6 +19,7 @@ directory (``--runs``, resumable: running the same command again continues) and
     python benchmarks/evidence.py qmsum --llm local:qwen2.5-coder-1.5b --queries 3 --budget 1500
     python benchmarks/evidence.py locomo --methods memgpt --llm local:smollm2-135m --queries 5
     python benchmarks/evidence.py qmsum --queries 0 --budget 3000          # the whole val split
+    python benchmarks/evidence.py qmsum --methods rag,full -O rag:cite=quotes -O full:cite=quotes  # quotes dropped
 """
 
 from __future__ import annotations
@@ -90,7 +91,9 @@ def main() -> None:
         key, _, value = pair.partition("=")
         options.setdefault(method, {})[key] = value
     model = re.sub(r"[^A-Za-z0-9.-]+", "-", args.llm or "default").strip("-")
-    run_dir = args.runs / f"evidence-{args.dataset}-{model}-b{args.budget}-q{args.queries}"
+    cite = {v for o in options.values() for k, v in o.items() if k == "cite"}
+    mode = f"-{'-'.join(sorted(cite))}" if cite else ""  # e.g. -quotes: a run of another mode is another run
+    run_dir = args.runs / f"evidence-{args.dataset}-{model}-b{args.budget}-q{args.queries}{mode}"
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     given = {k: v for k, v in {"base_url": args.base_url, "n_ctx": args.n_ctx, "threads": args.threads}.items()
              if v is not None}
@@ -103,7 +106,7 @@ def main() -> None:
     write_report(run_dir)
     summary = summarise(run_dir)
     rows = {m["method"]: {k: m[k] for k in ("n", "errors", "score", "citations", "evidence_n", "evidence_recall",
-                                            "evidence_precision", "tokens", "index_tokens", "seconds")}
+                                            "evidence_precision", "quotes_dropped", "tokens", "index_tokens", "seconds")}
             for m in summary["methods"]}
     write_result(run_dir.name, {
         "dataset": args.dataset, "model": summary["config"].get("model"), "budget": args.budget,

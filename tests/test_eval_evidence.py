@@ -230,3 +230,30 @@ def test_a_multiple_choice_run_reports_the_support_proxy(tmp_path):
     assert all(r["evidence"]["support"] == 1.0 for r in recs)  # "Wren found the map under the stairs" is cited
     assert m["evidence_support"] == pytest.approx(sum(r["evidence"]["support"] for r in recs) / len(recs))
     assert "evidence support (proxy)" in markdown(summarise(tmp_path / "run"))
+
+
+def test_the_summary_reports_the_share_of_quotes_dropped_in_quotes_mode(tmp_path):
+    article = ("Wren found the map under the stairs of the lighthouse. Abel slept through the storm. "
+               "The keeper's ledger was kept in the harbour office for years.\n\n") * 3
+    write(tmp_path / "quality" / "quality_dev_slice.json", [
+        {"article_id": "0", "article": f"Article 0.\n\n{article}", "question": "Who found the map?",
+         "options": ["Wren found the map", "Abel found the map", "The keeper", "Nobody"], "gold_label": 0}])
+    quotes = json.dumps({"quotes": ["Wren found the map under the stairs", "Abel drew the map in the sand"]})
+    with Pagemind(ScriptedLLM(by_role={"answer": "Answer: (A)", "cite": quotes}), store=tmp_path / "store.db") as pm:
+        Runner(pm, EvalConfig(dataset="quality", methods=("full",), data=str(tmp_path),
+                              method_options={"full": {"cite": "quotes"}}), tmp_path / "run", progress=False).run()
+    (rec,) = RunDir(tmp_path / "run").read()
+    assert [c["found_by"] for c in rec["citations"]] == ["quote"]
+    assert any(f.startswith("quote not in the text") for f in rec["fallbacks"])
+    summary = summarise(tmp_path / "run")
+    assert summary["methods"][0]["quotes_dropped"] == 0.5  # one of the model's two quotes is not in the article
+    assert "quotes dropped" in markdown(summary)
+    default = summarise_method_of(tmp_path, article)
+    assert default["quotes_dropped"] is None  # the default mode asks for no quotes: nothing to drop
+
+
+def summarise_method_of(tmp_path: Path, article: str) -> dict:
+    with Pagemind(ScriptedLLM(by_role={"answer": "Answer: (A)"}), store=tmp_path / "store.db") as pm:
+        Runner(pm, EvalConfig(dataset="quality", methods=("full",), data=str(tmp_path)), tmp_path / "plain",
+               progress=False).run()
+    return summarise(tmp_path / "plain")["methods"][0]

@@ -89,6 +89,7 @@ class MethodSummary:
     evidence_recall: float | None = None  # labelled spans hit / labelled spans, averaged; a failure counts 0
     evidence_precision: float | None = None  # citations on a label / citations, over the answers that cite
     evidence_support: float | None = None  # multiple choice: the chosen option's content words in the quotes
+    quotes_dropped: float | None = None  # cite=quotes: the model's quotes not found in the text / its quotes
 
 
 def summarise_method(method: str, records: list[dict[str, Any]], builds: list[dict[str, Any]],
@@ -156,6 +157,12 @@ def _evidence(s: MethodSummary, records: list[dict[str, Any]], ok: list[dict[str
                if (r.get("status") == "error" and r.get("task") == "choice")
                or (r.get("evidence") or {}).get("support") is not None]
     s.evidence_support = _mean(support)
+    kept = sum(1 for r in ok for c in r.get("citations") or [] if c.get("found_by") == "quote")
+    dropped = sum(1 for r in ok for f in r.get("fallbacks") or [] if str(f).startswith(QUOTE_DROPS))
+    s.quotes_dropped = dropped / (kept + dropped) if kept + dropped else None
+
+
+QUOTE_DROPS = ("quote not in the text", "quote too short to check")  # the fallbacks of Reader._quoted
 
 
 def _index_tokens(builds: list[dict[str, Any]], all_builds: list[dict[str, Any]]) -> tuple[int, int]:
@@ -274,11 +281,13 @@ def _special(m: dict[str, Any]) -> str:
 
 
 EVIDENCE_COLUMNS = (("citations", "citations/q"), ("evidence_recall", "evidence recall"),
-                    ("evidence_precision", "evidence precision"), ("evidence_support", "evidence support (proxy)"))
+                    ("evidence_precision", "evidence precision"), ("evidence_support", "evidence support (proxy)"),
+                    ("quotes_dropped", "quotes dropped"))
 EVIDENCE_NOTE = ("Evidence: a citation hits a labelled span when their character spans overlap; recall = labelled "
                  "spans hit / labelled spans (a failed or uncited answer counts 0), precision = citations on a label "
                  "/ citations (answers that cite); the support proxy (multiple choice, no labels) = share of the "
-                 "chosen option's content words found in the cited quotes. See pagemind.eval.evidence.")
+                 "chosen option's content words found in the cited quotes; quotes dropped (cite=quotes) = the model's "
+                 "quotes not found in the text (or too short to check) / its quotes. See pagemind.eval.evidence.")
 
 
 def markdown(summary: dict[str, Any]) -> str:
