@@ -105,9 +105,9 @@ def main() -> None:
         result = runner.run()
     write_report(run_dir)
     summary = summarise(run_dir)
-    rows = {m["method"]: {k: m[k] for k in ("n", "errors", "score", "citations", "evidence_n", "evidence_recall",
-                                            "evidence_precision", "quotes_dropped", "tokens", "index_tokens", "seconds")}
-            for m in summary["methods"]}
+    columns = ("n", "errors", "score", "citations", "evidence_n", "evidence_recall", "evidence_precision",
+               "quotes_dropped", "tokens", "index_tokens", "seconds")
+    rows = {m["method"]: {k: m[k] for k in columns} for m in summary["methods"]}
     write_result(run_dir.name, {
         "dataset": args.dataset, "model": summary["config"].get("model"), "budget": args.budget,
         "examples": [e.id for e in examples], "documents": sorted({e.document_id for e in examples}),

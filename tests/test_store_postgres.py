@@ -301,6 +301,8 @@ def _everything(store):
     user = store.create_user("alice", "hash1", 1.0)
     store.add_user_key(user, "hash2", 2.0)
     store.add_user_document(user, "d1", "my book", 3.0)
+    shelf = store.create_library("u1", "shelf", 4.0)
+    store.put_library_document(shelf.id, "b.txt", "d2", "/books/b.txt", 4.5)
     gone = store.create_agent("gone", {}, {}, 0.5, [])
     store.delete_agent("gone")  # ids with a gap: the copy keeps ids, it does not renumber
     agent = store.create_agent("ann", {"a": 1}, {"warned": True}, 1.0, [BlockRow("persona", "p", 10),

@@ -9,6 +9,7 @@ from typing import Any
 
 from .config import Settings, resolve_settings
 from .errors import ConfigError, InputError, NotFound
+from .library import Change, Libraries, Library, Skipped
 from .llm.base import Backend
 from .llm.client import LLM
 from .llm.registry import open_backend
@@ -18,7 +19,16 @@ from .methods.base import Chooser, Chosen, Memory, Method, Progress, Reader
 from .methods.question import Answer, Question
 from .runs import Recorder, Runs
 from .store import SQLiteResponseCache, StoreBackend, open_store
-from .store.base import AgentRow, DocumentRow, MemoryContent, MemoryRecord, RunRow, memory_scope
+from .store.base import (
+    AgentRow,
+    DocumentRow,
+    LibraryDocumentRow,
+    LibraryRow,
+    MemoryContent,
+    MemoryRecord,
+    RunRow,
+    memory_scope,
+)
 from .text import Document, load_document
 from .users import Users, agent_key
 
@@ -170,18 +180,65 @@ class Pagemind:
         """The client whose cached replies (and so the readers' memories) are ``user_id``'s."""
         return self.llm.scoped(self.scope(user_id))
 
-    def source(self, source: str | Path | Document, reader: Method, encoding: str = "utf-8") -> Any:
-        """What ``reader`` reads: a :class:`Document` from a file, or a source tree for a directory reader. A
-        directory given to a method that reads documents is an :class:`InputError` (never read with another
-        method behind the caller's back): source trees are read by ``code`` (:meth:`ask_code`)."""
+    def source(self, source: str | Path | Document | Library, reader: Method, encoding: str = "utf-8", *,
+               user_id: int | None = None) -> Any:
+        """What ``reader`` reads: a :class:`Document` from a file; a :class:`~pagemind.library.Library` for a
+        folder of documents or the name of one of ``user_id``'s libraries (a name that is not a file); a source
+        tree for a directory reader (``code``, :meth:`ask_code`)."""
         if reader.source == "directory":
-            if isinstance(source, Document):
+            if isinstance(source, (Document, Library)):
                 raise InputError(f"{reader.name} reads a source tree (a directory), not a document")
             return reader.source_tree(source)  # type: ignore[attr-defined]
+        if isinstance(source, Library):
+            return source
         if isinstance(source, (str, Path)) and Path(source).is_dir():
-            raise InputError(f"{source} is a directory: {reader.name} reads a document; a source tree is read by "
-                             "the code method (Pagemind.ask_code, method='code', `pagemind ask DIR`)")
+            from .library import of_folder
+
+            return of_folder(source, max_bytes=self.settings.max_bytes, encoding=encoding)
+        if isinstance(source, str) and not Path(source).exists() and \
+                self.store.library(self.scope(user_id), source) is not None:
+            return self.library(source, user_id=user_id)
         return self.document(source, encoding)
+
+    # --- libraries -----------------------------------------------------------------------------------
+    def libraries(self, *, user_id: int | None = None) -> list[LibraryRow]:
+        """``user_id``'s libraries (None: the local user's, the CLI's), by name."""
+        return self._libraries(user_id).rows()
+
+    def library(self, name: str, *, user_id: int | None = None) -> Library:
+        """One of ``user_id``'s libraries with its documents, ready to index or ask; :class:`NotFound` if none."""
+        return self._libraries(user_id).open(name)
+
+    def library_documents(self, name: str, *, user_id: int | None = None) -> list[LibraryDocumentRow]:
+        """The documents of one of ``user_id``'s libraries, by name; :class:`NotFound` when there is no such."""
+        return self._libraries(user_id).members(name)
+
+    def add(self, name: str, sources: Sequence[str | Path | Document], *, user_id: int | None = None,
+            encoding: str = "utf-8") -> tuple[list[Change], list[Skipped]]:
+        """Put files, folders (their document files, named by their path inside the folder) or documents in the
+        library ``name`` (made when new). A name already there with another text is updated; nothing is built
+        here: asking builds the documents not built yet (only those). Files that cannot be read are skipped and
+        returned with their reason; the others are added."""
+        from .library import Found, read_paths
+
+        found = Found()
+        paths = [s for s in sources if not isinstance(s, Document)]
+        if paths:
+            found = read_paths(paths, max_bytes=self.settings.max_bytes, encoding=encoding)
+        members = [(n, d, origin) for n, d, origin in found.documents]
+        members += [(s.name, s, None) for s in sources if isinstance(s, Document)]
+        if not members:
+            reasons = "; ".join(f"{s.path}: {s.reason}" for s in found.skipped)
+            raise InputError(f"nothing to add to {name!r}" + (f" ({reasons})" if reasons else ""))
+        return self._libraries(user_id).add(name, members), found.skipped
+
+    def remove(self, name: str, documents: Sequence[str] = (), *, user_id: int | None = None) -> list[str]:
+        """Remove documents (by their names in the library) from a library, or the whole library when none are
+        named. What no library and no user holds any more is forgotten: its text and every memory of it."""
+        return self._libraries(user_id).remove(name, documents)
+
+    def _libraries(self, user_id: int | None) -> Libraries:
+        return Libraries(self.store, self.scope(user_id))
 
     @property
     def users(self) -> Users:
@@ -214,7 +271,7 @@ class Pagemind:
         run to record into, e.g. one a server created) unless ``record_runs`` is off; the build's LLM calls also
         go to ``trace`` if given."""
         entry = self.method(method, user_id=user_id, **options)
-        document = self.source(source, entry)
+        document = self.source(source, entry, user_id=user_id)
         reader, chosen = self._resolve(entry, document)
         recorder = self._recorder(run, "index", document, entry.name, {"options": _given(options)}, user_id)
         if recorder is None:
@@ -236,7 +293,7 @@ class Pagemind:
         ``answer.run_id`` names it. ``memory``: this document's memory for this method and options, already at hand
         (``index``'s), so it is not loaded again (a chat asks many questions of one memory)."""
         entry = self.method(method, user_id=user_id, **method_options)
-        document = self.source(source, entry)
+        document = self.source(source, entry, user_id=user_id)
         reader, chosen = self._resolve(entry, document)
         q = question if isinstance(question, Question) else Question.parse(question, tuple(options))
         recorder = self._recorder(run, "ask", document, entry.name,

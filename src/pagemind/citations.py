@@ -32,6 +32,7 @@ class Citation:
     found_by: str  # one of FOUND_BY: how the method came to read it
     source_page: int | None = None  # the document's own page (PDF page, EPUB chapter), from 1, if it has pages
     score: float | None = None  # how strongly it supports the answer (alignment), when ranked
+    document_name: str | None = None  # the document's name (a library's document: its name in the library)
 
     @property
     def span(self) -> tuple[int, int]:
@@ -81,7 +82,7 @@ def cite(document: Any, unit: str, index: int | None, snippet: str, found_by: st
         return None
     page_at = getattr(document, "page_at", None)
     return Citation(document.id, unit, index, span[0], span[1], document.text[span[0]:span[1]], found_by,
-                    page_at(span[0]) if page_at else None, score)
+                    page_at(span[0]) if page_at else None, score, getattr(document, "name", None))
 
 
 def overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:

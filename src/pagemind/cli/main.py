@@ -52,8 +52,9 @@ def cli() -> None:
 @handle_errors
 def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str, ...], sample: bool,
         long_sample: bool, trace: bool, as_json: bool, encoding: str, **kw: Any) -> None:
-    """Answer QUESTION about FILE (builds and stores its memory the first time), or about the source tree
-    FILE when it is a directory (the code method).
+    """Answer QUESTION about FILE (builds and stores its memory the first time); FILE may also be a folder of
+    documents or the name of a library (`pagemind add`), read as one with any method, or a source tree (the code
+    method).
 
     Multiple choice: repeat --option, or put "(A) ..." lines in the question.
 
@@ -63,16 +64,15 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
     pagemind ask book.txt "Who is Isobel?" -m memwalker --trace
     pagemind ask book.txt "Who finds the map?" -o Wren -o Abel -o Tam
     pagemind ask src/ "Where are prompts rendered?"
+    pagemind ask reports/ "Which quarter had the highest churn?" -m rag
+    pagemind ask reports "Which quarter had the highest churn?"      # a library: pagemind add reports FILES…
     """
     if (sample or long_sample) and question is None:
         file, question = None, file
     if not question:
         raise click.UsageError("give FILE and QUESTION (or --sample QUESTION)")
     path = _source(file, sample, long_sample)
-    directory = not sample and Path(str(path)).is_dir()
-    if directory and ctx.get_parameter_source("method") not in (None, click.core.ParameterSource.DEFAULT):
-        raise click.UsageError("--method does not apply to a directory: it is read with the code method")
-    method, opts = split_method_options(kw, "code" if directory else None)
+    method, opts = split_method_options(kw, "code" if _source_tree(ctx, path) else None)
     with session(ctx, kw) as pm:
         if not as_json and sys.stderr.isatty():
             click.echo(f"opening the model ({pm.settings.llm})…", err=True)  # a local model loads for seconds
@@ -115,7 +115,7 @@ def index(ctx: click.Context, file: str | None, sample: bool, long_sample: bool,
     pagemind index book.txt -m memwalker --segment-tokens 800
     """
     path = _source(file, sample, long_sample)
-    method, opts = split_method_options(kw, "code" if Path(str(path)).is_dir() else None)
+    method, opts = split_method_options(kw, "code" if _source_tree(ctx, path) else None)
     with session(ctx, kw) as pm:
         source = pm.source(path, pm.method(method, **opts), encoding)
         reader = pm.reader(method, document=source, **opts)  # auto: the reader it picks for this document
@@ -143,7 +143,7 @@ def show(ctx: click.Context, file: str | None, sample: bool, long_sample: bool, 
     pagemind show book.txt -m memwalker --json
     """
     path = _source(file, sample, long_sample)
-    method, opts = split_method_options(kw, "code" if Path(str(path)).is_dir() else None)
+    method, opts = split_method_options(kw, "code" if _source_tree(ctx, path) else None)
     with session(ctx, kw) as pm:
         source = pm.source(path, pm.method(method, **opts), encoding)
         reader = pm.reader(method, document=source, **opts)  # auto: the reader it picks for this document
@@ -187,6 +187,17 @@ def methods_command(name: str | None, as_json: bool) -> None:
         click.echo("\n`pagemind methods NAME` shows a method's options; `--json` gives their JSON schema.")
 
 
+def _source_tree(ctx: click.Context, path: str | Path) -> bool:
+    """Whether a directory is read by the code method: it holds source code and no method was named (a folder of
+    documents, or a folder asked with a document method, is read as a library)."""
+    from ..library import is_document_folder
+
+    if not Path(str(path)).is_dir() or ctx.get_parameter_source("method") not in (
+            None, click.core.ParameterSource.DEFAULT):
+        return False
+    return not is_document_folder(path)
+
+
 def _source(file: str | None, sample: bool, long_sample: bool = False) -> str | Path:
     if sample or long_sample:
         return sample_path("long" if long_sample else "short")
@@ -219,10 +230,12 @@ cli.add_command(lazy("mcp", ".mcp:mcp_command", "Serve pagemind's tools to an MC
 store = lazy("store", ".store:store")
 cli.add_command(store)
 cli.add_command(lazy("serve", ".serve:serve"))
+cli.add_command(lazy("add", ".library:add"))
+cli.add_command(lazy("libraries", ".library:libraries"))
 
 # One line each in `pagemind --help`, short enough never to be cut.
 SHORT_HELP = {
-    "ask": "Answer a question about a file or a source tree", "index": "Build and store a file's memory",
+    "ask": "Answer a question about a file, a library or a source tree", "index": "Build and store a file's memory",
     "show": "Print a file's stored memory", "methods": "List the methods, their presets and options",
     "memories": "List and delete stored memories", "cache": "Clear the cache of LLM replies",
     "agent": "Create, inspect and talk to MemGPT agents", "chat": "Chat with a MemGPT agent or a document",
@@ -231,6 +244,7 @@ SHORT_HELP = {
     "logs": "List recorded runs and show one's steps", "users": "Users and API keys of pagemind serve",
     "store": "Copy a store between SQLite and Postgres",
     "serve": "Serve the HTTP API, MCP and the trace viewer",
+    "add": "Put documents in a library (asked as one)", "libraries": "List, show and remove libraries",
 }
 for _name, _command in cli.commands.items():
     _command.short_help = SHORT_HELP.get(_name, _command.short_help)

@@ -100,10 +100,12 @@ def print_sources(answer: Answer, width: int = 300) -> None:
         return
     tty = sys.stdout.isatty()
     click.echo("\nSources:")
+    library = "library" in answer.details  # an answer over several documents names the document of each source
     for n, c in numbered(answer.citations):
         quote = " ".join(c.quote.split())
         quote = quote if len(quote) <= width else quote[:width - 1] + "…"
-        where = c.location if c.unit != "window" else f"{c.document}, {c.location}"
+        where = (f"{c.document}, {c.location}" if c.unit == "window"
+                 else f"{c.document_name}, {c.location}" if library and c.document_name else c.location)
         head = f"[{n}] {where} ({c.found_by})"
         click.echo(f"{click.style(head, fg='cyan') if tty else head}: "
                    f"\"{click.style(quote, fg='yellow', bold=True) if tty else quote}\"")

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..citations import Citation
+from ..errors import ConfigError
+from ..library import Library, Shelf
 from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..store import StoreBackend, memory_key
@@ -145,12 +147,14 @@ class About:
 
 @dataclass(frozen=True)
 class StoredMemory:
-    """The identity every stored memory carries: its key, its document and the settings it was built with."""
+    """The identity every stored memory carries: its key, its document and the settings it was built with. A
+    library's memory, composed of its documents' memories, also says where each document's units sit."""
 
-    key: str | None  # the store key (None: nothing is stored)
+    key: str | None  # the store key (None: nothing is stored, e.g. a composed library memory)
     document_id: str
     document_words: int
     settings: dict[str, Any]
+    shelves: tuple[Shelf, ...] = field(default=(), kw_only=True)  # a library's: each document's units
 
 
 class Method(ABC):
@@ -230,13 +234,16 @@ class Reader(Method, Generic[M, OptionsT]):
         return self.llm.scope
 
     def memory_key(self, document: Source) -> str | None:
-        if self.memory_kind is None:
+        if self.memory_kind is None or isinstance(document, Library):  # a library's is its documents'
             return None
         return memory_key(document.id, self.memory_kind, self.key_settings(), self.memory_model(), self.scope)
 
     def build(self, document: Any, progress: Progress | None = None, trace: Trace | None = None) -> M:
-        """The memory of ``document``: loaded when stored, resumed when half-built, else built and stored."""
+        """The memory of ``document``: loaded when stored, resumed when half-built, else built and stored. A
+        :class:`~pagemind.library.Library`'s: each document's memory so, composed (:meth:`_compose`)."""
         trace = trace if trace is not None else Trace()
+        if isinstance(document, Library):
+            return self._build_library(document, progress, trace)
         key = self.memory_key(document)
         build = Build(trace, progress, document.words)
         if key is None:
@@ -256,6 +263,48 @@ class Reader(Method, Generic[M, OptionsT]):
         self._ready(memory)
         self._known(document)
         return memory
+
+    def _build_library(self, library: Library, progress: Progress | None, trace: Trace) -> M:
+        """Each document's memory as it is built alone (stored, resumable, found again: adding a document to a
+        library builds that document only), several at once up to the backend's slots; then composed."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        if not self.composes:
+            raise ConfigError(f"{self.name} reads one document at a time, not a library")
+        members = library.members
+        done = [0]
+
+        def one(member: Any) -> M:
+            def told(phase: str, n: int, total: int, unit: str) -> None:
+                if progress is not None:
+                    progress(f"{member.name} ({done[0] + 1}/{len(members)}): {phase}", n, total, unit)
+
+            memory = self.build(member, told if progress is not None else None, trace)
+            done[0] += 1
+            return memory
+
+        workers = max(1, min(self.llm.concurrency, len(members)))
+        if workers == 1:
+            parts = [one(m) for m in members]
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                parts = list(pool.map(one, members))
+        if progress is not None:
+            progress(f"{self.name}: composing the library's {len(members)} documents", 0, 0, "")
+        memory = self._compose(library, parts, trace)
+        self._ready(memory)
+        return memory
+
+    @property
+    def composes(self) -> bool:
+        """Whether this method reads a library (it composes its documents' memories: :meth:`_compose`)."""
+        return type(self)._compose is not Reader._compose
+
+    def _compose(self, library: Library, parts: list[M], trace: Trace) -> M:
+        """The memory of a library from its documents' memories (``parts``, in ``library.members``' order), with
+        its :class:`~pagemind.library.Shelf` per document. Library-level structures are recomputed from the
+        parts (their LLM calls, if any, go to ``trace`` and the response cache)."""
+        raise NotImplementedError
 
     def _build_once(self, document: Any, key: str, writer: MemoryWriter, build: Build, resumed: bool) -> None:
         """Build under the memory's lease: another thread, process or replica building the same memory is waited
@@ -288,7 +337,15 @@ class Reader(Method, Generic[M, OptionsT]):
             self.store.mark_complete(key)
 
     def load(self, document: Any) -> M | None:
-        """The finished memory for these settings and model, or None."""
+        """The finished memory for these settings and model, or None (a library's: when each of its documents'
+        is finished)."""
+        if isinstance(document, Library):
+            parts = [self.load(m) for m in document.members]
+            if not self.composes or any(p is None for p in parts):
+                return None
+            memory = self._compose(document, parts, Trace())  # type: ignore[arg-type]
+            self._ready(memory)
+            return memory
         key = self.memory_key(document)
         if key is None:
             self._known(document)
@@ -335,7 +392,13 @@ class Reader(Method, Generic[M, OptionsT]):
         this reader built or loaded ``memory`` from)."""
         context = Context(trace=trace if trace is not None else Trace(), progress=progress, on_text=on_text)
         reading = self._answer(memory, question, context)
-        if document is None:
+        shelved = getattr(memory, "shelves", ())
+        if shelved:  # a library's answer: each unit read is placed back in its document, which citations name
+            reading.evidence = [e for item in reading.evidence for e in _unshelve(item, shelved)]
+            reading.details["library"] = {"documents": len(shelved), "read": sorted(
+                {e.within.name for e in reading.evidence if e.within is not None})}
+            document = None
+        elif document is None:
             document = vars(self).get("_documents", {}).get(getattr(memory, "document_id", ""))
         citations = self._cite(document, question, reading, context)
         return Answer(
@@ -424,6 +487,16 @@ class Reader(Method, Generic[M, OptionsT]):
         """Answer ``question`` from ``memory``; record LLM calls on ``context.trace``, fallbacks with
         ``context.fallback``."""
 
+
+
+def _unshelve(item: Evidence, shelved: tuple[Shelf, ...]) -> list[Evidence]:
+    """A composed memory's unit as its document's: numbered there, cited in that document's text. The whole text
+    of a library (the full-text reader) is each document it holds in full."""
+    if item.index is None:
+        return [replace(item, text=s.document.text, within=s.document) for s in shelved
+                if s.document.text in item.text]
+    shelf = next((s for s in shelved if s.holds(item.unit, item.index)), None)
+    return [] if shelf is None else [replace(item, index=item.index - shelf.first, within=shelf.document)]
 
 
 @dataclass(frozen=True)

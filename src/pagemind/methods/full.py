@@ -10,6 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..errors import InputTooLarge
+from ..library import Library, Shelf, shelves
+from ..llm.usage import Trace
 from ..text import Document
 from .answering import answer_request
 from .base import About, Context, MemoryWriter, Reader, Reading
@@ -46,6 +49,7 @@ class FullMemory:
     document_id: str
     text: str
     words: int
+    shelves: tuple[Shelf, ...] = ()  # a library's: its documents, one after another in ``text``
 
     def outline(self) -> list[str]:
         return [f"the whole text ({self.words} words): nothing is built or stored for the full-text baseline"]
@@ -84,6 +88,10 @@ class FullText(Reader[FullMemory, FullTextOptions]):
     def _assemble(self, document: Document, key: str | None, items: MemoryWriter | None) -> FullMemory:
         return FullMemory(None, document.id, document.text, document.words)
 
+    def _compose(self, library: Library, parts: list[FullMemory], trace: Trace) -> FullMemory:
+        """The documents one after another, each under its name."""
+        return FullMemory(None, library.id, library.text, library.words, shelves(library, "text", [1] * len(library)))
+
     def describe(self, memory: FullMemory) -> dict[str, Any]:
         return {"document_words": memory.words}
 
@@ -97,6 +105,12 @@ class FullText(Reader[FullMemory, FullTextOptions]):
         text = memory.text
         truncated = False
         if not self._fits(question, text):
+            if memory.shelves:  # a cut library would leave out whole documents unseen: refused, not truncated
+                raise InputTooLarge(
+                    f"the library's {len(memory.shelves)} documents ({memory.words:,} words) do not fit "
+                    f"{self.llm.model_id}'s {self.llm.context_window}-token window"
+                    + (f" or the {self.options.budget}-token budget" if self.options.budget else "")
+                    + " in full: ask it with a method that reads beyond the window (-m readagent-p, memwalker, rag)")
             words = text.split()
             kept = most_that_fit(len(words),
                                  lambda n: self._fits(question, truncate_words(words, n, self.options.keep)))

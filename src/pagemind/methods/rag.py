@@ -9,10 +9,12 @@ Fragments are added in rank order while the context text fits ``budget`` tokens 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..library import Library, shelves
 from ..llm.client import LLM
+from ..llm.usage import Trace
 from ..retrieval.fragments import Fragment, from_dicts, split_pages, split_words
 from ..retrieval.select import fit
 from ..store import StoreBackend
@@ -142,6 +144,15 @@ class RAG(Reader[RAGMemory, RAGOptions]):
         assert items is not None
         return RAGMemory(key, document.id, document.words, self.key_settings(),
                          tuple(from_dicts(items.items("fragment"))))
+
+    def _compose(self, library: Library, parts: list[RAGMemory], trace: Trace) -> RAGMemory:
+        """The fragments of all documents, numbered on; each keeps its place in its document (``position``) and
+        names the document as its source, so the context relation stays within a document and OP-RAG shows each
+        document's fragments in its order."""
+        fragments = [replace(f, index=i, source=member.name) for i, (member, f) in enumerate(
+            (member, f) for member, part in zip(library.members, parts) for f in part.fragments)]
+        return RAGMemory(None, library.id, library.words, self.key_settings(), tuple(fragments),
+                         shelves=shelves(library, "fragment", [len(p.fragments) for p in parts]))
 
     def _ready(self, memory: RAGMemory) -> None:
         if self.options.retrieval().needs_embedder:

@@ -162,6 +162,29 @@ class DocumentRow:
 
 
 @dataclass(frozen=True)
+class LibraryRow:
+    """A user's library: its name, how many documents it holds and their words."""
+
+    id: int
+    name: str
+    created: float
+    documents: int = 0
+    words: int = 0
+
+
+@dataclass(frozen=True)
+class LibraryDocumentRow:
+    """One document of a library: its name there, its text's id and size, the file it was read from."""
+
+    name: str
+    document_id: str
+    words: int
+    chars: int
+    origin: str | None
+    added: float
+
+
+@dataclass(frozen=True)
 class RunRow:
     """One recorded run: an index build, an answer or an agent turn. ``user_id`` None: the local user (CLI, Python)."""
 

@@ -37,13 +37,15 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
     ("runs", ("id", "user_id", "kind", "method", "target", "request", "status", "created", "started", "finished",
               "result", "error", "cancel_requested")),
     ("run_steps", ("run_id", "seq", "kind", "data", "created")),
+    ("libraries", ("id", "scope", "name", "created")),
+    ("library_documents", ("library_id", "name", "document_id", "origin", "added")),
 ]
 NOT_COPIED = ("leases",)  # held by running processes, meaningless in another store
 
 # groups whose ids each store assigns itself: merged only into a destination that has none of them
 GROUPS = {"users": ("users", "api_keys", "user_documents"),
           "agents": ("agents", "agent_blocks", "agent_messages", "agent_passages", "agent_owners"),
-          "runs": ("runs", "run_steps")}
+          "runs": ("runs", "run_steps"), "libraries": ("libraries", "library_documents")}
 _BATCH = 1000
 
 

@@ -209,6 +209,24 @@ MIGRATIONS: list[Migration] = [
     Migration("m009_one_lease", {
         "sqlite": "DROP TABLE agent_locks; ALTER TABLE leases ADD COLUMN session INTEGER",
         "postgres": "DROP TABLE agent_locks"}),
+    # libraries: named sets of documents per user (scope as memories'); a member is a name -> a document's text
+    Migration("m010_libraries", """
+        CREATE TABLE libraries (
+            id {ID},
+            scope TEXT NOT NULL,            -- whose: '' the local user's, u<id> a service user's
+            name TEXT NOT NULL,
+            created {REAL} NOT NULL,
+            UNIQUE (scope, name)
+        );
+        CREATE TABLE library_documents (
+            library_id {INT} NOT NULL REFERENCES libraries(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,             -- the document's name in the library (a path inside an added folder)
+            document_id TEXT NOT NULL REFERENCES documents(id),
+            origin TEXT,                    -- the file it was read from (NULL: an upload)
+            added {REAL} NOT NULL,
+            PRIMARY KEY (library_id, name)
+        );
+        CREATE INDEX library_documents_by_document ON library_documents(document_id)"""),
 ]
 
 # the names Postgres stores recorded before the two histories were one, and what each of them applied

@@ -21,6 +21,8 @@ from .base import (
     BlockRow,
     DocumentRow,
     EventRow,
+    LibraryDocumentRow,
+    LibraryRow,
     LockHolder,
     MemoryRecord,
     MemorySummary,
@@ -39,7 +41,8 @@ TABLE_ORDER = {"documents": "id", "document_texts": "document_id", "llm_cache": 
                "memory_items": "memory_key, kind, idx", "embeddings": "model, text_hash", "agents": "id",
                "agent_blocks": "agent_id, position", "agent_messages": "agent_id, seq", "agent_passages": "id",
                "users": "id", "api_keys": "created, hash", "user_documents": "user_id, document_id",
-               "agent_owners": "agent_id", "runs": None, "run_steps": "run_id, seq", "leases": "name"}
+               "agent_owners": "agent_id", "runs": None, "run_steps": "run_id, seq", "leases": "name",
+               "libraries": "id", "library_documents": "library_id, name"}
 PASSAGE_COLUMNS = ("id", "agent_id", "text", "summary", "source", "embedding", "embedder", "created")
 
 
@@ -94,6 +97,8 @@ _RUN_COLUMNS = ("id, user_id, kind, method, target, request, status, created, st
                 "cancel_requested")
 _RUN = f"SELECT {_RUN_COLUMNS} FROM runs"
 _RUN_FIELDS = ("status", "started", "finished", "result", "error")
+_LIBRARY = ("SELECT l.id, l.name, l.created, COUNT(m.document_id), COALESCE(SUM(d.words), 0) FROM libraries l "
+            "LEFT JOIN library_documents m ON m.library_id = l.id LEFT JOIN documents d ON d.id = m.document_id")
 _USER_DOCUMENT = ("SELECT d.id, u.name, d.words, d.chars, u.created FROM user_documents u "
                   "JOIN documents d ON d.id = u.document_id WHERE u.user_id = ?")
 _LLM_CACHE = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds", "finish_reason", "created",
@@ -582,12 +587,56 @@ class SQLStore:
         forgotten = 0
         for doc_id in doc_ids:
             self.execute(self.db.locking("SELECT 1 FROM documents WHERE id = ?", strong=True), (doc_id,))
-            if self.execute("SELECT 1 FROM user_documents WHERE document_id = ?", (doc_id,)).fetchone():
+            if self.execute("SELECT 1 FROM user_documents WHERE document_id = ? UNION ALL SELECT 1 FROM "
+                            "library_documents WHERE document_id = ?", (doc_id, doc_id)).fetchone():
                 continue
             self._forget_memories("document_id = ?", (doc_id,))
             forgotten += self.execute("DELETE FROM document_texts WHERE document_id = ?", (doc_id,)).rowcount
             self.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
         return forgotten
+
+    def forget_unheld(self, doc_ids: Sequence[str]) -> int:
+        """Delete the kept texts and every memory of those of ``doc_ids`` no user and no library holds any more."""
+        with self.transaction():
+            return self._forget_unheld(doc_ids)
+
+    # --- libraries -----------------------------------------------------------------------------------
+    def create_library(self, scope: str, name: str, created: float) -> LibraryRow:
+        """The library ``name`` of ``scope``, made if it does not exist yet."""
+        self.execute("INSERT INTO libraries (scope, name, created) VALUES (?, ?, ?) ON CONFLICT (scope, name) "
+                     "DO NOTHING", (scope, name, created))
+        found = self.library(scope, name)
+        assert found is not None
+        return found
+
+    def library(self, scope: str, name: str) -> LibraryRow | None:
+        row = self.execute(_LIBRARY + " WHERE l.scope = ? AND l.name = ? GROUP BY l.id, l.name, l.created",
+                           (scope, name)).fetchone()
+        return None if row is None else LibraryRow(*row)
+
+    def libraries(self, scope: str) -> list[LibraryRow]:
+        return [LibraryRow(*r) for r in self.execute(
+            _LIBRARY + " WHERE l.scope = ? GROUP BY l.id, l.name, l.created ORDER BY l.name", (scope,))]
+
+    def library_documents(self, library_id: int) -> list[LibraryDocumentRow]:
+        return [LibraryDocumentRow(*r) for r in self.execute(
+            "SELECT m.name, m.document_id, d.words, d.chars, m.origin, m.added FROM library_documents m JOIN "
+            "documents d ON d.id = m.document_id WHERE m.library_id = ? ORDER BY m.name", (library_id,))]
+
+    def put_library_document(self, library_id: int, name: str, doc_id: str, origin: str | None,
+                             added: float) -> None:
+        """The library holds ``doc_id`` under ``name`` (replacing the text it held under that name)."""
+        self.execute(upsert("library_documents", ("library_id", "name", "document_id", "origin", "added"),
+                            ("library_id", "name")), (library_id, name, doc_id, origin, added))
+
+    def remove_library_document(self, library_id: int, name: str) -> bool:
+        return self.execute("DELETE FROM library_documents WHERE library_id = ? AND name = ?",
+                            (library_id, name)).rowcount > 0
+
+    def delete_library(self, library_id: int) -> None:
+        with self.transaction():
+            self.execute("DELETE FROM library_documents WHERE library_id = ?", (library_id,))
+            self.execute("DELETE FROM libraries WHERE id = ?", (library_id,))
 
     def set_agent_owner(self, agent_id: int, user_id: int) -> None:
         self.execute(upsert("agent_owners", ("agent_id", "user_id"), ("agent_id",)), (agent_id, user_id))
@@ -601,12 +650,18 @@ class SQLStore:
                                                 "WHERE o.user_id = ? ORDER BY a.id", (user_id,))]
 
     def erase_user_data(self, user_id: int) -> dict[str, int]:
-        """Everything of one user but the account: documents held, their memories, agents, runs."""
+        """Everything of one user but the account: documents held, libraries, their memories, agents, runs."""
         with self.transaction():
             docs = [r[0] for r in self.execute("SELECT document_id FROM user_documents WHERE user_id = ? "
                                                "ORDER BY document_id", (user_id,))]
             self.execute("DELETE FROM user_documents WHERE user_id = ?", (user_id,))
-            memories = self._forget_scope(memory_scope(self, user_id))
+            scope = memory_scope(self, user_id)
+            libraries = self.libraries(scope) if scope else []  # the local user's are the CLI's too: kept
+            for library in libraries:
+                docs += [m.document_id for m in self.library_documents(library.id)]
+                self.delete_library(library.id)
+            docs = sorted(set(docs))
+            memories = self._forget_scope(scope)
             texts = self._forget_unheld(docs)
             agents = self.execute("DELETE FROM agents WHERE id IN (SELECT agent_id FROM agent_owners WHERE "
                                   "user_id = ?)", (user_id,)).rowcount

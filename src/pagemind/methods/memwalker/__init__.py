@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ConfigError
+from ...library import Library, shelves
+from ...llm.usage import Trace
 from ...text import Document
 from ..base import About, Build, Context, MemoryWriter, Reader, Reading
 from ..question import Question
-from .build import build_tree, node_limit
+from .build import build_tree, compose_trees, node_limit
 from .memory import PRESETS, MemoryTree, MemWalkerOptions, TreeNode
 from .navigate import NO_ANSWER, Walk
 from .trajectory import NavigationStep, format_walk
@@ -42,6 +44,14 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
 
     def _build(self, document: Document, writer: MemoryWriter, build: Build) -> None:
         build_tree(document, writer, build, self.llm, self.options, self.node_limit)
+
+    def _compose(self, library: Library, parts: list[MemoryTree], trace: Trace) -> MemoryTree:
+        """Each document's tree under a library-level tree of summaries, navigated from the library's root (revert
+        and working memory work across documents as within one)."""
+        nodes = compose_trees([m.name for m in library.members], [list(p.nodes) for p in parts], self.node_limit,
+                              self.options.max_children, self.llm, trace)
+        return MemoryTree(None, library.id, library.words, self.key_settings(), tuple(nodes), self.memory_model(),
+                          shelves=shelves(library, "leaf", [len(p.leaves) for p in parts]))
 
     def _assemble(self, document: Document, key: str | None, items: MemoryWriter | None) -> MemoryTree:
         assert key is not None and items is not None

@@ -134,6 +134,47 @@ def build_tree(document: Document, writer: MemoryWriter, build: Build, llm: LLM,
             unwritten.clear()
 
 
+def compose_trees(names: list[str], trees: list[list[TreeNode]], limit: int, max_children: int, llm: LLM,
+                  trace: Trace) -> list[TreeNode]:
+    """One tree over several documents' trees (a library): their roots grouped under library-level parents as
+    leaves are grouped in one tree (at most ``max_children`` a parent; a parent compressed by the LLM only when its
+    children's summaries exceed the node limit, as in a document's tree). Each document's root summary starts with
+    its name. Node ids are paths from the new root; indices: every leaf in document order, then the parents."""
+    slots = plan_tree(len(trees), max_children)
+    tops = [s for s in slots if s.level == 0]  # a document's place (its root) in the library tree
+    leaves: list[TreeNode] = []
+    inner: list[TreeNode] = []
+    for name, slot, tree in zip(names, tops, trees):
+        first = len(leaves)
+        n_leaves = sum(n.is_leaf for n in tree)
+
+        def moved(node_id: str, at: str = slot.id) -> str:
+            if node_id == ROOT:
+                return at
+            return node_id if at == ROOT else f"{at}.{node_id}"
+
+        for node in sorted(tree, key=lambda n: n.index):
+            index = first + node.index if node.is_leaf else -1  # inner indices are given below
+            renamed = TreeNode(moved(node.id), index, node.level, tuple(moved(c) for c in node.children), node.text,
+                               node.summary, node.tokens, node.summary_tokens, node.compressed)
+            if node.id == ROOT and len(trees) > 1:  # the library's triage tells documents apart by name
+                renamed = TreeNode(renamed.id, renamed.index, renamed.level, renamed.children, renamed.text,
+                                   f"[{name}] {node.summary}", renamed.tokens, node.summary_tokens + 4,
+                                   renamed.compressed)
+            (leaves if node.is_leaf else inner).append(renamed)
+        assert len(leaves) == first + n_leaves
+    nodes = {n.id: n for n in leaves + inner}
+    for slot in sorted((s for s in slots if s.level > 0), key=lambda s: s.index):
+        children = [nodes[c.id] for c in slot.children]
+        slot.level = 1 + max(c.level for c in children)
+        made = _parent(slot, children, limit, llm, trace)
+        nodes[made.id] = made
+        inner.append(made)
+    ordered = sorted(inner, key=lambda n: n.level)  # parents after every leaf, each after its children
+    return leaves + [TreeNode(n.id, len(leaves) + k, n.level, n.children, n.text, n.summary, n.tokens,
+                              n.summary_tokens, n.compressed) for k, n in enumerate(ordered)]
+
+
 def _run(slots: list[Slot], work: Callable[[Slot], TreeNode], workers: int, done: dict[int, TreeNode],
          on_done: Callable[[TreeNode], None] | None = None) -> None:
     """Run ``work`` over independent slots, at most ``workers`` at once; nothing new starts after a failure."""

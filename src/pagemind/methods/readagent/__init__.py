@@ -7,8 +7,11 @@ gists alone (the paper's ablation).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
+from ...library import Library, shelves
+from ...llm.usage import Trace
 from ...text import Document
 from ..base import About, Build, Context, MemoryWriter, Reader, Reading
 from ..evidence import Evidence
@@ -44,6 +47,20 @@ class ReadAgent(Reader[GistMemory, RO]):
         gists = {g["page"]: Gist(**g) for g in items.items("gist")}
         return GistMemory(key, document.id, document.words, self.key_settings(), pages,
                           tuple(gists[p.index] for p in pages), self.memory_model())
+
+    def _compose(self, library: Library, parts: list[GistMemory], trace: Trace) -> GistMemory:
+        """The documents' pages and gists one after another, numbered on (``<Page 0>`` is the first document's first
+        page); each document's first gist names it, so look-up can tell documents apart. Beyond the window, the
+        overflow option (retrieval, hierarchy) works on the whole as on one long document."""
+        pages: list[Page] = []
+        gists: list[Gist] = []
+        for member, part in zip(library.members, parts):
+            for k, (page, gist) in enumerate(zip(part.pages, part.gists)):
+                index = len(pages)
+                pages.append(replace(page, index=index))
+                gists.append(replace(gist, page=index, text=(f"[{member.name}] " if k == 0 else "") + gist.text))
+        return GistMemory(None, library.id, library.words, self.key_settings(), tuple(pages), tuple(gists),
+                          self.memory_model(), shelves=shelves(library, "page", [len(p.pages) for p in parts]))
 
     def describe(self, memory: GistMemory) -> dict[str, Any]:
         return {
