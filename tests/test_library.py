@@ -224,3 +224,75 @@ def test_the_cli_adds_asks_shows_and_removes_a_library(tmp_path):
     assert run("libraries", *store).strip() == "shelf  1 document(s), 729 words"
     run("libraries", *store, "rm", "shelf")
     assert "no libraries" in run("libraries", *store)
+
+
+def calls_to_build(method, options, document, store=None, scripted=None):
+    scripted = scripted or fake()
+    reader = registry.get(method)(LLM(scripted, concurrency=1), store or Store(":memory:"), **options)
+    return reader.build(document), len(scripted.history)
+
+
+UPDATED = [("gistmem", {}), ("memwalker", {"segment_tokens": 200, "max_children": 3})]
+
+
+@pytest.mark.parametrize("method,options", UPDATED, ids=[m for m, _ in UPDATED])
+def test_an_appended_document_reuses_its_unchanged_units_and_gets_the_memory_of_a_fresh_build(method, options):
+    first = Document(paragraphs("a", 30), "log.txt")
+    grown = Document(first.text + "\n\n" + paragraphs("n", 3), "log.txt", previous=first)
+    fresh, full_calls = calls_to_build(method, options, Document(grown.text, "log.txt"))
+    store = Store(":memory:")
+    calls_to_build(method, options, first, store)
+    updated, update_calls = calls_to_build(method, options, grown, store)
+    assert 0 < update_calls <= 0.5 * full_calls, (update_calls, full_calls)
+    assert updated.as_json() == fresh.as_json()  # the same memory as building the grown text from nothing
+
+
+def test_a_changed_first_page_reuses_nothing_of_readagent():
+    first = Document(paragraphs("a", 30), "log.txt")
+    changed = Document("A new opening line.\n\n" + first.text, "log.txt", previous=first)
+    store = Store(":memory:")
+    calls_to_build("gistmem", {}, first, store)
+    _, update_calls = calls_to_build("gistmem", {}, changed, store)
+    _, full_calls = calls_to_build("gistmem", {}, Document(changed.text, "log.txt"))
+    assert update_calls == full_calls
+
+
+def test_a_kill_mid_update_resumes_without_redoing_what_was_reused(tmp_path):
+    from pagemind.errors import LLMError
+
+    first = Document(paragraphs("a", 30), "log.txt")
+    grown = Document(first.text + "\n\n" + paragraphs("n", 6), "log.txt", previous=first)
+    store = Store(tmp_path / "s.db")
+    calls_to_build("gistmem", {}, first, store)
+    fresh, full_calls = calls_to_build("gistmem", {}, Document(grown.text, "log.txt"))
+    asked = []
+
+    def dying(request):  # the update is killed at its second pagination call
+        asked.append(request)
+        if len(asked) == 2:
+            raise LLMError("killed")
+        return middle_label(request)
+
+    with pytest.raises(LLMError):
+        calls_to_build("gistmem", {}, grown, store, scripted=fake(paginate=dying))
+    resumed, more = calls_to_build("gistmem", {}, grown, store)
+    assert resumed.as_json() == fresh.as_json()
+    assert len(asked) + more < full_calls  # the reused pages were asked for in neither attempt
+
+
+def test_a_library_keeps_the_previous_text_of_a_changed_document_for_reuse_then_forgets_it(tmp_path):
+    with Pagemind(fake(), store=tmp_path / "s.db") as pm:
+        one = Document(paragraphs("a", 20), "log.txt")
+        pm.add("logs", [one])
+        pm.index("logs", method="gistmem")
+        two = Document(one.text + "\n\n" + paragraphs("n", 2), "log.txt")
+        (change,) = pm.add("logs", [two])[0]
+        assert change.status == "updated"
+        (member,) = pm.library("logs").members
+        assert member.previous is not None and member.previous.id == one.id
+        three = Document(two.text + "\n\n" + paragraphs("m", 2), "log.txt")
+        pm.add("logs", [three])  # the version before the previous one goes, with its memories
+        assert pm.store.document_text(one.id) is None and pm.store.memories_for(one.id) == []
+        assert pm.store.document_text(two.id) is not None
+        pm.remove("logs")
+        assert pm.store.document_text(two.id) is None and pm.store.document_text(three.id) is None

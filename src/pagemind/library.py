@@ -220,9 +220,11 @@ class Libraries:
                 if status != "unchanged":
                     self.store.put_document(document.id, document.name, document.words, len(document.text))
                     self.store.put_document_text(document.id, document.text)
-                    self.store.put_library_document(row.id, member, document.id, origin, time.time())
-                    if before is not None:
-                        replaced.append(before.document_id)
+                    # the text replaced is kept one version back: the new text's memories reuse its unchanged units
+                    previous = before.document_id if before is not None else None
+                    self.store.put_library_document(row.id, member, document.id, origin, time.time(), previous)
+                    if before is not None and before.previous_id:
+                        replaced.append(before.previous_id)
                 changes.append(Change(member, document.id, document.words, status))
             self.store.forget_unheld(replaced)
         return changes
@@ -242,7 +244,7 @@ class Libraries:
                     self.store.remove_library_document(row.id, member)
             else:
                 self.store.delete_library(row.id)
-            self.store.forget_unheld([held[m].document_id for m in gone])
+            self.store.forget_unheld([i for m in gone for i in (held[m].document_id, held[m].previous_id) if i])
         return gone
 
     def open(self, name: str) -> Library:
@@ -252,7 +254,9 @@ class Libraries:
             text = self.store.document_text(m.document_id)
             if text is None:
                 raise NotFound(f"library {name!r}: the text of {m.name!r} is gone")
-            members.append(Document(text=text, name=m.name))
+            before = self.store.document_text(m.previous_id) if m.previous_id else None
+            members.append(Document(text=text, name=m.name,
+                                    previous=None if before is None else Document(text=before, name=m.name)))
         return Library(name, tuple(members))
 
 

@@ -329,12 +329,30 @@ class Reader(Method, Generic[M, OptionsT]):
                     told(phase, done, total, unit)
 
             before = len(build.trace.events)
+            if not resumed and getattr(document, "previous", None) is not None:
+                self._carry_over(document, writer, build)
             try:
                 self._build(document, writer, replace(build, progress=alive))
             finally:  # what this attempt spent, also when it was cut short
                 spent = Trace(build.trace.events[before:]).usage.as_dict()
                 self.store.add_build_usage(key, spent, resumed)
             self.store.mark_complete(key)
+
+    def _carry_over(self, document: Any, writer: MemoryWriter, build: Build) -> None:
+        """Start the memory of a changed document from its previous version's (same method, options, model and
+        scope), where the text is unchanged: the units :meth:`_reuse` keeps are stored first, and the build
+        resumes after them as after a kill."""
+        old = self.load(document.previous)
+        if old is None:
+            return
+        kept = self._reuse(old, document.previous, document, writer)
+        if kept:
+            build.phase(f"{self.name}: {kept} unit(s) of the previous version reused")
+
+    def _reuse(self, old: M, previous: Any, document: Any, writer: MemoryWriter) -> int:
+        """Store the units of ``old`` (the memory of ``previous``) that ``document`` would get again, and return how
+        many; the default keeps none (a method without LLM-built units rebuilds at no LLM cost)."""
+        return 0
 
     def load(self, document: Any) -> M | None:
         """The finished memory for these settings and model, or None (a library's: when each of its documents'

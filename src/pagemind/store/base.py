@@ -182,6 +182,7 @@ class LibraryDocumentRow:
     chars: int
     origin: str | None
     added: float
+    previous_id: str | None = None  # the text this one replaced (kept one version back, for reuse)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
               "result", "error", "cancel_requested")),
     ("run_steps", ("run_id", "seq", "kind", "data", "created")),
     ("libraries", ("id", "scope", "name", "created")),
-    ("library_documents", ("library_id", "name", "document_id", "origin", "added")),
+    ("library_documents", ("library_id", "name", "document_id", "origin", "previous_id", "added")),
 ]
 NOT_COPIED = ("leases",)  # held by running processes, meaningless in another store
 

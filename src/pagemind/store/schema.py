@@ -223,6 +223,7 @@ MIGRATIONS: list[Migration] = [
             name TEXT NOT NULL,             -- the document's name in the library (a path inside an added folder)
             document_id TEXT NOT NULL REFERENCES documents(id),
             origin TEXT,                    -- the file it was read from (NULL: an upload)
+            previous_id TEXT REFERENCES documents(id),  -- the text it replaced: its memories are reused
             added {REAL} NOT NULL,
             PRIMARY KEY (library_id, name)
         );

@@ -588,7 +588,8 @@ class SQLStore:
         for doc_id in doc_ids:
             self.execute(self.db.locking("SELECT 1 FROM documents WHERE id = ?", strong=True), (doc_id,))
             if self.execute("SELECT 1 FROM user_documents WHERE document_id = ? UNION ALL SELECT 1 FROM "
-                            "library_documents WHERE document_id = ?", (doc_id, doc_id)).fetchone():
+                            "library_documents WHERE document_id = ? OR previous_id = ?",
+                            (doc_id, doc_id, doc_id)).fetchone():
                 continue
             self._forget_memories("document_id = ?", (doc_id,))
             forgotten += self.execute("DELETE FROM document_texts WHERE document_id = ?", (doc_id,)).rowcount
@@ -620,14 +621,16 @@ class SQLStore:
 
     def library_documents(self, library_id: int) -> list[LibraryDocumentRow]:
         return [LibraryDocumentRow(*r) for r in self.execute(
-            "SELECT m.name, m.document_id, d.words, d.chars, m.origin, m.added FROM library_documents m JOIN "
-            "documents d ON d.id = m.document_id WHERE m.library_id = ? ORDER BY m.name", (library_id,))]
+            "SELECT m.name, m.document_id, d.words, d.chars, m.origin, m.added, m.previous_id FROM library_documents m "
+            "JOIN documents d ON d.id = m.document_id WHERE m.library_id = ? ORDER BY m.name", (library_id,))]
 
     def put_library_document(self, library_id: int, name: str, doc_id: str, origin: str | None,
-                             added: float) -> None:
-        """The library holds ``doc_id`` under ``name`` (replacing the text it held under that name)."""
-        self.execute(upsert("library_documents", ("library_id", "name", "document_id", "origin", "added"),
-                            ("library_id", "name")), (library_id, name, doc_id, origin, added))
+                             added: float, previous_id: str | None = None) -> None:
+        """The library holds ``doc_id`` under ``name`` (replacing the text it held under that name, kept as
+        ``previous_id``)."""
+        self.execute(upsert("library_documents", ("library_id", "name", "document_id", "origin", "added",
+                                                  "previous_id"), ("library_id", "name")),
+                     (library_id, name, doc_id, origin, added, previous_id))
 
     def remove_library_document(self, library_id: int, name: str) -> bool:
         return self.execute("DELETE FROM library_documents WHERE library_id = ? AND name = ?",
@@ -658,7 +661,7 @@ class SQLStore:
             scope = memory_scope(self, user_id)
             libraries = self.libraries(scope) if scope else []  # the local user's are the CLI's too: kept
             for library in libraries:
-                docs += [m.document_id for m in self.library_documents(library.id)]
+                docs += [i for m in self.library_documents(library.id) for i in (m.document_id, m.previous_id) if i]
                 self.delete_library(library.id)
             docs = sorted(set(docs))
             memories = self._forget_scope(scope)

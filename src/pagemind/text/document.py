@@ -12,7 +12,7 @@ import io
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -33,12 +33,15 @@ class Document:
 
     ``pages`` holds the character offset at which each source page starts (PDF pages, EPUB chapters; page k is
     the k-th offset, counted from 1); it is empty for formats without pages. The id is the text's alone.
+    ``previous``: the version of this document it replaced (a library's changed document), whose memories a
+    reader reuses where the text is unchanged (:meth:`pagemind.methods.base.Reader._reuse`).
     """
 
     text: str
     name: str = "text"
     pages: tuple[int, ...] = ()
     format: str = "text"
+    previous: Document | None = field(default=None, compare=False, repr=False)
 
     @property
     def id(self) -> str:

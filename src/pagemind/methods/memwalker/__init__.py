@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ...errors import ConfigError
@@ -10,9 +11,10 @@ from ...llm.usage import Trace
 from ...text import Document
 from ..base import About, Build, Context, MemoryWriter, Reader, Reading
 from ..question import Question
-from .build import build_tree, compose_trees, node_limit
+from .build import build_tree, compose_trees, node_limit, plan_tree
 from .memory import PRESETS, MemoryTree, MemWalkerOptions, TreeNode
 from .navigate import NO_ANSWER, Walk
+from .segment import segment_text
 from .trajectory import NavigationStep, format_walk
 
 
@@ -44,6 +46,17 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
 
     def _build(self, document: Document, writer: MemoryWriter, build: Build) -> None:
         build_tree(document, writer, build, self.llm, self.options, self.node_limit)
+
+    def _reuse(self, old: MemoryTree, previous: Document, document: Document, writer: MemoryWriter) -> int:
+        """A changed document's leaves from its previous version where the segment is the same text at the same
+        place (its summary would be asked of the same prompt); every parent is made again from its children (a
+        parent's compression is an LLM call only when its children's summaries exceed the node limit)."""
+        segments = segment_text(document.text, self.options.segment_tokens, self.llm.count_tokens)
+        slots = plan_tree(len(segments), self.options.max_children)  # the new tree's shape: a leaf's id may move
+        kept = [replace(n, id=slots[n.index].id) for n in old.leaves
+                if n.index < len(segments) and segments[n.index] == n.text]
+        writer.put_many("node", [(n.index, n.__dict__) for n in kept])
+        return len(kept)
 
     def _compose(self, library: Library, parts: list[MemoryTree], trace: Trace) -> MemoryTree:
         """Each document's tree under a library-level tree of summaries, navigated from the library's root (revert

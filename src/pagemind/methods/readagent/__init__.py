@@ -12,13 +12,14 @@ from typing import Any, ClassVar, TypeVar
 
 from ...library import Library, shelves
 from ...llm.usage import Trace
-from ...text import Document
+from ...text import Document, split_paragraphs
 from ..base import About, Build, Context, MemoryWriter, Reader, Reading
 from ..evidence import Evidence
 from ..question import Question
 from .build import build_gist_memory
 from .lookup import GistsOnly, LookUp, LookupMode, Parallel, Sequential, expand, fit_gists
 from .memory import PRESETS, Gist, GistMemory, LookupOptions, Page, ParallelOptions, ReadAgentOptions
+from .paginate import window_span
 
 PAPER = "ReadAgent (Lee et al., ICML 2024)"
 RO = TypeVar("RO", bound=ReadAgentOptions)
@@ -61,6 +62,28 @@ class ReadAgent(Reader[GistMemory, RO]):
                 gists.append(replace(gist, page=index, text=(f"[{member.name}] " if k == 0 else "") + gist.text))
         return GistMemory(None, library.id, library.words, self.key_settings(), tuple(pages), tuple(gists),
                           self.memory_model(), shelves=shelves(library, "page", [len(p.pages) for p in parts]))
+
+    def _reuse(self, old: GistMemory, previous: Document, document: Document, writer: MemoryWriter) -> int:
+        """A changed document's pages (and their gists) from its previous version, up to the first page whose
+        pagination window — its paragraphs, the look-ahead one, the previous page shown — is not the same text in
+        both: the model would be shown the same prompt, so its decision stands. Sequential pagination (the paper's)
+        only; the build then resumes at the first changed page. An appended text keeps all its pages but the last."""
+        if self.options.pagination != "sequential":
+            return 0
+        size = max(50, self.options.max_words // 2)  # as build_gist_memory splits
+        before = split_paragraphs(previous.text, max_words=size)
+        after = split_paragraphs(document.text, max_words=size)
+        same = next((k for k, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
+        kept: list[tuple[Page, Gist]] = []
+        for page, gist in zip(old.pages, old.gists):
+            window_end = window_span(after, page.start, self.options, len(after))[0]
+            if page.end > same or window_end >= same or page.label_source not in ("llm", "fallback"):
+                break  # the window reaches changed (or new) text, or the text's end decided the page
+            kept.append((page, gist))
+        writer.put_many("page", [(p.index, p.__dict__) for p, _ in kept])
+        if self.options.gist_mode == "separate":  # a gist of its page alone (continue mode's follows its turn)
+            writer.put_many("gist", [(g.page, g.__dict__) for _, g in kept])
+        return len(kept)
 
     def describe(self, memory: GistMemory) -> dict[str, Any]:
         return {

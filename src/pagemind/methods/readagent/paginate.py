@@ -36,7 +36,7 @@ def make_window(paragraphs: list[str], i: int, previous: Page | None, opts: Read
                 end: int | None = None) -> Window:
     """The window from paragraph ``i``; pages never cross ``end`` (default: the end of the text)."""
     end = len(paragraphs) if end is None else end
-    j, labels, wcount = _span(paragraphs, i, opts, end)
+    j, labels, wcount = window_span(paragraphs, i, opts, end)
     if wcount < opts.tail_words and j == end:
         return Window(i, j, labels, wcount, None)
     end_tag = "" if j == end or not opts.lookahead else escape_labels(paragraphs[j]) + "\n..."
@@ -47,7 +47,7 @@ def make_window(paragraphs: list[str], i: int, previous: Page | None, opts: Read
     return Window(i, j, labels, wcount, _request((Message("user", prompt),), labels, opts))
 
 
-def _span(paragraphs: list[str], i: int, opts: ReadAgentOptions, end: int) -> tuple[int, tuple[int, ...], int]:
+def window_span(paragraphs: list[str], i: int, opts: ReadAgentOptions, end: int) -> tuple[int, tuple[int, ...], int]:
     """(one past the window's last paragraph, the labels it offers, its words): paragraphs are added while the
     window is under ``max_words``; a label comes before each one once ``min_words`` are reached, and at the end."""
     labels: list[int] = []
@@ -108,7 +108,7 @@ def stream_window(paragraphs: list[str], i: int, conversation: Conversation, opt
     """The window from paragraph ``i`` as the next turn of ``conversation``: only the paragraphs it has not shown
     yet, with their labels. A conversation that would grow past ``limit`` tokens (or has not shown paragraph
     ``i``) starts over with the published first-window prompt."""
-    j, labels, wcount = _span(paragraphs, i, opts, end)
+    j, labels, wcount = window_span(paragraphs, i, opts, end)
     if wcount < opts.tail_words and j == end:
         return Window(i, j, labels, wcount, None)
     if conversation.messages and conversation.shown > i:
