@@ -74,7 +74,9 @@ async def check_tools(client: Client, *, paths: bool) -> None:
             "list_agents", "send_message", "read_core_memory", "search_archival", "search_recall"} <= set(tools)
     assert ("path" in tools["add_document"].input_schema["properties"]) is paths
     ask = tools["ask"].input_schema
-    assert ask["required"] == ["document_id", "question"]
+    assert ask["required"] == ["question"]  # and a document_id or a library
+    assert {"add_to_library", "list_libraries"} <= set(tools)
+    assert ("path" in tools["add_to_library"].input_schema["properties"]) is paths
     assert ask["properties"]["method"]["enum"] == list(registry.document_methods())
     options = ask["properties"]["method_options"]
     assert options["type"] == "object" and options["additionalProperties"] is False
@@ -134,7 +136,29 @@ async def document_ask_trace(client: Client, **add: str) -> tuple[str, str]:
     assert bad.is_error and "budget must be at least 1" in text(bad)
     missing = await client.call_tool("ask", {"document_id": "0" * 64, "question": "q"})
     assert missing.is_error and "no document '" in text(missing)
+    await library_ask(client, doc["id"])
     return doc["id"], answer["run_id"]
+
+
+async def library_ask(client: Client, doc_id: str) -> None:
+    put = await client.call_tool("add_to_library", {"library": "cape", "document_id": doc_id})
+    assert not put.is_error and put.structured_content["document"]["status"] == "added", text(put)
+    other = await client.call_tool("add_to_library", {"library": "cape", "name": "ferry.txt",
+                                                      "text": "Abel sails the ferry across the sound each morning."})
+    assert not other.is_error, text(other)
+    listed = await client.call_tool("list_libraries", {})
+    (shelf,) = listed.structured_content["libraries"]
+    assert [d["name"] for d in shelf["documents"]] == ["cape.txt", "ferry.txt"]
+    both = await client.call_tool("ask", {"question": "q", "document_id": doc_id, "library": "cape"})
+    assert both.is_error and "give document_id or library" in text(both)
+    answered = await client.call_tool("ask", {"library": "cape", "question": "Who keeps the lamps?",
+                                              "method": "full"})
+    assert not answered.is_error, text(answered)
+    first = answered.structured_content["citations"][0]
+    assert first["document_name"] == "cape.txt" and first["quote"].startswith("Wren keeps the lamps")
+    assert "[1] cape.txt, text: \"Wren keeps the lamps" in text(answered)
+    opened = await client.call_tool("get_page", {"run_id": answered.structured_content["run_id"]})
+    assert '<cite n="1">Wren keeps the lamps' in opened.structured_content["marked"]
 
 
 async def agent_memory(client: Client) -> str:
@@ -194,7 +218,7 @@ def test_pagemind_mcp_over_stdio(tmp_path: Path, llm: MockServer) -> None:
             await document_ask_trace(client, path=str(story))
             await agent_memory(client)
             runs = await client.call_tool("list_runs", {})
-            assert [r["kind"] for r in runs.structured_content["runs"]] == ["turn", "ask"]  # refused asks: none
+            assert [r["kind"] for r in runs.structured_content["runs"]] == ["turn", "ask", "ask"]  # refused: none
 
     try:
         anyio.run(main)
@@ -298,6 +322,10 @@ def test_mcp_over_streamable_http_as_the_key_user(tmp_path: Path, llm: MockServe
             async with http_client(served.url + "/mcp/", bob) as client:  # the trailing slash is served too
                 listed = await client.call_tool("list_documents", {})
                 assert listed.structured_content == {"documents": []}
+                shelves = await client.call_tool("list_libraries", {})
+                assert shelves.structured_content == {"libraries": []}  # ann's library is not bob's
+                theirs = await client.call_tool("ask", {"library": "cape", "question": "q"})
+                assert theirs.is_error and "no library 'cape'" in text(theirs)
                 asked = await client.call_tool("ask", {"document_id": doc, "question": "Who keeps the lamps?"})
                 assert asked.is_error and f"no document {doc!r}" in text(asked)
                 for run_id in (run, turn):

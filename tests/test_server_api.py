@@ -457,3 +457,37 @@ def test_methods_and_models(service):
     assert methods["memwalker"]["schema"]["type"] == "object" and methods["memwalker"]["schema"]["properties"]
     model = c.get("/v1/models", headers=ann).json()
     assert model["model"] == "scripted" and model["capabilities"]["context_window"] == 32768
+
+
+# --- libraries ------------------------------------------------------------------------------------
+def test_libraries_over_http_add_ask_cite_and_remove_per_user(service):
+    c, ann, bob = service["client"], service["ann"], service["bob"]
+    plain = make_text(12, 40)
+    story = plain.replace("p0w0 ", "Wren found the map in the sea chest. ", 1)
+    r = c.post("/v1/libraries/shelf/documents", headers=ann, json={"name": "plain.txt", "text": plain})
+    assert r.status_code == 201 and r.json()["document"]["status"] == "added", r.text
+    files = {"file": ("story.md", story.encode(), "text/markdown")}
+    assert c.post("/v1/libraries/shelf/documents", headers=ann, files=files).status_code == 201
+    listed = c.get("/v1/libraries", headers=ann).json()
+    assert [(x["name"], x["document_count"]) for x in listed] == [("shelf", 2)]
+    got = c.get("/v1/libraries/shelf", headers=ann).json()
+    assert [d["name"] for d in got["documents"]] == ["plain.txt", "story.md"]
+    assert c.get("/v1/libraries", headers=bob).json() == []  # another user's library is not there
+    assert c.get("/v1/libraries/shelf", headers=bob).status_code == 404
+    assert c.post("/v1/libraries/shelf/ask", headers=bob, json={"question": "Who?"}).status_code == 404
+    r = c.post("/v1/libraries/shelf/ask", headers=ann, json={"question": "Who found the map?", "method": "rag",
+                                                             "method_options": {"fragment_words": 100}})
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    first = answer["citations"][0]
+    assert first["document_name"] == "story.md" and first["quote"] == "Wren found the map in the sea chest."
+    opened = c.get(f"/v1/runs/{answer['run_id']}/citations/1", headers=ann).json()
+    assert "<cite n=\"1\">Wren found the map in the sea chest.</cite>" in opened["marked"]
+    assert c.get(f"/v1/runs/{answer['run_id']}/citations/1", headers=bob).status_code == 404
+    assert c.delete("/v1/libraries/shelf/documents/story.md", headers=bob).status_code == 404
+    assert c.delete("/v1/libraries/shelf/documents/story.md", headers=ann).status_code == 204
+    assert [d["name"] for d in c.get("/v1/libraries/shelf", headers=ann).json()["documents"]] == ["plain.txt"]
+    assert c.delete("/v1/libraries/shelf", headers=ann).status_code == 204
+    assert c.get("/v1/libraries", headers=ann).json() == []
+    assert c.post("/v1/libraries/a%2Fb/documents", headers=ann, json={"name": "x", "text": plain}).status_code in \
+        (404, 422)

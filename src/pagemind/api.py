@@ -83,14 +83,7 @@ class Pagemind:
         """Keep a document for a user: file bytes (an upload; the format told by content and ``name``), a text,
         or a path. The same checks and errors as the CLI (:class:`InputTooLarge`, :class:`UnsupportedInput`,
         :class:`InputError`); nothing is stored when one is raised."""
-        from .text.document import load_bytes
-
-        if isinstance(data, Path):  # an upload spooled to a file: named by the upload, not the temporary file
-            document = load_document(data, encoding=encoding, max_bytes=self.settings.max_bytes, name=name)
-        elif isinstance(data, bytes):
-            document = load_bytes(data, name or "upload.txt", encoding=encoding, max_bytes=self.settings.max_bytes)
-        else:
-            document = load_bytes(data.encode("utf-8"), name or "text.txt", max_bytes=self.settings.max_bytes)
+        document = self.read(data, name, encoding=encoding)
         with self.store.transaction():
             self.store.put_document(document.id, document.name, document.words, len(document.text))
             self.store.put_document_text(document.id, document.text)
@@ -98,6 +91,17 @@ class Pagemind:
         found = self.store.user_document(user_id, document.id)
         assert found is not None
         return found
+
+    def read(self, data: bytes | str | Path, name: str | None = None, *, encoding: str = "utf-8") -> Document:
+        """A document from file bytes (an upload; the format told by content and ``name``), a text, or a path, with
+        the checks and errors of the CLI; nothing is stored."""
+        from .text.document import load_bytes
+
+        if isinstance(data, Path):  # an upload spooled to a file: named by the upload, not the temporary file
+            return load_document(data, encoding=encoding, max_bytes=self.settings.max_bytes, name=name)
+        if isinstance(data, bytes):
+            return load_bytes(data, name or "upload.txt", encoding=encoding, max_bytes=self.settings.max_bytes)
+        return load_bytes(data.encode("utf-8"), name or "text.txt", max_bytes=self.settings.max_bytes)
 
     def documents(self, user_id: int) -> list[DocumentRow]:
         """A user's kept documents."""
@@ -117,12 +121,14 @@ class Pagemind:
             raise NotFound(f"no document {doc_id!r}")
 
     def open_document(self, doc_id: str, *, user_id: int) -> Document:
-        """A user's kept document, ready to index or ask; :class:`NotFound` when it is not theirs (or gone)."""
+        """A user's kept document (or a document of one of their libraries), ready to index or ask;
+        :class:`NotFound` when it is not theirs (or gone)."""
         row = self.store.user_document(user_id, doc_id)
-        text = self.store.document_text(doc_id) if row is not None else None
-        if row is None or text is None:
+        name = row.name if row is not None else self.store.library_member_name(self.scope(user_id), doc_id)
+        text = self.store.document_text(doc_id) if name is not None else None
+        if name is None or text is None:
             raise NotFound(f"no document {doc_id!r}")
-        return Document(text=text, name=row.name)
+        return Document(text=text, name=name)
 
     def memories(self, doc_id: str, *, user_id: int) -> list[MemoryRecord]:
         """The memories a user's own requests made of one of their documents, most recently updated first (another
@@ -208,6 +214,10 @@ class Pagemind:
     def library(self, name: str, *, user_id: int | None = None) -> Library:
         """One of ``user_id``'s libraries with its documents, ready to index or ask; :class:`NotFound` if none."""
         return self._libraries(user_id).open(name)
+
+    def library_row(self, name: str, *, user_id: int | None = None) -> LibraryRow:
+        """One of ``user_id``'s libraries: its name, size and creation; :class:`NotFound` when there is none."""
+        return self._libraries(user_id).row(name)
 
     def library_documents(self, name: str, *, user_id: int | None = None) -> list[LibraryDocumentRow]:
         """The documents of one of ``user_id``'s libraries, by name; :class:`NotFound` when there is no such."""

@@ -1,4 +1,5 @@
-"""The HTTP API of ``pagemind serve`` (docs/api.md): documents, index and ask, runs, agents, users' data.
+"""The HTTP API of ``pagemind serve`` (docs/api.md): documents, libraries, index and ask, runs, agents, users'
+data.
 
 Routes translate HTTP to the service layer (:mod:`.service`) and back: a request is parsed into the shapes of
 :mod:`.shapes`, the operation runs (a run on the worker pool), and the answer is the operation's JSON — when the
@@ -165,6 +166,74 @@ async def ask(doc_id: DocId, body: AskRequest, service: Svc, user: User, wait: W
     (``stream=true``)."""
     return await started(service, lambda: service.ask(user, doc_id, body), wait, stream_, last_event_id,
                          service.answer_json)
+
+
+# --- libraries ----------------------------------------------------------------------------------------------------
+LibraryName = Annotated[str, PathParam(pattern=shapes.LIBRARY_NAME, description="the library's name")]
+
+
+@router.get("/v1/libraries", name="list_libraries", tags=["libraries"], responses=AUTHED)
+def libraries(service: Svc, user: User) -> list[dict[str, Any]]:
+    """Your libraries: named sets of documents asked as one."""
+    return service.libraries(user)
+
+
+@router.get("/v1/libraries/{name}", name="get_library", tags=["libraries"], responses=AUTHED)
+def library(name: LibraryName, service: Svc, user: User) -> dict[str, Any]:
+    """The library and its documents (their names in it, ids, sizes)."""
+    return service.library(user, name)
+
+
+@router.post("/v1/libraries/{name}/documents", name="add_to_library", status_code=201, tags=["libraries"],
+             openapi_extra=UPLOAD_BODY,
+             responses={**errors(*EDGE, 401, 415), 201: links("library", "name", "get_library", "ask_library")})
+async def add_to_library(name: LibraryName, request: Request, service: Svc, user: User) -> dict[str, Any]:
+    """Upload a document into the library ``name`` (made when new), as ``POST /v1/documents`` takes one; its
+    ``name`` is its name in the library: the same name again with another text updates that document (its
+    memories are built again where the text changed, reusing the rest)."""
+    with await read_upload(request, service.max_bytes, max_body=service.max_body) as up:
+        shapes.check_encoding(up.encoding)
+        source: str | Path = up.text if up.text is not None else up.path  # type: ignore[assignment]
+        return await run_in_threadpool(service.add_to_library, user, name, source, up.name, up.encoding)
+
+
+@router.delete("/v1/libraries/{name}", name="delete_library", status_code=204, tags=["libraries"],
+               responses=AUTHED)
+def delete_library(name: LibraryName, service: Svc, user: User) -> Response:
+    """Delete the library; a document no other library (or your documents) holds goes with its memories."""
+    service.remove_from_library(user, name)
+    return Response(status_code=204)
+
+
+@router.delete("/v1/libraries/{name}/documents/{document:path}", name="remove_from_library", status_code=204,
+               tags=["libraries"], responses=AUTHED)
+def remove_from_library(name: LibraryName, document: Annotated[str, PathParam(
+        min_length=1, max_length=shapes.MAX_NAME, description="the document's name in the library")],
+        service: Svc, user: User) -> Response:
+    service.remove_from_library(user, name, document)
+    return Response(status_code=204)
+
+
+@router.post("/v1/libraries/{name}/index", name="index_library", tags=["libraries"],
+             responses={**RUNNING, 200: {**STREAMS, **links("id", "run_id", "get_run", "list_steps")}, 202: QUEUED})
+async def index_library(name: LibraryName, body: IndexRequest, service: Svc, user: User, wait: Wait = True,
+                        stream_: Stream = False, last_event_id: LastEventId = None,  # type: ignore[assignment]
+                        ) -> Response:
+    """Build the memories of the library's documents not built yet (each document's alone: adding one builds only
+    it), as ``POST /v1/documents/{doc_id}/index``."""
+    return await started(service, lambda: service.index(user, None, body, library=name), wait, stream_,
+                         last_event_id, lambda run, _: run_json(service.pm.runs.peek(run.id) or run))
+
+
+@router.post("/v1/libraries/{name}/ask", name="ask_library", tags=["libraries"],
+             responses={**RUNNING, 200: {**STREAMS, **RUN_LINKS}, 202: QUEUED})
+async def ask_library(name: LibraryName, body: AskRequest, service: Svc, user: User, wait: Wait = True,
+                      stream_: Stream = False, last_event_id: LastEventId = None,  # type: ignore[assignment]
+                      ) -> Response:
+    """Answer a question across the library's documents with any method; each citation names its document
+    (``document_name``) and is opened by ``GET /v1/runs/{run_id}/citations/{n}``."""
+    return await started(service, lambda: service.ask(user, None, body, library=name), wait, stream_,
+                         last_event_id, service.answer_json)
 
 
 # --- runs ---------------------------------------------------------------------------------------------------------

@@ -55,7 +55,8 @@ USER_KEY = "pagemind.user"  # where the HTTP endpoint leaves the request's user 
 INSTRUCTIONS = (
     "pagemind reads documents far longer than a model's context window and answers questions about them "
     "(ReadAgent, MemWalker, RAG, full text), and keeps MemGPT agents with long-term memory. Add a document, then "
-    "ask it; every answer is a recorded run whose steps show_trace lists, and cites what it rests on (get_page "
+    "ask it, or put documents in a library (add_to_library) and ask across them; every answer is a recorded run "
+    "whose steps show_trace lists, and cites what it rests on (get_page "
     "opens a citation in its place). Agents: create_agent, send_message, "
     "read_core_memory, search_archival, search_recall.")
 
@@ -121,10 +122,45 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         lines = [f"{m['name']}: {m['summary']}" for m in methods]
         return result({"methods": methods}, "\n".join(lines))
 
+    async def add_to_library(
+        ctx: Context,
+        library: Annotated[str, Field(description="the library's name (made when new)", pattern=shapes.LIBRARY_NAME)],
+        document_id: Annotated[str | None, Field(description="one of your documents (add_document) to put in it")]
+        = None,
+        text: Annotated[str | None, Field(description="a document's text to put in it")] = None,
+        path: Annotated[str | None, Field(description="a file on this machine to read (.txt, .md, .pdf, .epub, "
+                                                       ".docx, .html)")] = None,
+        name: Annotated[str | None, Field(description="its name in the library (the same name again with another "
+                                                      "text updates it)", max_length=shapes.MAX_NAME)] = None,
+    ) -> CallToolResult:
+        """Put a document in a library: a named set of documents ask reads as one (with any method; each
+        citation names its document). Only a changed or new document is built again when the library is asked."""
+        given = [x for x in (document_id, text, path) if x is not None]
+        if len(given) != 1:
+            raise ToolError("give one of document_id, text" + (" or path" if allow_paths else ""))
+        if path is not None and not allow_paths:
+            raise ToolError("path is only read over stdio (pagemind mcp); send the text")
+        if text is not None:
+            checked(shapes.TextDocument, text=text, name=name)
+        source = None if document_id is not None else Path(path).expanduser() if path is not None else str(text)
+        data = await run(ctx, lambda user: service.add_to_library(user, library, source, name,
+                                                                  document_id=document_id))
+        doc = data["document"]
+        return result(data, f"{doc['status']} {doc['name']} ({doc['words']} words) in library {library}")
+
+    async def list_libraries(ctx: Context) -> CallToolResult:
+        """Your libraries, each with its documents."""
+        found = await run(ctx, lambda user: [service.library(user, x["name"]) for x in service.libraries(user)])
+        lines = [f"{x['name']}: {', '.join(d['name'] for d in x['documents'])}" for x in found]
+        return result({"libraries": found}, "\n".join(lines) or "no libraries yet")
+
     async def ask(
         ctx: Context,
-        document_id: Annotated[str, Field(description="the document's id (add_document, list_documents)")],
         question: Annotated[str, Field(description="the question")],
+        document_id: Annotated[str | None, Field(description="the document's id (add_document, list_documents)")]
+        = None,
+        library: Annotated[str | None, Field(description="a library's name instead of a document (list_libraries): "
+                                                         "asked across its documents")] = None,
         options: Annotated[list[str] | None, Field(description="multiple choice: the options, in order (the "
                                                                 "answer names one; at most 10)")] = None,
         method: Annotated[str, Field(description="how to read the document (list_methods explains each); auto: "
@@ -132,14 +168,16 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         = "auto",
         method_options: Annotated[dict[str, Any] | None, Field(description="options of the method")] = None,
     ) -> CallToolResult:
-        """Answer a question about a document. The first question with a method builds the document's memory
-        (gists, a tree, fragments), which later questions reuse. Returns the answer, the pages read and the
-        run id (show_trace lists every step and LLM call)."""
+        """Answer a question about a document or across a library. The first question with a method builds the
+        memory (gists, a tree, fragments) of each document not built yet, which later questions reuse. Returns the
+        answer, its citations, the pages read and the run id (show_trace lists every step and LLM call)."""
+        if (document_id is None) == (library is None):
+            raise ToolError("give document_id or library (one of them)")
         body = checked(AskRequest, question=question, options=options, method=method, method_options=method_options)
         progress = progress_reporter(ctx)
-        answer = await run(ctx, lambda user: (begun := service.ask(user, document_id, body, progress),
-                                              begun.future.result())[1])
-        data = {**answer.as_dict(), "document": document_id}
+        answer = await run(ctx, lambda user: (begun := service.ask(user, document_id, body, progress,
+                                                                   library=library), begun.future.result())[1])
+        data = {**answer.as_dict(), **({"document": document_id} if document_id else {"library": library})}
         read = f"; {answer.read_unit}s read: {answer.pages_read}" if answer.pages_read else ""
         return result(data, f"{answer.text}{sources(data)}\n\n(method {answer.method}{read}; run {answer.run_id})")
 
@@ -265,6 +303,8 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
     tools = [
         make_tool(add_document, writing, drop=() if allow_paths else ("path",)),
         make_tool(list_documents, reading),
+        make_tool(add_to_library, writing, drop=() if allow_paths else ("path",)),
+        make_tool(list_libraries, reading),
         make_tool(list_methods, reading),
         make_tool(ask, writing, patch={"method": method_schema(), "method_options": options_schema()}),
         make_tool(show_trace, reading),
@@ -341,7 +381,8 @@ def portable(schema: Any) -> Any:
 def sources(data: dict[str, Any]) -> str:
     """The sources list of an answer's or a turn's JSON: ``[n] location: "quote"`` (get_page opens one)."""
     cited = data.get("citations") or []
-    lines = [f'[{n}] {c.get("location", "")}: "{" ".join(str(c.get("quote", "")).split())[:200]}"'
+    lines = [f'[{n}] {c["document_name"] + ", " if "library" in data and c.get("document_name") else ""}'
+             f'{c.get("location", "")}: "{" ".join(str(c.get("quote", "")).split())[:200]}"'
              for n, c in enumerate(cited, 1)]
     return "\n\nSources (get_page opens one):\n" + "\n".join(lines) if lines else ""
 

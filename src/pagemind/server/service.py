@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,8 @@ from .shapes import (
     LoadDocument,
     block_json,
     document_json,
+    library_document_json,
+    library_json,
     passage_json,
     run_json,
     search_json,
@@ -161,22 +163,58 @@ class Service:
         content = self.pm.memory(doc_id, key, user_id=user.id)
         return {**memory_json(content.memory), "items": {k: v for k, v in content.items.items() if v}}
 
+    # --- libraries --------------------------------------------------------------------------------------------
+    def libraries(self, user: Any) -> list[dict[str, Any]]:
+        return [library_json(r) for r in self.pm.libraries(user_id=user.id)]
+
+    def library(self, user: Any, name: str) -> dict[str, Any]:
+        """One of the user's libraries with its documents (:class:`NotFound` for a name that is not theirs)."""
+        row = self.pm.library_row(name, user_id=user.id)
+        return {**library_json(row), "documents": [library_document_json(r)
+                                                   for r in self.pm.library_documents(name, user_id=user.id)]}
+
+    def add_to_library(self, user: Any, name: str, source: str | Path | bytes | None, doc_name: str | None,
+                       encoding: str | None = None, document_id: str | None = None) -> dict[str, Any]:
+        """Put a document in the library ``name`` (made when new): an upload or text (as :meth:`add_document`
+        reads them), or one of the user's documents by id; ``doc_name`` its name there. Returns what changed."""
+        if document_id is not None:
+            found = self.pm.open_document(document_id, user_id=user.id)
+            document = replace(found, name=doc_name or found.name)
+        else:
+            assert source is not None
+            document = self.pm.read(source, doc_name, encoding=encoding or "utf-8")
+        (change,), _ = self.pm.add(name, [document], user_id=user.id)
+        return {"library": name, "document": {**change.__dict__, "id": change.document_id}}
+
+    def remove_from_library(self, user: Any, name: str, doc_name: str | None = None) -> list[str]:
+        return self.pm.remove(name, [doc_name] if doc_name else [], user_id=user.id)
+
     # --- index and ask ----------------------------------------------------------------------------------------
-    def index(self, user: Any, doc_id: str, body: IndexRequest, progress: Progress | None = None) -> Started:
-        document = self.pm.open_document(doc_id, user_id=user.id)
+    def source(self, user: Any, doc_id: str | None = None, library: str | None = None) -> Any:
+        """What a request reads: one of the user's documents, or one of their libraries."""
+        if library is not None:
+            return self.pm.library(library, user_id=user.id)
+        assert doc_id is not None
+        return self.pm.open_document(doc_id, user_id=user.id)
+
+    def index(self, user: Any, doc_id: str | None, body: IndexRequest, progress: Progress | None = None, *,
+              library: str | None = None) -> Started:
+        document = self.source(user, doc_id, library)
         options = self.check_method(body.method, body.options)
-        run = self.pm.runs.create("index", doc_id, method=body.method, user_id=user.id,
+        run = self.pm.runs.create("index", document.id, method=body.method, user_id=user.id,
                                   request={"document": document.name, "options": options})
         return Started(run, self.workers.submit(run.id, lambda: self.pm.index(
             document, body.method, progress, run=run, user_id=user.id, **options)))
 
-    def ask(self, user: Any, doc_id: str, body: AskRequest, progress: Progress | None = None) -> Started:
-        document = self.pm.open_document(doc_id, user_id=user.id)
+    def ask(self, user: Any, doc_id: str | None, body: AskRequest, progress: Progress | None = None, *,
+            library: str | None = None) -> Started:
+        """Answer about one of the user's documents (``doc_id``) or libraries (``library``), on the worker pool."""
+        document = self.source(user, doc_id, library)
         options = dict(body.method_options)
         if body.budget is not None:
             options["budget"] = body.budget
         options = self.check_method(body.method, options)
-        run = self.pm.runs.create("ask", doc_id, method=body.method, user_id=user.id, request={
+        run = self.pm.runs.create("ask", document.id, method=body.method, user_id=user.id, request={
             "document": document.name, "question": body.question, "options": body.options, "method_options": options})
         return Started(run, self.workers.submit(run.id, lambda: self.pm.ask(
             document, body.question, tuple(body.options), body.method, progress=progress, run=run, user_id=user.id,

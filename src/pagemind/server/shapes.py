@@ -244,6 +244,19 @@ def document_json(row: Any) -> dict[str, Any]:
     return {"id": row.id, "name": row.name, "words": row.words, "chars": row.chars, "created": row.created}
 
 
+LIBRARY_NAME = r"^[^/\s](?:[^/]{0,98}[^/\s])?$"  # 1-100 characters, no '/', no space at either end
+
+
+def library_json(row: Any) -> dict[str, Any]:
+    return {"name": row.name, "document_count": row.documents, "words": row.words, "created": row.created}
+
+
+def library_document_json(row: Any) -> dict[str, Any]:
+    """A library's document as a user sees it (where the server read it from is not said)."""
+    return {"name": row.name, "id": row.document_id, "words": row.words, "chars": row.chars, "added": row.added,
+            "has_previous_version": row.previous_id is not None}
+
+
 def run_json(run: Any) -> dict[str, Any]:
     return {"id": run.id, "kind": run.kind, "method": run.method, "target": run.target, "request": run.request,
             "status": run.status, "created": run.created, "started": run.started, "finished": run.finished,

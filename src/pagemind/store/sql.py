@@ -624,6 +624,12 @@ class SQLStore:
             "SELECT m.name, m.document_id, d.words, d.chars, m.origin, m.added, m.previous_id FROM library_documents m "
             "JOIN documents d ON d.id = m.document_id WHERE m.library_id = ? ORDER BY m.name", (library_id,))]
 
+    def library_member_name(self, scope: str, doc_id: str) -> str | None:
+        """The name a library of ``scope`` holds ``doc_id`` under (the first by library and name), or None."""
+        return _one(self.execute("SELECT m.name FROM library_documents m JOIN libraries l ON l.id = m.library_id "
+                                 "WHERE l.scope = ? AND m.document_id = ? ORDER BY l.name, m.name LIMIT 1",
+                                 (scope, doc_id)))
+
     def put_library_document(self, library_id: int, name: str, doc_id: str, origin: str | None,
                              added: float, previous_id: str | None = None) -> None:
         """The library holds ``doc_id`` under ``name`` (replacing the text it held under that name, kept as
