@@ -95,3 +95,27 @@ def test_options_given_to_chat_for_an_existing_agent_update_it_and_say_so(tmp_pa
     assert json.loads(shown.stdout)["options"]["max_steps"] == 2
     quiet, _ = run(["chat", "--agent", "kim", "--max-steps", "2"], store=db, input="/exit\n")
     assert "options updated" not in quiet.stderr
+
+
+def test_an_agent_loads_a_library_and_cites_the_document_a_passage_came_from(tmp_path):
+    db = tmp_path / "pm.db"
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    (shelf / "a.txt").write_text(make_text(8, 60))
+    (shelf / "b.txt").write_text("The keeper's ledger lies in the harbour office.\n\n" + make_text(4, 60))
+    from pagemind import Pagemind
+
+    with Pagemind(ScriptedLLM(), store=db) as pm:
+        pm.add("my-shelf", [shelf])
+    run(["agent", "create", "reader"], store=db)
+    loaded, _ = run(["agent", "load", "reader", "my-shelf"], store=db)  # a library, by name
+    assert loaded.exit_code == 0, loaded.output
+    assert loaded.stdout.splitlines() == ["loaded a.txt: 480 words in 2 passages",
+                                          "loaded b.txt: 248 words in 1 passages"]
+    fake = ScriptedLLM(by_role={"agent-step": [call("archival_memory_search", query="ledger", page=0,
+                                                    request_heartbeat=True),
+                                               call("send_message", message="The ledger lies in the harbour office.")]})
+    said, _ = run(["agent", "say", "reader", "where is the ledger?", "--json"], fake=fake, store=db)
+    data = json.loads(said.stdout)
+    cited = data["citations"][0]
+    assert cited["document_name"] == "b.txt" and cited["quote"] == "The keeper's ledger lies in the harbour office."

@@ -186,15 +186,15 @@ class Pagemind:
         """The client whose cached replies (and so the readers' memories) are ``user_id``'s."""
         return self.llm.scoped(self.scope(user_id))
 
-    def source(self, source: str | Path | Document | Library, reader: Method, encoding: str = "utf-8", *,
-               user_id: int | None = None) -> Any:
+    def source(self, source: str | Path | Document | Library, reader: Method | type[Method],
+               encoding: str = "utf-8", *, user_id: int | None = None) -> Any:
         """What ``reader`` reads: a :class:`Document` from a file; a :class:`~pagemind.library.Library` for a
         folder of documents or the name of one of ``user_id``'s libraries (a name that is not a file); a source
         tree for a directory reader (``code``, :meth:`ask_code`)."""
         if reader.source == "directory":
             if isinstance(source, (Document, Library)):
                 raise InputError(f"{reader.name} reads a source tree (a directory), not a document")
-            return reader.source_tree(source)  # type: ignore[attr-defined]
+            return reader.source_tree(source)  # type: ignore[union-attr]
         if isinstance(source, Library):
             return source
         if isinstance(source, (str, Path)) and Path(source).is_dir():

@@ -8,7 +8,7 @@ text and embeddings). One step = one LLM call = one JSON function call; heartbea
 from .actions import Action, InvalidAction, parse_action, step_grammar, step_schema
 from .archive import Archive
 from .core import Agent
-from .documents import LoadedDocument, load_into_agent, passages
+from .documents import LoadedDocument, load_into_agent, load_library_into_agent, passages
 from .functions import FUNCTIONS, SPECS, FunctionSpec, Param, ToolError
 from .locks import AgentBusy, TurnLock
 from .memory import AgentOptions, AgentState, Block, Event, Passage, SearchPage
@@ -42,6 +42,7 @@ __all__ = [
            "TurnLock",
            "TurnResult",
            "load_into_agent",
+           "load_library_into_agent",
            "parse_action",
            "passages",
            "step_grammar",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..library import Library
 from ..llm.usage import Trace
 from ..text import Document, split_paragraphs
 from .context import prompt
@@ -53,3 +54,11 @@ def load_into_agent(agent: Agent, document: Document, *, words: int = PASSAGE_WO
     ids = agent.archive.insert(texts, agent.now(), summaries, source=document.name)
     agent.notify(prompt("document", name=document.name, words=document.words, passages=len(ids)))
     return LoadedDocument(document.name, document.words, len(ids), gists, tuple(ids))
+
+
+def load_library_into_agent(agent: Agent, library: Library, *, words: int = PASSAGE_WORDS, gists: bool = False,
+                            trace: Trace | None = None) -> list[LoadedDocument]:
+    """Insert every document of a library into the agent's archival storage, each passage with its document's name
+    as its source (archival search shows it, and the agent's citations name it): MemGPT's document analysis over a
+    collection."""
+    return [load_into_agent(agent, member, words=words, gists=gists, trace=trace) for member in library.members]

@@ -15,6 +15,7 @@ cites the user message it came from (:func:`source_of`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from ..citations import Citation, locate
 from ..methods.evidence import sentences
@@ -27,7 +28,8 @@ MIN_SHARED = 2  # content words a cited sentence shares with the reply (one shar
 
 def passage_citation(p: Passage) -> Citation:
     """A whole archival passage as evidence (its own text)."""
-    return Citation(p.source or "archival", "passage", p.id, 0, len(p.text), p.text, "passage")
+    return Citation(p.source or "archival", "passage", p.id, 0, len(p.text), p.text, "passage",
+                    document_name=p.source or None)
 
 
 def message_text(e: Event) -> str:
@@ -64,8 +66,8 @@ def _best(c: Citation, wanted: set[str]) -> Citation | None:
     if best is None:
         return None
     hits, start, end = best
-    return Citation(c.document, c.unit, c.index, start, end, c.quote[start - c.start:end - c.start], c.found_by,
-                    c.source_page, round(hits / len(wanted), 3))
+    return replace(c, start=start, end=end, quote=c.quote[start - c.start:end - c.start],
+                   score=round(hits / len(wanted), 3))
 
 
 def support(evidence: Sequence[Citation], reply: str, limit: int = MAX_CITATIONS) -> list[Citation]:

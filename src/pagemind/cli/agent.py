@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ..agent import Agent, AgentNotFound, AgentOptions, SearchPage, TurnResult, load_into_agent
+from ..agent import Agent, AgentNotFound, AgentOptions, SearchPage, TurnResult, load_into_agent, load_library_into_agent
 from ..api import Pagemind
 from ..errors import ConfigError, LLMError
 from ..methods import registry
@@ -478,9 +478,21 @@ def delete(ctx: click.Context, name: str, encoding: str, **kw: Any) -> None:
 @click.pass_context
 @handle_errors
 def load(ctx: click.Context, name: str, file: str, words: int, gists: bool, encoding: str, **kw: Any) -> None:
-    """Insert FILE into the archival storage of agent NAME, in passages."""
+    """Insert FILE into the archival storage of agent NAME, in passages. FILE may be a folder of documents or a
+    library's name (`pagemind add`): every document, each passage with its document's name as its source.
+
+    \b
+    pagemind agent load sam book.txt
+    pagemind agent load sam reports          # a library: the agent searches across its documents
+    """
+    from ..library import Library
+    from ..methods.full import FullText
+
     with session(ctx, kw) as pm:
         a = _open(pm, name, llm=gists)
-        loaded = load_into_agent(a, pm.document(file, encoding=encoding), words=words, gists=gists)
-        click.echo(f"loaded {loaded.name}: {loaded.words} words in {loaded.passages} passages"
-                   f"{' with gists' if gists else ''}")
+        source = pm.source(file, FullText, encoding)  # a document, a folder of documents, or a library
+        done = (load_library_into_agent(a, source, words=words, gists=gists) if isinstance(source, Library)
+                else [load_into_agent(a, source, words=words, gists=gists)])
+        for loaded in done:
+            click.echo(f"loaded {loaded.name}: {loaded.words} words in {loaded.passages} passages"
+                       f"{' with gists' if gists else ''}")
