@@ -381,3 +381,42 @@ def test_an_answer_s_markers_open_its_cited_spans_highlighted_in_place(server, p
     tab.click("#answer .sources-list a.marker[data-n='2']")
     tab.wait_for_function("document.querySelector('#cited mark.current')?.textContent === 'Abel sails the ferry.'")
     assert not tab.problems, tab.problems
+
+
+@pytest.mark.parametrize("auth", ["none"])
+def test_a_library_is_made_asked_and_its_citation_opens_in_the_document_it_names(server, page, shoot):
+    tab = page
+    tab.goto(server["url"] + "/#/libraries")
+    tab.wait_for_selector("#library-upload")
+    assert "No libraries yet" in tab.inner_text("main")
+    tab.fill("#library-name", "cape")
+    tab.fill("#library-doc-name", "lamps.txt")
+    tab.fill("#library-text", "Wren keeps the lamps of the tower.\n\nAbel sails the ferry across the sound.")
+    tab.click("#library-upload button[type=submit]")
+    tab.wait_for_selector("#libraries a.docname")
+    tab.set_input_files("#library-file", files=[{"name": "map.md", "mimeType": "text/markdown", "buffer": (
+        b"# The map\n\nThe map is under the stairs of the lighthouse, where Wren hid it.\n\nNobody else knew.")}])
+    tab.fill("#library-name", "cape")
+    tab.click("#library-upload button[type=submit]")
+    tab.wait_for_function("document.querySelector('#libraries td.num')?.textContent === '2'")
+    tab.click("#libraries a.docname")
+    tab.wait_for_selector("#library-documents")
+    assert tab.locator("#library-documents td.docname").all_inner_texts() == ["lamps.txt", "map.md"]
+    shoot(tab, "13-library")
+    tab.fill("#question", "Where is the map?")
+    tab.select_option("#method", "full")
+    tab.click("#ask")
+    tab.wait_for_selector("#answer .answer a.marker")
+    assert "library cape" in tab.inner_text(".page-head .facts")
+    first = tab.inner_text("#answer .sources-list li:nth-child(1)")
+    assert first.startswith("[1] map.md, ") and "under the stairs" in first
+    tab.click("#answer .answer a.marker[data-n='1']")
+    tab.wait_for_selector("#cited mark.current")
+    assert "map.md" in tab.inner_text("#cited .cited-head")
+    assert "under the stairs" in tab.inner_text("#cited mark.current")
+    shoot(tab, "14-library-cited")
+    tab.goto(server["url"] + "/#/libraries/cape")
+    tab.wait_for_selector("#library-documents")
+    tab.locator("#library-documents tr", has_text="lamps.txt").locator("button").click()
+    tab.wait_for_function("document.querySelectorAll('#library-documents tbody tr').length === 1")
+    assert not tab.problems, tab.problems

@@ -281,7 +281,7 @@ async function navigate() {
   }
   markNav(section);
   const pages = { documents: id ? documentPage : documentsPage, runs: id ? runPage : runsPage,
-                  agents: id ? agentPage : agentsPage };
+                  agents: id ? agentPage : agentsPage, libraries: id ? libraryPage : librariesPage };
   const page = pages[section] || documentsPage;
   clear(app);
   app.dataset.page = `${section}${id ? "-one" : ""}`;
@@ -406,12 +406,107 @@ async function documentPage(id, signal) {
   clear(runsSlot, runs.length ? runTable(runs, { compact: true }) : h("p", { class: "muted" }, "No runs yet."));
 }
 
+// --- libraries ----------------------------------------------------------------------------------
+async function librariesPage() {
+  const list = h("div", { class: "list-slot" }, h("p", { class: "muted" }, "Loading…"));
+  const name = h("input", { type: "text", id: "library-name", required: true, maxlength: 100, placeholder: "reports" });
+  clear(app, h("div", { class: "page-head" }, h("h1", {}, "Libraries"),
+                h("p", { class: "muted" }, "Named sets of documents, asked as one; every citation names its document.")),
+        libraryUpload(name, () => loadLibraries(list)), list);
+  await loadLibraries(list);
+}
+
+async function loadLibraries(slot) {
+  const libs = await api("/v1/libraries");
+  if (!libs.length) return clear(slot, h("p", { class: "empty" }, "No libraries yet. Add a document to a new one above."));
+  clear(slot, h("table", { class: "table", id: "libraries" },
+    h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", { class: "num" }, "Documents"), h("th", { class: "num" }, "Words"),
+                   h("th", {}, "Created"))),
+    h("tbody", {}, libs.map((l) => h("tr", {},
+      h("td", {}, h("a", { href: `#/libraries/${enc(l.name)}`, class: "docname" }, l.name)),
+      h("td", { class: "num" }, num(l.document_count)), h("td", { class: "num" }, num(l.words)), h("td", {}, when(l.created)))))));
+}
+
+/** A form putting a file or a pasted text into the library named by ``library`` (an input, or a fixed name). */
+function libraryUpload(library, done) {
+  const file = h("input", { type: "file", name: "file", id: "library-file", accept: ".txt,.md,.text,.html,.pdf,.epub,.docx,text/*" });
+  const name = h("input", { type: "text", name: "name", id: "library-doc-name", placeholder: "the file's name" });
+  const text = h("textarea", { name: "text", id: "library-text", rows: 3, placeholder: "…or paste the text here" });
+  const note = h("p", { class: "form-note", role: "status" });
+  const button = h("button", { type: "submit", class: "primary" }, "Add");
+  const libraryName = () => (typeof library === "string" ? library : library.value.trim());
+  return h("form", { class: "card upload", id: "library-upload", onsubmit: async (e) => {
+    e.preventDefault();
+    note.className = "form-note";
+    button.disabled = true;
+    try {
+      const url = `/v1/libraries/${enc(libraryName())}/documents`;
+      let put;
+      if (file.files.length) {
+        const form = new FormData();
+        form.append("file", file.files[0]);
+        if (name.value.trim()) form.append("name", name.value.trim());
+        put = await api(url, { method: "POST", form });
+      } else if (text.value.trim()) {
+        put = await api(url, { method: "POST", json: { name: name.value.trim() || "pasted text", text: text.value } });
+      } else {
+        throw new Error("Choose a file or paste some text.");
+      }
+      note.textContent = `${put.document.status === "updated" ? "Updated" : put.document.status === "unchanged" ? "Already there:" : "Added"} “${put.document.name}” (${num(put.document.words)} words).`;
+      file.value = "";
+      text.value = "";
+      name.value = "";
+      await done();
+    } catch (err) {
+      note.className = "form-note error";
+      note.textContent = err.message;
+    } finally {
+      button.disabled = false;
+    }
+  } },
+  h("h2", {}, typeof library === "string" ? "Add a document" : "Add a document to a library"),
+  typeof library === "string" ? null : h("div", {}, h("label", { for: "library-name" }, "Library"), library),
+  h("div", { class: "grid2" },
+    h("div", {}, h("label", { for: "library-file" }, "File"), file),
+    h("div", {}, h("label", { for: "library-doc-name" }, "Name in the library ", h("span", { class: "muted" }, "(optional)")), name)),
+  text, h("div", { class: "actions" }, button, note));
+}
+
+async function libraryPage(name) {
+  const [lib, methods] = await Promise.all([api(`/v1/libraries/${enc(name)}`), loadMethods()]);
+  const docs = h("div", {});
+  const drawDocs = (l) => clear(docs, h("table", { class: "table", id: "library-documents" },
+    h("thead", {}, h("tr", {}, h("th", {}, "Document"), h("th", { class: "num" }, "Words"), h("th", {}, "Added"), h("th", {}))),
+    h("tbody", {}, l.documents.map((d) => h("tr", {},
+      h("td", { class: "docname" }, d.name), h("td", { class: "num" }, num(d.words)), h("td", {}, when(d.added)),
+      h("td", {}, h("button", { class: "link danger", onclick: async () => {
+        await api(`/v1/libraries/${enc(name)}/documents/${d.name.split("/").map(enc).join("/")}`, { method: "DELETE" });
+        drawDocs(await api(`/v1/libraries/${enc(name)}`));
+      } }, "Remove")))))));
+  drawDocs(lib);
+  clear(app,
+    h("div", { class: "page-head" },
+      h("p", { class: "crumbs" }, h("a", { href: "#/libraries" }, "Libraries")),
+      h("h1", { class: "docname" }, lib.name),
+      h("p", { class: "facts" }, `${num(lib.document_count)} documents · ${num(lib.words)} words · created `, when(lib.created))),
+    h("div", { class: "columns" },
+      h("div", {}, askForm(lib, methods, `/v1/libraries/${enc(name)}/ask`)),
+      h("div", {},
+        section("Documents", docs),
+        libraryUpload(name, async () => drawDocs(await api(`/v1/libraries/${enc(name)}`))),
+        h("p", {}, h("button", { class: "danger link", onclick: async () => {
+          if (!confirm(`Delete the library “${lib.name}”?`)) return;
+          await api(`/v1/libraries/${enc(name)}`, { method: "DELETE" });
+          location.hash = "#/libraries";
+        } }, "Delete this library")))));
+}
+
 async function loadMethods() {
   if (!state.methods) state.methods = await api("/v1/methods");
   return state.methods;
 }
 
-function askForm(doc, methods) {
+function askForm(doc, methods, url = `/v1/documents/${enc(doc.id)}/ask`) {
   const question = h("textarea", { id: "question", name: "question", rows: 3, required: true,
                                    placeholder: "What does the narrator find in the attic?" });
   const choices = h("textarea", { id: "choices", name: "choices", rows: 3, placeholder: "One option per line (optional)" });
@@ -443,7 +538,7 @@ function askForm(doc, methods) {
         const v = f.read();
         if (v !== undefined) body.method_options[f.name] = v;
       }
-      const run = await api(`/v1/documents/${enc(doc.id)}/ask?wait=false`, { method: "POST", json: body });
+      const run = await api(`${url}?wait=false`, { method: "POST", json: body });
       location.hash = `#/runs/${enc(run.id || run.run_id)}`;
     } catch (err) {
       note.className = "form-note error";
@@ -597,7 +692,9 @@ async function runPage(id, signal) {
     const r = run.request || {};
     const target = run.kind === "turn"
       ? h("a", { href: `#/agents/${enc(run.target)}` }, `agent ${r.agent || run.target}`)
-      : h("a", { href: `#/documents/${enc(run.target)}`, class: "docname" }, r.document || run.target);
+      : run.target.startsWith("lib-")
+        ? h("a", { href: `#/libraries/${enc(r.document)}`, class: "docname" }, `library ${r.document}`)
+        : h("a", { href: `#/documents/${enc(run.target)}`, class: "docname" }, r.document || run.target);
     clear(head,
       h("p", { class: "crumbs" }, h("a", { href: "#/runs" }, "Runs"), " / ", h("span", { class: "mono" }, run.id)),
       h("h1", { class: "run-title" }, clip(runSubject(run), 200) || run.kind),
@@ -612,7 +709,7 @@ async function runPage(id, signal) {
   const show = (n) => showCitation(run.id, n, cited, signal);
   const drawOutcome = () => {
     clear(outcome);
-    sources = sourcesList(run.result?.citations, show);
+    sources = sourcesList(run.result?.citations, show, run.target.startsWith("lib-"));
     if (run.error) append(outcome, h("div", { class: "card outcome failed" }, h("h2", {}, run.status === "cancelled" ? "Cancelled" : "Failed"), h("p", { class: "pre" }, run.error)));
     const res = run.result;
     if (!res) return;
@@ -720,11 +817,13 @@ function withMarkers(text, citations, show) {
 }
 
 /** The sources list: each citation's marker, location and quote; a click opens it in its place. */
-function sourcesList(citations, show) {
+/** The sources an answer's markers name; over a library (``named``) each with the document it is in. */
+function sourcesList(citations, show, named = false) {
   if (!citations?.length) return null;
   return h("div", { class: "sources" }, h("h3", {}, "Sources"),
     h("ol", { class: "sources-list" }, citations.map((c, i) => h("li", { id: `cite-${i + 1}` },
       h("a", { class: "marker", href: `#cite-${i + 1}`, "data-n": i + 1, onclick: (e) => { e.preventDefault(); show(i + 1); } }, `[${i + 1}]`), " ",
+      named && c.document_name ? [h("span", { class: "docname source-doc" }, c.document_name), ", "] : null,
       h("span", { class: "mono small" }, c.location || c.unit), " ",
       c.found_by ? h("span", { class: "pill" }, c.found_by) : null, " ",
       h("q", { class: "quote" }, clip((c.quote || "").replace(/\s+/g, " "), 240))))));
@@ -750,7 +849,9 @@ async function showCitation(runId, n, panel, signal) {
     nodes.push(text.slice(at));
     const c = got.citation;
     clear(panel,
-      h("p", { class: "cited-head" }, h("strong", {}, `[${n}] `), h("span", { class: "mono small" }, c.location || c.unit),
+      h("p", { class: "cited-head" }, h("strong", {}, `[${n}] `),
+        c.document_name ? [h("span", { class: "docname" }, c.document_name), " · "] : null,
+        h("span", { class: "mono small" }, c.location || c.unit),
         " · ", h("span", { class: "muted small" }, `characters ${num(c.start)}–${num(c.end)} of ${num(got.chars)}`),
         " ", h("button", { class: "link", onclick: () => { panel.hidden = true; } }, "Close")),
       h("p", { class: "cited-text pre" }, got.offset > 0 ? "… " : "", nodes, got.offset + text.length < got.chars ? " …" : ""));
