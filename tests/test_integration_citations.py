@@ -42,3 +42,42 @@ def test_every_reader_cites_text_that_is_really_there(session, tmp_path):
     for c in answer.citations:
         assert (code / c.document).read_text()[c.start:c.end] == c.quote and c.found_by == "window"
     assert sum(cited.values()) > 0, cited
+
+
+def test_a_library_of_real_texts_is_asked_with_every_method_and_cites_the_right_document(session, tmp_path):
+    """A library of three real texts (the story's opening, the novella's storm, its letter): every method answers
+    across it on the real model, each citation's quote is its document's text at its offsets, and the methods that
+    retrieve by the question's words cite the document that holds the answer."""
+    story = sample_path().read_text().split("\n\n")
+    novella = sample_path("long").read_text().split("\n\n")
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    (shelf / "boat.txt").write_text("\n\n".join(story[1:4]))  # the supply boat, the Margery Dell
+    (shelf / "storm.txt").write_text("\n\n".join(novella[2:5]))
+    (shelf / "light.txt").write_text("\n\n".join(novella[5:8]))
+    session.add("real-shelf", [shelf])
+    library = session.library("real-shelf")
+    question = "What is the name of the supply boat?"
+    for method, opts in READERS:
+        answer = session.ask("real-shelf", question, method=method, **opts)
+        assert answer.details["library"]["documents"] == 3, method
+        for c in answer.citations:
+            member = library.member(c.document)
+            assert member is not None and member.text[c.start:c.end] == c.quote, (method, c)
+            assert c.document_name == member.name, (method, c)
+        if method in ("rag", "op-rag", "full") and answer.citations:
+            assert answer.citations[0].document_name == "boat.txt", (method, answer.citations[0])
+    # a changed document: only it is built again, and it starts from its previous memory
+    (shelf / "storm.txt").write_text("\n\n".join(novella[2:6]))
+    (change,) = [c for c in session.add("real-shelf", [shelf])[0] if c.status != "unchanged"]
+    assert change.name == "storm.txt" and change.status == "updated"
+    again = session.ask("real-shelf", question, method="gistmem")
+    assert again.index_trace is not None
+    spent = again.index_trace.usage.calls - again.index_trace.usage.cached_calls
+    from pagemind import LLM, Store
+    from pagemind.methods import registry
+
+    alone = registry.get("gistmem")(LLM(session.llm.backend), Store(tmp_path / "alone.db"))  # no cache, no past
+    alone.build(session.document(shelf / "storm.txt"))
+    fresh = alone.store.list_memories()[0].build_usage["calls"]
+    assert 0 < spent <= fresh  # the changed document only (the others are found), its unchanged pages reused
