@@ -170,8 +170,9 @@ def test_stored_libraries_are_added_asked_listed_and_removed(tmp_path):
         assert pm.remove("shelf") == ["alpha.txt"] and pm.libraries() == []
         with pytest.raises(NotFound):
             pm.library("shelf")
-        with pytest.raises(InputError, match="not a library name"):
-            pm.add("a/b", [folder / "alpha.txt"])
+        for bad in ("a/b", " shelf", "..", "a b", "x" * 101):
+            with pytest.raises(InputError, match="not a library name"):
+                pm.add(bad, [folder / "alpha.txt"])
 
 
 def test_a_folder_of_documents_is_asked_as_a_library(tmp_path):

@@ -34,6 +34,7 @@ def test_presets_then_overrides_then_checks():
                          ({"min_words": "many"}, "min_words takes a whole number"),
                          ({"budget": True}, "budget takes a whole number or none"),
                          ({"min_words": 700}, "min_words <= max_words"),
+                         ({"preset": {}}, "preset takes the name of a preset"),  # JSON's {} is not "none"
                          ({"segment_tokens": 10}, r"unknown ReadAgent option\(s\): segment_tokens")]:
         with pytest.raises(ConfigError, match=message):
             ParallelOptions.create(**bad)

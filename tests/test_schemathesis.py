@@ -30,18 +30,24 @@ from test_mcp import Served
 # user's (another user's, or erased): that 404 names the body's document, not the agent just created. A method's
 # options are checked against each other and against the model's window when its reader is made (min_words <=
 # max_words; MemWalker's segments must fit the window): rules no JSON schema states, so a schema-valid index or ask
-# may be a 422 that names them.
+# may be a 422 that names them. The same holds for a library's upload, index and ask, and for a chat completion,
+# which also answers 404 for a model, document or library that is not the user's and 422 for a conversation
+# without a user message to answer.
 CONFIG = """
 [auth.wfc]
 path = "auth.json"
 peers = ["ann", "bob"]
 
 [[operations]]
-include-operation-id = "add_document"
+include-operation-id = ["add_document", "add_to_library"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "413", "415", "422"]
 
 [[operations]]
-include-operation-id = ["index_document", "ask_document"]
+include-operation-id = ["index_document", "ask_document", "index_library", "ask_library"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "422"]
+
+[[operations]]
+include-operation-id = "chat_completions"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "422"]
 
 [[operations]]

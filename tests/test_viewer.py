@@ -290,7 +290,7 @@ def test_an_agent_shows_its_memory_and_a_turn_s_steps_live(server, page, shoot):
     tab.click("#turn a")
     tab.wait_for_selector("#answer")
     assert "Nice to meet you, Ann!" in tab.inner_text("#answer")
-    assert tab.locator("#steps li.step-agent").count() == 2
+    tab.wait_for_function("document.querySelectorAll('#steps li.step-agent').length === 2")  # the steps stream in
     shoot(tab, "8-turn-run")
 
     tab.click("#nav a[data-section=agents]")

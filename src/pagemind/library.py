@@ -15,6 +15,7 @@ in the library, its text's id, the file it was read from); :class:`Libraries` is
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 DOCUMENT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown", ".html", ".htm", ".xhtml", ".pdf", ".epub",
                                ".docx", ".rst", ".log"})
 MAX_NAME = 300  # characters of a member's name
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"  # a library's name: letters, digits, '_', '.', '-'; 1-100 characters
 
 
 @dataclass(frozen=True)
@@ -206,9 +208,9 @@ class Libraries:
     def add(self, name: str, documents: Sequence[tuple[str, Document, str | None]]) -> list[Change]:
         """Put documents (name in the library, document, file it was read from) in library ``name`` (made when
         new); a name already there with another text is updated: only that document's memories are built again."""
-        if not name or len(name) > 100 or name.strip() != name or "/" in name:
-            raise InputError(f"{name!r} is not a library name (1-100 characters, no '/', no leading or trailing "
-                             "spaces)")
+        if not re.match(NAME, name):
+            raise InputError(f"{name!r} is not a library name: letters, digits, '_', '.', '-' (1-100 characters, "
+                             "starting with a letter or digit)")
         changes = []
         with self.store.transaction():
             row = self.store.create_library(self.scope, name, time.time())

@@ -175,6 +175,8 @@ class Options:
         """The preset's values (the first preset when none is named), then ``given`` (``None`` = the default);
         every value checked against its declaration."""
         names = {s.name for s in cls.specs()}
+        if preset is not None and not isinstance(preset, str):  # e.g. {} from JSON: not "no preset"
+            raise ConfigError(f"{cls.owner} option preset takes the name of a preset (got {preset!r})")
         unknown = sorted(set(given) - names)
         if unknown:
             raise ConfigError(f"unknown {cls.owner} option(s): {', '.join(unknown)} (have: {', '.join(sorted(names))})")

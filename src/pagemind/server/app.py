@@ -27,6 +27,7 @@ from ..config import Settings
 from ..errors import PagemindError
 from . import shapes
 from .edge import Edge, EdgePolicy, allowed_methods
+from .openai_compat import router as openai_router
 from .routing import (
     AUTHED,
     EDGE,
@@ -86,11 +87,6 @@ def erase(service: Svc, user: User) -> dict[str, int]:
 @router.get("/v1/methods", name="list_methods", tags=["service"], responses=errors(*EDGE))
 def methods(service: Svc) -> list[dict[str, Any]]:
     return service.methods()
-
-
-@router.get("/v1/models", name="get_model", tags=["service"], responses=AUTHED)
-def models(service: Svc, user: User) -> dict[str, Any]:
-    return service.models()
 
 
 # --- documents ----------------------------------------------------------------------------------------------------
@@ -322,6 +318,7 @@ def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(agents_router)
+    app.include_router(openai_router)  # /v1/chat/completions and /v1/models for OpenAI clients
     mount_docs(app)
     if mcp:  # the same tools over streamable HTTP at /mcp (server/mcp.py)
         from .mcp import mount
@@ -340,19 +337,25 @@ def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *
 def install_error_handlers(app: FastAPI) -> None:
     """Every 4xx and 5xx in the one Error shape."""
 
+    from .openai_compat import OPENAI_PATHS, error_of, openai_error
+
     @app.exception_handler(PagemindError)
     async def pagemind_error(request: Request, err: PagemindError) -> JSONResponse:
-        return error_response(err)
+        return error_of(err) if request.url.path in OPENAI_PATHS else error_response(err)
 
     @app.exception_handler(Unauthorized)
     async def unauthorized(request: Request, err: Unauthorized) -> JSONResponse:
         why = "a valid API key is needed: Authorization: Bearer KEY (`pagemind users create NAME` makes one)"
-        return JSONResponse(error_body(why, "Unauthorized"), status_code=401,
-                            headers={"WWW-Authenticate": 'Bearer realm="pagemind"'})
+        shaped = (openai_error(why, 401, "invalid_api_key") if request.url.path in OPENAI_PATHS
+                  else JSONResponse(error_body(why, "Unauthorized"), status_code=401))
+        shaped.headers["WWW-Authenticate"] = 'Bearer realm="pagemind"'
+        return shaped
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, err: RequestValidationError) -> JSONResponse:
         detail, fields = shapes.validation_detail(list(err.errors()))
+        if request.url.path in OPENAI_PATHS:
+            return openai_error(detail, 400, "invalid_request", fields[0]["field"] if fields else None)
         return JSONResponse(error_body(detail, "ValidationError", errors=fields), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)

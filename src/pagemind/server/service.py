@@ -207,7 +207,7 @@ class Service:
             document, body.method, progress, run=run, user_id=user.id, **options)))
 
     def ask(self, user: Any, doc_id: str | None, body: AskRequest, progress: Progress | None = None, *,
-            library: str | None = None) -> Started:
+            library: str | None = None, on_text: Callable[[str], None] | None = None) -> Started:
         """Answer about one of the user's documents (``doc_id``) or libraries (``library``), on the worker pool."""
         document = self.source(user, doc_id, library)
         options = dict(body.method_options)
@@ -217,8 +217,8 @@ class Service:
         run = self.pm.runs.create("ask", document.id, method=body.method, user_id=user.id, request={
             "document": document.name, "question": body.question, "options": body.options, "method_options": options})
         return Started(run, self.workers.submit(run.id, lambda: self.pm.ask(
-            document, body.question, tuple(body.options), body.method, progress=progress, run=run, user_id=user.id,
-            **options)))
+            document, body.question, tuple(body.options), body.method, progress=progress, on_text=on_text, run=run,
+            user_id=user.id, **options)))
 
     @staticmethod
     def answer_json(run: Any, answer: Any, **extra: Any) -> dict[str, Any]:

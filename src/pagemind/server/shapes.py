@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..library import NAME
 from ..methods.registry import options_schema
 
 # --- limits (declared in the OpenAPI schema and the MCP tool schemas) -------------------------------------------
@@ -244,7 +245,7 @@ def document_json(row: Any) -> dict[str, Any]:
     return {"id": row.id, "name": row.name, "words": row.words, "chars": row.chars, "created": row.created}
 
 
-LIBRARY_NAME = r"^[^/\s](?:[^/]{0,98}[^/\s])?$"  # 1-100 characters, no '/', no space at either end
+LIBRARY_NAME = NAME  # letters, digits, '_', '.', '-', 1-100 characters (pagemind.library.NAME)
 
 
 def library_json(row: Any) -> dict[str, Any]:

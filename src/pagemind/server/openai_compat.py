@@ -1,0 +1,292 @@
+"""An OpenAI-compatible chat API on ``pagemind serve``: ``POST /v1/chat/completions`` and ``GET /v1/models``, so
+any OpenAI client (the ``openai`` SDK, Open WebUI, LibreChat…) asks a document, a library or a MemGPT agent by
+changing its base URL to ``http://HOST:PORT/v1`` and its API key to a pagemind key (docs/openai.md).
+
+Models (``GET /v1/models`` lists them for the user):
+
+* ``pagemind/<method>`` (``pagemind/auto``, ``pagemind/rag``, every document method): the last user message is a
+  question about the document or library the request names in the extension object ``"pagemind":
+  {"document_id": "…"}`` or ``{"library": "…"}`` (the SDK's ``extra_body``), or, for clients that can only pick a
+  model, in the model's name: ``pagemind/<method>@<library>``. Earlier messages are not read: every question is
+  answered from the memory, as ``pagemind chat`` answers each one (a system message is ignored too).
+* ``agent/<name>``: one turn of the user's MemGPT agent on the last user message. The agent keeps its own memory
+  (core blocks, recall, archival), so the earlier messages a client sends again are not replayed: they are in its
+  recall already, or were never said to it.
+
+The reply is the answer with its citation markers (``[1]``), then a "Sources:" block naming each cited place and
+quote (``"pagemind": {"sources": false}`` leaves it out); the citations themselves are in the extension field
+``pagemind`` of the completion (and of the last chunk when streaming), with the run's id. Usage counts the
+answer's prompt and completion tokens, those of replies served from pagemind's response cache included and
+detailed as ``prompt_tokens_details.cached_tokens`` (a memory built for the question is counted in
+``pagemind.index_usage``).
+Streaming sends OpenAI's ``chat.completion.chunk`` events as the answer is written, then ``data: [DONE]``. Errors
+are OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``, with the status pagemind gives the same
+error elsewhere. Every request is a recorded run, under the same keys and limits as the rest of the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import InputError, NotFound, PagemindError
+from . import shapes
+from .routing import AUTHED, Svc, User, errors, status_of
+
+METHOD_PREFIX, AGENT_PREFIX = "pagemind/", "agent/"
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+               404: "not_found_error", 409: "conflict_error", 413: "invalid_request_error",
+               422: "invalid_request_error", 429: "rate_limit_error"}
+OPENAI_PATHS = ("/v1/chat/completions",)  # where errors take OpenAI's shape
+
+router = APIRouter()
+
+
+class Extension(BaseModel):
+    """pagemind's fields of a chat request (``"pagemind": {...}``; the SDK's ``extra_body``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    document_id: str | None = Field(None, pattern=shapes.DOCUMENT_ID)
+    library: str | None = Field(None, pattern=shapes.LIBRARY_NAME)
+    method_options: dict[str, Any] = Field(default_factory=dict)
+    options: list[str] = Field(default_factory=list, max_length=shapes.MAX_OPTIONS,
+                               description="multiple choice: the options, in order")
+    budget: int | None = Field(None, ge=1, le=10_000_000)
+    sources: bool = True
+
+
+class ChatRequest(BaseModel):
+    """The fields of OpenAI's chat request pagemind reads; the others (temperature, max_tokens, ...) are accepted
+    and not used: the method decides its own calls."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1, max_length=300)
+    messages: list[dict[str, Any]] = Field(min_length=1, max_length=10_000)
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+    pagemind: Extension = Field(default_factory=lambda: Extension.model_validate({}))
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str  # method | agent
+    name: str  # the method, or the agent's name
+    library: str | None = None
+
+
+def target_of(model: str) -> Target:
+    """What a model name asks: ``pagemind/<method>[@<library>]`` or ``agent/<name>``."""
+    from ..methods import registry
+
+    if model.startswith(AGENT_PREFIX) and len(model) > len(AGENT_PREFIX):
+        return Target("agent", model[len(AGENT_PREFIX):])
+    if model.startswith(METHOD_PREFIX):
+        method, _, library = model[len(METHOD_PREFIX):].partition("@")
+        if method in registry.document_methods():
+            return Target("method", method, library or None)
+    raise NotFound(f"the model {model!r} does not exist: use pagemind/<method> (GET /v1/models lists them; "
+                   "pagemind/auto reads what fits), pagemind/<method>@<library> or agent/<name>")
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str:
+    """The text of the last user message (a string, or the text parts of a list of parts)."""
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, list):
+            text = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+        else:
+            text = ""
+        if text.strip():
+            return text
+        break
+    raise InputError("no user message with text: the last user message is the question")
+
+
+def openai_error(message: str, status: int, code: str | None = None, param: str | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": ERROR_TYPES.get(status, "api_error"), "param": param,
+                                   "code": code}}, status_code=status)
+
+
+def error_of(err: BaseException) -> JSONResponse:
+    return openai_error(str(err) or type(err).__name__, status_of(err), type(err).__name__)
+
+
+def sources_block(citations: list[dict[str, Any]], named: bool) -> str:
+    lines = []
+    for n, c in enumerate(citations, 1):
+        where = f"{c['document_name']}, {c.get('location', '')}" if named and c.get("document_name") else \
+            c.get("location", "")
+        lines.append(f'[{n}] {where}: "{" ".join(str(c.get("quote", "")).split())[:300]}"')
+    return "\n\nSources:\n" + "\n".join(lines) if lines else ""
+
+
+# --- the routes ---------------------------------------------------------------------------------------------------
+@router.get("/v1/models", name="get_model", tags=["openai"], responses=AUTHED)
+def models(service: Svc, user: User) -> dict[str, Any]:
+    """The models an OpenAI client may pick (OpenAI's list: ``object``, ``data``): ``pagemind/<method>`` for every
+    method, ``pagemind/auto@<library>`` for each of your libraries, ``agent/<name>`` for each of your agents; and
+    the backend's own description (``model``, ``backend``, ``llm``, ``capabilities``)."""
+    from ..methods import registry
+
+    ids = [f"{METHOD_PREFIX}{m}" for m in registry.document_methods()]
+    ids += [f"{METHOD_PREFIX}auto@{row['name']}" for row in service.libraries(user)]
+    ids += [f"{AGENT_PREFIX}{row['name']}" for row in service.agents(user)]
+    return {"object": "list", "data": [{"id": i, "object": "model", "created": 0, "owned_by": "pagemind"}
+                                       for i in ids], **service.models()}
+
+
+def request_schema() -> dict[str, Any]:
+    """ChatRequest's JSON schema with its parts inlined (an operation's own schema may not point into ``$defs``)."""
+    schema = ChatRequest.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return inline(defs[node["$ref"].rsplit("/", 1)[-1]])
+            return {k: inline(v) for k, v in node.items()}
+        return [inline(v) for v in node] if isinstance(node, list) else node
+
+    return inline(schema)
+
+
+CHAT_ERRORS = errors(400, 401, 403, 404, 409, 413, 421, 422, 502)  # in OpenAI's shape, as the description says
+
+
+@router.post("/v1/chat/completions", name="chat_completions", tags=["openai"], responses={
+    **{code: {"description": f"{spec['description']} (OpenAI's error shape: {{\"error\": {{\"message\", \"type\", "
+                             f"\"param\", \"code\"}}}})"} for code, spec in CHAT_ERRORS.items()},
+    200: {"description": "a chat.completion, or (stream: true) chat.completion.chunk events",
+          "content": {"application/json": {}, "text/event-stream": {}}}},
+    openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": request_schema()}}}})
+async def chat_completions(request: Request, service: Svc, user: User) -> Response:
+    """OpenAI's chat completion over a document, a library (model ``pagemind/<method>``) or an agent (model
+    ``agent/<name>``); ``stream: true`` for chunks as the answer is written. See the module's documentation."""
+    try:
+        raw = await request.json()
+    except ValueError:
+        return openai_error("the body is not JSON", 400, "invalid_json")
+    try:
+        body = ChatRequest.model_validate(raw)
+    except ValidationError as err:
+        detail, fields = shapes.validation_detail([dict(e) for e in err.errors()])
+        return openai_error(detail, 400, "invalid_request", fields[0]["field"] if fields else None)
+    try:
+        target = target_of(body.model)
+        question = last_user_text(body.messages)
+    except PagemindError as err:
+        return error_of(err)
+    made = f"chatcmpl-{int(time.time() * 1000):x}"
+    pieces: asyncio.Queue[str | None] = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+
+    def on_text(piece: str) -> None:
+        loop.call_soon_threadsafe(pieces.put_nowait, piece)
+
+    try:
+        begun = await run_in_threadpool(start, service, user, target, body, question,
+                                        on_text if body.stream else None)
+    except PagemindError as err:
+        return error_of(err)
+    if not body.stream:
+        try:
+            result = await asyncio.wrap_future(begun.future)
+        except PagemindError as err:
+            return error_of(err)
+        return JSONResponse(completion(made, body, target, begun.run.id, result))
+    return StreamingResponse(chunks(made, body, target, begun, pieces), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def start(service: Any, user: Any, target: Target, body: ChatRequest, question: str, on_text: Any) -> Any:
+    """The run answering the request, started on the worker pool."""
+    ext = body.pagemind
+    if target.kind == "agent":
+        return service.send(user, target.name, question)
+    library = ext.library or target.library
+    if (ext.document_id is None) == (library is None):
+        raise InputError('name what to read: "pagemind": {"document_id": "..."} or {"library": "..."} (extra_body), '
+                         "or the model pagemind/<method>@<library>")
+    from .shapes import AskRequest
+
+    ask = AskRequest(question=question, options=ext.options, method=target.name,
+                     method_options=ext.method_options, budget=ext.budget)
+    return service.ask(user, ext.document_id, ask, library=library, on_text=on_text)
+
+
+def _answer(target: Target, result: Any) -> tuple[str, list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """(text, citations, usage, extra) of an answer or an agent's turn."""
+    data = result.as_dict()
+    usage = result.usage
+    text = "\n\n".join(data["messages"]) if target.kind == "agent" else str(data.get("answer") or "")
+    extra = {k: data[k] for k in ("index_usage", "stop_reason", "letter", "method") if k in data}
+    # as OpenAI counts a prompt cache: replies served from pagemind's cache are in the totals, and detailed
+    prompt = usage.prompt_tokens + usage.cached_prompt_tokens
+    completion = usage.completion_tokens + usage.cached_completion_tokens
+    counts = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+              "prompt_tokens_details": {"cached_tokens": usage.cached_prompt_tokens}}
+    return text, data.get("citations") or [], counts, extra
+
+
+def _tail(body: ChatRequest, target: Target, cited: list[dict[str, Any]]) -> str:
+    named = target.kind == "agent" or body.pagemind.library is not None or target.library is not None
+    return "".join(f" [{n}]" for n in range(1, len(cited) + 1)) + \
+        (sources_block(cited, named) if body.pagemind.sources else "")
+
+
+def completion(made: str, body: ChatRequest, target: Target, run_id: str, result: Any) -> dict[str, Any]:
+    text, cited, usage, extra = _answer(target, result)
+    return {"id": made, "object": "chat.completion", "created": int(time.time()), "model": body.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text + _tail(body, target, cited)},
+                         "finish_reason": "stop", "logprobs": None}],
+            "usage": usage, "pagemind": {"run_id": run_id, "citations": cited, **extra}}
+
+
+async def chunks(made: str, body: ChatRequest, target: Target, begun: Any,
+                 pieces: asyncio.Queue[str | None]) -> AsyncIterator[str]:
+    """OpenAI's chunk events: the role, the answer as it is written, its markers and sources, the finish, usage."""
+    created = int(time.time())
+
+    def event(delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:
+        chunk = {"id": made, "object": "chat.completion.chunk", "created": created, "model": body.model,
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **more}
+        return f"data: {json.dumps(chunk)}\n\n"
+
+    yield event({"role": "assistant", "content": ""})
+    future = asyncio.wrap_future(begun.future)
+    future.add_done_callback(lambda _: pieces.put_nowait(None))
+    streamed: list[str] = []
+    while (piece := await pieces.get()) is not None:
+        streamed.append(piece)
+        yield event({"content": piece})
+    try:
+        result = await future
+    except PagemindError as err:  # the stream has begun: the error is its last event, in OpenAI's shape
+        failed = json.loads(bytes(error_of(err).body))
+        yield f"data: {json.dumps(failed)}\n\n"
+        yield "data: [DONE]\n\n"
+        return
+    text, cited, usage, extra = _answer(target, result)
+    rest = text[len("".join(streamed)):] if text.startswith("".join(streamed)) else ("" if streamed else text)
+    yield event({"content": rest + _tail(body, target, cited)})
+    yield event({}, "stop", pagemind={"run_id": begun.run.id, "citations": cited, **extra})
+    if (body.stream_options or {}).get("include_usage"):
+        last = {"id": made, "object": "chat.completion.chunk", "created": created, "model": body.model,
+                "choices": [], "usage": usage}
+        yield f"data: {json.dumps(last)}\n\n"
+    yield "data: [DONE]\n\n"

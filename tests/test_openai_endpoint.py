@@ -1,0 +1,129 @@
+"""The OpenAI-compatible chat API of ``pagemind serve`` (issue 25), with the official ``openai`` SDK as the client
+against the real app on 127.0.0.1 (the scripted fake as its model): the model list, a document, a library by
+extension field and by model name, streaming, an agent's turn, citations and usage, and errors in OpenAI's shape."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from helpers import first_words_gist, make_text, middle_label
+
+pytest.importorskip("fastapi")
+openai = pytest.importorskip("openai")
+
+from pagemind import Pagemind, ScriptedLLM  # noqa: E402
+from pagemind import users as users_api  # noqa: E402
+from pagemind.llm.llamaserver import free_port  # noqa: E402
+from pagemind.server.app import create_app  # noqa: E402
+
+FACT = "Wren found the map under the third stair."
+STORY = make_text(6, 40).replace("p2w0 ", FACT + " ", 1)
+
+
+def agent_step(request):
+    return json.dumps({"thoughts": "answering", "function": "send_message",
+                       "arguments": {"message": "Hello from the agent."}})
+
+
+@pytest.fixture
+def served(tmp_path):
+    import uvicorn
+
+    fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist,
+                                "answer": "Wren found the map under the stair.", "agent-step": agent_step})
+    pm = Pagemind(fake, store=tmp_path / "s.db")
+    ann = users_api.create_user(pm.store, "ann")
+    bob = users_api.create_user(pm.store, "bob")
+    app = create_app(pm, auth="keys", keepalive=1.0, workers=4)
+    port = free_port()
+    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not uv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    base = f"http://127.0.0.1:{port}/v1"
+    yield {"base": base, "pm": pm, "ann": openai.OpenAI(base_url=base, api_key=ann[1], max_retries=0),
+           "bob": openai.OpenAI(base_url=base, api_key=bob[1], max_retries=0), "ann_id": ann[0].id}
+    uv.should_exit = True
+    thread.join(20)
+    pm.close()
+
+
+def test_a_document_and_a_library_are_asked_with_the_openai_sdk(served):
+    pm, client = served["pm"], served["ann"]
+    doc = pm.add_document(STORY, "cape.txt", user_id=served["ann_id"])
+    pm.add("shelf", [pm.read(make_text(5, 40), "other.txt"), pm.read(STORY, "cape.txt")], user_id=served["ann_id"])
+    pm.create_agent(f"u{served['ann_id']}.sam", user_id=served["ann_id"], display_name="sam",
+                    options={"embedder": "none", "tool_calling": "json"})
+    ids = {m.id for m in client.models.list()}
+    assert {"pagemind/auto", "pagemind/rag", "pagemind/memwalker", "pagemind/auto@shelf", "agent/sam"} <= ids
+
+    asked = [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": "Hello"},
+             {"role": "assistant", "content": "Hi."}, {"role": "user", "content": "Who found the map?"}]
+    done = client.chat.completions.create(model="pagemind/full", messages=asked,
+                                          extra_body={"pagemind": {"document_id": doc.id}})
+    text = done.choices[0].message.content
+    assert text.startswith("Wren found the map under the stair. [1]") and done.choices[0].finish_reason == "stop"
+    assert f'Sources:\n[1] text: "{FACT}' in text
+    assert done.usage.prompt_tokens > 0 and done.usage.total_tokens == done.usage.prompt_tokens + \
+        done.usage.completion_tokens
+    extra = done.model_extra["pagemind"]
+    assert extra["citations"][0]["quote"] == FACT
+    run = pm.runs.get(extra["run_id"], served["ann_id"])  # a recorded run, as every ask
+    assert run.kind == "ask" and run.request["question"] == "Who found the map?" and run.status == "done"
+
+    by_name = client.chat.completions.create(model="pagemind/rag@shelf", messages=asked[-1:])
+    assert "[1] cape.txt, fragment" in by_name.choices[0].message.content
+    assert by_name.model_extra["pagemind"]["citations"][0]["document_name"] == "cape.txt"
+    bare = client.chat.completions.create(model="pagemind/full", messages=asked[-1:],
+                                          extra_body={"pagemind": {"library": "shelf", "sources": False}})
+    assert bare.choices[0].message.content == "Wren found the map under the stair. [1]"
+
+    chunks = list(client.chat.completions.create(model="pagemind/full", messages=asked, stream=True,
+                                                 stream_options={"include_usage": True},
+                                                 extra_body={"pagemind": {"document_id": doc.id}}))
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert streamed == text  # the same reply, in pieces
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].usage.prompt_tokens == done.usage.prompt_tokens and not chunks[-1].choices
+
+    said = client.chat.completions.create(model="agent/sam", messages=[{"role": "user", "content": "Hi there"}])
+    assert said.choices[0].message.content == "Hello from the agent."
+    assert said.model_extra["pagemind"]["stop_reason"] in ("yield", "last_step")
+
+
+def test_errors_come_in_openai_s_shape(served):
+    pm, client = served["pm"], served["ann"]
+    doc = pm.add_document(STORY, "cape.txt", user_id=served["ann_id"])
+    question = [{"role": "user", "content": "Who?"}]
+    with pytest.raises(openai.AuthenticationError) as refused:
+        openai.OpenAI(base_url=served["base"], api_key="pm_wrong", max_retries=0).chat.completions.create(
+            model="pagemind/full", messages=question)
+    assert "a valid API key is needed" in refused.value.message and refused.value.body["type"] == \
+        "authentication_error"
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.chat.completions.create(model="gpt-4o", messages=question)
+    assert "pagemind/<method>" in unknown.value.message
+    with pytest.raises(openai.UnprocessableEntityError) as unnamed:
+        client.chat.completions.create(model="pagemind/full", messages=question)
+    assert "name what to read" in unnamed.value.message
+    with pytest.raises(openai.NotFoundError):  # another user's document is not found
+        served["bob"].chat.completions.create(model="pagemind/full", messages=question,
+                                              extra_body={"pagemind": {"document_id": doc.id}})
+    with pytest.raises(openai.BadRequestError) as invalid:
+        client.chat.completions.create(model="pagemind/full", messages=[])
+    assert invalid.value.body["param"] == "messages"
+    with pytest.raises(openai.UnprocessableEntityError) as wordless:
+        client.chat.completions.create(model="pagemind/full", messages=[{"role": "assistant", "content": "x"}],
+                                       extra_body={"pagemind": {"document_id": doc.id}})
+    assert "no user message" in wordless.value.message
+    with pytest.raises(openai.UnprocessableEntityError) as bad_option:
+        client.chat.completions.create(model="pagemind/memwalker", messages=question, extra_body={
+            "pagemind": {"document_id": doc.id, "method_options": {"max_pages": 3}}})
+    assert "max_pages" in bad_option.value.message
