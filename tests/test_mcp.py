@@ -75,7 +75,8 @@ async def check_tools(client: Client, *, paths: bool) -> None:
     assert ("path" in tools["add_document"].input_schema["properties"]) is paths
     ask = tools["ask"].input_schema
     assert ask["required"] == ["question"]  # and a document_id or a library
-    assert {"add_to_library", "list_libraries"} <= set(tools)
+    assert {"add_to_library", "list_libraries", "remove_document", "get_document_structure", "get_page_content",
+            "core_memory_append", "core_memory_replace", "delete_agent"} <= set(tools)
     assert ("path" in tools["add_to_library"].input_schema["properties"]) is paths
     assert ask["properties"]["method"]["enum"] == list(registry.document_methods())
     options = ask["properties"]["method_options"]
@@ -161,6 +162,45 @@ async def library_ask(client: Client, doc_id: str) -> None:
     assert '<cite n="1">Wren keeps the lamps' in opened.structured_content["marked"]
 
 
+async def memory_tools(client: Client, doc_id: str) -> None:
+    """The tools that read a memory's structure and units, remove a document, edit core memory, delete an agent."""
+    none_yet = await client.call_tool("get_document_structure", {"document_id": doc_id, "method": "memwalker"})
+    assert none_yet.is_error and "no memwalker memory" in text(none_yet)
+    asked = await client.call_tool("ask", {"document_id": doc_id, "question": "Who?", "method": "gistmem"})
+    assert not asked.is_error, text(asked)
+    shape = await client.call_tool("get_document_structure", {"document_id": doc_id, "method": "gistmem"})
+    pages = shape.structured_content["pages"]
+    assert [p["page"] for p in pages] == [0] and text(shape).startswith("<Page 0>")
+    page = await client.call_tool("get_page_content", {"document_id": doc_id, "pages": "0"})
+    (unit,) = page.structured_content["units"]
+    assert unit["unit"] == "page" and unit["text"].split()[:8] == STORY.split()[:8] and \
+        unit["gist"] == pages[0]["gist"]
+    beyond = await client.call_tool("get_page_content", {"document_id": doc_id, "pages": "0-3"})
+    assert beyond.is_error and "has no unit 1" in text(beyond)
+    shaped = await client.call_tool("get_page_content", {"document_id": doc_id, "pages": "three"})
+    assert shaped.is_error
+
+    made = await client.call_tool("create_agent", {"name": "tmp", "human": "Name: Lee",
+                                                   "options": {"tool_calling": "json", "embedder": "none"}})
+    assert not made.is_error, text(made)
+    added = await client.call_tool("core_memory_append", {"agent": "tmp", "label": "human", "content": "Likes tea"})
+    assert added.structured_content["value"] == "Name: Lee\nLikes tea"
+    swapped = await client.call_tool("core_memory_replace", {"agent": "tmp", "label": "human",
+                                                             "old_content": "tea", "new_content": "coffee"})
+    assert swapped.structured_content["value"] == "Name: Lee\nLikes coffee"
+    missing = await client.call_tool("core_memory_replace", {"agent": "tmp", "label": "human",
+                                                             "old_content": "cocoa", "new_content": "x"})
+    assert missing.is_error and "not in the human block" in text(missing)
+    core = await client.call_tool("read_core_memory", {"agent": "tmp"})
+    assert "Likes coffee" in text(core)
+    gone = await client.call_tool("delete_agent", {"agent": "tmp"})
+    assert not gone.is_error and "tmp" not in str((await client.call_tool("list_agents", {})).structured_content)
+    removed = await client.call_tool("remove_document", {"document_id": doc_id})
+    assert not removed.is_error
+    listed = await client.call_tool("list_documents", {})
+    assert doc_id not in str(listed.structured_content)
+
+
 async def agent_memory(client: Client) -> str:
     created = await client.call_tool("create_agent", {"name": "sam", "human": "Name: Lee",
                                                       "options": {"tool_calling": "json", "embedder": "none"}})
@@ -219,6 +259,9 @@ def test_pagemind_mcp_over_stdio(tmp_path: Path, llm: MockServer) -> None:
             await agent_memory(client)
             runs = await client.call_tool("list_runs", {})
             assert [r["kind"] for r in runs.structured_content["runs"]] == ["turn", "ask", "ask"]  # refused: none
+            again = await client.call_tool("add_document", {"text": STORY.replace("storm", "gale"),
+                                                            "name": "again.txt"})
+            await memory_tools(client, again.structured_content["id"])
 
     try:
         anyio.run(main)

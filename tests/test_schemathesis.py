@@ -32,7 +32,8 @@ from test_mcp import Served
 # max_words; MemWalker's segments must fit the window): rules no JSON schema states, so a schema-valid index or ask
 # may be a 422 that names them. The same holds for a library's upload, index and ask, and for a chat completion,
 # which also answers 404 for a model, document or library that is not the user's and 422 for a conversation
-# without a user message to answer.
+# without a user message to answer. A core-memory edit names either a line to append or a text to replace, and the
+# text to replace must be in the block: 422 otherwise.
 CONFIG = """
 [auth.wfc]
 path = "auth.json"
@@ -44,6 +45,10 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404",
 
 [[operations]]
 include-operation-id = ["index_document", "ask_document", "index_library", "ask_library"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "422"]
+
+[[operations]]
+include-operation-id = "edit_block"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "422"]
 
 [[operations]]

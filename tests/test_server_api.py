@@ -491,3 +491,27 @@ def test_libraries_over_http_add_ask_cite_and_remove_per_user(service):
     assert c.get("/v1/libraries", headers=ann).json() == []
     assert c.post("/v1/libraries/a%2Fb/documents", headers=ann, json={"name": "x", "text": plain}).status_code in \
         (404, 422)
+
+
+def test_a_memory_s_structure_and_units_and_a_core_memory_edit_over_http(service):
+    c, ann, bob = service["client"], service["ann"], service["bob"]
+    doc = upload(service)
+    assert c.get(f"/v1/documents/{doc['id']}/structure?method=gistmem", headers=ann).status_code == 404  # not built
+    assert c.post(f"/v1/documents/{doc['id']}/ask", headers=ann, json={"question": "Who?", "method": "gistmem"}
+                  ).status_code == 200
+    shape = c.get(f"/v1/documents/{doc['id']}/structure?method=gistmem", headers=ann).json()
+    assert shape["method"] == "readagent" and len(shape["pages"]) >= 2 and all(p["gist"] for p in shape["pages"])
+    units = c.get(f"/v1/documents/{doc['id']}/units?pages=0-1&method=readagent-p", headers=ann).json()["units"]
+    assert [u["index"] for u in units] == [0, 1] and units[0]["text"].startswith("p0w0 p0w1")
+    assert c.get(f"/v1/documents/{doc['id']}/units?pages=0-1", headers=bob).status_code == 404  # not bob's
+    assert c.get(f"/v1/documents/{doc['id']}/units?pages=x", headers=ann).status_code == 422
+    assert c.get(f"/v1/documents/{doc['id']}/units?pages=40", headers=ann).status_code == 404
+    agent = c.post("/v1/agents", headers=ann, json={"name": "sam", "human": "Name: Ann",
+                                                    "options": {"embedder": "none"}}).json()
+    url = f"/v1/agents/{agent['id']}/memory/blocks/human/edit"
+    assert c.post(url, headers=ann, json={"append": "Likes tea"}).json()["value"] == "Name: Ann\nLikes tea"
+    swapped = c.post(url, headers=ann, json={"old_content": "tea", "new_content": "coffee"}).json()
+    assert swapped["value"] == "Name: Ann\nLikes coffee"
+    assert c.post(url, headers=ann, json={"old_content": "cocoa", "new_content": "x"}).status_code == 422
+    assert c.post(url, headers=ann, json={}).status_code == 422
+    assert c.post(url, headers=bob, json={"append": "x"}).status_code == 404

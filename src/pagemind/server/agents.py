@@ -47,6 +47,7 @@ from .shapes import (
     AgentCreate,
     AgentUpdate,
     ArchivalInsert,
+    BlockEdit,
     BlockUpdate,
     LoadDocument,
     MessageRequest,
@@ -156,6 +157,15 @@ async def put_block(agent_id: AgentId, label: Annotated[str, PathParam(pattern=B
     """Replace a core-memory block's value (or add the block); applied between turns."""
     return await finished(await run_in_threadpool(service.put_block, user, agent_id, label, body.value),
                           lambda result: result)
+
+
+@router.post("/{agent_id}/memory/blocks/{label}/edit", name="edit_block", responses=OWNED)
+async def edit_block(agent_id: AgentId, label: Annotated[str, PathParam(pattern=BLOCK_LABEL)], body: BlockEdit,
+                     service: Svc, user: User) -> Response:
+    """Edit a core-memory block as the agent's own functions do: ``append`` a line, or replace ``old_content``
+    (exactly as it is in the block) by ``new_content``; applied between turns."""
+    return await finished(await run_in_threadpool(lambda: service.edit_block(
+        user, agent_id, label, append=body.append, old=body.old_content, new=body.new_content)), lambda result: result)
 
 
 # --- archival memory ------------------------------------------------------------------------------------------

@@ -141,6 +141,27 @@ def memory(doc_id: DocId, key: Annotated[str, PathParam(pattern=MEMORY_KEY)], se
     return service.memory(user, doc_id, key)
 
 
+MemoryMethod = Annotated[Literal["readagent-p", "readagent-s", "gistmem", "memwalker", "rag", "op-rag"], Query(
+    description="whose memory: ReadAgent's pages and gists, MemWalker's tree, or the fragments")]
+
+
+@router.get("/v1/documents/{doc_id}/structure", name="get_document_structure", tags=["documents"],
+            responses=AUTHED)
+def structure(doc_id: DocId, service: Svc, user: User, method: MemoryMethod = "readagent-p") -> dict[str, Any]:
+    """The structure of your memory of the document: ReadAgent's pages with their gists, MemWalker's tree (each
+    node's id, level, children, summary), or the fragments with their sizes and places."""
+    return service.structure(user, doc_id, method)
+
+
+@router.get("/v1/documents/{doc_id}/units", name="get_page_content", tags=["documents"], responses=AUTHED)
+def units(doc_id: DocId, service: Svc, user: User,
+          pages: Annotated[str, Query(pattern=shapes.UNITS, description="unit numbers: 3, 3-7 or 1,4,9")],
+          method: MemoryMethod = "readagent-p") -> dict[str, Any]:
+    """Pages (ReadAgent, with their gists), leaves (MemWalker, with their summaries) or fragments of your memory of
+    the document, by number, with their text."""
+    return service.units(user, doc_id, pages, method)
+
+
 @router.post("/v1/documents/{doc_id}/index", name="index_document", tags=["documents"],
              responses={**RUNNING, 200: {**STREAMS, **links("id", "run_id", "get_run", "list_steps")}, 202: QUEUED})
 async def index(doc_id: DocId, body: IndexRequest, service: Svc, user: User, wait: Wait = True,

@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -61,6 +61,9 @@ INSTRUCTIONS = (
     "read_core_memory, search_archival, search_recall.")
 
 UserOf = Callable[[Context], Any]
+MemoryMethod = Annotated[Literal["readagent-p", "readagent-s", "gistmem", "memwalker", "rag", "op-rag"], Field(
+    description="whose memory: ReadAgent's pages and gists (its three methods share one), MemWalker's tree, or the "
+                "fragments (rag and op-rag share one)")]
 AgentName = Annotated[str, Field(description="the agent's name", max_length=48)]
 Page = Annotated[int, Field(description="the page of results, from 0", ge=0, le=1_000_000)]
 
@@ -115,6 +118,46 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         docs = await run(ctx, service.documents)
         lines = [f"{d['id']}  {d['name']}  ({d['words']} words)" for d in docs]
         return result({"documents": docs}, "\n".join(lines) or "no documents yet")
+
+    async def remove_document(
+        ctx: Context,
+        document_id: Annotated[str, Field(description="the document's id (list_documents)",
+                                          pattern=shapes.DOCUMENT_ID)],
+    ) -> CallToolResult:
+        """Remove one of your documents; its text and memories go when no other user or library holds it."""
+        await run(ctx, lambda user: service.remove_document(user, document_id))
+        return result({"removed": document_id}, f"removed document {document_id}")
+
+    async def get_document_structure(
+        ctx: Context,
+        document_id: Annotated[str, Field(description="the document's id", pattern=shapes.DOCUMENT_ID)],
+        method: MemoryMethod = "readagent-p",
+    ) -> CallToolResult:
+        """The structure of your memory of a document (built by ask or index with that method): ReadAgent's pages
+        with their gists, MemWalker's tree of summaries, or the fragments. get_page_content reads units of it."""
+        data = await run(ctx, lambda user: service.structure(user, document_id, method))
+        if "pages" in data:
+            lines = [f"<Page {p['page']}> ({p['words']} words) {p['gist']}" for p in data["pages"]]
+        elif "nodes" in data:
+            lines = [f"{'  ' * (n['id'].count('.') + (n['id'] != 'root'))}{n['id']} [level {n['level']}] "
+                     f"{' '.join(n['summary'].split())[:160]}" for n in reversed(data["nodes"])]
+        else:
+            lines = [f"<Fragment {f['fragment']}> ({f['words']} words)" for f in data["fragments"]]
+        return result(data, "\n".join(lines) or "an empty memory")
+
+    async def get_page_content(
+        ctx: Context,
+        document_id: Annotated[str, Field(description="the document's id", pattern=shapes.DOCUMENT_ID)],
+        pages: Annotated[str, Field(description="unit numbers: 3, 3-7 or 1,4,9 (pages, leaves or fragments, as "
+                                                "get_document_structure numbers them)", pattern=shapes.UNITS)],
+        method: MemoryMethod = "readagent-p",
+    ) -> CallToolResult:
+        """The text of pages (with their gists), MemWalker leaves (with their summaries) or fragments of your memory
+        of a document, by number."""
+        data = await run(ctx, lambda user: service.units(user, document_id, pages, method))
+        blocks = [f"<{u['unit'].capitalize()} {u['index']}>\n{u['text']}" + (f"\n(gist: {u['gist']})" if u.get("gist")
+                                                                            else "") for u in data["units"]]
+        return result(data, "\n\n".join(blocks))
 
     async def list_methods(ctx: Context) -> CallToolResult:
         """The reading methods ask can use, each with what it reads and its options' JSON schema."""
@@ -269,6 +312,35 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         said = "\n".join(turn.messages) or f"(no message; stopped: {turn.stop_reason})"
         return result(data, f"{said}{sources(data)}\n\n({len(turn.steps)} steps; run {turn.run_id})")
 
+    async def core_memory_append(
+        ctx: Context, agent: AgentName,
+        label: Annotated[str, Field(description="the block: human, persona, ...", pattern=shapes.BLOCK_LABEL)],
+        content: Annotated[str, Field(description="a line to add to the block", min_length=1,
+                                      max_length=shapes.MAX_BLOCK)],
+    ) -> CallToolResult:
+        """Append a line to one of an agent's core-memory blocks (as the agent's own core_memory_append does);
+        applied between its turns."""
+        data = await run(ctx, lambda user: service.edit_block(user, agent, label, append=content).result())
+        return result(data, f"{data['label']}: {data['value']}")
+
+    async def core_memory_replace(
+        ctx: Context, agent: AgentName,
+        label: Annotated[str, Field(description="the block: human, persona, ...", pattern=shapes.BLOCK_LABEL)],
+        old_content: Annotated[str, Field(description="the text to replace, exactly as it is in the block",
+                                          min_length=1, max_length=shapes.MAX_BLOCK)],
+        new_content: Annotated[str, Field(description="what replaces it (empty: delete it)",
+                                          max_length=shapes.MAX_BLOCK)] = "",
+    ) -> CallToolResult:
+        """Replace text in one of an agent's core-memory blocks (as the agent's own core_memory_replace does)."""
+        data = await run(ctx, lambda user: service.edit_block(user, agent, label, old=old_content,
+                                                              new=new_content).result())
+        return result(data, f"{data['label']}: {data['value']}")
+
+    async def delete_agent(ctx: Context, agent: AgentName) -> CallToolResult:
+        """Delete one of your agents with all its memory (refused while it is in a turn)."""
+        await run(ctx, lambda user: service.delete_agent(user, agent))
+        return result({"deleted": agent}, f"deleted agent {agent}")
+
     async def read_core_memory(ctx: Context, agent: AgentName) -> CallToolResult:
         """An agent's core memory: its blocks (persona, human, ...) as they are now, and how much it remembers."""
         data = await run(ctx, lambda user: service.agent_json(user, service.own_agent(user, agent)))
@@ -305,6 +377,10 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         make_tool(list_documents, reading),
         make_tool(add_to_library, writing, drop=() if allow_paths else ("path",)),
         make_tool(list_libraries, reading),
+        make_tool(remove_document, ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                                   open_world_hint=False)),
+        make_tool(get_document_structure, reading),
+        make_tool(get_page_content, reading),
         make_tool(list_methods, reading),
         make_tool(ask, writing, patch={"method": method_schema(), "method_options": options_schema()}),
         make_tool(show_trace, reading),
@@ -314,6 +390,9 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         make_tool(list_agents, reading),
         make_tool(send_message, writing),
         make_tool(read_core_memory, reading),
+        make_tool(core_memory_append, writing),
+        make_tool(core_memory_replace, writing),
+        make_tool(delete_agent, ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)),
         make_tool(search_archival, reading),
         make_tool(search_recall, reading),
     ]

@@ -163,6 +163,59 @@ class Service:
         content = self.pm.memory(doc_id, key, user_id=user.id)
         return {**memory_json(content.memory), "items": {k: v for k, v in content.items.items() if v}}
 
+    def _memory_of(self, user: Any, doc_id: str, method: str) -> Any:
+        """The user's finished memory of a document built by ``method`` (the memory kind: ReadAgent's three methods
+        share one), the most recently updated; :class:`NotFound` when there is none yet."""
+        from ..methods import registry
+
+        kind = getattr(registry.get(method), "memory_kind", None) if method in registry.names() else None
+        if kind is None:
+            raise InputError(f"{method!r} keeps no memory to show (readagent-p, readagent-s, gistmem, memwalker, "
+                             "rag, op-rag do)")
+        found = [m for m in self.pm.memories(doc_id, user_id=user.id) if m.method == kind and m.status == "complete"]
+        if not found:
+            raise NotFound(f"no {kind} memory of document {doc_id!r} yet: ask it (or index it) with {method} first")
+        return found[0]
+
+    def structure(self, user: Any, doc_id: str, method: str = "readagent-p") -> dict[str, Any]:
+        """A memory's structure: ReadAgent's pages with their gists and sizes, MemWalker's tree (every node's id,
+        level, children and summary), or the fragments with their sizes and places."""
+        record = self._memory_of(user, doc_id, method)
+        items = self.pm.store.memory_items(record.key)
+        out: dict[str, Any] = {"document_id": doc_id, "method": record.method, "key": record.key}
+        if record.method == "readagent":
+            gists = {g["page"]: g["text"] for g in items.get("gist", [])}
+            out["pages"] = [{"page": p["index"], "words": len(p["text"].split()), "gist": gists.get(p["index"], "")}
+                            for p in items.get("page", [])]
+        elif record.method == "memwalker":
+            out["nodes"] = [{k: n[k] for k in ("id", "index", "level", "children", "summary")}
+                            for n in items.get("node", [])]
+        else:
+            out["fragments"] = [{"fragment": f["index"], "words": len(f["text"].split()), "start": f.get("start"),
+                                 "end": f.get("end")} for f in items.get("fragment", [])]
+        return out
+
+    def units(self, user: Any, doc_id: str, which: str, method: str = "readagent-p") -> dict[str, Any]:
+        """Units of a memory by number (``which``: ``3``, ``3-7``, ``1,4,9``): ReadAgent's pages with their gists,
+        MemWalker's leaves with their summaries, or fragments; each with its text."""
+        record = self._memory_of(user, doc_id, method)
+        wanted = numbers(which)
+        items = self.pm.store.memory_items(record.key)
+        if record.method == "readagent":
+            gists = {g["page"]: g["text"] for g in items.get("gist", [])}
+            found = [{"unit": "page", "index": p["index"], "text": p["text"], "gist": gists.get(p["index"], "")}
+                     for p in items.get("page", []) if p["index"] in wanted]
+        elif record.method == "memwalker":
+            found = [{"unit": "leaf", "index": n["index"], "id": n["id"], "text": n["text"], "summary": n["summary"]}
+                     for n in items.get("node", []) if n["level"] == 0 and n["index"] in wanted]
+        else:
+            found = [{"unit": "fragment", "index": f["index"], "text": f["text"]}
+                     for f in items.get("fragment", []) if f["index"] in wanted]
+        missing = sorted(wanted - {u["index"] for u in found})
+        if missing:
+            raise NotFound(f"the {record.method} memory of {doc_id!r} has no unit {missing[0]}")
+        return {"document_id": doc_id, "method": record.method, "units": found}
+
     # --- libraries --------------------------------------------------------------------------------------------
     def libraries(self, user: Any) -> list[dict[str, Any]]:
         return [library_json(r) for r in self.pm.libraries(user_id=user.id)]
@@ -403,6 +456,31 @@ class Service:
 
         return self.in_line(row, job)
 
+    def edit_block(self, user: Any, ref: int | str, label: str, *, append: str | None = None,
+                   old: str | None = None, new: str | None = None) -> Future:
+        """Core memory edited as the agent's own functions edit it: ``append`` a line to a block, or replace ``old``
+        (exactly as it is in the block) by ``new``; in the agent's line, so it never interleaves with a turn."""
+        if (append is None) == (old is None):
+            raise InputError("give append (a line to add) or old_content with new_content (a replacement)")
+        row = self.own_agent(user, ref)
+
+        def job() -> dict[str, Any]:
+            agent = self.pm.agent(row.name, llm=False)
+            block = next((b for b in agent.blocks() if b.label == label), None)
+            if block is None:
+                raise NotFound(f"agent {agent_name(user.id, row.name)!r} has no block {label!r}")
+            if append is not None:
+                if not append.strip():
+                    raise InputError("nothing to append")
+                value = f"{block.value}\n{append}" if block.value else append
+            else:
+                if not old or old not in block.value:
+                    raise InputError(f"old_content is not in the {label} block (it must match its text exactly)")
+                value = block.value.replace(old, new or "", 1)
+            return block_json(agent.set_block(label, value))
+
+        return self.in_line(row, job)
+
     def insert_passage(self, user: Any, ref: int | str, text: str) -> dict[str, Any]:
         row = self.own_agent(user, ref)
         agent = self.pm.agent(row.name, llm=False)
@@ -438,6 +516,20 @@ class Service:
 
 class AgentNameTaken(PagemindError):
     """The user already has an agent of that name (409)."""
+
+
+def numbers(which: str, most: int = 200) -> set[int]:
+    """``3``, ``3-7``, ``1,4,9-11`` as a set of numbers; an :class:`InputError` for anything else or over ``most``."""
+    out: set[int] = set()
+    for part in (p.strip() for p in which.split(",")):
+        first, dash, last = part.partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()):
+            raise InputError(f"{which!r}: give unit numbers as 3, 3-7 or 1,4,9")
+        lo, hi = int(first), int(last) if dash else int(first)
+        if hi < lo or hi - lo >= most or len(out) + hi - lo + 1 > most:
+            raise InputError(f"{which!r}: at most {most} units, low to high")
+        out.update(range(lo, hi + 1))
+    return out
 
 
 def json_int(value: Any) -> Any:

@@ -160,6 +160,18 @@ class BlockUpdate(Shape):
     value: str = Field(max_length=MAX_BLOCK, description="the block's new value (within its limit)")
 
 
+class BlockEdit(Shape):
+    """A core-memory edit as the agent's functions make it: append a line, or replace text in the block."""
+
+    append: str | None = Field(None, min_length=1, max_length=MAX_BLOCK, description="a line to append")
+    old_content: str | None = Field(None, min_length=1, max_length=MAX_BLOCK,
+                                    description="text to replace, exactly as it is in the block")
+    new_content: str | None = Field(None, max_length=MAX_BLOCK, description="what replaces old_content")
+
+
+UNITS = r"^[0-9]{1,7}(-[0-9]{1,7})?(,[0-9]{1,7}(-[0-9]{1,7})?){0,49}$"  # 3, 3-7, 1,4,9-11
+
+
 class ArchivalInsert(Shape):
     text: str = Field(min_length=1, max_length=MAX_PASSAGE, description="the passage")
 
