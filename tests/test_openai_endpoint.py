@@ -5,8 +5,6 @@ extension field and by model name, streaming, an agent's turn, citations and usa
 from __future__ import annotations
 
 import json
-import threading
-import time
 
 import pytest
 
@@ -17,8 +15,8 @@ openai = pytest.importorskip("openai")
 
 from pagemind import Pagemind, ScriptedLLM  # noqa: E402
 from pagemind import users as users_api  # noqa: E402
-from pagemind.llm.llamaserver import free_port  # noqa: E402
 from pagemind.server.app import create_app  # noqa: E402
+from test_mcp import Served  # noqa: E402
 
 FACT = "Wren found the map under the third stair."
 STORY = make_text(6, 40).replace("p2w0 ", FACT + " ", 1)
@@ -31,27 +29,15 @@ def agent_step(request):
 
 @pytest.fixture
 def served(tmp_path):
-    import uvicorn
-
     fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist,
                                 "answer": "Wren found the map under the stair.", "agent-step": agent_step})
     pm = Pagemind(fake, store=tmp_path / "s.db")
     ann = users_api.create_user(pm.store, "ann")
     bob = users_api.create_user(pm.store, "bob")
-    app = create_app(pm, auth="keys", keepalive=1.0, workers=4)
-    port = free_port()
-    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not uv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.05)
-    base = f"http://127.0.0.1:{port}/v1"
-    yield {"base": base, "pm": pm, "ann": openai.OpenAI(base_url=base, api_key=ann[1], max_retries=0),
-           "bob": openai.OpenAI(base_url=base, api_key=bob[1], max_retries=0), "ann_id": ann[0].id}
-    uv.should_exit = True
-    thread.join(20)
+    with Served(create_app(pm, auth="keys", keepalive=1.0, workers=4)) as server:
+        base = f"{server.url}/v1"
+        yield {"base": base, "pm": pm, "ann": openai.OpenAI(base_url=base, api_key=ann[1], max_retries=0),
+               "bob": openai.OpenAI(base_url=base, api_key=bob[1], max_retries=0), "ann_id": ann[0].id}
     pm.close()
 
 

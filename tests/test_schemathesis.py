@@ -33,7 +33,10 @@ from test_mcp import Served
 # may be a 422 that names them. The same holds for a library's upload, index and ask, and for a chat completion,
 # which also answers 404 for a model, document or library that is not the user's and 422 for a conversation
 # without a user message to answer. A core-memory edit names either a line to append or a text to replace, and the
-# text to replace must be in the block: 422 otherwise.
+# text to replace must be in the block: 422 otherwise. An agent's persona and human must fit its block limit, and
+# its tool calling must be one the backend offers (the scripted fake has no native tools): 422 names the rule. A
+# library's name is its user's: two users may each hold a library named alike, so one user's deleting theirs
+# leaves the other's answering (not a use after free).
 CONFIG = """
 [auth.wfc]
 path = "auth.json"
@@ -46,6 +49,14 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404",
 [[operations]]
 include-operation-id = ["index_document", "ask_document", "index_library", "ask_library"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "422"]
+
+[[operations]]
+include-operation-id = ["create_agent", "send_message"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "422"]
+
+[[operations]]
+include-operation-id = ["delete_library", "remove_from_library"]
+checks.use_after_free.enabled = false
 
 [[operations]]
 include-operation-id = "edit_block"

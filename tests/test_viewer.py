@@ -390,11 +390,11 @@ def test_a_library_is_made_asked_and_its_citation_opens_in_the_document_it_names
     tab.wait_for_selector("#library-upload")
     assert "No libraries yet" in tab.inner_text("main")
     tab.fill("#library-name", "cape")
-    tab.fill("#library-doc-name", "lamps.txt")
-    tab.fill("#library-text", "Wren keeps the lamps of the tower.\n\nAbel sails the ferry across the sound.")
+    tab.fill("#library-upload-name", "lamps.txt")
+    tab.fill("#library-upload-text", "Wren keeps the lamps of the tower.\n\nAbel sails the ferry across the sound.")
     tab.click("#library-upload button[type=submit]")
     tab.wait_for_selector("#libraries a.docname")
-    tab.set_input_files("#library-file", files=[{"name": "map.md", "mimeType": "text/markdown", "buffer": (
+    tab.set_input_files("#library-upload-file", files=[{"name": "map.md", "mimeType": "text/markdown", "buffer": (
         b"# The map\n\nThe map is under the stairs of the lighthouse, where Wren hid it.\n\nNobody else knew.")}])
     tab.fill("#library-name", "cape")
     tab.click("#library-upload button[type=submit]")

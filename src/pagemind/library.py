@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # what a folder read as a library holds (anything else in it is skipped, named in the report)
 DOCUMENT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown", ".html", ".htm", ".xhtml", ".pdf", ".epub",
                                ".docx", ".rst", ".log"})
-MAX_NAME = 300  # characters of a member's name
+MAX_NAME = 255  # characters of a member's name (as of an uploaded document's)
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"  # a library's name: letters, digits, '_', '.', '-'; 1-100 characters
 
 

@@ -222,12 +222,13 @@ def delete_library(name: LibraryName, service: Svc, user: User) -> Response:
     return Response(status_code=204)
 
 
-@router.delete("/v1/libraries/{name}/documents/{document:path}", name="remove_from_library", status_code=204,
+@router.delete("/v1/libraries/{name}/documents/{doc_name:path}", name="remove_from_library", status_code=204,
                tags=["libraries"], responses=AUTHED)
-def remove_from_library(name: LibraryName, document: Annotated[str, PathParam(
+def remove_from_library(name: LibraryName, doc_name: Annotated[str, PathParam(
         min_length=1, max_length=shapes.MAX_NAME, description="the document's name in the library")],
         service: Svc, user: User) -> Response:
-    service.remove_from_library(user, name, document)
+    """Remove one document from the library; its text and memories go when nothing else holds them."""
+    service.remove_from_library(user, name, doc_name)
     return Response(status_code=204)
 
 

@@ -342,30 +342,38 @@ async function loadDocuments(slot) {
       h("td", { class: "num" }, num(d.words)), h("td", { class: "num" }, num(d.chars)), h("td", {}, when(d.created)))))));
 }
 
-function uploadForm(done) {
-  const file = h("input", { type: "file", name: "file", id: "upload-file", accept: ".txt,.md,.text,text/*" });
-  const name = h("input", { type: "text", name: "name", id: "upload-name", placeholder: "the file's name" });
-  const text = h("textarea", { name: "text", id: "upload-text", rows: 4, placeholder: "…or paste the text here" });
+/** A form adding a file or a pasted text: to your documents (``library`` null), or to a library (its name, or
+ * an input holding it). Its fields' ids start with ``prefix``. */
+function uploadForm(done, library = null, prefix = "upload") {
+  const file = h("input", { type: "file", name: "file", id: `${prefix}-file`,
+                            accept: library === null ? ".txt,.md,.text,text/*" : ".txt,.md,.text,.html,.pdf,.epub,.docx,text/*" });
+  const name = h("input", { type: "text", name: "name", id: `${prefix}-name`, placeholder: "the file's name" });
+  const text = h("textarea", { name: "text", id: `${prefix}-text`, rows: library === null ? 4 : 3, placeholder: "…or paste the text here" });
   const note = h("p", { class: "form-note", role: "status" });
-  const button = h("button", { type: "submit", class: "primary" }, "Upload");
-  return h("form", { class: "card upload", id: "upload", onsubmit: async (e) => {
+  const button = h("button", { type: "submit", class: "primary" }, library === null ? "Upload" : "Add");
+  const url = () => library === null ? "/v1/documents"
+    : `/v1/libraries/${enc(typeof library === "string" ? library : library.value.trim())}/documents`;
+  return h("form", { class: "card upload", id: prefix, onsubmit: async (e) => {
     e.preventDefault();
     note.className = "form-note";
     button.disabled = true;
     try {
-      let doc;
+      let put;
       if (file.files.length) {
         const form = new FormData();
         form.append("file", file.files[0]);
         if (name.value.trim()) form.append("name", name.value.trim());
-        doc = await api("/v1/documents", { method: "POST", form });
+        put = await api(url(), { method: "POST", form });
       } else if (text.value.trim()) {
-        doc = await api("/v1/documents", { method: "POST", json: { name: name.value.trim() || "pasted text", text: text.value } });
+        put = await api(url(), { method: "POST", json: { name: name.value.trim() || "pasted text", text: text.value } });
       } else {
         throw new Error("Choose a file or paste some text.");
       }
-      note.textContent = `Added “${doc.name}” (${num(doc.words)} words).`;
-      e.target.reset();
+      const doc = put.document || put;  // a library answers what it did with the document
+      note.textContent = `${{ updated: "Updated", unchanged: "Already there:" }[doc.status] || "Added"} “${doc.name}” (${num(doc.words)} words).`;
+      file.value = "";
+      text.value = "";
+      name.value = "";
       await done();
     } catch (err) {
       note.className = "form-note error";
@@ -374,10 +382,12 @@ function uploadForm(done) {
       button.disabled = false;
     }
   } },
-  h("h2", {}, "Add a document"),
+  h("h2", {}, library === null || typeof library === "string" ? "Add a document" : "Add a document to a library"),
+  library === null || typeof library === "string" ? null : h("div", {}, h("label", { for: library.id }, "Library"), library),
   h("div", { class: "grid2" },
-    h("div", {}, h("label", { for: "upload-file" }, "Text file"), file),
-    h("div", {}, h("label", { for: "upload-name" }, "Name ", h("span", { class: "muted" }, "(optional)")), name)),
+    h("div", {}, h("label", { for: `${prefix}-file` }, library === null ? "Text file" : "File"), file),
+    h("div", {}, h("label", { for: `${prefix}-name` }, library === null ? "Name " : "Name in the library ",
+                   h("span", { class: "muted" }, "(optional)")), name)),
   text, h("div", { class: "actions" }, button, note));
 }
 
@@ -412,7 +422,7 @@ async function librariesPage() {
   const name = h("input", { type: "text", id: "library-name", required: true, maxlength: 100, placeholder: "reports" });
   clear(app, h("div", { class: "page-head" }, h("h1", {}, "Libraries"),
                 h("p", { class: "muted" }, "Named sets of documents, asked as one; every citation names its document.")),
-        libraryUpload(name, () => loadLibraries(list)), list);
+        uploadForm(() => loadLibraries(list), name, "library-upload"), list);
   await loadLibraries(list);
 }
 
@@ -425,51 +435,6 @@ async function loadLibraries(slot) {
     h("tbody", {}, libs.map((l) => h("tr", {},
       h("td", {}, h("a", { href: `#/libraries/${enc(l.name)}`, class: "docname" }, l.name)),
       h("td", { class: "num" }, num(l.document_count)), h("td", { class: "num" }, num(l.words)), h("td", {}, when(l.created)))))));
-}
-
-/** A form putting a file or a pasted text into the library named by ``library`` (an input, or a fixed name). */
-function libraryUpload(library, done) {
-  const file = h("input", { type: "file", name: "file", id: "library-file", accept: ".txt,.md,.text,.html,.pdf,.epub,.docx,text/*" });
-  const name = h("input", { type: "text", name: "name", id: "library-doc-name", placeholder: "the file's name" });
-  const text = h("textarea", { name: "text", id: "library-text", rows: 3, placeholder: "…or paste the text here" });
-  const note = h("p", { class: "form-note", role: "status" });
-  const button = h("button", { type: "submit", class: "primary" }, "Add");
-  const libraryName = () => (typeof library === "string" ? library : library.value.trim());
-  return h("form", { class: "card upload", id: "library-upload", onsubmit: async (e) => {
-    e.preventDefault();
-    note.className = "form-note";
-    button.disabled = true;
-    try {
-      const url = `/v1/libraries/${enc(libraryName())}/documents`;
-      let put;
-      if (file.files.length) {
-        const form = new FormData();
-        form.append("file", file.files[0]);
-        if (name.value.trim()) form.append("name", name.value.trim());
-        put = await api(url, { method: "POST", form });
-      } else if (text.value.trim()) {
-        put = await api(url, { method: "POST", json: { name: name.value.trim() || "pasted text", text: text.value } });
-      } else {
-        throw new Error("Choose a file or paste some text.");
-      }
-      note.textContent = `${put.document.status === "updated" ? "Updated" : put.document.status === "unchanged" ? "Already there:" : "Added"} “${put.document.name}” (${num(put.document.words)} words).`;
-      file.value = "";
-      text.value = "";
-      name.value = "";
-      await done();
-    } catch (err) {
-      note.className = "form-note error";
-      note.textContent = err.message;
-    } finally {
-      button.disabled = false;
-    }
-  } },
-  h("h2", {}, typeof library === "string" ? "Add a document" : "Add a document to a library"),
-  typeof library === "string" ? null : h("div", {}, h("label", { for: "library-name" }, "Library"), library),
-  h("div", { class: "grid2" },
-    h("div", {}, h("label", { for: "library-file" }, "File"), file),
-    h("div", {}, h("label", { for: "library-doc-name" }, "Name in the library ", h("span", { class: "muted" }, "(optional)")), name)),
-  text, h("div", { class: "actions" }, button, note));
 }
 
 async function libraryPage(name) {
@@ -493,7 +458,7 @@ async function libraryPage(name) {
       h("div", {}, askForm(lib, methods, `/v1/libraries/${enc(name)}/ask`)),
       h("div", {},
         section("Documents", docs),
-        libraryUpload(name, async () => drawDocs(await api(`/v1/libraries/${enc(name)}`))),
+        uploadForm(async () => drawDocs(await api(`/v1/libraries/${enc(name)}`)), name, "library-upload"),
         h("p", {}, h("button", { class: "danger link", onclick: async () => {
           if (!confirm(`Delete the library “${lib.name}”?`)) return;
           await api(`/v1/libraries/${enc(name)}`, { method: "DELETE" });
