@@ -458,12 +458,8 @@ def portable(schema: Any) -> Any:
 
 
 def sources(data: dict[str, Any]) -> str:
-    """The sources list of an answer's or a turn's JSON: ``[n] location: "quote"`` (get_page opens one)."""
-    cited = data.get("citations") or []
-    lines = [f'[{n}] {c["document_name"] + ", " if "library" in data and c.get("document_name") else ""}'
-             f'{c.get("location", "")}: "{" ".join(str(c.get("quote", "")).split())[:200]}"'
-             for n, c in enumerate(cited, 1)]
-    return "\n\nSources (get_page opens one):\n" + "\n".join(lines) if lines else ""
+    """The sources list of an answer's or a turn's JSON (get_page opens one)."""
+    return shapes.sources_text(data.get("citations") or [], "library" in data, "Sources (get_page opens one):", 200)
 
 
 def result(data: dict[str, Any], text: str) -> CallToolResult:

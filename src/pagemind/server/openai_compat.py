@@ -126,15 +126,6 @@ def error_of(err: BaseException) -> JSONResponse:
     return openai_error(str(err) or type(err).__name__, status_of(err), type(err).__name__)
 
 
-def sources_block(citations: list[dict[str, Any]], named: bool) -> str:
-    lines = []
-    for n, c in enumerate(citations, 1):
-        where = f"{c['document_name']}, {c.get('location', '')}" if named and c.get("document_name") else \
-            c.get("location", "")
-        lines.append(f'[{n}] {where}: "{" ".join(str(c.get("quote", "")).split())[:300]}"')
-    return "\n\nSources:\n" + "\n".join(lines) if lines else ""
-
-
 # --- the routes ---------------------------------------------------------------------------------------------------
 @router.get("/v1/models", name="get_model", tags=["openai"], responses=AUTHED)
 def models(service: Svc, user: User) -> dict[str, Any]:
@@ -246,7 +237,7 @@ def _answer(target: Target, result: Any) -> tuple[str, list[dict[str, Any]], dic
 def _tail(body: ChatRequest, target: Target, cited: list[dict[str, Any]]) -> str:
     named = target.kind == "agent" or body.pagemind.library is not None or target.library is not None
     return "".join(f" [{n}]" for n in range(1, len(cited) + 1)) + \
-        (sources_block(cited, named) if body.pagemind.sources else "")
+        (shapes.sources_text(cited, named) if body.pagemind.sources else "")
 
 
 def completion(made: str, body: ChatRequest, target: Target, run_id: str, result: Any) -> dict[str, Any]:

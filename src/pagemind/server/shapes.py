@@ -260,6 +260,16 @@ def document_json(row: Any) -> dict[str, Any]:
 LIBRARY_NAME = NAME  # letters, digits, '_', '.', '-', 1-100 characters (pagemind.library.NAME)
 
 
+def sources_text(citations: list[dict[str, Any]], named: bool, head: str = "Sources:", width: int = 300) -> str:
+    """An answer's citations as text after it (MCP, the OpenAI-compatible reply): ``[n] location: "quote"``, each
+    place with its document's name when ``named`` (an answer over a library, an agent's passages)."""
+    lines = []
+    for n, c in enumerate(citations, 1):
+        where = f"{c['document_name']}, " if named and c.get("document_name") else ""
+        lines.append(f'[{n}] {where}{c.get("location", "")}: "{" ".join(str(c.get("quote", "")).split())[:width]}"')
+    return f"\n\n{head}\n" + "\n".join(lines) if lines else ""
+
+
 def library_json(row: Any) -> dict[str, Any]:
     return {"name": row.name, "document_count": row.documents, "words": row.words, "created": row.created}
 
