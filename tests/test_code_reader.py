@@ -156,8 +156,8 @@ def test_a_directory_is_read_by_the_code_method_only_never_switched_to_it(tmp_pa
 
     pm, fake = session()
     root = write(tmp_path, SMALL)
-    for method in ("auto", "readagent-p", "full"):  # a document method refuses a directory, naming the code method
-        with pytest.raises(InputError, match=r"is a directory: .* reads a document; .*ask_code"):
+    for method in ("auto", "readagent-p", "full"):  # a document method refuses a source tree, naming the code method
+        with pytest.raises(InputError, match=r"is a directory: .* holds no document files; .*ask_code"):
             pm.ask(root, "What does alpha_total return?", method=method)
     assert fake.history == []  # nothing was asked of the model
     assert pm.ask(root, "What does alpha_total return?", method="code").method == "code"  # explicit: read
@@ -275,11 +275,15 @@ def test_ask_directory_dispatch(tmp_path):
     off, _ = run(ask + ["q?", "--json", "--no-fragrel"] + store, command=cli_main.cli)
     assert json.loads(on.stdout)["details"]["options"]["fragrel"] is True
     assert json.loads(off.stdout)["details"]["options"]["fragrel"] is False
-    for bad in (["--keep", "left"], ["--method", "rag"], ["--scorer", "dense"]):
+    for bad in (["--keep", "left"], ["--scorer", "dense"]):
         rejected, _ = run(ask + ["q?"] + bad + store, command=cli_main.cli)
         assert rejected.exit_code == 2, (bad, rejected.output)
-        assert ("does not apply" in rejected.output or "applies to full, not code" in rejected.output
-                or "one of bm25, jaccard" in rejected.output), rejected.output
+        assert ("applies to full, not code" in rejected.output or "one of bm25, jaccard" in rejected.output), \
+            rejected.output
+    # a document method asked of a source tree reads it as a library of documents, and it holds none: refused
+    rejected, fake = run(ask + ["q?", "--method", "rag"] + store, command=cli_main.cli)
+    assert rejected.exit_code == 1 and "holds no document files" in rejected.output and "code method" in \
+        rejected.output and fake.history == []
 
 
 def test_a_prose_completion_is_reasked_once_then_returned_with_a_warning(tmp_path):

@@ -198,8 +198,12 @@ class Pagemind:
         if isinstance(source, Library):
             return source
         if isinstance(source, (str, Path)) and Path(source).is_dir():
-            from .library import of_folder
+            from .library import holds_documents, of_folder
 
+            if not holds_documents(source):  # never read with another method behind the caller's back
+                raise InputError(f"{source} is a directory: {reader.name} reads a document, or a folder of documents "
+                                 "as a library, and this one holds no document files; a source tree is read by the "
+                                 "code method (Pagemind.ask_code, method='code', `pagemind ask DIR`)")
             return of_folder(source, max_bytes=self.settings.max_bytes, encoding=encoding)
         if isinstance(source, str) and not Path(source).exists() and \
                 self.store.library(self.scope(user_id), source) is not None:

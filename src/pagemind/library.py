@@ -146,14 +146,23 @@ def _walk(folder: Path) -> Iterator[tuple[str, Path]]:
             yield rel.as_posix(), path
 
 
+def _suffixes(path: str | Path) -> set[str]:
+    p = Path(path)
+    return {f.suffix.lower() for f in p.rglob("*") if f.is_file()
+            and not any(s.startswith(".") for s in f.relative_to(p).parts)}
+
+
+def holds_documents(path: str | Path) -> bool:
+    """Whether a folder holds document files (what a library reads of it)."""
+    return bool(_suffixes(path) & DOCUMENT_SUFFIXES)
+
+
 def is_document_folder(path: str | Path) -> bool:
     """Whether a folder is read as a library by default: it holds document files and no source code (a source tree
     is read by the code method)."""
     from .retrieval.fragrel.code_files import EXTENSIONS
 
-    p = Path(path)
-    suffixes = {f.suffix.lower() for f in p.rglob("*") if f.is_file()
-                and not any(s.startswith(".") for s in f.relative_to(p).parts)}
+    suffixes = _suffixes(path)
     return bool(suffixes & DOCUMENT_SUFFIXES) and not suffixes & set(EXTENSIONS)
 
 

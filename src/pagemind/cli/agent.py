@@ -7,7 +7,6 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import click
@@ -367,10 +366,9 @@ def chat(ctx: click.Context, file: str | None, name: str | None, trace: bool, en
     if agent_given:
         flags = ", ".join(_flag(AgentOptions.spec(k))[0].split("/")[0] for k in agent_given)
         raise click.UsageError(f"{flags}: agent option(s), for chat --agent NAME, not for a document")
-    directory = Path(file).is_dir()
-    if directory and ctx.get_parameter_source("method") not in (None, click.core.ParameterSource.DEFAULT):
-        raise click.UsageError("--method does not apply to a directory: it is read with the code method")
-    method, opts = split_method_options({**kw, **shared}, "code" if directory else None)
+    from .main import source_tree
+
+    method, opts = split_method_options({**kw, **shared}, "code" if source_tree(ctx, file) else None)
     with session(ctx, kw) as pm:
         _chat_with_document(pm, file, method, opts, encoding, trace)
 

@@ -72,7 +72,7 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
     if not question:
         raise click.UsageError("give FILE and QUESTION (or --sample QUESTION)")
     path = _source(file, sample, long_sample)
-    method, opts = split_method_options(kw, "code" if _source_tree(ctx, path) else None)
+    method, opts = split_method_options(kw, "code" if source_tree(ctx, path) else None)
     with session(ctx, kw) as pm:
         if not as_json and sys.stderr.isatty():
             click.echo(f"opening the model ({pm.settings.llm})…", err=True)  # a local model loads for seconds
@@ -115,7 +115,7 @@ def index(ctx: click.Context, file: str | None, sample: bool, long_sample: bool,
     pagemind index book.txt -m memwalker --segment-tokens 800
     """
     path = _source(file, sample, long_sample)
-    method, opts = split_method_options(kw, "code" if _source_tree(ctx, path) else None)
+    method, opts = split_method_options(kw, "code" if source_tree(ctx, path) else None)
     with session(ctx, kw) as pm:
         source = pm.source(path, pm.method(method, **opts), encoding)
         reader = pm.reader(method, document=source, **opts)  # auto: the reader it picks for this document
@@ -143,7 +143,7 @@ def show(ctx: click.Context, file: str | None, sample: bool, long_sample: bool, 
     pagemind show book.txt -m memwalker --json
     """
     path = _source(file, sample, long_sample)
-    method, opts = split_method_options(kw, "code" if _source_tree(ctx, path) else None)
+    method, opts = split_method_options(kw, "code" if source_tree(ctx, path) else None)
     with session(ctx, kw) as pm:
         source = pm.source(path, pm.method(method, **opts), encoding)
         reader = pm.reader(method, document=source, **opts)  # auto: the reader it picks for this document
@@ -187,7 +187,7 @@ def methods_command(name: str | None, as_json: bool) -> None:
         click.echo("\n`pagemind methods NAME` shows a method's options; `--json` gives their JSON schema.")
 
 
-def _source_tree(ctx: click.Context, path: str | Path) -> bool:
+def source_tree(ctx: click.Context, path: str | Path) -> bool:
     """Whether a directory is read by the code method: it holds source code and no method was named (a folder of
     documents, or a folder asked with a document method, is read as a library)."""
     from ..library import is_document_folder
