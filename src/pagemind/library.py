@@ -18,7 +18,8 @@ import hashlib
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,8 @@ class Library:
         if len(set(names)) != len(names):
             raise InputError(f"library {self.name!r}: two documents are named alike")
 
-    @property
+    # each computed once per value: a member's id hashes its whole text, and the joined text copies every text
+    @cached_property
     def id(self) -> str:
         """The library's content address: its members' names and texts (not its own name)."""
         digest = hashlib.sha256(b"pagemind-library\n")
@@ -57,7 +59,7 @@ class Library:
             digest.update(f"{m.name}\0{m.id}\n".encode())
         return "lib-" + digest.hexdigest()
 
-    @property
+    @cached_property
     def words(self) -> int:
         return sum(m.words for m in self.members)
 
@@ -65,7 +67,7 @@ class Library:
     def chars(self) -> int:
         return sum(len(m.text) for m in self.members)
 
-    @property
+    @cached_property
     def text(self) -> str:
         """Every document in full, one after another, each under its name (what the full-text reader reads)."""
         return "\n\n".join(f"Document: {m.name}\n\n{m.text}" for m in self.members)
@@ -180,8 +182,6 @@ def of_folder(path: str | Path, *, max_bytes: int, encoding: str = "utf-8") -> L
 
 
 def _named(document: Document, name: str) -> Document:
-    from dataclasses import replace
-
     return document if document.name == name else replace(document, name=name)
 
 

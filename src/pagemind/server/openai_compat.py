@@ -213,9 +213,7 @@ def start(service: Any, user: Any, target: Target, body: ChatRequest, question: 
     if (ext.document_id is None) == (library is None):
         raise InputError('name what to read: "pagemind": {"document_id": "..."} or {"library": "..."} (extra_body), '
                          "or the model pagemind/<method>@<library>")
-    from .shapes import AskRequest
-
-    ask = AskRequest(question=question, options=ext.options, method=target.name,
+    ask = shapes.AskRequest(question=question, options=ext.options, method=target.name,
                      method_options=ext.method_options, budget=ext.budget)
     return service.ask(user, ext.document_id, ask, library=library, on_text=on_text)
 
