@@ -363,12 +363,14 @@ class Pagemind:
 
     def create_agent(self, name: str, *, persona: str | None = None, human: str | None = None,
                      options: dict[str, Any] | None = None, user_id: int | None = None,
-                     display_name: str | None = None) -> Any:
-        """A new agent; ``options`` are :class:`pagemind.agent.AgentOptions` fields; ``user_id`` its owner."""
+                     display_name: str | None = None, blocks: dict[str, str] | None = None,
+                     limits: dict[str, int] | None = None) -> Any:
+        """A new agent; ``options`` are :class:`pagemind.agent.AgentOptions` fields; ``user_id`` its owner;
+        ``blocks``: more core-memory blocks by label, ``limits`` a block's own character limit by label."""
         from .agent import Agent, AgentOptions
 
         with self.store.transaction():
-            agent = Agent.create(None, self.store, name, persona=persona, human=human,
+            agent = Agent.create(None, self.store, name, persona=persona, human=human, blocks=blocks, limits=limits,
                                  options=AgentOptions().updated(**(options or {})), display_name=display_name)
             if user_id is not None:
                 self.store.set_agent_owner(agent.id, user_id)
@@ -395,6 +397,41 @@ class Pagemind:
         from .agent import AgentStore
 
         AgentStore(self.store).delete_agent(name)
+
+    def export_agent(self, name: str, *, shown_as: str | None = None, model: str | None = None) -> dict[str, Any]:
+        """Agent ``name`` as an Agent File (``.af``, Letta's format; a JSON object): blocks, system prompt, every
+        message, and its options and archival passages in the ``pagemind`` extension (:mod:`pagemind.agent.agentfile`).
+        ``shown_as``: the name the file gives it (a service user's own name for it)."""
+        from .agent.agentfile import export_agent
+
+        return export_agent(self.agent(name, llm=False), shown_as, model=model)
+
+    def import_agent(self, data: bytes | str | dict[str, Any], *, name: str | None = None,
+                     skip_unsupported: bool = False, user_id: int | None = None) -> list[Any]:
+        """The agents of an Agent File (a pagemind export, or Letta's), stored: a list of
+        :class:`~pagemind.agent.agentfile.AgentPlan` as imported. Letta features without a counterpart are refused
+        by name before anything is stored (:class:`~pagemind.agent.agentfile.Unsupported`) unless
+        ``skip_unsupported``; ``name`` renames a file's only agent; ``user_id``: the owner (stored per user)."""
+        from .agent import Agent, AgentExists, AgentStore
+        from .agent.agentfile import plan_import
+
+        plans = plan_import(data, name=name, skip_unsupported=skip_unsupported)
+        astore = AgentStore(self.store)
+        with self.store.transaction():
+            for plan in plans:
+                stored = agent_key(user_id, plan.name) if user_id is not None else plan.name
+                if self.store.get_agent(stored) is not None:
+                    raise AgentExists(f"an agent named {plan.name!r} already exists (import it with another name)")
+                record = astore.create_agent(stored, plan.options, plan.blocks)
+                astore.save_state(record.id, plan.state)
+                astore.append(record.id, plan.events)
+                if plan.passages:
+                    agent = Agent(None, astore, record)
+                    agent.archive.insert([p.text for p in plan.passages], [p.time for p in plan.passages],
+                                         [p.summary for p in plan.passages], [p.source for p in plan.passages])
+                if user_id is not None:
+                    self.store.set_agent_owner(record.id, user_id)
+        return plans
 
     def send(self, agent: Any, text: str, *, progress: Progress | None = None, run: RunRow | str | None = None,
              user_id: int | None = None, on_step: Callable[[Any], None] | None = None, key: str | None = None) -> Any:

@@ -74,13 +74,17 @@ class Archive:
         matrix = fragment_vectors(cached.embed(list(texts)))
         return [row.tobytes() for row in matrix]
 
-    def insert(self, texts: Sequence[str], time: str, summaries: Sequence[str | None] | None = None,
-               source: str | None = None) -> list[int]:
-        """Store passages; the embedding is taken of the summary (if any) plus the text."""
+    def insert(self, texts: Sequence[str], time: str | Sequence[str], summaries: Sequence[str | None] | None = None,
+               source: str | Sequence[str | None] | None = None) -> list[int]:
+        """Store passages; the embedding is taken of the summary (if any) plus the text. ``time`` and ``source``:
+        one for all, or one per passage (an imported archive keeps each passage's own)."""
         summaries = list(summaries) if summaries is not None else [None] * len(texts)
+        times = [time] * len(texts) if isinstance(time, str) else list(time)
+        sources = [source] * len(texts) if source is None or isinstance(source, str) else list(source)
         vectors = self._vectors([f"{s}\n{t}" if s else t for t, s in zip(texts, summaries)])
         model = self.embedder.model_id if self.embedder is not None else None
-        rows = [(t, s, source, v, model if v is not None else None, time) for t, s, v in zip(texts, summaries, vectors)]
+        rows = [(t, s, src, v, model if v is not None else None, when)
+                for t, s, src, v, when in zip(texts, summaries, sources, vectors, times)]
         return self.store.insert_passages(self.agent_id, rows)
 
     def search(self, query: str, page: int) -> SearchPage:

@@ -77,8 +77,11 @@ class MainContext:
 
     def system_text(self, blocks: list[Block]) -> str:
         reply_format = prompt("reply_format_tools" if self.native_tools else "reply_format_json")
-        return prompt("system", functions=prompt("functions", functions=FUNCTIONS), reply_format=reply_format,
-                      core_memory="\n".join(b.render() for b in blocks))
+        parts = {"functions": prompt("functions", functions=FUNCTIONS), "reply_format": reply_format,
+                 "core_memory": "\n".join(b.render() for b in blocks)}
+        if self.options.system is not None:
+            return prompt("system_own", instructions=self.options.system, **parts)
+        return prompt("system", **parts)
 
     def tools(self, blocks: list[Block], functions: Sequence[FunctionSpec] = FUNCTIONS) -> tuple[Tool, ...]:
         if not self.native_tools:

@@ -49,10 +49,12 @@ class Agent:
     @classmethod
     def create(cls, llm: LLM | None, store: StoreBackend | AgentStore, name: str, *, persona: str | None = None,
                human: str | None = None, blocks: dict[str, str] | None = None,
-               options: AgentOptions | None = None, display_name: str | None = None, **kwargs: Any) -> Agent:
+               options: AgentOptions | None = None, display_name: str | None = None,
+               limits: dict[str, int] | None = None, **kwargs: Any) -> Agent:
         """A new agent with persona and human blocks (plus ``blocks`` by label) and the boot messages.
         ``display_name``: what the default persona calls the agent when its stored name is namespaced (a
-        server's agents are stored per user)."""
+        server's agents are stored per user); ``limits``: a block's own character limit, by label (else the
+        options' ``block_limit``)."""
         if not NAME.match(name):
             raise ConfigError(f"agent name {name!r}: use letters, digits, '_', '.', '-' (at most 64)")
         options = options or AgentOptions()
@@ -61,10 +63,12 @@ class Agent:
         for label, value in values.items():
             if not LABEL.match(label):
                 raise ConfigError(f"block label {label!r}: use lowercase letters, digits and '_'")
-            if len(value) > options.block_limit:
-                raise ConfigError(f"block {label}: {len(value)} characters exceed the limit of {options.block_limit}")
+            limit = (limits or {}).get(label, options.block_limit)
+            if len(value) > limit:
+                raise ConfigError(f"block {label}: {len(value)} characters exceed the limit of {limit}")
         astore = store if isinstance(store, AgentStore) else AgentStore(store)
-        record = astore.create_agent(name, options, [Block(k, v, options.block_limit) for k, v in values.items()])
+        record = astore.create_agent(name, options, [Block(k, v, (limits or {}).get(k, options.block_limit))
+                                                     for k, v in values.items()])
         agent = cls(llm, astore, record, **kwargs)
         boot = {"thoughts": prompt("boot_thoughts"), "function": "send_message",
                 "arguments": {"message": prompt("boot_message")}}

@@ -57,6 +57,9 @@ class AgentOptions(Options):
                              minimum=1, maximum=1_000_000)
     summary_words: int = option(100, "words of the recursive summary of evicted messages (paper WORD_LIMIT)",
                                 minimum=1, maximum=100_000)
+    system: str | None = option(
+        None, "the agent's own instructions in place of the MemGPT system prompt's (pagemind still appends its reply "
+        "format, functions and core memory); an imported Letta agent's system prompt", maximum=100_000)
     result_chars: int = option(3000, "function results longer than this are cut (search pages are sized by "
                                      "page_size)", minimum=1, maximum=10_000_000)
 

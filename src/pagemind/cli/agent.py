@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -465,6 +466,56 @@ def delete(ctx: click.Context, name: str, encoding: str, **kw: Any) -> None:
     with session(ctx, kw) as pm:
         pm.delete_agent(name)
         click.echo(f"deleted agent {name}")
+
+
+@agent.command("export")
+@click.argument("name")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),
+              help="write the file here [default: standard output]")
+@llm_options
+@click.pass_context
+@handle_errors
+def export(ctx: click.Context, name: str, output: str | None, encoding: str, **kw: Any) -> None:
+    """Agent NAME as an Agent File (.af, Letta's format): blocks, system prompt, every message, and its options
+    and archival passages in the file's `pagemind` extension.
+
+    \b
+    pagemind agent export sam -o sam.af
+    """
+    with session(ctx, kw) as pm:
+        text = json.dumps(pm.export_agent(name), indent=2, ensure_ascii=False)
+    if output is None:
+        click.echo(text)
+        return
+    Path(output).write_text(text + "\n", encoding="utf-8")
+    click.echo(f"exported agent {name} to {output}", err=True)
+
+
+@agent.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--name", help="the new agent's name (a file of one agent) [default: the name in the file]")
+@click.option("--skip-unsupported", is_flag=True,
+              help="import what has a pagemind counterpart and leave out the rest (tools with code, groups, ...)")
+@llm_options
+@click.pass_context
+@handle_errors
+def import_(ctx: click.Context, file: str, name: str | None, skip_unsupported: bool, encoding: str,
+            **kw: Any) -> None:
+    """Import the agents of an Agent File (.af): a pagemind export (lossless) or one of Letta's. What pagemind has
+    no counterpart for is refused by name unless --skip-unsupported.
+
+    \b
+    pagemind agent import sam.af --name sam2
+    pagemind agent import memgpt_agent.af
+    """
+    with session(ctx, kw) as pm:
+        for plan in pm.import_agent(Path(file).read_bytes(), name=name, skip_unsupported=skip_unsupported):
+            click.echo(f"imported agent {plan.name}: {len(plan.blocks)} blocks, {len(plan.events)} messages, "
+                       f"{len(plan.passages)} passages")
+            for what in plan.dropped:
+                click.echo(f"  left out: {what}")
+            for what in plan.notes:
+                click.echo(f"  not kept: {what}")
 
 
 @agent.command("load")

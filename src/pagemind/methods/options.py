@@ -86,6 +86,11 @@ class OptionSpec:
             raise ConfigError(f"{owner} option {self.name} takes {self._kind()} (got {value!r})")
         if self.choices is not None and value not in self.choices:
             raise ConfigError(f"{owner} option {self.name} must be one of {', '.join(self.choices)} (got {value!r})")
+        if self.type is str:  # a text's bound is its length
+            if self.maximum is not None and len(value) > self.maximum:
+                raise ConfigError(f"{owner} option {self.name} takes at most {self.maximum:g} characters (got "
+                                  f"{len(value):,})")
+            return value
         if self.minimum is not None and value < self.minimum:
             raise ConfigError(f"{owner} option {self.name} must be at least {self.minimum:g} (got {value!r})")
         if self.maximum is not None and value > self.maximum:
@@ -118,7 +123,9 @@ class OptionSpec:
             out["enum"] = list(self.choices) + ([None] if self.nullable else [])
         if self.minimum is not None:
             out["minimum"] = int(self.minimum) if self.type is int else self.minimum
-        if self.maximum is not None:
+        if self.maximum is not None and self.type is str:
+            out["maxLength"] = int(self.maximum)
+        elif self.maximum is not None:
             out["maximum"] = int(self.maximum) if self.type is int else self.maximum
         if self.above is not None:
             out["exclusiveMinimum"] = self.above

@@ -27,6 +27,7 @@ from ..config import Settings
 from ..errors import PagemindError
 from . import shapes
 from .edge import Edge, EdgePolicy, allowed_methods
+from .letta import router as letta_router
 from .openai_compat import router as openai_router
 from .routing import (
     AUTHED,
@@ -341,6 +342,7 @@ def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *
     app.include_router(router)
     app.include_router(agents_router)
     app.include_router(openai_router)  # /v1/chat/completions and /v1/models for OpenAI clients
+    app.include_router(letta_router)  # /letta/v1/...: Letta's REST API for letta-client programs
     mount_docs(app)
     if mcp:  # the same tools over streamable HTTP at /mcp (server/mcp.py)
         from .mcp import mount

@@ -401,10 +401,13 @@ class Service:
         self.pm.delete_agent(row.name)
 
     def send(self, user: Any, ref: int | str, message: str, *, run_id: str | None = None, key: str | None = None,
-             wait: bool = True, progress: Progress | None = None) -> Started:
+             wait: bool = True, progress: Progress | None = None, on_step: Callable[[Any], None] | None = None,
+             then: Callable[[Any, Any], Any] | None = None) -> Started:
         """A user message's turn at the end of the agent's line (turns of one agent run one at a time, in arrival
         order, whichever transport sent them). A message that cannot fit the agent's window is refused here,
-        before a run or the message is stored; so is a ``wait=False`` send to a busy agent (:class:`AgentBusy`)."""
+        before a run or the message is stored; so is a ``wait=False`` send to a busy agent (:class:`AgentBusy`).
+        ``on_step(agent)`` runs after each step, ``then(agent, result)`` after the turn, both still in the agent's
+        line (what they read of the agent is this turn's); the run's result is ``then``'s."""
         row = self.own_agent(user, ref)
         if not wait:  # a turn of this agent in another process holds its lock in the store
             holder = self.pm.agent(row.name, llm=False).lock_holder()
@@ -421,11 +424,29 @@ class Service:
                                       request={"agent": agent_name(user.id, row.name), "message": message,
                                                **({"idempotency_key": key} if key is not None else {})})
             made.append(run)
-            return run.id, lambda: self.pm.send(row.name, message, run=run, user_id=user.id, key=key,
-                                                progress=progress)
+            def job() -> Any:
+                agent = self.pm.agent(row.name, user_id=user.id)
+                result = self.pm.send(agent, message, run=run, user_id=user.id, key=key, progress=progress,
+                                      on_step=on_step if on_step is None else (lambda step: on_step(agent)))
+                return result if then is None else then(agent, result)  # still in the agent's line
+
+            return run.id, job
 
         _, future = self.workers.enqueue(row.id, turn, wait=wait)
         return Started(made[0], future)
+
+    def export_agent(self, user: Any, ref: int | str) -> dict[str, Any]:
+        """The agent as an Agent File (``.af``), under the user's own name for it."""
+        row = self.own_agent(user, ref)
+        return self.pm.export_agent(row.name, shown_as=agent_name(user.id, row.name), model=self.pm.llm.model_id)
+
+    def import_agent(self, user: Any, data: bytes | str | dict[str, Any], *, name: str | None = None,
+                     skip_unsupported: bool = False) -> list[dict[str, Any]]:
+        """The agents of an Agent File, made the user's: each as :meth:`agent_json`, with what was left out
+        (``dropped``) and read but not kept (``notes``)."""
+        plans = self.pm.import_agent(data, name=name, skip_unsupported=skip_unsupported, user_id=user.id)
+        return [{**self.agent_json(user, self.own_agent(user, plan.name)), "dropped": list(plan.dropped),
+                 "notes": list(plan.notes)} for plan in plans]
 
     def attempts(self, user: Any, agent_id: int, key: str, message: str) -> tuple[Any, int]:
         """The latest attempt of an idempotent send (an interrupted one reported failed) and the next attempt's
