@@ -45,7 +45,8 @@ def list_sources(data: str | None) -> None:
     """Every set `data get` can download: its source, licence, size, and whether it is installed."""
     root = data_root(data)
     click.echo(f"data root: {root} ({data_origin(data)})")
-    for source in load_sources().values():
+    sources = load_sources()
+    for source in sources.values():
         present, folder = source.present(root), root / source.folder
         state = (f"installed in {folder}" if len(present) == len(source.targets)
                  else f"partly installed in {folder} ({len(present)} of {len(source.targets)} files)" if present
@@ -56,7 +57,19 @@ def list_sources(data: str | None) -> None:
         size = _size(source.size) if source.size is not None else f"over {_size(known)}" if known else "size unknown"
         click.echo(f"  from {source.homepage} ({len(source.files)} file{'s' * (len(source.files) > 1)}, {size})")
         click.echo(f"  licence: {source.licence}")
+        if not all(f.checked_by for f in source.files):
+            click.echo("  checksums: none recorded for some files (`data get` prints the SHA-256; keep them with "
+                       "--trust-first-download)")
         click.echo(f"  cite: {source.citation}")
+    from ..eval.sets import datasets
+
+    others = [spec for name, spec in datasets().items() if name not in sources]
+    if others:
+        click.echo("\nsets `data get` does not fetch (generated, or read from a copy you name with --data):")
+        for spec in others:
+            how = "generated; --data: your own files" if not spec.needs_data else f"--data PATH ({spec.default_path})"
+            click.echo(f"{spec.name:13} {spec.description} [{how}]" + (f"; cite: {spec.citation}" if spec.citation
+                                                                       else ""))
     click.echo("\n`pagemind data get NAME` downloads a set (checked against the recorded checksums).")
 
 

@@ -94,7 +94,7 @@ def eval_group() -> None:
 @click.option("--option", "-O", "options", multiple=True,
               help="method option METHOD:KEY=VALUE, e.g. readagent-p:max_pages=3 or full:keep=right")
 @click.option("--raters", is_flag=True, help="also score free-form answers with ReadAgent's LLM raters (LR-1/LR-2)")
-@click.option("--rater-llm", help="model for the raters and the MTBench+ judge [default: the evaluated model]")
+@click.option("--rater-llm", help="model for the raters and the MTBench+ and LongMemEval judges [default: the evaluated model]")
 @click.option("--run-dir", help="where results go [default runs/<dataset>-<timestamp>]; an existing one resumes")
 @click.option("--retry-errors", is_flag=True, help="when resuming, run failed examples again")
 @click.option("--no-progress", is_flag=True, help="no progress bar on stderr")
@@ -159,7 +159,8 @@ def list_datasets(data: str | None) -> None:
     click.echo(f"data root: {root} ({data_origin(data)}{'' if root.exists() else '; it does not exist yet'})")
     missing: dict[str, list[str]] = {}
     for name, spec in datasets().items():
-        found = (root / spec.default_path).exists() or (root / Path(spec.default_path).parts[0]).is_dir()
+        found = not spec.needs_data or (root / spec.default_path).exists() or \
+            (root / Path(spec.default_path).parts[0]).is_dir()
         params = ", ".join(f"{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}"
                            for k, v in spec.params.items())
         click.echo(f"{name:13} {'found  ' if found else 'missing'} {spec.primary:9} {spec.description}"

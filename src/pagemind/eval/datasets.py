@@ -92,6 +92,7 @@ class DatasetSpec:
     # integer parameters that only add examples when raised (the earlier ones stay, like --limit): a resumed run
     # may raise them, any other parameter change is another run
     widening: tuple[str, ...] = ()
+    needs_data: bool = True  # False: the set is made without files (generated from bundled text) unless --data
 
     @property
     def params(self) -> dict[str, Any]:

@@ -5,15 +5,19 @@
   questions, each about one of its articles, and its memory is built once for all of them.
 * needle: a haystack of QuALITY articles of ``words`` words with one sentence (a passcode) inserted at a
   paragraph boundary at each relative ``depth`` (0 = start, 1 = end); correct when the reply contains it.
+* babilong: BABILong-style stories (bAbI qa1-qa3 made here, with distractors) spread through public-domain prose of
+  a chosen length in tokens (the bundled novellas, or the user's text files): the curve of accuracy against length.
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DatasetError
 from .datasets import QUALITY_PRESETS, DatasetSpec, Example
+from .evidence import Span
 from .sets_documents import load_quality
 
 JOIN = "\n\n\n\n"
@@ -105,10 +109,147 @@ def load_needle(path: Path, *, words: tuple[int, ...] = (20000,),
     return examples
 
 
+# --- BABILong-style fact chains ------------------------------------------------------------------------------
+NAMES = ("Mary", "John", "Daniel", "Sandra", "Fred", "Julie", "Bill", "Jeff")
+PLACES = ("bathroom", "hallway", "kitchen", "garden", "office", "bedroom", "cellar", "balcony")
+OBJECTS = ("football", "apple", "milk", "lantern", "ledger", "compass")
+MOVES = ("moved to", "went to", "journeyed to", "travelled to", "went back to")
+BABI_TASKS = ("qa1", "qa2", "qa3")
+WORDS_PER_TOKEN = 0.75  # English prose: about 3 words to 4 tokens (the target lengths are in tokens)
+
+
+@dataclass(frozen=True)
+class Story:
+    """One bAbI-like story: its facts in order (``support``: the indices of the supporting ones), the question
+    and the one-word answer."""
+
+    facts: tuple[str, ...]
+    support: tuple[int, ...]
+    question: str
+    answer: str
+
+
+def babi_story(task: str, rng: random.Random, distractors: int = 6) -> Story:
+    """A story of bAbI task ``qa1`` (one supporting fact: where is a person), ``qa2`` (two: where is an object a
+    person carries) or ``qa3`` (three: where was an object before a place), with distractor moves of other people
+    woven in; the answer follows from the supporting facts alone."""
+    hero, *others = rng.sample(NAMES, 4)
+    thing = rng.choice(OBJECTS)
+    a, b, c = rng.sample(PLACES, 3)
+    move = lambda who, where: f"{who} {rng.choice(MOVES)} the {where}."
+    if task == "qa1":
+        plot = [(move(hero, a), False), (move(hero, b), True)]
+        question, answer = f"Where is {hero}?", b
+    elif task == "qa2":
+        plot = [(move(hero, a), False), (f"{hero} picked up the {thing}.", True), (move(hero, b), True)]
+        question, answer = f"Where is the {thing}?", b
+    elif task == "qa3":
+        plot = [(move(hero, a), False), (f"{hero} picked up the {thing}.", True), (move(hero, b), True),
+                (move(hero, c), True)]
+        question, answer = f"Where was the {thing} before the {c}?", b
+    else:
+        raise DatasetError(f"babilong: unknown task {task!r} (have: {', '.join(BABI_TASKS)})")
+    noise = [(move(rng.choice(others), rng.choice(PLACES)), False) for _ in range(distractors)]
+    slots = sorted(rng.sample(range(len(plot) + len(noise)), len(plot)))  # the plot in order, noise around it
+    facts: list[tuple[str, bool]] = []
+    story, rest = iter(plot), iter(noise)
+    for i in range(len(plot) + len(noise)):
+        facts.append(next(story) if i in slots else next(rest))
+    return Story(tuple(f for f, _ in facts), tuple(i for i, (_, s) in enumerate(facts) if s), question, answer)
+
+
+def haystack_text(path: Path | None) -> str:
+    """The public-domain prose facts are hidden in: the text files at ``path`` (a file, or a folder's ``.txt``
+    files in name order), else the novellas bundled with pagemind."""
+    if path is None:
+        from importlib import resources
+
+        folder = resources.files("pagemind").joinpath("samples")
+        texts = [folder.joinpath(n).read_text("utf-8") for n in ("keepers-ledger.txt", "lighthouse.txt")]
+    elif path.is_dir():
+        texts = [f.read_text("utf-8", errors="replace") for f in sorted(path.glob("*.txt"))]
+    else:
+        texts = [path.read_text("utf-8", errors="replace")]
+    texts = [t.strip() for t in texts if len(t.split()) >= 200]
+    if not texts:
+        raise DatasetError(f"babilong: {path or 'the bundled samples'} has no text of 200 words or more to hide "
+                           "facts in")
+    return "\n\n".join(texts)
+
+
+def _cut(prose: str, words: int, start: int) -> str:
+    """``words`` words of ``prose`` from paragraph ``start`` on, going round to its beginning when it runs out
+    (long lengths repeat the haystack, as BABILong repeats its books' text only across samples)."""
+    paragraphs = [p for p in prose.split("\n\n") if p.strip()]
+    out, total, i = [], 0, start % len(paragraphs)
+    while total < words:
+        out.append(paragraphs[i])
+        total += len(paragraphs[i].split())
+        i = (i + 1) % len(paragraphs)
+    return "\n\n".join(out)
+
+
+def insert_in_order(text: str, sentences: tuple[str, ...], depths: list[float]) -> str:
+    """``text`` with each sentence as a paragraph at the boundary nearest its depth (sorted), in their order."""
+    paragraphs = [p for p in text.split("\n\n") if p.strip()]
+    ends, total = [], 0
+    for p in paragraphs:
+        total += len(p.split())
+        ends.append(total)
+    cuts = [next((i for i, end in enumerate([0, *ends]) if end >= depth * total), len(paragraphs))
+            for depth in depths]
+    out: list[str] = []
+    for i in range(len(paragraphs) + 1):
+        out += [s for s, cut in zip(sentences, cuts) if cut == i]
+        if i < len(paragraphs):
+            out.append(paragraphs[i])
+    return "\n\n".join(out)
+
+
+def load_babilong(path: Path | None, *, tasks: tuple[str, ...] = BABI_TASKS,
+                  tokens: tuple[int, ...] = (4000, 16000, 64000), samples: int = 5, seed: int = 0) -> list[Example]:
+    """BABILong-style (Kuratov et al., NeurIPS 2024 D&B): a bAbI-like story's facts spread in order through a
+    haystack of public-domain prose of ``tokens`` tokens (about 0.75 words each), deterministic by ``seed``;
+    correct when the reply contains the one-word answer. Without ``--data`` the haystack is pagemind's bundled
+    novellas; with it, the text files it names. Evidence labels are the supporting facts' places in the text."""
+    prose = haystack_text(path)
+    paragraphs = len([p for p in prose.split("\n\n") if p.strip()])
+    examples = []
+    for task in tasks:
+        if task not in BABI_TASKS:
+            raise DatasetError(f"babilong: unknown task {task!r} (have: {', '.join(BABI_TASKS)})")
+        for length in tokens:
+            if not 500 <= length <= 10_000_000:
+                raise DatasetError(f"babilong: a length of {length} tokens is outside 500..10,000,000")
+            for i in range(samples):
+                rng = random.Random(f"babilong-{seed}-{task}-{length}-{i}")
+                story = babi_story(task, rng)
+                text = _cut(prose, int(length * WORDS_PER_TOKEN), rng.randrange(paragraphs))
+                text = insert_in_order(text, story.facts, sorted(rng.random() for _ in story.facts))
+                spans, at = [], 0
+                for k, fact in enumerate(story.facts):
+                    at = text.index(fact, at)
+                    if k in story.support:
+                        spans.append(Span(f"fact {k + 1}", at, at + len(fact)))
+                    at += len(fact)
+                id_ = f"babilong-{task}-{length}-{seed}-{i}"
+                examples.append(Example(
+                    id=id_, dataset="babilong", task="kv", question=f"{story.question} Answer with one word.",
+                    document_id=id_, document=text, references=(story.answer,), evidence=tuple(spans),
+                    meta={"target_tokens": length, "babi_task": task, "words": len(text.split()),
+                          "facts": len(story.facts), "supporting": len(story.support), "match": "contains"}))
+    return examples
+
+
 SPECS = (
     DatasetSpec("quality-long", load_quality_long, "quality/quality_dev_slice.json",
                 "Generated: concatenated QuALITY articles of 20k-200k words, a question about one (accuracy)",
                 "accuracy", QUALITY_PRESETS),
     DatasetSpec("needle", load_needle, "quality/quality_dev_slice.json",
                 "Generated: a passcode at chosen depths in a QuALITY haystack (accuracy)", "accuracy", QUALITY_PRESETS),
+    DatasetSpec("babilong", load_babilong, "",
+                "Generated: bAbI-like fact chains (qa1-qa3) in public-domain prose of 4k-1M tokens; accuracy against "
+                "length (--data: your own text files)", "accuracy", QUALITY_PRESETS,
+                "after Kuratov et al., BABILong, NeurIPS 2024 Datasets and Benchmarks", widening=("samples",),
+                needs_data=False),
 )

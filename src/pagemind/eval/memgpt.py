@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, replace
+from datetime import datetime
 from typing import Any, Literal
 
 from ..agent import Agent, AgentNotFound, AgentOptions, AgentStore, passages
@@ -88,7 +89,9 @@ class MemGPTEval:
             pass
         speakers = example.meta.get("speakers") or []
         persona = f"I am {speakers[1]}. {speakers[0]} is my friend." if len(speakers) == 2 and speakers[1] else None
-        agent = Agent.create(self.llm, self.store, name, persona=persona, options=opts)
+        asked = example.meta.get("asked_at")  # LongMemEval: the question is asked at its date
+        clock = (lambda: datetime.strptime(asked, "%Y-%m-%d %H:%M:%S")) if asked else None
+        agent = Agent.create(self.llm, self.store, name, persona=persona, options=opts, clock=clock)
         if example.conversation:
             agent.import_messages([(t.role, t.text, t.time or agent.now()) for t in example.conversation if t.text])
         else:

@@ -56,6 +56,20 @@ def parse_judge(reply: str) -> int | None:
     return None
 
 
+# LongMemEval's question types -> its judge prompt (src/evaluation/evaluate_qa.py get_anscheck_prompt)
+LONGMEMEVAL_PROMPTS = {"single-session-user": "default", "single-session-assistant": "default",
+                       "multi-session": "default", "temporal-reasoning": "temporal", "knowledge-update": "update",
+                       "single-session-preference": "preference"}
+
+
+def parse_yes_no(reply: str) -> bool | None:
+    """LongMemEval's reading of its judge (``'yes' in reply.lower()``), None when the reply has neither word."""
+    text = reply.lower()
+    if "yes" in text:
+        return True
+    return False if re.search(r"\bno\b", text) else None
+
+
 def combine(strict: str | None, permissive: str | None) -> str:
     """The paper's rule for one reference."""
     if strict == "yes" or permissive == "yes":
@@ -134,6 +148,25 @@ class Raters:
             if RANK[label] > RANK[rating.label]:
                 rating.label = label
         return rating
+
+    def longmemeval(self, question_type: str, question: str, answer: str, response: str,
+                    abstention: bool = False) -> Judgement:
+        """LongMemEval's judge: its own prompt for the question type (or for abstention), yes or no; rated 100 for
+        yes, as the benchmark's script reads a reply (``'yes' in reply.lower()``). A reply with neither word is
+        asked again, then counted as no (a recorded fallback)."""
+        judgement = Judgement()
+        kind = "abstention" if abstention else LONGMEMEVAL_PROMPTS.get(question_type)
+        if kind is None:
+            judgement.fallbacks.append(f"no LongMemEval judge prompt for question type {question_type!r}: not judged")
+            return judgement
+        prompt = get_prompt("raters", f"longmemeval.{kind}").render(question=question, answer=answer,
+                                                                     response=response)
+        value, reply = self._ask(prompt, "retry.longmemeval", parse_yes_no, 'root ::= "yes" | "no"', 10,
+                                 judgement.trace)
+        judgement.rating = 100 if value else 0
+        if value is None:
+            judgement.fallbacks.append(f"judge said neither yes nor no (counted as no); last: {reply[:60]!r}")
+        return judgement
 
     def judge(self, template: str | None, history: str, question: str, response: str) -> Judgement:
         """MTBench+: MemoChat's judge prompt (RCH_0 / UQ_1 / BR_2 placeholders), a 1-100 rating."""

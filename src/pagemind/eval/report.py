@@ -194,8 +194,9 @@ def _index_tokens(builds: list[dict[str, Any]], all_builds: list[dict[str, Any]]
 
 
 # Example metadata that splits a set into conditions the papers plot separately: nesting level (MemGPT Fig. 7),
-# needle depth, gold position (lost in the middle), length of the concatenated documents.
-GROUP_KEYS = ("levels", "depth", "gold_position", "target_words")
+# needle depth, gold position (lost in the middle), length of the concatenated documents or of a BABILong haystack,
+# LongMemEval's question type, LongBench v2's length class.
+GROUP_KEYS = ("levels", "depth", "gold_position", "target_words", "target_tokens", "question_type", "length")
 
 
 def breakdown(records: list[dict[str, Any]], methods: list[str], primary: str) -> dict[str, Any] | None:

@@ -335,7 +335,13 @@ class Runner:
         if self.raters is None:
             return out
         try:
-            if e.task == "open":
+            if e.meta.get("rater") == "longmemeval":
+                judged = self.raters.longmemeval(str(e.meta.get("question_type")), str(e.meta.get("question")),
+                                                 e.references[0], answer.text, bool(e.meta.get("abstention")))
+                out["scores"].update(judged.scores)
+                out["rating"] = {"judge": judged.rating, "fallbacks": judged.fallbacks}
+                out["rater_usage"] = usage_of(judged.trace)
+            elif e.task == "open":
                 judged = self.raters.judge(e.meta.get("judge"), str(e.meta.get("related_history", "")), e.question,
                                            answer.text)
                 out["scores"].update(judged.scores)

@@ -13,9 +13,10 @@ from .datasets import DatasetSpec, Example, parse_params, resolve_path
 
 def datasets() -> dict[str, DatasetSpec]:
     """Every dataset by name."""
-    from . import generated, sets_dialogue, sets_documents, sets_kv
+    from . import generated, sets_dialogue, sets_documents, sets_kv, sets_long
 
-    return {s.name: s for module in (sets_documents, sets_dialogue, sets_kv, generated) for s in module.SPECS}
+    return {s.name: s for module in (sets_documents, sets_long, sets_dialogue, sets_kv, generated)
+            for s in module.SPECS}
 
 
 def load_dataset(name: str, data: str | Path | None = None, params: Mapping[str, Any] | None = None) -> list[Example]:
@@ -24,7 +25,7 @@ def load_dataset(name: str, data: str | Path | None = None, params: Mapping[str,
     if name not in specs:
         raise DatasetError(f"unknown dataset {name!r} (have: {', '.join(specs)})")
     spec = specs[name]
-    path = resolve_path(spec, data)
+    path = resolve_path(spec, data) if spec.needs_data or data is not None else None
     examples = spec.loader(path, **parse_params(spec, {k: v for k, v in (params or {}).items()}))
     if not examples:
         raise DatasetError(f"{name}: {path} holds no examples")

@@ -9,6 +9,9 @@ files are byte copies or same-schema slices):
 * MSC (ParlAI ``msc_dialogue/session_<n>/<split>.txt``, JSON lines): MSC has no QA labels, so each episode gets
   a 4-way probe "which of these did I tell you about myself?" with one of the user's persona facts and three
   facts of other episodes' users (chance 25%), drawn with the seed (as benchmarks/memgpt.py did).
+* LongMemEval (``longmemeval_{s_cleaned,oracle,m_cleaned}.json``): 500 questions, each with its own chat history
+  of dated sessions; the sessions become turns (MemGPT: recall storage) and a transcript with a header per session;
+  the question is asked at its date (the agent's clock; the readers see ``(Current date: ...)``).
 * MTBench+ (``mtbenchplus.json``): 54 chats whose last user turn is a memory probe; bot turns are empty
   upstream, so the conversation is the user's turns. Scored by the MemoChat judge prompt read from the
   ``prompts.json`` beside the data file (1-100, reported as 0-1).
@@ -23,7 +26,7 @@ from pathlib import Path
 
 from ..errors import DatasetError
 from .datasets import QUALITY_PRESETS, DatasetSpec, Example, Turn, field_of, find_file, read_json, read_rows
-from .evidence import line_offsets, locomo_spans
+from .evidence import Span, line_offsets, locomo_spans
 
 STAMP = "%Y-%m-%d %H:%M:%S"
 
@@ -162,6 +165,87 @@ def load_mtbench_plus(path: Path) -> list[Example]:
     return examples
 
 
+# --- LongMemEval ----------------------------------------------------------------------------------
+LME_FILES = {"s": ("longmemeval_s_cleaned.json", "longmemeval_s.json"),
+             "oracle": ("longmemeval_oracle.json",),
+             "m": ("longmemeval_m_cleaned.json", "longmemeval_m.json")}
+LME_TYPES = ("single-session-user", "single-session-assistant", "single-session-preference", "temporal-reasoning",
+             "knowledge-update", "multi-session")
+
+
+def lme_time(text: str) -> datetime | None:
+    """``2023/05/20 (Sat) 02:21`` (LongMemEval's session and question dates), or None."""
+    try:
+        return datetime.strptime(re.sub(r"\s*\(\w+\)\s*", " ", text.strip()), "%Y/%m/%d %H:%M")
+    except ValueError:
+        return None
+
+
+def load_longmemeval(path: Path, *, split: str = "s", types: tuple[str, ...] = (),
+                     abstention: bool = True) -> list[Example]:
+    """LongMemEval (Wu et al., ICLR 2025; the cleaned release of 2025-09): one question per chat history, asked at
+    its date, judged with the benchmark's own prompt per question type (yes/no; abstention questions, ``_abs``,
+    are right when the reply says the history does not tell). ``split``: ``s`` (~115k tokens, ~50 sessions per
+    history), ``oracle`` (the evidence sessions only) or ``m`` (~500 sessions); ``types`` keeps those question
+    types. Evidence labels are the answer sessions (``answer_session_ids``), so the evidence recall of cited
+    answers is the benchmark's session-level recall; the turns marked ``has_answer`` are counted in ``meta``."""
+    if split not in LME_FILES:
+        raise DatasetError(f"longmemeval: split is one of {', '.join(LME_FILES)} (got {split!r})")
+    unknown = set(types) - set(LME_TYPES)
+    if unknown:
+        raise DatasetError(f"longmemeval: unknown question types {sorted(unknown)} (have: {', '.join(LME_TYPES)})")
+    path = find_file(path, *LME_FILES[split])
+    examples = []
+    for where, row in read_rows(path):
+        qid = str(field_of(row, "question_id", where))
+        qtype = str(field_of(row, "question_type", where))
+        is_abs = qid.endswith("_abs")
+        if (types and qtype not in types) or (is_abs and not abstention):
+            continue
+        sessions = field_of(row, "haystack_sessions", where, list)
+        dates = field_of(row, "haystack_dates", where, list)
+        ids = field_of(row, "haystack_session_ids", where, list)
+        if not len(sessions) == len(dates) == len(ids):
+            raise DatasetError(f"{where}: haystack_sessions, haystack_dates and haystack_session_ids differ in length")
+        answer_ids = [str(i) for i in row.get("answer_session_ids") or []]
+        order = sorted(range(len(sessions)), key=lambda k: (lme_time(str(dates[k])) or datetime.min, k))
+        turns: list[Turn] = []
+        lines: list[str] = []
+        answer_turns = 0
+        first: dict[str, int] = {}  # a session's header line and its last line
+        last: dict[str, int] = {}
+        for k in order:
+            sid, raw_date = str(ids[k]), str(dates[k])
+            when = lme_time(raw_date)
+            first[sid] = len(lines)
+            lines.append(f"Session {sid} ({raw_date}):")
+            for j, turn in enumerate(sessions[k] if isinstance(sessions[k], list) else []):
+                if not isinstance(turn, dict) or "content" not in turn or turn.get("role") not in ("user", "assistant"):
+                    raise DatasetError(f"{where}: session {sid} turn {j} needs role user/assistant and content")
+                stamp = (when + timedelta(minutes=j)).strftime(STAMP) if when else ""
+                who = "User" if turn["role"] == "user" else "Assistant"
+                turns.append(Turn(who, str(turn["content"]), turn["role"], stamp))
+                lines.append(f"[{stamp[:16] if stamp else raw_date}] {who}: {turn['content']}")
+                answer_turns += bool(turn.get("has_answer"))
+            last[sid] = len(lines) - 1
+        offsets = line_offsets(lines)
+        spans = tuple(Span(sid, offsets[first[sid]][0], offsets[last[sid]][1], (first[sid], last[sid]))
+                      for sid in answer_ids if sid in first)
+        asked = lme_time(str(row.get("question_date", "")))
+        question = str(field_of(row, "question", where))
+        examples.append(Example(
+            id=qid, dataset="longmemeval", task="qa",
+            question=f"(Current date: {row.get('question_date')}) {question}" if asked else question,
+            document_id=f"longmemeval-{split}-{qid}", document="\n".join(lines),
+            references=(str(field_of(row, "answer", where, (str, int, float, list))),), conversation=tuple(turns),
+            evidence=spans,
+            meta={"question_type": qtype, "abstention": is_abs, "question": question, "rater": "longmemeval",
+                  "question_date": str(row.get("question_date", "")), "sessions": len(sessions),
+                  "answer_session_ids": answer_ids, "answer_turns": answer_turns,
+                  **({"asked_at": asked.strftime(STAMP)} if asked else {})}))
+    return examples
+
+
 SPECS = (
     DatasetSpec("locomo", load_locomo, "locomo/locomo_conversations_1-5.json",
                 "LoCoMo QA over ~13k-word conversations (token F1)", "f1", QUALITY_PRESETS,
@@ -170,4 +254,8 @@ SPECS = (
                 "MSC persona-recall probe, 4-way (accuracy)", "accuracy", QUALITY_PRESETS, "Xu et al., ACL 2022"),
     DatasetSpec("mtbench-plus", load_mtbench_plus, "mtbench-plus/mtbenchplus.json",
                 "MTBench+ memory probes (MemoChat judge, 0-1)", "judge", QUALITY_PRESETS, "Lu et al., 2023"),
+    DatasetSpec("longmemeval", load_longmemeval, "longmemeval/longmemeval_s_cleaned.json",
+                "LongMemEval: one question per ~115k-token chat history (S), asked at its date; the benchmark's "
+                "judge per question type (accuracy), per-type report, session recall of cited answers", "judge",
+                QUALITY_PRESETS, "Wu et al., ICLR 2025 (MIT)"),
 )
