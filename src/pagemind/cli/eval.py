@@ -94,7 +94,8 @@ def eval_group() -> None:
 @click.option("--option", "-O", "options", multiple=True,
               help="method option METHOD:KEY=VALUE, e.g. readagent-p:max_pages=3 or full:keep=right")
 @click.option("--raters", is_flag=True, help="also score free-form answers with ReadAgent's LLM raters (LR-1/LR-2)")
-@click.option("--rater-llm", help="model for the raters and the MTBench+ and LongMemEval judges [default: the evaluated model]")
+@click.option("--rater-llm",
+              help="model for the raters and the MTBench+ and LongMemEval judges [default: the evaluated model]")
 @click.option("--run-dir", help="where results go [default runs/<dataset>-<timestamp>]; an existing one resumes")
 @click.option("--retry-errors", is_flag=True, help="when resuming, run failed examples again")
 @click.option("--no-progress", is_flag=True, help="no progress bar on stderr")
