@@ -196,3 +196,22 @@ def test_a_slow_step_streams_pings_when_asked(tmp_path):
     assert kinds[0] == "ping" and kinds.count("ping") >= 2
     assert [k for k in kinds if k != "ping"] == quiet == ["reasoning_message", "assistant_message", "stop_reason",
                                                           "usage_statistics"]
+
+
+def test_bad_agent_files_are_refused_and_nothing_is_stored(tmp_path):
+    pm = Pagemind(ScriptedLLM(by_role={"agent-step": agent_step}), store=tmp_path / "s.db", max_bytes=4096)
+    _, key = users_api.create_user(pm.store, "ann")
+    with Served(create_app(pm, auth="keys", keepalive=1.0, workers=2)) as server:
+        client = letta_client.Letta(base_url=f"{server.url}/letta", api_key=key, max_retries=0)
+        with pytest.raises(letta_client.UnprocessableEntityError, match="not JSON"):
+            client.agents.import_file(file=("x.af", b"{not json"))
+        with pytest.raises(letta_client.UnprocessableEntityError, match='non-empty "agents" list'):
+            client.agents.import_file(file=("x.af", b'{"agents": []}'))
+        with pytest.raises(letta_client.APIStatusError, match="over this server's limit") as big:
+            client.agents.import_file(file=("x.af", b" " * 200_000))
+        assert big.value.status_code == 413
+        with pytest.raises(letta_client.UnprocessableEntityError, match="field 'file'"):
+            client.post("/v1/agents/import", cast_to=object, body={"name": "x"},
+                        options={"headers": {"Content-Type": "multipart/form-data"}})
+        assert list(client.agents.list()) == []
+    pm.close()
