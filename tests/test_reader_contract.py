@@ -134,6 +134,25 @@ def test_decide_stops_after_its_retries_and_at_a_budget():
     assert budget.value is None and budget.outcome == BUDGET and budget.calls == 3
 
 
+def test_decide_stops_re_asking_when_the_next_ask_would_not_fit_the_window():
+    # each re-ask carries every reply before it: with room for two, a third is never sent (no ContextWindowExceeded)
+    long_reply = "not a number " * 40
+    fake = ScriptedLLM(replies=[long_reply] * 50, context_window=300)
+    request = LLMRequest(messages=LLMRequest.user("?").messages, max_tokens=20)
+    found = decide(LLM(fake), request, number, Trace(), retries=50)
+    assert found.value is None and found.outcome == FAILED and 1 <= found.calls < 5
+    assert found.problems[-1] == "no room left in the context window to ask again"
+    assert all(LLM(fake).fits(sent) for sent in fake.history)
+
+
+def test_absurd_retry_counts_are_refused_by_name():
+    from pagemind.errors import ConfigError
+
+    for method in ("rag", "full", "readagent-p"):
+        with pytest.raises(ConfigError, match="max_retries must be at most 10"):
+            registry.get(method).Options.create(max_retries=278449653407)
+
+
 # --- the template ---------------------------------------------------------------------------------------
 def test_answers_name_the_unit_they_read_and_full_text_reports_what_it_read():
     doc = Document.from_text(make_text(6, 20))

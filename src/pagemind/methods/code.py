@@ -56,7 +56,7 @@ from .answering import answer_request
 from .base import About, Build, Context, MemoryWriter, Reader, Reading
 from .decide import Invalid, decide
 from .evidence import Evidence, SourceText
-from .options import ReaderOptions, option
+from .options import MAX_RETRIES, ReaderOptions, option
 from .question import Question
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class CodeOptions(ReaderOptions):
     max_files: int = option(DEFAULT_MAX_FILES, "most source files read", minimum=1)
     constrained: bool = option(True, "multiple-choice answers through a grammar when the backend has one",
                                flag="--constrained/--unconstrained")
-    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0)
+    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0, maximum=MAX_RETRIES)
 
     def check(self) -> None:
         self.search()  # validates scorer, alpha, top_m, min_weight

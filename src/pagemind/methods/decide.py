@@ -58,7 +58,8 @@ def decide(llm: LLM, request: LLMRequest, parse: Callable[[str], T | Invalid], t
            describe: Callable[[T], str] = str, may_call: Callable[[int], bool] | None = None,
            truncation: Callable[[str], T | Invalid] | None = None,
            on_text: Callable[[str], None] | None = None) -> Decision[T]:
-    """Ask until ``parse`` accepts a reply, at most ``retries + 1`` calls.
+    """Ask until ``parse`` accepts a reply, at most ``retries + 1`` calls (fewer when a re-ask, which carries the
+    replies before it, would not fit the model's window: the decision then fails as when the attempts run out).
 
     Args:
         parse: the reply's typed value, or :class:`Invalid` with the problem.
@@ -88,8 +89,12 @@ def decide(llm: LLM, request: LLMRequest, parse: Callable[[str], T | Invalid], t
         problems.append(parsed.problem)
         trace.decide(event, f"invalid ({parsed.problem})")
         if attempt < retries:
-            request = (retry(request, reply, parsed.problem) if retry is not None
-                       else continued(request, reply, correction(parsed.problem) if correction else parsed.problem))
+            following = (retry(request, reply, parsed.problem) if retry is not None
+                         else continued(request, reply, correction(parsed.problem) if correction else parsed.problem))
+            if not llm.fits(following):  # each re-ask carries the replies before it: stop when the window is full
+                problems.append("no room left in the context window to ask again")
+                break
+            request = following
     return Decision(None, reply, calls, tuple(problems), conversation, FAILED, finish_reason)
 
 

@@ -17,7 +17,7 @@ from ..text import Document
 from .answering import answer_request
 from .base import About, Context, MemoryWriter, Reader, Reading
 from .evidence import Evidence
-from .options import ReaderOptions, option
+from .options import MAX_RETRIES, ReaderOptions, option
 from .question import Question
 
 Keep = Literal["left", "right", "middle-cut"]
@@ -38,7 +38,7 @@ class FullTextOptions(ReaderOptions):
     budget: int | None = option(None, "most tokens of the document text; none: all the window allows", minimum=1)
     constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
                                flag="--constrained/--unconstrained")
-    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0)
+    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0, maximum=MAX_RETRIES)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from ..errors import ConfigError
 
 T = TypeVar("T", bound="Options")
+MAX_RETRIES = 10  # re-asks of one decision: more is never useful (each carries the replies before it)
 _KEY = "pagemind.option"
 
 

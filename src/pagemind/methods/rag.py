@@ -23,7 +23,7 @@ from .answering import answer_request
 from .base import About, Build, Context, MemoryWriter, Reader, Reading, StoredMemory
 from .evidence import Evidence
 from .full import most_that_fit, truncate_words
-from .options import ReaderOptions, option
+from .options import MAX_RETRIES, ReaderOptions, option
 from .question import Question
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class RAGOptions(ReaderOptions):
     embedder: str = option("minilm", "dense embeddings: minilm or hashing")
     constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
                                flag="--constrained/--unconstrained")
-    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0)
+    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0, maximum=MAX_RETRIES)
 
     def memory_settings(self) -> dict[str, Any]:
         if self.fragments == "pages":
