@@ -276,3 +276,26 @@ def test_every_new_set_is_registered_with_its_citation():
     for name in ("longmemeval", "babilong", "infbench-mc", "infbench-qa", "longbench2", "pageindex"):
         assert specs[name].description and specs[name].citation
     assert specs["longmemeval"].primary == "judge" and specs["babilong"].needs_data is False
+
+
+def test_the_new_sets_run_from_the_command_line(tmp_path):
+    from click.testing import CliRunner
+
+    from pagemind.cli.main import cli
+
+    write(tmp_path / "longmemeval" / "longmemeval_oracle.json", LME)
+    fake = ScriptedLLM(by_role={"answer": "Your cat is Miso.", "rate": "yes"})
+
+    def invoke(*args):
+        return CliRunner().invoke(cli, ["eval", *args, "--store", str(tmp_path / "s.db"), "--no-progress"],
+                                  obj={"backend": fake})
+
+    done = invoke("longmemeval", "-m", "full", "-p", "split=oracle", "--data", str(tmp_path), "--run-dir",
+                  str(tmp_path / "lme"))
+    assert done.exit_code == 0, done.output
+    assert "question_type" in (tmp_path / "lme" / "summary.md").read_text()  # the per-type table
+    assert "3 answered now (0 failed)" in done.stderr
+    made = invoke("babilong", "-m", "full", "-p", "tokens=1000", "-p", "samples=1", "--run-dir",
+                  str(tmp_path / "bl"))
+    assert made.exit_code == 0, made.output
+    assert len(RunDir(tmp_path / "bl").read()) == 3
