@@ -38,7 +38,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import InputError, NotFound, PagemindError
+from ..errors import InputError, InputTooLarge, NotFound, PagemindError
 from ..users import agent_name
 from .routing import Svc, User, error_response, finished
 from .shapes import BLOCK_LABEL, MAX_QUERY
@@ -263,8 +263,9 @@ def health() -> dict[str, Any]:
 @router.post("/agents/")
 @router.post("/agents")
 def create_agent(body: CreateAgent, service: Svc, user: User) -> JSONResponse:
-    from ..agent import AgentExists
+    from ..agent import AgentExists, AgentOptions
     from ..agent.agentfile import COUNTERPARTS
+    from .service import AgentNameTaken, checked_agent_options
 
     refuse([f"tool {t!r} (no pagemind counterpart)" for t in body.tools or [] if t not in COUNTERPARTS]
            + [f for f, used in (("block_ids (shared blocks)", bool(body.block_ids)),
@@ -275,9 +276,6 @@ def create_agent(body: CreateAgent, service: Svc, user: User) -> JSONResponse:
     limits = {b.label: max(b.limit, len(b.value)) for b in body.memory_blocks if b.limit is not None}
     name = body.name or f"agent-{int(time.time() * 1000)}"
     options = {"system": body.system, "context_window": body.context_window_limit}
-    from ..agent.memory import AgentOptions
-    from .service import AgentNameTaken, checked_agent_options
-
     checked = checked_agent_options(AgentOptions().as_dict(), {k: v for k, v in options.items() if v is not None})
     try:
         agent = service.pm.create_agent(
@@ -285,7 +283,7 @@ def create_agent(body: CreateAgent, service: Svc, user: User) -> JSONResponse:
             limits=limits, options=checked, user_id=user.id, display_name=name)
     except AgentExists:
         raise AgentNameTaken(f"you already have an agent named {name!r}") from None
-    return JSONResponse(agent_state(service, user, service.own_agent(user, agent.id)), status_code=200)
+    return JSONResponse(agent_state(service, user, service.own_agent(user, agent.id)))
 
 
 @router.get("/agents/")
@@ -334,8 +332,6 @@ async def import_agent(request: Request, service: Svc, user: User,
     limit = body_limit(service.max_bytes)
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        from ..errors import InputTooLarge
-
         raise InputTooLarge(f"the upload's {int(declared):,} bytes are over this server's limit of {limit:,}")
     form = await request.form(max_files=1, max_fields=32)
     upload = form.get("file")
@@ -343,8 +339,6 @@ async def import_agent(request: Request, service: Svc, user: User,
         raise InputError("send the agent file as the multipart field 'file'")
     data = await upload.read(limit + 1)
     if len(data) > limit:
-        from ..errors import InputTooLarge
-
         raise InputTooLarge(f"the agent file is over this server's limit of {limit:,} bytes")
     fields = {k: v for k, v in form.items() if isinstance(v, str)}
     name = fields.get("override_name") or fields.get("name") or None
