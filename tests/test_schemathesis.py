@@ -26,8 +26,8 @@ from test_mcp import Served
 
 # Two users whose objects must stay private to each other. An upload's bytes are valid or not by their content
 # (binary, empty, undecodable, over the limit), which no schema says: there 413, 415 and 422 are answers to valid
-# requests too. Loading a document into an agent answers 404 for a document id in the body that is not the
-# user's (another user's, or erased): that 404 names the body's document, not the agent just created. A method's
+# requests too. Loading a document into an agent answers 422 for a document id in the body that is not the
+# user's (another user's, or erased): the agent is there, what the body names is not. A method's
 # options are checked against each other and against the model's window when its reader is made (min_words <=
 # max_words; MemWalker's segments must fit the window): rules no JSON schema states, so a schema-valid index or ask
 # may be a 422 that names them. The same holds for a library's upload, index and ask, and for a chat completion,
@@ -68,7 +68,7 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404",
 
 [[operations]]
 include-operation-id = "load_document"
-checks.ensure_resource_availability.enabled = false
+checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "422"]
 """
 EXAMPLES = int(os.environ.get("PAGEMIND_SCHEMATHESIS_EXAMPLES", "12"))
 

@@ -515,3 +515,14 @@ def test_a_memory_s_structure_and_units_and_a_core_memory_edit_over_http(service
     assert c.post(url, headers=ann, json={"old_content": "cocoa", "new_content": "x"}).status_code == 422
     assert c.post(url, headers=ann, json={}).status_code == 422
     assert c.post(url, headers=bob, json={"append": "x"}).status_code == 404
+
+
+def test_loading_a_document_that_is_not_yours_is_bad_input_not_a_missing_agent(service):
+    c, ann, bob = service["client"], service["ann"], service["bob"]
+    agent = make_agent(service)
+    bobs = upload(service, "bob", text=make_text(4, 20), name="bobs.txt")
+    for document_id in (bobs["id"], "0" * 64):  # another user's, and none at all: the same answer
+        r = c.post(f"/v1/agents/{agent['id']}/documents", headers=ann, json={"document_id": document_id})
+        assert r.status_code == 422 and r.json()["detail"] == f"no document {document_id!r} of yours to load " \
+                                                             "(list your documents)"
+    assert c.get(f"/v1/agents/{agent['id']}", headers=ann).status_code == 200  # the agent was there all along

@@ -526,7 +526,10 @@ class Service:
         from ..agent import load_into_agent
 
         row = self.own_agent(user, ref)
-        document = self.pm.open_document(body.document_id, user_id=user.id)
+        try:
+            document = self.pm.open_document(body.document_id, user_id=user.id)
+        except NotFound:  # the agent is found; what the body names is not a document of the user's: bad input
+            raise InputError(f"no document {body.document_id!r} of yours to load (list your documents)") from None
 
         def job() -> dict[str, Any]:
             loaded = load_into_agent(self.pm.agent(row.name, llm=False), document, words=body.words)
