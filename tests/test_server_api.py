@@ -518,7 +518,7 @@ def test_a_memory_s_structure_and_units_and_a_core_memory_edit_over_http(service
 
 
 def test_loading_a_document_that_is_not_yours_is_bad_input_not_a_missing_agent(service):
-    c, ann, bob = service["client"], service["ann"], service["bob"]
+    c, ann = service["client"], service["ann"]
     agent = make_agent(service)
     bobs = upload(service, "bob", text=make_text(4, 20), name="bobs.txt")
     for document_id in (bobs["id"], "0" * 64):  # another user's, and none at all: the same answer
