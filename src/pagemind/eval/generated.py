@@ -70,20 +70,32 @@ def load_quality_long(path: Path, *, words: tuple[int, ...] = (20000, 50000, 100
     return examples
 
 
+def _paragraphs(text: str) -> list[str]:
+    return [p for p in text.split("\n\n") if p.strip()]
+
+
+def _boundary(before: list[int], depth: float) -> int:
+    """The first paragraph boundary with at least ``depth`` of the words before it (``before[i]``: the words
+    before paragraph ``i``; its last item is the total)."""
+    return next(i for i, seen in enumerate(before) if seen >= depth * before[-1])
+
+
+def _words_before(paragraphs: list[str]) -> list[int]:
+    before = [0]
+    for p in paragraphs:
+        before.append(before[-1] + len(p.split()))
+    return before
+
+
 def insert_at_depth(text: str, sentence: str, depth: float) -> tuple[str, float]:
     """``text`` with ``sentence`` as a paragraph at the boundary nearest ``depth``; (text, actual depth)."""
     if not 0.0 <= depth <= 1.0:
         raise DatasetError(f"needle: depth {depth} is outside 0..1")
-    paragraphs = [p for p in text.split("\n\n") if p.strip()]
-    total = sum(len(p.split()) for p in paragraphs)
-    target, seen, cut = depth * total, 0, len(paragraphs)
-    for i, p in enumerate(paragraphs):
-        if seen >= target:
-            cut = i
-            break
-        seen += len(p.split())
+    paragraphs = _paragraphs(text)
+    before = _words_before(paragraphs)
+    cut = _boundary(before, depth)
     paragraphs.insert(cut, sentence)
-    return "\n\n".join(paragraphs), round(seen / max(1, total), 4)
+    return "\n\n".join(paragraphs), round(before[cut] / max(1, before[-1]), 4)
 
 
 def load_needle(path: Path, *, words: tuple[int, ...] = (20000,),
@@ -177,10 +189,9 @@ def haystack_text(path: Path | None) -> str:
     return "\n\n".join(texts)
 
 
-def _cut(prose: str, words: int, start: int) -> str:
-    """``words`` words of ``prose`` from paragraph ``start`` on, going round to its beginning when it runs out
+def _stretch(paragraphs: list[str], words: int, start: int) -> str:
+    """``words`` words of the prose from paragraph ``start`` on, going round to its beginning when it runs out
     (long lengths repeat the haystack, as BABILong repeats its books' text only across samples)."""
-    paragraphs = [p for p in prose.split("\n\n") if p.strip()]
     out, total, i = [], 0, start % len(paragraphs)
     while total < words:
         out.append(paragraphs[i])
@@ -191,13 +202,9 @@ def _cut(prose: str, words: int, start: int) -> str:
 
 def insert_in_order(text: str, sentences: tuple[str, ...], depths: list[float]) -> str:
     """``text`` with each sentence as a paragraph at the boundary nearest its depth (sorted), in their order."""
-    paragraphs = [p for p in text.split("\n\n") if p.strip()]
-    ends, total = [], 0
-    for p in paragraphs:
-        total += len(p.split())
-        ends.append(total)
-    cuts = [next((i for i, end in enumerate([0, *ends]) if end >= depth * total), len(paragraphs))
-            for depth in depths]
+    paragraphs = _paragraphs(text)
+    before = _words_before(paragraphs)
+    cuts = [_boundary(before, depth) for depth in depths]
     out: list[str] = []
     for i in range(len(paragraphs) + 1):
         out += [s for s, cut in zip(sentences, cuts) if cut == i]
@@ -212,8 +219,7 @@ def load_babilong(path: Path | None, *, tasks: tuple[str, ...] = BABI_TASKS,
     haystack of public-domain prose of ``tokens`` tokens (about 0.75 words each), deterministic by ``seed``;
     correct when the reply contains the one-word answer. Without ``--data`` the haystack is pagemind's bundled
     novellas; with it, the text files it names. Evidence labels are the supporting facts' places in the text."""
-    prose = haystack_text(path)
-    paragraphs = len([p for p in prose.split("\n\n") if p.strip()])
+    paragraphs = _paragraphs(haystack_text(path))  # split once, cut for every sample
     examples = []
     for task in tasks:
         if task not in BABI_TASKS:
@@ -224,7 +230,7 @@ def load_babilong(path: Path | None, *, tasks: tuple[str, ...] = BABI_TASKS,
             for i in range(samples):
                 rng = random.Random(f"babilong-{seed}-{task}-{length}-{i}")
                 story = babi_story(task, rng)
-                text = _cut(prose, int(length * WORDS_PER_TOKEN), rng.randrange(paragraphs))
+                text = _stretch(paragraphs, int(length * WORDS_PER_TOKEN), rng.randrange(len(paragraphs)))
                 text = insert_in_order(text, story.facts, sorted(rng.random() for _ in story.facts))
                 spans, at = [], 0
                 for k, fact in enumerate(story.facts):
