@@ -106,7 +106,7 @@ def export_agent(agent: Agent, name: str | None = None, *, model: str | None = N
     _, passages = agent.passages("", 0, _ALL)
     labels = [b.label for b in blocks]
     system = agent.options.system if agent.options.system is not None else default_system()
-    messages = [_message("message-0", "system", [_text(system)], _iso(agent.now()), ext={"kind": "system"})]
+    messages = [_message("message-0", "system", [_text(system)], iso_time(agent.now()), ext={"kind": "system"})]
     in_context = ["message-0"]
     calls: list[tuple[str, str]] = []  # the open calls: (call id, function)
     for event in events:
@@ -132,7 +132,7 @@ def export_agent(agent: Agent, name: str | None = None, *, model: str | None = N
                    for i, b in enumerate(blocks)],
         "files": [], "sources": [], "tools": tools, "mcp_servers": [],
         "metadata": {"revision_id": None, "exported_by": "pagemind"},
-        "created_at": _iso(agent.now()),
+        "created_at": iso_time(agent.now()),
         EXTENSION: {"format": FORMAT, "agents": {"agent-0": {
             "name": name, "options": agent.options.as_dict(), "state": dict(agent.state.__dict__),
             "passages": [{"text": p.text, "time": p.time, "summary": p.summary, "source": p.source}
@@ -179,7 +179,7 @@ def _message(mid: str, role: str, content: list[dict[str, Any]], created: str, *
 
 def _event_message(mid: str, event: Event, calls: list[tuple[str, str]]) -> dict[str, Any]:
     """One event as a Letta message, with the event itself in the extension."""
-    p, created = event.payload, _iso(event.time)
+    p, created = event.payload, iso_time(event.time)
     ext = {"kind": event.kind, "payload": p, "time": event.time}
     if event.kind == "user_message":
         return _message(mid, "user", [_text(p["message"])], created, ext=ext)
@@ -207,7 +207,8 @@ def _event_message(mid: str, event: Event, calls: list[tuple[str, str]]) -> dict
     return _message(mid, "user", [_text(event.render())], created, ext=ext)
 
 
-def _iso(agent_time: str) -> str:
+def iso_time(agent_time: str) -> str:
+    """The agent clock's ``YYYY-MM-DD HH:MM:SS`` as ISO 8601 (what Letta's dates are)."""
     return agent_time.replace(" ", "T")
 
 
@@ -440,5 +441,5 @@ def _agent_time(value: Any, default: str) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S")
 
 
-__all__ = ["AgentPlan", "Unsupported", "default_system", "export_agent", "letta_tools", "plan_import",
-           "read_agent_file"]
+__all__ = ["AgentPlan", "Unsupported", "default_system", "export_agent", "iso_time", "letta_tools",
+           "plan_import", "read_agent_file"]

@@ -40,6 +40,15 @@ class Usage:
             self.completion_tokens += event.completion_tokens
             self.seconds += event.seconds
 
+    @property
+    def all_prompt_tokens(self) -> int:
+        """Prompt tokens of every call, those served from the cache included (as OpenAI counts a prompt cache)."""
+        return self.prompt_tokens + self.cached_prompt_tokens
+
+    @property
+    def all_completion_tokens(self) -> int:
+        return self.completion_tokens + self.cached_completion_tokens
+
     def merged(self, other: Usage) -> Usage:
         return Usage(
             self.calls + other.calls,

@@ -38,6 +38,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from ..agent.agentfile import iso_time
 from ..errors import InputError, InputTooLarge, NotFound, PagemindError
 from ..users import agent_name
 from .routing import Svc, User, error_response, finished
@@ -120,10 +121,6 @@ def agent_ref(agent_id: str) -> int:
     return int(found.group(1))
 
 
-def _date(agent_time: str) -> str:
-    return agent_time.replace(" ", "T")
-
-
 def block_state(agent_id: str, block: Any) -> dict[str, Any]:
     return {"id": f"block-{agent_id.removeprefix('agent-')}-{block.label}", "label": block.label,
             "value": block.value, "limit": block.limit, "description": None, "read_only": False, "metadata": {},
@@ -153,7 +150,7 @@ def agent_state(service: Any, user: Any, row: Any) -> dict[str, Any]:
 
 def event_messages(event: Any, *, assistant: bool = True, call_of: dict[str, str] | None = None) -> list[dict]:
     """One stored event as Letta messages (id ``message-<seq>``)."""
-    p, base = event.payload, {"id": f"message-{event.seq}", "date": _date(event.time), "otid": None}
+    p, base = event.payload, {"id": f"message-{event.seq}", "date": iso_time(event.time), "otid": None}
     calls = call_of if call_of is not None else {}
     if event.kind == "user_message":
         return [{**base, "message_type": "user_message", "content": p["message"]}]
@@ -196,7 +193,7 @@ def turn_events(agent: Any) -> list[Any]:
 
 def usage_of(result: Any, run_id: str) -> dict[str, Any]:
     u = result.usage
-    prompt, completion = u.prompt_tokens + u.cached_prompt_tokens, u.completion_tokens + u.cached_completion_tokens
+    prompt, completion = u.all_prompt_tokens, u.all_completion_tokens  # cached replies counted, as OpenAI does
     return {"message_type": "usage_statistics", "prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion, "step_count": len(result.steps),
             "cached_input_tokens": u.cached_prompt_tokens, "run_ids": [run_id]}
@@ -387,8 +384,8 @@ async def update_block(agent_id: str, label: str, body: UpdateBlock, service: Sv
 
 # --- archival memory ------------------------------------------------------------------------------------------
 def passage_state(agent_id: str, p: Any) -> dict[str, Any]:
-    return {"id": f"passage-{p.id}", "text": p.text, "created_at": _date(p.time), "archive_id": f"archive-{agent_id}",
-            "tags": [], "metadata": {"summary": p.summary, "source": p.source}, "embedding": None,
+    return {"id": f"passage-{p.id}", "text": p.text, "created_at": iso_time(p.time),
+            "archive_id": f"archive-{agent_id}", "tags": [], "metadata": {"summary": p.summary, "source": p.source}, "embedding": None,
             "embedding_config": None}
 
 
@@ -420,7 +417,7 @@ def search_passages(agent_id: str, service: Svc, user: User, query: Annotated[st
     agent = service.pm.agent(row.name, llm=False)
     _, found = agent.passages(query, 0, top_k or agent.options.page_size)
     return {"count": len(found), "results": [{"id": f"passage-{p.id}", "content": p.text,
-                                               "timestamp": _date(p.time), "tags": []} for p in found]}
+                                               "timestamp": iso_time(p.time), "tags": []} for p in found]}
 
 
 # --- messages -------------------------------------------------------------------------------------------------

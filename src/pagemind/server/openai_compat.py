@@ -225,8 +225,7 @@ def _answer(target: Target, result: Any) -> tuple[str, list[dict[str, Any]], dic
     text = "\n\n".join(data["messages"]) if target.kind == "agent" else str(data.get("answer") or "")
     extra = {k: data[k] for k in ("index_usage", "stop_reason", "letter", "method") if k in data}
     # as OpenAI counts a prompt cache: replies served from pagemind's cache are in the totals, and detailed
-    prompt = usage.prompt_tokens + usage.cached_prompt_tokens
-    completion = usage.completion_tokens + usage.cached_completion_tokens
+    prompt, completion = usage.all_prompt_tokens, usage.all_completion_tokens
     counts = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
               "prompt_tokens_details": {"cached_tokens": usage.cached_prompt_tokens}}
     return text, data.get("citations") or [], counts, extra
