@@ -385,8 +385,8 @@ async def update_block(agent_id: str, label: str, body: UpdateBlock, service: Sv
 # --- archival memory ------------------------------------------------------------------------------------------
 def passage_state(agent_id: str, p: Any) -> dict[str, Any]:
     return {"id": f"passage-{p.id}", "text": p.text, "created_at": iso_time(p.time),
-            "archive_id": f"archive-{agent_id}", "tags": [], "metadata": {"summary": p.summary, "source": p.source}, "embedding": None,
-            "embedding_config": None}
+            "archive_id": f"archive-{agent_id}", "tags": [], "metadata": {"summary": p.summary, "source": p.source},
+            "embedding": None, "embedding_config": None}
 
 
 @router.post("/agents/{agent_id}/archival-memory")
