@@ -420,9 +420,11 @@ class Pagemind:
         with self.store.transaction():
             for plan in plans:
                 stored = agent_key(user_id, plan.name) if user_id is not None else plan.name
-                if self.store.get_agent(stored) is not None:
-                    raise AgentExists(f"an agent named {plan.name!r} already exists (import it with another name)")
-                record = astore.create_agent(stored, plan.options, plan.blocks)
+                try:
+                    record = astore.create_agent(stored, plan.options, plan.blocks)
+                except AgentExists:  # named as the user knows it, not as stored
+                    raise AgentExists(f"an agent named {plan.name!r} already exists (import it with another "
+                                      "name)") from None
                 astore.save_state(record.id, plan.state)
                 astore.append(record.id, plan.events)
                 if plan.passages:

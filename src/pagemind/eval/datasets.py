@@ -17,6 +17,7 @@ moved or rewritten.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import inspect
 import json
 import os
@@ -71,6 +72,11 @@ class Example:
 
 
 Loader = Callable[..., list[Example]]
+
+
+def short_hash(text: str) -> str:
+    """A text's short content id (examples over the same text share one document id, hence one memory)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
 
 
 # The presets most sets use: QuALITY's prompts and page sizes for every method family.

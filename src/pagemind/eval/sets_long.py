@@ -19,23 +19,17 @@ copy; the tests write format-exact samples):
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DatasetError
-from .datasets import QUALITY_PRESETS, DatasetSpec, Example, field_of, find_file, read_json, read_rows
+from .datasets import QUALITY_PRESETS, DatasetSpec, Example, field_of, find_file, read_json, read_rows, short_hash
 from .evidence import Span
 
 if TYPE_CHECKING:
     from ..text import Document
 
 LETTERS = "ABCD"
-
-
-def _doc_id(prefix: str, text: str) -> str:
-    """Examples over the same text share one memory per method."""
-    return f"{prefix}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}"
 
 
 # --- ∞Bench ---------------------------------------------------------------------------------------------------
@@ -58,7 +52,7 @@ def _infbench(path: Path, task: str) -> list[Example]:
         answers = [str(a) for a in answers] if isinstance(answers, list) else [str(answers)] if answers else []
         if not answers:
             raise DatasetError(f"{where}: no answer")
-        doc_id = _doc_id("infbench", context)
+        doc_id = f"infbench-{short_hash(context)}"
         id_ = f"infbench-{task}-{row.get('id', where)}"
         if task == "mc":
             options = tuple(str(o) for o in field_of(row, "options", where, list))
@@ -90,7 +84,8 @@ def load_longbench2(path: Path, *, length: str = "", difficulty: str = "", domai
             raise DatasetError(f"{where}: answer {answer!r} is not A, B, C or D")
         examples.append(Example(
             id=f"longbench2-{row.get('_id', where)}", dataset="longbench2", task="choice",
-            question=field_of(row, "question", where), document_id=_doc_id("longbench2", context), document=context,
+            question=field_of(row, "question", where), document_id=f"longbench2-{short_hash(context)}",
+            document=context,
             options=options, gold=LETTERS.index(answer),
             meta={"length": str(row.get("length", "")), "difficulty": str(row.get("difficulty", "")),
                   "domain": str(row.get("domain", "")), "sub_domain": str(row.get("sub_domain", ""))}))
@@ -140,8 +135,9 @@ def load_pageindex(path: Path, *, doc_type: str = "") -> list[Example]:
         document = documents[pdf]
         starts = list(getattr(document, "pages", ()))
         text = str(document.text)
+        evidence_pages = _pages(row.get("evidence_pages"), where)
         spans = []
-        for page in _pages(row.get("evidence_pages"), where):
+        for page in evidence_pages:
             if not 1 <= page <= len(starts):
                 raise DatasetError(f"{where}: evidence page {page} is not a page of {name} (it has {len(starts)})")
             end = starts[page] if page < len(starts) else len(text)
@@ -153,7 +149,7 @@ def load_pageindex(path: Path, *, doc_type: str = "") -> list[Example]:
             evidence=tuple(spans),
             meta={"doc": name, "doc_type": str(row.get("doc_type", "")), "pages": len(starts),
                   "answer_format": str(row.get("answer_format", "")),
-                  "evidence_pages": _pages(row.get("evidence_pages"), where)}))
+                  "evidence_pages": evidence_pages}))
     return examples
 
 
