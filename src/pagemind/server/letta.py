@@ -259,10 +259,8 @@ def health() -> dict[str, Any]:
 
 @router.post("/agents/")
 @router.post("/agents")
-def create_agent(body: CreateAgent, service: Svc, user: User) -> JSONResponse:
-    from ..agent import AgentExists, AgentOptions
+def create_agent(body: CreateAgent, service: Svc, user: User) -> dict[str, Any]:
     from ..agent.agentfile import COUNTERPARTS
-    from .service import AgentNameTaken, checked_agent_options
 
     refuse([f"tool {t!r} (no pagemind counterpart)" for t in body.tools or [] if t not in COUNTERPARTS]
            + [f for f, used in (("block_ids (shared blocks)", bool(body.block_ids)),
@@ -271,16 +269,11 @@ def create_agent(body: CreateAgent, service: Svc, user: User) -> JSONResponse:
                                 ("tool_rules", bool(body.tool_rules))) if used])
     blocks = {b.label: b.value for b in body.memory_blocks}
     limits = {b.label: max(b.limit, len(b.value)) for b in body.memory_blocks if b.limit is not None}
-    name = body.name or f"agent-{int(time.time() * 1000)}"
     options = {"system": body.system, "context_window": body.context_window_limit}
-    checked = checked_agent_options(AgentOptions().as_dict(), {k: v for k, v in options.items() if v is not None})
-    try:
-        agent = service.pm.create_agent(
-            f"u{user.id}.{name}", persona=blocks.pop("persona", None), human=blocks.pop("human", None), blocks=blocks,
-            limits=limits, options=checked, user_id=user.id, display_name=name)
-    except AgentExists:
-        raise AgentNameTaken(f"you already have an agent named {name!r}") from None
-    return JSONResponse(agent_state(service, user, service.own_agent(user, agent.id)))
+    row = service.new_agent(user, body.name or f"agent-{int(time.time() * 1000)}", persona=blocks.pop("persona", None),
+                            human=blocks.pop("human", None), blocks=blocks, limits=limits,
+                            options={k: v for k, v in options.items() if v is not None})
+    return agent_state(service, user, row)
 
 
 @router.get("/agents/")

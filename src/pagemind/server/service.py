@@ -365,16 +365,24 @@ class Service:
                 "counts": agent.counts(), "state": row.state, "busy": busy, "running_run": running}
 
     def create_agent(self, user: Any, body: AgentCreate) -> dict[str, Any]:
+        return self.agent_json(user, self.new_agent(user, body.name, persona=body.persona, human=body.human,
+                                                    options=body.options))
+
+    def new_agent(self, user: Any, name: str, *, persona: str | None = None, human: str | None = None,
+                  options: dict[str, Any] | None = None, blocks: dict[str, str] | None = None,
+                  limits: dict[str, int] | None = None) -> Any:
+        """A new agent of the user's (its row): ``options`` checked as AgentOptions fields; ``blocks`` and
+        ``limits``: more core-memory blocks and a block's own character limit, by label."""
         from ..agent import AgentExists
         from ..agent.memory import AgentOptions
 
-        options = checked_agent_options(AgentOptions().as_dict(), body.options)
+        checked = checked_agent_options(AgentOptions().as_dict(), options or {})
         try:
-            agent = self.pm.create_agent(agent_key(user.id, body.name), persona=body.persona,
-                                         human=body.human, options=options, user_id=user.id, display_name=body.name)
+            agent = self.pm.create_agent(agent_key(user.id, name), persona=persona, human=human, options=checked,
+                                         user_id=user.id, display_name=name, blocks=blocks, limits=limits)
         except AgentExists:
-            raise AgentNameTaken(f"you already have an agent named {body.name!r}") from None
-        return self.agent_json(user, self.own_agent(user, agent.id))
+            raise AgentNameTaken(f"you already have an agent named {name!r}") from None
+        return self.own_agent(user, agent.id)
 
     def agents(self, user: Any) -> list[dict[str, Any]]:
         return [self.agent_json(user, row) for row in self.pm.agents(user.id)]
