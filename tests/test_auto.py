@@ -1,7 +1,9 @@
-"""``auto``, the default method: the whole text when it fits with room to spare, ReadAgent-P beyond that."""
+"""``auto``, the default method: the whole text when it fits with room to spare, OP-RAG (or the method asked for as
+``beyond``) beyond that."""
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from helpers import first_words_gist, make_text, middle_label
@@ -27,16 +29,32 @@ def test_a_text_that_fits_is_read_whole_and_the_choice_is_stated(tmp_path):
     assert [r.role for r in fake.history] == ["answer"]  # nothing built: one call
 
 
-def test_a_text_beyond_the_room_gets_a_gist_memory_and_a_look_up(tmp_path):
+def test_a_text_beyond_the_room_is_read_by_op_rag_without_a_build_call(tmp_path):
     doc = Document.from_text(make_text(60, 60))  # 3,600 words: more than 75% of 4,096 less the reserve
     fake = scripted(4096)
     with Pagemind(fake, store=tmp_path / "s.db") as pm:
         answer = pm.ask(doc, "Which?", options=["one", "two"])
-        assert pm.method("auto").choose(doc).method == "readagent-p"
+        chosen = pm.method("auto").choose(doc)
+        assert chosen.method == "op-rag" and chosen.what.startswith("OP-RAG")
         reader = pm.reader("auto", document=doc)  # the registry resolves the choice to the reader it picks
-        assert reader.name == "readagent-p" and reader.load(doc) is not None  # the stored memory is found again
-        assert reader.memory_key(doc) == pm.reader("readagent-p").memory_key(doc)  # the same memory as asked for
-    assert answer.method == "readagent-p" and answer.details["auto"]["method"] == "readagent-p"
+        assert reader.name == "op-rag" and reader.load(doc) is not None  # the stored index is found again
+        assert reader.memory_key(doc) == pm.reader("op-rag").memory_key(doc)  # the same memory as asked for
+    assert answer.method == "op-rag" and answer.details["auto"]["method"] == "op-rag"
+    assert [r.role for r in fake.history] == ["answer"]  # a BM25 index: the only LLM call is the answer
+
+
+def test_beyond_picks_the_paper_readers_with_the_options_they_share(tmp_path):
+    doc = Document.from_text(make_text(60, 60))
+    fake = scripted(4096)
+    with Pagemind(fake, store=tmp_path / "s.db") as pm:
+        chosen = pm.method("auto", beyond="readagent-p").choose(doc)
+        assert (chosen.method, chosen.what) == ("readagent-p", "ReadAgent-P (a gist memory, then look-up)")
+        reader = pm.reader("auto", document=doc, beyond="readagent-p", budget=3000, max_retries=1, cite="off")
+        assert reader.name == "readagent-p"
+        assert (reader.options.budget, reader.options.max_retries, reader.options.cite) == (3000, 1, "off")
+        answer = pm.ask(doc, "Which?", options=["one", "two"], beyond="readagent-p")
+        assert pm.reader("auto", document=doc, beyond="memwalker").name == "memwalker"
+    assert answer.method == "readagent-p"
     assert {r.role for r in fake.history} >= {"paginate", "gist", "lookup", "answer"}
 
 
@@ -44,8 +62,8 @@ def test_room_moves_the_threshold_and_explicit_methods_are_never_second_guessed(
     doc = Document.from_text(make_text(40, 60))  # 2,400 words
     with Pagemind(scripted(8192), store=tmp_path / "s.db") as pm:
         assert pm.choice(doc).method == "full" and pm.choice(doc, "gistmem") is None
-        assert pm.method("auto", room=0.8).choose(doc).method == "readagent-p"
-        assert pm.method("auto", budget=1000).choose(doc).method == "readagent-p"
+        assert pm.method("auto", room=0.8).choose(doc).method == "op-rag"
+        assert pm.method("auto", budget=1000).choose(doc).method == "op-rag"
         assert pm.ask(doc, "Which?", options=["one", "two"], method="gistmem").method == "gistmem"
 
 
@@ -68,7 +86,7 @@ def test_the_two_bundled_samples_fall_on_either_side_of_the_default_window(tmp_p
     long = Document.from_text(sample_path("long").read_text(encoding="utf-8"))
     with Pagemind(scripted(16384), store=tmp_path / "s.db") as pm:  # the default model's n_ctx
         assert pm.method("auto").choose(short).method == "full"
-        assert pm.method("auto").choose(long).method == "readagent-p"
+        assert pm.method("auto").choose(long).method == "op-rag"
     assert 15_000 < long.words < 18_000
 
 
@@ -84,8 +102,10 @@ def test_auto_is_a_choice_the_registry_resolves_not_a_reader(tmp_path):
         assert reader.name == "full" and chosen.method == "full"
         assert (reader.options.budget, reader.options.max_retries) == (3000, 1)  # the options it takes, handed on
         big = Document.from_text(make_text(60, 60))
-        reader, chosen = registry.resolve("auto", pm.llm, pm.store, big, max_pages=2)
-        assert reader.name == "readagent-p" and reader.options.max_pages == 2 and chosen.method == "readagent-p"
+        reader, chosen = registry.resolve("auto", pm.llm, pm.store, big, budget=2000)
+        assert reader.name == "op-rag" and reader.options.budget == 2000 and chosen.method == "op-rag"
+        with pytest.raises(ConfigError, match="unknown auto option"):  # a reader's own option goes to that reader
+            registry.resolve("auto", pm.llm, pm.store, big, max_pages=2)
         assert registry.resolve("gistmem", pm.llm, pm.store)[1] is None
         try:
             pm.reader("auto")

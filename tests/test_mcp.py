@@ -131,7 +131,7 @@ async def document_ask_trace(client: Client, **add: str) -> tuple[str, str]:
 
     wrong = await client.call_tool("ask", {"document_id": doc["id"], "question": "q", "method": "memwalker",
                                            "method_options": {"max_pages": 3}})
-    assert wrong.is_error and "max_pages applies to auto, readagent-p, readagent-s, not memwalker" in text(wrong)
+    assert wrong.is_error and "max_pages applies to readagent-p, readagent-s, not memwalker" in text(wrong)
     bad = await client.call_tool("ask", {"document_id": doc["id"], "question": "q", "method": "full",
                                          "method_options": {"budget": 0}})
     assert bad.is_error and "budget must be at least 1" in text(bad)

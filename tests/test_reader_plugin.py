@@ -62,7 +62,7 @@ def test_a_plugin_reader_runs_through_every_command(tmp_path, server):
     assert answer["pages_read"] == [0, 1, 2] and answer["read_unit"] == "paragraph"
 
     wrong = run("ask", str(story), "q?", "-m", "lead", "--max-pages", "3", home=home, url=server.url, check=False)
-    assert wrong.returncode == 2 and "--max-pages applies to auto, readagent-p, readagent-s, not lead" in wrong.stderr
+    assert wrong.returncode == 2 and "--max-pages applies to readagent-p, readagent-s, not lead" in wrong.stderr
     bad = run("ask", str(story), "q?", "-m", "lead", "--paragraphs", "0", home=home, url=server.url, check=False)
     assert bad.returncode == 2 and "paragraphs must be at least 1" in bad.stderr
 

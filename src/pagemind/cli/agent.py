@@ -290,8 +290,7 @@ def _chat_with_document(pm: Pagemind, file: str, method: str, opts: dict[str, An
     reader = pm.reader(method, document=source, **opts)  # auto: the reader it picks for this document
     if method == "auto":
         choice = entry.choose(source)  # type: ignore[union-attr]
-        what = "the whole text" if choice.method == "full" else "ReadAgent-P (gist memory, then look-up)"
-        click.echo(f"auto: reading {what}: {choice.reason} (--method picks another)", err=True)
+        click.echo(f"auto: reading {choice.what}: {choice.reason} (--method picks another)", err=True)
     build = Trace()
     with progress_bar(f"reading {source.name}") as progress:  # recorded as a run, like every question
         memory = pm.index(source, method, progress=progress, trace=build, **opts)

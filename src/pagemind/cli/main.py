@@ -80,8 +80,7 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
         source = pm.source(path, entry, encoding)
         if method == "auto" and not as_json:
             choice = entry.choose(source)  # type: ignore[union-attr]
-            what = "the whole text" if choice.method == "full" else "ReadAgent-P (gist memory, then look-up)"
-            click.echo(f"auto: reading {what}: {choice.reason} (--method picks another)", err=True)
+            click.echo(f"auto: reading {choice.what}: {choice.reason} (--method picks another)", err=True)
         streamed: list[str] = []
 
         def on_text(piece: str) -> None:  # the free-form answer, as the model writes it, on a terminal

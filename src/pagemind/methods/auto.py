@@ -1,67 +1,89 @@
 """``auto``: read what fits. The whole text when the document, the question and the answer fit the model's window
-with room to spare; ReadAgent-P beyond that (pagemind's default method; it says which it chose and why).
+with room to spare; beyond that, OP-RAG by default (pagemind's default method; it says which it chose and why).
 
-A short text answered from its gists alone loses what the gists dropped (a small model's gist may even
-misattribute who did what), while the full text has every word: so a memory is only worth building when the text
-does not fit. Explicit methods are never second-guessed.
+A short text answered from a memory loses what the memory dropped (a small model's gist may even misattribute who
+did what), while the full text has every word: so nothing is built when the text fits.
+
+Beyond the window the choice is measured, not habit (``benchmarks/README.md``, "auto beyond the window"): on the
+long sample's five questions with the embedded default model, order-preserving retrieval (OP-RAG: the passages that
+match the question, in document order) answered 5 of 5 in under a minute each from a BM25 index built without an
+LLM call, where ReadAgent-P answered 4 of 5 after a 27-minute gist build; on QuALITY articles past a 4,096-token
+window it matched or beat the gist readers at a fraction of their tokens. The field points the same way
+(DOS-RAG, EMNLP 2025: order-preserving retrieve-then-read beats ReadAgent and RAPTOR at matched budgets). The paper
+methods stay one option (``beyond``) or one ``--method`` away, and the evaluation uses them by name.
 
 ``auto`` is a :class:`~.base.Chooser`, not a reader: :meth:`pagemind.Pagemind.reader` resolves it for a document to
-the full-text reader or ReadAgent-P, and the memory, the answer and the run are that reader's (the answer's
-``details["auto"]`` says which and why).
+the reader it picks, and the memory, the answer and the run are that reader's (the answer's ``details["auto"]`` says
+which and why). The options it hands over are those the picked reader declares too (``budget``, ``cite``...).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..text import Document
 from .base import About, Chooser, Chosen, Reader
-from .full import FullText, FullTextOptions
-from .options import option
-from .readagent import ParallelOptions, ReadAgentP
+from .options import MAX_RETRIES, ReaderOptions, option
 
 ANSWER_RESERVE = 1024  # tokens beside the text: instructions, question, options and the reply
+BEYOND = {  # the methods auto may read a text beyond the room with, and what each does (for people)
+    "op-rag": "OP-RAG (the passages that match the question, in document order)",
+    "readagent-p": "ReadAgent-P (a gist memory, then look-up)",
+    "memwalker": "MemWalker (a tree of summaries, navigated)",
+}
+Beyond = Literal["op-rag", "readagent-p", "memwalker"]
 
 
 @dataclass(frozen=True)
-class AutoOptions(ParallelOptions):
-    """ReadAgent-P's options (used when the text does not fit), plus how much of the window stays free."""
+class AutoOptions(ReaderOptions):
+    """How much of the window stays free, which method reads beyond it, and the options every candidate shares."""
 
     owner = "auto"
 
     room: float = option(0.25, "share of the context window kept free when reading the whole text (0-0.9)",
                          minimum=0, maximum=0.9)
+    beyond: Beyond = option("op-rag", "the method for a text beyond the room: op-rag (measured best and fastest), "
+                                      "readagent-p or memwalker")
+    budget: int | None = option(None, "most tokens of the text shown to the model per call; none: what the window "
+                                      "allows", minimum=1)
+    constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
+                               flag="--constrained/--unconstrained")
+    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0, maximum=MAX_RETRIES)
 
 
 class Auto(Chooser):
     name = "auto"
-    about = About("Auto", "the whole text when it fits the window with room to spare, else ReadAgent-P (the default)")
+    about = About("Auto", "the whole text when it fits the window with room to spare, else OP-RAG (the default)")
     Options = AutoOptions
-    unit = "page"
+    unit = "fragment"
     options: AutoOptions
 
     def choose(self, document: Document) -> Chosen:
-        """Full text when the document fits ``(1 - room)`` of the window less the answer's reserve."""
+        """Full text when the document fits ``(1 - room)`` of the window less the answer's reserve; else ``beyond``."""
         window = self.llm.context_window
         room = int(window * (1 - self.options.room)) - ANSWER_RESERVE
         if self.options.budget is not None:
             room = min(room, self.options.budget)
+        beyond = self.options.beyond
         if document.words > room:  # no tokenizer gives fewer tokens than words for prose: no need to count
-            return Chosen("readagent-p", f"{document.words:,} words are more than the {room:,} tokens the whole text "
-                                         f"may take of the {window:,}-token window")
+            return Chosen(beyond, f"{document.words:,} words are more than the {room:,} tokens the whole text may "
+                                  f"take of the {window:,}-token window", BEYOND[beyond])
         tokens = self.llm.count_tokens(document.text)
         if tokens <= room:
-            return Chosen("full", f"{tokens:,} tokens fit the {window:,}-token window with room to spare")
-        return Chosen("readagent-p", f"{tokens:,} tokens are more than the {room:,} the whole text may take of the "
-                                     f"{window:,}-token window")
+            return Chosen("full", f"{tokens:,} tokens fit the {window:,}-token window with room to spare",
+                          "the whole text")
+        return Chosen(beyond, f"{tokens:,} tokens are more than the {room:,} the whole text may take of the "
+                              f"{window:,}-token window", BEYOND[beyond])
 
     def reader(self, chosen: Chosen) -> Reader[Any, Any]:
-        method = FullText if chosen.method == "full" else ReadAgentP
-        options: Any = FullTextOptions if chosen.method == "full" else ParallelOptions
-        shared = {s.name: getattr(self.options, s.name) for s in options.specs() if s.name in
-                  {t.name for t in AutoOptions.specs()}}
-        return method(self.llm, self.store, options.create(**shared))
+        from . import registry
+
+        method = registry.get(chosen.method)
+        assert issubclass(method, Reader), chosen.method  # BEYOND and "full" name readers
+        names = {s.name for s in AutoOptions.specs()}
+        shared = {s.name: getattr(self.options, s.name) for s in method.Options.specs() if s.name in names}
+        return method(self.llm, self.store, method.Options.create(**shared))
 
 
-__all__ = ["Auto", "AutoOptions"]
+__all__ = ["BEYOND", "Auto", "AutoOptions"]

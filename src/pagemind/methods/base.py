@@ -523,6 +523,7 @@ class Chosen:
 
     method: str
     reason: str
+    what: str = ""  # what the chosen method does, for people ("the whole text", "OP-RAG: ...")
 
 
 class Chooser(Method):
