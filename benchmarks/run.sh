@@ -24,3 +24,9 @@ python benchmarks/citations.py
 #     questions at a matched budget (tens of minutes on 2 cores; --queries 0 runs the whole split: hours)
 python benchmarks/evidence.py qmsum --queries 3 --budget 1500 --threads 1
 python benchmarks/evidence.py locomo --queries 3 --budget 1500 --threads 1
+# (l) the shared model process: RSS of three pagemind processes, throughput by slots, a short question's latency
+#     during another user's build; shared llama-server vs in-process (about 15-25 minutes on 2 cores)
+python benchmarks/shared_model.py
+# (m) what auto reads beyond the window with: the long sample's five questions per method with the default model
+#     (OP-RAG minutes; ReadAgent-P and MemWalker build their memories first: about an hour on 2 cores)
+python benchmarks/auto_choice.py --methods auto,readagent-p,memwalker

@@ -34,12 +34,24 @@ if [ "${PAGEMIND_LLAMA_CPU:-auto}" != "avx2" ] && has avx512f && has avx512bw &&
     has avx512_vnni && flags="$flags -DGGML_AVX512_VNNI=ON"
     has avx512_bf16 && flags="$flags -DGGML_AVX512_BF16=ON"
 fi
+# The same compile also builds llama.cpp's own server (llama-server), pagemind's shared model process: one server
+# per model for every pagemind process of the user (see `pagemind models status`). scripts/llama-server.cmake adds
+# it and leaves llama.cpp's other tools out; llava/mtmd comes with the server's tools instead of llama-cpp-python's
+# copy, and the web UI and HTTPS are off (nothing is fetched during the build). PAGEMIND_LLAMA_SERVER_BUILD=0 builds
+# llama-cpp-python alone (pagemind then runs the model in each process).
+server_flags=""
+if [ "${PAGEMIND_LLAMA_SERVER_BUILD:-1}" != "0" ]; then
+    server_flags="-DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF"
+    server_flags="$server_flags -DCMAKE_PROJECT_INCLUDE=$PWD/scripts/llama-server.cmake"
+fi
 # pip caches built wheels without regard to CMAKE_ARGS, so pagemind keeps its own wheel cache, keyed by the
-# version and the flags: a re-install with the same flags takes seconds, other flags get their own build.
-wheel_dir="${XDG_CACHE_HOME:-$HOME/.cache}/pagemind/wheels/llama-cpp-python-${LLAMA_CPP_VERSION}-$(printf '%s' "$flags" | sha256sum | cut -c1-12)"
+# version, the flags and the server's build file (not where this checkout is): a re-install with the same flags
+# takes seconds, other flags get their own build.
+key="$flags ${server_flags%% -DCMAKE_PROJECT_INCLUDE=*} $( [ -n "$server_flags" ] && sha256sum scripts/llama-server.cmake | cut -c1-16)"
+wheel_dir="${XDG_CACHE_HOME:-$HOME/.cache}/pagemind/wheels/llama-cpp-python-${LLAMA_CPP_VERSION}-$(printf '%s' "$key" | sha256sum | cut -c1-12)"
 if ! ls "$wheel_dir"/llama_cpp_python-*.whl >/dev/null 2>&1; then
-    say "building llama-cpp-python ${LLAMA_CPP_VERSION} (CMAKE_ARGS=$flags); 5-10 minutes"
-    CMAKE_ARGS="$flags" "$PYTHON" -m pip wheel --no-deps --no-cache-dir -w "$wheel_dir" "llama-cpp-python==${LLAMA_CPP_VERSION}"
+    say "building llama-cpp-python ${LLAMA_CPP_VERSION} and llama-server (CMAKE_ARGS=$flags $server_flags); 6-12 minutes"
+    CMAKE_ARGS="$flags $server_flags" "$PYTHON" -m pip wheel --no-deps --no-cache-dir -w "$wheel_dir" "llama-cpp-python==${LLAMA_CPP_VERSION}"
 fi
 say "installing llama-cpp-python from $wheel_dir"
 "$PYTHON" -m pip install --force-reinstall --no-deps "$wheel_dir"/llama_cpp_python-*.whl
@@ -51,6 +63,13 @@ if "$PYTHON" -c 'import llama_cpp, sys; sys.exit("AMX" not in llama_cpp.llama_pr
     echo "error: the llama.cpp build has AMX kernels, which crash on these machines" >&2; exit 1
 fi
 say "llama.cpp build: $("$PYTHON" -c 'import llama_cpp; print(llama_cpp.llama_print_system_info().decode().strip())')"
+if [ -n "$server_flags" ]; then
+    server="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("platlib"))')/bin/llama-server"
+    lib="$(dirname "$(dirname "$server")")/lib"
+    LD_LIBRARY_PATH="$lib" "$server" --version >/dev/null 2>&1 \
+        || { echo "error: the llama-server built with llama-cpp-python does not run ($server)" >&2; exit 1; }
+    say "llama-server: $server"
+fi
 
 say "installing pagemind with the local backend, retrieval, evaluation, document formats, the service, Postgres and test tools"
 "$PYTHON" -m pip install -e ".[local,retrieval,eval,formats,serve,postgres,otel,llama-index,langchain,test]"

@@ -3,8 +3,12 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch):
-    """No test touches the real user directory, config or model cache."""
+    """No test touches the real user directory, config or model cache, nor the user's shared model servers: the
+    embedded model runs in the test's process (the shared llama-server's tests in test_managed.py opt in, with
+    their own run directory)."""
     monkeypatch.setenv("PAGEMIND_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PAGEMIND_EMBEDDED", "process")
+    monkeypatch.setenv("PAGEMIND_RUN_DIR", str(tmp_path / "run"))
     for name in ("PAGEMIND_LLM", "PAGEMIND_STORE", "PAGEMIND_CONCURRENCY", "PAGEMIND_CACHE", "OPENAI_API_KEY",
                  "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)

@@ -46,6 +46,9 @@ class Settings:
     server_kind: str = "auto"  # openai:...: auto (ask the server) or one of pagemind.llm.servers.SERVER_KINDS
     threads: int | None = None  # llama.cpp threads; default: the machine's cores
     prompt_cache_mb: int = 2048  # RAM for llama.cpp KV states of recent prompts (0: only the last prompt)
+    embedded: str = "auto"  # local:/gguf: models: server (one shared llama-server), process (in this process), auto
+    slots: int = 4  # the shared server's slots: requests decoded together, each with a whole n_ctx window
+    server_idle: float = 600.0  # seconds without a request before the shared server stops (0: never)
     max_bytes: int = 16 * 1024 * 1024
     cache: bool = True  # LLM response cache
     native_tools: bool = True  # OpenAI-compatible servers: offer native tool calling (else JSON-schema replies)
@@ -55,8 +58,9 @@ class Settings:
         return Path(self.store) if self.store else user_dir(env) / "pagemind.db"
 
 
-_INT = {"concurrency", "max_retries", "n_ctx", "threads", "max_bytes", "prompt_cache_mb", "context_window"}
-_FLOAT = {"timeout"}
+_INT = {"concurrency", "max_retries", "n_ctx", "threads", "max_bytes", "prompt_cache_mb", "context_window", "slots"}
+_FLOAT = {"timeout", "server_idle"}
+EMBEDDED = ("auto", "server", "process")
 _BOOL = {"cache", "native_tools", "record_runs"}
 
 
@@ -72,6 +76,8 @@ def _coerce(name: str, value: Any) -> Any:
             return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
     except (TypeError, ValueError):
         raise ConfigError(f"setting {name!r}: {value!r} is not a valid value") from None
+    if name == "embedded" and str(value) not in EMBEDDED:
+        raise ConfigError(f"setting 'embedded': {value!r} is not one of {', '.join(EMBEDDED)}")
     return str(value)
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from ..config import DEFAULT_MODEL
 from ..llm import catalogue
 from ..llm.base import Capabilities
 from .main_errors import handle_errors
+
+if TYPE_CHECKING:
+    from ..llm.managed import ServerSpec
 
 
 @click.group()
@@ -81,6 +86,72 @@ def info(spec: str, base_url: str | None, api_key: str | None, context_window: i
         backend.close()
 
 
+def _spec(name: str, n_ctx: int | None, slots: int | None, idle: float | None) -> ServerSpec:
+    """The shared-server spec the settings give for catalogue model or GGUF file NAME."""
+    from pathlib import Path
+
+    from ..config import resolve_settings
+    from ..llm.managed import ServerSpec
+
+    settings = resolve_settings(n_ctx=n_ctx, slots=slots, server_idle=idle)
+    path = Path(name).expanduser() if name.endswith(".gguf") else catalogue.model_path(name)
+    return ServerSpec.of(path, settings.n_ctx, settings.threads, settings.prompt_cache_mb, settings.slots,
+                         settings.server_idle)
+
+
+@models.command()
+@click.argument("name", default=DEFAULT_MODEL)
+@click.option("--n-ctx", type=int, help="the window of each slot (default: the n_ctx setting)")
+@click.option("--slots", type=int, help="requests decoded together (default: the slots setting, 4)")
+@click.option("--idle", type=float, help="seconds without a request before it stops (0: never; default 600)")
+@handle_errors
+def serve(name: str, n_ctx: int | None, slots: int | None, idle: float | None) -> None:
+    """Start the shared llama-server for NAME (a catalogue model or a .gguf file), as pagemind does on first use."""
+    from ..llm.managed import ensure
+
+    running = ensure(_spec(name, n_ctx, slots, idle))
+    model = running.model.rsplit("/", 1)[-1]
+    click.echo(f"{model}: serving on 127.0.0.1:{running.port} (pid {running.pid}, {running.slots} slots of "
+               f"{running.n_ctx} tokens; stops after {running.idle:.0f} s idle)")
+
+
+@models.command()
+@click.option("--json", "as_json", is_flag=True, help="machine-readable")
+@handle_errors
+def status(as_json: bool) -> None:
+    """The shared model servers running for this user: model, slots, memory, since when."""
+    import json
+    import time
+
+    from ..llm.managed import memory_mb
+    from ..llm.managed import status as running
+
+    rows: list[dict[str, Any]] = [
+        {"key": r.key, "model": r.model, "pid": r.pid, "port": r.port, "slots": r.slots, "n_ctx": r.n_ctx,
+         "rss_mb": round(memory_mb(r.pid)), "up_s": round(time.time() - r.started), "idle_stop_s": r.idle}
+        for r in running()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("no shared model server is running (one starts on the first call to an embedded model)")
+    for row in rows:
+        click.echo(f"{row['key']}  {row['model'].rsplit('/', 1)[-1]}  pid {row['pid']}  127.0.0.1:{row['port']}  "
+                   f"{row['slots']} slots x {row['n_ctx']} tokens  {row['rss_mb']:,} MiB  up {row['up_s']} s  "
+                   f"stops after {row['idle_stop_s']:.0f} s idle")
+
+
+@models.command()
+@click.argument("keys", nargs=-1)
+@handle_errors
+def stop(keys: tuple[str, ...]) -> None:
+    """Stop the shared model servers (all, or those of KEYS from `pagemind models status`)."""
+    from ..llm.managed import stop as stop_servers
+
+    stopped = stop_servers(set(keys) if keys else None)
+    click.echo(f"stopped {len(stopped)} shared model server(s)")
+
+
 def describe(model_id: str, caps: Capabilities) -> list[str]:
     """The lines `pagemind models info` prints for a backend's capabilities."""
     extra = caps.extra
@@ -99,5 +170,10 @@ def describe(model_id: str, caps: Capabilities) -> list[str]:
              else "no native tool calling: agent steps are JSON replies (constrained where the server can)")
     lines.append(f"tools        {tools}")
     lines.append(f"concurrency  {caps.max_concurrency} request(s) at once")
+    if extra.get("process"):
+        lines.append(f"process      {extra['process']} with {extra.get('slots')} slots ({extra.get('server')}); "
+                     "pagemind models status / stop")
+    elif caps.token_counts == "model":
+        lines.append("process      this one (in process: no llama-server installed, or embedded=process)")
     lines += [f"note         {note}" for note in extra.get("notes") or ()]
     return lines

@@ -82,6 +82,17 @@ def _trained_context(path: Path) -> int | None:
     return None
 
 
+def window_for(n_ctx: int, trained: int | None) -> int:
+    """The window a model is opened with: ``n_ctx``, at most the trained context (that when ``n_ctx`` <= 0)."""
+    return trained or 4096 if n_ctx <= 0 or (trained and n_ctx > trained) else n_ctx
+
+
+def default_threads() -> int:
+    """llama.cpp threads when none are set: the cores this process may run on."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return cores or 1
+
+
 class LlamaCpp(Backend):
     """One GGUF model in this process; calls are serialised (the llama.cpp context is not thread-safe).
 
@@ -101,10 +112,8 @@ class LlamaCpp(Backend):
         self._llama_cpp = llama_cpp
         self.path = path = Path(path)
         trained = _trained_context(path)
-        if n_ctx <= 0 or (trained and n_ctx > trained):
-            n_ctx = trained or 4096
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        self.threads = threads or cores or 1
+        n_ctx = window_for(n_ctx, trained)
+        self.threads = threads or default_threads()
         try:
             params = llama_cpp.llama_model_default_params()
             params.vocab_only = True
@@ -308,7 +317,9 @@ def _prompt_cache(llama_cpp: Any, capacity: int) -> Any:
 
 
 def open_local(spec_or_path: str, settings: Settings) -> LlamaCpp:
-    """Open ``local:NAME`` (a catalogue model) or ``gguf:PATH`` (any GGUF file) with the settings' n_ctx/threads."""
+    """Open ``local:NAME`` (a catalogue model) or ``gguf:PATH`` (any GGUF file) with the settings' n_ctx/threads:
+    through the user's shared llama-server (``embedded=server``; ``auto`` when one is installed), else in this
+    process."""
     kind, _, value = spec_or_path.partition(":")
     if kind == "local" and value:
         path, name = catalogue.model_path(value), catalogue.get_spec(value).name
@@ -321,5 +332,13 @@ def open_local(spec_or_path: str, settings: Settings) -> LlamaCpp:
                 raise ConfigError(f"{value} is not a GGUF model file (wrong magic bytes)")
     else:
         raise ConfigError(f"expected local:NAME or gguf:PATH, got {spec_or_path!r}")
+    if settings.embedded != "process":
+        from .managed import SharedLlama, server_binary
+
+        binary = server_binary()
+        if binary is not None or settings.embedded == "server":
+            return SharedLlama(path, n_ctx=settings.n_ctx, threads=settings.threads, name=name,
+                               prompt_cache_mb=settings.prompt_cache_mb, slots=settings.slots,
+                               idle=settings.server_idle, binary=binary, fallback=settings.embedded == "auto")
     return LlamaCpp(path, n_ctx=settings.n_ctx, threads=settings.threads, name=name,
                     prompt_cache_mb=settings.prompt_cache_mb)
