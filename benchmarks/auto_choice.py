@@ -6,7 +6,8 @@ method from a fresh store (so the first answer pays for the memory), with the em
 Per method: which method ``auto`` chose, the seconds to the first answer (memory build included), the median
 seconds of the next answers, prompt tokens per question (answer time) and of the build, the answers right of 5,
 and the passages the answers cite (first words), so one can see what each read. Methods run one after another
-in this process; the in-process or shared backend is whatever the settings give (``--embedded``).
+in this process; the in-process or shared backend is whatever the settings give (``--embedded``); shared model
+servers are stopped before each method, so its first answer includes starting one.
 Writes ``results/auto_choice.json`` (methods already there under other names are kept).
 """
 
@@ -23,6 +24,7 @@ from pathlib import Path
 from common import RESULTS, peak_rss_mb, write_result
 from pagemind import Pagemind
 from pagemind.cli.main import sample_path
+from pagemind.llm.managed import stop
 
 
 def questions() -> list[dict]:
@@ -52,6 +54,7 @@ def main() -> None:
     result.update({"model": args.model, "n_ctx": args.n_ctx, "document": book.name, "questions": len(asked)})
     methods = result.setdefault("methods", {})
     for method in args.methods.split(","):
+        stop()  # a cold start: no shared server holding an earlier run's prompts (its start is part of the answer)
         with tempfile.TemporaryDirectory() as home, \
                 Pagemind(f"local:{args.model}", store=Path(home) / "s.db", n_ctx=args.n_ctx,
                          embedded=args.embedded, cache=False) as pm:
@@ -66,7 +69,7 @@ def main() -> None:
                     "seconds": round(seconds, 1), "prompt_tokens": answer.trace.usage.prompt_tokens,
                     "calls": answer.trace.usage.calls,
                     "build_prompt_tokens": build.prompt_tokens if build else 0, "build_calls": build.calls if build
-                    else 0, "cites": [" ".join(c.text.split()[:12]) for c in answer.citations[:3]],
+                    else 0, "cites": [" ".join(c.quote.split()[:12]) for c in answer.citations[:3]],
                     "why": answer.details.get("auto", {}).get("reason", ""),
                 })
                 print(method, rows[-1], flush=True)
