@@ -1,11 +1,27 @@
+import os
+
 import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def in_process_model(tmp_path_factory):
+    """The embedded model runs in the test's process, from the first fixture on (module-scoped fixtures open models
+    before any function-scoped fixture runs); the shared llama-server's tests in test_managed.py opt in, each with
+    its own run directory, so no test starts or finds a server of the user's."""
+    saved = {name: os.environ.get(name) for name in ("PAGEMIND_EMBEDDED", "PAGEMIND_RUN_DIR")}
+    os.environ["PAGEMIND_EMBEDDED"] = "process"
+    os.environ["PAGEMIND_RUN_DIR"] = str(tmp_path_factory.mktemp("run"))
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path, monkeypatch):
-    """No test touches the real user directory, config or model cache, nor the user's shared model servers: the
-    embedded model runs in the test's process (the shared llama-server's tests in test_managed.py opt in, with
-    their own run directory)."""
+    """No test touches the real user directory, config or model cache, nor the user's shared model servers."""
     monkeypatch.setenv("PAGEMIND_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("PAGEMIND_EMBEDDED", "process")
     monkeypatch.setenv("PAGEMIND_RUN_DIR", str(tmp_path / "run"))

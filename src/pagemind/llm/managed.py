@@ -215,12 +215,9 @@ def _discard(running: Running) -> None:
         _state(running.key).unlink()
 
 
-def find(spec: ServerSpec) -> Running | None:
-    """The running server of ``spec``, if it answers."""
-    running = _read(_state(spec.key))
-    if running is not None and _alive(running.pid) and _alive(running.supervisor) and _healthy(running.url):
-        return running
-    return None
+def _answering(running: Running) -> bool:
+    """Whether a recorded server still runs under its supervisor and answers."""
+    return _alive(running.pid) and _alive(running.supervisor) and _healthy(running.url)
 
 
 def ensure(spec: ServerSpec, *, timeout: float = STARTUP_TIMEOUT, binary: Path | None = None) -> Running:
@@ -232,7 +229,7 @@ def ensure(spec: ServerSpec, *, timeout: float = STARTUP_TIMEOUT, binary: Path |
         path = _state(spec.key)
         running = _read(path)
         if running is not None:
-            if _alive(running.pid) and _alive(running.supervisor) and _healthy(running.url):
+            if _answering(running):
                 return running
             _discard(running)  # stale: its processes are gone or do not answer
         elif path.exists():
