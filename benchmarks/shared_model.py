@@ -39,10 +39,10 @@ PROMPTS = [f"Here is note {n}: the ledger of the keeper lists {n * 7} gulls, {n 
 HOLD = """
 import sys, time
 from pagemind.config import resolve_settings
-from pagemind.llm.local import open_local
+from pagemind.llm.managed import open_embedded
 from pagemind.llm.base import LLMRequest
 s = resolve_settings(llm=sys.argv[1], embedded=sys.argv[2], n_ctx=int(sys.argv[3]))
-b = open_local(s.llm, s)
+b = open_embedded(s.llm, s)
 b.execute(LLMRequest.user("Name one colour.", max_tokens=4))
 print("ready", flush=True)
 time.sleep(600)

@@ -56,10 +56,10 @@ def gone(pid: int, within: float = 20.0) -> bool:
 
 
 def test_started_on_first_use_shared_by_processes_and_listed(model_file, run_dir):
-    from pagemind.llm.local import open_local
+    from pagemind.llm.managed import open_embedded
 
     settings = resolve_settings(llm="local:smollm2-135m", n_ctx=2048, threads=1, slots=2, prompt_cache_mb=64)
-    backend = open_local(settings.llm, settings)
+    backend = open_embedded(settings.llm, settings)
     assert isinstance(backend, managed.SharedLlama) and backend.capabilities.max_concurrency == 2
     assert backend.count_tokens("Wren found the map.") > 0 and backend.prompt_tokens(LLMRequest.user("hi")) > 0
     assert managed.status() == [] and not backend.loaded  # counting started nothing
@@ -69,10 +69,10 @@ def test_started_on_first_use_shared_by_processes_and_listed(model_file, run_dir
     assert (running.slots, running.n_ctx) == (2, 2048) and managed._healthy(running.url)
     assert oct((run_dir / f"{running.key}.json").stat().st_mode & 0o777) == "0o600"  # its key is the user's alone
     # another process asking the same model finds the same server
-    code = ("from pagemind.config import resolve_settings; from pagemind.llm.local import open_local; "
+    code = ("from pagemind.config import resolve_settings; from pagemind.llm.managed import open_embedded; "
             "from pagemind.llm.base import LLMRequest; from pagemind.llm import managed; "
             "s = resolve_settings(llm='local:smollm2-135m', n_ctx=2048, threads=1, slots=2, prompt_cache_mb=64); "
-            "b = open_local(s.llm, s); b.execute(LLMRequest.user('Say hello.', max_tokens=8)); "
+            "b = open_embedded(s.llm, s); b.execute(LLMRequest.user('Say hello.', max_tokens=8)); "
             "print(managed.status()[0].pid)")
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=os.environ)
     assert other.returncode == 0, other.stderr
@@ -168,14 +168,15 @@ def test_models_serve_status_and_stop(model_file, run_dir):
 
 
 def test_the_in_process_backend_remains_where_no_server_is_installed(model_file, run_dir, monkeypatch):
-    from pagemind.llm.local import LlamaCpp, open_local
+    from pagemind.llm.local import LlamaCpp
+    from pagemind.llm.managed import open_embedded
 
     settings = resolve_settings(llm=f"gguf:{model_file}", n_ctx=2048, threads=1, embedded="process")
-    assert type(open_local(settings.llm, settings)) is LlamaCpp
+    assert type(open_embedded(settings.llm, settings)) is LlamaCpp
     real_binary = managed.server_binary
     monkeypatch.setattr(managed, "server_binary", lambda env=None: None)
     auto = resolve_settings(llm=f"gguf:{model_file}", n_ctx=2048, threads=1, embedded="auto")
-    backend = open_local(auto.llm, auto)
+    backend = open_embedded(auto.llm, auto)
     assert type(backend) is LlamaCpp and backend.capabilities.extra.get("process") is None
     assert backend.execute(LLMRequest.user("Say hello.", max_tokens=4)).text
     # a server that cannot start: auto runs the model here and says why; server fails with the reason
@@ -183,7 +184,7 @@ def test_the_in_process_backend_remains_where_no_server_is_installed(model_file,
     broken.write_text("#!/bin/sh\necho 'cannot load the model' >&2\nexit 3\n")
     broken.chmod(0o755)
     monkeypatch.setattr(managed, "server_binary", lambda env=None: broken)
-    fallback = open_local(auto.llm, auto)
+    fallback = open_embedded(auto.llm, auto)
     assert isinstance(fallback, managed.SharedLlama) and not fallback.in_process
     assert fallback.execute(LLMRequest.user("Say hello.", max_tokens=4)).text and fallback.in_process
     assert "the shared llama-server did not start" in fallback.capabilities.extra["fallback"]
@@ -194,7 +195,7 @@ def test_the_in_process_backend_remains_where_no_server_is_installed(model_file,
     monkeypatch.setattr(managed, "server_binary", lambda env=None: None)
     server = resolve_settings(llm=f"gguf:{model_file}", n_ctx=2048, threads=1, embedded="server")
     with pytest.raises(BackendUnavailable, match="no llama-server is installed"):
-        open_local(server.llm, server)
+        open_embedded(server.llm, server)
     with pytest.raises(ConfigError, match="not one of auto, server, process"):
         resolve_settings(embedded="gpu")
     monkeypatch.setenv(managed.SERVER_ENV, "/nonexistent/llama-server")

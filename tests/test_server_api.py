@@ -177,6 +177,17 @@ def test_bad_method_options_are_422_and_create_no_run(service):
     assert c.get("/v1/runs", headers=ann).json() == []
 
 
+def test_a_reply_the_window_cannot_hold_is_bad_input_not_a_model_failure(service):
+    """Found by Schemathesis: gists asked with max_tokens 28,853,719 cannot fit any window; that is the request's
+    fault (422, naming the window), not the model server's (502)."""
+    c, ann = service["client"], service["ann"]
+    doc = upload(service, text=make_text(30, 60))
+    r = c.post(f"/v1/documents/{doc['id']}/index", headers=ann,
+               json={"method": "gistmem", "options": {"max_tokens": 28_853_719}})
+    assert r.status_code == 422, r.text
+    assert r.json()["type"] == "ContextWindowExceeded" and "28853719 for the reply" in r.json()["detail"]
+
+
 def test_index_builds_a_memory_the_document_lists(service):
     c, ann = service["client"], service["ann"]
     doc = upload(service, text=make_text(30, 60))

@@ -316,29 +316,25 @@ def _prompt_cache(llama_cpp: Any, capacity: int) -> Any:
     return PromptCache(capacity_bytes=capacity)
 
 
-def open_local(spec_or_path: str, settings: Settings) -> LlamaCpp:
-    """Open ``local:NAME`` (a catalogue model) or ``gguf:PATH`` (any GGUF file) with the settings' n_ctx/threads:
-    through the user's shared llama-server (``embedded=server``; ``auto`` when one is installed), else in this
-    process."""
+def model_file(spec_or_path: str) -> tuple[Path, str | None]:
+    """The GGUF file of ``local:NAME`` (a catalogue model) or ``gguf:PATH`` (any GGUF file), and its catalogue name."""
     kind, _, value = spec_or_path.partition(":")
     if kind == "local" and value:
-        path, name = catalogue.model_path(value), catalogue.get_spec(value).name
-    elif kind == "gguf" and value:
-        path, name = Path(value).expanduser(), None
+        return catalogue.model_path(value), catalogue.get_spec(value).name
+    if kind == "gguf" and value:
+        path = Path(value).expanduser()
         if not path.is_file():
             raise ConfigError(f"gguf model file not found: {value}")
         with path.open("rb") as fh:
             if fh.read(4) != GGUF_MAGIC:
                 raise ConfigError(f"{value} is not a GGUF model file (wrong magic bytes)")
-    else:
-        raise ConfigError(f"expected local:NAME or gguf:PATH, got {spec_or_path!r}")
-    if settings.embedded != "process":
-        from .managed import SharedLlama, server_binary
+        return path, None
+    raise ConfigError(f"expected local:NAME or gguf:PATH, got {spec_or_path!r}")
 
-        binary = server_binary()
-        if binary is not None or settings.embedded == "server":
-            return SharedLlama(path, n_ctx=settings.n_ctx, threads=settings.threads, name=name,
-                               prompt_cache_mb=settings.prompt_cache_mb, slots=settings.slots,
-                               idle=settings.server_idle, binary=binary, fallback=settings.embedded == "auto")
+
+def open_local(spec_or_path: str, settings: Settings) -> LlamaCpp:
+    """Open ``local:NAME`` or ``gguf:PATH`` in this process with the settings' n_ctx/threads (``--llm`` specs go
+    through :func:`pagemind.llm.managed.open_embedded`, which picks the shared server or this)."""
+    path, name = model_file(spec_or_path)
     return LlamaCpp(path, n_ctx=settings.n_ctx, threads=settings.threads, name=name,
                     prompt_cache_mb=settings.prompt_cache_mb)

@@ -38,11 +38,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import cache_dir
+from ..config import Settings, cache_dir
 from ..errors import BackendUnavailable, ConfigError
 from ..hashing import content_hash
 from .base import LLMRequest, LLMResponse
-from .local import LlamaCpp
+from .local import LlamaCpp, model_file
 
 log = logging.getLogger(__name__)
 SERVER_ENV = "PAGEMIND_LLAMA_SERVER"  # a llama-server binary to use instead of the installed one
@@ -487,6 +487,21 @@ class SharedLlama(LlamaCpp):
                     client.close()
             self._remote, self._retired = None, []
         super().close()
+
+
+def open_embedded(spec_or_path: str, settings: Settings) -> LlamaCpp:
+    """Open ``local:NAME`` or ``gguf:PATH`` as the settings say: through the user's shared llama-server
+    (``embedded=server``; ``auto`` when one is installed, falling back to this process if it cannot start), else in
+    this process (``embedded=process``, or ``auto`` without a llama-server)."""
+    path, name = model_file(spec_or_path)
+    if settings.embedded != "process":
+        binary = server_binary()
+        if binary is not None or settings.embedded == "server":
+            return SharedLlama(path, n_ctx=settings.n_ctx, threads=settings.threads, name=name,
+                               prompt_cache_mb=settings.prompt_cache_mb, slots=settings.slots,
+                               idle=settings.server_idle, binary=binary, fallback=settings.embedded == "auto")
+    return LlamaCpp(path, n_ctx=settings.n_ctx, threads=settings.threads, name=name,
+                    prompt_cache_mb=settings.prompt_cache_mb)
 
 
 def main(argv: list[str] | None = None) -> int:

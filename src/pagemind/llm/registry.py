@@ -26,6 +26,6 @@ def open_backend(settings: Settings) -> Backend:
         return OpenAICompatible(rest, base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout,
                                 context_window=settings.context_window, server_kind=settings.server_kind,
                                 tools=settings.native_tools)
-    from .local import open_local
+    from .managed import open_embedded
 
-    return open_local(spec, settings)
+    return open_embedded(spec, settings)

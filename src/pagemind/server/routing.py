@@ -17,7 +17,16 @@ from starlette.concurrency import run_in_threadpool
 
 from ..agent import AgentExists, AgentNotFound
 from ..agent.locks import AgentBusy as AgentLockBusy
-from ..errors import ConfigError, InputError, InputTooLarge, LLMError, NotFound, PagemindError, UnsupportedInput
+from ..errors import (
+    ConfigError,
+    ContextWindowExceeded,
+    InputError,
+    InputTooLarge,
+    LLMError,
+    NotFound,
+    PagemindError,
+    UnsupportedInput,
+)
 from ..runs import RunCancelled, RunExists
 from .service import AgentNameTaken, Service, Started
 from .shapes import DOCUMENT_ID, RUN_ID, Error, error_body, run_json
@@ -29,7 +38,7 @@ ERROR_STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (InputTooLarge, 413), (UnsupportedInput, 415), (NotFound, 404), (AgentNotFound, 404),
     (AgentExists, 409), (AgentNameTaken, 409), (AgentBusy, 409), (AgentLockBusy, 409), (RunCancelled, 409),
     (RunExists, 409),
-    (InputError, 422), (ConfigError, 422), (LLMError, 502), (PagemindError, 400),
+    (InputError, 422), (ConfigError, 422), (ContextWindowExceeded, 422), (LLMError, 502), (PagemindError, 400),
 )
 
 
@@ -48,7 +57,8 @@ def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI responses of the error codes an operation may answer (every one in the Error shape)."""
     what = {400: "bad request", 401: "no valid API key", 403: "a request from another site", 404: "not yours or "
             "no such thing", 409: "busy, taken or cancelled", 413: "too large", 415: "not a document pagemind "
-            "reads", 421: "another host (DNS rebinding)", 422: "invalid input", 502: "the model server failed"}
+            "reads", 421: "another host (DNS rebinding)", 422: "invalid input (options, or a prompt and reply the "
+            "model's window cannot hold)", 502: "the model server failed"}
     return {code: {"model": Error, "description": what[code]} for code in codes}
 
 
