@@ -13,12 +13,13 @@ question's latency while another user's long build runs — the shared llama-ser
   another asks short questions one after another; the short question's p50/p95 seconds, through the shared server
   (4 slots) and through one in-process backend (calls serialised), in the same run.
 
-Writes ``results/shared_model.json``.
+Writes ``results/shared_model.json`` (the parts run; parts measured before are kept).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -27,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from common import pct, write_result
+from common import RESULTS, pct, write_result
 from pagemind.llm import catalogue
 from pagemind.llm.base import LLMRequest
 from pagemind.llm.local import LlamaCpp
@@ -156,8 +157,10 @@ def main() -> None:
     args = ap.parse_args()
     path = catalogue.model_path(args.model)
     spec = ServerSpec.of(path, args.n_ctx)
-    result: dict = {"model": args.model, "n_ctx": args.n_ctx, "threads": args.threads, "cores": os.cpu_count(),
-                    "server": str(Path(ensure(spec).binary).name)}
+    previous = RESULTS / "shared_model.json"  # parts measured in another run are kept
+    result: dict = json.loads(previous.read_text()) if previous.exists() else {}
+    result.update({"model": args.model, "n_ctx": args.n_ctx, "threads": args.threads, "cores": os.cpu_count(),
+                   "server": str(Path(ensure(spec).binary).name)})
     stop()
     parts = args.parts.split(",")
     if "memory" in parts:
