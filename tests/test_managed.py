@@ -49,7 +49,7 @@ def spec(model_file, **kw):
 def gone(pid: int, within: float = 20.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        if not managed._alive(pid):
+        if not managed.pid_alive(pid):
             return True
         time.sleep(0.1)
     return False

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from .store import LockHolder, StoreBackend
 
@@ -22,13 +23,17 @@ STALE_AFTER = 300.0  # seconds without a refresh before a holder on another host
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host runs (a zombie, exited but not yet reaped by its parent, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def holder_gone(stale_after: float) -> Callable[[LockHolder], bool]:

@@ -41,6 +41,7 @@ from typing import Any
 from ..config import Settings, cache_dir
 from ..errors import BackendUnavailable, ConfigError
 from ..hashing import content_hash
+from ..leases import pid_alive
 from .base import LLMRequest, LLMResponse
 from .local import LlamaCpp, model_file
 
@@ -140,19 +141,6 @@ def run_dir() -> Path:
     return path
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet reaped by its parent) is not alive
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def _healthy(url: str, timeout: float = 2.0) -> bool:
     import httpx
 
@@ -199,9 +187,9 @@ def _terminate(pid: int, wait: float = 10.0) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if _alive(pid):
+    if pid_alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 
@@ -209,7 +197,7 @@ def _terminate(pid: int, wait: float = 10.0) -> None:
 def _discard(running: Running) -> None:
     """Stop a recorded server whatever its state and forget it."""
     for pid in (running.supervisor, running.pid):
-        if _alive(pid):
+        if pid_alive(pid):
             _terminate(pid)
     with contextlib.suppress(FileNotFoundError):
         _state(running.key).unlink()
@@ -217,7 +205,7 @@ def _discard(running: Running) -> None:
 
 def _answering(running: Running) -> bool:
     """Whether a recorded server still runs under its supervisor and answers."""
-    return _alive(running.pid) and _alive(running.supervisor) and _healthy(running.url)
+    return pid_alive(running.pid) and pid_alive(running.supervisor) and _healthy(running.url)
 
 
 def ensure(spec: ServerSpec, *, timeout: float = STARTUP_TIMEOUT, binary: Path | None = None) -> Running:
@@ -262,7 +250,7 @@ def status() -> list[Running]:
         running = _read(path)
         if running is None:
             path.unlink(missing_ok=True)
-        elif _alive(running.pid) and _alive(running.supervisor):
+        elif pid_alive(running.pid) and pid_alive(running.supervisor):
             out.append(running)
         else:
             with _locked(running.key):
