@@ -6,9 +6,9 @@ did what), while the full text has every word: so nothing is built when the text
 
 Beyond the window the choice is measured, not habit (``benchmarks/README.md``, "auto beyond the window"): on the
 long sample's five questions with the embedded default model, order-preserving retrieval (OP-RAG: the passages that
-match the question, in document order) answered 5 of 5 in under a minute each from a BM25 index built without an
-LLM call, where ReadAgent-P answered 4 of 5 after a 27-minute gist build; on QuALITY articles past a 4,096-token
-window it matched or beat the gist readers at a fraction of their tokens. The field points the same way
+match the question, in document order) answered 5 of 5, the first two minutes after a cold start, from a BM25 index
+built without an LLM call, where ReadAgent-P answered 4 of 5 after a 27-minute gist build; on QuALITY articles past
+a 4,096-token window it answered as many as ReadAgent-P at a twelfth of its tokens. The field points the same way
 (DOS-RAG, EMNLP 2025: order-preserving retrieve-then-read beats ReadAgent and RAPTOR at matched budgets). The paper
 methods stay one option (``beyond``) or one ``--method`` away, and the evaluation uses them by name.
 
