@@ -15,28 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from common import RESULTS, peak_rss_mb, write_result
+from common import RESULTS, long_sample, peak_rss_mb, write_result
 from pagemind import Pagemind
 from pagemind.cli.main import sample_path
 from pagemind.llm.managed import stop
-
-
-def questions() -> list[dict]:
-    text = (Path(sample_path("long")).with_suffix(".questions.txt")).read_text(encoding="utf-8")
-    out = []
-    for block in re.split(r"\n\s*\n", text.strip()):
-        lines = block.strip().splitlines()
-        question = lines[0].split(":", 1)[1].strip()
-        options = [re.sub(r"^\([A-D]\)\s*", "", line) for line in lines if re.match(r"^\([A-D]\)", line)]
-        gold = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("Answer:"))
-        out.append({"question": question, "options": options, "gold": "ABCD".index(gold)})
-    return out
 
 
 def main() -> None:
@@ -47,7 +34,7 @@ def main() -> None:
     ap.add_argument("--embedded", default=None, help="server | process (default: the settings')")
     ap.add_argument("--limit", type=int, default=5)
     args = ap.parse_args()
-    asked = questions()[: args.limit]
+    asked = [{"question": q, "options": list(o), "gold": g} for q, o, g in long_sample()[1][: args.limit]]
     book = sample_path("long")
     previous = RESULTS / "auto_choice.json"
     result = json.loads(previous.read_text()) if previous.exists() else {}

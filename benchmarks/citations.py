@@ -36,10 +36,9 @@ import statistics
 import sys
 import tempfile
 import time
-from importlib import resources
 from pathlib import Path
 
-from common import write_result
+from common import long_sample, write_result
 from pagemind.llm.mockserver import MockServer
 from scale import mock_reply
 
@@ -47,21 +46,6 @@ METHODS = ("readagent-p", "readagent-s", "gistmem", "memwalker", "rag", "op-rag"
 MODES = ("off", "sentences", "lexical", "quotes")  # lexical: ``sentences`` with the encoder re-ranking turned off
 INVENTED = "The gull flew over the harbour office and read the ledger aloud to Wren."
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-
-
-def sample() -> tuple[str, list[tuple[str, tuple[str, ...], int]]]:
-    """The novella and its questions (text, options, gold index)."""
-    folder = resources.files("pagemind.samples")
-    text = folder.joinpath("keepers-ledger.txt").read_text(encoding="utf-8")
-    raw = folder.joinpath("keepers-ledger.questions.txt").read_text(encoding="utf-8")
-    questions = []
-    for block in re.split(r"\n(?=Question \d+:)", raw.strip()):
-        head = re.match(r"Question \d+:\s*(.*?)\n\(A\)", block, re.S)
-        options = re.findall(r"^\(([A-D])\) (.*)$", block, re.M)
-        gold = re.search(r"^Answer: ([A-D])", block, re.M)
-        if head and options and gold:
-            questions.append((head.group(1).strip(), tuple(o for _, o in options), "ABCD".index(gold.group(1))))
-    return text, questions
 
 
 def reply(body: dict) -> str:
@@ -87,7 +71,7 @@ def run(methods: tuple[str, ...], repeats: int, n_questions: int, window: int) -
     def no_encoder() -> None:
         return None
 
-    text, questions = sample()
+    text, questions = long_sample()
     questions = questions[:n_questions]
     document = Document.from_text(text, name="keepers-ledger")
     folder = Path(tempfile.mkdtemp(prefix="pagemind-cite-"))

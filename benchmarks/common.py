@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import resource
 import time
 from pathlib import Path
@@ -63,3 +64,20 @@ def pct(values: list[float], q: float) -> float:
     """The ``q`` quantile of ``values`` (nearest rank; 0.0 for none)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
+
+
+def long_sample() -> tuple[str, list[tuple[str, tuple[str, ...], int]]]:
+    """The bundled long sample (the novella) and its five questions (text, options, gold index)."""
+    from importlib import resources
+
+    folder = resources.files("pagemind.samples")
+    text = folder.joinpath("keepers-ledger.txt").read_text(encoding="utf-8")
+    raw = folder.joinpath("keepers-ledger.questions.txt").read_text(encoding="utf-8")
+    questions = []
+    for block in re.split(r"\n(?=Question \d+:)", raw.strip()):
+        head = re.match(r"Question \d+:\s*(.*?)\n\(A\)", block, re.S)
+        options = re.findall(r"^\(([A-D])\) (.*)$", block, re.M)
+        gold = re.search(r"^Answer: ([A-D])", block, re.M)
+        if head and options and gold:
+            questions.append((head.group(1).strip(), tuple(o for _, o in options), "ABCD".index(gold.group(1))))
+    return text, questions
