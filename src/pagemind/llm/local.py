@@ -124,7 +124,7 @@ class LlamaCpp(Backend):
         # a response and an iterator) and its messages are TypedDicts, which would need a cast at every use
         self._llm: Any = None
         self._closed = False
-        self.n_ctx = min(n_ctx, trained or n_ctx)
+        self.n_ctx = n_ctx  # window_for capped it at the trained context
         self.model_id = gguf_identity(path, name)  # no place in it: also its model_identity
         self.capabilities = Capabilities(
             context_window=self.n_ctx, supports_grammar=True, supports_json_schema=True, max_concurrency=1,

@@ -86,15 +86,20 @@ class ServerSpec:
     cache_mb: int = 2048  # RAM for prompt states beyond the slots' own (llama-server --cache-ram)
     idle: float = 600.0  # seconds without a request before the server stops (0: never)
 
+    def __post_init__(self) -> None:  # at least one slot; no negative cache or idle time
+        object.__setattr__(self, "slots", max(1, self.slots))
+        object.__setattr__(self, "cache_mb", max(0, self.cache_mb))
+        object.__setattr__(self, "idle", max(0.0, self.idle))
+
     @classmethod
     def of(cls, path: Path, n_ctx: int, threads: int | None = None, cache_mb: int = 2048, slots: int = 4,
            idle: float = 600.0) -> ServerSpec:
-        """The spec of GGUF file ``path`` with these settings (the window at most the trained context)."""
+        """The spec of GGUF file ``path`` with these settings (the window at most the trained context, read from the
+        file's header; a backend that has read it builds its spec directly)."""
         from .local import _trained_context, default_threads, window_for
 
         return cls(model=str(Path(path).resolve()), n_ctx=window_for(n_ctx, _trained_context(Path(path))),
-                   slots=max(1, slots), threads=threads or default_threads(), cache_mb=max(0, cache_mb),
-                   idle=max(0.0, idle))
+                   slots=slots, threads=threads or default_threads(), cache_mb=cache_mb, idle=idle)
 
     @property
     def key(self) -> str:
@@ -390,7 +395,8 @@ class SharedLlama(LlamaCpp):
         self.binary = binary or server_binary()
         if self.binary is None:
             raise BackendUnavailable("no llama-server is installed (run scripts/install.sh, or set embedded=process)")
-        self.spec = ServerSpec.of(self.path, self.n_ctx, self.threads, prompt_cache_mb, slots, idle)
+        self.spec = ServerSpec(model=str(self.path.resolve()), n_ctx=self.n_ctx, slots=slots, threads=self.threads,
+                               cache_mb=prompt_cache_mb, idle=idle)  # the window as opened: the header read once
         caps = self.capabilities
         caps.max_concurrency = self.spec.slots
         caps.constraint = "GBNF grammar (llama.cpp server); JSON schema as a grammar"
