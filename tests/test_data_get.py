@@ -268,6 +268,33 @@ def test_server_errors_and_bad_tables_are_clear(server, tmp_path):
             parse_sources(table(server, **{"litm-kv": {"files": [changed]}}), "test")
 
 
+def test_a_group_of_files_from_one_place_is_fetched_and_checked_file_by_file(server, tmp_path):
+    """``base`` + ``git_blobs``: the PDFs of the long-PDF sets, one line each."""
+    bodies = {"a b.pdf": b"%PDF-1.4 first", "c.pdf": b"%PDF-1.4 second"}
+    blobs = {}
+    for name, body in bodies.items():
+        server.files["/docs/" + name.replace(" ", "%20")] = body
+        (tmp_path / "blob").write_bytes(body)
+        blobs[name] = git_blob_id(tmp_path / "blob")
+    group = {"base": f"{server.base}/docs/", "under": "documents", "git_blobs": blobs}
+    entries = {"pdfs": {"title": "t", "folder": "pdfs", "files": [group]}}
+    [source] = parse_sources(entries, "test").values()
+    assert [f.save for f in source.files] == ["documents/a b.pdf", "documents/c.pdf"]
+    fetched = get(source, tmp_path / "d")
+    assert [f.checked_by for f in fetched] == ["git blob id"] * 2
+    assert leftovers(tmp_path / "d") == ["pdfs/documents/a b.pdf", "pdfs/documents/c.pdf"]
+    wrong = {**group, "git_blobs": {**blobs, "c.pdf": "2" * 40}}
+    with pytest.raises(DownloadError, match="expected 2{40}"):
+        get(parse_sources({"pdfs": {**entries["pdfs"], "files": [wrong]}}, "test")["pdfs"], tmp_path / "e")
+    assert leftovers(tmp_path / "e") == ["pdfs/documents/a b.pdf"]  # the checked one stays; a rerun fetches the rest
+    for bad, message in (({"base": "no-slash", "git_blobs": blobs}, "ending in /"),
+                         ({"base": "http://x/", "git_blobs": {}}, "ending in /"),
+                         ({**group, "sha256": "0" * 64}, "unknown field"),
+                         ({**group, "under": "../up"}, "relative path inside")):
+        with pytest.raises(DatasetError, match=message):
+            parse_sources({"pdfs": {"title": "t", "files": [bad]}}, "test")
+
+
 # --- the CLI ----------------------------------------------------------------------------------------
 def test_cli_data_get_list_and_eval_datasets(server, tmp_path, monkeypatch):
     sources_file = tmp_path / "sources.yaml"
@@ -326,7 +353,13 @@ def test_the_packaged_table_matches_the_staged_byte_copies():
     sources = load_sources({})
     assert {"quality", "qmsum", "narrativeqa", "govreport", "summscreen", "locomo", "msc", "mtbench-plus",
             "nested-kv", "litm-kv"} <= set(sources)
-    unchecked = {"longmemeval", "infbench-mc", "infbench-qa", "longbench2"}  # hosts unreachable when written
+    unchecked = {"longmemeval", "infbench-mc", "infbench-qa", "longbench2", "pageindex"}  # not readable when written
+    pageindex, mmlb = sources["pageindex"], sources["mmlongbench-doc"]
+    assert [f.save for f in pageindex.files if not f.checked_by] == ["questions.json"]  # its PDFs are checked
+    pdfs = {f.save: f.git_blob for f in mmlb.files if f.save.startswith("documents/")}
+    assert len(pdfs) == 134 and all(pdfs[f.save] == f.git_blob for f in pageindex.files[1:])
+    assert len(pageindex.files) == 35 and all(f.url.endswith(f.save.removeprefix("documents/"))
+                                              for f in pageindex.files)
     for source in sources.values():
         assert source.licence and source.citation and source.checksums and source.homepage
         if source.name in unchecked:  # says so, and keeps a download only with --trust-first-download

@@ -14,7 +14,9 @@ import pytest
 from pagemind import Pagemind, ScriptedLLM
 from pagemind.errors import DatasetError
 from pagemind.eval import EvalConfig, Runner, summarise
+from pagemind.eval.datasets import DatasetWarning
 from pagemind.eval.generated import babi_story, load_babilong
+from pagemind.eval.raters import Raters, Verdict, parse_verdict
 from pagemind.eval.rundir import RunDir
 from pagemind.eval.sets import datasets, load_dataset
 from test_eval_datasets import write
@@ -232,50 +234,140 @@ def test_infbench_and_longbench_v2_read_their_published_formats_and_run(tmp_path
     assert all(r["scores"]["accuracy"] == 1.0 for r in RunDir(tmp_path / "run-mc").read())
 
 
-# --- PageIndex's PDF benchmark --------------------------------------------------------------------------------
-def test_pageindex_questions_point_at_pdf_pages_and_citations_are_scored_by_page(tmp_path):
-    pytest.importorskip("pypdf")
+# --- Long PDFs with evidence pages: PageIndex-OSS-Benchmark and MMLongBench-Doc-V2 ----------------------------
+def pdf_folder(folder, name="report.pdf", unreadable=()):
+    """A 4-page report (page 3 holds the revenue) in ``documents/``, as both repositories lay them out, and an
+    image-only deck for each name in ``unreadable``."""
     from test_formats import make_pdf
 
-    folder = tmp_path / "pageindex"
-    (folder / "pdfs").mkdir(parents=True)
+    (folder / "documents").mkdir(parents=True, exist_ok=True)
     pages = [[f"Report page {p} line {k} about revenue growth" for k in range(6)] for p in range(1, 5)]
     pages[2][0] = "Net revenue in 2023 was 4.2 billion dollars"
-    (folder / "pdfs" / "report.pdf").write_bytes(make_pdf(pages))
+    (folder / "documents" / name).write_bytes(make_pdf(pages))
+    for other in unreadable:
+        (folder / "documents" / other).write_bytes(make_pdf([None, None]))
+
+
+def published(doc_id, question, answer, pages, fmt="Str", sources="['Pure-text (Plain-text)']", **more):
+    """A row as both sets publish it: the lists spelled as Python strings."""
+    return {"doc_id": doc_id, "question": question, "answer": answer, "answer_format": fmt,
+            "evidence_pages": pages, "evidence_sources": sources, "doc_type": "Financial report", **more}
+
+
+def test_pageindex_reads_the_published_format_and_scores_citations_by_page(tmp_path):
+    pytest.importorskip("pypdf")
+    folder = tmp_path / "pageindex"
+    pdf_folder(folder)
     write(folder / "questions.json", [
-        {"doc_id": "report.pdf", "question": "What was net revenue in 2023?", "answer": "4.2 billion dollars",
-         "answer_format": "str", "evidence_pages": [3], "evidence_sources": ["text"], "doc_type": "financial"},
-        {"doc_id": "report", "question": "How many pages?", "answer": 4, "answer_format": "int",
-         "evidence_pages": [], "evidence_sources": [], "doc_type": "financial"}])
+        published("report.pdf", "What was net revenue in 2023?", "4.2 billion dollars", "[3]", task_type="lookup"),
+        published("report.pdf", "Which pages discuss growth?", "['page one', 'page two']", "[1, 1, 2]", "List",
+                  task_type="enumerate"),
+        published("report.pdf", "How many pages?", 4, "[]", "Int", "[]", task_type="count"),
+        published("report.pdf", "Who audited it?", "Not answerable or none", "[]", "None", "[]",
+                  task_type="lookup")])
     examples = load_dataset("pageindex", tmp_path)
-    first = examples[0]
+    first, listed, counted, unanswerable = examples
     [span] = first.evidence
     assert span.label == "page 3" and first.document[span.start:span.end].startswith("Net revenue in 2023")
     assert "Report page 4" not in first.document[span.start:span.end]
-    assert examples[1].references == ("4",) and examples[0].document_id == examples[1].document_id
-    write(folder / "questions.json", [{"doc_id": "report.pdf", "question": "?", "answer": "x",
-                                       "evidence_pages": [9]}])
-    with pytest.raises(DatasetError, match="evidence page 9 is not a page of report.pdf"):
-        load_dataset("pageindex", tmp_path)
-    write(folder / "questions.json", [{"doc_id": "missing.pdf", "question": "?", "answer": "x"}])
+    assert [s.label for s in listed.evidence] == ["page 1", "page 2"]  # "[1, 1, 2]": page 1 once
+    assert listed.references == ("page one; page two",) and listed.meta["answer"] == "['page one', 'page two']"
+    assert counted.references == ("4",) and first.document_id == counted.document_id == "pageindex-report"
+    assert first.meta["evidence_sources"] == ["Pure-text (Plain-text)"] and first.meta["task_type"] == "lookup"
+    # V2's slices: one evidence page; else cross-page when answerable (the count names no page)
+    assert [e.meta["evidence_kind"] for e in examples] == ["single-page", "cross-page", "cross-page", "unanswerable"]
+    assert [e.id for e in load_dataset("pageindex", tmp_path, {"task_type": "lookup"})] == [first.id,
+                                                                                            unanswerable.id]
+    write(folder / "questions.json", [published("missing.pdf", "?", "x", "[1]")])
     with pytest.raises(DatasetError, match="no PDF for 'missing.pdf'"):
         load_dataset("pageindex", tmp_path)
+    write(folder / "questions.json", [published("report.pdf", "?", "x", "[one]")])
+    with pytest.raises(DatasetError, match="evidence_pages .* is not a list"):
+        load_dataset("pageindex", tmp_path)
 
-    write(folder / "questions.json", [{"doc_id": "report.pdf", "question": "What was net revenue in 2023?",
-                                       "answer": "4.2 billion dollars", "evidence_pages": [3]}])
-    fake = ScriptedLLM(by_role={"answer": "Net revenue in 2023 was 4.2 billion dollars [1]."})
+
+def test_unreadable_pdfs_and_pages_a_pdf_lacks_are_left_out_with_a_note_the_run_keeps(tmp_path):
+    pytest.importorskip("pypdf")
+    folder = tmp_path / "mmlongbench-doc"
+    pdf_folder(folder, unreadable=["slides.pdf"])
+    write(folder / "samples.json", [
+        published("report.pdf", "What was net revenue in 2023?", "4.2 billion dollars", "[3, 1418]"),
+        published("slides.pdf", "What colour is the logo?", "Blue", "[1]", sources="['Figure']"),
+        published("slides.pdf", "What is on slide 2?", "A map", "[2]", sources="['Figure']")])
+    write(folder / "question_types.json", [{"doc_id": "report.pdf", "question": "What was net revenue in 2023?",
+                                            "task_type": "lookup", "requires_visual": False}])
+    with pytest.warns(DatasetWarning) as caught:
+        [example] = load_dataset("mmlongbench-doc", tmp_path)
+    notes = [str(w.message) for w in caught]
+    assert any("2 question(s) left out, about 1 PDF(s)" in n and "slides.pdf: has no text layer" in n
+               for n in notes)
+    assert any("evidence pages their PDF does not have" in n and "[1418]" in n for n in notes)
+    assert [s.label for s in example.evidence] == ["page 3"] and example.meta["task_type"] == "lookup"
+
+    fake = ScriptedLLM(by_role={"answer": "Net revenue in 2023 was 4.2 billion dollars [1].",
+                                "rate": '{"equivalent": true, "abstained": false, "reason": "same value"}'})
+    run(fake, tmp_path, tmp_path / "run", dataset="mmlongbench-doc", methods=("full",))
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert len(config["dataset_notes"]) == 2 and "slides.pdf" in config["dataset_notes"][0]
+    from pagemind.eval import write_report
+
+    _, warned = write_report(tmp_path / "run")
+    assert warned[:2] == config["dataset_notes"]
+    assert "- while loading: mmlongbench-doc: 2 question(s) left out" in (tmp_path / "run" / "summary.md").read_text()
+
+
+def test_the_mmlongbench_v2_judge_scores_pageindex_answers_and_citations_count_by_page(tmp_path):
+    pytest.importorskip("pypdf")
+    folder = tmp_path / "pageindex"
+    pdf_folder(folder)
+    write(folder / "questions.json", [
+        published("report.pdf", "What was  net revenue\n in 2023?", "4.2 billion dollars", "[3]"),
+        published("report.pdf", "Who audited it?", "Not answerable", "[]", "None", "[]")])
+
+    def judge(request):  # V2's prompt carries the reference and the format; one verdict per question
+        prompt = request.messages[0].content
+        if "<reference_answer>Not answerable</reference_answer>" in prompt:
+            return "The response declines."  # no verdict: asked again, then counted as not equivalent
+        assert "<question>What was net revenue in 2023?</question>" in prompt  # whitespace collapsed, as V2 does
+        assert "<expected_format>Str</expected_format>" in prompt and "Treat the reference answer as correct" in prompt
+        return '```json\n{"equivalent": true, "abstained": false, "reason": "Same figure."}\n```'
+
+    fake = ScriptedLLM(by_role={"answer": "Net revenue in 2023 was 4.2 billion dollars [1].", "rate": judge})
     run(fake, tmp_path, tmp_path / "run", dataset="pageindex", methods=("full",))
-    [row] = RunDir(tmp_path / "run").read()
-    assert row["scores"]["f1"] >= 0.5 and row["labels"] == [{"label": "page 3", "start": span.start,
-                                                           "end": span.end, "turns": [0, 0]}]
-    assert row["evidence"]["recall"] == 1.0 and row["evidence"]["precision"] == 1.0  # the cited page is page 3
+    rows = {r["example_id"]: r for r in RunDir(tmp_path / "run").read()}
+    right, declined = rows["pageindex-0"], rows["pageindex-1"]
+    assert right["scores"]["judge"] == 1.0 and right["scores"]["abstained"] == 0.0
+    assert right["rating"] == {"judge": 100, "fallbacks": [], "abstained": False, "reason": "Same figure."}
+    assert right["evidence"]["recall"] == 1.0 and right["evidence"]["precision"] == 1.0  # it cited page 3
+    assert declined["scores"]["judge"] == 0.0 and "judge gave no verdict" in declined["rating"]["fallbacks"][0]
+    assert sum(r == "rate" for r in fake.roles()) == 1 + 3  # one verdict; one reply without one, asked twice more
+    summary = summarise(tmp_path / "run")
+    assert summary["primary"] == "judge" and summary["breakdown"]["key"] == "evidence_kind"
+    assert summary["breakdown"]["scores"]["full"] == {"single-page": [1.0, 1], "unanswerable": [0.0, 1]}
+    # V2's F1: recall 1/1 answerable, precision 1 right of 2 that did not abstain
+    [full] = summary["methods"]
+    assert full["metrics"]["v2_f1"] == round(2 * 1.0 * 0.5 / 1.5, 4) and full["metrics"]["abstained"] == 0.0
+
+
+def test_a_response_past_twelve_thousand_characters_is_cut_as_the_v2_script_cuts_it():
+    from pagemind.llm.client import LLM
+
+    fake = ScriptedLLM(by_role={"rate": '{"equivalent": false, "abstained": true, "reason": "declined"}'})
+    judged = Raters(LLM(fake)).mmlongbench("Q?", "7", "Int", "x" * 12000 + "TAIL")
+    prompt = fake.history[0].messages[0].content
+    assert "x" * 12000 in prompt and "TAIL" not in prompt
+    assert (judged.rating, judged.abstained, judged.reason) == (0, True, "declined")
+    assert parse_verdict('{"equivalent": true, "abstained": false, "reas') == Verdict(True, False, "")
+    assert parse_verdict("Equivalent: yes") is None
 
 
 def test_every_new_set_is_registered_with_its_citation():
     specs = datasets()
-    for name in ("longmemeval", "babilong", "infbench-mc", "infbench-qa", "longbench2", "pageindex"):
+    for name in ("longmemeval", "babilong", "infbench-mc", "infbench-qa", "longbench2", "pageindex",
+                 "mmlongbench-doc"):
         assert specs[name].description and specs[name].citation
     assert specs["longmemeval"].primary == "judge" and specs["babilong"].needs_data is False
+    assert specs["pageindex"].primary == specs["mmlongbench-doc"].primary == "judge"
 
 
 def test_the_new_sets_run_from_the_command_line(tmp_path):

@@ -34,6 +34,11 @@ from .evidence import Span
 TASKS = ("choice", "qa", "summary", "kv", "open")
 
 
+class DatasetWarning(UserWarning):
+    """Part of a set left out or mended while loading (a PDF without a text layer, an evidence page that is not a
+    page of its PDF): the run goes on with the rest, and the run directory keeps the warning."""
+
+
 @dataclass(frozen=True)
 class Turn:
     """One turn of a conversation; ``role`` is the agent's view (the user speaks, the assistant answers)."""

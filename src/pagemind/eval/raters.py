@@ -1,4 +1,5 @@
-"""LLM raters: ReadAgent's strict and permissive raters (LR-1, LR-2) and the MTBench+ judge.
+"""LLM raters: ReadAgent's strict and permissive raters (LR-1, LR-2), and the judges of LongMemEval, MTBench+
+and MMLongBench-Doc-V2 (the one PageIndex-OSS-Benchmark is scored with).
 
 Both ReadAgent prompts go to every response and every reference (``prompts/raters.yaml``). A reference is
 an exact match if either rater says so, a partial match if the strict rater is negative and the permissive one
@@ -70,6 +71,38 @@ def parse_yes_no(reply: str) -> bool | None:
     return False if re.search(r"\bno\b", text) else None
 
 
+# MMLongBench-Doc-V2's verdict (eval/judge.py SCHEMA): the judge returns this object
+MMLB_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"equivalent": {"type": "boolean"}, "abstained": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["equivalent", "abstained", "reason"], "additionalProperties": False}
+MMLB_GBNF = (r'root ::= "{\"equivalent\": " b ", \"abstained\": " b ", \"reason\": \"" r "\"}"' "\n"
+             r'b ::= "true" | "false"' "\n" r'r ::= [^"\\\n]*')
+MMLB_RESPONSE_CHARS = 12000  # eval/judge.py MAX_RESPONSE_CHARS
+_FLAG = {key: re.compile(rf'"{key}"\s*:\s*(true|false)\b', re.IGNORECASE) for key in ("equivalent", "abstained")}
+_REASON = re.compile(r'"reason"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """MMLongBench-Doc-V2's judgement of one response."""
+
+    equivalent: bool
+    abstained: bool
+    reason: str = ""
+
+
+def parse_verdict(reply: str) -> Verdict | None:
+    """The judge's ``equivalent`` and ``abstained`` flags (the reason when there is one), read from the JSON
+    object even inside prose or code fences or cut short after the flags; None without both flags."""
+    flags = {key: pattern.search(reply) for key, pattern in _FLAG.items()}
+    if flags["equivalent"] is None or flags["abstained"] is None:
+        return None
+    reason = _REASON.search(reply)
+    return Verdict(flags["equivalent"].group(1).lower() == "true", flags["abstained"].group(1).lower() == "true",
+                   reason.group(1) if reason else "")
+
+
 def combine(strict: str | None, permissive: str | None) -> str:
     """The paper's rule for one reference."""
     if strict == "yes" or permissive == "yes":
@@ -98,10 +131,22 @@ class Judgement:
     rating: int | None = None
     fallbacks: list[str] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
+    abstained: bool | None = None  # MMLongBench-Doc-V2's judge also says whether the response declined
+    reason: str = ""
 
     @property
     def scores(self) -> dict[str, float]:
-        return {"judge": (self.rating or 0) / 100}
+        out = {"judge": (self.rating or 0) / 100}
+        if self.abstained is not None:
+            out["abstained"] = float(self.abstained)
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        """What a run record keeps of the judgement."""
+        out: dict[str, Any] = {"judge": self.rating, "fallbacks": self.fallbacks}
+        if self.abstained is not None:
+            out.update(abstained=self.abstained, reason=self.reason)
+        return out
 
 
 class Raters:
@@ -110,11 +155,14 @@ class Raters:
     def __init__(self, llm: LLM, max_retries: int = 2, constrained: bool = True) -> None:
         self.llm = llm
         self.max_retries = max_retries
-        self.constrained = constrained and llm.backend.capabilities.supports_grammar
+        self.constrained = constrained
 
     def _ask(self, prompt: str, retry: str, parse: Callable[[str], Any], gbnf: str, max_tokens: int,
-             trace: Trace) -> tuple[Any, str]:
-        constraint = Constraint("rating", gbnf=gbnf) if self.constrained and gbnf else None
+             trace: Trace, json_schema: dict[str, Any] | None = None) -> tuple[Any, str]:
+        caps = self.llm.backend.capabilities
+        enforced = (gbnf and caps.supports_grammar) or (json_schema and caps.supports_json_schema)
+        constraint = (Constraint("rating", gbnf=gbnf or None, json_schema=json_schema)
+                      if self.constrained and enforced else None)
         messages: tuple[Message, ...] = (Message("user", prompt),)
         reply = ""
         for _ in range(self.max_retries + 1):
@@ -166,6 +214,24 @@ class Raters:
         judgement.rating = 100 if value else 0
         if value is None:
             judgement.fallbacks.append(f"judge said neither yes nor no (counted as no); last: {reply[:60]!r}")
+        return judgement
+
+    def mmlongbench(self, question: str, answer: str, answer_format: str, response: str) -> Judgement:
+        """MMLongBench-Doc-V2's judge (PageIndex-OSS-Benchmark is scored with it): does the response mean the
+        reference? Filled as its script fills it; a reply without both flags is asked again, then counted as
+        not equivalent (a recorded fallback, as the script records a failed judgement)."""
+        judgement = Judgement()
+        prompt = get_prompt("raters", "mmlongbench.judge").render(
+            question=" ".join(question.split()), answer=answer, answer_format=answer_format,
+            response=response[:MMLB_RESPONSE_CHARS])
+        verdict, reply = self._ask(prompt, "retry.mmlongbench", parse_verdict, MMLB_GBNF, 160, judgement.trace,
+                                   json_schema=MMLB_SCHEMA)
+        if verdict is None:
+            judgement.rating, judgement.abstained = 0, False
+            judgement.fallbacks.append(f"judge gave no verdict (counted as not equivalent); last: {reply[:60]!r}")
+            return judgement
+        judgement.rating = 100 if verdict.equivalent else 0
+        judgement.abstained, judgement.reason = verdict.abstained, verdict.reason
         return judgement
 
     def judge(self, template: str | None, history: str, question: str, response: str) -> Judgement:

@@ -92,6 +92,21 @@ class MethodSummary:
     quotes_dropped: float | None = None  # cite=quotes: the model's quotes not found in the text / its quotes
 
 
+def _v2_f1(records: list[dict[str, Any]]) -> float:
+    """MMLongBench-Doc's F1 from the V2 judge's verdicts (its eval/metrics.py): recall = right answers over the
+    answerable questions, precision = right answers to answerable questions over the responses that did not
+    abstain (a failed or unjudged example counts as answered and wrong, as V2 counts an unjudged row)."""
+    def judged(r: dict[str, Any], key: str) -> float:
+        return 0.0 if r.get("status") == "error" else float((r.get("scores") or {}).get(key, 0.0))
+
+    answerable = [r for r in records if (r.get("meta") or {}).get("evidence_kind") != "unanswerable"]
+    hits = sum(judged(r, "judge") for r in answerable)
+    answered = sum(1 for r in records if judged(r, "abstained") == 0.0)
+    recall = hits / len(answerable) if answerable else 0.0
+    precision = hits / answered if answered else 0.0
+    return 2 * recall * precision / (recall + precision) if recall + precision else 0.0
+
+
 def summarise_method(method: str, records: list[dict[str, Any]], builds: list[dict[str, Any]],
                      all_builds: list[dict[str, Any]], primary: str) -> MethodSummary:
     ok = [r for r in records if r.get("status") == "ok"]
@@ -105,6 +120,8 @@ def summarise_method(method: str, records: list[dict[str, Any]], builds: list[di
     usage = [r.get("usage") or {} for r in ok]
     s = MethodSummary(method, len(records), len(records) - len(ok), _mean(main), lo, hi,
                       metrics={k: round(v, 4) for k, vals in values.items() if (v := _mean(vals)) is not None})
+    if "abstained" in values:
+        s.metrics["v2_f1"] = round(_v2_f1(records), 4)
     s.calls = _mean([u.get("calls", 0) for u in usage])
     s.prompt_tokens = _mean([u.get("prompt_tokens", 0) for u in usage])
     s.completion_tokens = _mean([u.get("completion_tokens", 0) for u in usage])
@@ -195,8 +212,10 @@ def _index_tokens(builds: list[dict[str, Any]], all_builds: list[dict[str, Any]]
 
 # Example metadata that splits a set into conditions the papers plot separately: nesting level (MemGPT Fig. 7),
 # needle depth, gold position (lost in the middle), length of the concatenated documents or of a BABILong haystack,
-# LongMemEval's question type, LongBench v2's length class.
-GROUP_KEYS = ("levels", "depth", "gold_position", "target_words", "target_tokens", "question_type", "length")
+# LongMemEval's question type, LongBench v2's length class, MMLongBench-Doc's single-page / cross-page /
+# unanswerable questions.
+GROUP_KEYS = ("levels", "depth", "gold_position", "target_words", "target_tokens", "question_type", "length",
+              "evidence_kind")
 
 
 def breakdown(records: list[dict[str, Any]], methods: list[str], primary: str) -> dict[str, Any] | None:
@@ -304,7 +323,8 @@ def markdown(summary: dict[str, Any]) -> str:
              f"- headline metric: {primary} with a 95% {'Wilson' if primary in BINARY else 'bootstrap'} interval; "
              "failed examples count as 0",
              "- tokens per question = answer-time prompt + completion tokens (LLM-cache hits at full cost); "
-             "index = this run's memory builds per question; all-in = both", ""]
+             "index = this run's memory builds per question; all-in = both",
+             *[f"- while loading: {note}" for note in c.get("dataset_notes") or []], ""]
     others = sorted({k for m in summary["methods"] for k in m["metrics"] if k != primary})
     evidence = [(key, title) for key, title in EVIDENCE_COLUMNS
                 if any(m.get(key) is not None for m in summary["methods"])]
@@ -365,7 +385,7 @@ def write_report(run_dir: str | Path) -> tuple[list[Path], list[str]]:
     for name, text in files.items():
         (path / name).write_text(text, encoding="utf-8")
         written.append(path / name)
-    warnings = []
+    warnings = list(summary["config"].get("dataset_notes") or [])
     if summary["methods"]:
         from .plot import plot_summary
 

@@ -14,6 +14,7 @@ import sqlite3
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -30,10 +31,10 @@ from ..methods.base import Reader
 from ..methods.options import ReaderOptions
 from ..methods.question import Answer
 from . import metrics
-from .datasets import DatasetSpec, Example, base_method
+from .datasets import DatasetSpec, DatasetWarning, Example, base_method
 from .evidence import evidence_scores, support_proxy
 from .memgpt import MemGPTEval, MemGPTEvalOptions, document_of
-from .raters import Raters
+from .raters import Judgement, Raters
 from .rundir import BUILDS, EXAMPLES, RunDir, record_key
 from .sets import datasets, load_dataset
 
@@ -150,6 +151,7 @@ class Runner:
         self._lock = threading.Lock()
         self._doc_tokens: dict[str, int] = {}
         self._scores: dict[str, list[float]] = {}
+        self.dataset_notes: list[str] = []  # what loading the set left out or mended (DatasetWarning)
 
     # --- setting up --------------------------------------------------------------------------------
     def spec(self) -> DatasetSpec:
@@ -162,7 +164,15 @@ class Runner:
         spec, params = self.spec(), dict(self.config.params)
         if "seed" in spec.params and "seed" not in params:
             params["seed"] = str(self.config.seed)  # generated sets and probes follow --seed
-        found = load_dataset(spec.name, self.config.data, params)
+        self.dataset_notes = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DatasetWarning)
+            found = load_dataset(spec.name, self.config.data, params)
+        for w in caught:  # the set's own notes go to the run directory; any other warning is shown as usual
+            if issubclass(w.category, DatasetWarning):
+                self.dataset_notes.append(str(w.message))
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return select(found, self.config.limit, self.config.seed, self.config.by_document)
 
     def method_options(self, method: str) -> dict[str, Any]:
@@ -193,7 +203,7 @@ class Runner:
             "params": dict(self.config.params), "limit": self.config.limit, "seed": self.config.seed,
             "budget": self.config.budget, "model": self.pm.llm.model_id, "raters": self.config.raters,
             "rater_model": (self.rater_llm or self.pm.llm).model_id if self.raters else None,
-            "by_document": self.config.by_document, "primary": spec.primary,
+            "by_document": self.config.by_document, "primary": spec.primary, "dataset_notes": self.dataset_notes,
             "method_options": {m: self.method_options(m) for m in methods},
             "commands": [self.command] if self.command else []}, widening=spec.widening)
         self.primary = spec.primary
@@ -335,23 +345,25 @@ class Runner:
         if self.raters is None:
             return out
         try:
+            judged: Judgement | None = None
             if e.meta.get("rater") == "longmemeval":
                 judged = self.raters.longmemeval(str(e.meta.get("question_type")), str(e.meta.get("question")),
                                                  e.references[0], answer.text, bool(e.meta.get("abstention")))
-                out["scores"].update(judged.scores)
-                out["rating"] = {"judge": judged.rating, "fallbacks": judged.fallbacks}
-                out["rater_usage"] = usage_of(judged.trace)
+            elif e.meta.get("rater") == "mmlongbench":
+                judged = self.raters.mmlongbench(e.question, str(e.meta.get("answer", e.references[0])),
+                                                 str(e.meta.get("answer_format", "")), answer.text)
             elif e.task == "open":
                 judged = self.raters.judge(e.meta.get("judge"), str(e.meta.get("related_history", "")), e.question,
                                            answer.text)
-                out["scores"].update(judged.scores)
-                out["rating"] = {"judge": judged.rating, "fallbacks": judged.fallbacks}
-                out["rater_usage"] = usage_of(judged.trace)
             elif self.config.raters and e.task in ("qa", "summary"):
                 rating = self.raters.rate(e.question, answer.text, e.references)
                 out["scores"].update(rating.scores)
                 out["rating"] = {"label": rating.label, "decisions": rating.decisions, "fallbacks": rating.fallbacks}
                 out["rater_usage"] = usage_of(rating.trace)
+            if judged is not None:
+                out["scores"].update(judged.scores)
+                out["rating"] = judged.as_dict()
+                out["rater_usage"] = usage_of(judged.trace)
         except FATAL:
             raise
         except Exception as err:  # the answer stands; its rating is missing and says why

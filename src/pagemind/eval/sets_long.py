@@ -10,20 +10,35 @@ copy; the tests write format-exact samples):
 * LongBench v2 (Bai et al., 2025): ``data.json``, a list of ``_id, domain, sub_domain, difficulty, length, question,
   choice_A..choice_D, answer`` (a letter) and ``context``; 503 four-way questions over 8k to 2M words, reported by
   ``length`` (short / medium / long) and ``difficulty``.
-* PageIndex's open benchmark: ``questions.json`` (a list of ``doc_id, question, answer, answer_format,
-  evidence_pages, evidence_sources, doc_type``) beside a ``pdfs/`` folder of the documents (``<doc_id>`` or
-  ``<doc_id>.pdf``). Each PDF is read as pagemind reads any PDF (its text layer, page starts kept); the evidence
-  pages become evidence labels (the spans of those pages), so the evidence recall of an answer's citations is the
-  **evidence-page accuracy**; answers are judged by the LLM raters.
+* MMLongBench-Doc-V2 (VectifyAI's corrected MMLongBench-Doc, Ma et al., NeurIPS 2024): ``samples.json``, a list of
+  ``doc_id, doc_type, question, answer, answer_format, evidence_pages, evidence_sources`` (the lists spelled as
+  Python strings: ``"[19, 20]"``, ``"['Table']"``, a List answer ``"['White', '10%']"``; ``Not answerable`` for the
+  unanswerable ones), ``question_types.json`` beside it (task types, joined on doc_id and question) and the PDFs in
+  ``documents/`` (named by ``doc_id``). PageIndex-OSS-Benchmark's ``questions.json`` is 62 of those rows with
+  their ``task_type``, over 34 of the PDFs. Each PDF is read as pagemind reads any PDF (its text layer, page starts
+  kept); the evidence pages become evidence labels (the spans of those pages), so the evidence recall of an
+  answer's citations is the **evidence-page accuracy**; answers are scored by V2's judge (``raters.mmlongbench``).
 """
 
 from __future__ import annotations
 
+import ast
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import DatasetError
-from .datasets import QUALITY_PRESETS, DatasetSpec, Example, field_of, find_file, read_json, read_rows, short_hash
+from ..errors import DatasetError, InputError
+from .datasets import (
+    QUALITY_PRESETS,
+    DatasetSpec,
+    DatasetWarning,
+    Example,
+    field_of,
+    find_file,
+    read_json,
+    read_rows,
+    short_hash,
+)
 from .evidence import Span
 
 if TYPE_CHECKING:
@@ -92,64 +107,139 @@ def load_longbench2(path: Path, *, length: str = "", difficulty: str = "", domai
     return examples
 
 
-# --- PageIndex's open benchmark -------------------------------------------------------------------------------
+# --- Long PDFs with evidence pages: MMLongBench-Doc(-V2) and PageIndex-OSS-Benchmark ----------------------------
+NOT_ANSWERABLE = "Not answerable"
+
+
 def _pdf_of(folder: Path, doc_id: str) -> Path | None:
-    for candidate in (folder / "pdfs" / doc_id, folder / "pdfs" / f"{doc_id}.pdf", folder / doc_id,
-                      folder / f"{doc_id}.pdf"):
-        if candidate.is_file():
-            return candidate
+    for sub in ("documents", "pdfs", "."):
+        for name in (doc_id, f"{doc_id}.pdf"):
+            if (folder / sub / name).is_file():
+                return folder / sub / name
     return None
 
 
+def published_list(value: Any, where: str, what: str) -> list[Any]:
+    """A list as the sets publish it: a JSON list, or its Python spelling in a string (``"[3, 4]"``,
+    ``"['Pure-text (Plain-text)']"``); a single value is a list of one, nothing an empty list."""
+    if isinstance(value, list):
+        return value
+    if value is None or value == "":
+        return []
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            parsed = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise DatasetError(f"{where}: {what} {value[:80]!r} is not a list") from None
+        if isinstance(parsed, (list, tuple)):
+            return list(parsed)
+        raise DatasetError(f"{where}: {what} {value[:80]!r} is not a list")
+    return [value]
+
+
 def _pages(value: Any, where: str) -> list[int]:
-    items = value if isinstance(value, list) else [value] if value not in (None, "") else []
     try:
-        return [int(p) for p in items]
+        pages = [int(p) for p in published_list(value, where, "evidence_pages")]
     except (TypeError, ValueError):
         raise DatasetError(f"{where}: evidence_pages should be page numbers, not {value!r}") from None
+    return list(dict.fromkeys(pages))  # "[1, 1]" names one page
 
 
-def load_pageindex(path: Path, *, doc_type: str = "") -> list[Example]:
-    """PageIndex's benchmark: a question about one long PDF, answered in free form (LLM raters) and cited by page
-    (evidence-page accuracy from the citations); ``doc_type`` keeps one kind of document."""
+def _question_types(folder: Path) -> dict[tuple[str, str], str]:
+    """MMLongBench-Doc-V2's ``question_types.json`` (model-made task types, joined on doc_id and question)."""
+    path = folder / "question_types.json"
+    if not path.is_file():
+        return {}
+    rows = read_json(path)
+    if not isinstance(rows, list):
+        raise DatasetError(f"{path}: expected a JSON list")
+    return {(str(r.get("doc_id")), str(r.get("question"))): str(r.get("task_type", ""))
+            for r in rows if isinstance(r, dict)}
+
+
+def load_mmlongbench(path: Path, *, doc_type: str = "", task_type: str = "", source: str = "") -> list[Example]:
+    """MMLongBench-Doc-V2: questions about long PDFs (answers, evidence pages, evidence sources); ``doc_type``,
+    ``task_type`` (lookup, count, enumerate, derive, compare, verify) and ``source`` (text in an evidence source:
+    ``Pure-text``, ``Table``, ``Chart``, ...) keep a part."""
+    return _pdf_questions(find_file(path, "samples.json"), "mmlongbench-doc", doc_type, task_type, source)
+
+
+def load_pageindex(path: Path, *, doc_type: str = "", task_type: str = "") -> list[Example]:
+    """PageIndex-OSS-Benchmark: 62 MMLongBench-Doc-V2 questions answered by a fact in running text."""
+    return _pdf_questions(find_file(path, "questions.json"), "pageindex", doc_type, task_type, "")
+
+
+def _pdf_questions(path: Path, dataset: str, doc_type: str, task_type: str, source: str) -> list[Example]:
+    """A question about one long PDF, answered in free form (token F1; the V2 judge) and cited by page: each
+    evidence page becomes an evidence label (the page's span of the PDF's text), so the evidence recall of an
+    answer's citations is its evidence-page accuracy."""
     from ..text import load_document
 
-    path = find_file(path, "questions.json")
     rows = read_json(path)
     if not isinstance(rows, list):
         raise DatasetError(f"{path}: expected a JSON list of questions")
-    documents: dict[Path, Document] = {}
-    examples = []
+    types = _question_types(path.parent)
+    documents: dict[Path, Document | str] = {}  # a PDF's text, or why it cannot be read
+    examples, left_out, mended = [], 0, []
     for index, row in enumerate(rows):
         where = f"{path}: question {index}"
         if not isinstance(row, dict):
             raise DatasetError(f"{where}: not an object")
-        if doc_type and row.get("doc_type") != doc_type:
+        name, question = str(field_of(row, "doc_id", where)), str(field_of(row, "question", where))
+        kind = str(row.get("task_type") or types.get((name, question), ""))
+        sources = [str(x) for x in published_list(row.get("evidence_sources"), where, "evidence_sources")]
+        if (doc_type and row.get("doc_type") != doc_type) or (task_type and kind != task_type) or (
+                source and not any(source.lower() in x.lower() for x in sources)):
             continue
-        name = str(field_of(row, "doc_id", where))
         pdf = _pdf_of(path.parent, name)
         if pdf is None:
-            raise DatasetError(f"{where}: no PDF for {name!r} in {path.parent / 'pdfs'}")
+            raise DatasetError(f"{where}: no PDF for {name!r} in {path.parent / 'documents'}")
         if pdf not in documents:  # each PDF read once, however its questions name it
-            documents[pdf] = load_document(pdf)
+            try:
+                documents[pdf] = load_document(pdf)
+            except InputError as err:  # no text layer (slides saved as images), or a PDF its parser refuses
+                documents[pdf] = str(err).removeprefix(f"{pdf}: ")
         document = documents[pdf]
+        if isinstance(document, str):
+            left_out += 1
+            continue
         starts = list(getattr(document, "pages", ()))
         text = str(document.text)
         evidence_pages = _pages(row.get("evidence_pages"), where)
+        outside = [p for p in evidence_pages if not 1 <= p <= len(starts)]
+        if outside:
+            mended.append(f"question {index} ({name}, {len(starts)} pages): {outside}")
+            evidence_pages = [p for p in evidence_pages if p not in outside]
         spans = []
         for page in evidence_pages:
-            if not 1 <= page <= len(starts):
-                raise DatasetError(f"{where}: evidence page {page} is not a page of {name} (it has {len(starts)})")
             end = starts[page] if page < len(starts) else len(text)
             spans.append(Span(f"page {page}", starts[page - 1], end))
+        answer = field_of(row, "answer", where, (str, int, float))
+        fmt = str(row.get("answer_format", ""))
+        reference = str(answer)
+        if fmt == "List" and isinstance(answer, str) and answer.strip().startswith("["):
+            reference = "; ".join(str(a) for a in published_list(answer, where, "answer"))
+        answerable = not reference.startswith(NOT_ANSWERABLE)  # V2: some read "Not answerable or none"
         examples.append(Example(
-            id=f"pageindex-{index}", dataset="pageindex", task="qa", question=field_of(row, "question", where),
-            document_id=f"pageindex-{pdf.stem}", document=text, references=(str(field_of(row, "answer", where,
-                                                                                      (str, int, float))),),
-            evidence=tuple(spans),
-            meta={"doc": name, "doc_type": str(row.get("doc_type", "")), "pages": len(starts),
-                  "answer_format": str(row.get("answer_format", "")),
-                  "evidence_pages": evidence_pages}))
+            id=f"{dataset}-{index}", dataset=dataset, task="qa", question=question,
+            document_id=f"{dataset}-{pdf.stem}", document=text, references=(reference,), evidence=tuple(spans),
+            meta={"doc": name, "doc_type": str(row.get("doc_type", "")), "task_type": kind, "pages": len(starts),
+                  "answer": str(answer), "answer_format": fmt, "evidence_pages": evidence_pages,
+                  "evidence_sources": sources, "rater": "mmlongbench",
+                  # V2's slices (eval/metrics.py): one evidence page, else cross-page when answerable
+                  "evidence_kind": ("unanswerable" if not answerable else
+                                    "single-page" if len(evidence_pages) == 1 else "cross-page")}))
+    unreadable = {p.name: why for p, why in documents.items() if isinstance(why, str)}
+    if unreadable:
+        warnings.warn(DatasetWarning(
+            f"{dataset}: {left_out} question(s) left out, about {len(unreadable)} PDF(s) pagemind cannot read as "
+            f"text ({'; '.join(f'{n}: {why}' for n, why in list(unreadable.items())[:3])}"
+            f"{'; ...' if len(unreadable) > 3 else ''})"),
+            stacklevel=2)
+    if mended:
+        warnings.warn(DatasetWarning(
+            f"{dataset}: {len(mended)} question(s) name evidence pages their PDF does not have; those pages are "
+            f"not evidence labels ({'; '.join(mended[:3])}{'; ...' if len(mended) > 3 else ''})"), stacklevel=2)
     return examples
 
 
@@ -163,8 +253,12 @@ SPECS = (
     DatasetSpec("longbench2", load_longbench2, "longbench2/data.json",
                 "LongBench v2: 503 four-way questions over 8k-2M words, by length and difficulty (accuracy)",
                 "accuracy", QUALITY_PRESETS, "Bai et al., 2025 (Apache-2.0)"),
+    DatasetSpec("mmlongbench-doc", load_mmlongbench, "mmlongbench-doc/samples.json",
+                "MMLongBench-Doc-V2: 1,071 questions over 134 long PDFs, by single-page / cross-page / unanswerable; "
+                "the V2 judge (accuracy) and the evidence-page accuracy of the citations", "judge", QUALITY_PRESETS,
+                "Ma et al., NeurIPS 2024 D&B; VectifyAI MMLongBench-Doc-V2 (Apache-2.0)"),
     DatasetSpec("pageindex", load_pageindex, "pageindex/questions.json",
-                "PageIndex's open benchmark: questions over long PDFs, LLM-rated answers and evidence-page accuracy "
-                "of the citations (token F1; --raters for LR-1/LR-2)", "f1", QUALITY_PRESETS,
-                "VectifyAI PageIndex benchmark"),
+                "PageIndex-OSS-Benchmark: 62 questions over 34 long PDFs answered by facts in running text; the "
+                "MMLongBench-Doc-V2 judge (accuracy) and the evidence-page accuracy of the citations", "judge",
+                QUALITY_PRESETS, "VectifyAI PageIndex-OSS-Benchmark (questions from MMLongBench-Doc-V2)"),
 )

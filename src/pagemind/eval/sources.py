@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import yaml
 
@@ -140,7 +140,23 @@ def _source(name: str, entry: Any, where: str) -> Source:
     text = {k: " ".join(str(entry.get(k, "")).split()) for k in ("title", "homepage", "licence", "citation",
                                                                     "checksums")}
     return Source(name=name, folder=_relative(str(entry.get("folder") or name), where), files=tuple(
-        _file(f, f"{where}, file {i}") for i, f in enumerate(files)), **text)
+        f for i, item in enumerate(files) for f in _files(item, f"{where}, file {i}")), **text)
+
+
+def _files(entry: Any, where: str) -> list[SourceFile]:
+    """One file, or a group of many from one place: ``base`` (a URL ending in /), ``git_blobs`` (file name ->
+    git blob id; each file is fetched from base + its quoted name) and optionally ``under`` (the folder the
+    files go to)."""
+    if not isinstance(entry, dict) or "base" not in entry:
+        return [_file(entry, where)]
+    unknown = set(entry) - {"base", "git_blobs", "under"}
+    base, blobs, under = entry.get("base"), entry.get("git_blobs"), str(entry.get("under") or "")
+    if unknown:
+        raise DatasetError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    if not isinstance(base, str) or not base.endswith("/") or not isinstance(blobs, dict) or not blobs:
+        raise DatasetError(f"{where}: a group needs 'base' (a URL ending in /) and 'git_blobs' (name -> blob id)")
+    return [_file({"url": base + quote(str(name)), "save": posixpath.join(under, str(name)), "git_blob": blob},
+                  f"{where}, {name}") for name, blob in blobs.items()]
 
 
 def _file(entry: Any, where: str) -> SourceFile:
