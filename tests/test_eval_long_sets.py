@@ -349,6 +349,26 @@ def test_the_mmlongbench_v2_judge_scores_pageindex_answers_and_citations_count_b
     assert full["metrics"]["v2_f1"] == round(2 * 1.0 * 0.5 / 1.5, 4) and full["metrics"]["abstained"] == 0.0
 
 
+def test_auto_is_evaluated_as_users_get_it_the_method_it_picks_per_document_named(tmp_path):
+    pytest.importorskip("pypdf")
+    folder = tmp_path / "pageindex"
+    pdf_folder(folder)
+    write(folder / "questions.json", [published("report.pdf", "What was net revenue in 2023?", "4.2 billion dollars",
+                                                "[3]")])
+    fake = ScriptedLLM(by_role={"answer": "Net revenue in 2023 was 4.2 billion dollars [1].",
+                                "rate": '{"equivalent": true, "abstained": false, "reason": "same"}'},
+                       context_window=4096)
+    run(fake, tmp_path, tmp_path / "small", dataset="pageindex", methods=("auto",))
+    [row] = RunDir(tmp_path / "small").read()
+    assert row["method"] == "auto" and row["details"]["auto"]["method"] == "full"  # 4 short pages fit
+    [build] = [b for b in RunDir(tmp_path / "small").read("builds.jsonl") if b["status"] == "ok"]
+    assert build["chosen"]["method"] == "full" and "fit the 4,096-token window" in build["chosen"]["reason"]
+    fake = ScriptedLLM(by_role=fake.by_role, context_window=1400)  # no room to spare now: OP-RAG reads the pages
+    run(fake, tmp_path, tmp_path / "tight", dataset="pageindex", methods=("auto",))
+    [row] = RunDir(tmp_path / "tight").read()
+    assert row["details"]["auto"]["method"] == "op-rag" and row["scores"]["judge"] == 1.0
+
+
 def test_a_response_past_twelve_thousand_characters_is_cut_as_the_v2_script_cuts_it():
     from pagemind.llm.client import LLM
 

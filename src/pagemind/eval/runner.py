@@ -27,7 +27,7 @@ from ..errors import BackendUnavailable, ConfigError, DatasetError, RateLimited,
 from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..methods import registry
-from ..methods.base import Reader
+from ..methods.base import Chooser, Chosen, Reader
 from ..methods.options import ReaderOptions
 from ..methods.question import Answer
 from . import metrics
@@ -58,6 +58,8 @@ def option_class(method: str) -> type[ReaderOptions]:
 # running the same command again retries it) instead of being scored as a wrong answer.
 FATAL = (BackendUnavailable, RateLimited, ServerError, ConfigError, sqlite3.Error, MemoryError)
 _DROP_DETAILS = ("trajectory",)  # large; the walk string keeps the path
+
+Runnable = Reader[Any, Any] | Chooser | MemGPTEval  # what a method name makes: a reader, a choice (auto) or the agent
 
 
 @dataclass(frozen=True)
@@ -184,10 +186,10 @@ class Runner:
             opts.setdefault("budget", self.config.budget)
         return opts
 
-    def make(self, method: str) -> Reader[Any, Any] | MemGPTEval:
+    def make(self, method: str) -> Runnable:
         if base_method(method) == MEMGPT:
             return MemGPTEval(self.pm.llm, self.pm.store, **self.method_options(method))
-        return self.pm.reader(base_method(method), **self.method_options(method))
+        return self.pm.method(base_method(method), **self.method_options(method))  # a choice resolves per document
 
     # --- running -----------------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -246,7 +248,7 @@ class Runner:
             self._bar.close()
         return result
 
-    def _document(self, runners: dict[str, Reader[Any, Any] | MemGPTEval], unit: list[tuple[str, list[Example]]],
+    def _document(self, runners: dict[str, Runnable], unit: list[tuple[str, list[Example]]],
                   result: RunResult) -> None:
         for method, pending in unit:
             self._unit(runners[method], method, pending, result)
@@ -254,7 +256,7 @@ class Runner:
     def _pending(self, record: dict[str, Any] | None) -> bool:
         return record is None or (self.config.retry_errors and record.get("status") == "error")
 
-    def _unit(self, runner: Reader[Any, Any] | MemGPTEval, method: str, examples: list[Example],
+    def _unit(self, runner: Runnable, method: str, examples: list[Example],
               result: RunResult) -> None:
         """One document and one method: the memory once, then every question."""
         if isinstance(runner, MemGPTEval):
@@ -262,6 +264,9 @@ class Runner:
                 self._answer(method, e, partial(runner.answer_example, e), result)
             return
         document = examples[0]
+        chosen = None
+        if isinstance(runner, Chooser):  # auto: the reader it picks for this document, as `pagemind ask` would
+            runner, chosen = runner.resolve(document_of(document))
         key = record_key(method, document.document_id)
         # A build that a kill cut short resumes from its stored items: its cost here is only the remainder, so
         # the report must not take it for the whole build. A "started" record marks the attempt.
@@ -288,9 +293,10 @@ class Runner:
             "llm_built": runner.builds_with_llm,
             "usage": usage_of(trace), "wall_seconds": round(time.perf_counter() - t0, 2),
             "document_words": document.words, "document_tokens": self._document_tokens(document),
-            "describe": runner.describe(memory)})
+            "describe": runner.describe(memory),
+            **({"chosen": {"method": chosen.method, "reason": chosen.reason}} if chosen else {})})
         for e in examples:
-            self._answer(method, e, partial(_read, runner, memory, e), result)
+            self._answer(method, e, partial(_read, runner, memory, e, chosen), result)
 
     def _document_tokens(self, example: Example) -> int:
         """The document's length in the model's tokens (counted once per document)."""
@@ -388,9 +394,13 @@ def primary_value(record: dict[str, Any], primary: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _read(reader: Reader[Any, Any], memory: Any, example: Example) -> Answer:
-    """``reader``'s answer to ``example`` from ``memory`` (the question parsed when it is asked)."""
-    return reader.answer(memory, example.as_question())
+def _read(reader: Reader[Any, Any], memory: Any, example: Example, chosen: Chosen | None = None) -> Answer:
+    """``reader``'s answer to ``example`` from ``memory`` (the question parsed when it is asked); a choice's pick
+    is named in ``details["auto"]``, as :meth:`pagemind.Pagemind.ask` names it."""
+    answer = reader.answer(memory, example.as_question())
+    if chosen is not None:
+        answer.details["auto"] = {"method": chosen.method, "reason": chosen.reason}
+    return answer
 
 
 def evidence_of(e: Example, answer: Answer) -> dict[str, Any]:
