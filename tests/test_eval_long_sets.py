@@ -369,6 +369,63 @@ def test_auto_is_evaluated_as_users_get_it_the_method_it_picks_per_document_name
     assert row["details"]["auto"]["method"] == "op-rag" and row["scores"]["judge"] == 1.0
 
 
+def test_asked_of_the_whole_library_the_right_pdf_must_be_found_and_cited(tmp_path):
+    """library=true: every question reads all the PDFs as one library (one memory); its labels stay on its own
+    PDF, so a citation of the right words in another PDF is not a hit."""
+    pytest.importorskip("pypdf")
+    from test_formats import make_pdf
+
+    folder = tmp_path / "pageindex"
+    pdf_folder(folder, unreadable=["deck.pdf"])
+    other = [[f"Annual memo page {p} line {k} about staffing" for k in range(6)] for p in range(1, 3)]
+    other[1][0] = "Net revenue in 2023 was 9.9 billion dollars at the sister company"
+    (folder / "documents" / "memo.pdf").write_bytes(make_pdf(other))
+    write(folder / "questions.json", [
+        published("report.pdf", "What was net revenue in 2023?", "4.2 billion dollars", "[3]", task_type="lookup"),
+        published("memo.pdf", "How many pages?", 2, "[]", "Int", "[]", task_type="count"),
+        published("deck.pdf", "What colour is the logo?", "Blue", "[1]", task_type="lookup")])
+    with pytest.warns(DatasetWarning, match="deck.pdf: has no text layer"):
+        [asked] = load_dataset("pageindex", tmp_path, {"library": "true", "task_type": "lookup"})
+    assert asked.document_id == "pageindex-library" and [n for n, _ in asked.library] == ["memo.pdf", "report.pdf"]
+    assert asked.document.startswith("Report page 1")  # its own PDF, which its labels are spans of
+
+    def answer(request):
+        prompt = "\n".join(m.content for m in request.messages)
+        assert "Annual memo page" in prompt and "Report page" in prompt  # one library: both PDFs are read
+        return "Net revenue in 2023 was 4.2 billion dollars [1]."
+
+    fake = ScriptedLLM(by_role={"answer": answer, "rate": '{"equivalent": true, "abstained": false, "reason": "r"}'})
+    run(fake, tmp_path, tmp_path / "lib", dataset="pageindex", methods=("full",),
+        params={"library": "true", "task_type": "lookup"})
+    assert "deck.pdf" in json.loads((tmp_path / "lib" / "config.json").read_text())["dataset_notes"][0]
+    [row] = RunDir(tmp_path / "lib").read()
+    named = {c["document_name"] for c in row["citations"]}
+    assert named == {"report.pdf", "memo.pdf"}  # both revenue sentences align with the answer
+    assert row["evidence"]["recall"] == 1.0 and row["evidence"]["precision"] == 0.5  # the memo's is on no label
+    assert len([b for b in RunDir(tmp_path / "lib").read("builds.jsonl") if b["status"] == "ok"]) == 1
+
+
+def test_a_citation_of_another_document_of_the_library_is_on_no_label():
+    from pagemind.citations import Citation
+    from pagemind.eval.evidence import Span, evidence_scores
+
+    text = "Intro. Net revenue in 2023 was 4.2 billion dollars. Outro."
+    start = text.index("Net")
+    quote = text[start:start + 43]
+    label = [Span("page 3", start, start + 43)]
+
+    def cite(document):
+        return Citation(document, "text", None, start, start + 43, quote, "text")
+
+    assert evidence_scores(text, label, [cite("own")])["recall"] == 1.0
+    assert evidence_scores(text, label, [cite("own")], "own")["recall"] == 1.0
+    # the same words in another member: a hit only if nobody checks which document was cited
+    assert evidence_scores(text, label, [cite("other")])["recall"] == 1.0
+    scored = evidence_scores(text, label, [cite("other"), cite("own")], "own")
+    assert scored["hit"] == [0] and scored["precision"] == 0.5 and scored["placed"] == 1
+    assert evidence_scores(text, label, [cite("other")], "own")["recall"] == 0.0
+
+
 def test_a_response_past_twelve_thousand_characters_is_cut_as_the_v2_script_cuts_it():
     from pagemind.llm.client import LLM
 

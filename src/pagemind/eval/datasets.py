@@ -67,6 +67,9 @@ class Example:
     meta: Mapping[str, Any] = field(default_factory=dict)  # JSON values only
     # labelled evidence: character spans of ``document`` (QMSum turn ranges, LoCoMo dialogue ids; see .evidence)
     evidence: tuple[Span, ...] = ()
+    # (name, text) of every document read together with ``document`` as one library (the question is asked of the
+    # whole library; ``document`` is the member it is about, whose spans the evidence labels are)
+    library: tuple[tuple[str, str], ...] = ()
 
     def as_question(self) -> Question:
         return Question(self.question, self.options)

@@ -122,15 +122,22 @@ def place(document: str, citation: Citation | Mapping[str, Any]) -> tuple[int, i
     return locate(document, quote)
 
 
-def evidence_scores(document: str, labels: Sequence[Span],
-                    citations: Sequence[Citation | Mapping[str, Any]]) -> dict[str, Any]:
-    """Recall and precision of ``citations`` against ``labels`` (see the module docstring)."""
-    placed = [place(document, c) for c in citations]
+def evidence_scores(document: str, labels: Sequence[Span], citations: Sequence[Citation | Mapping[str, Any]],
+                    document_id: str | None = None) -> dict[str, Any]:
+    """Recall and precision of ``citations`` against ``labels`` (see the module docstring). With ``document_id``
+    (a question asked of a library), a citation of another document lies on no label."""
+    placed = [None if document_id and _cited(c) not in (None, document_id) else place(document, c) for c in citations]
     hit = [i for i, s in enumerate(labels) if any(p and overlaps(p, (s.start, s.end)) for p in placed)]
     on_label = sum(1 for p in placed if p and any(overlaps(p, (s.start, s.end)) for s in labels))
     return {"labels": len(labels), "citations": len(citations), "placed": sum(p is not None for p in placed),
             "hit": hit, "recall": len(hit) / len(labels) if labels else None,
             "precision": on_label / len(citations) if citations else None}
+
+
+def _cited(citation: Citation | Mapping[str, Any]) -> str | None:
+    """The id of the document a citation names (None when it names none)."""
+    value = citation.document if isinstance(citation, Citation) else citation.get("document")
+    return str(value) if value else None
 
 
 def support_proxy(option: str | None, citations: Sequence[Citation | Mapping[str, Any]]) -> float | None:

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ..agent import Agent, AgentNotFound, AgentOptions, AgentStore, passages
+from ..library import Library
 from ..llm.client import LLM
 from ..methods.options import ReaderOptions, option
 from ..methods.question import Answer, read_choice
@@ -136,8 +137,11 @@ class MemGPTEval:
         )
 
 
-def document_of(example: Example) -> Document:
-    """The :class:`Document` a reader method builds its memory from."""
+def document_of(example: Example) -> Document | Library:
+    """What a reader method builds its memory from: the example's document, or the library it is asked of."""
+    if example.library:
+        return Library(example.document_id, tuple(Document.from_text(text, name=name)
+                                                  for name, text in example.library))
     return Document.from_text(example.document, name=example.document_id)
 
 

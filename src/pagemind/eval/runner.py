@@ -30,6 +30,7 @@ from ..methods import registry
 from ..methods.base import Chooser, Chosen, Reader
 from ..methods.options import ReaderOptions
 from ..methods.question import Answer
+from ..text import Document
 from . import metrics
 from .datasets import DatasetSpec, DatasetWarning, Example, base_method
 from .evidence import evidence_scores, support_proxy
@@ -407,8 +408,9 @@ def evidence_of(e: Example, answer: Answer) -> dict[str, Any]:
     """How the answer's citations meet the example's evidence labels (recall, precision), or, for a
     multiple-choice answer, the support proxy (see :mod:`.evidence`); empty when neither applies."""
     out: dict[str, Any] = {}
-    if e.evidence:
-        out.update(evidence_scores(e.document, e.evidence, answer.citations))
+    if e.evidence:  # asked of a library, only citations of the question's own document can hit its labels
+        own = Document.from_text(e.document).id if e.library else None
+        out.update(evidence_scores(e.document, e.evidence, answer.citations, own))
     if e.task == "choice" and e.options:
         chosen = e.options[answer.choice] if answer.choice is not None and answer.choice < len(e.options) else None
         out["support"] = support_proxy(chosen, answer.citations)

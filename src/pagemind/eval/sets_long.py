@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -157,22 +158,26 @@ def _question_types(folder: Path) -> dict[tuple[str, str], str]:
             for r in rows if isinstance(r, dict)}
 
 
-def load_mmlongbench(path: Path, *, doc_type: str = "", task_type: str = "", source: str = "") -> list[Example]:
+def load_mmlongbench(path: Path, *, doc_type: str = "", task_type: str = "", source: str = "",
+                     library: bool = False) -> list[Example]:
     """MMLongBench-Doc-V2: questions about long PDFs (answers, evidence pages, evidence sources); ``doc_type``,
     ``task_type`` (lookup, count, enumerate, derive, compare, verify) and ``source`` (text in an evidence source:
-    ``Pure-text``, ``Table``, ``Chart``, ...) keep a part."""
-    return _pdf_questions(find_file(path, "samples.json"), "mmlongbench-doc", doc_type, task_type, source)
+    ``Pure-text``, ``Table``, ``Chart``, ...) keep a part; ``library`` asks every question of all the PDFs at once."""
+    return _pdf_questions(find_file(path, "samples.json"), "mmlongbench-doc", doc_type, task_type, source, library)
 
 
-def load_pageindex(path: Path, *, doc_type: str = "", task_type: str = "") -> list[Example]:
-    """PageIndex-OSS-Benchmark: 62 MMLongBench-Doc-V2 questions answered by a fact in running text."""
-    return _pdf_questions(find_file(path, "questions.json"), "pageindex", doc_type, task_type, "")
+def load_pageindex(path: Path, *, doc_type: str = "", task_type: str = "", library: bool = False) -> list[Example]:
+    """PageIndex-OSS-Benchmark: 62 MMLongBench-Doc-V2 questions answered by a fact in running text; ``library``
+    asks each of all 34 PDFs at once (the right document must be found before its page)."""
+    return _pdf_questions(find_file(path, "questions.json"), "pageindex", doc_type, task_type, "", library)
 
 
-def _pdf_questions(path: Path, dataset: str, doc_type: str, task_type: str, source: str) -> list[Example]:
+def _pdf_questions(path: Path, dataset: str, doc_type: str, task_type: str, source: str,
+                   library: bool) -> list[Example]:
     """A question about one long PDF, answered in free form (token F1; the V2 judge) and cited by page: each
     evidence page becomes an evidence label (the page's span of the PDF's text), so the evidence recall of an
-    answer's citations is its evidence-page accuracy."""
+    answer's citations is its evidence-page accuracy. As a library, every PDF the file names is one source read
+    by every question (one memory per method), and a citation counts only on the question's own PDF."""
     from ..text import load_document
 
     rows = read_json(path)
@@ -188,8 +193,9 @@ def _pdf_questions(path: Path, dataset: str, doc_type: str, task_type: str, sour
         name, question = str(field_of(row, "doc_id", where)), str(field_of(row, "question", where))
         kind = str(row.get("task_type") or types.get((name, question), ""))
         sources = [str(x) for x in published_list(row.get("evidence_sources"), where, "evidence_sources")]
-        if (doc_type and row.get("doc_type") != doc_type) or (task_type and kind != task_type) or (
-                source and not any(source.lower() in x.lower() for x in sources)):
+        asked = not ((doc_type and row.get("doc_type") != doc_type) or (task_type and kind != task_type) or (
+            source and not any(source.lower() in x.lower() for x in sources)))
+        if not (asked or library):  # a library holds the PDFs of every question; the filters pick those asked
             continue
         pdf = _pdf_of(path.parent, name)
         if pdf is None:
@@ -199,6 +205,8 @@ def _pdf_questions(path: Path, dataset: str, doc_type: str, task_type: str, sour
                 documents[pdf] = load_document(pdf)
             except InputError as err:  # no text layer (slides saved as images), or a PDF its parser refuses
                 documents[pdf] = str(err).removeprefix(f"{pdf}: ")
+        if not asked:
+            continue
         document = documents[pdf]
         if isinstance(document, str):
             left_out += 1
@@ -229,6 +237,9 @@ def _pdf_questions(path: Path, dataset: str, doc_type: str, task_type: str, sour
                   # V2's slices (eval/metrics.py): one evidence page, else cross-page when answerable
                   "evidence_kind": ("unanswerable" if not answerable else
                                     "single-page" if len(evidence_pages) == 1 else "cross-page")}))
+    if library:
+        shelf = tuple((p.name, str(d.text)) for p, d in sorted(documents.items()) if not isinstance(d, str))
+        examples = [replace(e, document_id=f"{dataset}-library", library=shelf) for e in examples]
     unreadable = {p.name: why for p, why in documents.items() if isinstance(why, str)}
     if unreadable:
         warnings.warn(DatasetWarning(
