@@ -468,3 +468,26 @@ def test_the_new_sets_run_from_the_command_line(tmp_path):
                   str(tmp_path / "bl"))
     assert made.exit_code == 0, made.output
     assert len(RunDir(tmp_path / "bl").read()) == 3
+
+
+def test_the_pdf_sets_run_from_the_command_line_with_their_notes_on_stderr(tmp_path):
+    pytest.importorskip("pypdf")
+    from click.testing import CliRunner
+
+    from pagemind.cli.main import cli
+
+    folder = tmp_path / "pageindex"
+    pdf_folder(folder, unreadable=["deck.pdf"])
+    write(folder / "questions.json", [
+        published("report.pdf", "What was net revenue in 2023?", "4.2 billion dollars", "[3]", task_type="lookup"),
+        published("deck.pdf", "What colour is the logo?", "Blue", "[1]", task_type="lookup")])
+    fake = ScriptedLLM(by_role={"answer": "Net revenue in 2023 was 4.2 billion dollars [1].",
+                                "rate": '{"equivalent": true, "abstained": false, "reason": "same"}'})
+    done = CliRunner().invoke(cli, ["eval", "pageindex", "-m", "auto", "-m", "op-rag", "-p", "library=true",
+                                    "--data", str(tmp_path), "--run-dir", str(tmp_path / "run"), "--store",
+                                    str(tmp_path / "s.db"), "--no-progress"], obj={"backend": fake})
+    assert done.exit_code == 0, done.output
+    assert "warning: pageindex: 1 question(s) left out, about 1 PDF(s)" in done.stderr
+    assert "2 answered now (0 failed)" in done.stderr
+    summary = (tmp_path / "run" / "summary.md").read_text()
+    assert "| auto |" in summary and "| op-rag |" in summary and "v2_f1" in summary
