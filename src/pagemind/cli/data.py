@@ -53,8 +53,9 @@ def list_sources(data: str | None) -> None:
                  else "not installed")
         click.echo(f"{source.name:13} {state}")
         click.echo(f"  {source.title}")
-        known = sum(f.size or 0 for f in source.files)
-        size = _size(source.size) if source.size is not None else f"over {_size(known)}" if known else "size unknown"
+        sized = [f.size for f in source.files if f.size is not None]
+        size = (_size(source.size) if source.size is not None else "size unknown" if not sized else
+                f"{_size(sum(sized))} for {len(sized)} of them, the others of unknown size")
         click.echo(f"  from {source.homepage} ({len(source.files)} file{'s' * (len(source.files) > 1)}, {size})")
         click.echo(f"  licence: {source.licence}")
         if not all(f.checked_by for f in source.files):
