@@ -48,6 +48,11 @@ from .local import LlamaCpp, model_file
 log = logging.getLogger(__name__)
 SERVER_ENV = "PAGEMIND_LLAMA_SERVER"  # a llama-server binary to use instead of the installed one
 STARTUP_TIMEOUT = 300.0  # seconds for a server to load its model and answer /health
+# A request to the shared server waits behind the other slots' work and then reads its whole prompt: on a slow CPU
+# a full window takes far longer than a remote API's 600 s (10k tokens at ~10 tokens/s with four slots busy), and a
+# timed-out request is sent again from the start. The server is ours and local: a dead one refuses the connection
+# (and is started again), so the read timeout is only a bound on a hung one.
+REQUEST_TIMEOUT = 6 * 3600.0
 
 
 def server_binary(env: dict[str, str] | None = None) -> Path | None:
@@ -438,7 +443,7 @@ class SharedLlama(LlamaCpp):
                 self._remote = OpenAICompatible(
                     Path(self.spec.model).name, base_url=f"{running.url}/v1", api_key=running.api_key,
                     context_window=self.n_ctx, server_kind="llama.cpp", tools=False,
-                    max_concurrency=self.spec.slots)
+                    max_concurrency=self.spec.slots, timeout=REQUEST_TIMEOUT)
             return self._remote
 
     def _call(self, request: LLMRequest, send: Callable[[Any], LLMResponse],
