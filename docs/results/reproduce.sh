@@ -19,3 +19,10 @@ pagemind eval quality -m all -m rag@fragrel -O rag@fragrel:fragrel=true --limit 
 # QMSum val: ReadAgent-P/S, GistMem and the baselines on queries of whole meetings, with the LLM raters
 pagemind eval qmsum -m readagent-p -m readagent-s -m gistmem -m full -m rag -m op-rag --limit "${QMSUM_LIMIT:-4}" \
     --by-document --raters --store "$STORE" --run-dir docs/results/qmsum-qwen2.5-coder-1.5b --no-progress
+
+# MMLongBench-Doc-V2, text-only look-up questions with `auto` (docs/results/README.md says how DATA was cut: V2's
+# samples.json kept to the lookup / Pure-text rows of the PageIndex PDFs under 4 MiB). Not run by this script:
+#   pagemind eval run mmlongbench-doc -m auto --data DATA --limit 8 --seed 0 \
+#       --run-dir docs/results/mmlongbench-doc-text-lookup-qwen2.5-coder-1.5b --no-progress
+# With the whole set (`pagemind data get mmlongbench-doc`), the same kind of question:
+#   pagemind eval mmlongbench-doc -m auto -p task_type=lookup -p source=Pure-text --limit 8 --store "$STORE"
