@@ -330,7 +330,7 @@ class Pagemind:
             memory = reader.build(document, progress=progress, trace=build_trace)
         answer = reader.answer(memory, q, progress, on_text, trace=trace, document=document)
         if chosen is not None:
-            answer.details["auto"] = {"method": chosen.method, "reason": chosen.reason}
+            answer.details["auto"] = chosen.said
         if build_trace.events:
             answer.index_trace = build_trace
         return answer
@@ -501,7 +501,7 @@ def _both(first: Progress | None, second: Progress) -> Progress:
 
 
 def _describe(reader: Reader[Any, Any], memory: Any, chosen: Chosen | None = None) -> dict[str, Any]:
-    said = {"method": chosen.method, "reason": chosen.reason} if chosen is not None else {}
+    said = chosen.said if chosen is not None else {}
     try:
         return {"describe": {**said, **reader.describe(memory)}}
     except Exception:  # a description is informative only

@@ -295,7 +295,7 @@ class Runner:
             "usage": usage_of(trace), "wall_seconds": round(time.perf_counter() - t0, 2),
             "document_words": document.words, "document_tokens": self._document_tokens(document),
             "describe": runner.describe(memory),
-            **({"chosen": {"method": chosen.method, "reason": chosen.reason}} if chosen else {})})
+            **({"chosen": chosen.said} if chosen else {})})
         for e in examples:
             self._answer(method, e, partial(_read, runner, memory, e, chosen), result)
 
@@ -400,7 +400,7 @@ def _read(reader: Reader[Any, Any], memory: Any, example: Example, chosen: Chose
     is named in ``details["auto"]``, as :meth:`pagemind.Pagemind.ask` names it."""
     answer = reader.answer(memory, example.as_question())
     if chosen is not None:
-        answer.details["auto"] = {"method": chosen.method, "reason": chosen.reason}
+        answer.details["auto"] = chosen.said
     return answer
 
 

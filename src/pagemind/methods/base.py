@@ -525,6 +525,11 @@ class Chosen:
     reason: str
     what: str = ""  # what the chosen method does, for people ("the whole text", "OP-RAG: ...")
 
+    @property
+    def said(self) -> dict[str, str]:
+        """The pick and its reason as answers, descriptions and run records name them."""
+        return {"method": self.method, "reason": self.reason}
+
 
 class Chooser(Method):
     """A method that is a choice, not a reader (``auto``): for each document it picks a method and hands it the
