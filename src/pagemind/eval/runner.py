@@ -24,6 +24,7 @@ from typing import Any
 
 from ..api import Pagemind
 from ..errors import BackendUnavailable, ConfigError, DatasetError, RateLimited, ServerError
+from ..library import Library
 from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..methods import registry
@@ -265,9 +266,10 @@ class Runner:
                 self._answer(method, e, partial(runner.answer_example, e), result)
             return
         document = examples[0]
+        source = document_of(document)  # what is read: a document, or every PDF of a library
         chosen = None
         if isinstance(runner, Chooser):  # auto: the reader it picks for this document, as `pagemind ask` would
-            runner, chosen = runner.resolve(document_of(document))
+            runner, chosen = runner.resolve(source)
         key = record_key(method, document.document_id)
         # A build that a kill cut short resumes from its stored items: its cost here is only the remainder, so
         # the report must not take it for the whole build. A "started" record marks the attempt.
@@ -277,7 +279,7 @@ class Runner:
                                  "status": "started"})
         trace, t0 = Trace(), time.perf_counter()
         try:
-            memory = runner.build(document_of(document), trace=trace)
+            memory = runner.build(source, trace=trace)
         except FATAL:
             raise
         except Exception as err:  # recorded; the run goes on with the next unit
@@ -293,20 +295,20 @@ class Runner:
             "resumed": resumed,
             "llm_built": runner.builds_with_llm,
             "usage": usage_of(trace), "wall_seconds": round(time.perf_counter() - t0, 2),
-            "document_words": document.words, "document_tokens": self._document_tokens(document),
+            "document_words": document.words, "document_tokens": self._document_tokens(document.document_id, source),
             "describe": runner.describe(memory),
             **({"chosen": chosen.said} if chosen else {})})
         for e in examples:
             self._answer(method, e, partial(_read, runner, memory, e, chosen), result)
 
-    def _document_tokens(self, example: Example) -> int:
-        """The document's length in the model's tokens (counted once per document)."""
+    def _document_tokens(self, document_id: str, source: Document | Library) -> int:
+        """The length of what is read, in the model's tokens (counted once per document)."""
         with self._lock:
-            known = self._doc_tokens.get(example.document_id)
+            known = self._doc_tokens.get(document_id)
         if known is None:
-            known = self.pm.llm.count_tokens(document_of(example).text)
+            known = self.pm.llm.count_tokens(source.text)
             with self._lock:
-                self._doc_tokens[example.document_id] = known
+                self._doc_tokens[document_id] = known
         return known
 
     def _answer(self, method: str, example: Example, call: Callable[[], Answer], result: RunResult) -> None:
