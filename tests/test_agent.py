@@ -6,7 +6,7 @@ import pytest
 
 from pagemind import LLM, ScriptedLLM, Store
 from pagemind.agent import Agent, AgentOptions, AgentStore, SearchPage
-from pagemind.errors import ConfigError
+from pagemind.errors import InputError
 
 
 def call(function, thoughts="thinking", **arguments):
@@ -138,7 +138,7 @@ def test_block_limits_fail_with_an_explanation():
     assert turn.steps[0].result.startswith("Edit failed: Exceeds 120 character limit (requested")
     assert "archival memory" in turn.steps[0].result
     assert agent.blocks()[1].value == ""
-    with pytest.raises(ConfigError, match="exceed the limit"):
+    with pytest.raises(InputError, match="3,000 characters exceed its limit of 2,000"):  # the one block rule
         Agent.create(None, Store(":memory:"), "big", persona="p" * 3000)
 
 

@@ -32,13 +32,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InputError
-from .core import LABEL, NAME, Agent
+from ..limits import MAX_AGENT_FILE, check_block, check_text
+from .core import NAME, Agent
 from .functions import FUNCTIONS
 from .memory import AgentOptions, AgentState, Block, Event, Passage
 
 EXTENSION = "pagemind"  # the extension's key, at the top, per agent (inside it) and on each message
 FORMAT = 1  # the extension's version
-MAX_FILE_BYTES = 64 * 1024 * 1024
 _ALL = 2**62  # every row
 # Letta's tools that pagemind's functions stand for (by name): its MemGPT core tools, and the sleep-time memory
 # tools that do what core_memory_append / core_memory_replace do
@@ -77,8 +77,8 @@ def read_agent_file(data: bytes | str | dict[str, Any]) -> dict[str, Any]:
         doc: Any = data
     else:
         if isinstance(data, bytes):
-            if len(data) > MAX_FILE_BYTES:
-                raise InputError(f"the agent file is {len(data):,} bytes; at most {MAX_FILE_BYTES:,} are read")
+            if len(data) > MAX_AGENT_FILE:
+                raise InputError(f"the agent file is {len(data):,} bytes; at most {MAX_AGENT_FILE:,} are read")
             try:
                 data = data.decode("utf-8-sig")
             except UnicodeDecodeError:
@@ -228,12 +228,18 @@ def plan_import(data: bytes | str | dict[str, Any], *, name: str | None = None, 
     found = doc.get(EXTENSION)
     ext: dict[str, Any] = found if isinstance(found, dict) else {}
     plans, unsupported = [], list(shared)
-    for agent in agents:
+    for n, agent in enumerate(agents):
         mine = (ext.get("agents") or {}).get(agent.get("id")) if isinstance(ext.get("agents"), dict) else None
-        features = _agent_features(agent, tools_by_id)
-        unsupported += features
-        plans.append(_plan(agent, mine if isinstance(mine, dict) else None, blocks_by_id, name, now,
-                           tuple(shared + features)))
+        try:
+            features = _agent_features(agent, tools_by_id)
+            unsupported += features
+            plans.append(_plan(agent, mine if isinstance(mine, dict) else None, blocks_by_id, name, now,
+                               tuple(shared + features)))
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError) as err:
+            # a field of the wrong type or shape somewhere in untrusted JSON: the file's fault, said as such
+            where = f"agent {n} ({_name_of(agent.get('name'))})"
+            raise InputError(f"not a valid agent file: {where} has a field of the wrong shape "
+                             f"({type(err).__name__}: {str(err)[:200]})") from None
     if unsupported and not skip_unsupported:
         raise Unsupported(list(dict.fromkeys(unsupported)))
     return plans
@@ -282,6 +288,8 @@ def _plan(agent: dict[str, Any], mine: dict[str, Any] | None, blocks_by_id: dict
         state = AgentState.from_dict(mine.get("state") or {})
     else:
         system = agent.get("system")
+        if isinstance(system, str):
+            check_text("system", system, "the agent's system prompt")
         options = AgentOptions.create(system=system if isinstance(system, str) and system.strip() else None)
         state = AgentState()
         if agent.get("llm_config") or agent.get("model"):
@@ -296,7 +304,8 @@ def _plan(agent: dict[str, Any], mine: dict[str, Any] | None, blocks_by_id: dict
         events = tuple(Event(m[EXTENSION]["kind"], m[EXTENSION]["payload"], m[EXTENSION]["time"],
                              in_context=m.get("id") in in_context)
                        for m in _objects(agent.get("messages")) if m[EXTENSION].get("kind") != "system")
-        passages = tuple(Passage(0, str(p["text"]), str(p.get("time") or now), p.get("summary"), p.get("source"))
+        passages = tuple(Passage(0, check_text("passage", str(p["text"]), "an archival passage"),
+                                 str(p.get("time") or now), p.get("summary"), p.get("source"))
                          for p in _objects(mine.get("passages")) if p.get("text"))
     else:
         events = tuple(_letta_events(agent, now, notes))
@@ -314,11 +323,9 @@ def _name_of(value: Any) -> str:
 def _block(raw: dict[str, Any], options: AgentOptions, notes: list[str]) -> Block:
     label, value = str(raw.get("label") or ""), raw.get("value")
     value = "" if value is None else str(value)
-    if not LABEL.match(label):
-        raise InputError(f"block label {label!r}: pagemind's labels are lowercase letters, digits and '_' (at most "
-                         "32), starting with a letter")
     limit = raw.get("limit")
     limit = int(limit) if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else options.block_limit
+    check_block(label, value, max(limit, len(value)))
     if raw.get("description"):
         notes.append("block descriptions (pagemind's core memory shows a block's label and value)")
     if raw.get("read_only"):

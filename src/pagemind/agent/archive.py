@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ConfigError
+from ..limits import check_text
 from ..text.words import keywords
 from .memory import AgentOptions, Passage, SearchPage
 from .store import AgentStore
@@ -78,6 +79,8 @@ class Archive:
                source: str | Sequence[str | None] | None = None) -> list[int]:
         """Store passages; the embedding is taken of the summary (if any) plus the text. ``time`` and ``source``:
         one for all, or one per passage (an imported archive keeps each passage's own)."""
+        for text in texts:  # every surface's passages end here: one bound, and the embedding's work with it
+            check_text("passage", text)
         summaries = list(summaries) if summaries is not None else [None] * len(texts)
         times = [time] * len(texts) if isinstance(time, str) else list(time)
         sources = [source] * len(texts) if source is None or isinstance(source, str) else list(source)

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Literal
 
+from ..limits import MAX_BLOCK
 from ..methods.options import Options, option
 
 PAPER_WARNING_FRACTION = 7000 / 8192  # MESSAGE_SUMMARY_WARNING_TOKENS of GPT-4's 8k window (paper code)
@@ -36,7 +37,7 @@ class AgentOptions(Options):
     keep_last: int = option(3, "messages never evicted (Letta MESSAGE_SUMMARY_TRUNC_KEEP_N_LAST)",
                             minimum=0, maximum=10_000)
     block_limit: int = option(2000, "characters per core-memory block (paper CORE_MEMORY_*_CHAR_LIMIT)",
-                              minimum=1, maximum=1_000_000)
+                              minimum=1, maximum=MAX_BLOCK)
     page_size: int = option(5, "search results per page (paper: 5)", minimum=1, maximum=1_000)
     max_steps: int = option(8, "LLM steps per user message before the turn is cut short", minimum=1, maximum=1_000)
     final_reply: bool = option(True, "the last of max_steps may only call send_message, so a cut-short turn still "

@@ -11,8 +11,10 @@
 - **One Authorization header**: two are refused (400) instead of one transport taking the first and another the
   last.
 - **Bounded bodies**: a body over ``max_body`` bytes is refused (413) as soon as its declared length or the bytes
-  read pass the limit; it is read here, so no route ever holds more. Uploads (``POST /v1/documents``) are streamed
-  by :mod:`.uploads` against the document limits instead.
+  read pass the limit; it is read here, so no route ever holds more. A JSON body nested deeper or holding more
+  values than :mod:`pagemind.limits` allows is refused before it is parsed (422 / 413): megabytes of tiny objects
+  would cost a gigabyte of parsed objects, and deep nesting the parser's recursion. Uploads (``POST
+  /v1/documents``) are streamed by :mod:`.uploads` against the document limits instead.
 - **HEAD** is served wherever GET is (the GET's headers, no body).
 """
 
@@ -24,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..limits import check_json_shape
 from .net import is_loopback
-from .shapes import error_body
+from .shapes import error_for
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -109,7 +112,7 @@ class Edge:
         if refused is not None:
             status, kind, why = refused
             await drain(receive)
-            await answer(send, status, error_body(why, kind))
+            await answer(send, status, error_for(scope["path"], status, why, kind))
             return
         if scope["method"] == "HEAD":
             await head(self.app, scope, receive, send)
@@ -118,12 +121,27 @@ class Edge:
                 (scope["method"], scope["path"].rstrip("/")) not in STREAMED:
             body = await read_body(scope, receive, self.policy.max_body)
             if body is None:
-                await answer(send, 413, error_body(
+                await answer(send, 413, error_for(
+                    scope["path"], 413,
                     f"the request body is over this server's {self.policy.max_body:,}-byte limit (--max-body)",
                     "InputTooLarge"), [(b"connection", b"close")])
                 return
+            shape = None if form_body(scope) else check_json_shape(body)
+            if shape is not None:  # refused before any parser builds its objects
+                status = 413 if "values" in shape else 422
+                await answer(send, status, error_for(scope["path"], status, shape, "InputError"))
+                return
             receive = replay(body, receive)
         await self.app(scope, receive, send)
+
+
+def form_body(scope: Scope) -> bool:
+    """Whether the request's body is a form (multipart or URL-encoded), not JSON."""
+    for name, value in scope.get("headers") or ():
+        if name.lower() == b"content-type":
+            kind = value.split(b";", 1)[0].strip().lower()
+            return kind in (b"multipart/form-data", b"application/x-www-form-urlencoded")
+    return False
 
 
 async def drain(receive: Receive, most: int = 1 << 20) -> None:

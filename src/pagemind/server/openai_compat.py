@@ -31,22 +31,19 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from .. import limits
 from ..errors import InputError, NotFound, PagemindError
 from . import shapes
 from .routing import AUTHED, Svc, User, errors, status_of
 
 METHOD_PREFIX, AGENT_PREFIX = "pagemind/", "agent/"
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-               404: "not_found_error", 409: "conflict_error", 413: "invalid_request_error",
-               422: "invalid_request_error", 429: "rate_limit_error"}
-OPENAI_PATHS = ("/v1/chat/completions",)  # where errors take OpenAI's shape
 
 router = APIRouter()
 
@@ -59,8 +56,8 @@ class Extension(BaseModel):
     document_id: str | None = Field(None, pattern=shapes.DOCUMENT_ID)
     library: str | None = Field(None, pattern=shapes.LIBRARY_NAME)
     method_options: dict[str, Any] = Field(default_factory=dict)
-    options: list[str] = Field(default_factory=list, max_length=shapes.MAX_OPTIONS,
-                               description="multiple choice: the options, in order")
+    options: list[Annotated[str, Field(min_length=1, max_length=limits.MAX_OPTION)]] = Field(
+        default_factory=list, max_length=limits.MAX_OPTIONS, description="multiple choice: the options, in order")
     budget: int | None = Field(None, ge=1, le=10_000_000)
     sources: bool = True
 
@@ -118,8 +115,7 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
 
 
 def openai_error(message: str, status: int, code: str | None = None, param: str | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": ERROR_TYPES.get(status, "api_error"), "param": param,
-                                   "code": code}}, status_code=status)
+    return JSONResponse(shapes.openai_error_body(message, status, code, param), status_code=status)
 
 
 def error_of(err: BaseException) -> JSONResponse:
@@ -136,7 +132,7 @@ def models(service: Svc, user: User) -> dict[str, Any]:
 
     ids = [f"{METHOD_PREFIX}{m}" for m in registry.document_methods()]
     ids += [f"{METHOD_PREFIX}auto@{row['name']}" for row in service.libraries(user)]
-    ids += [f"{AGENT_PREFIX}{row['name']}" for row in service.agents(user)]
+    ids += [f"{AGENT_PREFIX}{view.name}" for view in service.agents(user)]
     return {"object": "list", "data": [{"id": i, "object": "model", "created": 0, "owned_by": "pagemind"}
                                        for i in ids], **service.models()}
 
@@ -153,7 +149,8 @@ def request_schema() -> dict[str, Any]:
             return {k: inline(v) for k, v in node.items()}
         return [inline(v) for v in node] if isinstance(node, list) else node
 
-    return inline(schema)
+    inlined: dict[str, Any] = inline(schema)
+    return inlined
 
 
 CHAT_ERRORS = errors(400, 401, 403, 404, 409, 413, 421, 422, 502)  # in OpenAI's shape, as the description says
@@ -213,8 +210,12 @@ def start(service: Any, user: Any, target: Target, body: ChatRequest, question: 
     if (ext.document_id is None) == (library is None):
         raise InputError('name what to read: "pagemind": {"document_id": "..."} or {"library": "..."} (extra_body), '
                          "or the model pagemind/<method>@<library>")
-    ask = shapes.AskRequest(question=question, options=ext.options, method=target.name,
-                     method_options=ext.method_options, budget=ext.budget)
+    try:
+        ask = shapes.AskRequest(question=question, options=ext.options, method=target.name,
+                                method_options=ext.method_options, budget=ext.budget)
+    except ValidationError as err:  # the same limits as the native ask: the client's input, said as such
+        detail, _ = shapes.validation_detail([dict(e) for e in err.errors()])
+        raise InputError(detail) from None
     return service.ask(user, ext.document_id, ask, library=library, on_text=on_text)
 
 

@@ -24,11 +24,10 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import Request
 
 from ..errors import InputError, InputTooLarge, UnsupportedInput
+from ..limits import MAX_ENCODING, MAX_NAME
 from ..text.formats import CONTAINER_FACTOR, sniff_format
 
 HEAD = 1024  # the bytes sniff_format looks at
-MAX_NAME = 255  # characters of a document's name
-MAX_ENCODING = 64  # characters of an encoding's name
 HEADER_BYTES = 64 * 1024  # one header of a part: a file name of 5,000 characters is up to 20 KB of UTF-8
 SLACK = 64 * 1024  # boundaries, part headers and the small fields on top of the largest file
 JSON_SHAPE = 'expected JSON {"name": "...", "text": "..."}'
@@ -122,8 +121,8 @@ def _json_upload(body: bytearray, max_bytes: int) -> Upload:
     if not isinstance(text, str):
         raise InputError(f"{JSON_SHAPE}: 'text' must be a string" if "text" in payload else
                          f"{JSON_SHAPE}: 'text' is missing")
-    if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME:
-        raise InputError(f"{JSON_SHAPE}: 'name' must be a string of 1 to {MAX_NAME} characters")
+    if not isinstance(name, str) or not 1 <= len(name) <= MAX_NAME or "\x00" in name:
+        raise InputError(f"{JSON_SHAPE}: 'name' must be a string of 1 to {MAX_NAME} characters (no NUL)")
     _check_text(text, max_bytes, name)
     return Upload(None, text, name)
 
@@ -252,7 +251,7 @@ class _Form:
         if field == "file":
             if self.spool is not None:
                 raise InputError("malformed multipart upload: more than one 'file' part")
-            filename = _decoded(options.get(b"filename", b""))[-MAX_NAME:] or "upload.txt"
+            filename = _decoded(options.get(b"filename", b"")).replace("\x00", "")[-MAX_NAME:] or "upload.txt"
             self.spool = _Spool(filename, self.max_bytes)
         elif field in self.bounds:
             if field in self.fields:
@@ -300,6 +299,8 @@ class _Form:
         value = _decoded(bytes(self.fields.get(field, b"")))
         if len(value) > chars:
             raise InputError(f"the {field!r} field is over {chars} characters")
+        if "\x00" in value:
+            raise InputError(f"the {field!r} field holds a NUL character")
         return value or None
 
     def discard(self) -> None:

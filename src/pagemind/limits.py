@@ -1,0 +1,98 @@
+"""What one request may give pagemind, declared once for every surface.
+
+The native HTTP API, MCP, the Letta and OpenAI surfaces, Agent File imports and the Python API all take texts,
+labels, blocks and passages; each of them is bounded here and nowhere else. The request shapes
+(:mod:`pagemind.server.shapes`, the Letta and OpenAI bodies) declare these bounds in their schemas, so a client
+learns them before it sends; the agent checks the ones that guard its memory (:func:`check_label`,
+:func:`check_text`) where the memory is written, so a surface that forgot a bound still cannot store what another
+refuses. A JSON body is bounded in depth and in the values it holds (:func:`check_json_shape`) before it is parsed:
+a few megabytes of tiny objects would otherwise cost a gigabyte of Python objects.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .errors import InputError
+
+MAX_ID = 2**63 - 1  # what a 64-bit integer column holds: larger ids, offsets and seqs are refused, never a 500
+MAX_NAME = 255  # characters of a document's name
+MAX_QUESTION = 20_000  # characters of a question
+MAX_OPTIONS = 10  # multiple-choice options (A..J)
+MAX_OPTION = 2_000  # characters of one option
+MAX_MESSAGE = 100_000  # characters of an agent message (the agent's window is checked too, before it is stored)
+MAX_PASSAGE = 100_000  # characters of an archival passage
+MAX_BLOCK = 100_000  # characters of a core-memory block value (and of a block's limit), a persona or human text
+MAX_SYSTEM = 100_000  # characters of an agent's own system instructions
+MAX_QUERY = 2_000  # characters of a search query
+MAX_METHOD = 64  # characters of a method's name
+MAX_ENCODING = 64  # characters of a text encoding's name
+MAX_AGENT_NAME = 64  # characters of an agent's name as the user gives it
+MAX_LIST = 1_000  # items of one page of a listing
+MAX_BLOCKS = 64  # core-memory blocks of one agent given in one request or file
+MAX_AGENT_FILE = 64 * 1024 * 1024  # bytes of an Agent File (.af)
+MAX_JSON_DEPTH = 64  # nesting of a JSON body (deeper is no request pagemind reads; Python's parser recurses)
+MAX_JSON_VALUES = 200_000  # values (strings, numbers, objects, ...) in one JSON body
+
+AGENT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$"  # a name a client gives (stored as u<user id>.<name>)
+BLOCK_LABEL = r"^[a-z][a-z0-9_]{0,31}$"  # a core-memory block's label: it is markup in the agent's prompt
+LABEL = re.compile(BLOCK_LABEL)
+TEXTS = {"name": MAX_NAME, "question": MAX_QUESTION, "option": MAX_OPTION, "message": MAX_MESSAGE,
+         "passage": MAX_PASSAGE, "block": MAX_BLOCK, "system": MAX_SYSTEM, "query": MAX_QUERY}
+
+
+def check_label(label: str) -> str:
+    """``label`` when it is a block label (:data:`BLOCK_LABEL`), else an :class:`InputError` saying the rule."""
+    if not isinstance(label, str) or not LABEL.match(label):
+        shown = label[:40] + "..." if isinstance(label, str) and len(label) > 40 else label
+        raise InputError(f"block label {shown!r}: a label is lowercase letters, digits and '_' (at most 32), "
+                         "starting with a letter")
+    return label
+
+
+def check_block(label: str, value: str, limit: int) -> None:
+    """The one rule of a core-memory block, wherever it is written (created, set, edited, imported): a label
+    (:func:`check_label`), a limit of 1 to :data:`MAX_BLOCK` characters, a value within its limit."""
+    check_label(label)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BLOCK:
+        raise InputError(f"block {label}: a block's limit is 1 to {MAX_BLOCK:,} characters, not {limit!r}")
+    if len(value) > limit:
+        raise InputError(f"block {label}: {len(value):,} characters exceed its limit of {limit:,}")
+
+
+def check_text(kind: str, text: str, what: str | None = None) -> str:
+    """``text`` when it is within the limit of its ``kind`` (a key of :data:`TEXTS`); else an :class:`InputError`
+    naming ``what`` (default: the kind) and the limit."""
+    most = TEXTS[kind]
+    if len(text) > most:
+        raise InputError(f"{what or kind}: {len(text):,} characters; at most {most:,}")
+    return text
+
+
+def check_json_shape(body: bytes, *, depth: int = MAX_JSON_DEPTH, values: int = MAX_JSON_VALUES) -> str | None:
+    """Why a JSON ``body`` is refused before it is parsed (nested deeper than ``depth``, or more than ``values``
+    values), or None. Reads the body's structure with byte counts: once escapes are dropped every ``"`` opens or
+    closes a string, so strings are counted exactly and skipped whole (a long text costs a scan, not a parse)."""
+    plain = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    strings = plain.count(b'"') // 2
+    opened = plain.count(b"{") + plain.count(b"[")
+    if strings > values:
+        return f"the JSON body holds over {values:,} values; send fewer (or one text)"
+    if opened + plain.count(b",") + 1 <= values and opened <= depth:
+        return None  # bounds that count brackets and commas inside strings too already hold
+    stripped = _STRINGS.sub(b"", plain)
+    opened = stripped.count(b"{") + stripped.count(b"[")
+    if opened + stripped.count(b",") + 1 > values:
+        return f"the JSON body holds over {values:,} values; send fewer (or one text)"
+    level = 0
+    for match in _BRACKETS.finditer(stripped):  # at most ``values`` brackets
+        level += 1 if match.group() in (b"{", b"[") else -1
+        if level > depth:
+            return f"the JSON body is nested over {depth} levels deep"
+    return None
+
+
+_STRINGS = re.compile(rb'"[^"]*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+__all__ = ["BLOCK_LABEL", "LABEL", "TEXTS", "check_block", "check_json_shape", "check_label", "check_text"]
