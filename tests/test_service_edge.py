@@ -7,6 +7,8 @@ shape, HEAD and 405, and the OpenAPI schema that describes all of it."""
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import anyio
 import pytest
@@ -200,6 +202,140 @@ def test_questions_and_options_are_checked_before_a_run(keyed):
     blank = client("POST", ask, json={"question": "   "})
     assert blank.status_code == 422 and "question" in blank.json()["detail"]
     assert client("GET", "/v1/runs").json() == []
+
+
+# --- the same limits on every surface (issue 35) ----------------------------------------------------------------
+def letta_agent(client):
+    made = client("POST", "/letta/v1/agents", json={"name": "lena", "memory_blocks": [
+        {"label": "human", "value": "Ann"}, {"label": "persona", "value": "helpful"}]})
+    assert made.status_code == 200, made.text
+    return made.json()["id"]
+
+
+def test_letta_passages_and_blocks_keep_the_native_limits(keyed):
+    client, _ = keyed
+    aid = letta_agent(client)
+    native = client("POST", f"/v1/agents/{aid.removeprefix('agent-')}/archival", json={"text": "z" * 100_001})
+    letta = client("POST", f"/letta/v1/agents/{aid}/archival-memory", json={"text": "z" * 100_001})
+    assert native.status_code == letta.status_code == 422  # was 1,000,000 on Letta's route (427 s of CPU)
+    for label in ("<b>x<b>", "two%0Alines", "L" * 3000):  # markup, a newline, 3,000 characters
+        r = client("PATCH", f"/letta/v1/agents/{aid}/core-memory/blocks/{label}", json={"value": "v"})
+        assert r.status_code in (404, 422) and isinstance(r.json()["detail"], str), (label, r.text)
+    assert [b["label"] for b in client("GET", f"/letta/v1/agents/{aid}/core-memory/blocks").json()] == [
+        "persona", "human"]
+    over = client("PATCH", f"/letta/v1/agents/{aid}/core-memory/blocks/human", json={"value": "h" * 100_001})
+    assert over.status_code == 422
+    ok = client("PATCH", f"/letta/v1/agents/{aid}/core-memory/blocks/human", json={"value": "Ann, who likes tea"})
+    assert ok.status_code == 200 and ok.json()["value"] == "Ann, who likes tea"
+    exported = client("GET", f"/letta/v1/agents/{aid}/export")
+    again = client("POST", "/letta/v1/agents/import", files={"file": ("a.af", exported.content)},
+                   data={"override_name": "lena2"})
+    assert again.status_code == 200, again.text  # its own export still imports
+
+
+def test_letta_passages_are_paged_by_id_cursor(keyed):
+    client, _ = keyed
+    aid = letta_agent(client)
+    client("PATCH", f"/letta/v1/agents/{aid}", json={})
+    for n in range(5):
+        assert client("POST", f"/letta/v1/agents/{aid}/archival-memory", json={"text": f"fact {n}"}).status_code == 200
+    first = client("GET", f"/letta/v1/agents/{aid}/archival-memory", params={"limit": 2}).json()
+    after = client("GET", f"/letta/v1/agents/{aid}/archival-memory",
+                   params={"limit": 2, "after": first[-1]["id"]}).json()
+    newest = client("GET", f"/letta/v1/agents/{aid}/archival-memory", params={"limit": 2, "ascending": False}).json()
+    assert [p["text"] for p in first + after] == ["fact 0", "fact 1", "fact 2", "fact 3"]
+    assert [p["text"] for p in newest] == ["fact 4", "fact 3"]
+
+
+def test_malformed_agent_files_are_422_not_500(keyed):
+    client, _ = keyed
+    for content in (b'{"agents": [{"name": "a", "tool_ids": true}]}',  # each answered 500 before
+                    b'{"agents": [{"name": "a", "in_context_message_ids": 7}]}',
+                    b'{"agents": [{"name": "a", "tool_ids": [{"role": 5}]}]}', b"[]", b"\xff"):
+        r = client("POST", "/letta/v1/agents/import", files={"file": ("a.af", content)})
+        assert r.status_code == 422 and isinstance(r.json()["detail"], str), (content, r.text)
+
+
+def test_openai_routes_answer_input_errors_in_openai_shape(keyed):
+    client, _ = keyed
+    doc = client("POST", "/v1/documents", json={"name": "s.txt", "text": make_text(4, 30)}).json()
+    ask = {"model": "pagemind/full", "pagemind": {"document_id": doc["id"]}}
+    cases = [{**ask, "messages": [{"role": "user", "content": "q" * 20_001}]},
+             {**ask, "messages": [{"role": "user", "content": "Which?"}],
+              "pagemind": {"document_id": doc["id"], "options": ["one", ""]}},
+             {**ask, "messages": [{"role": "user", "content": "Which?"}], "pagemind": {"library": "<x>"}}]
+    for body in cases:
+        r = client("POST", "/v1/chat/completions", json=body)
+        assert r.status_code in (400, 422) and set(r.json()) == {"error"}, r.text
+        assert isinstance(r.json()["error"]["message"], str) and r.json()["error"]["type"] == "invalid_request_error"
+    deep = client("POST", "/v1/chat/completions", content=b"[" * 990 + b"]" * 990,
+                  headers={"Content-Type": "application/json"})
+    assert deep.status_code == 422 and "nested" in deep.json()["error"]["message"]
+    assert client("GET", "/v1/runs").json() == []
+
+
+def test_deep_or_wide_json_is_refused_on_every_json_route(keyed):
+    client, _ = keyed
+    deep = b'{"a":' * 990 + b"1" + b"}" * 990
+    for path in ("/v1/agents", "/letta/v1/agents", "/mcp", "/v1/documents/x/ask"):
+        r = client("POST", path, content=deep, headers={"Content-Type": "application/json"})
+        assert r.status_code == 422 and "nested over 64" in r.json()["detail"], (path, r.text)
+    assert client("GET", "/v1/agents").json() == []
+
+
+def test_a_nul_in_a_multipart_field_is_422(local):
+    client, pm = local
+    r = client("POST", "/v1/documents", files={"file": ("a.txt", b"some text here")}, data={"name": "a\x00b"})
+    assert r.status_code == 422 and "NUL" in r.json()["detail"]
+    named = client("POST", "/v1/documents", files={"file": ("a\x00.txt", b"some text here")})
+    assert named.status_code == 201 and "\x00" not in named.json()["name"]
+    assert client("POST", "/v1/documents", json={"name": "a\x00", "text": "t"}).status_code == 422
+    assert len(documents(pm)) == 1
+
+
+def test_a_turn_lock_left_by_a_dead_process_does_not_refuse_wait_false_sends(keyed):
+    import subprocess
+    import sys
+
+    from pagemind.processes import HOST
+
+    client, pm = keyed
+    agent = client("POST", "/v1/agents", json={"name": "sam", "options": {"embedder": "none"}}).json()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)  # a process that held the lock and was killed mid-turn (exited: its pid is free)
+    assert pm.store.try_lease(f"agent:{agent['id']}", "crashed", pid, HOST, lambda holder: False)
+    sent = client("POST", f"/v1/agents/{agent['id']}/messages", params={"wait": "false"}, json={"message": "hi"})
+    assert sent.status_code == 202, sent.text  # was 409 forever: the viewer only sends these
+    live = os.getpid()  # a live holder (this process, as another server's turn would be) still makes it busy
+    pm.store.release_lease(f"agent:{agent['id']}", "crashed")
+    while client("GET", f"/v1/runs/{sent.json()['id']}").json()["status"] not in ("done", "failed"):
+        time.sleep(0.05)
+    assert pm.store.try_lease(f"agent:{agent['id']}", "other", live, HOST, lambda holder: False)
+    busy = client("POST", f"/v1/agents/{agent['id']}/messages", params={"wait": "false"}, json={"message": "hi"})
+    assert busy.status_code == 409
+
+
+def test_no_server_url_or_credential_reaches_a_user(tmp_path):
+    from pagemind.llm.mockserver import MockServer
+
+    with MockServer() as server:
+        url = server.url.replace("http://", "http://admin:s3cret@")
+        with Pagemind("openai:mock-model", base_url=url, store=tmp_path / "s.db", context_window=4096) as pm:
+            from fastapi.testclient import TestClient
+
+            app = create_app(pm, auth="none")
+            with TestClient(app):
+                client = Client(app)
+                models = client("GET", "/v1/models").text
+                aid = letta_agent(client)
+                state = client("GET", f"/letta/v1/agents/{aid}").text
+                exported = client("GET", f"/letta/v1/agents/{aid}/export").text
+                native = client("GET", f"/v1/agents/{aid.removeprefix('agent-')}").json()
+    host = server.url.removeprefix("http://")
+    for shown in (models, state, exported):
+        assert "s3cret" not in shown and host not in shown
+    assert native["model"] == "openai:mock-model" and '"openai:mock-model"' in models
+    assert "s3cret" not in pm.llm.model_id
 
 
 # --- one error shape, HEAD, 405, the schema ---------------------------------------------------------------------

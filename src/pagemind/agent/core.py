@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ConfigError
+from ..limits import check_block
 from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..store import StoreBackend
@@ -23,7 +24,6 @@ from .store import AgentRecord, AgentStore
 from .turn import Step, Turn, TurnResult, step_record
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-LABEL = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _MAX_ROWS = 2**63 - 1  # what a 64-bit LIMIT holds
 HISTORY_KINDS = ("user_message", "step", "function_result", "heartbeat", "system_alert", "summary")
 
@@ -43,7 +43,7 @@ class Agent:
         self._embedder = embedder
         self.archive = Archive(self.store, self.id, self.options, embedder)
         self.tools = Toolbox(self.store, self.id, self.options, self.archive, self.now)
-        self.lock = TurnLock(self.store, self.id, timeout=lock_timeout, stale_after=stale_after)
+        self.lock = TurnLock(self.store.store, self.id, timeout=lock_timeout, stale_after=stale_after)
 
     # --- creation and loading ----------------------------------------------------------------------
     @classmethod
@@ -61,11 +61,7 @@ class Agent:
         default_persona = prompt("persona", name=display_name or name)  # the agent's own name, never a fixed one
         values = {"persona": default_persona if persona is None else persona, "human": human or "", **(blocks or {})}
         for label, value in values.items():
-            if not LABEL.match(label):
-                raise ConfigError(f"block label {label!r}: use lowercase letters, digits and '_'")
-            limit = (limits or {}).get(label, options.block_limit)
-            if len(value) > limit:
-                raise ConfigError(f"block {label}: {len(value)} characters exceed the limit of {limit}")
+            check_block(label, value, (limits or {}).get(label, options.block_limit))
         astore = store if isinstance(store, AgentStore) else AgentStore(store)
         record = astore.create_agent(name, options, [Block(k, v, (limits or {}).get(k, options.block_limit))
                                                      for k, v in values.items()])
@@ -122,10 +118,33 @@ class Agent:
         total, ranked = self.archive.ranked(query, min(offset + limit, _MAX_ROWS))
         return total, self.store.passages(self.id, ranked[offset:offset + limit])
 
-    def lock_holder(self) -> tuple[str, int, str, float] | None:
-        """Who holds the turn lock (owner, pid, host, last refreshed), None when it is free: a turn is running
-        (or its process died and the lock is not yet taken over)."""
-        return self.store.lock_holder(self.id)
+    def passages_by_id(self, ids: Iterable[int]) -> list[Passage]:
+        """The archival passages of these ids (those that exist), in that order."""
+        return self.store.passages(self.id, list(ids))
+
+    def events_by_seq(self, seqs: Iterable[int]) -> list[Event]:
+        """The recall events of these seqs (those that exist)."""
+        return self.store.events(self.id, list(seqs))
+
+    def passages_after(self, after: int | None = None, before: int | None = None, limit: int = 50,
+                       descending: bool = False, query: str = "") -> list[Passage]:
+        """One page of archival memory by id cursor, at most ``limit`` passages read: every passage in id order
+        (``descending``: newest first), or with a ``query`` the matches best first, the cursor a passage of that
+        ranking."""
+        if not query:
+            return self.store.passages_after(self.id, after, before, limit, descending)
+        ranked = self.archive.rank(query)
+        start = ranked.index(after) + 1 if after in ranked else 0
+        stop = ranked.index(before) if before in ranked else len(ranked)
+        return self.passages_by_id(ranked[start:min(stop, start + limit)])
+
+    def remember(self, text: str, source: str | None = "api") -> list[Passage]:
+        """Store a passage in archival memory (as an edit from outside a turn); the passages stored."""
+        return self.passages_by_id(self.archive.insert([text], self.now(), source=source))
+
+    def in_turn(self) -> bool:
+        """Whether a live turn holds the agent's lock (a dead holder's lock is the next turn's: not busy)."""
+        return self.lock.holder() is not None
 
     def search(self, query: str, page: int = 0) -> str:
         """Recall text search, as the agent's conversation_search shows it."""
@@ -138,10 +157,10 @@ class Agent:
     # --- editing ---------------------------------------------------------------------------------------
     def set_block(self, label: str, value: str) -> Block:
         """Set core-memory block ``label`` (a new one takes the default ``block_limit``), under the turn lock so
-        it never lands inside a turn; :class:`ConfigError` when the value exceeds the block's limit."""
+        it never lands inside a turn; an :class:`InputError` for a label or value the block rule refuses
+        (:func:`pagemind.limits.check_block`)."""
         limit = next((b.limit for b in self.blocks() if b.label == label), self.options.block_limit)
-        if len(value) > limit:
-            raise ConfigError(f"block {label}: {len(value)} characters exceed its limit of {limit}")
+        check_block(label, value, limit)
         block = Block(label, value, limit)
         with self.lock.held():
             self.store.put_block(self.id, block)

@@ -9,12 +9,12 @@ Every call is scoped by ``agent_id``: one agent never reads another's memory. Mu
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import PagemindError
-from ..store import AgentRow, BlockRow, EventRow, LockHolder, PassageRow, StoreBackend
+from ..store import AgentRow, BlockRow, EventRow, PassageRow, StoreBackend
 from .memory import SEARCH_KINDS, AgentOptions, AgentState, Block, Event, Passage
 
 
@@ -163,18 +163,7 @@ class AgentStore:
     def passages(self, agent_id: int, ids: Sequence[int]) -> list[Passage]:
         return [_passage(r) for r in self.store.agent_passages(agent_id, ids)]
 
-    # --- turn locks --------------------------------------------------------------------------------
-    def try_lock(self, agent_id: int, owner: str, pid: int, host: str,
-                 stale: Callable[[LockHolder], bool]) -> bool:
-        """Take the agent's turn lease if it is free or ``stale(holder)`` says its holder is gone."""
-        return self.store.try_lease(f"agent:{agent_id}", owner, pid, host, stale)
-
-    def refresh_lock(self, agent_id: int, owner: str) -> None:
-        self.store.refresh_lease(f"agent:{agent_id}", owner)
-
-    def release_lock(self, agent_id: int, owner: str) -> None:
-        self.store.release_lease(f"agent:{agent_id}", owner)
-
-    def lock_holder(self, agent_id: int) -> tuple[str, int, str, float] | None:
-        held: LockHolder | None = self.store.lease_holder(f"agent:{agent_id}")
-        return None if held is None else (held.owner, held.pid, held.host, held.refreshed)
+    def passages_after(self, agent_id: int, after: int | None = None, before: int | None = None, limit: int = 50,
+                       descending: bool = False) -> list[Passage]:
+        """One page of passages by id cursor (what a listing shows: never more than ``limit`` rows read)."""
+        return [_passage(r) for r in self.store.agent_passages_after(agent_id, after, before, limit, descending)]

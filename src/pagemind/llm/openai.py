@@ -107,12 +107,14 @@ class OpenAICompatible(Backend):
         env = os.environ if env is None else env
         base = (base_url or env.get("OPENAI_BASE_URL") or OFFICIAL_BASE_URL).rstrip("/")
         parts = urlsplit(base)
+        # where, as messages and the reply cache name it: never with the URL's credentials (user:password@)
+        shown = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl() if "@" in parts.netloc else base
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"OpenAI-compatible base URL must be http(s)://host[:port]/..., got {base!r}")
+            raise ConfigError(f"OpenAI-compatible base URL must be http(s)://host[:port]/..., got {shown!r}")
         self.api_key = api_key or env.get("OPENAI_API_KEY") or None
         if parts.hostname in OFFICIAL_HOSTS and not self.api_key:
             raise ConfigError(
-                f"{base} needs an API key: set OPENAI_API_KEY or pass api_key= "
+                f"{shown} needs an API key: set OPENAI_API_KEY or pass api_key= "
                 "(local servers such as vLLM, Ollama or llama.cpp need none)"
             )
         if context_window is not None and context_window <= 0:
@@ -120,7 +122,7 @@ class OpenAICompatible(Backend):
         self.model = model
         self.base_url = base
         self.url = f"{base}/chat/completions"
-        self.model_id = f"openai:{model}@{base}"  # which model and where: names it in messages and the reply cache
+        self.model_id = f"openai:{model}@{shown}"
         self.server_kind = server_kind
         self.declared_window = context_window
         self.tools = tools

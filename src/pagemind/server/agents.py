@@ -20,6 +20,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from ..limits import BLOCK_LABEL, MAX_ID, MAX_QUERY
 from ..runs import ENDED, RunExists
 from .routing import (
     AUTHED,
@@ -41,9 +42,6 @@ from .routing import (
 )
 from .service import keyed_run_id
 from .shapes import (
-    BLOCK_LABEL,
-    MAX_ID,
-    MAX_QUERY,
     AgentCreate,
     AgentUpdate,
     ArchivalInsert,
@@ -51,6 +49,9 @@ from .shapes import (
     BlockUpdate,
     LoadDocument,
     MessageRequest,
+    agent_json,
+    block_json,
+    passage_json,
     run_json,
 )
 
@@ -68,24 +69,23 @@ AGENT_LINKS = links("id", "agent_id", "get_agent", "update_agent", "delete_agent
 @router.post("", name="create_agent", status_code=201, responses={**errors(*EDGE, 401, 409), 201: AGENT_LINKS})
 def create(body: AgentCreate, service: Svc, user: User) -> dict[str, Any]:
     """A new agent of yours (``options``: AgentOptions fields, e.g. ``max_steps``, ``archival_search``)."""
-    return service.create_agent(user, body)
+    return agent_json(service.create_agent(user, body))
 
 
 @router.get("", name="list_agents", responses=AUTHED)
 def list_(service: Svc, user: User) -> list[dict[str, Any]]:
-    return service.agents(user)
+    return [agent_json(view) for view in service.agents(user)]
 
 
 @router.get("/{agent_id}", name="get_agent", responses=AUTHED)
 def get(agent_id: AgentId, service: Svc, user: User) -> dict[str, Any]:
-    return service.agent_json(user, service.own_agent(user, agent_id))
+    return agent_json(service.agent(user, agent_id))
 
 
 @router.patch("/{agent_id}", name="update_agent", responses=OWNED)
 async def update(agent_id: AgentId, body: AgentUpdate, service: Svc, user: User) -> Response:
     """Change some options; applied between turns."""
-    return await finished(await run_in_threadpool(service.update_agent, user, agent_id, body.options),
-                          lambda result: result)
+    return await finished(await run_in_threadpool(service.update_agent, user, agent_id, body.options), agent_json)
 
 
 @router.delete("/{agent_id}", name="delete_agent", status_code=204, responses=OWNED)
@@ -132,7 +132,7 @@ async def send(agent_id: AgentId, body: MessageRequest, service: Svc, user: User
             return JSONResponse(replay, headers={"Idempotent-Replayed": "true"})
         if not wait:
             return JSONResponse(run_json(latest), status_code=202, headers={"Idempotent-Replayed": "true"})
-        while (now := await run_in_threadpool(service.pm.runs.get, latest.id, user.id)) is not None \
+        while (now := await run_in_threadpool(service.find_run, user, latest.id)) is not None \
                 and now.status not in ENDED:
             await asyncio.sleep(0.1)
     return await started(service, turn(None), wait, stream_, last_event_id, shape)
@@ -142,21 +142,23 @@ async def send(agent_id: AgentId, body: MessageRequest, service: Svc, user: User
 def messages(agent_id: AgentId, service: Svc, user: User, offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
              limit: Annotated[int, Query(ge=1, le=500)] = 50) -> dict[str, Any]:
     """The agent's whole history (recall storage), oldest first, one page."""
-    return service.messages(user, agent_id, offset, limit)
+    total, events = service.history(user, agent_id, offset, limit)
+    items = [{"seq": e.seq, "kind": e.kind, "role": e.role, "time": e.time, "in_context": e.in_context,
+              "payload": e.payload, "text": e.describe()} for e in events]
+    return {"total": total, "offset": offset, "limit": limit, "messages": items}
 
 
 # --- core memory ----------------------------------------------------------------------------------------------
 @router.get("/{agent_id}/memory/blocks", name="list_blocks", responses=AUTHED)
 def blocks(agent_id: AgentId, service: Svc, user: User) -> list[dict[str, Any]]:
-    return service.blocks(user, agent_id)
+    return [block_json(b) for b in service.blocks(user, agent_id)]
 
 
 @router.put("/{agent_id}/memory/blocks/{label}", name="put_block", responses=OWNED)
 async def put_block(agent_id: AgentId, label: Annotated[str, PathParam(pattern=BLOCK_LABEL)], body: BlockUpdate,
                     service: Svc, user: User) -> Response:
     """Replace a core-memory block's value (or add the block); applied between turns."""
-    return await finished(await run_in_threadpool(service.put_block, user, agent_id, label, body.value),
-                          lambda result: result)
+    return await finished(await run_in_threadpool(service.put_block, user, agent_id, label, body.value), block_json)
 
 
 @router.post("/{agent_id}/memory/blocks/{label}/edit", name="edit_block", responses=OWNED)
@@ -165,13 +167,13 @@ async def edit_block(agent_id: AgentId, label: Annotated[str, PathParam(pattern=
     """Edit a core-memory block as the agent's own functions do: ``append`` a line, or replace ``old_content``
     (exactly as it is in the block) by ``new_content``; applied between turns."""
     return await finished(await run_in_threadpool(lambda: service.edit_block(
-        user, agent_id, label, append=body.append, old=body.old_content, new=body.new_content)), lambda result: result)
+        user, agent_id, label, append=body.append, old=body.old_content, new=body.new_content)), block_json)
 
 
 # --- archival memory ------------------------------------------------------------------------------------------
 @router.post("/{agent_id}/archival", name="insert_passage", status_code=201, responses=AUTHED)
 def archival_insert(agent_id: AgentId, body: ArchivalInsert, service: Svc, user: User) -> dict[str, Any]:
-    return service.insert_passage(user, agent_id, body.text)
+    return {"ids": [p.id for p in service.insert_passage(user, agent_id, body.text)]}
 
 
 @router.get("/{agent_id}/archival", name="list_passages", responses=AUTHED)
@@ -179,7 +181,8 @@ def archival(agent_id: AgentId, service: Svc, user: User, query: Annotated[str, 
              offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
              limit: Annotated[int, Query(ge=1, le=500)] = 20) -> dict[str, Any]:
     """Archival passages: all by id, or those matching ``query`` best first (the agent's own search)."""
-    return service.passages(user, agent_id, query, offset, limit)
+    total, found = service.passages(user, agent_id, query, offset, limit)
+    return {"total": total, "offset": offset, "limit": limit, "passages": [passage_json(p) for p in found]}
 
 
 @router.post("/{agent_id}/documents", name="load_document", status_code=201, responses=OWNED)

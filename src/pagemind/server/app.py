@@ -21,10 +21,11 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import __version__
+from .. import __version__, limits
 from ..api import Pagemind
 from ..config import Settings
 from ..errors import PagemindError
+from ..limits import MAX_ID
 from . import shapes
 from .edge import Edge, EdgePolicy, allowed_methods
 from .letta import router as letta_router
@@ -53,7 +54,7 @@ from .routing import (
     stream,
 )
 from .service import CONTEXT_CHARS, Service, step_json
-from .shapes import MAX_ID, MEMORY_KEY, AskRequest, CitedLocation, IndexRequest, error_body, run_json
+from .shapes import MEMORY_KEY, AskRequest, CitedLocation, IndexRequest, error_body, run_json
 from .uploads import read_upload
 
 STATIC = Path(__file__).parent / "static"
@@ -95,7 +96,7 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {
     "multipart/form-data": {"schema": {"type": "object", "required": ["file"], "properties": {
         "file": {"type": "string", "format": "binary", "description": "the document (.txt, .md, .html, .pdf, "
                                                                       ".epub, .docx)"},
-        "name": {"type": "string", "minLength": 1, "maxLength": shapes.MAX_NAME,
+        "name": {"type": "string", "minLength": 1, "maxLength": limits.MAX_NAME,
                  "description": "a name for it (default: the file's)"},
         "encoding": {"type": "string", "enum": list(shapes.ENCODINGS),
                      "description": "the text's encoding (default UTF-8)"}}}},
@@ -171,7 +172,7 @@ async def index(doc_id: DocId, body: IndexRequest, service: Svc, user: User, wai
     """Build (or resume) a memory of the document: the run when done (``wait=false``: 202 at once;
     ``stream=true``: its steps as server-sent events)."""
     return await started(service, lambda: service.index(user, doc_id, body), wait, stream_, last_event_id,
-                         lambda run, _: run_json(service.pm.runs.peek(run.id) or run))
+                         lambda run, _: run_json(service.current_run(run)))
 
 
 @router.post("/v1/documents/{doc_id}/ask", name="ask_document", tags=["documents"],
@@ -226,7 +227,7 @@ def delete_library(name: LibraryName, service: Svc, user: User) -> Response:
 @router.delete("/v1/libraries/{name}/documents/{doc_name:path}", name="remove_from_library", status_code=204,
                tags=["libraries"], responses=AUTHED)
 def remove_from_library(name: LibraryName, doc_name: Annotated[str, PathParam(
-        min_length=1, max_length=shapes.MAX_NAME, description="the document's name in the library")],
+        min_length=1, max_length=limits.MAX_NAME, description="the document's name in the library")],
         service: Svc, user: User) -> Response:
     """Remove one document from the library; its text and memories go when nothing else holds them."""
     service.remove_from_library(user, name, doc_name)
@@ -241,7 +242,7 @@ async def index_library(name: LibraryName, body: IndexRequest, service: Svc, use
     """Build the memories of the library's documents not built yet (each document's alone: adding one builds only
     it), as ``POST /v1/documents/{doc_id}/index``."""
     return await started(service, lambda: service.index(user, None, body, library=name), wait, stream_,
-                         last_event_id, lambda run, _: run_json(service.pm.runs.peek(run.id) or run))
+                         last_event_id, lambda run, _: run_json(service.current_run(run)))
 
 
 @router.post("/v1/libraries/{name}/ask", name="ask_library", tags=["libraries"],
@@ -361,16 +362,16 @@ def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *
 def install_error_handlers(app: FastAPI) -> None:
     """Every 4xx and 5xx in the one Error shape."""
 
-    from .openai_compat import OPENAI_PATHS, error_of, openai_error
+    from .openai_compat import error_of, openai_error
 
     @app.exception_handler(PagemindError)
     async def pagemind_error(request: Request, err: PagemindError) -> JSONResponse:
-        return error_of(err) if request.url.path in OPENAI_PATHS else error_response(err)
+        return error_of(err) if shapes.is_openai_path(request.url.path) else error_response(err)
 
     @app.exception_handler(Unauthorized)
     async def unauthorized(request: Request, err: Unauthorized) -> JSONResponse:
         why = "a valid API key is needed: Authorization: Bearer KEY (`pagemind users create NAME` makes one)"
-        shaped = (openai_error(why, 401, "invalid_api_key") if request.url.path in OPENAI_PATHS
+        shaped = (openai_error(why, 401, "invalid_api_key") if shapes.is_openai_path(request.url.path)
                   else JSONResponse(error_body(why, "Unauthorized"), status_code=401))
         shaped.headers["WWW-Authenticate"] = 'Bearer realm="pagemind"'
         return shaped
@@ -378,7 +379,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, err: RequestValidationError) -> JSONResponse:
         detail, fields = shapes.validation_detail(list(err.errors()))
-        if request.url.path in OPENAI_PATHS:
+        if shapes.is_openai_path(request.url.path):
             return openai_error(detail, 400, "invalid_request", fields[0]["field"] if fields else None)
         return JSONResponse(error_body(detail, "ValidationError", errors=fields), status_code=422)
 
@@ -388,12 +389,14 @@ def install_error_handlers(app: FastAPI) -> None:
         if err.status_code == 405:
             headers["Allow"] = ", ".join(allowed_methods(request.app.router.routes, request.scope))
         kinds = {400: "BadRequest", 404: "NotFound", 405: "MethodNotAllowed"}
-        body = error_body(str(err.detail), kinds.get(err.status_code, "HTTPError"))
+        body = shapes.error_for(request.url.path, err.status_code, str(err.detail),
+                                kinds.get(err.status_code, "HTTPError"))
         return JSONResponse(body, status_code=err.status_code, headers=headers)
 
     @app.exception_handler(Exception)
     async def crashed(request: Request, err: Exception) -> JSONResponse:
-        return JSONResponse(error_body(f"internal error: {type(err).__name__}", "InternalError"), status_code=500)
+        body = shapes.error_for(request.url.path, 500, f"internal error: {type(err).__name__}", "InternalError")
+        return JSONResponse(body, status_code=500)
 
 
 __all__ = ["create_app", "status_of"]

@@ -30,8 +30,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator
-from types import SimpleNamespace
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -40,10 +39,25 @@ from starlette.concurrency import run_in_threadpool
 
 from ..agent.agentfile import iso_time
 from ..errors import InputError, InputTooLarge, NotFound, PagemindError
+from ..limits import (
+    BLOCK_LABEL,
+    MAX_AGENT_NAME,
+    MAX_BLOCK,
+    MAX_BLOCKS,
+    MAX_LIST,
+    MAX_PASSAGE,
+    MAX_QUERY,
+    MAX_SYSTEM,
+    check_text,
+)
 from ..users import agent_name
 from .routing import Svc, User, error_response, finished
-from .shapes import BLOCK_LABEL, MAX_QUERY
+from .service import AgentView
 from .uploads import body_limit
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..agent.memory import Event
 
 PREFIX = "/letta"
 router = APIRouter(prefix=PREFIX + "/v1", include_in_schema=False)
@@ -52,7 +66,6 @@ MESSAGE_ID = re.compile(r"^message-(\d{1,18})$")
 PASSAGE_ID = re.compile(r"^passage-(\d{1,18})$")
 STOP = {"yield": "end_turn", "last_step": "end_turn", "max_steps": "max_steps"}
 TURN_TYPES = ("reasoning_message", "assistant_message", "tool_call_message", "tool_return_message")
-MAX_LIST = 1000
 Limit = Annotated[int, Query(ge=1, le=MAX_LIST)]
 
 
@@ -63,14 +76,14 @@ class Loose(BaseModel):
 
 class CreateBlock(Loose):
     label: str = Field(pattern=BLOCK_LABEL)
-    value: str = Field(max_length=1_000_000)
-    limit: int | None = Field(None, ge=1, le=1_000_000)
+    value: str = Field(max_length=MAX_BLOCK)
+    limit: int | None = Field(None, ge=1, le=MAX_BLOCK)
 
 
 class CreateAgent(Loose):
-    name: str | None = Field(None, max_length=64)
-    system: str | None = Field(None, max_length=100_000)
-    memory_blocks: list[CreateBlock] = Field(default_factory=list, max_length=64)
+    name: str | None = Field(None, max_length=MAX_AGENT_NAME)
+    system: str | None = Field(None, max_length=MAX_SYSTEM)
+    memory_blocks: list[CreateBlock] = Field(default_factory=list, max_length=MAX_BLOCKS)
     tools: list[str] | None = Field(None, max_length=200)
     context_window_limit: int | None = Field(None, ge=64, le=10_000_000)
     block_ids: list[str] | None = None
@@ -80,17 +93,17 @@ class CreateAgent(Loose):
 
 
 class UpdateAgent(Loose):
-    name: str | None = Field(None, max_length=64)
-    system: str | None = Field(None, max_length=100_000)
+    name: str | None = Field(None, max_length=MAX_AGENT_NAME)
+    system: str | None = Field(None, max_length=MAX_SYSTEM)
     context_window_limit: int | None = Field(None, ge=64, le=10_000_000)
 
 
 class UpdateBlock(Loose):
-    value: str | None = Field(None, max_length=1_000_000)
+    value: str | None = Field(None, max_length=MAX_BLOCK)
 
 
 class SendMessages(Loose):
-    messages: list[dict[str, Any]] | None = Field(None, max_length=1000)
+    messages: list[dict[str, Any]] | None = Field(None, max_length=MAX_LIST)
     input: str | list[dict[str, Any]] | None = None
     streaming: bool = False
     stream_tokens: bool = False
@@ -105,13 +118,13 @@ class SendMessages(Loose):
 
 
 class InsertPassage(Loose):
-    text: str = Field(min_length=1, max_length=1_000_000)
+    text: str = Field(min_length=1, max_length=MAX_PASSAGE)
     tags: list[str] | None = None
 
 
 # --- rendering ------------------------------------------------------------------------------------------------
-def letta_id(row: Any) -> str:
-    return f"agent-{row.id}"
+def letta_id(view: AgentView) -> str:
+    return f"agent-{view.row.id}"
 
 
 def agent_ref(agent_id: str) -> int:
@@ -127,24 +140,22 @@ def block_state(agent_id: str, block: Any) -> dict[str, Any]:
             "hidden": None}
 
 
-def agent_state(service: Any, user: Any, row: Any) -> dict[str, Any]:
-    """The agent as Letta's ``AgentState``."""
+def agent_state(view: AgentView) -> dict[str, Any]:
+    """The agent as Letta's ``AgentState`` (the model by its identity: never where it is served)."""
     from ..agent.agentfile import default_system, letta_tools
 
-    agent = service.pm.agent(row.name, llm=False)
-    aid, blocks = letta_id(row), agent.blocks()
-    rendered = [block_state(aid, b) for b in blocks]
-    model = service.pm.llm.model_id
+    aid, options, model = letta_id(view), view.options, view.model
+    rendered = [block_state(aid, b) for b in view.blocks]
     return {
-        "id": aid, "name": agent_name(user.id, row.name), "agent_type": "memgpt_agent",
-        "system": agent.options.system if agent.options.system is not None else default_system(),
+        "id": aid, "name": view.name, "agent_type": "memgpt_agent",
+        "system": options.system if options.system is not None else default_system(),
         "blocks": rendered, "memory": {"blocks": rendered, "agent_type": "memgpt_agent", "file_blocks": []},
         "llm_config": {"model": model, "handle": model, "model_endpoint_type": "openai",
-                       "context_window": agent.options.context_window or 8192},
+                       "context_window": options.context_window or 8192},
         "model": model, "embedding": None, "sources": [], "tags": [], "description": None,
-        "tools": [{**t, "id": f"tool-{t['name']}"} for t in letta_tools([b.label for b in blocks])],
-        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row.created)),
-        "metadata": {"pagemind": {"id": row.id, "options": agent.options.as_dict(), "counts": agent.counts()}},
+        "tools": [{**t, "id": f"tool-{t['name']}"} for t in letta_tools([b.label for b in view.blocks])],
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(view.row.created)),
+        "metadata": {"pagemind": {"id": view.row.id, "options": options.as_dict(), "counts": view.counts}},
     }
 
 
@@ -177,7 +188,7 @@ def event_messages(event: Any, *, assistant: bool = True, call_of: dict[str, str
     return [{**base, "message_type": "system_message", "content": event.render()}]
 
 
-def turn_events(agent: Any) -> list[Any]:
+def turn_events(agent: Agent) -> list[Event]:
     """The events of the agent's latest turn: everything after its last user message (read in the agent's line,
     right after the turn)."""
     total, _ = agent.history(0, 0)
@@ -236,7 +247,7 @@ def user_text(body: SendMessages) -> str:
     text = "\n".join(p for p in parts if p)
     if not text.strip():
         raise InputError("no user message with text: send messages=[{'role': 'user', 'content': '...'}]")
-    return text
+    return check_text("message", text, "the user's message")
 
 
 def _page(items: list[dict], after: str | None, before: str | None, limit: int) -> list[dict]:
@@ -273,20 +284,19 @@ def create_agent(body: CreateAgent, service: Svc, user: User) -> dict[str, Any]:
     row = service.new_agent(user, body.name or f"agent-{int(time.time() * 1000)}", persona=blocks.pop("persona", None),
                             human=blocks.pop("human", None), blocks=blocks, limits=limits,
                             options={k: v for k, v in options.items() if v is not None})
-    return agent_state(service, user, row)
+    return agent_state(service.agent_view(user, row))
 
 
 @router.get("/agents/")
 @router.get("/agents")
 def list_agents(service: Svc, user: User, name: str | None = None, after: str | None = None,
                 before: str | None = None, limit: Limit = 50) -> list[dict[str, Any]]:
-    rows = [r for r in service.pm.agents(user.id) if name is None or agent_name(user.id, r.name) == name]
-    return _page([agent_state(service, user, r) for r in rows], after, before, limit)
+    return _page([agent_state(view) for view in service.agents(user, name=name)], after, before, limit)
 
 
 @router.get("/agents/{agent_id}")
 def get_agent(agent_id: str, service: Svc, user: User) -> dict[str, Any]:
-    return agent_state(service, user, service.own_agent(user, agent_ref(agent_id)))
+    return agent_state(service.agent(user, agent_ref(agent_id)))
 
 
 @router.patch("/agents/{agent_id}")
@@ -298,7 +308,7 @@ async def update_agent(agent_id: str, body: UpdateAgent, service: Svc, user: Use
     changes = {k: v for k, v in (("system", body.system), ("context_window", body.context_window_limit))
                if v is not None}
     return await finished(await run_in_threadpool(service.update_agent, user, row.id, changes),
-                          lambda _: agent_state(service, user, service.own_agent(user, row.id)))
+                          agent_state)
 
 
 @router.delete("/agents/{agent_id}")
@@ -341,27 +351,22 @@ async def import_agent(request: Request, service: Svc, user: User,
             agent["messages"], agent["in_context_message_ids"] = [], []
         data = json.dumps(doc).encode()
     made = await run_in_threadpool(service.import_agent, user, data, name=name, skip_unsupported=skip)
-    return {"agent_ids": [f"agent-{a['id']}" for a in made],
-            "pagemind": {"dropped": sorted({d for a in made for d in a["dropped"]}),
-                         "notes": sorted({n for a in made for n in a["notes"]})}}
+    return {"agent_ids": [letta_id(view) for view, _ in made],
+            "pagemind": {"dropped": sorted({d for _, plan in made for d in plan.dropped}),
+                         "notes": sorted({n for _, plan in made for n in plan.notes})}}
 
 
 # --- core memory ----------------------------------------------------------------------------------------------
 @router.get("/agents/{agent_id}/core-memory/blocks")
 def list_blocks(agent_id: str, service: Svc, user: User, after: str | None = None, before: str | None = None,
                 limit: Limit = 50) -> list[dict[str, Any]]:
-    row = service.own_agent(user, agent_ref(agent_id))
-    blocks = service.pm.agent(row.name, llm=False).blocks()
+    blocks = service.blocks(user, agent_ref(agent_id))
     return _page([block_state(agent_id, b) for b in blocks], after, before, limit)
 
 
 @router.get("/agents/{agent_id}/core-memory/blocks/{label}")
 def get_block(agent_id: str, label: str, service: Svc, user: User) -> dict[str, Any]:
-    row = service.own_agent(user, agent_ref(agent_id))
-    block = next((b for b in service.pm.agent(row.name, llm=False).blocks() if b.label == label), None)
-    if block is None:
-        raise NotFound(f"agent {agent_id} has no block {label!r}")
-    return block_state(agent_id, block)
+    return block_state(agent_id, service.block(user, agent_ref(agent_id), label))
 
 
 @router.patch("/agents/{agent_id}/core-memory/blocks/{label}")
@@ -371,8 +376,8 @@ async def update_block(agent_id: str, label: str, body: UpdateBlock, service: Sv
     if body.value is None:
         raise InputError("give the block's new value")
     row = service.own_agent(user, agent_ref(agent_id))
-    return await finished(await run_in_threadpool(service.put_block, user, row.id, label, body.value),
-                          lambda block: block_state(agent_id, SimpleNamespace(**block)))
+    job = await run_in_threadpool(lambda: service.put_block(user, row.id, label, str(body.value), new=False))
+    return await finished(job, lambda block: block_state(agent_id, block))
 
 
 # --- archival memory ------------------------------------------------------------------------------------------
@@ -385,30 +390,25 @@ def passage_state(agent_id: str, p: Any) -> dict[str, Any]:
 @router.post("/agents/{agent_id}/archival-memory")
 def insert_passage(agent_id: str, body: InsertPassage, service: Svc, user: User) -> list[dict[str, Any]]:
     refuse(["passage tags (pagemind's passages have a text, a gist and a source)"] if body.tags else [])
-    row = service.own_agent(user, agent_ref(agent_id))
-    ids = service.insert_passage(user, row.id, body.text)["ids"]
-    agent = service.pm.agent(row.name, llm=False)
-    return [passage_state(agent_id, p) for p in agent.store.passages(agent.id, ids)]
+    return [passage_state(agent_id, p) for p in service.insert_passage(user, agent_ref(agent_id), body.text)]
 
 
 @router.get("/agents/{agent_id}/archival-memory")
 def list_passages(agent_id: str, service: Svc, user: User, search: Annotated[str, Query(max_length=MAX_QUERY)] = "",
                   after: str | None = None, before: str | None = None, ascending: bool = True,
                   limit: Limit = 100) -> list[dict[str, Any]]:
-    row = service.own_agent(user, agent_ref(agent_id))
-    _, found = service.pm.agent(row.name, llm=False).passages(search, 0, 100_000)
-    items = [passage_state(agent_id, p) for p in found]
-    if not search and not ascending:
-        items.reverse()
-    return _page(items, after, before, limit)
+    cursor = {k: int(m.group(1)) for k, v in (("after", after), ("before", before))
+              if v is not None and (m := PASSAGE_ID.match(v))}
+    found = service.passages_after(user, agent_ref(agent_id), after=cursor.get("after"), before=cursor.get("before"),
+                                   limit=limit, descending=not ascending, query=search)
+    return [passage_state(agent_id, p) for p in found]
 
 
 @router.get("/agents/{agent_id}/archival-memory/search")
 def search_passages(agent_id: str, service: Svc, user: User, query: Annotated[str, Query(max_length=MAX_QUERY)],
                     top_k: Annotated[int | None, Query(ge=1, le=MAX_LIST)] = None) -> dict[str, Any]:
-    row = service.own_agent(user, agent_ref(agent_id))
-    agent = service.pm.agent(row.name, llm=False)
-    _, found = agent.passages(query, 0, top_k or agent.options.page_size)
+    view = service.agent(user, agent_ref(agent_id))
+    _, found = service.passages(user, view.row.id, query, 0, top_k or view.options.page_size)
     return {"count": len(found), "results": [{"id": f"passage-{p.id}", "content": p.text,
                                                "timestamp": iso_time(p.time), "tags": []} for p in found]}
 
@@ -422,9 +422,8 @@ def list_messages(agent_id: str, service: Svc, user: User, after: str | None = N
     message ids (cursors in that order)."""
     if order not in ("asc", "desc"):
         raise InputError("order is asc or desc")
-    row = service.own_agent(user, agent_ref(agent_id))
-    agent = service.pm.agent(row.name, llm=False)
-    total, _ = agent.history(0, 0)
+    ref = service.own_agent(user, agent_ref(agent_id)).id
+    total, _ = service.history(user, ref, 0, 0)
     cursor = {k: int(m.group(1)) for k, v in (("after", after), ("before", before))
               if v is not None and (m := MESSAGE_ID.match(v))}
     lo, hi = 1, total  # seqs are 1 .. total
@@ -436,7 +435,7 @@ def list_messages(agent_id: str, service: Svc, user: User, after: str | None = N
     while lo <= hi and len(out) < limit:
         n = min(limit, hi - lo + 1)
         start = lo if order == "asc" else hi - n + 1
-        _, events = agent.history(start - 1, n)
+        _, events = service.history(user, ref, start - 1, n)
         calls: dict[str, str] = {}
         rendered = [event_messages(e, assistant=use_assistant_message, call_of=calls) for e in events]
         groups = rendered if order == "asc" else rendered[::-1]

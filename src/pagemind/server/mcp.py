@@ -41,13 +41,22 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
+from .. import limits
 from ..errors import PagemindError
+from ..limits import MAX_ID, MAX_QUERY
 from ..methods import registry
 from ..methods.registry import options_schema
 from ..steps import from_row, line
 from . import shapes
 from .service import CONTEXT_CHARS, Service, step_json
-from .shapes import MAX_ID, MAX_QUERY, AgentCreate, AskRequest, MessageRequest, agent_options_schema
+from .shapes import (
+    AgentCreate,
+    AskRequest,
+    MessageRequest,
+    agent_json,
+    agent_options_schema,
+    block_json,
+)
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -96,7 +105,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         ctx: Context,
         text: Annotated[str | None, Field(description="the document's text")] = None,
         name: Annotated[str | None, Field(description="a name for it (default: the file's, else 'text.txt')",
-                                          max_length=shapes.MAX_NAME)] = None,
+                                          max_length=limits.MAX_NAME)] = None,
         path: Annotated[str | None, Field(description="a file on this machine to read instead of text (.txt, .md, "
                                                        ".pdf, .epub, .docx, .html)")] = None,
     ) -> CallToolResult:
@@ -174,7 +183,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         path: Annotated[str | None, Field(description="a file on this machine to read (.txt, .md, .pdf, .epub, "
                                                        ".docx, .html)")] = None,
         name: Annotated[str | None, Field(description="its name in the library (the same name again with another "
-                                                      "text updates it)", max_length=shapes.MAX_NAME)] = None,
+                                                      "text updates it)", max_length=limits.MAX_NAME)] = None,
     ) -> CallToolResult:
         """Put a document in a library: a named set of documents ask reads as one (with any method; each
         citation names its document). Only a changed or new document is built again when the library is asked."""
@@ -286,16 +295,17 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
     ) -> CallToolResult:
         """Create a MemGPT agent: a persistent assistant with core memory (persona and human blocks it edits),
         recall (every message) and archival memory (passages it searches)."""
-        if not isinstance(name, str) or not re.match(shapes.AGENT_NAME, name):
+        if not isinstance(name, str) or not re.match(limits.AGENT_NAME, name):
             raise ToolError(f"agent name {name!r}: use letters, digits, '_', '.', '-' (at most 48)")
         body = checked(AgentCreate, name=name, persona=persona, human=human, options=options)
-        data = await run(ctx, lambda user: service.create_agent(user, body))
+        data = await run(ctx, lambda user: agent_json(service.create_agent(user, body)))
         return result(data, f"agent {name} created (id {data['id']})")
 
     async def list_agents(ctx: Context) -> CallToolResult:
         """Your MemGPT agents."""
-        agents = [{"id": a["id"], "name": a["name"], "created": a["created"]} for a in await run(ctx, service.agents)]
-        return result({"agents": agents}, "\n".join(a["name"] for a in agents) or "no agents yet")
+        views = await run(ctx, service.agents)
+        agents = [{"id": v.row.id, "name": v.name, "created": v.row.created} for v in views]
+        return result({"agents": agents}, "\n".join(v.name for v in views) or "no agents yet")
 
     async def send_message(
         ctx: Context,
@@ -314,26 +324,26 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
 
     async def core_memory_append(
         ctx: Context, agent: AgentName,
-        label: Annotated[str, Field(description="the block: human, persona, ...", pattern=shapes.BLOCK_LABEL)],
+        label: Annotated[str, Field(description="the block: human, persona, ...", pattern=limits.BLOCK_LABEL)],
         content: Annotated[str, Field(description="a line to add to the block", min_length=1,
-                                      max_length=shapes.MAX_BLOCK)],
+                                      max_length=limits.MAX_BLOCK)],
     ) -> CallToolResult:
         """Append a line to one of an agent's core-memory blocks (as the agent's own core_memory_append does);
         applied between its turns."""
-        data = await run(ctx, lambda user: service.edit_block(user, agent, label, append=content).result())
+        data = await run(ctx, lambda user: block_json(service.edit_block(user, agent, label, append=content).result()))
         return result(data, f"{data['label']}: {data['value']}")
 
     async def core_memory_replace(
         ctx: Context, agent: AgentName,
-        label: Annotated[str, Field(description="the block: human, persona, ...", pattern=shapes.BLOCK_LABEL)],
+        label: Annotated[str, Field(description="the block: human, persona, ...", pattern=limits.BLOCK_LABEL)],
         old_content: Annotated[str, Field(description="the text to replace, exactly as it is in the block",
-                                          min_length=1, max_length=shapes.MAX_BLOCK)],
+                                          min_length=1, max_length=limits.MAX_BLOCK)],
         new_content: Annotated[str, Field(description="what replaces it (empty: delete it)",
-                                          max_length=shapes.MAX_BLOCK)] = "",
+                                          max_length=limits.MAX_BLOCK)] = "",
     ) -> CallToolResult:
         """Replace text in one of an agent's core-memory blocks (as the agent's own core_memory_replace does)."""
-        data = await run(ctx, lambda user: service.edit_block(user, agent, label, old=old_content,
-                                                              new=new_content).result())
+        data = await run(ctx, lambda user: block_json(service.edit_block(user, agent, label, old=old_content,
+                                                                         new=new_content).result()))
         return result(data, f"{data['label']}: {data['value']}")
 
     async def delete_agent(ctx: Context, agent: AgentName) -> CallToolResult:
@@ -343,7 +353,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
 
     async def read_core_memory(ctx: Context, agent: AgentName) -> CallToolResult:
         """An agent's core memory: its blocks (persona, human, ...) as they are now, and how much it remembers."""
-        data = await run(ctx, lambda user: service.agent_json(user, service.own_agent(user, agent)))
+        data = await run(ctx, lambda user: agent_json(service.agent(user, agent)))
         text = "\n\n".join(f"[{b['label']}] {b['value']}" for b in data["blocks"])
         return result({"id": data["id"], "name": data["name"], "created": data["created"], "options": data["options"],
                        "blocks": data["blocks"], "counts": data["counts"]}, text)

@@ -16,7 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from ..agent import AgentExists, AgentNotFound
-from ..agent.locks import AgentBusy as AgentLockBusy
+from ..agent.locks import AgentBusy
 from ..errors import (
     ConfigError,
     ContextWindowExceeded,
@@ -28,15 +28,15 @@ from ..errors import (
     UnsupportedInput,
 )
 from ..runs import RunCancelled, RunExists
+from ..store.base import UserRow
 from .service import AgentNameTaken, Service, Started
 from .shapes import DOCUMENT_ID, RUN_ID, Error, error_body, run_json
 from .sse import HEADERS, resume_point, run_events
-from .workers import AgentBusy
 
 # status codes of pagemind's typed errors (the first match wins: subclasses first)
 ERROR_STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (InputTooLarge, 413), (UnsupportedInput, 415), (NotFound, 404), (AgentNotFound, 404),
-    (AgentExists, 409), (AgentNameTaken, 409), (AgentBusy, 409), (AgentLockBusy, 409), (RunCancelled, 409),
+    (AgentExists, 409), (AgentNameTaken, 409), (AgentBusy, 409), (RunCancelled, 409),
     (RunExists, 409),
     (InputError, 422), (ConfigError, 422), (ContextWindowExceeded, 422), (LLMError, 502), (PagemindError, 400),
 )
@@ -83,14 +83,15 @@ QUEUED = {"description": "the run, queued (wait=false)", "content": {"applicatio
 
 # --- the request's service and user -----------------------------------------------------------------------------
 def service_of(request: Request) -> Service:
-    return request.app.state.service
+    service: Service = request.app.state.service
+    return service
 
 
 bearer = HTTPBearer(auto_error=False, description="an API key: `pagemind users create NAME` makes one")
 
 
 def current_user(request: Request,
-                 credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Any:
+                 credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> UserRow:
     """The user of the request's API key (``Authorization: Bearer KEY``); 401 without a valid one."""
     service = service_of(request)
     user = service.user_for(request.headers.get("authorization"))
@@ -103,7 +104,7 @@ class Unauthorized(Exception):
     """No valid key: 401 with ``WWW-Authenticate: Bearer``."""
 
 
-User = Annotated[Any, Depends(current_user)]
+User = Annotated[UserRow, Depends(current_user)]
 Svc = Annotated[Service, Depends(service_of)]
 DocId = Annotated[str, PathParam(pattern=DOCUMENT_ID)]
 RunId = Annotated[str, PathParam(pattern=RUN_ID)]
@@ -115,7 +116,7 @@ LastEventId = Annotated[str, Header(alias="Last-Event-ID", max_length=32, patter
 
 def stream(service: Service, run_id: str, last_event_id: str | None, after: int | None = None) -> StreamingResponse:
     start = resume_point(last_event_id, after)
-    return StreamingResponse(run_events(service.pm.runs, run_id, start, service.keepalive),
+    return StreamingResponse(run_events(service.run_log, run_id, start, service.keepalive),
                              media_type="text/event-stream", headers=HEADERS)
 
 

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import steps
+from ..agent.locks import AgentBusy
 from ..errors import ConfigError, InputError, NotFound, PagemindError
 from ..runs import summarize
 from ..users import agent_key, agent_name
@@ -27,15 +28,18 @@ from .shapes import (
     AskRequest,
     IndexRequest,
     LoadDocument,
-    block_json,
     document_json,
     library_document_json,
     library_json,
-    passage_json,
     run_json,
     search_json,
 )
-from .workers import AgentBusy, Workers
+from .workers import Workers
+
+if TYPE_CHECKING:
+    from ..agent.memory import AgentOptions, Block, Event, Passage
+    from ..api import Pagemind
+    from ..store.base import AgentRow, RunRow, UserRow
 
 Progress = Callable[[str, int, int, str], None]
 # bytes: a longer message is checked against the agent's window before its run exists; a shorter one by the turn
@@ -50,6 +54,22 @@ class Started:
 
     run: Any
     future: Future
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """One of a user's agents as every surface shows it (pagemind's JSON, Letta's ``AgentState``, MCP): its row,
+    the user's own name for it, options, core-memory blocks, counts, whether a turn holds it, and the model that
+    runs it, named by its identity (never where it is served)."""
+
+    row: AgentRow
+    name: str
+    options: AgentOptions
+    blocks: tuple[Block, ...]
+    counts: dict[str, int]
+    busy: bool
+    running: str | None
+    model: str
 
 
 def keyed_run_id(user_id: int, agent_id: int, key: str, attempt: int) -> str:
@@ -67,7 +87,7 @@ class Service:
     """What the transports share: one :class:`~pagemind.Pagemind` (one LLM, one store), the workers, the auth
     mode and the limits."""
 
-    def __init__(self, pm: Any, *, auth: str, keepalive: float = 15.0, workers: int = 16, owned: bool = False,
+    def __init__(self, pm: Pagemind, *, auth: str, keepalive: float = 15.0, workers: int = 16, owned: bool = False,
                  max_body: int | None = None) -> None:
         if auth not in ("auto", "keys", "none"):
             raise ConfigError(f"auth {auth!r}: use auto, keys or none")
@@ -77,6 +97,7 @@ class Service:
             auth = "keys" if pm.users.any_but_local() else "none"
         self.auth = auth
         self.keepalive = keepalive
+        self.run_log = pm.runs  # the runs the event streams read
         self.workers = Workers(pm.runs, workers)
         self.max_bytes = int(pm.settings.max_bytes)
         self.max_body = int(max_body) if max_body else default_max_body(self.max_bytes)
@@ -88,7 +109,7 @@ class Service:
             self.pm.close()
 
     # --- users ------------------------------------------------------------------------------------------------
-    def user_for(self, authorization: str | None) -> Any:
+    def user_for(self, authorization: str | None) -> UserRow | None:
         """The user of an ``Authorization: Bearer KEY`` header value (the local user without keys); None when the
         key is missing or wrong."""
         if self.local is not None:
@@ -96,19 +117,24 @@ class Service:
         scheme, _, key = (authorization or "").strip().partition(" ")
         return self.pm.users.authenticate(key.strip()) if scheme.lower() == "bearer" else None
 
-    def me(self, user: Any) -> dict[str, Any]:
+    def me(self, user: UserRow) -> dict[str, Any]:
         return {"id": user.id, "name": user.name, "auth": self.auth}
 
-    def export(self, user: Any) -> dict[str, Any]:
+    def export(self, user: UserRow) -> dict[str, Any]:
         return self.pm.users.export(user.id)
 
-    def erase(self, user: Any) -> dict[str, int]:
+    def erase(self, user: UserRow) -> dict[str, int]:
         return self.pm.users.erase(user.id)
+
+    @property
+    def model(self) -> str:
+        """The model the service runs, by its identity (``openai:NAME``, ``gguf:NAME:DIGEST``): what users see,
+        never the server's URL or credentials."""
+        return str(self.pm.llm.model_identity)
 
     def models(self) -> dict[str, Any]:
         backend = self.pm.llm.backend
-        return {"model": backend.model_id, "backend": type(backend).__name__, "llm": self.pm.settings.llm,
-                "capabilities": asdict(backend.capabilities)}
+        return {"model": self.model, "backend": type(backend).__name__, "capabilities": asdict(backend.capabilities)}
 
     # --- methods ----------------------------------------------------------------------------------------------
     @staticmethod
@@ -123,47 +149,52 @@ class Service:
         """``options`` of ``method`` checked against its declaration: an unknown method, an option it does not
         take (naming the methods that do) or a refused value is a :class:`ConfigError` before any run exists."""
         from ..methods import registry
+        from ..methods.base import Chooser
 
         if method not in registry.names():
             raise ConfigError(f"unknown method {method!r} (have: {', '.join(registry.names())})")
-        known = {s.name for s in registry.get(method).Options.specs()}
+        cls = registry.get(method)
+        # a choice (auto) takes its own options and those of the methods it may pick, for the pick
+        declarations = [cls.Options] + ([registry.get(m).Options for m in cls.candidates]
+                                        if issubclass(cls, Chooser) else [])
+        specs = {s.name: s for d in reversed(declarations) for s in d.specs()}
         for name in options:
-            if name in known:
+            if name in specs:
                 continue
             owners = [m for m in registry.document_methods()
                       if name in {s.name for s in registry.get(m).Options.specs()}]
             if owners:
                 raise ConfigError(f"method option {name} applies to {', '.join(owners)}, not {method}")
             raise ConfigError(f"unknown method option {name!r} (GET /v1/methods, list_methods: each method's options)")
-        integers = {s.name for s in registry.get(method).Options.specs() if s.type is int}
-        given = {k: json_int(v) if k in integers else v for k, v in options.items() if v is not None}
-        registry.get(method).Options.create(**given)
+        given = {k: json_int(v) if specs[k].type is int else v for k, v in options.items() if v is not None}
+        for declaration in declarations:  # each value checked by every declaration that takes it
+            declaration.create(**{k: v for k, v in given.items() if k in {s.name for s in declaration.specs()}})
         return given
 
     # --- documents --------------------------------------------------------------------------------------------
-    def add_document(self, user: Any, source: str | Path | bytes, name: str | None,
+    def add_document(self, user: UserRow, source: str | Path | bytes, name: str | None,
                      encoding: str | None = None) -> dict[str, Any]:
         row = self.pm.add_document(source, name, user_id=user.id, encoding=encoding or "utf-8")
         return document_json(row)
 
-    def documents(self, user: Any) -> list[dict[str, Any]]:
+    def documents(self, user: UserRow) -> list[dict[str, Any]]:
         return [document_json(d) for d in self.pm.documents(user.id)]
 
-    def document(self, user: Any, doc_id: str) -> dict[str, Any]:
+    def document(self, user: UserRow, doc_id: str) -> dict[str, Any]:
         """The document with the memories the user's own requests built of it."""
         row = self.pm.user_document(doc_id, user.id)
         return {**document_json(row), "memories": [memory_json(m) for m in self.pm.memories(doc_id, user_id=user.id)]}
 
-    def remove_document(self, user: Any, doc_id: str) -> None:
+    def remove_document(self, user: UserRow, doc_id: str) -> None:
         self.pm.remove_document(doc_id, user.id)
 
-    def memory(self, user: Any, doc_id: str, key: str) -> dict[str, Any]:
+    def memory(self, user: UserRow, doc_id: str, key: str) -> dict[str, Any]:
         """One of the user's memories of the document with its stored items (pages, gists, tree nodes,
         fragments); another user's memory of the same text is not found."""
         content = self.pm.memory(doc_id, key, user_id=user.id)
         return {**memory_json(content.memory), "items": {k: v for k, v in content.items.items() if v}}
 
-    def _memory_of(self, user: Any, doc_id: str, method: str) -> Any:
+    def _memory_of(self, user: UserRow, doc_id: str, method: str) -> Any:
         """The user's finished memory of a document built by ``method`` (the memory kind: ReadAgent's three methods
         share one), the most recently updated; :class:`NotFound` when there is none yet."""
         from ..methods import registry
@@ -177,11 +208,11 @@ class Service:
             raise NotFound(f"no {kind} memory of document {doc_id!r} yet: ask it (or index it) with {method} first")
         return found[0]
 
-    def structure(self, user: Any, doc_id: str, method: str = "readagent-p") -> dict[str, Any]:
+    def structure(self, user: UserRow, doc_id: str, method: str = "readagent-p") -> dict[str, Any]:
         """A memory's structure: ReadAgent's pages with their gists and sizes, MemWalker's tree (every node's id,
         level, children and summary), or the fragments with their sizes and places."""
         record = self._memory_of(user, doc_id, method)
-        items = self.pm.store.memory_items(record.key)
+        items = self.pm.memory(doc_id, record.key, user_id=user.id).items
         out: dict[str, Any] = {"document_id": doc_id, "method": record.method, "key": record.key}
         if record.method == "readagent":
             gists = {g["page"]: g["text"] for g in items.get("gist", [])}
@@ -195,12 +226,12 @@ class Service:
                                  "end": f.get("end")} for f in items.get("fragment", [])]
         return out
 
-    def units(self, user: Any, doc_id: str, which: str, method: str = "readagent-p") -> dict[str, Any]:
+    def units(self, user: UserRow, doc_id: str, which: str, method: str = "readagent-p") -> dict[str, Any]:
         """Units of a memory by number (``which``: ``3``, ``3-7``, ``1,4,9``): ReadAgent's pages with their gists,
         MemWalker's leaves with their summaries, or fragments; each with its text."""
         record = self._memory_of(user, doc_id, method)
         wanted = numbers(which)
-        items = self.pm.store.memory_items(record.key)
+        items = self.pm.memory(doc_id, record.key, user_id=user.id).items
         if record.method == "readagent":
             gists = {g["page"]: g["text"] for g in items.get("gist", [])}
             found = [{"unit": "page", "index": p["index"], "text": p["text"], "gist": gists.get(p["index"], "")}
@@ -217,16 +248,16 @@ class Service:
         return {"document_id": doc_id, "method": record.method, "units": found}
 
     # --- libraries --------------------------------------------------------------------------------------------
-    def libraries(self, user: Any) -> list[dict[str, Any]]:
+    def libraries(self, user: UserRow) -> list[dict[str, Any]]:
         return [library_json(r) for r in self.pm.libraries(user_id=user.id)]
 
-    def library(self, user: Any, name: str) -> dict[str, Any]:
+    def library(self, user: UserRow, name: str) -> dict[str, Any]:
         """One of the user's libraries with its documents (:class:`NotFound` for a name that is not theirs)."""
         row = self.pm.library_row(name, user_id=user.id)
         return {**library_json(row), "documents": [library_document_json(r)
                                                    for r in self.pm.library_documents(name, user_id=user.id)]}
 
-    def add_to_library(self, user: Any, name: str, source: str | Path | bytes | None, doc_name: str | None,
+    def add_to_library(self, user: UserRow, name: str, source: str | Path | bytes | None, doc_name: str | None,
                        encoding: str | None = None, document_id: str | None = None) -> dict[str, Any]:
         """Put a document in the library ``name`` (made when new): an upload or text (as :meth:`add_document`
         reads them), or one of the user's documents by id; ``doc_name`` its name there. Returns what changed."""
@@ -239,18 +270,18 @@ class Service:
         (change,), _ = self.pm.add(name, [document], user_id=user.id)
         return {"library": name, "document": {**change.__dict__, "id": change.document_id}}
 
-    def remove_from_library(self, user: Any, name: str, doc_name: str | None = None) -> list[str]:
+    def remove_from_library(self, user: UserRow, name: str, doc_name: str | None = None) -> list[str]:
         return self.pm.remove(name, [doc_name] if doc_name else [], user_id=user.id)
 
     # --- index and ask ----------------------------------------------------------------------------------------
-    def source(self, user: Any, doc_id: str | None = None, library: str | None = None) -> Any:
+    def source(self, user: UserRow, doc_id: str | None = None, library: str | None = None) -> Any:
         """What a request reads: one of the user's documents, or one of their libraries."""
         if library is not None:
             return self.pm.library(library, user_id=user.id)
         assert doc_id is not None
         return self.pm.open_document(doc_id, user_id=user.id)
 
-    def index(self, user: Any, doc_id: str | None, body: IndexRequest, progress: Progress | None = None, *,
+    def index(self, user: UserRow, doc_id: str | None, body: IndexRequest, progress: Progress | None = None, *,
               library: str | None = None) -> Started:
         document = self.source(user, doc_id, library)
         options = self.check_method(body.method, body.options)
@@ -259,7 +290,7 @@ class Service:
         return Started(run, self.workers.submit(run.id, lambda: self.pm.index(
             document, body.method, progress, run=run, user_id=user.id, **options)))
 
-    def ask(self, user: Any, doc_id: str | None, body: AskRequest, progress: Progress | None = None, *,
+    def ask(self, user: UserRow, doc_id: str | None, body: AskRequest, progress: Progress | None = None, *,
             library: str | None = None, on_text: Callable[[str], None] | None = None) -> Started:
         """Answer about one of the user's documents (``doc_id``) or libraries (``library``), on the worker pool."""
         document = self.source(user, doc_id, library)
@@ -278,32 +309,40 @@ class Service:
         return {"run_id": run.id, **answer.as_dict(), **extra}
 
     # --- runs -------------------------------------------------------------------------------------------------
-    def own_run(self, user: Any, run_id: str) -> Any:
+    def find_run(self, user: UserRow, run_id: str) -> RunRow | None:
+        """One of the user's runs, or None."""
+        return self.pm.runs.get(run_id, user.id)
+
+    def current_run(self, run: RunRow) -> RunRow:
+        """A run as it is now (its live state, e.g. the progress of a build), from the run the caller holds."""
+        return self.pm.runs.peek(run.id) or run
+
+    def own_run(self, user: UserRow, run_id: str) -> RunRow:
         run = self.pm.runs.get(run_id, user.id)
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         return run
 
-    def runs(self, user: Any, *, kind: str | None = None, status: str | None = None, target: str | None = None,
+    def runs(self, user: UserRow, *, kind: str | None = None, status: str | None = None, target: str | None = None,
              limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
         found = self.pm.runs.list(user.id, kind=kind, status=status, target=target, limit=limit, offset=offset)
         return [run_json(r) for r in found]
 
-    def run(self, user: Any, run_id: str) -> dict[str, Any]:
+    def run(self, user: UserRow, run_id: str) -> dict[str, Any]:
         found = self.own_run(user, run_id)
         return {**run_json(found), "usage": summarize(self.pm.runs.steps(run_id))}
 
-    def steps(self, user: Any, run_id: str, after: int = -1, limit: int | None = None) -> list[Any]:
+    def steps(self, user: UserRow, run_id: str, after: int = -1, limit: int | None = None) -> list[Any]:
         self.own_run(user, run_id)
         return list(self.pm.runs.steps(run_id, after, limit))
 
-    def trace(self, user: Any, run_id: str, after: int = -1, limit: int = 200) -> tuple[dict[str, Any], list[Any]]:
+    def trace(self, user: UserRow, run_id: str, after: int = -1, limit: int = 200) -> tuple[dict[str, Any], list[Any]]:
         """A run with its usage over every step, and its steps after ``after`` (at most ``limit``)."""
         run = self.own_run(user, run_id)
         every = self.pm.runs.steps(run_id)
         return {**run_json(run), "usage": summarize(every)}, [s for s in every if s.seq > after][:limit]
 
-    def citation(self, user: Any, run_id: str, n: int, radius: int = CONTEXT_CHARS) -> dict[str, Any]:
+    def citation(self, user: UserRow, run_id: str, n: int, radius: int = CONTEXT_CHARS) -> dict[str, Any]:
         """Citation ``n`` (from 1, as the answer's markers ``[n]`` number them) of one of the user's runs, in its
         place: the text around it (the paragraphs holding the span, cut to ``radius`` characters either side), where
         that window starts in the cited text, and every citation of the run inside the window as spans of it.
@@ -327,50 +366,52 @@ class Service:
         return {"run_id": run.id, "n": n, "citation": chosen, "text": shown, "offset": lo, "chars": len(text),
                 "spans": spans, "marked": marked(shown, spans, n)}
 
-    def _cited_text(self, user: Any, run: Any, cited: dict[str, Any]) -> str:
+    def _cited_text(self, user: UserRow, run: Any, cited: dict[str, Any]) -> str:
         """The text a citation's offsets point into: its document's (one of the user's), or for an agent's turn the
         archival passage's or recall message's own text."""
         if cited.get("unit") in ("passage", "message") and run.kind == "turn":
             from ..agent.evidence import message_text
 
             row = self.own_agent(user, int(run.target))
-            store = self.pm.agent(row.name, llm=False).store
+            agent = self.pm.agent(row.name, llm=False)
             index = int(cited.get("index") or 0)
             if cited["unit"] == "passage":
-                found = store.passages(row.id, [index])
+                found = agent.passages_by_id([index])
                 if found:
                     return str(found[0].text)
             else:
-                events = store.events(row.id, [index])
+                events = agent.events_by_seq([index])
                 if events:
                     return message_text(events[0])
             raise NotFound(f"the cited {cited['unit']} {index} is no longer in the agent's memory")
         return str(self.pm.open_document(str(cited.get("document")), user_id=user.id).text)
 
-    def cancel(self, user: Any, run_id: str) -> dict[str, Any]:
+    def cancel(self, user: UserRow, run_id: str) -> dict[str, Any]:
         self.own_run(user, run_id)
         self.pm.runs.cancel(run_id)
         return run_json(self.own_run(user, run_id))
 
     # --- agents -----------------------------------------------------------------------------------------------
-    def own_agent(self, user: Any, ref: int | str) -> Any:
+    def own_agent(self, user: UserRow, ref: int | str) -> AgentRow:
         """The user's agent row by id (HTTP) or by its own name (MCP); :class:`NotFound` for another user's."""
         return self.pm.user_agent(ref, user.id)
 
-    def agent_json(self, user: Any, row: Any) -> dict[str, Any]:
+    def agent_view(self, user: UserRow, row: AgentRow) -> AgentView:
         agent = self.pm.agent(row.name, llm=False)
         busy, running = self.workers.busy(row.id)
-        return {"id": row.id, "name": agent_name(user.id, row.name), "created": row.created,
-                "options": agent.options.as_dict(), "blocks": [block_json(b) for b in agent.blocks()],
-                "counts": agent.counts(), "state": row.state, "busy": busy, "running_run": running}
+        return AgentView(row, agent_name(user.id, row.name), agent.options, tuple(agent.blocks()), agent.counts(),
+                         busy, running, self.model)
 
-    def create_agent(self, user: Any, body: AgentCreate) -> dict[str, Any]:
-        return self.agent_json(user, self.new_agent(user, body.name, persona=body.persona, human=body.human,
+    def agent(self, user: UserRow, ref: int | str) -> AgentView:
+        return self.agent_view(user, self.own_agent(user, ref))
+
+    def create_agent(self, user: UserRow, body: AgentCreate) -> AgentView:
+        return self.agent_view(user, self.new_agent(user, body.name, persona=body.persona, human=body.human,
                                                     options=body.options))
 
-    def new_agent(self, user: Any, name: str, *, persona: str | None = None, human: str | None = None,
+    def new_agent(self, user: UserRow, name: str, *, persona: str | None = None, human: str | None = None,
                   options: dict[str, Any] | None = None, blocks: dict[str, str] | None = None,
-                  limits: dict[str, int] | None = None) -> Any:
+                  limits: dict[str, int] | None = None) -> AgentRow:
         """A new agent of the user's (its row): ``options`` checked as AgentOptions fields; ``blocks`` and
         ``limits``: more core-memory blocks and a block's own character limit, by label."""
         from ..agent import AgentExists
@@ -384,31 +425,33 @@ class Service:
             raise AgentNameTaken(f"you already have an agent named {name!r}") from None
         return self.own_agent(user, agent.id)
 
-    def agents(self, user: Any) -> list[dict[str, Any]]:
-        return [self.agent_json(user, row) for row in self.pm.agents(user.id)]
+    def agents(self, user: UserRow, *, name: str | None = None) -> list[AgentView]:
+        """The user's agents (``name``: only the one the user calls so)."""
+        return [self.agent_view(user, row) for row in self.pm.agents(user.id)
+                if name is None or agent_name(user.id, row.name) == name]
 
-    def in_line(self, row: Any, job: Callable[[], Any]) -> Future:
+    def in_line(self, row: AgentRow, job: Callable[[], Any]) -> Future:
         """A job without a run (an edit) in the agent's line, so it never interleaves with a turn."""
         return self.workers.enqueue(row.id, lambda: (None, job))[1]
 
-    def update_agent(self, user: Any, ref: int | str, changes: dict[str, Any]) -> Future:
+    def update_agent(self, user: UserRow, ref: int | str, changes: dict[str, Any]) -> Future:
         row = self.own_agent(user, ref)
 
-        def job() -> dict[str, Any]:
+        def job() -> AgentView:
             agent = self.pm.agent(row.name, llm=False)
             agent.update_options(checked_agent_options(agent.options.as_dict(), changes))
-            return self.agent_json(user, self.own_agent(user, row.id))
+            return self.agent(user, row.id)
 
         return self.in_line(row, job)
 
-    def delete_agent(self, user: Any, ref: int | str) -> None:
+    def delete_agent(self, user: UserRow, ref: int | str) -> None:
         row = self.own_agent(user, ref)
         busy, running = self.workers.busy(row.id)
         if busy:
             raise AgentBusy("the agent is in a turn; delete it when the turn is over", running)
         self.pm.delete_agent(row.name)
 
-    def send(self, user: Any, ref: int | str, message: str, *, run_id: str | None = None, key: str | None = None,
+    def send(self, user: UserRow, ref: int | str, message: str, *, run_id: str | None = None, key: str | None = None,
              wait: bool = True, progress: Progress | None = None, on_step: Callable[[Any], None] | None = None,
              then: Callable[[Any, Any], Any] | None = None) -> Started:
         """A user message's turn at the end of the agent's line (turns of one agent run one at a time, in arrival
@@ -417,12 +460,11 @@ class Service:
         ``on_step(agent)`` runs after each step, ``then(agent, result)`` after the turn, both still in the agent's
         line (what they read of the agent is this turn's); the run's result is ``then``'s."""
         row = self.own_agent(user, ref)
-        if not wait:  # a turn of this agent in another process holds its lock in the store
-            holder = self.pm.agent(row.name, llm=False).lock_holder()
-            if holder is not None and not self.workers.busy(row.id)[0]:
-                found = self.pm.runs.list(user.id, kind="turn", target=str(row.id), status="running", limit=1)
-                raise AgentBusy("the agent is in a turn; send again later, or without wait=false to queue",
-                                found[0].id if found else None)
+        # wait=False: a live turn of this agent in another process holds its lock (a dead holder's lock is free)
+        if not wait and not self.workers.busy(row.id)[0] and self.pm.agent(row.name, llm=False).in_turn():
+            found = self.pm.runs.list(user.id, kind="turn", target=str(row.id), status="running", limit=1)
+            raise AgentBusy("the agent is in a turn; send again later, or without wait=false to queue",
+                            found[0].id if found else None)
         if len(message.encode("utf-8")) > SHORT_MESSAGE:  # only a long message can be over the window by itself
             self.pm.agent(row.name).check_message(message)
         made: list[Any] = []
@@ -443,20 +485,19 @@ class Service:
         _, future = self.workers.enqueue(row.id, turn, wait=wait)
         return Started(made[0], future)
 
-    def export_agent(self, user: Any, ref: int | str) -> dict[str, Any]:
+    def export_agent(self, user: UserRow, ref: int | str) -> dict[str, Any]:
         """The agent as an Agent File (``.af``), under the user's own name for it."""
         row = self.own_agent(user, ref)
-        return self.pm.export_agent(row.name, shown_as=agent_name(user.id, row.name), model=self.pm.llm.model_id)
+        return self.pm.export_agent(row.name, shown_as=agent_name(user.id, row.name), model=self.model)
 
-    def import_agent(self, user: Any, data: bytes | str | dict[str, Any], *, name: str | None = None,
-                     skip_unsupported: bool = False) -> list[dict[str, Any]]:
-        """The agents of an Agent File, made the user's: each as :meth:`agent_json`, with what was left out
-        (``dropped``) and read but not kept (``notes``)."""
+    def import_agent(self, user: UserRow, data: bytes | str | dict[str, Any], *, name: str | None = None,
+                     skip_unsupported: bool = False) -> list[tuple[AgentView, Any]]:
+        """The agents of an Agent File, made the user's: each with its plan (what was left out, ``dropped``, and
+        read but not kept, ``notes``)."""
         plans = self.pm.import_agent(data, name=name, skip_unsupported=skip_unsupported, user_id=user.id)
-        return [{**self.agent_json(user, self.own_agent(user, plan.name)), "dropped": list(plan.dropped),
-                 "notes": list(plan.notes)} for plan in plans]
+        return [(self.agent(user, plan.name), plan) for plan in plans]
 
-    def attempts(self, user: Any, agent_id: int, key: str, message: str) -> tuple[Any, int]:
+    def attempts(self, user: UserRow, agent_id: int, key: str, message: str) -> tuple[Any, int]:
         """The latest attempt of an idempotent send (an interrupted one reported failed) and the next attempt's
         number; the same key with another message is an :class:`InputError`."""
         latest, attempt = None, 1
@@ -466,26 +507,35 @@ class Service:
             latest, attempt = found, attempt + 1
         return latest, attempt
 
-    def messages(self, user: Any, ref: int | str, offset: int = 0, limit: int = 50) -> dict[str, Any]:
+    def history(self, user: UserRow, ref: int | str, offset: int = 0, limit: int = 50) -> tuple[int, list[Event]]:
+        """(every event in the agent's recall, the events ``offset`` .. ``offset + limit``), oldest first."""
         row = self.own_agent(user, ref)
         total, events = self.pm.agent(row.name, llm=False).history(offset, limit)
-        items = [{"seq": e.seq, "kind": e.kind, "role": e.role, "time": e.time, "in_context": e.in_context,
-                  "payload": e.payload, "text": e.describe()} for e in events]
-        return {"total": total, "offset": offset, "limit": limit, "messages": items}
+        return total, events
 
-    def blocks(self, user: Any, ref: int | str) -> list[dict[str, Any]]:
+    def blocks(self, user: UserRow, ref: int | str) -> list[Block]:
         row = self.own_agent(user, ref)
-        return [block_json(b) for b in self.pm.agent(row.name, llm=False).blocks()]
+        return self.pm.agent(row.name, llm=False).blocks()
 
-    def put_block(self, user: Any, ref: int | str, label: str, value: str) -> Future:
+    def block(self, user: UserRow, ref: int | str, label: str) -> Block:
+        """One core-memory block; :class:`NotFound` when the agent has none of that label."""
+        found = next((b for b in self.blocks(user, ref) if b.label == label), None)
+        if found is None:
+            raise NotFound(f"the agent has no block {label[:40]!r}")
+        return found
+
+    def put_block(self, user: UserRow, ref: int | str, label: str, value: str, *, new: bool = True) -> Future:
+        """Set a block's value (``new``: or add the block), in the agent's line; the block."""
         row = self.own_agent(user, ref)
+        if not new:
+            self.block(user, row.id, label)
 
-        def job() -> dict[str, Any]:
-            return block_json(self.pm.agent(row.name, llm=False).set_block(label, value))
+        def job() -> Any:
+            return self.pm.agent(row.name, llm=False).set_block(label, value)
 
         return self.in_line(row, job)
 
-    def edit_block(self, user: Any, ref: int | str, label: str, *, append: str | None = None,
+    def edit_block(self, user: UserRow, ref: int | str, label: str, *, append: str | None = None,
                    old: str | None = None, new: str | None = None) -> Future:
         """Core memory edited as the agent's own functions edit it: ``append`` a line to a block, or replace ``old``
         (exactly as it is in the block) by ``new``; in the agent's line, so it never interleaves with a turn."""
@@ -493,7 +543,7 @@ class Service:
             raise InputError("give append (a line to add) or old_content with new_content (a replacement)")
         row = self.own_agent(user, ref)
 
-        def job() -> dict[str, Any]:
+        def job() -> Any:
             agent = self.pm.agent(row.name, llm=False)
             block = next((b for b in agent.blocks() if b.label == label), None)
             if block is None:
@@ -506,31 +556,39 @@ class Service:
                 if not old or old not in block.value:
                     raise InputError(f"old_content is not in the {label} block (it must match its text exactly)")
                 value = block.value.replace(old, new or "", 1)
-            return block_json(agent.set_block(label, value))
+            return agent.set_block(label, value)
 
         return self.in_line(row, job)
 
-    def insert_passage(self, user: Any, ref: int | str, text: str) -> dict[str, Any]:
+    def insert_passage(self, user: UserRow, ref: int | str, text: str) -> list[Passage]:
+        """Store a passage in the agent's archival memory; the passages stored."""
         row = self.own_agent(user, ref)
-        agent = self.pm.agent(row.name, llm=False)
-        return {"ids": agent.archive.insert([text], agent.now(), source="api")}
+        return self.pm.agent(row.name, llm=False).remember(text, source="api")
 
-    def passages(self, user: Any, ref: int | str, query: str = "", offset: int = 0, limit: int = 20) -> dict[str, Any]:
+    def passages(self, user: UserRow, ref: int | str, query: str = "", offset: int = 0,
+                 limit: int = 20) -> tuple[int, list[Passage]]:
+        """(how many, one page): every passage by id, or those matching ``query`` best first."""
         row = self.own_agent(user, ref)
-        total, found = self.pm.agent(row.name, llm=False).passages(query, offset, limit)
-        return {"total": total, "offset": offset, "limit": limit, "passages": [passage_json(p) for p in found]}
+        return self.pm.agent(row.name, llm=False).passages(query, offset, limit)
 
-    def search_archival(self, user: Any, ref: int | str, query: str, page: int = 0) -> tuple[dict[str, Any], str]:
+    def passages_after(self, user: UserRow, ref: int | str, *, after: int | None = None, before: int | None = None,
+                       limit: int = 50, descending: bool = False, query: str = "") -> list[Passage]:
+        """One page of passages by id cursor (Letta's ``after``/``before``): at most ``limit`` read. With a
+        ``query``, the matches best first, the cursor a passage of that ranking."""
+        row = self.own_agent(user, ref)
+        return self.pm.agent(row.name, llm=False).passages_after(after, before, limit, descending, query)
+
+    def search_archival(self, user: UserRow, ref: int | str, query: str, page: int = 0) -> tuple[dict[str, Any], str]:
         row = self.own_agent(user, ref)
         found = self.pm.agent(row.name, llm=False).archive.search(query, page)
         return search_json(found), found.render()
 
-    def search_recall(self, user: Any, ref: int | str, query: str, page: int = 0) -> tuple[dict[str, Any], str]:
+    def search_recall(self, user: UserRow, ref: int | str, query: str, page: int = 0) -> tuple[dict[str, Any], str]:
         row = self.own_agent(user, ref)
         found = self.pm.agent(row.name, llm=False).tools.recall_page(query, page)
         return search_json(found), found.render()
 
-    def load_document(self, user: Any, ref: int | str, body: LoadDocument) -> Future:
+    def load_document(self, user: UserRow, ref: int | str, body: LoadDocument) -> Future:
         from ..agent import load_into_agent
 
         row = self.own_agent(user, ref)
@@ -634,4 +692,4 @@ def checked_agent_options(base: dict[str, Any], changes: dict[str, Any]) -> dict
     return checked
 
 
-__all__ = ["Service", "Started", "keyed_run_id"]
+__all__ = ["AgentView", "Service", "Started", "keyed_run_id"]

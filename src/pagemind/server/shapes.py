@@ -14,21 +14,22 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..library import NAME
+from ..limits import (
+    AGENT_NAME,
+    MAX_BLOCK,
+    MAX_ID,
+    MAX_MESSAGE,
+    MAX_METHOD,
+    MAX_NAME,
+    MAX_OPTION,
+    MAX_OPTIONS,
+    MAX_PASSAGE,
+    MAX_QUESTION,
+)
 from ..methods.registry import options_schema
 
-# --- limits (declared in the OpenAPI schema and the MCP tool schemas) -------------------------------------------
-MAX_ID = 2**63 - 1  # what a 64-bit integer column holds: larger ids, offsets and seqs are 422, never a 500
-MAX_NAME = 255  # a document's name
-MAX_QUESTION = 20_000  # characters of a question
-MAX_OPTIONS = 10  # multiple-choice options (A..J)
-MAX_OPTION = 2_000  # characters of one option
-MAX_MESSAGE = 100_000  # characters of an agent message (the agent's window is checked too, before it is stored)
-MAX_PASSAGE = 100_000  # characters of an archival passage
-MAX_BLOCK = 100_000  # characters of a core-memory block value or a persona / human text
-MAX_QUERY = 2_000  # characters of a search query
-MAX_METHOD = 64
-AGENT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$"  # stored as u<user id>.<name>
-BLOCK_LABEL = r"^[a-z][a-z0-9_]{0,31}$"
+# the limits are declared once for every surface (:mod:`pagemind.limits`); here they enter the OpenAPI and MCP
+# tool schemas
 DOCUMENT_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
 RUN_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
 MEMORY_KEY = r"^[A-Za-z0-9_.:-]{1,256}$"
@@ -72,7 +73,8 @@ class Shape(BaseModel):
 
 # --- request bodies -----------------------------------------------------------------------------------------------
 class TextDocument(Shape):
-    name: str = Field("text.txt", min_length=1, max_length=MAX_NAME, description="a name for the document")
+    name: str = Field("text.txt", min_length=1, max_length=MAX_NAME, pattern=r"^[^\x00]*$",
+                      description="a name for the document")
     text: str = Field(min_length=1, description="the document's text (at most the server's max_bytes, UTF-8)")
 
 
@@ -89,7 +91,15 @@ def per_method(field: str) -> Callable[[dict[str, Any]], None]:
         schema["properties"]["method"]["enum"] = methods
         branches = []
         for method in methods:
-            declared = registry.get(method).Options.json_schema()["properties"]
+            cls = registry.get(method)
+            declared = dict(cls.Options.json_schema()["properties"])
+            picks: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # a choice takes its picks' options, for the pick
+            candidates: tuple[str, ...] = getattr(cls, "candidates", ())  # a reader has none
+            for candidate in candidates:
+                for name, prop in registry.get(candidate).Options.json_schema()["properties"].items():
+                    picks.setdefault(name, []).append((candidate, prop))
+            for name, variants in picks.items():
+                declared.setdefault(name, registry.merged(variants, len(candidates)))
             options = {name: {"anyOf": [prop, {"type": "null"}]} if "null" not in str(prop.get("type")) else prop
                        for name, prop in declared.items()}
             branch: dict[str, Any] = {"properties": {"method": {"const": method}, field: {
@@ -238,6 +248,28 @@ def error_body(detail: str, kind: str, **extra: Any) -> dict[str, Any]:
     return {"detail": detail, "type": kind, **{k: v for k, v in extra.items() if v is not None}}
 
 
+# OpenAI's routes answer errors in OpenAI's shape (what its SDK reads); Letta's in Letta's, which is FastAPI's
+# ``{"detail": ...}`` and so pagemind's own
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
+OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                      404: "not_found_error", 409: "conflict_error", 413: "invalid_request_error",
+                      422: "invalid_request_error", 429: "rate_limit_error"}
+
+
+def is_openai_path(path: str) -> bool:
+    return any(path == p or path.startswith(p + "/") for p in OPENAI_PATHS)
+
+
+def openai_error_body(message: str, status: int, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": OPENAI_ERROR_TYPES.get(status, "api_error"), "param": param,
+                      "code": code}}
+
+
+def error_for(path: str, status: int, detail: str, kind: str) -> dict[str, Any]:
+    """The error body of a request to ``path`` in its surface's shape (OpenAI's or pagemind's)."""
+    return openai_error_body(detail, status, kind) if is_openai_path(path) else error_body(detail, kind)
+
+
 def validation_detail(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
     """A validation error's one-line detail and its fields (location, message), without pydantic's URLs and
     without echoing the whole rejected input."""
@@ -284,6 +316,13 @@ def run_json(run: Any) -> dict[str, Any]:
     return {"id": run.id, "kind": run.kind, "method": run.method, "target": run.target, "request": run.request,
             "status": run.status, "created": run.created, "started": run.started, "finished": run.finished,
             "result": run.result, "error": run.error, "cancel_requested": run.cancel_requested}
+
+
+def agent_json(view: Any) -> dict[str, Any]:
+    """An agent (:class:`~.service.AgentView`) as pagemind's API and MCP show it."""
+    return {"id": view.row.id, "name": view.name, "created": view.row.created, "options": view.options.as_dict(),
+            "blocks": [block_json(b) for b in view.blocks], "counts": view.counts, "state": view.row.state,
+            "busy": view.busy, "running_run": view.running, "model": view.model}
 
 
 def block_json(block: Any) -> dict[str, Any]:

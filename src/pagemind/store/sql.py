@@ -460,6 +460,19 @@ class SQLStore:
         total, rows = self._page("agent_passages", _PASSAGE_COLUMNS, where, args, "id", offset, limit)
         return total, [_passage(r) for r in rows]
 
+    def agent_passages_after(self, agent_id: int, after: int | None = None, before: int | None = None,
+                             limit: int = 50, descending: bool = False) -> list[PassageRow]:
+        """One page of the agent's passages by id cursor: ids above ``after`` and below ``before``, at most
+        ``limit``, in id order (``descending``: newest first)."""
+        sql = f"SELECT {_PASSAGE_COLUMNS} FROM agent_passages WHERE agent_id = ?"
+        args: tuple[int, ...] = (agent_id,)
+        if after is not None:
+            sql, args = sql + " AND id > ?", args + (after,)
+        if before is not None:
+            sql, args = sql + " AND id < ?", args + (before,)
+        order = "DESC" if descending else "ASC"
+        return [_passage(r) for r in self.execute(f"{sql} ORDER BY id {order} LIMIT ?", args + (limit,)).fetchall()]
+
     def agent_passage_vectors(self, agent_id: int, embedder: str, after: int = 0,
                               upto: int | None = None) -> list[tuple[int, bytes]]:
         """(id, float32 vector) of the agent's passages embedded by ``embedder`` (ids in (after, upto])."""
