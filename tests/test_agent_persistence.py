@@ -100,7 +100,7 @@ def test_a_crash_mid_step_leaves_no_orphaned_call_and_no_stuck_lock(tmp_path):
     assert child.exitcode == 3
     astore = AgentStore(store)
     agent_id = astore.get_agent("sam").id
-    assert astore.lock_holder(agent_id)[1] == child.pid  # the dead process still "holds" the lock
+    assert store.lease_holder(f"agent:{agent_id}").pid == child.pid  # the dead process still "holds" the lock
     assert astore.queue(agent_id)[-1].is_call  # and its call has no result
 
     fake = ScriptedLLM(by_role={"agent-step": call("send_message", message="I'm back")})
@@ -113,7 +113,7 @@ def test_a_crash_mid_step_leaves_no_orphaned_call_and_no_stuck_lock(tmp_path):
     assert queue[call_at + 1].kind == "function_result" and queue[call_at + 1].payload["status"] == "Failed"
     assert "interrupted" in queue[call_at + 1].payload["message"]
     assert agent.blocks()[1].value == ""  # the half-run function changed nothing
-    assert astore.lock_holder(agent_id) is None
+    assert store.lease_holder(f"agent:{agent_id}") is None
 
 
 def _talk(path, tag, results):

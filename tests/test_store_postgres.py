@@ -107,7 +107,7 @@ def _turns(spec, name, n, barrier, results):
     store = open_store(spec)
     agents = AgentStore(store)
     agent_id = agents.get_agent(name).id
-    lock = TurnLock(agents, agent_id, timeout=120, poll=0.005)
+    lock = TurnLock(store, agent_id, timeout=120, poll=0.005)
     barrier.wait()
     for _ in range(n):
         with lock.held():  # read, pause, write: a second holder at once would lose an increment

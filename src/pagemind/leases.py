@@ -9,31 +9,16 @@ gone — its pid no longer exists on this host, or it has not refreshed the leas
 from __future__ import annotations
 
 import os
-import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
+from .errors import PagemindError
+from .processes import HOST, pid_alive
 from .store import LockHolder, StoreBackend
 
-HOST = socket.gethostname()
 STALE_AFTER = 300.0  # seconds without a refresh before a holder on another host counts as gone
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` of this host runs (a zombie, exited but not yet reaped by its parent, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def holder_gone(stale_after: float) -> Callable[[LockHolder], bool]:
@@ -48,31 +33,50 @@ def holder_gone(stale_after: float) -> Callable[[LockHolder], bool]:
     return gone
 
 
+class LeaseBusy(PagemindError):
+    """A live holder kept the lease past the taker's timeout."""
+
+    def __init__(self, name: str, holder: LockHolder | None) -> None:
+        who = f"pid {holder.pid} on {holder.host}" if holder is not None else "another holder"
+        super().__init__(f"{name} is held by {who}; try again later")
+        self.holder = holder
+
+
 class Lease:
     """``with lease.held(on_wait=...):`` takes the lease (waiting while a live holder has it); ``refresh()`` says
     the holder is alive (throttled to once every few seconds, so it can be called on every progress report)."""
 
     def __init__(self, store: StoreBackend, name: str, *, stale_after: float = STALE_AFTER, poll: float = 0.2,
-                 refresh_every: float = 5.0) -> None:
+                 refresh_every: float = 5.0, timeout: float | None = None) -> None:
         self.store = store
         self.name = name
         self.stale_after = stale_after
         self.poll = poll
         self.refresh_every = refresh_every
+        self.timeout = timeout  # seconds to wait for a live holder before LeaseBusy (None: wait as long as it lives)
         self.owner = ""
         self._refreshed = 0.0
+
+    def holder(self) -> LockHolder | None:
+        """The live holder of the lease; None when it is free or its holder is gone (dead, or silent for
+        ``stale_after`` seconds): a gone holder's lease is the next taker's, so nothing is busy behind it."""
+        held = self.store.lease_holder(self.name)
+        return None if held is None or holder_gone(self.stale_after)(held) else held
 
     @contextmanager
     def held(self, on_wait: Callable[[LockHolder], None] | None = None) -> Iterator[Lease]:
         owner = uuid.uuid4().hex
         gone = holder_gone(self.stale_after)
         told = False
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
         while not self.store.try_lease(self.name, owner, os.getpid(), HOST, gone):
             if on_wait is not None and not told:
                 holder = self.store.lease_holder(self.name)
                 if holder is not None:
                     on_wait(holder)
                     told = True
+            if deadline is not None and time.monotonic() > deadline:
+                raise LeaseBusy(self.name, self.store.lease_holder(self.name))
             time.sleep(self.poll)
         self.owner, self._refreshed = owner, time.monotonic()
         try:

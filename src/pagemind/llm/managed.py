@@ -41,7 +41,7 @@ from typing import Any
 from ..config import Settings, cache_dir
 from ..errors import BackendUnavailable, ConfigError
 from ..hashing import content_hash
-from ..leases import pid_alive
+from ..processes import pid_alive
 from .base import LLMRequest, LLMResponse
 from .local import LlamaCpp, model_file
 
@@ -88,7 +88,7 @@ class ServerSpec:
     n_ctx: int  # the window of one slot (each slot gets a whole window)
     slots: int = 4
     threads: int = 2
-    cache_mb: int = 2048  # RAM for prompt states beyond the slots' own (llama-server --cache-ram)
+    cache_mb: int = 512  # RAM for prompt states beyond the slots' own (llama-server --cache-ram)
     idle: float = 600.0  # seconds without a request before the server stops (0: never)
 
     def __post_init__(self) -> None:  # at least one slot; no negative cache or idle time
@@ -97,7 +97,7 @@ class ServerSpec:
         object.__setattr__(self, "idle", max(0.0, self.idle))
 
     @classmethod
-    def of(cls, path: Path, n_ctx: int, threads: int | None = None, cache_mb: int = 2048, slots: int = 4,
+    def of(cls, path: Path, n_ctx: int, threads: int | None = None, cache_mb: int = 512, slots: int = 4,
            idle: float = 600.0) -> ServerSpec:
         """The spec of GGUF file ``path`` with these settings (the window at most the trained context, read from the
         file's header; a backend that has read it builds its spec directly)."""
@@ -136,6 +136,7 @@ class Running:
     idle: float
     started: float
     binary: str
+    cache_mb: int = 0  # the prompt cache's cap (llama-server --cache-ram); 0 in records of older versions
 
     @property
     def url(self) -> str:
@@ -351,7 +352,7 @@ def supervise(spec: ServerSpec, binary: Path, *, tick: float | None = None,
             if server.poll() is None and _healthy(url):
                 running = Running(key=spec.key, pid=server.pid, supervisor=os.getpid(), port=port, api_key=api_key,
                                   model=spec.model, n_ctx=spec.n_ctx, slots=spec.slots, threads=spec.threads,
-                                  idle=spec.idle, started=time.time(), binary=str(binary))
+                                  idle=spec.idle, started=time.time(), binary=str(binary), cache_mb=spec.cache_mb)
                 _write(path, running)
                 break
             if server.poll() is None:  # not answering in time, or asked to stop
@@ -390,7 +391,7 @@ class SharedLlama(LlamaCpp):
     provider = "llama.cpp"
 
     def __init__(self, path: Path, n_ctx: int = 16384, threads: int | None = None, name: str | None = None,
-                 prompt_cache_mb: int = 2048, slots: int = 4, idle: float = 600.0,
+                 prompt_cache_mb: int = 512, slots: int = 4, idle: float = 600.0,
                  binary: Path | None = None, fallback: bool = False) -> None:
         """``fallback``: when the server cannot be started, run the model in this process instead (and say so in
         the capabilities) rather than fail (``embedded=auto``)."""

@@ -15,16 +15,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import PagemindError
+from ..agent.locks import AgentBusy
 from ..runs import Runs
-
-
-class AgentBusy(PagemindError):
-    """The agent is in a turn (or has turns queued) and the caller asked not to wait (409)."""
-
-    def __init__(self, message: str, run_id: str | None) -> None:
-        super().__init__(message)
-        self.run_id = run_id
 
 
 @dataclass
