@@ -61,7 +61,7 @@ def test_beyond_picks_the_paper_readers_with_the_options_they_share(tmp_path):
 def test_room_moves_the_threshold_and_explicit_methods_are_never_second_guessed(tmp_path):
     doc = Document.from_text(make_text(40, 60))  # 2,400 words
     with Pagemind(scripted(8192), store=tmp_path / "s.db") as pm:
-        assert pm.choice(doc).method == "full" and pm.choice(doc, "gistmem") is None
+        assert pm.plan(doc).chosen.method == "full" and pm.plan(doc, "gistmem").chosen is None
         assert pm.method("auto", room=0.8).choose(doc).method == "op-rag"
         assert pm.method("auto", budget=1000).choose(doc).method == "op-rag"
         assert pm.ask(doc, "Which?", options=["one", "two"], method="gistmem").method == "gistmem"
@@ -98,15 +98,19 @@ def test_auto_is_a_choice_the_registry_resolves_not_a_reader(tmp_path):
     assert issubclass(registry.get("auto"), Chooser) and not issubclass(registry.get("auto"), Reader)
     doc = Document.from_text(make_text(10, 60))
     with Pagemind(scripted(4096), store=tmp_path / "s.db") as pm:
-        reader, chosen = registry.resolve("auto", pm.llm, pm.store, doc, budget=3000, max_retries=1)
-        assert reader.name == "full" and chosen.method == "full"
-        assert (reader.options.budget, reader.options.max_retries) == (3000, 1)  # the options it takes, handed on
+        plan = pm.plan(doc, "auto", budget=3000, max_retries=1)
+        assert plan.reader.name == "full" and plan.chosen.method == "full"
+        assert (plan.reader.options.budget, plan.reader.options.max_retries) == (3000, 1)  # handed on
         big = Document.from_text(make_text(60, 60))
-        reader, chosen = registry.resolve("auto", pm.llm, pm.store, big, budget=2000)
-        assert reader.name == "op-rag" and reader.options.budget == 2000 and chosen.method == "op-rag"
-        with pytest.raises(ConfigError, match="unknown auto option"):  # a reader's own option goes to that reader
-            registry.resolve("auto", pm.llm, pm.store, big, max_pages=2)
-        assert registry.resolve("gistmem", pm.llm, pm.store)[1] is None
+        plan = pm.plan(big, "auto", budget=2000)
+        assert plan.reader.name == "op-rag" and plan.reader.options.budget == 2000 and plan.chosen.method == "op-rag"
+        # a candidate's own option reaches the pick that takes it, and the plan names those the pick does not take
+        plan = pm.plan(big, "auto", preset="qmsum", max_pages=2)
+        assert plan.reader.options.preset == "qmsum" and plan.chosen.unused == ("max_pages",)
+        assert "not used by it: max_pages" in plan.said()
+        with pytest.raises(ConfigError, match="unknown auto option"):  # no candidate takes it
+            pm.plan(big, "auto", no_such_option=2)
+        assert pm.plan(doc, "gistmem").chosen is None
         try:
             pm.reader("auto")
         except ConfigError as err:

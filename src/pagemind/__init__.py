@@ -1,6 +1,6 @@
 """pagemind: let any LLM read, remember and answer over text far longer than its context window."""
 
-from .api import METHODS, Pagemind, ask
+from .api import METHODS, Pagemind, Plan, ask
 from .config import Settings, resolve_settings
 from .errors import (
                      BackendUnavailable,
@@ -34,6 +34,7 @@ __all__ = [
                      "ModelNotInstalled",
                      "Pagemind",
                      "PagemindError",
+                     "Plan",
                      "Question",
                      "RateLimited",
                      "ScriptedLLM",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings, resolve_settings
 from .errors import ConfigError, InputError, NotFound
@@ -32,6 +33,9 @@ from .store.base import (
 from .text import Document, load_document
 from .users import Users, agent_key
 
+if TYPE_CHECKING:
+    from .agent import Agent
+
 
 def methods() -> tuple[str, ...]:
     """Every method name (pagemind's and those other packages register)."""
@@ -39,6 +43,26 @@ def methods() -> tuple[str, ...]:
 
 
 METHODS = tuple(n for n in registry.BUILTIN if n != "code")  # pagemind's own document methods; methods() adds plugins
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What reads a source, decided once (:meth:`Pagemind.plan`): the reader with the options it takes, the source
+    as it reads it, and for a choice (``auto``) what it picked, why and which options given it does not take."""
+
+    method: str  # the method as asked ("auto", "rag")
+    reader: Reader[Any, Any]
+    source: Any
+    chosen: Chosen | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # the options as given (recorded on runs)
+
+    def said(self) -> str | None:
+        """The choice for people ("auto: reading the whole text: 2,345 tokens fit ..."); None for a reader asked by
+        name."""
+        if self.chosen is None:
+            return None
+        unused = f" (not used by it: {', '.join(self.chosen.unused)})" if self.chosen.unused else ""
+        return f"{self.method}: reading {self.chosen.what}: {self.chosen.reason}{unused}"
 
 
 class Pagemind:
@@ -168,11 +192,18 @@ class Pagemind:
         needs: the reader it picks (:meth:`choice` says which and why)."""
         return self._resolve(self.method(method, user_id=user_id, **options), document)[0]
 
-    def choice(self, source: Any, method: str = "auto", **options: Any) -> Chosen | None:
-        """What the choice ``method`` picks for ``source`` (a path or a :class:`Document`) and why; None when
-        ``method`` names a reader."""
-        entry = self.method(method, **options)
-        return entry.choose(self.source(source, entry)) if isinstance(entry, Chooser) else None
+    def plan(self, source: str | Path | Document | Library | Plan, method: str = "auto", *, encoding: str = "utf-8",
+             user_id: int | None = None, **options: Any) -> Plan:
+        """What will read ``source`` (a path, a document, a library), decided once: the source as ``method`` reads
+        it and the reader with every option given that it takes; a choice (``auto``) picks its reader here, and the
+        plan says what, why, and which options given the pick does not take. :meth:`index`, :meth:`ask`, the CLI
+        and the evaluation take the plan, so a choice is made once per source and nothing given to it is lost."""
+        if isinstance(source, Plan):
+            return source
+        entry = self.method(method, user_id=user_id, **options)
+        document = self.source(source, entry, encoding, user_id=user_id)
+        reader, chosen = self._resolve(entry, document)
+        return Plan(method, reader, document, chosen, _given(options))
 
     @staticmethod
     def _resolve(entry: Reader[Any, Any] | Chooser, document: Any) -> tuple[Reader[Any, Any], Chosen | None]:
@@ -221,7 +252,8 @@ class Pagemind:
 
     def library_row(self, name: str, *, user_id: int | None = None) -> LibraryRow:
         """One of ``user_id``'s libraries: its name, size and creation; :class:`NotFound` when there is none."""
-        return self._libraries(user_id).row(name)
+        row: LibraryRow = self._libraries(user_id).row(name)
+        return row
 
     def library_documents(self, name: str, *, user_id: int | None = None) -> list[LibraryDocumentRow]:
         """The documents of one of ``user_id``'s libraries, by name; :class:`NotFound` when there is no such."""
@@ -278,25 +310,26 @@ class Pagemind:
         """The recorder of a run, exporting it to OpenTelemetry when configured."""
         return self.runs.recorder(run, telemetry=self.telemetry)
 
-    def index(self, source: str | Path | Document, method: str = "auto",
+    def index(self, source: str | Path | Document | Plan, method: str = "auto",
               progress: Progress | None = None, *, run: RunRow | str | None = None, user_id: int | None = None,
               trace: Trace | None = None, **options: Any) -> Memory:
         """Build (or resume, or reuse) the memory of a document. Recorded as a run (``run``: an existing queued
         run to record into, e.g. one a server created) unless ``record_runs`` is off; the build's LLM calls also
         go to ``trace`` if given."""
-        entry = self.method(method, user_id=user_id, **options)
-        document = self.source(source, entry, user_id=user_id)
-        reader, chosen = self._resolve(entry, document)
-        recorder = self._recorder(run, "index", document, entry.name, {"options": _given(options)}, user_id)
+        plan = self.plan(source, method, user_id=user_id, **options)
+        reader, document, chosen = plan.reader, plan.source, plan.chosen
+        recorder = self._recorder(run, "index", document, plan.method, {"options": plan.options}, user_id)
         if recorder is None:
-            return reader.build(document, progress=progress, trace=trace)
+            built: Memory = reader.build(document, progress=progress, trace=trace)
+            return built
         with recorder.running():
-            memory = reader.build(document, progress=_both(progress, recorder.progress), trace=recorder.trace(trace))
+            memory: Memory = reader.build(document, progress=_both(progress, recorder.progress),
+                                          trace=recorder.trace(trace))
             recorder.result({"memory": reader.memory_key(document), "document": document.id,
                              **_describe(reader, memory, chosen)})
         return memory
 
-    def ask(self, source: str | Path | Document, question: str | Question, options: Sequence[str] = (),
+    def ask(self, source: str | Path | Document | Plan, question: str | Question, options: Sequence[str] = (),
             method: str = "auto", progress: Progress | None = None, on_text: Callable[[str], None] | None = None,
             *, run: RunRow | str | None = None, user_id: int | None = None, memory: Memory | None = None,
             **method_options: Any) -> Answer:
@@ -306,13 +339,11 @@ class Pagemind:
         Recorded as a run (``run``: an existing queued run to record into) unless ``record_runs`` is off;
         ``answer.run_id`` names it. ``memory``: this document's memory for this method and options, already at hand
         (``index``'s), so it is not loaded again (a chat asks many questions of one memory)."""
-        entry = self.method(method, user_id=user_id, **method_options)
-        document = self.source(source, entry, user_id=user_id)
-        reader, chosen = self._resolve(entry, document)
+        plan = self.plan(source, method, user_id=user_id, **method_options)
+        reader, document, chosen = plan.reader, plan.source, plan.chosen
         q = question if isinstance(question, Question) else Question.parse(question, tuple(options))
-        recorder = self._recorder(run, "ask", document, entry.name,
-                                  {"question": q.text, "options": list(q.options),
-                                   "method_options": _given(method_options)},
+        recorder = self._recorder(run, "ask", document, plan.method,
+                                  {"question": q.text, "options": list(q.options), "method_options": plan.options},
                                   user_id)
         if recorder is None:
             return self._ask(reader, document, q, progress, on_text, Trace(), Trace(), memory, chosen)
@@ -354,7 +385,7 @@ class Pagemind:
         return self.recorder(run)
 
     # --- agents (MemGPT) -------------------------------------------------------------------------------
-    def agent(self, name: str, *, llm: bool = True, user_id: int | None = None) -> Any:
+    def agent(self, name: str, *, llm: bool = True, user_id: int | None = None) -> Agent:
         """A stored agent (:class:`pagemind.agent.Agent`); ``llm=False`` opens it for reading its memory only;
         ``user_id``: whose cached LLM replies its turns use (:meth:`scope`; None: the local user's)."""
         from .agent import Agent

@@ -285,23 +285,21 @@ def _chat_with_document(pm: Pagemind, file: str, method: str, opts: dict[str, An
     from ..methods.question import Question
     from .render import print_answer, progress_bar, usage_line
 
-    entry = pm.method(method, **opts)  # a reader, or the choice auto
-    source = pm.source(file, entry, encoding)
-    reader = pm.reader(method, document=source, **opts)  # auto: the reader it picks for this document
-    if method == "auto":
-        choice = entry.choose(source)  # type: ignore[union-attr]
-        click.echo(f"auto: reading {choice.what}: {choice.reason} (--method picks another)", err=True)
+    plan = pm.plan(file, method, encoding=encoding, **opts)  # a choice (auto) is made here, once
+    source = plan.source
+    if plan.said():
+        click.echo(f"{plan.said()} (--method picks another)", err=True)
     build = Trace()
     with progress_bar(f"reading {source.name}") as progress:  # recorded as a run, like every question
-        memory = pm.index(source, method, progress=progress, trace=build, **opts)
+        memory = pm.index(plan, progress=progress, trace=build)
     ready = f"built ({usage_line(build.usage)})" if build.events else "ready"
-    click.echo(f"memory of {source.name} with {entry.name}: {ready}; ask questions, /help for the commands",
+    click.echo(f"memory of {source.name} with {plan.method}: {ready}; ask questions, /help for the commands",
                err=True)
     tracing = [trace]
     pending_build = [build if build.events else None]  # shown with the first answer's trace
 
     def ask(text: str) -> None:
-        answer = pm.ask(source, Question.parse(_CHOICE_INLINE.sub("\n", text)), method=method, memory=memory, **opts)
+        answer = pm.ask(plan, Question.parse(_CHOICE_INLINE.sub("\n", text)), memory=memory)
         answer.index_trace, pending_build[0] = pending_build[0], None
         print_answer(answer, trace=tracing[0])
 
@@ -310,8 +308,9 @@ def _chat_with_document(pm: Pagemind, file: str, method: str, opts: dict[str, An
         click.echo(f"trace {'on' if tracing[0] else 'off'}", err=True)
 
     def show_method(_: str) -> None:
-        click.echo(f"method: {entry.name} ({entry.about.summary})")
-        click.echo(f"options: {json.dumps(entry.options.as_dict(), default=str)}")
+        reader = plan.reader
+        click.echo(f"method: {reader.name} ({reader.about.summary})" + (f"; {plan.said()}" if plan.said() else ""))
+        click.echo(f"options: {json.dumps(reader.options.as_dict(), default=str)}")
         click.echo(f"memory: {json.dumps(reader.describe(memory), default=str)}")
 
     commands: dict[str, SlashCommand] = {}

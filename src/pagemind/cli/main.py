@@ -76,11 +76,9 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
     with session(ctx, kw) as pm:
         if not as_json and sys.stderr.isatty():
             click.echo(f"opening the model ({pm.settings.llm})…", err=True)  # a local model loads for seconds
-        entry = pm.method(method, **opts)  # a reader, or the choice auto (resolved by pm.ask)
-        source = pm.source(path, entry, encoding)
-        if method == "auto" and not as_json:
-            choice = entry.choose(source)  # type: ignore[union-attr]
-            click.echo(f"auto: reading {choice.what}: {choice.reason} (--method picks another)", err=True)
+        plan = pm.plan(path, method, encoding=encoding, **opts)  # a choice (auto) is made here, once
+        if plan.said() and not as_json:
+            click.echo(f"{plan.said()} (--method picks another)", err=True)
         streamed: list[str] = []
 
         def on_text(piece: str) -> None:  # the free-form answer, as the model writes it, on a terminal
@@ -91,8 +89,7 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
 
         live = not as_json and sys.stdout.isatty()
         with progress_view(enabled=not as_json) as progress:
-            answer = pm.ask(source, question, options=options, method=method, progress=progress,
-                            on_text=on_text if live else None, **opts)
+            answer = pm.ask(plan, question, options=options, progress=progress, on_text=on_text if live else None)
         if streamed:
             click.echo(markers(answer))  # the markers follow the streamed text on its line
         print_answer(answer, trace=trace, as_json=as_json, streamed=bool(streamed))
@@ -116,11 +113,10 @@ def index(ctx: click.Context, file: str | None, sample: bool, long_sample: bool,
     path = _source(file, sample, long_sample)
     method, opts = split_method_options(kw, "code" if source_tree(ctx, path) else None)
     with session(ctx, kw) as pm:
-        source = pm.source(path, pm.method(method, **opts), encoding)
-        reader = pm.reader(method, document=source, **opts)  # auto: the reader it picks for this document
+        plan = pm.plan(path, method, encoding=encoding, **opts)  # auto: the reader it picks for this document
         with progress_view() as progress:  # recorded as a run (pagemind logs) unless record_runs is off
-            memory = pm.index(source, method, progress=progress, **opts)
-        click.echo(json.dumps(reader.describe(memory)))
+            memory = pm.index(plan, progress=progress)
+        click.echo(json.dumps(plan.reader.describe(memory)))
 
 
 @cli.command(cls=SectionedCommand)
@@ -144,8 +140,8 @@ def show(ctx: click.Context, file: str | None, sample: bool, long_sample: bool, 
     path = _source(file, sample, long_sample)
     method, opts = split_method_options(kw, "code" if source_tree(ctx, path) else None)
     with session(ctx, kw) as pm:
-        source = pm.source(path, pm.method(method, **opts), encoding)
-        reader = pm.reader(method, document=source, **opts)  # auto: the reader it picks for this document
+        plan = pm.plan(path, method, encoding=encoding, **opts)  # auto: the reader it picks for this document
+        source, reader = plan.source, plan.reader
         memory = reader.load(source)
         if memory is None:
             others = [m for m in pm.store.list_memories() if m.document_id == source.id]

@@ -56,6 +56,7 @@ def option_class(method: str) -> type[ReaderOptions]:
     if method not in evaluable():
         raise ConfigError(f"unknown method {method!r} (have: {', '.join(evaluable())})")
     return registry.get(method).Options
+
 # Failures of the machinery, not of a method: they stop the run (nothing is recorded for the example at hand, so
 # running the same command again retries it) instead of being scored as a wrong answer.
 FATAL = (BackendUnavailable, RateLimited, ServerError, ConfigError, sqlite3.Error, MemoryError)
@@ -182,11 +183,20 @@ class Runner:
     def method_options(self, method: str) -> dict[str, Any]:
         opts = dict(self.config.method_options.get(method, {}))
         preset = self.spec().preset_for(method)
-        if preset and "preset" in {spec.name for spec in option_class(base_method(method)).specs()}:
+        if preset and "preset" in {spec.name for spec in option_class(base_method(method)).specs()}:  # auto: per pick
             opts.setdefault("preset", preset)
         if self.config.budget is not None:
             opts.setdefault("budget", self.config.budget)
         return opts
+
+    def pick_defaults(self, choice: Chooser) -> dict[str, dict[str, Any]]:
+        """What each method a choice may pick gets from this set (its preset), as that method named alone gets."""
+        out: dict[str, dict[str, Any]] = {}
+        for method in choice.candidates:
+            preset = self.spec().preset_for(method)
+            if preset and "preset" in {spec.name for spec in registry.get(method).Options.specs()}:
+                out[method] = {"preset": preset}
+        return out
 
     def make(self, method: str) -> Runnable:
         if base_method(method) == MEMGPT:
@@ -268,8 +278,8 @@ class Runner:
         document = examples[0]
         source = document_of(document)  # what is read: a document, or every PDF of a library
         chosen = None
-        if isinstance(runner, Chooser):  # auto: the reader it picks for this document, as `pagemind ask` would
-            runner, chosen = runner.resolve(source)
+        if isinstance(runner, Chooser):  # auto: the reader it picks for this document, as `pagemind ask` would,
+            runner, chosen = runner.resolve(source, self.pick_defaults(runner))  # with the set's preset for it
         key = record_key(method, document.document_id)
         # A build that a kill cut short resumes from its stored items: its cost here is only the remainder, so
         # the report must not take it for the whole build. A "started" record marks the attempt.

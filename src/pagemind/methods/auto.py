@@ -12,18 +12,19 @@ a 4,096-token window it answered as many as ReadAgent-P at a twelfth of its toke
 (DOS-RAG, EMNLP 2025: order-preserving retrieve-then-read beats ReadAgent and RAPTOR at matched budgets). The paper
 methods stay one option (``beyond``) or one ``--method`` away, and the evaluation uses them by name.
 
-``auto`` is a :class:`~.base.Chooser`, not a reader: :meth:`pagemind.Pagemind.reader` resolves it for a document to
+``auto`` is a :class:`~.base.Chooser`, not a reader: :meth:`pagemind.Pagemind.plan` resolves it for a document to
 the reader it picks, and the memory, the answer and the run are that reader's (the answer's ``details["auto"]`` says
-which and why). The options it hands over are those the picked reader declares too (``budget``, ``cite``...).
+which and why). Every option given to it that the pick takes is handed over: its own shared ones (``budget``) and
+the pick's own (a ``preset``, ``fragment_words``...); the plan names those the pick does not take.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from ..text import Document
-from .base import About, Chooser, Chosen, Reader
+from .base import About, Chooser, Chosen
 from .options import MAX_RETRIES, ReaderOptions, option
 
 ANSWER_RESERVE = 1024  # tokens beside the text: instructions, question, options and the reply
@@ -54,6 +55,7 @@ class AutoOptions(ReaderOptions):
 
 class Auto(Chooser):
     name = "auto"
+    candidates = ("full", *BEYOND)
     about = About("Auto", "the whole text when it fits the window with room to spare, else OP-RAG (the default)")
     Options = AutoOptions
     unit = "fragment"
@@ -75,15 +77,6 @@ class Auto(Chooser):
                           "the whole text")
         return Chosen(beyond, f"{tokens:,} tokens are more than the {room:,} the whole text may take of the "
                               f"{window:,}-token window", BEYOND[beyond])
-
-    def reader(self, chosen: Chosen) -> Reader[Any, Any]:
-        from . import registry
-
-        method = registry.get(chosen.method)
-        assert issubclass(method, Reader), chosen.method  # BEYOND and "full" name readers
-        names = {s.name for s in AutoOptions.specs()}
-        shared = {s.name: getattr(self.options, s.name) for s in method.Options.specs() if s.name in names}
-        return method(self.llm, self.store, method.Options.create(**shared))
 
 
 __all__ = ["BEYOND", "Auto", "AutoOptions"]

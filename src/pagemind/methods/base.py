@@ -16,7 +16,7 @@ citations through :mod:`.evidence`). Every LLM decision goes through :func:`.dec
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -524,6 +524,7 @@ class Chosen:
     method: str
     reason: str
     what: str = ""  # what the chosen method does, for people ("the whole text", "OP-RAG: ...")
+    unused: tuple[str, ...] = ()  # options given for the choice that the chosen method does not take
 
     @property
     def said(self) -> dict[str, str]:
@@ -532,26 +533,59 @@ class Chosen:
 
 
 class Chooser(Method):
-    """A method that is a choice, not a reader (``auto``): for each document it picks a method and hands it the
-    options that method takes. :meth:`pagemind.Pagemind.reader` resolves it; it builds and answers nothing itself."""
+    """A method that is a choice, not a reader (``auto``): for each document it picks one of its ``candidates`` and
+    hands it every option given that the pick takes, its own shared ones (a budget) and the pick's own (a preset, a
+    fragment size) alike. :meth:`pagemind.Pagemind.plan` resolves it; it builds and answers nothing itself."""
+
+    candidates: ClassVar[tuple[str, ...]] = ()  # the methods it may pick
 
     def __init__(self, llm: LLM, store: StoreBackend, options: ReaderOptions | None = None, **given: Any) -> None:
         if options is not None and given:
             raise TypeError("give options or keyword options, not both")
-        self.options = options if options is not None else self.Options.create(**given)
+        own = {s.name for s in self.Options.specs()}
+        passed = {k: v for k, v in given.items() if k not in own}
+        unknown = sorted(k for k in passed if k not in self.candidate_options())
+        if unknown:
+            raise ConfigError(f"unknown {self.name} option(s): {', '.join(unknown)} (have its own: "
+                              f"{', '.join(sorted(own))}; and those of {', '.join(self.candidates)})")
+        self.options = options if options is not None else self.Options.create(
+            **{k: v for k, v in given.items() if k in own})
+        self.passed = {k: v for k, v in passed.items() if v is not None}  # for the pick, where it takes them
         self.llm, self.store = llm, store
+
+    @classmethod
+    def candidate_options(cls) -> set[str]:
+        """Every option a candidate declares (what may be given to the choice for the method it picks)."""
+        from . import registry
+
+        return {s.name for m in cls.candidates for s in registry.get(m).Options.specs()}
+
+    def options_for(self, method: type[Method], defaults: Mapping[str, Any] | None = None,
+                    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """(the options ``method`` takes: the choice's shared ones, ``defaults`` for that method (e.g. the preset
+        an evaluation gives it), then those given to the choice; the names of those given that it does not
+        take)."""
+        names = {s.name for s in method.Options.specs()}
+        shared = {s.name: getattr(self.options, s.name) for s in self.Options.specs() if s.name in names}
+        taken = {k: v for k, v in {**(defaults or {}), **self.passed}.items() if k in names}
+        return {**shared, **taken}, tuple(sorted(k for k in self.passed if k not in names))
 
     @abstractmethod
     def choose(self, document: Any) -> Chosen:
-        """The method for ``document``, and why."""
+        """The method for ``document``, and why (one of :attr:`candidates`)."""
 
-    @abstractmethod
-    def reader(self, chosen: Chosen) -> Reader[Any, Any]:
-        """The reader of the chosen method, with the options it takes."""
+    def resolve(self, document: Any, defaults: Mapping[str, Mapping[str, Any]] | None = None,
+                ) -> tuple[Reader[Any, Any], Chosen]:
+        """The reader picked for ``document`` with the options it takes (``defaults``: options per candidate,
+        under those given), and what was picked, why, and which of the options given it does not take."""
+        from . import registry
 
-    def resolve(self, document: Any) -> tuple[Reader[Any, Any], Chosen]:
         chosen = self.choose(document)
-        return self.reader(chosen), chosen
+        method = registry.get(chosen.method)
+        if not issubclass(method, Reader) or chosen.method not in self.candidates:
+            raise ConfigError(f"{self.name} picked {chosen.method!r}, which is not one of its readers")
+        options, unused = self.options_for(method, (defaults or {}).get(chosen.method))
+        return method(self.llm, self.store, method.Options.create(**options)), replace(chosen, unused=unused)
 
 
 __all__ = ["About", "Build", "Chooser", "Chosen", "Context", "Memory", "MemoryWriter", "Method", "Progress", "Reader",

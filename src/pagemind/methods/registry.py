@@ -6,7 +6,7 @@ built-in readers are listed the same way, as ``module:Class`` strings, so a read
 loads only when the reader, its options or the method list is needed.
 
 A name may also be a choice (a :class:`~.base.Chooser`, e.g. ``auto``): it lists and takes options as a reader
-does, and :meth:`pagemind.Pagemind.reader` resolves it per document to the reader it picks (:func:`resolve`).
+does, and :meth:`pagemind.Pagemind.plan` resolves it per document to the reader it picks.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from ..llm.client import LLM
-    from ..store import StoreBackend
-    from .base import Chosen, Method, Reader
+    from .base import Method
 
 GROUP = "pagemind.readers"
 BUILTIN: dict[str, str] = {
@@ -93,23 +91,6 @@ def all_readers() -> list[type[Method]]:
     return [get(n) for n in names()]
 
 
-def resolve(name: str, llm: LLM, store: StoreBackend, document: Any = None,
-            **options: Any) -> tuple[Reader[Any, Any], Chosen | None]:
-    """The reader of method ``name`` with ``options``; a choice (``auto``) resolved for ``document``, returning what
-    it chose (None for a reader named directly)."""
-    from .base import Chooser
-
-    method = get(name)
-    made = method(llm, store, **options)  # type: ignore[call-arg]
-    if not isinstance(made, Chooser):
-        return made, None  # type: ignore[return-value]
-    if document is None:
-        raise ConfigError(f"{name} chooses a method per document: give the document to resolve it")
-    return made.resolve(document)
-
-
-
-
 def options_schema() -> dict[str, Any]:
     """One JSON schema object with every document method's options, generated from their declarations (the MCP
     ``ask`` tool's and the HTTP API's ``method_options``). Not a union per method: several clients refuse or
@@ -155,4 +136,4 @@ def merged(variants: list[tuple[str, dict[str, Any]]], methods: int) -> dict[str
 
 
 __all__ = ["BUILTIN", "GROUP", "all_readers", "document_methods", "get", "names", "options_schema", "plugin_targets",
-           "refresh", "resolve"]
+           "refresh"]
