@@ -221,7 +221,9 @@ def test_the_cli_adds_asks_shows_and_removes_a_library(tmp_path):
     assert "beta.md, page" in out and FACT in out
     assert [line.split()[0] for line in run("libraries", *store, "show", "shelf").splitlines()] == \
         ["alpha.txt", "beta.md"]
-    run("libraries", *store, "rm", "shelf", "alpha.txt")
+    # the store flag where a user types it: after the subcommand too (it was refused there)
+    assert run("libraries", "show", "shelf", *store) == run("libraries", *store, "show", "shelf")
+    run("libraries", "rm", "shelf", "alpha.txt", *store)
     assert run("libraries", *store).strip() == "shelf  1 document(s), 729 words"
     run("libraries", *store, "rm", "shelf")
     assert "no libraries" in run("libraries", *store)

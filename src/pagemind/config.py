@@ -45,7 +45,9 @@ class Settings:
     context_window: int | None = None  # openai:...: the server's window when it does not report it (overrides it)
     server_kind: str = "auto"  # openai:...: auto (ask the server) or one of pagemind.llm.servers.SERVER_KINDS
     threads: int | None = None  # llama.cpp threads; default: the machine's cores
-    prompt_cache_mb: int = 2048  # RAM for llama.cpp KV states of recent prompts (0: only the last prompt)
+    # RAM for llama.cpp KV states of recent prompts beyond the slots' own (0: only the last prompt); the shared
+    # server's memory is its weights + slots x window of KV cache + this cap (`pagemind models status` shows it)
+    prompt_cache_mb: int = 512
     embedded: str = "auto"  # local:/gguf: models: server (one shared llama-server), process (in this process), auto
     slots: int = 4  # the shared server's slots: requests decoded together, each with a whole n_ctx window
     server_idle: float = 600.0  # seconds without a request before the shared server stops (0: never)

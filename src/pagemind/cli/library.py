@@ -73,14 +73,24 @@ def libraries(ctx: click.Context, as_json: bool, encoding: str, **kw: Any) -> No
         click.echo(f"{r.name}  {r.documents} document(s), {r.words:,} words")
 
 
+def _given(ctx: click.Context, kw: dict[str, Any]) -> dict[str, Any]:
+    """The model and store flags of a ``libraries`` subcommand: those given to the group, with those given to the
+    subcommand itself over them (``libraries show X --store S`` and ``libraries --store S show X`` alike)."""
+    from click.core import ParameterSource
+
+    mine = {k: v for k, v in kw.items() if ctx.get_parameter_source(k) not in (None, ParameterSource.DEFAULT)}
+    return {**dict((ctx.obj or {}).get("kw", {})), **mine}
+
+
 @libraries.command("show")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True)
+@llm_options
 @click.pass_context
 @handle_errors
-def show(ctx: click.Context, name: str, as_json: bool) -> None:
+def show(ctx: click.Context, name: str, as_json: bool, **kw: Any) -> None:
     """List the documents of the library NAME: name, words, where it was read from, when it was added."""
-    with session(ctx, dict((ctx.obj or {}).get("kw", {}))) as pm:
+    with session(ctx, _given(ctx, kw)) as pm:
         rows = pm.library_documents(name)
     if as_json:
         click.echo(json.dumps([r.__dict__ for r in rows], indent=2))
@@ -93,11 +103,12 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
 @libraries.command("rm")
 @click.argument("name")
 @click.argument("documents", nargs=-1)
+@llm_options
 @click.pass_context
 @handle_errors
-def remove(ctx: click.Context, name: str, documents: tuple[str, ...]) -> None:
+def remove(ctx: click.Context, name: str, documents: tuple[str, ...], **kw: Any) -> None:
     """Remove DOCUMENTS (their names in the library) from the library NAME, or the whole library when none are
     named. A document no other library (or service user) holds is forgotten with every memory of it."""
-    with session(ctx, dict((ctx.obj or {}).get("kw", {}))) as pm:
+    with session(ctx, _given(ctx, kw)) as pm:
         gone = pm.remove(name, list(documents))
     click.echo(f"removed {len(gone)} document(s) from {name}" + ("" if documents else f"; library {name} deleted"))

@@ -128,7 +128,8 @@ def status(as_json: bool) -> None:
 
     rows: list[dict[str, Any]] = [
         {"key": r.key, "model": r.model, "pid": r.pid, "port": r.port, "slots": r.slots, "n_ctx": r.n_ctx,
-         "rss_mb": round(memory_mb(r.pid)), "up_s": round(time.time() - r.started), "idle_stop_s": r.idle}
+         "rss_mb": round(memory_mb(r.pid)), "prompt_cache_cap_mb": r.cache_mb, "up_s": round(time.time() - r.started),
+         "idle_stop_s": r.idle}
         for r in running()]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
@@ -137,7 +138,8 @@ def status(as_json: bool) -> None:
         click.echo("no shared model server is running (one starts on the first call to an embedded model)")
     for row in rows:
         click.echo(f"{row['key']}  {row['model'].rsplit('/', 1)[-1]}  pid {row['pid']}  127.0.0.1:{row['port']}  "
-                   f"{row['slots']} slots x {row['n_ctx']} tokens  {row['rss_mb']:,} MiB  up {row['up_s']} s  "
+                   f"{row['slots']} slots x {row['n_ctx']} tokens  {row['rss_mb']:,} MiB (prompt cache at most "
+                   f"{row['prompt_cache_cap_mb']:,} MiB)  up {row['up_s']} s  "
                    f"stops after {row['idle_stop_s']:.0f} s idle")
 
 
