@@ -54,7 +54,18 @@ from .routing import (
     stream,
 )
 from .service import CONTEXT_CHARS, Service, step_json
-from .shapes import MEMORY_KEY, AskRequest, CitedLocation, IndexRequest, error_body, run_json
+from .shapes import (
+    MEMORY_KEY,
+    AskRequest,
+    CitedLocation,
+    IndexRequest,
+    document_json,
+    error_body,
+    library_document_json,
+    library_json,
+    memory_json,
+    run_json,
+)
 from .uploads import read_upload
 
 STATIC = Path(__file__).parent / "static"
@@ -114,18 +125,19 @@ async def upload(request: Request, service: Svc, user: User) -> dict[str, Any]:
     with await read_upload(request, service.max_bytes, max_body=service.max_body) as up:
         shapes.check_encoding(up.encoding)
         source: str | Path = up.text if up.text is not None else up.path  # type: ignore[assignment]
-        return await run_in_threadpool(service.add_document, user, source, up.name, up.encoding)
+        return document_json(await run_in_threadpool(service.add_document, user, source, up.name, up.encoding))
 
 
 @router.get("/v1/documents", name="list_documents", tags=["documents"], responses=AUTHED)
 def documents(service: Svc, user: User) -> list[dict[str, Any]]:
-    return service.documents(user)
+    return [document_json(d) for d in service.documents(user)]
 
 
 @router.get("/v1/documents/{doc_id}", name="get_document", tags=["documents"], responses=AUTHED)
 def document(doc_id: DocId, service: Svc, user: User) -> dict[str, Any]:
     """The document and the memories your requests built of it."""
-    return service.document(user, doc_id)
+    row, memories = service.document(user, doc_id)
+    return {**document_json(row), "memories": [memory_json(m) for m in memories]}
 
 
 @router.delete("/v1/documents/{doc_id}", name="delete_document", status_code=204, tags=["documents"],
@@ -140,7 +152,8 @@ def delete_document(doc_id: DocId, service: Svc, user: User) -> Response:
 def memory(doc_id: DocId, key: Annotated[str, PathParam(pattern=MEMORY_KEY)], service: Svc,
            user: User) -> dict[str, Any]:
     """A memory's stored items (pages, gists, tree nodes, fragments), as the viewer draws them."""
-    return service.memory(user, doc_id, key)
+    content = service.memory(user, doc_id, key)
+    return {**memory_json(content.memory), "items": {k: v for k, v in content.items.items() if v}}
 
 
 MemoryMethod = Annotated[Literal["readagent-p", "readagent-s", "gistmem", "memwalker", "rag", "op-rag"], Query(
@@ -194,13 +207,14 @@ LibraryName = Annotated[str, PathParam(pattern=shapes.LIBRARY_NAME, description=
 @router.get("/v1/libraries", name="list_libraries", tags=["libraries"], responses=AUTHED)
 def libraries(service: Svc, user: User) -> list[dict[str, Any]]:
     """Your libraries: named sets of documents asked as one."""
-    return service.libraries(user)
+    return [library_json(r) for r in service.libraries(user)]
 
 
 @router.get("/v1/libraries/{name}", name="get_library", tags=["libraries"], responses=AUTHED)
 def library(name: LibraryName, service: Svc, user: User) -> dict[str, Any]:
     """The library and its documents (their names in it, ids, sizes)."""
-    return service.library(user, name)
+    row, documents = service.library(user, name)
+    return {**library_json(row), "documents": [library_document_json(d) for d in documents]}
 
 
 @router.post("/v1/libraries/{name}/documents", name="add_to_library", status_code=201, tags=["libraries"],
@@ -263,12 +277,14 @@ def runs(service: Svc, user: User, kind: Literal["index", "ask", "turn"] = None,
          target: Annotated[str, Query(max_length=128)] = None,  # type: ignore[assignment]
          limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
          ) -> list[dict[str, Any]]:
-    return service.runs(user, kind=kind, status=status, target=target, limit=limit, offset=offset)
+    return [run_json(r) for r in service.runs(user, kind=kind, status=status, target=target, limit=limit,
+                                              offset=offset)]
 
 
 @router.get("/v1/runs/{run_id}", name="get_run", tags=["runs"], responses=AUTHED)
 def run(run_id: RunId, service: Svc, user: User) -> dict[str, Any]:
-    return service.run(user, run_id)
+    found, usage = service.run(user, run_id)
+    return {**run_json(found), "usage": usage}
 
 
 @router.get("/v1/runs/{run_id}/steps", name="list_steps", tags=["runs"], responses=AUTHED)

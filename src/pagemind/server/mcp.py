@@ -56,6 +56,7 @@ from .shapes import (
     agent_json,
     agent_options_schema,
     block_json,
+    run_json,
 )
 
 T = TypeVar("T")
@@ -119,12 +120,12 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         if text is not None:
             checked(shapes.TextDocument, text=text, name=name)
         source: str | Path = Path(path).expanduser() if path is not None else str(text)
-        data = await run(ctx, lambda user: service.add_document(user, source, name))
+        data = await run(ctx, lambda user: shapes.document_json(service.add_document(user, source, name)))
         return result(data, f"document {data['id']}: {data['name']}, {data['words']} words")
 
     async def list_documents(ctx: Context) -> CallToolResult:
         """The documents you added, newest first."""
-        docs = await run(ctx, service.documents)
+        docs = await run(ctx, lambda user: [shapes.document_json(d) for d in service.documents(user)])
         lines = [f"{d['id']}  {d['name']}  ({d['words']} words)" for d in docs]
         return result({"documents": docs}, "\n".join(lines) or "no documents yet")
 
@@ -202,7 +203,15 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
 
     async def list_libraries(ctx: Context) -> CallToolResult:
         """Your libraries, each with its documents."""
-        found = await run(ctx, lambda user: [service.library(user, x["name"]) for x in service.libraries(user)])
+        def every(user: Any) -> list[dict[str, Any]]:
+            shown = []
+            for row in service.libraries(user):
+                _, documents = service.library(user, row.name)
+                shown.append({**shapes.library_json(row),
+                              "documents": [shapes.library_document_json(d) for d in documents]})
+            return shown
+
+        found = await run(ctx, every)
         lines = [f"{x['name']}: {', '.join(d['name'] for d in x['documents'])}" for x in found]
         return result({"libraries": found}, "\n".join(lines) or "no libraries yet")
 
@@ -279,7 +288,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         """Your recent runs (asks, index builds, agent turns), newest first."""
         if kind is not None and kind not in shapes.RUN_KINDS:
             raise ToolError(f"kind {kind!r}: one of {', '.join(shapes.RUN_KINDS)}")
-        runs = await run(ctx, lambda user: service.runs(user, kind=kind, limit=limit))
+        runs = await run(ctx, lambda user: [run_json(r) for r in service.runs(user, kind=kind, limit=limit)])
         when = [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"])) for r in runs]
         lines = [f"{r['id']}  {r['kind']} {r['method'] or ''} {r['status']}  {t}" for r, t in zip(runs, when)]
         return result({"runs": runs}, "\n".join(lines) or "no runs yet")

@@ -41,7 +41,7 @@ from starlette.concurrency import run_in_threadpool
 from .. import limits
 from ..errors import InputError, NotFound, PagemindError
 from . import shapes
-from .routing import AUTHED, Svc, User, errors, status_of
+from .routing import Svc, User, errors, status_of
 
 METHOD_PREFIX, AGENT_PREFIX = "pagemind/", "agent/"
 
@@ -123,7 +123,14 @@ def error_of(err: BaseException) -> JSONResponse:
 
 
 # --- the routes ---------------------------------------------------------------------------------------------------
-@router.get("/v1/models", name="get_model", tags=["openai"], responses=AUTHED)
+def openai_errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI responses of these error codes in OpenAI's error shape."""
+    described = errors(*codes)
+    return {code: {"model": shapes.OpenAIError, "description": described[code]["description"]} for code in codes}
+
+
+@router.get("/v1/models", name="get_model", tags=["openai"], responses=openai_errors(400, 401, 403, 404, 413, 421,
+                                                                                      422))
 def models(service: Svc, user: User) -> dict[str, Any]:
     """The models an OpenAI client may pick (OpenAI's list: ``object``, ``data``): ``pagemind/<method>`` for every
     method, ``pagemind/auto@<library>`` for each of your libraries, ``agent/<name>`` for each of your agents; and
@@ -131,7 +138,7 @@ def models(service: Svc, user: User) -> dict[str, Any]:
     from ..methods import registry
 
     ids = [f"{METHOD_PREFIX}{m}" for m in registry.document_methods()]
-    ids += [f"{METHOD_PREFIX}auto@{row['name']}" for row in service.libraries(user)]
+    ids += [f"{METHOD_PREFIX}auto@{row.name}" for row in service.libraries(user)]
     ids += [f"{AGENT_PREFIX}{view.name}" for view in service.agents(user)]
     return {"object": "list", "data": [{"id": i, "object": "model", "created": 0, "owned_by": "pagemind"}
                                        for i in ids], **service.models()}
@@ -153,12 +160,8 @@ def request_schema() -> dict[str, Any]:
     return inlined
 
 
-CHAT_ERRORS = errors(400, 401, 403, 404, 409, 413, 421, 422, 502)  # in OpenAI's shape, as the description says
-
-
 @router.post("/v1/chat/completions", name="chat_completions", tags=["openai"], responses={
-    **{code: {"description": f"{spec['description']} (OpenAI's error shape: {{\"error\": {{\"message\", \"type\", "
-                             f"\"param\", \"code\"}}}})"} for code, spec in CHAT_ERRORS.items()},
+    **openai_errors(400, 401, 403, 404, 409, 413, 421, 422, 502),
     200: {"description": "a chat.completion, or (stream: true) chat.completion.chunk events",
           "content": {"application/json": {}, "text/event-stream": {}}}},
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": request_schema()}}}})

@@ -28,9 +28,6 @@ from .shapes import (
     AskRequest,
     IndexRequest,
     LoadDocument,
-    document_json,
-    library_document_json,
-    library_json,
     run_json,
     search_json,
 )
@@ -39,7 +36,16 @@ from .workers import Workers
 if TYPE_CHECKING:
     from ..agent.memory import AgentOptions, Block, Event, Passage
     from ..api import Pagemind
-    from ..store.base import AgentRow, RunRow, UserRow
+    from ..store.base import (
+        AgentRow,
+        DocumentRow,
+        LibraryDocumentRow,
+        LibraryRow,
+        MemoryContent,
+        MemoryRecord,
+        RunRow,
+        UserRow,
+    )
 
 Progress = Callable[[str, int, int, str], None]
 # bytes: a longer message is checked against the agent's window before its run exists; a shorter one by the turn
@@ -173,26 +179,23 @@ class Service:
 
     # --- documents --------------------------------------------------------------------------------------------
     def add_document(self, user: UserRow, source: str | Path | bytes, name: str | None,
-                     encoding: str | None = None) -> dict[str, Any]:
-        row = self.pm.add_document(source, name, user_id=user.id, encoding=encoding or "utf-8")
-        return document_json(row)
+                     encoding: str | None = None) -> DocumentRow:
+        return self.pm.add_document(source, name, user_id=user.id, encoding=encoding or "utf-8")
 
-    def documents(self, user: UserRow) -> list[dict[str, Any]]:
-        return [document_json(d) for d in self.pm.documents(user.id)]
+    def documents(self, user: UserRow) -> list[DocumentRow]:
+        return self.pm.documents(user.id)
 
-    def document(self, user: UserRow, doc_id: str) -> dict[str, Any]:
+    def document(self, user: UserRow, doc_id: str) -> tuple[DocumentRow, list[MemoryRecord]]:
         """The document with the memories the user's own requests built of it."""
-        row = self.pm.user_document(doc_id, user.id)
-        return {**document_json(row), "memories": [memory_json(m) for m in self.pm.memories(doc_id, user_id=user.id)]}
+        return self.pm.user_document(doc_id, user.id), self.pm.memories(doc_id, user_id=user.id)
 
     def remove_document(self, user: UserRow, doc_id: str) -> None:
         self.pm.remove_document(doc_id, user.id)
 
-    def memory(self, user: UserRow, doc_id: str, key: str) -> dict[str, Any]:
+    def memory(self, user: UserRow, doc_id: str, key: str) -> MemoryContent:
         """One of the user's memories of the document with its stored items (pages, gists, tree nodes,
         fragments); another user's memory of the same text is not found."""
-        content = self.pm.memory(doc_id, key, user_id=user.id)
-        return {**memory_json(content.memory), "items": {k: v for k, v in content.items.items() if v}}
+        return self.pm.memory(doc_id, key, user_id=user.id)
 
     def _memory_of(self, user: UserRow, doc_id: str, method: str) -> Any:
         """The user's finished memory of a document built by ``method`` (the memory kind: ReadAgent's three methods
@@ -248,14 +251,12 @@ class Service:
         return {"document_id": doc_id, "method": record.method, "units": found}
 
     # --- libraries --------------------------------------------------------------------------------------------
-    def libraries(self, user: UserRow) -> list[dict[str, Any]]:
-        return [library_json(r) for r in self.pm.libraries(user_id=user.id)]
+    def libraries(self, user: UserRow) -> list[LibraryRow]:
+        return self.pm.libraries(user_id=user.id)
 
-    def library(self, user: UserRow, name: str) -> dict[str, Any]:
+    def library(self, user: UserRow, name: str) -> tuple[LibraryRow, list[LibraryDocumentRow]]:
         """One of the user's libraries with its documents (:class:`NotFound` for a name that is not theirs)."""
-        row = self.pm.library_row(name, user_id=user.id)
-        return {**library_json(row), "documents": [library_document_json(r)
-                                                   for r in self.pm.library_documents(name, user_id=user.id)]}
+        return self.pm.library_row(name, user_id=user.id), self.pm.library_documents(name, user_id=user.id)
 
     def add_to_library(self, user: UserRow, name: str, source: str | Path | bytes | None, doc_name: str | None,
                        encoding: str | None = None, document_id: str | None = None) -> dict[str, Any]:
@@ -324,13 +325,12 @@ class Service:
         return run
 
     def runs(self, user: UserRow, *, kind: str | None = None, status: str | None = None, target: str | None = None,
-             limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
-        found = self.pm.runs.list(user.id, kind=kind, status=status, target=target, limit=limit, offset=offset)
-        return [run_json(r) for r in found]
+             limit: int = 50, offset: int = 0) -> list[RunRow]:
+        return self.pm.runs.list(user.id, kind=kind, status=status, target=target, limit=limit, offset=offset)
 
-    def run(self, user: UserRow, run_id: str) -> dict[str, Any]:
-        found = self.own_run(user, run_id)
-        return {**run_json(found), "usage": summarize(self.pm.runs.steps(run_id))}
+    def run(self, user: UserRow, run_id: str) -> tuple[RunRow, dict[str, Any]]:
+        """One of the user's runs and its usage over every step."""
+        return self.own_run(user, run_id), summarize(self.pm.runs.steps(run_id))
 
     def steps(self, user: UserRow, run_id: str, after: int = -1, limit: int | None = None) -> list[Any]:
         self.own_run(user, run_id)
@@ -663,10 +663,6 @@ def _same_text(a: dict[str, Any], b: dict[str, Any]) -> bool:
     if a.get("unit") in ("passage", "message") or b.get("unit") in ("passage", "message"):
         return (a.get("document"), a.get("unit"), a.get("index")) == (b.get("document"), b.get("unit"), b.get("index"))
     return bool(a.get("document") == b.get("document"))
-
-
-def memory_json(m: Any) -> dict[str, Any]:
-    return {"key": m.key, "method": m.method, "status": m.status, "settings": m.settings, "model": m.model}
 
 
 def default_max_body(max_bytes: int) -> int:

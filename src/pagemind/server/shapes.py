@@ -248,6 +248,19 @@ def error_body(detail: str, kind: str, **extra: Any) -> dict[str, Any]:
     return {"detail": detail, "type": kind, **{k: v for k, v in extra.items() if v is not None}}
 
 
+class OpenAIErrorDetail(BaseModel):
+    message: str = Field(description="what is wrong")
+    type: str = Field(description="invalid_request_error, authentication_error, not_found_error, ...")
+    param: str | None = Field(None, description="the field at fault, when one is")
+    code: str | None = Field(None, description="pagemind's kind of error (InputError, NotFound...)")
+
+
+class OpenAIError(BaseModel):
+    """Every 4xx and 5xx answer of OpenAI's routes (``/v1/chat/completions``, ``/v1/models``), as its SDK reads it."""
+
+    error: OpenAIErrorDetail
+
+
 # OpenAI's routes answer errors in OpenAI's shape (what its SDK reads); Letta's in Letta's, which is FastAPI's
 # ``{"detail": ...}`` and so pagemind's own
 OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
@@ -300,6 +313,10 @@ def sources_text(citations: list[dict[str, Any]], named: bool, head: str = "Sour
         where = f"{c['document_name']}, " if named and c.get("document_name") else ""
         lines.append(f'[{n}] {where}{c.get("location", "")}: "{" ".join(str(c.get("quote", "")).split())[:width]}"')
     return f"\n\n{head}\n" + "\n".join(lines) if lines else ""
+
+
+def memory_json(m: Any) -> dict[str, Any]:
+    return {"key": m.key, "method": m.method, "status": m.status, "settings": m.settings, "model": m.model}
 
 
 def library_json(row: Any) -> dict[str, Any]:
