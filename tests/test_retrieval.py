@@ -116,3 +116,18 @@ def test_fit_adds_in_rank_order_skips_what_does_not_fit_and_orders_by_position()
     assert fit(ranked, lambda t: count(t) <= 99, order="position").indices == [1, 3]
     assert fit(ranked, lambda t: count(t) <= 1000, order="score", top_k=2).indices == [1, 3]
     assert fit(ranked, lambda t: count(t) <= 10, max_skips=1).indices == []  # stops after one miss
+
+
+def test_bm25s_says_nothing_at_debug_level_once_logging_is_configured(capsys):
+    """`pagemind eval` printed a stray "DEBUG:bm25s" line: bm25s sets its logger to DEBUG, and the evaluation's
+    scorers configure logging."""
+    import logging
+
+    handler = logging.StreamHandler()  # what logging.basicConfig() adds
+    logging.getLogger().addHandler(handler)
+    try:
+        BM25(["the keeper lit the lamp", "the gull flew"]).scores("lamp")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    err = capsys.readouterr().err
+    assert "bm25s" not in err and "Building index" not in err

@@ -7,6 +7,7 @@ mixed (:func:`mix`), and :func:`rrf` fuses by rank instead.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from typing import Literal, cast
@@ -39,6 +40,9 @@ class BM25:
             import bm25s
         except ImportError:
             raise ConfigError("BM25 needs bm25s: pip install bm25s") from None
+        # bm25s sets its own logger to DEBUG: once anything configures logging (the evaluation's scorers do), every
+        # index printed "DEBUG:bm25s:Building index from tokens"; its warnings still pass
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
         self.tokenize = tokenize
         self.n = len(texts)
         self.index = bm25s.BM25(k1=k1, b=b, method=method)
