@@ -8,10 +8,14 @@ from pagemind.cli.main import sample_path
 
 pytestmark = on_embedded_models()
 
+# every reader once on the real model: ReadAgent-P/-S and MemWalker check their citations in their own end-to-end
+# tests (test_integration_readagent.py, test_integration_memwalker.py), so one document here asks the others; the
+# library test asks one reader of each memory kind (whole text, fragments with and without FragRel, gists, a tree)
 READERS = [("full", {}), ("rag", {"fragment_words": 120}), ("op-rag", {"fragment_words": 120}),
-           ("rag", {"fragment_words": 120, "fragrel": True}), ("gistmem", {}), ("readagent-p", {}),
-           ("readagent-s", {"max_pages": 1}),
-           ("memwalker", {"segment_tokens": 200, "max_children": 3, "node_tokens": 120, "reasoning_chars": 80})]
+           ("rag", {"fragment_words": 120, "fragrel": True}), ("gistmem", {})]
+MEMWALKER = ("memwalker", {"segment_tokens": 200, "max_children": 3, "node_tokens": 120, "reasoning_chars": 80})
+LIBRARY_READERS = [("full", {}), ("op-rag", {"fragment_words": 120}), ("rag", {"fragment_words": 120, "fragrel": True}),
+                   ("readagent-p", {}), MEMWALKER]
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +62,7 @@ def test_a_library_of_real_texts_is_asked_with_every_method_and_cites_the_right_
     session.add("real-shelf", [shelf])
     library = session.library("real-shelf")
     question = "What is the name of the supply boat?"
-    for method, opts in READERS:
+    for method, opts in LIBRARY_READERS:
         answer = session.ask("real-shelf", question, method=method, **opts)
         assert answer.details["library"]["documents"] == 3, method
         for c in answer.citations:

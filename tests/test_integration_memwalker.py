@@ -57,6 +57,8 @@ def test_memwalker_end_to_end_on_the_embedded_model(session, book):
     assert d["leaves_read"] and set(d["leaves_read"]) <= set(leaves)
     assert answer.pages_read == [leaves[i] for i in d["leaves_read"]]
     assert 0 < d["fraction_read"] <= 1
+    document = session.document(book)  # every citation's quote is the document's text at its offsets
+    assert all(document.text[c.start:c.end] == c.quote and c.document == document.id for c in answer.citations)
     # it ends at a leaf that answered with one of the options, or records why there is no answer
     last = steps[-1]
     if answer.choice is not None:

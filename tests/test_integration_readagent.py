@@ -46,6 +46,8 @@ def test_readagent_p_end_to_end_on_the_embedded_model(session, tmp_path):
     dropped = [f for f in answer.fallbacks if f.startswith("page ") and "dropped" in f]
     assert len(answer.pages_read) + len(dropped) == len(named), (answer.pages_read, named, answer.fallbacks)
     assert answer.usage.prompt_tokens > 0
+    document = session.document(book)  # every citation's quote is the document's text at its offsets
+    assert all(document.text[c.start:c.end] == c.quote and c.document == document.id for c in answer.citations)
     # the same question again: memory and replies come from the store
     again = session.ask(book, question, options=options, method="readagent-p")
     assert again.letter == answer.letter and again.usage.calls == again.usage.cached_calls == 2
@@ -60,3 +62,5 @@ def test_readagent_s_and_free_form_on_the_embedded_model(session, tmp_path):
     roles = [e.role for e in answer.trace.events]
     assert roles[-1] == "answer" and 1 <= roles.count("lookup") <= 2 + 2 * 2
     assert len(set(answer.pages_read)) == len(answer.pages_read) <= 2
+    document = session.document(book)
+    assert all(document.text[c.start:c.end] == c.quote for c in answer.citations)
