@@ -102,4 +102,4 @@ else
     done
 fi
 
-say "done. Try: pagemind models list   |   run the tests: ruff check src tests benchmarks && mypy && python -m pytest -q"
+say "done. Try: pagemind models list   |   run the tests: ruff check src tests benchmarks && mypy && python -m pytest -q --durations=25"
