@@ -309,7 +309,8 @@ def _chat_with_document(pm: Pagemind, file: str, method: str, opts: dict[str, An
 
     def show_method(_: str) -> None:
         reader = plan.reader
-        click.echo(f"method: {reader.name} ({reader.about.summary})" + (f"; {plan.said()}" if plan.said() else ""))
+        shown = plan.method if plan.method == reader.name else f"{plan.method} -> {reader.name}"
+        click.echo(f"method: {shown} ({reader.about.summary})" + (f"; {plan.said()}" if plan.said() else ""))
         click.echo(f"options: {json.dumps(reader.options.as_dict(), default=str)}")
         click.echo(f"memory: {json.dumps(reader.describe(memory), default=str)}")
 

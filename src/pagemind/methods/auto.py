@@ -21,10 +21,10 @@ the pick's own (a ``preset``, ``fragment_words``...); the plan names those the p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..text import Document
-from .base import About, Chooser, Chosen
+from .base import About, Chooser, Chosen, Reader
 from .options import MAX_RETRIES, ReaderOptions, option
 
 ANSWER_RESERVE = 1024  # tokens beside the text: instructions, question, options and the reply
@@ -60,6 +60,13 @@ class Auto(Chooser):
     Options = AutoOptions
     unit = "fragment"
     options: AutoOptions
+
+    @classmethod
+    def readers(cls) -> dict[str, type[Reader[Any, Any]]]:
+        from . import registry
+
+        found = {name: registry.get(name) for name in cls.candidates}
+        return {name: method for name, method in found.items() if issubclass(method, Reader)}
 
     def choose(self, document: Document) -> Chosen:
         """Full text when the document fits ``(1 - room)`` of the window less the answer's reserve; else ``beyond``."""

@@ -554,11 +554,14 @@ class Chooser(Method):
         self.llm, self.store = llm, store
 
     @classmethod
+    @abstractmethod
+    def readers(cls) -> dict[str, type[Reader[Any, Any]]]:
+        """The classes of :attr:`candidates`, by name."""
+
+    @classmethod
     def candidate_options(cls) -> set[str]:
         """Every option a candidate declares (what may be given to the choice for the method it picks)."""
-        from . import registry
-
-        return {s.name for m in cls.candidates for s in registry.get(m).Options.specs()}
+        return {s.name for reader in cls.readers().values() for s in reader.Options.specs()}
 
     def options_for(self, method: type[Method], defaults: Mapping[str, Any] | None = None,
                     ) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -578,11 +581,9 @@ class Chooser(Method):
                 ) -> tuple[Reader[Any, Any], Chosen]:
         """The reader picked for ``document`` with the options it takes (``defaults``: options per candidate,
         under those given), and what was picked, why, and which of the options given it does not take."""
-        from . import registry
-
         chosen = self.choose(document)
-        method = registry.get(chosen.method)
-        if not issubclass(method, Reader) or chosen.method not in self.candidates:
+        method = self.readers().get(chosen.method)
+        if method is None:
             raise ConfigError(f"{self.name} picked {chosen.method!r}, which is not one of its readers")
         options, unused = self.options_for(method, (defaults or {}).get(chosen.method))
         return method(self.llm, self.store, method.Options.create(**options)), replace(chosen, unused=unused)
