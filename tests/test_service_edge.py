@@ -283,6 +283,23 @@ def test_deep_or_wide_json_is_refused_on_every_json_route(keyed):
     assert client("GET", "/v1/agents").json() == []
 
 
+def test_a_library_upload_is_streamed_like_a_document_upload(local):
+    """A PDF over --max-body (but within a PDF's limit, 16 x max_bytes) was refused by a library and accepted by
+    POST /v1/documents: both are streamed to a file against the document limits now."""
+    from test_formats import make_pdf
+
+    client, _ = local
+    pdf = make_pdf([[f"Page {i}: Wren reads the ledger."] for i in range(200)])
+    assert 50_000 < len(pdf) < 16 * MAX_BYTES  # over this server's max_body, within a PDF's limit
+    alone = client("POST", "/v1/documents", files={"file": ("ledger.pdf", pdf, "application/pdf")})
+    shelved = client("POST", "/v1/libraries/shelf/documents", files={"file": ("ledger.pdf", pdf, "application/pdf")})
+    assert alone.status_code == shelved.status_code == 201, shelved.text
+    assert client("GET", "/v1/libraries/shelf").json()["documents"][0]["words"] == alone.json()["words"]
+    json_body = client("POST", "/v1/libraries/shelf/documents", content=b'{"name":' * 100 + b'"x"' + b"}" * 100,
+                       headers={"Content-Type": "application/json"})
+    assert json_body.status_code == 422 and "nested" in json_body.json()["detail"]
+
+
 def test_a_nul_in_a_multipart_field_is_422(local):
     client, pm = local
     r = client("POST", "/v1/documents", files={"file": ("a.txt", b"some text here")}, data={"name": "a\x00b"})

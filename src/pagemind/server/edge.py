@@ -11,16 +11,17 @@
 - **One Authorization header**: two are refused (400) instead of one transport taking the first and another the
   last.
 - **Bounded bodies**: a body over ``max_body`` bytes is refused (413) as soon as its declared length or the bytes
-  read pass the limit; it is read here, so no route ever holds more. A JSON body nested deeper or holding more
+  read pass the limit; it is read here, so no route ever holds more (uploads, ``POST /v1/documents`` and ``POST
+  /v1/libraries/{name}/documents``, are streamed by their route instead). A JSON body nested deeper or holding more
   values than :mod:`pagemind.limits` allows is refused before it is parsed (422 / 413): megabytes of tiny objects
-  would cost a gigabyte of parsed objects, and deep nesting the parser's recursion. Uploads (``POST
-  /v1/documents``) are streamed by :mod:`.uploads` against the document limits instead.
+  would cost a gigabyte of parsed objects, and deep nesting the parser's recursion.
 - **HEAD** is served wherever GET is (the GET's headers, no body).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,8 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-STREAMED = (("POST", "/v1/documents"),)  # bodies read by their route against their own limits
+# uploads: bodies read by their route, streamed to a file against the document limits (a PDF may be 16x max_bytes)
+STREAMED = re.compile(r"^/v1/documents/?$|^/v1/libraries/[^/]+/documents/?$")
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ class Edge:
             await head(self.app, scope, receive, send)
             return
         if scope["method"] in ("POST", "PUT", "PATCH", "DELETE") and \
-                (scope["method"], scope["path"].rstrip("/")) not in STREAMED:
+                not (scope["method"] == "POST" and STREAMED.match(scope["path"])):
             body = await read_body(scope, receive, self.policy.max_body)
             if body is None:
                 await answer(send, 413, error_for(

@@ -24,7 +24,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import Request
 
 from ..errors import InputError, InputTooLarge, UnsupportedInput
-from ..limits import MAX_ENCODING, MAX_NAME
+from ..limits import MAX_ENCODING, MAX_NAME, check_json_shape
 from ..text.formats import CONTAINER_FACTOR, sniff_format
 
 HEAD = 1024  # the bytes sniff_format looks at
@@ -108,6 +108,9 @@ async def _body(request: Request, limit: int) -> bytearray:
 
 
 def _json_upload(body: bytearray, max_bytes: int) -> Upload:
+    refused = check_json_shape(bytes(body))  # before the parser builds anything (deep or countless values)
+    if refused is not None:
+        raise InputError(refused)
     try:
         payload = json.loads(body)
     except ValueError as err:  # JSONDecodeError and UnicodeDecodeError
