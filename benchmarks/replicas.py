@@ -189,7 +189,7 @@ def archival(pg_url: str, sqlite_path: Path, passages: int, dim: int = 384, quer
     """The 10 nearest of ``passages`` archival passages of one agent, Postgres vs SQLite."""
     import numpy as np
 
-    from pagemind.store.base import PassageRow
+    from pagemind.store.rows import PassageRow
 
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((passages, dim)).astype(np.float32)

@@ -127,7 +127,7 @@ def run_part(spec: dict) -> dict:
     from pagemind.llm.usage import Trace
     from pagemind.methods import registry
     from pagemind.methods.question import Question
-    from pagemind.store import SQLiteResponseCache
+    from pagemind.store import StoreResponseCache
 
     text = make_text(spec["words"])
     document = Document.from_text(text)
@@ -135,7 +135,7 @@ def run_part(spec: dict) -> dict:
     path = folder / "store.db"
     store = Store(path)
     backend = OpenAICompatible("mock", base_url=spec["url"], context_window=spec["window"])
-    llm = LLM(backend, cache=SQLiteResponseCache(store), concurrency=spec["concurrency"])
+    llm = LLM(backend, cache=StoreResponseCache(store), concurrency=spec["concurrency"])
     options = {"preset": "quality", **spec.get("options", {})}
     readers = READERS[spec["method"]]
     first = registry.get(readers[0])(llm, store, **options)

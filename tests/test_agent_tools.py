@@ -7,13 +7,13 @@ from pagemind.agent import Agent, AgentOptions
 from pagemind.errors import BadRequest, ConfigError
 from pagemind.llm.mockserver import MockServer
 from pagemind.llm.openai import OpenAICompatible
-from pagemind.store import SQLiteResponseCache
+from pagemind.store import StoreResponseCache
 
 
 def agent_on(server, store=None, name="ana", tools=True, **options):
     backend = OpenAICompatible("m", base_url=server.url, context_window=8192, tools=tools)
     store = store or Store(":memory:")
-    agent = Agent.create(LLM(backend, cache=SQLiteResponseCache(store)), store, name,
+    agent = Agent.create(LLM(backend, cache=StoreResponseCache(store)), store, name,
                          options=AgentOptions(embedder="none", **options))
     return agent, backend
 
@@ -98,7 +98,7 @@ def test_tool_calls_survive_the_response_cache():
     with MockServer(script=script) as server:
         store = Store(":memory:")
         backend = OpenAICompatible("m", base_url=server.url, context_window=8192)
-        llm = LLM(backend, cache=SQLiteResponseCache(store))
+        llm = LLM(backend, cache=StoreResponseCache(store))
         from pagemind.llm.base import LLMRequest, Tool
 
         request = LLMRequest.user("x", tools=(Tool("send_message", "say", {"type": "object"}),))

@@ -12,7 +12,7 @@ from helpers import first_words_gist, make_text, middle_label
 from pagemind import LLM, Document, ScriptedLLM, Store
 from pagemind.leases import HOST, Lease
 from pagemind.methods import registry
-from pagemind.store import SQLiteResponseCache
+from pagemind.store import StoreResponseCache
 
 TEXT = make_text(40, 60)
 
@@ -27,7 +27,7 @@ class Slow:
 
 
 def reader(fake, store):
-    llm = LLM(fake, cache=SQLiteResponseCache(store), concurrency=2)
+    llm = LLM(fake, cache=StoreResponseCache(store), concurrency=2)
     return registry.get("readagent-p")(llm, store, preset="quality")
 
 

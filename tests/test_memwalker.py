@@ -18,7 +18,7 @@ from pagemind.methods.memwalker.parsing import parse_leaf, parse_triage
 from pagemind.methods.memwalker.segment import segment_text
 from pagemind.methods.question import Question
 from pagemind.prompts import get_prompt
-from pagemind.store import SQLiteResponseCache
+from pagemind.store import StoreResponseCache
 
 QUESTION = Question("Which?", ("one", "two", "three", "four"))
 LEAF_TAIL = ". Summarize the above text comprehensively into a fluent passage."
@@ -36,7 +36,7 @@ def echo(request):
 
 def walker(fake, store=None, concurrency=4, **opts):
     store = store or Store(":memory:")
-    llm = LLM(fake, cache=SQLiteResponseCache(store), concurrency=concurrency)
+    llm = LLM(fake, cache=StoreResponseCache(store), concurrency=concurrency)
     opts = {"segment_tokens": 25, "max_children": 2, **opts}
     return MemWalker(llm, store, MemWalkerOptions.create("quality", **opts))
 

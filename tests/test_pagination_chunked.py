@@ -9,7 +9,7 @@ from helpers import first_words_gist, make_text, middle_label
 from pagemind import LLM, Document, ScriptedLLM, Store
 from pagemind.methods import registry
 from pagemind.methods.readagent.build import plan_chunks
-from pagemind.store import SQLiteResponseCache
+from pagemind.store import StoreResponseCache
 from pagemind.text import split_paragraphs
 
 TEXT = make_text(120, 60)  # 7,200 words; chunks of 1,500 words: 25 paragraphs each, the last 20
@@ -17,7 +17,7 @@ TEXT = make_text(120, 60)  # 7,200 words; chunks of 1,500 words: 25 paragraphs e
 
 def reader(fake, store=None, concurrency=4, **opts):
     store = store or Store(":memory:")
-    llm = LLM(fake, cache=SQLiteResponseCache(store), concurrency=concurrency)
+    llm = LLM(fake, cache=StoreResponseCache(store), concurrency=concurrency)
     return registry.get("readagent-p")(llm, store, preset="quality", **opts)
 
 

@@ -11,7 +11,7 @@ import pytest
 from helpers import make_text
 from pagemind import LLM, Document, ScriptedLLM, Store
 from pagemind.methods import registry
-from pagemind.store import SQLiteResponseCache
+from pagemind.store import StoreResponseCache
 from pagemind.text import split_paragraphs
 
 TEXT = make_text(60, 60)  # 3,600 words, about 9 pages
@@ -36,7 +36,7 @@ def gist(request) -> str:
 
 def reader(fake, store=None, window=32768, **opts):
     store = store or Store(":memory:")
-    llm = LLM(fake, cache=SQLiteResponseCache(store), concurrency=1)
+    llm = LLM(fake, cache=StoreResponseCache(store), concurrency=1)
     return registry.get("readagent-p")(llm, store, preset="quality", **opts)
 
 
@@ -189,7 +189,7 @@ def test_a_memory_of_continued_gists_built_before_their_checks_is_built_again():
     assert continued.key_settings()["builder"] == 2  # ReadAgent's build version 2: continued gists are checked
     doc = Document.from_text(TEXT)
     older = continued.memory_settings()  # the key of a memory built before the checks (no version in it)
-    from pagemind.store.base import memory_key
+    from pagemind.store.rows import memory_key
 
     assert continued.memory_key(doc) != memory_key(doc.id, "readagent", older, continued.memory_model())
     assert paper.memory_key(doc) == memory_key(doc.id, "readagent", paper.memory_settings(), paper.memory_model())

@@ -10,7 +10,7 @@ from pagemind.methods.full import FullText
 from pagemind.methods.question import Question
 from pagemind.methods.rag import RAG, RAGOptions
 from pagemind.retrieval.embed import HashingEmbedder
-from pagemind.store import SQLiteResponseCache
+from pagemind.store import StoreResponseCache
 
 DOC = Document.from_text(make_text(10, 50))  # 10 paragraphs "p{i}w0 ... p{i}w49." = 500 words
 
@@ -23,7 +23,7 @@ def context_of(fake: ScriptedLLM) -> str:
 def reader(fake=None, store=None, mode="rag", embedder=None, **opts):
     fake = fake or ScriptedLLM(by_role={"answer": "Answer: (B) two"})
     store = store or Store(":memory:")
-    llm = LLM(fake, cache=SQLiteResponseCache(store), concurrency=1)
+    llm = LLM(fake, cache=StoreResponseCache(store), concurrency=1)
     opts.setdefault("fragment_words", 50)
     return registry.get(mode)(llm, store, RAGOptions.create("quality", **opts), embedder), fake
 
@@ -117,7 +117,7 @@ def test_dense_scorer_embeds_once_into_the_store(tmp_path):
 def test_pages_fragments_reuse_readagent_pages():
     fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist, "answer": "Answer: (C)"})
     store = Store(":memory:")
-    llm = LLM(fake, cache=SQLiteResponseCache(store), concurrency=1)
+    llm = LLM(fake, cache=StoreResponseCache(store), concurrency=1)
     rag = RAG(llm, store, fragments="pages", top_k=1)
     doc = Document.from_text(make_text(30, 60))
     memory = rag.build(doc)

@@ -9,14 +9,14 @@ from pagemind.llm.base import Message
 from pagemind.methods import registry
 from pagemind.methods.question import Question
 from pagemind.methods.readagent import ReadAgentP
-from pagemind.store import SQLiteResponseCache
+from pagemind.store import StoreResponseCache
 
 QUESTION = Question("Which page?", ("one", "two", "three", "four"))
 
 
 def agent(fake, store=None, mode="readagent-p", **opts):
     store = store or Store(":memory:")
-    llm = LLM(fake, cache=SQLiteResponseCache(store), concurrency=4)
+    llm = LLM(fake, cache=StoreResponseCache(store), concurrency=4)
     return registry.get(mode)(llm, store, preset="quality", **opts)
 
 

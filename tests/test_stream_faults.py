@@ -12,7 +12,7 @@ from pagemind.llm.base import LLMRequest
 from pagemind.llm.client import LLM
 from pagemind.llm.mockserver import MockServer
 from pagemind.llm.openai import OpenAICompatible
-from pagemind.store import SQLiteResponseCache, Store
+from pagemind.store import Store, StoreResponseCache
 from pagemind.text import Document
 
 FULL = "Wren finds the map in the sea chest below the stairs."
@@ -23,7 +23,7 @@ BROKE = {"error event": "the server sent an error event: CUDA out of memory", "c
 def client(server: MockServer, store: Store, **kwargs) -> tuple[LLM, list[float]]:
     sleeps: list[float] = []
     backend = OpenAICompatible("mock", base_url=server.url, context_window=4096)
-    return LLM(backend, cache=SQLiteResponseCache(store), sleep=sleeps.append, **kwargs), sleeps
+    return LLM(backend, cache=StoreResponseCache(store), sleep=sleeps.append, **kwargs), sleeps
 
 
 @pytest.mark.parametrize("fault", FAULTS)

@@ -12,13 +12,13 @@ from pagemind.llm.client import LLM
 from pagemind.llm.fake import ScriptedLLM
 from pagemind.llm.mockserver import MockServer
 from pagemind.llm.openai import OpenAICompatible
-from pagemind.store import SQLiteResponseCache, Store
+from pagemind.store import Store, StoreResponseCache
 from pagemind.text import Document
 
 
 def test_a_backend_that_cannot_stream_hands_over_the_reply_once_and_a_cached_reply_streams_at_once():
     store = Store(":memory:")
-    llm = LLM(ScriptedLLM(replies=["Wren finds it."]), cache=SQLiteResponseCache(store))
+    llm = LLM(ScriptedLLM(replies=["Wren finds it."]), cache=StoreResponseCache(store))
     pieces: list[str] = []
     response, _ = llm.complete(LLMRequest.user("who?"), on_text=pieces.append)
     assert pieces == ["Wren finds it."] and response.text == "Wren finds it."

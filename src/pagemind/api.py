@@ -19,8 +19,8 @@ from .methods import registry
 from .methods.base import Chooser, Chosen, Memory, Method, Progress, Reader
 from .methods.question import Answer, Question
 from .runs import Recorder, Runs
-from .store import SQLiteResponseCache, StoreBackend, open_store
-from .store.base import (
+from .store import SQLStore, StoreResponseCache, open_store
+from .store.rows import (
     AgentRow,
     DocumentRow,
     LibraryDocumentRow,
@@ -76,7 +76,7 @@ class Pagemind:
         **settings: any :class:`Settings` field (argument > ``PAGEMIND_*`` env > config file > default).
     """
 
-    def __init__(self, llm: str | Backend | None = None, *, store: StoreBackend | str | Path | None = None,
+    def __init__(self, llm: str | Backend | None = None, *, store: SQLStore | str | Path | None = None,
                  settings: Settings | None = None, **given: Any) -> None:
         if settings is None:
             settings = resolve_settings(llm=llm if isinstance(llm, str) else None, **given)
@@ -91,7 +91,7 @@ class Pagemind:
         """The client; the backend is opened on first use (loading a local model takes seconds)."""
         if self._llm is None:
             backend = self._backend or open_backend(self.settings)
-            cache = SQLiteResponseCache(self.store) if self.settings.cache else None
+            cache = StoreResponseCache(self.store) if self.settings.cache else None
             self._llm = LLM(backend, cache=cache, concurrency=self.settings.concurrency,
                             max_retries=self.settings.max_retries)
         return self._llm

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 from .errors import PagemindError
 from .processes import HOST, pid_alive
-from .store import LockHolder, StoreBackend
+from .store import LockHolder, SQLStore
 
 STALE_AFTER = 300.0  # seconds without a refresh before a holder on another host counts as gone
 
@@ -46,7 +46,7 @@ class Lease:
     """``with lease.held(on_wait=...):`` takes the lease (waiting while a live holder has it); ``refresh()`` says
     the holder is alive (throttled to once every few seconds, so it can be called on every progress report)."""
 
-    def __init__(self, store: StoreBackend, name: str, *, stale_after: float = STALE_AFTER, poll: float = 0.2,
+    def __init__(self, store: SQLStore, name: str, *, stale_after: float = STALE_AFTER, poll: float = 0.2,
                  refresh_every: float = 5.0, timeout: float | None = None) -> None:
         self.store = store
         self.name = name

@@ -27,7 +27,7 @@ from .errors import InputError, NotFound
 from .text import Document, load_document
 
 if TYPE_CHECKING:
-    from .store import StoreBackend
+    from .store import SQLStore
 
 # what a folder read as a library holds (anything else in it is skipped, named in the report)
 DOCUMENT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown", ".html", ".htm", ".xhtml", ".pdf", ".epub",
@@ -197,9 +197,9 @@ class Change:
 
 
 class Libraries:
-    """A user's stored libraries (``scope``: :func:`pagemind.store.base.memory_scope`), over the store."""
+    """A user's stored libraries (``scope``: :func:`pagemind.store.rows.memory_scope`), over the store."""
 
-    def __init__(self, store: StoreBackend, scope: str) -> None:
+    def __init__(self, store: SQLStore, scope: str) -> None:
         self.store, self.scope = store, scope
 
     def rows(self) -> list[Any]:

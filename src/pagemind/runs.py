@@ -29,7 +29,7 @@ from typing import Any
 from .errors import PagemindError
 from .llm.usage import Trace, TraceEvent
 from .steps import Decision, Error, LLMCall, Note, Phase, Step, data, from_row
-from .store import RunRow, StepRow, StoreBackend
+from .store import RunRow, SQLStore, StepRow
 
 STATUSES = ("queued", "running", "done", "failed", "cancelled")
 ENDED = ("done", "failed", "cancelled")
@@ -53,7 +53,7 @@ def new_run_id() -> str:
 class Runs:
     """The runs of one store."""
 
-    def __init__(self, store: StoreBackend) -> None:
+    def __init__(self, store: SQLStore) -> None:
         self.store = store
 
     def create(self, kind: str, target: str, *, method: str | None = None, request: dict[str, Any] | None = None,
@@ -123,7 +123,7 @@ class Runs:
         return Recorder(self.store, run if isinstance(run, str) else run.id, telemetry=telemetry)
 
 
-def settled(store: StoreBackend, run: RunRow) -> RunRow:
+def settled(store: SQLStore, run: RunRow) -> RunRow:
     """The run, marked failed with :data:`INTERRUPTED` first when it is queued or running and its process is gone
     (its lease ``run:<id>`` can be taken). Cheap for a run held by a live process on this host: one read."""
     if run.status not in ("queued", "running"):
@@ -163,7 +163,7 @@ class Recorder:
     both stop the run with :class:`RunCancelled` once a cancel was requested.
     """
 
-    def __init__(self, store: StoreBackend, run_id: str, poll: float = 0.5, telemetry: Any = None) -> None:
+    def __init__(self, store: SQLStore, run_id: str, poll: float = 0.5, telemetry: Any = None) -> None:
         self.store = store
         self.run_id = run_id
         self.telemetry = telemetry  # a pagemind.telemetry.Telemetry: the run and its calls as OpenTelemetry spans

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from .store.base import StepRow
+from .store.rows import StepRow
 
 __all__ = [
     "KINDS",

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from .errors import ConfigError
-from .store import LOCAL_USER, StoreBackend, UserRow, memory_scope
+from .store import LOCAL_USER, SQLStore, UserRow, memory_scope
 
 NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 
@@ -27,7 +27,7 @@ def new_key() -> str:
     return "pm_" + secrets.token_urlsafe(32)
 
 
-def create_user(store: StoreBackend, name: str) -> tuple[UserRow, str]:
+def create_user(store: SQLStore, name: str) -> tuple[UserRow, str]:
     """A new user and their first API key (returned once; only its hash is stored)."""
     if not NAME.match(name):
         raise ConfigError(f"user name {name!r}: use letters, digits, '_', '.', '@', '-' (at most 64)")
@@ -40,7 +40,7 @@ def create_user(store: StoreBackend, name: str) -> tuple[UserRow, str]:
     return user, key
 
 
-def add_key(store: StoreBackend, name: str) -> str:
+def add_key(store: SQLStore, name: str) -> str:
     """One more API key for an existing user."""
     user = require_user(store, name)
     key = new_key()
@@ -48,7 +48,7 @@ def add_key(store: StoreBackend, name: str) -> str:
     return key
 
 
-def authenticate(store: StoreBackend, key: str | None) -> UserRow | None:
+def authenticate(store: SQLStore, key: str | None) -> UserRow | None:
     """The user a key belongs to, or None (no key, a wrong key)."""
     if not key:
         return None
@@ -58,7 +58,7 @@ def authenticate(store: StoreBackend, key: str | None) -> UserRow | None:
 LOCAL = LOCAL_USER
 
 
-def local_user(store: StoreBackend) -> UserRow:
+def local_user(store: SQLStore) -> UserRow:
     """The user named ``local``, created on demand with a key nobody is shown: who acts over ``pagemind mcp``
     (stdio) and on a server that runs without keys."""
     user = store.get_user(LOCAL)
@@ -69,20 +69,20 @@ def local_user(store: StoreBackend) -> UserRow:
     return user
 
 
-def require_user(store: StoreBackend, name: str) -> UserRow:
+def require_user(store: SQLStore, name: str) -> UserRow:
     user = store.get_user(name)
     if user is None:
         raise ConfigError(f"no user named {name!r} (`pagemind users list` shows them)")
     return user
 
 
-def holdings(store: StoreBackend, user_id: int) -> dict[str, int]:
+def holdings(store: SQLStore, user_id: int) -> dict[str, int]:
     """How many documents, agents and runs a user has."""
     return {"documents": len(store.user_documents(user_id)), "agents": len(store.user_agents(user_id)),
             "runs": store.count_runs(user_id)}
 
 
-def export_user(store: StoreBackend, user_id: int) -> dict[str, Any]:
+def export_user(store: SQLStore, user_id: int) -> dict[str, Any]:
     """Everything of one user as one JSON-able archive: documents with their texts and the memories the user's own
     requests made of them (with their items), agents with their core memory, history and archival passages, and runs
     with their steps."""
@@ -113,7 +113,7 @@ def export_user(store: StoreBackend, user_id: int) -> dict[str, Any]:
             "runs": runs}
 
 
-def erase_user(store: StoreBackend, user_id: int) -> dict[str, int]:
+def erase_user(store: SQLStore, user_id: int) -> dict[str, int]:
     """Delete everything of one user and nothing else (their account and keys stay): their memories go, also those
     of a text another user still holds, and no other user's memory of the same text goes."""
     return store.erase_user_data(user_id)
@@ -123,7 +123,7 @@ class Users:
     """The users of one store, the functions above bound to it (``Pagemind.users``): what the server, MCP and the
     ``pagemind users`` commands ask about users."""
 
-    def __init__(self, store: StoreBackend) -> None:
+    def __init__(self, store: SQLStore) -> None:
         self._store = store
 
     def create(self, name: str) -> tuple[UserRow, str]:

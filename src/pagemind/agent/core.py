@@ -14,7 +14,7 @@ from ..errors import ConfigError
 from ..limits import check_block
 from ..llm.client import LLM
 from ..llm.usage import Trace
-from ..store import StoreBackend
+from ..store import SQLStore
 from .archive import Archive
 from .context import MainContext, prompt
 from .functions import Toolbox
@@ -31,7 +31,7 @@ HISTORY_KINDS = ("user_message", "step", "function_result", "heartbeat", "system
 class Agent:
     """A persistent MemGPT agent in a pagemind store. ``llm`` may be None for reading its memory only."""
 
-    def __init__(self, llm: LLM | None, store: StoreBackend | AgentStore, record: AgentRecord, *,
+    def __init__(self, llm: LLM | None, store: SQLStore | AgentStore, record: AgentRecord, *,
                  embedder: Any = "auto", clock: Callable[[], datetime] | None = None, lock_timeout: float = 120.0,
                  stale_after: float = 900.0) -> None:
         self.store = store if isinstance(store, AgentStore) else AgentStore(store)
@@ -47,7 +47,7 @@ class Agent:
 
     # --- creation and loading ----------------------------------------------------------------------
     @classmethod
-    def create(cls, llm: LLM | None, store: StoreBackend | AgentStore, name: str, *, persona: str | None = None,
+    def create(cls, llm: LLM | None, store: SQLStore | AgentStore, name: str, *, persona: str | None = None,
                human: str | None = None, blocks: dict[str, str] | None = None,
                options: AgentOptions | None = None, display_name: str | None = None,
                limits: dict[str, int] | None = None, **kwargs: Any) -> Agent:
@@ -78,7 +78,7 @@ class Agent:
         return agent
 
     @classmethod
-    def load(cls, llm: LLM | None, store: StoreBackend | AgentStore, name: str, **kwargs: Any) -> Agent:
+    def load(cls, llm: LLM | None, store: SQLStore | AgentStore, name: str, **kwargs: Any) -> Agent:
         astore = store if isinstance(store, AgentStore) else AgentStore(store)
         return cls(llm, astore, astore.get_agent(name), **kwargs)
 

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from ..errors import PagemindError
 from ..leases import Lease, LeaseBusy
-from ..store import LockHolder, StoreBackend
+from ..store import LockHolder, SQLStore
 
 
 class AgentBusy(PagemindError):
@@ -28,7 +28,7 @@ class AgentBusy(PagemindError):
 class TurnLock(Lease):
     """The per-agent lease; ``with lock.held(): ...`` around a turn, ``lock.refresh()`` before each step."""
 
-    def __init__(self, store: StoreBackend, agent_id: int, *, timeout: float = 120.0, stale_after: float = 900.0,
+    def __init__(self, store: SQLStore, agent_id: int, *, timeout: float = 120.0, stale_after: float = 900.0,
                  poll: float = 0.05) -> None:
         super().__init__(store, f"agent:{agent_id}", stale_after=stale_after, poll=poll, refresh_every=1.0,
                          timeout=timeout)

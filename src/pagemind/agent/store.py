@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import PagemindError
-from ..store import AgentRow, BlockRow, EventRow, PassageRow, StoreBackend
+from ..store import AgentRow, BlockRow, EventRow, PassageRow, SQLStore
 from .memory import SEARCH_KINDS, AgentOptions, AgentState, Block, Event, Passage
 
 
@@ -49,9 +49,9 @@ def _passage(row: PassageRow) -> Passage:
 
 
 class AgentStore:
-    """The agent part of one pagemind store (any :class:`~pagemind.store.StoreBackend`)."""
+    """The agent part of one pagemind store (any :class:`~pagemind.store.SQLStore`)."""
 
-    def __init__(self, store: StoreBackend) -> None:
+    def __init__(self, store: SQLStore) -> None:
         self.store = store
 
     @contextmanager

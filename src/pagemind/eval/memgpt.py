@@ -24,7 +24,7 @@ from ..llm.client import LLM
 from ..methods.options import ReaderOptions, option
 from ..methods.question import Answer, read_choice
 from ..prompts import get_prompt
-from ..store import Store, StoreBackend
+from ..store import SQLStore, Store
 from ..text import Document
 from .datasets import Example
 
@@ -53,7 +53,7 @@ class MemGPTEval:
 
     name = "memgpt"
 
-    def __init__(self, llm: LLM, store: StoreBackend, **options: Any) -> None:
+    def __init__(self, llm: LLM, store: SQLStore, **options: Any) -> None:
         self.llm = llm
         self.store = AgentStore(store)
         self.options = MemGPTEvalOptions.create(**options)

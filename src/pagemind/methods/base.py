@@ -25,7 +25,7 @@ from ..errors import ConfigError
 from ..library import Library, Shelf
 from ..llm.client import LLM
 from ..llm.usage import Trace
-from ..store import StoreBackend, memory_key
+from ..store import SQLStore, memory_key
 from .evidence import Evidence
 from .options import ReaderOptions
 from .question import Answer, Question
@@ -68,7 +68,7 @@ OptionsT = TypeVar("OptionsT", bound=ReaderOptions)
 class MemoryWriter:
     """Where ``_build`` reads what an interrupted build already stored and writes each unit as it finishes."""
 
-    def __init__(self, store: StoreBackend, key: str) -> None:
+    def __init__(self, store: SQLStore, key: str) -> None:
         self.store, self.key = store, key
 
     def items(self, kind: str) -> list[dict[str, Any]]:
@@ -183,7 +183,7 @@ class Reader(Method, Generic[M, OptionsT]):
     # again (it is part of their key from 2 on; 1 leaves the keys of memories stored before versions existed).
     builder_version: ClassVar[int] = 1
 
-    def __init__(self, llm: LLM, store: StoreBackend, options: OptionsT | None = None, **given: Any) -> None:
+    def __init__(self, llm: LLM, store: SQLStore, options: OptionsT | None = None, **given: Any) -> None:
         if options is not None and given:
             raise TypeError("give options or keyword options, not both")
         opts: Any = options if options is not None else self.Options.create(**given)
@@ -539,7 +539,7 @@ class Chooser(Method):
 
     candidates: ClassVar[tuple[str, ...]] = ()  # the methods it may pick
 
-    def __init__(self, llm: LLM, store: StoreBackend, options: ReaderOptions | None = None, **given: Any) -> None:
+    def __init__(self, llm: LLM, store: SQLStore, options: ReaderOptions | None = None, **given: Any) -> None:
         if options is not None and given:
             raise TypeError("give options or keyword options, not both")
         own = {s.name for s in self.Options.specs()}

@@ -17,7 +17,7 @@ from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..retrieval.fragments import Fragment, from_dicts, split_pages, split_words
 from ..retrieval.select import fit
-from ..store import StoreBackend
+from ..store import SQLStore
 from ..text import Document
 from .answering import answer_request
 from .base import About, Build, Context, MemoryWriter, Reader, Reading, StoredMemory
@@ -118,7 +118,7 @@ class RAG(Reader[RAGMemory, RAGOptions]):
     unit = "fragment"
     order: Literal["score", "position"] = "score"
 
-    def __init__(self, llm: LLM, store: StoreBackend, options: RAGOptions | None = None,
+    def __init__(self, llm: LLM, store: SQLStore, options: RAGOptions | None = None,
                  embedder: Embedder | None = None, **given: Any) -> None:
         super().__init__(llm, store, options, **given)
         self.order = self.options.order or self.order

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..store import StoreBackend
+    from ..store import SQLStore
 
 
 def text_hash(text: str) -> str:
@@ -20,9 +20,9 @@ def text_hash(text: str) -> str:
 
 
 class EmbeddingCache:
-    """Sub-chunk vectors per text in a pagemind store (any :class:`~pagemind.store.StoreBackend`)."""
+    """Sub-chunk vectors per text in a pagemind store (any :class:`~pagemind.store.SQLStore`)."""
 
-    def __init__(self, store: StoreBackend):
+    def __init__(self, store: SQLStore):
         self.store = store
 
     def get_many(self, model: str, texts: Sequence[str]) -> list[np.ndarray | None]:

@@ -36,7 +36,7 @@ from .workers import Workers
 if TYPE_CHECKING:
     from ..agent.memory import AgentOptions, Block, Event, Passage
     from ..api import Pagemind
-    from ..store.base import (
+    from ..store.rows import (
         AgentRow,
         DocumentRow,
         LibraryDocumentRow,

@@ -3,7 +3,7 @@ default) or Postgres (``postgres.PostgresStore``, imported only when a postgresq
 from pathlib import Path
 
 from ..hashing import canonical_json
-from .base import (
+from .rows import (
     LOCAL_USER,
     AgentRow,
     BlockRow,
@@ -23,14 +23,14 @@ from .base import (
     memory_key,
     memory_scope,
 )
-from .sql import SQLStore, StoreBackend
+from .sql import SQLStore
 from .sqlite import Store
 
 
-def open_store(spec: str | Path | StoreBackend) -> StoreBackend:
+def open_store(spec: str | Path | SQLStore) -> SQLStore:
     """The store a setting names: a ``postgresql://`` (or ``postgres://``) URL opens a Postgres store, anything
     else is a SQLite file (``:memory:`` too); a store object is returned as it is."""
-    if isinstance(spec, StoreBackend):
+    if isinstance(spec, SQLStore):
         return spec
     if str(spec).startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresStore
@@ -38,8 +38,6 @@ def open_store(spec: str | Path | StoreBackend) -> StoreBackend:
         return PostgresStore(str(spec))
     return Store(spec)
 
-
-SQLiteResponseCache = StoreResponseCache  # the name before the store had an interface
 
 __all__ = [
     "LOCAL_USER",
@@ -54,10 +52,8 @@ __all__ = [
     "PassageRow",
     "RunRow",
     "SQLStore",
-    "SQLiteResponseCache",
     "StepRow",
     "Store",
-    "StoreBackend",
     "StoreResponseCache",
     "StoreTooNew",
     "StoredVectors",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from ..errors import PagemindError
-from .sql import StoreBackend
+from .sql import SQLStore
 
 # (table, columns), parents before children (foreign keys hold at every insert)
 TABLES: list[tuple[str, tuple[str, ...]]] = [
@@ -77,7 +77,7 @@ class CopyReport:
         return all(t.ok for t in self.tables)
 
 
-def copy_store(source: StoreBackend, destination: StoreBackend, *, merge: bool = False) -> CopyReport:
+def copy_store(source: SQLStore, destination: SQLStore, *, merge: bool = False) -> CopyReport:
     """Copy every table of ``source`` into ``destination`` (see the module's docstring); the counts of each."""
     before = {table: destination.count_rows(table) for table, _ in TABLES}
     if not merge and any(before.values()):

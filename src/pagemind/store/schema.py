@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .base import StoreTooNew
+from .rows import StoreTooNew
 
 if TYPE_CHECKING:
     from .sql import SQLStore

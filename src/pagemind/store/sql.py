@@ -12,11 +12,11 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from ..hashing import canonical_json
 from ..llm.base import LLMResponse, ToolCall
-from .base import (
+from .rows import (
     AgentRow,
     BlockRow,
     DocumentRow,
@@ -136,15 +136,50 @@ def _one(rows: Any) -> Any:
     return None if row is None else row[0]
 
 
+class Dialect(Protocol):
+    """What a database does differently, declared once (``sqlite.SQLite``, ``postgres.Postgres``): the store's SQL
+    is written once against these names, placeholders ``?`` and the column types of :mod:`.schema`."""
+
+    name: str  # "sqlite" | "postgres": which scripts of a migration run
+    types: ClassVar[dict[str, str]]  # ``{ID}``, ``{INT}``, ``{REAL}``, ``{BLOB}``, ``{VEC}``... in migrations
+    migrations_table: str  # the DDL of the table that records applied migrations
+    records_order: str  # the column that orders rows by insertion ("rowid", "id")
+    insertion_order: str
+    ilike: str  # case-insensitive LIKE
+    same: str  # null-safe equality ("IS", "IS NOT DISTINCT FROM")
+    no_limit: str  # LIMIT that means "every row"
+    where: str  # the database as messages name it (a path, or a URL without its password)
+
+    def ready(self) -> None: ...
+    def close(self) -> None: ...
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Rows: ...
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int: ...
+    def transaction(self) -> AbstractContextManager[None]: ...
+    def snapshot(self) -> Any: ...  # a context manager: one consistent view for several reads
+    def stream(self, sql: str) -> Iterator[tuple[Any, ...]]: ...
+    def locking(self, sql: str, strong: bool = False) -> str: ...
+    def lock_migrations(self, store: SQLStore) -> None: ...
+    def prepare_schema(self, store: SQLStore) -> None: ...
+    def lock_name(self, store: SQLStore, name: str) -> None: ...
+    def liveness_key(self) -> int | None: ...
+    def session_alive(self, store: SQLStore, key: int | None) -> bool: ...
+    def with_extra(self, table: str, columns: list[str], rows: list[tuple]) -> tuple[list[str], list[tuple]]: ...
+    def after_load(self, store: SQLStore, table: str) -> None: ...
+    def reserve_ids(self, store: SQLStore, table: str, n: int) -> list[int]: ...
+    def load(self, store: SQLStore, table: str, columns: Sequence[str], rows: Sequence[tuple]) -> int: ...
+    def nearest(self, store: SQLStore, agent_id: int, embedder: str, query: bytes,
+                limit: int | None) -> tuple[int, list[int]]: ...
+
+
 class SQLStore:
     """Documents, memories, embeddings, the LLM response cache, agents, users, runs and leases in one database,
     over a dialect (``sqlite.Store(path)`` and ``postgres.PostgresStore(url)`` make one). Safe to share between
     threads; any number of processes may open the same database."""
 
-    def __init__(self, dialect: Any) -> None:
+    def __init__(self, dialect: Dialect) -> None:
         from .schema import migrate
 
-        self.db = dialect
+        self.db: Dialect = dialect
         try:
             migrate(self)
             dialect.ready()
@@ -784,6 +819,3 @@ class SQLStore:
     def count_rows(self, table: str) -> int:
         _check_names(table, ())
         return int(_one(self.execute(f"SELECT COUNT(*) FROM {table}")))
-
-
-StoreBackend = SQLStore  # the storage interface: one implementation, a dialect per database

@@ -11,7 +11,7 @@ from ..hashing import content_hash
 from ..llm.base import LLMResponse
 
 if TYPE_CHECKING:
-    from .sql import SQLStore as StoreBackend
+    from .sql import SQLStore as SQLStore
 
 
 class StoreTooNew(ConfigError):
@@ -28,7 +28,7 @@ def memory_key(document_id: str, method: str, settings: dict[str, Any], model: s
 LOCAL_USER = "local"  # the machine's own user: the CLI, ``pagemind mcp`` and ``pagemind serve --auth none``
 
 
-def memory_scope(store: StoreBackend, user_id: int | None) -> str:
+def memory_scope(store: SQLStore, user_id: int | None) -> str:
     """Whose memories and cached LLM replies a user's requests use: ``""`` for the local user (``user_id`` None,
     or the user named ``local``), shared with the CLI; ``u<id>`` for every other user, theirs alone."""
     if user_id is None:
@@ -218,7 +218,7 @@ class StepRow:
 class StoreResponseCache:
     """The LLM response cache of a store, content-addressed on model + request (``LLMRequest.cache_key``)."""
 
-    def __init__(self, store: StoreBackend) -> None:
+    def __init__(self, store: SQLStore) -> None:
         self.store = store
 
     def get(self, key: str) -> LLMResponse | None:
