@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -88,14 +89,23 @@ def checked(model: type[M], **values: Any) -> M:
 
 
 # --- the tools ------------------------------------------------------------------------------------------
-def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False) -> MCPServer:
-    """The MCP server over the service layer (the HTTP API's operations, shapes and worker pool). ``user_of``
-    names the user a tool call acts as; ``allow_paths``: ``add_document`` may read a file of this machine (stdio
-    only, never over HTTP)."""
+READING = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITING = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 
-    async def run(ctx: Context, work: Callable[[Any], T]) -> T:
+
+class Tools:
+    """The MCP tools, one method each: a call of the service layer (the HTTP API's operations, shapes and worker
+    pool) as the user ``user_of`` names; ``allow_paths``: ``add_document`` and ``add_to_library`` may read a file of
+    this machine (stdio only, never over HTTP). :data:`TABLE` says which methods are tools and how they are
+    described."""
+
+    def __init__(self, service: Service, user_of: UserOf, allow_paths: bool = False) -> None:
+        self.service, self.user_of, self.allow_paths = service, user_of, allow_paths
+
+    async def run(self, ctx: Context, work: Callable[[Any], T]) -> T:
         """``work(user)`` in a worker thread; the library's errors as tool errors."""
-        user = user_of(ctx)
+        user = self.user_of(ctx)
         try:
             return await anyio.to_thread.run_sync(work, user)
         except PagemindError as err:
@@ -103,7 +113,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
 
     # documents -------------------------------------------------------------------------------------
     async def add_document(
-        ctx: Context,
+        self, ctx: Context,
         text: Annotated[str | None, Field(description="the document's text")] = None,
         name: Annotated[str | None, Field(description="a name for it (default: the file's, else 'text.txt')",
                                           max_length=limits.MAX_NAME)] = None,
@@ -113,39 +123,39 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         """Keep a document (its text, or a file) so it can be asked about; returns its id. The same document
         added twice has the same id."""
         if (text is None) == (path is None):
-            raise ToolError("give the document's text or a path (one of them)" if allow_paths
+            raise ToolError("give the document's text or a path (one of them)" if self.allow_paths
                             else "give the document's text")
-        if path is not None and not allow_paths:
+        if path is not None and not self.allow_paths:
             raise ToolError("path is only read over stdio (pagemind mcp); send the text")
         if text is not None:
             checked(shapes.TextDocument, text=text, name=name)
         source: str | Path = Path(path).expanduser() if path is not None else str(text)
-        data = await run(ctx, lambda user: shapes.document_json(service.add_document(user, source, name)))
+        data = await self.run(ctx, lambda user: shapes.document_json(self.service.add_document(user, source, name)))
         return result(data, f"document {data['id']}: {data['name']}, {data['words']} words")
 
-    async def list_documents(ctx: Context) -> CallToolResult:
+    async def list_documents(self, ctx: Context) -> CallToolResult:
         """The documents you added, newest first."""
-        docs = await run(ctx, lambda user: [shapes.document_json(d) for d in service.documents(user)])
+        docs = await self.run(ctx, lambda user: [shapes.document_json(d) for d in self.service.documents(user)])
         lines = [f"{d['id']}  {d['name']}  ({d['words']} words)" for d in docs]
         return result({"documents": docs}, "\n".join(lines) or "no documents yet")
 
     async def remove_document(
-        ctx: Context,
+        self, ctx: Context,
         document_id: Annotated[str, Field(description="the document's id (list_documents)",
                                           pattern=shapes.DOCUMENT_ID)],
     ) -> CallToolResult:
         """Remove one of your documents; its text and memories go when no other user or library holds it."""
-        await run(ctx, lambda user: service.remove_document(user, document_id))
+        await self.run(ctx, lambda user: self.service.remove_document(user, document_id))
         return result({"removed": document_id}, f"removed document {document_id}")
 
     async def get_document_structure(
-        ctx: Context,
+        self, ctx: Context,
         document_id: Annotated[str, Field(description="the document's id", pattern=shapes.DOCUMENT_ID)],
         method: MemoryMethod = "readagent-p",
     ) -> CallToolResult:
         """The structure of your memory of a document (built by ask or index with that method): ReadAgent's pages
         with their gists, MemWalker's tree of summaries, or the fragments. get_page_content reads units of it."""
-        data = await run(ctx, lambda user: service.structure(user, document_id, method))
+        data = await self.run(ctx, lambda user: self.service.structure(user, document_id, method))
         if "pages" in data:
             lines = [f"<Page {p['page']}> ({p['words']} words) {p['gist']}" for p in data["pages"]]
         elif "nodes" in data:
@@ -156,7 +166,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         return result(data, "\n".join(lines) or "an empty memory")
 
     async def get_page_content(
-        ctx: Context,
+        self, ctx: Context,
         document_id: Annotated[str, Field(description="the document's id", pattern=shapes.DOCUMENT_ID)],
         pages: Annotated[str, Field(description="unit numbers: 3, 3-7 or 1,4,9 (pages, leaves or fragments, as "
                                                 "get_document_structure numbers them)", pattern=shapes.UNITS)],
@@ -164,19 +174,19 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
     ) -> CallToolResult:
         """The text of pages (with their gists), MemWalker leaves (with their summaries) or fragments of your memory
         of a document, by number."""
-        data = await run(ctx, lambda user: service.units(user, document_id, pages, method))
+        data = await self.run(ctx, lambda user: self.service.units(user, document_id, pages, method))
         blocks = [f"<{u['unit'].capitalize()} {u['index']}>\n{u['text']}" + (f"\n(gist: {u['gist']})" if u.get("gist")
                                                                             else "") for u in data["units"]]
         return result(data, "\n\n".join(blocks))
 
-    async def list_methods(ctx: Context) -> CallToolResult:
+    async def list_methods(self, ctx: Context) -> CallToolResult:
         """The reading methods ask can use, each with what it reads and its options' JSON schema."""
         methods = [registry.get(name).describe_method() for name in registry.document_methods()]
         lines = [f"{m['name']}: {m['summary']}" for m in methods]
         return result({"methods": methods}, "\n".join(lines))
 
     async def add_to_library(
-        ctx: Context,
+        self, ctx: Context,
         library: Annotated[str, Field(description="the library's name (made when new)", pattern=shapes.LIBRARY_NAME)],
         document_id: Annotated[str | None, Field(description="one of your documents (add_document) to put in it")]
         = None,
@@ -190,33 +200,33 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         citation names its document). Only a changed or new document is built again when the library is asked."""
         given = [x for x in (document_id, text, path) if x is not None]
         if len(given) != 1:
-            raise ToolError("give one of document_id, text" + (" or path" if allow_paths else ""))
-        if path is not None and not allow_paths:
+            raise ToolError("give one of document_id, text" + (" or path" if self.allow_paths else ""))
+        if path is not None and not self.allow_paths:
             raise ToolError("path is only read over stdio (pagemind mcp); send the text")
         if text is not None:
             checked(shapes.TextDocument, text=text, name=name)
         source = None if document_id is not None else Path(path).expanduser() if path is not None else str(text)
-        data = await run(ctx, lambda user: service.add_to_library(user, library, source, name,
+        data = await self.run(ctx, lambda user: self.service.add_to_library(user, library, source, name,
                                                                   document_id=document_id))
         doc = data["document"]
         return result(data, f"{doc['status']} {doc['name']} ({doc['words']} words) in library {library}")
 
-    async def list_libraries(ctx: Context) -> CallToolResult:
+    async def list_libraries(self, ctx: Context) -> CallToolResult:
         """Your libraries, each with its documents."""
         def every(user: Any) -> list[dict[str, Any]]:
             shown = []
-            for row in service.libraries(user):
-                _, documents = service.library(user, row.name)
+            for row in self.service.libraries(user):
+                _, documents = self.service.library(user, row.name)
                 shown.append({**shapes.library_json(row),
                               "documents": [shapes.library_document_json(d) for d in documents]})
             return shown
 
-        found = await run(ctx, every)
+        found = await self.run(ctx, every)
         lines = [f"{x['name']}: {', '.join(d['name'] for d in x['documents'])}" for x in found]
         return result({"libraries": found}, "\n".join(lines) or "no libraries yet")
 
     async def ask(
-        ctx: Context,
+        self, ctx: Context,
         question: Annotated[str, Field(description="the question")],
         document_id: Annotated[str | None, Field(description="the document's id (add_document, list_documents)")]
         = None,
@@ -236,7 +246,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
             raise ToolError("give document_id or library (one of them)")
         body = checked(AskRequest, question=question, options=options, method=method, method_options=method_options)
         progress = progress_reporter(ctx)
-        answer = await run(ctx, lambda user: (begun := service.ask(user, document_id, body, progress,
+        answer = await self.run(ctx, lambda user: (begun := self.service.ask(user, document_id, body, progress,
                                                                    library=library), begun.future.result())[1])
         data = {**answer.as_dict(), **({"document": document_id} if document_id else {"library": library})}
         read = f"; {answer.read_unit}s read: {answer.pages_read}" if answer.pages_read else ""
@@ -244,7 +254,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
 
     # runs ------------------------------------------------------------------------------------------
     async def show_trace(
-        ctx: Context,
+        self, ctx: Context,
         run_id: Annotated[str, Field(description="the run's id (an ask's or a send_message's run_id)",
                                      max_length=128)],
         after: Annotated[int, Field(description="only steps after this one (its seq), to follow a run", ge=-1,
@@ -254,7 +264,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         """A run's trace: its status and result, then every step in order (each LLM call with its role, tokens,
         seconds and whether it was cached; the decisions made of them; phases; an agent's thoughts, function
         calls and results) and the token and time totals."""
-        run_data, steps = await run(ctx, lambda user: service.trace(user, run_id, after, limit))
+        run_data, steps = await self.run(ctx, lambda user: self.service.trace(user, run_id, after, limit))
         usage = run_data.pop("usage")
         data = {"run": run_data, "usage": usage, "steps": [step_json(s) for s in steps]}
         head = (f"run {run_data['id']}: {run_data['kind']} {run_data['method'] or ''} {run_data['status']}; "
@@ -264,7 +274,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         return result(data, "\n".join([head, *lines]))
 
     async def get_page(
-        ctx: Context,
+        self, ctx: Context,
         run_id: Annotated[str, Field(description="the run's id (an ask's or a send_message's run_id)",
                                      max_length=128)],
         citation: Annotated[int, Field(description="the citation, from 1 (the answer's marker [n])", ge=1,
@@ -275,27 +285,27 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         """A cited location of an answer or an agent's reply: the page, leaf, fragment, passage or message the
         citation points into, as the text around the cited span, with every cited span of the run in it marked
         <cite n="k">...</cite> (and as offsets). The same as GET /v1/runs/{run_id}/citations/{n}."""
-        data = await run(ctx, lambda user: service.citation(user, run_id, citation, radius))
+        data = await self.run(ctx, lambda user: self.service.citation(user, run_id, citation, radius))
         cited = data["citation"]
         head = f"[{citation}] {cited.get('location', '')} of {cited.get('document', '')}"
         return result(data, f"{head}\n\n{data['marked']}")
 
     async def list_runs(
-        ctx: Context,
+        self, ctx: Context,
         kind: Annotated[str | None, Field(description="only this kind: index, ask or turn")] = None,
         limit: Annotated[int, Field(description="at most this many, newest first", ge=1, le=500)] = 20,
     ) -> CallToolResult:
         """Your recent runs (asks, index builds, agent turns), newest first."""
         if kind is not None and kind not in shapes.RUN_KINDS:
             raise ToolError(f"kind {kind!r}: one of {', '.join(shapes.RUN_KINDS)}")
-        runs = await run(ctx, lambda user: [run_json(r) for r in service.runs(user, kind=kind, limit=limit)])
+        runs = await self.run(ctx, lambda user: [run_json(r) for r in self.service.runs(user, kind=kind, limit=limit)])
         when = [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"])) for r in runs]
         lines = [f"{r['id']}  {r['kind']} {r['method'] or ''} {r['status']}  {t}" for r, t in zip(runs, when)]
         return result({"runs": runs}, "\n".join(lines) or "no runs yet")
 
     # agents ----------------------------------------------------------------------------------------
     async def create_agent(
-        ctx: Context,
+        self, ctx: Context,
         name: Annotated[str, Field(description="its name: letters, digits, '_', '.', '-' (at most 48)")],
         persona: Annotated[str | None, Field(description="who the agent is (its persona block; default: "
                                                          "pagemind's persona under this name)")] = None,
@@ -307,17 +317,17 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         if not isinstance(name, str) or not re.match(limits.AGENT_NAME, name):
             raise ToolError(f"agent name {name!r}: use letters, digits, '_', '.', '-' (at most 48)")
         body = checked(AgentCreate, name=name, persona=persona, human=human, options=options)
-        data = await run(ctx, lambda user: agent_json(service.create_agent(user, body)))
+        data = await self.run(ctx, lambda user: agent_json(self.service.create_agent(user, body)))
         return result(data, f"agent {name} created (id {data['id']})")
 
-    async def list_agents(ctx: Context) -> CallToolResult:
+    async def list_agents(self, ctx: Context) -> CallToolResult:
         """Your MemGPT agents."""
-        views = await run(ctx, service.agents)
+        views = await self.run(ctx, self.service.agents)
         agents = [{"id": v.row.id, "name": v.name, "created": v.row.created} for v in views]
         return result({"agents": agents}, "\n".join(v.name for v in views) or "no agents yet")
 
     async def send_message(
-        ctx: Context,
+        self, ctx: Context,
         agent: AgentName,
         message: Annotated[str, Field(description="your message")],
     ) -> CallToolResult:
@@ -326,24 +336,26 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
         the HTTP API's."""
         body = checked(MessageRequest, message=message)
         progress = progress_reporter(ctx)
-        turn = await run(ctx, lambda user: service.send(user, agent, body.message, progress=progress).future.result())
+        turn = await self.run(ctx, lambda user: self.service.send(user, agent, body.message,
+                                                                  progress=progress).future.result())
         data = {"agent": agent, **turn.as_dict()}
         said = "\n".join(turn.messages) or f"(no message; stopped: {turn.stop_reason})"
         return result(data, f"{said}{sources(data)}\n\n({len(turn.steps)} steps; run {turn.run_id})")
 
     async def core_memory_append(
-        ctx: Context, agent: AgentName,
+        self, ctx: Context, agent: AgentName,
         label: Annotated[str, Field(description="the block: human, persona, ...", pattern=limits.BLOCK_LABEL)],
         content: Annotated[str, Field(description="a line to add to the block", min_length=1,
                                       max_length=limits.MAX_BLOCK)],
     ) -> CallToolResult:
         """Append a line to one of an agent's core-memory blocks (as the agent's own core_memory_append does);
         applied between its turns."""
-        data = await run(ctx, lambda user: block_json(service.edit_block(user, agent, label, append=content).result()))
+        data = await self.run(ctx, lambda user: block_json(
+            self.service.edit_block(user, agent, label, append=content).result()))
         return result(data, f"{data['label']}: {data['value']}")
 
     async def core_memory_replace(
-        ctx: Context, agent: AgentName,
+        self, ctx: Context, agent: AgentName,
         label: Annotated[str, Field(description="the block: human, persona, ...", pattern=limits.BLOCK_LABEL)],
         old_content: Annotated[str, Field(description="the text to replace, exactly as it is in the block",
                                           min_length=1, max_length=limits.MAX_BLOCK)],
@@ -351,34 +363,34 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
                                           max_length=limits.MAX_BLOCK)] = "",
     ) -> CallToolResult:
         """Replace text in one of an agent's core-memory blocks (as the agent's own core_memory_replace does)."""
-        data = await run(ctx, lambda user: block_json(service.edit_block(user, agent, label, old=old_content,
+        data = await self.run(ctx, lambda user: block_json(self.service.edit_block(user, agent, label, old=old_content,
                                                                          new=new_content).result()))
         return result(data, f"{data['label']}: {data['value']}")
 
-    async def delete_agent(ctx: Context, agent: AgentName) -> CallToolResult:
+    async def delete_agent(self, ctx: Context, agent: AgentName) -> CallToolResult:
         """Delete one of your agents with all its memory (refused while it is in a turn)."""
-        await run(ctx, lambda user: service.delete_agent(user, agent))
+        await self.run(ctx, lambda user: self.service.delete_agent(user, agent))
         return result({"deleted": agent}, f"deleted agent {agent}")
 
-    async def read_core_memory(ctx: Context, agent: AgentName) -> CallToolResult:
+    async def read_core_memory(self, ctx: Context, agent: AgentName) -> CallToolResult:
         """An agent's core memory: its blocks (persona, human, ...) as they are now, and how much it remembers."""
-        data = await run(ctx, lambda user: agent_json(service.agent(user, agent)))
+        data = await self.run(ctx, lambda user: agent_json(self.service.agent(user, agent)))
         text = "\n\n".join(f"[{b['label']}] {b['value']}" for b in data["blocks"])
         return result({"id": data["id"], "name": data["name"], "created": data["created"], "options": data["options"],
                        "blocks": data["blocks"], "counts": data["counts"]}, text)
 
     async def search_archival(
-        ctx: Context,
+        self, ctx: Context,
         agent: AgentName,
         query: Annotated[str, Field(description="what to look for", min_length=1, max_length=MAX_QUERY)],
         page: Page = 0,
     ) -> CallToolResult:
         """Search an agent's archival memory (passages it stored and documents loaded into it), best first."""
-        data, text = await run(ctx, lambda user: service.search_archival(user, agent, query, page))
+        data, text = await self.run(ctx, lambda user: self.service.search_archival(user, agent, query, page))
         return result(data, text)
 
     async def search_recall(
-        ctx: Context,
+        self, ctx: Context,
         agent: AgentName,
         query: Annotated[str, Field(description="words or a phrase said in the conversation", min_length=1,
                                     max_length=MAX_QUERY)],
@@ -386,38 +398,55 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
     ) -> CallToolResult:
         """Search an agent's recall memory: the whole conversation history, messages containing the query
         first."""
-        data, text = await run(ctx, lambda user: service.search_recall(user, agent, query, page))
+        data, text = await self.run(ctx, lambda user: self.service.search_recall(user, agent, query, page))
         return result(data, text)
 
-    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    writing = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
-    tools = [
-        make_tool(add_document, writing, drop=() if allow_paths else ("path",)),
-        make_tool(list_documents, reading),
-        make_tool(add_to_library, writing, drop=() if allow_paths else ("path",)),
-        make_tool(list_libraries, reading),
-        make_tool(remove_document, ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                                   open_world_hint=False)),
-        make_tool(get_document_structure, reading),
-        make_tool(get_page_content, reading),
-        make_tool(list_methods, reading),
-        make_tool(ask, writing, patch={"method": method_schema(), "method_options": options_schema()}),
-        make_tool(show_trace, reading),
-        make_tool(get_page, reading),
-        make_tool(list_runs, reading),
-        make_tool(create_agent, writing, patch={"options": agent_options_schema()}),
-        make_tool(list_agents, reading),
-        make_tool(send_message, writing),
-        make_tool(read_core_memory, reading),
-        make_tool(core_memory_append, writing),
-        make_tool(core_memory_replace, writing),
-        make_tool(delete_agent, ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)),
-        make_tool(search_archival, reading),
-        make_tool(search_recall, reading),
-    ]
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One row of :data:`TABLE`: the tool (a method of :class:`Tools`), its hints, the arguments whose schemas are
+    generated from the declarations (``patch``), and the file path argument only stdio offers."""
+
+    name: str
+    annotations: ToolAnnotations
+    patch: Callable[[], dict[str, dict[str, Any]]] | None = None
+    reads_paths: bool = False
+
+
+TABLE: tuple[ToolSpec, ...] = (
+    ToolSpec("add_document", WRITING, reads_paths=True),
+    ToolSpec("list_documents", READING),
+    ToolSpec("add_to_library", WRITING, reads_paths=True),
+    ToolSpec("list_libraries", READING),
+    ToolSpec("remove_document", DESTRUCTIVE),
+    ToolSpec("get_document_structure", READING),
+    ToolSpec("get_page_content", READING),
+    ToolSpec("list_methods", READING),
+    ToolSpec("ask", WRITING, lambda: {"method": method_schema(), "method_options": options_schema()}),
+    ToolSpec("show_trace", READING),
+    ToolSpec("get_page", READING),
+    ToolSpec("list_runs", READING),
+    ToolSpec("create_agent", WRITING, lambda: {"options": agent_options_schema()}),
+    ToolSpec("list_agents", READING),
+    ToolSpec("send_message", WRITING),
+    ToolSpec("read_core_memory", READING),
+    ToolSpec("core_memory_append", WRITING),
+    ToolSpec("core_memory_replace", WRITING),
+    ToolSpec("delete_agent", DESTRUCTIVE),
+    ToolSpec("search_archival", READING),
+    ToolSpec("search_recall", READING),
+)
+
+
+def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False) -> MCPServer:
+    """The MCP server of :data:`TABLE` over the service layer. ``user_of`` names the user a tool call acts as;
+    ``allow_paths``: tools may read a file of this machine (stdio only, never over HTTP)."""
     from .. import __version__
 
-    return MCPServer("pagemind", title="pagemind", instructions=INSTRUCTIONS, version=__version__, tools=tools,
+    tools = Tools(service, user_of, allow_paths)
+    made = [make_tool(getattr(tools, spec.name), spec.annotations, patch=spec.patch() if spec.patch else None,
+                      drop=("path",) if spec.reads_paths and not allow_paths else ()) for spec in TABLE]
+    return MCPServer("pagemind", title="pagemind", instructions=INSTRUCTIONS, version=__version__, tools=made,
                      log_level="WARNING")
 
 
