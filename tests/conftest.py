@@ -39,3 +39,18 @@ def tiny_model(tmp_path_factory):
     home = tmp_path_factory.mktemp("pm")
     with Pagemind("local:smollm2-135m", store=home / "s.db", n_ctx=4096, concurrency=1) as pm:
         yield pm
+
+
+# The quick lane (`python -m pytest -m "not slow"`, for development; .ci/run runs everything): what needs a real
+# model, a real server process, Postgres or a browser is slow.
+SLOW_FIXTURES = {"tiny_model", "pg_server", "pg_url", "pg_empty_url"}
+SLOW_MODULES = {"test_schemathesis", "test_viewer", "test_replicas", "test_server_integration", "test_serve_integration",
+                "test_managed", "test_letta", "test_mcp", "test_openai_endpoint", "test_integrations"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
+        if item.get_closest_marker("integration") or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) \
+                or module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

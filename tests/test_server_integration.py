@@ -54,7 +54,7 @@ def served(server, tmp_path_factory):
 @pytest.fixture(scope="module")
 def book(tmp_path_factory):
     path = tmp_path_factory.mktemp("doc") / "story.txt"
-    path.write_text("\n\n".join(sample_path().read_text().split("\n\n")[:10]))
+    path.write_text("\n\n".join(sample_path().read_text().split("\n\n")[:6]))  # ~300 words: every call is short
     return path
 
 
@@ -99,7 +99,7 @@ def test_readagent_lookup_and_answer_are_constrained_on_the_server(served, book)
 
 
 def test_a_memwalker_walk_on_the_server(served, book):
-    options = {"segment_tokens": 200, "max_children": 3, "node_tokens": 120, "reasoning_chars": 80}
+    options = {"segment_tokens": 100, "max_children": 3, "node_tokens": 80, "reasoning_chars": 80}
     served.exchanges.clear()
     answer = served.ask(book, QUESTION, options=OPTIONS, method="memwalker", **options)
     tree = served.reader("memwalker", **options).load(served.document(book))
