@@ -44,8 +44,9 @@ def tiny_model(tmp_path_factory):
 # The quick lane (`python -m pytest -m "not slow"`, for development; .ci/run runs everything): what needs a real
 # model, a real server process, Postgres or a browser is slow.
 SLOW_FIXTURES = {"tiny_model", "pg_server", "pg_url", "pg_empty_url"}
-SLOW_MODULES = {"test_schemathesis", "test_viewer", "test_replicas", "test_server_integration", "test_serve_integration",
-                "test_managed", "test_letta", "test_mcp", "test_openai_endpoint", "test_integrations"}
+SLOW_MODULES = {"test_schemathesis", "test_viewer", "test_replicas", "test_server_integration",
+                "test_serve_integration", "test_managed", "test_letta", "test_mcp", "test_openai_endpoint",
+                "test_integrations"}
 
 
 def pytest_collection_modifyitems(config, items):

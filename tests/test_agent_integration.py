@@ -91,13 +91,15 @@ def _default_model_installed() -> bool:
 @pytest.mark.skipif(not _default_model_installed(), reason="needs the default model (scripts/install.sh installs it)")
 def test_the_default_model_saves_a_fact_to_core_memory_and_recalls_it_after_eviction(tmp_path):
     with Pagemind(store=tmp_path / "s.db", n_ctx=4096, concurrency=1, cache=False) as pm:
-        options = AgentOptions(embedder="none", context_window=2600, max_tokens=300, max_steps=3, keep_last=2,
+        # a 2,000-token window and 16 filler messages force the eviction with the shortest prompts (178 s -> 138 s
+        # on 2 cores: prompt tokens are the cost)
+        options = AgentOptions(embedder="none", context_window=2000, max_tokens=300, max_steps=3, keep_last=2,
                                summary_words=40)
         agent = Agent.create(pm.llm, pm.store, "kim", human="", options=options,
                              clock=clock(datetime(2026, 3, 2, 9, 15)))
         first = agent.say(f"Please save this in your core memory about me: {FACT}")
         filler = [("user" if i % 2 == 0 else "assistant", f"Small talk number {i} about the weather, the sea and "
-                   "boats, the tides and the gulls over the harbour.", agent.now()) for i in range(30)]
+                   "boats, the tides and the gulls over the harbour.", agent.now()) for i in range(16)]
         agent.import_messages(filler, in_context=True)
         second = agent.say("What is my locker code?")
         for i, s in enumerate(first.steps + second.steps):

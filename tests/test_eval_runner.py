@@ -38,8 +38,8 @@ def readagent_fake(**roles):
                                 "answer": "the plan for the topic", "rate": "YES", **roles})
 
 
-def run(fake, root, run_dir, **config):
-    with Pagemind(fake, store=root / "store.db") as pm:
+def run(fake, root, run_dir, max_retries=None, **config):
+    with Pagemind(fake, store=root / "store.db", max_retries=max_retries) as pm:
         return Runner(pm, EvalConfig(**{"data": str(root), **config}), run_dir, progress=False).run()
 
 
@@ -102,8 +102,8 @@ def test_an_unreachable_endpoint_stops_the_run_and_is_never_scored(tmp_path):
         return "Answer: (A)"
 
     fake = ScriptedLLM(by_role={"answer": answer})
-    with pytest.raises(BackendUnavailable):
-        run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full",))
+    with pytest.raises(BackendUnavailable):  # not retried with backoff here: the outage is the point
+        run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full",), max_retries=0)
     assert all(r["status"] == "ok" for r in records(tmp_path / "run"))  # no zero for the outage
     down["on"] = False
     result = run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full",))  # the same command again
