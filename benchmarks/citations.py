@@ -63,13 +63,8 @@ def reply(body: dict) -> str:
 def run(methods: tuple[str, ...], repeats: int, n_questions: int, window: int) -> dict:
     from pagemind import LLM, Document, Store
     from pagemind.llm.openai import OpenAICompatible
-    from pagemind.methods import evidence, registry
+    from pagemind.methods import registry
     from pagemind.methods.question import Question
-
-    encoder = evidence.sentence_embedder
-
-    def no_encoder() -> None:
-        return None
 
     text, questions = long_sample()
     questions = questions[:n_questions]
@@ -81,8 +76,10 @@ def run(methods: tuple[str, ...], repeats: int, n_questions: int, window: int) -
     with MockServer(text=reply) as server:
         llm = LLM(OpenAICompatible("mock", base_url=server.url, context_window=window), cache=None)
         for method in methods:
-            readers = {mode: registry.get(method)(llm, store, preset="quality",
-                                                  cite="sentences" if mode == "lexical" else mode) for mode in MODES}
+            readers = {mode: registry.get(method)(llm, store, preset="quality",  # sentences: MiniLM re-ranks
+                                                  cite="sentences" if mode == "lexical" else mode,
+                                                  cite_encoder="lexical" if mode == "lexical" else "minilm")
+                       for mode in MODES}
             t0 = time.perf_counter()
             memory = readers["off"].build(document)
             build_s = time.perf_counter() - t0
@@ -92,15 +89,9 @@ def run(methods: tuple[str, ...], repeats: int, n_questions: int, window: int) -
             for round_ in range(repeats + 1):  # round 0 warms up (the encoder, caches), not counted
                 for q, options, _gold in questions:
                     for mode in MODES:
-                        lexical = mode == "lexical"
-                        if lexical:  # the base reader asks pagemind.methods.evidence for its encoder per answer
-                            evidence.sentence_embedder = no_encoder
-                        try:
-                            t = time.perf_counter()
-                            answer = readers[mode].answer(memory, Question(q, options))
-                            ms = 1000 * (time.perf_counter() - t)
-                        finally:
-                            evidence.sentence_embedder = encoder
+                        t = time.perf_counter()
+                        answer = readers[mode].answer(memory, Question(q, options))
+                        ms = 1000 * (time.perf_counter() - t)
                         if round_ == 0:
                             continue
                         use = answer.trace.usage

@@ -124,7 +124,9 @@ def test_the_code_reader_cites_its_windows_in_their_files(tmp_path):
         (tmp_path / path).write_text(body)
     pm = Pagemind(ScriptedLLM(by_role={"answer": "alpha_total returns the sum of the values."}),
                   store=Store(":memory:"))
-    answer = pm.ask_code(tmp_path, "What does alpha_total return?")
+    # the encoder asked for by name: this passed only after another test had loaded MiniLM into the process
+    answer = pm.ask_code(tmp_path, "What does alpha_total return?", cite_encoder="minilm")
+    assert answer.details["cite_encoder"] == "minilm"
     assert answer.citations and {c.found_by for c in answer.citations} == {"window"}
     for c in answer.citations:
         assert files[c.document][c.start:c.end] == c.quote
@@ -210,3 +212,18 @@ def test_an_encoder_re_ranks_the_lexical_candidates():
     assert mixed[0].score != lexical[0].score  # the encoder's similarity is mixed in
     found = supporting(document, evidence, ANSWER, embedder=HashingEmbedder())
     assert found[0].quote == FACT and document.text[found[0].start:found[0].end] == FACT
+
+
+def test_the_citation_encoder_is_an_option_resolved_when_the_reader_is_made():
+    """The encoder that ranks the cited sentences was whatever the process had loaded: in a server, the first RAG
+    request switched every later full-text answer to MiniLM. It is the ``cite_encoder`` option now, and recorded."""
+    document = Document.from_text(text(), name="doc.txt")
+    dense, _ = answer_with("rag", {"scorer": "hybrid"}, document)  # loads the retrieval stack
+    assert dense.details["cite_encoder"] == "minilm" and not any("cite_encoder" in f for f in dense.fallbacks)
+    whole, _ = answer_with("full", {}, document)
+    assert whole.details["cite_encoder"] == "lexical"  # auto: the full text does not embed, whatever ran before
+    again, _ = answer_with("full", {}, document, cite_encoder="minilm")
+    assert again.details["cite_encoder"] == "minilm"
+    plain, _ = answer_with("rag", {}, document, cite_encoder="lexical")  # bm25, asked lexical
+    assert plain.details["cite_encoder"] == "lexical"
+    check_offsets(again, document)

@@ -247,6 +247,17 @@ def test_letta_passages_are_paged_by_id_cursor(keyed):
     assert [p["text"] for p in newest] == ["fact 4", "fact 3"]
 
 
+def test_letta_agents_are_paged_by_id_cursor(keyed):
+    client, _ = keyed
+    made = [client("POST", "/letta/v1/agents", json={"name": f"a{n}"}).json()["id"] for n in range(3)]
+    first = client("GET", "/letta/v1/agents", params={"limit": 2}).json()
+    rest = client("GET", "/letta/v1/agents", params={"limit": 2, "after": first[-1]["id"]}).json()
+    assert [a["id"] for a in first + rest] == made
+    assert [a["id"] for a in client("GET", "/letta/v1/agents", params={"before": made[1]}).json()] == made[:1]
+    assert [a["name"] for a in client("GET", "/letta/v1/agents", params={"name": "a2"}).json()] == ["a2"]
+    assert client("GET", "/letta/v1/agents", params={"name": "nobody"}).json() == []
+
+
 def test_malformed_agent_files_are_422_not_500(keyed):
     client, _ = keyed
     for content in (b'{"agents": [{"name": "a", "tool_ids": true}]}',  # each answered 500 before

@@ -407,9 +407,11 @@ class Pagemind:
                 self.store.set_agent_owner(agent.id, user_id)
         return agent
 
-    def agents(self, user_id: int) -> list[AgentRow]:
-        """A user's agents (rows: ``id``, stored ``name`` ``u<user id>.<name>``, ``created``, ``state``)."""
-        return self.store.user_agents(user_id)
+    def agents(self, user_id: int, *, after: int | None = None, before: int | None = None,
+               limit: int | None = None) -> list[AgentRow]:
+        """A user's agents (rows: ``id``, stored ``name`` ``u<user id>.<name>``, ``created``, ``state``), by id; one
+        page of them with an id cursor (``after``, ``before``, ``limit``)."""
+        return self.store.user_agents(user_id, after, before, limit)
 
     def user_agent(self, ref: int | str, user_id: int) -> AgentRow:
         """A user's agent by id, or by the user's own name for it (:func:`pagemind.users.agent_key`);

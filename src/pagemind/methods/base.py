@@ -195,7 +195,15 @@ class Reader(Method, Generic[M, OptionsT]):
         self.options: OptionsT = opts
         self.llm, self.store = llm, store
         self._documents: dict[str, Any] = {}  # the documents built or loaded (a few), by id: citations point into them
+        # the citation encoder, resolved once from the option: never from what the process happened to load before
+        chosen = getattr(opts, "cite_encoder", "auto")
+        self.citation_encoder: str = ("minilm" if self.embeds() else "lexical") if chosen == "auto" else chosen
         self.check()
+
+    def embeds(self) -> bool:
+        """Whether the reader runs the embedded encoder anyway (``cite_encoder=auto`` then re-ranks its citations
+        with it); a reader that embeds overrides this."""
+        return False
 
     def check(self) -> None:
         """Rules that need the model (e.g. a segment must fit its window); raise :class:`ConfigError`."""
@@ -444,7 +452,12 @@ class Reader(Method, Generic[M, OptionsT]):
                 return quoted
             context.fallback("no quoted sentence was found in the text: citing the read sentences that best "
                              "match the answer instead")
-        return ev.supporting(document, located, reading.text, question.text, embedder=ev.sentence_embedder())
+        embedder = ev.minilm_encoder() if self.citation_encoder == "minilm" else None
+        reading.details["cite_encoder"] = "minilm" if embedder is not None else "lexical"
+        if self.citation_encoder == "minilm" and embedder is None:
+            context.fallback("cite_encoder minilm: the embedded encoder is not installed (the retrieval extra); "
+                             "citations ranked by their words")
+        return ev.supporting(document, located, reading.text, question.text, embedder=embedder)
 
     def _quotes(self, document: Any, question: Question, reading: Reading, located: list[Evidence],
                 context: Context) -> list[Citation]:

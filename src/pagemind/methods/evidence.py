@@ -7,9 +7,10 @@ into :class:`~pagemind.citations.Citation` values, in one of the ``cite`` option
 
 * ``sentences`` (the default; no LLM call, no tokens): the answer (or the chosen option's text) is aligned to
   the sentences of the units read — content-word overlap weighted by rarity among those sentences, the question's
-  words counting half, then, when the ``retrieval`` extra is installed and already loaded, re-ranked with the
-  embedded MiniLM encoder (:func:`sentence_embedder`; a dozen short sentences, tens of milliseconds). A few best
-  sentences are kept.
+  words counting half, then, where the reader's ``cite_encoder`` is ``minilm`` (``auto``: readers that embed
+  anyway, dense or hybrid RAG), re-ranked with the embedded MiniLM encoder (:func:`minilm_encoder`; a dozen short
+  sentences, tens of milliseconds). A few best sentences are kept; the answer's ``details["cite_encoder"]`` says
+  which ranking it got.
 * ``quotes`` (opt-in, one added LLM call): the model is shown what it read, the question and its answer, and asked
   to quote the sentences it used (``citations.quote`` in ``prompts/citations.yaml``: pagemind's prompt, not a
   paper's). Each quote is looked up (:func:`pagemind.citations.locate`); one that is not in the document is
@@ -183,19 +184,12 @@ def _rerank(scored: list[Candidate], answer: str, embedder: Any) -> list[Candida
     return mixed + tail
 
 
-def sentence_embedder() -> Any:
-    """The embedded MiniLM encoder, when the ``retrieval`` extra is installed and this process already runs the
-    retrieval stack (a RAG reader, the service, an evaluation: numpy is loaded); else None, and the alignment is
-    lexical. A plain answer thus loads nothing heavy (the CLI's start-up stays as it was)."""
-    import sys
-
-    if "pagemind.retrieval.embed" not in sys.modules:
-        return None
-    return _minilm()
-
-
 @lru_cache(maxsize=1)
-def _minilm() -> Any:
+def minilm_encoder() -> Any:
+    """The embedded MiniLM encoder (loaded once per process), or None where the ``retrieval`` extra is not installed
+    or its weights fail their check: the alignment is then lexical, and the reader records why. Which readers use it
+    is their ``cite_encoder`` option, resolved when the reader is made (a plain full-text answer loads nothing
+    heavy)."""
     try:
         from ..retrieval.embed import load_embedder
 
@@ -295,5 +289,15 @@ def placed(document: Any, evidence: Sequence[Evidence], quote: str) -> Citation 
     return None if document is None else cite(document, "text", None, quote, "quote")
 
 
-__all__ = ["Evidence", "SourceText", "parse_quotes", "placed", "quote_request", "rank", "sentence_embedder",
-           "sentences", "supporting", "terms"]
+__all__ = [
+    "Evidence",
+    "SourceText",
+    "minilm_encoder",
+    "parse_quotes",
+    "placed",
+    "quote_request",
+    "rank",
+    "sentences",
+    "supporting",
+    "terms",
+]

@@ -245,6 +245,10 @@ class ReaderOptions(Options):
     cite: Literal["sentences", "quotes", "off"] = option(
         "sentences", "citations: the read sentences that best match the answer (no LLM call), quotes the model "
                      "gives and pagemind checks against the text (one more call), or none")
+    cite_encoder: Literal["auto", "lexical", "minilm"] = option(
+        "auto", "how the read sentences citing an answer are ranked: by their words (lexical), re-ranked by the "
+                "embedded MiniLM encoder (minilm: the retrieval extra), or auto: minilm where the reader embeds "
+                "anyway (dense or hybrid RAG, FragRel's semantic relation), else lexical; the answer records which")
 
     def memory_settings(self) -> dict[str, Any]:
         """The options that shape the memory (its store key), by name."""

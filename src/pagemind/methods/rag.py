@@ -125,6 +125,10 @@ class RAG(Reader[RAGMemory, RAGOptions]):
         self._embedder = embedder
         self._indexes: dict[str, FragmentIndex] = {}
 
+    def embeds(self) -> bool:
+        semantic = self.options.fragrel and self.options.relation != "context"  # FragRel's semantic relations
+        return self.options.scorer in ("dense", "hybrid") or semantic
+
     # --- memory -------------------------------------------------------------------------------------
     @property
     def builds_with_llm(self) -> bool:

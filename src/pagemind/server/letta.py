@@ -291,7 +291,12 @@ def create_agent(body: CreateAgent, service: Svc, user: User) -> dict[str, Any]:
 @router.get("/agents")
 def list_agents(service: Svc, user: User, name: str | None = None, after: str | None = None,
                 before: str | None = None, limit: Limit = 50) -> list[dict[str, Any]]:
-    return _page([agent_state(view) for view in service.agents(user, name=name)], after, before, limit)
+    cursor = {k: int(m.group(1)) for k, v in (("after", after), ("before", before))
+              if v is not None and (m := AGENT_ID.match(v))}
+    if name is not None:  # one agent at most: the cursors apply to it as to a page of one
+        return _page([agent_state(view) for view in service.agents(user, name=name)], after, before, limit)
+    views = service.agents(user, after=cursor.get("after"), before=cursor.get("before"), limit=limit)
+    return [agent_state(view) for view in views]
 
 
 @router.get("/agents/{agent_id}")

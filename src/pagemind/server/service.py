@@ -425,10 +425,16 @@ class Service:
             raise AgentNameTaken(f"you already have an agent named {name!r}") from None
         return self.own_agent(user, agent.id)
 
-    def agents(self, user: UserRow, *, name: str | None = None) -> list[AgentView]:
-        """The user's agents (``name``: only the one the user calls so)."""
-        return [self.agent_view(user, row) for row in self.pm.agents(user.id)
-                if name is None or agent_name(user.id, row.name) == name]
+    def agents(self, user: UserRow, *, name: str | None = None, after: int | None = None, before: int | None = None,
+               limit: int | None = None) -> list[AgentView]:
+        """The user's agents by id (``name``: only the one the user calls so); one page by id cursor when asked:
+        only that page's agents are read."""
+        if name is not None:
+            try:
+                return [self.agent_view(user, self.own_agent(user, name))]
+            except NotFound:
+                return []
+        return [self.agent_view(user, row) for row in self.pm.agents(user.id, after=after, before=before, limit=limit)]
 
     def in_line(self, row: AgentRow, job: Callable[[], Any]) -> Future:
         """A job without a run (an edit) in the agent's line, so it never interleaves with a turn."""

@@ -702,9 +702,20 @@ class SQLStore:
         owner = _one(self.execute("SELECT user_id FROM agent_owners WHERE agent_id = ?", (agent_id,)))
         return None if owner is None else int(owner)
 
-    def user_agents(self, user_id: int) -> list[AgentRow]:
-        return [_agent(r) for r in self.execute(_AGENT + " JOIN agent_owners o ON o.agent_id = a.id "
-                                                "WHERE o.user_id = ? ORDER BY a.id", (user_id,))]
+    def user_agents(self, user_id: int, after: int | None = None, before: int | None = None,
+                    limit: int | None = None) -> list[AgentRow]:
+        """A user's agents by id, one page by id cursor when asked (ids above ``after``, below ``before``)."""
+        sql = _AGENT + " JOIN agent_owners o ON o.agent_id = a.id WHERE o.user_id = ?"
+        args: tuple[int, ...] = (user_id,)
+        if after is not None:
+            sql, args = sql + " AND a.id > ?", args + (after,)
+        if before is not None:
+            sql, args = sql + " AND a.id < ?", args + (before,)
+        if limit is not None:
+            sql, args = sql + " ORDER BY a.id LIMIT ?", args + (limit,)
+        else:
+            sql += " ORDER BY a.id"
+        return [_agent(r) for r in self.execute(sql, args)]
 
     def erase_user_data(self, user_id: int) -> dict[str, int]:
         """Everything of one user but the account: documents held, libraries, their memories, agents, runs."""
