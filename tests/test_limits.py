@@ -106,3 +106,31 @@ def test_an_agent_file_is_held_to_the_limits_of_every_other_surface():
     long_system["agents"][0]["system"] = "s" * 200_000
     with pytest.raises(InputError, match="system prompt"):
         plan_import(long_system, skip_unsupported=True)
+
+
+def test_a_long_passage_is_embedded_by_its_beginning_and_stored_whole(tmp_path):
+    """The embedding work one request causes is bounded: a 100,000-character passage took 16 s of CPU to embed
+    whole; its vector is taken of its first MAX_EMBEDDED characters (benchmarks/limits.py: 2.8 s)."""
+    import numpy as np
+
+    from pagemind import Store
+    from pagemind.agent.archive import Archive
+    from pagemind.agent.memory import AgentOptions
+    from pagemind.agent.store import AgentStore
+    from pagemind.limits import MAX_EMBEDDED
+
+    seen: list[str] = []
+
+    class Recording:  # an embedder that keeps what it was asked to embed
+        model_id, dim = "recording", 4
+
+        def embed(self, texts):
+            seen.extend(texts)
+            return [np.ones((1, 4), dtype=np.float32) for _ in texts]
+
+    agents = AgentStore(Store(tmp_path / "s.db"))
+    record = agents.create_agent("sam", AgentOptions(), [])
+    archive = Archive(agents, record.id, AgentOptions(), Recording())
+    text = "word " * (MAX_PASSAGE // 5)
+    (pid,) = archive.insert([text], "2026-11-27 12:00:00")
+    assert [len(t) for t in seen] == [MAX_EMBEDDED] and agents.passages(record.id, [pid])[0].text == text

@@ -24,6 +24,7 @@ MAX_MESSAGE = 100_000  # characters of an agent message (the agent's window is c
 MAX_PASSAGE = 100_000  # characters of an archival passage
 MAX_BLOCK = 100_000  # characters of a core-memory block value (and of a block's limit), a persona or human text
 MAX_SYSTEM = 100_000  # characters of an agent's own system instructions
+MAX_EMBEDDED = 20_000  # characters of a passage its vector is taken of (the rest is found by text search)
 MAX_QUERY = 2_000  # characters of a search query
 MAX_METHOD = 64  # characters of a method's name
 MAX_ENCODING = 64  # characters of a text encoding's name

@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..errors import ConfigError
-from ..limits import check_text
+from ..limits import MAX_EMBEDDED, check_text
 from ..text.words import keywords
 from .memory import AgentOptions, Passage, SearchPage
 from .store import AgentStore
@@ -77,14 +77,17 @@ class Archive:
 
     def insert(self, texts: Sequence[str], time: str | Sequence[str], summaries: Sequence[str | None] | None = None,
                source: str | Sequence[str | None] | None = None) -> list[int]:
-        """Store passages; the embedding is taken of the summary (if any) plus the text. ``time`` and ``source``:
+        """Store passages; the embedding is taken of the summary (if any) plus the text (its first
+        :data:`~pagemind.limits.MAX_EMBEDDED` characters). ``time`` and ``source``:
         one for all, or one per passage (an imported archive keeps each passage's own)."""
         for text in texts:  # every surface's passages end here: one bound, and the embedding's work with it
             check_text("passage", text)
         summaries = list(summaries) if summaries is not None else [None] * len(texts)
         times = [time] * len(texts) if isinstance(time, str) else list(time)
         sources = [source] * len(texts) if source is None or isinstance(source, str) else list(source)
-        vectors = self._vectors([f"{s}\n{t}" if s else t for t, s in zip(texts, summaries)])
+        # a passage's vector is taken of its beginning (at most MAX_EMBEDDED characters): the work one request causes
+        # stays bounded (a 100,000-character passage took 16 s of CPU to embed whole); text search reads it all
+        vectors = self._vectors([(f"{s}\n{t}" if s else t)[:MAX_EMBEDDED] for t, s in zip(texts, summaries)])
         model = self.embedder.model_id if self.embedder is not None else None
         rows = [(t, s, src, v, model if v is not None else None, when)
                 for t, s, src, v, when in zip(texts, summaries, sources, vectors, times)]
