@@ -189,7 +189,7 @@ class Pagemind:
                **options: Any) -> Reader[Any, Any]:
         """The reader of ``method`` with its options, building and reading the memories of ``user_id``'s scope
         (:meth:`scope`; None: the local user). A choice (``auto``) is resolved for ``document``, which it then
-        needs: the reader it picks (:meth:`choice` says which and why)."""
+        needs: the reader it picks (:meth:`plan` also says which and why)."""
         return self._resolve(self.method(method, user_id=user_id, **options), document)[0]
 
     def plan(self, source: str | Path | Document | Library | Plan, method: str = "auto", *, encoding: str = "utf-8",

@@ -325,12 +325,13 @@ def _block(raw: dict[str, Any], options: AgentOptions, notes: list[str]) -> Bloc
     value = "" if value is None else str(value)
     limit = raw.get("limit")
     limit = int(limit) if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else options.block_limit
-    check_block(label, value, max(limit, len(value)))
+    limit = max(limit, len(value))  # a value longer than its limit keeps it all (still within the one block rule)
+    check_block(label, value, limit)
     if raw.get("description"):
         notes.append("block descriptions (pagemind's core memory shows a block's label and value)")
     if raw.get("read_only"):
         notes.append(f"read-only flag of block {label!r} (the agent may edit it here)")
-    return Block(label, value, max(limit, len(value)))
+    return Block(label, value, limit)
 
 
 def _letta_events(agent: dict[str, Any], now: str, notes: list[str]) -> Iterable[Event]:

@@ -60,11 +60,11 @@ class Agent:
         options = options or AgentOptions()
         default_persona = prompt("persona", name=display_name or name)  # the agent's own name, never a fixed one
         values = {"persona": default_persona if persona is None else persona, "human": human or "", **(blocks or {})}
-        for label, value in values.items():
-            check_block(label, value, (limits or {}).get(label, options.block_limit))
+        blocks_made = [Block(k, v, (limits or {}).get(k, options.block_limit)) for k, v in values.items()]
+        for block in blocks_made:
+            check_block(block.label, block.value, block.limit)
         astore = store if isinstance(store, AgentStore) else AgentStore(store)
-        record = astore.create_agent(name, options, [Block(k, v, (limits or {}).get(k, options.block_limit))
-                                                     for k, v in values.items()])
+        record = astore.create_agent(name, options, blocks_made)
         agent = cls(llm, astore, record, **kwargs)
         boot = {"thoughts": prompt("boot_thoughts"), "function": "send_message",
                 "arguments": {"message": prompt("boot_message")}}

@@ -192,9 +192,9 @@ class Runner:
     def pick_defaults(self, choice: Chooser) -> dict[str, dict[str, Any]]:
         """What each method a choice may pick gets from this set (its preset), as that method named alone gets."""
         out: dict[str, dict[str, Any]] = {}
-        for method in choice.candidates:
+        for method, reader in choice.readers().items():
             preset = self.spec().preset_for(method)
-            if preset and "preset" in {spec.name for spec in registry.get(method).Options.specs()}:
+            if preset and "preset" in {spec.name for spec in reader.Options.specs()}:
                 out[method] = {"preset": preset}
         return out
 

@@ -123,6 +123,13 @@ class InsertPassage(Loose):
 
 
 # --- rendering ------------------------------------------------------------------------------------------------
+def cursors(pattern: re.Pattern[str], after: str | None, before: str | None) -> dict[str, int]:
+    """Letta's ``after``/``before`` ids (``agent-3``, ``passage-7``, ``message-12``) as the numbers they carry;
+    one that is not of the kind is no cursor."""
+    return {k: int(m.group(1)) for k, v in (("after", after), ("before", before))
+            if v is not None and (m := pattern.match(v))}
+
+
 def letta_id(view: AgentView) -> str:
     return f"agent-{view.row.id}"
 
@@ -291,8 +298,7 @@ def create_agent(body: CreateAgent, service: Svc, user: User) -> dict[str, Any]:
 @router.get("/agents")
 def list_agents(service: Svc, user: User, name: str | None = None, after: str | None = None,
                 before: str | None = None, limit: Limit = 50) -> list[dict[str, Any]]:
-    cursor = {k: int(m.group(1)) for k, v in (("after", after), ("before", before))
-              if v is not None and (m := AGENT_ID.match(v))}
+    cursor = cursors(AGENT_ID, after, before)
     if name is not None:  # one agent at most: the cursors apply to it as to a page of one
         return _page([agent_state(view) for view in service.agents(user, name=name)], after, before, limit)
     views = service.agents(user, after=cursor.get("after"), before=cursor.get("before"), limit=limit)
@@ -402,8 +408,7 @@ def insert_passage(agent_id: str, body: InsertPassage, service: Svc, user: User)
 def list_passages(agent_id: str, service: Svc, user: User, search: Annotated[str, Query(max_length=MAX_QUERY)] = "",
                   after: str | None = None, before: str | None = None, ascending: bool = True,
                   limit: Limit = 100) -> list[dict[str, Any]]:
-    cursor = {k: int(m.group(1)) for k, v in (("after", after), ("before", before))
-              if v is not None and (m := PASSAGE_ID.match(v))}
+    cursor = cursors(PASSAGE_ID, after, before)
     found = service.passages_after(user, agent_ref(agent_id), after=cursor.get("after"), before=cursor.get("before"),
                                    limit=limit, descending=not ascending, query=search)
     return [passage_state(agent_id, p) for p in found]
@@ -429,8 +434,7 @@ def list_messages(agent_id: str, service: Svc, user: User, after: str | None = N
         raise InputError("order is asc or desc")
     ref = service.own_agent(user, agent_ref(agent_id)).id
     total, _ = service.history(user, ref, 0, 0)
-    cursor = {k: int(m.group(1)) for k, v in (("after", after), ("before", before))
-              if v is not None and (m := MESSAGE_ID.match(v))}
+    cursor = cursors(MESSAGE_ID, after, before)
     lo, hi = 1, total  # seqs are 1 .. total
     if order == "asc":
         lo, hi = max(lo, cursor.get("after", 0) + 1), min(hi, cursor.get("before", total + 1) - 1)

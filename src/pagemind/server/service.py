@@ -161,7 +161,7 @@ class Service:
             raise ConfigError(f"unknown method {method!r} (have: {', '.join(registry.names())})")
         cls = registry.get(method)
         # a choice (auto) takes its own options and those of the methods it may pick, for the pick
-        declarations = [cls.Options] + ([registry.get(m).Options for m in cls.candidates]
+        declarations = [cls.Options] + ([r.Options for r in cls.readers().values()]
                                         if issubclass(cls, Chooser) else [])
         specs = {s.name: s for d in reversed(declarations) for s in d.specs()}
         for name in options:
@@ -319,7 +319,7 @@ class Service:
         return self.pm.runs.peek(run.id) or run
 
     def own_run(self, user: UserRow, run_id: str) -> RunRow:
-        run = self.pm.runs.get(run_id, user.id)
+        run = self.find_run(user, run_id)
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         return run
@@ -516,8 +516,7 @@ class Service:
     def history(self, user: UserRow, ref: int | str, offset: int = 0, limit: int = 50) -> tuple[int, list[Event]]:
         """(every event in the agent's recall, the events ``offset`` .. ``offset + limit``), oldest first."""
         row = self.own_agent(user, ref)
-        total, events = self.pm.agent(row.name, llm=False).history(offset, limit)
-        return total, events
+        return self.pm.agent(row.name, llm=False).history(offset, limit)
 
     def blocks(self, user: UserRow, ref: int | str) -> list[Block]:
         row = self.own_agent(user, ref)

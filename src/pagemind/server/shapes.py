@@ -14,6 +14,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..library import NAME
+
+# the limits are declared once for every surface (:mod:`pagemind.limits`); here they enter the OpenAPI and MCP
+# tool schemas
 from ..limits import (
     AGENT_NAME,
     MAX_BLOCK,
@@ -28,8 +31,6 @@ from ..limits import (
 )
 from ..methods.registry import options_schema
 
-# the limits are declared once for every surface (:mod:`pagemind.limits`); here they enter the OpenAPI and MCP
-# tool schemas
 DOCUMENT_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
 RUN_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
 MEMORY_KEY = r"^[A-Za-z0-9_.:-]{1,256}$"
@@ -86,6 +87,7 @@ def per_method(field: str) -> Callable[[dict[str, Any]], None]:
 
     def extra(schema: dict[str, Any]) -> None:
         from ..methods import registry
+        from ..methods.base import Chooser
 
         methods = list(registry.document_methods())
         schema["properties"]["method"]["enum"] = methods
@@ -94,9 +96,9 @@ def per_method(field: str) -> Callable[[dict[str, Any]], None]:
             cls = registry.get(method)
             declared = dict(cls.Options.json_schema()["properties"])
             picks: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # a choice takes its picks' options, for the pick
-            candidates: tuple[str, ...] = getattr(cls, "candidates", ())  # a reader has none
-            for candidate in candidates:
-                for name, prop in registry.get(candidate).Options.json_schema()["properties"].items():
+            candidates = cls.readers() if issubclass(cls, Chooser) else {}
+            for candidate, reader in candidates.items():
+                for name, prop in reader.Options.json_schema()["properties"].items():
                     picks.setdefault(name, []).append((candidate, prop))
             for name, variants in picks.items():
                 declared.setdefault(name, registry.merged(variants, len(candidates)))

@@ -136,6 +136,18 @@ def _one(rows: Any) -> Any:
     return None if row is None else row[0]
 
 
+def _id_page(sql: str, args: tuple[Any, ...], column: str, after: int | None, before: int | None,
+             limit: int | None, descending: bool = False) -> tuple[str, tuple[Any, ...]]:
+    """``sql`` (ending in a WHERE clause) narrowed to one page by id cursor: ``column`` above ``after`` and below
+    ``before``, in id order (``descending``: newest first), at most ``limit`` rows (None: all)."""
+    if after is not None:
+        sql, args = sql + f" AND {column} > ?", args + (after,)
+    if before is not None:
+        sql, args = sql + f" AND {column} < ?", args + (before,)
+    sql += f" ORDER BY {column} {'DESC' if descending else 'ASC'}"
+    return (sql + " LIMIT ?", args + (limit,)) if limit is not None else (sql, args)
+
+
 class Dialect(Protocol):
     """What a database does differently, declared once (``sqlite.SQLite``, ``postgres.Postgres``): the store's SQL
     is written once against these names, placeholders ``?`` and the column types of :mod:`.schema`."""
@@ -499,14 +511,9 @@ class SQLStore:
                              limit: int = 50, descending: bool = False) -> list[PassageRow]:
         """One page of the agent's passages by id cursor: ids above ``after`` and below ``before``, at most
         ``limit``, in id order (``descending``: newest first)."""
-        sql = f"SELECT {_PASSAGE_COLUMNS} FROM agent_passages WHERE agent_id = ?"
-        args: tuple[int, ...] = (agent_id,)
-        if after is not None:
-            sql, args = sql + " AND id > ?", args + (after,)
-        if before is not None:
-            sql, args = sql + " AND id < ?", args + (before,)
-        order = "DESC" if descending else "ASC"
-        return [_passage(r) for r in self.execute(f"{sql} ORDER BY id {order} LIMIT ?", args + (limit,)).fetchall()]
+        sql, args = _id_page(f"SELECT {_PASSAGE_COLUMNS} FROM agent_passages WHERE agent_id = ?", (agent_id,), "id",
+                             after, before, limit, descending)
+        return [_passage(r) for r in self.execute(sql, args).fetchall()]
 
     def agent_passage_vectors(self, agent_id: int, embedder: str, after: int = 0,
                               upto: int | None = None) -> list[tuple[int, bytes]]:
@@ -705,16 +712,8 @@ class SQLStore:
     def user_agents(self, user_id: int, after: int | None = None, before: int | None = None,
                     limit: int | None = None) -> list[AgentRow]:
         """A user's agents by id, one page by id cursor when asked (ids above ``after``, below ``before``)."""
-        sql = _AGENT + " JOIN agent_owners o ON o.agent_id = a.id WHERE o.user_id = ?"
-        args: tuple[int, ...] = (user_id,)
-        if after is not None:
-            sql, args = sql + " AND a.id > ?", args + (after,)
-        if before is not None:
-            sql, args = sql + " AND a.id < ?", args + (before,)
-        if limit is not None:
-            sql, args = sql + " ORDER BY a.id LIMIT ?", args + (limit,)
-        else:
-            sql += " ORDER BY a.id"
+        sql, args = _id_page(_AGENT + " JOIN agent_owners o ON o.agent_id = a.id WHERE o.user_id = ?", (user_id,),
+                             "a.id", after, before, limit)
         return [_agent(r) for r in self.execute(sql, args)]
 
     def erase_user_data(self, user_id: int) -> dict[str, int]:
