@@ -14,8 +14,10 @@ pytestmark = on_embedded_models()
 # fragments with and without FragRel, gists; MemWalker's library composition is tested on the scripted fake)
 READERS = [("full", {}), ("rag", {"fragment_words": 120}), ("op-rag", {"fragment_words": 120}),
            ("rag", {"fragment_words": 120, "fragrel": True})]
+# the tiny model's gists run to the reply limit (512 tokens, 40 s a page on 2 cores): 96 keeps every path short
+GIST = 96
 LIBRARY_READERS = [("full", {}), ("op-rag", {"fragment_words": 120}), ("rag", {"fragment_words": 120, "fragrel": True}),
-                   ("readagent-p", {})]
+                   ("readagent-p", {"max_tokens": GIST})]
 
 
 @pytest.fixture(scope="module")
@@ -75,13 +77,14 @@ def test_a_library_of_real_texts_is_asked_with_every_method_and_cites_the_right_
     (shelf / "storm.txt").write_text("\n\n".join(novella[2:6]))
     (change,) = [c for c in session.add("real-shelf", [shelf])[0] if c.status != "unchanged"]
     assert change.name == "storm.txt" and change.status == "updated"
-    again = session.ask("real-shelf", question, method="gistmem")
+    again = session.ask("real-shelf", question, method="gistmem", max_tokens=GIST)
     assert again.index_trace is not None
     spent = again.index_trace.usage.calls - again.index_trace.usage.cached_calls
     from pagemind import LLM, Store
     from pagemind.methods import registry
 
-    alone = registry.get("gistmem")(LLM(session.llm.backend), Store(tmp_path / "alone.db"))  # no cache, no past
+    # no cache, no past
+    alone = registry.get("gistmem")(LLM(session.llm.backend), Store(tmp_path / "alone.db"), max_tokens=GIST)
     alone.build(session.document(shelf / "storm.txt"))
     fresh = alone.store.list_memories()[0].build_usage["calls"]
     assert 0 < spent <= fresh  # the changed document only (the others are found), its unchanged pages reused

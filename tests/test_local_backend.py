@@ -162,3 +162,24 @@ def test_missing_runtime_is_backend_unavailable(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
     with pytest.raises(BackendUnavailable, match="scripts/install.sh"):
         LlamaCpp(tmp_path / "model.gguf")
+
+
+def test_the_prompt_cache_keeps_states_without_the_logits_copy(model_file):
+    """Each saved state kept a copy of the n_batch x vocabulary logits (100 MB for the tiny model's 49k tokens, 300 MB
+    for the default's): a 64 MB cache held none. Without it, alternating prompts keep their states, and a prompt
+    that extends a kept one starts from it."""
+    from pagemind.llm.local import LlamaCpp
+
+    llm = LlamaCpp(model_file, n_ctx=2048, threads=2, name="smollm2-135m", prompt_cache_mb=64)
+    try:
+        shared = " ".join(f"word{i}" for i in range(300))
+        for tail in ("What is first?", "What is last?"):
+            llm.execute(LLMRequest(messages=(Message("user", f"{shared}\n{tail}"),), max_tokens=4))
+        cache = llm._llm.cache
+        states = list(cache.cache_state.values())
+        assert len(states) == 2 and all(s.scores.shape[0] == 1 for s in states), [s.scores.shape for s in states]
+        assert cache.cache_size <= 64 * 1024 * 1024
+        again = llm.execute(LLMRequest(messages=(Message("user", f"{shared}\nWhat is first?"),), max_tokens=4))
+        assert again.text  # restored from the cache (the second prompt's state is llama.cpp's current one)
+    finally:
+        llm.close()

@@ -83,7 +83,10 @@ class Replica:
              self.mock.url, "--concurrency", "8", "--workers", "8", *LLM],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.client = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
+
+    def ready(self) -> Replica:
         wait_until_answering(f"{self.url}/v1/health", self.process, what="pagemind serve")
+        return self
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
@@ -109,8 +112,8 @@ def replicas(pg_url):
     with MockServer(latency=0.05, text=reply) as mock:
         try:
             made.append(Replica(pg_url, key, mock))
-            made.append(Replica(pg_url, key, mock))
-            yield made[0], made[1], pg_url
+            made.append(Replica(pg_url, key, mock))  # both start at once
+            yield made[0].ready(), made[1].ready(), pg_url
         finally:
             for replica in made:
                 replica.close()

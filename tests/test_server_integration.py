@@ -86,7 +86,7 @@ def test_server_token_counts_and_replies_equal_the_embedded_models(served, tiny_
 
 def test_readagent_lookup_and_answer_are_constrained_on_the_server(served, book):
     served.exchanges.clear()
-    answer = served.ask(book, QUESTION, options=OPTIONS, method="readagent-p")
+    answer = served.ask(book, QUESTION, options=OPTIONS, method="readagent-p", max_tokens=96)  # short gists
     assert [e.role for e in answer.trace.events] == ["lookup", "answer"]
     by_role = {req.role: (req, resp) for req, resp in served.exchanges}
     for role in ("lookup", "answer"):

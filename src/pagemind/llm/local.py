@@ -305,10 +305,20 @@ class LlamaCpp(Backend):
 
 
 def _prompt_cache(llama_cpp: Any, capacity: int) -> Any:
-    """llama-cpp-python's RAM cache, but counting the logits copy each saved state carries (for a 150k-token
-    vocabulary that is ~300 MB, more than the KV cache itself), so the capacity is a real memory bound."""
+    """llama-cpp-python's RAM cache, without the logits copy each saved state carries, and counting what it keeps.
+
+    A state holds the KV cache of its prompt (~30 KB a token for a 1.5B model) and a copy of the logits buffer
+    (n_batch x vocabulary floats: ~300 MB for a 150k-token vocabulary). Sampling no longer reads those logits (only
+    logprobs with ``logits_all`` do, which pagemind never asks) and a restored state is decoded again from its last
+    token, so one row is kept (load_state broadcasts it): 512 MB then holds a dozen prompts instead of one — an
+    agent's step after a summary finds its system prompt again."""
 
     class PromptCache(llama_cpp.LlamaRAMCache):
+        def __setitem__(self, key: Any, state: Any) -> None:
+            if state.scores.shape[0] > 1:
+                state.scores = state.scores[-1:].copy()
+            super().__setitem__(key, state)
+
         @property
         def cache_size(self) -> int:
             return sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values())
