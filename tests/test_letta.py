@@ -38,7 +38,8 @@ def served(tmp_path):
     bob = users_api.create_user(pm.store, "bob")
     with Served(create_app(pm, auth="keys", keepalive=1.0, workers=4)) as server:
         base = f"{server.url}/letta"
-        yield {"pm": pm, "ann": letta_client.Letta(base_url=base, api_key=ann[1], max_retries=0),
+        yield {"pm": pm, "base": base, "ann_key": ann[1],
+               "ann": letta_client.Letta(base_url=base, api_key=ann[1], max_retries=0),
                "bob": letta_client.Letta(base_url=base, api_key=bob[1], max_retries=0), "ann_id": ann[0].id}
     pm.close()
 
@@ -135,6 +136,9 @@ def test_export_and_import_through_letta_client(served):
     loop = (DATA / "loop.af").read_bytes()
     with pytest.raises(letta_client.UnprocessableEntityError, match="tool 'note'"):
         client.agents.import_file(file=("loop.af", loop))
+    again = client.agents.retrieve(client.agents.import_file(file=("sam.af", exported.encode())).agent_ids[0])
+    assert again.name == "sam-2" and again.id not in (agent.id, twin.id)  # as Letta: an import is a new agent
+    client.agents.delete(again.id)
     assert {a.name for a in client.agents.list()} == {"sam", "sam-copy", "memgpt_agent"}
     kept = client.agents.import_file(file=("loop.af", loop), extra_query={"skip_unsupported": True})
     assert any("'note'" in d for d in kept.model_extra["pagemind"]["dropped"])
@@ -160,7 +164,6 @@ def test_another_users_agent_is_not_found_and_unsupported_requests_are_named(ser
                                                 client_tools=[{"name": "lookup"}]), "client_tools"),
             (lambda: ann.agents.messages.create(agent_id=agent.id, messages=[{"role": "user", "content": "x"}],
                                                 override_model="openai/gpt-5"), "override_model"),
-            (lambda: ann.agents.create(name="x", tools=["web_search"]), "tool 'web_search'"),
             (lambda: ann.agents.passages.create(agent_id=agent.id, text="t", tags=["a"]), "passage tags"),
             (lambda: ann.agents.blocks.update("human", agent_id=agent.id, value="v", read_only=True),
              "block field 'read_only'")):
@@ -215,3 +218,58 @@ def test_bad_agent_files_are_refused_and_nothing_is_stored(tmp_path):
                         options={"headers": {"Content-Type": "multipart/form-data"}})
         assert list(client.agents.list()) == []
     pm.close()
+
+
+def test_letta_quickstart_as_published_and_what_the_sdk_must_not_retry(served):
+    """Letta's quickstart, as its docs print it (model, embedding, two blocks, tools=["web_search", "run_code"]), with
+    the SDK's default retries: tools without a counterpart are skipped and said; a taken name (409) and a route
+    this surface lacks (501) are sent once, not three times; a block's limit changes; Letta's labels with '-' and
+    '/' survive create, retrieve, export and import."""
+    import httpx
+
+    sent: list[str] = []
+    http = httpx.Client(event_hooks={"request": [lambda r: sent.append(f"{r.method} {r.url.path}")]})
+    client = letta_client.Letta(base_url=served["base"], api_key=served["ann_key"], http_client=http)
+
+    agent_state = client.agents.create(
+        model="openai/gpt-4.1",
+        embedding="openai/text-embedding-3-small",
+        memory_blocks=[
+            {"label": "human", "value": "The human's name is Chad. They like vibe coding."},
+            {"label": "persona", "value": "My name is Sam, the all-knowing sentient AI."},
+        ],
+        tools=["web_search", "run_code"],
+    )
+    warnings = agent_state.model_extra["pagemind"]["warnings"]
+    assert [w.split(":")[0] for w in warnings[:2]] == ["tool 'web_search' skipped", "tool 'run_code' skipped"]
+    assert "model 'openai/gpt-4.1'" in warnings[2]
+    response = client.agents.messages.create(agent_id=agent_state.id,
+                                             messages=[{"role": "user", "content": "How's it going?"}])
+    assert [m.message_type for m in response.messages][-1] == "assistant_message"
+
+    sent.clear()
+    with pytest.raises(letta_client.ConflictError):
+        client.agents.create(name=agent_state.name)
+    with pytest.raises(letta_client.APIStatusError) as err:
+        client.agents.messages.cancel(agent_id=agent_state.id)
+    assert err.value.status_code == 501 and len(sent) == 2, sent  # each sent once: no retry of what cannot succeed
+
+    longer = client.agents.blocks.update("human", agent_id=agent_state.id, limit=6000)
+    assert (longer.limit, longer.value) == (6000, "The human's name is Chad. They like vibe coding.")
+    with pytest.raises(letta_client.UnprocessableEntityError, match="exceed its limit"):
+        client.agents.blocks.update("human", agent_id=agent_state.id, limit=10)
+
+    made = client.agents.create(name="labels", memory_blocks=[
+        {"label": "customer-profile", "value": "Prefers email."}, {"label": "project/notes", "value": "Due Friday."}])
+    assert {b.label for b in made.memory.blocks} == {"customer-profile", "project/notes", "human", "persona"}
+    assert client.agents.blocks.retrieve("project/notes", agent_id=made.id).value == "Due Friday."
+    pm, ann_id = served["pm"], served["ann_id"]
+    assert {b.label for b in pm.agent(f"u{ann_id}.labels", llm=False).blocks()} >= {"customer-profile",
+                                                                                     "project.notes"}
+    exported = json.loads(client.agents.export_file(made.id))
+    assert {b["label"] for b in exported["blocks"]} >= {"customer-profile", "project/notes"}
+    back = client.agents.retrieve(client.agents.import_file(
+        file=("labels.af", json.dumps(exported).encode())).agent_ids[0])
+    assert back.name == "labels-2" and {b.label for b in back.memory.blocks} == {b.label for b in made.memory.blocks}
+    with pytest.raises(letta_client.UnprocessableEntityError, match="memory_blocks.0.label: String should match"):
+        client.agents.create(name="dotted", memory_blocks=[{"label": "a.b", "value": "x"}])

@@ -299,3 +299,24 @@ def test_a_library_keeps_the_previous_text_of_a_changed_document_for_reuse_then_
         assert pm.store.document_text(two.id) is not None
         pm.remove("logs")
         assert pm.store.document_text(two.id) is None and pm.store.document_text(three.id) is None
+
+
+def test_a_name_that_is_both_a_stored_library_and_a_folder_here_is_an_error_naming_both(tmp_path, monkeypatch):
+    """pm.ask("notes") with a notes/ folder in the working directory and a stored library "notes": never a silent
+    choice (it read the folder, and cited a file removed from the library)."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "old.txt").write_text(paragraphs("o", 12, fact_at=3))
+    monkeypatch.chdir(tmp_path)
+    with Pagemind(fake(), store=tmp_path / "store.db") as pm:
+        pm.add("notes", [Document(paragraphs("n", 12, fact_at=5), "kept.txt")])
+        with pytest.raises(InputError, match=r"'notes' is both your stored library 'notes' and a folder here.*"
+                                             r"'./notes'"):
+            pm.ask("notes", "Who found the map?", method="rag")
+        from_folder = pm.ask("./notes", "Who found the map?", method="rag")
+        assert from_folder.citations[0].document_name == "old.txt"
+        assert pm.ask(pm.library("notes"), "Who found the map?", method="rag").citations[0].document_name == \
+            "kept.txt"
+        (folder / "old.txt").unlink()
+        folder.rmdir()
+        assert pm.ask("notes", "Who found the map?", method="rag").citations[0].document_name == "kept.txt"

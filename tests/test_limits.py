@@ -33,10 +33,21 @@ def test_a_deep_or_wide_json_body_is_refused_before_parsing_and_a_long_text_is_n
 
 
 # --- blocks and passages -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("label", ["<b>", "two\nlines", "x" * 3000, "Upper", "1st", "", "a-b"])
+@pytest.mark.parametrize("label", ["<b>", "two\nlines", "x" * 3000, "Upper", "1st", "", "a/b", "a b", "-a"])
 def test_one_label_rule(label):
     with pytest.raises(InputError, match="block label"):
         check_label(label)
+
+
+def test_letta_labels_map_to_pagemind_labels_and_back():
+    from pagemind.limits import label_from_letta, label_to_letta
+
+    for letta in ("human", "customer-profile", "project/notes", "a_b/c-d"):
+        assert check_label(label_from_letta(letta)) == label_from_letta(letta)
+        assert label_to_letta(label_from_letta(letta)) == letta
+    for bad in ("a.b", "Upper", "x" * 33, "/a"):  # no reversible counterpart: refused, never changed
+        with pytest.raises(InputError, match="a Letta label here"):
+            label_from_letta(bad)
 
 
 def test_the_block_rule_bounds_the_limit_and_the_value():

@@ -27,16 +27,29 @@ def agent_step(request):
                        "arguments": {"message": "Hello from the agent."}})
 
 
+def answer(request):
+    """The answer, cut at the request's reply limit as a model cuts it (counting words as the fake's tokens); JSON
+    when the request constrains the reply to a schema."""
+    from pagemind.llm.base import LLMResponse
+
+    if request.constraint is not None and request.constraint.json_schema is not None:
+        return '{"who": "Wren", "where": "under the stair"}'
+    words = "Wren found the map under the stair.".split()
+    kept = words[:request.max_tokens]
+    return LLMResponse(" ".join(kept), 10, len(kept), 0.0, "scripted",
+                       finish_reason="length" if len(kept) < len(words) else "stop")
+
+
 @pytest.fixture
 def served(tmp_path):
     fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist,
-                                "answer": "Wren found the map under the stair.", "agent-step": agent_step})
+                                "answer": answer, "agent-step": agent_step, "lookup": "[]"}, supports_json_schema=True)
     pm = Pagemind(fake, store=tmp_path / "s.db")
     ann = users_api.create_user(pm.store, "ann")
     bob = users_api.create_user(pm.store, "bob")
     with Served(create_app(pm, auth="keys", keepalive=1.0, workers=4)) as server:
         base = f"{server.url}/v1"
-        yield {"base": base, "pm": pm, "ann": openai.OpenAI(base_url=base, api_key=ann[1], max_retries=0),
+        yield {"base": base, "pm": pm, "fake": fake, "ann": openai.OpenAI(base_url=base, api_key=ann[1], max_retries=0),
                "bob": openai.OpenAI(base_url=base, api_key=bob[1], max_retries=0), "ann_id": ann[0].id}
     pm.close()
 
@@ -113,3 +126,59 @@ def test_errors_come_in_openai_s_shape(served):
         client.chat.completions.create(model="pagemind/memwalker", messages=question, extra_body={
             "pagemind": {"document_id": doc.id, "method_options": {"max_pages": 3}}})
     assert "max_pages" in bad_option.value.message
+
+
+def test_the_answer_call_takes_the_clients_settings_and_what_cannot_be_honoured_is_refused(served):
+    """max_tokens (finish_reason length when cut), temperature, stop and seed reach the answer call and nothing else;
+    response_format json is the backend's constrained decoding, with no markers or sources after the JSON; n>1,
+    tools and a forced tool_choice are a 400 naming the parameter; models.retrieve; the run id as x-request-id; the
+    APIs pagemind does not serve are a 404 that says so."""
+    pm, client, fake = served["pm"], served["ann"], served["fake"]
+    doc = pm.add_document(STORY, "cape.txt", user_id=served["ann_id"])
+    ext = {"pagemind": {"document_id": doc.id}}
+    question = [{"role": "user", "content": "Who found the map?"}]
+
+    raw = client.chat.completions.with_raw_response.create(
+        model="pagemind/full", messages=question, max_tokens=3, temperature=0.7, stop=["\n\n"], seed=7,
+        extra_body=ext)
+    cut = raw.parse()
+    assert cut.choices[0].finish_reason == "length" and cut.choices[0].message.content.startswith("Wren found the")
+    assert raw.headers["x-request-id"] == cut.model_extra["pagemind"]["run_id"]
+    sent = [r for r in fake.history if r.role == "answer"][-1]
+    assert (sent.max_tokens, sent.temperature, sent.stop, sent.seed) == (3, 0.7, ("\n\n",), 7)
+    client.chat.completions.create(model="pagemind/full", messages=question, max_completion_tokens=4, extra_body=ext)
+    assert [r for r in fake.history if r.role == "answer"][-1].max_tokens == 4
+    streamed = list(client.chat.completions.create(model="pagemind/full", messages=question, max_tokens=2,
+                                                   stream=True, extra_body=ext))
+    assert [c.choices[0].finish_reason for c in streamed if c.choices][-1] == "length"
+
+    fake.history.clear()  # a method's own calls keep their settings: ReadAgent's pagination, gists and look-up
+    client.chat.completions.create(model="pagemind/readagent-p", messages=question, max_tokens=3, extra_body=ext)
+    own = [r for r in fake.history if r.role != "answer"]
+    assert own and all(r.max_tokens != 3 and r.seed is None for r in own)
+
+    shaped = client.chat.completions.create(model="pagemind/full", messages=question, extra_body=ext,
+                                            response_format={"type": "json_object"})
+    assert json.loads(shaped.choices[0].message.content) == {"who": "Wren", "where": "under the stair"}
+    assert [r for r in fake.history if r.role == "answer"][-1].constraint.json_schema == {"type": "object"}
+    schema = {"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]}
+    client.chat.completions.create(model="pagemind/full", messages=question, extra_body=ext, response_format={
+        "type": "json_schema", "json_schema": {"name": "who", "schema": schema}})
+    assert [r for r in fake.history if r.role == "answer"][-1].constraint.json_schema == schema
+
+    for params, named, code in (
+            ({"n": 2}, "n", "unsupported_parameter"),
+            ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools", "unsupported_parameter"),
+            ({"tool_choice": "required"}, "tool_choice", "unsupported_parameter"),
+            ({"response_format": {"type": "json_schema"}}, "response_format", "invalid_request")):
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.chat.completions.create(model="pagemind/full", messages=question, extra_body=ext, **params)
+        assert (refused.value.body["param"], refused.value.body["code"]) == (named, code), refused.value.body
+
+    assert client.models.retrieve("pagemind/rag").id == "pagemind/rag"
+    with pytest.raises(openai.NotFoundError, match="GET /v1/models lists yours"):
+        client.models.retrieve("gpt-4o")
+    with pytest.raises(openai.NotFoundError, match="/v1/responses is not served by pagemind"):
+        client.responses.create(model="pagemind/full", input="Who found the map?")
+    with pytest.raises(openai.NotFoundError, match="/v1/embeddings is not served"):
+        client.embeddings.create(model="pagemind/full", input="map")

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import limits
+from .citations import Citation
 from .config import Settings, resolve_settings
 from .errors import ConfigError, InputError, NotFound
 from .library import Change, Libraries, Library, Skipped
@@ -228,6 +230,13 @@ class Pagemind:
             return reader.source_tree(source)  # type: ignore[union-attr]
         if isinstance(source, Library):
             return source
+        if isinstance(source, str) and self.store.library(self.scope(user_id), source) is not None:
+            if Path(source).exists():  # never a silent choice between the two
+                kind = "folder" if Path(source).is_dir() else "file"
+                raise InputError(f"{source!r} is both your stored library {source!r} and a {kind} here: say which — "
+                                 f"the {kind} as './{source}', the library by moving the {kind} away or with "
+                                 f"Pagemind.library({source!r}) in Python")
+            return self.library(source, user_id=user_id)
         if isinstance(source, (str, Path)) and Path(source).is_dir():
             from .library import holds_documents, of_folder
 
@@ -236,9 +245,6 @@ class Pagemind:
                                  "as a library, and this one holds no document files; a source tree is read by the "
                                  "code method (Pagemind.ask_code, method='code', `pagemind ask DIR`)")
             return of_folder(source, max_bytes=self.settings.max_bytes, encoding=encoding)
-        if isinstance(source, str) and not Path(source).exists() and \
-                self.store.library(self.scope(user_id), source) is not None:
-            return self.library(source, user_id=user_id)
         return self.document(source, encoding)
 
     # --- libraries -----------------------------------------------------------------------------------
@@ -366,6 +372,32 @@ class Pagemind:
             answer.index_trace = build_trace
         return answer
 
+    def retrieve(self, source: str | Path | Document | Plan, query: str, k: int = 4, method: str = "rag", *,
+                 user_id: int | None = None, **method_options: Any) -> list[Citation]:
+        """The ``k`` passages of ``source`` (a document, a library or its name) that best match ``query``, with
+        no LLM call: ``method``'s memory ranked as it ranks for an answer (RAG and OP-RAG their fragments by their
+        scorer, FragRel included; ReadAgent's pages and MemWalker's leaves by BM25 of their text). Each is a
+        :class:`~pagemind.citations.Citation` of the whole passage: its document, place, offsets and score.
+
+        A memory built without the LLM (RAG's fragments) is built here when missing; one that needs the LLM
+        (gists, a tree of summaries) must have been built before (:meth:`index`): :class:`InputError` says so."""
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= limits.MAX_LIST:
+            raise InputError(f"k: the passages to return, 1 to {limits.MAX_LIST} (got {k!r})")
+        if not query.strip():
+            raise InputError("the query is empty")
+        limits.check_text("question", query, "the query")
+        plan = self.plan(source, method, user_id=user_id, **method_options)
+        reader, document = plan.reader, plan.source
+        memory = reader.load(document)
+        if memory is None:
+            if reader.builds_with_llm:
+                raise InputError(f"{getattr(document, 'name', 'the source')} has no {reader.name} memory with these "
+                                 f"options yet, and building one calls the LLM: index it first (`pagemind index -m "
+                                 f"{reader.name}`, Pagemind.index); a retriever makes no LLM call")
+            memory = reader.build(document)
+        return reader.retrieve_passages(memory, query, k,
+                                        document=None if isinstance(document, Library) else document)
+
     def ask_code(self, directory: str | Path, question: str | Question, options: Sequence[str] = (),
                  **kwargs: Any) -> Answer:
         """Answer a question about a source tree: the ``code`` method (FragRel's code-structure relation over
@@ -440,24 +472,35 @@ class Pagemind:
         return export_agent(self.agent(name, llm=False), shown_as, model=model)
 
     def import_agent(self, data: bytes | str | dict[str, Any], *, name: str | None = None,
-                     skip_unsupported: bool = False, user_id: int | None = None) -> list[Any]:
+                     skip_unsupported: bool = False, user_id: int | None = None, copy: bool = False) -> list[Any]:
         """The agents of an Agent File (a pagemind export, or Letta's), stored: a list of
         :class:`~pagemind.agent.agentfile.AgentPlan` as imported. Letta features without a counterpart are refused
         by name before anything is stored (:class:`~pagemind.agent.agentfile.Unsupported`) unless
-        ``skip_unsupported``; ``name`` renames a file's only agent; ``user_id``: the owner (stored per user)."""
+        ``skip_unsupported``; ``name`` renames a file's only agent; ``user_id``: the owner (stored per user). A
+        name already taken is an :class:`AgentExists`, or with ``copy`` (as Letta imports) the agent is made under
+        the first free name ``NAME-2``, ``NAME-3``... (the plan returned carries the name it got)."""
+        from dataclasses import replace
+
         from .agent import Agent, AgentExists, AgentStore
         from .agent.agentfile import plan_import
 
         plans = plan_import(data, name=name, skip_unsupported=skip_unsupported)
         astore = AgentStore(self.store)
         with self.store.transaction():
-            for plan in plans:
-                stored = agent_key(user_id, plan.name) if user_id is not None else plan.name
-                try:
-                    record = astore.create_agent(stored, plan.options, plan.blocks)
-                except AgentExists:  # named as the user knows it, not as stored
+            for i, plan in enumerate(plans):
+                record = None
+                for n in range(1, 1000 if copy else 2):
+                    shown = plan.name if n == 1 else f"{plan.name[:40]}-{n}"
+                    try:
+                        record = astore.create_agent(agent_key(user_id, shown) if user_id is not None else shown,
+                                                     plan.options, plan.blocks)
+                    except AgentExists:
+                        continue
+                    plan = plans[i] = replace(plan, name=shown)
+                    break
+                if record is None:  # named as the user knows it, not as stored
                     raise AgentExists(f"an agent named {plan.name!r} already exists (import it with another "
-                                      "name)") from None
+                                      "name)")
                 astore.save_state(record.id, plan.state)
                 astore.append(record.id, plan.events)
                 if plan.passages:

@@ -36,8 +36,11 @@ MAX_JSON_DEPTH = 64  # nesting of a JSON body (deeper is no request pagemind rea
 MAX_JSON_VALUES = 200_000  # values (strings, numbers, objects, ...) in one JSON body
 
 AGENT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$"  # a name a client gives (stored as u<user id>.<name>)
-BLOCK_LABEL = r"^[a-z][a-z0-9_]{0,31}$"  # a core-memory block's label: it is markup in the agent's prompt
+BLOCK_LABEL = r"^[a-z][a-z0-9_.-]{0,31}$"  # a core-memory block's label: it is markup in the agent's prompt
 LABEL = re.compile(BLOCK_LABEL)
+# Letta's labels may hold '/' ("project/notes"), which would close the label's markup: it is '.' here, and '/' again
+# in what the Letta surface and Agent Files show, so a Letta label survives an import and an export unchanged
+LETTA_BLOCK_LABEL = r"^[a-z][a-z0-9_/-]{0,31}$"
 TEXTS = {"name": MAX_NAME, "question": MAX_QUESTION, "option": MAX_OPTION, "message": MAX_MESSAGE,
          "passage": MAX_PASSAGE, "block": MAX_BLOCK, "system": MAX_SYSTEM, "query": MAX_QUERY}
 
@@ -46,9 +49,24 @@ def check_label(label: str) -> str:
     """``label`` when it is a block label (:data:`BLOCK_LABEL`), else an :class:`InputError` saying the rule."""
     if not isinstance(label, str) or not LABEL.match(label):
         shown = label[:40] + "..." if isinstance(label, str) and len(label) > 40 else label
-        raise InputError(f"block label {shown!r}: a label is lowercase letters, digits and '_' (at most 32), "
-                         "starting with a letter")
+        raise InputError(f"block label {shown!r}: a label is lowercase letters, digits, '_', '-' and '.' (at most "
+                         "32), starting with a letter")
     return label
+
+
+def label_from_letta(label: str) -> str:
+    """A Letta block label as pagemind's (``/`` is ``.``); an :class:`InputError` for one that has no reversible
+    counterpart (a ``.`` of its own, capitals, markup)."""
+    if not isinstance(label, str) or not re.match(LETTA_BLOCK_LABEL, label):
+        shown = label[:40] + "..." if isinstance(label, str) and len(label) > 40 else label
+        raise InputError(f"block label {shown!r}: a Letta label here is lowercase letters, digits, '_', '-' and '/' "
+                         "(at most 32), starting with a letter")
+    return label.replace("/", ".")
+
+
+def label_to_letta(label: str) -> str:
+    """pagemind's block label as Letta shows it (``.`` is ``/``): :func:`label_from_letta` undone."""
+    return label.replace(".", "/")
 
 
 def check_block(label: str, value: str, limit: int) -> None:

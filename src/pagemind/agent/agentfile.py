@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InputError
-from ..limits import MAX_AGENT_FILE, check_block, check_text
+from ..limits import MAX_AGENT_FILE, check_block, check_text, label_from_letta, label_to_letta
 from .core import NAME, Agent
 from .functions import FUNCTIONS
 from .memory import AgentOptions, AgentState, Block, Event, Passage
@@ -104,7 +104,7 @@ def export_agent(agent: Agent, name: str | None = None, *, model: str | None = N
     blocks = agent.blocks()
     _, events = agent.history(0, _ALL)
     _, passages = agent.passages("", 0, _ALL)
-    labels = [b.label for b in blocks]
+    labels = [label_to_letta(b.label) for b in blocks]
     system = agent.options.system if agent.options.system is not None else default_system()
     messages = [_message("message-0", "system", [_text(system)], iso_time(agent.now()), ext={"kind": "system"})]
     in_context = ["message-0"]
@@ -127,8 +127,9 @@ def export_agent(agent: Agent, name: str | None = None, *, model: str | None = N
             "in_context_message_ids": in_context, "messages": messages, "files_agents": [], "group_ids": [],
         }],
         "groups": [],
-        "blocks": [{"id": f"block-{i}", "label": b.label, "value": b.value, "limit": b.limit, "description": None,
-                    "read_only": False, "metadata": {}, "preserve_on_migration": False, "hidden": None}
+        "blocks": [{"id": f"block-{i}", "label": label_to_letta(b.label), "value": b.value, "limit": b.limit,
+                    "description": None, "read_only": False, "metadata": {}, "preserve_on_migration": False,
+                    "hidden": None}
                    for i, b in enumerate(blocks)],
         "files": [], "sources": [], "tools": tools, "mcp_servers": [],
         "metadata": {"revision_id": None, "exported_by": "pagemind"},
@@ -321,7 +322,7 @@ def _name_of(value: Any) -> str:
 
 
 def _block(raw: dict[str, Any], options: AgentOptions, notes: list[str]) -> Block:
-    label, value = str(raw.get("label") or ""), raw.get("value")
+    label, value = label_from_letta(str(raw.get("label") or "")), raw.get("value")
     value = "" if value is None else str(value)
     limit = raw.get("limit")
     limit = int(limit) if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else options.block_limit

@@ -155,11 +155,12 @@ class Agent:
         return {"recall": self.tools.recall_page(query, page), "archival": self.archive.search(query, page)}
 
     # --- editing ---------------------------------------------------------------------------------------
-    def set_block(self, label: str, value: str) -> Block:
-        """Set core-memory block ``label`` (a new one takes the default ``block_limit``), under the turn lock so
-        it never lands inside a turn; an :class:`InputError` for a label or value the block rule refuses
-        (:func:`pagemind.limits.check_block`)."""
-        limit = next((b.limit for b in self.blocks() if b.label == label), self.options.block_limit)
+    def set_block(self, label: str, value: str, limit: int | None = None) -> Block:
+        """Set core-memory block ``label`` (a new one takes the default ``block_limit``; ``limit``: a new limit),
+        under the turn lock so it never lands inside a turn; an :class:`InputError` for a label, value or limit the
+        block rule refuses (:func:`pagemind.limits.check_block`)."""
+        if limit is None:
+            limit = next((b.limit for b in self.blocks() if b.label == label), self.options.block_limit)
         check_block(label, value, limit)
         block = Block(label, value, limit)
         with self.lock.held():

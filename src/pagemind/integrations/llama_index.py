@@ -5,7 +5,7 @@ engine, and a MemGPT agent as a memory block of LlamaIndex's ``Memory``.
     from pagemind.integrations.llama_index import PagemindQueryEngine, PagemindRetriever, AgentMemoryBlock
 
     pm = Pagemind()
-    nodes = PagemindRetriever(pm=pm, source="book.txt", method="rag").retrieve("Who finds the map?")
+    nodes = PagemindRetriever(pm=pm, source="book.txt", similarity_top_k=2).retrieve("Who finds the map?")  # no LLM
     response = PagemindQueryEngine(pm=pm, source="reports", method="readagent-p").query("Which quarter…?")
     memory = Memory.from_defaults(memory_blocks=[AgentMemoryBlock(name="agent", pm=pm, agent="sam")])
 """
@@ -22,25 +22,30 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from . import cited_passages, metadata
+from ..citations import Citation
+from . import DEFAULT_K, cited_passages, metadata, retrieved
 
 
-def _nodes(answer: Any, citations: list[Any]) -> list[NodeWithScore]:
+def _nodes(citations: list[Citation], method: str, run_id: str | None = None) -> list[NodeWithScore]:
     return [NodeWithScore(node=TextNode(text=c.quote, id_=f"{c.document}:{c.start}-{c.end}",
-                                        metadata=metadata(c, answer)), score=c.score) for c in citations]
+                                        metadata=metadata(c, method, run_id)), score=c.score) for c in citations]
 
 
 class PagemindRetriever(BaseRetriever):
-    """The passages a pagemind method's answer to the query cites, as nodes with their places (metadata:
-    ``document_name``, ``unit``, ``index``, ``location``, ``start``/``end`` offsets, ``found_by``, ``run_id``)."""
+    """The ``similarity_top_k`` passages of ``source`` that best match the query in ``method``'s memory, as nodes
+    with their places and scores (metadata: ``document_name``, ``unit``, ``index``, ``location``, ``start``/``end``
+    offsets, ``found_by``), found with no LLM call (:meth:`pagemind.Pagemind.retrieve`). ``top_k`` is taken too."""
 
-    def __init__(self, pm: Any, source: Any, method: str = "rag", **options: Any) -> None:
+    def __init__(self, pm: Any, source: Any, method: str = "rag", similarity_top_k: int | None = None,
+                 top_k: int | None = None, **options: Any) -> None:
         super().__init__()
         self.pm, self.source, self.method, self.options = pm, source, method, options
+        self.similarity_top_k = similarity_top_k or top_k or DEFAULT_K
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        answer, citations = cited_passages(self.pm, self.source, query_bundle.query_str, self.method, self.options)
-        return _nodes(answer, citations)
+        found = retrieved(self.pm, self.source, query_bundle.query_str, self.method, self.similarity_top_k,
+                          self.options)
+        return _nodes(found, self.method)
 
 
 class PagemindQueryEngine(CustomQueryEngine):
@@ -54,7 +59,7 @@ class PagemindQueryEngine(CustomQueryEngine):
 
     def custom_query(self, query_str: str) -> Response:
         answer, citations = cited_passages(self.pm, self.source, query_str, self.method, self.options)
-        return Response(response=answer.text, source_nodes=_nodes(answer, citations),
+        return Response(response=answer.text, source_nodes=_nodes(citations, answer.method, answer.run_id),
                         metadata={"method": answer.method, "run_id": answer.run_id,
                                   "usage": answer.usage.as_dict()})
 

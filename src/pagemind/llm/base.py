@@ -64,6 +64,7 @@ class LLMRequest:
     stop: tuple[str, ...] = ()
     constraint: Constraint | None = None
     tools: tuple[Tool, ...] = ()  # non-empty: the reply must call one of these (backends with supports_tools)
+    seed: int | None = None  # the sampler's seed (a client's, for replies it can repeat at a temperature above 0)
 
     @classmethod
     def user(cls, text: str, **kwargs: Any) -> LLMRequest:
@@ -79,6 +80,8 @@ class LLMRequest:
         payload.pop("role")
         if not payload["tools"]:
             payload.pop("tools")  # requests without tools keep the addresses they had before tools existed
+        if payload["seed"] is None:
+            payload.pop("seed")  # so do requests without a seed
         payload["model"] = model_id
         if scope:
             payload["scope"] = scope

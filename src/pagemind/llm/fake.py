@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from ..errors import ScriptExhausted
 from .base import Backend, Capabilities, LLMRequest, LLMResponse
 
-Reply = str | Callable[[LLMRequest], str] | BaseException
+Reply = str | Callable[[LLMRequest], "str | LLMResponse"] | BaseException
 
 
 class ScriptedLLM(Backend):
@@ -33,6 +33,7 @@ class ScriptedLLM(Backend):
         context_window: int = 32768,
         model_id: str = "scripted",
         supports_grammar: bool = False,
+        supports_json_schema: bool = False,
     ) -> None:
         self.queue: deque[Reply] = deque(replies)
         self.by_role: dict[str, Reply] = {}
@@ -45,7 +46,8 @@ class ScriptedLLM(Backend):
         self.default = default
         self.model_id = model_id
         self.capabilities = Capabilities(
-            context_window=context_window, supports_grammar=supports_grammar, max_concurrency=4,
+            context_window=context_window, supports_grammar=supports_grammar,
+            supports_json_schema=supports_json_schema, max_concurrency=4,
             has_tokenizer=True, token_counts="model", window_source="scripted",
         )
         self.history: list[LLMRequest] = []
@@ -76,6 +78,8 @@ class ScriptedLLM(Backend):
         if isinstance(reply, BaseException):
             raise reply
         text = reply(request) if callable(reply) else reply
+        if isinstance(text, LLMResponse):  # a reply that says more than its text (a finish_reason)
+            return text
         return LLMResponse(
             text=text,
             prompt_tokens=self.count_tokens(request.prompt_text()),

@@ -224,7 +224,7 @@ class LlamaCpp(Backend):
                 out = llm.create_chat_completion(
                     messages=[{"role": m.role, "content": m.content} for m in request.messages],
                     max_tokens=request.max_tokens, temperature=request.temperature,
-                    stop=list(request.stop) or None, **kwargs,
+                    stop=list(request.stop) or None, seed=request.seed, **kwargs,
                 )
             seconds = time.perf_counter() - start
         choice = out["choices"][0]
@@ -251,7 +251,7 @@ class LlamaCpp(Backend):
                 for chunk in llm.create_chat_completion(
                         messages=[{"role": m.role, "content": m.content} for m in request.messages],
                         max_tokens=request.max_tokens, temperature=request.temperature,
-                        stop=list(request.stop) or None, stream=True):
+                        stop=list(request.stop) or None, seed=request.seed, stream=True):
                     choice = chunk["choices"][0]
                     piece = (choice.get("delta") or {}).get("content") or ""
                     if piece:

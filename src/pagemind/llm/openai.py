@@ -249,6 +249,8 @@ class OpenAICompatible(Backend):
         }
         if request.stop:
             body["stop"] = list(request.stop)
+        if request.seed is not None:
+            body["seed"] = request.seed
         body.update(self.server.neutral_sampling)
         if request.tools and self.capabilities.supports_tools:  # native tool calling: one call is required
             body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,

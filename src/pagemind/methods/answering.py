@@ -19,6 +19,7 @@ class Reply:
     text: str
     choice: int | None = None
     fallbacks: list[str] = field(default_factory=list)
+    finish_reason: str = "stop"  # of the answer call ("length": cut at its reply limit)
 
 
 def answer_request(question: Question, text: str, prompt_set: str, constrained: bool,
@@ -57,10 +58,12 @@ def answer(llm: LLM, question: Question, request: LLMRequest, trace: Trace, max_
     answer is handed to ``on_text`` as it is generated.
     """
     if not question.is_choice:
+        if question.reply is not None:
+            request = question.reply.applied(request)
         found = decide(llm, request, lambda reply: re.sub(r"^\s*answer\s*:\s*", "", reply.strip(),
                                                           flags=re.IGNORECASE),
                        trace, retries=0, describe=lambda text: "free-form answer", on_text=on_text)
-        return Reply(text=found.value or "")
+        return Reply(text=found.value or "", finish_reason=found.finish_reason)
     retry_prompt = get_prompt("readagent", "retry.answer_choice").render(letters=", ".join(question.letters))
 
     def parse(reply: str) -> int | Invalid:

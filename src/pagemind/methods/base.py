@@ -18,10 +18,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..citations import Citation
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..library import Library, Shelf
 from ..llm.client import LLM
 from ..llm.usage import Trace
@@ -29,6 +29,9 @@ from ..store import SQLStore, memory_key
 from .evidence import Evidence
 from .options import ReaderOptions
 from .question import Answer, Question
+
+if TYPE_CHECKING:
+    from ..retrieval.index import FragmentIndex
 
 Progress = Callable[[str, int, int, str], None]  # (phase, done, total, unit); total 0: a phase without a count
 
@@ -113,6 +116,7 @@ class Context:
     fallbacks: list[str] = field(default_factory=list)
     progress: Progress | None = None
     on_text: Callable[[str], None] | None = None  # the free-form answer as it is generated
+    finish_reason: str = "stop"  # of the answer call ("length": cut at the asker's reply limit)
 
     def fallback(self, text: str) -> None:
         self.fallbacks.append(text)
@@ -432,8 +436,51 @@ class Reader(Method, Generic[M, OptionsT]):
             pages_read=list(reading.read), read_unit=self.unit,
             compression_rate=100.0 * (1 - reading.context_words / max(1, reading.document_words)),
             context_words=reading.context_words, trace=context.trace, fallbacks=list(context.fallbacks),
-            details=reading.details, citations=citations,
+            details=reading.details, citations=citations, finish_reason=context.finish_reason,
         )
+
+    # --- retrieving: passages without an LLM call -----------------------------------------------------
+    def units(self, memory: M) -> list[Evidence]:
+        """Every passage of ``memory`` a retriever may return, in reading order (RAG's fragments, ReadAgent's pages,
+        MemWalker's leaves); :class:`InputError` for a reader that keeps none."""
+        raise InputError(f"{self.name} keeps no passages to retrieve (it reads the text whole): retrieve with rag, "
+                         "op-rag, a ReadAgent method or memwalker")
+
+    def passage_index(self, memory: M) -> FragmentIndex:
+        """The index :meth:`rank` searches: BM25 over :meth:`units` (RAG searches with its own scorer and
+        FragRel)."""
+        from ..retrieval.fragments import Fragment
+        from ..retrieval.index import FragmentIndex
+
+        return FragmentIndex([Fragment(i, u.text, i) for i, u in enumerate(self.units(memory))])
+
+    def rank(self, memory: M, query: str) -> list[tuple[Evidence, float]]:
+        """``memory``'s passages for ``query``, best first with their scores, and no LLM call."""
+        units = self.units(memory)
+        if not units:
+            return []
+        ranking = self.passage_index(memory).rank(query)
+        return [(units[int(i)], float(ranking.scores[int(i)])) for i in ranking.order]
+
+    def retrieve_passages(self, memory: M, query: str, k: int = 4, document: Any = None) -> list[Citation]:
+        """The ``k`` passages of ``memory`` that best match ``query`` (:meth:`rank`: no LLM call), each a
+        :class:`~pagemind.citations.Citation` of the whole passage at its place in its document (a library's
+        passages in their member documents), with its score."""
+        from . import evidence as ev
+
+        shelved = getattr(memory, "shelves", ())
+        if document is None and not shelved:
+            document = vars(self).get("_documents", {}).get(getattr(memory, "document_id", ""))
+        out: list[Citation] = []
+        for item, score in self.rank(memory, query):
+            for placed in _unshelve(item, shelved) if shelved else [item]:
+                source = placed.within if placed.within is not None else document
+                found = ev.passage(source, placed, round(score, 4)) if source is not None else None
+                if found is not None:
+                    out.append(found)
+            if len(out) >= k:
+                break
+        return out[:k]
 
     def _cite(self, document: Any, question: Question, reading: Reading, context: Context) -> list[Citation]:
         """The citations of an answer, from the evidence its reading declares (:mod:`.evidence`), in the mode of
@@ -511,6 +558,8 @@ class Reader(Method, Generic[M, OptionsT]):
                        context.on_text)
         for note in reply.fallbacks:
             context.fallback(note)
+        if reply.finish_reason != "stop":
+            context.finish_reason = reply.finish_reason
         return reply
 
     @abstractmethod

@@ -220,6 +220,13 @@ def supporting(document: Any, evidence: Sequence[Evidence], answer: str, questio
     return out
 
 
+def passage(source: Any, evidence: Evidence, score: float | None = None) -> Citation | None:
+    """A citation of a whole unit (a retriever's passage) at its place in ``source``, or None if it is not there."""
+    at = _start_of(source.text, evidence.text)
+    return (cite(source, evidence.unit, evidence.index, evidence.text, evidence.found_by, start=at, score=score)
+            or cite(source, evidence.unit, evidence.index, evidence.text, evidence.found_by, score=score))
+
+
 def _start_of(text: str, unit: str) -> int:
     """Where ``unit`` starts in ``text`` (0 when its first sentence cannot be located)."""
     first = next(iter(sentences(unit)), "")

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..citations import Citation
 from ..errors import InputError
-from ..llm.base import Constraint
+from ..llm.base import Constraint, LLMRequest
 from ..llm.usage import Trace, Usage
 
 LETTERS = "ABCDEFGHIJ"
@@ -17,11 +17,45 @@ _OPTION_LINE = re.compile(r"^\s*\(([A-J])\)\s*(.+?)\s*$")
 
 
 @dataclass(frozen=True)
+class ReplySettings:
+    """What the asker says of the free-form answer's reply — OpenAI's ``max_tokens``, ``temperature``, ``stop``,
+    ``seed`` and ``response_format`` — applied to the answer call alone: a method's own calls (pagination, look-ups,
+    navigation) keep the settings the method declares. ``json_schema``: the answer is JSON of this schema (``{}``:
+    any JSON object), through the backend's constrained decoding."""
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    json_schema: dict[str, Any] | None = None
+
+    def applied(self, request: LLMRequest) -> LLMRequest:
+        """``request`` with these settings (the reply limit only ever lowered)."""
+        from dataclasses import replace
+
+        changes: dict[str, Any] = {}
+        if self.max_tokens is not None:
+            changes["max_tokens"] = min(request.max_tokens, self.max_tokens)
+        if self.temperature is not None:
+            changes["temperature"] = self.temperature
+        if self.stop:
+            changes["stop"] = self.stop
+        if self.seed is not None:
+            changes["seed"] = self.seed
+        if self.json_schema is not None:
+            schema = self.json_schema or {"type": "object"}
+            changes["constraint"] = Constraint(name="response_format", json_schema=schema)
+        return replace(request, **changes) if changes else request
+
+
+@dataclass(frozen=True)
 class Question:
-    """A question, with options for multiple choice (letters A, B, ... in order)."""
+    """A question, with options for multiple choice (letters A, B, ... in order); ``reply``: the asker's settings
+    of a free-form answer's reply."""
 
     text: str
     options: tuple[str, ...] = ()
+    reply: ReplySettings | None = None
 
     @property
     def is_choice(self) -> bool:
@@ -77,6 +111,7 @@ class Answer:
     index_trace: Trace | None = None  # the LLM calls that built the memory in this same call, if any
     run_id: str | None = None  # the recorded run of this answer (Pagemind.ask), if recorded
     citations: list[Citation] = field(default_factory=list)  # the passages it rests on; markers [1].. name them
+    finish_reason: str = "stop"  # of the answer call: "length" when cut at its reply limit (ReplySettings)
 
     @property
     def letter(self) -> str | None:
@@ -99,6 +134,7 @@ class Answer:
             "compression_rate": self.compression_rate,
             "context_words": self.context_words,
             "fallbacks": self.fallbacks,
+            "finish_reason": self.finish_reason,
             "citations": [c.as_dict() for c in self.citations],
             "usage": self.usage.as_dict(),
             **({"index_usage": self.index_trace.usage.as_dict()} if self.index_trace else {}),

@@ -183,6 +183,14 @@ class RAG(Reader[RAGMemory, RAGOptions]):
             self._indexes[key] = FragmentIndex(memory.fragments, settings, embedder)
         return self._indexes[key]
 
+    # --- retrieving ---------------------------------------------------------------------------------
+    def units(self, memory: RAGMemory) -> list[Evidence]:
+        return [Evidence("fragment", f.index, f.text, "fragment") for f in memory.fragments]
+
+    def passage_index(self, memory: RAGMemory) -> FragmentIndex:
+        """The fragments as this reader ranks them to answer: its scorer, FragRel when on."""
+        return self.index(memory)
+
     # --- answering ----------------------------------------------------------------------------------
     def _fits(self, question: Question, text: str) -> bool:
         if self.options.budget is not None and self.llm.count_tokens(text) > self.options.budget:

@@ -40,7 +40,7 @@ from starlette.concurrency import run_in_threadpool
 from ..agent.agentfile import iso_time
 from ..errors import InputError, InputTooLarge, NotFound, PagemindError
 from ..limits import (
-    BLOCK_LABEL,
+    LETTA_BLOCK_LABEL,
     MAX_AGENT_NAME,
     MAX_BLOCK,
     MAX_BLOCKS,
@@ -49,9 +49,11 @@ from ..limits import (
     MAX_QUERY,
     MAX_SYSTEM,
     check_text,
+    label_from_letta,
+    label_to_letta,
 )
 from ..users import agent_name
-from .routing import Svc, User, error_response, finished
+from .routing import NO_RETRY, Svc, User, error_response, finished
 from .service import AgentView
 from .uploads import body_limit
 
@@ -75,7 +77,7 @@ class Loose(BaseModel):
 
 
 class CreateBlock(Loose):
-    label: str = Field(pattern=BLOCK_LABEL)
+    label: str = Field(pattern=LETTA_BLOCK_LABEL)  # Letta's labels ('/' is '.' here: limits.label_from_letta)
     value: str = Field(max_length=MAX_BLOCK)
     limit: int | None = Field(None, ge=1, le=MAX_BLOCK)
 
@@ -100,6 +102,7 @@ class UpdateAgent(Loose):
 
 class UpdateBlock(Loose):
     value: str | None = Field(None, max_length=MAX_BLOCK)
+    limit: int | None = Field(None, ge=1, le=MAX_BLOCK)
 
 
 class SendMessages(Loose):
@@ -142,7 +145,7 @@ def agent_ref(agent_id: str) -> int:
 
 
 def block_state(agent_id: str, block: Any) -> dict[str, Any]:
-    return {"id": f"block-{agent_id.removeprefix('agent-')}-{block.label}", "label": block.label,
+    return {"id": f"block-{agent_id.removeprefix('agent-')}-{block.label}", "label": label_to_letta(block.label),
             "value": block.value, "limit": block.limit, "description": None, "read_only": False, "metadata": {},
             "hidden": None}
 
@@ -160,7 +163,8 @@ def agent_state(view: AgentView) -> dict[str, Any]:
         "llm_config": {"model": model, "handle": model, "model_endpoint_type": "openai",
                        "context_window": options.context_window or 8192},
         "model": model, "embedding": None, "sources": [], "tags": [], "description": None,
-        "tools": [{**t, "id": f"tool-{t['name']}"} for t in letta_tools([b.label for b in view.blocks])],
+        "tools": [{**t, "id": f"tool-{t['name']}"}
+                  for t in letta_tools([label_to_letta(b.label) for b in view.blocks])],
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(view.row.created)),
         "metadata": {"pagemind": {"id": view.row.id, "options": options.as_dict(), "counts": view.counts}},
     }
@@ -280,18 +284,27 @@ def health() -> dict[str, Any]:
 def create_agent(body: CreateAgent, service: Svc, user: User) -> dict[str, Any]:
     from ..agent.agentfile import COUNTERPARTS
 
-    refuse([f"tool {t!r} (no pagemind counterpart)" for t in body.tools or [] if t not in COUNTERPARTS]
-           + [f for f, used in (("block_ids (shared blocks)", bool(body.block_ids)),
+    # a built-in tool pagemind has no counterpart for is left out and said, as Letta does with tools it cannot run
+    # (its quickstart asks for web_search and run_code); everything else without a counterpart is refused
+    have = ", ".join(sorted(COUNTERPARTS))
+    warnings = [f"tool {t!r} skipped: pagemind's agent has no counterpart (its tools: {have})"
+                for t in body.tools or [] if t not in COUNTERPARTS]
+    refuse([f for f, used in (("block_ids (shared blocks)", bool(body.block_ids)),
                                 ("sources and folders (load documents with POST /v1/agents/{id}/documents)",
                                  bool(body.source_ids or body.folder_ids)),
                                 ("tool_rules", bool(body.tool_rules))) if used])
-    blocks = {b.label: b.value for b in body.memory_blocks}
-    limits = {b.label: max(b.limit, len(b.value)) for b in body.memory_blocks if b.limit is not None}
+    blocks = {label_from_letta(b.label): b.value for b in body.memory_blocks}
+    limits = {label_from_letta(b.label): max(b.limit, len(b.value)) for b in body.memory_blocks
+              if b.limit is not None}
     options = {"system": body.system, "context_window": body.context_window_limit}
     row = service.new_agent(user, body.name or f"agent-{int(time.time() * 1000)}", persona=blocks.pop("persona", None),
                             human=blocks.pop("human", None), blocks=blocks, limits=limits,
                             options={k: v for k, v in options.items() if v is not None})
-    return agent_state(service.agent_view(user, row))
+    state = agent_state(service.agent_view(user, row))
+    if isinstance(body.model_extra, dict) and body.model_extra.get("model") not in (None, state["model"]):
+        warnings.append(f"model {body.model_extra['model']!r}: the agent talks to the model pagemind serves "
+                        f"({state['model']})")
+    return {**state, "pagemind": {"warnings": warnings}} if warnings else state
 
 
 @router.get("/agents/")
@@ -361,7 +374,8 @@ async def import_agent(request: Request, service: Svc, user: User,
         for agent in doc["agents"]:
             agent["messages"], agent["in_context_message_ids"] = [], []
         data = json.dumps(doc).encode()
-    made = await run_in_threadpool(service.import_agent, user, data, name=name, skip_unsupported=skip)
+    # as Letta does, an import is a new agent: a name already taken gets a free one (NAME-2, ...)
+    made = await run_in_threadpool(service.import_agent, user, data, name=name, skip_unsupported=skip, copy=True)
     return {"agent_ids": [letta_id(view) for view, _ in made],
             "pagemind": {"dropped": sorted({d for _, plan in made for d in plan.dropped}),
                          "notes": sorted({n for _, plan in made for n in plan.notes})}}
@@ -375,19 +389,20 @@ def list_blocks(agent_id: str, service: Svc, user: User, after: str | None = Non
     return _page([block_state(agent_id, b) for b in blocks], after, before, limit)
 
 
-@router.get("/agents/{agent_id}/core-memory/blocks/{label}")
+@router.get("/agents/{agent_id}/core-memory/blocks/{label:path}")
 def get_block(agent_id: str, label: str, service: Svc, user: User) -> dict[str, Any]:
-    return block_state(agent_id, service.block(user, agent_ref(agent_id), label))
+    return block_state(agent_id, service.block(user, agent_ref(agent_id), label_from_letta(label)))
 
 
-@router.patch("/agents/{agent_id}/core-memory/blocks/{label}")
+@router.patch("/agents/{agent_id}/core-memory/blocks/{label:path}")
 async def update_block(agent_id: str, label: str, body: UpdateBlock, service: Svc, user: User) -> Response:
     extra = sorted(k for k, v in (body.model_extra or {}).items() if v is not None and k != "label")
-    refuse([f"block field {k!r} (pagemind's blocks have a label, a value and a limit)" for k in extra])
-    if body.value is None:
-        raise InputError("give the block's new value")
-    row = service.own_agent(user, agent_ref(agent_id))
-    job = await run_in_threadpool(lambda: service.put_block(user, row.id, label, str(body.value), new=False))
+    refuse([f"block field {k!r} (a block here is changed in its value and its limit)" for k in extra])
+    if body.value is None and body.limit is None:
+        raise InputError("give the block's new value or limit")
+    row, label = service.own_agent(user, agent_ref(agent_id)), label_from_letta(label)
+    job = await run_in_threadpool(lambda: service.put_block(user, row.id, label, body.value, limit=body.limit,
+                                                            new=False))
     return await finished(job, lambda block: block_state(agent_id, block))
 
 
@@ -557,4 +572,4 @@ def not_here(rest: str, request: Request) -> JSONResponse:
     """Every other Letta route: named, with what this surface serves."""
     return JSONResponse({"detail": f"{request.method} /v1/{rest} is not part of pagemind's Letta surface (agents, "
                          "core-memory blocks, archival memory, messages, export/import: docs/letta.md)",
-                         "type": "NotImplemented"}, status_code=501)
+                         "type": "NotImplemented"}, status_code=501, headers=NO_RETRY)

@@ -31,17 +31,18 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.concurrency import run_in_threadpool
 
 from .. import limits
 from ..errors import InputError, NotFound, PagemindError
+from ..methods.question import ReplySettings
 from . import shapes
-from .routing import Svc, User, errors, status_of
+from .routing import NO_RETRY, Svc, User, errors, retry_headers, status_of
 
 METHOD_PREFIX, AGENT_PREFIX = "pagemind/", "agent/"
 
@@ -62,9 +63,35 @@ class Extension(BaseModel):
     sources: bool = True
 
 
+Stop = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class JSONSchemaFormat(BaseModel):
+    name: str = Field(min_length=1, max_length=64)
+    schema_: dict[str, Any] = Field(alias="schema")
+    strict: bool | None = None
+    description: str | None = None
+
+
+class ResponseFormat(BaseModel):
+    """OpenAI's ``response_format``: text, any JSON object, or JSON of a schema (``json_schema.schema``)."""
+
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JSONSchemaFormat | None = None
+
+    @model_validator(mode="after")
+    def _schema_given(self) -> ResponseFormat:
+        if self.type == "json_schema" and self.json_schema is None:
+            raise ValueError('json_schema needs {"json_schema": {"name": ..., "schema": {...}}}')
+        return self
+
+
 class ChatRequest(BaseModel):
-    """The fields of OpenAI's chat request pagemind reads; the others (temperature, max_tokens, ...) are accepted
-    and not used: the method decides its own calls."""
+    """OpenAI's chat request. ``max_tokens`` / ``max_completion_tokens``, ``temperature``, ``stop``, ``seed`` and
+    ``response_format`` apply to the answer call (a method's own calls — look-ups, navigation — keep the settings it
+    declares); ``n`` above 1, ``tools`` and a ``tool_choice`` that calls one are refused (400 naming the parameter,
+    :func:`refused`), and the schema says so; other fields (``top_p``, ``user``, ``logprobs``...) are accepted and
+    not used."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -72,7 +99,43 @@ class ChatRequest(BaseModel):
     messages: list[dict[str, Any]] = Field(min_length=1, max_length=10_000)
     stream: bool = False
     stream_options: dict[str, Any] | None = None
+    max_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    max_completion_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    temperature: float | None = Field(None, ge=0, le=2)
+    stop: Stop | list[Stop] | None = Field(None, max_length=4)
+    seed: int | None = Field(None, ge=-(2**53), le=2**53, description="an exact JSON number (|seed| <= 2^53)")
+    n: int | None = Field(None, ge=1, le=1, description="one answer per request")
+    tools: list[dict[str, Any]] | None = Field(None, max_length=0, description="pagemind's models call no client "
+                                                                               "tools")
+    tool_choice: Literal["none", "auto"] | None = None
+    response_format: ResponseFormat | None = None
     pagemind: Extension = Field(default_factory=lambda: Extension.model_validate({}))
+
+    def reply(self) -> ReplySettings | None:
+        """The answer call's settings this request gives (None: none)."""
+        fmt = self.response_format
+        schema = None if fmt is None or fmt.type == "text" else (
+            fmt.json_schema.schema_ if fmt.json_schema is not None else {})
+        stop = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
+        most = self.max_completion_tokens or self.max_tokens
+        if most is None and self.temperature is None and not stop and self.seed is None and schema is None:
+            return None
+        return ReplySettings(max_tokens=most, temperature=self.temperature, stop=stop, seed=self.seed,
+                             json_schema=schema)
+
+
+def refused(raw: dict[str, Any]) -> tuple[str, str] | None:
+    """(the parameter, why) of what a request asks that pagemind cannot honour, read before the request's own
+    validation so the client hears why rather than a bound: OpenAI's 400 naming the parameter."""
+    n = raw.get("n")
+    if isinstance(n, int) and not isinstance(n, bool) and n > 1:
+        return "n", "pagemind gives one answer per request (n=1): send the request again for another"
+    if raw.get("tools"):
+        return "tools", ("pagemind's models read documents and answer: they call no client tools (an agent/<name> "
+                         "model calls its own memory functions)")
+    if raw.get("tool_choice") not in (None, "none", "auto"):
+        return "tool_choice", "pagemind's models call no client tools"
+    return None
 
 
 @dataclass(frozen=True)
@@ -114,12 +177,15 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
     raise InputError("no user message with text: the last user message is the question")
 
 
-def openai_error(message: str, status: int, code: str | None = None, param: str | None = None) -> JSONResponse:
-    return JSONResponse(shapes.openai_error_body(message, status, code, param), status_code=status)
+def openai_error(message: str, status: int, code: str | None = None, param: str | None = None,
+                 headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(shapes.openai_error_body(message, status, code, param), status_code=status,
+                        headers=NO_RETRY if headers is None and status < 500 else headers)
 
 
 def error_of(err: BaseException) -> JSONResponse:
-    return openai_error(str(err) or type(err).__name__, status_of(err), type(err).__name__)
+    return openai_error(str(err) or type(err).__name__, status_of(err), type(err).__name__,
+                        headers=retry_headers(err))
 
 
 # --- the routes ---------------------------------------------------------------------------------------------------
@@ -129,19 +195,51 @@ def openai_errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": shapes.OpenAIError, "description": described[code]["description"]} for code in codes}
 
 
+def model_ids(service: Any, user: Any) -> list[str]:
+    """The models ``user`` may pick: every method, ``pagemind/auto@<library>`` per library, ``agent/<name>``."""
+    from ..methods import registry
+
+    ids = [f"{METHOD_PREFIX}{m}" for m in registry.document_methods()]
+    ids += [f"{METHOD_PREFIX}auto@{row.name}" for row in service.libraries(user)]
+    return ids + [f"{AGENT_PREFIX}{view.name}" for view in service.agents(user)]
+
+
+def model_json(model_id: str) -> dict[str, Any]:
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": "pagemind"}
+
+
 @router.get("/v1/models", name="get_model", tags=["openai"], responses=openai_errors(400, 401, 403, 404, 413, 421,
                                                                                       422))
 def models(service: Svc, user: User) -> dict[str, Any]:
     """The models an OpenAI client may pick (OpenAI's list: ``object``, ``data``): ``pagemind/<method>`` for every
     method, ``pagemind/auto@<library>`` for each of your libraries, ``agent/<name>`` for each of your agents; and
     the backend's own description (``model``, ``backend``, ``llm``, ``capabilities``)."""
-    from ..methods import registry
+    return {"object": "list", "data": [model_json(i) for i in model_ids(service, user)], **service.models()}
 
-    ids = [f"{METHOD_PREFIX}{m}" for m in registry.document_methods()]
-    ids += [f"{METHOD_PREFIX}auto@{row.name}" for row in service.libraries(user)]
-    ids += [f"{AGENT_PREFIX}{view.name}" for view in service.agents(user)]
-    return {"object": "list", "data": [{"id": i, "object": "model", "created": 0, "owned_by": "pagemind"}
-                                       for i in ids], **service.models()}
+
+@router.get("/v1/models/{model_id:path}", name="retrieve_model", tags=["openai"],
+            responses=openai_errors(400, 401, 403, 404, 413, 421, 422))
+def retrieve_model(model_id: str, service: Svc, user: User) -> dict[str, Any]:
+    """One model of :func:`models` (OpenAI's ``models.retrieve``); 404 in OpenAI's shape for any other."""
+    if model_id not in model_ids(service, user):
+        raise NotFound(f"the model {model_id!r} does not exist: GET /v1/models lists yours")
+    return model_json(model_id)
+
+
+# OpenAI's other APIs: a 404 in OpenAI's shape that says what is served, so an SDK shows why (not an empty message)
+NOT_SERVED = ("responses", "completions", "embeddings", "audio", "images", "files", "uploads", "batches",
+              "assistants", "threads", "vector_stores", "moderations", "fine_tuning", "realtime")
+
+
+def not_served(request: Request) -> JSONResponse:
+    return openai_error(f"{request.url.path[:80]} is not served by pagemind: its OpenAI surface is "
+                        "/v1/chat/completions and /v1/models (docs/openai.md)", 404, "not_found", None)
+
+
+for _kind in NOT_SERVED:
+    router.add_api_route(f"/v1/{_kind}", not_served, methods=["GET", "POST"], include_in_schema=False)
+    router.add_api_route(f"/v1/{_kind}/{{rest:path}}", not_served, methods=["GET", "POST", "DELETE"],
+                         include_in_schema=False)
 
 
 def request_schema() -> dict[str, Any]:
@@ -172,6 +270,9 @@ async def chat_completions(request: Request, service: Svc, user: User) -> Respon
         raw = await request.json()
     except ValueError:
         return openai_error("the body is not JSON", 400, "invalid_json")
+    unsupported = refused(raw) if isinstance(raw, dict) else None
+    if unsupported is not None:
+        return openai_error(unsupported[1], 400, "unsupported_parameter", unsupported[0])
     try:
         body = ChatRequest.model_validate(raw)
     except ValidationError as err:
@@ -182,6 +283,14 @@ async def chat_completions(request: Request, service: Svc, user: User) -> Respon
         question = last_user_text(body.messages)
     except PagemindError as err:
         return error_of(err)
+    reply = body.reply()
+    if reply is not None and reply.json_schema is not None:
+        if target.kind == "agent":
+            return openai_error("an agent's turn answers in its own messages: response_format is for pagemind/"
+                                "<method> models", 400, "unsupported_parameter", "response_format")
+        if not service.pm.llm.backend.capabilities.supports_json_schema:
+            return openai_error("this model server cannot constrain a reply to JSON", 400, "unsupported_parameter",
+                                "response_format")
     made = f"chatcmpl-{int(time.time() * 1000):x}"
     pieces: asyncio.Queue[str | None] = asyncio.Queue()
     loop = asyncio.get_running_loop()
@@ -190,21 +299,25 @@ async def chat_completions(request: Request, service: Svc, user: User) -> Respon
         loop.call_soon_threadsafe(pieces.put_nowait, piece)
 
     try:
-        begun = await run_in_threadpool(start, service, user, target, body, question,
+        begun = await run_in_threadpool(start, service, user, target, body, question, reply,
                                         on_text if body.stream else None)
     except PagemindError as err:
         return error_of(err)
+    ids = {"x-request-id": begun.run.id}  # the run that answers: GET /v1/runs/{id}, `pagemind logs`
     if not body.stream:
         try:
             result = await asyncio.wrap_future(begun.future)
         except PagemindError as err:
-            return error_of(err)
-        return JSONResponse(completion(made, body, target, begun.run.id, result))
+            failed = error_of(err)
+            failed.headers.update(ids)
+            return failed
+        return JSONResponse(completion(made, body, target, begun.run.id, result), headers=ids)
     return StreamingResponse(chunks(made, body, target, begun, pieces), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ids})
 
 
-def start(service: Any, user: Any, target: Target, body: ChatRequest, question: str, on_text: Any) -> Any:
+def start(service: Any, user: Any, target: Target, body: ChatRequest, question: str, reply: ReplySettings | None,
+          on_text: Any) -> Any:
     """The run answering the request, started on the worker pool."""
     ext = body.pagemind
     if target.kind == "agent":
@@ -219,7 +332,7 @@ def start(service: Any, user: Any, target: Target, body: ChatRequest, question: 
     except ValidationError as err:  # the same limits as the native ask: the client's input, said as such
         detail, _ = shapes.validation_detail([dict(e) for e in err.errors()])
         raise InputError(detail) from None
-    return service.ask(user, ext.document_id, ask, library=library, on_text=on_text)
+    return service.ask(user, ext.document_id, ask, library=library, on_text=on_text, reply=reply)
 
 
 def _answer(target: Target, result: Any) -> tuple[str, list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
@@ -235,7 +348,15 @@ def _answer(target: Target, result: Any) -> tuple[str, list[dict[str, Any]], dic
     return text, data.get("citations") or [], counts, extra
 
 
+def _finish(target: Target, result: Any) -> str:
+    """OpenAI's finish_reason: ``length`` when the answer was cut at the request's reply limit."""
+    return "stop" if target.kind == "agent" else str(getattr(result, "finish_reason", "stop") or "stop")
+
+
 def _tail(body: ChatRequest, target: Target, cited: list[dict[str, Any]]) -> str:
+    """The citation markers and the Sources block after the answer (none for a JSON answer: it must parse)."""
+    if body.response_format is not None and body.response_format.type != "text":
+        return ""
     named = target.kind == "agent" or body.pagemind.library is not None or target.library is not None
     return "".join(f" [{n}]" for n in range(1, len(cited) + 1)) + \
         (shapes.sources_text(cited, named) if body.pagemind.sources else "")
@@ -245,7 +366,7 @@ def completion(made: str, body: ChatRequest, target: Target, run_id: str, result
     text, cited, usage, extra = _answer(target, result)
     return {"id": made, "object": "chat.completion", "created": int(time.time()), "model": body.model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text + _tail(body, target, cited)},
-                         "finish_reason": "stop", "logprobs": None}],
+                         "finish_reason": _finish(target, result), "logprobs": None}],
             "usage": usage, "pagemind": {"run_id": run_id, "citations": cited, **extra}}
 
 
@@ -276,7 +397,7 @@ async def chunks(made: str, body: ChatRequest, target: Target, begun: Any,
     text, cited, usage, extra = _answer(target, result)
     rest = text[len("".join(streamed)):] if text.startswith("".join(streamed)) else ("" if streamed else text)
     yield event({"content": rest + _tail(body, target, cited)})
-    yield event({}, "stop", pagemind={"run_id": begun.run.id, "citations": cited, **extra})
+    yield event({}, _finish(target, result), pagemind={"run_id": begun.run.id, "citations": cited, **extra})
     if (body.stream_options or {}).get("include_usage"):
         last = {"id": made, "object": "chat.completion.chunk", "created": created, "model": body.model,
                 "choices": [], "usage": usage}

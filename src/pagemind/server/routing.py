@@ -46,11 +46,24 @@ def status_of(err: BaseException) -> int:
     return next((code for kind, code in ERROR_STATUS if isinstance(err, kind)), 500)
 
 
+# OpenAI's and Letta's SDKs (Stainless) retry 408, 409, 429 and 5xx unless told: a taken name, a cancelled run or a
+# route this server lacks fails the same way every time, and a busy agent is worth one more try a second later
+NO_RETRY = {"x-should-retry": "false"}
+BUSY_RETRY = {"x-should-retry": "true", "Retry-After": "1"}
+
+
+def retry_headers(err: BaseException) -> dict[str, str]:
+    """Whether a client should send the request again (the ``x-should-retry`` header the SDKs obey)."""
+    if isinstance(err, AgentBusy):
+        return BUSY_RETRY
+    return NO_RETRY if status_of(err) < 500 else {}
+
+
 def error_response(err: BaseException, run_id: str | None = None) -> JSONResponse:
     """The one error body of a library error (its status by type; the run it belongs to, if any)."""
     run_id = run_id or (err.run_id if isinstance(err, AgentBusy) else None)
     body = error_body(str(err) or type(err).__name__, type(err).__name__, run_id=run_id)
-    return JSONResponse(body, status_code=status_of(err))
+    return JSONResponse(body, status_code=status_of(err), headers=retry_headers(err))
 
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:

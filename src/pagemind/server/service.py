@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .. import steps
 from ..agent.locks import AgentBusy
 from ..errors import ConfigError, InputError, NotFound, PagemindError
+from ..methods.question import Question, ReplySettings
 from ..runs import summarize
 from ..users import agent_key, agent_name
 from .shapes import (
@@ -292,17 +293,21 @@ class Service:
             document, body.method, progress, run=run, user_id=user.id, **options)))
 
     def ask(self, user: UserRow, doc_id: str | None, body: AskRequest, progress: Progress | None = None, *,
-            library: str | None = None, on_text: Callable[[str], None] | None = None) -> Started:
-        """Answer about one of the user's documents (``doc_id``) or libraries (``library``), on the worker pool."""
+            library: str | None = None, on_text: Callable[[str], None] | None = None,
+            reply: ReplySettings | None = None) -> Started:
+        """Answer about one of the user's documents (``doc_id``) or libraries (``library``), on the worker pool;
+        ``reply``: the asker's settings of the answer call (OpenAI's ``max_tokens``, ``temperature``...)."""
         document = self.source(user, doc_id, library)
         options = dict(body.method_options)
         if body.budget is not None:
             options["budget"] = body.budget
         options = self.check_method(body.method, options)
+        question = replace(Question.parse(body.question, tuple(body.options)), reply=reply)
         run = self.pm.runs.create("ask", document.id, method=body.method, user_id=user.id, request={
-            "document": document.name, "question": body.question, "options": body.options, "method_options": options})
+            "document": document.name, "question": body.question, "options": body.options, "method_options": options,
+            **({"reply": asdict(reply)} if reply is not None else {})})
         return Started(run, self.workers.submit(run.id, lambda: self.pm.ask(
-            document, body.question, tuple(body.options), body.method, progress=progress, on_text=on_text, run=run,
+            document, question, (), body.method, progress=progress, on_text=on_text, run=run,
             user_id=user.id, **options)))
 
     @staticmethod
@@ -497,10 +502,10 @@ class Service:
         return self.pm.export_agent(row.name, shown_as=agent_name(user.id, row.name), model=self.model)
 
     def import_agent(self, user: UserRow, data: bytes | str | dict[str, Any], *, name: str | None = None,
-                     skip_unsupported: bool = False) -> list[tuple[AgentView, Any]]:
+                     skip_unsupported: bool = False, copy: bool = False) -> list[tuple[AgentView, Any]]:
         """The agents of an Agent File, made the user's: each with its plan (what was left out, ``dropped``, and
-        read but not kept, ``notes``)."""
-        plans = self.pm.import_agent(data, name=name, skip_unsupported=skip_unsupported, user_id=user.id)
+        read but not kept, ``notes``); ``copy``: a taken name gets a free one (:meth:`Pagemind.import_agent`)."""
+        plans = self.pm.import_agent(data, name=name, skip_unsupported=skip_unsupported, user_id=user.id, copy=copy)
         return [(self.agent(user, plan.name), plan) for plan in plans]
 
     def attempts(self, user: UserRow, agent_id: int, key: str, message: str) -> tuple[Any, int]:
@@ -529,14 +534,18 @@ class Service:
             raise NotFound(f"the agent has no block {label[:40]!r}")
         return found
 
-    def put_block(self, user: UserRow, ref: int | str, label: str, value: str, *, new: bool = True) -> Future:
-        """Set a block's value (``new``: or add the block), in the agent's line; the block."""
+    def put_block(self, user: UserRow, ref: int | str, label: str, value: str | None, *, limit: int | None = None,
+                  new: bool = True) -> Future:
+        """Set a block's value and/or its limit (None: as it is; ``new``: or add the block), in the agent's line;
+        the block."""
         row = self.own_agent(user, ref)
         if not new:
             self.block(user, row.id, label)
 
         def job() -> Any:
-            return self.pm.agent(row.name, llm=False).set_block(label, value)
+            agent = self.pm.agent(row.name, llm=False)
+            current = next((b.value for b in agent.blocks() if b.label == label), "")
+            return agent.set_block(label, current if value is None else value, limit)
 
         return self.in_line(row, job)
 

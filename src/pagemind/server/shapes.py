@@ -265,7 +265,7 @@ class OpenAIError(BaseModel):
 
 # OpenAI's routes answer errors in OpenAI's shape (what its SDK reads); Letta's in Letta's, which is FastAPI's
 # ``{"detail": ...}`` and so pagemind's own
-OPENAI_PATHS = ("/v1/chat/completions", "/v1/models")
+OPENAI_PATHS = ("/v1/chat/completions", "/v1/models", "/v1/responses", "/v1/completions", "/v1/embeddings")
 OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                       404: "not_found_error", 409: "conflict_error", 413: "invalid_request_error",
                       422: "invalid_request_error", 429: "rate_limit_error"}

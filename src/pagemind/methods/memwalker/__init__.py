@@ -10,6 +10,7 @@ from ...library import Library, shelves
 from ...llm.usage import Trace
 from ...text import Document
 from ..base import About, Build, Context, MemoryWriter, Reader, Reading
+from ..evidence import Evidence
 from ..question import Question
 from .build import build_tree, compose_trees, node_limit, plan_tree
 from .memory import PRESETS, MemoryTree, MemWalkerOptions, TreeNode
@@ -85,6 +86,10 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
             "max_children": memory.settings["max_children"],
             "node_limit": memory.settings["node_limit"],
         }
+
+    def units(self, memory: MemoryTree) -> list[Evidence]:
+        """The leaves (a retriever ranks their text; navigating the tree, LLM calls, is the answer's)."""
+        return [Evidence("leaf", n.index, n.text, "leaf") for n in memory.leaves]
 
     def _answer(self, memory: MemoryTree, question: Question, context: Context) -> Reading:
         context.phase("walking the tree")

@@ -95,6 +95,10 @@ class ReadAgent(Reader[GistMemory, RO]):
             "fallback_gists": sum(g.source == "fallback" for g in memory.gists),
         }
 
+    def units(self, memory: GistMemory) -> list[Evidence]:
+        """The pages (a retriever ranks their text; ReadAgent's own look-up, an LLM call, is the answer's)."""
+        return [Evidence("page", p.index, p.text, "page") for p in memory.pages]
+
     def _answer(self, memory: GistMemory, question: Question, context: Context) -> Reading:
         context.phase("looking up pages")
         found: dict[str, Any] = {}  # what a look-up beyond the window did (overflow=hierarchical)
