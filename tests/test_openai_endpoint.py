@@ -27,6 +27,13 @@ def agent_step(request):
                        "arguments": {"message": "Hello from the agent."}})
 
 
+def rewrite(request):
+    """The conversation's last message as a standalone question (what a model makes of "Why?" after the map)."""
+    prompt = request.messages[-1].content
+    return "Why did Wren look under the stair for the map?" if "Last message:\nWhy?" in prompt else \
+        prompt.split("Last message:\n", 1)[1].split("\n", 1)[0]
+
+
 def answer(request):
     """The answer, cut at the request's reply limit as a model cuts it (counting words as the fake's tokens); JSON
     when the request constrains the reply to a schema."""
@@ -42,8 +49,9 @@ def answer(request):
 
 @pytest.fixture
 def served(tmp_path):
-    fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist,
-                                "answer": answer, "agent-step": agent_step, "lookup": "[]"}, supports_json_schema=True)
+    fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist, "answer": answer,
+                                "agent-step": agent_step, "lookup": "[]", "rewrite": rewrite,
+                                "housekeeping": '{"title": "Map under the stair"}'}, supports_json_schema=True)
     pm = Pagemind(fake, store=tmp_path / "s.db")
     ann = users_api.create_user(pm.store, "ann")
     bob = users_api.create_user(pm.store, "bob")
@@ -182,3 +190,79 @@ def test_the_answer_call_takes_the_clients_settings_and_what_cannot_be_honoured_
         client.responses.create(model="pagemind/full", input="Who found the map?")
     with pytest.raises(openai.NotFoundError, match="/v1/embeddings is not served"):
         client.embeddings.create(model="pagemind/full", input="map")
+
+
+def test_the_conversation_reaches_the_reader_as_a_standalone_question(served):
+    """Earlier turns and the system message are read: "Why?" after a question about the map is asked as the question
+    it means (one rewrite call, recorded in the run); a lone question is asked as it is, with no rewrite; a part
+    pagemind cannot read is refused, not dropped."""
+    pm, client, fake = served["pm"], served["ann"], served["fake"]
+    doc = pm.add_document(STORY, "cape.txt", user_id=served["ann_id"])
+    ext = {"pagemind": {"document_id": doc.id}}
+    conversation = [{"role": "system", "content": "Answer in one sentence."},
+                    {"role": "user", "content": "Who found the map?"},
+                    {"role": "assistant", "content": "Wren found the map under the stair."},
+                    {"role": "user", "content": "Why?"}]
+    fake.history.clear()
+    done = client.chat.completions.create(model="pagemind/full", messages=conversation, extra_body=ext)
+    rewrite_request, answer_request = fake.history[0], fake.history[-1]
+    assert [r.role for r in fake.history] == ["rewrite", "answer"]
+    shown = rewrite_request.messages[-1].content
+    assert "Answer in one sentence." in shown and "assistant: Wren found the map under the stair." in shown
+    assert "Why did Wren look under the stair for the map?" in answer_request.messages[-1].content
+    run = pm.runs.get(done.model_extra["pagemind"]["run_id"], served["ann_id"])
+    assert run.request["question"] == "Why?" and len(run.request["conversation"]) == 3
+    assert run.result["details"]["standalone"]["question"] == "Why did Wren look under the stair for the map?"
+
+    fake.history.clear()
+    client.chat.completions.create(model="pagemind/full", messages=conversation[-1:], extra_body=ext)
+    assert [r.role for r in fake.history] == ["answer"]  # nothing before it: no rewrite
+
+    image = [{"role": "user", "content": [{"type": "text", "text": "What is this?"},
+                                          {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]}]
+    with pytest.raises(openai.UnprocessableEntityError, match="image_url parts: pagemind's models read text"):
+        client.chat.completions.create(model="pagemind/full", messages=image, extra_body=ext)
+
+
+# The framing of the task requests Open WebUI sends to the chat model it is set to use for its own menus (its title,
+# tags and follow-up templates in open_webui/config.py, read there and written here in our words, the same shape):
+# "### Task:" and sections, with the chat's last messages in <chat_history> tags.
+UI_TASK = """### Task:
+{task}
+### Guidelines:
+- Keep it short.
+### Output:
+JSON format: {output}
+### Chat History:
+<chat_history>
+USER: Who found the map?
+ASSISTANT: Wren found the map under the stair.
+</chat_history>"""
+
+
+def test_a_chat_ui_picks_a_model_from_its_menu_and_its_own_tasks_are_not_library_questions(served):
+    pm, client, fake = served["pm"], served["ann"], served["fake"]
+    pm.add("shelf", [pm.read(STORY, "cape.txt")], user_id=served["ann_id"])
+    question = [{"role": "user", "content": "Who found the map?"}]
+    # a menu pick names no document: the user's only library is read (and said)
+    picked = client.chat.completions.create(model="pagemind/full", messages=question)
+    assert "[1] cape.txt" in picked.choices[0].message.content
+    runs = len(pm.runs.list(served["ann_id"]))
+    for task, output in (("Generate a concise, 3-5 word title summarizing the chat history.", '{ "title": "..." }'),
+                         ("Generate 1-3 broad tags categorizing the main themes of the chat history.",
+                          '{ "tags": ["..."] }'),
+                         ("Suggest 3-5 relevant follow-up questions the user might ask next.",
+                          '{ "follow_ups": ["..."] }')):
+        fake.history.clear()
+        done = client.chat.completions.create(model="pagemind/auto", messages=[
+            {"role": "user", "content": UI_TASK.format(task=task, output=output)}], max_tokens=1000, stream=False)
+        assert done.choices[0].message.content == '{"title": "Map under the stair"}'  # the model's reply, as it is
+        assert [r.role for r in fake.history] == ["housekeeping"] and done.model_extra["pagemind"]["housekeeping"]
+    streamed = list(client.chat.completions.create(model="pagemind/auto", stream=True, messages=[
+        {"role": "user", "content": UI_TASK.format(task="Generate a title.", output="{}")}]))
+    assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == \
+        '{"title": "Map under the stair"}'
+    assert len(pm.runs.list(served["ann_id"])) == runs  # no run recorded, no library read
+    pm.add("other", [pm.read(make_text(3, 20), "x.txt")], user_id=served["ann_id"])
+    with pytest.raises(openai.UnprocessableEntityError, match="keep one library"):
+        client.chat.completions.create(model="pagemind/full", messages=question)

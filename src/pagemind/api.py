@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from . import limits
 from .citations import Citation
 from .config import Settings, resolve_settings
+from .conversation import Turn, needs_rewrite, standalone
 from .errors import ConfigError, InputError, NotFound
 from .library import Change, Libraries, Library, Skipped
 from .llm.base import Backend
@@ -338,13 +339,15 @@ class Pagemind:
     def ask(self, source: str | Path | Document | Plan, question: str | Question, options: Sequence[str] = (),
             method: str = "auto", progress: Progress | None = None, on_text: Callable[[str], None] | None = None,
             *, run: RunRow | str | None = None, user_id: int | None = None, memory: Memory | None = None,
-            **method_options: Any) -> Answer:
+            conversation: Sequence[Turn] = (), **method_options: Any) -> Answer:
         """Answer a question about a document (builds its memory first if needed); a source tree (a directory) is
         read by ``method="code"`` only (:meth:`ask_code`), another method refuses it. A choice (``auto``, the
         default) answers with the method it picks, named in ``answer.method`` and ``answer.details["auto"]``.
         Recorded as a run (``run``: an existing queued run to record into) unless ``record_runs`` is off;
         ``answer.run_id`` names it. ``memory``: this document's memory for this method and options, already at hand
-        (``index``'s), so it is not loaded again (a chat asks many questions of one memory)."""
+        (``index``'s), so it is not loaded again (a chat asks many questions of one memory). ``conversation``: the
+        turns before the question (:class:`~pagemind.conversation.Turn`), which it is first rewritten to stand
+        without (one LLM call, in the answer's trace; ``answer.details["standalone"]`` says what was asked)."""
         plan = self.plan(source, method, user_id=user_id, **method_options)
         reader, document, chosen = plan.reader, plan.source, plan.chosen
         q = question if isinstance(question, Question) else Question.parse(question, tuple(options))
@@ -352,20 +355,29 @@ class Pagemind:
                                   {"question": q.text, "options": list(q.options), "method_options": plan.options},
                                   user_id)
         if recorder is None:
-            return self._ask(reader, document, q, progress, on_text, Trace(), Trace(), memory, chosen)
+            return self._ask(reader, document, q, progress, on_text, Trace(), Trace(), memory, chosen, conversation)
         with recorder.running():
             answer = self._ask(reader, document, q, _both(progress, recorder.progress), on_text,
-                               recorder.trace(), recorder.trace(), memory, chosen)
+                               recorder.trace(), recorder.trace(), memory, chosen, conversation)
             answer.run_id = recorder.run_id
             recorder.result({**answer.as_dict(), "memory": reader.memory_key(document), "document": document.id})
         return answer
 
     def _ask(self, reader: Reader[Any, Any], document: Any, q: Question, progress: Progress | None,
              on_text: Callable[[str], None] | None, build_trace: Trace, trace: Trace,
-             memory: Memory | None = None, chosen: Chosen | None = None) -> Answer:
+             memory: Memory | None = None, chosen: Chosen | None = None, conversation: Sequence[Turn] = ()) -> Answer:
         if memory is None:
             memory = reader.build(document, progress=progress, trace=build_trace)
+        asked, rewrite_failed = q, None
+        if needs_rewrite(conversation):
+            if progress is not None:
+                progress("reading the conversation", 0, 0, "")
+            q, rewrite_failed = standalone(reader.llm, q, conversation, trace)
         answer = reader.answer(memory, q, progress, on_text, trace=trace, document=document)
+        if needs_rewrite(conversation):
+            answer.details["standalone"] = {"asked": asked.text, "question": q.text, "turns": len(conversation)}
+            if rewrite_failed:
+                answer.fallbacks.insert(0, rewrite_failed)
         if chosen is not None:
             answer.details["auto"] = chosen.said
         if build_trace.events:

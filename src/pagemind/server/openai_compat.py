@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from starlette.concurrency import run_in_threadpool
 
 from .. import limits
+from ..conversation import ROLES, Turn
 from ..errors import InputError, NotFound, PagemindError
 from ..methods.question import ReplySettings
 from . import shapes
@@ -159,22 +161,38 @@ def target_of(model: str) -> Target:
                    "pagemind/auto reads what fits), pagemind/<method>@<library> or agent/<name>")
 
 
+def text_of(message: dict[str, Any]) -> str:
+    """A message's text: a string, or the text parts of a list of parts; an :class:`InputError` for a part
+    pagemind cannot read (an image, audio, a file), never dropped silently."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    other = sorted({str(p.get("type")) for p in content if isinstance(p, dict) and p.get("type") != "text"})
+    if other:
+        raise InputError(f"the message has {', '.join(other)} parts: pagemind's models read text (send the text, "
+                         "or add the file to a library)")
+    return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+
+
 def last_user_text(messages: list[dict[str, Any]]) -> str:
-    """The text of the last user message (a string, or the text parts of a list of parts)."""
+    """The text of the last user message."""
     for message in reversed(messages):
         if message.get("role") != "user":
             continue
-        content = message.get("content")
-        if isinstance(content, str):
-            text = content
-        elif isinstance(content, list):
-            text = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
-        else:
-            text = ""
+        text = text_of(message)
         if text.strip():
             return text
         break
     raise InputError("no user message with text: the last user message is the question")
+
+
+def earlier_turns(messages: list[dict[str, Any]]) -> tuple[Turn, ...]:
+    """The messages before the last user message (instructions, earlier questions and answers) as turns."""
+    last = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+    return tuple(Turn(str(m.get("role")), text_of(m)) for m in messages[:last]
+                 if m.get("role") in ROLES and text_of(m).strip())
 
 
 def openai_error(message: str, status: int, code: str | None = None, param: str | None = None,
@@ -284,6 +302,8 @@ async def chat_completions(request: Request, service: Svc, user: User) -> Respon
     except PagemindError as err:
         return error_of(err)
     reply = body.reply()
+    if target.kind == "method" and is_housekeeping(question):
+        return await housekeeping(f"chatcmpl-{int(time.time() * 1000):x}", body, service, user, reply)
     if reply is not None and reply.json_schema is not None:
         if target.kind == "agent":
             return openai_error("an agent's turn answers in its own messages: response_format is for pagemind/"
@@ -316,6 +336,44 @@ async def chat_completions(request: Request, service: Svc, user: User) -> Respon
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ids})
 
 
+# A chat UI's own tasks (Open WebUI: a title, tags, follow-up questions, search queries for its menus) come as a
+# user message framed "### Task: ... <chat_history> ... </chat_history>": not a question about a library
+_TASK = re.compile(r"^\s*#{2,4}\s*Task:", re.IGNORECASE)
+
+
+def is_housekeeping(text: str) -> bool:
+    return bool(_TASK.match(text)) and "<chat_history>" in text
+
+
+async def housekeeping(made: str, body: ChatRequest, service: Any, user: Any,
+                       reply: ReplySettings | None) -> Response:
+    """A UI's task answered by the model directly: no library read, no citations, no recorded run."""
+    messages = [(str(m.get("role")), text_of(m)) for m in body.messages if m.get("role") in ROLES]
+    try:
+        response = await run_in_threadpool(service.housekeeping, user, messages, reply)
+    except PagemindError as err:
+        return error_of(err)
+    usage = {"prompt_tokens": response.prompt_tokens, "completion_tokens": response.completion_tokens,
+             "total_tokens": response.prompt_tokens + response.completion_tokens}
+    finish = "length" if response.finish_reason == "length" else "stop"
+    extra = {"pagemind": {"housekeeping": True}}
+    if not body.stream:
+        return JSONResponse({"id": made, "object": "chat.completion", "created": int(time.time()), "model": body.model,
+                             "choices": [{"index": 0, "message": {"role": "assistant", "content": response.text},
+                                          "finish_reason": finish, "logprobs": None}], "usage": usage, **extra})
+
+    async def events() -> AsyncIterator[str]:
+        base = {"id": made, "object": "chat.completion.chunk", "created": int(time.time()), "model": body.model}
+        for delta, done in (({"role": "assistant", "content": response.text}, None), ({}, finish)):
+            chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": done, "logprobs": None}]}
+            yield f"data: {json.dumps({**chunk, **(extra if done else {})})}\n\n"
+        if (body.stream_options or {}).get("include_usage"):
+            yield f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n"
+        yield "data: [DONE]\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
 def start(service: Any, user: Any, target: Target, body: ChatRequest, question: str, reply: ReplySettings | None,
           on_text: Any) -> Any:
     """The run answering the request, started on the worker pool."""
@@ -323,16 +381,18 @@ def start(service: Any, user: Any, target: Target, body: ChatRequest, question: 
     if target.kind == "agent":
         return service.send(user, target.name, question)
     library = ext.library or target.library
-    if (ext.document_id is None) == (library is None):
-        raise InputError('name what to read: "pagemind": {"document_id": "..."} or {"library": "..."} (extra_body), '
-                         "or the model pagemind/<method>@<library>")
+    if ext.document_id is not None and library is not None:
+        raise InputError('name one thing to read: "pagemind": {"document_id": "..."} or {"library": "..."}')
+    if ext.document_id is None and library is None:
+        library = service.default_library(user)
     try:
         ask = shapes.AskRequest(question=question, options=ext.options, method=target.name,
                                 method_options=ext.method_options, budget=ext.budget)
     except ValidationError as err:  # the same limits as the native ask: the client's input, said as such
         detail, _ = shapes.validation_detail([dict(e) for e in err.errors()])
         raise InputError(detail) from None
-    return service.ask(user, ext.document_id, ask, library=library, on_text=on_text, reply=reply)
+    return service.ask(user, ext.document_id, ask, library=library, on_text=on_text, reply=reply,
+                       conversation=earlier_turns(body.messages))
 
 
 def _answer(target: Target, result: Any) -> tuple[str, list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
@@ -353,19 +413,20 @@ def _finish(target: Target, result: Any) -> str:
     return "stop" if target.kind == "agent" else str(getattr(result, "finish_reason", "stop") or "stop")
 
 
-def _tail(body: ChatRequest, target: Target, cited: list[dict[str, Any]]) -> str:
+def _tail(body: ChatRequest, target: Target, cited: list[dict[str, Any]], result: Any) -> str:
     """The citation markers and the Sources block after the answer (none for a JSON answer: it must parse)."""
     if body.response_format is not None and body.response_format.type != "text":
         return ""
-    named = target.kind == "agent" or body.pagemind.library is not None or target.library is not None
+    named = target.kind == "agent" or "library" in (getattr(result, "details", None) or {})
     return "".join(f" [{n}]" for n in range(1, len(cited) + 1)) + \
         (shapes.sources_text(cited, named) if body.pagemind.sources else "")
 
 
 def completion(made: str, body: ChatRequest, target: Target, run_id: str, result: Any) -> dict[str, Any]:
     text, cited, usage, extra = _answer(target, result)
+    content = text + _tail(body, target, cited, result)
     return {"id": made, "object": "chat.completion", "created": int(time.time()), "model": body.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text + _tail(body, target, cited)},
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                          "finish_reason": _finish(target, result), "logprobs": None}],
             "usage": usage, "pagemind": {"run_id": run_id, "citations": cited, **extra}}
 
@@ -396,7 +457,7 @@ async def chunks(made: str, body: ChatRequest, target: Target, begun: Any,
         return
     text, cited, usage, extra = _answer(target, result)
     rest = text[len("".join(streamed)):] if text.startswith("".join(streamed)) else ("" if streamed else text)
-    yield event({"content": rest + _tail(body, target, cited)})
+    yield event({"content": rest + _tail(body, target, cited, result)})
     yield event({}, _finish(target, result), pagemind={"run_id": begun.run.id, "citations": cited, **extra})
     if (body.stream_options or {}).get("include_usage"):
         last = {"id": made, "object": "chat.completion.chunk", "created": created, "model": body.model,

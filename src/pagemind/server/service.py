@@ -12,14 +12,15 @@ Blocking: every operation may touch the store or the model; callers on an event 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .. import steps
 from ..agent.locks import AgentBusy
+from ..conversation import Turn
 from ..errors import ConfigError, InputError, NotFound, PagemindError
 from ..methods.question import Question, ReplySettings
 from ..runs import summarize
@@ -255,6 +256,33 @@ class Service:
     def libraries(self, user: UserRow) -> list[LibraryRow]:
         return self.pm.libraries(user_id=user.id)
 
+    def default_library(self, user: UserRow) -> str:
+        """The library a request that names nothing to read reads (a chat UI's menu pick): the user's only library,
+        or the one named ``default``; an :class:`InputError` saying how to name one otherwise."""
+        names = [row.name for row in self.libraries(user)]
+        if len(names) == 1 or "default" in names:
+            return names[0] if len(names) == 1 else "default"
+        raise InputError('name what to read: "pagemind": {"document_id": "..."} or {"library": "..."} (extra_body), '
+                         "the model pagemind/<method>@<library>, or keep one library (or one named 'default') for "
+                         f"requests that name none (you have {len(names)})")
+
+    def housekeeping(self, user: UserRow, messages: Sequence[tuple[str, str]],
+                     reply: ReplySettings | None = None) -> Any:
+        """A chat UI's own task (a title, tags, follow-up questions for its menu) answered by the model directly:
+        not a question about a library, not a recorded run; the response."""
+        from ..llm.base import LLMRequest, Message
+        from ..llm.usage import Trace
+
+        roles: dict[str, Literal["system", "user", "assistant"]] = {"system": "system", "developer": "system",
+                                                                     "user": "user", "assistant": "assistant"}
+        request = LLMRequest(messages=tuple(Message(roles[role], text) for role, text in messages if role in roles),
+                             role="housekeeping",
+                             max_tokens=min(256, reply.max_tokens if reply and reply.max_tokens else 256))
+        if reply is not None:
+            request = replace(reply, json_schema=None, max_tokens=None).applied(request)
+        response, _ = self.pm.llm.scoped(self.pm.scope(user.id)).complete(request, Trace())
+        return response
+
     def library(self, user: UserRow, name: str) -> tuple[LibraryRow, list[LibraryDocumentRow]]:
         """One of the user's libraries with its documents (:class:`NotFound` for a name that is not theirs)."""
         return self.pm.library_row(name, user_id=user.id), self.pm.library_documents(name, user_id=user.id)
@@ -294,9 +322,10 @@ class Service:
 
     def ask(self, user: UserRow, doc_id: str | None, body: AskRequest, progress: Progress | None = None, *,
             library: str | None = None, on_text: Callable[[str], None] | None = None,
-            reply: ReplySettings | None = None) -> Started:
+            reply: ReplySettings | None = None, conversation: Sequence[Turn] = ()) -> Started:
         """Answer about one of the user's documents (``doc_id``) or libraries (``library``), on the worker pool;
-        ``reply``: the asker's settings of the answer call (OpenAI's ``max_tokens``, ``temperature``...)."""
+        ``reply``: the asker's settings of the answer call (OpenAI's ``max_tokens``, ``temperature``...);
+        ``conversation``: the turns before the question (:meth:`Pagemind.ask`)."""
         document = self.source(user, doc_id, library)
         options = dict(body.method_options)
         if body.budget is not None:
@@ -305,10 +334,11 @@ class Service:
         question = replace(Question.parse(body.question, tuple(body.options)), reply=reply)
         run = self.pm.runs.create("ask", document.id, method=body.method, user_id=user.id, request={
             "document": document.name, "question": body.question, "options": body.options, "method_options": options,
-            **({"reply": asdict(reply)} if reply is not None else {})})
+            **({"reply": asdict(reply)} if reply is not None else {}),
+            **({"conversation": [asdict(t) for t in conversation]} if conversation else {})})
         return Started(run, self.workers.submit(run.id, lambda: self.pm.ask(
             document, question, (), body.method, progress=progress, on_text=on_text, run=run,
-            user_id=user.id, **options)))
+            user_id=user.id, conversation=conversation, **options)))
 
     @staticmethod
     def answer_json(run: Any, answer: Any, **extra: Any) -> dict[str, Any]:
