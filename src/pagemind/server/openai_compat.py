@@ -7,8 +7,11 @@ Models (``GET /v1/models`` lists them for the user):
 * ``pagemind/<method>`` (``pagemind/auto``, ``pagemind/rag``, every document method): the last user message is a
   question about the document or library the request names in the extension object ``"pagemind":
   {"document_id": "…"}`` or ``{"library": "…"}`` (the SDK's ``extra_body``), or, for clients that can only pick a
-  model, in the model's name: ``pagemind/<method>@<library>``. Earlier messages are not read: every question is
-  answered from the memory, as ``pagemind chat`` answers each one (a system message is ignored too).
+  model, in the model's name: ``pagemind/<method>@<library>``; naming none, the user's only library (or
+  ``default``). Earlier messages and a system message make the last one a standalone question first
+  (:mod:`pagemind.conversation`); the answer call takes the request's ``max_tokens``, ``temperature``, ``stop``,
+  ``seed`` and ``response_format``; ``n`` > 1 and client tools are refused by name. A chat UI's own tasks (its
+  title, tags, follow-ups) are answered by the model directly, not recorded as runs.
 * ``agent/<name>``: one turn of the user's MemGPT agent on the last user message. The agent keeps its own memory
   (core blocks, recall, archival), so the earlier messages a client sends again are not replayed: they are in its
   recall already, or were never said to it.
@@ -21,7 +24,8 @@ detailed as ``prompt_tokens_details.cached_tokens`` (a memory built for the ques
 ``pagemind.index_usage``).
 Streaming sends OpenAI's ``chat.completion.chunk`` events as the answer is written, then ``data: [DONE]``. Errors
 are OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``, with the status pagemind gives the same
-error elsewhere. Every request is a recorded run, under the same keys and limits as the rest of the API.
+error elsewhere. Every question is a recorded run (``x-request-id``), under the same keys and limits as the rest
+of the API.
 """
 
 from __future__ import annotations
