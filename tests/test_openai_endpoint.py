@@ -266,3 +266,64 @@ def test_a_chat_ui_picks_a_model_from_its_menu_and_its_own_tasks_are_not_library
     pm.add("other", [pm.read(make_text(3, 20), "x.txt")], user_id=served["ann_id"])
     with pytest.raises(openai.UnprocessableEntityError, match="keep one library"):
         client.chat.completions.create(model="pagemind/full", messages=question)
+
+
+def test_a_client_that_leaves_stops_its_run_and_an_identical_retry_joins_it(tmp_path):
+    """The SDK's timeout (a client gone mid-answer) cancels the run it alone waited on, streamed or not, and the run
+    stops (pagemind logs shows it cancelled); an identical request sent while the first runs joins it: one run, one
+    answer call, both clients answered."""
+    import threading
+    import time
+
+    import httpx
+
+    release = threading.Event()
+
+    def slow_answer(request):
+        release.wait(10)
+        return "Wren found the map under the stair."
+
+    fake = ScriptedLLM(by_role={"answer": slow_answer})
+    pm = Pagemind(fake, store=tmp_path / "s.db")
+    ann = users_api.create_user(pm.store, "ann")
+    doc = pm.add_document(STORY, "cape.txt", user_id=ann[0].id)
+    body = {"model": "pagemind/full", "messages": [{"role": "user", "content": "Who found the map?"}],
+            "pagemind": {"document_id": doc.id}}
+    with Served(create_app(pm, auth="keys", keepalive=1.0, workers=4)) as server:
+        impatient = openai.OpenAI(base_url=f"{server.url}/v1", api_key=ann[1], max_retries=0, timeout=0.8)
+        for stream in (False, True):
+            with pytest.raises(openai.APITimeoutError):
+                made = impatient.chat.completions.create(**{k: v for k, v in body.items() if k != "pagemind"},
+                                                         extra_body={"pagemind": body["pagemind"]}, stream=stream)
+                list(made) if stream else None
+            time.sleep(1.0)  # the server sees the disconnect within half a second
+            release.set()  # the answer call returns; the run stops at its next check
+            deadline = time.time() + 10
+            while time.time() < deadline and pm.runs.list(ann[0].id)[0].status not in ("cancelled", "done"):
+                time.sleep(0.1)
+            assert pm.runs.list(ann[0].id)[0].status == "cancelled", (stream, pm.runs.list(ann[0].id)[0])
+            release.clear()
+
+        before, calls = len(pm.runs.list(ann[0].id)), len(fake.history)
+        results: list[dict] = []
+
+        def send() -> None:
+            r = httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=30,
+                           headers={"Authorization": f"Bearer {ann[1]}"})
+            results.append({"status": r.status_code, "run": r.headers.get("x-request-id"), "json": r.json()})
+
+        first = threading.Thread(target=send)
+        first.start()
+        time.sleep(0.5)
+        second = threading.Thread(target=send)  # the same request again while the first runs
+        second.start()
+        time.sleep(0.5)
+        release.set()
+        first.join(20)
+        second.join(20)
+    runs = pm.runs.list(ann[0].id)
+    pm.close()
+    assert [r["status"] for r in results] == [200, 200] and results[0]["run"] == results[1]["run"]
+    assert len(runs) == before + 1 and len(fake.history) == calls + 1
+    assert results[0]["json"]["choices"][0]["message"]["content"] == \
+        results[1]["json"]["choices"][0]["message"]["content"]

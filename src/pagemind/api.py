@@ -356,8 +356,8 @@ class Pagemind:
                                   user_id)
         if recorder is None:
             return self._ask(reader, document, q, progress, on_text, Trace(), Trace(), memory, chosen, conversation)
-        with recorder.running():
-            answer = self._ask(reader, document, q, _both(progress, recorder.progress), on_text,
+        with recorder.running():  # the answer is streamed through a cancel check, so a cancel stops it mid-reply
+            answer = self._ask(reader, document, q, _both(progress, recorder.progress), recorder.watch(on_text),
                                recorder.trace(), recorder.trace(), memory, chosen, conversation)
             answer.run_id = recorder.run_id
             recorder.result({**answer.as_dict(), "memory": reader.memory_key(document), "document": document.id})

@@ -22,7 +22,7 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -213,6 +213,16 @@ class Recorder:
             self._phase = (phase, now)
             self.record(Phase(phase=phase, done=done, total=total, unit=unit))
         self.check()
+
+    def watch(self, on_text: Callable[[str], None] | None) -> Callable[[str], None]:
+        """``on_text`` (or nothing) behind a cancel check at each piece of a streamed reply: a cancelled run stops
+        in the middle of its answer call (the backend's stream is closed), not only between calls."""
+        def heard(piece: str) -> None:
+            self.check()
+            if on_text is not None:
+                on_text(piece)
+
+        return heard
 
     def check(self) -> None:
         """Raise :class:`RunCancelled` if a cancel was requested (reads the store at most every ``poll`` s)."""

@@ -31,10 +31,11 @@ of the API.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -322,21 +323,29 @@ async def chat_completions(request: Request, service: Svc, user: User) -> Respon
     def on_text(piece: str) -> None:
         loop.call_soon_threadsafe(pieces.put_nowait, piece)
 
+    key = hashlib.sha256(f"{user.id}\0".encode() + json.dumps(raw, sort_keys=True).encode()).hexdigest()
     try:
-        begun = await run_in_threadpool(start, service, user, target, body, question, reply,
-                                        on_text if body.stream else None)
+        begun, _ = await run_in_threadpool(service.started_once, key, lambda: start(
+            service, user, target, body, question, reply, on_text if body.stream else None))
     except PagemindError as err:
         return error_of(err)
     ids = {"x-request-id": begun.run.id}  # the run that answers: GET /v1/runs/{id}, `pagemind logs`
     if not body.stream:
+        future = asyncio.wrap_future(begun.future)
+        while not future.done():  # a client that leaves (its timeout, a closed tab) stops the run it alone waits on
+            await asyncio.wait({future}, timeout=0.5)
+            if not future.done() and await request.is_disconnected():
+                await run_in_threadpool(service.left, user, key, begun)
+                return Response(status_code=499)
         try:
-            result = await asyncio.wrap_future(begun.future)
+            result = future.result()
         except PagemindError as err:
             failed = error_of(err)
             failed.headers.update(ids)
             return failed
         return JSONResponse(completion(made, body, target, begun.run.id, result), headers=ids)
-    return StreamingResponse(chunks(made, body, target, begun, pieces), media_type="text/event-stream",
+    return StreamingResponse(chunks(made, body, target, begun, pieces, lambda: service.left(user, key, begun)),
+                             media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ids})
 
 
@@ -435,9 +444,20 @@ def completion(made: str, body: ChatRequest, target: Target, run_id: str, result
             "usage": usage, "pagemind": {"run_id": run_id, "citations": cited, **extra}}
 
 
-async def chunks(made: str, body: ChatRequest, target: Target, begun: Any,
-                 pieces: asyncio.Queue[str | None]) -> AsyncIterator[str]:
-    """OpenAI's chunk events: the role, the answer as it is written, its markers and sources, the finish, usage."""
+async def chunks(made: str, body: ChatRequest, target: Target, begun: Any, pieces: asyncio.Queue[str | None],
+                 left: Callable[[], None]) -> AsyncIterator[str]:
+    """OpenAI's chunk events: the role, the answer as it is written, its markers and sources, the finish, usage;
+    ``left`` is told when the client goes before the answer is done (its run is then cancelled)."""
+    try:
+        async for event in _chunks(made, body, target, begun, pieces):
+            yield event
+    finally:  # also when the client went away (the task is cancelled): a short store write, no await needed
+        if not begun.future.done():
+            left()
+
+
+async def _chunks(made: str, body: ChatRequest, target: Target, begun: Any,
+                  pieces: asyncio.Queue[str | None]) -> AsyncIterator[str]:
     created = int(time.time())
 
     def event(delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:

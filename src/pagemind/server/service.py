@@ -12,6 +12,7 @@ Blocking: every operation may touch the store or the model; callers on an event 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, replace
@@ -110,6 +111,38 @@ class Service:
         self.max_bytes = int(pm.settings.max_bytes)
         self.max_body = int(max_body) if max_body else default_max_body(self.max_bytes)
         self.local = pm.users.local() if auth == "none" else None
+        self._joinable: dict[str, list[Any]] = {}  # request key -> [Started, clients waiting on it]
+        self._join_lock = threading.Lock()
+
+    def started_once(self, key: str, start: Callable[[], Started]) -> tuple[Started, bool]:
+        """The run of a request: the one an identical request (same ``key``: its user and body) started and that
+        still runs — joined, so an SDK's retry after its timeout waits for the answer instead of paying for it
+        again — or a new one from ``start``; and whether it was joined."""
+        with self._join_lock:
+            held = self._joinable.get(key)
+            if held is not None and not held[0].future.done():
+                held[1] += 1
+                return held[0], True
+            begun = start()
+            self._joinable[key] = [begun, 1]
+        begun.future.add_done_callback(lambda _: self._release(key, begun))
+        return begun, False
+
+    def _release(self, key: str, begun: Started) -> None:
+        with self._join_lock:
+            if key in self._joinable and self._joinable[key][0] is begun:
+                del self._joinable[key]
+
+    def left(self, user: UserRow, key: str, begun: Started) -> None:
+        """A client of ``begun`` went away (disconnected, cancelled its stream): the run is cancelled when no other
+        client waits on it (it stops at its next step, or in the middle of a streamed answer)."""
+        with self._join_lock:
+            held = self._joinable.get(key)
+            waiting = 0 if held is None or held[0] is not begun else held[1] - 1
+            if held is not None and held[0] is begun:
+                held[1] = waiting
+        if waiting <= 0 and not begun.future.done():
+            self.cancel(user, begun.run.id)
 
     def close(self) -> None:
         self.workers.shutdown()
