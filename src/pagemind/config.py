@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -32,55 +33,104 @@ def cache_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(env.get("PAGEMIND_CACHE_DIR") or user_cache_dir("pagemind", appauthor=False))
 
 
+SERVER_KINDS = ("vllm", "sglang", "llama.cpp", "llama-cpp-python", "ollama", "openai")  # pagemind.llm.servers
+EMBEDDED = ("auto", "server", "process")
+
+
+def setting(default: Any, help: str, *, flag: str | None = None, choices: tuple[str, ...] | None = None) -> Any:
+    """One setting, declared once: its default, its help, the CLI flag that gives it (``flag``: ``--name`` for the
+    model and store flags every command takes, ``--no-name`` for a boolean that flag turns off; None: config, env
+    and arguments only) and the values it may take."""
+    return field(default=default, metadata={"help": help, "flag": flag, "choices": choices})
+
+
 @dataclass(frozen=True)
 class Settings:
-    llm: str = f"local:{DEFAULT_MODEL}"  # local:NAME | gguf:PATH | openai:MODEL | fake
-    base_url: str | None = None  # for openai:...; else OPENAI_BASE_URL / the OpenAI API
-    api_key: str | None = None  # for openai:...; else OPENAI_API_KEY
-    store: str | None = None  # SQLite file; default <user dir>/pagemind.db
-    concurrency: int = 8
-    max_retries: int = 4
-    timeout: float = 600.0  # seconds per HTTP request
-    n_ctx: int = 16384  # context window for embedded models
-    context_window: int | None = None  # openai:...: the server's window when it does not report it (overrides it)
-    server_kind: str = "auto"  # openai:...: auto (ask the server) or one of pagemind.llm.servers.SERVER_KINDS
-    threads: int | None = None  # llama.cpp threads; default: the machine's cores
-    # RAM for llama.cpp KV states of recent prompts beyond the slots' own (0: only the last prompt); the shared
-    # server's memory is its weights + slots x window of KV cache + this cap (`pagemind models status` shows it)
-    prompt_cache_mb: int = 512
-    embedded: str = "auto"  # local:/gguf: models: server (one shared llama-server), process (in this process), auto
-    slots: int = 4  # the shared server's slots: requests decoded together, each with a whole n_ctx window
-    server_idle: float = 600.0  # seconds without a request before the shared server stops (0: never)
-    max_bytes: int = 16 * 1024 * 1024
-    cache: bool = True  # LLM response cache
-    native_tools: bool = True  # OpenAI-compatible servers: offer native tool calling (else JSON-schema replies)
-    record_runs: bool = True  # record every index, ask and agent turn as a run with its steps (pagemind logs)
+    """pagemind's settings; each is given as an argument, a CLI flag (for those declaring one), ``PAGEMIND_<NAME>``,
+    or the user config's ``name:``, in that order (:func:`resolve_settings`)."""
+
+    llm: str = setting(f"local:{DEFAULT_MODEL}", "local:NAME | gguf:PATH | openai:MODEL  [env PAGEMIND_LLM; "
+                       "default: the embedded local model]", flag="--llm")
+    base_url: str | None = setting(None, "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (else "
+                                   "OPENAI_BASE_URL, or the OpenAI API)", flag="--base-url")
+    api_key: str | None = setting(None, "API key (else OPENAI_API_KEY)", flag="--api-key")
+    store: str | None = setting(None, "where memories, agents and the LLM cache live: a SQLite file or a "
+                                "postgresql://user@host/db URL [env PAGEMIND_STORE; default <user dir>/pagemind.db]",
+                                flag="--store")
+    concurrency: int = setting(8, "LLM requests in flight at once [default 8]", flag="--concurrency")
+    max_retries: int = setting(4, "retries of a failed LLM request (rate limits, dropped connections)")
+    timeout: float = setting(600.0, "seconds per HTTP request to the model server")
+    n_ctx: int = setting(16384, "context window for embedded models [default 16384]", flag="--n-ctx")
+    context_window: int | None = setting(
+        None, "openai:...: the server's context window, when it does not report it (overrides what it reports) "
+        "[env PAGEMIND_CONTEXT_WINDOW]", flag="--context-window")
+    server_kind: str = setting("auto", "openai:...: which server it is (decides the grammar and tokenize "
+                               "mechanisms) [default auto: ask the server]", flag="--server-kind",
+                               choices=("auto", *SERVER_KINDS))
+    threads: int | None = setting(None, "CPU threads for embedded models [default: the machine's cores]",
+                                  flag="--threads")
+    prompt_cache_mb: int = setting(
+        512, "RAM for llama.cpp KV states of recent prompts beyond the slots' own (0: only the last prompt); the "
+        "shared server's memory is its weights + slots x window of KV cache + this cap (`pagemind models status`)")
+    embedded: str = setting("auto", "local:/gguf: models: server (one shared llama-server), process (in this "
+                            "process), auto", choices=EMBEDDED)
+    slots: int = setting(4, "the shared server's slots: requests decoded together, each with a whole n_ctx window")
+    server_idle: float = setting(600.0, "seconds without a request before the shared server stops (0: never)")
+    max_bytes: int = setting(16 * 1024 * 1024, "refuse text files larger than this (PDF/EPUB/DOCX: up to 16x the "
+                             "file, this much text)", flag="--max-bytes")
+    cache: bool = setting(True, "do not reuse or store LLM replies", flag="--no-cache")
+    native_tools: bool = setting(True, "OpenAI-compatible servers: offer native tool calling (else JSON-schema "
+                                 "replies)")
+    record_runs: bool = setting(True, "record every index, ask and agent turn as a run with its steps "
+                                "(pagemind logs)")
 
     def store_path(self, env: Mapping[str, str] | None = None) -> Path:
         return Path(self.store) if self.store else user_dir(env) / "pagemind.db"
 
 
-_INT = {"concurrency", "max_retries", "n_ctx", "threads", "max_bytes", "prompt_cache_mb", "context_window", "slots"}
-_FLOAT = {"timeout", "server_idle"}
-EMBEDDED = ("auto", "server", "process")
-_BOOL = {"cache", "native_tools", "record_runs"}
+@dataclass(frozen=True)
+class SettingSpec:
+    """A setting's declaration, read from :class:`Settings`: its name, type, default, help, flag and choices."""
+
+    name: str
+    type: type  # int | float | bool | str
+    default: Any
+    help: str
+    flag: str | None = None
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def param(self) -> str:
+        """The CLI parameter's name (``--no-cache`` gives ``no_cache``)."""
+        return (self.flag or self.name).lstrip("-").replace("-", "_")
+
+    def coerce(self, value: Any) -> Any:
+        """``value`` (from an argument, the environment or the config file) as this setting's type."""
+        if value is None:
+            return None
+        try:
+            if self.type is bool:
+                return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+            value = self.type(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"setting {self.name!r}: {value!r} is not a valid value") from None
+        if self.choices is not None and value not in self.choices:
+            raise ConfigError(f"setting {self.name!r}: {value!r} is not one of {', '.join(self.choices)}")
+        return value
 
 
-def _coerce(name: str, value: Any) -> Any:
-    if value is None:
-        return None
-    try:
-        if name in _INT:
-            return int(value)
-        if name in _FLOAT:
-            return float(value)
-        if name in _BOOL:
-            return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
-    except (TypeError, ValueError):
-        raise ConfigError(f"setting {name!r}: {value!r} is not a valid value") from None
-    if name == "embedded" and str(value) not in EMBEDDED:
-        raise ConfigError(f"setting 'embedded': {value!r} is not one of {', '.join(EMBEDDED)}")
-    return str(value)
+@lru_cache(maxsize=1)
+def setting_specs() -> tuple[SettingSpec, ...]:
+    """Every setting as declared (the CLI's model and store flags are generated from these)."""
+    import typing
+
+    hints = typing.get_type_hints(Settings)
+    out = []
+    for f in fields(Settings):
+        kinds = [k for k in typing.get_args(hints[f.name]) or (hints[f.name],) if k is not type(None)]
+        out.append(SettingSpec(f.name, kinds[0], f.default, f.metadata["help"], f.metadata["flag"],
+                               f.metadata["choices"]))
+    return tuple(out)
 
 
 def load_user_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -110,11 +160,12 @@ def resolve_settings(env: Mapping[str, str] | None = None, **given: Any) -> Sett
     if bad:
         raise ConfigError(f"{user_dir(env) / 'config.yaml'}: unknown setting(s): {', '.join(sorted(bad))}")
     values: dict[str, Any] = {}
-    for name in known:
+    for spec in setting_specs():
+        name = spec.name
         if given.get(name) is not None:
-            values[name] = _coerce(name, given[name])
+            values[name] = spec.coerce(given[name])
         elif f"PAGEMIND_{name.upper()}" in env:
-            values[name] = _coerce(name, env[f"PAGEMIND_{name.upper()}"])
+            values[name] = spec.coerce(env[f"PAGEMIND_{name.upper()}"])
         elif name in config:
-            values[name] = _coerce(name, config[name])
+            values[name] = spec.coerce(config[name])
     return Settings(**values)

@@ -8,41 +8,39 @@ from typing import Any
 import click
 
 from ..api import Pagemind
-from ..config import resolve_settings
+from ..config import resolve_settings, setting_specs
 from ..errors import ConfigError
 from ..methods import registry
 
 
 def llm_options(fn: Callable) -> Callable:
-    from ..llm.servers import SERVER_KINDS
-
-    for option in reversed([
-        click.option("--llm", help="local:NAME | gguf:PATH | openai:MODEL  [env PAGEMIND_LLM; default: "
-                                   "the embedded local model]"),
-        click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"),
-        click.option("--api-key", help="API key (else OPENAI_API_KEY)"),
-        click.option("--store", help="where memories, agents and the LLM cache live: a SQLite file or a "
-                                     "postgresql://user@host/db URL [env PAGEMIND_STORE]"),
-        click.option("--concurrency", type=int, help="LLM requests in flight at once [default 8]"),
-        click.option("--n-ctx", type=int, help="context window for embedded models [default 16384]"),
-        click.option("--context-window", type=int,
-                     help="openai:...: the server's context window, when it does not report it (overrides what it "
-                          "reports) [env PAGEMIND_CONTEXT_WINDOW]"),
-        click.option("--server-kind", type=click.Choice(["auto", *SERVER_KINDS]),
-                     help="openai:...: which server it is (decides the grammar and tokenize mechanisms) "
-                          "[default auto: ask the server]"),
-        click.option("--threads", type=int, help="CPU threads for embedded models"),
-        click.option("--no-cache", is_flag=True, help="do not reuse or store LLM replies"),
-        click.option("--max-bytes", type=int, help="refuse text files larger than this (PDF/EPUB/DOCX: up to 16x "
-                                                   "the file, this much text)"),
-        click.option("--encoding", default="utf-8", show_default=True, help="text encoding of FILE"),
-    ]):
+    """The model and store flags, generated from the settings that declare one (:class:`pagemind.config.Settings`),
+    and ``--encoding``."""
+    made = [click.option("--encoding", default="utf-8", show_default=True, help="text encoding of FILE")]
+    for spec in reversed(setting_specs()):
+        if spec.flag is None:
+            continue
+        if spec.type is bool:  # a flag that turns the setting off (--no-cache)
+            made.append(click.option(spec.flag, spec.param, is_flag=True, default=None, help=spec.help))
+        else:
+            kind = click.Choice(spec.choices) if spec.choices else {int: int, float: float}.get(spec.type, str)
+            made.append(click.option(spec.flag, spec.param, type=kind, help=spec.help))
+    for option in made:
         fn = option(fn)
     return fn
 
 
-LLM_PARAMS = ("llm", "base_url", "api_key", "store", "concurrency", "n_ctx", "threads", "no_cache", "max_bytes",
-              "encoding", "context_window", "server_kind")
+LLM_PARAMS = tuple(spec.param for spec in setting_specs() if spec.flag) + ("encoding",)
+
+
+def settings_given(kw: dict[str, Any]) -> dict[str, Any]:
+    """The settings a command's flags give (popped from ``kw``; None: not given), for :func:`resolve_settings`."""
+    given: dict[str, Any] = {}
+    for spec in setting_specs():
+        if spec.flag is not None:
+            value = kw.pop(spec.param, None)
+            given[spec.name] = (False if value else None) if spec.type is bool else value
+    return given
 
 
 class SectionedCommand(click.Command):
@@ -195,11 +193,6 @@ def split_method_options(kw: dict[str, Any], method: str | None = None) -> tuple
 
 
 def session(ctx: click.Context, kw: dict[str, Any]) -> Pagemind:
-    settings = resolve_settings(
-        llm=kw.pop("llm"), base_url=kw.pop("base_url"), api_key=kw.pop("api_key"), store=kw.pop("store"),
-        concurrency=kw.pop("concurrency"), n_ctx=kw.pop("n_ctx"), threads=kw.pop("threads"),
-        cache=False if kw.pop("no_cache") else None, max_bytes=kw.pop("max_bytes"),
-        context_window=kw.pop("context_window"), server_kind=kw.pop("server_kind"),
-    )
+    settings = resolve_settings(**settings_given(kw))
     backend = (ctx.obj or {}).get("backend")  # tests inject a scripted backend here
     return Pagemind(backend, settings=settings)

@@ -45,13 +45,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..config import SERVER_KINDS  # declared with the setting that names one (server_kind)
 from ..errors import BackendUnavailable, BadRequest, ServerError
 from .base import Constraint, TokenCounting
 
 if TYPE_CHECKING:
     import httpx
-
-SERVER_KINDS = ("vllm", "sglang", "llama.cpp", "llama-cpp-python", "ollama", "openai")
 
 # The context windows of OpenAI's hosted models (platform.openai.com/docs/models, read 2025), matched by the longest
 # prefix of the model name, so dated snapshots ("gpt-4o-2024-08-06") find their family.

@@ -1,0 +1,44 @@
+"""Settings declared once (pagemind.config.Settings): the chain argument > flag > env > config file > default, each
+value checked by its declared type and choices, and the CLI's model and store flags generated from the
+declarations (a setting that declares a flag has it on every command; one that does not is config/env only)."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from pagemind.cli.main import cli
+from pagemind.config import Settings, resolve_settings, setting_specs
+from pagemind.errors import ConfigError
+
+
+def test_the_chain_and_every_declared_type_and_choice(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("n_ctx: 2048\nslots: 2\nembedded: process\nrecord_runs: false\n")
+    env = {"PAGEMIND_HOME": str(home), "PAGEMIND_N_CTX": "4096", "PAGEMIND_SERVER_IDLE": "1.5"}
+    got = resolve_settings(env, n_ctx=8192, concurrency=None)
+    assert (got.n_ctx, got.slots, got.embedded, got.record_runs, got.server_idle, got.concurrency) == \
+        (8192, 2, "process", False, 1.5, 8)  # argument > env > config > default; None is "not given"
+    assert resolve_settings(env).n_ctx == 4096
+    specs = {s.name: s for s in setting_specs()}
+    assert set(specs) == set(Settings.__dataclass_fields__)
+    assert (specs["n_ctx"].type, specs["timeout"].type, specs["cache"].type, specs["threads"].type) == \
+        (int, float, bool, int)
+    for name, bad in (("n_ctx", "many"), ("server_idle", "soon"), ("embedded", "gpu"), ("server_kind", "tgi")):
+        with pytest.raises(ConfigError, match=f"setting '{name}'"):
+            resolve_settings({"PAGEMIND_HOME": str(home), f"PAGEMIND_{name.upper()}": bad})
+    with pytest.raises(ConfigError, match="unknown setting"):
+        resolve_settings(env, n_ctxx=1)
+
+
+def test_the_model_and_store_flags_are_generated_from_the_declarations():
+    shown = CliRunner().invoke(cli, ["ask", "--help"]).output
+    flagged = [s for s in setting_specs() if s.flag]
+    assert {s.name for s in flagged} >= {"llm", "base_url", "store", "n_ctx", "server_kind", "cache"}
+    for spec in flagged:
+        assert spec.flag in shown, spec.flag
+    for name in ("prompt_cache_mb", "server_idle", "record_runs", "native_tools", "timeout"):  # config and env only
+        assert next(s for s in setting_specs() if s.name == name).flag is None
+        assert "--" + name.replace("_", "-") not in shown, name
+    assert "[auto|vllm|sglang|llama.cpp|llama-cpp-python|ollama|openai]" in shown  # the declared choices
