@@ -72,7 +72,7 @@ if [ -n "$server_flags" ]; then
 fi
 
 say "installing pagemind with the local backend, retrieval, evaluation, document formats, the service, Postgres and test tools"
-"$PYTHON" -m pip install -e ".[local,retrieval,eval,formats,serve,postgres,otel,llama-index,langchain,test]"
+"$PYTHON" -m pip install -e ".[local,retrieval,eval,formats,serve,postgres,otel,ann,llama-index,langchain,test]"
 
 # The web viewer's browser tests drive Debian's chromium (a browser build cannot be downloaded at run time).
 # Installed where apt is there and we may use it; elsewhere those tests skip and say why.

@@ -313,7 +313,7 @@ async def chat_completions(request: Request, service: Svc, user: User) -> Respon
         if target.kind == "agent":
             return openai_error("an agent's turn answers in its own messages: response_format is for pagemind/"
                                 "<method> models", 400, "unsupported_parameter", "response_format")
-        if not service.pm.llm.backend.capabilities.supports_json_schema:
+        if not service.capabilities().supports_json_schema:
             return openai_error("this model server cannot constrain a reply to JSON", 400, "unsupported_parameter",
                                 "response_format")
     made = f"chatcmpl-{int(time.time() * 1000):x}"
@@ -331,7 +331,7 @@ async def chat_completions(request: Request, service: Svc, user: User) -> Respon
         return error_of(err)
     ids = {"x-request-id": begun.run.id}  # the run that answers: GET /v1/runs/{id}, `pagemind logs`
     if not body.stream:
-        future = asyncio.wrap_future(begun.future)
+        future = watched(begun.future)
         while not future.done():  # a client that leaves (its timeout, a closed tab) stops the run it alone waits on
             await asyncio.wait({future}, timeout=0.5)
             if not future.done() and await request.is_disconnected():
@@ -385,6 +385,14 @@ async def housekeeping(made: str, body: ChatRequest, service: Any, user: Any,
         yield "data: [DONE]\n\n"
 
     return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+def watched(done: Any) -> asyncio.Future[Any]:
+    """The run's future in this event loop; its error counted as seen when the client left before reading it (a
+    cancelled run's RunCancelled is what it should be, not an unretrieved-exception warning)."""
+    future = asyncio.wrap_future(done)
+    future.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return future
 
 
 def start(service: Any, user: Any, target: Target, body: ChatRequest, question: str, reply: ReplySettings | None,
@@ -466,7 +474,7 @@ async def _chunks(made: str, body: ChatRequest, target: Target, begun: Any,
         return f"data: {json.dumps(chunk)}\n\n"
 
     yield event({"role": "assistant", "content": ""})
-    future = asyncio.wrap_future(begun.future)
+    future = watched(begun.future)
     future.add_done_callback(lambda _: pieces.put_nowait(None))
     streamed: list[str] = []
     while (piece := await pieces.get()) is not None:

@@ -28,7 +28,7 @@ from ..errors import (
     UnsupportedInput,
 )
 from ..runs import RunCancelled, RunExists
-from ..store.rows import UserRow
+from ..store import UserRow
 from .service import AgentNameTaken, Service, Started
 from .shapes import DOCUMENT_ID, RUN_ID, Error, error_body, run_json
 from .sse import HEADERS, resume_point, run_events

@@ -39,7 +39,8 @@ from .workers import Workers
 if TYPE_CHECKING:
     from ..agent.memory import AgentOptions, Block, Event, Passage
     from ..api import Pagemind
-    from ..store.rows import (
+    from ..llm.base import Capabilities
+    from ..store import (
         AgentRow,
         DocumentRow,
         LibraryDocumentRow,
@@ -172,6 +173,11 @@ class Service:
         """The model the service runs, by its identity (``openai:NAME``, ``gguf:NAME:DIGEST``): what users see,
         never the server's URL or credentials."""
         return str(self.pm.llm.model_identity)
+
+    def capabilities(self) -> Capabilities:
+        """What the model behind the service can do (constrained JSON, grammars, tools, its window)."""
+        caps: Capabilities = self.pm.llm.backend.capabilities
+        return caps
 
     def models(self) -> dict[str, Any]:
         backend = self.pm.llm.backend
