@@ -537,3 +537,45 @@ def test_mcp_refuses_what_http_refuses_with_the_reason(tmp_path: Path) -> None:
             anyio.run(go)
         finally:
             service.close()
+
+
+def test_mcp_resources_and_the_ask_prompt_are_listed_and_read_as_the_key_user(tmp_path: Path, llm: MockServer) -> None:
+    """Resource templates for a user's documents, libraries and agents' core memory, read as the request's user
+    (another user's is not found), and the ask-with-citations prompt, through the SDK's client over HTTP."""
+    from pagemind.users import create_user
+
+    app, pm = served_app(tmp_path, llm, "keys")
+    ann_row, ann = create_user(pm.store, "ann")
+    _, bob = create_user(pm.store, "bob")
+    doc = pm.add_document(STORY, "cape.txt", user_id=ann_row.id)
+    pm.add("shelf", [pm.read(STORY, "cape.txt")], user_id=ann_row.id)
+    pm.create_agent(f"u{ann_row.id}.sam", user_id=ann_row.id, display_name="sam", human="Name: Ann",
+                    options={"embedder": "none"})
+    with Served(app) as served:
+        url = served.url + "/mcp"
+
+        async def check() -> None:
+            async with http_client(url, ann) as client:
+                templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+                assert templates == {"pagemind://documents/{document_id}", "pagemind://libraries/{name}",
+                                     "pagemind://agents/{agent}/core-memory"}
+                read = await client.read_resource(f"pagemind://documents/{doc.id}")
+                assert json.loads(read.contents[0].text)["name"] == "cape.txt"
+                shelf = json.loads((await client.read_resource("pagemind://libraries/shelf")).contents[0].text)
+                assert [d["name"] for d in shelf["documents"]] == ["cape.txt"]
+                core = json.loads((await client.read_resource("pagemind://agents/sam/core-memory")).contents[0].text)
+                assert {b["label"]: b["value"] for b in core["blocks"]}["human"] == "Name: Ann"
+                prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+                assert "ask-with-citations" in prompts
+                got = await client.get_prompt("ask-with-citations", {"question": "Who keeps the lamps?",
+                                                                     "library": "shelf"})
+                said = got.messages[0].content.text
+                assert '"Who keeps the lamps?"' in said and 'library "shelf"' in said and "`ask`" in said
+            async with http_client(url, bob) as client:
+                for uri in (f"pagemind://documents/{doc.id}", "pagemind://libraries/shelf",
+                            "pagemind://agents/sam/core-memory"):
+                    with pytest.raises(Exception, match="no (document|library|agent)"):
+                        await client.read_resource(uri)
+
+        anyio.run(check)
+    pm.close()

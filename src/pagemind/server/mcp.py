@@ -36,7 +36,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -446,8 +446,57 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
     tools = Tools(service, user_of, allow_paths)
     made = [make_tool(getattr(tools, spec.name), spec.annotations, patch=spec.patch() if spec.patch else None,
                       drop=("path",) if spec.reads_paths and not allow_paths else ()) for spec in TABLE]
-    return MCPServer("pagemind", title="pagemind", instructions=INSTRUCTIONS, version=__version__, tools=made,
-                     log_level="WARNING")
+    server = MCPServer("pagemind", title="pagemind", instructions=INSTRUCTIONS, version=__version__, tools=made,
+                       log_level="WARNING")
+    add_resources_and_prompts(server, service, user_of)
+    return server
+
+
+def add_resources_and_prompts(server: MCPServer, service: Service, user_of: UserOf) -> None:
+    """The user's documents, libraries and agents' core memory as resource templates (read as the user the request
+    acts as: another user's is not found), and the ask-with-citations prompt."""
+    import json
+
+    def read(fn: Callable[[Any], Any]) -> Callable[[Context], Awaitable[str]]:
+        async def run(ctx: Context) -> str:
+            user = user_of(ctx)
+            try:
+                return json.dumps(await anyio.to_thread.run_sync(lambda: fn(user)), ensure_ascii=False)
+            except PagemindError as err:
+                raise ResourceError(str(err)) from None
+        return run
+
+    @server.resource("pagemind://documents/{document_id}", name="document", mime_type="application/json",
+                     description="one of your documents: its name, words and the memories built of it")
+    async def document(document_id: str, ctx: Context) -> str:
+        def one(user: Any) -> dict[str, Any]:
+            row, memories = service.document(user, document_id)
+            return {**shapes.document_json(row), "memories": [m.key for m in memories]}
+        return await read(one)(ctx)
+
+    @server.resource("pagemind://libraries/{name}", name="library", mime_type="application/json",
+                     description="one of your libraries: its documents (name, words, id)")
+    async def library(name: str, ctx: Context) -> str:
+        def one(user: Any) -> dict[str, Any]:
+            row, members = service.library(user, name)
+            return {**shapes.library_json(row), "documents": [shapes.library_document_json(m) for m in members]}
+        return await read(one)(ctx)
+
+    @server.resource("pagemind://agents/{agent}/core-memory", name="core memory", mime_type="application/json",
+                     description="one of your agents' core memory: its blocks (label, value, limit)")
+    async def core_memory(agent: str, ctx: Context) -> str:
+        return await read(lambda user: {"agent": agent, "blocks": [shapes.block_json(b)
+                                                                   for b in service.blocks(user, agent)]})(ctx)
+
+    @server.prompt(name="ask-with-citations", title="Ask with citations",
+                   description="ask one of your documents or libraries and answer from the passages it cites")
+    def ask_with_citations(question: str, document_id: str = "", library: str = "") -> str:
+        target = f'document_id "{document_id}"' if document_id else f'library "{library}"' if library else \
+            "the document or library the user names (list_documents, list_libraries)"
+        return (f"Call the pagemind tool `ask` with question {json.dumps(question)} and {target}. Answer from what "
+                "it returns only: give the answer, then each citation it lists as [n] with its place (document, "
+                "page or fragment) and its quote. If the answer says the text does not hold it, say so; do not "
+                "answer from your own knowledge.")
 
 
 class CheckedTool(Tool):
