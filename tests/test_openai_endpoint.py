@@ -186,8 +186,16 @@ def test_the_answer_call_takes_the_clients_settings_and_what_cannot_be_honoured_
     assert client.models.retrieve("pagemind/rag").id == "pagemind/rag"
     with pytest.raises(openai.NotFoundError, match="GET /v1/models lists yours"):
         client.models.retrieve("gpt-4o")
-    with pytest.raises(openai.NotFoundError, match="/v1/responses is not served by pagemind"):
-        client.responses.create(model="pagemind/full", input="Who found the map?")
+    # the Responses API, for clients that speak only it: the same answer as the chat request it means
+    said = client.responses.create(model="pagemind/full", input="Who found the map?", extra_body=ext)
+    assert said.status == "completed" and said.output_text.startswith("Wren found the map under the stair. [1]")
+    assert said.model_extra["pagemind"]["citations"][0]["quote"] == FACT and said.usage.output_tokens > 0
+    cut = client.responses.create(model="pagemind/full", input=[{"role": "user", "content": [
+        {"type": "input_text", "text": "Who found the map?"}]}], max_output_tokens=3, extra_body=ext)
+    assert cut.status == "incomplete" and cut.incomplete_details.reason == "max_output_tokens"
+    with pytest.raises(openai.BadRequestError) as streamed_refused:
+        client.responses.create(model="pagemind/full", input="Who?", stream=True, extra_body=ext)
+    assert streamed_refused.value.body["param"] == "stream"
     with pytest.raises(openai.NotFoundError, match="/v1/embeddings is not served"):
         client.embeddings.create(model="pagemind/full", input="map")
 

@@ -249,8 +249,73 @@ def retrieve_model(model_id: str, service: Svc, user: User) -> dict[str, Any]:
     return model_json(model_id)
 
 
+@router.post("/v1/responses", name="create_response", tags=["openai"], include_in_schema=False)
+async def responses(request: Request, service: Svc, user: User) -> Response:
+    """OpenAI's Responses API for clients that speak only it: ``input`` (a text, or messages with ``input_text``
+    parts), ``instructions``, ``max_output_tokens``, ``temperature``, ``text.format`` and pagemind's extension, read
+    as the chat request they mean and answered the same way; the reply is a ``response`` with one output message.
+    ``stream`` is not served here (use /v1/chat/completions)."""
+    try:
+        raw = await request.json()
+    except ValueError:
+        return openai_error("the body is not JSON", 400, "invalid_json")
+    if not isinstance(raw, dict):
+        return openai_error("the body is not a JSON object", 400, "invalid_request")
+    if raw.get("stream"):
+        return openai_error("streaming is served by /v1/chat/completions; /v1/responses answers whole", 400,
+                            "unsupported_parameter", "stream")
+    return await answer_chat(request, chat_of_response_request(raw), service, user, response_object)
+
+
+def chat_of_response_request(raw: dict[str, Any]) -> dict[str, Any]:
+    """A Responses API request as the chat request it means."""
+    messages: list[dict[str, Any]] = []
+    if raw.get("instructions"):
+        messages.append({"role": "system", "content": str(raw["instructions"])})
+    given = raw.get("input")
+    items = [{"role": "user", "content": given}] if isinstance(given, str) else given if isinstance(given, list) else []
+    for item in items:
+        if not isinstance(item, dict) or item.get("role") not in ROLES:
+            continue
+        content = item.get("content")
+        if isinstance(content, list):  # input_text parts are text; any other part is refused by name downstream
+            content = [{**p, "type": "text"} if isinstance(p, dict) and p.get("type") in ("input_text", "output_text")
+                       else p for p in content]
+        messages.append({"role": item["role"], "content": content})
+    body: dict[str, Any] = {"model": raw.get("model"), "messages": messages}
+    for theirs, ours in (("max_output_tokens", "max_tokens"), ("temperature", "temperature"), ("tools", "tools"),
+                         ("tool_choice", "tool_choice"), ("pagemind", "pagemind"), ("n", "n")):
+        if theirs in raw:
+            body[ours] = raw[theirs]
+    fmt = (raw.get("text") or {}).get("format") if isinstance(raw.get("text"), dict) else None
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        body["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": fmt.get("name") or "answer", "schema": fmt.get("schema")}}
+    elif isinstance(fmt, dict) and fmt.get("type") in ("json_object", "text"):
+        body["response_format"] = {"type": fmt["type"]}
+    return body
+
+
+def response_object(made: str, body: ChatRequest, target: Target, run_id: str, result: Any) -> dict[str, Any]:
+    """The answer as the Responses API's ``response``: one assistant message of ``output_text``."""
+    chat = completion(made, body, target, run_id, result)
+    choice, usage = chat["choices"][0], chat["usage"]
+    cut = choice["finish_reason"] == "length"
+    return {"id": made.replace("chatcmpl-", "resp_"), "object": "response", "created_at": chat["created"],
+            "status": "incomplete" if cut else "completed", "model": body.model,
+            "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+            "output": [{"type": "message", "id": made.replace("chatcmpl-", "msg_"), "status": "completed",
+                        "role": "assistant", "content": [{"type": "output_text", "text": choice["message"]["content"],
+                                                          "annotations": []}]}],
+            "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
+                      "total_tokens": usage["total_tokens"],
+                      "input_tokens_details": {"cached_tokens": usage["prompt_tokens_details"]["cached_tokens"]},
+                      "output_tokens_details": {"reasoning_tokens": 0}},
+            "pagemind": chat["pagemind"]}
+
+
 # OpenAI's other APIs: a 404 in OpenAI's shape that says what is served, so an SDK shows why (not an empty message)
-NOT_SERVED = ("responses", "completions", "embeddings", "audio", "images", "files", "uploads", "batches",
+NOT_SERVED = ("completions", "embeddings", "audio", "images", "files", "uploads", "batches",
               "assistants", "threads", "vector_stores", "moderations", "fine_tuning", "realtime")
 
 
@@ -293,6 +358,15 @@ async def chat_completions(request: Request, service: Svc, user: User) -> Respon
         raw = await request.json()
     except ValueError:
         return openai_error("the body is not JSON", 400, "invalid_json")
+    return await answer_chat(request, raw, service, user, completion)
+
+
+Render = Callable[[str, "ChatRequest", Target, str, Any], dict[str, Any]]
+
+
+async def answer_chat(request: Request, raw: Any, service: Any, user: Any, render: Render) -> Response:
+    """A chat request answered (streamed as chat chunks when it asks), the answer rendered by ``render``: OpenAI's
+    chat completion, or a Responses API response (:func:`responses`)."""
     unsupported = refused(raw) if isinstance(raw, dict) else None
     if unsupported is not None:
         return openai_error(unsupported[1], 400, "unsupported_parameter", unsupported[0])
@@ -343,7 +417,7 @@ async def chat_completions(request: Request, service: Svc, user: User) -> Respon
             failed = error_of(err)
             failed.headers.update(ids)
             return failed
-        return JSONResponse(completion(made, body, target, begun.run.id, result), headers=ids)
+        return JSONResponse(render(made, body, target, begun.run.id, result), headers=ids)
     return StreamingResponse(chunks(made, body, target, begun, pieces, lambda: service.left(user, key, begun)),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ids})
