@@ -8,7 +8,7 @@ from pagemind.cli.main import sample_path
 pytestmark = on_embedded_models()
 
 # small segments: a tree of at least two levels; short summaries and reasoning lines keep the tiny model quick
-OPTIONS = {"segment_tokens": 200, "max_children": 3, "node_tokens": 120, "reasoning_chars": 80}
+OPTIONS = {"segment_tokens": 200, "max_children": 3, "node_tokens": 60, "reasoning_chars": 60}
 
 
 @pytest.fixture(scope="module")

@@ -99,7 +99,7 @@ def test_readagent_lookup_and_answer_are_constrained_on_the_server(served, book)
 
 
 def test_a_memwalker_walk_on_the_server(served, book):
-    options = {"segment_tokens": 100, "max_children": 3, "node_tokens": 80, "reasoning_chars": 80}
+    options = {"segment_tokens": 100, "max_children": 3, "node_tokens": 40, "reasoning_chars": 60}  # short calls
     served.exchanges.clear()
     answer = served.ask(book, QUESTION, options=OPTIONS, method="memwalker", **options)
     tree = served.reader("memwalker", **options).load(served.document(book))
