@@ -60,30 +60,34 @@ def main() -> None:
     sampler = threading.Thread(target=sample, daemon=True)
     with Pagemind(f"local:{args.model}", store=home / "s.db", embedded="server", cache=False) as pm:
         settings = pm.settings
-        agent = pm.create_agent("sam", options={"embedder": "none", "context_window": 4000})
-        sampler.start()
-        deadline = time.monotonic() + args.minutes * 60
-        n = 0
-        while time.monotonic() < deadline:
-            slice_ = " ".join(words[(n * 700) % len(words):][:1500])
-            doc = pm.read(slice_, f"slice-{n}.txt")
-            kind = ("ask", "index", "turn")[n % 3]
-            before = pm.llm.usage.calls
-            if kind == "ask":
-                pm.ask(doc, f"What happens in part {n}?", method="rag", fragment_words=200)
-            elif kind == "index":
-                pm.index(doc, "gistmem", max_tokens=48)
-            else:
-                agent.say(f"Note number {n}: the tide was {n % 7} feet at dawn. What do you remember?")
-            counts[kind] += 1
-            counts["calls"] += pm.llm.usage.calls - before
-            n += 1
-        stop.set()
-        sampler.join(5)
-        running = managed.status()
-        cap = running[0].cache_mb if running else settings.prompt_cache_mb
-        weights = catalogue.model_path(args.model).stat().st_size / 2**20
-        managed.stop()
+        try:
+            pm.create_agent("sam", options={"embedder": "none", "context_window": 4000})
+            agent = pm.agent("sam")
+            sampler.start()
+            deadline = time.monotonic() + args.minutes * 60
+            n = 0
+            while time.monotonic() < deadline:
+                slice_ = " ".join(words[(n * 700) % len(words):][:1500])
+                doc = pm.read(slice_, f"slice-{n}.txt")
+                kind = ("ask", "index", "turn")[n % 3]
+                before = pm.llm.usage.calls
+                if kind == "ask":
+                    pm.ask(doc, f"What happens in part {n}?", method="rag", fragment_words=200)
+                elif kind == "index":
+                    pm.index(doc, "gistmem", max_tokens=48)
+                else:
+                    agent.say(f"Note number {n}: the tide was {n % 7} feet at dawn. What do you remember?")
+                counts[kind] += 1
+                counts["calls"] += pm.llm.usage.calls - before
+                n += 1
+            stop.set()
+            sampler.join(5)
+            running = managed.status()
+            cap = running[0].cache_mb if running else settings.prompt_cache_mb
+        finally:
+            stop.set()
+            managed.stop()  # the server this run started, whatever happened
+    weights = catalogue.model_path(args.model).stat().st_size / 2**20
     rss = [s["rss_mb"] for s in samples]
     write_result("server_memory", {
         "model": args.model, "minutes": args.minutes, "slots": settings.slots, "n_ctx": settings.n_ctx,

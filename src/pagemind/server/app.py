@@ -227,7 +227,8 @@ async def add_to_library(name: LibraryName, request: Request, service: Svc, user
     with await read_upload(request, service.max_bytes, max_body=service.max_body) as up:
         shapes.check_encoding(up.encoding)
         source: str | Path = up.text if up.text is not None else up.path  # type: ignore[assignment]
-        return await run_in_threadpool(service.add_to_library, user, name, source, up.name, up.encoding)
+        change = await run_in_threadpool(service.add_to_library, user, name, source, up.name, up.encoding)
+    return shapes.library_change_json(name, change)
 
 
 @router.delete("/v1/libraries/{name}", name="delete_library", status_code=204, tags=["libraries"],
@@ -320,7 +321,7 @@ def citation(run_id: RunId, n: Annotated[int, PathParam(ge=1, le=MAX_ID, descrip
 @router.post("/v1/runs/{run_id}/cancel", name="cancel_run", tags=["runs"], responses=AUTHED)
 def cancel(run_id: RunId, service: Svc, user: User) -> dict[str, Any]:
     """Stop a queued or running run at its next step (a cancelled build resumes on the next index or ask)."""
-    return service.cancel(user, run_id)
+    return run_json(service.cancel(user, run_id))
 
 
 # --- the app ------------------------------------------------------------------------------------------------------

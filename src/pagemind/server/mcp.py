@@ -206,8 +206,8 @@ class Tools:
         if text is not None:
             checked(shapes.TextDocument, text=text, name=name)
         source = None if document_id is not None else Path(path).expanduser() if path is not None else str(text)
-        data = await self.run(ctx, lambda user: self.service.add_to_library(user, library, source, name,
-                                                                  document_id=document_id))
+        data = shapes.library_change_json(library, await self.run(ctx, lambda user: self.service.add_to_library(
+            user, library, source, name, document_id=document_id)))
         doc = data["document"]
         return result(data, f"{doc['status']} {doc['name']} ({doc['words']} words) in library {library}")
 
@@ -264,8 +264,8 @@ class Tools:
         """A run's trace: its status and result, then every step in order (each LLM call with its role, tokens,
         seconds and whether it was cached; the decisions made of them; phases; an agent's thoughts, function
         calls and results) and the token and time totals."""
-        run_data, steps = await self.run(ctx, lambda user: self.service.trace(user, run_id, after, limit))
-        usage = run_data.pop("usage")
+        run, usage, steps = await self.run(ctx, lambda user: self.service.trace(user, run_id, after, limit))
+        run_data = run_json(run)
         data = {"run": run_data, "usage": usage, "steps": [step_json(s) for s in steps]}
         head = (f"run {run_data['id']}: {run_data['kind']} {run_data['method'] or ''} {run_data['status']}; "
                 f"{usage['calls']} LLM calls ({usage['cached_calls']} cached), "

@@ -31,7 +31,6 @@ from .shapes import (
     AskRequest,
     IndexRequest,
     LoadDocument,
-    run_json,
     search_json,
 )
 from .workers import Workers
@@ -39,6 +38,7 @@ from .workers import Workers
 if TYPE_CHECKING:
     from ..agent.memory import AgentOptions, Block, Event, Passage
     from ..api import Pagemind
+    from ..library import Change
     from ..llm.base import Capabilities
     from ..store import (
         AgentRow,
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         MemoryContent,
         MemoryRecord,
         RunRow,
+        StepRow,
         UserRow,
     )
 
@@ -327,7 +328,7 @@ class Service:
         return self.pm.library_row(name, user_id=user.id), self.pm.library_documents(name, user_id=user.id)
 
     def add_to_library(self, user: UserRow, name: str, source: str | Path | bytes | None, doc_name: str | None,
-                       encoding: str | None = None, document_id: str | None = None) -> dict[str, Any]:
+                       encoding: str | None = None, document_id: str | None = None) -> Change:
         """Put a document in the library ``name`` (made when new): an upload or text (as :meth:`add_document`
         reads them), or one of the user's documents by id; ``doc_name`` its name there. Returns what changed."""
         if document_id is not None:
@@ -337,7 +338,7 @@ class Service:
             assert source is not None
             document = self.pm.read(source, doc_name, encoding=encoding or "utf-8")
         (change,), _ = self.pm.add(name, [document], user_id=user.id)
-        return {"library": name, "document": {**change.__dict__, "id": change.document_id}}
+        return change
 
     def remove_from_library(self, user: UserRow, name: str, doc_name: str | None = None) -> list[str]:
         return self.pm.remove(name, [doc_name] if doc_name else [], user_id=user.id)
@@ -410,11 +411,12 @@ class Service:
         self.own_run(user, run_id)
         return list(self.pm.runs.steps(run_id, after, limit))
 
-    def trace(self, user: UserRow, run_id: str, after: int = -1, limit: int = 200) -> tuple[dict[str, Any], list[Any]]:
-        """A run with its usage over every step, and its steps after ``after`` (at most ``limit``)."""
+    def trace(self, user: UserRow, run_id: str, after: int = -1,
+              limit: int = 200) -> tuple[RunRow, dict[str, Any], list[StepRow]]:
+        """A run, its usage over every step, and its steps after ``after`` (at most ``limit``)."""
         run = self.own_run(user, run_id)
         every = self.pm.runs.steps(run_id)
-        return {**run_json(run), "usage": summarize(every)}, [s for s in every if s.seq > after][:limit]
+        return run, summarize(every), [s for s in every if s.seq > after][:limit]
 
     def citation(self, user: UserRow, run_id: str, n: int, radius: int = CONTEXT_CHARS) -> dict[str, Any]:
         """Citation ``n`` (from 1, as the answer's markers ``[n]`` number them) of one of the user's runs, in its
@@ -460,10 +462,11 @@ class Service:
             raise NotFound(f"the cited {cited['unit']} {index} is no longer in the agent's memory")
         return str(self.pm.open_document(str(cited.get("document")), user_id=user.id).text)
 
-    def cancel(self, user: UserRow, run_id: str) -> dict[str, Any]:
+    def cancel(self, user: UserRow, run_id: str) -> RunRow:
+        """Ask one of the user's runs to stop (at its next step, or mid-answer); the run as it is now."""
         self.own_run(user, run_id)
         self.pm.runs.cancel(run_id)
-        return run_json(self.own_run(user, run_id))
+        return self.own_run(user, run_id)
 
     # --- agents -----------------------------------------------------------------------------------------------
     def own_agent(self, user: UserRow, ref: int | str) -> AgentRow:

@@ -321,6 +321,11 @@ def memory_json(m: Any) -> dict[str, Any]:
     return {"key": m.key, "method": m.method, "status": m.status, "settings": m.settings, "model": m.model}
 
 
+def library_change_json(library: str, change: Any) -> dict[str, Any]:
+    """What adding a document to ``library`` changed (a :class:`pagemind.library.Change`)."""
+    return {"library": library, "document": {**change.__dict__, "id": change.document_id}}
+
+
 def library_json(row: Any) -> dict[str, Any]:
     return {"name": row.name, "document_count": row.documents, "words": row.words, "created": row.created}
 
