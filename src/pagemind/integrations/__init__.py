@@ -24,11 +24,6 @@ if TYPE_CHECKING:
 DEFAULT_K = 4  # passages a retriever returns when not told (LlamaIndex's similarity_top_k default is 2; LangChain's 4)
 
 
-def retrieved(pm: Pagemind, source: Any, query: str, method: str, k: int, options: dict[str, Any]) -> list[Citation]:
-    """The ``k`` passages of ``source`` best matching ``query`` in ``method``'s memory (no LLM call)."""
-    return pm.retrieve(source, query, k, method, **options)
-
-
 def cited_passages(pm: Pagemind, source: Any, query: str, method: str,
                    options: dict[str, Any]) -> tuple[Any, list[Citation]]:
     """(the answer, its citations) of ``query`` over ``source`` (a path, a :class:`~pagemind.Document`, a
@@ -45,4 +40,4 @@ def metadata(citation: Citation, method: str, run_id: str | None = None) -> dict
             "run_id": run_id, "score": citation.score}
 
 
-__all__ = ["DEFAULT_K", "cited_passages", "metadata", "retrieved"]
+__all__ = ["DEFAULT_K", "cited_passages", "metadata"]

@@ -19,7 +19,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 from pydantic import ConfigDict, Field
 
-from . import DEFAULT_K, cited_passages, metadata, retrieved
+from . import DEFAULT_K, cited_passages, metadata
 
 
 class PagemindRetriever(BaseRetriever):
@@ -40,7 +40,7 @@ class PagemindRetriever(BaseRetriever):
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         k = int(self.search_kwargs.get("k", self.k))
         return [Document(page_content=c.quote, metadata=metadata(c, self.method))
-                for c in retrieved(self.pm, self.source, query, self.method, k, self.options)]
+                for c in self.pm.retrieve(self.source, query, k, self.method, **self.options)]
 
 
 def answering(pm: Any, source: Any, method: str = "auto", **options: Any) -> RunnableLambda[str, dict[str, Any]]:

@@ -23,7 +23,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from ..citations import Citation
-from . import DEFAULT_K, cited_passages, metadata, retrieved
+from . import DEFAULT_K, cited_passages, metadata
 
 
 def _nodes(citations: list[Citation], method: str, run_id: str | None = None) -> list[NodeWithScore]:
@@ -43,8 +43,8 @@ class PagemindRetriever(BaseRetriever):
         self.similarity_top_k = similarity_top_k or top_k or DEFAULT_K
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        found = retrieved(self.pm, self.source, query_bundle.query_str, self.method, self.similarity_top_k,
-                          self.options)
+        found = self.pm.retrieve(self.source, query_bundle.query_str, self.similarity_top_k, self.method,
+                                 **self.options)
         return _nodes(found, self.method)
 
 

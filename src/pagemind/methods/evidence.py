@@ -211,10 +211,7 @@ def supporting(document: Any, evidence: Sequence[Evidence], answer: str, questio
             break
         source = c.evidence.within if c.evidence.within is not None else document
         at = starts.setdefault(id(c.evidence), _start_of(source.text, c.evidence.text))
-        found = (cite(source, c.evidence.unit, c.evidence.index, c.sentence, c.evidence.found_by, start=at,
-                      score=round(c.score, 4))
-                 or cite(source, c.evidence.unit, c.evidence.index, c.sentence, c.evidence.found_by,
-                         score=round(c.score, 4)))
+        found = _cite_in(source, c.evidence, c.sentence, at, round(c.score, 4))
         if found is not None and not any(found.document == o.document and overlaps(found.span, o.span) for o in out):
             out.append(found)
     return out
@@ -222,9 +219,14 @@ def supporting(document: Any, evidence: Sequence[Evidence], answer: str, questio
 
 def passage(source: Any, evidence: Evidence, score: float | None = None) -> Citation | None:
     """A citation of a whole unit (a retriever's passage) at its place in ``source``, or None if it is not there."""
-    at = _start_of(source.text, evidence.text)
-    return (cite(source, evidence.unit, evidence.index, evidence.text, evidence.found_by, start=at, score=score)
-            or cite(source, evidence.unit, evidence.index, evidence.text, evidence.found_by, score=score))
+    return _cite_in(source, evidence, evidence.text, _start_of(source.text, evidence.text), score)
+
+
+def _cite_in(source: Any, evidence: Evidence, snippet: str, at: int, score: float | None) -> Citation | None:
+    """``snippet`` of ``evidence`` cited in ``source``: looked for from where the unit starts (``at``), then
+    anywhere (a unit whose first sentence was not found)."""
+    return (cite(source, evidence.unit, evidence.index, snippet, evidence.found_by, start=at, score=score)
+            or cite(source, evidence.unit, evidence.index, snippet, evidence.found_by, score=score))
 
 
 def _start_of(text: str, unit: str) -> int:

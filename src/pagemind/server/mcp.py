@@ -457,14 +457,13 @@ def add_resources_and_prompts(server: MCPServer, service: Service, user_of: User
     acts as: another user's is not found), and the ask-with-citations prompt."""
     import json
 
-    def read(fn: Callable[[Any], Any]) -> Callable[[Context], Awaitable[str]]:
-        async def run(ctx: Context) -> str:
-            user = user_of(ctx)
-            try:
-                return json.dumps(await anyio.to_thread.run_sync(lambda: fn(user)), ensure_ascii=False)
-            except PagemindError as err:
-                raise ResourceError(str(err)) from None
-        return run
+    async def read(ctx: Context, fn: Callable[[Any], Any]) -> str:
+        """``fn(user)`` in a worker thread, as JSON; a pagemind error as the resource's error."""
+        user = user_of(ctx)
+        try:
+            return json.dumps(await anyio.to_thread.run_sync(lambda: fn(user)), ensure_ascii=False)
+        except PagemindError as err:
+            raise ResourceError(str(err)) from None
 
     @server.resource("pagemind://documents/{document_id}", name="document", mime_type="application/json",
                      description="one of your documents: its name, words and the memories built of it")
@@ -472,7 +471,7 @@ def add_resources_and_prompts(server: MCPServer, service: Service, user_of: User
         def one(user: Any) -> dict[str, Any]:
             row, memories = service.document(user, document_id)
             return {**shapes.document_json(row), "memories": [m.key for m in memories]}
-        return await read(one)(ctx)
+        return await read(ctx, one)
 
     @server.resource("pagemind://libraries/{name}", name="library", mime_type="application/json",
                      description="one of your libraries: its documents (name, words, id)")
@@ -480,13 +479,13 @@ def add_resources_and_prompts(server: MCPServer, service: Service, user_of: User
         def one(user: Any) -> dict[str, Any]:
             row, members = service.library(user, name)
             return {**shapes.library_json(row), "documents": [shapes.library_document_json(m) for m in members]}
-        return await read(one)(ctx)
+        return await read(ctx, one)
 
     @server.resource("pagemind://agents/{agent}/core-memory", name="core memory", mime_type="application/json",
                      description="one of your agents' core memory: its blocks (label, value, limit)")
     async def core_memory(agent: str, ctx: Context) -> str:
-        return await read(lambda user: {"agent": agent, "blocks": [shapes.block_json(b)
-                                                                   for b in service.blocks(user, agent)]})(ctx)
+        return await read(ctx, lambda user: {"agent": agent, "blocks": [shapes.block_json(b)
+                                                                        for b in service.blocks(user, agent)]})
 
     @server.prompt(name="ask-with-citations", title="Ask with citations",
                    description="ask one of your documents or libraries and answer from the passages it cites")

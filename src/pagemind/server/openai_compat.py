@@ -196,8 +196,8 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
 def earlier_turns(messages: list[dict[str, Any]]) -> tuple[Turn, ...]:
     """The messages before the last user message (instructions, earlier questions and answers) as turns."""
     last = max(i for i, m in enumerate(messages) if m.get("role") == "user")
-    return tuple(Turn(str(m.get("role")), text_of(m)) for m in messages[:last]
-                 if m.get("role") in ROLES and text_of(m).strip())
+    said = [(str(m.get("role")), text_of(m)) for m in messages[:last] if m.get("role") in ROLES]
+    return tuple(Turn(role, text) for role, text in said if text.strip())
 
 
 def openai_error(message: str, status: int, code: str | None = None, param: str | None = None,
@@ -381,8 +381,9 @@ async def answer_chat(request: Request, raw: Any, service: Any, user: Any, rende
     except PagemindError as err:
         return error_of(err)
     reply = body.reply()
+    made = f"chatcmpl-{int(time.time() * 1000):x}"
     if target.kind == "method" and is_housekeeping(question):
-        return await housekeeping(f"chatcmpl-{int(time.time() * 1000):x}", body, service, user, reply)
+        return await housekeeping(made, body, service, user, reply)
     if reply is not None and reply.json_schema is not None:
         if target.kind == "agent":
             return openai_error("an agent's turn answers in its own messages: response_format is for pagemind/"
@@ -390,7 +391,6 @@ async def answer_chat(request: Request, raw: Any, service: Any, user: Any, rende
         if not service.capabilities().supports_json_schema:
             return openai_error("this model server cannot constrain a reply to JSON", 400, "unsupported_parameter",
                                 "response_format")
-    made = f"chatcmpl-{int(time.time() * 1000):x}"
     pieces: asyncio.Queue[str | None] = asyncio.Queue()
     loop = asyncio.get_running_loop()
 
@@ -419,8 +419,7 @@ async def answer_chat(request: Request, raw: Any, service: Any, user: Any, rende
             return failed
         return JSONResponse(render(made, body, target, begun.run.id, result), headers=ids)
     return StreamingResponse(chunks(made, body, target, begun, pieces, lambda: service.left(user, key, begun)),
-                             media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ids})
+                             media_type="text/event-stream", headers={**STREAM_HEADERS, **ids})
 
 
 # A chat UI's own tasks (Open WebUI: a title, tags, follow-up questions, search queries for its menus) come as a
@@ -443,22 +442,19 @@ async def housekeeping(made: str, body: ChatRequest, service: Any, user: Any,
     usage = {"prompt_tokens": response.prompt_tokens, "completion_tokens": response.completion_tokens,
              "total_tokens": response.prompt_tokens + response.completion_tokens}
     finish = "length" if response.finish_reason == "length" else "stop"
-    extra = {"pagemind": {"housekeeping": True}}
+    extra = {"housekeeping": True}
     if not body.stream:
-        return JSONResponse({"id": made, "object": "chat.completion", "created": int(time.time()), "model": body.model,
-                             "choices": [{"index": 0, "message": {"role": "assistant", "content": response.text},
-                                          "finish_reason": finish, "logprobs": None}], "usage": usage, **extra})
+        return JSONResponse(completion_json(made, body.model, response.text, finish, usage, extra))
 
     async def events() -> AsyncIterator[str]:
-        base = {"id": made, "object": "chat.completion.chunk", "created": int(time.time()), "model": body.model}
-        for delta, done in (({"role": "assistant", "content": response.text}, None), ({}, finish)):
-            chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": done, "logprobs": None}]}
-            yield f"data: {json.dumps({**chunk, **(extra if done else {})})}\n\n"
+        created = int(time.time())
+        yield chunk_event(made, created, body.model, {"role": "assistant", "content": response.text})
+        yield chunk_event(made, created, body.model, {}, finish, pagemind=extra)
         if (body.stream_options or {}).get("include_usage"):
-            yield f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n"
+            yield usage_event(made, created, body.model, usage)
         yield "data: [DONE]\n\n"
 
-    return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return StreamingResponse(events(), media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
 def watched(done: Any) -> asyncio.Future[Any]:
@@ -517,13 +513,37 @@ def _tail(body: ChatRequest, target: Target, cited: list[dict[str, Any]], result
         (shapes.sources_text(cited, named) if body.pagemind.sources else "")
 
 
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def completion_json(made: str, model: str, content: str, finish: str, usage: dict[str, Any],
+                    extension: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's ``chat.completion`` of one assistant message, with pagemind's extension object."""
+    return {"id": made, "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": finish, "logprobs": None}],
+            "usage": usage, "pagemind": extension}
+
+
+def chunk_event(made: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
+                **more: Any) -> str:
+    """One ``chat.completion.chunk`` server-sent event."""
+    chunk = {"id": made, "object": "chat.completion.chunk", "created": created, "model": model,
+             "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **more}
+    return f"data: {json.dumps(chunk)}\n\n"
+
+
+def usage_event(made: str, created: int, model: str, usage: dict[str, Any]) -> str:
+    """The last chunk when ``stream_options.include_usage``: no choices, the usage."""
+    last = {"id": made, "object": "chat.completion.chunk", "created": created, "model": model, "choices": [],
+            "usage": usage}
+    return f"data: {json.dumps(last)}\n\n"
+
+
 def completion(made: str, body: ChatRequest, target: Target, run_id: str, result: Any) -> dict[str, Any]:
     text, cited, usage, extra = _answer(target, result)
-    content = text + _tail(body, target, cited, result)
-    return {"id": made, "object": "chat.completion", "created": int(time.time()), "model": body.model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": _finish(target, result), "logprobs": None}],
-            "usage": usage, "pagemind": {"run_id": run_id, "citations": cited, **extra}}
+    return completion_json(made, body.model, text + _tail(body, target, cited, result), _finish(target, result),
+                           usage, {"run_id": run_id, "citations": cited, **extra})
 
 
 async def chunks(made: str, body: ChatRequest, target: Target, begun: Any, pieces: asyncio.Queue[str | None],
@@ -543,9 +563,7 @@ async def _chunks(made: str, body: ChatRequest, target: Target, begun: Any,
     created = int(time.time())
 
     def event(delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:
-        chunk = {"id": made, "object": "chat.completion.chunk", "created": created, "model": body.model,
-                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **more}
-        return f"data: {json.dumps(chunk)}\n\n"
+        return chunk_event(made, created, body.model, delta, finish, **more)
 
     yield event({"role": "assistant", "content": ""})
     future = watched(begun.future)
@@ -566,7 +584,5 @@ async def _chunks(made: str, body: ChatRequest, target: Target, begun: Any,
     yield event({"content": rest + _tail(body, target, cited, result)})
     yield event({}, _finish(target, result), pagemind={"run_id": begun.run.id, "citations": cited, **extra})
     if (body.stream_options or {}).get("include_usage"):
-        last = {"id": made, "object": "chat.completion.chunk", "created": created, "model": body.model,
-                "choices": [], "usage": usage}
-        yield f"data: {json.dumps(last)}\n\n"
+        yield usage_event(made, created, body.model, usage)
     yield "data: [DONE]\n\n"
