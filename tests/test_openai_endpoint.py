@@ -58,7 +58,8 @@ def served(tmp_path):
     with Served(create_app(pm, auth="keys", keepalive=1.0, workers=4)) as server:
         base = f"{server.url}/v1"
         yield {"base": base, "pm": pm, "fake": fake, "ann": openai.OpenAI(base_url=base, api_key=ann[1], max_retries=0),
-               "bob": openai.OpenAI(base_url=base, api_key=bob[1], max_retries=0), "ann_id": ann[0].id}
+               "bob": openai.OpenAI(base_url=base, api_key=bob[1], max_retries=0), "ann_id": ann[0].id,
+               "url": server.url, "ann_key": ann[1]}
     pm.close()
 
 
@@ -193,11 +194,47 @@ def test_the_answer_call_takes_the_clients_settings_and_what_cannot_be_honoured_
     cut = client.responses.create(model="pagemind/full", input=[{"role": "user", "content": [
         {"type": "input_text", "text": "Who found the map?"}]}], max_output_tokens=3, extra_body=ext)
     assert cut.status == "incomplete" and cut.incomplete_details.reason == "max_output_tokens"
-    with pytest.raises(openai.BadRequestError) as streamed_refused:
-        client.responses.create(model="pagemind/full", input="Who?", stream=True, extra_body=ext)
-    assert streamed_refused.value.body["param"] == "stream"
-    with pytest.raises(openai.NotFoundError, match="/v1/embeddings is not served"):
-        client.embeddings.create(model="pagemind/full", input="map")
+    # streamed as the Responses API's events, which the SDK's own accumulator reads into the same response
+    with client.responses.stream(model="pagemind/full", input="Who found the map?", extra_body=ext) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert kinds[:4] == ["response.created", "response.in_progress", "response.output_item.added",
+                         "response.content_part.added"]
+    assert "response.output_text.delta" in kinds and kinds[-1] == "response.completed"
+    assert final.status == "completed" and final.output_text == said.output_text
+    with pytest.raises(openai.NotFoundError, match="/v1/completions is not served"):
+        client.completions.create(model="pagemind/full", prompt="map")
+
+
+def test_embeddings_from_the_embedded_encoder_with_the_openai_sdk(served):
+    """/v1/embeddings: the SDK's default (base64) and floats decode to pm.embed's vectors, 384 unit numbers each,
+    near for texts that mean the same; what pagemind cannot serve is refused naming the parameter."""
+    import httpx
+    import numpy as np
+
+    pm, client = served["pm"], served["ann"]
+    texts = ["Who found the map?", "The map was found by Wren.", "Abel sails the ferry."]
+    made = client.embeddings.create(model="pagemind/minilm", input=texts)
+    vectors = np.array([d.embedding for d in made.data])
+    assert vectors.shape == (3, 384) and [d.index for d in made.data] == [0, 1, 2]
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    assert np.allclose(vectors, pm.embed(texts).vectors, atol=1e-6)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.1  # the map question is near the map sentence
+    assert made.usage.prompt_tokens == sum(pm.embed(texts).tokens) > 10 and made.model == "pagemind/minilm"
+    floats = httpx.post(f"{served['url']}/v1/embeddings", json={"model": "pagemind/minilm", "input": texts[0],
+                                                                "encoding_format": "float"},
+                        headers={"Authorization": f"Bearer {served['ann_key']}"})
+    assert floats.status_code == 200 and np.allclose(floats.json()["data"][0]["embedding"], vectors[0], atol=1e-6)
+    assert client.models.retrieve("pagemind/minilm").id == "pagemind/minilm"
+    for params, status, named in (({"dimensions": 128}, openai.BadRequestError, "dimensions"),
+                                  ({"model": "text-embedding-3-small"}, openai.NotFoundError, "model"),
+                                  ({"input": [[101, 2054]]}, openai.BadRequestError, "input"),
+                                  ({"input": ""}, openai.BadRequestError, "input")):
+        with pytest.raises(status) as refused:
+            client.embeddings.create(**{"model": "pagemind/minilm", "input": "map", **params})
+        assert refused.value.body["param"] == named, refused.value.body
+    with pytest.raises(openai.UnprocessableEntityError, match="at most 8192 are embedded as one text"):
+        client.embeddings.create(model="pagemind/minilm", input="word " * 9000)
 
 
 def test_the_conversation_reaches_the_reader_as_a_standalone_question(served):

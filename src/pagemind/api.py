@@ -38,6 +38,7 @@ from .users import Users, agent_key
 
 if TYPE_CHECKING:
     from .agent import Agent
+    from .retrieval.embed import Embeddings
 
 
 def methods() -> tuple[str, ...]:
@@ -409,6 +410,22 @@ class Pagemind:
             memory = reader.build(document)
         return reader.retrieve_passages(memory, query, k,
                                         document=None if isinstance(document, Library) else document)
+
+    def embed(self, texts: Sequence[str]) -> Embeddings:
+        """The embedded MiniLM's vector of each text (384 numbers, unit length; no LLM call): what the retrieval
+        of RAG, FragRel and the agents' archival search uses, for a client's own. A text longer than the
+        encoder's 256-token window is the mean of its windows' vectors; a text over ``limits.MAX_EMBED_TOKENS``
+        tokens, texts over ``MAX_EMBED_TOTAL`` together or more than ``MAX_EMBED_INPUTS`` texts are an
+        :class:`InputError`."""
+        from .methods.evidence import minilm_encoder
+        from .retrieval.embed import INSTALL_HINT, MiniLM, text_vectors
+
+        if len(texts) > limits.MAX_EMBED_INPUTS:
+            raise InputError(f"at most {limits.MAX_EMBED_INPUTS} texts are embedded at once (got {len(texts)})")
+        encoder = minilm_encoder()
+        if not isinstance(encoder, MiniLM):
+            raise ConfigError(f"embeddings need the embedded MiniLM encoder: {INSTALL_HINT}")
+        return text_vectors(encoder, texts, limits.MAX_EMBED_TOKENS, limits.MAX_EMBED_TOTAL)
 
     def ask_code(self, directory: str | Path, question: str | Question, options: Sequence[str] = (),
                  **kwargs: Any) -> Answer:

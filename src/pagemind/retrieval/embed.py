@@ -12,6 +12,7 @@ import hashlib
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -184,6 +185,32 @@ class CachedEmbedder:
             self.cache.put_many(self.model_id, fresh)
             found = [v if v is not None else fresh[t] for t, v in zip(texts, found)]
         return list(found)
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    """Texts embedded as one vector each: ``vectors`` (texts x dim, unit rows), each text's count of the encoder's
+    tokens, and the encoder's id."""
+
+    vectors: np.ndarray
+    tokens: tuple[int, ...]
+    model: str
+
+
+def text_vectors(encoder: MiniLM, texts: Sequence[str], max_tokens: int, max_total: int) -> Embeddings:
+    """One unit vector per text (the normalised mean of its window-sized sub-chunks' vectors: for a text within the
+    window, exactly the sentence-transformers embedding) with its count of the encoder's tokens; a text over
+    ``max_tokens`` tokens, or texts over ``max_total`` together, an :class:`InputError` saying which."""
+    from ..errors import InputError
+
+    counts = tuple(sum(len(c) for c in encoder.chunk_ids(t)) for t in texts)
+    for i, count in enumerate(counts):
+        if count > max_tokens:
+            raise InputError(f"input[{i}] has {count} tokens; at most {max_tokens} are embedded as one text")
+    if sum(counts) > max_total:
+        raise InputError(f"the texts have {sum(counts)} tokens; at most {max_total} are embedded in one request")
+    vectors = fragment_vectors(encoder.embed(texts)) if texts else np.zeros((0, encoder.dim), np.float32)
+    return Embeddings(vectors, counts, encoder.model_id)
 
 
 def load_embedder(name: str = "minilm", threads: int | None = None) -> Embedder:

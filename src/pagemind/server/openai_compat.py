@@ -244,7 +244,7 @@ def models(service: Svc, user: User) -> dict[str, Any]:
             responses=openai_errors(400, 401, 403, 404, 413, 421, 422))
 def retrieve_model(model_id: str, service: Svc, user: User) -> dict[str, Any]:
     """One model of :func:`models` (OpenAI's ``models.retrieve``); 404 in OpenAI's shape for any other."""
-    if model_id not in model_ids(service, user):
+    if model_id not in model_ids(service, user) and model_id != EMBEDDING_MODEL:
         raise NotFound(f"the model {model_id!r} does not exist: GET /v1/models lists yours")
     return model_json(model_id)
 
@@ -253,17 +253,14 @@ def retrieve_model(model_id: str, service: Svc, user: User) -> dict[str, Any]:
 async def responses(request: Request, service: Svc, user: User) -> Response:
     """OpenAI's Responses API for clients that speak only it: ``input`` (a text, or messages with ``input_text``
     parts), ``instructions``, ``max_output_tokens``, ``temperature``, ``text.format`` and pagemind's extension, read
-    as the chat request they mean and answered the same way; the reply is a ``response`` with one output message.
-    ``stream`` is not served here (use /v1/chat/completions)."""
+    as the chat request they mean and answered the same way; the reply is a ``response`` with one output message,
+    or with ``stream`` the Responses API's events as it is written (:class:`ResponseEvents`)."""
     try:
         raw = await request.json()
     except ValueError:
         return openai_error("the body is not JSON", 400, "invalid_json")
     if not isinstance(raw, dict):
         return openai_error("the body is not a JSON object", 400, "invalid_request")
-    if raw.get("stream"):
-        return openai_error("streaming is served by /v1/chat/completions; /v1/responses answers whole", 400,
-                            "unsupported_parameter", "stream")
     return await answer_chat(request, chat_of_response_request(raw), service, user, response_object)
 
 
@@ -284,7 +281,7 @@ def chat_of_response_request(raw: dict[str, Any]) -> dict[str, Any]:
         messages.append({"role": item["role"], "content": content})
     body: dict[str, Any] = {"model": raw.get("model"), "messages": messages}
     for theirs, ours in (("max_output_tokens", "max_tokens"), ("temperature", "temperature"), ("tools", "tools"),
-                         ("tool_choice", "tool_choice"), ("pagemind", "pagemind"), ("n", "n")):
+                         ("tool_choice", "tool_choice"), ("pagemind", "pagemind"), ("n", "n"), ("stream", "stream")):
         if theirs in raw:
             body[ours] = raw[theirs]
     fmt = (raw.get("text") or {}).get("format") if isinstance(raw.get("text"), dict) else None
@@ -314,14 +311,76 @@ def response_object(made: str, body: ChatRequest, target: Target, run_id: str, r
             "pagemind": chat["pagemind"]}
 
 
+EMBEDDING_MODEL = "pagemind/minilm"  # the embedded all-MiniLM-L6-v2: 384 numbers a text
+
+
+class EmbeddingRequest(BaseModel):
+    """OpenAI's embeddings request, as pagemind serves it: texts only (token arrays are the encoder's own ids
+    elsewhere, so they are refused by name), the one model, its one size of vector."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str = Field(max_length=200)
+    input: (Annotated[str, Field(max_length=limits.MAX_PASSAGE)]
+            | Annotated[list[Annotated[str, Field(max_length=limits.MAX_PASSAGE)]],
+                        Field(max_length=limits.MAX_EMBED_INPUTS)]) = Field(description="a text or a list of texts")
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = Field(default=None, ge=1, le=100_000)
+    user: str | None = Field(default=None, max_length=limits.MAX_NAME)
+
+
+@router.post("/v1/embeddings", name="create_embeddings", tags=["openai"],
+             responses=openai_errors(400, 401, 403, 404, 413, 421, 422))
+async def embeddings(request: Request, service: Svc, user: User) -> Response:
+    """OpenAI's embeddings from the embedded MiniLM (model ``pagemind/minilm``, 384 dimensions, unit vectors; no
+    LLM call, no run): what pagemind's own retrieval uses, for a client's (LangChain's ``OpenAIEmbeddings``,
+    LlamaIndex's ``OpenAIEmbedding``, the SDK's ``embeddings.create``). ``encoding_format`` ``base64`` (the SDK's
+    default) is float32 little-endian, as OpenAI's. A text longer than the encoder's 256-token window is the mean
+    of its windows' vectors."""
+    import base64
+
+    try:
+        raw = await request.json()
+    except ValueError:
+        return openai_error("the body is not JSON", 400, "invalid_json")
+    given = raw.get("input") if isinstance(raw, dict) else None
+    if isinstance(given, list) and given and all(isinstance(x, (int, list)) for x in given):
+        return openai_error("token arrays are not served: send the texts (pagemind's encoder has its own "
+                            "tokenizer)", 400, "unsupported_parameter", "input")
+    try:
+        body = EmbeddingRequest.model_validate(raw)
+    except ValidationError as err:
+        detail, fields = shapes.validation_detail([dict(e) for e in err.errors()])
+        return openai_error(detail, 400, "invalid_request", fields[0]["field"] if fields else None)
+    if body.model != EMBEDDING_MODEL:
+        return openai_error(f"the model {body.model[:80]!r} does not exist: pagemind embeds with {EMBEDDING_MODEL}",
+                            404, "model_not_found", "model")
+    if body.dimensions not in (None, 384):
+        return openai_error(f"{EMBEDDING_MODEL} gives 384 dimensions (got dimensions={body.dimensions})", 400,
+                            "unsupported_parameter", "dimensions")
+    texts = [body.input] if isinstance(body.input, str) else body.input
+    if not texts or any(not t for t in texts):
+        return openai_error("input: every text must be non-empty", 400, "invalid_request", "input")
+    try:
+        made = await run_in_threadpool(service.embed, user, texts)
+    except PagemindError as err:
+        return error_of(err)
+    data = [{"object": "embedding", "index": i,
+             "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode() if body.encoding_format == "base64"
+             else [float(x) for x in v]} for i, v in enumerate(made.vectors)]
+    used = sum(made.tokens)
+    return JSONResponse({"object": "list", "data": data, "model": EMBEDDING_MODEL,
+                         "usage": {"prompt_tokens": used, "total_tokens": used}})
+
+
 # OpenAI's other APIs: a 404 in OpenAI's shape that says what is served, so an SDK shows why (not an empty message)
-NOT_SERVED = ("completions", "embeddings", "audio", "images", "files", "uploads", "batches",
+NOT_SERVED = ("completions", "audio", "images", "files", "uploads", "batches",
               "assistants", "threads", "vector_stores", "moderations", "fine_tuning", "realtime")
 
 
 def not_served(request: Request) -> JSONResponse:
-    return openai_error(f"{request.url.path[:80]} is not served by pagemind: its OpenAI surface is "
-                        "/v1/chat/completions and /v1/models (docs/openai.md)", 404, "not_found", None)
+    return openai_error(f"{request.url.path[:80]} is not served by pagemind: its OpenAI surface is /v1/chat/"
+                        "completions, /v1/responses, /v1/embeddings and /v1/models (docs/openai.md)", 404,
+                        "not_found", None)
 
 
 for _kind in NOT_SERVED:
@@ -418,7 +477,8 @@ async def answer_chat(request: Request, raw: Any, service: Any, user: Any, rende
             failed.headers.update(ids)
             return failed
         return JSONResponse(render(made, body, target, begun.run.id, result), headers=ids)
-    return StreamingResponse(chunks(made, body, target, begun, pieces, lambda: service.left(user, key, begun)),
+    events = (ResponseEvents if render is response_object else ChatEvents)(made, body, target, begun.run.id)
+    return StreamingResponse(chunks(events, begun, pieces, lambda: service.left(user, key, begun)),
                              media_type="text/event-stream", headers={**STREAM_HEADERS, **ids})
 
 
@@ -546,43 +606,119 @@ def completion(made: str, body: ChatRequest, target: Target, run_id: str, result
                            usage, {"run_id": run_id, "citations": cited, **extra})
 
 
-async def chunks(made: str, body: ChatRequest, target: Target, begun: Any, pieces: asyncio.Queue[str | None],
+class ChatEvents:
+    """OpenAI's ``chat.completion.chunk`` events of one streamed answer: the role, the text as it is written, the
+    markers and sources with the finish and pagemind's extension, the usage when asked, ``[DONE]``."""
+
+    def __init__(self, made: str, body: ChatRequest, target: Target, run_id: str) -> None:
+        self.made, self.body, self.target, self.run_id = made, body, target, run_id
+        self.created = int(time.time())
+
+    def event(self, delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:
+        return chunk_event(self.made, self.created, self.body.model, delta, finish, **more)
+
+    def begin(self) -> list[str]:
+        return [self.event({"role": "assistant", "content": ""})]
+
+    def piece(self, text: str) -> str:
+        return self.event({"content": text})
+
+    def end(self, result: Any, rest: str) -> list[str]:
+        _, cited, usage, extra = _answer(self.target, result)
+        out = [self.event({"content": rest + _tail(self.body, self.target, cited, result)}),
+               self.event({}, _finish(self.target, result), pagemind={"run_id": self.run_id, "citations": cited,
+                                                                     **extra})]
+        if (self.body.stream_options or {}).get("include_usage"):
+            out.append(usage_event(self.made, self.created, self.body.model, usage))
+        return [*out, "data: [DONE]\n\n"]
+
+    def failed(self, err: PagemindError) -> list[str]:
+        """The stream has begun: the error is its last event, in OpenAI's shape."""
+        return [f"data: {json.dumps(json.loads(bytes(error_of(err).body)))}\n\n", "data: [DONE]\n\n"]
+
+
+class ResponseEvents(ChatEvents):
+    """The Responses API's events of one streamed answer, each ``event: TYPE`` with a ``sequence_number``: the
+    response created and in progress, its message and text part added, ``response.output_text.delta`` as the
+    answer is written, then the text, part and message done and ``response.completed`` with the whole
+    response (:func:`response_object`); an error is an ``error`` event."""
+
+    def __init__(self, made: str, body: ChatRequest, target: Target, run_id: str) -> None:
+        super().__init__(made, body, target, run_id)
+        self.seq = 0
+        self.item = made.replace("chatcmpl-", "msg_")
+
+    def event_of(self, kind: str, **fields: Any) -> str:
+        self.seq += 1
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, 'sequence_number': self.seq, **fields})}\n\n"
+
+    def shell(self, status: str) -> dict[str, Any]:
+        return {"id": self.made.replace("chatcmpl-", "resp_"), "object": "response", "created_at": self.created,
+                "status": status, "model": self.body.model, "output": [], "usage": None}
+
+    def message(self, text: str | None, status: str) -> dict[str, Any]:
+        content = [] if text is None else [{"type": "output_text", "text": text, "annotations": []}]
+        return {"type": "message", "id": self.item, "status": status, "role": "assistant", "content": content}
+
+    def begin(self) -> list[str]:
+        part = {"type": "output_text", "text": "", "annotations": []}
+        return [self.event_of("response.created", response=self.shell("in_progress")),
+                self.event_of("response.in_progress", response=self.shell("in_progress")),
+                self.event_of("response.output_item.added", output_index=0, item=self.message(None, "in_progress")),
+                self.event_of("response.content_part.added", item_id=self.item, output_index=0, content_index=0,
+                              part=part)]
+
+    def piece(self, text: str) -> str:
+        return self.event_of("response.output_text.delta", item_id=self.item, output_index=0, content_index=0,
+                             delta=text, logprobs=[])
+
+    def end(self, result: Any, rest: str) -> list[str]:
+        whole = response_object(self.made, self.body, self.target, self.run_id, result)
+        text = whole["output"][0]["content"][0]["text"]
+        _, cited, _, _ = _answer(self.target, result)
+        tail = rest + _tail(self.body, self.target, cited, result)
+        out = [self.piece(tail)] if tail else []
+        where = {"item_id": self.item, "output_index": 0, "content_index": 0}
+        return [*out, self.event_of("response.output_text.done", **where, text=text, logprobs=[]),
+                self.event_of("response.content_part.done", **where, part=whole["output"][0]["content"][0]),
+                self.event_of("response.output_item.done", output_index=0, item=whole["output"][0]),
+                self.event_of("response.incomplete" if whole["status"] == "incomplete" else "response.completed",
+                              response=whole)]
+
+    def failed(self, err: PagemindError) -> list[str]:
+        body = json.loads(bytes(error_of(err).body))["error"]
+        return [self.event_of("error", code=body.get("code"), message=body.get("message"), param=body.get("param"))]
+
+
+async def chunks(events: ChatEvents, begun: Any, pieces: asyncio.Queue[str | None],
                  left: Callable[[], None]) -> AsyncIterator[str]:
-    """OpenAI's chunk events: the role, the answer as it is written, its markers and sources, the finish, usage;
-    ``left`` is told when the client goes before the answer is done (its run is then cancelled)."""
+    """The stream of one answer in ``events``' shape: its beginning, the text as it is written, its end; ``left``
+    is told when the client goes before the answer is done (its run is then cancelled)."""
     try:
-        async for event in _chunks(made, body, target, begun, pieces):
+        async for event in _chunks(events, begun, pieces):
             yield event
     finally:  # also when the client went away (the task is cancelled): a short store write, no await needed
         if not begun.future.done():
             left()
 
 
-async def _chunks(made: str, body: ChatRequest, target: Target, begun: Any,
-                  pieces: asyncio.Queue[str | None]) -> AsyncIterator[str]:
-    created = int(time.time())
-
-    def event(delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:
-        return chunk_event(made, created, body.model, delta, finish, **more)
-
-    yield event({"role": "assistant", "content": ""})
+async def _chunks(events: ChatEvents, begun: Any, pieces: asyncio.Queue[str | None]) -> AsyncIterator[str]:
+    for event in events.begin():
+        yield event
     future = watched(begun.future)
     future.add_done_callback(lambda _: pieces.put_nowait(None))
     streamed: list[str] = []
     while (piece := await pieces.get()) is not None:
         streamed.append(piece)
-        yield event({"content": piece})
+        yield events.piece(piece)
     try:
         result = await future
-    except PagemindError as err:  # the stream has begun: the error is its last event, in OpenAI's shape
-        failed = json.loads(bytes(error_of(err).body))
-        yield f"data: {json.dumps(failed)}\n\n"
-        yield "data: [DONE]\n\n"
+    except PagemindError as err:
+        for event in events.failed(err):
+            yield event
         return
-    text, cited, usage, extra = _answer(target, result)
-    rest = text[len("".join(streamed)):] if text.startswith("".join(streamed)) else ("" if streamed else text)
-    yield event({"content": rest + _tail(body, target, cited, result)})
-    yield event({}, _finish(target, result), pagemind={"run_id": begun.run.id, "citations": cited, **extra})
-    if (body.stream_options or {}).get("include_usage"):
-        yield usage_event(made, created, body.model, usage)
-    yield "data: [DONE]\n\n"
+    text, _, _, _ = _answer(events.target, result)
+    said = "".join(streamed)
+    rest = text[len(said):] if text.startswith(said) else ("" if streamed else text)
+    for event in events.end(result, rest):
+        yield event

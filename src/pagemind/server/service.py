@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ..api import Pagemind
     from ..library import Change
     from ..llm.base import Capabilities
+    from ..retrieval.embed import Embeddings
     from ..store import (
         AgentRow,
         DocumentRow,
@@ -305,6 +306,10 @@ class Service:
         raise InputError('name what to read: "pagemind": {"document_id": "..."} or {"library": "..."} (extra_body), '
                          "the model pagemind/<method>@<library>, or keep one library (or one named 'default') for "
                          f"requests that name none (you have {len(names)})")
+
+    def embed(self, user: UserRow, texts: Sequence[str]) -> Embeddings:
+        """The embedded encoder's vector of each text (:meth:`Pagemind.embed`); no run, nothing stored."""
+        return self.pm.embed(texts)
 
     def housekeeping(self, user: UserRow, messages: Sequence[tuple[str, str]],
                      reply: ReplySettings | None = None) -> Any:
