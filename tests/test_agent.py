@@ -145,7 +145,7 @@ def test_block_limits_fail_with_an_explanation():
 def test_replace_and_extra_blocks():
     agent, _ = make([call("core_memory_replace", label="human", old_content="horror", new_content="romantic comedy",
                           request_heartbeat=True), call("send_message", message="noted")])
-    agent.store.put_block(agent.id, agent.blocks()[1].__class__("human", "Likes horror movies.", 2000))
+    agent.store.put_block(agent.id, agent.blocks()[1].__class__("human", "Likes horror movies.", 2000), "test")
     agent.say("I actually prefer romantic comedies.")
     assert agent.blocks()[1].value == "Likes romantic comedy movies."
     other = Agent.create(None, agent.store, "tasker", blocks={"tasks": "buy milk"})

@@ -88,7 +88,10 @@ def test_a_published_letta_example_imports(tmp_path):
     assert "First name: Chad" in blocks["human"].value and "I am Sam." in blocks["persona"].value
     assert blocks["human"].limit == 20000  # Letta's limits are kept per block
     assert sam.options.system.startswith("<base_instructions>\nYou are a helpful self-improving agent")
-    assert any("block descriptions" in n for n in plans[0].notes)
+    assert blocks["human"].description.startswith("The human block")  # descriptions are kept
+    assert pm.export_agent("memgpt_agent")["blocks"][0]["description"] == blocks[
+        pm.export_agent("memgpt_agent")["blocks"][0]["label"]].description
+    assert [(v.version, v.cause) for v in sam.block_history("human")] == [(1, "import")]
     # its system prompt is the agent's own instructions; pagemind's step format, functions and memory follow
     live = pm.agent("memgpt_agent")
     system = live.main_context().system_text(live.blocks())

@@ -256,11 +256,18 @@ def test_letta_quickstart_as_published_and_what_the_sdk_must_not_retry(served):
 
     longer = client.agents.blocks.update("human", agent_id=agent_state.id, limit=6000)
     assert (longer.limit, longer.value) == (6000, "The human's name is Chad. They like vibe coding.")
+    described = client.agents.blocks.update("human", agent_id=agent_state.id, description="Facts about the user")
+    assert described.description == "Facts about the user" and described.limit == 6000
+    assert client.agents.blocks.retrieve("human", agent_id=agent_state.id).description == "Facts about the user"
+    history = served["pm"].agent(f"u{served['ann_id']}.{agent_state.name}", llm=False).block_history("human")
+    assert [v.cause for v in history[:2]] == ["letta: ann", "letta: ann"]
     with pytest.raises(letta_client.UnprocessableEntityError, match="exceed its limit"):
         client.agents.blocks.update("human", agent_id=agent_state.id, limit=10)
 
     made = client.agents.create(name="labels", memory_blocks=[
-        {"label": "customer-profile", "value": "Prefers email."}, {"label": "project/notes", "value": "Due Friday."}])
+        {"label": "customer-profile", "value": "Prefers email.", "description": "how to reach them"},
+        {"label": "project/notes", "value": "Due Friday."}])
+    assert {b.label: b.description for b in made.memory.blocks}["customer-profile"] == "how to reach them"
     assert {b.label for b in made.memory.blocks} == {"customer-profile", "project/notes", "human", "persona"}
     assert client.agents.blocks.retrieve("project/notes", agent_id=made.id).value == "Due Friday."
     pm, ann_id = served["pm"], served["ann_id"]

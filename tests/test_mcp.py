@@ -76,7 +76,8 @@ async def check_tools(client: Client, *, paths: bool) -> None:
     ask = tools["ask"].input_schema
     assert ask["required"] == ["question"]  # and a document_id or a library
     assert {"add_to_library", "list_libraries", "remove_document", "get_document_structure", "get_page_content",
-            "core_memory_append", "core_memory_replace", "delete_agent"} <= set(tools)
+            "core_memory_append", "core_memory_replace", "core_memory_history", "core_memory_revert",
+            "delete_agent"} <= set(tools)
     assert ("path" in tools["add_to_library"].input_schema["properties"]) is paths
     assert ask["properties"]["method"]["enum"] == list(registry.document_methods())
     options = ask["properties"]["method_options"]
@@ -193,6 +194,14 @@ async def memory_tools(client: Client, doc_id: str) -> None:
     assert missing.is_error and "not in the human block" in text(missing)
     core = await client.call_tool("read_core_memory", {"agent": "tmp"})
     assert "Likes coffee" in text(core)
+    history = await client.call_tool("core_memory_history", {"agent": "tmp", "label": "human"})
+    versions = history.structured_content["versions"]
+    assert [(v["version"], v["cause"]) for v in versions] == [(3, "mcp: local"), (2, "mcp: local"), (1, "create")]
+    assert "+Likes coffee" in versions[0]["diff"] and "human v3  mcp: local" in text(history)
+    back = await client.call_tool("core_memory_revert", {"agent": "tmp", "label": "human", "version": 2})
+    assert back.structured_content["value"] == "Name: Lee\nLikes tea" and back.structured_content["version"] == 4
+    nothing = await client.call_tool("core_memory_revert", {"agent": "tmp", "label": "human", "version": 7})
+    assert nothing.is_error and "no version 7" in text(nothing)
     gone = await client.call_tool("delete_agent", {"agent": "tmp"})
     assert not gone.is_error and "tmp" not in str((await client.call_tool("list_agents", {})).structured_content)
     removed = await client.call_tool("remove_document", {"document_id": doc_id})

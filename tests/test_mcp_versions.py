@@ -18,9 +18,9 @@ import pytest
 pytest.importorskip("mcp")
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from test_mcp import STORY, Replies, Served, check_tools, document_ask_trace, served_app
 
 from pagemind.llm.mockserver import MockServer
+from test_mcp import STORY, Replies, Served, check_tools, document_ask_trace, served_app
 
 CLIENT = Path(__file__).with_name("mcp1_client.py")
 

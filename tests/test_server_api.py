@@ -349,6 +349,21 @@ def test_agents_crud_messages_blocks_archival(service):
     assert {b["label"]: b["value"] for b in blocks}["human"] == "Ann, keeper."
     too_long = c.put(f"/v1/agents/{agent['id']}/memory/blocks/human", headers=ann, json={"value": "x" * 5000})
     assert too_long.status_code == 422 and "limit" in too_long.json()["detail"]
+    described = c.put(f"/v1/agents/{agent['id']}/memory/blocks/human", headers=ann,
+                      json={"description": "who the user is"})
+    assert described.json() == {"label": "human", "value": "Ann, keeper.", "limit": 2000,
+                                "description": "who the user is"}
+    assert c.put(f"/v1/agents/{agent['id']}/memory/blocks/human", headers=ann, json={}).json() == described.json()
+    history = c.get(f"/v1/agents/{agent['id']}/memory/history?label=human", headers=ann).json()["versions"]
+    assert [(v["version"], v["cause"]) for v in history] == [(3, "api: ann"), (2, "api: ann"), (1, "create")]
+    assert "+Ann, keeper." in history[1]["diff"] and history[0]["diff"] == ""  # v3 changed the description only
+    reverted = c.post(f"/v1/agents/{agent['id']}/memory/blocks/human/revert", headers=ann, json={"version": 1})
+    assert reverted.json()["value"] == "Ann likes lighthouses." and reverted.json()["version"] == 4
+    assert c.get(f"/v1/agents/{agent['id']}/memory/blocks/human/versions/2", headers=ann).json()["value"] == \
+        "Ann, keeper."
+    assert c.get(f"/v1/agents/{agent['id']}/memory/blocks/human/versions/9", headers=ann).status_code == 404
+    assert c.put(f"/v1/agents/{agent['id']}/memory/blocks/human", headers=ann,
+                 json={"value": "Ann, keeper."}).status_code == 200
     for text in ("the lamp is lit at dusk", "the boat comes on Tuesdays", "gulls nest on the rock"):
         assert c.post(f"/v1/agents/{agent['id']}/archival", headers=ann, json={"text": text}).status_code == 201
     everything = c.get(f"/v1/agents/{agent['id']}/archival?limit=2", headers=ann).json()
@@ -462,6 +477,9 @@ def test_another_users_ids_are_404(service):
         ("POST", f"/v1/agents/{agent['id']}/messages", {"message": "hi"}),
         ("GET", f"/v1/agents/{agent['id']}/messages", None), ("GET", f"/v1/agents/{agent['id']}/memory/blocks", None),
         ("PUT", f"/v1/agents/{agent['id']}/memory/blocks/human", {"value": "pwned"}),
+        ("GET", f"/v1/agents/{agent['id']}/memory/history", None),
+        ("GET", f"/v1/agents/{agent['id']}/memory/blocks/human/versions/1", None),
+        ("POST", f"/v1/agents/{agent['id']}/memory/blocks/human/revert", {"version": 1}),
         ("GET", f"/v1/agents/{agent['id']}/archival", None),
         ("POST", f"/v1/agents/{agent['id']}/documents", {"document_id": doc["id"]}),
         ("GET", f"/v1/runs/{run_id}", None), ("GET", f"/v1/runs/{run_id}/steps", None),

@@ -456,13 +456,15 @@ class Pagemind:
     def create_agent(self, name: str, *, persona: str | None = None, human: str | None = None,
                      options: dict[str, Any] | None = None, user_id: int | None = None,
                      display_name: str | None = None, blocks: dict[str, str] | None = None,
-                     limits: dict[str, int] | None = None) -> Any:
+                     limits: dict[str, int] | None = None, descriptions: dict[str, str] | None = None) -> Any:
         """A new agent; ``options`` are :class:`pagemind.agent.AgentOptions` fields; ``user_id`` its owner;
-        ``blocks``: more core-memory blocks by label, ``limits`` a block's own character limit by label."""
+        ``blocks``: more core-memory blocks by label, ``limits`` a block's own character limit by label,
+        ``descriptions`` what a block is for by label."""
         from .agent import Agent, AgentOptions
 
         with self.store.transaction():
             agent = Agent.create(None, self.store, name, persona=persona, human=human, blocks=blocks, limits=limits,
+                                 descriptions=descriptions,
                                  options=AgentOptions().updated(**(options or {})), display_name=display_name)
             if user_id is not None:
                 self.store.set_agent_owner(agent.id, user_id)
@@ -522,7 +524,7 @@ class Pagemind:
                     shown = plan.name if n == 1 else f"{plan.name[:40]}-{n}"
                     try:
                         record = astore.create_agent(agent_key(user_id, shown) if user_id is not None else shown,
-                                                     plan.options, plan.blocks)
+                                                     plan.options, plan.blocks, "import", plan.versions)
                     except AgentExists:
                         continue
                     plan = plans[i] = replace(plan, name=shown)

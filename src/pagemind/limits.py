@@ -16,6 +16,7 @@ import re
 from .errors import InputError
 
 MAX_ID = 2**63 - 1  # what a 64-bit integer column holds: larger ids, offsets and seqs are refused, never a 500
+MAX_JSON_INT = 2**53  # the largest integer every JSON reader holds exactly (a body's version numbers, seeds)
 MAX_NAME = 255  # characters of a document's name
 MAX_QUESTION = 20_000  # characters of a question
 MAX_OPTIONS = 10  # multiple-choice options (A..J)
@@ -23,6 +24,8 @@ MAX_OPTION = 2_000  # characters of one option
 MAX_MESSAGE = 100_000  # characters of an agent message (the agent's window is checked too, before it is stored)
 MAX_PASSAGE = 100_000  # characters of an archival passage
 MAX_BLOCK = 100_000  # characters of a core-memory block value (and of a block's limit), a persona or human text
+MAX_BLOCK_VERSIONS = 100_000  # versions of core memory an Agent File may carry (a pagemind export's history)
+MAX_DESCRIPTION = 2_000  # characters of a core-memory block's description
 MAX_SYSTEM = 100_000  # characters of an agent's own system instructions
 MAX_EMBEDDED = 20_000  # characters of a passage its vector is taken of (the rest is found by text search)
 MAX_QUERY = 2_000  # characters of a search query
@@ -72,10 +75,14 @@ def label_to_letta(label: str) -> str:
     return label.replace(".", "/")
 
 
-def check_block(label: str, value: str, limit: int) -> None:
-    """The one rule of a core-memory block, wherever it is written (created, set, edited, imported): a label
-    (:func:`check_label`), a limit of 1 to :data:`MAX_BLOCK` characters, a value within its limit."""
+def check_block(label: str, value: str, limit: int, description: str = "") -> None:
+    """The one rule of a core-memory block, wherever it is written (created, set, edited by the agent or a user,
+    reverted, imported: :class:`~pagemind.agent.store.AgentStore` checks every write): a label
+    (:func:`check_label`), a limit of 1 to :data:`MAX_BLOCK` characters, a value within its limit, a description of
+    at most :data:`MAX_DESCRIPTION` characters."""
     check_label(label)
+    if len(description) > MAX_DESCRIPTION:
+        raise InputError(f"block {label}: a description is at most {MAX_DESCRIPTION:,} characters")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_BLOCK:
         raise InputError(f"block {label}: a block's limit is 1 to {MAX_BLOCK:,} characters, not {limit!r}")
     if len(value) > limit:

@@ -32,10 +32,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InputError
-from ..limits import MAX_AGENT_FILE, check_block, check_text, label_from_letta, label_to_letta
+from ..limits import MAX_AGENT_FILE, MAX_BLOCK_VERSIONS, check_block, check_text, label_from_letta, label_to_letta
 from .core import NAME, Agent
 from .functions import FUNCTIONS
-from .memory import AgentOptions, AgentState, Block, Event, Passage
+from .memory import AgentOptions, AgentState, Block, BlockVersion, Event, Passage
 
 EXTENSION = "pagemind"  # the extension's key, at the top, per agent (inside it) and on each message
 FORMAT = 1  # the extension's version
@@ -68,6 +68,7 @@ class AgentPlan:
     state: AgentState = field(default_factory=AgentState)
     dropped: tuple[str, ...] = ()  # unsupported features left out (skip_unsupported)
     notes: tuple[str, ...] = ()  # what was read but not kept
+    versions: tuple[BlockVersion, ...] = ()  # core memory's history (a pagemind export's), oldest first per label
 
 
 # --- reading a file -----------------------------------------------------------------------------------------
@@ -128,8 +129,8 @@ def export_agent(agent: Agent, name: str | None = None, *, model: str | None = N
         }],
         "groups": [],
         "blocks": [{"id": f"block-{i}", "label": label_to_letta(b.label), "value": b.value, "limit": b.limit,
-                    "description": None, "read_only": False, "metadata": {}, "preserve_on_migration": False,
-                    "hidden": None}
+                    "description": b.description or None, "read_only": False, "metadata": {},
+                    "preserve_on_migration": False, "hidden": None}
                    for i, b in enumerate(blocks)],
         "files": [], "sources": [], "tools": tools, "mcp_servers": [],
         "metadata": {"revision_id": None, "exported_by": "pagemind"},
@@ -137,7 +138,11 @@ def export_agent(agent: Agent, name: str | None = None, *, model: str | None = N
         EXTENSION: {"format": FORMAT, "agents": {"agent-0": {
             "name": name, "options": agent.options.as_dict(), "state": dict(agent.state.__dict__),
             "passages": [{"text": p.text, "time": p.time, "summary": p.summary, "source": p.source}
-                         for p in passages]}}},
+                         for p in passages],
+            "block_versions": [{"label": v.block.label, "version": v.version, "value": v.block.value,
+                                "limit": v.block.limit, "description": v.block.description, "cause": v.cause,
+                                "time": v.time} for v in sorted(agent.block_history(limit=MAX_BLOCK_VERSIONS),
+                                                               key=lambda v: (v.block.label, v.version))]}}},
     }
 
 
@@ -308,12 +313,46 @@ def _plan(agent: dict[str, Any], mine: dict[str, Any] | None, blocks_by_id: dict
         passages = tuple(Passage(0, check_text("passage", str(p["text"]), "an archival passage"),
                                  str(p.get("time") or now), p.get("summary"), p.get("source"))
                          for p in _objects(mine.get("passages")) if p.get("text"))
+        versions = _versions(mine.get("block_versions"), blocks)
     else:
         events = tuple(_letta_events(agent, now, notes))
         passages = ()
+        versions = ()
     if agent.get("tool_rules"):
         notes.append("tool rules (pagemind's step protocol decides which function may follow which)")
-    return AgentPlan(name, options, blocks, events, passages, state, dropped, tuple(dict.fromkeys(notes)))
+    return AgentPlan(name, options, blocks, events, passages, state, dropped, tuple(dict.fromkeys(notes)), versions)
+
+
+def _versions(raw: Any, blocks: tuple[Block, ...]) -> tuple[BlockVersion, ...]:
+    """A pagemind export's core-memory history, checked: each version by the one block rule, numbered upwards per
+    label in the file's order, at most :data:`MAX_BLOCK_VERSIONS` in all, for labels the file's blocks have."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InputError("block_versions must be a list")
+    if len(raw) > MAX_BLOCK_VERSIONS:
+        raise InputError(f"the agent file holds {len(raw):,} block versions; at most {MAX_BLOCK_VERSIONS:,} are "
+                         "imported (export it again from a pagemind that keeps fewer, or leave block_versions out)")
+    labels, out = {b.label for b in blocks}, []
+    numbers: dict[str, int] = {}
+    for item in raw:
+        if not isinstance(item, dict):
+            raise InputError("a block version must be an object")
+        label, version = str(item.get("label") or ""), item.get("version")  # pagemind's label, as it stores it
+        limit, when = item.get("limit"), item.get("time")
+        if label not in labels:
+            raise InputError(f"block_versions names block {label!r}, which the file's blocks do not have")
+        if not isinstance(version, int) or isinstance(version, bool) or not numbers.get(label, 0) < version <= \
+                MAX_BLOCK_VERSIONS:
+            raise InputError(f"block {label}: versions must be numbered upwards from 1 (got {version!r})")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not isinstance(when, (int, float)):
+            raise InputError(f"block {label} version {version}: limit and time must be numbers")
+        block = Block(label, str(item.get("value") or ""), limit, str(item.get("description") or ""))
+        check_block(block.label, block.value, block.limit, block.description)
+        numbers[label] = version
+        out.append(BlockVersion(block, version, check_text("name", str(item.get("cause") or "import"), "a cause"),
+                                float(when)))
+    return tuple(out)
 
 
 def _name_of(value: Any) -> str:
@@ -327,12 +366,11 @@ def _block(raw: dict[str, Any], options: AgentOptions, notes: list[str]) -> Bloc
     limit = raw.get("limit")
     limit = int(limit) if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else options.block_limit
     limit = max(limit, len(value))  # a value longer than its limit keeps it all (still within the one block rule)
-    check_block(label, value, limit)
-    if raw.get("description"):
-        notes.append("block descriptions (pagemind's core memory shows a block's label and value)")
+    description = "" if raw.get("description") is None else str(raw["description"])
+    check_block(label, value, limit, description)
     if raw.get("read_only"):
         notes.append(f"read-only flag of block {label!r} (the agent may edit it here)")
-    return Block(label, value, limit)
+    return Block(label, value, limit, description)
 
 
 def _letta_events(agent: dict[str, Any], now: str, notes: list[str]) -> Iterable[Event]:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError, NotFound
 from ..limits import check_block
 from ..llm.client import LLM
 from ..llm.usage import Trace
@@ -19,7 +19,7 @@ from .archive import Archive
 from .context import MainContext, prompt
 from .functions import Toolbox
 from .locks import TurnLock
-from .memory import AgentOptions, AgentState, Block, Event, Passage, SearchPage
+from .memory import AgentOptions, AgentState, Block, BlockVersion, Event, Passage, SearchPage
 from .store import AgentRecord, AgentStore
 from .turn import Step, Turn, TurnResult, step_record
 
@@ -50,21 +50,22 @@ class Agent:
     def create(cls, llm: LLM | None, store: SQLStore | AgentStore, name: str, *, persona: str | None = None,
                human: str | None = None, blocks: dict[str, str] | None = None,
                options: AgentOptions | None = None, display_name: str | None = None,
-               limits: dict[str, int] | None = None, **kwargs: Any) -> Agent:
+               limits: dict[str, int] | None = None, descriptions: dict[str, str] | None = None,
+               cause: str = "create", **kwargs: Any) -> Agent:
         """A new agent with persona and human blocks (plus ``blocks`` by label) and the boot messages.
         ``display_name``: what the default persona calls the agent when its stored name is namespaced (a
         server's agents are stored per user); ``limits``: a block's own character limit, by label (else the
-        options' ``block_limit``)."""
+        options' ``block_limit``); ``descriptions``: what a block is for, by label; ``cause``: what the blocks'
+        first versions are recorded as (``create``, ``import: FILE``)."""
         if not NAME.match(name):
             raise ConfigError(f"agent name {name!r}: use letters, digits, '_', '.', '-' (at most 64)")
         options = options or AgentOptions()
         default_persona = prompt("persona", name=display_name or name)  # the agent's own name, never a fixed one
         values = {"persona": default_persona if persona is None else persona, "human": human or "", **(blocks or {})}
-        blocks_made = [Block(k, v, (limits or {}).get(k, options.block_limit)) for k, v in values.items()]
-        for block in blocks_made:
-            check_block(block.label, block.value, block.limit)
+        blocks_made = [Block(k, v, (limits or {}).get(k, options.block_limit), (descriptions or {}).get(k, ""))
+                       for k, v in values.items()]
         astore = store if isinstance(store, AgentStore) else AgentStore(store)
-        record = astore.create_agent(name, options, blocks_made)
+        record = astore.create_agent(name, options, blocks_made, cause)  # checks every block (the one rule)
         agent = cls(llm, astore, record, **kwargs)
         boot = {"thoughts": prompt("boot_thoughts"), "function": "send_message",
                 "arguments": {"message": prompt("boot_message")}}
@@ -155,17 +156,50 @@ class Agent:
         return {"recall": self.tools.recall_page(query, page), "archival": self.archive.search(query, page)}
 
     # --- editing ---------------------------------------------------------------------------------------
-    def set_block(self, label: str, value: str, limit: int | None = None) -> Block:
-        """Set core-memory block ``label`` (a new one takes the default ``block_limit``; ``limit``: a new limit),
-        under the turn lock so it never lands inside a turn; an :class:`InputError` for a label, value or limit the
-        block rule refuses (:func:`pagemind.limits.check_block`)."""
-        if limit is None:
-            limit = next((b.limit for b in self.blocks() if b.label == label), self.options.block_limit)
-        check_block(label, value, limit)
-        block = Block(label, value, limit)
+    def set_block(self, label: str, value: str, limit: int | None = None, *, description: str | None = None,
+                  cause: str = "python") -> Block:
+        """Set core-memory block ``label`` (a new one takes the default ``block_limit``; ``limit``: a new limit;
+        ``description``: what the block is for, None keeps it), under the turn lock so it never lands inside a
+        turn, as the label's next version caused by ``cause`` (the surface and user: ``api: ann``); an
+        :class:`InputError` for a label, value, limit or description the block rule refuses
+        (:func:`pagemind.limits.check_block`)."""
+        current = next((b for b in self.blocks() if b.label == label), None)
+        block = Block(label, value, limit if limit is not None else current.limit if current else
+                      self.options.block_limit,
+                      description if description is not None else current.description if current else "")
+        check_block(block.label, block.value, block.limit, block.description)  # before waiting for the lock
         with self.lock.held():
-            self.store.put_block(self.id, block)
+            self.store.put_block(self.id, block, cause)
         return block
+
+    def block_history(self, label: str | None = None, *, before: int | None = None,
+                      limit: int = 50) -> list[BlockVersion]:
+        """The versions of block ``label`` (of every block: None), newest first: what each write made it, its
+        cause and time; ``before``: versions older than that one (paging back)."""
+        return self.store.block_versions(self.id, label, before=before, limit=limit)
+
+    def block_version(self, label: str, version: int) -> BlockVersion:
+        """Version ``version`` of block ``label``; :class:`NotFound` if there is none."""
+        found = self.store.block_version(self.id, label, version)
+        if found is None:
+            raise NotFound(f"block {label!r} has no version {version}")
+        return found
+
+    def revert_block(self, label: str, version: int, *, cause: str = "python") -> tuple[Block, int]:
+        """Make block ``label`` hold what version ``version`` held again (its value and description; the limit
+        stays the block's current one) as a new version, caused by ``revert to N`` and ``cause``; nothing is
+        deleted, so a revert can be reverted. The block and its new version's number; an :class:`InputError` when
+        the old value does not fit the block's limit now (raise the limit first)."""
+        old = self.block_version(label, version).block
+        current = next((b for b in self.blocks() if b.label == label), None)
+        limit = current.limit if current else old.limit
+        if len(old.value) > limit:
+            raise InputError(f"version {version} of block {label} has {len(old.value):,} characters; the block's "
+                             f"limit is now {limit:,}: raise the limit first (set the block's limit), then revert")
+        block = Block(label, old.value, limit, old.description)
+        with self.lock.held():
+            number = self.store.put_block(self.id, block, f"revert to {version} ({cause})")
+        return block, number
 
     def update_options(self, changes: dict[str, Any]) -> AgentOptions:
         """Store the agent's options with ``changes`` (:class:`AgentOptions` fields; ``None`` keeps a value) and

@@ -122,13 +122,16 @@ class Toolbox:
         self.archive = archive
         self.now = now
         self.found: list[Citation] = []  # the passages and messages the last call's search returned (evidence)
+        self.cause = "agent"  # what the running call's writes are recorded as (a core-memory version's cause)
 
-    def run(self, name: str, args: dict[str, Any]) -> str:
+    def run(self, name: str, args: dict[str, Any], cause: str | None = None) -> str:
         """Execute a validated call (``request_heartbeat`` already removed); returns the result message. What a
-        search returned is left in :attr:`found` (whole passages and messages, as citations of their own text)."""
+        search returned is left in :attr:`found` (whole passages and messages, as citations of their own text);
+        ``cause``: what its writes are recorded as (default ``agent: NAME``)."""
         if name not in SPECS:
             raise ToolError(f"No function named {name}")
         self.found = []
+        self.cause = cause or f"agent: {name}"
         return getattr(self, name)(**args)
 
     # --- messaging ---------------------------------------------------------------------------------
@@ -146,7 +149,7 @@ class Toolbox:
     def _write(self, block: Block, value: str) -> str:
         if len(value) > block.limit:
             raise ToolError(over_limit(block.label, block.limit, len(value)))
-        self.store.put_block(self.agent_id, Block(block.label, value, block.limit))
+        self.store.put_block(self.agent_id, replace(block, value=value), self.cause)
         return f"Core memory {block.label} updated ({len(value)}/{block.limit} characters)."
 
     @function

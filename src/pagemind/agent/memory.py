@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Literal
 
@@ -83,9 +84,37 @@ class Block:
     label: str
     value: str
     limit: int
+    description: str = ""  # what the block is for (Letta's; shown to clients, not in the agent's prompt)
 
     def render(self) -> str:
         return f'<{self.label} characters="{len(self.value)}/{self.limit}">\n{self.value}\n</{self.label}>'
+
+
+@dataclass(frozen=True)
+class BlockVersion:
+    """One version of a core-memory block: the block as a write made it, the write's cause and its time."""
+
+    block: Block
+    version: int
+    cause: str
+    time: float
+
+    def diff(self, previous: BlockVersion | None) -> str:
+        """What this version changed from ``previous`` (the version before it of the same block), as a unified
+        diff of lines; every line added when there is none."""
+        import difflib
+
+        before = previous.block.value.splitlines() if previous is not None else []
+        name = f"v{previous.version}" if previous is not None else "(none)"
+        return "\n".join(difflib.unified_diff(before, self.block.value.splitlines(), name, f"v{self.version}",
+                                              lineterm="", n=1))
+
+
+def with_previous(versions: Sequence[BlockVersion]) -> list[tuple[BlockVersion, BlockVersion | None]]:
+    """Versions (newest first, as a history lists them) each paired with the listed version before it of the same
+    block (None where that is not in the list)."""
+    return [(v, next((w for w in versions[i + 1:] if w.block.label == v.block.label), None))
+            for i, v in enumerate(versions)]
 
 
 @dataclass(frozen=True)

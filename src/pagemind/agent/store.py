@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import PagemindError
-from ..store import AgentRow, BlockRow, EventRow, PassageRow, SQLStore
-from .memory import SEARCH_KINDS, AgentOptions, AgentState, Block, Event, Passage
+from ..limits import check_block
+from ..store import AgentRow, BlockRow, BlockVersionRow, EventRow, PassageRow, SQLStore
+from .memory import SEARCH_KINDS, AgentOptions, AgentState, Block, BlockVersion, Event, Passage
 
 
 class AgentExists(PagemindError):
@@ -44,6 +45,15 @@ def _event(row: EventRow) -> Event:
     return Event(row.kind, row.payload, row.created, row.seq, row.in_context)
 
 
+def _block_row(block: Block) -> BlockRow:
+    check_block(block.label, block.value, block.limit, block.description)  # the one rule, on every write
+    return BlockRow(block.label, block.value, block.limit, block.description)
+
+
+def _version(row: BlockVersionRow) -> BlockVersion:
+    return BlockVersion(Block(row.label, row.value, row.limit, row.description), row.version, row.cause, row.created)
+
+
 def _passage(row: PassageRow) -> Passage:
     return Passage(row.id, row.text, row.created, row.summary, row.source)
 
@@ -61,10 +71,15 @@ class AgentStore:
             yield
 
     # --- agents ------------------------------------------------------------------------------------
-    def create_agent(self, name: str, options: AgentOptions, blocks: Sequence[Block]) -> AgentRecord:
+    def create_agent(self, name: str, options: AgentOptions, blocks: Sequence[Block], cause: str = "create",
+                     history: Sequence[BlockVersion] = ()) -> AgentRecord:
+        """A new agent with ``blocks`` (checked by the one block rule), recorded as versions caused by ``cause``
+        after their ``history`` (an imported agent's)."""
         now = time.time()
-        agent_id = self.store.create_agent(name, options.as_dict(), {}, now,
-                                           [BlockRow(b.label, b.value, b.limit) for b in blocks])
+        rows = [BlockVersionRow(v.block.label, v.version, v.block.value, v.block.limit, v.block.description, v.cause,
+                                v.time) for v in history]
+        agent_id = self.store.create_agent(name, options.as_dict(), {}, now, [_block_row(b) for b in blocks], cause,
+                                           rows)
         if agent_id is None:
             raise AgentExists(f"an agent named {name!r} already exists")
         return AgentRecord(agent_id, name, options, AgentState(), now)
@@ -90,10 +105,20 @@ class AgentStore:
 
     # --- core memory -------------------------------------------------------------------------------
     def blocks(self, agent_id: int) -> list[Block]:
-        return [Block(r.label, r.value, r.limit) for r in self.store.agent_blocks(agent_id)]
+        return [Block(r.label, r.value, r.limit, r.description) for r in self.store.agent_blocks(agent_id)]
 
-    def put_block(self, agent_id: int, block: Block) -> None:
-        self.store.put_agent_block(agent_id, BlockRow(block.label, block.value, block.limit))
+    def put_block(self, agent_id: int, block: Block, cause: str) -> int:
+        """Write a block (checked by the one block rule, :func:`~pagemind.limits.check_block`) as its label's next
+        version, caused by ``cause``; the version's number."""
+        return self.store.put_agent_block(agent_id, _block_row(block), cause)
+
+    def block_versions(self, agent_id: int, label: str | None = None, *, before: int | None = None,
+                       limit: int = 50) -> list[BlockVersion]:
+        return [_version(r) for r in self.store.agent_block_versions(agent_id, label, before=before, limit=limit)]
+
+    def block_version(self, agent_id: int, label: str, version: int) -> BlockVersion | None:
+        row = self.store.agent_block_version(agent_id, label, version)
+        return None if row is None else _version(row)
 
     # --- events ------------------------------------------------------------------------------------
     def append(self, agent_id: int, events: Sequence[Event]) -> list[Event]:

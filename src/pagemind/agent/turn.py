@@ -115,8 +115,8 @@ class Turn:
     def trace(self) -> Trace:
         return self.result.trace
 
-    def _append(self, *events: Event) -> None:
-        self.store.append(self.agent.id, list(events))
+    def _append(self, *events: Event) -> list[Event]:
+        return self.store.append(self.agent.id, list(events))
 
     def _alert(self, message: str) -> None:
         self._append(Event("system_alert", {"message": message}, self.agent.now()))
@@ -245,11 +245,12 @@ class Turn:
             self.trace.decide(event, f"invalid action: {err}")
             return Step("", None, {}, str(err), "Failed", None, False, reply, tokens)
         self.state.valid_actions += 1
-        self._append(Event("step", action.payload(), now()))  # write-ahead
+        (written,) = self._append(Event("step", action.payload(), now()))  # write-ahead
         status = "OK"
         try:
             with self.store.transaction():
-                message = self._cap(action.function, self.agent.tools.run(action.function, action.arguments))
+                cause = f"step {written.seq}: {action.function}"  # a core-memory version names its step
+                message = self._cap(action.function, self.agent.tools.run(action.function, action.arguments, cause))
                 self._append(self._result(action.function, "OK", message))
         except ToolError as err:
             status, message = "Failed", str(err)

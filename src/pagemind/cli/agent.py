@@ -14,7 +14,7 @@ import click
 
 from ..agent import Agent, AgentNotFound, AgentOptions, SearchPage, TurnResult, load_into_agent, load_library_into_agent
 from ..api import Pagemind
-from ..errors import ConfigError, LLMError
+from ..errors import ConfigError, InputError, LLMError
 from ..methods import registry
 from ..methods.options import OptionSpec
 from .main_errors import handle_errors
@@ -465,6 +465,88 @@ def delete(ctx: click.Context, name: str, encoding: str, **kw: Any) -> None:
     with session(ctx, kw) as pm:
         pm.delete_agent(name)
         click.echo(f"deleted agent {name}")
+
+
+@agent.group("memory")
+def memory() -> None:
+    """Core memory's history: every write to a block is a version (its text, cause and time), shown, diffed and
+    reverted here."""
+
+
+def _when(seconds: float) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@memory.command("log")
+@click.argument("name")
+@click.argument("label", required=False)
+@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True, help="versions to show")
+@click.option("--before", type=click.IntRange(1), help="versions older than this one (with LABEL: paging back)")
+@click.option("--json", "as_json", is_flag=True)
+@llm_options
+@click.pass_context
+@handle_errors
+def memory_log(ctx: click.Context, name: str, label: str | None, limit: int, before: int | None, as_json: bool,
+               encoding: str, **kw: Any) -> None:
+    """The versions of agent NAME's core memory (of block LABEL only), newest first, with their diffs."""
+    from ..agent.memory import with_previous
+
+    with session(ctx, kw) as pm:
+        a = _open(pm, name, llm=False)
+        versions = a.block_history(label, before=before, limit=limit)
+        if label is not None and not versions and before is None:
+            raise InputError(f"agent {name} has no block {label!r} (its blocks: "
+                             f"{', '.join(b.label for b in a.blocks())})")
+        paired = with_previous(versions)
+        if as_json:
+            click.echo(json.dumps([{"label": v.block.label, "version": v.version, "cause": v.cause, "time": v.time,
+                                    "value": v.block.value, "limit": v.block.limit,
+                                    "description": v.block.description} for v, _ in paired], indent=2,
+                                  ensure_ascii=False))
+            return
+        for v, before_it in paired:
+            click.echo(f"{v.block.label} v{v.version}  {_when(v.time)}  {v.cause}  "
+                       f"({len(v.block.value)}/{v.block.limit} characters)")
+            if before_it is not None or v.version == 1:
+                for line in v.diff(before_it).splitlines()[2:]:  # the hunks, without the file header
+                    click.echo(f"    {line}")
+
+
+@memory.command("show")
+@click.argument("name")
+@click.argument("label")
+@click.option("--at", "version", type=click.IntRange(1), help="the version [default: the block as it is now]")
+@llm_options
+@click.pass_context
+@handle_errors
+def memory_show(ctx: click.Context, name: str, label: str, version: int | None, encoding: str, **kw: Any) -> None:
+    """Block LABEL of agent NAME as it is, or as version --at held it."""
+    with session(ctx, kw) as pm:
+        a = _open(pm, name, llm=False)
+        if version is None:
+            block = next((b for b in a.blocks() if b.label == label), None)
+            if block is None:
+                raise InputError(f"agent {name} has no block {label!r}")
+            click.echo(block.value)
+            return
+        click.echo(a.block_version(label, version).block.value)
+
+
+@memory.command("revert")
+@click.argument("name")
+@click.argument("label")
+@click.argument("version", type=click.IntRange(1))
+@llm_options
+@click.pass_context
+@handle_errors
+def memory_revert(ctx: click.Context, name: str, label: str, version: int, encoding: str, **kw: Any) -> None:
+    """Make block LABEL of agent NAME hold what VERSION held again (a new version: nothing is lost)."""
+    with session(ctx, kw) as pm:
+        block, number = _open(pm, name, llm=False).revert_block(label, version, cause="cli")
+        click.echo(f"{label} is version {version}'s text again, as version {number} "
+                   f"({len(block.value)}/{block.limit} characters)")
 
 
 @agent.command("export")

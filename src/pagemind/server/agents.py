@@ -46,11 +46,14 @@ from .shapes import (
     AgentUpdate,
     ArchivalInsert,
     BlockEdit,
+    BlockRevert,
     BlockUpdate,
     LoadDocument,
     MessageRequest,
     agent_json,
     block_json,
+    block_version_json,
+    history_json,
     passage_json,
     run_json,
 )
@@ -157,8 +160,36 @@ def blocks(agent_id: AgentId, service: Svc, user: User) -> list[dict[str, Any]]:
 @router.put("/{agent_id}/memory/blocks/{label}", name="put_block", responses=OWNED)
 async def put_block(agent_id: AgentId, label: Annotated[str, PathParam(pattern=BLOCK_LABEL)], body: BlockUpdate,
                     service: Svc, user: User) -> Response:
-    """Replace a core-memory block's value (or add the block); applied between turns."""
-    return await finished(await run_in_threadpool(service.put_block, user, agent_id, label, body.value), block_json)
+    """Set a core-memory block's value, limit and/or description (or add the block); applied between turns, as
+    the block's next version."""
+    return await finished(await run_in_threadpool(lambda: service.put_block(
+        user, agent_id, label, body.value, limit=body.limit, description=body.description)), block_json)
+
+
+@router.get("/{agent_id}/memory/history", name="memory_history", responses=AUTHED)
+def memory_history(agent_id: AgentId, service: Svc, user: User, label: Annotated[str | None, Query(
+                       pattern=BLOCK_LABEL)] = None, before: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
+                   limit: Annotated[int, Query(ge=1, le=500)] = 50) -> dict[str, Any]:
+    """Core memory's history, newest first: every version of every block (or of ``label``'s; ``before``: older
+    than that version), each with what it made the block, its cause (the agent's step and function, or the surface
+    and user), its time and its diff from the version before it."""
+    return {"versions": history_json(service.block_history(user, agent_id, label, before=before, limit=limit))}
+
+
+@router.get("/{agent_id}/memory/blocks/{label}/versions/{version}", name="block_version", responses=OWNED)
+def block_version(agent_id: AgentId, label: Annotated[str, PathParam(pattern=BLOCK_LABEL)],
+                  version: Annotated[int, PathParam(ge=1, le=MAX_ID)], service: Svc, user: User) -> dict[str, Any]:
+    """One version of a block: what it held then, its cause and time."""
+    return block_version_json(service.block_version(user, agent_id, label, version))
+
+
+@router.post("/{agent_id}/memory/blocks/{label}/revert", name="revert_block", responses=OWNED)
+async def revert_block(agent_id: AgentId, label: Annotated[str, PathParam(pattern=BLOCK_LABEL)], body: BlockRevert,
+                       service: Svc, user: User) -> Response:
+    """The block holds what ``version`` held again, as a new version (nothing is deleted: a revert can be
+    reverted); 422 when that value no longer fits the block's limit."""
+    future = await run_in_threadpool(service.revert_block, user, agent_id, label, body.version)
+    return await finished(future, lambda made: {**block_json(made[0]), "version": made[1]})
 
 
 @router.post("/{agent_id}/memory/blocks/{label}/edit", name="edit_block", responses=OWNED)

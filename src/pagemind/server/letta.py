@@ -44,6 +44,7 @@ from ..limits import (
     MAX_AGENT_NAME,
     MAX_BLOCK,
     MAX_BLOCKS,
+    MAX_DESCRIPTION,
     MAX_LIST,
     MAX_PASSAGE,
     MAX_QUERY,
@@ -80,6 +81,7 @@ class CreateBlock(Loose):
     label: str = Field(pattern=LETTA_BLOCK_LABEL)  # Letta's labels ('/' is '.' here: limits.label_from_letta)
     value: str = Field(max_length=MAX_BLOCK)
     limit: int | None = Field(None, ge=1, le=MAX_BLOCK)
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION)
 
 
 class CreateAgent(Loose):
@@ -103,6 +105,7 @@ class UpdateAgent(Loose):
 class UpdateBlock(Loose):
     value: str | None = Field(None, max_length=MAX_BLOCK)
     limit: int | None = Field(None, ge=1, le=MAX_BLOCK)
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION)
 
 
 class SendMessages(Loose):
@@ -146,8 +149,8 @@ def agent_ref(agent_id: str) -> int:
 
 def block_state(agent_id: str, block: Any) -> dict[str, Any]:
     return {"id": f"block-{agent_id.removeprefix('agent-')}-{block.label}", "label": label_to_letta(block.label),
-            "value": block.value, "limit": block.limit, "description": None, "read_only": False, "metadata": {},
-            "hidden": None}
+            "value": block.value, "limit": block.limit, "description": block.description or None, "read_only": False,
+            "metadata": {}, "hidden": None}
 
 
 def agent_state(view: AgentView) -> dict[str, Any]:
@@ -296,9 +299,10 @@ def create_agent(body: CreateAgent, service: Svc, user: User) -> dict[str, Any]:
     blocks = {label_from_letta(b.label): b.value for b in body.memory_blocks}
     limits = {label_from_letta(b.label): max(b.limit, len(b.value)) for b in body.memory_blocks
               if b.limit is not None}
+    descriptions = {label_from_letta(b.label): b.description for b in body.memory_blocks if b.description}
     options = {"system": body.system, "context_window": body.context_window_limit}
     row = service.new_agent(user, body.name or f"agent-{int(time.time() * 1000)}", persona=blocks.pop("persona", None),
-                            human=blocks.pop("human", None), blocks=blocks, limits=limits,
+                            human=blocks.pop("human", None), blocks=blocks, limits=limits, descriptions=descriptions,
                             options={k: v for k, v in options.items() if v is not None})
     state = agent_state(service.agent_view(user, row))
     if isinstance(body.model_extra, dict) and body.model_extra.get("model") not in (None, state["model"]):
@@ -397,12 +401,12 @@ def get_block(agent_id: str, label: str, service: Svc, user: User) -> dict[str, 
 @router.patch("/agents/{agent_id}/core-memory/blocks/{label:path}")
 async def update_block(agent_id: str, label: str, body: UpdateBlock, service: Svc, user: User) -> Response:
     extra = sorted(k for k, v in (body.model_extra or {}).items() if v is not None and k != "label")
-    refuse([f"block field {k!r} (a block here is changed in its value and its limit)" for k in extra])
-    if body.value is None and body.limit is None:
-        raise InputError("give the block's new value or limit")
+    refuse([f"block field {k!r} (a block here is changed in its value, limit and description)" for k in extra])
+    if body.value is None and body.limit is None and body.description is None:
+        raise InputError("give the block's new value, limit or description")
     row, label = service.own_agent(user, agent_ref(agent_id)), label_from_letta(label)
     job = await run_in_threadpool(lambda: service.put_block(user, row.id, label, body.value, limit=body.limit,
-                                                            new=False))
+                                                            description=body.description, new=False, via="letta"))
     return await finished(job, lambda block: block_state(agent_id, block))
 
 

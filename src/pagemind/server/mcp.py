@@ -347,7 +347,7 @@ class Tools:
         """Append a line to one of an agent's core-memory blocks (as the agent's own core_memory_append does);
         applied between its turns."""
         data = await self.run(ctx, lambda user: block_json(
-            self.service.edit_block(user, agent, label, append=content).result()))
+            self.service.edit_block(user, agent, label, append=content, via="mcp").result()))
         return result(data, f"{data['label']}: {data['value']}")
 
     async def core_memory_replace(
@@ -359,9 +359,37 @@ class Tools:
                                           max_length=limits.MAX_BLOCK)] = "",
     ) -> CallToolResult:
         """Replace text in one of an agent's core-memory blocks (as the agent's own core_memory_replace does)."""
-        data = await self.run(ctx, lambda user: block_json(self.service.edit_block(user, agent, label, old=old_content,
-                                                                         new=new_content).result()))
+        data = await self.run(ctx, lambda user: block_json(self.service.edit_block(
+            user, agent, label, old=old_content, new=new_content, via="mcp").result()))
         return result(data, f"{data['label']}: {data['value']}")
+
+    async def core_memory_history(
+        self, ctx: Context, agent: AgentName,
+        label: Annotated[str | None, Field(description="one block's history (default: every block's)",
+                                           pattern=limits.BLOCK_LABEL)] = None,
+        before: Annotated[int | None, Field(description="versions older than this one (paging back)", ge=1,
+                                            le=limits.MAX_ID)] = None,
+    ) -> CallToolResult:
+        """An agent's core-memory history, newest first: each version of a block with its cause (the agent's step
+        and function, or who edited it where), its time and its diff from the version before."""
+        versions = await self.run(ctx, lambda user: shapes.history_json(
+            self.service.block_history(user, agent, label, before=before, limit=50)))
+        lines = [f"{v['label']} v{v['version']}  {v['cause']}" + (f"\n{v['diff']}" if v.get("diff") else "")
+                 for v in versions]
+        return result({"versions": versions}, "\n".join(lines) or "no versions")
+
+    async def core_memory_revert(
+        self, ctx: Context, agent: AgentName,
+        label: Annotated[str, Field(description="the block: human, persona, ...", pattern=limits.BLOCK_LABEL)],
+        version: Annotated[int, Field(description="the version whose text the block takes again", ge=1,
+                                      le=limits.MAX_ID)],
+    ) -> CallToolResult:
+        """Make a core-memory block hold what one of its versions held again (a new version: nothing is lost);
+        refused when that text no longer fits the block's limit."""
+        block, number = await self.run(ctx, lambda user: self.service.revert_block(
+            user, agent, label, version, via="mcp").result())
+        data = {**block_json(block), "version": number}
+        return result(data, f"{data['label']} is version {version}'s text again, as version {number}")
 
     async def delete_agent(self, ctx: Context, agent: AgentName) -> CallToolResult:
         """Delete one of your agents with all its memory (refused while it is in a turn)."""
@@ -428,6 +456,8 @@ TABLE: tuple[ToolSpec, ...] = (
     ToolSpec("read_core_memory", READING),
     ToolSpec("core_memory_append", WRITING),
     ToolSpec("core_memory_replace", WRITING),
+    ToolSpec("core_memory_history", READING),
+    ToolSpec("core_memory_revert", WRITING),
     ToolSpec("delete_agent", DESTRUCTIVE),
     ToolSpec("search_archival", READING),
     ToolSpec("search_recall", READING),

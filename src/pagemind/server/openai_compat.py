@@ -110,7 +110,8 @@ class ChatRequest(BaseModel):
     max_completion_tokens: int | None = Field(None, ge=1, le=1_000_000)
     temperature: float | None = Field(None, ge=0, le=2)
     stop: Stop | list[Stop] | None = Field(None, max_length=4)
-    seed: int | None = Field(None, ge=-(2**53), le=2**53, description="an exact JSON number (|seed| <= 2^53)")
+    seed: int | None = Field(None, ge=-limits.MAX_JSON_INT, le=limits.MAX_JSON_INT,
+                             description="an exact JSON number (|seed| <= 2^53)")
     n: int | None = Field(None, ge=1, le=1, description="one answer per request")
     tools: list[dict[str, Any]] | None = Field(None, max_length=0, description="pagemind's models call no client "
                                                                                "tools")
@@ -311,6 +312,40 @@ def response_object(made: str, body: ChatRequest, target: Target, run_id: str, r
             "pagemind": chat["pagemind"]}
 
 
+# OpenAI's other APIs: a 404 in OpenAI's shape that says what is served, so an SDK shows why (not an empty message)
+NOT_SERVED = ("completions", "audio", "images", "files", "uploads", "batches",
+              "assistants", "threads", "vector_stores", "moderations", "fine_tuning", "realtime")
+
+
+def not_served(request: Request) -> JSONResponse:
+    return openai_error(f"{request.url.path[:80]} is not served by pagemind: its OpenAI surface is /v1/chat/"
+                        "completions, /v1/responses, /v1/embeddings and /v1/models (docs/openai.md)", 404,
+                        "not_found", None)
+
+
+for _kind in NOT_SERVED:
+    router.add_api_route(f"/v1/{_kind}", not_served, methods=["GET", "POST"], include_in_schema=False)
+    router.add_api_route(f"/v1/{_kind}/{{rest:path}}", not_served, methods=["GET", "POST", "DELETE"],
+                         include_in_schema=False)
+
+
+def request_schema(model: type[BaseModel] | None = None) -> dict[str, Any]:
+    """A request's JSON schema (ChatRequest's by default) with its parts inlined (an operation's own schema may not
+    point into ``$defs``)."""
+    schema = (model or ChatRequest).model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return inline(defs[node["$ref"].rsplit("/", 1)[-1]])
+            return {k: inline(v) for k, v in node.items()}
+        return [inline(v) for v in node] if isinstance(node, list) else node
+
+    inlined: dict[str, Any] = inline(schema)
+    return inlined
+
+
 EMBEDDING_MODEL = "pagemind/minilm"  # the embedded all-MiniLM-L6-v2: 384 numbers a text
 
 
@@ -320,16 +355,18 @@ class EmbeddingRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     model: str = Field(max_length=200)
-    input: (Annotated[str, Field(max_length=limits.MAX_PASSAGE)]
-            | Annotated[list[Annotated[str, Field(max_length=limits.MAX_PASSAGE)]],
-                        Field(max_length=limits.MAX_EMBED_INPUTS)]) = Field(description="a text or a list of texts")
+    input: (Annotated[str, Field(min_length=1, max_length=limits.MAX_PASSAGE)]
+            | Annotated[list[Annotated[str, Field(min_length=1, max_length=limits.MAX_PASSAGE)]],
+                        Field(min_length=1, max_length=limits.MAX_EMBED_INPUTS)]) = Field(
+        description="a text or a list of texts")
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = Field(default=None, ge=1, le=100_000)
+    dimensions: Literal[384] | None = Field(None, description="the encoder's one size, 384")
     user: str | None = Field(default=None, max_length=limits.MAX_NAME)
 
 
 @router.post("/v1/embeddings", name="create_embeddings", tags=["openai"],
-             responses=openai_errors(400, 401, 403, 404, 413, 421, 422))
+             responses=openai_errors(400, 401, 403, 404, 413, 421, 422), openapi_extra={"requestBody": {
+                 "required": True, "content": {"application/json": {"schema": request_schema(EmbeddingRequest)}}}})
 async def embeddings(request: Request, service: Svc, user: User) -> Response:
     """OpenAI's embeddings from the embedded MiniLM (model ``pagemind/minilm``, 384 dimensions, unit vectors; no
     LLM call, no run): what pagemind's own retrieval uses, for a client's (LangChain's ``OpenAIEmbeddings``,
@@ -354,12 +391,7 @@ async def embeddings(request: Request, service: Svc, user: User) -> Response:
     if body.model != EMBEDDING_MODEL:
         return openai_error(f"the model {body.model[:80]!r} does not exist: pagemind embeds with {EMBEDDING_MODEL}",
                             404, "model_not_found", "model")
-    if body.dimensions not in (None, 384):
-        return openai_error(f"{EMBEDDING_MODEL} gives 384 dimensions (got dimensions={body.dimensions})", 400,
-                            "unsupported_parameter", "dimensions")
     texts = [body.input] if isinstance(body.input, str) else body.input
-    if not texts or any(not t for t in texts):
-        return openai_error("input: every text must be non-empty", 400, "invalid_request", "input")
     try:
         made = await run_in_threadpool(service.embed, user, texts)
     except PagemindError as err:
@@ -370,39 +402,6 @@ async def embeddings(request: Request, service: Svc, user: User) -> Response:
     used = sum(made.tokens)
     return JSONResponse({"object": "list", "data": data, "model": EMBEDDING_MODEL,
                          "usage": {"prompt_tokens": used, "total_tokens": used}})
-
-
-# OpenAI's other APIs: a 404 in OpenAI's shape that says what is served, so an SDK shows why (not an empty message)
-NOT_SERVED = ("completions", "audio", "images", "files", "uploads", "batches",
-              "assistants", "threads", "vector_stores", "moderations", "fine_tuning", "realtime")
-
-
-def not_served(request: Request) -> JSONResponse:
-    return openai_error(f"{request.url.path[:80]} is not served by pagemind: its OpenAI surface is /v1/chat/"
-                        "completions, /v1/responses, /v1/embeddings and /v1/models (docs/openai.md)", 404,
-                        "not_found", None)
-
-
-for _kind in NOT_SERVED:
-    router.add_api_route(f"/v1/{_kind}", not_served, methods=["GET", "POST"], include_in_schema=False)
-    router.add_api_route(f"/v1/{_kind}/{{rest:path}}", not_served, methods=["GET", "POST", "DELETE"],
-                         include_in_schema=False)
-
-
-def request_schema() -> dict[str, Any]:
-    """ChatRequest's JSON schema with its parts inlined (an operation's own schema may not point into ``$defs``)."""
-    schema = ChatRequest.model_json_schema()
-    defs = schema.pop("$defs", {})
-
-    def inline(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                return inline(defs[node["$ref"].rsplit("/", 1)[-1]])
-            return {k: inline(v) for k, v in node.items()}
-        return [inline(v) for v in node] if isinstance(node, list) else node
-
-    inlined: dict[str, Any] = inline(schema)
-    return inlined
 
 
 @router.post("/v1/chat/completions", name="chat_completions", tags=["openai"], responses={

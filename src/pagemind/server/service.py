@@ -36,7 +36,7 @@ from .shapes import (
 from .workers import Workers
 
 if TYPE_CHECKING:
-    from ..agent.memory import AgentOptions, Block, Event, Passage
+    from ..agent.memory import AgentOptions, Block, BlockVersion, Event, Passage
     from ..api import Pagemind
     from ..library import Change
     from ..llm.base import Capabilities
@@ -493,16 +493,18 @@ class Service:
 
     def new_agent(self, user: UserRow, name: str, *, persona: str | None = None, human: str | None = None,
                   options: dict[str, Any] | None = None, blocks: dict[str, str] | None = None,
-                  limits: dict[str, int] | None = None) -> AgentRow:
-        """A new agent of the user's (its row): ``options`` checked as AgentOptions fields; ``blocks`` and
-        ``limits``: more core-memory blocks and a block's own character limit, by label."""
+                  limits: dict[str, int] | None = None, descriptions: dict[str, str] | None = None) -> AgentRow:
+        """A new agent of the user's (its row): ``options`` checked as AgentOptions fields; ``blocks``, ``limits``
+        and ``descriptions``: more core-memory blocks, a block's own character limit and what it is for, by
+        label."""
         from ..agent import AgentExists
         from ..agent.memory import AgentOptions
 
         checked = checked_agent_options(AgentOptions().as_dict(), options or {})
         try:
             agent = self.pm.create_agent(agent_key(user.id, name), persona=persona, human=human, options=checked,
-                                         user_id=user.id, display_name=name, blocks=blocks, limits=limits)
+                                         user_id=user.id, display_name=name, blocks=blocks, limits=limits,
+                                         descriptions=descriptions)
         except AgentExists:
             raise AgentNameTaken(f"you already have an agent named {name!r}") from None
         return self.own_agent(user, agent.id)
@@ -612,9 +614,9 @@ class Service:
         return found
 
     def put_block(self, user: UserRow, ref: int | str, label: str, value: str | None, *, limit: int | None = None,
-                  new: bool = True) -> Future:
-        """Set a block's value and/or its limit (None: as it is; ``new``: or add the block), in the agent's line;
-        the block."""
+                  description: str | None = None, new: bool = True, via: str = "api") -> Future:
+        """Set a block's value, limit and/or description (None: as it is; ``new``: or add the block), in the
+        agent's line, as the label's next version caused by ``via`` (the surface) and the user; the block."""
         row = self.own_agent(user, ref)
         if not new:
             self.block(user, row.id, label)
@@ -622,14 +624,16 @@ class Service:
         def job() -> Any:
             agent = self.pm.agent(row.name, llm=False)
             current = next((b.value for b in agent.blocks() if b.label == label), "")
-            return agent.set_block(label, current if value is None else value, limit)
+            return agent.set_block(label, current if value is None else value, limit, description=description,
+                                   cause=f"{via}: {user.name}")
 
         return self.in_line(row, job)
 
     def edit_block(self, user: UserRow, ref: int | str, label: str, *, append: str | None = None,
-                   old: str | None = None, new: str | None = None) -> Future:
+                   old: str | None = None, new: str | None = None, via: str = "api") -> Future:
         """Core memory edited as the agent's own functions edit it: ``append`` a line to a block, or replace ``old``
-        (exactly as it is in the block) by ``new``; in the agent's line, so it never interleaves with a turn."""
+        (exactly as it is in the block) by ``new``; in the agent's line, so it never interleaves with a turn; a
+        version caused by ``via`` and the user."""
         if (append is None) == (old is None):
             raise InputError("give append (a line to add) or old_content with new_content (a replacement)")
         row = self.own_agent(user, ref)
@@ -647,9 +651,31 @@ class Service:
                 if not old or old not in block.value:
                     raise InputError(f"old_content is not in the {label} block (it must match its text exactly)")
                 value = block.value.replace(old, new or "", 1)
-            return agent.set_block(label, value)
+            return agent.set_block(label, value, cause=f"{via}: {user.name}")
 
         return self.in_line(row, job)
+
+    def block_history(self, user: UserRow, ref: int | str, label: str | None = None, *, before: int | None = None,
+                      limit: int = 50) -> list[BlockVersion]:
+        """The versions of one block (every block's: ``label`` None), newest first; :class:`NotFound` for a label
+        the agent never had."""
+        row = self.own_agent(user, ref)
+        found = self.pm.agent(row.name, llm=False).block_history(label, before=before, limit=limit)
+        if label is not None and not found and before is None:
+            raise NotFound(f"the agent has no block {label[:40]!r}")
+        return found
+
+    def block_version(self, user: UserRow, ref: int | str, label: str, version: int) -> BlockVersion:
+        row = self.own_agent(user, ref)
+        return self.pm.agent(row.name, llm=False).block_version(label, version)
+
+    def revert_block(self, user: UserRow, ref: int | str, label: str, version: int, via: str = "api") -> Future:
+        """Block ``label`` back to what version ``version`` held, as a new version (in the agent's line); the
+        block and the new version's number."""
+        row = self.own_agent(user, ref)
+        self.block_version(user, row.id, label, version)  # NotFound before anything is queued
+        return self.in_line(row, lambda: self.pm.agent(row.name, llm=False).revert_block(
+            label, version, cause=f"{via}: {user.name}"))
 
     def insert_passage(self, user: UserRow, ref: int | str, text: str) -> list[Passage]:
         """Store a passage in the agent's archival memory; the passages stored."""

@@ -8,7 +8,8 @@ instead of reaching the store or the model. The MCP tools validate their argumen
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -20,7 +21,9 @@ from ..library import NAME
 from ..limits import (
     AGENT_NAME,
     MAX_BLOCK,
+    MAX_DESCRIPTION,
     MAX_ID,
+    MAX_JSON_INT,
     MAX_MESSAGE,
     MAX_METHOD,
     MAX_NAME,
@@ -169,7 +172,16 @@ class MessageRequest(Shape):
 
 
 class BlockUpdate(Shape):
-    value: str = Field(max_length=MAX_BLOCK, description="the block's new value (within its limit)")
+    """A block's new value, limit and/or description; what is left out stays as it is (a new block: empty, with
+    the agent's default limit). A write that changes nothing makes no version."""
+
+    value: str | None = Field(None, max_length=MAX_BLOCK, description="the block's new value (within its limit)")
+    limit: int | None = Field(None, ge=1, le=MAX_BLOCK, description="the block's new character limit")
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION, description="what the block is for")
+
+
+class BlockRevert(Shape):
+    version: int = Field(ge=1, le=MAX_JSON_INT, description="the version whose value the block takes again")
 
 
 class BlockEdit(Shape):
@@ -285,17 +297,22 @@ def error_for(path: str, status: int, detail: str, kind: str) -> dict[str, Any]:
     return openai_error_body(detail, status, kind) if is_openai_path(path) else error_body(detail, kind)
 
 
+_UNION_MEMBER = re.compile(r"^(str|int|float|bool|list|dict|none|[a-z]+(-[a-z]+)+)(\[.*\])?$|^[a-z-]+\[.*\]$")
+
+
 def validation_detail(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """A validation error's one-line detail and its fields (location, message), without pydantic's URLs and
-    without echoing the whole rejected input."""
+    """A validation error's one-line detail and its fields (location, message), without pydantic's URLs, the
+    names of a union's members in a location (``input.constrained-str``: ``input``) and without echoing the
+    whole rejected input."""
     fields = []
     for e in errors:
-        where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+        where = ".".join(str(p) for p in e.get("loc", ()) if p != "body" and not _UNION_MEMBER.match(str(p)))
         fields.append({"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")),
                        "type": str(e.get("type", ""))})
-        fields[-1]["field"] = where
+        fields[-1]["field"] = where or "body"
     first = fields[0] if fields else {"field": "body", "msg": "invalid"}
-    more = f" (and {len(fields) - 1} more)" if len(fields) > 1 else ""
+    others = len({f["field"] for f in fields[1:]} - {first["field"]})  # a union's members: one field, said once
+    more = f" (and {others} more)" if others else ""
     return f"{first['field']}: {first['msg']}{more}", fields
 
 
@@ -350,7 +367,25 @@ def agent_json(view: Any) -> dict[str, Any]:
 
 
 def block_json(block: Any) -> dict[str, Any]:
-    return {"label": block.label, "value": block.value, "limit": block.limit}
+    return {"label": block.label, "value": block.value, "limit": block.limit, "description": block.description}
+
+
+def block_version_json(v: Any, previous: Any = None) -> dict[str, Any]:
+    """One version of a block; with ``diff``, its change from ``previous`` (the version before it) when that is
+    known, or from nothing for a version 1."""
+    out = {"label": v.block.label, "version": v.version, "value": v.block.value, "limit": v.block.limit,
+           "description": v.block.description, "cause": v.cause, "time": v.time}
+    if previous is not None or v.version == 1:
+        out["diff"] = v.diff(previous)
+    return out
+
+
+def history_json(versions: Sequence[Any]) -> list[dict[str, Any]]:
+    """Versions newest first, each with its diff from the one before it where that is listed (or it is the
+    first)."""
+    from ..agent.memory import with_previous
+
+    return [block_version_json(v, before) for v, before in with_previous(versions)]
 
 
 def passage_json(p: Any) -> dict[str, Any]:

@@ -30,7 +30,9 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
     ("api_keys", ("hash", "user_id", "created")),
     ("user_documents", ("user_id", "document_id", "name", "created")),
     ("agents", ("id", "name", "settings", "state", "created")),
-    ("agent_blocks", ("agent_id", "label", "value", "char_limit", "position", "updated")),
+    ("agent_blocks", ("agent_id", "label", "value", "char_limit", "position", "updated", "description")),
+    ("agent_block_versions", ("agent_id", "label", "version", "value", "char_limit", "description", "cause",
+                              "created")),
     ("agent_messages", ("agent_id", "seq", "kind", "text", "payload", "created", "in_context")),
     ("agent_passages", ("id", "agent_id", "text", "summary", "source", "embedding", "embedder", "created")),
     ("agent_owners", ("agent_id", "user_id")),
@@ -44,7 +46,8 @@ NOT_COPIED = ("leases",)  # held by running processes, meaningless in another st
 
 # groups whose ids each store assigns itself: merged only into a destination that has none of them
 GROUPS = {"users": ("users", "api_keys", "user_documents"),
-          "agents": ("agents", "agent_blocks", "agent_messages", "agent_passages", "agent_owners"),
+          "agents": ("agents", "agent_blocks", "agent_block_versions", "agent_messages", "agent_passages",
+                     "agent_owners"),
           "runs": ("runs", "run_steps"), "libraries": ("libraries", "library_documents")}
 _BATCH = 1000
 

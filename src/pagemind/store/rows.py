@@ -104,6 +104,21 @@ class BlockRow:
     label: str
     value: str
     limit: int
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class BlockVersionRow:
+    """One version of a core-memory block: what a write made it (``version`` 1, 2, ... per label), what caused the
+    write (``step 12: core_memory_append``, ``api: ann``, ``revert to 3``...) and when (epoch seconds)."""
+
+    label: str
+    version: int
+    value: str
+    limit: int
+    description: str
+    cause: str
+    created: float
 
 
 @dataclass(frozen=True)

@@ -228,6 +228,23 @@ MIGRATIONS: list[Migration] = [
             PRIMARY KEY (library_id, name)
         );
         CREATE INDEX library_documents_by_document ON library_documents(document_id)"""),
+    # core memory's history: every write to a block is a version (what it made the block, its cause, its time),
+    # the blocks stored before it are their version 1; a block's description (Letta's, shown to clients)
+    Migration("m011_block_history", """
+        ALTER TABLE agent_blocks ADD COLUMN description TEXT NOT NULL DEFAULT '';
+        CREATE TABLE agent_block_versions (
+            agent_id {INT} NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            label TEXT NOT NULL,
+            version {INT} NOT NULL,         -- 1, 2, ... per (agent, label), in the order the writes committed
+            value TEXT NOT NULL,
+            char_limit {INT} NOT NULL,
+            description TEXT NOT NULL,
+            cause TEXT NOT NULL,            -- 'create', 'step 12: core_memory_append', 'api: ann', 'revert to 3'...
+            created {REAL} NOT NULL,
+            PRIMARY KEY (agent_id, label, version)
+        );
+        INSERT INTO agent_block_versions (agent_id, label, version, value, char_limit, description, cause, created)
+            SELECT agent_id, label, 1, value, char_limit, '', 'stored before history', updated FROM agent_blocks"""),
 ]
 
 # the names Postgres stores recorded before the two histories were one, and what each of them applied

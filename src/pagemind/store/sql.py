@@ -19,6 +19,7 @@ from ..llm.base import LLMResponse, ToolCall
 from .rows import (
     AgentRow,
     BlockRow,
+    BlockVersionRow,
     DocumentRow,
     EventRow,
     LibraryDocumentRow,
@@ -39,10 +40,20 @@ _NAME = re.compile(r"^[a-z_]+$")
 # pagemind's tables and the order ``table_rows`` reads them in (None: the order rows were written)
 TABLE_ORDER = {"documents": "id", "document_texts": "document_id", "llm_cache": "key", "memories": "key",
                "memory_items": "memory_key, kind, idx", "embeddings": "model, text_hash", "agents": "id",
-               "agent_blocks": "agent_id, position", "agent_messages": "agent_id, seq", "agent_passages": "id",
+               "agent_blocks": "agent_id, position", "agent_block_versions": "agent_id, label, version",
+               "agent_messages": "agent_id, seq", "agent_passages": "id",
                "users": "id", "api_keys": "created, hash", "user_documents": "user_id, document_id",
                "agent_owners": "agent_id", "runs": None, "run_steps": "run_id, seq", "leases": "name",
                "libraries": "id", "library_documents": "library_id, name"}
+_VERSION_COLUMNS = "label, version, value, char_limit, description, cause, created"
+_VERSION_INSERT = ("INSERT INTO agent_block_versions (agent_id, label, version, value, char_limit, description, "
+                   "cause, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def _version(r: Sequence[Any]) -> BlockVersionRow:
+    return BlockVersionRow(r[0], int(r[1]), r[2], int(r[3]), r[4], r[5], float(r[6]))
+
+
 PASSAGE_COLUMNS = ("id", "agent_id", "text", "summary", "source", "embedding", "embedder", "created")
 
 
@@ -366,16 +377,31 @@ class SQLStore:
         self.execute(self.db.locking("SELECT 1 FROM agents WHERE id = ?"), (agent_id,))
 
     def create_agent(self, name: str, settings: dict[str, Any], state: dict[str, Any], created: float,
-                     blocks: Sequence[BlockRow]) -> int | None:
-        """A new agent with its blocks; None (and nothing written) when the name is taken."""
+                     blocks: Sequence[BlockRow], cause: str = "create",
+                     history: Sequence[BlockVersionRow] = ()) -> int | None:
+        """A new agent with its blocks, each a version caused by ``cause`` after its ``history`` (an imported
+        agent's earlier versions, kept with their numbers; a block whose last one already holds its value adds
+        none); None (and nothing written) when the name is taken."""
         with self.transaction():
             agent_id = _one(self.execute("INSERT INTO agents (name, settings, state, created) VALUES (?, ?, ?, ?) "
                                          "ON CONFLICT (name) DO NOTHING RETURNING id",
                                          (name, canonical_json(settings), canonical_json(state), created)))
             if agent_id is None:
                 return None
-            self.executemany("INSERT INTO agent_blocks VALUES (?, ?, ?, ?, ?, ?)",
-                             [(agent_id, b.label, b.value, b.limit, i, created) for i, b in enumerate(blocks)])
+            self.executemany("INSERT INTO agent_blocks (agent_id, label, value, char_limit, position, updated, "
+                             "description) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             [(agent_id, b.label, b.value, b.limit, i, created, b.description)
+                              for i, b in enumerate(blocks)])
+            last: dict[str, BlockVersionRow] = {}
+            for v in history:
+                last[v.label] = v
+            self.executemany(_VERSION_INSERT, [(agent_id, v.label, v.version, v.value, v.limit, v.description,
+                                                v.cause, v.created) for v in history])
+            self.executemany(_VERSION_INSERT, [
+                (agent_id, b.label, last[b.label].version + 1 if b.label in last else 1, b.value, b.limit,
+                 b.description, cause, created) for b in blocks
+                if b.label not in last or (last[b.label].value, last[b.label].limit, last[b.label].description)
+                != (b.value, b.limit, b.description)])
         return int(agent_id)
 
     def get_agent(self, name: str) -> AgentRow | None:
@@ -399,19 +425,53 @@ class SQLStore:
         self.execute("UPDATE agents SET settings = ? WHERE id = ?", (canonical_json(settings), agent_id))
 
     def agent_blocks(self, agent_id: int) -> list[BlockRow]:
-        rows = self.execute("SELECT label, value, char_limit FROM agent_blocks WHERE agent_id = ? ORDER BY position",
-                            (agent_id,))
-        return [BlockRow(r[0], r[1], int(r[2])) for r in rows]
+        rows = self.execute("SELECT label, value, char_limit, description FROM agent_blocks WHERE agent_id = ? "
+                            "ORDER BY position", (agent_id,))
+        return [BlockRow(r[0], r[1], int(r[2]), r[3]) for r in rows]
 
-    def put_agent_block(self, agent_id: int, block: BlockRow) -> None:
-        """Set a block's value and limit (a new label goes last)."""
+    def put_agent_block(self, agent_id: int, block: BlockRow, cause: str) -> int:
+        """Set a block's value, limit and description (a new label goes last) and record it as the label's next
+        version, caused by ``cause``, in one transaction under the agent's row lock (two writers at once: both
+        versions kept, in commit order); the version's number. A write that changes nothing writes nothing (the
+        block's latest version's number)."""
         with self.transaction():
             self._lock_agent_row(agent_id)
+            now = time.time()
+            same = self.execute("SELECT 1 FROM agent_blocks WHERE agent_id = ? AND label = ? AND value = ? AND "
+                                "char_limit = ? AND description = ?", (agent_id, block.label, block.value,
+                                                                        block.limit, block.description)).fetchone()
+            latest = _one(self.execute("SELECT MAX(version) FROM agent_block_versions WHERE agent_id = ? AND "
+                                       "label = ?", (agent_id, block.label)))
+            if same is not None and latest is not None:
+                return int(latest)
             pos = _one(self.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM agent_blocks WHERE agent_id = ?",
                                     (agent_id,)))
-            self.execute(upsert("agent_blocks", ("agent_id", "label", "value", "char_limit", "position", "updated"),
-                                ("agent_id", "label"), keep=("position",)),
-                         (agent_id, block.label, block.value, block.limit, pos, time.time()))
+            self.execute(upsert("agent_blocks", ("agent_id", "label", "value", "char_limit", "position", "updated",
+                                                 "description"), ("agent_id", "label"), keep=("position",)),
+                         (agent_id, block.label, block.value, block.limit, pos, now, block.description))
+            version = int(latest or 0) + 1
+            self.execute(_VERSION_INSERT, (agent_id, block.label, version, block.value, block.limit,
+                                           block.description, cause, now))
+        return version
+
+    def agent_block_versions(self, agent_id: int, label: str | None = None, *, before: int | None = None,
+                             limit: int = 50) -> list[BlockVersionRow]:
+        """A block's versions (every block's, ``label`` None), newest first; ``before``: only those older than
+        that version (paging back through one label's history)."""
+        where, args = "agent_id = ?", list[Any]([agent_id])
+        if label is not None:
+            where, args = where + " AND label = ?", [*args, label]
+        if before is not None:
+            where, args = where + " AND version < ?", [*args, before]
+        order = "version DESC" if label is not None else "created DESC, label, version DESC"
+        rows = self.execute(f"SELECT {_VERSION_COLUMNS} FROM agent_block_versions WHERE {where} ORDER BY {order} "
+                            "LIMIT ?", (*args, limit))
+        return [_version(r) for r in rows]
+
+    def agent_block_version(self, agent_id: int, label: str, version: int) -> BlockVersionRow | None:
+        row = self.execute(f"SELECT {_VERSION_COLUMNS} FROM agent_block_versions WHERE agent_id = ? AND label = ? "
+                           "AND version = ?", (agent_id, label, version)).fetchone()
+        return None if row is None else _version(row)
 
     def append_agent_events(self, agent_id: int, events: Sequence[EventRow]) -> list[int]:
         """Add events to the end of the agent's history; their sequence numbers."""
