@@ -110,7 +110,7 @@ def test_the_last_step_offers_only_send_message_so_a_long_turn_still_answers():
     turn = agent.say("What is the answer?")
     assert turn.messages == ["Best guess: 42."] and turn.stop_reason == "last_step"
     free, last = fake.history[1].constraint, fake.history[2].constraint
-    assert len(free.json_schema["oneOf"]) == 7 and "call-archival-memory-search" in free.gbnf
+    assert len(free.json_schema["oneOf"]) == 8 and "call-archival-memory-search" in free.gbnf
     assert last.json_schema["properties"]["function"] == {"const": "send_message"}
     assert "call-send-message" in last.gbnf and "archival" not in last.gbnf
     assert "last step" in fake.history[2].messages[-1].content
@@ -254,7 +254,7 @@ def test_constraint_is_sent_where_the_backend_enforces_it():
     agent.say("hello")
     constraint = fake.history[0].constraint
     assert constraint is not None and '"\\"notes\\""' in constraint.gbnf
-    assert len(constraint.json_schema["oneOf"]) == 7
+    assert len(constraint.json_schema["oneOf"]) == 8
     plain = ScriptedLLM(by_role={"agent-step": call("send_message", message="hi")})
     unconstrained = Agent.create(LLM(plain), Store(":memory:"), "p", options=AgentOptions(embedder="none"))
     unconstrained.say("hello")
@@ -301,7 +301,8 @@ def test_every_function_is_described_to_the_processor():
     described = [name.removeprefix("function.") for name in load_prompts("memgpt") if name.startswith("function.")]
     assert [f.name for f in FUNCTIONS] == list(described) == [
         "send_message", "core_memory_append", "core_memory_replace", "conversation_search",
-        "conversation_search_date", "archival_memory_insert", "archival_memory_search"]
+        "conversation_search_date", "archival_memory_insert", "archival_memory_replace",
+        "archival_memory_search"]
     agent, fake = make([call("send_message", message="hi")])
     agent.say("hello")
     system = fake.history[0].messages[0].content

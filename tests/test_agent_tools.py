@@ -35,7 +35,8 @@ def test_steps_are_native_tool_calls_with_the_monologue_as_an_argument():
     assert body["tool_choice"] == "required" and "response_format" not in body
     tools = {t["function"]["name"]: t["function"] for t in body["tools"]}
     assert set(tools) == {"send_message", "core_memory_append", "core_memory_replace", "conversation_search",
-                          "conversation_search_date", "archival_memory_insert", "archival_memory_search"}
+                          "conversation_search_date", "archival_memory_insert", "archival_memory_replace",
+                          "archival_memory_search"}
     search = tools["archival_memory_search"]
     assert search["description"] == "search archival memory."
     assert list(search["parameters"]["properties"]) == ["inner_thoughts", "query", "page", "request_heartbeat"]

@@ -202,6 +202,9 @@ async def memory_tools(client: Client, doc_id: str) -> None:
     assert back.structured_content["value"] == "Name: Lee\nLikes tea" and back.structured_content["version"] == 4
     nothing = await client.call_tool("core_memory_revert", {"agent": "tmp", "label": "human", "version": 7})
     assert nothing.is_error and "no version 7" in text(nothing)
+    audited = await client.call_tool("audit_memory", {"agent": "tmp", "fold": True})
+    assert audited.structured_content["total"] == 0 and text(audited) == "0 passages: 0 repeats, 0 junk, " \
+        "0 superseded; folded 0"
     gone = await client.call_tool("delete_agent", {"agent": "tmp"})
     assert not gone.is_error and "tmp" not in str((await client.call_tool("list_agents", {})).structured_content)
     removed = await client.call_tool("remove_document", {"document_id": doc_id})

@@ -366,6 +366,11 @@ def test_agents_crud_messages_blocks_archival(service):
                  json={"value": "Ann, keeper."}).status_code == 200
     for text in ("the lamp is lit at dusk", "the boat comes on Tuesdays", "gulls nest on the rock"):
         assert c.post(f"/v1/agents/{agent['id']}/archival", headers=ann, json={"text": text}).status_code == 201
+    again = c.post(f"/v1/agents/{agent['id']}/archival", headers=ann, json={"text": "the lamp is lit at dusk"})
+    assert again.status_code == 200 and again.json()["stored"] is False and again.json()["ids"] == []
+    assert again.json()["passage"]["repeats"][0]["source"] == "api"  # a repeat is recorded, not stored again
+    audit = c.post(f"/v1/agents/{agent['id']}/memory/audit", headers=ann, json={}).json()
+    assert (audit["total"], audit["repeats"], audit["junk"], audit["folded"]) == (3, 0, [], 0)
     everything = c.get(f"/v1/agents/{agent['id']}/archival?limit=2", headers=ann).json()
     assert everything["total"] == 3 and len(everything["passages"]) == 2
     found = c.get(f"/v1/agents/{agent['id']}/archival?query=boat", headers=ann).json()
@@ -478,6 +483,7 @@ def test_another_users_ids_are_404(service):
         ("GET", f"/v1/agents/{agent['id']}/messages", None), ("GET", f"/v1/agents/{agent['id']}/memory/blocks", None),
         ("PUT", f"/v1/agents/{agent['id']}/memory/blocks/human", {"value": "pwned"}),
         ("GET", f"/v1/agents/{agent['id']}/memory/history", None),
+        ("POST", f"/v1/agents/{agent['id']}/memory/audit", {"fold": True}),
         ("GET", f"/v1/agents/{agent['id']}/memory/blocks/human/versions/1", None),
         ("POST", f"/v1/agents/{agent['id']}/memory/blocks/human/revert", {"version": 1}),
         ("GET", f"/v1/agents/{agent['id']}/archival", None),

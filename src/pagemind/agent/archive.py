@@ -9,15 +9,80 @@ overlap scoring, and :meth:`Archive.describe` says so.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, NotFound
 from ..limits import MAX_EMBEDDED, check_text
-from ..text.words import keywords
+from ..text.words import STOPWORDS, WORD, keywords
 from .memory import AgentOptions, Passage, SearchPage
 from .store import AgentStore
+
+# A passage is a repeat of a stored one when their MiniLM vectors are this close and it adds no word the stored one
+# lacks (numbers, names and negations count as words). Measured on MSC's persona facts (benchmarks/archival_dedup.py):
+# no two distinct facts of one speaker reach 0.81; restatements ("I like to paint." / "I paint.") from 0.83. The
+# word rule keeps "Ada is 31" from folding into "Ada is 30" (0.97) and "on Friday" into "on Tuesday" (0.86).
+NEAR_REPEAT = 0.85
+NEGATIONS = frozenset({"not", "no", "never", "nor", "none", "nothing", "nobody", "without"})
+BOILERPLATE = ("inserted into archival memory", "sent message successfully", "core memory", "function result",
+               "request_heartbeat")
+
+
+def told_words(text: str) -> set[str]:
+    """The words a passage tells: its content words with numbers, names and negations (``n't`` is ``not``)."""
+    return set(WORD.findall(text.lower().replace("n't", " not"))) - (STOPWORDS - NEGATIONS)
+
+
+def adds_nothing(new: str, old: str) -> bool:
+    """Whether ``new`` tells no word ``old`` does not."""
+    return told_words(new) <= told_words(old)
+
+
+def junk_reason(text: str) -> str | None:
+    """Why a passage is junk (nothing to tell, one word repeated, a function's own boilerplate), or None."""
+    words = WORD.findall(text.lower())
+    told = told_words(text)
+    if not told:
+        return "empty: no word that tells anything"
+    if len(words) >= 20 and Counter(words).most_common(1)[0][1] >= len(words) / 2:
+        return "one word repeated"
+    if len(told) <= 6 and any(b in text.lower() for b in BOILERPLATE):
+        return "boilerplate of the agent's functions"
+    return None
+
+
+@dataclass(frozen=True)
+class Added:
+    """What an insert did: ``stored`` the passage, or found it already known (``passage`` is the one kept)."""
+
+    passage: Passage
+    stored: bool
+    replaced: tuple[Passage, ...] = ()  # the earlier passages it supersedes
+
+
+@dataclass(frozen=True)
+class Audit:
+    """An archive's state: passages, repeats (groups of ids, the earliest first: exact, and near by
+    :data:`NEAR_REPEAT` and the word rule), junk (id, why) and superseded passages."""
+
+    total: int
+    exact: tuple[tuple[int, ...], ...]
+    near: tuple[tuple[int, ...], ...]
+    junk: tuple[tuple[int, str], ...]
+    superseded: int
+
+    def share(self, count: int) -> float:
+        return count / self.total if self.total else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        repeats = sum(len(g) - 1 for g in self.exact + self.near)
+        return {"total": self.total, "repeats": repeats, "repeat_share": self.share(repeats),
+                "exact": [list(g) for g in self.exact], "near": [list(g) for g in self.near],
+                "junk": [{"id": i, "why": why} for i, why in self.junk], "junk_share": self.share(len(self.junk)),
+                "superseded": self.superseded}
 
 
 @lru_cache(maxsize=4)
@@ -93,6 +158,100 @@ class Archive:
                 for t, s, src, v, when in zip(texts, summaries, sources, vectors, times)]
         return self.store.insert_passages(self.agent_id, rows)
 
+    # --- clean writes --------------------------------------------------------------------------------
+    def add(self, text: str, time: str, source: str | None = None, replaces: str | None = None) -> Added:
+        """One passage the agent or a user was told: stored, unless it repeats one already stored (exactly, or near:
+        :data:`NEAR_REPEAT` and no word the stored one lacks), whose repeats then record this one's time and
+        source instead. ``replaces``: the earlier fact it corrects (its text, or a part of it), found among the
+        current passages and marked superseded by the new one (nothing is deleted)."""
+        check_text("passage", text)
+        same = self.repeat_of(text)
+        if same is not None:
+            self.store.note_repeat(self.agent_id, same.id, time, source)
+            return Added(self.store.passages(self.agent_id, [same.id])[0], False)
+        old = self.find(replaces) if replaces and replaces.strip() else None
+        (pid,) = self.insert([text], time, source=source)
+        if old is not None:
+            self.store.supersede(self.agent_id, old.id, pid, time)
+        (made,) = self.store.passages(self.agent_id, [pid])
+        return Added(made, True, () if old is None else (old,))
+
+    def find(self, described: str) -> Passage | None:
+        """The current passage ``described`` names: one holding it exactly (the latest), else the best ranked of
+        the archive's search that holds every word it tells (compared by their first four letters: "lived" finds
+        "lives")."""
+        exact = [p for p in self.store.search_passages_text(self.agent_id, described)[1] if p.superseded_by is None]
+        if exact:
+            return exact[-1]
+        wanted = {w[:4] for w in told_words(described)}
+        for p in self.store.passages(self.agent_id, self.ranked(described, 10)[1]) if wanted else []:
+            if p.superseded_by is None and wanted <= {w[:4] for w in told_words(p.text)}:
+                return p
+        return None
+
+    def supersede(self, old: int, new: int, time: str) -> None:
+        """Mark passage ``old`` superseded by ``new`` (both the agent's: else :class:`NotFound`)."""
+        if not self.store.supersede(self.agent_id, old, new, time):
+            raise NotFound(f"no passages {old} and {new} of this agent to supersede one by the other")
+
+    def repeat_of(self, text: str) -> Passage | None:
+        """The current stored passage ``text`` repeats, or None."""
+        exact = [p for p in self.store.passages_with_text(self.agent_id, text) if p.superseded_by is None]
+        if exact:
+            return exact[0]
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        import numpy as np
+
+        query = np.frombuffer(self._vectors([text[:MAX_EMBEDDED]])[0] or b"", dtype=np.float32)
+        total, ids = self.store.nearest_passages(self.agent_id, embedder.model_id, query.tobytes(), 3)
+        for p in self.store.passages(self.agent_id, ids) if total else []:
+            if p.superseded_by is not None or not adds_nothing(text, p.text):
+                continue
+            near = np.frombuffer(self._vectors([(f"{p.summary}\n{p.text}" if p.summary else p.text)[:MAX_EMBEDDED]])[0]
+                                 or b"", dtype=np.float32)
+            if near.size and float(near @ query) >= NEAR_REPEAT:
+                return p
+        return None
+
+    def audit(self) -> Audit:
+        """Repeats, junk and superseded passages of the whole archive (nothing changed)."""
+        texts = dict(self.store.passage_texts(self.agent_id))
+        by_text: dict[str, list[int]] = {}
+        for pid, text in texts.items():
+            by_text.setdefault(" ".join(text.split()), []).append(pid)
+        exact = tuple(tuple(sorted(g)) for g in by_text.values() if len(g) > 1)
+        in_exact = {i for g in exact for i in g[1:]}
+        near: dict[int, list[int]] = {}
+        embedder = self.embedder
+        if embedder is not None:
+            import numpy as np
+
+            rows = [(i, v) for i, v in self.store.passage_vectors(self.agent_id, embedder.model_id)
+                    if i not in in_exact]
+            ids = [i for i, _ in rows]
+            matrix = np.stack([np.frombuffer(v, dtype=np.float32) for _, v in rows]) if rows else np.zeros((0, 1))
+            owner: dict[int, int] = {}
+            for start in range(0, len(ids), 512):
+                block = matrix[start:start + 512] @ matrix.T
+                for r in range(len(block)):
+                    i = start + r
+                    for j in np.nonzero(block[r][:i] >= NEAR_REPEAT)[0]:  # earlier passages only
+                        first = owner.get(ids[j], ids[j])
+                        if adds_nothing(texts[ids[i]], texts[first]):
+                            owner[ids[i]] = first
+                            near.setdefault(first, [first]).append(ids[i])
+                            break
+        junk = tuple((pid, why) for pid, text in texts.items() if (why := junk_reason(text)) is not None)
+        return Audit(len(texts), exact, tuple(tuple(g) for g in near.values()), junk,
+                     len(self.store.superseded(self.agent_id)))
+
+    def fold(self, audit: Audit) -> int:
+        """Fold every repeat an audit found into the earliest passage of its group (its time and source kept in
+        that passage's repeats); how many passages were folded."""
+        return sum(self.store.fold_passages(self.agent_id, group[0], group[1:]) for group in audit.exact + audit.near)
+
     def search(self, query: str, page: int) -> SearchPage:
         total, found = self.search_passages(query, page)
         return SearchPage(tuple(p.describe() for p in found), total, page, self.options.page_size)
@@ -100,11 +259,22 @@ class Archive:
     def search_passages(self, query: str, page: int) -> tuple[int, list[Passage]]:
         """(how many passages match, the passages of page ``page``) of a search, as :meth:`search` shows them."""
         size = self.options.page_size
-        if self.options.archival_search == "text":
+        superseded = self.store.superseded(self.agent_id)
+        if self.options.archival_search == "text" and not superseded:
             return self.store.search_passages_text(self.agent_id, query, page * size, size)
-        total, ranked = self.ranked(query, (page + 1) * size)
-        ids = ranked[page * size:(page + 1) * size]
-        return total, self.store.passages(self.agent_id, ids)
+        if self.options.archival_search == "text":
+            total, matched = self.store.search_passages_text(self.agent_id, query)
+            ranked = [p.id for p in matched]
+        else:
+            total, ranked = self.ranked(query, None if superseded else (page + 1) * size)
+        if superseded:  # the fact that holds now first, then what it replaced
+            ranked = [i for i in ranked if i not in superseded] + [i for i in ranked if i in superseded]
+        found = self.store.passages(self.agent_id, ranked[page * size:(page + 1) * size])
+        return total, [self._with_replaced(p, superseded) for p in found]
+
+    def _with_replaced(self, passage: Passage, superseded: dict[int, int]) -> Passage:
+        olds = [old for old, new in superseded.items() if new == passage.id]
+        return replace(passage, replaces=tuple(self.store.passages(self.agent_id, olds))) if olds else passage
 
     def rank(self, query: str) -> list[int]:
         """Passage ids best first: exact matches first in hybrid mode, then semantic (or keyword) order."""

@@ -15,7 +15,7 @@ from ..limits import check_block
 from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..store import SQLStore
-from .archive import Archive
+from .archive import Added, Archive, Audit
 from .context import MainContext, prompt
 from .functions import Toolbox
 from .locks import TurnLock
@@ -139,9 +139,21 @@ class Agent:
         stop = ranked.index(before) if before in ranked else len(ranked)
         return self.passages_by_id(ranked[start:min(stop, start + limit)])
 
-    def remember(self, text: str, source: str | None = "api") -> list[Passage]:
-        """Store a passage in archival memory (as an edit from outside a turn); the passages stored."""
-        return self.passages_by_id(self.archive.insert([text], self.now(), source=source))
+    def remember(self, text: str, source: str | None = "api", replaces: str | None = None) -> Added:
+        """Store a passage in archival memory (as an edit from outside a turn), unless it repeats one already
+        stored (then that one's repeats record this time and source); ``replaces``: the earlier fact it corrects
+        (its text, or part of it), kept and marked superseded (:meth:`Archive.add`)."""
+        return self.archive.add(text, self.now(), source=source, replaces=replaces)
+
+    def audit_memory(self, fold: bool = False) -> tuple[Audit, int]:
+        """The archive's repeats, junk and superseded passages (:class:`~pagemind.agent.archive.Audit`); with
+        ``fold``, the repeats folded into the earliest of each group (under the turn lock). The audit (before any
+        fold) and how many passages were folded."""
+        found = self.archive.audit()
+        if not fold:
+            return found, 0
+        with self.lock.held():
+            return found, self.archive.fold(found)
 
     def in_turn(self) -> bool:
         """Whether a live turn holds the agent's lock (a dead holder's lock is the next turn's: not busy)."""

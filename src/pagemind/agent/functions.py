@@ -225,8 +225,24 @@ class Toolbox:
     def archival_memory_insert(self, content: Annotated[str, text(600)]) -> str:
         if not content.strip():
             raise ToolError("content is empty: nothing to insert")
-        self.archive.insert([content], self.now())
+        added = self.archive.add(content, self.now())
+        if not added.stored:  # a repeat is not stored again: the agent hears that it knows it
+            return f"Already in archival memory (saved {added.passage.time[:16]}): not stored again."
         return "Inserted into archival memory."
+
+    @function
+    def archival_memory_replace(self, old_content: Annotated[str, text(200)],
+                                new_content: Annotated[str, text(600)]) -> str:
+        if not new_content.strip():
+            raise ToolError("new_content is empty: give the fact that holds now")
+        found = self.archive.find(old_content)
+        if found is None:
+            raise ToolError(f"No archival passage matches old_content {old_content[:80]!r}: search archival memory "
+                            "for the earlier fact, or save the new one with archival_memory_insert")
+        added = self.archive.add(new_content, self.now(), replaces=old_content)
+        if not added.stored:
+            return f"Already in archival memory (saved {added.passage.time[:16]}): not stored again."
+        return f'Inserted into archival memory; it replaces the earlier "{found.text[:120]}" (kept, marked replaced).'
 
     @function
     def archival_memory_search(self, query: Annotated[str, text(100)], page: PageNumber) -> str:

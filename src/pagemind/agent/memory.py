@@ -180,10 +180,19 @@ class Passage:
     time: str
     summary: str | None = None
     source: str | None = None
+    superseded_by: int | None = None  # the passage that replaced this one (None: it holds)
+    superseded: str | None = None  # when it was replaced (the agent's clock)
+    repeats: tuple[tuple[str, str | None], ...] = ()  # (time, source) of the times it was told again
+    replaces: tuple[Passage, ...] = ()  # the passages this one superseded, when a search shows it
 
     def describe(self) -> str:
         gist = f"(gist: {self.summary}) " if self.summary else ""
-        return f"[{self.time[:16]}] {gist}{self.text}"
+        now = f"[{self.time[:16]}] {gist}{self.text}"
+        if self.superseded_by is not None:
+            now += f" (superseded {str(self.superseded or '')[:16]} by passage {self.superseded_by})"
+        for old in self.replaces:
+            now += f' (replaces passage {old.id} of {old.time[:16]}: "{old.text[:120]}")'
+        return now
 
 
 @dataclass(frozen=True)

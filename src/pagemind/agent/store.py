@@ -55,7 +55,8 @@ def _version(row: BlockVersionRow) -> BlockVersion:
 
 
 def _passage(row: PassageRow) -> Passage:
-    return Passage(row.id, row.text, row.created, row.summary, row.source)
+    return Passage(row.id, row.text, row.created, row.summary, row.source, row.superseded_by, row.superseded,
+                   row.repeats)
 
 
 class AgentStore:
@@ -187,6 +188,21 @@ class AgentStore:
 
     def passages(self, agent_id: int, ids: Sequence[int]) -> list[Passage]:
         return [_passage(r) for r in self.store.agent_passages(agent_id, ids)]
+
+    def passages_with_text(self, agent_id: int, text: str) -> list[Passage]:
+        return [_passage(r) for r in self.store.agent_passages_with_text(agent_id, text)]
+
+    def note_repeat(self, agent_id: int, passage_id: int, time: str, source: str | None) -> None:
+        self.store.note_agent_passage_repeats(agent_id, passage_id, [(time, source)])
+
+    def fold_passages(self, agent_id: int, keep: int, fold: Sequence[int]) -> int:
+        return self.store.fold_agent_passages(agent_id, keep, fold)
+
+    def supersede(self, agent_id: int, old: int, new: int, when: str) -> bool:
+        return self.store.supersede_agent_passage(agent_id, old, new, when)
+
+    def superseded(self, agent_id: int) -> dict[int, int]:
+        return self.store.agent_superseded(agent_id)
 
     def passages_after(self, agent_id: int, after: int | None = None, before: int | None = None, limit: int = 50,
                        descending: bool = False) -> list[Passage]:

@@ -549,6 +549,35 @@ def memory_revert(ctx: click.Context, name: str, label: str, version: int, encod
                    f"({len(block.value)}/{block.limit} characters)")
 
 
+@memory.command("audit")
+@click.argument("name")
+@click.option("--fold", is_flag=True, help="fold every repeat into the earliest passage of its group (its time and "
+                                           "every source kept)")
+@click.option("--json", "as_json", is_flag=True)
+@llm_options
+@click.pass_context
+@handle_errors
+def memory_audit(ctx: click.Context, name: str, fold: bool, as_json: bool, encoding: str, **kw: Any) -> None:
+    """Agent NAME's archival memory audited: repeated passages (exact and near), junk, superseded facts."""
+    with session(ctx, kw) as pm:
+        found, folded = _open(pm, name, llm=False).audit_memory(fold)
+        report = found.as_dict()
+        if as_json:
+            click.echo(json.dumps({**report, "folded": folded}, indent=2))
+            return
+        click.echo(f"{report['total']} passages: {report['repeats']} repeats ({report['repeat_share']:.1%}; "
+                   f"{len(report['exact'])} exact groups, {len(report['near'])} near), {len(report['junk'])} junk "
+                   f"({report['junk_share']:.1%}), {report['superseded']} superseded")
+        for group in report["exact"] + report["near"]:
+            click.echo(f"  repeats: {', '.join(map(str, group))} (kept: {group[0]})")
+        for item in report["junk"]:
+            click.echo(f"  junk {item['id']}: {item['why']}")
+        if fold:
+            click.echo(f"folded {folded} passages")
+        elif report["repeats"]:
+            click.echo("fold them with --fold")
+
+
 @agent.command("export")
 @click.argument("name")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True),

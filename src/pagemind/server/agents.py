@@ -49,7 +49,9 @@ from .shapes import (
     BlockRevert,
     BlockUpdate,
     LoadDocument,
+    MemoryAudit,
     MessageRequest,
+    added_json,
     agent_json,
     block_json,
     block_version_json,
@@ -203,8 +205,20 @@ async def edit_block(agent_id: AgentId, label: Annotated[str, PathParam(pattern=
 
 # --- archival memory ------------------------------------------------------------------------------------------
 @router.post("/{agent_id}/archival", name="insert_passage", status_code=201, responses=AUTHED)
-def archival_insert(agent_id: AgentId, body: ArchivalInsert, service: Svc, user: User) -> dict[str, Any]:
-    return {"ids": [p.id for p in service.insert_passage(user, agent_id, body.text)]}
+def archival_insert(agent_id: AgentId, body: ArchivalInsert, service: Svc, user: User) -> Response:
+    """Store a passage, unless it repeats one already stored (200, ``stored`` false, the passage it repeats, which
+    records this time and source); ``replaces``: the earlier fact it supersedes (kept, marked superseded)."""
+    added = service.insert_passage(user, agent_id, body.text, body.replaces)
+    return JSONResponse(added_json(added), status_code=201 if added.stored else 200)
+
+
+@router.post("/{agent_id}/memory/audit", name="audit_memory", responses=AUTHED)
+async def audit_memory(agent_id: AgentId, body: MemoryAudit, service: Svc, user: User) -> Response:
+    """The archive's repeats (exact, and near: the embedded encoder and the word rule), junk passages (empty, one
+    word repeated, function boilerplate) and the share of each, and how many passages are superseded; with
+    ``fold``, the repeats folded into the earliest of each group (its time and every source kept)."""
+    future = await run_in_threadpool(service.audit_memory, user, agent_id, body.fold)
+    return await finished(future, lambda done: {**done[0].as_dict(), "folded": done[1]})
 
 
 @router.get("/{agent_id}/archival", name="list_passages", responses=AUTHED)

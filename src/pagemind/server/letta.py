@@ -420,7 +420,8 @@ def passage_state(agent_id: str, p: Any) -> dict[str, Any]:
 @router.post("/agents/{agent_id}/archival-memory")
 def insert_passage(agent_id: str, body: InsertPassage, service: Svc, user: User) -> list[dict[str, Any]]:
     refuse(["passage tags (pagemind's passages have a text, a gist and a source)"] if body.tags else [])
-    return [passage_state(agent_id, p) for p in service.insert_passage(user, agent_ref(agent_id), body.text)]
+    added = service.insert_passage(user, agent_ref(agent_id), body.text, via="letta")
+    return [passage_state(agent_id, added.passage)]  # a repeat: the passage already stored, as Letta's list
 
 
 @router.get("/agents/{agent_id}/archival-memory")

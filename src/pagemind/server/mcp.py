@@ -391,6 +391,18 @@ class Tools:
         data = {**block_json(block), "version": number}
         return result(data, f"{data['label']} is version {version}'s text again, as version {number}")
 
+    async def audit_memory(
+        self, ctx: Context, agent: AgentName,
+        fold: Annotated[bool, Field(description="fold every repeat into the earliest passage of its group")] = False,
+    ) -> CallToolResult:
+        """An agent's archival memory audited: repeated passages (exact and near), junk (empty, one word repeated,
+        function boilerplate) with the share of each, superseded facts; ``fold`` folds the repeats (keeping the
+        earliest time and every source)."""
+        found, folded = await self.run(ctx, lambda user: self.service.audit_memory(user, agent, fold).result())
+        data = {**found.as_dict(), "folded": folded}
+        return result(data, f"{data['total']} passages: {data['repeats']} repeats, {len(data['junk'])} junk, "
+                            f"{data['superseded']} superseded" + (f"; folded {folded}" if fold else ""))
+
     async def delete_agent(self, ctx: Context, agent: AgentName) -> CallToolResult:
         """Delete one of your agents with all its memory (refused while it is in a turn)."""
         await self.run(ctx, lambda user: self.service.delete_agent(user, agent))
@@ -458,6 +470,7 @@ TABLE: tuple[ToolSpec, ...] = (
     ToolSpec("core_memory_replace", WRITING),
     ToolSpec("core_memory_history", READING),
     ToolSpec("core_memory_revert", WRITING),
+    ToolSpec("audit_memory", WRITING),
     ToolSpec("delete_agent", DESTRUCTIVE),
     ToolSpec("search_archival", READING),
     ToolSpec("search_recall", READING),

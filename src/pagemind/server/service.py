@@ -36,6 +36,7 @@ from .shapes import (
 from .workers import Workers
 
 if TYPE_CHECKING:
+    from ..agent.archive import Added
     from ..agent.memory import AgentOptions, Block, BlockVersion, Event, Passage
     from ..api import Pagemind
     from ..library import Change
@@ -677,10 +678,17 @@ class Service:
         return self.in_line(row, lambda: self.pm.agent(row.name, llm=False).revert_block(
             label, version, cause=f"{via}: {user.name}"))
 
-    def insert_passage(self, user: UserRow, ref: int | str, text: str) -> list[Passage]:
-        """Store a passage in the agent's archival memory; the passages stored."""
+    def insert_passage(self, user: UserRow, ref: int | str, text: str, replaces: str | None = None,
+                       via: str = "api") -> Added:
+        """Store a passage in the agent's archival memory unless it repeats one (:meth:`Agent.remember`);
+        ``replaces``: the earlier fact it supersedes. What was done."""
         row = self.own_agent(user, ref)
-        return self.pm.agent(row.name, llm=False).remember(text, source="api")
+        return self.pm.agent(row.name, llm=False).remember(text, source=via, replaces=replaces)
+
+    def audit_memory(self, user: UserRow, ref: int | str, fold: bool = False) -> Future:
+        """The agent's archive audited (and its repeats folded, in the agent's line): (audit, folded)."""
+        row = self.own_agent(user, ref)
+        return self.in_line(row, lambda: self.pm.agent(row.name, llm=False).audit_memory(fold))
 
     def passages(self, user: UserRow, ref: int | str, query: str = "", offset: int = 0,
                  limit: int = 20) -> tuple[int, list[Passage]]:

@@ -30,6 +30,7 @@ from ..limits import (
     MAX_OPTION,
     MAX_OPTIONS,
     MAX_PASSAGE,
+    MAX_QUERY,
     MAX_QUESTION,
 )
 from ..methods.registry import options_schema
@@ -198,8 +199,14 @@ UNITS = r"^[0-9]{1,7}(-[0-9]{1,7})?(,[0-9]{1,7}(-[0-9]{1,7})?){0,49}$"  # 3, 3-7
 
 class ArchivalInsert(Shape):
     text: str = Field(min_length=1, max_length=MAX_PASSAGE, description="the passage")
+    replaces: str | None = Field(None, min_length=1, max_length=MAX_QUERY,
+                                 description="the earlier fact this one supersedes (its text, or part of it)")
 
     _text = field_validator("text")(_stripped)
+
+
+class MemoryAudit(Shape):
+    fold: bool = Field(False, description="fold every repeat into the earliest passage of its group")
 
 
 class LoadDocument(Shape):
@@ -389,7 +396,16 @@ def history_json(versions: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 def passage_json(p: Any) -> dict[str, Any]:
-    return {"id": p.id, "text": p.text, "summary": p.summary, "source": p.source, "time": p.time}
+    return {"id": p.id, "text": p.text, "summary": p.summary, "source": p.source, "time": p.time,
+            "superseded_by": p.superseded_by, "superseded": p.superseded,
+            "repeats": [{"time": t, "source": src} for t, src in p.repeats],
+            **({"replaces": [passage_json(old) for old in p.replaces]} if p.replaces else {})}
+
+
+def added_json(added: Any) -> dict[str, Any]:
+    """What an archival insert did: the passage stored, or the one it repeats (``stored`` false)."""
+    return {"ids": [added.passage.id] if added.stored else [], "stored": added.stored,
+            "passage": passage_json(added.passage), "replaced": [p.id for p in added.replaced]}
 
 
 def search_json(found: Any) -> dict[str, Any]:

@@ -144,6 +144,9 @@ class PassageRow:
     embedding: bytes | None = None
     embedder: str | None = None
     id: int = 0
+    superseded_by: int | None = None  # the passage that replaced this one (None: it holds)
+    superseded: str | None = None  # when (the agent's clock)
+    repeats: tuple[tuple[str, str | None], ...] = ()  # (time, source) of repeats not stored again or folded in
 
 
 @dataclass(frozen=True)

@@ -245,6 +245,12 @@ MIGRATIONS: list[Migration] = [
         );
         INSERT INTO agent_block_versions (agent_id, label, version, value, char_limit, description, cause, created)
             SELECT agent_id, label, 1, value, char_limit, '', 'stored before history', updated FROM agent_blocks"""),
+    # archival facts that supersede others (the earlier one is kept, marked with its successor and when), and the
+    # repeats of a passage that were not stored again or were folded into it by an audit (JSON [{time, source}])
+    Migration("m012_archival_audit", """
+        ALTER TABLE agent_passages ADD COLUMN superseded_by {INT};
+        ALTER TABLE agent_passages ADD COLUMN superseded TEXT;
+        ALTER TABLE agent_passages ADD COLUMN repeats TEXT"""),
 ]
 
 # the names Postgres stores recorded before the two histories were one, and what each of them applied

@@ -101,7 +101,7 @@ def upsert(table: str, columns: Sequence[str], key: Sequence[str], keep: Sequenc
 _MEMORY = "SELECT key, document_id, method, settings, model, status, scope FROM memories"
 _EVENT_COLUMNS = "kind, payload, created, seq, in_context, text"
 _EVENT = f"SELECT {_EVENT_COLUMNS} FROM agent_messages"
-_PASSAGE_COLUMNS = "id, text, created, summary, source"
+_PASSAGE_COLUMNS = "id, text, created, summary, source, superseded_by, superseded, repeats"
 _PASSAGE = f"SELECT {_PASSAGE_COLUMNS} FROM agent_passages"
 _AGENT = "SELECT a.id, a.name, a.settings, a.state, a.created FROM agents a"
 _RUN_COLUMNS = ("id, user_id, kind, method, target, request, status, created, started, finished, result, error, "
@@ -126,7 +126,9 @@ def _event(row: tuple) -> EventRow:
 
 
 def _passage(row: tuple) -> PassageRow:
-    return PassageRow(row[1], row[2], row[3], row[4], id=int(row[0]))
+    repeats = tuple((str(r[0]), r[1]) for r in json.loads(row[7])) if row[7] else ()
+    return PassageRow(row[1], row[2], row[3], row[4], id=int(row[0]),
+                      superseded_by=None if row[5] is None else int(row[5]), superseded=row[6], repeats=repeats)
 
 
 def _agent(row: tuple) -> AgentRow:
@@ -590,6 +592,58 @@ class SQLStore:
         return [(int(r[0]), r[1]) for r in self.execute(
             "SELECT id, COALESCE(summary, '') || ' ' || text FROM agent_passages WHERE agent_id = ? ORDER BY id",
             (agent_id,))]
+
+    def agent_passages_with_text(self, agent_id: int, text: str) -> list[PassageRow]:
+        """The agent's passages whose text is exactly ``text``, oldest first."""
+        return [_passage(r) for r in self.execute(_PASSAGE + " WHERE agent_id = ? AND text = ? ORDER BY id",
+                                                  (agent_id, text))]
+
+    def note_agent_passage_repeats(self, agent_id: int, passage_id: int,
+                                   repeats: Sequence[tuple[str, str | None]]) -> None:
+        """Record repeats (time, source) of passage ``passage_id`` that were not stored as passages of their own."""
+        with self.transaction():
+            self._lock_agent_row(agent_id)
+            row = self.execute("SELECT repeats FROM agent_passages WHERE agent_id = ? AND id = ?",
+                               (agent_id, passage_id)).fetchone()
+            if row is None:
+                return
+            kept = json.loads(row[0]) if row[0] else []
+            self.execute("UPDATE agent_passages SET repeats = ? WHERE agent_id = ? AND id = ?",
+                         (json.dumps(kept + [list(r) for r in repeats]), agent_id, passage_id))
+
+    def fold_agent_passages(self, agent_id: int, keep: int, fold: Sequence[int]) -> int:
+        """Fold passages ``fold`` into ``keep`` (their times, sources and repeats become ``keep``'s repeats; they are
+        deleted; a passage they superseded points at ``keep``); how many were folded."""
+        with self.transaction():
+            self._lock_agent_row(agent_id)
+            folded = [p for p in self.agent_passages(agent_id, fold) if p.id != keep]
+            if not folded:
+                return 0
+            self.note_agent_passage_repeats(agent_id, keep, [r for p in folded for r in ((p.created, p.source),
+                                                                                         *p.repeats)])
+            ids = [p.id for p in folded]
+            for pid in ids:
+                self.execute("UPDATE agent_passages SET superseded_by = ? WHERE agent_id = ? AND superseded_by = ?",
+                             (keep, agent_id, pid))
+                self.execute("DELETE FROM agent_passages WHERE agent_id = ? AND id = ?", (agent_id, pid))
+        return len(folded)
+
+    def agent_superseded(self, agent_id: int) -> dict[int, int]:
+        """Every superseded passage of the agent: its id -> the id of the passage that replaced it."""
+        return {int(r[0]): int(r[1]) for r in self.execute(
+            "SELECT id, superseded_by FROM agent_passages WHERE agent_id = ? AND superseded_by IS NOT NULL",
+            (agent_id,))}
+
+    def supersede_agent_passage(self, agent_id: int, old: int, new: int, when: str) -> bool:
+        """Mark passage ``old`` superseded by ``new`` at ``when`` (nothing is deleted); False if either is not
+        the agent's."""
+        with self.transaction():
+            found = self.agent_passages(agent_id, [old, new])
+            if len(found) < 2 or old == new:
+                return False
+            self.execute("UPDATE agent_passages SET superseded_by = ?, superseded = ? WHERE agent_id = ? AND id = ?",
+                         (new, when, agent_id, old))
+        return True
 
     def agent_passages(self, agent_id: int, ids: Sequence[int]) -> list[PassageRow]:
         by_id = {int(r[0]): _passage(r) for r in self._in(_PASSAGE + " WHERE agent_id = ?", "id", ids, agent_id)}
