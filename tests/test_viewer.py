@@ -285,6 +285,15 @@ def test_an_agent_shows_its_memory_and_a_turn_s_steps_live(server, page, shoot):
     assert tab.locator("#messages .msg.user .bubble").first.inner_text() == "Hello, I am Ann <b>!</b>"
     assert "Nice to meet you, Ann!" in tab.inner_text("#messages")
     assert tab.locator("#messages b").count() == 0
+    # the block's history: the agent's edit with its step and diff, the first version, and a revert to it
+    tab.click("#blocks [data-label=human] button:has-text('History')")
+    tab.wait_for_selector("#blocks [data-label=human] .version")
+    versions = tab.locator("#blocks [data-label=human] .version").all_inner_texts()
+    assert len(versions) == 2 and "core_memory_append" in versions[0] and "+" in versions[0]
+    assert "Name: Ann" in tab.inner_text("#blocks [data-label=human] .version .diff .add") and "create" in versions[1]
+    tab.click("#blocks [data-label=human] .version[data-version='1'] button:has-text('Revert to this')")
+    tab.wait_for_function("!document.querySelector('#blocks [data-label=human]')?.textContent.includes('Name: Ann')")
+    assert "A visitor." in tab.inner_text("#blocks [data-label=human]")
     shoot(tab, "7-agent")
 
     tab.click("#turn a")

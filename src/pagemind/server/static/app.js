@@ -1215,9 +1215,32 @@ function blockCard(agentId, b, redraw) {
   const card = h("div", { class: "block", "data-label": b.label },
     h("div", { class: "block-head" }, h("strong", {}, b.label),
       h("span", { class: "muted small" }, `${num(used)} / ${num(b.limit)} chars`),
-      h("button", { class: "link small", onclick: () => edit() }, "Edit")),
+      h("button", { class: "link small", onclick: () => edit() }, "Edit"),
+      h("button", { class: "link small", onclick: () => showHistory() }, "History")),
     h("span", { class: "bar" }, h("span", { style: `width:${Math.min(100, (100 * used) / Math.max(1, b.limit))}%` })),
     value);
+  const past = h("ol", { class: "versions", hidden: true });
+  card.append(past);
+  // every write to the block is a version: its cause, its time, its diff from the one before; revert makes one more
+  const showHistory = async () => {
+    if (!past.hidden) { past.hidden = true; return; }
+    const got = await api(`/v1/agents/${enc(agentId)}/memory/history?label=${enc(b.label)}&limit=50`);
+    clear(past, got.versions.map((v, i) => h("li", { class: "version", "data-version": v.version },
+      h("div", { class: "small" }, h("strong", {}, `v${v.version}`), " ", h("span", { class: "muted" }, v.cause), " ",
+        stamp(v.time), i === 0 ? h("span", { class: "pill" }, "now") : h("button", { class: "link small", onclick:
+          async () => {
+            try {
+              await api(`/v1/agents/${enc(agentId)}/memory/blocks/${enc(b.label)}/revert`,
+                        { method: "POST", json: { version: v.version } });
+              redraw(await api(`/v1/agents/${enc(agentId)}/memory/blocks`));
+            } catch (err) {
+              past.append(h("li", { class: "form-note error" }, err.message));
+            }
+          } }, "Revert to this")),
+      v.diff === undefined ? null : h("pre", { class: "diff small" }, ...(v.diff.split("\n").slice(2).map((line) =>
+        h("span", { class: line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "" }, `${line}\n`)))))));
+    past.hidden = false;
+  };
   const edit = () => {
     const area = h("textarea", { rows: 5, maxlength: b.limit }, "");
     area.value = b.value || "";
