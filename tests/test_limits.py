@@ -66,7 +66,7 @@ def test_every_path_that_writes_memory_keeps_the_rules(tmp_path):
             agent.set_block("<script>", "x")  # what Letta's PATCH stored before
         with pytest.raises(InputError, match="passage"):
             agent.remember("x" * (MAX_PASSAGE + 1))
-        assert [p.text for p in agent.remember("kept")] == ["kept"]
+        assert agent.remember("kept").passage.text == "kept"
         with pytest.raises(InputError, match="block label"):
             pm.create_agent("bob", blocks={"Bad Label": "x"})
         assert [b.label for b in agent.blocks()] == ["persona", "human"]

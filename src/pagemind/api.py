@@ -114,7 +114,7 @@ class Pagemind:
         document = self.read(data, name, encoding=encoding)
         with self.store.transaction():
             self.store.put_document(document.id, document.name, document.words, len(document.text))
-            self.store.put_document_text(document.id, document.text)
+            self.store.put_document_text(document.id, document.text, document.structure())
             self.store.add_user_document(user_id, document.id, name or document.name, time.time())
         found = self.store.user_document(user_id, document.id)
         assert found is not None
@@ -156,7 +156,7 @@ class Pagemind:
         text = self.store.document_text(doc_id) if name is not None else None
         if name is None or text is None:
             raise NotFound(f"no document {doc_id!r}")
-        return Document(text=text, name=name)
+        return Document.restored(text, name, self.store.document_structure(doc_id))
 
     def memories(self, doc_id: str, *, user_id: int) -> list[MemoryRecord]:
         """The memories a user's own requests made of one of their documents, most recently updated first (another

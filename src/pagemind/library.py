@@ -230,7 +230,7 @@ class Libraries:
                 status = "added" if before is None else "unchanged" if before.document_id == document.id else "updated"
                 if status != "unchanged":
                     self.store.put_document(document.id, document.name, document.words, len(document.text))
-                    self.store.put_document_text(document.id, document.text)
+                    self.store.put_document_text(document.id, document.text, document.structure())
                     # the text replaced is kept one version back: the new text's memories reuse its unchanged units
                     previous = before.document_id if before is not None else None
                     self.store.put_library_document(row.id, member, document.id, origin, time.time(), previous)
@@ -266,8 +266,8 @@ class Libraries:
             if text is None:
                 raise NotFound(f"library {name!r}: the text of {m.name!r} is gone")
             before = self.store.document_text(m.previous_id) if m.previous_id else None
-            members.append(Document(text=text, name=m.name,
-                                    previous=None if before is None else Document(text=before, name=m.name)))
+            members.append(Document.restored(text, m.name, self.store.document_structure(m.document_id),
+                                             None if before is None else Document(text=before, name=m.name)))
         return Library(name, tuple(members))
 
 

@@ -123,21 +123,38 @@ def index(ctx: click.Context, file: str | None, sample: bool, long_sample: bool,
 @click.argument("file", required=False)
 @click.option("--sample", is_flag=True, help="show the memory of the bundled short story")
 @click.option("--long-sample", is_flag=True, help="show the memory of the bundled novella")
+@click.option("--sections", "sections", is_flag=True,
+              help="the document's own structure instead (its outline, headings or the text's): no memory needed")
 @click.option("--json", "as_json", is_flag=True)
 @method_options
 @llm_options
 @click.pass_context
 @handle_errors
-def show(ctx: click.Context, file: str | None, sample: bool, long_sample: bool, as_json: bool, encoding: str,
-         **kw: Any) -> None:
+def show(ctx: click.Context, file: str | None, sample: bool, long_sample: bool, sections: bool, as_json: bool,
+         encoding: str, **kw: Any) -> None:
     """Print the stored memory of FILE (ReadAgent: gists with page numbers and the compression rate;
-    MemWalker: the tree with depth, node sizes and the root summary; RAG: the fragments).
+    MemWalker: the tree with depth, node sizes and the root summary; RAG: the fragments), or with --sections the
+    document's own sections (a PDF's outline, the headings of Markdown, HTML or DOCX, or the text's), with pages.
 
     \b
     pagemind show --sample
     pagemind show book.txt -m memwalker --json
+    pagemind show report.pdf --sections
     """
     path = _source(file, sample, long_sample)
+    if sections:
+        from ..text.sections import outline_text
+
+        with session(ctx, kw) as pm:
+            document = pm.read(Path(path), encoding=encoding)
+        if as_json:
+            click.echo(json.dumps({"document": document.name, "id": document.id, "pages": len(document.pages),
+                                   "sections": [s.as_dict() for s in document.sections]}, ensure_ascii=False))
+        elif document.sections:
+            click.echo(outline_text(document.sections))
+        else:
+            click.echo(f"{document.name}: no sections found (no outline, no headings the text shows)")
+        return
     method, opts = split_method_options(kw, "code" if source_tree(ctx, path) else None)
     with session(ctx, kw) as pm:
         plan = pm.plan(path, method, encoding=encoding, **opts)  # auto: the reader it picks for this document

@@ -160,6 +160,15 @@ MemoryMethod = Annotated[Literal["readagent-p", "readagent-s", "gistmem", "memwa
     description="whose memory: ReadAgent's pages and gists, MemWalker's tree, or the fragments")]
 
 
+@router.get("/v1/documents/{doc_id}/sections", name="get_document_sections", tags=["documents"],
+            responses=AUTHED)
+def sections(doc_id: DocId, service: Svc, user: User) -> dict[str, Any]:
+    """The document's own structure, as its file gave it (separate from a memory's): its sections — a PDF's
+    outline, the headings of Markdown, HTML or DOCX, or those its text shows — each with its title, level,
+    character span, pages and source."""
+    return shapes.sections_json(service.sections(user, doc_id))
+
+
 @router.get("/v1/documents/{doc_id}/structure", name="get_document_structure", tags=["documents"],
             responses=AUTHED)
 def structure(doc_id: DocId, service: Svc, user: User, method: MemoryMethod = "readagent-p") -> dict[str, Any]:

@@ -144,6 +144,18 @@ class Tools:
         await self.run(ctx, lambda user: self.service.remove_document(user, document_id))
         return result({"removed": document_id}, f"removed document {document_id}")
 
+    async def get_document_sections(
+        self, ctx: Context,
+        document_id: Annotated[str, Field(description="the document's id", pattern=shapes.DOCUMENT_ID)],
+    ) -> CallToolResult:
+        """A document's own sections as its file gave them (a PDF's outline, the headings of Markdown, HTML or
+        DOCX, or those its text shows), each with its level and pages: no memory needed."""
+        from ..text.sections import outline_text
+
+        document = await self.run(ctx, lambda user: self.service.sections(user, document_id))
+        data = shapes.sections_json(document)
+        return result(data, outline_text(document.sections) or f"{document.name}: no sections found")
+
     async def get_document_structure(
         self, ctx: Context,
         document_id: Annotated[str, Field(description="the document's id", pattern=shapes.DOCUMENT_ID)],
@@ -455,6 +467,7 @@ TABLE: tuple[ToolSpec, ...] = (
     ToolSpec("add_to_library", WRITING, reads_paths=True),
     ToolSpec("list_libraries", READING),
     ToolSpec("remove_document", DESTRUCTIVE),
+    ToolSpec("get_document_sections", READING),
     ToolSpec("get_document_structure", READING),
     ToolSpec("get_page_content", READING),
     ToolSpec("list_methods", READING),

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         StepRow,
         UserRow,
     )
+    from ..text import Document
 
 Progress = Callable[[str, int, int, str], None]
 # bytes: a longer message is checked against the agent's window before its run exists; a shorter one by the turn
@@ -235,6 +236,10 @@ class Service:
 
     def remove_document(self, user: UserRow, doc_id: str) -> None:
         self.pm.remove_document(doc_id, user.id)
+
+    def sections(self, user: UserRow, doc_id: str) -> Document:
+        """One of the user's documents as it was read: its own structure (format, pages, sections)."""
+        return self.pm.open_document(doc_id, user_id=user.id)
 
     def memory(self, user: UserRow, doc_id: str, key: str) -> MemoryContent:
         """One of the user's memories of the document with its stored items (pages, gists, tree nodes,

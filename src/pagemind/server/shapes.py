@@ -324,6 +324,12 @@ def validation_detail(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str,
 
 
 # --- JSON of what the service returns ---------------------------------------------------------------------------
+def sections_json(document: Any) -> dict[str, Any]:
+    """A document's own structure: its format, page count and sections (title, level, span, pages, source)."""
+    return {"id": document.id, "name": document.name, "format": document.format, "pages": len(document.pages),
+            "sections": [s.as_dict() for s in document.sections]}
+
+
 def document_json(row: Any) -> dict[str, Any]:
     return {"id": row.id, "name": row.name, "words": row.words, "chars": row.chars, "created": row.created}
 

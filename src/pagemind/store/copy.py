@@ -19,7 +19,7 @@ from .sql import SQLStore
 # (table, columns), parents before children (foreign keys hold at every insert)
 TABLES: list[tuple[str, tuple[str, ...]]] = [
     ("documents", ("id", "name", "words", "chars", "created")),
-    ("document_texts", ("document_id", "text")),
+    ("document_texts", ("document_id", "text", "structure")),
     ("llm_cache", ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds", "finish_reason",
                    "created", "tool_calls")),
     ("memories", ("key", "document_id", "method", "settings", "model", "status", "created", "updated",

@@ -251,6 +251,8 @@ MIGRATIONS: list[Migration] = [
         ALTER TABLE agent_passages ADD COLUMN superseded_by {INT};
         ALTER TABLE agent_passages ADD COLUMN superseded TEXT;
         ALTER TABLE agent_passages ADD COLUMN repeats TEXT"""),
+    # a kept document's structure as its file gave it: JSON {"format", "pages": [offsets], "sections": [...]}
+    Migration("m013_document_structure", "ALTER TABLE document_texts ADD COLUMN structure TEXT"),
 ]
 
 # the names Postgres stores recorded before the two histories were one, and what each of them applied

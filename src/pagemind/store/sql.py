@@ -707,11 +707,20 @@ class SQLStore:
     def list_users(self) -> list[UserRow]:
         return [UserRow(*r) for r in self.execute("SELECT id, name, created FROM users ORDER BY id")]
 
-    def put_document_text(self, doc_id: str, text: str) -> None:
-        self.execute("INSERT INTO document_texts VALUES (?, ?) ON CONFLICT DO NOTHING", (doc_id, text))
+    def put_document_text(self, doc_id: str, text: str, structure: dict[str, Any] | None = None) -> None:
+        """Keep a document's text, and its structure (format, pages, sections) when given: the latest file read
+        with this text says it."""
+        self.execute("INSERT INTO document_texts (document_id, text, structure) VALUES (?, ?, ?) "
+                     "ON CONFLICT (document_id) DO UPDATE SET structure = excluded.structure "
+                     "WHERE excluded.structure IS NOT NULL",
+                     (doc_id, text, None if structure is None else json.dumps(structure, ensure_ascii=False)))
 
     def document_text(self, doc_id: str) -> str | None:
         return _one(self.execute("SELECT text FROM document_texts WHERE document_id = ?", (doc_id,)))
+
+    def document_structure(self, doc_id: str) -> dict[str, Any] | None:
+        raw = _one(self.execute("SELECT structure FROM document_texts WHERE document_id = ?", (doc_id,)))
+        return None if raw is None else dict(json.loads(raw))
 
     def add_user_document(self, user_id: int, doc_id: str, name: str, created: float) -> None:
         """The user holds the document under ``name`` (renamed if they held it already)."""

@@ -12,13 +12,14 @@ import io
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import InputError, InputTooLarge, UnsupportedInput
 from .formats import CONTAINER_FACTOR, CONTAINERS, extract, sniff_format
 from .formats.common import clean_extracted, normalise_newlines
+from .sections import Heading, Section, locate, outline_holds, path_at, text_headings
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # 16 MiB of text is ~2.7M words: days of local LLM time already
 FORMAT_NAMES = {"text": "text", "markdown": "Markdown", "html": "HTML", "pdf": "PDF", "epub": "EPUB",
@@ -34,7 +35,9 @@ class Document:
     ``pages`` holds the character offset at which each source page starts (PDF pages, EPUB chapters; page k is
     the k-th offset, counted from 1); it is empty for formats without pages. The id is the text's alone.
     ``previous``: the version of this document it replaced (a library's changed document), whose memories a
-    reader reuses where the text is unchanged (:meth:`pagemind.methods.base.Reader._reuse`).
+    reader reuses where the text is unchanged (:meth:`pagemind.methods.base.Reader._reuse`). ``sections``: the
+    document's own structure (:mod:`pagemind.text.sections`: a PDF's outline, the markup's headings, or the
+    text's), in document order.
     """
 
     text: str
@@ -42,6 +45,7 @@ class Document:
     pages: tuple[int, ...] = ()
     format: str = "text"
     previous: Document | None = field(default=None, compare=False, repr=False)
+    sections: tuple[Section, ...] = field(default=(), compare=False, repr=False)  # its own structure
 
     @property
     def id(self) -> str:
@@ -64,6 +68,27 @@ class Document:
     def page_unit(self) -> str:
         """What ``pages`` counts: ``chapter`` for EPUB, ``page`` otherwise."""
         return "chapter" if self.format == "epub" else "page"
+
+    def structure(self) -> dict[str, object]:
+        """What a store keeps beside the text: the format, the page starts and the sections (:meth:`restored`)."""
+        return {"format": self.format, "pages": list(self.pages), "sections": [s.as_dict() for s in self.sections]}
+
+    @classmethod
+    def restored(cls, text: str, name: str, structure: dict[str, object] | None,
+                 previous: Document | None = None) -> Document:
+        """A kept document as it was read: its text with the structure :meth:`structure` gave (none: plain)."""
+        if not structure:
+            return cls(text=text, name=name, previous=previous)
+        pages = structure.get("pages")
+        sections = structure.get("sections")
+        return cls(text=text, name=name, format=str(structure.get("format") or "text"), previous=previous,
+                   pages=tuple(int(p) for p in pages) if isinstance(pages, list) else (),
+                   sections=tuple(Section.from_dict(s) for s in sections if isinstance(s, dict))
+                   if isinstance(sections, list) else ())
+
+    def section_path(self, char_offset: int) -> list[Section]:
+        """The sections holding the character at ``char_offset``, outermost first (none without sections)."""
+        return path_at(self.sections, char_offset)
 
     def page_at(self, char_offset: int) -> int | None:
         """The source page (from 1) holding the character at ``char_offset``, or None without page numbers."""
@@ -163,7 +188,21 @@ def _load(source: BinaryIO, size: int, name: str, *, label: str, encoding: str, 
     extracted = extract(source, suffix, label, encoding, max_bytes)
     if extracted.format == "text":
         text = next(iter(extracted.parts))
-        return Document(text=_validate_text(normalise_newlines(text), name), name=name)
-    return Document.from_parts(extracted.parts, name=name, format=extracted.format,
-                               paged=extracted.format in ("pdf", "epub"),
-                               max_bytes=max_bytes if extracted.format in CONTAINERS else None, label=label)
+        document = Document(text=_validate_text(normalise_newlines(text), name), name=name)
+    else:
+        document = Document.from_parts(extracted.parts, name=name, format=extracted.format,
+                                       paged=extracted.format in ("pdf", "epub"),
+                                       max_bytes=max_bytes if extracted.format in CONTAINERS else None, label=label)
+    return replace(document, sections=structure(document, extracted.headings, extracted.outline))
+
+
+def structure(document: Document, headings: list[Heading], outline: bool) -> tuple[Section, ...]:
+    """The document's sections: from the headings its file declares (a PDF outline only where it holds), else
+    from its text's own headings."""
+    if headings:
+        found = locate(document.text, headings, document.pages, "outline" if outline else "markup",
+                       strict_pages=outline)
+        if found and (not outline or outline_holds(headings, found, len(document.pages))):
+            return found
+    return locate(document.text, text_headings(document.text, blank_before=document.format != "pdf"),
+                  document.pages, "text")

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import zipfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ...errors import InputError, InputTooLarge, UnsupportedInput
 from ..decoding import declared_encoding, decode_bytes
+from ..sections import Heading
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
@@ -27,10 +28,14 @@ OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 @dataclass(frozen=True)
 class Extracted:
     """A file's text as parts: one per page (PDF) or chapter (EPUB), else a single part. PDF and EPUB parts are
-    a generator that extracts each part when it is asked for (and raises the format's errors then)."""
+    a generator that extracts each part when it is asked for (and raises the format's errors then). ``headings``:
+    the structure the file declares (a PDF's outline, filled once its pages are read; the markup's headings);
+    ``outline``: they are a PDF outline, whose pages are checked."""
 
     format: str
     parts: Iterable[str]
+    headings: list[Heading] = field(default_factory=list)
+    outline: bool = False
 
 
 def sniff_format(head: bytes, suffix: str) -> str:
@@ -59,7 +64,8 @@ def extract(source: BinaryIO, suffix: str, name: str, encoding: str, max_bytes: 
     if kind == "pdf":
         from .pdf import pdf_pages
 
-        return Extracted("pdf", pdf_pages(source, name))
+        outline: list[Heading] = []
+        return Extracted("pdf", pdf_pages(source, name, outline), outline, outline=True)
     if kind == "zip":
         return _from_zip(source, suffix, name, max_bytes)
     if kind == "ole":
@@ -70,24 +76,27 @@ def extract(source: BinaryIO, suffix: str, name: str, encoding: str, max_bytes: 
                          f"is it really a {suffix.lower()[1:].upper()} file?")
     raw = source.read()
     if kind == "html":
-        return Extracted("html", (_html(raw, name, encoding),))
+        return _html(raw, name, encoding)
     text = decode_bytes(raw, encoding, name)
     if kind == "markdown":
+        from ..sections import markdown_headings
         from .markdown import markdown_to_text
 
-        return Extracted("markdown", (markdown_to_text(text),))
+        return Extracted("markdown", (markdown_to_text(text),), markdown_headings(text))
     if suffix.lower() != ".txt" and text.lstrip()[:15].lower().startswith(("<!doctype html", "<html")):
-        return Extracted("html", (_html(raw, name, encoding),))
+        return _html(raw, name, encoding)
     return Extracted("text", (text,))
 
 
-def _html(raw: bytes, name: str, encoding: str) -> str:
+def _html(raw: bytes, name: str, encoding: str) -> Extracted:
+    from ..sections import html_headings
     from .html import html_to_text
 
     declared = declared_encoding(raw, encoding)
     if declared.startswith(("utf-16", "utf-32")) and not raw.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00")):
         declared = encoding  # a page that decodes as ASCII cannot be UTF-16, whatever its meta tag says
-    return html_to_text(decode_bytes(raw, declared, name))
+    markup = decode_bytes(raw, declared, name)
+    return Extracted("html", (html_to_text(markup),), html_headings(markup))
 
 
 def _from_zip(source: BinaryIO, suffix: str, name: str, max_bytes: int) -> Extracted:
@@ -105,7 +114,8 @@ def _from_zip(source: BinaryIO, suffix: str, name: str, max_bytes: int) -> Extra
         if unpacked > max_bytes * CONTAINER_FACTOR:  # python-docx holds every part in memory: no zip bombs
             raise InputTooLarge(f"{name}: its parts unpack to {unpacked / 1e6:.1f} MB, over the "
                                 f"{max_bytes * CONTAINER_FACTOR / 1e6:.1f} MB limit of a DOCX file")
-        return Extracted("docx", (docx_text(source, name, max_bytes),))
+        headings: list[Heading] = []
+        return Extracted("docx", (docx_text(source, name, max_bytes, headings),), headings)
     if mimetype == EPUB_MIMETYPE or (suffix.lower() == ".epub" and "META-INF/container.xml" in names):
         return Extracted("epub", _epub(archive, name, max_bytes))
     archive.close()

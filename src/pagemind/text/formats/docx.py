@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import BinaryIO
 
 from ...errors import InputError, InputTooLarge
+from ..sections import MAX_LEVEL, Heading
 from .common import clean_extracted, missing_library
 
 
-def docx_text(source: BinaryIO, name: str, max_bytes: int) -> str:
+def docx_text(source: BinaryIO, name: str, max_bytes: int, headings: list[Heading] | None = None) -> str:
     """The body text of a .docx file: one paragraph per Word paragraph, one per table row (cells joined by |).
 
     Refused (:class:`InputTooLarge`) at the paragraph where the text certainly passes ``max_bytes``: the sum of
@@ -28,6 +30,10 @@ def docx_text(source: BinaryIO, name: str, max_bytes: int) -> str:
     paragraphs: list[str] = []
     least = 0  # UTF-8 bytes the cleaned text has at least
     for block in document.iter_inner_content():
+        if headings is not None and not isinstance(block, Table) and block.text.strip():
+            level = heading_level(block)
+            if level is not None:
+                headings.append(Heading(level, block.text.strip()))
         for text in _table_rows(block) if isinstance(block, Table) else [block.text.strip()]:
             if not text:
                 continue
@@ -39,6 +45,38 @@ def docx_text(source: BinaryIO, name: str, max_bytes: int) -> str:
                 raise InputTooLarge(f"{name}: its text is over the {max_bytes / 1e6:.1f} MB limit "
                                     f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)")
     return "\n\n".join(paragraphs)
+
+
+def heading_level(paragraph: object) -> int | None:
+    """A paragraph's heading level: its style (or a style it is based on) "Heading N" or "Title" (level 1), or an
+    outline level set on the paragraph or its style (what Word's navigation pane reads, also when a heading style
+    was renamed)."""
+    style = getattr(paragraph, "style", None)
+    seen = 0
+    while style is not None and seen < 10:
+        name = (getattr(style, "name", "") or "").strip().lower()
+        found = re.match(r"^heading\s*([1-9])$", name)
+        if found:
+            return min(MAX_LEVEL, int(found.group(1)))
+        if name == "title":
+            return 1
+        level = _outline_level(getattr(style, "element", None))
+        if level is not None:
+            return level
+        style, seen = getattr(style, "base_style", None), seen + 1
+    return _outline_level(getattr(paragraph, "_p", None))
+
+
+def _outline_level(element: object) -> int | None:
+    """``w:outlineLvl`` of a style or paragraph element (0-8; 9 is body text), as a level from 1."""
+    if element is None:
+        return None
+    for found in element.iter():  # type: ignore[attr-defined]
+        if str(found.tag).endswith("}outlineLvl"):
+            value = next((v for k, v in found.attrib.items() if k.endswith("}val")), None)
+            if value is not None and value.isdigit() and int(value) < 9:
+                return min(MAX_LEVEL, int(value) + 1)
+    return None
 
 
 def _table_rows(table: object) -> list[str]:

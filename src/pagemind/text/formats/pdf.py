@@ -9,14 +9,16 @@ from contextlib import contextmanager
 from typing import BinaryIO
 
 from ...errors import InputError
+from ..sections import MAX_LEVEL, MAX_SECTIONS, Heading
 from .common import missing_library
 
 SCANNED_HINT = "has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf"
 
 
-def pdf_pages(source: BinaryIO, name: str) -> Iterator[str]:
+def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None) -> Iterator[str]:
     """The text of each page of a PDF, in order (empty strings for pages without text), each extracted when it
-    is asked for: a caller that stops early (the text is over its limit) leaves the rest unread."""
+    is asked for: a caller that stops early (the text is over its limit) leaves the rest unread. Once every page
+    is read, the PDF's outline (bookmarks) goes into ``outline``: its titles, levels and pages."""
     try:
         import pypdf
         from pypdf.errors import DependencyError, PyPdfError
@@ -38,6 +40,8 @@ def pdf_pages(source: BinaryIO, name: str) -> Iterator[str]:
                 text = reader.pages[number].extract_text() or ""
             with_text = with_text or bool(text.strip())
             yield text
+        if outline is not None:
+            outline.extend(_outline(reader))
     except DependencyError as err:
         raise InputError(f"{name}: the PDF needs a decryption library pypdf does not have ({err}); "
                          f"pip install 'pypdf[crypto]'") from None
@@ -47,6 +51,34 @@ def pdf_pages(source: BinaryIO, name: str) -> Iterator[str]:
         raise InputError(f"{name}: not a readable PDF ({type(err).__name__}: {_one_line(err)})") from None
     if not with_text:
         raise InputError(f"{name}: {SCANNED_HINT}")
+
+
+def _outline(reader: object) -> list[Heading]:
+    """The outline's entries in order, nested lists as levels (at most 6 deep, 10,000 entries), each with its page
+    (None where the destination cannot be resolved). A broken outline gives what could be read."""
+    out: list[Heading] = []
+
+    def walk(items: object, level: int) -> None:
+        if not isinstance(items, list) or level > MAX_LEVEL or len(out) >= MAX_SECTIONS:
+            return
+        for item in items:
+            if isinstance(item, list):
+                walk(item, level + 1)
+                continue
+            try:
+                title = str(getattr(item, "title", "") or "")
+                page = reader.get_destination_page_number(item)  # type: ignore[attr-defined]
+            except Exception:  # a destination that points nowhere: its title without a page
+                title, page = str(getattr(item, "title", "") or ""), -1
+            if title.strip():
+                out.append(Heading(level, title, page + 1 if isinstance(page, int) and page >= 0 else None))
+
+    try:
+        with _quiet("pypdf"):
+            walk(reader.outline, 1)  # type: ignore[attr-defined]
+    except Exception:  # an outline that cannot be read (loops, bad references): no outline
+        return out
+    return out
 
 
 TRAILER_WINDOW = 1 << 20  # where a PDF's %%EOF must be: within its last MiB

@@ -1,0 +1,242 @@
+"""A document's own structure: its sections (title, level, character span, page span), from what the file says.
+
+Sources, in order: a PDF's outline (bookmarks); the markup of Markdown (ATX and setext headings), HTML (``h1`` to
+``h6``) and DOCX (heading styles, or a style whose outline level says it is one); else conservative rules on the
+text itself ("Chapter 3", "Part II", numbered headings such as "2.3 Liquidity" on a line of their own). A heading is
+placed by finding its title in the text, in order (and on its page, when the source names one). An outline that
+does not hold — a page past the last, most titles not on their pages — is dropped for the next source; a document
+is never refused for its structure.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from html.parser import HTMLParser
+
+MAX_SECTIONS = 10_000  # sections kept per document (the shallowest first, when a file has more)
+MAX_LEVEL = 6
+MAX_TITLE = 300  # characters of a section's title
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A heading as a source gives it: its level (1 = top), its title, the page it is on (from 1) if known."""
+
+    level: int
+    title: str
+    page: int | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of a document: its title and level, the characters it spans (from its heading to the next
+    heading of its level or above), the pages they are on, and where it was found (``outline``, ``markup`` or
+    ``text``)."""
+
+    title: str
+    level: int
+    start: int
+    end: int
+    page: int | None = None
+    end_page: int | None = None
+    source: str = "text"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"title": self.title, "level": self.level, "start": self.start, "end": self.end, "page": self.page,
+                "end_page": self.end_page, "source": self.source}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, object]) -> Section:
+        return cls(str(raw["title"]), int(str(raw["level"])), int(str(raw["start"])), int(str(raw["end"])),
+                   None if raw.get("page") is None else int(str(raw["page"])),
+                   None if raw.get("end_page") is None else int(str(raw["end_page"])), str(raw.get("source", "text")))
+
+
+def clean_title(title: str) -> str:
+    return " ".join(title.split())[:MAX_TITLE]
+
+
+def locate(text: str, headings: Iterable[Heading], pages: Sequence[int] = (), source: str = "markup",
+           strict_pages: bool = False) -> tuple[Section, ...]:
+    """Sections of ``text`` from ``headings`` in document order: each title found at the start of a line after the
+    previous one (on its page when it names one; ``strict_pages``: only there), else skipped. Their ends follow
+    from their levels."""
+    found: list[tuple[int, int, str, int | None]] = []  # (start, level, title, page)
+    cursor = 0
+    for h in headings:
+        title = clean_title(h.title)
+        if not title:
+            continue
+        start = _find(text, title, cursor, _page_span(text, pages, h.page))
+        if start is None and not strict_pages:
+            start = _find(text, title, cursor, (cursor, len(text)))
+        if start is None:
+            continue
+        found.append((start, max(1, min(MAX_LEVEL, h.level)), title, _page_of(pages, start)))
+        cursor = start + 1
+    level = MAX_LEVEL
+    while len(found) > MAX_SECTIONS and level > 1:  # keep the shallowest levels that fit
+        found = [f for f in found if f[1] < level]
+        level -= 1
+    found = found[:MAX_SECTIONS]
+    out = []
+    for i, (start, level, title, page) in enumerate(found):
+        end = next((s for s, lv, _, _ in found[i + 1:] if lv <= level), len(text))
+        out.append(Section(title, level, start, end, page, _page_of(pages, max(start, end - 1)), source))
+    return tuple(out)
+
+
+def _page_span(text: str, pages: Sequence[int], page: int | None) -> tuple[int, int]:
+    if page is None or not pages or not 1 <= page <= len(pages):
+        return 0, len(text)
+    return pages[page - 1], pages[page] if page < len(pages) else len(text)
+
+
+def _page_of(pages: Sequence[int], offset: int) -> int | None:
+    return bisect_right(pages, offset) if pages else None
+
+
+def _find(text: str, title: str, cursor: int, span: tuple[int, int]) -> int | None:
+    """The offset of ``title`` at the start of a line (any case and spacing) in ``span``, at or after ``cursor``."""
+    lo, hi = max(span[0], cursor), span[1]
+    if lo >= hi:
+        return None
+    words = [re.escape(w) for w in title.split()]
+    pattern = re.compile(r"(?im)^[ \t]*(" + r"\s+".join(words) + r")", re.IGNORECASE | re.MULTILINE)
+    hit = pattern.search(text, lo, hi)
+    return hit.start(1) if hit else None
+
+
+def outline_holds(headings: Sequence[Heading], sections: Sequence[Section], page_count: int) -> bool:
+    """Whether a PDF outline can be trusted: every page it names exists, and most of its titles were found on
+    their pages."""
+    if not headings or any(h.page is not None and not 1 <= h.page <= page_count for h in headings):
+        return False
+    return len(sections) >= max(1, (len(headings) + 1) // 2)
+
+
+# --- the text's own headings ---------------------------------------------------------------------------------------
+CHAPTER = re.compile(r"^[ \t]*((?:chapter|part|book|section|appendix)\s+(?:[0-9]{1,3}|[ivxlc]{1,7}|[a-z]|one|two|"
+                     r"three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b[^\n]{0,80})$", re.I | re.M)
+NUMBERED = re.compile(r"^[ \t]*(([0-9]{1,2}(?:\.[0-9]{1,2}){0,3})\.?[ \t]+[A-Z][^\n.!?;:]{1,80})$", re.M)
+
+
+def text_headings(text: str, blank_before: bool = True) -> list[Heading]:
+    """Headings a plain text shows by itself, conservatively: a line of its own that is "Chapter N" / "Part II"
+    (level 1), or a numbered title such as "2.3 Liquidity" (its level the count of its numbers), starting with a
+    capital and without a sentence's end. Numbered titles count only when there are at least three, with at least
+    two different first numbers (a list of steps is not a document's structure). ``blank_before``: a heading
+    has a blank line before it (plain text; a PDF's text layer has none between lines)."""
+    def alone(start: int) -> bool:
+        return start == 0 or not blank_before or text[max(0, start - 2):start] == "\n\n"
+
+    chapters = [(m.start(1), Heading(1, m.group(1))) for m in CHAPTER.finditer(text) if alone(m.start())]
+    numbered = [(m.start(1), Heading(min(MAX_LEVEL, m.group(2).count(".") + 1), m.group(1)))
+                for m in NUMBERED.finditer(text) if alone(m.start())]
+    if len(numbered) < 3 or len({h.title.split(".")[0].split()[0] for _, h in numbered}) < 2:
+        numbered = []
+    shift = 1 if chapters and any(h.level == 1 for _, h in numbered) else 0  # "3 Title" inside "Chapter 2"
+    merged = sorted(chapters + [(s, Heading(h.level + shift, h.title)) for s, h in numbered], key=lambda x: x[0])
+    return [h for _, h in merged]
+
+
+# --- markup -------------------------------------------------------------------------------------------------------
+ATX = re.compile(r"^ {0,3}(#{1,6})(?:\s+|$)(.*?)(?:\s+#+)?\s*$")
+SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def markdown_headings(source: str) -> list[Heading]:
+    """A Markdown document's ATX (``## Title``) and setext (underlined) headings, outside code blocks, their
+    titles as the text shows them (inline markup removed)."""
+    from .formats.markdown import _inline
+
+    out: list[Heading] = []
+    fence: str | None = None
+    previous = ""
+    for line in source.split("\n"):
+        opened = FENCE.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0]:
+                fence = None
+            previous = ""
+            continue
+        if opened:
+            fence, previous = opened.group(1), ""
+            continue
+        atx = ATX.match(line)
+        if atx and atx.group(2).strip():
+            out.append(Heading(len(atx.group(1)), _inline(atx.group(2).strip())))
+        elif SETEXT.match(line) and previous.strip() and not previous.lstrip().startswith(("-", "*", "+", ">")):
+            out.append(Heading(1 if line.strip()[0] == "=" else 2, _inline(previous.strip())))
+        previous = line
+    return out
+
+
+class _Headings(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.headings: list[Heading] = []
+        self.level: int | None = None
+        self.parts: list[str] = []
+        self.skip = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        from .formats.html import SKIPPED
+
+        if tag in SKIPPED:
+            self.skip += 1
+        elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456" and not self.skip:
+            self.level, self.parts = int(tag[1]), []
+
+    def handle_endtag(self, tag: str) -> None:
+        from .formats.html import SKIPPED
+
+        if tag in SKIPPED and self.skip:
+            self.skip -= 1
+        elif self.level is not None and tag == f"h{self.level}":
+            title = clean_title("".join(self.parts))
+            if title:
+                self.headings.append(Heading(self.level, title))
+            self.level = None
+
+    def handle_data(self, data: str) -> None:
+        if self.level is not None and not self.skip:
+            self.parts.append(data)
+
+
+def html_headings(markup: str) -> list[Heading]:
+    """An HTML page's ``h1``-``h6`` headings (outside what the text leaves out: scripts, navigation...)."""
+    parser = _Headings()
+    parser.feed(markup)
+    parser.close()
+    return parser.headings
+
+
+def path_at(sections: Sequence[Section], offset: int) -> list[Section]:
+    """The sections holding the character at ``offset``, outermost first."""
+    chain: list[Section] = []
+    for s in sections:
+        if s.start > offset:
+            break
+        if s.start <= offset < s.end:
+            chain = [c for c in chain if c.level < s.level] + [s]
+    return chain
+
+
+def label(chain: Sequence[Section]) -> str:
+    """A section path as a citation names it: ``§2.3 Liquidity › Cash flows``."""
+    return "§" + " › ".join(s.title for s in chain) if chain else ""
+
+
+def outline_text(sections: Sequence[Section]) -> str:
+    """The sections as an indented outline with their pages."""
+    return "\n".join(f"{'  ' * (s.level - 1)}{s.title}" + (f"  (p. {s.page}" + (f"-{s.end_page}" if s.end_page and
+                     s.end_page != s.page else "") + ")" if s.page else "") for s in sections)
+
+
+__all__ = ["Heading", "Section", "html_headings", "label", "locate", "markdown_headings", "outline_holds",
+           "outline_text", "path_at", "text_headings"]

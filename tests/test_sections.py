@@ -1,0 +1,129 @@
+"""A document's own sections, from files generated here and read by the real extractors: a PDF's outline (and one
+that does not hold, which falls back to the text's headings), Markdown, HTML, DOCX heading styles (renamed ones
+too) and plain text; shown by `pagemind show FILE --sections`."""
+
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from pagemind.cli.main import cli
+from pagemind.text import load_document
+from pagemind.text.document import load_bytes
+from pagemind.text.sections import label, outline_text
+from test_formats import make_pdf
+
+pypdf = pytest.importorskip("pypdf")
+
+PAGES = [["1 Introduction", "The company grew in 2023."],
+         ["2 Results", "Revenue was 4,512 million.", "2.1 Cash flows", "Cash from operations rose."],
+         ["3 Outlook", "We expect growth in 2024."]]
+
+
+def with_outline(pages, entries):
+    """The PDF of ``pages`` with an outline: (title, page index, parent index in entries or None)."""
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(make_pdf(pages))))
+    made = []
+    for title, page, parent in entries:
+        made.append(writer.add_outline_item(title=title, page_number=page,
+                                            parent=None if parent is None else made[parent]))
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_a_pdf_outline_is_the_documents_structure_with_pages(tmp_path):
+    path = tmp_path / "report.pdf"
+    path.write_bytes(with_outline(PAGES, [("1 Introduction", 0, None), ("2 Results", 1, None),
+                                          ("2.1 Cash flows", 1, 1), ("3 Outlook", 2, None)]))
+    doc = load_document(path)
+    got = [(s.title, s.level, s.page, s.end_page, s.source) for s in doc.sections]
+    assert got == [("1 Introduction", 1, 1, 1, "outline"), ("2 Results", 1, 2, 2, "outline"),
+                   ("2.1 Cash flows", 2, 2, 2, "outline"), ("3 Outlook", 1, 3, 3, "outline")]
+    cash = doc.text.index("Cash from operations")
+    assert label(doc.section_path(cash)) == "§2 Results › 2.1 Cash flows"
+    results = doc.sections[1]
+    assert doc.text[results.start:results.end].startswith("2 Results") and "Cash from" in \
+        doc.text[results.start:results.end] and "Outlook" not in doc.text[results.start:results.end]
+
+    shown = CliRunner().invoke(cli, ["show", str(path), "--sections"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.splitlines() == ["1 Introduction  (p. 1)", "2 Results  (p. 2)", "  2.1 Cash flows  (p. 2)",
+                                         "3 Outlook  (p. 3)"]
+    as_json = json.loads(CliRunner().invoke(cli, ["show", str(path), "--sections", "--json"]).output)
+    assert as_json["pages"] == 3 and [s["title"] for s in as_json["sections"]][2] == "2.1 Cash flows"
+
+
+def test_an_outline_that_does_not_hold_falls_back_to_the_texts_headings(tmp_path):
+    broken = with_outline(PAGES, [("Chapter One", 0, None), ("Chapter Two", 1, None), ("Chapter Three", 2, None)])
+    doc = load_bytes(broken, "broken.pdf")  # none of its titles is on its page
+    assert [(s.title, s.source) for s in doc.sections] == [("1 Introduction", "text"), ("2 Results", "text"),
+                                                           ("2.1 Cash flows", "text"), ("3 Outlook", "text")]
+    assert [s.level for s in doc.sections] == [1, 1, 2, 1]
+
+
+def test_markdown_html_and_text_headings():
+    md = load_bytes(b"# Report\n\nIntro.\n\n## Results\n\nUp.\n\nCash flows\n----------\n\nFine.\n\n```\n# code\n```\n",
+                    "r.md")
+    assert outline_text(md.sections) == "Report\n  Results\n  Cash flows"
+    assert md.sections[0].end == len(md.text) and md.sections[1].end == md.sections[2].start
+    nested = "".join(f"<section><h1>Level {i}</h1><p>text {i}</p>" for i in range(40)) + "</section>" * 40
+    html = load_bytes(("<html><body><nav><h1>Menu</h1></nav><h1>Title</h1><p>a</p><h2>Part <b>one</b></h2><p>b</p>"
+                       + nested + "</body></html>").encode(), "page.html")
+    titles = [s.title for s in html.sections]
+    assert titles[:2] == ["Title", "Part one"] and "Menu" not in titles and len(titles) == 42
+    assert max(s.level for s in html.sections) <= 6
+    text = load_bytes(b"CHAPTER 1 The Beginning\n\nIt was dark.\n\n1.1 The Storm\n\nWind.\n\n1.2 The Calm\n\n"
+                      b"Quiet.\n\nCHAPTER 2 The End\n\n2.1 After\n\nDone.\n", "book.txt")
+    assert [(s.title, s.level) for s in text.sections] == [
+        ("CHAPTER 1 The Beginning", 1), ("1.1 The Storm", 2), ("1.2 The Calm", 2), ("CHAPTER 2 The End", 1),
+        ("2.1 After", 2)]
+    steps = load_bytes(b"How to start.\n\n1 Open the lid\n2 Take the map\n3 Close it\n\nThat is all.", "steps.txt")
+    assert steps.sections == ()  # a list of steps is not a document's structure
+
+
+def test_docx_heading_styles_and_a_renamed_heading_style(tmp_path):
+    docx = pytest.importorskip("docx")
+    made = docx.Document()
+    made.add_heading("Annual report", level=1)
+    made.add_paragraph("The year in short.")
+    made.add_heading("Liquidity", level=2)
+    made.add_paragraph("Cash was ample.")
+    made.styles["Heading 3"].name = "Small Title"  # renamed: its outline level still says it is a heading
+    made.add_paragraph("Cash flows", style="Small Title")
+    made.add_paragraph("Operating cash rose.")
+    path = tmp_path / "report.docx"
+    made.save(path)
+    doc = load_document(path)
+    assert [(s.title, s.level, s.source) for s in doc.sections] == [
+        ("Annual report", 1, "markup"), ("Liquidity", 2, "markup"), ("Cash flows", 3, "markup")]
+    assert label(doc.section_path(doc.text.index("Operating"))) == "§Annual report › Liquidity › Cash flows"
+
+
+def test_sections_are_kept_with_the_document_and_served_over_http(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from pagemind import Pagemind, ScriptedLLM
+    from pagemind.server.app import create_app
+    from pagemind.users import create_user
+
+    pm = Pagemind(ScriptedLLM(), store=tmp_path / "s.db")
+    ann, key = create_user(pm.store, "ann")
+    _, bob_key = create_user(pm.store, "bob")
+    pdf = with_outline(PAGES, [("1 Introduction", 0, None), ("2 Results", 1, None), ("2.1 Cash flows", 1, 1),
+                               ("3 Outlook", 2, None)])
+    with TestClient(create_app(pm, auth="keys")) as client:
+        made = client.post("/v1/documents", headers={"Authorization": f"Bearer {key}"},
+                           files={"file": ("report.pdf", pdf, "application/pdf")})
+        assert made.status_code == 201, made.text
+        doc_id = made.json()["id"]
+        got = client.get(f"/v1/documents/{doc_id}/sections", headers={"Authorization": f"Bearer {key}"}).json()
+        assert got["format"] == "pdf" and got["pages"] == 3
+        assert [(s["title"], s["level"], s["page"]) for s in got["sections"]] == [
+            ("1 Introduction", 1, 1), ("2 Results", 1, 2), ("2.1 Cash flows", 2, 2), ("3 Outlook", 1, 3)]
+        theirs = client.get(f"/v1/documents/{doc_id}/sections", headers={"Authorization": f"Bearer {bob_key}"})
+        assert theirs.status_code == 404
+    kept = pm.open_document(doc_id, user_id=ann.id)  # read back from the store: pages and sections as read
+    assert kept.pages == load_bytes(pdf, "report.pdf").pages and kept.sections[2].title == "2.1 Cash flows"
+    pm.close()
