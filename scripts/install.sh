@@ -74,6 +74,17 @@ fi
 say "installing pagemind with the local backend, retrieval, evaluation, document formats, the service, Postgres and test tools"
 "$PYTHON" -m pip install -e ".[local,retrieval,eval,formats,serve,postgres,otel,ann,llama-index,langchain,test]"
 
+# Scanned PDF pages (no text layer) are read by OCR with Debian's tesseract-ocr (English data included); without
+# it such pages are left out with a message saying so, and the OCR tests fail naming it.
+if ! command -v tesseract >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    if [ "$(id -u)" = "0" ]; then
+        say "installing Debian's tesseract-ocr for scanned PDF pages"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null
+    else
+        echo "note: tesseract-ocr is not installed and this is not root: scanned PDF pages cannot be read" >&2
+    fi
+fi
+
 # The web viewer's browser tests drive Debian's chromium (a browser build cannot be downloaded at run time).
 # Installed where apt is there and we may use it; elsewhere those tests skip and say why.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then

@@ -78,12 +78,20 @@ def test_pdf_image_only_pages_keep_their_numbers(tmp_path):
     assert doc.page_at(doc.text.index("After")) == 3 and doc.page_at(doc.text.index("Before")) == 1
 
 
-def test_scanned_pdf_without_text_layer_is_a_clear_error(tmp_path):
+def test_scanned_pdf_without_text_layer_is_a_clear_error(tmp_path, monkeypatch):
     p = tmp_path / "scan.pdf"
-    p.write_bytes(make_pdf([None, None]))
+    p.write_bytes(make_pdf([None, None]))  # two pages, each one white pixel: OCR finds nothing either
     with pytest.raises(InputError) as err:
         load_document(p)
-    assert str(err.value).endswith("scan.pdf: has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf")
+    assert str(err.value).endswith("scan.pdf: has no text layer and OCR found no text on its pages (a photo, a "
+                                   "blank scan?)")
+    with pytest.raises(InputError) as err:
+        load_document(p, ocr="off")
+    assert str(err.value).endswith("scan.pdf: has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf (or "
+                                   "read it with --ocr auto)")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no tesseract: the message says what reads such pages
+    with pytest.raises(InputError, match="Tesseract, which is not installed"):
+        load_document(p)
 
 
 def test_encrypted_pdf(tmp_path):

@@ -127,3 +127,17 @@ def test_sections_are_kept_with_the_document_and_served_over_http(tmp_path):
     kept = pm.open_document(doc_id, user_id=ann.id)  # read back from the store: pages and sections as read
     assert kept.pages == load_bytes(pdf, "report.pdf").pages and kept.sections[2].title == "2.1 Cash flows"
     pm.close()
+
+
+def test_a_citation_names_the_section_path_and_the_page(tmp_path):
+    from pagemind import Pagemind, ScriptedLLM
+
+    path = tmp_path / "report.pdf"
+    path.write_bytes(with_outline(PAGES, [("1 Introduction", 0, None), ("2 Results", 1, None),
+                                          ("2.1 Cash flows", 1, 1), ("3 Outlook", 2, None)]))
+    fake = ScriptedLLM(by_role={"answer": 'Cash rose. [quote: "Cash from operations rose."]'})
+    with Pagemind(fake, store=tmp_path / "s.db") as pm:
+        answer = pm.ask(path, "What happened to cash?", method="full")
+    (cited,) = answer.citations
+    assert cited.section == "§2 Results › 2.1 Cash flows" and cited.source_page == 2
+    assert cited.location == "text (§2 Results › 2.1 Cash flows, p. 2)"

@@ -103,7 +103,7 @@ class Pagemind:
     def document(self, source: str | Path | Document, encoding: str = "utf-8") -> Document:
         if isinstance(source, Document):
             return source
-        return load_document(source, encoding=encoding, max_bytes=self.settings.max_bytes)
+        return load_document(source, encoding=encoding, max_bytes=self.settings.max_bytes, ocr=self.settings.ocr)
 
     # --- a user's documents (the service, MCP) ----------------------------------------------------------
     def add_document(self, data: bytes | str | Path, name: str | None = None, *, user_id: int,
@@ -126,9 +126,11 @@ class Pagemind:
         from .text.document import load_bytes
 
         if isinstance(data, Path):  # an upload spooled to a file: named by the upload, not the temporary file
-            return load_document(data, encoding=encoding, max_bytes=self.settings.max_bytes, name=name)
+            return load_document(data, encoding=encoding, max_bytes=self.settings.max_bytes, name=name,
+                                 ocr=self.settings.ocr)
         if isinstance(data, bytes):
-            return load_bytes(data, name or "upload.txt", encoding=encoding, max_bytes=self.settings.max_bytes)
+            return load_bytes(data, name or "upload.txt", encoding=encoding, max_bytes=self.settings.max_bytes,
+                              ocr=self.settings.ocr)
         return load_bytes(data.encode("utf-8"), name or "text.txt", max_bytes=self.settings.max_bytes)
 
     def documents(self, user_id: int) -> list[DocumentRow]:
@@ -246,7 +248,7 @@ class Pagemind:
                 raise InputError(f"{source} is a directory: {reader.name} reads a document, or a folder of documents "
                                  "as a library, and this one holds no document files; a source tree is read by the "
                                  "code method (Pagemind.ask_code, method='code', `pagemind ask DIR`)")
-            return of_folder(source, max_bytes=self.settings.max_bytes, encoding=encoding)
+            return of_folder(source, max_bytes=self.settings.max_bytes, encoding=encoding, ocr=self.settings.ocr)
         return self.document(source, encoding)
 
     # --- libraries -----------------------------------------------------------------------------------
@@ -278,7 +280,7 @@ class Pagemind:
         found = Found()
         paths = [s for s in sources if not isinstance(s, Document)]
         if paths:
-            found = read_paths(paths, max_bytes=self.settings.max_bytes, encoding=encoding)
+            found = read_paths(paths, max_bytes=self.settings.max_bytes, encoding=encoding, ocr=self.settings.ocr)
         members = [(n, d, origin) for n, d, origin in found.documents]
         members += [(s.name, s, None) for s in sources if isinstance(s, Document)]
         if not members:

@@ -33,6 +33,8 @@ class Citation:
     source_page: int | None = None  # the document's own page (PDF page, EPUB chapter), from 1, if it has pages
     score: float | None = None  # how strongly it supports the answer (alignment), when ranked
     document_name: str | None = None  # the document's name (a library's document: its name in the library)
+    section: str | None = None  # the document's own sections holding it: "§2 Results › 2.1 Cash flows"
+    ocr: bool = False  # its page was read by OCR (no text layer): the quote may hold its misreadings
 
     @property
     def span(self) -> tuple[int, int]:
@@ -40,9 +42,12 @@ class Citation:
 
     @property
     def location(self) -> str:
-        """Where a person finds it: ``page 3`` (pagemind's), with ``p. 12`` of the source when known."""
+        """Where a person finds it: ``page 3`` (pagemind's), with the document's section path and ``p. 12`` of the
+        source when known: ``fragment 7 (§2 Results › 2.1 Cash flows, p. 14)``."""
         where = self.unit if self.index is None else f"{self.unit} {self.index}"
-        return where if self.source_page is None else f"{where} (p. {self.source_page})"
+        own = [x for x in (self.section, None if self.source_page is None else f"p. {self.source_page}",
+                           "read by OCR" if self.ocr else None) if x]
+        return f"{where} ({', '.join(own)})" if own else where
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "location": self.location}
@@ -81,8 +86,16 @@ def cite(document: Any, unit: str, index: int | None, snippet: str, found_by: st
     if span is None:
         return None
     page_at = getattr(document, "page_at", None)
+    path = getattr(document, "section_path", None)
+    page = page_at(span[0]) if page_at else None
     return Citation(document.id, unit, index, span[0], span[1], document.text[span[0]:span[1]], found_by,
-                    page_at(span[0]) if page_at else None, score, getattr(document, "name", None))
+                    page, score, getattr(document, "name", None), section_label(path(span[0])) if path else None,
+                    page is not None and page in getattr(document, "ocr_pages", ()))
+
+
+def section_label(chain: Sequence[Any]) -> str | None:
+    """A section path as a citation names it (``§A › B``), or None outside every section."""
+    return "§" + " › ".join(s.title for s in chain) if chain else None
 
 
 def overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:

@@ -78,6 +78,8 @@ class Settings:
     server_idle: float = setting(600.0, "seconds without a request before the shared server stops (0: never)")
     max_bytes: int = setting(16 * 1024 * 1024, "refuse text files larger than this (PDF/EPUB/DOCX: up to 16x the "
                              "file, this much text)", flag="--max-bytes")
+    ocr: str = setting("auto", "PDF pages without a text layer: auto (read by OCR with Tesseract where installed), "
+                       "off (left out), force (every page by OCR)", flag="--ocr", choices=("auto", "off", "force"))
     cache: bool = setting(True, "do not reuse or store LLM replies", flag="--no-cache")
     native_tools: bool = setting(True, "OpenAI-compatible servers: offer native tool calling (else JSON-schema "
                                  "replies)")

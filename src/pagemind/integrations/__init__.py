@@ -36,7 +36,8 @@ def metadata(citation: Citation, method: str, run_id: str | None = None) -> dict
     """A passage as a framework node's metadata: where it is and how it was found (JSON values only)."""
     return {"document_id": citation.document, "document_name": citation.document_name, "unit": citation.unit,
             "index": citation.index, "location": citation.location, "start": citation.start, "end": citation.end,
-            "found_by": citation.found_by, "source_page": citation.source_page, "method": method,
+            "found_by": citation.found_by, "source_page": citation.source_page,
+            "section": citation.section, "method": method,
             "run_id": run_id, "score": citation.score}
 
 

@@ -232,7 +232,11 @@ class CitationShape(BaseModel):
                                       "message, quote...)")
     source_page: int | None = Field(None, description="the document's own page (PDF page, EPUB chapter)")
     score: float | None = Field(None, description="how strongly it supports the answer, when ranked")
-    location: str = Field(description="where a person finds it, e.g. 'page 3 (p. 12)'")
+    section: str | None = Field(None, description="the document's own sections holding it, e.g. '§2 Results › "
+                                                  "2.1 Cash flows'")
+    ocr: bool = Field(False, description="its page was read by OCR (no text layer)")
+    location: str = Field(description="where a person finds it, e.g. 'page 3 (§2 Results › 2.1 Cash flows, "
+                                      "p. 12)'")
 
 
 class CitedSpan(BaseModel):

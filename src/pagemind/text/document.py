@@ -46,6 +46,7 @@ class Document:
     format: str = "text"
     previous: Document | None = field(default=None, compare=False, repr=False)
     sections: tuple[Section, ...] = field(default=(), compare=False, repr=False)  # its own structure
+    ocr_pages: tuple[int, ...] = field(default=(), compare=False, repr=False)  # pages read by OCR (from 1)
 
     @property
     def id(self) -> str:
@@ -71,7 +72,8 @@ class Document:
 
     def structure(self) -> dict[str, object]:
         """What a store keeps beside the text: the format, the page starts and the sections (:meth:`restored`)."""
-        return {"format": self.format, "pages": list(self.pages), "sections": [s.as_dict() for s in self.sections]}
+        return {"format": self.format, "pages": list(self.pages), "sections": [s.as_dict() for s in self.sections],
+                "ocr_pages": list(self.ocr_pages)}
 
     @classmethod
     def restored(cls, text: str, name: str, structure: dict[str, object] | None,
@@ -81,8 +83,10 @@ class Document:
             return cls(text=text, name=name, previous=previous)
         pages = structure.get("pages")
         sections = structure.get("sections")
+        ocr = structure.get("ocr_pages")
         return cls(text=text, name=name, format=str(structure.get("format") or "text"), previous=previous,
                    pages=tuple(int(p) for p in pages) if isinstance(pages, list) else (),
+                   ocr_pages=tuple(int(p) for p in ocr) if isinstance(ocr, list) else (),
                    sections=tuple(Section.from_dict(s) for s in sections if isinstance(s, dict))
                    if isinstance(sections, list) else ())
 
@@ -142,7 +146,7 @@ def _validate_text(text: str, name: str) -> str:
 
 
 def load_document(path: str | Path, *, encoding: str = "utf-8", max_bytes: int = DEFAULT_MAX_BYTES,
-                  name: str | None = None) -> Document:
+                  name: str | None = None, ocr: str = "auto") -> Document:
     """Read a text, Markdown, HTML, PDF, EPUB or DOCX file, refusing what cannot be read with a one-line reason.
 
     ``name``: the name to give the document and its errors instead of the path's (an upload spooled to a
@@ -156,7 +160,7 @@ def load_document(path: str | Path, *, encoding: str = "utf-8", max_bytes: int =
         raise InputError(f"{path}: is a directory; give a file")
     with p.open("rb") as f:
         return _load(f, p.stat().st_size, name or p.name or str(p), label=name or str(path), encoding=encoding,
-                     max_bytes=max_bytes)
+                     max_bytes=max_bytes, ocr=ocr)
 
 
 def _check_size(size: int, head: bytes, suffix: str, label: str, max_bytes: int) -> None:
@@ -173,19 +177,21 @@ def _check_size(size: int, head: bytes, suffix: str, label: str, max_bytes: int)
 
 
 def load_bytes(raw: bytes, name: str, *, encoding: str = "utf-8", max_bytes: int = DEFAULT_MAX_BYTES,
-               label: str | None = None) -> Document:
+               label: str | None = None, ocr: str = "auto") -> Document:
     """A document from a file's bytes (an upload): the same formats, checks and errors as :func:`load_document`.
     The format is told by the content and the name's suffix."""
-    return _load(io.BytesIO(raw), len(raw), name, label=label or name, encoding=encoding, max_bytes=max_bytes)
+    return _load(io.BytesIO(raw), len(raw), name, label=label or name, encoding=encoding, max_bytes=max_bytes,
+                 ocr=ocr)
 
 
-def _load(source: BinaryIO, size: int, name: str, *, label: str, encoding: str, max_bytes: int) -> Document:
+def _load(source: BinaryIO, size: int, name: str, *, label: str, encoding: str, max_bytes: int,
+          ocr: str = "auto") -> Document:
     """The document in ``source`` (positioned at its start, ``size`` bytes), its size checked before it is read."""
     suffix = Path(name).suffix
     head = source.read(1024)
     source.seek(0)
     _check_size(size, head, suffix, label, max_bytes)
-    extracted = extract(source, suffix, label, encoding, max_bytes)
+    extracted = extract(source, suffix, label, encoding, max_bytes, ocr)
     if extracted.format == "text":
         text = next(iter(extracted.parts))
         document = Document(text=_validate_text(normalise_newlines(text), name), name=name)
@@ -193,7 +199,8 @@ def _load(source: BinaryIO, size: int, name: str, *, label: str, encoding: str, 
         document = Document.from_parts(extracted.parts, name=name, format=extracted.format,
                                        paged=extracted.format in ("pdf", "epub"),
                                        max_bytes=max_bytes if extracted.format in CONTAINERS else None, label=label)
-    return replace(document, sections=structure(document, extracted.headings, extracted.outline))
+    return replace(document, sections=structure(document, extracted.headings, extracted.outline),
+                   ocr_pages=tuple(extracted.ocr_pages))
 
 
 def structure(document: Document, headings: list[Heading], outline: bool) -> tuple[Section, ...]:

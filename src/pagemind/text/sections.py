@@ -228,8 +228,10 @@ def path_at(sections: Sequence[Section], offset: int) -> list[Section]:
 
 
 def label(chain: Sequence[Section]) -> str:
-    """A section path as a citation names it: ``§2.3 Liquidity › Cash flows``."""
-    return "§" + " › ".join(s.title for s in chain) if chain else ""
+    """A section path as a citation names it: ``§2.3 Liquidity › Cash flows`` (empty outside every section)."""
+    from ..citations import section_label
+
+    return section_label(chain) or ""
 
 
 def outline_text(sections: Sequence[Section]) -> str:

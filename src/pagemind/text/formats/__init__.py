@@ -36,6 +36,7 @@ class Extracted:
     parts: Iterable[str]
     headings: list[Heading] = field(default_factory=list)
     outline: bool = False
+    ocr_pages: list[int] = field(default_factory=list)  # pages read by OCR (from 1), filled as they are read
 
 
 def sniff_format(head: bytes, suffix: str) -> str:
@@ -56,16 +57,19 @@ def sniff_format(head: bytes, suffix: str) -> str:
     return "text"
 
 
-def extract(source: BinaryIO, suffix: str, name: str, encoding: str, max_bytes: int) -> Extracted:
+def extract(source: BinaryIO, suffix: str, name: str, encoding: str, max_bytes: int, ocr: str = "auto") -> Extracted:
     """The text of the file ``source`` (open, at its start) read as the format its content (or else its suffix)
-    says it is. Texts are read whole (the caller checked their size); containers by their parsers."""
+    says it is. Texts are read whole (the caller checked their size); containers by their parsers; ``ocr``: how
+    a PDF's pages without a text layer are read (:mod:`pagemind.text.ocr`)."""
     kind = sniff_format(source.read(1024), suffix)
     source.seek(0)
     if kind == "pdf":
         from .pdf import pdf_pages
 
         outline: list[Heading] = []
-        return Extracted("pdf", pdf_pages(source, name, outline), outline, outline=True)
+        read_by_ocr: list[int] = []
+        return Extracted("pdf", pdf_pages(source, name, outline, ocr, read_by_ocr), outline, outline=True,
+                         ocr_pages=read_by_ocr)
     if kind == "zip":
         return _from_zip(source, suffix, name, max_bytes)
     if kind == "ole":

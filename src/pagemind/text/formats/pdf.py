@@ -15,10 +15,15 @@ from .common import missing_library
 SCANNED_HINT = "has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf"
 
 
-def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None) -> Iterator[str]:
+def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None, ocr: str = "auto",
+              read_by_ocr: list[int] | None = None) -> Iterator[str]:
     """The text of each page of a PDF, in order (empty strings for pages without text), each extracted when it
     is asked for: a caller that stops early (the text is over its limit) leaves the rest unread. Once every page
-    is read, the PDF's outline (bookmarks) goes into ``outline``: its titles, levels and pages."""
+    is read, the PDF's outline (bookmarks) goes into ``outline``: its titles, levels and pages.
+
+    ``ocr``: ``auto`` reads a page without a text layer from its images with Tesseract (where installed), ``force``
+    every page, ``off`` none; the numbers of the pages read so go into ``read_by_ocr``."""
+    from ..ocr import page_images, read_images, tesseract
     try:
         import pypdf
         from pypdf.errors import DependencyError, PyPdfError
@@ -35,9 +40,17 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None)
             pages = len(reader.pages)
         if not pages:
             raise InputError(f"{name}: the PDF has no pages")
+        engine = tesseract() if ocr != "off" else None
         for number in range(pages):
             with _quiet("pypdf"):  # not around the yield: the caller's own warnings and logs stay as they are
                 text = reader.pages[number].extract_text() or ""
+                images = page_images(reader.pages[number]) if engine and (ocr == "force" or not text.strip()) \
+                    else []
+            seen = read_images(images) if images else ""
+            if seen.strip():
+                text = seen
+                if read_by_ocr is not None:
+                    read_by_ocr.append(number + 1)
             with_text = with_text or bool(text.strip())
             yield text
         if outline is not None:
@@ -50,7 +63,12 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
         raise InputError(f"{name}: not a readable PDF ({type(err).__name__}: {_one_line(err)})") from None
     if not with_text:
-        raise InputError(f"{name}: {SCANNED_HINT}")
+        if ocr == "off":
+            raise InputError(f"{name}: {SCANNED_HINT} (or read it with --ocr auto)")
+        if engine is None:
+            raise InputError(f"{name}: {SCANNED_HINT}; pagemind reads such pages with Tesseract, which is not "
+                             "installed (scripts/install.sh installs Debian's tesseract-ocr)")
+        raise InputError(f"{name}: has no text layer and OCR found no text on its pages (a photo, a blank scan?)")
 
 
 def _outline(reader: object) -> list[Heading]:

@@ -1,0 +1,91 @@
+"""Scanned pages read by OCR: PDFs made here with an image-only page (text rendered into a picture with a TrueType
+font, then saved by Pillow as a PDF page) and read by the real pypdf and Tesseract; a mixed PDF keeps its text
+layer elsewhere; OCR'd pages are marked and cited as such; off and force; a page that is a photo of nothing."""
+
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pagemind import Pagemind, ScriptedLLM
+from pagemind.cli.main import cli
+from pagemind.errors import InputError
+from pagemind.text.document import load_bytes
+from test_formats import make_pdf
+
+pypdf = pytest.importorskip("pypdf")
+Image = pytest.importorskip("PIL.Image")
+assert shutil.which("tesseract"), "tesseract is not installed: run scripts/install.sh (Debian's tesseract-ocr)"
+
+FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+LINES = ["The map was found under the third stair.", "Wren keeps the lamps of the tower."]
+
+
+def scanned_page(lines=LINES, size=40) -> bytes:
+    """One image-only PDF page: ``lines`` drawn black on white at ``size`` px (about 14 pt at 200 dpi)."""
+    from PIL import ImageDraw, ImageFont
+
+    picture = Image.new("L", (1700, 400 + 70 * len(lines)), 255)
+    draw = ImageDraw.Draw(picture)
+    font = ImageFont.truetype(str(FONT), size) if FONT.exists() else ImageFont.load_default(size)
+    for i, line in enumerate(lines):
+        draw.text((100, 150 + 70 * i), line, fill=0, font=font)
+    out = io.BytesIO()
+    picture.save(out, "PDF", resolution=200)
+    return out.getvalue()
+
+
+def mixed_pdf(*parts: bytes) -> bytes:
+    writer = pypdf.PdfWriter()
+    for part in parts:
+        writer.append(pypdf.PdfReader(io.BytesIO(part)))
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def test_an_image_only_page_is_read_by_ocr_and_a_mixed_pdf_keeps_its_text_layer(tmp_path):
+    pdf = mixed_pdf(make_pdf([["Page one has a text layer.", "Abel sails the ferry."]]), scanned_page())
+    doc = load_bytes(pdf, "mixed.pdf")
+    assert doc.ocr_pages == (2,) and len(doc.pages) == 2
+    first, second = doc.text[:doc.pages[1]], doc.text[doc.pages[1]:]
+    assert "Abel sails the ferry." in first  # the text layer, as it is
+    assert "map was found under the third stair" in second and "Wren keeps the lamps" in second
+    cached = list((tmp_path / "cache" / "pagemind" / "ocr").glob("*.txt"))
+    assert len(cached) == 1  # read once: a second read (an interrupted scan resumed) takes it from here
+    cached[0].write_text("from the cache", encoding="utf-8")
+    assert "from the cache" in load_bytes(pdf, "mixed.pdf").text
+
+    fake = ScriptedLLM(by_role={"answer": 'Under the stair. [quote: "Wren keeps the lamps"]'})
+    (tmp_path / "cache" / "pagemind" / "ocr" / cached[0].name).unlink()
+    path = tmp_path / "mixed.pdf"
+    path.write_bytes(pdf)
+    with Pagemind(fake, store=tmp_path / "s.db") as pm:
+        cited = pm.ask(path, "Who keeps the lamps?", method="full").citations[0]
+    assert cited.ocr and cited.source_page == 2 and cited.location == "text (p. 2, read by OCR)"
+
+
+def test_off_force_and_a_page_of_nothing(tmp_path):
+    scan = scanned_page()
+    with pytest.raises(InputError, match=r"has no text layer.*--ocr auto"):
+        load_bytes(scan, "scan.pdf", ocr="off")
+    blank = io.BytesIO()
+    Image.new("L", (800, 1000), 255).save(blank, "PDF")
+    with pytest.raises(InputError, match="OCR found no text on its pages"):
+        load_bytes(blank.getvalue(), "photo-of-nothing.pdf")
+    forced = load_bytes(mixed_pdf(make_pdf([["A text layer line."]]), scan), "both.pdf", ocr="force")
+    assert forced.ocr_pages == (2,)  # page 1 has no image to read: its text layer stays
+    assert "A text layer line." in forced.text and "third stair" in forced.text
+
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(scan)
+    refused = CliRunner().invoke(cli, ["show", str(path), "--sections", "--ocr", "off", "--store",
+                                       str(tmp_path / "s.db")])
+    assert refused.exit_code != 0 and "--ocr auto" in refused.output
