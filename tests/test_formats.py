@@ -163,7 +163,7 @@ def test_html_keeps_headings_and_paragraphs_and_drops_script_style_nav(tmp_path)
     assert doc.format == "html" and doc.pages == ()
     assert doc.text.split("\n\n") == [
         "The Harbour", "Wren finds the map in the sea chest.", "First line\nsecond line", "One", "Two",
-        "Name | Role", "Wren | finder", "code   keeps\n   its spaces", "Café & more",
+        "| Name | Role |\n| --- | --- |\n| Wren | finder |", "code   keeps\n   its spaces", "Café & more",
     ]
     for hidden in ("secret", "color", "Home", "Site title", "Hidden", "nor this"):
         assert hidden not in doc.text
@@ -248,7 +248,35 @@ def test_docx_paragraphs_and_tables_in_order(tmp_path):
     doc = load_document(p)
     assert doc.format == "docx" and doc.pages == ()  # DOCX stores no page numbers
     assert doc.text.split("\n\n") == ["The Harbour", "Wren finds the map in the sea chest.",
-                                      "Name | Role", "Wren | finder", "Abel reads it."]
+                                      "| Name | Role |\n| --- | --- |\n| Wren | finder |", "Abel reads it."]
+
+
+def test_tables_stay_tables_with_their_columns_and_merged_cells(tmp_path):
+    docx = pytest.importorskip("docx")
+    word = docx.Document()
+    word.add_paragraph("Table 1: Revenue", style="Caption")
+    table = word.add_table(rows=3, cols=3)
+    for row, cells in zip(table.rows, [("Year", "Revenue", "Margin"), ("2023", "4,512", "12%"),
+                                       ("Total", "", "")]):
+        for cell, value in zip(row.cells, cells):
+            cell.text = value
+    table.rows[2].cells[0].merge(table.rows[2].cells[1])  # "Total" spans two columns
+    p = tmp_path / "report.docx"
+    word.save(str(p))
+    doc = load_document(p)
+    assert doc.text.split("\n\n") == ["Table 1: Revenue", "| Year | Revenue | Margin |\n| --- | --- | --- |\n"
+                                      "| 2023 | 4,512 | 12% |\n| Total |  |  |"]
+    page = load_document_html(tmp_path, "<table><caption>Revenue | by year</caption><tr><th>Year</th><th>Revenue"
+                                        "</th></tr><tr><td>2023</td><td><p>4,512</p><table><tr><td>inner</td></tr>"
+                                        "</table></td></tr><tr><td colspan='2'>Total</td></tr></table>")
+    assert page.text == ("Table: Revenue | by year\n| Year | Revenue |\n| --- | --- |\n| 2023 | 4,512 inner |\n"
+                         "| Total |  |")
+
+
+def load_document_html(tmp_path, body):
+    p = tmp_path / "t.html"
+    p.write_text(f"<html><body>{body}</body></html>", encoding="utf-8")
+    return load_document(p)
 
 
 MARKDOWN = """---

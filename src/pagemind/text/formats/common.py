@@ -27,3 +27,17 @@ def clean_extracted(text: str) -> str:
 def missing_library(package: str, kind: str, name: str) -> InputError:
     """The error for a format whose optional library is not installed."""
     return InputError(f"{name}: reading {kind} files needs {package}: pip install 'pagemind[formats]'")
+
+
+def markdown_table(rows: list[list[str]], caption: str = "") -> str:
+    """Rows of cells as one Markdown table (the first row its header; short rows padded, so a value stays in its
+    column: ``| 2023 | 4,512 |``), its caption above it; ``|`` in a cell escaped. Empty when no row has text."""
+    rows = [[" ".join(c.split()).replace("|", "\\|") for c in row] for row in rows]
+    rows = [row for row in rows if any(row)]
+    if not rows:
+        return ""
+    width = max(len(row) for row in rows)
+    lines = ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in rows]
+    lines.insert(1, "|" + " --- |" * width)
+    caption = " ".join(caption.split())
+    return (f"Table: {caption}\n" if caption else "") + "\n".join(lines)

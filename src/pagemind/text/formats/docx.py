@@ -7,11 +7,11 @@ from typing import BinaryIO
 
 from ...errors import InputError, InputTooLarge
 from ..sections import MAX_LEVEL, Heading
-from .common import clean_extracted, missing_library
+from .common import clean_extracted, markdown_table, missing_library
 
 
 def docx_text(source: BinaryIO, name: str, max_bytes: int, headings: list[Heading] | None = None) -> str:
-    """The body text of a .docx file: one paragraph per Word paragraph, one per table row (cells joined by |).
+    """The body text of a .docx file: one paragraph per Word paragraph, one Markdown table per Word table.
 
     Refused (:class:`InputTooLarge`) at the paragraph where the text certainly passes ``max_bytes``: the sum of
     the paragraphs each cleaned alone (as :class:`~pagemind.text.document.Document` cleans the whole; alone, a
@@ -34,7 +34,7 @@ def docx_text(source: BinaryIO, name: str, max_bytes: int, headings: list[Headin
             level = heading_level(block)
             if level is not None:
                 headings.append(Heading(level, block.text.strip()))
-        for text in _table_rows(block) if isinstance(block, Table) else [block.text.strip()]:
+        for text in [markdown_table(_table_rows(block))] if isinstance(block, Table) else [block.text.strip()]:
             if not text:
                 continue
             paragraphs.append(text)
@@ -79,14 +79,15 @@ def _outline_level(element: object) -> int | None:
     return None
 
 
-def _table_rows(table: object) -> list[str]:
-    rows: list[str] = []
+def _table_rows(table: object) -> list[list[str]]:
+    """A Word table's rows of cell texts; a cell merged across columns (python-docx gives the same cell again for
+    each column it spans) has its text once, then empty cells, so every value stays in its column."""
+    rows: list[list[str]] = []
     for row in table.rows:  # type: ignore[attr-defined]
         cells: list[str] = []
+        previous = None
         for cell in row.cells:
-            text = " ".join(cell.text.split())
-            if text and (not cells or cells[-1] != text):  # merged cells repeat their text
-                cells.append(text)
-        if cells:
-            rows.append(" | ".join(cells))
+            cells.append("" if cell._tc is previous else " ".join(cell.text.split()))
+            previous = cell._tc
+        rows.append(cells)
     return rows
