@@ -141,3 +141,26 @@ def test_a_citation_names_the_section_path_and_the_page(tmp_path):
     (cited,) = answer.citations
     assert cited.section == "§2 Results › 2.1 Cash flows" and cited.source_page == 2
     assert cited.location == "text (§2 Results › 2.1 Cash flows, p. 2)"
+
+
+def test_rag_fragments_never_cross_a_section_and_name_its_path(tmp_path):
+    from pagemind import Pagemind, ScriptedLLM
+    from pagemind.retrieval.fragments import split_sections
+
+    body = " ".join(f"w{i}" for i in range(25))
+    md = f"# Report\n\nIntro words here.\n\n## Results\n\n{body}\n\n### Cash flows\n\nCash rose.\n\n## Outlook\n\nUp."
+    doc = load_bytes(md.encode(), "r.md")
+    fragments = split_sections(doc.text, doc.sections, size=10)
+    assert [(f.section, f.words) for f in fragments] == [  # 26 words of Results: three windows of about 9
+        ("§Report", 4), ("§Report › Results", 9), ("§Report › Results", 9), ("§Report › Results", 8),
+        ("§Report › Results › Cash flows", 4), ("§Report › Outlook", 2)]
+    assert fragments[3].text.endswith("w24") and fragments[4].text == "Cash flows Cash rose."
+    assert " ".join(f.text for f in fragments).split() == doc.text.split()  # in order, nothing lost
+    path = tmp_path / "r.md"
+    path.write_text(md)
+    fake = ScriptedLLM(by_role={"answer": 'It rose. [quote: "Cash rose."]'})
+    with Pagemind(fake, store=tmp_path / "s.db") as pm:
+        answer = pm.ask(path, "What did cash do?", method="rag", fragments="sections", fragment_words=10)
+        passages = pm.retrieve(path, "cash", k=1, method="rag", fragments="sections", fragment_words=10)
+    assert answer.citations[0].section == "§Report › Results › Cash flows"
+    assert passages[0].section == "§Report › Results › Cash flows" and passages[0].quote.startswith("Cash flows")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..library import Library, shelves
 from ..llm.client import LLM
 from ..llm.usage import Trace
-from ..retrieval.fragments import Fragment, from_dicts, split_pages, split_words
+from ..retrieval.fragments import Fragment, from_dicts, split_pages, split_sections, split_words
 from ..retrieval.select import fit
 from ..store import SQLStore
 from ..text import Document
@@ -46,8 +46,9 @@ class RAGOptions(ReaderOptions):
     presets = PRESETS
 
     preset: str = option("quality", "fragment size and prompts of a paper dataset")
-    fragments: Literal["words", "pages"] = option("words", "fixed word windows, or ReadAgent's pages (the RAG "
-                                                           "baselines of the ReadAgent paper)")
+    fragments: Literal["words", "pages", "sections"] = option(
+        "words", "fixed word windows; ReadAgent's pages (the RAG baselines of the ReadAgent paper); or word windows "
+        "that never cross one of the document's own sections, each naming its section path")
     fragment_words: int = option(500, "words per fragment", minimum=1)
     scorer: Literal["bm25", "dense", "hybrid"] = option("bm25", "s_ind: BM25, dense (MiniLM) or both fused")
     fusion: Literal["rrf", "mix"] = option("rrf", "hybrid: reciprocal rank fusion or a score mix")
@@ -68,7 +69,7 @@ class RAGOptions(ReaderOptions):
     def memory_settings(self) -> dict[str, Any]:
         if self.fragments == "pages":
             return {"fragments": "pages", "readagent": self.readagent_options().memory_settings()}
-        return {"fragments": "words", "fragment_words": self.fragment_words}
+        return {"fragments": self.fragments, "fragment_words": self.fragment_words}
 
     def retrieval(self) -> RetrievalSettings:
         from ..retrieval.index import RetrievalSettings  # numpy: loaded when a RAG reader scores, not on start-up
@@ -140,6 +141,8 @@ class RAG(Reader[RAGMemory, RAGOptions]):
 
             reader = GistMem(self.llm, self.store, self.options.readagent_options())
             fragments = split_pages(reader.build(document, build.progress, build.trace).pages)
+        elif self.options.fragments == "sections":
+            fragments = split_sections(document.text, document.sections, self.options.fragment_words)
         else:
             fragments = split_words(document.text, self.options.fragment_words)
         writer.put_many("fragment", [(f.index, f.as_dict()) for f in fragments])

@@ -8,6 +8,7 @@ splitter's unit (words, paragraphs, turns or lines; end exclusive).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -28,6 +29,7 @@ class Fragment:
     start: int = 0  # first word / paragraph / turn / line in the source
     end: int = 0  # one past the last
     unit: str = "words"
+    section: str = ""  # the document's sections holding it ("§2 Results › 2.1 Cash flows"), when it has them
 
     @property
     def words(self) -> int:
@@ -46,6 +48,37 @@ def split_words(text: str, size: int = 500, source: str = "") -> list[Fragment]:
     for n, start in enumerate(range(0, len(words), size)):
         chunk = words[start:start + size]
         out.append(Fragment(n, " ".join(chunk), n, source, start, start + len(chunk), "words"))
+    return out
+
+
+def split_sections(text: str, sections: Sequence[Any], size: int = 500, source: str = "") -> list[Fragment]:
+    """Word windows that never cross a section: the text is cut at every section's start, and each stretch (a
+    section up to its first subsection, or the rest of one after a subsection ends) is one fragment when it fits
+    ``size`` words, else windows of about equal size within it. Each fragment names its section path. Without
+    sections: :func:`split_words`."""
+    if size < 1:
+        raise ConfigError("fragment size must be at least 1 word")
+    if not sections:
+        return split_words(text, size, source)
+    from ..citations import section_label
+    from ..text.sections import path_at
+
+    cuts = sorted({0, len(text), *(s.start for s in sections), *(s.end for s in sections)})
+    out: list[Fragment] = []
+    word = 0
+    for lo, hi in itertools.pairwise(cuts):
+        words = text[lo:hi].split()
+        if not words:
+            continue
+        label = section_label(path_at(sections, lo)) or ""
+        count = -(-len(words) // size)  # windows of about equal size
+        step = -(-len(words) // count)
+        for start in range(0, len(words), step):
+            chunk = words[start:start + step]
+            n = len(out)
+            out.append(Fragment(n, " ".join(chunk), n, source, word + start, word + start + len(chunk), "words",
+                                label))
+        word += len(words)
     return out
 
 
