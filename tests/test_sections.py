@@ -164,3 +164,28 @@ def test_rag_fragments_never_cross_a_section_and_name_its_path(tmp_path):
         passages = pm.retrieve(path, "cash", k=1, method="rag", fragments="sections", fragment_words=10)
     assert answer.citations[0].section == "§Report › Results › Cash flows"
     assert passages[0].section == "§Report › Results › Cash flows" and passages[0].quote.startswith("Cash flows")
+
+
+def test_memwalker_on_the_sections_tree_titles_only_builds_without_an_llm_call(tmp_path):
+    from pagemind import Pagemind, ScriptedLLM
+
+    path = tmp_path / "report.pdf"
+    path.write_bytes(with_outline(PAGES, [("1 Introduction", 0, None), ("2 Results", 1, None),
+                                          ("2.1 Cash flows", 1, 1), ("3 Outlook", 2, None)]))
+    fake = ScriptedLLM(by_role={"navigate": ["Reasoning: results hold it\nAction: 1",
+                                             "Reasoning: cash flows\nAction: 1",
+                                             "Reasoning: here\nAction: -2\nAnswer: Cash from operations rose."]})
+    with Pagemind(fake, store=tmp_path / "s.db") as pm:
+        plan = pm.plan(path, "memwalker", tree="sections", summaries="titles")
+        tree = pm.index(plan)
+        assert fake.history == []  # titles only: no LLM call to build
+        shown = {n.id: n.summary for n in tree.nodes}
+        assert shown["root"].startswith("report.pdf: [§1 Introduction] 1 Introduction")
+        assert shown["1"].startswith("2 Results: [§2 Results] 2 Results") and "[§2 Results › 2.1 Cash flows]" in \
+            shown["1"]
+        answer = pm.ask(path, "What happened to cash?", method="memwalker", tree="sections", summaries="titles")
+    assert answer.text.startswith("Cash from operations rose.")
+    assert [r.role for r in fake.history] == ["navigate"] * 3
+    assert any(c.section == "§2 Results › 2.1 Cash flows" and c.source_page == 2 for c in answer.citations)
+    leaf_prompt = fake.history[-1].messages[-1].content
+    assert "Main text: 2.1 Cash flows" in leaf_prompt  # the leaf read is the section's own text

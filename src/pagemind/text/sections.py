@@ -100,12 +100,13 @@ def _page_of(pages: Sequence[int], offset: int) -> int | None:
 
 
 def _find(text: str, title: str, cursor: int, span: tuple[int, int]) -> int | None:
-    """The offset of ``title`` at the start of a line (any case and spacing) in ``span``, at or after ``cursor``."""
+    """The offset of ``title`` at the start of a line in ``span``, at or after ``cursor``: its words in order, in any
+    case, whatever spacing and punctuation stand between them (an outline's ’ may be a text layer's ')."""
     lo, hi = max(span[0], cursor), span[1]
-    if lo >= hi:
+    words = [re.escape(w) for w in re.findall(r"\w+", title)]
+    if lo >= hi or not words:
         return None
-    words = [re.escape(w) for w in title.split()]
-    pattern = re.compile(r"(?im)^[ \t]*(" + r"\s+".join(words) + r")", re.IGNORECASE | re.MULTILINE)
+    pattern = re.compile(r"^[^\w\n]*(" + r"[\W_]*".join(words) + r")", re.IGNORECASE | re.MULTILINE)
     hit = pattern.search(text, lo, hi)
     return hit.start(1) if hit else None
 

@@ -45,7 +45,21 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
         """The sizes and the effective node limit (it depends on the model's window)."""
         return {**self.options.memory_settings(), "node_limit": self.node_limit}
 
+    @property
+    def builds_with_llm(self) -> bool:
+        """A titles-only tree of sections is built without an LLM call (a retriever may build it)."""
+        return not (self.options.tree == "sections" and self.options.summaries == "titles")
+
+    def memory_model(self) -> str:
+        """The model's identity even for a titles-only tree: its sizes are counted in the model's tokens."""
+        return self.llm.model_identity
+
     def _build(self, document: Document, writer: MemoryWriter, build: Build) -> None:
+        if self.options.tree == "sections" and document.sections:
+            from .sections import build_section_tree
+
+            build_section_tree(document, writer, build, self.llm, self.options, self.node_limit)
+            return
         build_tree(document, writer, build, self.llm, self.options, self.node_limit)
 
     def _reuse(self, old: MemoryTree, previous: Document, document: Document, writer: MemoryWriter) -> int:

@@ -126,6 +126,13 @@ class MemWalkerOptions(ReaderOptions):
                                minimum=2)
     node_tokens: int = option(500, "node size limit: longer concatenated summaries are compressed", memory=True,
                               minimum=8)
+    tree: Literal["paper", "sections"] = option(
+        "paper", "the tree: the paper's (segments summarised bottom-up) or the document's own sections as inner "
+                 "nodes (its outline or headings; the paper's tree where it has none)", memory="changed")
+    summaries: Literal["llm", "titles"] = option(
+        "llm", "tree=sections: where a section's children do not fit the node limit, the LLM summarises them (llm), "
+               "or its title and its subsections' titles stand for them (titles: no LLM call to build)",
+        memory="changed")
     reasoning: bool = option(True, "triage asks for reasoning first (False: the paper's Table 3 ablation)")
     working_memory: bool = option(True, "carry the path's summaries into the leaf prompt (paper Fig. 3 ablation)")
     memory_tokens: int = option(1500, "working-memory budget, also cut to what the context window leaves",

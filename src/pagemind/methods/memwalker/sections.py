@@ -1,0 +1,157 @@
+"""MemWalker's tree on the document's own structure (``tree=sections``), as PageIndex builds its tree.
+
+Inner nodes are the document's sections (a PDF's outline, the markup's headings or the text's: ``Document.sections``),
+each node's children its own text's leaves (paragraphs packed into segments of ``segment_tokens``, the paper's
+segmentation) then its subsections, in reading order; text before the first section hangs under the root. A node
+with more than ``max_children`` children gets unnamed groups between, balanced as the paper's tree groups leaves.
+
+What a parent's triage shows of each child (its ``summary``) is written without an LLM where it can be:
+
+* a leaf shows its section path and its text's beginning (``node_limit / max_children`` tokens, so a triage of
+  ``max_children`` leaves fits the node limit);
+* a section shows its title, then its children's summaries when they fit the node limit; only a section whose
+  children do not fit needs a summary: ``summaries=llm`` asks the model for one there (the paper's non-leaf
+  prompt: the one place this tree calls the LLM), ``summaries=titles`` shows its title and its subsections'
+  titles instead — no LLM call at all, as PageIndex's flash index.
+
+Navigation is the paper's (triage, revert, working memory) over this tree. A document without sections gets the
+paper's tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ...citations import section_label
+from ...llm.client import LLM
+from ...text import Document
+from ...text.sections import path_at
+from ..base import Build, MemoryWriter
+from .build import clean_summary
+from .memory import ROOT, MemWalkerOptions, TreeNode, child_id
+from .requests import nonleaf_summary_request
+from .segment import SEPARATOR, cut_to_tokens, segment_text
+
+
+@dataclass
+class Part:
+    """A planned node: a section (``title``), a group of a crowded section's children (no title), or a leaf
+    (``text``)."""
+
+    title: str = ""
+    text: str = ""
+    path: str = ""  # the section path of a leaf's text
+    children: list[Part] = field(default_factory=list)
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children and not self.title
+
+
+def plan_sections(document: Document, opts: MemWalkerOptions, count: Callable[[str], int]) -> Part:
+    """The tree's shape: sections, their own text's segments, groups where a node has too many children."""
+    sections = document.sections
+
+    def leaves(lo: int, hi: int) -> list[Part]:
+        text = document.text[lo:hi].strip()
+        if not text:
+            return []
+        label = section_label(path_at(sections, lo)) or ""
+        return [Part(text=s, path=label) for s in segment_text(text, opts.segment_tokens, count)]
+
+    def node(title: str, lo: int, hi: int, i: int) -> tuple[Part, int]:
+        """The part spanning ``[lo, hi)``: its own text's leaves and the sections starting in it (from ``i``)."""
+        part, cursor = Part(title=title), lo
+        while i < len(sections) and sections[i].start < hi:
+            s = sections[i]
+            part.children += leaves(cursor, s.start)
+            child, i = node(s.title, s.start, min(s.end, hi), i + 1)
+            part.children.append(child)
+            cursor = min(s.end, hi)
+        part.children += leaves(cursor, hi)
+        return part, i
+
+    root, _ = node(document.name, 0, len(document.text), 0)
+    while len(root.children) == 1 and not root.children[0].is_leaf:  # a document under one title: that title
+        root = root.children[0]
+    _collapse(root)
+    _group(root, opts.max_children)
+    return root
+
+
+def _collapse(part: Part) -> None:
+    """A node with one child is that child (a section holding one segment is its leaf, which names the section's
+    path): no triage between one choice."""
+    for i, child in enumerate(part.children):
+        _collapse(child)
+        while len(child.children) == 1:
+            child = child.children[0]
+        part.children[i] = child
+
+
+def _group(part: Part, most: int) -> None:
+    """Balanced groups under a node with more than ``most`` children (9 children, at most 8: 5 + 4), recursively."""
+    for child in part.children:
+        _group(child, most)
+    while len(part.children) > most:
+        groups = -(-len(part.children) // most)
+        q, r = divmod(len(part.children), groups)
+        sizes = [q + 1] * r + [q] * (groups - r)
+        made, start = [], 0
+        for size in sizes:
+            members = part.children[start:start + size]
+            start += size
+            made.append(members[0] if size == 1 else Part(children=members))
+        part.children = made
+
+
+def build_section_tree(document: Document, writer: MemoryWriter, build: Build, llm: LLM, opts: MemWalkerOptions,
+                       limit: int) -> None:
+    """The tree of ``document``'s sections (see the module), written to ``writer``."""
+    root = plan_sections(document, opts, llm.count_tokens)
+    preview = max(8, limit // opts.max_children)
+    nodes: list[TreeNode] = []
+    leaves: list[TreeNode] = []
+    inner: list[TreeNode] = []
+    calls = [0]
+
+    def make(part: Part, node_id: str) -> TreeNode:
+        if part.is_leaf:
+            shown = f"[{part.path}] " if part.path else ""
+            summary = shown + cut_to_tokens(part.text, preview, llm.count_tokens)
+            node = TreeNode(node_id, len(leaves), 0, (), part.text, summary, llm.count_tokens(part.text),
+                            llm.count_tokens(summary))
+            leaves.append(node)
+            return node
+        children = [make(c, child_id(node_id, k)) for k, c in enumerate(part.children)]
+        text = SEPARATOR.join(c.summary for c in children)
+        head = part.title or "(part)"
+        summary, compressed = f"{head}: {text}", False
+        if llm.count_tokens(summary) > limit:
+            if opts.summaries == "llm":
+                response, event = llm.complete(nonleaf_summary_request(text, limit), build.trace)
+                made = clean_summary(response.text) or cut_to_tokens(text, limit, llm.count_tokens)
+                build.trace.decide(event, f"summary of section node {node_id}")
+                summary, compressed = f"{head}: {made}", True
+                calls[0] += 1
+            else:  # titles only: the section's title and what it holds, no LLM call
+                titles = [p.title for p in part.children if p.title] or [f"{len(part.children)} parts"]
+                summary = cut_to_tokens(f"{head} (contains: {'; '.join(titles)})", limit, llm.count_tokens)
+            build.phase("building the tree", len(inner) + 1, 0, "node")
+        node = TreeNode(node_id, -1, 1 + max(c.level for c in children), tuple(c.id for c in children), text,
+                        summary, llm.count_tokens(text), llm.count_tokens(summary), compressed)
+        inner.append(node)
+        return node
+
+    top = make(root, ROOT)
+    if top.is_leaf:  # a document that is one segment: the root is that leaf
+        nodes = [TreeNode(ROOT, 0, 0, (), top.text, top.summary, top.tokens, top.summary_tokens)]
+    else:
+        ordered = sorted(inner, key=lambda n: n.level)
+        nodes = leaves + [TreeNode(n.id, len(leaves) + k, n.level, n.children, n.text, n.summary, n.tokens,
+                                   n.summary_tokens, n.compressed) for k, n in enumerate(ordered)]
+    writer.put_many("node", [(n.index, n.__dict__) for n in nodes])
+
+
+__all__ = ["build_section_tree", "plan_sections"]
