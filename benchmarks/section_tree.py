@@ -78,8 +78,8 @@ def main() -> None:
     parser.add_argument("--documents", default="sample,pdf")
     args = parser.parse_args()
     from pagemind import Pagemind, ScriptedLLM
-    from pagemind.llm.usage import Trace
     from pagemind.cli.main import sample_path
+    from pagemind.llm.usage import Trace
     from pagemind.text import load_document
 
     text = sample_path("long").read_text(encoding="utf-8")
