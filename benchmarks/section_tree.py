@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import argparse
 import io
+import re
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import write_result
+from common import ROOT, write_result
+
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers import make_pdf
 
 LINES_PER_PAGE = 30
 
@@ -37,27 +42,8 @@ def sample_pdf(text: str) -> bytes:
             lines.append(" ".join(line) if line else words.pop(0))
         lines.append("")
     pages = [lines[i:i + LINES_PER_PAGE] for i in range(0, len(lines), LINES_PER_PAGE)]
-    objects = {1: b"<< /Type /Catalog /Pages 2 0 R >>", 3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"}
-    kids, n = [], 4
-    for page_lines in pages:
-        page, content, n = n, n + 1, n + 2
-        shown = [b"(%s) '" % line.replace("\\", "").replace("(", "[").replace(")", "]").encode("latin-1", "replace")
-                 for line in page_lines]
-        stream = b"\n".join([b"BT /F1 10 Tf 50 760 Td 15 TL", *shown, b"ET"])
-        objects[page] = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> "
-                         b">> /Contents %d 0 R >>" % content)
-        objects[content] = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)
-        kids.append(page)
-    objects[2] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
-    out, offsets = bytearray(b"%PDF-1.4\n"), {}
-    for num in sorted(objects):
-        offsets[num] = len(out)
-        out += b"%d 0 obj\n%s\nendobj\n" % (num, objects[num])
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offsets[num] for num in sorted(objects))
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(bytes(out))))
+    out = make_pdf([list(p) for p in pages], size=10, leading=15, top=760)
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(out)))
     for number, page_lines in enumerate(pages):
         for line in page_lines:
             if line.startswith("Chapter "):
@@ -107,7 +93,8 @@ def main() -> None:
                                  "seconds": round(seconds, 2), "nodes": len(memory.nodes),
                                  "leaves": len(memory.leaves), "depth": memory.depth})
                     print(rows[-1], flush=True)
-    write_result("section_tree", {"llm": args.llm or "scripted echo", "rows": rows})
+    model = re.sub(r"[^A-Za-z0-9.-]+", "-", args.llm).strip("-") if args.llm else ""
+    write_result("section_tree" + (f"-{model}" if model else ""), {"llm": args.llm or "scripted echo", "rows": rows})
 
 
 if __name__ == "__main__":

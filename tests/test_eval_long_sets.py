@@ -238,7 +238,7 @@ def test_infbench_and_longbench_v2_read_their_published_formats_and_run(tmp_path
 def pdf_folder(folder, name="report.pdf", unreadable=()):
     """A 4-page report (page 3 holds the revenue) in ``documents/``, as both repositories lay them out, and an
     image-only deck for each name in ``unreadable``."""
-    from test_formats import make_pdf
+    from helpers import make_pdf
 
     (folder / "documents").mkdir(parents=True, exist_ok=True)
     pages = [[f"Report page {p} line {k} about revenue growth" for k in range(6)] for p in range(1, 5)]
@@ -373,7 +373,7 @@ def test_asked_of_the_whole_library_the_right_pdf_must_be_found_and_cited(tmp_pa
     """library=true: every question reads all the PDFs as one library (one memory); its labels stay on its own
     PDF, so a citation of the right words in another PDF is not a hit."""
     pytest.importorskip("pypdf")
-    from test_formats import make_pdf
+    from helpers import make_pdf
 
     folder = tmp_path / "pageindex"
     pdf_folder(folder, unreadable=["deck.pdf"])

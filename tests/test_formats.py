@@ -7,46 +7,13 @@ import zipfile
 import pytest
 from click.testing import CliRunner
 
-from helpers import first_words_gist, middle_label
+from helpers import first_words_gist, make_pdf, middle_label
 from pagemind import ScriptedLLM
 from pagemind.cli.main import cli
 from pagemind.errors import InputError
 from pagemind.text import Document, load_document
 
 pypdf = pytest.importorskip("pypdf", reason="needs the formats extra: pip install 'pagemind[formats]'")
-
-
-def make_pdf(pages: list[list[str] | None]) -> bytes:
-    """A minimal valid PDF: one page per entry, each a list of Helvetica text lines, None for an image-only page."""
-    objects = {1: b"<< /Type /Catalog /Pages 2 0 R >>",
-               3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"}
-    kids, n = [], 4
-    for lines in pages:
-        page, content, n = n, n + 1, n + 2
-        if lines is None:
-            image, n = n, n + 1
-            objects[image] = (b"<< /Type /XObject /Subtype /Image /Width 1 /Height 1 /ColorSpace /DeviceGray "
-                              b"/BitsPerComponent 8 /Length 1 >>\nstream\n\x80\nendstream")
-            stream = b"q 100 0 0 100 72 600 cm /Im0 Do Q"
-            resources = b"<< /XObject << /Im0 %d 0 R >> >>" % image
-        else:
-            shown = [b"(%s) '" % line.encode("latin-1") for line in lines]
-            stream = b"\n".join([b"BT /F1 12 Tf 72 720 Td 14 TL", *shown, b"ET"])
-            resources = b"<< /Font << /F1 3 0 R >> >>"
-        objects[page] = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources %s /Contents %d 0 R >>"
-                         % (resources, content))
-        objects[content] = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)
-        kids.append(page)
-    objects[2] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
-    out, offsets = bytearray(b"%PDF-1.4\n"), {}
-    for num in sorted(objects):
-        offsets[num] = len(out)
-        out += b"%d 0 obj\n%s\nendobj\n" % (num, objects[num])
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offsets[num] for num in sorted(objects))
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
 
 
 TWO_PAGES = [["Page one text.", "Wren finds the map in the sea chest."],

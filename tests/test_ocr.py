@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from helpers import make_pdf
 from pagemind import Pagemind, ScriptedLLM
 from pagemind.cli.main import cli
 from pagemind.errors import InputError
 from pagemind.text.document import load_bytes
-from test_formats import make_pdf
 
 pypdf = pytest.importorskip("pypdf")
 Image = pytest.importorskip("PIL.Image")

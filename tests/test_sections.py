@@ -8,11 +8,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from helpers import make_pdf
 from pagemind.cli.main import cli
 from pagemind.text import load_document
 from pagemind.text.document import load_bytes
 from pagemind.text.sections import label, outline_text
-from test_formats import make_pdf
 
 pypdf = pytest.importorskip("pypdf")
 

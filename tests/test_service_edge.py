@@ -297,7 +297,7 @@ def test_deep_or_wide_json_is_refused_on_every_json_route(keyed):
 def test_a_library_upload_is_streamed_like_a_document_upload(local):
     """A PDF over --max-body (but within a PDF's limit, 16 x max_bytes) was refused by a library and accepted by
     POST /v1/documents: both are streamed to a file against the document limits now."""
-    from test_formats import make_pdf
+    from helpers import make_pdf
 
     client, _ = local
     pdf = make_pdf([[f"Page {i}: Wren reads the ledger."] for i in range(200)])

@@ -251,7 +251,7 @@ def test_another_content_type_is_unsupported():
 # --- containers: the extracted text checked as it is extracted -----------------------------------------------------
 def test_a_pdf_whose_text_passes_the_limit_stops_being_extracted_there(tmp_path, monkeypatch):
     pypdf = pytest.importorskip("pypdf", reason="needs the formats extra")
-    from test_formats import make_pdf
+    from helpers import make_pdf
 
     pages = [[f"Page {n} line {k} of the harbour story." for k in range(4)] for n in range(40)]
     path = tmp_path / "long.pdf"
