@@ -193,6 +193,8 @@ def test_epub_reads_the_spine_in_order_with_chapter_starts(tmp_path):
     assert doc.text == "Chapter Two\n\nAbel reads the map.\n\nChapter One\n\nWren finds the map."
     assert doc.pages == (0, doc.text.index("Chapter One"))
     assert doc.page_at(doc.text.index("Wren")) == 2
+    assert [(sec.title, sec.page, sec.source) for sec in doc.sections] == [("Chapter Two", 1, "markup"),
+                                                                           ("Chapter One", 2, "markup")]
     locked = tmp_path / "locked.epub"
     make_epub(locked, encrypted=True)
     with pytest.raises(InputError, match="DRM-protected"):

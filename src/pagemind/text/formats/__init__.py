@@ -121,18 +121,20 @@ def _from_zip(source: BinaryIO, suffix: str, name: str, max_bytes: int) -> Extra
         headings: list[Heading] = []
         return Extracted("docx", (docx_text(source, name, max_bytes, headings),), headings)
     if mimetype == EPUB_MIMETYPE or (suffix.lower() == ".epub" and "META-INF/container.xml" in names):
-        return Extracted("epub", _epub(archive, name, max_bytes))
+        chapter_headings: list[Heading] = []
+        return Extracted("epub", _epub(archive, name, max_bytes, chapter_headings), chapter_headings)
     archive.close()
     raise UnsupportedInput(f"{name}: a zip archive that is neither EPUB nor DOCX; "
                            f"pagemind reads PDF, EPUB, DOCX, HTML, Markdown and text files")
 
 
-def _epub(archive: zipfile.ZipFile, name: str, max_bytes: int) -> Iterator[str]:
-    """The chapters of an EPUB as they are read, its zip and parser errors as one-line :class:`InputError`."""
+def _epub(archive: zipfile.ZipFile, name: str, max_bytes: int, headings: list[Heading]) -> Iterator[str]:
+    """The chapters of an EPUB as they are read (their headings into ``headings``), its zip and parser errors as
+    one-line :class:`InputError`."""
     from .epub import epub_chapters
 
     with archive:
         try:
-            yield from epub_chapters(archive, name, max_bytes)
+            yield from epub_chapters(archive, name, max_bytes, headings)
         except (zipfile.BadZipFile, OSError, ValueError, KeyError, NotImplementedError) as err:
             raise InputError(f"{name}: a damaged EPUB ({err})") from None

@@ -10,6 +10,7 @@ from urllib.parse import unquote
 
 from ...errors import InputError, InputTooLarge
 from ..decoding import declared_encoding
+from ..sections import Heading, html_headings
 from .html import html_to_text
 
 CONTAINER = "META-INF/container.xml"
@@ -17,8 +18,10 @@ ENCRYPTION = "META-INF/encryption.xml"
 HTML_TYPES = ("application/xhtml+xml", "text/html")
 
 
-def epub_chapters(archive: zipfile.ZipFile, name: str, max_bytes: int) -> Iterator[str]:
-    """The text of each spine document with text in it, in reading order, each read when it is asked for.
+def epub_chapters(archive: zipfile.ZipFile, name: str, max_bytes: int,
+                  headings: list[Heading] | None = None) -> Iterator[str]:
+    """The text of each spine document with text in it, in reading order, each read when it is asked for; its
+    ``h1``-``h6`` headings go into ``headings`` with the chapter's number as their page.
 
     Chapters are unpacked only while their unpacked sizes add up to at most ``max_bytes`` (a chapter's text is
     less than its markup), so a zip bomb cannot make this allocate more than the text limit."""
@@ -34,7 +37,7 @@ def epub_chapters(archive: zipfile.ZipFile, name: str, max_bytes: int) -> Iterat
         raise InputError(f"{name}: the EPUB has no reading order (an empty OPF spine)")
     protected = _encrypted_members(archive)
     found = False
-    read = 0
+    read = chapters = 0
     for idref in spine:
         if idref not in manifest:
             continue
@@ -48,8 +51,12 @@ def epub_chapters(archive: zipfile.ZipFile, name: str, max_bytes: int) -> Iterat
             raise InputTooLarge(f"{name}: the EPUB's chapters are over the {max_bytes / 1e6:.1f} MB text limit "
                                 f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)")
         raw = archive.read(path)
-        text = html_to_text(raw.decode(declared_encoding(raw), errors="replace"))
+        markup = raw.decode(declared_encoding(raw), errors="replace")
+        text = html_to_text(markup)
         if text.strip():
+            if headings is not None:
+                headings.extend(Heading(h.level, h.title, chapters + 1) for h in html_headings(markup))
+            chapters += 1
             found = True
             yield text
     if not found:
