@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from ..errors import ConfigError, NotFound
+from ..errors import ConfigError
 from ..limits import MAX_EMBEDDED, check_text
 from ..text.words import STOPWORDS, WORD, keywords
 from .memory import AgentOptions, Passage, SearchPage
@@ -159,17 +159,18 @@ class Archive:
         return self.store.insert_passages(self.agent_id, rows)
 
     # --- clean writes --------------------------------------------------------------------------------
-    def add(self, text: str, time: str, source: str | None = None, replaces: str | None = None) -> Added:
+    def add(self, text: str, time: str, source: str | None = None, replaces: str | Passage | None = None) -> Added:
         """One passage the agent or a user was told: stored, unless it repeats one already stored (exactly, or near:
         :data:`NEAR_REPEAT` and no word the stored one lacks), whose repeats then record this one's time and
-        source instead. ``replaces``: the earlier fact it corrects (its text, or a part of it), found among the
-        current passages and marked superseded by the new one (nothing is deleted)."""
+        source instead. ``replaces``: the earlier fact it corrects (the passage, or its text or a part of it, found
+        among the current passages by :meth:`find`), marked superseded by the new one (nothing is deleted)."""
         check_text("passage", text)
         same = self.repeat_of(text)
         if same is not None:
             self.store.note_repeat(self.agent_id, same.id, time, source)
             return Added(self.store.passages(self.agent_id, [same.id])[0], False)
-        old = self.find(replaces) if replaces and replaces.strip() else None
+        old = replaces if isinstance(replaces, Passage) else \
+            self.find(replaces) if replaces and replaces.strip() else None
         (pid,) = self.insert([text], time, source=source)
         if old is not None:
             self.store.supersede(self.agent_id, old.id, pid, time)
@@ -188,11 +189,6 @@ class Archive:
             if p.superseded_by is None and wanted <= {w[:4] for w in told_words(p.text)}:
                 return p
         return None
-
-    def supersede(self, old: int, new: int, time: str) -> None:
-        """Mark passage ``old`` superseded by ``new`` (both the agent's: else :class:`NotFound`)."""
-        if not self.store.supersede(self.agent_id, old, new, time):
-            raise NotFound(f"no passages {old} and {new} of this agent to supersede one by the other")
 
     def repeat_of(self, text: str) -> Passage | None:
         """The current stored passage ``text`` repeats, or None."""

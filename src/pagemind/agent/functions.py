@@ -239,7 +239,7 @@ class Toolbox:
         if found is None:
             raise ToolError(f"No archival passage matches old_content {old_content[:80]!r}: search archival memory "
                             "for the earlier fact, or save the new one with archival_memory_insert")
-        added = self.archive.add(new_content, self.now(), replaces=old_content)
+        added = self.archive.add(new_content, self.now(), replaces=found)
         if not added.stored:
             return f"Already in archival memory (saved {added.passage.time[:16]}): not stored again."
         return f'Inserted into archival memory; it replaces the earlier "{found.text[:120]}" (kept, marked replaced).'
