@@ -223,7 +223,7 @@ def test_a_reply_cut_by_the_token_limit_loses_its_partial_line():
 def run(args, fake=None, command=None):
     """``pagemind complete ARGS`` through the real command group (or ``command`` with ARGS as given)."""
     fake = fake or ScriptedLLM(by_role={"complete": "    total = alpha_total(scaled)\n",
-                                        "answer": "It sums them."})
+                                        "answer": "It returns sum(values)."})
     if command is None:
         command, args = cli_main.cli, ["complete", *args]
     return CliRunner().invoke(command, args, obj={"backend": fake}), fake
@@ -269,7 +269,8 @@ def test_ask_directory_dispatch(tmp_path):
     result, fake = run(ask + ["What does alpha_total do?", "--top-k", "1", "--budget", "200"] + store,
                        command=cli_main.cli)
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == "It sums them." and "[code] fragments read:" in result.stderr
+    assert result.stdout.startswith("It returns sum(values). [1]") and "[code] fragments read:" in result.stderr
+    assert "\nSupport: supported by [1]" in result.stdout  # the source's line holds what the answer says
     assert fake.history[-1].messages[0].content.count("# pkg/") == 1  # --top-k 1
     on, _ = run(ask + ["q?", "--json"] + store, command=cli_main.cli)
     off, _ = run(ask + ["q?", "--json", "--no-fragrel"] + store, command=cli_main.cli)

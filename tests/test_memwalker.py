@@ -268,7 +268,7 @@ def test_step_budget_ends_the_search():
 
 def test_single_segment_text_goes_straight_to_the_leaf_prompt():
     fake = scripted(navigate=["Reasoning: here\nAction: -2\nAnswer: Ryan invited him."])
-    mw = walker(fake, segment_tokens=200)
+    mw = walker(fake, segment_tokens=200, abstain="off")  # the filler text does not say: the draft stands
     answer = mw.answer(mw.build(Document.from_text(make_text(3, 10))), Question("Who invited Michael?"))
     assert answer.text == "Ryan invited him." and answer.choice is None
     assert answer.details["walk"] == "root (leaf: -2, answer Ryan invited him.)"

@@ -149,7 +149,8 @@ def test_free_form_questions_get_text():
     ra = agent(fake)
     memory = ra.build(Document.from_text(make_text(30, 60)))
     answer = ra.answer(memory, Question("Who?"))
-    assert answer.text == "The lighthouse keeper." and answer.choice is None
+    assert answer.draft == "The lighthouse keeper." and answer.choice is None
+    assert answer.abstained and answer.support.label == "unsupported"  # no keeper in the pages read
     assert "Answer the question based on the above passage" in fake.history[-1].messages[0].content
 
 

@@ -72,6 +72,9 @@ def service(tmp_path, fake):
     pm.close()
 
 
+MAP = "\n\nWren found the map in the chest."  # what the scripted answer ("the map") rests on
+
+
 def upload(s, who="ann", text=None, name="story.txt"):
     text = text if text is not None else make_text(12, 40)
     r = s["client"].post("/v1/documents", headers=s[who], json={"name": name, "text": text})
@@ -148,11 +151,16 @@ def test_undecodable_text_is_read_with_the_encoding_given(service):
 # --- index and ask --------------------------------------------------------------------------------
 def test_ask_sync_and_202(service):
     c, ann = service["client"], service["ann"]
-    doc = upload(service)
+    doc = upload(service, text=make_text(12, 40) + MAP)
     r = c.post(f"/v1/documents/{doc['id']}/ask", headers=ann, json={"question": "Who finds it?", "method": "full"})
     assert r.status_code == 200, r.text
     answer = r.json()
     assert answer["answer"] == "the map" and answer["run_id"].startswith("run_")
+    assert answer["support"]["label"] == "supported" and answer["abstained"] is False and answer["confidence"] >= 0.5
+    unsaid = c.post(f"/v1/documents/{upload(service)['id']}/ask", headers=ann,
+                    json={"question": "Who finds it?", "method": "full"}).json()  # a text without the map
+    assert unsaid["abstained"] is True and unsaid["draft"] == "the map"
+    assert unsaid["answer"].startswith("The document does not say") and unsaid["support"]["label"] == "unsupported"
     later = c.post(f"/v1/documents/{doc['id']}/ask?wait=false", headers=ann,
                    json={"question": "Who?", "options": ["the map", "a boat"], "method": "full"})
     assert later.status_code == 202 and later.json()["status"] in ("queued", "running", "done")
@@ -205,7 +213,7 @@ def test_ask_streams_steps_with_ids_keepalives_and_resumes_from_last_event_id(se
     c, ann, fake = service["client"], service["ann"], service["fake"]
     gate = Gate("Answer: the map")
     fake.by_role["answer"] = gate
-    doc = upload(service)
+    doc = upload(service, text=make_text(12, 40) + MAP)
     keepalives_before_answer = 0
     with c.stream("POST", f"/v1/documents/{doc['id']}/ask?stream=true", headers=ann,
                   json={"question": "Who?", "method": "full"}) as r:

@@ -88,7 +88,7 @@ def test_pagemind_ask_retries_a_cut_answer_and_a_second_ask_is_served_from_the_c
             pm.llm.backoff = 0.0
             pieces: list[str] = []
             first = pm.ask(doc, "Who?", method="full", on_text=pieces.append)
-            assert first.text == "the keeper of the light" and "".join(pieces) == "Answer: the keeper of the light"
+            assert first.draft == "the keeper of the light" and "".join(pieces) == "Answer: the keeper of the light"
             asked = len(server.requests)
             second = pm.ask(doc, "Who?", method="full")
             assert second.text == first.text and len(server.requests) == asked  # from the cache

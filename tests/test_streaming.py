@@ -52,7 +52,8 @@ def test_ask_streams_a_free_form_answer_and_never_a_multiple_choice_letter(tmp_p
     pieces: list[str] = []
     with Pagemind(fake, store=tmp_path / "s.db") as pm:
         free = pm.ask(doc, "Who?", method="full", on_text=pieces.append)
-        assert "".join(pieces) == "Answer: the keeper" and free.text == "the keeper"
+        assert "".join(pieces) == "Answer: the keeper" and free.draft == "the keeper"  # streamed, then withdrawn:
+        assert free.abstained and free.text.startswith("The document does not say")  # no keeper in the text
         pieces.clear()
         pm.ask(doc, "Who?", options=["the keeper", "the cook"], method="full", on_text=pieces.append)
         assert pieces == []

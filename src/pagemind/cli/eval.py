@@ -98,20 +98,23 @@ def eval_group() -> None:
               help="model for the raters and the MTBench+ and LongMemEval judges [default: the evaluated model]")
 @click.option("--run-dir", help="where results go [default runs/<dataset>-<timestamp>]; an existing one resumes")
 @click.option("--retry-errors", is_flag=True, help="when resuming, run failed examples again")
+@click.option("--unanswerable", is_flag=True,
+              help="also ask each question of its document with its evidence removed (an unanswerable variant): the "
+                   "report adds abstention precision and recall")
 @click.option("--no-progress", is_flag=True, help="no progress bar on stderr")
 @llm_options
 @click.pass_context
 @handle_errors
 def run(ctx: click.Context, dataset: str, methods: tuple[str, ...], data: str | None, limit: int | None, seed: int,
         by_document: bool, budget: int | None, params: tuple[str, ...], options: tuple[str, ...], raters: bool,
-        rater_llm: str | None, run_dir: str | None, retry_errors: bool, no_progress: bool, encoding: str,
-        **kw: Any) -> None:
+        rater_llm: str | None, run_dir: str | None, retry_errors: bool, unanswerable: bool, no_progress: bool,
+        encoding: str, **kw: Any) -> None:
     """Run METHODs on DATASET and write examples.jsonl, summary.md/csv/json and plot.png to the run dir."""
 
     config = EvalConfig(dataset=dataset, methods=methods, data=data, params=_pairs(params, "--param"), limit=limit,
                         seed=seed, budget=budget, raters=raters, by_document=by_document,
                         method_options=_method_options(options), retry_errors=retry_errors,
-                        concurrency=kw.get("concurrency"))
+                        concurrency=kw.get("concurrency"), unanswerable=unanswerable)
     target = Path(run_dir) if run_dir else default_run_dir(dataset)
     with session(ctx, kw) as pm:
         rater = None

@@ -72,9 +72,10 @@ def print_answer(answer: Answer, trace: bool = False, as_json: bool = False, str
             click.echo(f"Answer: ({answer.letter}) {answer.text}{markers(answer)}")
         else:
             click.echo(f"No option chosen (the model's reply: {answer.text!r})")
-    elif not streamed:
-        click.echo(answer.text + markers(answer))
+    elif not streamed or answer.abstained:  # a streamed draft is followed by the abstention that replaces it
+        click.echo(("\n" if streamed else "") + answer.text + ("" if answer.abstained else markers(answer)))
     print_sources(answer)
+    print_support(answer)
     usage = answer.usage
     if answer.read_unit == "text":
         read = f"read {answer.context_words} words of the text"
@@ -109,6 +110,19 @@ def print_sources(answer: Answer, width: int = 300) -> None:
         head = f"[{n}] {where} ({c.found_by})"
         click.echo(f"{click.style(head, fg='cyan') if tty else head}: "
                    f"\"{click.style(quote, fg='yellow', bold=True) if tty else quote}\"")
+
+
+def print_support(answer: Answer) -> None:
+    """One line after the sources: how far they support the answer (and, when it abstained, the model's draft)."""
+    if answer.support is None:
+        return
+    line = ("abstained: " if answer.abstained else "") + answer.support.line()
+    tty = sys.stdout.isatty()
+    colour = {"supported": "green", "partial": "yellow"}.get(answer.support.label, "red")
+    click.echo(f"\nSupport: {click.style(line, fg=colour) if tty else line}")
+    if answer.abstained and answer.draft and not answer.support.declined:
+        draft = " ".join(answer.draft.split())
+        click.echo(f"The model's draft (not supported): {draft[:300]}")
 
 
 def usage_line(usage: Any) -> str:

@@ -90,6 +90,14 @@ class MethodSummary:
     evidence_precision: float | None = None  # citations on a label / citations, over the answers that cite
     evidence_support: float | None = None  # multiple choice: the chosen option's content words in the quotes
     quotes_dropped: float | None = None  # cite=quotes: the model's quotes not found in the text / its quotes
+    support_auroc: float | None = None  # AUROC of the answers' confidence, right vs wrong answers
+    accuracy_at_80: float | None = None  # the headline metric over the 80% most confident answers
+    flagged_wrong: float | None = None  # wrong answers not labelled supported / wrong answers
+    flagged_right: float | None = None  # right answers not labelled supported / right answers
+    unanswerable_n: int = 0  # unanswerable variants asked (--unanswerable), scored apart from the headline
+    abstention_recall: float | None = None  # variants the support check abstains on / variants
+    abstention_precision: float | None = None  # abstentions on variants / all abstentions
+    false_abstention: float | None = None  # answerable questions abstained on / answerable questions
 
 
 def _v2_f1(records: list[dict[str, Any]]) -> float:
@@ -109,6 +117,8 @@ def _v2_f1(records: list[dict[str, Any]]) -> float:
 
 def summarise_method(method: str, records: list[dict[str, Any]], builds: list[dict[str, Any]],
                      all_builds: list[dict[str, Any]], primary: str) -> MethodSummary:
+    variants = [r for r in records if (r.get("meta") or {}).get("unanswerable")]
+    records = [r for r in records if not (r.get("meta") or {}).get("unanswerable")]  # the headline: answerable ones
     ok = [r for r in records if r.get("status") == "ok"]
     names = sorted({k for r in ok for k in (r.get("scores") or {})})
     values = {k: [0.0 if r.get("status") == "error" else float(r["scores"][k])
@@ -142,6 +152,7 @@ def summarise_method(method: str, records: list[dict[str, Any]], builds: list[di
     s.rater_tokens = _mean([u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
                             for r in ok if (u := r.get("rater_usage"))])
     _evidence(s, records, ok)
+    _trust(s, ok, [r for r in variants if r.get("status") == "ok"], primary)
     index, unknown = _index_tokens(builds, all_builds)
     own = [b for b in builds if b.get("status") == "ok" and not b.get("resumed") and b.get("document_tokens")
            and (b.get("usage") or {}).get("calls")]
@@ -177,6 +188,57 @@ def _evidence(s: MethodSummary, records: list[dict[str, Any]], ok: list[dict[str
     kept = sum(1 for r in ok for c in r.get("citations") or [] if c.get("found_by") == "quote")
     dropped = sum(1 for r in ok for f in r.get("fallbacks") or [] if str(f).startswith(QUOTE_DROPS))
     s.quotes_dropped = dropped / (kept + dropped) if kept + dropped else None
+
+
+RIGHT = 0.5  # an answer whose headline score is at least this is right (accuracy 1, F1 >= 0.5) for the trust metrics
+COVERAGE = 0.8  # accuracy_at_80 answers the most confident 80%
+
+
+def auroc(scores: list[float], positive: list[bool]) -> float | None:
+    """The area under the ROC curve of ``scores`` for telling positives from negatives (ties count half), None
+    without both kinds: the chance that a random positive scores above a random negative."""
+    pos = [s for s, p in zip(scores, positive) if p]
+    neg = [s for s, p in zip(scores, positive) if not p]
+    if not pos or not neg:
+        return None
+    wins = sum((a > b) + 0.5 * (a == b) for a in pos for b in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def coverage_accuracy(confidence: list[float], values: list[float], coverage: float = COVERAGE) -> float | None:
+    """The mean of ``values`` over the ``coverage`` share of answers with the highest confidence (at least one)."""
+    if not values:
+        return None
+    order = sorted(range(len(values)), key=lambda i: -confidence[i])
+    kept = order[:max(1, round(coverage * len(values)))]
+    return sum(values[i] for i in kept) / len(kept)
+
+
+def _trust(s: MethodSummary, ok: list[dict[str, Any]], variants: list[dict[str, Any]], primary: str) -> None:
+    """The support metrics (issue 38) over the answers that carry a confidence: AUROC right vs wrong, accuracy at
+    80% coverage, wrong and right answers flagged (not labelled supported); with unanswerable variants, abstention
+    recall, precision and false abstentions (an answer abstains when its support says so, whether or not the run
+    had the reply replaced: ``abstain=off`` records what it would have done)."""
+    judged = [r for r in ok if r.get("confidence") is not None and primary in (r.get("scores") or {})]
+    if judged:
+        values = [float(r["scores"][primary]) for r in judged]
+        confidence = [float(r["confidence"]) for r in judged]
+        right = [v >= RIGHT for v in values]
+        s.support_auroc = auroc(confidence, right)
+        s.accuracy_at_80 = coverage_accuracy(confidence, values)
+        flagged = [r.get("support") != "supported" for r in judged]
+        wrong_n, right_n = right.count(False), right.count(True)
+        s.flagged_wrong = sum(f for f, r in zip(flagged, right) if not r) / wrong_n if wrong_n else None
+        s.flagged_right = sum(f for f, r in zip(flagged, right) if r) / right_n if right_n else None
+    asked = [r for r in variants if "would_abstain" in r]
+    s.unanswerable_n = len(variants)
+    if asked:
+        caught = sum(bool(r["would_abstain"]) for r in asked)
+        answerable = [r for r in ok if "would_abstain" in r]
+        false = sum(bool(r["would_abstain"]) for r in answerable)
+        s.abstention_recall = caught / len(asked)
+        s.abstention_precision = caught / (caught + false) if caught + false else None
+        s.false_abstention = false / len(answerable) if answerable else None
 
 
 QUOTE_DROPS = ("quote not in the text", "quote too short to check")  # the fallbacks of Reader._quoted
@@ -310,6 +372,17 @@ EVIDENCE_NOTE = ("Evidence: a citation hits a labelled span when their character
                  "quotes not found in the text (or too short to check) / its quotes. See pagemind.eval.evidence.")
 
 
+TRUST_COLUMNS = (("support_auroc", "confidence AUROC"), ("accuracy_at_80", "score at 80% coverage"),
+                 ("flagged_wrong", "wrong answers flagged"), ("flagged_right", "right answers flagged"),
+                 ("abstention_recall", "unanswerable abstained"), ("abstention_precision", "abstention precision"),
+                 ("false_abstention", "answerable abstained"))
+TRUST_NOTE = (f"Support (pagemind.support): an answer is right when its headline score is at least {RIGHT}; AUROC: "
+              "how well its confidence tells right from wrong (0.5 is chance); score at 80% coverage: the headline "
+              "metric over the most confident 80%; flagged: answers not labelled supported. With --unanswerable, each "
+              "question is asked again of its document without its evidence (excluded from the headline): abstained "
+              "= the support check says the sources do not hold the answer (whether or not abstain was on).")
+
+
 def markdown(summary: dict[str, Any]) -> str:
     c, primary = summary["config"], summary["primary"]
     budget = (f"{c['budget']} context tokens per prompt for every method" if c.get("budget") is not None
@@ -352,6 +425,15 @@ def markdown(summary: dict[str, Any]) -> str:
                 f"{_fmt(cells[g][0])} ({cells[g][1]})" if g in cells else "–" for g in split["groups"]) + " |")
     if any(key != "citations" for key, _ in evidence):
         lines += ["", EVIDENCE_NOTE]
+    trust = [(key, title) for key, title in TRUST_COLUMNS if any(m.get(key) is not None for m in summary["methods"])]
+    if trust:
+        lines += ["", "Support and abstention:", "", "| method | " + " | ".join(t for _, t in trust) + " |",
+                  "|" + "---|" * (len(trust) + 1)]
+        for m in summary["methods"]:
+            lines.append(f"| {m['method']} | " + " | ".join(
+                _fmt(m.get(k)) if k in ("support_auroc", "accuracy_at_80") else _pct(m.get(k))
+                for k, _ in trust) + " |")
+        lines += ["", TRUST_NOTE]
     if any(m["index_unknown"] for m in summary["methods"]):
         lines += ["", "\\* some memories were built by an earlier run (found in the store): their cost is not "
                       "counted here."]

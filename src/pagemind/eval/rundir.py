@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 
-IDENTITY = ("dataset", "params", "seed", "budget", "model", "raters", "by_document")
+IDENTITY = ("dataset", "params", "seed", "budget", "model", "raters", "by_document", "unanswerable")
 EXAMPLES, BUILDS, CONFIG = "examples.jsonl", "builds.jsonl", "config.json"
 
 

@@ -81,6 +81,7 @@ class EvalConfig:
     method_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     retry_errors: bool = False
     concurrency: int | None = None
+    unanswerable: bool = False  # also ask each question of its document with the evidence removed (.unanswerable)
 
 
 def expand_methods(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -178,7 +179,16 @@ class Runner:
                 self.dataset_notes.append(str(w.message))
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        return select(found, self.config.limit, self.config.seed, self.config.by_document)
+        chosen = select(found, self.config.limit, self.config.seed, self.config.by_document)
+        if not self.config.unanswerable:
+            return chosen
+        from .unanswerable import with_variants
+
+        out, missing = with_variants(chosen)
+        if missing:
+            self.dataset_notes.append(f"--unanswerable: {missing} of {len(chosen)} examples have no variant (their "
+                                      "evidence could not be found in the text: summaries, answers of no content word)")
+        return out
 
     def method_options(self, method: str) -> dict[str, Any]:
         opts = dict(self.config.method_options.get(method, {}))
@@ -201,7 +211,10 @@ class Runner:
     def make(self, method: str) -> Runnable:
         if base_method(method) == MEMGPT:
             return MemGPTEval(self.pm.llm, self.pm.store, **self.method_options(method))
-        return self.pm.method(base_method(method), **self.method_options(method))  # a choice resolves per document
+        opts = self.method_options(method)
+        if "abstain" in {s.name for s in option_class(base_method(method)).specs()}:
+            opts = {"abstain": "off", **opts}  # the papers' protocols score every answer; -O METHOD:abstain=on asks
+        return self.pm.method(base_method(method), **opts)  # a choice resolves per document
 
     # --- running -----------------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -218,6 +231,7 @@ class Runner:
             "budget": self.config.budget, "model": self.pm.llm.model_id, "raters": self.config.raters,
             "rater_model": (self.rater_llm or self.pm.llm).model_id if self.raters else None,
             "by_document": self.config.by_document, "primary": spec.primary, "dataset_notes": self.dataset_notes,
+            **({"unanswerable": True} if self.config.unanswerable else {}),
             "method_options": {m: self.method_options(m) for m in methods},
             "commands": [self.command] if self.command else []}, widening=spec.widening)
         self.primary = spec.primary
@@ -361,6 +375,14 @@ class Runner:
             "compression_rate": answer.compression_rate, "context_words": answer.context_words,
             "fallbacks": answer.fallbacks, "details": details,
             "citations": [c.as_dict() for c in answer.citations], "evidence": evidence_of(e, answer)}
+        if answer.support is not None:  # the draft is what is scored when the answer abstained
+            out.update(support=answer.support.label, confidence=answer.support.confidence,
+                       abstained=answer.abstained or answer.support.declined,
+                       would_abstain=answer.support.declined or answer.support.label == "unsupported")
+            if answer.support.verdict is not None:
+                out["verdict"] = answer.support.verdict.label
+        if answer.abstained and answer.draft is not None:
+            out["draft"] = answer.draft[:4000]
         if self.raters is None:
             return out
         try:

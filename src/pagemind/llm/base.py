@@ -65,6 +65,8 @@ class LLMRequest:
     constraint: Constraint | None = None
     tools: tuple[Tool, ...] = ()  # non-empty: the reply must call one of these (backends with supports_tools)
     seed: int | None = None  # the sampler's seed (a client's, for replies it can repeat at a temperature above 0)
+    logprobs: int = 0  # > 0: return each reply token's log-probability and this many top alternatives (backends
+    # with supports_logprobs; others reply without them)
 
     @classmethod
     def user(cls, text: str, **kwargs: Any) -> LLMRequest:
@@ -82,6 +84,8 @@ class LLMRequest:
             payload.pop("tools")  # requests without tools keep the addresses they had before tools existed
         if payload["seed"] is None:
             payload.pop("seed")  # so do requests without a seed
+        if not payload["logprobs"]:
+            payload.pop("logprobs")  # and requests that ask for no log-probabilities
         payload["model"] = model_id
         if scope:
             payload["scope"] = scope
@@ -99,6 +103,16 @@ class LLMResponse:
     finish_reason: str = "stop"
     constrained: bool = False  # True when the backend enforced request.constraint
     tool_calls: tuple[ToolCall, ...] = ()  # native tool calls, when the request offered tools
+    logprobs: tuple[TokenLogprob, ...] = ()  # per reply token, when the request asked and the backend returns them
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One reply token's log-probability and its most likely alternatives (``top``: (token, log-probability))."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass
@@ -109,6 +123,7 @@ class Capabilities:
     supports_grammar: bool = False  # enforces ``Constraint.gbnf``; methods turn their decision grammars on by this
     supports_json_schema: bool = False
     supports_tools: bool = False  # native tool calling (OpenAI-style ``tools`` with a required call)
+    supports_logprobs: bool = False  # returns the reply tokens' log-probabilities (``LLMRequest.logprobs``)
     max_concurrency: int = 8  # how many requests may usefully run at once
     has_tokenizer: bool = False
     can_stream: bool = False  # :meth:`Backend.stream` delivers the reply as it is generated (else in one piece)

@@ -34,6 +34,7 @@ class ScriptedLLM(Backend):
         model_id: str = "scripted",
         supports_grammar: bool = False,
         supports_json_schema: bool = False,
+        supports_logprobs: bool = False,
     ) -> None:
         self.queue: deque[Reply] = deque(replies)
         self.by_role: dict[str, Reply] = {}
@@ -47,7 +48,7 @@ class ScriptedLLM(Backend):
         self.model_id = model_id
         self.capabilities = Capabilities(
             context_window=context_window, supports_grammar=supports_grammar,
-            supports_json_schema=supports_json_schema, max_concurrency=4,
+            supports_json_schema=supports_json_schema, supports_logprobs=supports_logprobs, max_concurrency=4,
             has_tokenizer=True, token_counts="model", window_source="scripted",
         )
         self.history: list[LLMRequest] = []

@@ -33,7 +33,7 @@ from ..errors import (
     StreamBroken,
     ToolsRefused,
 )
-from .base import Backend, Capabilities, LLMRequest, LLMResponse, ToolCall, estimate_tokens, tool_tokens
+from .base import Backend, Capabilities, LLMRequest, LLMResponse, TokenLogprob, ToolCall, estimate_tokens, tool_tokens
 from .servers import (
     OFFICIAL_HOSTS,
     PER_MESSAGE_TOKENS,
@@ -190,6 +190,7 @@ class OpenAICompatible(Backend):
             supports_grammar=server.supports_grammar,
             supports_json_schema=server.json_schema,
             supports_tools=self.tools and server.tools,
+            supports_logprobs=server.logprobs,
             max_concurrency=min(b for b in bounds if b),
             has_tokenizer=found.token_counts == "server", can_stream=True,
             token_counts=found.token_counts,
@@ -251,6 +252,8 @@ class OpenAICompatible(Backend):
             body["stop"] = list(request.stop)
         if request.seed is not None:
             body["seed"] = request.seed
+        if request.logprobs and self.capabilities.supports_logprobs:
+            body["logprobs"], body["top_logprobs"] = True, min(20, request.logprobs)
         body.update(self.server.neutral_sampling)
         if request.tools and self.capabilities.supports_tools:  # native tool calling: one call is required
             body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
@@ -370,6 +373,7 @@ class OpenAICompatible(Backend):
             content = content if isinstance(content, str) else json.dumps(content)
             finish = choice.get("finish_reason") or "stop"
             calls = tuple(_tool_call(tc) for tc in choice["message"].get("tool_calls") or ())
+            logprobs = _logprobs(choice.get("logprobs")) if request.logprobs else ()
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise ServerError(f"{self.url}: {status} with a malformed body: {_excerpt(text)}") from exc
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
@@ -387,6 +391,7 @@ class OpenAICompatible(Backend):
             finish_reason=str(finish),
             constrained=constrained,
             tool_calls=calls,
+            logprobs=logprobs,
         )
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -411,3 +416,19 @@ def _tool_call(item: Any) -> ToolCall:
 
 
 __all__ = ["OpenAICompatible", "strict_compatible"]
+
+
+def _logprobs(given: Any) -> tuple[TokenLogprob, ...]:
+    """OpenAI's ``choices[0].logprobs`` (``{"content": [{"token", "logprob", "top_logprobs": [...]}]}``) as values;
+    none when the server sent none or another shape."""
+    if not isinstance(given, dict) or not isinstance(given.get("content"), list):
+        return ()
+    out = []
+    for item in given["content"]:
+        if not isinstance(item, dict) or not isinstance(item.get("logprob"), (int, float)):
+            return ()
+        top = tuple((str(t.get("token", "")), float(t["logprob"])) for t in item.get("top_logprobs") or ()
+                    if isinstance(t, dict) and isinstance(t.get("logprob"), (int, float)))
+        out.append(TokenLogprob(str(item.get("token", "")), float(item["logprob"]), top))
+    return tuple(out)
+

@@ -150,6 +150,7 @@ class Server:
     notes: list[str] = field(default_factory=list)
     tools: bool = True  # honours tools with tool_choice "required"
     json_schema: bool = True
+    logprobs: bool = True  # returns ``logprobs`` / ``top_logprobs`` of chat completions
     max_concurrency: int | None = None  # a bound the server itself imposes
     batched_tokenize: bool = False
     tokenize_route: str | None = None  # for `models info`
@@ -338,6 +339,7 @@ class LlamaCppServer(Server):
 class LlamaCppPython(Server):
     kind: str = "llama-cpp-python"
     tools: bool = False  # tool_choice "required" is ignored; only a named function can be forced
+    logprobs: bool = False  # only for a model loaded with logits_all, which its server does not say
     max_concurrency: int | None = 1  # one model behind a lock: requests run one at a time
     tokenize_route: str | None = "POST /extras/tokenize/count"
     neutral_sampling: dict[str, Any] = field(default_factory=lambda: {"repeat_penalty": 1.0})  # its default: 1.1
@@ -371,6 +373,7 @@ class LlamaCppPython(Server):
 @dataclass
 class Ollama(Server):
     kind: str = "ollama"
+    logprobs: bool = False  # not returned by the OpenAI-compatible endpoint of the releases pagemind knows
 
     def window(self, probe: Probe, model: str, cards: list[dict[str, Any]]) -> tuple[int, str] | None:
         names = {model, f"{model}:latest"}

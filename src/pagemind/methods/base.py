@@ -32,6 +32,7 @@ from .question import Answer, Question
 
 if TYPE_CHECKING:
     from ..retrieval.index import FragmentIndex
+    from ..support import Support
 
 Progress = Callable[[str, int, int, str], None]  # (phase, done, total, unit); total 0: a phase without a count
 
@@ -431,13 +432,50 @@ class Reader(Method, Generic[M, OptionsT]):
         elif document is None:
             document = vars(self).get("_documents", {}).get(getattr(memory, "document_id", ""))
         citations = self._cite(document, question, reading, context)
-        return Answer(
+        support = self._support(question, reading, citations, context)
+        answer = Answer(
             question=question, method=self.name, text=reading.text, choice=reading.choice,
             pages_read=list(reading.read), read_unit=self.unit,
             compression_rate=100.0 * (1 - reading.context_words / max(1, reading.document_words)),
             context_words=reading.context_words, trace=context.trace, fallbacks=list(context.fallbacks),
-            details=reading.details, citations=citations, finish_reason=context.finish_reason,
+            details=reading.details, citations=citations, finish_reason=context.finish_reason, support=support,
         )
+        from ..support import abstains, abstention
+
+        if support is not None and abstains(getattr(self.options, "abstain", "auto"), question.is_choice, support):
+            answer.draft, answer.abstained = answer.text, True
+            answer.text, answer.choice = abstention(support, citations), None
+        return answer
+
+    def _support(self, question: Question, reading: Reading, citations: list[Citation],
+                 context: Context) -> Support | None:
+        """How well the citations support the answer (:mod:`pagemind.support`; no LLM call), with the verifier's
+        reading when the ``verify`` option asks for it. None (not judged) with ``support=off``, without citations by
+        choice (``cite=off``), for a reader that declares nothing it read, or when no option was chosen."""
+        from ..support import assess
+
+        mode = getattr(self.options, "support", "auto")
+        if (mode == "off" or getattr(self.options, "cite", "sentences") == "off" or not reading.evidence
+                or (question.is_choice and reading.choice is None)):
+            return None
+        from . import evidence as ev
+
+        wanted = mode == "minilm" or (mode == "auto" and self.citation_encoder == "minilm")
+        embedder = ev.minilm_encoder() if wanted else None
+        if wanted and embedder is None:
+            context.fallback("support minilm: the embedded encoder is not installed (the retrieval extra); support "
+                             "judged by words alone")
+        support = assess(question, reading.text, citations, [e.text for e in reading.evidence], embedder)
+        if getattr(self.options, "verify", False):
+            from ..verify import verify
+
+            verdict = verify(self.llm, question, reading.text, citations, context.trace,
+                             retries=1)
+            if verdict.label is None:
+                context.fallback(f"verify: no label from the verifier ({verdict.problem}); the support stands on "
+                                 "the words of the cited text alone")
+            support = support.with_verdict(verdict)
+        return support
 
     # --- retrieving: passages without an LLM call -----------------------------------------------------
     def units(self, memory: M) -> list[Evidence]:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from ..llm.base import LLMRequest, Message
+from ..llm.base import LLMRequest, LLMResponse, Message
 from ..llm.client import LLM
 from ..llm.usage import Trace
 
@@ -39,6 +39,7 @@ class Decision(Generic[T]):
     conversation: tuple[Message, ...]  # the last request's messages and the last reply
     outcome: str = OK  # ok | failed (attempts used up) | budget (``may_call`` said no)
     finish_reason: str = "stop"  # of the last reply ("length": cut by its token limit)
+    response: LLMResponse | None = None  # the last reply as the backend gave it (its log-probabilities...)
 
     @property
     def ok(self) -> bool:
@@ -85,7 +86,7 @@ def decide(llm: LLM, request: LLMRequest, parse: Callable[[str], T | Invalid], t
         parsed = parse(reply) if response.finish_reason != "length" or not truncation else truncation(reply)
         if not isinstance(parsed, Invalid):
             trace.decide(event, describe(parsed))
-            return Decision(parsed, reply, calls, tuple(problems), conversation, OK, response.finish_reason)
+            return Decision(parsed, reply, calls, tuple(problems), conversation, OK, response.finish_reason, response)
         problems.append(parsed.problem)
         trace.decide(event, f"invalid ({parsed.problem})")
         if attempt < retries:

@@ -249,6 +249,19 @@ class ReaderOptions(Options):
         "auto", "how the read sentences citing an answer are ranked: by their words (lexical), re-ranked by the "
                 "embedded MiniLM encoder (minilm: the retrieval extra), or auto: minilm where the reader embeds "
                 "anyway (dense or hybrid RAG, FragRel's semantic relation), else lexical; the answer records which")
+    support: Literal["auto", "lexical", "minilm", "off"] = option(
+        "auto", "how each answer's support by its citations is judged, with no LLM call: by the claims' words, "
+                "numbers and names found in the cited text (lexical), also by their similarity to it under the "
+                "embedded MiniLM encoder (minilm: the retrieval extra), auto: as the citations are ranked "
+                "(cite_encoder), or not at all (off)")
+    verify: bool = option(
+        False, "one more short call after the answer: the model reads only the cited sentences and labels the "
+               "answer supported, partial or unsupported (constrained to those labels; the label's probability as "
+               "confidence where the backend returns log-probabilities)")
+    abstain: Literal["auto", "on", "off"] = option(
+        "auto", "reply \"The document does not say ...\" with what was closest (the model's answer kept as the "
+                "draft) when the answer is not supported by what was read: auto does so for free-form questions "
+                "(not multiple choice, nor the papers' evaluation protocols), on for every question, off never")
 
     def memory_settings(self) -> dict[str, Any]:
         """The options that shape the memory (its store key), by name."""

@@ -11,6 +11,7 @@ from ..citations import Citation
 from ..errors import InputError
 from ..llm.base import Constraint, LLMRequest
 from ..llm.usage import Trace, Usage
+from ..support import Support
 
 LETTERS = "ABCDEFGHIJ"
 _OPTION_LINE = re.compile(r"^\s*\(([A-J])\)\s*(.+?)\s*$")
@@ -112,6 +113,14 @@ class Answer:
     run_id: str | None = None  # the recorded run of this answer (Pagemind.ask), if recorded
     citations: list[Citation] = field(default_factory=list)  # the passages it rests on; markers [1].. name them
     finish_reason: str = "stop"  # of the answer call: "length" when cut at its reply limit (ReplySettings)
+    support: Support | None = None  # how well the citations support it (pagemind.support); None: not judged
+    abstained: bool = False  # ``text`` says the document does not say; the model's own answer is ``draft``
+    draft: str | None = None  # the model's answer when it abstained
+
+    @property
+    def confidence(self) -> float | None:
+        """How far the answer is to be trusted, 0..1 (its support's), None where support was not judged."""
+        return None if self.support is None else self.support.confidence
 
     @property
     def letter(self) -> str | None:
@@ -136,6 +145,10 @@ class Answer:
             "fallbacks": self.fallbacks,
             "finish_reason": self.finish_reason,
             "citations": [c.as_dict() for c in self.citations],
+            "support": None if self.support is None else self.support.as_dict(),
+            "confidence": self.confidence,
+            "abstained": self.abstained,
+            **({"draft": self.draft} if self.abstained else {}),
             "usage": self.usage.as_dict(),
             **({"index_usage": self.index_trace.usage.as_dict()} if self.index_trace else {}),
             **({"details": self.details} if self.details else {}),

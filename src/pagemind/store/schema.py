@@ -253,6 +253,9 @@ MIGRATIONS: list[Migration] = [
         ALTER TABLE agent_passages ADD COLUMN repeats TEXT"""),
     # a kept document's structure as its file gave it: JSON {"format", "pages": [offsets], "sections": [...]}
     Migration("m013_document_structure", "ALTER TABLE document_texts ADD COLUMN structure TEXT"),
+    # the reply tokens' log-probabilities of a cached reply that asked for them (the verifier's label confidence):
+    # JSON [[token, logprob, [[token, logprob], ...]], ...]
+    Migration("m014_cache_logprobs", "ALTER TABLE llm_cache ADD COLUMN logprobs TEXT"),
 ]
 
 # the names Postgres stores recorded before the two histories were one, and what each of them applied

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Protocol
 
 from ..hashing import canonical_json
-from ..llm.base import LLMResponse, ToolCall
+from ..llm.base import LLMResponse, TokenLogprob, ToolCall
 from .rows import (
     AgentRow,
     BlockRow,
@@ -113,7 +113,7 @@ _LIBRARY = ("SELECT l.id, l.name, l.created, COUNT(m.document_id), COALESCE(SUM(
 _USER_DOCUMENT = ("SELECT d.id, u.name, d.words, d.chars, u.created FROM user_documents u "
                   "JOIN documents d ON d.id = u.document_id WHERE u.user_id = ?")
 _LLM_CACHE = ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds", "finish_reason", "created",
-              "tool_calls")
+              "tool_calls", "logprobs")
 _LEASE = ("name", "owner", "pid", "host", "acquired", "refreshed", "session")
 
 
@@ -356,19 +356,25 @@ class SQLStore:
 
     # --- LLM response cache ------------------------------------------------------------------------
     def get_response(self, key: str) -> LLMResponse | None:
-        row = self.execute("SELECT model, text, prompt_tokens, completion_tokens, seconds, finish_reason, tool_calls "
-                           "FROM llm_cache WHERE key = ?", (key,)).fetchone()
+        """The cached reply of a request (by :meth:`LLMRequest.cache_key`), with its tool calls and log-probabilities
+        as they were stored, or None."""
+        row = self.execute("SELECT model, text, prompt_tokens, completion_tokens, seconds, finish_reason, tool_calls, "
+                           "logprobs FROM llm_cache WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         calls = tuple(ToolCall(c["name"], c["arguments"]) for c in json.loads(row[6])) if row[6] else ()
+        logprobs = tuple(TokenLogprob(t, p, tuple((a, b) for a, b in top)) for t, p, top in json.loads(row[7])) \
+            if row[7] else ()
         return LLMResponse(text=row[1], prompt_tokens=row[2], completion_tokens=row[3], seconds=row[4], model=row[0],
-                           cached=True, finish_reason=row[5], tool_calls=calls)
+                           cached=True, finish_reason=row[5], tool_calls=calls, logprobs=logprobs)
 
     def put_response(self, key: str, response: LLMResponse) -> None:
         calls = json.dumps([c.__dict__ for c in response.tool_calls]) if response.tool_calls else None
+        logprobs = json.dumps([[t.token, t.logprob, [list(a) for a in t.top]] for t in response.logprobs]) \
+            if response.logprobs else None
         self.execute(upsert("llm_cache", _LLM_CACHE, ("key",)),
                      (key, response.model, response.text, response.prompt_tokens, response.completion_tokens,
-                      response.seconds, response.finish_reason, time.time(), calls))
+                      response.seconds, response.finish_reason, time.time(), calls, logprobs))
 
     def clear_responses(self) -> int:
         return int(self.execute("DELETE FROM llm_cache").rowcount)

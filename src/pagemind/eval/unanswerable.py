@@ -1,0 +1,111 @@
+"""Unanswerable variants: every labelled question asked again of its document with the evidence taken out.
+
+``pagemind eval --unanswerable`` adds, for each example it runs, a variant whose document lacks what answers it, so
+any set gains an abstention half (scored by :mod:`.report`: abstention precision and recall, false abstentions):
+
+* examples with labelled evidence spans (QMSum's turns, LoCoMo's dialogue ids, BABILong's supporting facts) lose
+  those spans;
+* others lose every sentence that holds most of the answer: the gold option's text (QuALITY) or a reference answer
+  (the long sample, NarrativeQA) — each sentence holding at least :data:`HOLDS` of the answer's content words, and
+  every sentence holding a number or name of it;
+* an example whose answer cannot be found that way (a summary, an answer of no content word) gets no variant, and
+  the run's notes say how many.
+
+The variant keeps the question (and options), is marked ``meta["unanswerable"]``, and has its own document id:
+methods build a memory of the shortened text. Limits: what is removed is the labelled or literal evidence; a
+document that says the same thing again in other words may still answer the question, so a few "unanswerable"
+variants are answerable and an abstention there is counted as a miss — the figures are a floor, said so in the
+report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from .datasets import Example, short_hash
+
+HOLDS = 0.6  # a sentence holding this share of the answer's content words is taken out
+SUFFIX = "~unanswerable"
+REFERENCE = "The document does not say."
+
+
+def variant(example: Example) -> Example | None:
+    """``example`` asked of its document without the evidence, or None when the evidence cannot be found."""
+    text = example.document
+    cuts = [(s.start, s.end) for s in example.evidence if 0 <= s.start < s.end <= len(text)]
+    how = "labelled evidence"
+    if not cuts:
+        answer = _answer_text(example)
+        cuts = _answer_sentences(text, answer) if answer else []
+        how = "sentences holding the answer"
+    if not cuts:
+        return None
+    kept, at, removed = [], 0, 0
+    for start, end in sorted(cuts):
+        if start < at:  # overlapping spans
+            start = at
+        if start >= end:
+            continue
+        kept.append(text[at:start])
+        removed += end - start
+        at = end
+        if at < len(text) and text[at] == " " and (start == 0 or text[start - 1].isspace()):
+            at += 1  # "a. [cut] b." -> "a. b.", not "a.  b."
+    kept.append(text[at:])
+    shortened = "".join(kept)
+    meta = {**dict(example.meta), "unanswerable": True, "removed_chars": removed, "removed": how,
+            "answerable_id": example.id}
+    ident = f"{example.document_id}{SUFFIX}-{short_hash(shortened)}"
+    return replace(example, id=example.id + SUFFIX, document_id=ident,
+                   document=shortened, references=(REFERENCE,), evidence=(), meta=meta,
+                   passages=tuple(p for p in example.passages if p in shortened),  # the agent's archive loses it too
+                   conversation=tuple(t for t in example.conversation if t.text in shortened))
+
+
+def with_variants(examples: Sequence[Example]) -> tuple[list[Example], int]:
+    """The examples, each followed by its unanswerable variant, and how many had none."""
+    out: list[Example] = []
+    missing = 0
+    for e in examples:
+        out.append(e)
+        v = variant(e)
+        if v is None:
+            missing += 1
+        else:
+            out.append(v)
+    return out, missing
+
+
+def _answer_text(example: Example) -> str:
+    if example.task == "choice" and example.gold is not None and example.gold < len(example.options):
+        return example.options[example.gold]
+    if example.task in ("qa", "kv", "open") and example.references:
+        return min(example.references, key=len)
+    return ""
+
+
+def _answer_sentences(text: str, answer: str) -> list[tuple[int, int]]:
+    """Spans of the sentences of ``text`` that hold the answer (see the module's rule)."""
+    from ..citations import locate
+    from ..methods.evidence import sentences
+    from ..support import facts, names, numbers
+
+    wanted = facts(answer)
+    exact = numbers(answer) | names(answer)
+    if not wanted:
+        return []
+    out: list[tuple[int, int]] = []
+    at = 0
+    for sentence in sentences(text):
+        span = locate(text, sentence, at)
+        if span is None:
+            continue
+        at = span[1]
+        held = facts(sentence)
+        if len(wanted & held) >= HOLDS * len(wanted) or (exact & held):
+            out.append(span)
+    return out
+
+
+__all__ = ["REFERENCE", "SUFFIX", "variant", "with_variants"]

@@ -1,0 +1,415 @@
+"""Support: how well what an answer cites holds what it says — per claim, without an LLM call — and abstention.
+
+:func:`assess` reads an answer's claims (its sentences; a multiple-choice answer's chosen option; a claim too short
+to say anything on its own is read with the question) against the quotes of its citations and the text it read:
+
+* **words**: the share of the claim's content words that the question does not already hold (lightly stemmed,
+  rarity-weighted among what was read) found in the cited quotes — "grey" of "Grey." to "What colour was the coat?";
+  a claim that adds no word to the question ("Yes.", "He is old." to "How old is he?") is looked for with the
+  question's words and is at most partly supported (:data:`ECHO_CAP`): words alone cannot tell;
+* **numbers and names**: every number of the claim (``1,200``, ``1200`` and ``twelve hundred`` are one number) and
+  every name (a capitalised word inside a sentence) must be in the cited quotes; those found nowhere in what was
+  read are named as :attr:`Support.unfounded`;
+* **similarity** (where the embedded MiniLM encoder is installed): the best cosine similarity of the claim to a
+  cited quote.
+
+They are combined into a score per claim, labelled ``supported`` / ``partial`` / ``unsupported``
+(:data:`SUPPORTED`, :data:`PARTIAL`), and one ``confidence`` for the answer (its weakest claim's score, lowered when
+the question's own words are missing from what was read). A reply in which the model itself says the text does not
+hold the answer ("the text does not say ...") is :attr:`Support.declined`.
+
+Limits, said plainly: it checks that the answer's words, numbers and names are in the cited text, not that the text
+says what the answer says — a negated or re-ordered statement made of the same words reads as supported. The opt-in
+verifier (:mod:`pagemind.verify`) asks the model that question of the cited text.
+
+:func:`abstention` is the reply an abstaining answer gives instead: "The document does not say ..." with what was
+closest.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from .citations import Citation
+
+Label = Literal["supported", "partial", "unsupported"]
+LABELS: tuple[Label, ...] = ("supported", "partial", "unsupported")
+SUPPORTED = 0.6  # a claim scoring at least this is supported
+PARTIAL = 0.35  # ... at least this, partly supported; below, unsupported
+SHORT_CLAIM = 2  # a claim with at most this many content words is read with the question ("Grey." to "what colour")
+ECHO_CAP = 0.55  # a claim adding no word to the question's ("Yes.") is at most partly supported: words cannot tell
+_SIM_FLOOR, _SIM_SPAN = 0.25, 0.5  # MiniLM cosine below the floor counts 0, above floor+span counts 1
+_WORD_SHARE = 0.6  # the words' share of a claim's score where similarity is measured (else all of it)
+_MISSING_FACTOR = 0.5  # a claim's score is multiplied by this for each number or name not in the cited text
+ANCHOR_FACTOR = 0.3  # ... by this when the sentences holding its words never name whom the question asks about
+_ANCHOR_CONTEXT = 400  # characters before a quote (within its paragraph) where a name counts as mentioned ("She ...")
+
+# "the text does not say", "is not mentioned", "no information about": the model declines to answer
+_DECLINED = re.compile(
+    r"\b(?:(?:does|do|did)\s*(?:not|n['’]t)\s+(?:say|state|mention|specify|tell|indicate|provide|give|contain|"
+    r"include|reveal)|(?:is|are|was|were)\s+not\s+(?:mentioned|stated|specified|given|provided|known|said|"
+    r"indicated|clear)|no\s+(?:information|mention|indication|details?)\b|not\s+enough\s+information|"
+    r"cannot\s+be\s+(?:determined|found|answered)|can(?:not|['’]t)\s+(?:determine|find|tell|answer)|"
+    r"unable\s+to\s+(?:determine|find|answer)|(?:unknown|unclear|not\s+specified)\s*[.!]?\s*$)",
+    re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of an answer and how well the cited text supports it."""
+
+    text: str
+    label: Label
+    score: float  # 0..1
+    words: float  # the share (rarity-weighted) of its content words found in the cited text
+    similarity: float | None  # best MiniLM cosine to a cited quote; None where the encoder is not used
+    sources: tuple[int, ...]  # the citation markers ([1] is 1) holding most of its words
+    missing: tuple[str, ...]  # its numbers and names not in the cited text
+    unnamed: tuple[str, ...] = ()  # the question's names that the sentences holding its words never mention
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verifier's reading of the cited text (:mod:`pagemind.verify`)."""
+
+    label: Label | None  # None: no reply gave a label (a recorded fallback; never read as supported)
+    confidence: float | None  # the label's probability where the backend returns log-probabilities, else None
+    basis: str  # logprobs | label | fallback: where ``confidence`` comes from
+    tokens: int  # prompt + completion tokens the verification cost
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class Support:
+    """How well an answer is supported by what it cites."""
+
+    label: Label
+    confidence: float  # 0..1: how far the answer is to be trusted (see :func:`assess`)
+    claims: tuple[Claim, ...] = ()
+    unfounded: tuple[str, ...] = ()  # numbers and names of the answer found nowhere in what was read
+    relevance: float = 1.0  # the share of the question's content words found in what was read
+    declined: bool = False  # the model itself said the text does not hold the answer
+    scorer: str = "lexical"  # lexical | minilm: how similarity was measured
+    verdict: Verdict | None = None
+    reason: str = ""  # why an answer is not supported, in words
+
+    @property
+    def sources(self) -> tuple[int, ...]:
+        return tuple(sorted({n for c in self.claims for n in c.sources}))
+
+    def line(self) -> str:
+        """One line for a person: ``supported by [1][2]`` / ``partly supported ...`` / ``not supported ...``."""
+        marks = "".join(f"[{n}]" for n in self.sources)
+        if self.declined:
+            head = "the model found no answer in what it read"
+        elif self.label == "supported":
+            head = f"supported by {marks}" if marks else "supported"
+        elif self.label == "partial":
+            head = (f"partly supported by {marks}" if marks else "partly supported") + " — check the sources"
+        else:
+            head = "not supported by the sources — check them"
+        verdict = self.verdict
+        checked = ("" if verdict is None else f"; verifier: {verdict.label or 'no verdict'}"
+                   + (f" ({verdict.confidence:.0%})" if verdict.confidence is not None else ""))
+        unfounded = f"; not in what was read: {', '.join(self.unfounded)}" if self.unfounded else ""
+        return f"{head} (confidence {self.confidence:.2f}{checked}{unfounded})"
+
+    def with_verdict(self, verdict: Verdict) -> Support:
+        """This support with the verifier's reading folded in: its label wins where it has one, and the
+        confidence becomes the mean of both (the verifier's label alone counts 1 / 0.5 / 0)."""
+        if verdict.label is None:
+            return Support(**{**_fields(self), "verdict": verdict})
+        value = verdict.confidence if verdict.confidence is not None else _LABEL_VALUE[verdict.label]
+        if verdict.confidence is not None and verdict.label != "supported":
+            value = 1 - value if verdict.label == "unsupported" else 0.5 * value
+        reason = (self.reason if verdict.label != "unsupported"
+                  else "the verifier read the sources as not supporting it")
+        mean = round((self.confidence + value) / 2, 4)
+        return Support(**{**_fields(self), "label": verdict.label, "confidence": mean, "verdict": verdict,
+                          "reason": reason})
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["sources"] = list(self.sources)
+        data["line"] = self.line()
+        return data
+
+
+_LABEL_VALUE: dict[str, float] = {"supported": 1.0, "partial": 0.5, "unsupported": 0.0}
+
+
+def _fields(support: Support) -> dict[str, Any]:
+    return {f: getattr(support, f) for f in support.__dataclass_fields__}
+
+
+# --- numbers and names -------------------------------------------------------------------------------------
+_UNITS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                                     "fourteen fifteen sixteen seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if i > 1}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w])|(?<![\w.])\d+(?:st|nd|rd|th)\b")
+_NUMBER_WORD = re.compile(r"\b(?:" + "|".join([*_UNITS, *_TENS, *_SCALES, "and"]) + r")(?:[\s-]+(?:"
+                          + "|".join([*_UNITS, *_TENS, *_SCALES, "and"]) + r"))*\b", re.IGNORECASE)
+
+
+def _plain_number(token: str) -> str:
+    digits = re.sub(r"(st|nd|rd|th)$", "", token.replace(",", "").lstrip("+"))
+    try:
+        value = float(digits)
+    except ValueError:
+        return digits
+    return str(int(value)) if value == int(value) else repr(value)
+
+
+def _spelled(phrase: str) -> str | None:
+    """``one hundred and twelve`` -> ``112``; None for a phrase that is no number (``and`` alone)."""
+    total, current, seen = 0, 0, False
+    for word in re.split(r"[\s-]+", phrase.lower()):
+        if word in _UNITS:
+            current += _UNITS[word]
+        elif word in _TENS:
+            current += _TENS[word]
+        elif word == "hundred":
+            current = max(current, 1) * 100
+        elif word in _SCALES:
+            total += max(current, 1) * _SCALES[word]
+            current = 0
+        elif word == "and":
+            continue
+        else:
+            return None
+        seen = True
+    return str(total + current) if seen else None
+
+
+def numbers(text: str) -> set[str]:
+    """The numbers of ``text``, each in one plain form (``1,200`` and ``1200`` -> ``1200``; ``twelve`` -> ``12``)."""
+    found = {_plain_number(m.group()) for m in _NUMBER.finditer(text)}
+    for m in _NUMBER_WORD.finditer(text):
+        value = _spelled(m.group())
+        if value is not None:
+            found.add(value)
+    return found
+
+
+_NAME = re.compile(r"\b[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)*\b")
+_NOT_NAMES = frozenset({"i", "the", "a", "an", "mr", "mrs", "ms", "dr", "st", "he", "she", "it", "they", "we", "you",
+                        "his", "her", "their", "its", "this", "that", "these", "those", "yes", "no", "not", "answer",
+                        "in", "on", "at", "of", "to", "for", "and", "but", "or", "so", "if", "when", "while",
+                        "because", "after", "before", "then", "there", "here", "what", "who", "which", "why",
+                        "how", "option", "text", "document", "story", "passage", "according", "chapter",
+                        "section", "page", "part", "table", "figure"})
+
+
+def names(text: str) -> set[str]:
+    """Capitalised words inside a sentence (not its first word), lower-cased: the names an answer asserts."""
+    from .methods.evidence import sentences
+
+    out: set[str] = set()
+    for sentence in sentences(text):
+        first = re.search(r"\w", sentence)
+        for m in _NAME.finditer(sentence):
+            if first is not None and m.start() > first.start() and m.group().lower() not in _NOT_NAMES:
+                out.add(m.group().lower())
+    return out
+
+
+def declined(text: str) -> bool:
+    """Whether a reply says the text does not hold the answer ("The passage does not say how old he is")."""
+    return bool(_DECLINED.search(text)) and len(text.split()) <= 60
+
+
+_NUMBER_WORDS = frozenset([*_UNITS, *_TENS, *_SCALES])
+
+
+def facts(text: str) -> set[str]:
+    """The content words of ``text`` (:func:`~pagemind.methods.evidence.terms`) with its numbers in one plain form
+    (``112``, ``one hundred and twelve`` -> ``112``), so a number matches however it is written."""
+    from .methods.evidence import terms
+
+    return {t for t in terms(text) if t not in _NUMBER_WORDS and not t[:1].isdigit()} | numbers(text)
+
+
+# --- the assessment ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Read:
+    """What the claims are checked against: the cited quotes and everything read, as word, number and name sets."""
+
+    quotes: tuple[str, ...]
+    quote_terms: tuple[frozenset[str], ...]
+    cited_numbers: frozenset[str]
+    cited_words: frozenset[str]
+    read_numbers: frozenset[str]
+    read_words: frozenset[str]
+    idf: dict[str, float] = field(default_factory=dict)
+    contexts: tuple[str, ...] = ()  # each quote with what precedes it in its paragraph, lower-cased
+
+
+def _read(citations: Sequence[Citation], read: Sequence[str]) -> _Read:
+    from .methods.evidence import sentences
+
+    quotes = tuple(c.quote for c in citations)
+    quote_terms = tuple(frozenset(facts(q)) for q in quotes)
+    pool = [facts(s) for text in read for s in sentences(text)] or [set(t) for t in quote_terms]
+    df: dict[str, int] = {}
+    for words in pool:
+        for w in words:
+            df[w] = df.get(w, 0) + 1
+    idf = {w: math.log(1 + len(pool) / n) for w, n in df.items()}
+    all_read = " ".join(read) + " " + " ".join(quotes)
+    return _Read(quotes, quote_terms, frozenset().union(*map(numbers, quotes)) if quotes else frozenset(),
+                 frozenset(re.findall(r"\w+", " ".join(quotes).lower())), frozenset(numbers(all_read)),
+                 frozenset(re.findall(r"\w+", all_read.lower())), idf,
+                 tuple(_context(c, read).lower() for c in citations))
+
+
+def _context(citation: Citation, read: Sequence[str]) -> str:
+    """The quote with up to :data:`_ANCHOR_CONTEXT` characters before it in its paragraph (where "she" is named)."""
+    from .citations import locate
+
+    for text in read:
+        span = locate(text, citation.quote)
+        if span is not None:
+            begin = max(0, span[0] - _ANCHOR_CONTEXT)
+            paragraph = text.rfind("\n\n", begin, span[0])
+            return text[max(begin, paragraph + 2 if paragraph >= 0 else begin):span[1]]
+    return citation.quote
+
+
+def anchors(question: str) -> set[str]:
+    """Whom or what a question names (``Pellow`` of "How old is Mr. Pellow?"), lower-cased, without ``'s``."""
+    return {re.sub(r"['’]s$", "", n) for n in names(question)}
+
+
+def claims_of(answer: str, question: Any) -> list[str]:
+    """The claims of an answer: its sentences (a chosen option's text is one claim)."""
+    from .methods.evidence import sentences
+
+    return [s for s in sentences(answer) if re.search(r"\w", s)] or ([answer.strip()] if answer.strip() else [])
+
+
+def assess(question: Any, answer: str, citations: Sequence[Citation], read: Sequence[str],
+           embedder: Any = None) -> Support:
+    """The support of ``answer`` (to ``question``, a :class:`~pagemind.methods.question.Question`) by the quotes of
+    its ``citations``, given the texts it ``read``; ``embedder``: the MiniLM encoder, or None (words alone)."""
+    question_text = getattr(question, "text", str(question))
+    seen = _read(citations, read)
+    asked = facts(question_text)
+    named = anchors(question_text)
+    relevance = (sum(seen.idf.get(w, 0.0) > 0 or w in seen.read_words for w in asked) / len(asked)) if asked else 1.0
+    if declined(answer):
+        return Support("unsupported", 0.0, (), (), round(relevance, 4), True,
+                       reason="the model said the text does not hold the answer")
+    claims = claims_of(answer, question)
+    if not claims:
+        return Support("unsupported", 0.0, (), (), round(relevance, 4), reason="the answer is empty")
+    vectors = _similarities(embedder, claims, seen.quotes, question_text)
+    out: list[Claim] = []
+    unfounded: list[str] = []
+    for i, claim in enumerate(claims):
+        said = facts(claim) - asked  # what the claim adds to the question ("grey" to "what colour was the coat")
+        echo = not said  # "Yes.", "He is old." to "How old is he?": nothing of its own to look for
+        share, best = _word_share(said or facts(claim) | asked, seen)
+        wanted = sorted(numbers(claim)) + sorted(names(claim) - set(re.findall(r"\w+", question_text.lower())))
+        missing = tuple(x for x in wanted if x not in (seen.cited_numbers | seen.cited_words))
+        unfounded += [x for x in missing if x not in (seen.read_numbers | seen.read_words) and x not in unfounded]
+        similarity = None if vectors is None else vectors[i]
+        score = share if similarity is None else (_WORD_SHARE * share + (1 - _WORD_SHARE) * _scaled(similarity))
+        score *= _MISSING_FACTOR ** len(missing)
+        unnamed: tuple[str, ...] = ()
+        if named and best and not echo and not any(re.search(rf"\b{re.escape(a)}\b", seen.contexts[n - 1])
+                                                   for a in named for n in best):
+            unnamed = tuple(sorted(named))  # "41 years" held by a sentence about Abel, asked of Pellow's age
+            score *= ANCHOR_FACTOR
+        if echo:
+            score = min(score, ECHO_CAP)
+        if not seen.quotes:
+            score = 0.0
+        label: Label = "supported" if score >= SUPPORTED else "partial" if score >= PARTIAL else "unsupported"
+        out.append(Claim(claim, label, round(score, 4), round(share, 4),
+                         None if similarity is None else round(similarity, 4), best, missing, unnamed))
+    confidence = min(c.score for c in out) * (0.5 + 0.5 * relevance)
+    labels = {c.label for c in out}
+    overall: Label = ("supported" if labels == {"supported"} else "unsupported" if labels == {"unsupported"}
+                      else "partial")
+    unnamed = next((c.unnamed for c in out if c.unnamed), ())
+    reason = ("" if overall == "supported" else "nothing was cited" if not seen.quotes
+              else f"not in what was read: {', '.join(unfounded)}" if unfounded
+              else f"the sentences holding the answer do not speak of {', '.join(a.capitalize() for a in unnamed)}"
+              if unnamed
+              else "the cited text does not hold the answer's words" if overall == "unsupported"
+              else "some claims are not in the cited text")
+    return Support(overall, round(confidence, 4), tuple(out), tuple(unfounded), round(relevance, 4), False,
+                   "minilm" if vectors is not None else "lexical", reason=reason)
+
+
+def _word_share(words: set[str], seen: _Read) -> tuple[float, tuple[int, ...]]:
+    """The rarity-weighted share of ``words`` in the cited quotes, and the markers of the quotes holding them."""
+    if not words:
+        return 0.0, ()
+    weight = {w: seen.idf.get(w, max(seen.idf.values(), default=1.0)) for w in words}
+    total = sum(weight.values())
+    held = set().union(*seen.quote_terms) if seen.quote_terms else set()
+    share = sum(weight[w] for w in words & held) / total if total else 0.0
+    sources = tuple(n for n, quote in enumerate(seen.quote_terms, 1)
+                    if sum(weight[w] for w in words & quote) >= 0.25 * total)
+    return share, sources
+
+
+def _scaled(similarity: float) -> float:
+    return min(1.0, max(0.0, (similarity - _SIM_FLOOR) / _SIM_SPAN))
+
+
+def _similarities(embedder: Any, claims: list[str], quotes: Sequence[str], question: str) -> list[float] | None:
+    """Each claim's best cosine similarity to a quote (a short claim read with the question), or None."""
+    if embedder is None or not quotes:
+        return None
+    from .methods.evidence import terms
+
+    shown = [c if len(terms(c)) > SHORT_CLAIM else f"{question} {c}" for c in claims]
+    try:
+        vectors = embedder.embed([*shown, *quotes])
+    except Exception:  # the encoder is a refinement: the words stand without it
+        return None
+    pooled = [v.mean(axis=0) for v in vectors]
+    for i, v in enumerate(pooled):
+        norm = float((v @ v) ** 0.5)
+        pooled[i] = v / norm if norm else v
+    heads, tails = pooled[:len(claims)], pooled[len(claims):]
+    return [max(float(h @ t) for t in tails) for h in heads]
+
+
+# --- abstention --------------------------------------------------------------------------------------------
+def abstention(support: Support, citations: Sequence[Citation]) -> str:
+    """The reply of an answer that abstains: the document does not say, why, and what was closest."""
+    if support.declined or not citations:
+        why = ""
+    elif support.unfounded:
+        why = f" ({', '.join(support.unfounded)} is nowhere in what was read)" if len(support.unfounded) == 1 else \
+            f" ({', '.join(support.unfounded)} are nowhere in what was read)"
+    else:
+        why = f" ({support.reason or 'what was read does not hold the answer'})"
+    closest = ""
+    if citations:
+        quote = " ".join(citations[0].quote.split())
+        quote = quote if len(quote) <= 240 else quote[:239] + "…"
+        closest = f" The closest it comes: \"{quote}\" [1]"
+    return f"The document does not say{why}.{closest}"
+
+
+ABSTAIN_MODES = ("auto", "on", "off")
+
+
+def abstains(mode: str, is_choice: bool, support: Support) -> bool:
+    """Whether an answer with ``support`` abstains under ``mode`` (auto: free-form answers only)."""
+    if mode == "off" or (mode == "auto" and is_choice):
+        return False
+    return support.declined or support.label == "unsupported"
+
+
+__all__ = ["LABELS", "PARTIAL", "SUPPORTED", "Claim", "Support", "Verdict", "abstains", "abstention", "assess",
+           "claims_of", "declined", "names", "numbers"]

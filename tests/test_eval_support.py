@@ -1,0 +1,92 @@
+"""The evaluation of support (issue 38): AUROC, accuracy at 80% coverage, wrong and right answers flagged, and the
+unanswerable variants that give every labelled set an abstention half — checked with a scripted oracle."""
+
+import json
+
+import pytest
+
+from pagemind import Pagemind, ScriptedLLM
+from pagemind.eval import EvalConfig, Runner, summarise
+from pagemind.eval.datasets import Example
+from pagemind.eval.evidence import Span
+from pagemind.eval.generated import load_babilong
+from pagemind.eval.report import auroc, coverage_accuracy, markdown
+from pagemind.eval.rundir import RunDir
+from pagemind.eval.unanswerable import REFERENCE, SUFFIX, variant, with_variants
+
+
+def test_auroc_is_the_chance_a_right_answer_outranks_a_wrong_one():
+    assert auroc([0.9, 0.8, 0.2, 0.1], [True, True, False, False]) == 1.0
+    assert auroc([0.1, 0.2, 0.8, 0.9], [True, True, False, False]) == 0.0
+    assert auroc([0.5, 0.5], [True, False]) == 0.5  # a tie counts half
+    assert auroc([0.9, 0.3, 0.6], [True, False, False]) == 1.0 and auroc([0.9, 0.3], [True, True]) is None
+
+
+def test_accuracy_at_coverage_answers_only_the_most_confident():
+    assert coverage_accuracy([0.9, 0.8, 0.7, 0.6, 0.1], [1, 1, 1, 1, 0]) == 1.0  # the least confident 20% dropped
+    assert coverage_accuracy([0.1, 0.9], [1, 0], coverage=0.5) == 0.0 and coverage_accuracy([], []) is None
+
+
+def test_a_variant_loses_its_labelled_evidence_and_keeps_its_question():
+    text = "Mary went to the kitchen. Mary journeyed to the bedroom. John sat down."
+    e = Example("q1", "set", "qa", "Where is Mary?", "doc", text, references=("bedroom",),
+                evidence=(Span("fact", 26, 56),), meta={"k": 1})
+    v = variant(e)
+    assert v.id == "q1" + SUFFIX and v.document == "Mary went to the kitchen. John sat down."
+    assert v.question == e.question and v.references == (REFERENCE,) and v.evidence == ()
+    assert v.meta["unanswerable"] and v.meta["removed"] == "labelled evidence" and v.meta["k"] == 1
+    assert v.document_id.startswith("doc" + SUFFIX) and v.document_id != e.document_id
+
+
+def test_without_labels_the_sentences_holding_the_answer_go_and_a_summary_gets_no_variant():
+    text = ("The boat was called the Margery Dell. Tam skippered it every week.\n\n"
+            "The inspector wore a grey coat. It rained.")
+    choice = Example("c", "set", "choice", "What was the boat called?", "d", text,
+                     options=("The Margery Dell", "The Pequod"), gold=0)
+    v = variant(choice)
+    assert "Margery" not in v.document and "grey coat" in v.document and v.options == choice.options
+    summary = Example("s", "set", "summary", "Summarise.", "d", text, references=("A boat and a coat.",))
+    assert variant(summary) is None  # its words are nowhere whole in the text: no sentence holds the answer
+    both, missing = with_variants([choice, summary])
+    assert [e.id for e in both] == ["c", "c" + SUFFIX, "s"] and missing == 1
+
+
+def oracle(examples, wrong=()):
+    """Answers what the gold fact in its prompt says; without it (a variant) or for the ``wrong`` questions, a place
+    the text never names."""
+    facts = {e.question: (e.document[e.evidence[0].start:e.evidence[0].end], e.references[0]) for e in examples}
+
+    def answer(request):
+        prompt = request.messages[-1].content
+        question = next(q for q in facts if q in prompt)
+        fact, gold = facts[question]
+        return f"Answer: {gold}" if fact in prompt and question not in wrong else "Answer: garage"
+
+    return ScriptedLLM(by_role={"answer": answer})
+
+
+@pytest.mark.parametrize("wrong", [0, 2])
+def test_the_report_scores_support_and_abstention_with_a_scripted_oracle(tmp_path, wrong):
+    params = {"tasks": "qa1", "tokens": "1000", "samples": "4"}
+    examples = load_babilong(None, tasks=("qa1",), tokens=(1000,), samples=4)
+    misses = {e.question for e in examples[:wrong]}
+    with Pagemind(oracle(examples, misses), store=tmp_path / "s.db") as pm:
+        Runner(pm, EvalConfig("babilong", ("full",), params=params, unanswerable=True), tmp_path / "run",
+               progress=False).run()
+    records = RunDir(tmp_path / "run").read()
+    assert len(records) == 8 and sum(bool(r["meta"].get("unanswerable")) for r in records) == 4
+    assert all(r["abstained"] is False for r in records)  # the protocol's answers are scored, not replaced
+    summary = summarise(tmp_path / "run")
+    (m,) = summary["methods"]
+    assert m["n"] == 4 and m["score"] == (4 - wrong) / 4  # the headline counts the answerable questions alone
+    # the oracle's invented answers abstain: on every variant, and on the answerable questions it gets wrong
+    assert m["unanswerable_n"] == 4 and m["abstention_recall"] == 1.0 and m["false_abstention"] == wrong / 4
+    assert m["abstention_precision"] == pytest.approx(4 / (4 + wrong))
+    if wrong:
+        assert m["support_auroc"] == 1.0 and m["flagged_wrong"] == 1.0 and m["flagged_right"] == 0.0
+        assert m["accuracy_at_80"] == pytest.approx(2 / 3)  # 3 of 4 answered: the two right ones first
+    else:
+        assert m["support_auroc"] is None and m["flagged_right"] == 0.0  # no wrong answer to tell apart
+    report = markdown(summary)
+    assert "Support and abstention:" in report and "| full |" in report.split("Support and abstention:")[1]
+    assert json.loads(json.dumps(summary))  # the summary stays JSON

@@ -1,0 +1,228 @@
+"""Answers that judge their own support (issue 38): claims checked against the cited text without an LLM call, the
+opt-in verifier (labels, log-probabilities, re-ask, fallback), abstention, and the surfaces that show them."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from pagemind import LLM, Document, Pagemind, ScriptedLLM, Store
+from pagemind.citations import Citation
+from pagemind.cli.main import cli
+from pagemind.llm.base import LLMResponse, TokenLogprob
+from pagemind.methods import registry
+from pagemind.methods.question import Question
+from pagemind.support import assess, declined, names, numbers
+from pagemind.verify import label_probability, parse
+
+STORY = ("The letter came with the supply boat on a Thursday in October. Tam Ruddock skippered the Margery Dell.\n\n"
+         "Mr. Pellow arrived on the Wednesday in a grey coat too thin for the weather. He climbed the one hundred and "
+         "twelve steps with a handkerchief pressed to his mouth.\n\n"
+         "Wren found the map inside an old sea chest in the oil store.")
+
+
+def ask(answer, question, text=STORY, **options):
+    fake = ScriptedLLM(by_role={"answer": answer, "verify": options.pop("verifier", "supported")},
+                       supports_logprobs=options.pop("logprobs", False))
+    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"), **options)
+    got = reader.answer(reader.build(Document.from_text(text)), Question.parse(question))
+    return got, fake
+
+
+# --- numbers, names, refusals ----------------------------------------------------------------------------
+def test_numbers_are_one_number_however_written():
+    assert numbers("one hundred and twelve steps, 1,200 feet, 3.50 pounds, the 14th, twenty-one") == \
+        {"112", "1200", "3.5", "14", "21"}
+    assert numbers("and so on") == set()
+
+
+def test_names_are_capitalised_words_inside_a_sentence():
+    assert names("Mr. Pellow met Tam Ruddock. Then they left.") == {"pellow", "tam", "ruddock"}
+
+
+def test_a_reply_that_says_the_text_does_not_say_is_declined():
+    assert declined("The story does not say how old Mr. Pellow is.") and declined("This is not mentioned.")
+    assert not declined("He is 45 years old.") and not declined("The text says he was grey-faced.")
+
+
+# --- support without an LLM call ------------------------------------------------------------------------
+def test_a_short_answer_is_read_with_its_question_and_supported_by_its_source():
+    answer, fake = ask("Answer: Grey.", "What colour was the inspector's coat?")
+    assert answer.support.label == "supported" and not answer.abstained and answer.text == "Grey."
+    assert answer.support.sources == (1,) and "grey coat" in answer.citations[0].quote
+    assert fake.roles() == ["answer"]  # no verifier call unless asked
+
+
+def test_a_number_written_in_words_supports_the_same_number_in_digits():
+    answer, _ = ask("He climbed 112 steps.", "How many steps did Pellow climb?")
+    assert answer.support.label == "supported" and answer.support.claims[0].missing == ()
+
+
+def test_an_invented_number_abstains_and_names_it_with_what_was_closest():
+    answer, _ = ask("Mr. Pellow is 45 years old.", "How old is Mr. Pellow?")
+    assert answer.abstained and answer.draft == "Mr. Pellow is 45 years old." and answer.choice is None
+    assert answer.support.unfounded == ("45",) and answer.support.label == "unsupported"
+    assert answer.text.startswith("The document does not say (45 is nowhere in what was read).")
+    assert "The closest it comes: \"" in answer.text and answer.citations  # what was closest stays cited
+    data = answer.as_dict()
+    assert data["abstained"] is True and data["draft"] == answer.draft and list(data["support"]["unfounded"]) == ["45"]
+
+
+def test_invented_names_are_unsupported_and_a_true_sentence_is_supported():
+    wrong, _ = ask("Captain Ahab skippered the Pequod.", "Who skippered the supply boat?")
+    right, _ = ask("Tam Ruddock skippered the Margery Dell.", "Who skippered the supply boat?")
+    assert wrong.support.unfounded == ("ahab", "pequod") and wrong.abstained
+    assert right.support.label == "supported" and right.support.confidence > wrong.support.confidence + 0.5
+
+
+def test_a_model_that_declines_abstains_without_a_draft_line():
+    answer, _ = ask("The text does not say how old he is.", "How old is Mr. Pellow?")
+    assert answer.abstained and answer.support.declined and answer.support.confidence == 0.0
+
+
+def test_partial_support_answers_and_says_so():
+    answer, _ = ask("He wore a grey coat. He sailed to Iceland on a whaler.", "What did the inspector wear?")
+    assert answer.support.claims[0].label == "supported"
+    assert answer.support.claims[1].label == "unsupported" and answer.support.label == "partial"
+    assert not answer.abstained and "iceland" in answer.support.unfounded
+
+
+def test_abstain_off_keeps_the_answer_and_multiple_choice_never_abstains_by_default():
+    off, _ = ask("Mr. Pellow is 45 years old.", "How old is Mr. Pellow?", abstain="off")
+    assert off.text == "Mr. Pellow is 45 years old." and not off.abstained and off.support.label == "unsupported"
+    choice, _ = ask("Answer: (B)", "Where was the map?\n(A) In a boat\n(B) In a sea chest")
+    assert choice.letter == "B" and not choice.abstained and choice.support.label == "supported"
+    on, _ = ask("Answer: (A)", "Where was the map?\n(A) In a whaler off Iceland\n(B) In a sea chest", abstain="on")
+    assert on.abstained and on.choice is None and on.draft == "In a whaler off Iceland"
+
+
+def test_support_off_and_a_reader_without_citations_are_not_judged():
+    off, _ = ask("Mr. Pellow is 45 years old.", "How old?", support="off")
+    uncited, _ = ask("Mr. Pellow is 45 years old.", "How old?", cite="off")
+    assert off.support is None and uncited.support is None and not off.abstained and not uncited.abstained
+    assert off.as_dict()["support"] is None and off.confidence is None
+
+
+def test_the_minilm_scorer_adds_similarity_and_lexical_has_none():
+    lexical, _ = ask("He climbed 112 steps.", "How many steps did Pellow climb?", support="lexical")
+    dense, _ = ask("He climbed 112 steps.", "How many steps did Pellow climb?", support="minilm")
+    assert lexical.support.scorer == "lexical" and lexical.support.claims[0].similarity is None
+    assert dense.support.scorer == "minilm" and 0.3 < dense.support.claims[0].similarity <= 1.0
+
+
+def test_an_empty_reply_and_a_number_only_document_are_handled():
+    empty, _ = ask("", "Who?")
+    assert empty.abstained and empty.support.reason == "the answer is empty"
+    sums = assess(Question("What is the total?"), "The total is 4,512.",
+                  [Citation("d", "text", None, 0, 11, "4512 1200 7", "text")], ["4512 1200 7"])
+    assert sums.label == "supported" and sums.unfounded == ()
+
+
+# --- the verifier --------------------------------------------------------------------------------------
+def test_verify_labels_the_answer_from_the_cited_text_alone():
+    answer, fake = ask("Grey.", "What colour was the inspector's coat?", verify=True, verifier="unsupported")
+    assert fake.roles() == ["answer", "verify"]
+    prompt = fake.history[-1].messages[0].content
+    assert "[1] Mr. Pellow arrived on the Wednesday in a grey coat" in prompt and "Wren found the map" not in prompt
+    verdict = answer.support.verdict
+    assert verdict.label == "unsupported" and verdict.basis == "label" and verdict.confidence is None
+    assert answer.support.label == "unsupported" and answer.abstained  # the verifier's label wins
+    assert fake.history[-1].constraint.gbnf and fake.history[-1].logprobs == 5
+
+
+def test_a_verifier_reply_outside_the_labels_is_asked_again_then_recorded_never_supported():
+    again, fake = ask("Grey.", "What colour was the inspector's coat?", verify=True,
+                      verifier=["I think so", "partial"])
+    assert fake.roles() == ["answer", "verify", "verify"] and again.support.verdict.label == "partial"
+    failed, _ = ask("Grey.", "What colour was the inspector's coat?", verify=True, verifier=["yes", "maybe"])
+    assert failed.support.verdict.label is None and failed.support.verdict.basis == "fallback"
+    assert failed.support.label == "supported"  # the words' label stands; the fallback is recorded
+    assert any(f.startswith("verify: no label from the verifier") for f in failed.fallbacks)
+
+
+def test_the_label_probability_comes_from_the_alternatives_of_the_token_where_it_begins():
+    reply = LLMResponse('{"label": "supported"}', 10, 5, 0.0, "m", logprobs=(
+        TokenLogprob('{"', -0.01), TokenLogprob('label', -0.01), TokenLogprob('":', -0.01),
+        TokenLogprob(' "', -0.01), TokenLogprob('supported', -0.2, (("supported", -0.2), ("un", -1.8),
+                                                                    ("partial", -3.0)))))
+    p = label_probability(reply, "supported")
+    assert 0.75 < p < 0.85  # e^-0.2 / (e^-0.2 + e^-1.8 + e^-3.0)
+    assert label_probability(LLMResponse("supported", 1, 1, 0.0, "m"), "supported") is None  # no log-probabilities
+    assert parse("Unsupported.") == "unsupported" and parse("supported or partial").startswith("not one label")
+
+
+def test_a_backend_with_log_probabilities_gives_the_verdict_its_confidence():
+    def verifier(request):
+        return LLMResponse("partial", 5, 1, 0.0, "scripted",
+                           logprobs=(TokenLogprob("partial", -0.1, (("partial", -0.1), ("supported", -2.5))),))
+
+    answer, _ = ask("Grey.", "What colour was the inspector's coat?", verify=True, verifier=verifier, logprobs=True)
+    verdict = answer.support.verdict
+    assert verdict.basis == "logprobs" and 0.9 < verdict.confidence < 0.95 and answer.support.label == "partial"
+
+
+def test_the_cache_keeps_the_log_probabilities_of_a_reply(tmp_path):
+    store = Store(tmp_path / "s.db")
+    reply = LLMResponse("supported", 3, 1, 0.1, "m", logprobs=(TokenLogprob("supported", -0.3, (("un", -1.5),)),))
+    store.put_response("k", reply)
+    again = store.get_response("k")
+    assert again.logprobs == reply.logprobs and again.cached
+
+
+# --- surfaces ------------------------------------------------------------------------------------------
+def test_the_cli_prints_the_support_line_after_the_sources_and_the_draft_when_it_abstains(tmp_path):
+    fake = ScriptedLLM(by_role={"answer": "Answer: He is 45 years old."})
+    result = CliRunner().invoke(cli, ["ask", "--sample", "How old is Mr. Pellow?", "-m", "full", "--store",
+                                      str(tmp_path / "s.db")], obj={"backend": fake})
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert out.startswith("The document does not say (45 is nowhere in what was read).")
+    assert out.index("Sources:") < out.index("Support: abstained: not supported by the sources — check them")
+    assert "The model's draft (not supported): He is 45 years old." in out
+    grey = CliRunner().invoke(cli, ["ask", "--sample", "What colour was the inspector's coat?", "-m", "full",
+                                    "--store", str(tmp_path / "s.db"), "--json"],
+                              obj={"backend": ScriptedLLM(by_role={"answer": "Answer: Grey."})})
+    data = json.loads(grey.stdout)
+    assert data["answer"] == "Grey." and data["support"]["label"] == "supported" and data["abstained"] is False
+    assert data["support"]["line"].startswith("supported by [1]") and "grey coat" in data["citations"][0]["quote"]
+
+
+def test_the_sample_is_the_story_the_done_when_questions_are_about():
+    from importlib import resources
+
+    story = resources.files("pagemind").joinpath("samples", "lighthouse.txt").read_text(encoding="utf-8")
+    assert "in a grey coat too thin for the weather" in story
+    assert " years old" not in story  # Mr. Pellow's age is not in it
+
+
+def navigate(request):
+    prompt = request.messages[-1].content
+    return "Reasoning: here.\nAction: -2\nAnswer: 45 years old." if "-2" in prompt else "Reasoning: x.\nAction: 0"
+
+
+@pytest.mark.parametrize("method", ["rag", "readagent-p", "memwalker"])
+def test_every_reader_judges_support_through_the_base_reader(method):
+    fake = ScriptedLLM(by_role={"answer": "Answer: 45 years old.", "lookup": "Page [0]", "gist": "a gist",
+                                "paginate": "Break point: <1>", "summarise": "a summary",
+                                "navigate": navigate})
+    opts = {"rag": {"fragment_words": 30}, "memwalker": {"segment_tokens": 60}}.get(method, {})
+    reader = registry.get(method)(LLM(fake, concurrency=1), Store(":memory:"), **opts)
+    got = reader.answer(reader.build(Document.from_text(STORY)), Question("How old is Mr. Pellow?"))
+    assert got.support is not None and got.abstained and "45" in got.support.unfounded
+
+
+def test_pagemind_ask_records_support_in_the_run(tmp_path):
+    with Pagemind(ScriptedLLM(by_role={"answer": "Answer: Grey."}), store=tmp_path / "s.db") as pm:
+        answer = pm.ask(Document.from_text(STORY), "What colour was the inspector's coat?", method="full")
+        run = pm.store.get_run(answer.run_id)
+    assert answer.confidence == answer.support.confidence and run.result["support"]["label"] == "supported"
+
+
+def test_a_number_held_by_a_sentence_about_someone_else_is_not_support():
+    text = STORY + "\n\nAbel Callis had kept the light on Brannoch Point for forty-one years."
+    answer, _ = ask("41 years", "How old is Mr. Pellow?", text=text)
+    assert answer.abstained and answer.support.claims[0].unnamed == ("pellow",)
+    assert answer.text.startswith("The document does not say (the sentences holding the answer do not speak of "
+                                  "Pellow).")
+    she, _ = ask("A map.", "What did Wren find?", text="Wren opened the chest at last. She found a map inside.")
+    assert she.support.label == "supported" and she.support.claims[0].unnamed == ()  # named just before "She"
