@@ -90,3 +90,19 @@ def test_the_report_scores_support_and_abstention_with_a_scripted_oracle(tmp_pat
     report = markdown(summary)
     assert "Support and abstention:" in report and "| full |" in report.split("Support and abstention:")[1]
     assert json.loads(json.dumps(summary))  # the summary stays JSON
+
+
+def test_a_sets_own_unanswerable_questions_count_for_abstention_and_stay_in_the_headline():
+    from pagemind.eval.report import summarise_method
+
+    def record(i, score, confidence, abstains, **meta):
+        return {"status": "ok", "example_id": str(i), "scores": {"judge": score}, "confidence": confidence,
+                "support": "unsupported" if abstains else "supported", "would_abstain": abstains, "meta": meta}
+
+    records = [record(1, 1.0, 0.9, False), record(2, 0.0, 0.1, True),
+               record(3, 1.0, 0.0, True, evidence_kind="unanswerable"),  # MMLongBench-Doc: "Not answerable"
+               record(4, 0.0, 0.8, False, abstention=True)]  # LongMemEval's _abs question, answered anyway
+    s = summarise_method("rag", records, [], [], "judge")
+    assert s.n == 4 and s.score == 0.5  # the judge scored all four
+    assert s.abstention_recall == 0.5 and s.false_abstention == 0.5 and s.abstention_precision == 0.5
+    assert s.support_auroc == 1.0  # over the two answerable ones

@@ -280,3 +280,29 @@ def test_letta_quickstart_as_published_and_what_the_sdk_must_not_retry(served):
     assert back.name == "labels-2" and {b.label for b in back.memory.blocks} == {b.label for b in made.memory.blocks}
     with pytest.raises(letta_client.UnprocessableEntityError, match="memory_blocks.0.label: String should match"):
         client.agents.create(name="dotted", memory_blocks=[{"label": "a.b", "value": "x"}])
+
+
+def searching_step(request):
+    """Search the archive first; once its results are in the context, answer from them."""
+    said = "\n".join(m.content for m in request.messages)
+    if "archival_memory_search" not in said.split('"type": "user_message"')[-1]:
+        return json.dumps({"thoughts": "look it up", "function": "archival_memory_search",
+                           "arguments": {"query": "tea", "page": 0, "request_heartbeat": True}})
+    return json.dumps({"thoughts": "found it", "function": "send_message",
+                       "arguments": {"message": "You drink green tea from Assam."}})
+
+
+def test_a_turn_that_searched_carries_its_support_in_pagemind_s_extension(tmp_path):
+    pm = Pagemind(ScriptedLLM(by_role={"agent-step": searching_step}), store=tmp_path / "s.db")
+    ann = users_api.create_user(pm.store, "ann")
+    with Served(create_app(pm, auth="keys", keepalive=1.0, workers=2)) as server:
+        client = letta_client.Letta(base_url=f"{server.url}/letta", api_key=ann[1], max_retries=0)
+        agent = client.agents.create(name="tia", memory_blocks=[{"label": "human", "value": "Name: Ann"}])
+        client.agents.passages.create(agent_id=agent.id, text="Ann drinks green tea from Assam every morning.")
+        reply = client.agents.messages.create(agent_id=agent.id, messages=[{"role": "user",
+                                                                           "content": "What tea do I drink?"}])
+        assert reply.messages[-1].content == "You drink green tea from Assam."
+        ext = reply.model_extra["pagemind"]
+        assert ext["support"]["label"] == "supported" and ext["confidence"] > 0.5
+        assert "green tea from Assam" in ext["citations"][0]["quote"]
+    pm.close()

@@ -92,6 +92,17 @@ def test_constrained_and_concurrent_requests_match_serial_ones(model_file, run_d
     letter = Constraint("choice", gbnf='root ::= "(" [ABCD] ")"')
     choice = backend.execute(LLMRequest.user("Pick one: (A) red (B) blue", max_tokens=4, constraint=letter))
     assert choice.constrained and choice.text in {"(A)", "(B)", "(C)", "(D)"}
+    # the verifier's request (issue 38): a label under the grammar, with each token's log-probabilities from the server
+    from pagemind.citations import Citation
+    from pagemind.verify import label_probability, parse, request
+
+    cited = [Citation("d", "text", None, 0, 30, "The inspector wore a grey coat.", "text")]
+    asked = request("What colour was the coat?", "Grey.", cited)
+    verdict = backend.execute(asked)
+    assert backend.capabilities.supports_logprobs and verdict.constrained and parse(verdict.text) == verdict.text
+    assert verdict.logprobs and all(t.logprob <= 0 for t in verdict.logprobs)
+    assert "".join(t.token for t in verdict.logprobs) == verdict.text  # the reply's tokens, in order
+    assert 0 < label_probability(verdict, verdict.text) <= 1
     asks = [LLMRequest.user(f"Write the number {n} in words.", max_tokens=12) for n in range(4)]
     serial = [backend.execute(r).text for r in asks]
     together: list[str] = [""] * len(asks)

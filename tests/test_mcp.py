@@ -118,6 +118,7 @@ async def document_ask_trace(client: Client, **add: str) -> tuple[str, str]:
     answer = answered.structured_content
     assert answer["answer"] == "Wren keeps the lamps." and answer["method"] == "full"
     assert text(answered).startswith("Wren keeps the lamps.") and answer["run_id"] in text(answered)
+    assert answer["support"]["label"] == "supported" and "\n\nSupport: supported by [1]" in text(answered)
     assert "answering from the whole text" in heard  # the method's phases, as MCP progress notifications
 
     trace = await client.call_tool("show_trace", {"run_id": answer["run_id"]})

@@ -372,3 +372,28 @@ def test_a_client_that_leaves_stops_its_run_and_an_identical_retry_joins_it(tmp_
     assert len(runs) == before + 1 and len(fake.history) == calls + 1
     assert results[0]["json"]["choices"][0]["message"]["content"] == \
         results[1]["json"]["choices"][0]["message"]["content"]
+
+
+def test_support_rides_in_the_extension_and_an_unsupported_answer_says_the_document_does_not_say(served):
+    """Issue 38 through the openai SDK: the support of a cited answer in the ``pagemind`` extension; a document that
+    does not hold the answer gets "The document does not say" as the content (the model's draft in the extension),
+    and a stream that already sent the draft ends with the abstention."""
+    pm, client = served["pm"], served["ann"]
+    told = pm.add_document(STORY, "cape.txt", user_id=served["ann_id"])
+    silent = pm.add_document(make_text(6, 30), "filler.txt", user_id=served["ann_id"])
+    asked = [{"role": "user", "content": "Who found the map?"}]
+    done = client.chat.completions.create(model="pagemind/full", messages=asked,
+                                          extra_body={"pagemind": {"document_id": told.id}})
+    extra = done.model_extra["pagemind"]
+    assert extra["support"]["label"] == "supported" and extra["abstained"] is False and extra["confidence"] > 0.5
+    gone = client.chat.completions.create(model="pagemind/full", messages=asked,
+                                          extra_body={"pagemind": {"document_id": silent.id}})
+    text = gone.choices[0].message.content
+    assert text.startswith("The document does not say") and "Wren" not in text
+    assert gone.model_extra["pagemind"]["abstained"] is True
+    assert gone.model_extra["pagemind"]["draft"] == "Wren found the map under the stair."
+    chunks = list(client.chat.completions.create(model="pagemind/full", messages=asked, stream=True,
+                                                 extra_body={"pagemind": {"document_id": silent.id}}))
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert streamed.startswith("Wren found the map under the stair.\n\nThe document does not say")
+    assert [c.model_extra.get("pagemind") for c in chunks if c.model_extra.get("pagemind")][-1]["abstained"] is True

@@ -226,3 +226,13 @@ def test_a_number_held_by_a_sentence_about_someone_else_is_not_support():
                                   "Pellow).")
     she, _ = ask("A map.", "What did Wren find?", text="Wren opened the chest at last. She found a map inside.")
     assert she.support.label == "supported" and she.support.claims[0].unnamed == ()  # named just before "She"
+
+
+def test_a_reply_that_copies_the_context_or_is_in_another_language_is_not_vouched_for():
+    long_story = "\n\n".join(f"Wren climbed the {n} steps of tower {n}. The lamp of tower {n} was lit at dusk."
+                             for n in range(1, 6))
+    copied, _ = ask(long_story.replace("\n\n", " "), "Who climbed the steps?", text=long_story)
+    assert copied.support.reason == "the reply copies what was read instead of answering"
+    assert copied.support.label == "partial" and copied.support.confidence <= 0.35 and not copied.abstained
+    french, _ = ask("Le manteau était gris.", "What colour was the inspector's coat?")
+    assert french.abstained and french.support.label == "unsupported"

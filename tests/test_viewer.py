@@ -389,6 +389,17 @@ def test_an_answer_s_markers_open_its_cited_spans_highlighted_in_place(server, p
     shoot(tab, "12-cited-span")
     tab.click("#answer .sources-list a.marker[data-n='2']")
     tab.wait_for_function("document.querySelector('#cited mark.current')?.textContent === 'Abel sails the ferry.'")
+    # the answer's support: its line and each claim marked (issue 38)
+    assert tab.inner_text("#support .support-line").startswith("supported by [1]")
+    assert tab.locator("#support li.claim-supported").all_inner_texts()[0].startswith("✓ the map is under the stairs")
+    other = pm.add_document("Abel sails the ferry to the island every week.", "ferry.txt", user_id=user.id)
+    gone = pm.ask(pm.open_document(other.id, user_id=user.id), "Where is the map?", method="full", user_id=user.id)
+    tab.goto(server["url"] + f"/#/runs/{gone.run_id}")
+    tab.wait_for_selector("#support .draft")
+    assert tab.inner_text("#answer .answer").startswith("The document does not say")
+    assert "the map is under the stairs" in tab.inner_text("#support .draft")
+    assert tab.inner_text("#support .support-line").startswith("abstained: not supported by the sources")
+    shoot(tab, "13-abstained")
     assert not tab.problems, tab.problems
 
 

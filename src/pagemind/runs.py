@@ -277,9 +277,14 @@ class Recorder:
 
     def result(self, result: dict[str, Any]) -> None:
         """The run's result: recorded as its last step and on the run, which is then done (its span counts the
-        result's citations)."""
+        result's citations and carries its support label, confidence and whether it abstained)."""
         if self._span is not None and isinstance(result.get("citations"), list):
             self._span.set_attribute("pagemind.citations", len(result["citations"]))
+        support = result.get("support")
+        if self._span is not None and isinstance(support, dict):
+            self._span.set_attribute("pagemind.support", str(support.get("label")))
+            self._span.set_attribute("pagemind.confidence", float(support.get("confidence") or 0.0))
+            self._span.set_attribute("pagemind.abstained", bool(result.get("abstained")))
         self.step("result", **result)
         self.store.update_run(self.run_id, status="done", finished=time.time(), result=result)
 

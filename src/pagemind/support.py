@@ -42,6 +42,7 @@ SUPPORTED = 0.6  # a claim scoring at least this is supported
 PARTIAL = 0.35  # ... at least this, partly supported; below, unsupported
 SHORT_CLAIM = 2  # a claim with at most this many content words is read with the question ("Grey." to "what colour")
 ECHO_CAP = 0.55  # a claim adding no word to the question's ("Yes.") is at most partly supported: words cannot tell
+COPY_CLAIMS, COPY_SHARE = 6, 0.8  # a reply of at least 6 sentences, 80% of them verbatim from what was read, copies it
 _SIM_FLOOR, _SIM_SPAN = 0.25, 0.5  # MiniLM cosine below the floor counts 0, above floor+span counts 1
 _WORD_SHARE = 0.6  # the words' share of a claim's score where similarity is measured (else all of it)
 _MISSING_FACTOR = 0.5  # a claim's score is multiplied by this for each number or name not in the cited text
@@ -336,6 +337,11 @@ def assess(question: Any, answer: str, citations: Sequence[Citation], read: Sequ
     labels = {c.label for c in out}
     overall: Label = ("supported" if labels == {"supported"} else "unsupported" if labels == {"unsupported"}
                       else "partial")
+    if copies(claims, read):  # every sentence is "in the text" because the reply is the text: no answer to vouch for
+        return Support("partial" if overall != "unsupported" else overall, round(min(confidence, PARTIAL), 4),
+                       tuple(out), tuple(unfounded), round(relevance, 4), False,
+                       "minilm" if vectors is not None else "lexical",
+                       reason="the reply copies what was read instead of answering")
     unnamed = next((c.unnamed for c in out if c.unnamed), ())
     reason = ("" if overall == "supported" else "nothing was cited" if not seen.quotes
               else f"not in what was read: {', '.join(unfounded)}" if unfounded
@@ -345,6 +351,17 @@ def assess(question: Any, answer: str, citations: Sequence[Citation], read: Sequ
               else "some claims are not in the cited text")
     return Support(overall, round(confidence, 4), tuple(out), tuple(unfounded), round(relevance, 4), False,
                    "minilm" if vectors is not None else "lexical", reason=reason)
+
+
+def copies(claims: Sequence[str], read: Sequence[str]) -> bool:
+    """Whether a reply of :data:`COPY_CLAIMS` sentences or more is mostly (:data:`COPY_SHARE`) sentences of what was
+    read, word for word: a model that pasted its context back."""
+    if len(claims) < COPY_CLAIMS:
+        return False
+    from .citations import locate
+
+    verbatim = sum(any(locate(text, claim) is not None for text in read) for claim in claims)
+    return verbatim >= COPY_SHARE * len(claims)
 
 
 def _word_share(words: set[str], seen: _Read) -> tuple[float, tuple[int, ...]]:

@@ -25,6 +25,7 @@ from .functions import ToolError
 from .memory import Event
 
 if TYPE_CHECKING:
+    from ..support import Support
     from .core import Agent
 
 _SEARCHES = ("conversation_search", "conversation_search_date", "archival_memory_search")
@@ -64,6 +65,7 @@ class TurnResult:
     run_id: str | None = None  # the recorded run of this turn (Pagemind.send), if recorded
     evidence: list[Citation] = field(default_factory=list)  # every passage and message the searches returned
     citations: list[Citation] = field(default_factory=list)  # what the reply used, and the sources of saved facts
+    support: Support | None = None  # how well what the searches returned supports the reply (None: no search)
 
     @property
     def usage(self) -> Usage:
@@ -86,6 +88,8 @@ class TurnResult:
                 "warnings": self.warnings, "valid_actions": self.valid_actions,
                 "invalid_actions": self.invalid_actions, "usage": self.usage.as_dict(),
                 "citations": [c.as_dict() for c in self.citations],
+                "support": None if self.support is None else self.support.as_dict(),
+                "confidence": None if self.support is None else self.support.confidence,
                 "steps": [_step_dict(s) for s in self.steps], **({"run_id": self.run_id} if self.run_id else {})}
 
 
@@ -162,6 +166,10 @@ class Turn:
         result = self.result
         evidence = [c for c in result.evidence if c.unit != "message" or (c.index or 0) <= self.before]
         cited = support(evidence, " ".join(result.messages))
+        if evidence and result.messages:  # the reply checked against what its searches returned, as an answer is
+            from ..support import assess
+
+            result.support = assess(self.text, " ".join(result.messages), cited, [c.quote for c in evidence])
         seen = {(c.unit, c.index, c.start, c.end) for c in cited}
         for step in result.steps:
             for c in step.citations:

@@ -129,6 +129,7 @@ class MemGPTEval:
             question=question, method="memgpt", text=question.options[choice] if choice is not None else text,
             choice=choice, trace=turn.trace, fallbacks=fallbacks,
             citations=list(getattr(turn, "citations", None) or []),  # the passages and messages the agent used
+            support=turn.support,  # its reply against what its searches returned (None: it searched nothing)
             details={"valid_action_rate": round(turn.valid_action_rate, 4), "steps": len(turn.steps),
                      "valid_actions": turn.valid_actions, "stop_reason": turn.stop_reason,
                      "functions": [s.function for s in turn.steps], "evictions": turn.evictions,

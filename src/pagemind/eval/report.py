@@ -94,7 +94,7 @@ class MethodSummary:
     accuracy_at_80: float | None = None  # the headline metric over the 80% most confident answers
     flagged_wrong: float | None = None  # wrong answers not labelled supported / wrong answers
     flagged_right: float | None = None  # right answers not labelled supported / right answers
-    unanswerable_n: int = 0  # unanswerable variants asked (--unanswerable), scored apart from the headline
+    unanswerable_n: int = 0  # unanswerable questions: --unanswerable variants (not in the headline), the set's own
     abstention_recall: float | None = None  # variants the support check abstains on / variants
     abstention_precision: float | None = None  # abstentions on variants / all abstentions
     false_abstention: float | None = None  # answerable questions abstained on / answerable questions
@@ -152,7 +152,8 @@ def summarise_method(method: str, records: list[dict[str, Any]], builds: list[di
     s.rater_tokens = _mean([u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
                             for r in ok if (u := r.get("rater_usage"))])
     _evidence(s, records, ok)
-    _trust(s, ok, [r for r in variants if r.get("status") == "ok"], primary)
+    native = [r for r in ok if _unanswerable(r)]  # the set's own: scored by its judge and kept in the headline
+    _trust(s, ok, native + [r for r in variants if r.get("status") == "ok"], primary)
     index, unknown = _index_tokens(builds, all_builds)
     own = [b for b in builds if b.get("status") == "ok" and not b.get("resumed") and b.get("document_tokens")
            and (b.get("usage") or {}).get("calls")]
@@ -214,12 +215,20 @@ def coverage_accuracy(confidence: list[float], values: list[float], coverage: fl
     return sum(values[i] for i in kept) / len(kept)
 
 
+def _unanswerable(record: dict[str, Any]) -> bool:
+    """A question the set itself marks unanswerable: MMLongBench-Doc's ("Not answerable"), LongMemEval's abstention
+    questions."""
+    meta = record.get("meta") or {}
+    return meta.get("evidence_kind") == "unanswerable" or bool(meta.get("abstention"))
+
+
 def _trust(s: MethodSummary, ok: list[dict[str, Any]], variants: list[dict[str, Any]], primary: str) -> None:
     """The support metrics (issue 38) over the answers that carry a confidence: AUROC right vs wrong, accuracy at
     80% coverage, wrong and right answers flagged (not labelled supported); with unanswerable variants, abstention
     recall, precision and false abstentions (an answer abstains when its support says so, whether or not the run
     had the reply replaced: ``abstain=off`` records what it would have done)."""
-    judged = [r for r in ok if r.get("confidence") is not None and primary in (r.get("scores") or {})]
+    judged = [r for r in ok if r.get("confidence") is not None and primary in (r.get("scores") or {})
+              and not _unanswerable(r)]
     if judged:
         values = [float(r["scores"][primary]) for r in judged]
         confidence = [float(r["confidence"]) for r in judged]
@@ -234,7 +243,7 @@ def _trust(s: MethodSummary, ok: list[dict[str, Any]], variants: list[dict[str, 
     s.unanswerable_n = len(variants)
     if asked:
         caught = sum(bool(r["would_abstain"]) for r in asked)
-        answerable = [r for r in ok if "would_abstain" in r]
+        answerable = [r for r in ok if "would_abstain" in r and not _unanswerable(r)]
         false = sum(bool(r["would_abstain"]) for r in answerable)
         s.abstention_recall = caught / len(asked)
         s.abstention_precision = caught / (caught + false) if caught + false else None

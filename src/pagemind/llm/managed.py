@@ -405,6 +405,7 @@ class SharedLlama(LlamaCpp):
                                cache_mb=prompt_cache_mb, idle=idle)  # the window as opened: the header read once
         caps = self.capabilities
         caps.max_concurrency = self.spec.slots
+        caps.supports_logprobs = True  # the server returns them (a reply made in this process after a fallback: none)
         caps.constraint = "GBNF grammar (llama.cpp server); JSON schema as a grammar"
         caps.extra = {**caps.extra, "process": "shared llama-server", "slots": self.spec.slots,
                       "server": str(self.binary)}
@@ -437,6 +438,7 @@ class SharedLlama(LlamaCpp):
                         raise
                     self.in_process = True
                     self.capabilities.max_concurrency = 1
+                    self.capabilities.supports_logprobs = False
                     self.capabilities.extra["process"] = None
                     self.capabilities.extra["fallback"] = f"the shared llama-server did not start: {err}"
                     log.warning("running the model in this process: %s", err)
@@ -464,7 +466,7 @@ class SharedLlama(LlamaCpp):
             reply = send(client)
         return LLMResponse(text=reply.text, prompt_tokens=reply.prompt_tokens,
                            completion_tokens=reply.completion_tokens, seconds=reply.seconds, model=self.model_id,
-                           finish_reason=reply.finish_reason, constrained=reply.constrained)
+                           finish_reason=reply.finish_reason, constrained=reply.constrained, logprobs=reply.logprobs)
 
     def execute(self, request: LLMRequest) -> LLMResponse:
         return self._call(request, lambda client: client.execute(request), lambda: super(SharedLlama, self)

@@ -495,9 +495,13 @@ async def send_message(agent_id: str, body: SendMessages, service: Svc, user: Us
 
     def shape(done: dict[str, Any]) -> dict[str, Any]:
         result = done["result"]
+        data = result.as_dict()
         return {"messages": _filter(done["messages"], body.include_return_message_types),
                 "stop_reason": {"message_type": "stop_reason", "stop_reason": STOP.get(result.stop_reason, "end_turn")},
-                "usage": usage_of(result, begun.run.id)}
+                "usage": usage_of(result, begun.run.id),
+                # pagemind's extension: what the reply rests on and how well it is supported (None: no search)
+                "pagemind": {"citations": data["citations"], "support": data["support"],
+                             "confidence": data["confidence"]}}
 
     return await finished(begun.future, shape, begun.run.id)
 

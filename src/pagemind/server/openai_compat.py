@@ -550,12 +550,18 @@ def _answer(target: Target, result: Any) -> tuple[str, list[dict[str, Any]], dic
     data = result.as_dict()
     usage = result.usage
     text = "\n\n".join(data["messages"]) if target.kind == "agent" else str(data.get("answer") or "")
-    extra = {k: data[k] for k in ("index_usage", "stop_reason", "letter", "method") if k in data}
+    extra = {k: data[k] for k in ("index_usage", "stop_reason", "letter", "method", "support", "confidence",
+                                  "abstained", "draft") if k in data}
     # as OpenAI counts a prompt cache: replies served from pagemind's cache are in the totals, and detailed
     prompt, completion = usage.all_prompt_tokens, usage.all_completion_tokens
     counts = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
               "prompt_tokens_details": {"cached_tokens": usage.cached_prompt_tokens}}
     return text, data.get("citations") or [], counts, extra
+
+
+def _withdrawn(result: Any) -> str:
+    """After a streamed draft the sources do not support, the abstention that replaces it (empty otherwise)."""
+    return f"\n\n{result.text}" if getattr(result, "abstained", False) else ""
 
 
 def _finish(target: Target, result: Any) -> str:
@@ -624,7 +630,7 @@ class ChatEvents:
 
     def end(self, result: Any, rest: str) -> list[str]:
         _, cited, usage, extra = _answer(self.target, result)
-        out = [self.event({"content": rest + _tail(self.body, self.target, cited, result)}),
+        out = [self.event({"content": rest + _withdrawn(result) + _tail(self.body, self.target, cited, result)}),
                self.event({}, _finish(self.target, result), pagemind={"run_id": self.run_id, "citations": cited,
                                                                      **extra})]
         if (self.body.stream_options or {}).get("include_usage"):
@@ -675,7 +681,7 @@ class ResponseEvents(ChatEvents):
         whole = response_object(self.made, self.body, self.target, self.run_id, result)
         text = whole["output"][0]["content"][0]["text"]
         _, cited, _, _ = _answer(self.target, result)
-        tail = rest + _tail(self.body, self.target, cited, result)
+        tail = rest + _withdrawn(result) + _tail(self.body, self.target, cited, result)
         out = [self.piece(tail)] if tail else []
         where = {"item_id": self.item, "output_index": 0, "content_index": 0}
         return [*out, self.event_of("response.output_text.done", **where, text=text, logprobs=[]),

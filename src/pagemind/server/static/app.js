@@ -682,7 +682,7 @@ async function runPage(id, signal) {
       append(outcome, h("div", { class: "card outcome", id: "answer" }, h("h2", {}, "Answer"),
         res.letter ? h("p", { class: "letter" }, `(${res.letter})`) : null,
         h("p", { class: "answer pre" }, withMarkers(res.answer ?? "", res.citations, show)),
-        sources,
+        sources, supportPanel(res),
         h("p", { class: "muted small" }, [
           res.pages_read?.length ? `${plural(res.read_unit || "page")} read: ${res.pages_read.join(", ")}` : `no ${plural(res.read_unit || "page")} read`,
           res.compression_rate !== null && res.compression_rate !== undefined ? ` · compression ${res.compression_rate.toFixed(1)}%` : "",
@@ -693,7 +693,7 @@ async function runPage(id, signal) {
       const said = res.messages || [];
       append(outcome, h("div", { class: "card outcome", id: "answer" }, h("h2", {}, "Replies"),
         said.map((m, i) => h("p", { class: "bubble agent pre" }, i === said.length - 1 ? withMarkers(m, res.citations, show) : m)),
-        sources, cited,
+        sources, supportPanel(res), cited,
         h("p", { class: "muted small" }, `stopped: ${res.stop_reason || "–"} · ${num(res.valid_actions)} valid / ${num(res.invalid_actions)} invalid steps`,
           res.evictions ? ` · ${res.evictions} eviction${res.evictions > 1 ? "s" : ""}` : "",
           res.warnings ? ` · ${res.warnings} memory-pressure warning${res.warnings > 1 ? "s" : ""}` : "")));
@@ -779,6 +779,22 @@ function withMarkers(text, citations, show) {
   parts.push(text.slice(at));
   if (!found) parts.push(" ", Array.from({ length: count }, (_, i) => marker(i + 1)));
   return parts;
+}
+
+/** How well the sources support the answer: its one line, then each claim marked supported / partly / not, with
+ * the markers of the sources holding it; an abstention shows the model's draft it replaced. */
+function supportPanel(res) {
+  const s = res.support;
+  if (!s) return null;
+  const mark = { supported: "✓", partial: "~", unsupported: "✗" };
+  return h("div", { class: `support support-${s.label}`, id: "support" },
+    h("h3", {}, "Support"),
+    h("p", { class: "support-line" }, (res.abstained ? "abstained: " : "") + s.line),
+    s.claims?.length ? h("ul", { class: "claims" }, s.claims.map((c) => h("li", { class: `claim claim-${c.label}`, title: `score ${c.score}` },
+      h("span", { class: "claim-mark" }, mark[c.label] || "?"), " ", c.text,
+      c.sources?.length ? h("span", { class: "mono small" }, " " + c.sources.map((n) => `[${n}]`).join("")) : null,
+      c.missing?.length ? h("span", { class: "muted small" }, ` — not in the sources: ${c.missing.join(", ")}`) : null))) : null,
+    res.abstained && res.draft ? h("p", { class: "draft muted" }, "The model's draft: ", h("q", {}, res.draft)) : null);
 }
 
 /** The sources list: each citation's marker, location and quote; a click opens it in its place. */
