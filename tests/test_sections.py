@@ -189,3 +189,27 @@ def test_memwalker_on_the_sections_tree_titles_only_builds_without_an_llm_call(t
     assert any(c.section == "§2 Results › 2.1 Cash flows" and c.source_page == 2 for c in answer.citations)
     leaf_prompt = fake.history[-1].messages[-1].content
     assert "Main text: 2.1 Cash flows" in leaf_prompt  # the leaf read is the section's own text
+
+
+def test_readagent_paginates_inside_sections_and_a_short_section_joins_the_next():
+    from helpers import first_words_gist, middle_label
+    from pagemind import LLM, Pagemind, ScriptedLLM, Store
+    from pagemind.methods import registry
+
+    def chapter(c, n):
+        return f"Chapter {c}: Part {c}\n\n" + "\n\n".join(" ".join(f"c{c}p{i}w{j}" for j in range(60)) + "."
+                                                          for i in range(n))
+
+    with Pagemind(ScriptedLLM(), store=":memory:") as pm:
+        book = pm.read("\n\n".join(chapter(c, n) for c, n in [(1, 12), (2, 3), (3, 1), (4, 15)]), "book.txt")
+    built = {}
+    for pagination in ("sequential", "sections"):
+        fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist})
+        reader = registry.get("readagent-p")(LLM(fake, concurrency=1), Store(":memory:"), pagination=pagination)
+        built[pagination] = (reader.build(book).pages, fake.roles().count("paginate"))
+    paper, _ = built["sequential"]
+    assert any(p.start < 13 < p.end for p in paper)  # the paper's pages run across Chapter 2's heading (paragraph 13)
+    pages, calls = built["sections"]
+    assert [(p.start, p.end) for p in pages][:3] == [(0, 8), (8, 13), (13, 23)] and pages[1].label_source == "tail"
+    assert pages[2].text.startswith("Chapter 2: Part 2")  # chapters 2 and 3 (short) open the span of chapter 4
+    assert calls < built["sequential"][1] and pages[-1].end == paper[-1].end  # fewer calls, the whole text

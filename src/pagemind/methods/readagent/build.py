@@ -53,6 +53,7 @@ def build_gist_memory(document: Document, writer: MemoryWriter, build: Build, ll
     # the gist follows its pagination turn) everything runs in order. After chunked pagination (which gists as it
     # goes) only gists it left undone remain.
     pipelined = opts.gist_mode == "separate" and llm.concurrency > 1
+    spans = section_spans(document, paragraphs, opts.min_words) if opts.pagination == "sections" else None
 
     def gist_one(page: Page) -> Gist:
         gist = _gist(page, gist_request(page, opts), llm, build.trace, opts)
@@ -62,7 +63,8 @@ def build_gist_memory(document: Document, writer: MemoryWriter, build: Build, ll
     with ThreadPoolExecutor(max_workers=max(1, llm.concurrency - 1)) as pool:
         futures = [pool.submit(gist_one, p) for p in pages if p.index not in gists] if pipelined else []
         _paginate(paragraphs, pages, gists, writer, llm, opts, build,
-                  on_page=(lambda page: futures.append(pool.submit(gist_one, page))) if pipelined else None)
+                  on_page=(lambda page: futures.append(pool.submit(gist_one, page))) if pipelined else None,
+                  spans=spans)
         for future in as_completed(futures):
             gist = future.result()
             gists[gist.page] = gist
@@ -74,8 +76,35 @@ def build_gist_memory(document: Document, writer: MemoryWriter, build: Build, ll
             build.phase("writing gists", len(gists), len(pages), "page")
 
 
+def section_spans(document: Document, paragraphs: list[str], min_words: int) -> list[tuple[int, int]] | None:
+    """The paragraph spans of the document's sections (``pagination=sections``), in order: a span runs from one
+    section's first paragraph to the next section's; a section of fewer than ``min_words`` words joins the one
+    after it. None for a document without sections (the paper's pagination)."""
+    from bisect import bisect_left
+
+    from ...citations import locate
+
+    if not getattr(document, "sections", ()):
+        return None
+    starts, at = [], 0
+    for paragraph in paragraphs:
+        span = locate(document.text, paragraph[:200], at)
+        starts.append(span[0] if span else at)
+        at = span[1] if span else at
+    cuts = sorted({bisect_left(starts, s.start) for s in document.sections} - {0}) + [len(paragraphs)]
+    spans: list[tuple[int, int]] = []
+    lo = 0
+    for cut in cuts:
+        if cut <= lo or (cut < len(paragraphs) and sum(len(p.split()) for p in paragraphs[lo:cut]) < min_words):
+            continue
+        spans.append((lo, cut))
+        lo = cut
+    return spans
+
+
 def _paginate(paragraphs: list[str], pages: list[Page], gists: dict[int, Gist], writer: MemoryWriter, llm: LLM,
-              opts: ReadAgentOptions, build: Build, on_page: Callable[[Page], None] | None = None) -> None:
+              opts: ReadAgentOptions, build: Build, on_page: Callable[[Page], None] | None = None,
+              spans: list[tuple[int, int]] | None = None) -> None:
     done_words = sum(p.words for p in pages)  # a running total: re-counting every page is quadratic
 
     def store(page: Page) -> None:
@@ -91,7 +120,11 @@ def _paginate(paragraphs: list[str], pages: list[Page], gists: dict[int, Gist], 
         done_words += page.words
         build.report(done_words, "reading pages")
 
-    _paginate_span(paragraphs, 0, len(paragraphs), pages, llm, opts, build.trace, store, stored, draft=False)
+    # sections: each paginated on its own, in order; a section's end is a pause the model need not find, so what is
+    # left of a section within a page's length is that page with no LLM call
+    within = opts if spans is None else replace(opts, tail_words=max(opts.tail_words, opts.max_words + 1))
+    for start, end in spans or [(0, len(paragraphs))]:
+        _paginate_span(paragraphs, start, end, pages, llm, within, build.trace, store, stored, draft=False)
 
 
 def _paginate_span(paragraphs: list[str], start: int, end: int, pages: list[Page], llm: LLM, opts: ReadAgentOptions,

@@ -116,11 +116,14 @@ class ReadAgentOptions(ReaderOptions):
                              memory=True)
     gist_mode: GistMode = option("separate", "separate: the paper's gist prompt; continue: the gist as a "
                                              "follow-up turn of pagination (prompt-cache reuse)", memory=True)
-    pagination: Literal["sequential", "chunked", "streaming"] = option(
+    pagination: Literal["sequential", "chunked", "streaming", "sections"] = option(
         "sequential", "sequential: the paper's; chunked (pagemind): paragraph-aligned chunks paginated "
                       "concurrently, each chunk's last page ending at its end; streaming (pagemind): each "
                       "pagination turn continues one conversation and shows only text not yet read, so a prefix "
-                      "cache serves the rest", memory="changed")
+                      "cache serves the rest; sections (pagemind): the paper's pagination inside each of the "
+                      "document's own sections (outline, headings), so no page crosses a section and a section "
+                      "shorter than a page is one page with no LLM call (no sections: the paper's)",
+        memory="changed")
     stream_share: float = option(0.5, "streaming pagination: a conversation starts over once it holds this share "
                                       "of the context window", memory="changed")
     chunk_words: int = option(10000, "chunked pagination: words per chunk", memory="changed", minimum=1)
