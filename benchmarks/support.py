@@ -10,7 +10,8 @@ the method's answers through the LLM cache, so only the verifier's calls are new
 Goals (issue 38): flag >= 70% of wrong answers while flagging <= 15% of right ones; abstain on >= 80% of the
 unanswerable variants at <= 10% answerable abstentions; the verifier <= 15% of the answer's prompt tokens.
 
-    python benchmarks/support.py --llm local:qwen2.5-coder-1.5b [--sets quality,locomo,babilong] [--limit 12]
+    python benchmarks/support.py --llm local:qwen2.5-coder-1.5b [--sets quality,locomo,babilong] [--limit 4]
+        [--budget 1500]
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pagemind.eval import EvalConfig, Runner, summarise, write_report
 SETS = {  # dataset -> (data folder, parameters)
     "quality": ("quality", {}),
     "locomo": ("locomo", {}),
-    "babilong": (None, {"tasks": "qa1,qa2", "tokens": "4000", "samples": "4"}),
+    "babilong": (None, {"tasks": "qa1,qa2", "tokens": "4000", "samples": "2"}),
 }
 VARIANTS = {"rag": {}, "rag@minilm": {"support": "minilm"}, "rag@verify": {"verify": "true"}}
 COLUMNS = ("n", "score", "support_auroc", "accuracy_at_80", "flagged_wrong", "flagged_right", "unanswerable_n",
@@ -69,8 +70,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--llm", default=None, help="local:NAME | openai:MODEL (default: pagemind's default model)")
     parser.add_argument("--sets", default=",".join(SETS))
-    parser.add_argument("--limit", type=int, default=12, help="answerable questions per set (each gets a variant)")
+    parser.add_argument("--limit", type=int, default=4, help="answerable questions per set (each gets a variant)")
     parser.add_argument("--method", default="rag")
+    parser.add_argument("--budget", type=int, default=1500, help="context tokens of every answer (matched cost)")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--runs", type=Path, default=RESULTS.parent / "runs")
     args = parser.parse_args()
@@ -80,11 +82,12 @@ def main() -> None:
     started = time.perf_counter()
     for dataset in [s for s in args.sets.split(",") if s]:
         folder, params = SETS[dataset]
-        run_dir = args.runs / f"support-{dataset}-{model}-{args.method}-l{args.limit}"
+        run_dir = args.runs / f"support-{dataset}-{model}-{args.method}-l{args.limit}-b{args.budget}"
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         with Pagemind(args.llm, store=run_dir.parent / "support-store.db") as pm:
             config = EvalConfig(dataset=dataset, methods=tuple(variants), data=str(args.data / folder) if folder
                                 else None, params=params, limit=args.limit, by_document=dataset != "babilong",
+                                budget=args.budget,
                                 method_options=variants, unanswerable=True)
             Runner(pm, config, run_dir, progress=False, command=f"python benchmarks/support.py --sets {dataset}").run()
         write_report(run_dir)
@@ -93,7 +96,8 @@ def main() -> None:
         results[dataset]["primary"] = {"metric": summary["primary"]}
         print(dataset, results[dataset], flush=True)
     write_result(f"support-{model}-{args.method}", {
-        "model": args.llm or "default", "method": args.method, "limit": args.limit, "sets": results,
+        "model": args.llm or "default", "method": args.method, "limit": args.limit, "budget": args.budget,
+        "sets": results,
         "assess": assess_timing(), "seconds": round(time.perf_counter() - started, 1)})
 
 

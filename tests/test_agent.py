@@ -412,3 +412,16 @@ def test_the_question_being_answered_and_the_agents_own_thoughts_are_never_its_e
                      call("send_message", message="You asked where Maud lives in Oslo; I know nothing about Oslo.")])
     turn = agent.say("Does Maud live in Oslo?")  # recall finds this very message, and the step's thoughts
     assert [c for c in turn.citations if c.unit == "message"] == []
+
+
+def test_recall_ranks_a_rare_word_above_common_ones_as_bm25_does():
+    """Issue 39 (recall that finds what it was told): the keyword matches are ranked by BM25 over stemmed content
+    words, the scorer RAG and OP-RAG use, so the one message naming Lisbon outranks messages sharing two common
+    words; stems match ("travelled" finds "travelling")."""
+    agent, _ = make()
+    common = [("user", f"my sister and I planned a trip, day {i}", f"2024-01-0{i} 10:00:00") for i in range(1, 7)]
+    agent.import_messages([*common, ("user", "Lisbon was lovely in May", "2024-01-08 10:00:00"),
+                           ("user", "we are travelling north next week", "2024-01-09 10:00:00")])
+    items = json.loads(agent.search("trip to Lisbon with my sister").split(": ", 1)[1].split(" More:")[0])
+    assert items[0].split(": ", 1)[1] == "Lisbon was lovely in May"
+    assert "we are travelling north next week" in agent.search("when I travelled")

@@ -17,8 +17,9 @@ from datetime import date, timedelta
 from typing import Annotated, Any, TypeVar
 
 from ..citations import Citation
+from ..errors import ConfigError
 from ..prompts import get_prompt
-from .archive import Archive, keywords
+from .archive import Archive
 from .evidence import message_citation, passage_citation
 from .memory import AgentOptions, Block, Event, SearchPage
 from .store import AgentStore
@@ -199,14 +200,17 @@ class Toolbox:
         return len(ranked), self.store.events(self.agent_id, ranked[offset:offset + size])
 
     def rank_recall(self, query: str) -> list[int]:
-        """Message seqs: those containing ``query`` first (oldest first), then those sharing its keywords (most
-        shared first). Small models search with whole phrases that rarely occur verbatim."""
+        """Message seqs: those containing ``query`` first (oldest first), then those sharing its words, ranked by
+        BM25 over the messages' stemmed content words (the scorer RAG and OP-RAG use: a rare word — a place, a
+        name — outweighs common ones), or by how many keywords they share where the retrieval extra is not
+        installed. Small models search with whole phrases that rarely occur verbatim."""
         texts = self.store.event_texts(self.agent_id)
-        needle, wanted = query.lower(), keywords(query)
+        needle = query.lower()
         exact = [seq for seq, text in texts if needle in text.lower()]
         seen = set(exact)
-        scored = sorted((-len(wanted & keywords(text)), seq) for seq, text in texts if seq not in seen)
-        return exact + [seq for score, seq in scored if score < 0]
+        rest = [(seq, text) for seq, text in texts if seq not in seen]
+        return exact + [seq for score, seq in sorted(zip(_recall_scores(query, [t for _, t in rest]),
+                                                         (seq for seq, _ in rest))) if score < 0]
 
     @function
     def conversation_search_date(self, start_date: Day, end_date: Day, page: PageNumber) -> str:
@@ -253,3 +257,19 @@ class Toolbox:
 
 FUNCTIONS: tuple[FunctionSpec, ...] = tuple(spec_of(m) for m in vars(Toolbox).values() if hasattr(m, _TERMINAL))
 SPECS = {f.name: f for f in FUNCTIONS}
+
+
+def _recall_scores(query: str, texts: list[str]) -> list[float]:
+    """Negated relevance of each text to ``query`` (sorting ascending puts the best first; 0: shares no word)."""
+    from ..methods.evidence import terms
+
+    wanted = terms(query)
+    shared = [len(wanted & terms(text)) for text in texts]
+    try:
+        from ..retrieval.scorers import BM25
+
+        scores = BM25(texts, tokenize=lambda t: sorted(terms(t))).scores(" ".join(sorted(wanted)))
+    except (ImportError, ConfigError):  # the retrieval extra is not installed: keyword counts rank alone
+        return [-float(n) for n in shared]
+    return [-float(s) if n else 0.0 for s, n in zip(scores, shared)]
+
