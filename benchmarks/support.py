@@ -29,7 +29,7 @@ from pagemind.eval import EvalConfig, Runner, summarise, write_report
 SETS = {  # dataset -> (data folder, parameters)
     "quality": ("quality", {}),
     "locomo": ("locomo", {}),
-    "babilong": (None, {"tasks": "qa1,qa2", "tokens": "4000", "samples": "2"}),
+    "babilong": (None, {"tasks": "qa1,qa2", "tokens": "4000"}),  # samples: half of --limit per task
 }
 VARIANTS = {"rag": {}, "rag@minilm": {"support": "minilm"}, "rag@verify": {"verify": "true"}}
 COLUMNS = ("n", "score", "support_auroc", "accuracy_at_80", "flagged_wrong", "flagged_right", "unanswerable_n",
@@ -82,6 +82,8 @@ def main() -> None:
     started = time.perf_counter()
     for dataset in [s for s in args.sets.split(",") if s]:
         folder, params = SETS[dataset]
+        if dataset == "babilong":
+            params = {**params, "samples": str(max(1, (args.limit + 1) // 2))}
         run_dir = args.runs / f"support-{dataset}-{model}-{args.method}-l{args.limit}-b{args.budget}"
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         with Pagemind(args.llm, store=run_dir.parent / "support-store.db") as pm:
@@ -95,7 +97,7 @@ def main() -> None:
         results[dataset] = {m["method"]: {k: m.get(k) for k in COLUMNS} for m in summary["methods"]}
         results[dataset]["primary"] = {"metric": summary["primary"]}
         print(dataset, results[dataset], flush=True)
-    write_result(f"support-{model}-{args.method}", {
+    write_result(f"support-{model}-{args.method}-l{args.limit}", {
         "model": args.llm or "default", "method": args.method, "limit": args.limit, "budget": args.budget,
         "sets": results,
         "assess": assess_timing(), "seconds": round(time.perf_counter() - started, 1)})

@@ -67,7 +67,7 @@ def print_answer(answer: Answer, trace: bool = False, as_json: bool = False, str
         print_trace(answer)
         if answer.details.get("trajectory"):
             print_walk(answer)
-    if answer.question.is_choice:
+    if answer.question.is_choice and not answer.abstained:
         if answer.letter:
             click.echo(f"Answer: ({answer.letter}) {answer.text}{markers(answer)}")
         else:
