@@ -213,3 +213,22 @@ def test_readagent_paginates_inside_sections_and_a_short_section_joins_the_next(
     assert [(p.start, p.end) for p in pages][:3] == [(0, 8), (8, 13), (13, 23)] and pages[1].label_source == "tail"
     assert pages[2].text.startswith("Chapter 2: Part 2")  # chapters 2 and 3 (short) open the span of chapter 4
     assert calls < built["sequential"][1] and pages[-1].end == paper[-1].end  # fewer calls, the whole text
+
+
+def test_a_printed_table_of_contents_gives_a_pdf_without_an_outline_its_sections():
+    """Issue 37: an annual report's "Contents" page (dot leaders, printed page numbers that skip the cover and the
+    contents page itself) becomes its sections, found after the contents list on the pages it names."""
+    body = ["Lorem ipsum dolor sit amet, the year in brief and what it held for the company."] * 6
+    contents = ["Contents", "1 Letter to shareholders ........ 1", "2 Results .......... 2",
+                "2.1 Cash flows ....... 3", "3 Outlook 4"]
+    pages = [["Annual Report 2025", "The Company plc"], contents,
+             ["1 Letter to shareholders", *body], ["2 Results", *body], ["2.1 Cash flows", *body],
+             ["3 Outlook", *body]]
+    doc = load_bytes(make_pdf(pages), "report.pdf")
+    got = [(s.title, s.level, s.page, s.source) for s in doc.sections]
+    assert got == [("1 Letter to shareholders", 1, 3, "toc"), ("2 Results", 1, 4, "toc"),
+                   ("2.1 Cash flows", 2, 5, "toc"), ("3 Outlook", 1, 6, "toc")]  # printed page + 2
+    assert all(doc.text[s.start:].startswith(s.title) for s in doc.sections)
+    assert doc.sections[1].end == doc.sections[3].start  # "2 Results" holds 2.1
+    lists = load_bytes(make_pdf([["Contents", "see below 1"], body, ["Notes", *body]]), "short.pdf")
+    assert all(s.source != "toc" for s in lists.sections)  # one entry is no contents list

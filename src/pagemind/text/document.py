@@ -19,7 +19,7 @@ from typing import BinaryIO
 from ..errors import InputError, InputTooLarge, UnsupportedInput
 from .formats import CONTAINER_FACTOR, CONTAINERS, extract, sniff_format
 from .formats.common import clean_extracted, normalise_newlines
-from .sections import Heading, Section, locate, outline_holds, path_at, text_headings
+from .sections import Heading, Section, locate, outline_holds, path_at, text_headings, toc_headings
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # 16 MiB of text is ~2.7M words: days of local LLM time already
 FORMAT_NAMES = {"text": "text", "markdown": "Markdown", "html": "HTML", "pdf": "PDF", "epub": "EPUB",
@@ -210,6 +210,12 @@ def structure(document: Document, headings: list[Heading], outline: bool) -> tup
         found = locate(document.text, headings, document.pages, "outline" if outline else "markup",
                        strict_pages=outline)
         if found and (not outline or outline_holds(headings, found, len(document.pages))):
+            return found
+    listed, after = toc_headings(document.text, document.pages)
+    if listed:  # a printed table of contents, where most of its titles are found after it
+        found = locate(document.text, listed, document.pages, "toc", strict_pages=any(h.page for h in listed),
+                       begin=after)
+        if len(found) * 2 >= len(listed):
             return found
     return locate(document.text, text_headings(document.text, blank_before=document.format != "pdf"),
                   document.pages, "text")

@@ -33,7 +33,7 @@ class Heading:
 @dataclass(frozen=True)
 class Section:
     """One section of a document: its title and level, the characters it spans (from its heading to the next
-    heading of its level or above), the pages they are on, and where it was found (``outline``, ``markup`` or
+    heading of its level or above), the pages they are on, and where it was found (``outline``, ``markup``, ``toc`` or
     ``text``)."""
 
     title: str
@@ -60,12 +60,13 @@ def clean_title(title: str) -> str:
 
 
 def locate(text: str, headings: Iterable[Heading], pages: Sequence[int] = (), source: str = "markup",
-           strict_pages: bool = False) -> tuple[Section, ...]:
+           strict_pages: bool = False, begin: int = 0) -> tuple[Section, ...]:
     """Sections of ``text`` from ``headings`` in document order: each title found at the start of a line after the
-    previous one (on its page when it names one; ``strict_pages``: only there), else skipped. Their ends follow
-    from their levels."""
+    previous one (on its page when it names one; ``strict_pages``: only there), else skipped; none before
+    ``begin`` (a printed table of contents: its own lines are not the sections). Their ends follow from their
+    levels."""
     found: list[tuple[int, int, str, int | None]] = []  # (start, level, title, page)
-    cursor = 0
+    cursor = begin
     for h in headings:
         title = clean_title(h.title)
         if not title:
@@ -117,6 +118,59 @@ def outline_holds(headings: Sequence[Heading], sections: Sequence[Section], page
     if not headings or any(h.page is not None and not 1 <= h.page <= page_count for h in headings):
         return False
     return len(sections) >= max(1, (len(headings) + 1) // 2)
+
+
+# --- a printed table of contents -----------------------------------------------------------------------------------
+CONTENTS = re.compile(r"^[ \t]*(?:table of contents|contents)[ \t]*$", re.I | re.M)
+TOC_ENTRY = re.compile(r"^[ \t]*(?P<title>\S[^\n]*?\w[^\n]*?)(?:[ \t]*[.·…_\-]{2,}[ \t]*|[ \t]+)"
+                       r"(?P<page>[0-9]{1,4})[ \t]*$")
+TOC_NUMBER = re.compile(r"^([0-9]{1,2}(?:\.[0-9]{1,2}){0,3})\.?\s")
+TOC_WITHIN = 0.25  # a contents list is looked for in the first quarter of the text
+TOC_GAP = 4  # lines that are no entry (a wrapped title, a heading) ending the list
+TOC_MIN = 3  # entries a contents list has at least
+
+
+def toc_headings(text: str, pages: Sequence[int] = ()) -> tuple[list[Heading], int]:
+    """The headings a printed table of contents lists ("Contents" on a line of its own, then lines ending in a page
+    number, dot leaders or not), and where the list ends (sections are looked for after it). Levels follow the
+    entries' numbering (``2.1 Liquidity`` is level 2); pages are the printed ones moved by the offset that finds
+    most titles on their page (front matter numbered apart), when the text has pages. None found: ``([], 0)``."""
+    head = CONTENTS.search(text, 0, max(1, int(len(text) * TOC_WITHIN)))
+    if head is None:
+        return [], 0
+    entries: list[tuple[str, int]] = []
+    end, gap, at = head.end(), 0, head.end()
+    for line in text[head.end():].split("\n"):
+        at += len(line) + 1
+        m = TOC_ENTRY.match(line)
+        if m and not m.group("title").strip().isdigit():
+            entries.append((clean_title(m.group("title").rstrip(" .·…_-")), int(m.group("page"))))
+            end, gap = at, 0
+        elif line.strip():
+            gap += 1
+            if gap >= TOC_GAP and entries:
+                break
+    printed = [p for _, p in entries]
+    if len(entries) < TOC_MIN or printed != sorted(printed):
+        return [], 0
+    shift = _toc_shift(text, pages, entries, end) if pages else None
+    out = []
+    for title, page in entries:
+        numbered = TOC_NUMBER.match(title + " ")
+        level = numbered.group(1).count(".") + 1 if numbered else 1
+        out.append(Heading(min(MAX_LEVEL, level), title, None if shift is None else page + shift))
+    return out, end
+
+
+def _toc_shift(text: str, pages: Sequence[int], entries: list[tuple[str, int]], begin: int) -> int | None:
+    """The offset from printed to the text's page numbers that finds most titles on their page (None: under half)."""
+    best, hits = None, 0
+    for shift in range(-10, 41):
+        found = sum(1 for title, page in entries if 1 <= page + shift <= len(pages)
+                    and _find(text, title, begin, _page_span(text, pages, page + shift)) is not None)
+        if found > hits:
+            best, hits = shift, found
+    return best if hits * 2 >= len(entries) else None
 
 
 # --- the text's own headings ---------------------------------------------------------------------------------------
