@@ -32,9 +32,12 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .citations import Citation
+
+if TYPE_CHECKING:
+    from .methods.question import Question
 
 Label = Literal["supported", "partial", "unsupported"]
 LABELS: tuple[Label, ...] = ("supported", "partial", "unsupported")
@@ -286,18 +289,19 @@ def anchors(question: str) -> set[str]:
     return {re.sub(r"['’]s$", "", n) for n in names(question)}
 
 
-def claims_of(answer: str, question: Any) -> list[str]:
+def claims_of(answer: str) -> list[str]:
     """The claims of an answer: its sentences (a chosen option's text is one claim)."""
     from .methods.evidence import sentences
 
     return [s for s in sentences(answer) if re.search(r"\w", s)] or ([answer.strip()] if answer.strip() else [])
 
 
-def assess(question: Any, answer: str, citations: Sequence[Citation], read: Sequence[str],
+def assess(question: Question | str, answer: str, citations: Sequence[Citation], read: Sequence[str],
            embedder: Any = None) -> Support:
-    """The support of ``answer`` (to ``question``, a :class:`~pagemind.methods.question.Question`) by the quotes of
-    its ``citations``, given the texts it ``read``; ``embedder``: the MiniLM encoder, or None (words alone)."""
-    question_text = getattr(question, "text", str(question))
+    """The support of ``answer`` (to ``question``, a :class:`~pagemind.methods.question.Question` or its text) by the
+    quotes of its ``citations``, given the texts it ``read``; ``embedder``: the MiniLM encoder
+    (:func:`pagemind.methods.evidence.minilm_encoder`), or None (words alone)."""
+    question_text = question if isinstance(question, str) else question.text
     seen = _read(citations, read)
     asked = facts(question_text)
     named = anchors(question_text)
@@ -305,7 +309,7 @@ def assess(question: Any, answer: str, citations: Sequence[Citation], read: Sequ
     if declined(answer):
         return Support("unsupported", 0.0, (), (), round(relevance, 4), True,
                        reason="the model said the text does not hold the answer")
-    claims = claims_of(answer, question)
+    claims = claims_of(answer)
     if not claims:
         return Support("unsupported", 0.0, (), (), round(relevance, 4), reason="the answer is empty")
     vectors = _similarities(embedder, claims, seen.quotes, question_text)

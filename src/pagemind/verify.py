@@ -14,11 +14,16 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .citations import Citation
 from .llm.base import Constraint, LLMRequest, LLMResponse, Message
 from .support import LABELS, Label, Verdict
+
+if TYPE_CHECKING:
+    from .llm.client import LLM
+    from .llm.usage import Trace
+    from .methods.question import Question
 
 MAX_TOKENS = 12  # a label, or {"label": "..."}
 TOP = 5  # alternatives asked per token
@@ -27,13 +32,13 @@ _SCHEMA: dict[str, Any] = {"type": "object", "properties": {"label": {"type": "s
                            "required": ["label"], "additionalProperties": False}
 
 
-def request(question: Any, answer: str, citations: Sequence[Citation]) -> LLMRequest:
+def request(question: Question | str, answer: str, citations: Sequence[Citation]) -> LLMRequest:
     """The verification request: the cited quotes (numbered as the answer's markers), the question, the answer."""
     from .prompts import get_prompt
 
     sources = "\n".join(f"[{n}] {' '.join(c.quote.split())}" for n, c in enumerate(citations, 1))
-    prompt = get_prompt("support", "verify").render(sources=sources, question=getattr(question, "text", question),
-                                                    answer=answer)
+    asked = question if isinstance(question, str) else question.text
+    prompt = get_prompt("support", "verify").render(sources=sources, question=asked, answer=answer)
     return LLMRequest(messages=(Message("user", prompt),), role="verify", max_tokens=MAX_TOKENS,
                       constraint=Constraint("support", gbnf=_GRAMMAR, json_schema=_SCHEMA), logprobs=TOP)
 
@@ -81,7 +86,7 @@ def label_probability(response: LLMResponse, label: str) -> float | None:
     return None
 
 
-def verify(llm: Any, question: Any, answer: str, citations: Sequence[Citation], trace: Any,
+def verify(llm: LLM, question: Question | str, answer: str, citations: Sequence[Citation], trace: Trace,
            retries: int = 1) -> Verdict:
     """The verifier's verdict on ``answer`` given its ``citations`` (no call when nothing is cited: unsupported)."""
     from .methods.decide import Invalid, decide
