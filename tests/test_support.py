@@ -126,7 +126,7 @@ def test_verify_labels_the_answer_from_the_cited_text_alone():
     assert "[1] Mr. Pellow arrived on the Wednesday in a grey coat" in prompt and "Wren found the map" not in prompt
     verdict = answer.support.verdict
     assert verdict.label == "unsupported" and verdict.basis == "label" and verdict.confidence is None
-    assert answer.support.label == "unsupported" and answer.abstained  # the verifier's label wins
+    assert answer.support.label == "unsupported" and answer.abstained  # the more cautious label is kept
     assert fake.history[-1].constraint.gbnf and fake.history[-1].logprobs == 5
 
 
@@ -236,3 +236,11 @@ def test_a_reply_that_copies_the_context_or_is_in_another_language_is_not_vouche
     assert copied.support.label == "partial" and copied.support.confidence <= 0.35 and not copied.abstained
     french, _ = ask("Le manteau était gris.", "What colour was the inspector's coat?")
     assert french.abstained and french.support.label == "unsupported"
+
+
+def test_a_verifier_can_lower_the_label_the_words_give_but_never_raise_it():
+    lowered, _ = ask("Grey.", "What colour was the inspector's coat?", verify=True, verifier="partial")
+    assert lowered.support.label == "partial" and lowered.support.reason == \
+        "the verifier read the sources as not supporting it"
+    kept, _ = ask("Mr. Pellow is 45 years old.", "How old is Mr. Pellow?", verify=True, verifier="supported")
+    assert kept.support.label == "unsupported" and kept.abstained and kept.support.verdict.label == "supported"

@@ -123,18 +123,19 @@ class Support:
         return f"{head} (confidence {self.confidence:.2f}{checked}{unfounded})"
 
     def with_verdict(self, verdict: Verdict) -> Support:
-        """This support with the verifier's reading folded in: its label wins where it has one, and the
-        confidence becomes the mean of both (the verifier's label alone counts 1 / 0.5 / 0)."""
+        """This support with the verifier's reading folded in: the more cautious of its label and the words' is
+        kept (a verifier can catch what words miss — a negation — but never excuse an answer the cited text does not
+        hold), and the confidence becomes the mean of both (the verifier's label alone counts 1 / 0.5 / 0)."""
         if verdict.label is None:
             return Support(**{**_fields(self), "verdict": verdict})
         value = verdict.confidence if verdict.confidence is not None else _LABEL_VALUE[verdict.label]
         if verdict.confidence is not None and verdict.label != "supported":
             value = 1 - value if verdict.label == "unsupported" else 0.5 * value
-        reason = (self.reason if verdict.label != "unsupported"
-                  else "the verifier read the sources as not supporting it")
+        label = min(self.label, verdict.label, key=LABELS[::-1].index)  # unsupported < partial < supported
+        reason = ("the verifier read the sources as not supporting it" if label != self.label and not self.reason
+                  else self.reason)
         mean = round((self.confidence + value) / 2, 4)
-        return Support(**{**_fields(self), "label": verdict.label, "confidence": mean, "verdict": verdict,
-                          "reason": reason})
+        return Support(**{**_fields(self), "label": label, "confidence": mean, "verdict": verdict, "reason": reason})
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
