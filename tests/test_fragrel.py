@@ -281,3 +281,15 @@ def test_index_rank_with_fragrel_context():
     expected = plain.s_ind + 0.5 * ContextRelation(range(7), w_rel=0.3).environment(plain.s_ind)
     assert rel.s_rel == pytest.approx(expected)
     assert list(rel.order) == list(np.argsort(-expected, kind="stable"))
+
+
+def test_the_context_relation_can_stop_at_a_sections_heading():
+    """Issue 37: with ``context_within="section"`` a fragment's context is its own section's fragments: the first
+    fragment after a heading gets nothing from the relevant one just before it."""
+    texts = ["filler one", "filler two", "alpha beta", "gamma", "delta"]
+    sections = ["§1", "§1", "§1", "§2", "§2"]
+    frags = [Fragment(i, t, i, section=s) for i, (t, s) in enumerate(zip(texts, sections))]
+    across = FragmentIndex(frags, RetrievalSettings(fragrel=True)).rank("alpha beta")
+    within = FragmentIndex(frags, RetrievalSettings(fragrel=True, context_within="section")).rank("alpha beta")
+    assert across.s_rel[3] > 0 and within.s_rel[3] == 0  # "gamma" opens §2: no context from §1 there
+    assert across.s_rel[1] > 0 and within.s_rel[1] > 0  # inside §1 the neighbours still lend each other context

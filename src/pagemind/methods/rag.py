@@ -56,6 +56,9 @@ class RAGOptions(ReaderOptions):
     relation: Literal["context", "semantic", "semantic-distance"] = option("context", "FragRel's relation")
     alpha: float = option(0.5, "FragRel: weight of the environment score", minimum=0)
     w_rel: float = option(0.3, "FragRel context relation: w_rel", minimum=0)
+    context_within: Literal["source", "section"] = option(
+        "source", "FragRel context relation: between neighbouring fragments of one source (the paper), or only within "
+                  "one of the document's sections (with fragments=sections: a heading ends a fragment's context)")
     semantic_k: int = option(64, "FragRel semantic relation: neighbours per fragment (0: every pair)", minimum=0)
     top_k: int | None = option(5, "most fragments shown (0 or none: as many as fit the budget)", minimum=0)
     order: Literal["score", "position"] | None = option(None, "fragment order in the prompt (none: the method's; "
@@ -76,7 +79,7 @@ class RAGOptions(ReaderOptions):
 
         return RetrievalSettings(scorer=self.scorer, fusion=self.fusion, fragrel=self.fragrel,
                                  relation=self.relation, alpha=self.alpha, w_rel=self.w_rel,
-                                 semantic_k=self.semantic_k)
+                                 context_within=self.context_within, semantic_k=self.semantic_k)
 
     def readagent_options(self) -> Any:
         from .readagent import ReadAgentOptions

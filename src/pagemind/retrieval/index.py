@@ -31,6 +31,7 @@ class RetrievalSettings:
     relation: Literal["context", "semantic", "semantic-distance"] = "context"
     alpha: float = 0.5
     w_rel: float = 0.3
+    context_within: Literal["source", "section"] = "source"  # context relation: only within one source / section
     semantic_k: int = SEMANTIC_K  # semantic relation: nearest neighbours per fragment (0: every pair, as the paper)
 
     def __post_init__(self) -> None:
@@ -105,8 +106,9 @@ class FragmentIndex:
         if self._relation is None:
             s = self.settings
             if s.relation == "context":
-                self._relation = ContextRelation([f.position for f in self.fragments],
-                                                 [f.source for f in self.fragments], s.w_rel)
+                within = [f.source + ("\x00" + f.section if s.context_within == "section" else "")
+                          for f in self.fragments]  # a section's neighbours across its heading are not its context
+                self._relation = ContextRelation([f.position for f in self.fragments], within, s.w_rel)
             else:
                 form: Literal["similarity", "distance"] = ("distance" if s.relation == "semantic-distance"
                                                           else "similarity")
