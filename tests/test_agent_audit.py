@@ -95,3 +95,33 @@ def test_an_audit_finds_repeats_and_junk_and_folds_keeping_every_time_and_source
     again, _ = agent.audit_memory()
     assert again.as_dict()["repeats"] == 0 and [p.id for p in agent.archive.search_passages("Ada", 0)[1]][:2] \
         in ([8, 9], [9, 8])
+
+
+def checked(steps, verdicts):
+    fake = ScriptedLLM(by_role={"agent-step": list(steps), "supersede": list(verdicts), "summarise": "talked"})
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam",
+                         options=AgentOptions(embedder="minilm", supersede_check=True))
+    return agent, fake
+
+
+def test_the_supersession_check_asks_the_model_about_a_similar_fact_and_marks_a_replaced_one():
+    """Issue 39, item 3's check: with ``supersede_check`` an insert similar to a stored fact (the same subject) asks
+    the model yes/no; a yes supersedes the earlier passage (kept, named in search), a no stores both."""
+    moved = [call("archival_memory_insert", content="The user lives in York.", request_heartbeat=True),
+             call("archival_memory_insert", content="The user has a cat called Moss.", request_heartbeat=True),
+             call("archival_memory_insert", content="The user lives in Leeds now.", request_heartbeat=True),
+             call("send_message", message="noted")]
+    agent, fake = checked(moved, ["yes"])
+    turn = agent.say("I live in York and have a cat, Moss. Actually I moved to Leeds.")
+    assert turn.steps[2].result.startswith("Inserted into archival memory; it replaces the passage saved ")
+    assert "'The user lives in York.'" in turn.steps[2].result
+    asked = [r for r in fake.history if r.role == "supersede"]
+    assert len(asked) == 1 and "The user lives in York." in asked[0].messages[0].content  # the cat was not asked about
+    york, cat, leeds = agent.passages_by_id([1, 2, 3])
+    assert york.superseded_by == leeds.id and cat.superseded_by is None and leeds.superseded_by is None
+    kept, fake = checked(moved, ["no"])
+    kept.say("I live in York and have a cat, Moss. And in Leeds too.")
+    assert all(p.superseded_by is None for p in kept.passages_by_id([1, 2, 3]))
+    off = make(moved)  # supersede_check off (the default): no call, nothing marked
+    off.say("I moved to Leeds.")
+    assert all(p.superseded_by is None for p in off.passages_by_id([1, 2, 3]))

@@ -26,6 +26,9 @@ from .store import AgentStore
 # no two distinct facts of one speaker reach 0.81; restatements ("I like to paint." / "I paint.") from 0.83. The
 # word rule keeps "Ada is 31" from folding into "Ada is 30" (0.97) and "on Friday" into "on Tuesday" (0.86).
 NEAR_REPEAT = 0.85
+SUPERSEDE_NEAR = 0.35  # this similar, no repeat: maybe an earlier state of the fact ("lives in York" / "Leeds": 0.59)
+CONTENDERS = 2  # passages the supersession check asks about, at most
+_WHOSE = frozenset({"user", "users", "human", "assistant", "agent", "person"})  # in every fact: no shared subject
 NEGATIONS = frozenset({"not", "no", "never", "nor", "none", "nothing", "nobody", "without"})
 BOILERPLATE = ("inserted into archival memory", "sent message successfully", "core memory", "function result",
                "request_heartbeat")
@@ -210,6 +213,29 @@ class Archive:
             if near.size and float(near @ query) >= NEAR_REPEAT:
                 return p
         return None
+
+    def contenders(self, text: str) -> list[Passage]:
+        """Current passages that may be an earlier state of the fact ``text`` tells (the supersession check asks
+        the model about each): MiniLM cosine at least :data:`SUPERSEDE_NEAR`, below a repeat, sharing a word
+        that tells other than whose fact it is ("lives" of "The user lives in York" and "... in Leeds now"; not
+        "user"); none without the encoder."""
+        embedder = self.embedder
+        if embedder is None:
+            return []
+        import numpy as np
+
+        query = np.frombuffer(self._vectors([text[:MAX_EMBEDDED]])[0] or b"", dtype=np.float32)
+        total, ids = self.store.nearest_passages(self.agent_id, embedder.model_id, query.tobytes(), CONTENDERS + 2)
+        told = told_words(text) - _WHOSE
+        out = []
+        for p in self.store.passages(self.agent_id, ids) if total else []:
+            if p.superseded_by is not None or not told & told_words(p.text):
+                continue
+            near = np.frombuffer(self._vectors([(f"{p.summary}\n{p.text}" if p.summary else p.text)[:MAX_EMBEDDED]])[0]
+                                 or b"", dtype=np.float32)
+            if near.size and SUPERSEDE_NEAR <= float(near @ query) < NEAR_REPEAT:
+                out.append(p)
+        return out[:CONTENDERS]
 
     def audit(self) -> Audit:
         """Repeats, junk and superseded passages of the whole archive (nothing changed)."""

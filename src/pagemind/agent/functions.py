@@ -124,6 +124,9 @@ class Toolbox:
         self.now = now
         self.found: list[Citation] = []  # the passages and messages the last call's search returned (evidence)
         self.cause = "agent"  # what the running call's writes are recorded as (a core-memory version's cause)
+        # the supersession check of the running turn (old text, new text) -> does the new replace the old; None:
+        # no check (supersede_check off, or no turn: an API insert)
+        self.judge: Callable[[str, str], bool] | None = None
 
     def run(self, name: str, args: dict[str, Any], cause: str | None = None) -> str:
         """Execute a validated call (``request_heartbeat`` already removed); returns the result message. What a
@@ -229,9 +232,15 @@ class Toolbox:
     def archival_memory_insert(self, content: Annotated[str, text(600)]) -> str:
         if not content.strip():
             raise ToolError("content is empty: nothing to insert")
-        added = self.archive.add(content, self.now())
+        older = None
+        if self.judge is not None and self.archive.repeat_of(content) is None:
+            older = next((p for p in self.archive.contenders(content) if self.judge(p.text, content)), None)
+        added = self.archive.add(content, self.now(), replaces=older)
         if not added.stored:  # a repeat is not stored again: the agent hears that it knows it
             return f"Already in archival memory (saved {added.passage.time[:16]}): not stored again."
+        if added.replaced:
+            old = added.replaced[0]
+            return f"Inserted into archival memory; it replaces the passage saved {old.time[:16]}: {old.text[:120]!r}."
         return "Inserted into archival memory."
 
     @function

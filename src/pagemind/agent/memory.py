@@ -43,6 +43,10 @@ class AgentOptions(Options):
     max_steps: int = option(8, "LLM steps per user message before the turn is cut short", minimum=1, maximum=1_000)
     final_reply: bool = option(True, "the last of max_steps may only call send_message, so a cut-short turn still "
                                      "answers")
+    supersede_check: bool = option(
+        False, "before an archival insert, ask the model whether the new fact replaces a stored one about the same "
+               "subject (one short yes/no call per similar passage, at most two: MiniLM cosine 0.35-0.85 and a "
+               "shared word): a yes marks the earlier passage superseded, as archival_memory_replace does")
     archival_search: Literal["text", "semantic", "hybrid"] = option(
         "hybrid", "archival search: exact text matches then embeddings (hybrid), or one of them")
     recall_search: Literal["text", "hybrid"] = option(

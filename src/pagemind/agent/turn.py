@@ -10,6 +10,7 @@ a result, which the next turn answers with a synthetic "interrupted" error befor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -133,6 +134,32 @@ class Turn:
     # --- the turn ----------------------------------------------------------------------------------
     def run(self) -> TurnResult:
         self.before = self.store.count_events(self.agent.id)  # seqs above it are this turn's own (never evidence)
+        self.agent.tools.judge = self._supersedes if self.options.supersede_check else None
+        try:
+            return self._run()
+        finally:
+            self.agent.tools.judge = None
+
+    def _supersedes(self, old: str, new: str) -> bool:
+        """The supersession check: does the fact ``new`` replace the stored ``old``? One short yes/no call in this
+        turn's trace, re-asked once; no answer is read as no (nothing is marked superseded on a guess)."""
+        from ..llm.base import Constraint
+        from ..methods.decide import Invalid, decide
+
+        asked = LLMRequest.user(prompt("supersedes", old=old, new=new), role="supersede", max_tokens=4,
+                                constraint=Constraint("yes-no", gbnf='root ::= "yes" | "no"',
+                                                      json_schema={"type": "string", "enum": ["yes", "no"]}))
+
+        def read(reply: str) -> bool | Invalid:
+            said = set(re.findall(r"\b(yes|no)\b", reply.lower()))
+            return said == {"yes"} if len(said) == 1 else Invalid("reply with one word: yes or no")
+
+        decision = decide(self.llm, asked, read, self.trace, retries=1)
+        if decision.value is None:
+            self.trace.note(f"supersession check: no yes or no ({'; '.join(decision.problems)}): not superseded")
+        return bool(decision.value)
+
+    def _run(self) -> TurnResult:
         self._recover()
         if self.key is None or not self._stored():
             payload = {"message": self.text, **({"key": self.key} if self.key is not None else {})}
