@@ -425,3 +425,17 @@ def test_recall_ranks_a_rare_word_above_common_ones_as_bm25_does():
     items = json.loads(agent.search("trip to Lisbon with my sister").split(": ", 1)[1].split(" More:")[0])
     assert items[0].split(": ", 1)[1] == "Lisbon was lovely in May"
     assert "we are travelling north next week" in agent.search("when I travelled")
+
+
+def test_an_imported_conversation_s_messages_are_cited_by_session_and_turn():
+    """Issue 39: messages imported with their place in the conversation (LoCoMo's ``D1:3``, a LongMemEval session)
+    are cited by it, so a reader finds the turn in the conversation, not in the agent's recall."""
+    agent, _ = make()
+    agent.import_messages([("user", "I moved to Lisbon in May.", "2024-01-01 10:00:00", "session 1, turn 3 (D1:3)"),
+                           ("user", "The weather is grey.", "2024-01-01 10:01:00")])
+    agent.tools.conversation_search("Lisbon", 0)
+    (found,) = agent.tools.found
+    assert found.location == f"message {found.index} (session 1, turn 3 (D1:3))"
+    assert found.quote == "I moved to Lisbon in May."
+    agent.tools.conversation_search("weather", 0)
+    assert agent.tools.found[0].location == f"message {found.index + 1}"  # imported without a place: none named

@@ -168,6 +168,7 @@ def test_locomo_turns_transcript_and_categories(tmp_path):
     assert e.references == ("a cat",) and e.meta["category"] == 4 and e.meta["speakers"] == ["Ann", "Bo"]
     assert [(t.role, t.time) for t in e.conversation] == [("user", "2023-05-08 13:56:00"),
                                                           ("assistant", "2023-05-08 13:56:30")]
+    assert e.conversation[1].where == "session 1, turn 2 (D1:2)"  # cited by the agent with the message
     assert e.document.splitlines()[1] == "[2023-05-08] Bo: Nice! [shares a photo: a cat on a sofa]"
     both = load_dataset("locomo", path, {"categories": "4,5"})
     assert both[1].references == ("Not mentioned in the conversation",)

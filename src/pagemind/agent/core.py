@@ -229,12 +229,16 @@ class Agent:
         with self.lock.held():
             self.store.append(self.id, [Event("system_alert", {"message": message}, self.now())])
 
-    def import_messages(self, messages: Iterable[tuple[str, str, str]], in_context: bool = False) -> int:
-        """Put past (role, text, time) messages into recall (out of context unless ``in_context``)."""
+    def import_messages(self, messages: Iterable[tuple[str, str, str] | tuple[str, str, str, str]],
+                        in_context: bool = False) -> int:
+        """Put past (role, text, time[, where]) messages into recall (out of context unless ``in_context``);
+        ``where``: the message's place in its conversation ("session 2, turn 7"), which citations of it name."""
         events = []
-        for role, text, when in messages:
+        for role, text, when, *rest in messages:
+            where = rest[0] if rest else ""
             if role == "user":
-                events.append(Event("user_message", {"message": text}, when, in_context=in_context))
+                events.append(Event("user_message", {"message": text, **({"where": where} if where else {})}, when,
+                                    in_context=in_context))
             else:
                 payload = {"thoughts": "", "function": "send_message", "arguments": {"message": text}}
                 result = {"function": "send_message", "status": "OK", "message": "Sent message successfully."}

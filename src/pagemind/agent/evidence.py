@@ -40,7 +40,9 @@ def message_text(e: Event) -> str:
 def message_citation(e: Event) -> Citation:
     """A whole recall message as evidence."""
     text = message_text(e)
-    return Citation("recall", "message", e.seq, 0, len(text), text, "message")
+    where = e.payload.get("where") if isinstance(e.payload, dict) else None
+    return Citation("recall", "message", e.seq, 0, len(text), text, "message",
+                    section=where if isinstance(where, str) and where else None)
 
 
 def _sentences(c: Citation) -> Iterable[tuple[int, int]]:

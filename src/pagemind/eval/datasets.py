@@ -47,6 +47,7 @@ class Turn:
     text: str
     role: str = "user"  # user | assistant
     time: str = ""  # "YYYY-MM-DD HH:MM:SS" when the data has dates
+    where: str = ""  # its place in the conversation as the data names it ("session 1, turn 3"), cited with it
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,8 @@ class MemGPTEval:
         clock = (lambda: datetime.strptime(asked, "%Y-%m-%d %H:%M:%S")) if asked else None
         agent = Agent.create(self.llm, self.store, name, persona=persona, options=opts, clock=clock)
         if example.conversation:
-            agent.import_messages([(t.role, t.text, t.time or agent.now()) for t in example.conversation if t.text])
+            agent.import_messages([(t.role, t.text, t.time or agent.now(), t.where)
+                                   for t in example.conversation if t.text])
         else:
             texts = list(example.passages) or passages(example.document, self.options.passage_words)
             agent.archive.insert(texts, agent.now(), source=example.document_id)

@@ -55,7 +55,8 @@ def locomo_turns(conversation: dict, where: str, dia_ids: dict[str, int] | None 
             text = turn["text"] + (f" [shares a photo: {turn['blip_caption']}]" if turn.get("blip_caption") else "")
             stamp = (when + timedelta(seconds=30 * j)).strftime(STAMP) if when else ""
             turns.append(Turn(turn["speaker"], f"{turn['speaker']}: {text}",
-                              "user" if turn["speaker"] == a else "assistant", stamp))
+                              "user" if turn["speaker"] == a else "assistant", stamp,
+                              f"session {n}, turn {j + 1}" + (f" ({turn['dia_id']})" if turn.get("dia_id") else "")))
             lines.append(f"[{stamp[:10] if stamp else raw_date}] {turn['speaker']}: {text}")
             if dia_ids is not None and turn.get("dia_id"):
                 dia_ids.setdefault(str(turn["dia_id"]), len(lines) - 1)
@@ -224,7 +225,7 @@ def load_longmemeval(path: Path, *, split: str = "s", types: tuple[str, ...] = (
                     raise DatasetError(f"{where}: session {sid} turn {j} needs role user/assistant and content")
                 stamp = (when + timedelta(minutes=j)).strftime(STAMP) if when else ""
                 who = "User" if turn["role"] == "user" else "Assistant"
-                turns.append(Turn(who, str(turn["content"]), turn["role"], stamp))
+                turns.append(Turn(who, str(turn["content"]), turn["role"], stamp, f"session {sid}, turn {j + 1}"))
                 lines.append(f"[{stamp[:16] if stamp else raw_date}] {who}: {turn['content']}")
                 answer_turns += bool(turn.get("has_answer"))
             last[sid] = len(lines) - 1
