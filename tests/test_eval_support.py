@@ -106,3 +106,22 @@ def test_a_sets_own_unanswerable_questions_count_for_abstention_and_stay_in_the_
     assert s.n == 4 and s.score == 0.5  # the judge scored all four
     assert s.abstention_recall == 0.5 and s.false_abstention == 0.5 and s.abstention_precision == 0.5
     assert s.support_auroc == 1.0  # over the two answerable ones
+
+
+def test_an_eval_answer_is_cited_in_its_own_document_however_many_others_the_reader_read_since(tmp_path):
+    """Concurrent units push a document out of the reader's few remembered ones: the runner names it, so its answer
+    keeps its citations (and with them its support) — before, such an answer had none and read as unsupported."""
+    from pagemind.eval.runner import _read
+    from pagemind.text import Document
+
+    examples = load_babilong(None, tasks=("qa1",), tokens=(1000,), samples=6)
+    with Pagemind(oracle(examples), store=tmp_path / "s.db") as pm:
+        reader = pm.reader("full")
+        first = Document.from_text(examples[0].document, examples[0].document_id)
+        memory = reader.build(first)
+        for e in examples[1:]:  # five more documents read by the same reader
+            reader.build(Document.from_text(e.document, e.document_id))
+        cited = _read(reader, memory, examples[0], None, first)
+        forgotten = _read(reader, memory, examples[0])
+    assert cited.citations and cited.support.label == "supported"
+    assert not forgotten.citations  # what the runner used to get

@@ -323,7 +323,7 @@ class Runner:
             "describe": runner.describe(memory),
             **({"chosen": chosen.said} if chosen else {})})
         for e in examples:
-            self._answer(method, e, partial(_read, runner, memory, e, chosen), result)
+            self._answer(method, e, partial(_read, runner, memory, e, chosen, source), result)
 
     def _document_tokens(self, document_id: str, source: Document | Library) -> int:
         """The length of what is read, in the model's tokens (counted once per document)."""
@@ -429,10 +429,13 @@ def primary_value(record: dict[str, Any], primary: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _read(reader: Reader[Any, Any], memory: Any, example: Example, chosen: Chosen | None = None) -> Answer:
-    """``reader``'s answer to ``example`` from ``memory`` (the question parsed when it is asked); a choice's pick
-    is named in ``details["auto"]``, as :meth:`pagemind.Pagemind.ask` names it."""
-    answer = reader.answer(memory, example.as_question())
+def _read(reader: Reader[Any, Any], memory: Any, example: Example, chosen: Chosen | None = None,
+          source: Document | Library | None = None) -> Answer:
+    """``reader``'s answer to ``example`` from ``memory`` (the question parsed when it is asked), cited in
+    ``source`` — named, not left to the reader's memory of the few documents it read last, which concurrent units
+    of other documents push out; a choice's pick is named in ``details["auto"]``, as
+    :meth:`pagemind.Pagemind.ask` names it."""
+    answer = reader.answer(memory, example.as_question(), document=source)
     if chosen is not None:
         answer.details["auto"] = chosen.said
     return answer
