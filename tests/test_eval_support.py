@@ -125,3 +125,17 @@ def test_an_eval_answer_is_cited_in_its_own_document_however_many_others_the_rea
         forgotten = _read(reader, memory, examples[0])
     assert cited.citations and cited.support.label == "supported"
     assert not forgotten.citations  # what the runner used to get
+
+
+def test_pagemind_eval_unanswerable_prints_the_support_and_abstention_table(tmp_path):
+    from click.testing import CliRunner
+
+    from pagemind.cli.main import cli
+
+    examples = load_babilong(None, tasks=("qa1",), tokens=(1000,), samples=2)
+    done = CliRunner().invoke(cli, ["eval", "babilong", "-m", "full", "-p", "tasks=qa1", "-p", "tokens=1000", "-p",
+                                    "samples=2", "--unanswerable", "--run-dir", str(tmp_path / "run"), "--store",
+                                    str(tmp_path / "s.db"), "--no-progress"], obj={"backend": oracle(examples)})
+    assert done.exit_code == 0, done.output
+    table = done.stdout.split("Support and abstention:")[1]
+    assert "| unanswerable abstained |" in table and "| full |" in table and "100%" in table
