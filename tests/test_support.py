@@ -244,3 +244,13 @@ def test_a_verifier_can_lower_the_label_the_words_give_but_never_raise_it():
         "the verifier read the sources as not supporting it"
     kept, _ = ask("Mr. Pellow is 45 years old.", "How old is Mr. Pellow?", verify=True, verifier="supported")
     assert kept.support.label == "unsupported" and kept.abstained and kept.support.verdict.label == "supported"
+
+
+def test_a_chosen_option_less_supported_than_another_is_flagged_with_the_better_one():
+    right, _ = ask("Answer: (B)", "Where was the map?\n(A) In a whaler off Iceland\n(B) In an old sea chest")
+    assert right.support.label == "supported" and right.support.rival[0] == "A"
+    wrong, _ = ask("Answer: (A)", "Where was the map?\n(A) In the oil store, under a cat\n(B) In an old sea chest")
+    assert wrong.support.rival == ("B", 1.0) and wrong.support.label == "partial" and not wrong.abstained
+    assert wrong.support.confidence < wrong.support.claims[0].score  # scaled by how much better B is supported
+    assert wrong.support.reason  # says why
+    assert wrong.support.confidence < right.support.confidence

@@ -100,6 +100,7 @@ class Support:
     scorer: str = "lexical"  # lexical | minilm: how similarity was measured
     verdict: Verdict | None = None
     reason: str = ""  # why an answer is not supported, in words
+    rival: tuple[str, float] | None = None  # multiple choice: the best supported other option and its confidence
 
     @property
     def sources(self) -> tuple[int, ...]:
@@ -136,6 +137,18 @@ class Support:
                   else self.reason)
         mean = round((self.confidence + value) / 2, 4)
         return Support(**{**_fields(self), "label": label, "confidence": mean, "verdict": verdict, "reason": reason})
+
+    def against(self, letter: str, confidence: float) -> Support:
+        """A chosen option's support beside the best supported other option (``letter``, its ``confidence``, judged
+        the same way): when that one is better supported, this one is at most partly supported and its confidence
+        is scaled by the ratio of the two."""
+        if confidence <= self.confidence:
+            return Support(**{**_fields(self), "rival": (letter, confidence)})
+        label: Label = "partial" if self.label == "supported" else self.label
+        ratio = self.confidence / confidence if confidence else 1.0
+        return Support(**{**_fields(self), "label": label, "confidence": round(self.confidence * ratio, 4),
+                          "rival": (letter, confidence),
+                          "reason": self.reason or f"option {letter} is better supported by what was read"})
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

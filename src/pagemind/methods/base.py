@@ -28,7 +28,7 @@ from ..llm.usage import Trace
 from ..store import SQLStore, memory_key
 from .evidence import Evidence
 from .options import ReaderOptions
-from .question import Answer, Question
+from .question import LETTERS, Answer, Question
 
 if TYPE_CHECKING:
     from ..retrieval.index import FragmentIndex
@@ -432,7 +432,7 @@ class Reader(Method, Generic[M, OptionsT]):
         elif document is None:
             document = vars(self).get("_documents", {}).get(getattr(memory, "document_id", ""))
         citations = self._cite(document, question, reading, context)
-        support = self._support(question, reading, citations, context)
+        support = self._support(question, reading, citations, context, document)
         answer = Answer(
             question=question, method=self.name, text=reading.text, choice=reading.choice,
             pages_read=list(reading.read), read_unit=self.unit,
@@ -448,7 +448,7 @@ class Reader(Method, Generic[M, OptionsT]):
         return answer
 
     def _support(self, question: Question, reading: Reading, citations: list[Citation],
-                 context: Context) -> Support | None:
+                 context: Context, document: Any = None) -> Support | None:
         """How well the citations support the answer (:mod:`pagemind.support`; no LLM call), with the verifier's
         reading when the ``verify`` option asks for it. None (not judged) with ``support=off``, without citations by
         choice (``cite=off``), for a reader that declares nothing it read, or when no option was chosen."""
@@ -465,7 +465,15 @@ class Reader(Method, Generic[M, OptionsT]):
         if wanted and embedder is None:
             context.fallback("support minilm: the embedded encoder is not installed (the retrieval extra); support "
                              "judged by words alone")
-        support = assess(question, reading.text, citations, [e.text for e in reading.evidence], embedder)
+        read = [e.text for e in reading.evidence]
+        support = assess(question, reading.text, citations, read, embedder)
+        if question.is_choice and reading.choice is not None:  # the other options, cited as the chosen one is
+            located = [e for e in reading.evidence if e.within is not None or document is not None]
+            rivals = [(LETTERS[i], assess(question, option, ev.supporting(document, located, option, question.text,
+                                                                          embedder=embedder), read, embedder))
+                      for i, option in enumerate(question.options) if i != reading.choice]
+            letter, best = max(rivals, key=lambda r: r[1].confidence)
+            support = support.against(letter, best.confidence)
         if getattr(self.options, "verify", False):
             from ..verify import verify
 
