@@ -121,7 +121,8 @@ class Support:
         checked = ("" if verdict is None else f"; verifier: {verdict.label or 'no verdict'}"
                    + (f" ({verdict.confidence:.0%})" if verdict.confidence is not None else ""))
         unfounded = f"; not in what was read: {', '.join(self.unfounded)}" if self.unfounded else ""
-        return f"{head} (confidence {self.confidence:.2f}{checked}{unfounded})"
+        why = f"; {self.reason}" if self.reason and not self.unfounded and not self.declined else ""
+        return f"{head} (confidence {self.confidence:.2f}{checked}{unfounded}{why})"
 
     def with_verdict(self, verdict: Verdict) -> Support:
         """This support with the verifier's reading folded in: the more cautious of its label and the words' is
