@@ -165,8 +165,8 @@ def test_records_keep_citations_and_the_report_shows_evidence(tmp_path, monkeypa
     qmsum_with_spans(tmp_path)
     read = runner_module._read
 
-    def citing(reader, memory, example, chosen=None):  # until every reader cites: the answer cites turn 3
-        answer = read(reader, memory, example, chosen)
+    def citing(reader, memory, example, chosen=None, source=None):  # the answer cites turn 3
+        answer = read(reader, memory, example, chosen, source)
         at = example.document.index("B: turn 3 ")
         end = example.document.index("\n", at)
         return replace(answer, citations=[Citation("d", "text", None, at, end, example.document[at:end], "text")])
