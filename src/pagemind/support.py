@@ -32,6 +32,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from .citations import Citation
@@ -265,24 +266,49 @@ class _Read:
     read_numbers: frozenset[str]
     read_words: frozenset[str]
     idf: dict[str, float] = field(default_factory=dict)
+    rarest: float = 1.0  # the highest idf: what a word never seen in what was read weighs
     contexts: tuple[str, ...] = ()  # each quote with what precedes it in its paragraph, lower-cased
 
 
-def _read(citations: Sequence[Citation], read: Sequence[str]) -> _Read:
+@dataclass(frozen=True)
+class _Corpus:
+    """What depends on the texts read alone (their facts' rarity, numbers and words): made once per reading, whatever
+    is judged against it (a multiple-choice answer judges every option against the same reading)."""
+
+    idf: dict[str, float]
+    numbers: frozenset[str]
+    words: frozenset[str]
+
+
+@lru_cache(maxsize=4)
+def _corpus(read: tuple[str, ...]) -> _Corpus:
     from .methods.evidence import sentences
 
-    quotes = tuple(c.quote for c in citations)
-    quote_terms = tuple(frozenset(facts(q)) for q in quotes)
-    pool = [facts(s) for text in read for s in sentences(text)] or [set(t) for t in quote_terms]
+    pool = [facts(s) for text in read for s in sentences(text)]
     df: dict[str, int] = {}
     for words in pool:
         for w in words:
             df[w] = df.get(w, 0) + 1
-    idf = {w: math.log(1 + len(pool) / n) for w, n in df.items()}
-    all_read = " ".join(read) + " " + " ".join(quotes)
-    return _Read(quotes, quote_terms, frozenset().union(*map(numbers, quotes)) if quotes else frozenset(),
-                 frozenset(re.findall(r"\w+", " ".join(quotes).lower())), frozenset(numbers(all_read)),
-                 frozenset(re.findall(r"\w+", all_read.lower())), idf,
+    joined = " ".join(read)
+    return _Corpus({w: math.log(1 + len(pool) / n) for w, n in df.items()}, frozenset(numbers(joined)),
+                   frozenset(re.findall(r"\w+", joined.lower())))
+
+
+def _read(citations: Sequence[Citation], read: Sequence[str]) -> _Read:
+    quotes = tuple(c.quote for c in citations)
+    quote_terms = tuple(frozenset(facts(q)) for q in quotes)
+    corpus = _corpus(tuple(read))
+    idf = corpus.idf
+    if not idf:  # nothing read: the quotes are the only pool
+        df: dict[str, int] = {}
+        for words in quote_terms:
+            for w in words:
+                df[w] = df.get(w, 0) + 1
+        idf = {w: math.log(1 + len(quote_terms) / n) for w, n in df.items()}
+    cited_numbers = frozenset().union(*map(numbers, quotes)) if quotes else frozenset()
+    cited_words = frozenset(re.findall(r"\w+", " ".join(quotes).lower()))
+    return _Read(quotes, quote_terms, cited_numbers, cited_words, corpus.numbers | cited_numbers,
+                 corpus.words | cited_words, idf, max(idf.values(), default=1.0),
                  tuple(_context(c, read).lower() for c in citations))
 
 
@@ -387,7 +413,7 @@ def _word_share(words: set[str], seen: _Read) -> tuple[float, tuple[int, ...]]:
     """The rarity-weighted share of ``words`` in the cited quotes, and the markers of the quotes holding them."""
     if not words:
         return 0.0, ()
-    weight = {w: seen.idf.get(w, max(seen.idf.values(), default=1.0)) for w in words}
+    weight = {w: seen.idf.get(w, seen.rarest) for w in words}
     total = sum(weight.values())
     held = set().union(*seen.quote_terms) if seen.quote_terms else set()
     share = sum(weight[w] for w in words & held) / total if total else 0.0
@@ -405,16 +431,14 @@ def _similarities(embedder: Any, claims: list[str], quotes: Sequence[str], quest
     if embedder is None or not quotes:
         return None
     from .methods.evidence import terms
+    from .retrieval.embed import fragment_vectors
 
     shown = [c if len(terms(c)) > SHORT_CLAIM else f"{question} {c}" for c in claims]
     try:
         vectors = embedder.embed([*shown, *quotes])
     except Exception:  # the encoder is a refinement: the words stand without it
         return None
-    pooled = [v.mean(axis=0) for v in vectors]
-    for i, v in enumerate(pooled):
-        norm = float((v @ v) ** 0.5)
-        pooled[i] = v / norm if norm else v
+    pooled = fragment_vectors(vectors)  # one unit vector per text, as the archive and RAG pool them
     heads, tails = pooled[:len(claims)], pooled[len(claims):]
     return [max(float(h @ t) for t in tails) for h in heads]
 
@@ -435,9 +459,6 @@ def abstention(support: Support, citations: Sequence[Citation]) -> str:
         quote = quote if len(quote) <= 240 else quote[:239] + "…"
         closest = f" The closest it comes: \"{quote}\" [1]"
     return f"The document does not say{why}.{closest}"
-
-
-ABSTAIN_MODES = ("auto", "on", "off")
 
 
 def abstains(mode: str, is_choice: bool, support: Support) -> bool:

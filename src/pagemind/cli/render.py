@@ -114,9 +114,9 @@ def print_sources(answer: Answer, width: int = 300) -> None:
 
 def print_support(answer: Answer) -> None:
     """One line after the sources: how far they support the answer (and, when it abstained, the model's draft)."""
-    if answer.support is None:
+    line = answer.support_line
+    if answer.support is None or line is None:
         return
-    line = ("abstained: " if answer.abstained else "") + answer.support.line()
     tty = sys.stdout.isatty()
     colour = {"supported": "green", "partial": "yellow"}.get(answer.support.label, "red")
     click.echo(f"\nSupport: {click.style(line, fg=colour) if tty else line}")

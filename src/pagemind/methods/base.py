@@ -477,8 +477,7 @@ class Reader(Method, Generic[M, OptionsT]):
         if getattr(self.options, "verify", False):
             from ..verify import verify
 
-            verdict = verify(self.llm, question, reading.text, citations, context.trace,
-                             retries=1)
+            verdict = verify(self.llm, question, reading.text, citations, context.trace, retries=1)
             if verdict.label is None:
                 context.fallback(f"verify: no label from the verifier ({verdict.problem}); the support stands on "
                                  "the words of the cited text alone")

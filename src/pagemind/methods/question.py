@@ -123,6 +123,13 @@ class Answer:
         return None if self.support is None else self.support.confidence
 
     @property
+    def support_line(self) -> str | None:
+        """The support's one line as the CLI and MCP show it (``abstained: …`` when it abstained), None unjudged."""
+        if self.support is None:
+            return None
+        return ("abstained: " if self.abstained else "") + self.support.line()
+
+    @property
     def letter(self) -> str | None:
         return None if self.choice is None else LETTERS[self.choice]
 

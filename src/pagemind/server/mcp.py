@@ -258,8 +258,7 @@ class Tools:
                                                                    library=library), begun.future.result())[1])
         data = {**answer.as_dict(), **({"document": document_id} if document_id else {"library": library})}
         read = f"; {answer.read_unit}s read: {answer.pages_read}" if answer.pages_read else ""
-        said = "" if answer.support is None else \
-            f"\n\nSupport: {'abstained: ' if answer.abstained else ''}{answer.support.line()}"
+        said = "" if answer.support_line is None else f"\n\nSupport: {answer.support_line}"
         return result(data, f"{answer.text}{sources(data)}{said}\n\n(method {answer.method}{read}; "
                             f"run {answer.run_id})")
 
