@@ -10,7 +10,7 @@ overlap scoring, and :meth:`Archive.describe` says so.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -162,11 +162,14 @@ class Archive:
         return self.store.insert_passages(self.agent_id, rows)
 
     # --- clean writes --------------------------------------------------------------------------------
-    def add(self, text: str, time: str, source: str | None = None, replaces: str | Passage | None = None) -> Added:
+    def add(self, text: str, time: str, source: str | None = None, replaces: str | Passage | None = None,
+            judge: Callable[[str, str], bool] | None = None) -> Added:
         """One passage the agent or a user was told: stored, unless it repeats one already stored (exactly, or near:
         :data:`NEAR_REPEAT` and no word the stored one lacks), whose repeats then record this one's time and
         source instead. ``replaces``: the earlier fact it corrects (the passage, or its text or a part of it, found
-        among the current passages by :meth:`find`), marked superseded by the new one (nothing is deleted)."""
+        among the current passages by :meth:`find`), marked superseded by the new one (nothing is deleted).
+        ``judge`` (the supersession check), without ``replaces``: asked ``(old text, new text)`` of each of the
+        :meth:`contenders` in turn; the first it says the new one replaces is superseded."""
         check_text("passage", text)
         same = self.repeat_of(text)
         if same is not None:
@@ -174,6 +177,8 @@ class Archive:
             return Added(self.store.passages(self.agent_id, [same.id])[0], False)
         old = replaces if isinstance(replaces, Passage) else \
             self.find(replaces) if replaces and replaces.strip() else None
+        if old is None and replaces is None and judge is not None:
+            old = next((p for p in self.contenders(text) if judge(p.text, text)), None)
         (pid,) = self.insert([text], time, source=source)
         if old is not None:
             self.store.supersede(self.agent_id, old.id, pid, time)
@@ -198,44 +203,37 @@ class Archive:
         exact = [p for p in self.store.passages_with_text(self.agent_id, text) if p.superseded_by is None]
         if exact:
             return exact[0]
-        embedder = self.embedder
-        if embedder is None:
-            return None
-        import numpy as np
-
-        query = np.frombuffer(self._vectors([text[:MAX_EMBEDDED]])[0] or b"", dtype=np.float32)
-        total, ids = self.store.nearest_passages(self.agent_id, embedder.model_id, query.tobytes(), 3)
-        for p in self.store.passages(self.agent_id, ids) if total else []:
-            if p.superseded_by is not None or not adds_nothing(text, p.text):
-                continue
-            near = np.frombuffer(self._vectors([(f"{p.summary}\n{p.text}" if p.summary else p.text)[:MAX_EMBEDDED]])[0]
-                                 or b"", dtype=np.float32)
-            if near.size and float(near @ query) >= NEAR_REPEAT:
-                return p
-        return None
+        nearest, cosine = self._nearest(text, 3)
+        return next((p for p in nearest if adds_nothing(text, p.text) and cosine(p) >= NEAR_REPEAT), None)
 
     def contenders(self, text: str) -> list[Passage]:
         """Current passages that may be an earlier state of the fact ``text`` tells (the supersession check asks
         the model about each): MiniLM cosine at least :data:`SUPERSEDE_NEAR`, below a repeat, sharing a word
         that tells other than whose fact it is ("lives" of "The user lives in York" and "... in Leeds now"; not
         "user"); none without the encoder."""
+        nearest, cosine = self._nearest(text, CONTENDERS + 2)
+        told = told_words(text) - _WHOSE
+        return [p for p in nearest if told & told_words(p.text) and SUPERSEDE_NEAR <= cosine(p) < NEAR_REPEAT][
+            :CONTENDERS]
+
+    def _nearest(self, text: str, limit: int) -> tuple[list[Passage], Callable[[Passage], float]]:
+        """The current passages among the ``limit`` nearest to ``text`` under the encoder, and their cosine to it
+        (each computed when asked: -1 for a passage without a vector); none without the encoder."""
         embedder = self.embedder
         if embedder is None:
-            return []
+            return [], lambda p: -1.0
         import numpy as np
 
         query = np.frombuffer(self._vectors([text[:MAX_EMBEDDED]])[0] or b"", dtype=np.float32)
-        total, ids = self.store.nearest_passages(self.agent_id, embedder.model_id, query.tobytes(), CONTENDERS + 2)
-        told = told_words(text) - _WHOSE
-        out = []
-        for p in self.store.passages(self.agent_id, ids) if total else []:
-            if p.superseded_by is not None or not told & told_words(p.text):
-                continue
-            near = np.frombuffer(self._vectors([(f"{p.summary}\n{p.text}" if p.summary else p.text)[:MAX_EMBEDDED]])[0]
-                                 or b"", dtype=np.float32)
-            if near.size and SUPERSEDE_NEAR <= float(near @ query) < NEAR_REPEAT:
-                out.append(p)
-        return out[:CONTENDERS]
+        total, ids = self.store.nearest_passages(self.agent_id, embedder.model_id, query.tobytes(), limit)
+
+        def cosine(p: Passage) -> float:
+            shown = f"{p.summary}\n{p.text}" if p.summary else p.text  # embedded as it was stored
+            near = np.frombuffer(self._vectors([shown[:MAX_EMBEDDED]])[0] or b"", dtype=np.float32)
+            return float(near @ query) if near.size else -1.0
+
+        current = [p for p in self.store.passages(self.agent_id, ids) if p.superseded_by is None] if total else []
+        return current, cosine
 
     def audit(self) -> Audit:
         """Repeats, junk and superseded passages of the whole archive (nothing changed)."""

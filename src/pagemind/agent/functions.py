@@ -232,10 +232,7 @@ class Toolbox:
     def archival_memory_insert(self, content: Annotated[str, text(600)]) -> str:
         if not content.strip():
             raise ToolError("content is empty: nothing to insert")
-        older = None
-        if self.judge is not None and self.archive.repeat_of(content) is None:
-            older = next((p for p in self.archive.contenders(content) if self.judge(p.text, content)), None)
-        added = self.archive.add(content, self.now(), replaces=older)
+        added = self.archive.add(content, self.now(), judge=self.judge)
         if not added.stored:  # a repeat is not stored again: the agent hears that it knows it
             return f"Already in archival memory (saved {added.passage.time[:16]}): not stored again."
         if added.replaced:
@@ -273,12 +270,13 @@ def _recall_scores(query: str, texts: list[str]) -> list[float]:
     from ..methods.evidence import terms
 
     wanted = terms(query)
-    shared = [len(wanted & terms(text)) for text in texts]
+    held = {text: terms(text) for text in texts}  # each message's terms, taken once for both rankings
+    shared = [len(wanted & held[text]) for text in texts]
     try:
         from ..retrieval.scorers import BM25
 
-        scores = BM25(texts, tokenize=lambda t: sorted(terms(t))).scores(" ".join(sorted(wanted)))
+        scores = BM25(texts, tokenize=lambda t: sorted(held[t] if t in held else terms(t))).scores(
+            " ".join(sorted(wanted)))
     except (ImportError, ConfigError):  # the retrieval extra is not installed: keyword counts rank alone
         return [-float(n) for n in shared]
     return [-float(s) if n else 0.0 for s, n in zip(scores, shared)]
-
