@@ -81,6 +81,8 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=RESULTS.parent / "runs")
     parser.add_argument("--n-ctx", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--tag", default="", help="a name for this run (e.g. before / after a change): its own "
+                                                  "run directory and result file")
     parser.add_argument("-O", "--option", action="append", default=[], help="METHOD:KEY=VALUE (as pagemind eval)")
     args = parser.parse_args()
     methods = tuple(m for m in args.methods.split(",") if m) or DEFAULT_METHODS[args.dataset]
@@ -93,7 +95,7 @@ def main() -> None:
     model = re.sub(r"[^A-Za-z0-9.-]+", "-", args.llm or "default").strip("-")
     cite = {v for o in options.values() for k, v in o.items() if k == "cite"}
     mode = f"-{'-'.join(sorted(cite))}" if cite else ""  # e.g. -quotes: a run of another mode is another run
-    run_dir = args.runs / f"evidence-{args.dataset}-{model}-b{args.budget}-q{args.queries}{mode}"
+    run_dir = args.runs / f"evidence-{args.dataset}-{model}-b{args.budget}-q{args.queries}{mode}{'-' + args.tag if args.tag else ''}"
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     given = {k: v for k, v in {"base_url": args.base_url, "n_ctx": args.n_ctx, "threads": args.threads}.items()
              if v is not None}
