@@ -95,7 +95,8 @@ def main() -> None:
     model = re.sub(r"[^A-Za-z0-9.-]+", "-", args.llm or "default").strip("-")
     cite = {v for o in options.values() for k, v in o.items() if k == "cite"}
     mode = f"-{'-'.join(sorted(cite))}" if cite else ""  # e.g. -quotes: a run of another mode is another run
-    run_dir = args.runs / f"evidence-{args.dataset}-{model}-b{args.budget}-q{args.queries}{mode}{'-' + args.tag if args.tag else ''}"
+    tag = f"-{args.tag}" if args.tag else ""
+    run_dir = args.runs / f"evidence-{args.dataset}-{model}-b{args.budget}-q{args.queries}{mode}{tag}"
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     given = {k: v for k, v in {"base_url": args.base_url, "n_ctx": args.n_ctx, "threads": args.threads}.items()
              if v is not None}

@@ -15,7 +15,7 @@ def call(function, thoughts="thinking", **arguments):
 
 def make(steps=(), summarise="I talked with the user.", store=None, name="sam", **options):
     fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": summarise})
-    opts = AgentOptions(embedder="none", **options)
+    opts = AgentOptions(**{"embedder": "none", **options})
     agent = Agent.create(LLM(fake), store or Store(":memory:"), name, options=opts)
     return agent, fake
 
@@ -188,7 +188,7 @@ def test_date_search_and_bad_dates():
                           request_heartbeat=True),
                      call("conversation_search_date", start_date="2024-13-01", end_date="2024-03-02", page=0,
                           request_heartbeat=True),
-                     call("send_message", message="ok")])
+                     call("send_message", message="ok")], search_again=0)
     agent.import_messages([("user", "in february", "2024-02-28 09:00:00"),
                            ("user", "first of march", "2024-03-01 09:00:00"),
                            ("assistant", "second of march", "2024-03-02 23:59:00"),
@@ -409,7 +409,8 @@ def test_a_reply_that_uses_nothing_it_found_cites_nothing():
 def test_the_question_being_answered_and_the_agents_own_thoughts_are_never_its_evidence():
     agent, _ = make([call("conversation_search", query="Oslo", page=0, request_heartbeat=True,
                           inner_thoughts="Searching for Oslo in what we said"),
-                     call("send_message", message="You asked where Maud lives in Oslo; I know nothing about Oslo.")])
+                     call("send_message", message="You asked where Maud lives in Oslo; I know nothing about Oslo.")],
+                    search_again=0)
     turn = agent.say("Does Maud live in Oslo?")  # recall finds this very message, and the step's thoughts
     assert [c for c in turn.citations if c.unit == "message"] == []
 
@@ -439,3 +440,77 @@ def test_an_imported_conversation_s_messages_are_cited_by_session_and_turn():
     assert found.quote == "I moved to Lisbon in May."
     agent.tools.conversation_search("weather", 0)
     assert agent.tools.found[0].location == f"message {found.index + 1}"  # imported without a place: none named
+
+
+def test_recall_ranks_by_words_and_meaning_together():
+    """Issue 39 item 4: the rest of recall (past the exact matches) is ranked as OP-RAG ranks fragments — BM25 and
+    MiniLM together (min-max normalised and summed) — so a paraphrase sharing no word with the query is found, and
+    unrelated chat is not."""
+    from pagemind.agent.functions import RECALL_NEAR, rank_messages
+
+    texts = ["My cat knocked over a vase today", "We pitched a tent by the lake and slept under the stars",
+             "The weather was rainy all week", "A camping stove is on sale"]
+    # similarities as MiniLM gives them for "camping trip" (measured: 0.07, 0.47, -0.07, 0.6)
+    similar = [0.07, 0.47, -0.07, 0.6]
+    assert rank_messages("camping trip", texts) == [3]  # words alone: only the message sharing "camping"
+    assert rank_messages("camping trip", texts, similar) == [3, 1]  # with meaning: the tent too, unrelated chat not
+    assert similar[1] >= RECALL_NEAR > similar[0]
+    # words and meaning each move the order: the rare word's message first when meaning is level
+    assert rank_messages("camping stove", ["camping stove for sale", "the stove is hot"], [0.5, 0.5])[0] == 0
+
+
+def test_an_agent_with_the_encoder_finds_a_paraphrase_in_recall():
+    agent, _ = make(embedder="minilm")
+    agent.import_messages([("user", "My cat knocked over a vase today", "2024-01-01 10:00:00"),
+                           ("user", "We pitched a tent by the lake and slept under the stars", "2024-01-02 10:00:00"),
+                           ("user", "The weather was rainy all week", "2024-01-03 10:00:00")])
+    found = agent.search("camping trip")
+    assert "pitched a tent" in found and "vase" not in found and "rainy" not in found
+    words_only, _ = make(name="tom")
+    words_only.import_messages([("user", "We pitched a tent by the lake and slept under the stars",
+                                 "2024-01-02 10:00:00")])
+    assert "pitched a tent" not in words_only.search("camping trip")
+
+
+def test_a_reply_the_searches_do_not_support_is_held_and_the_agent_searches_again():
+    """Issue 39 item 4: "always one search, then an answer" — a reply to a question that what the turn's searches
+    returned does not support (here: it says nothing was found) is not sent; the agent is told to search on (the
+    next page, other words), finds the answer and replies. Held replies are never the user's messages."""
+    agent, fake = make([call("conversation_search", query="Maud's town", page=0, request_heartbeat=True),
+                        call("send_message", message="I could not find where Maud lives."),
+                        call("conversation_search", query="Maud moved", page=0, request_heartbeat=True),
+                        call("send_message", message="Maud moved to Bergen.")])
+    agent.import_messages([("user", "Maud moved to Bergen last spring", "2024-01-02 10:00:00"),
+                           ("user", "my town has a market", "2024-01-03 10:00:00")])
+    turn = agent.say("Where does Maud live?")
+    assert turn.messages == ["Maud moved to Bergen."]
+    held = turn.steps[1]
+    assert held.function == "send_message" and held.status == "Failed" and "Not sent" in held.result
+    assert "your reply says nothing was found" in held.result and "page=1" in held.result
+    assert "Not sent" in fake.history[2].messages[-1].content  # the agent read why before its next step
+    assert [s.function for s in turn.steps] == ["conversation_search", "send_message", "conversation_search",
+                                                "send_message"]
+    history = agent.history(0, 100)[1]
+    steps = [e for e in history if e.kind == "step" and e.payload.get("function") == "send_message"]
+    assert steps[-2].payload["held"].startswith("Not sent") and "held" not in steps[-1].payload
+    from pagemind.server.letta import event_messages
+    shown = [m for e in history[-8:] for m in event_messages(e)]
+    assert [m["content"] for m in shown if m["message_type"] == "assistant_message"] == ["Maud moved to Bergen."]
+    assert any(m["message_type"] == "tool_return_message" and m["status"] == "error" for m in shown)
+
+
+def test_a_reply_is_held_at_most_search_again_times_and_never_without_a_question_or_a_search():
+    replies = [call("conversation_search", query="Maud", page=0, request_heartbeat=True),
+               call("send_message", message="I don't know."),
+               call("conversation_search", query="Maud", page=1, request_heartbeat=True),
+               call("send_message", message="I still don't know.")]
+    agent, _ = make(replies)
+    assert agent.say("Where does Maud live?").messages == ["I still don't know."]  # held once (the default), no more
+    off, _ = make(replies[:2], name="off", search_again=0)
+    assert off.say("Where does Maud live?").messages == ["I don't know."]  # 0: the paper's agent, every reply sent
+    chat, _ = make(replies[:2], name="chat")
+    assert chat.say("Maud is lovely, I saw her today.").messages == ["I don't know."]  # not a question: never held
+    unsearched, _ = make([call("send_message", message="No idea.")], name="fresh")
+    assert unsearched.say("Where does Maud live?").messages == ["No idea."]  # nothing searched: nothing to hold on
+    short, _ = make(replies[:2], name="short", max_steps=3)
+    assert short.say("Where does Maud live?").messages == ["I don't know."]  # one step left: no room to search

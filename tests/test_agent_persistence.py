@@ -21,7 +21,7 @@ from pagemind.agent import (
     passages,
 )
 
-OPTS = AgentOptions(embedder="none")
+OPTS = AgentOptions(embedder="none", search_again=0)  # replies are sent as scripted (no search-again hold)
 
 
 def call(function, thoughts="thinking", **arguments):

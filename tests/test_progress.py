@@ -81,7 +81,7 @@ def test_on_a_terminal_each_phase_shows_a_line_or_a_bar():
 def test_an_agent_turn_reports_each_step_and_the_function_it_called(tmp_path):
     import json as _json
 
-    from pagemind.agent import Agent
+    from pagemind.agent import Agent, AgentOptions
     from pagemind.llm.client import LLM
     from pagemind.store import Store
 
@@ -89,7 +89,7 @@ def test_an_agent_turn_reports_each_step_and_the_function_it_called(tmp_path):
                           "arguments": {"query": "map", "page": 0, "request_heartbeat": True}})
     reply = _json.dumps({"thoughts": "ok", "function": "send_message", "arguments": {"message": "Wren found it."}})
     agent = Agent.create(LLM(ScriptedLLM(by_role={"agent-step": [search, reply]})), Store(tmp_path / "a.db"), "ann",
-                         options=None)
+                         options=AgentOptions(search_again=0))
     seen, progress = recorder()
     turn = agent.say("Who found the map?", progress=progress)
     assert turn.messages == ["Wren found it."]

@@ -58,7 +58,9 @@ _DECLINED = re.compile(
     r"\b(?:(?:does|do|did)\s*(?:not|n['’]t)\s+(?:say|state|mention|specify|tell|indicate|provide|give|contain|"
     r"include|reveal)|(?:is|are|was|were)\s+not\s+(?:mentioned|stated|specified|given|provided|known|said|"
     r"indicated|clear)|no\s+(?:information|mention|indication|details?)\b|not\s+enough\s+information|"
-    r"cannot\s+be\s+(?:determined|found|answered)|can(?:not|['’]t)\s+(?:determine|find|tell|answer)|"
+    r"(?:cannot|could\s+not)\s+be\s+(?:determined|found|answered)|"
+    r"\bI\s+(?:do|did|could|can|ca)\s*(?:not|n['’]t)\s+(?:know|find|tell|determine|see|recall)\b|"
+    r"can(?:not|['’]t)\s+(?:determine|find|tell|answer)|"
     r"unable\s+to\s+(?:determine|find|answer)|(?:unknown|unclear|not\s+specified)\s*[.!]?\s*$)",
     re.IGNORECASE)
 

@@ -235,6 +235,20 @@ class Archive:
         current = [p for p in self.store.passages(self.agent_id, ids) if p.superseded_by is None] if total else []
         return current, cosine
 
+    def similarities(self, query: str, texts: Sequence[str]) -> list[float] | None:
+        """The encoder's cosine of each text to ``query`` (the texts' vectors through the store's embedding cache, so
+        recall's messages are embedded once; the query's not kept), or None without the encoder."""
+        embedder = self.embedder
+        if embedder is None or not texts:
+            return None
+        import numpy as np
+
+        from ..retrieval.embed import fragment_vectors
+
+        q = fragment_vectors(embedder.embed([query[:MAX_EMBEDDED]]))[0]
+        vectors = self._vectors([t[:MAX_EMBEDDED] for t in texts])
+        return [float(np.frombuffer(v, dtype=np.float32) @ q) if v else -1.0 for v in vectors]
+
     def audit(self) -> Audit:
         """Repeats, junk and superseded passages of the whole archive (nothing changed)."""
         texts = dict(self.store.passage_texts(self.agent_id))

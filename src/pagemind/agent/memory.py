@@ -41,6 +41,11 @@ class AgentOptions(Options):
                               minimum=1, maximum=MAX_BLOCK)
     page_size: int = option(5, "search results per page (paper: 5)", minimum=1, maximum=1_000)
     max_steps: int = option(8, "LLM steps per user message before the turn is cut short", minimum=1, maximum=1_000)
+    search_again: int = option(
+        1, "times a turn a reply to a question is held back, while at least two steps remain, when what the turn's "
+           "searches returned does not support it (or it says nothing was found): the agent is told to search on "
+           "(the next page, other words, the other memory) before it answers; 0: every reply is sent (the paper's)",
+        minimum=0, maximum=100)
     final_reply: bool = option(True, "the last of max_steps may only call send_message, so a cut-short turn still "
                                      "answers")
     supersede_check: bool = option(
@@ -50,10 +55,10 @@ class AgentOptions(Options):
     archival_search: Literal["text", "semantic", "hybrid"] = option(
         "hybrid", "archival search: exact text matches then embeddings (hybrid), or one of them")
     recall_search: Literal["text", "hybrid"] = option(
-        "hybrid", "conversation search: substring then keyword matches (hybrid), or substring only (text, the "
-        "paper's)")
+        "hybrid", "conversation search: substring matches, then the rest ranked by BM25 and MiniLM (as OP-RAG; "
+        "hybrid), or substring only (text, the paper's)")
     embedder: Literal["auto", "minilm", "hashing", "none"] = option(
-        "auto", "archival embeddings (auto: MiniLM if installed, else keyword ranking)")
+        "auto", "archival and recall embeddings (auto: MiniLM if installed, else keyword ranking)")
     constrained: bool = option(True, "enforce the step format with a grammar / JSON schema where the backend can",
                                flag="--constrained/--unconstrained")
     tool_calling: Literal["auto", "native", "json"] = option(
@@ -165,7 +170,7 @@ class Event:
         if self.kind == "step":
             if "raw" in p:
                 return p["raw"]
-            said = p["arguments"].get("message") if p.get("function") == "send_message" else None
+            said = p["arguments"].get("message") if p.get("function") == "send_message" and not p.get("held") else None
             return f'{p["thoughts"]} {said}'.strip() if said else p["thoughts"]
         return str(p.get("message") or p.get("reason") or "")
 

@@ -115,6 +115,8 @@ class Turn:
         self.result = TurnResult(trace=trace if trace is not None else Trace())
         self.progress, self.on_step = progress, on_step
         self.before = 0  # the agent's last event seq before this turn (set by run)
+        self.held = 0  # replies held back this turn for want of support (at most options.search_again)
+        self.remaining = 0  # steps left after the running one
 
     @property
     def trace(self) -> Trace:
@@ -173,6 +175,7 @@ class Turn:
                 quoted = self.text if len(self.text) <= _QUOTE_CHARS else self.text[:_QUOTE_CHARS] + " [...]"
                 self._alert(prompt("last_step", message=quoted))
                 self.trace.note(f"step {steps} of {steps}: only send_message is offered")
+            self.remaining = steps - i - 1
             step = self._step(self.context(), i, last)
             self.result.steps.append(step)
             if self.on_step is not None:
@@ -191,7 +194,7 @@ class Turn:
         """The result with its citations: the passages and messages the searches returned that the reply uses
         (aligned lexically, no LLM call), then the messages the facts saved to core memory came from."""
         result = self.result
-        evidence = [c for c in result.evidence if c.unit != "message" or (c.index or 0) <= self.before]
+        evidence = self._evidence()
         cited = support(evidence, " ".join(result.messages))
         if evidence and result.messages:  # the reply checked against what its searches returned, as an answer is
             from ..support import assess
@@ -205,6 +208,32 @@ class Turn:
                     cited.append(c)
         result.citations = cited
         return result
+
+    def _evidence(self) -> list[Citation]:
+        """What this turn's searches returned, but its own messages (what the agent said this turn is no source)."""
+        return [c for c in self.result.evidence if c.unit != "message" or (c.index or 0) <= self.before]
+
+    def _hold(self, message: str) -> str | None:
+        """Why the reply ``message`` is held back, or None to send it: a reply to a question, with two steps left,
+        after searches that returned nothing supporting it (or saying itself that nothing was found) is not sent —
+        the agent is told to search on, as MemGPT pages through results — at most ``search_again`` times a turn."""
+        if self.held >= self.options.search_again or self.remaining < 2 or not _asks(self.text):
+            return None
+        searches = [s for s in self.result.steps if s.function in _SEARCHES and s.status == "OK"]
+        if not searches:
+            return None
+        from ..support import assess
+
+        evidence = self._evidence()
+        judged = assess(self.text, message, support(evidence, message), [c.quote for c in evidence])
+        if not judged.declined and judged.label != "unsupported":
+            return None
+        self.held += 1
+        why = "your reply says nothing was found" if judged.declined else \
+            judged.reason or "the words of your reply are not in it"
+        page = int(searches[-1].arguments.get("page") or 0) + 1
+        self.trace.note(f"reply held back ({why}): the agent is told to search again")
+        return prompt("search_again", why=why, page=page)
 
     def _step(self, ctx: MainContext, i: int, last: bool) -> Step:
         """One step on its context: the prompt fitted, the call, the action run, and why the next step follows
@@ -220,7 +249,7 @@ class Turn:
         step = self._act(reply_text(response), prepared.tokens, event)
         if self.progress is not None and step.function and step.function != "send_message":
             self.progress(f"step {i + 1}: {step.function}", 0, 0, "")
-        if step.valid and step.function == "send_message":
+        if step.valid and step.function == "send_message" and step.status == "OK":
             self.result.messages.append(step.arguments["message"])
         if step.status == "Failed":
             return _with(step, "failed")
@@ -280,9 +309,12 @@ class Turn:
             self.trace.decide(event, f"invalid action: {err}")
             return Step("", None, {}, str(err), "Failed", None, False, reply, tokens)
         self.state.valid_actions += 1
-        (written,) = self._append(Event("step", action.payload(), now()))  # write-ahead
-        status = "OK"
+        held = self._hold(action.arguments["message"]) if action.function == "send_message" else None
+        (written,) = self._append(Event("step", {**action.payload(), **({"held": held} if held else {})}, now()))
+        status = "OK"  # (the step is stored before it runs: write-ahead)
         try:
+            if held is not None:  # not sent: the reason is the call's result, and the agent steps on
+                raise ToolError(held)
             with self.store.transaction():
                 cause = f"step {written.seq}: {action.function}"  # a core-memory version names its step
                 message = self._cap(action.function, self.agent.tools.run(action.function, action.arguments, cause))
@@ -409,6 +441,16 @@ class Turn:
             chunks[-1].append(line)
             used += n
         return [c for c in chunks if c]
+
+
+_QUESTION_WORDS = frozenset("what when where who whom whose which why how did do does is are was were can could has "
+                            "have had will would should may".split())
+
+
+def _asks(text: str) -> bool:
+    """Whether a user message asks something (a question mark, or a question's first word)."""
+    words = text.split()
+    return "?" in text or (bool(words) and words[0].lower().strip(",.:;!") in _QUESTION_WORDS)
 
 
 def _with(step: Step, heartbeat: str) -> Step:

@@ -67,7 +67,7 @@ class MemGPTEval:
             max_steps=o.max_steps or (levels + 5 if kv else 8),
             page_size=o.page_size or (10 if kv else 5),
             archival_search=o.archival_search or ("text" if kv else "hybrid"),
-            embedder="none" if kv or example.conversation else o.embedder,
+            embedder="none" if kv else o.embedder,  # a conversation's recall is ranked with MiniLM too
             constrained=o.constrained,
         )
         if o.budget is not None:

@@ -187,14 +187,14 @@ def event_messages(event: Any, *, assistant: bool = True, call_of: dict[str, str
                 "source": "non_reasoner_model"}] if p.get("thoughts") else []
         call_id = f"call-{event.seq}"
         calls[p["function"]] = call_id
-        if assistant and p["function"] == "send_message":
+        if assistant and p["function"] == "send_message" and not p.get("held"):  # held: never sent
             return out + [{**base, "message_type": "assistant_message",
                            "content": str(p.get("arguments", {}).get("message", ""))}]
         call = {"name": p["function"], "arguments": json.dumps(p.get("arguments", {}), ensure_ascii=False),
                 "tool_call_id": call_id}
         return out + [{**base, "message_type": "tool_call_message", "tool_call": call, "tool_calls": [call]}]
     if event.kind == "function_result":
-        if assistant and p.get("function") == "send_message":
+        if assistant and p.get("function") == "send_message" and p.get("status") == "OK":
             return []  # the reply itself is the assistant message
         return [{**base, "message_type": "tool_return_message", "tool_return": str(p.get("message", "")),
                  "status": "success" if p.get("status") == "OK" else "error", "name": p.get("function"),
