@@ -60,9 +60,43 @@ def sse_events(lines, on_comment=None):
             current = {}
 
 
-def make_pdf(pages: list[list[str] | None], size: int = 12, leading: int = 14, top: int = 720) -> bytes:
+def table_page(above: list[str], rows: list[list[str]], below: list[str], widths: list[int] | None = None,
+               top: int = 720) -> bytes:
+    """The content stream of a page holding text lines, a ruled table (a grid of stroked lines, one cell's text in
+    each box, 11 pt) and more lines below it: what a report's table looks like to an extractor."""
+    widths = widths or [120] * max(len(r) for r in rows)
+    out, y = [b"BT /F1 11 Tf"], top
+    for line in above:
+        out.append(b"1 0 0 1 72 %d Tm (%s) Tj" % (y, line.encode("latin-1", "replace")))
+        y -= 16
+    y -= 6
+    grid_top, row_h = y + 12, 20
+    for r, row in enumerate(rows):
+        x = 72
+        for c, cell in enumerate(row):
+            out.append(b"1 0 0 1 %d %d Tm (%s) Tj" % (x + 4, grid_top - row_h * (r + 1) + 6,
+                                                      cell.encode("latin-1", "replace")))
+            x += widths[c]
+    grid_bottom = grid_top - row_h * len(rows)
+    y = grid_bottom - 22
+    for line in below:
+        out.append(b"1 0 0 1 72 %d Tm (%s) Tj" % (y, line.encode("latin-1", "replace")))
+        y -= 16
+    out.append(b"ET 0.5 w")
+    right = 72 + sum(widths)
+    for r in range(len(rows) + 1):
+        out.append(b"72 %d m %d %d l S" % (grid_top - row_h * r, right, grid_top - row_h * r))
+    x = 72
+    for w in [0, *widths]:
+        x += w
+        out.append(b"%d %d m %d %d l S" % (x, grid_top, x, grid_bottom))
+    return b"\n".join(out)
+
+
+def make_pdf(pages: list[list[str] | bytes | None], size: int = 12, leading: int = 14, top: int = 720) -> bytes:
     """A minimal valid PDF: one page per entry, each a list of Helvetica text lines (``size`` pt, ``leading`` pt
-    apart, from ``top``), None for an image-only page (one white pixel). Shared by the tests and the benchmarks."""
+    apart, from ``top``), None for an image-only page (one white pixel), or a content stream of its own (bytes, in
+    Helvetica as /F1: :func:`table_page`). Shared by the tests and the benchmarks."""
     objects = {1: b"<< /Type /Catalog /Pages 2 0 R >>",
                3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"}
     kids, n = [], 4
@@ -74,6 +108,8 @@ def make_pdf(pages: list[list[str] | None], size: int = 12, leading: int = 14, t
                               b"/BitsPerComponent 8 /Length 1 >>\nstream\n\x80\nendstream")
             stream = b"q 100 0 0 100 72 600 cm /Im0 Do Q"
             resources = b"<< /XObject << /Im0 %d 0 R >> >>" % image
+        elif isinstance(lines, bytes):
+            stream, resources = lines, b"<< /Font << /F1 3 0 R >> >>"
         else:
             escaped = [line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for line in lines]
             shown = [b"(%s) '" % line.encode("latin-1", "replace") for line in escaped]

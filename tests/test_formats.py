@@ -301,3 +301,62 @@ def test_ask_about_a_pdf_from_the_cli(tmp_path):
     prompts = "\n".join(m.content for request in fake.history for m in request.messages)
     assert "Wren finds the map in the sea chest." in prompts
     assert "%PDF" not in prompts and "endstream" not in prompts and "Helvetica" not in prompts
+
+
+# --- tables in PDFs (issue 37) -----------------------------------------------------------------------------------
+REVENUE = [["Region", "2022", "2023"], ["North", "4,102", "4,512"], ["South", "3,980", "4,017"],
+           ["East", "1,200", "1,310"]]
+
+
+def test_a_pdf_table_keeps_its_cells_in_columns_with_its_caption(tmp_path):
+    """A ruled table, read by pdfplumber, is written into the page's text as a Markdown table where it stands, its
+    caption line above it: "2023 | 4,512" stays in its column (pypdf alone gives "North 4,102 4,512")."""
+    pytest.importorskip("pdfplumber", reason="needs the formats extra")
+    from helpers import table_page
+
+    p = tmp_path / "report.pdf"
+    p.write_bytes(make_pdf([["Annual report 2023", "Results in brief."],
+                            table_page(["Our sales grew in every region.", "Table 3: Revenue by region (EUR m)"],
+                                       REVENUE, ["Costs fell in the second half."])]))
+    doc = load_document(p)
+    page_two = doc.text[doc.pages[1]:]
+    assert page_two == ("Our sales grew in every region.\nTable 3: Revenue by region (EUR m)\n"
+                        "| Region | 2022 | 2023 |\n| --- | --- | --- |\n| North | 4,102 | 4,512 |\n"
+                        "| South | 3,980 | 4,017 |\n| East | 1,200 | 1,310 |\nCosts fell in the second half.")
+    assert doc.text.startswith("Annual report 2023\nResults in brief.")  # a page without a table: pypdf's text
+
+
+def test_merged_cells_and_frames_are_read_sensibly(tmp_path):
+    """A row with an empty (merged) cell keeps its columns; a one-row ruled box is a frame, not a table."""
+    pytest.importorskip("pdfplumber", reason="needs the formats extra")
+    from helpers import table_page
+
+    merged = [["Item", "Q1", "Q2"], ["Total", "", "9"], ["Fees", "1", "2"]]
+    p = tmp_path / "merged.pdf"
+    p.write_bytes(make_pdf([table_page(["Costs"], merged, ["End."]),
+                            table_page(["A boxed note:"], [["Read this first", "please"]], ["After the box."])]))
+    doc = load_document(p)
+    assert "| Total |  | 9 |" in doc.text and "| Fees | 1 | 2 |" in doc.text
+    boxed = doc.text[doc.pages[1]:]
+    assert "|" not in boxed and "Read this first" in boxed and "After the box." in boxed
+
+
+def test_without_pdfplumber_a_table_is_pypdfs_text(tmp_path, monkeypatch):
+    from helpers import table_page
+
+    monkeypatch.setitem(sys.modules, "pdfplumber", None)
+    p = tmp_path / "report.pdf"
+    p.write_bytes(make_pdf([table_page(["Table 3: Revenue"], REVENUE, [])]))
+    assert "North 4,102 4,512" in load_document(p).text
+
+
+def test_a_fragment_does_not_end_between_a_tables_header_and_its_first_rows():
+    from pagemind.retrieval.fragments import split_words
+
+    words = " ".join(f"w{i}" for i in range(8))
+    table = "Table 3: Revenue\n| Region | 2023 |\n| --- | --- |\n| North | 4,512 |\n| South | 4,017 |\n| East | 1 |"
+    fragments = split_words(f"{words}\n{table}\nafter", 12)
+    assert fragments[0].text == words  # ended before the caption rather than inside the header
+    assert fragments[1].text.startswith("Table 3: Revenue | Region | 2023 |")
+    assert " ".join(f.text for f in fragments).split() == f"{words}\n{table}\nafter".split()  # nothing lost
+    assert [f.text for f in split_words(words, 3)] == ["w0 w1 w2", "w3 w4 w5", "w6 w7"]  # no table: fixed windows

@@ -39,15 +39,48 @@ class Fragment:
         return dict(self.__dict__)
 
 
+TABLE_HEAD_ROWS = 2  # a window does not end between a Markdown table's header and its first rows
+
+
+def table_heads(text: str) -> list[tuple[int, int]]:
+    """Word ranges ``(first, past)`` a window should not end inside: each Markdown table's caption line ("Table 3:
+    ..."), header, separator and first :data:`TABLE_HEAD_ROWS` rows, as word offsets into ``text.split()``."""
+    heads: list[tuple[int, int]] = []
+    if "| --- |" not in text:
+        return heads
+    lines = text.split("\n")
+    offsets, word = [], 0
+    for line in lines:
+        offsets.append(word)
+        word += len(line.split())
+    offsets.append(word)
+    for i, line in enumerate(lines):
+        if line.startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("| --- |") and \
+                not (i and lines[i - 1].startswith("|")):
+            first = i - 1 if i and lines[i - 1].lower().startswith("table") else i
+            last = i + 2
+            while last < len(lines) and last < i + 2 + TABLE_HEAD_ROWS and lines[last].startswith("|"):
+                last += 1
+            heads.append((offsets[first], offsets[last]))
+    return heads
+
+
 def split_words(text: str, size: int = 500, source: str = "") -> list[Fragment]:
-    """Consecutive non-overlapping windows of ``size`` whitespace words (FragRel/LongBench: 500 or 800)."""
+    """Consecutive non-overlapping windows of ``size`` whitespace words (FragRel/LongBench: 500 or 800). A window
+    that would end between a Markdown table's caption or header and its first rows ends before the table instead
+    (where that leaves it any words), so the table's header travels with its rows."""
     if size < 1:
         raise ConfigError("fragment size must be at least 1 word")
     words = text.split()
-    out = []
-    for n, start in enumerate(range(0, len(words), size)):
-        chunk = words[start:start + size]
-        out.append(Fragment(n, " ".join(chunk), n, source, start, start + len(chunk), "words"))
+    heads = table_heads(text)
+    out: list[Fragment] = []
+    start = 0
+    while start < len(words):
+        end = min(start + size, len(words))
+        end = next((first for first, past in heads if start < first < end < past), end)
+        n = len(out)
+        out.append(Fragment(n, " ".join(words[start:end]), n, source, start, end, "words"))
+        start = end
     return out
 
 

@@ -40,4 +40,6 @@ def markdown_table(rows: list[list[str]], caption: str = "") -> str:
     lines = ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in rows]
     lines.insert(1, "|" + " --- |" * width)
     caption = " ".join(caption.split())
-    return (f"Table: {caption}\n" if caption else "") + "\n".join(lines)
+    if caption and not caption.lower().startswith("table"):  # "Table 3: Revenue" is a caption as it stands
+        caption = f"Table: {caption}"
+    return (f"{caption}\n" if caption else "") + "\n".join(lines)

@@ -1,8 +1,9 @@
-"""PDF text layers with pypdf, one string per page."""
+"""PDF text layers with pypdf, one string per page; ruled tables as Markdown tables (pdfplumber, where installed)."""
 
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,7 +11,7 @@ from typing import BinaryIO
 
 from ...errors import InputError
 from ..sections import MAX_LEVEL, MAX_SECTIONS, Heading
-from .common import missing_library
+from .common import markdown_table, missing_library
 
 SCANNED_HINT = "has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf"
 
@@ -22,7 +23,10 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None,
     is read, the PDF's outline (bookmarks) goes into ``outline``: its titles, levels and pages.
 
     ``ocr``: ``auto`` reads a page without a text layer from its images with Tesseract (where installed), ``force``
-    every page, ``off`` none; the numbers of the pages read so go into ``read_by_ocr``."""
+    every page, ``off`` none; the numbers of the pages read so go into ``read_by_ocr``.
+
+    A page holding a ruled table (found by pdfplumber where it is installed) is written with the table as a Markdown
+    table in its place, its caption ("Table 3: ...") above it, so "2023 | 4,512" stays in its column."""
     from ..ocr import page_images, read_images, tesseract
     try:
         import pypdf
@@ -41,6 +45,7 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None,
         if not pages:
             raise InputError(f"{name}: the PDF has no pages")
         engine = tesseract() if ocr != "off" else None
+        plumber = _Tables(source)
         for number in range(pages):
             with _quiet("pypdf"):  # not around the yield: the caller's own warnings and logs stay as they are
                 text = reader.pages[number].extract_text() or ""
@@ -51,8 +56,11 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None,
                 text = seen
                 if read_by_ocr is not None:
                     read_by_ocr.append(number + 1)
+            elif text.strip() and _ruled(reader.pages[number]):
+                text = plumber.page(number) or text
             with_text = with_text or bool(text.strip())
             yield text
+        plumber.close()
         if outline is not None:
             outline.extend(_outline(reader))
     except DependencyError as err:
@@ -69,6 +77,99 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None,
             raise InputError(f"{name}: {SCANNED_HINT}; pagemind reads such pages with Tesseract, which is not "
                              "installed (scripts/install.sh installs Debian's tesseract-ocr)")
         raise InputError(f"{name}: has no text layer and OCR found no text on its pages (a photo, a blank scan?)")
+
+
+MIN_ROWS, MIN_COLUMNS = 2, 2  # a ruled box smaller than this is a frame, not a table
+_CAPTION = ("table", "tab.", "exhibit", "figure")  # a caption's first word, on the line above a table
+_CAPTION_GAP = 30  # points: how far above a table its caption may be
+
+
+class _Tables:
+    """The pages of a PDF as pdfplumber reads them, for their ruled tables (pdfplumber opened once, on a copy of the
+    bytes so pypdf's reading position is left alone); nothing where pdfplumber is not installed or cannot read it."""
+
+    def __init__(self, source: BinaryIO):
+        self.pdf: object | None = None
+        try:
+            import io
+
+            import pdfplumber
+        except ImportError:
+            return
+        at = source.tell()
+        source.seek(0)
+        data = source.read()
+        source.seek(at)
+        try:
+            with _quiet("pdfminer"):
+                self.pdf = pdfplumber.open(io.BytesIO(data))
+        except Exception:  # pdfminer fails differently from pypdf on broken files: pypdf's text stands
+            self.pdf = None
+
+    def close(self) -> None:
+        if self.pdf is not None:
+            self.pdf.close()  # type: ignore[attr-defined]
+            self.pdf = None
+
+    def page(self, number: int) -> str | None:
+        """The page's text with each ruled table as a Markdown table in its place (text lines and tables ordered
+        from the top), or None when the page has no table (or pdfplumber cannot read it: pypdf's text stands)."""
+        if self.pdf is None:
+            return None
+        try:
+            with _quiet("pdfminer"):
+                page = self.pdf.pages[number]  # type: ignore[attr-defined]
+                found = [(t.bbox, rows) for t in page.find_tables() if _is_table(rows := _rows(t.extract()))]
+                if not found:
+                    return None
+                boxes = [box for box, _ in found]
+                lines = page.filter(lambda obj: not any(_inside(obj, box) for box in boxes)).extract_text_lines()
+        except Exception:  # a page pdfminer cannot lay out: pypdf's text stands
+            return None
+        finally:
+            if "page" in locals():
+                page.close()  # its layout cache: a 300-page report is not held in memory page by page
+        items = [(float(line["top"]), str(line["text"])) for line in lines]
+        for box, rows in found:
+            above = [item for item in items if box[1] - _CAPTION_GAP <= item[0] < box[1]]
+            caption = above[-1] if above and above[-1][1].lower().startswith(_CAPTION) else None
+            if caption is not None:
+                items.remove(caption)
+            items.append((float(box[1]), markdown_table(rows, caption[1] if caption else "")))
+        return "\n".join(text for _, text in sorted(items, key=lambda item: item[0]))
+
+
+_PATH = re.compile(rb"(?<![A-Za-z])(?:re|l)(?=[\s\[\]/<>(]|$)")  # a rectangle or a line segment of a path
+MIN_RULES = 6  # a ruled table of two rows and two columns draws at least six lines (or boxes)
+
+
+def _ruled(page: object) -> bool:
+    """Whether the page draws enough lines or rectangles to hold a ruled table (pdfplumber's layout of a page is
+    ~20 times pypdf's text extraction: a page without rules is not laid out)."""
+    try:
+        contents = page.get_contents()  # type: ignore[attr-defined]
+        raw = contents.get_data() if contents is not None else b""
+    except Exception:  # a stream pypdf cannot decode: let pdfplumber look
+        return True
+    return len(_PATH.findall(raw)) >= MIN_RULES
+
+
+def _rows(extracted: list[list[str | None]]) -> list[list[str]]:
+    """A table's cells as text (a cell merged into its neighbour, None to pdfplumber, is empty)."""
+    return [[" ".join((cell or "").split()) for cell in row] for row in extracted]
+
+
+def _is_table(rows: list[list[str]]) -> bool:
+    filled = [row for row in rows if sum(bool(c) for c in row) >= 1]
+    return len(filled) >= MIN_ROWS and max((len(r) for r in rows), default=0) >= MIN_COLUMNS and \
+        sum(bool(c) for row in rows for c in row) > len(filled)
+
+
+def _inside(obj: dict, box: tuple[float, float, float, float]) -> bool:
+    """Whether a character (or line, rect) of a page lies inside a table's box (by its middle)."""
+    x = (float(obj.get("x0", 0)) + float(obj.get("x1", 0))) / 2
+    y = (float(obj.get("top", 0)) + float(obj.get("bottom", 0))) / 2
+    return box[0] <= x <= box[2] and box[1] <= y <= box[3]
 
 
 def _outline(reader: object) -> list[Heading]:
