@@ -93,13 +93,27 @@ def table_page(above: list[str], rows: list[list[str]], below: list[str], widths
     return b"\n".join(out)
 
 
+def styled_page(lines: list[tuple[int, bool, str]], top: int = 740) -> bytes:
+    """The content stream of a page of lines each in its own size and weight: ``(points, bold, text)`` (Helvetica,
+    /F1; bold: Helvetica-Bold, /F2), spaced by their size — headings by size, as a report without bookmarks has."""
+    out, y = [b"BT"], top
+    for size, bold, text in lines:
+        y -= int(size * 1.6)
+        out.append(b"/F%d %d Tf 1 0 0 1 72 %d Tm (%s) Tj" % (2 if bold else 1, size, y,
+                                                            text.encode("latin-1", "replace")))
+    out.append(b"ET")
+    return b"\n".join(out)
+
+
 def make_pdf(pages: list[list[str] | bytes | None], size: int = 12, leading: int = 14, top: int = 720) -> bytes:
     """A minimal valid PDF: one page per entry, each a list of Helvetica text lines (``size`` pt, ``leading`` pt
     apart, from ``top``), None for an image-only page (one white pixel), or a content stream of its own (bytes, in
-    Helvetica as /F1: :func:`table_page`). Shared by the tests and the benchmarks."""
+    Helvetica as /F1, Helvetica-Bold as /F2: :func:`table_page`, :func:`styled_page`). Shared by the tests and the
+    benchmarks."""
     objects = {1: b"<< /Type /Catalog /Pages 2 0 R >>",
-               3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"}
-    kids, n = [], 4
+               3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+               4: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold >>"}
+    kids, n = [], 5
     for lines in pages:
         page, content, n = n, n + 1, n + 2
         if lines is None:
@@ -109,7 +123,7 @@ def make_pdf(pages: list[list[str] | bytes | None], size: int = 12, leading: int
             stream = b"q 100 0 0 100 72 600 cm /Im0 Do Q"
             resources = b"<< /XObject << /Im0 %d 0 R >> >>" % image
         elif isinstance(lines, bytes):
-            stream, resources = lines, b"<< /Font << /F1 3 0 R >> >>"
+            stream, resources = lines, b"<< /Font << /F1 3 0 R /F2 4 0 R >> >>"
         else:
             escaped = [line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for line in lines]
             shown = [b"(%s) '" % line.encode("latin-1", "replace") for line in escaped]

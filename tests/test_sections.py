@@ -232,3 +232,39 @@ def test_a_printed_table_of_contents_gives_a_pdf_without_an_outline_its_sections
     assert doc.sections[1].end == doc.sections[3].start  # "2 Results" holds 2.1
     lists = load_bytes(make_pdf([["Contents", "see below 1"], body, ["Notes", *body]]), "short.pdf")
     assert all(s.source != "toc" for s in lists.sections)  # one entry is no contents list
+
+
+def test_a_pdf_without_outline_or_contents_finds_its_headings_by_type(tmp_path):
+    """Issue 37: a report without bookmarks or a contents page has its headings set larger (and bold) than its
+    body: they become its sections, levels by size (22 pt chapters, 15 pt sections, bold body-size lines below
+    them); a running head repeated on every page is not a heading, and a title set on two lines is one."""
+    from helpers import styled_page
+
+    body = [(11, False, "The group's revenue rose in every region of its business this year.")] * 4
+    head = (9, False, "Annual report 2023")
+    pages = [styled_page([head, (22, True, "1 Our year"), *body, (15, True, "1.1 Revenue"), *body,
+                          (11, True, "Outlook for the group"), *body]),
+             styled_page([head, (15, True, "1.2 Costs and"), (15, True, "savings"), *body, (22, True, "2 Risks"),
+                          *body]),
+             styled_page([head, *body, (11, False, "Total: 4,512."), *body])]
+    path = tmp_path / "report.pdf"
+    path.write_bytes(make_pdf(pages))
+    doc = load_document(path)
+    got = [(s.title, s.level, s.page, s.end_page, s.source) for s in doc.sections]
+    assert got == [("1 Our year", 1, 1, 2, "layout"), ("1.1 Revenue", 2, 1, 2, "layout"),
+                   ("Outlook for the group", 3, 1, 2, "layout"), ("1.2 Costs and savings", 2, 2, 2, "layout"),
+                   ("2 Risks", 1, 2, 3, "layout")]
+    assert all("Annual report" not in s.title for s in doc.sections)
+    shown = CliRunner().invoke(cli, ["show", str(path), "--sections"])
+    assert shown.exit_code == 0 and "1.2 Costs and savings" in shown.output and "p. 2" in shown.output
+
+
+def test_type_that_is_not_structure_gives_no_layout_sections():
+    """One size throughout (no bold): no layout headings; a deck where every other line is large: not structure."""
+    from helpers import styled_page
+
+    plain = load_bytes(make_pdf([styled_page([(11, False, "A plain letter with nothing set apart.")] * 8)]), "a.pdf")
+    assert all(s.source != "layout" for s in plain.sections)
+    deck = [styled_page([(24, True, f"Slide {n} title"), (11, False, "one point"), (24, True, f"Point {n}"),
+                         (11, False, "two")]) for n in range(3)]
+    assert all(s.source != "layout" for s in load_bytes(make_pdf(deck), "deck.pdf").sections)

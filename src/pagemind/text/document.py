@@ -11,7 +11,7 @@ import hashlib
 import io
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
@@ -19,7 +19,17 @@ from typing import BinaryIO
 from ..errors import InputError, InputTooLarge, UnsupportedInput
 from .formats import CONTAINER_FACTOR, CONTAINERS, extract, sniff_format
 from .formats.common import clean_extracted, normalise_newlines
-from .sections import Heading, Section, locate, outline_holds, path_at, text_headings, toc_headings
+from .sections import (
+    Heading,
+    Section,
+    StyledLine,
+    layout_headings,
+    locate,
+    outline_holds,
+    path_at,
+    text_headings,
+    toc_headings,
+)
 
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024  # 16 MiB of text is ~2.7M words: days of local LLM time already
 FORMAT_NAMES = {"text": "text", "markdown": "Markdown", "html": "HTML", "pdf": "PDF", "epub": "EPUB",
@@ -199,13 +209,15 @@ def _load(source: BinaryIO, size: int, name: str, *, label: str, encoding: str, 
         document = Document.from_parts(extracted.parts, name=name, format=extracted.format,
                                        paged=extracted.format in ("pdf", "epub"),
                                        max_bytes=max_bytes if extracted.format in CONTAINERS else None, label=label)
-    return replace(document, sections=structure(document, extracted.headings, extracted.outline),
+    return replace(document, sections=structure(document, extracted.headings, extracted.outline, extracted.styled),
                    ocr_pages=tuple(extracted.ocr_pages))
 
 
-def structure(document: Document, headings: list[Heading], outline: bool) -> tuple[Section, ...]:
+def structure(document: Document, headings: list[Heading], outline: bool,
+              styled: Sequence[StyledLine] = ()) -> tuple[Section, ...]:
     """The document's sections: from the headings its file declares (a PDF outline only where it holds), else
-    from its text's own headings."""
+    a printed table of contents, else a PDF's headings by their type (size and weight), else its text's own
+    headings."""
     if headings:
         found = locate(document.text, headings, document.pages, "outline" if outline else "markup",
                        strict_pages=outline)
@@ -216,6 +228,11 @@ def structure(document: Document, headings: list[Heading], outline: bool) -> tup
         found = locate(document.text, listed, document.pages, "toc", strict_pages=any(h.page for h in listed),
                        begin=after)
         if len(found) * 2 >= len(listed):
+            return found
+    by_type = layout_headings(styled)
+    if by_type:
+        found = locate(document.text, by_type, document.pages, "layout", strict_pages=True)
+        if len(found) * 2 >= len(by_type):
             return found
     return locate(document.text, text_headings(document.text, blank_before=document.format != "pdf"),
                   document.pages, "text")

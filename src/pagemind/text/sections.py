@@ -33,8 +33,8 @@ class Heading:
 @dataclass(frozen=True)
 class Section:
     """One section of a document: its title and level, the characters it spans (from its heading to the next
-    heading of its level or above), the pages they are on, and where it was found (``outline``, ``markup``, ``toc`` or
-    ``text``)."""
+    heading of its level or above), the pages they are on, and where it was found (``outline``, ``markup``, ``toc``,
+    ``layout`` or ``text``)."""
 
     title: str
     level: int
@@ -102,12 +102,14 @@ def _page_of(pages: Sequence[int], offset: int) -> int | None:
 
 def _find(text: str, title: str, cursor: int, span: tuple[int, int]) -> int | None:
     """The offset of ``title`` at the start of a line in ``span``, at or after ``cursor``: its words in order, in any
-    case, whatever spacing and punctuation stand between them (an outline's ’ may be a text layer's ')."""
+    case, whatever spacing and punctuation stand between them (an outline's ’ may be a text layer's '), after the
+    heading's number where the text prints one the title lacks ("ASN.1 syntax" is the line "2.1 ASN.1 syntax")."""
     lo, hi = max(span[0], cursor), span[1]
     words = [re.escape(w) for w in re.findall(r"\w+", title)]
     if lo >= hi or not words:
         return None
-    pattern = re.compile(r"^[^\w\n]*(" + r"[\W_]*".join(words) + r")", re.IGNORECASE | re.MULTILINE)
+    number = r"" if re.match(r"\s*\d", title) else r"(?:\d{1,3}(?:\.\d{1,3}){0,4}\.?[ \t]+)?"
+    pattern = re.compile(r"^[^\w\n]*(" + number + r"[\W_]*".join(words) + r")", re.IGNORECASE | re.MULTILINE)
     hit = pattern.search(text, lo, hi)
     return hit.start(1) if hit else None
 
@@ -196,6 +198,75 @@ def text_headings(text: str, blank_before: bool = True) -> list[Heading]:
     shift = 1 if chapters and any(h.level == 1 for _, h in numbered) else 0  # "3 Title" inside "Chapter 2"
     merged = sorted(chapters + [(s, Heading(h.level + shift, h.title)) for s, h in numbered], key=lambda x: x[0])
     return [h for _, h in merged]
+
+
+# --- a PDF's layout: headings by size and weight -----------------------------------------------------------------
+@dataclass(frozen=True)
+class StyledLine:
+    """One line of a PDF page's text layer as it is drawn: its page (from 1), text, size in points (the largest of
+    its runs) and whether every character of it is bold."""
+
+    page: int
+    text: str
+    size: float
+    bold: bool
+
+
+LARGER = 1.15  # a heading's type is at least this much larger than the body's
+HEADING_WORDS = 14  # a heading has at most this many words
+_BOLD_WORDS = 10  # a line in the body's size counts as a heading when bold, this short and not ending a sentence
+_RUNNING = 3  # a line repeated on this many pages is a running head or foot, never a heading
+
+
+def layout_headings(lines: Sequence[StyledLine]) -> list[Heading]:
+    """Headings a PDF shows by its type: short lines set larger than the body text (the size holding the most
+    characters), their levels by size (the largest is level 1), and bold lines of the body's size that are short and
+    end no sentence (the lowest level); lines repeated on several pages (running heads, "Annual report 2023") and
+    lines without a letter are not headings, and a heading set on two lines of one size is one heading. None when
+    fewer than two lines qualify or more than a third of the lines would (then type is not structure)."""
+    drawn = [line for line in lines if line.text.strip()]
+    if not drawn:
+        return []
+    chars: dict[float, int] = {}
+    for line in drawn:
+        chars[_pt(line.size)] = chars.get(_pt(line.size), 0) + len(line.text)
+    body = max(chars, key=lambda size: chars[size])
+    seen: dict[str, set[int]] = {}
+    for line in drawn:
+        seen.setdefault(" ".join(line.text.split()), set()).add(line.page)
+
+    def shape(line: StyledLine) -> bool:
+        title = " ".join(line.text.split())
+        return (0 < len(title.split()) <= HEADING_WORDS and any(c.isalpha() for c in title)
+                and len(seen[title]) < _RUNNING and not title.endswith((",", ";", ":")))
+
+    large = [line for line in drawn if _pt(line.size) >= body * LARGER and shape(line)]
+    bold = [line for line in drawn if line.bold and _pt(line.size) == body and shape(line)
+            and len(line.text.split()) <= _BOLD_WORDS and not line.text.rstrip().endswith((".", "!", "?"))]
+    picked = {id(line) for line in large + bold}
+    if not 2 <= len(picked) <= len(drawn) / 3:
+        return []
+    sizes = sorted({_pt(line.size) for line in large}, reverse=True)
+    levels = {size: min(MAX_LEVEL, i + 1) for i, size in enumerate(sizes)}
+    out: list[Heading] = []
+    previous: StyledLine | None = None
+    for line in drawn:
+        if id(line) not in picked:
+            previous = None
+            continue
+        level = levels.get(_pt(line.size), min(MAX_LEVEL, len(sizes) + 1))
+        title = " ".join(line.text.split())
+        if previous is not None and previous.page == line.page and _pt(previous.size) == _pt(line.size) and \
+                previous.bold == line.bold and out:  # a title set on two lines
+            out[-1] = Heading(out[-1].level, f"{out[-1].title} {title}"[:MAX_TITLE], out[-1].page)
+        else:
+            out.append(Heading(level, title[:MAX_TITLE], line.page))
+        previous = line
+    return out
+
+
+def _pt(size: float) -> float:
+    return round(size * 2) / 2  # half points: the same type drawn through other matrices is one size
 
 
 # --- markup -------------------------------------------------------------------------------------------------------

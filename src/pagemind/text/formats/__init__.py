@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from ...errors import InputError, InputTooLarge, UnsupportedInput
 from ..decoding import declared_encoding, decode_bytes
-from ..sections import Heading
+from ..sections import Heading, StyledLine
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
@@ -37,6 +37,7 @@ class Extracted:
     headings: list[Heading] = field(default_factory=list)
     outline: bool = False
     ocr_pages: list[int] = field(default_factory=list)  # pages read by OCR (from 1), filled as they are read
+    styled: list[StyledLine] = field(default_factory=list)  # a PDF's lines with their type (filled as read)
 
 
 def sniff_format(head: bytes, suffix: str) -> str:
@@ -68,8 +69,9 @@ def extract(source: BinaryIO, suffix: str, name: str, encoding: str, max_bytes: 
 
         outline: list[Heading] = []
         read_by_ocr: list[int] = []
-        return Extracted("pdf", pdf_pages(source, name, outline, ocr, read_by_ocr), outline, outline=True,
-                         ocr_pages=read_by_ocr)
+        styled: list[StyledLine] = []
+        return Extracted("pdf", pdf_pages(source, name, outline, ocr, read_by_ocr, styled), outline, outline=True,
+                         ocr_pages=read_by_ocr, styled=styled)
     if kind == "zip":
         return _from_zip(source, suffix, name, max_bytes)
     if kind == "ole":

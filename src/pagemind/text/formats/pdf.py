@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 import warnings
 from collections.abc import Iterator
@@ -10,20 +11,21 @@ from contextlib import contextmanager
 from typing import BinaryIO
 
 from ...errors import InputError
-from ..sections import MAX_LEVEL, MAX_SECTIONS, Heading
+from ..sections import MAX_LEVEL, MAX_SECTIONS, Heading, StyledLine
 from .common import markdown_table, missing_library
 
 SCANNED_HINT = "has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf"
 
 
 def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None, ocr: str = "auto",
-              read_by_ocr: list[int] | None = None) -> Iterator[str]:
+              read_by_ocr: list[int] | None = None, styled: list[StyledLine] | None = None) -> Iterator[str]:
     """The text of each page of a PDF, in order (empty strings for pages without text), each extracted when it
     is asked for: a caller that stops early (the text is over its limit) leaves the rest unread. Once every page
     is read, the PDF's outline (bookmarks) goes into ``outline``: its titles, levels and pages.
 
     ``ocr``: ``auto`` reads a page without a text layer from its images with Tesseract (where installed), ``force``
-    every page, ``off`` none; the numbers of the pages read so go into ``read_by_ocr``.
+    every page, ``off`` none; the numbers of the pages read so go into ``read_by_ocr``. ``styled``: each line of
+    the text layer with its size and weight, as drawn (a PDF without outline finds its headings by them).
 
     A page holding a ruled table (found by pdfplumber where it is installed) is written with the table as a Markdown
     table in its place, its caption ("Table 3: ...") above it, so "2023 | 4,512" stays in its column."""
@@ -48,7 +50,10 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None,
         plumber = _Tables(source)
         for number in range(pages):
             with _quiet("pypdf"):  # not around the yield: the caller's own warnings and logs stay as they are
-                text = reader.pages[number].extract_text() or ""
+                runs = _Runs(number + 1) if styled is not None else None
+                text = reader.pages[number].extract_text(visitor_text=runs) or ""
+                if runs is not None and styled is not None:
+                    styled.extend(runs.lines())
                 images = page_images(reader.pages[number]) if engine and (ocr == "force" or not text.strip()) \
                     else []
             seen = read_images(images) if images else ""
@@ -77,6 +82,38 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None,
             raise InputError(f"{name}: {SCANNED_HINT}; pagemind reads such pages with Tesseract, which is not "
                              "installed (scripts/install.sh installs Debian's tesseract-ocr)")
         raise InputError(f"{name}: has no text layer and OCR found no text on its pages (a photo, a blank scan?)")
+
+
+class _Runs:
+    """pypdf's text runs of one page gathered into lines with their type: each line's largest size (the font size
+    through the text and graphics matrices) and whether all its characters are set in a bold face."""
+
+    def __init__(self, page: int):
+        self.page = page
+        self.done: list[StyledLine] = []
+        self.parts: list[tuple[str, float, bool]] = []
+
+    def __call__(self, text: str, cm: list[float], tm: list[float], font: dict | None, size: float) -> None:
+        scale = math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3]) or 1.0
+        bold = "bold" in str((font or {}).get("/BaseFont", "")).lower() or \
+            "black" in str((font or {}).get("/BaseFont", "")).lower()
+        pieces = text.split("\n")
+        for i, piece in enumerate(pieces):
+            if i:
+                self._end()
+            if piece.strip():
+                self.parts.append((piece, float(size) * scale, bold))
+
+    def _end(self) -> None:
+        if self.parts:
+            text = "".join(p for p, _, _ in self.parts).strip()
+            self.done.append(StyledLine(self.page, text, max(s for _, s, _ in self.parts),
+                                        all(b for p, _, b in self.parts if p.strip())))
+            self.parts = []
+
+    def lines(self) -> list[StyledLine]:
+        self._end()
+        return self.done
 
 
 MIN_ROWS, MIN_COLUMNS = 2, 2  # a ruled box smaller than this is a frame, not a table
