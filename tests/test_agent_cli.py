@@ -119,3 +119,19 @@ def test_an_agent_loads_a_library_and_cites_the_document_a_passage_came_from(tmp
     data = json.loads(said.stdout)
     cited = data["citations"][0]
     assert cited["document_name"] == "b.txt" and cited["quote"] == "The keeper's ledger lies in the harbour office."
+
+
+def test_memory_consolidate_from_the_command_line(tmp_path):
+    """Issue 39 item 5: ``pagemind agent memory consolidate NAME`` runs one pass and says what it wrote and how to
+    undo the core-memory version; a second pass has nothing new to read."""
+    db = tmp_path / "pm.db"
+    run(["agent", "create", "sam"], store=db)
+    run(["agent", "say", "sam", "I'm Sam and I keep bees in Whitby."], store=db)
+    fake = ScriptedLLM(by_role={"consolidate": json.dumps({"summary": "Sam keeps bees.", "human": ["Name: Sam"],
+                                                           "facts": ["The user, Sam, keeps bees in Whitby."]})})
+    done, _ = run(["agent", "memory", "consolidate", "sam"], fake=fake, store=db)
+    assert done.exit_code == 0, done.output
+    assert done.stdout.startswith("read 2 messages in 1 windows: stored 2 passages (0 already known")
+    assert "human: version 2 (undo: pagemind agent memory revert sam human 1)" in done.stdout
+    again, _ = run(["agent", "memory", "consolidate", "sam", "--json"], fake=fake, store=db)
+    assert json.loads(again.stdout)["messages"] == 0 and len(fake.history) == 1

@@ -206,6 +206,8 @@ async def memory_tools(client: Client, doc_id: str) -> None:
     audited = await client.call_tool("audit_memory", {"agent": "tmp", "fold": True})
     assert audited.structured_content["total"] == 0 and text(audited) == "0 passages: 0 repeats, 0 junk, " \
         "0 superseded; folded 0"
+    tidied = await client.call_tool("consolidate_memory", {"agent": "tmp"})  # nothing said yet: nothing to do
+    assert tidied.structured_content["messages"] == 0 and text(tidied).startswith("read 0 messages: stored 0")
     gone = await client.call_tool("delete_agent", {"agent": "tmp"})
     assert not gone.is_error and "tmp" not in str((await client.call_tool("list_agents", {})).structured_content)
     removed = await client.call_tool("remove_document", {"document_id": doc_id})

@@ -57,7 +57,9 @@ def echo_step(request):
 @pytest.fixture
 def fake():
     return ScriptedLLM(by_role={"paginate": middle_label, "gist": first_words_gist, "answer": "Answer: the map",
-                                "agent-step": echo_step, "summarise": "we talked"})
+                                "agent-step": echo_step, "summarise": "we talked",
+                                "consolidate": json.dumps({"summary": "Ann said hello.", "human": ["Name: Ann"],
+                                                           "facts": ["The user, Ann, keeps the lighthouse."]})})
 
 
 @pytest.fixture
@@ -389,6 +391,12 @@ def test_agents_crud_messages_blocks_archival(service):
     patched = c.patch(f"/v1/agents/{agent['id']}", headers=ann, json={"options": {"max_steps": 3}})
     assert patched.json()["options"]["max_steps"] == 3 and patched.json()["counts"]["archival"] == 7
     assert c.patch(f"/v1/agents/{agent['id']}", headers=ann, json={"options": {"nope": 1}}).status_code == 422
+    tidied = c.post(f"/v1/agents/{agent['id']}/memory/consolidate", headers=ann)  # issue 39: between sessions
+    assert tidied.status_code == 200 and tidied.json()["messages"] == 2 and len(tidied.json()["stored"]) == 2
+    assert tidied.json()["versions"] == [["human", 6]]
+    assert c.get(f"/v1/agents/{agent['id']}/memory/history?label=human", headers=ann).json()["versions"][0][
+        "cause"].startswith("consolidation (messages")
+    assert c.post(f"/v1/agents/{agent['id']}/memory/consolidate", headers=ann).json()["messages"] == 0
     assert c.delete(f"/v1/agents/{agent['id']}", headers=ann).status_code == 204
     assert c.get(f"/v1/agents/{agent['id']}", headers=ann).status_code == 404
 
@@ -492,6 +500,7 @@ def test_another_users_ids_are_404(service):
         ("PUT", f"/v1/agents/{agent['id']}/memory/blocks/human", {"value": "pwned"}),
         ("GET", f"/v1/agents/{agent['id']}/memory/history", None),
         ("POST", f"/v1/agents/{agent['id']}/memory/audit", {"fold": True}),
+        ("POST", f"/v1/agents/{agent['id']}/memory/consolidate", None),
         ("GET", f"/v1/agents/{agent['id']}/memory/blocks/human/versions/1", None),
         ("POST", f"/v1/agents/{agent['id']}/memory/blocks/human/revert", {"version": 1}),
         ("GET", f"/v1/agents/{agent['id']}/archival", None),

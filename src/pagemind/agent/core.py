@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, InputError, NotFound
 from ..limits import check_block
@@ -22,6 +22,9 @@ from .locks import TurnLock
 from .memory import AgentOptions, AgentState, Block, BlockVersion, Event, Passage, SearchPage
 from .store import AgentRecord, AgentStore
 from .turn import Step, Turn, TurnResult, step_record
+
+if TYPE_CHECKING:
+    from .consolidate import Consolidation
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _MAX_ROWS = 2**63 - 1  # what a 64-bit LIMIT holds
@@ -154,6 +157,21 @@ class Agent:
             return found, 0
         with self.lock.held():
             return found, self.archive.fold(found)
+
+    def consolidate(self, trace: Trace | None = None,
+                    progress: Callable[[str, int, int, str], None] | None = None) -> Consolidation:
+        """One consolidation pass over recall since the last (opt-in, between sessions): the model proposes a dated
+        summary, lasting facts and core-memory lines from each window of messages; facts and summaries go to
+        archival memory (repeats not stored again), lines into the ``human`` block as a new version (revert it to
+        undo). Under the turn lock, so it never lands inside a turn (:mod:`pagemind.agent.consolidate`)."""
+        from .consolidate import consolidate
+
+        with self.lock.held():
+            self.state = AgentState.from_dict(self.store.get_agent(self.name).state.__dict__)
+            try:
+                return consolidate(self, trace, progress)
+            finally:
+                self.store.save_state(self.id, self.state)
 
     def in_turn(self) -> bool:
         """Whether a live turn holds the agent's lock (a dead holder's lock is the next turn's: not busy)."""

@@ -549,6 +549,31 @@ def memory_revert(ctx: click.Context, name: str, label: str, version: int, encod
                    f"({len(block.value)}/{block.limit} characters)")
 
 
+@memory.command("consolidate")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True)
+@llm_options
+@click.pass_context
+@handle_errors
+def memory_consolidate(ctx: click.Context, name: str, as_json: bool, encoding: str, **kw: Any) -> None:
+    """One consolidation pass of agent NAME over what it was told since the last pass (between sessions): a dated
+    summary and lasting facts into archival memory, lines for the human block as a new version (revert to undo)."""
+    with session(ctx, kw) as pm:
+        done = _open(pm, name).consolidate()
+        if as_json:
+            click.echo(json.dumps(done.as_dict(), indent=2))
+            return
+        click.echo(f"read {done.messages} messages in {done.windows} windows: stored {len(done.stored)} passages "
+                   f"({done.known} already known, {done.junk} with nothing to tell left out)")
+        for label, version in done.versions:
+            click.echo(f"  {label}: version {version} (undo: pagemind agent memory revert {name} {label} "
+                       f"{version - 1})")
+        for line in done.skipped:
+            click.echo(f"  not added (over the block's limit): {line}")
+        for problem in done.problems:
+            click.echo(f"  stopped: {problem}")
+
+
 @memory.command("audit")
 @click.argument("name")
 @click.option("--fold", is_flag=True, help="fold every repeat into the earliest passage of its group (its time and "

@@ -221,6 +221,15 @@ async def audit_memory(agent_id: AgentId, body: MemoryAudit, service: Svc, user:
     return await finished(future, lambda done: {**done[0].as_dict(), "folded": done[1]})
 
 
+@router.post("/{agent_id}/memory/consolidate", name="consolidate_memory", responses=AUTHED)
+async def consolidate_memory(agent_id: AgentId, service: Svc, user: User) -> Response:
+    """One consolidation pass over recall since the last (between sessions): the model proposes a dated summary,
+    lasting facts and lines for the ``human`` block from each window of messages; facts and summaries are stored in
+    archival memory (repeats are not), lines as a new block version (revert it to undo). What was read and written."""
+    future = await run_in_threadpool(service.consolidate_memory, user, agent_id)
+    return await finished(future, lambda done: done.as_dict())
+
+
 @router.get("/{agent_id}/archival", name="list_passages", responses=AUTHED)
 def archival(agent_id: AgentId, service: Svc, user: User, query: Annotated[str, Query(max_length=MAX_QUERY)] = "",
              offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,

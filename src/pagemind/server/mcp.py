@@ -417,6 +417,16 @@ class Tools:
         return result(data, f"{data['total']} passages: {data['repeats']} repeats, {len(data['junk'])} junk, "
                             f"{data['superseded']} superseded" + (f"; folded {folded}" if fold else ""))
 
+    async def consolidate_memory(self, ctx: Context, agent: AgentName) -> CallToolResult:
+        """One consolidation pass over an agent's recall since the last (between sessions): a dated summary and
+        lasting facts stored in archival memory (repeats are not), lines for the human block as a new version (revert
+        it to undo)."""
+        done = await self.run(ctx, lambda user: self.service.consolidate_memory(user, agent).result())
+        data = done.as_dict()
+        return result(data, f"read {data['messages']} messages: stored {len(data['stored'])} passages "
+                            f"({data['known']} already known), {len(data['versions'])} core-memory versions"
+                            + (f"; {data['problems'][0]}" if data["problems"] else ""))
+
     async def delete_agent(self, ctx: Context, agent: AgentName) -> CallToolResult:
         """Delete one of your agents with all its memory (refused while it is in a turn)."""
         await self.run(ctx, lambda user: self.service.delete_agent(user, agent))
@@ -486,6 +496,7 @@ TABLE: tuple[ToolSpec, ...] = (
     ToolSpec("core_memory_history", READING),
     ToolSpec("core_memory_revert", WRITING),
     ToolSpec("audit_memory", WRITING),
+    ToolSpec("consolidate_memory", WRITING),
     ToolSpec("delete_agent", DESTRUCTIVE),
     ToolSpec("search_archival", READING),
     ToolSpec("search_recall", READING),

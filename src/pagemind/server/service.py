@@ -695,6 +695,12 @@ class Service:
         row = self.own_agent(user, ref)
         return self.in_line(row, lambda: self.pm.agent(row.name, llm=False).audit_memory(fold))
 
+    def consolidate_memory(self, user: UserRow, ref: int | str) -> Future:
+        """One consolidation pass of the agent over recall since the last (in the agent's line, with the user's
+        model replies): a :class:`~pagemind.agent.consolidate.Consolidation`."""
+        row = self.own_agent(user, ref)
+        return self.in_line(row, lambda: self.pm.agent(row.name, user_id=user.id).consolidate())
+
     def passages(self, user: UserRow, ref: int | str, query: str = "", offset: int = 0,
                  limit: int = 20) -> tuple[int, list[Passage]]:
         """(how many, one page): every passage by id, or those matching ``query`` best first."""

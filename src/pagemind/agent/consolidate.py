@@ -1,0 +1,209 @@
+"""Between sessions (opt-in): a consolidation pass over what recall holds since the last one.
+
+The MemGPT paper keeps a recursive summary of what leaves the context; Letta's sleep-time agents rework memory
+between conversations. Here one pass reads the user's messages and the agent's replies since the last pass, in
+windows that fit a small model's prompt, and asks the model — one call a window, through the one re-ask primitive —
+for a short dated summary, the lasting facts the user told, and lines worth keeping in the ``human`` block. What it
+proposes is written as everything else is: facts and the summary through :meth:`Archive.add` (a repeat is not stored
+again), the lines as one new version of the block (revertable: ``agent memory revert``), each caused by
+``consolidation (messages A-B)``. A window the model answers with nothing usable stops the pass there (recorded):
+the next pass starts at that window again, and nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..llm.base import Constraint, LLMRequest
+from ..llm.usage import Trace
+from .archive import junk_reason
+from .context import prompt
+from .memory import Block, Event
+
+if TYPE_CHECKING:
+    from .core import Agent
+
+WINDOW_WORDS = 900  # words of conversation per call (with the instructions, ~1,500 tokens)
+MAX_FACTS = 5  # facts kept from one window
+MAX_LINES = 3  # core-memory lines proposed from one window
+ITEM_CHARS = 300  # a fact or a line, at most
+SUMMARY_CHARS = 800
+MARK = "consolidated_through"  # the agent state's key: the last event seq a pass has read
+
+_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["summary", "facts", "human"],
+           "properties": {"summary": {"type": "string", "maxLength": SUMMARY_CHARS},
+                          "facts": {"type": "array", "maxItems": MAX_FACTS,
+                                    "items": {"type": "string", "maxLength": ITEM_CHARS}},
+                          "human": {"type": "array", "maxItems": MAX_LINES,
+                                    "items": {"type": "string", "maxLength": ITEM_CHARS}}}}
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What the model proposes from one window of messages."""
+
+    summary: str
+    facts: tuple[str, ...]
+    human: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Consolidation:
+    """What one pass read and wrote."""
+
+    messages: int = 0  # user messages and replies read
+    through: int = 0  # the last event seq read (the next pass starts after it)
+    windows: int = 0  # windows consolidated (one LLM call each, more with re-asks)
+    stored: tuple[int, ...] = ()  # archival passages written (facts and summaries)
+    known: int = 0  # facts already in archival memory (not stored again)
+    junk: int = 0  # proposed facts with nothing to tell (not stored)
+    versions: tuple[tuple[str, int], ...] = ()  # (block label, version) written: revert them to undo
+    skipped: tuple[str, ...] = ()  # lines that did not fit their block's limit
+    problems: tuple[str, ...] = ()  # why a window stopped the pass (the next pass retries it)
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def windows(events: list[Event], words: int = WINDOW_WORDS) -> list[list[Event]]:
+    """Consecutive runs of messages of about ``words`` words each (a message longer than that is a window alone)."""
+    out: list[list[Event]] = []
+    size = 0
+    for e in events:
+        n = len(_said(e).split())
+        if out and size + n <= words:
+            out[-1].append(e)
+            size += n
+        else:
+            out.append([e])
+            size = n
+    return out
+
+
+def _said(e: Event) -> str:
+    return str(e.payload.get("message", "")) if e.kind == "user_message" else \
+        str(e.payload.get("arguments", {}).get("message", ""))
+
+
+def _spoken(e: Event) -> bool:
+    """A user's message, or a reply the agent sent (not a held one, not its thoughts or calls, not its boot
+    greeting)."""
+    if e.kind == "user_message":
+        return True
+    p = e.payload
+    return e.kind == "step" and p.get("function") == "send_message" and not p.get("held") and \
+        p.get("thoughts") != prompt("boot_thoughts")
+
+
+def read_proposal(reply: str) -> Proposal | str:
+    """The reply as a :class:`Proposal`, or what is wrong with it."""
+    start, end = reply.find("{"), reply.rfind("}")
+    if start < 0 or end < start:
+        return 'reply with one JSON object: {"summary": "...", "facts": [...], "human": [...]}'
+    try:
+        data = json.loads(reply[start:end + 1])
+    except json.JSONDecodeError as err:
+        return f"the JSON object does not parse ({err.msg})"
+    if not isinstance(data, dict) or not isinstance(data.get("summary", ""), str):
+        return '"summary" must be a string'
+    lists = {}
+    for key, cap in (("facts", MAX_FACTS), ("human", MAX_LINES)):
+        items = data.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            return f'"{key}" must be a list of strings'
+        lists[key] = tuple(" ".join(i.split())[:ITEM_CHARS] for i in items if i.strip())[:cap]
+    return Proposal(" ".join(str(data.get("summary", "")).split())[:SUMMARY_CHARS], lists["facts"], lists["human"])
+
+
+def consolidate(agent: Agent, trace: Trace | None = None,
+                progress: Callable[[str, int, int, str], None] | None = None) -> Consolidation:
+    """One consolidation pass of ``agent`` over recall since the last one (call it under the agent's turn lock,
+    its state loaded; :meth:`Agent.consolidate` does)."""
+    from ..methods.decide import Invalid, decide
+
+    trace = trace if trace is not None else Trace()
+    after = int(agent.state.extra.get(MARK, 0))
+    total, _ = agent.history(0, 0)
+    fresh: list[Event] = []
+    offset = 0
+    while offset < total:
+        _, page = agent.history(offset, 500)
+        fresh += [e for e in page if e.seq > after and _spoken(e) and _said(e).strip()]
+        offset += len(page) or total
+    if not fresh:
+        return Consolidation(through=after, usage=trace.usage.as_dict())
+    stored: list[int] = []
+    versions: list[tuple[str, int]] = []
+    skipped: list[str] = []
+    known = junk = done = read = 0
+    through = after
+    problems: tuple[str, ...] = ()
+    parts = windows(fresh)
+    for n, part in enumerate(parts):
+        if progress is not None:
+            progress("consolidating", n, len(parts), "windows")
+        human = next((b for b in agent.blocks() if b.label == "human"), None)
+        lines = "\n".join(f"[{e.time[:16]}] {'user' if e.kind == 'user_message' else 'you'}: {_said(e)}"
+                          for e in part)
+        request = LLMRequest.user(prompt("consolidate", human=human.value if human else "", messages=lines),
+                                  role="consolidate", max_tokens=600,
+                                  constraint=Constraint("consolidation", json_schema=_SCHEMA))
+
+        def parse(reply: str) -> Proposal | Invalid:
+            got = read_proposal(reply)
+            return Invalid(got) if isinstance(got, str) else got
+
+        decision = decide(agent.llm, request, parse, trace, retries=1)
+        if decision.value is None:
+            problems = (f"messages {part[0].seq}-{part[-1].seq}: no usable reply "
+                        f"({'; '.join(decision.problems)}); the next pass starts here",)
+            trace.note(problems[0])
+            break
+        cause = f"consolidation (messages {part[0].seq}-{part[-1].seq})"
+        proposal = decision.value
+        for fact in proposal.facts:
+            if junk_reason(fact) is not None:
+                junk += 1
+                continue
+            added = agent.archive.add(fact, agent.now(), source=cause)
+            if added.stored:
+                stored.append(added.passage.id)
+            else:
+                known += 1
+        if proposal.summary:
+            span = f"{part[0].time[:10]} to {part[-1].time[:10]}"
+            added = agent.archive.add(f"Summary of the conversation, {span}: {proposal.summary}", agent.now(),
+                                      source=cause)
+            if added.stored:
+                stored.append(added.passage.id)
+        if human is not None and proposal.human:
+            value, left = _appended(human, proposal.human)
+            skipped += left
+            if value != human.value:
+                number = agent.store.put_block(agent.id, Block(human.label, value, human.limit, human.description),
+                                               cause)
+                versions.append((human.label, number))
+        done += 1
+        read += len(part)
+        through = part[-1].seq
+        agent.state.extra[MARK] = through
+    return Consolidation(read, through, done, tuple(stored), known, junk, tuple(versions), tuple(skipped), problems,
+                         trace.usage.as_dict())
+
+
+def _appended(block: Block, lines: tuple[str, ...]) -> tuple[str, list[str]]:
+    """The block's value with each line it does not hold yet appended, while it fits; and the lines that did not."""
+    value, left = block.value, []
+    for line in lines:
+        if line.lower() in value.lower():
+            continue
+        candidate = f"{value}\n{line}" if value else line
+        if len(candidate) <= block.limit:
+            value = candidate
+        else:
+            left.append(line)
+    return value, left

@@ -1,0 +1,82 @@
+"""Issue 39 item 5: the consolidation pass between sessions (opt-in), with the scripted fake: what the model
+proposes from the messages since the last pass becomes archival facts, a dated summary and a new version of the
+human block (revertable); a repeat is not stored twice; a reply that never parses stops the pass where it is, writes
+nothing and leaves the next pass to start there."""
+
+import json
+
+from pagemind import LLM, ScriptedLLM, Store
+from pagemind.agent import Agent, AgentOptions
+from pagemind.agent.consolidate import MARK, read_proposal, windows
+
+TALK = [("user", "Hi! I'm Nora and I just moved to Leeds for a job at the library.", "2024-05-01 09:00:00"),
+        ("assistant", "Welcome to Leeds, Nora!", "2024-05-01 09:00:05"),
+        ("user", "My sister Ada still lives in York.", "2024-05-01 09:01:00")]
+
+
+def proposal(summary, facts, human):
+    return json.dumps({"summary": summary, "facts": facts, "human": human})
+
+
+def make(replies, **options):
+    fake = ScriptedLLM(by_role={"consolidate": list(replies)})
+    agent = Agent.create(LLM(fake), Store(":memory:"), "nora", human="",
+                         options=AgentOptions(embedder="none", **options))
+    return agent, fake
+
+
+def test_a_pass_writes_facts_a_summary_and_a_revertable_core_memory_version():
+    agent, fake = make([proposal("Nora moved to Leeds for a library job; her sister Ada lives in York.",
+                                 ["The user, Nora, works at a library in Leeds.", "The user's sister Ada lives in York.",
+                                  "Sent message successfully."], ["Name: Nora", "Lives in Leeds, works at a library"])])
+    agent.import_messages(TALK)
+    done = agent.consolidate()
+    assert done.messages == 3 and done.windows == 1 and done.junk == 1 and not done.problems
+    texts = [p.text for p in agent.passages_by_id(done.stored)]
+    assert texts[:2] == ["The user, Nora, works at a library in Leeds.", "The user's sister Ada lives in York."]
+    assert texts[2].startswith("Summary of the conversation, 2024-05-01 to 2024-05-01: Nora moved to Leeds")
+    assert all(p.source and p.source.startswith("consolidation (messages") for p in agent.passages_by_id(done.stored))
+    human = next(b for b in agent.blocks() if b.label == "human")
+    assert human.value == "Name: Nora\nLives in Leeds, works at a library"
+    ((label, version),) = done.versions
+    latest = agent.block_history("human")[0]
+    assert (label, latest.version) == ("human", version) and latest.cause.startswith("consolidation (messages")
+    agent.revert_block("human", version - 1)  # the user undoes it: the block is as it was
+    assert next(b for b in agent.blocks() if b.label == "human").value == ""
+    prompt = fake.history[0].messages[-1].content
+    assert "[2024-05-01 09:00] user: Hi! I'm Nora" in prompt and "you: Welcome to Leeds" in prompt
+    # nothing new since: no call, nothing written
+    again = agent.consolidate()
+    assert again.messages == 0 and len(fake.history) == 1 and again.through == done.through
+
+
+def test_the_next_pass_reads_only_what_came_after_and_a_repeat_is_not_stored_twice():
+    agent, fake = make([proposal("Nora moved to Leeds.", ["The user's sister Ada lives in York."], []),
+                        proposal("Ada visited.", ["The user's sister Ada lives in York."], [])])
+    agent.import_messages(TALK)
+    first = agent.consolidate()
+    agent.import_messages([("user", "Ada came to visit me from York today.", "2024-05-03 18:00:00")])
+    second = agent.consolidate()
+    assert second.messages == 1 and second.known == 1 and len(second.stored) == 1  # the summary only
+    assert "Ada came to visit" in fake.history[1].messages[-1].content
+    assert "Hi! I'm Nora" not in fake.history[1].messages[-1].content
+    assert second.through > first.through
+
+
+def test_a_reply_that_never_parses_stops_the_pass_and_writes_nothing():
+    agent, fake = make(["I think Nora is nice.", "{not json"])
+    agent.import_messages(TALK)
+    done = agent.consolidate()
+    assert done.windows == 0 and done.stored == () and done.versions == () and len(fake.history) == 2
+    assert "no usable reply" in done.problems[0] and "the next pass starts here" in done.problems[0]
+    assert agent.passages()[0] == 0 and MARK not in agent.store.get_agent("nora").state.extra
+
+
+def test_long_recall_is_read_in_windows_and_proposals_are_bounded():
+    from pagemind.agent.memory import Event
+
+    events = [Event("user_message", {"message": "word " * 400}, "2024-01-01 10:00:00", seq=i) for i in range(5)]
+    assert [len(w) for w in windows(events, 900)] == [2, 2, 1]
+    got = read_proposal('Sure: {"summary": "s", "facts": ["a", "b", "c", "d", "e", "f", "g"], "human": []}')
+    assert len(got.facts) == 5
+    assert isinstance(read_proposal('{"summary": "s", "facts": "one", "human": []}'), str)
