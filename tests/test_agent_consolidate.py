@@ -26,9 +26,10 @@ def make(replies, **options):
 
 
 def test_a_pass_writes_facts_a_summary_and_a_revertable_core_memory_version():
-    agent, fake = make([proposal("Nora moved to Leeds for a library job; her sister Ada lives in York.",
-                                 ["The user, Nora, works at a library in Leeds.", "The user's sister Ada lives in York.",
-                                  "Sent message successfully."], ["Name: Nora", "Lives in Leeds, works at a library"])])
+    facts = ["The user, Nora, works at a library in Leeds.", "The user's sister Ada lives in York.",
+             "Sent message successfully."]
+    agent, fake = make([proposal("Nora moved to Leeds for a library job; her sister Ada lives in York.", facts,
+                                 ["Name: Nora", "Lives in Leeds, works at a library"])])
     agent.import_messages(TALK)
     done = agent.consolidate()
     assert done.messages == 3 and done.windows == 1 and done.junk == 1 and not done.problems
