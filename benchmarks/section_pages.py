@@ -1,9 +1,9 @@
 """(x) ReadAgent's pagination on the document's sections vs the paper's: pagination calls, all build calls, tokens.
 
-Document: the long sample (16,895 words, 12 chapters its text shows). ``pagination=sequential`` (the paper's) asks the model where
-every page ends; ``pagination=sections`` paginates inside each section only (a section's remainder within a page's
-length is a page with no call). Default model: pagemind's scripted reader (it picks the middle break and gists by the
-first words: calls and tokens only); ``--llm local:...`` builds with a real model and times it.
+Document: the long sample (16,895 words, 12 chapters its text shows). ``pagination=sequential`` (the paper's) asks
+the model where every page ends; ``pagination=sections`` paginates inside each section only (a section's remainder
+within a page's length is a page with no call). Default model: pagemind's scripted reader (it picks the middle break
+and gists by the first words: calls and tokens only); ``--llm local:...`` builds with a real model and times it.
 
     python benchmarks/section_pages.py [--llm local:qwen2.5-coder-1.5b]
 """
