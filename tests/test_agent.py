@@ -487,6 +487,9 @@ def test_a_reply_the_searches_do_not_support_is_held_and_the_agent_searches_agai
     held = turn.steps[1]
     assert held.function == "send_message" and held.status == "Failed" and "Not sent" in held.result
     assert "your reply says nothing was found" in held.result and "page=1" in held.result
+    # the hold brings one more page of recall for the question in its own words
+    assert 'Recall searched for the question ("Where does Maud live?")' in held.result
+    assert "Maud moved to Bergen last spring" in held.result
     assert "Not sent" in fake.history[2].messages[-1].content  # the agent read why before its next step
     assert [s.function for s in turn.steps] == ["conversation_search", "send_message", "conversation_search",
                                                 "send_message"]
@@ -497,6 +500,15 @@ def test_a_reply_the_searches_do_not_support_is_held_and_the_agent_searches_agai
     shown = [m for e in history[-8:] for m in event_messages(e)]
     assert [m["content"] for m in shown if m["message_type"] == "assistant_message"] == ["Maud moved to Bergen."]
     assert any(m["message_type"] == "tool_return_message" and m["status"] == "error" for m in shown)
+    assert [c.quote for c in turn.citations if c.unit == "message"][:1] == ["Maud moved to Bergen last spring"]
+
+
+def test_the_question_a_message_asks_is_its_search_query():
+    from pagemind.agent.turn import _question
+
+    wrapped = "A question about our past conversations: When did Gina launch an ad campaign?\nSearch your memory."
+    assert _question(wrapped) == "When did Gina launch an ad campaign?"
+    assert _question("Tell me about Maud") == "Tell me about Maud" and len(_question("x " * 200)) == 100
 
 
 def test_a_reply_is_held_at_most_search_again_times_and_never_without_a_question_or_a_search():

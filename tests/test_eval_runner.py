@@ -276,6 +276,8 @@ def test_memgpt_on_a_conversation_gets_it_in_recall(tmp_path):
     [r] = records(tmp_path / "run")
     assert r["scores"]["f1"] == 1.0 and "I adopted a cat." in fake.history[1].messages[-1].content
     assert "I am Bo. Ann is my friend." in fake.history[0].messages[0].content
+    # asked right after the conversation (its last turn's time), not today: "when" reads against its dates
+    assert '"time": "2023-05-08 13:5' in fake.history[0].messages[-1].content
 
 
 def test_raters_add_lr_scores_with_their_own_usage(tmp_path):

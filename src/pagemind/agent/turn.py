@@ -216,7 +216,10 @@ class Turn:
     def _hold(self, message: str) -> str | None:
         """Why the reply ``message`` is held back, or None to send it: a reply to a question, with two steps left,
         after searches that returned nothing supporting it (or saying itself that nothing was found) is not sent —
-        the agent is told to search on, as MemGPT pages through results — at most ``search_again`` times a turn."""
+        the agent is told to search on, as MemGPT pages through results — at most ``search_again`` times a turn.
+        The hold carries one more page of recall search itself, for the user's question in its own words (small
+        models search with words of their own that miss; they rarely search again when told to): its results are
+        the turn's evidence like any search's."""
         if self.held >= self.options.search_again or self.remaining < 2 or not _asks(self.text):
             return None
         searches = [s for s in self.result.steps if s.function in _SEARCHES and s.status == "OK"]
@@ -233,7 +236,16 @@ class Turn:
             judged.reason or "the words of your reply are not in it"
         page = int(searches[-1].arguments.get("page") or 0) + 1
         self.trace.note(f"reply held back ({why}): the agent is told to search again")
-        return prompt("search_again", why=why, page=page)
+        held = prompt("search_again", why=why, page=page)
+        query = _question(self.text)
+        asked = [s for s in searches if s.function == "conversation_search" and s.arguments.get("query") == query]
+        try:
+            found = self.agent.tools.run("conversation_search", {"query": query, "page": len(asked)})
+        except ToolError:
+            return held
+        self.result.evidence.extend(self.agent.tools.found)
+        return f'{held}\nRecall searched for the question ("{query}"): {found}'
+
 
     def _step(self, ctx: MainContext, i: int, last: bool) -> Step:
         """One step on its context: the prompt fitted, the call, the action run, and why the next step follows
@@ -451,6 +463,14 @@ def _asks(text: str) -> bool:
     """Whether a user message asks something (a question mark, or a question's first word)."""
     words = text.split()
     return "?" in text or (bool(words) and words[0].lower().strip(",.:;!") in _QUESTION_WORDS)
+
+
+def _question(text: str) -> str:
+    """The question a user message asks, as a search query: its last sentence ending in "?" (a message may wrap it
+    in instructions), else its beginning; at most conversation_search's 100 characters."""
+    asked = re.findall(r"[^\n?.!:]*\?", text)
+    question = " ".join((asked[-1] if asked else text).split())
+    return question[:100]
 
 
 def _with(step: Step, heartbeat: str) -> Step:

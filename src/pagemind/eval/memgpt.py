@@ -90,7 +90,9 @@ class MemGPTEval:
             pass
         speakers = example.meta.get("speakers") or []
         persona = f"I am {speakers[1]}. {speakers[0]} is my friend." if len(speakers) == 2 and speakers[1] else None
-        asked = example.meta.get("asked_at")  # LongMemEval: the question is asked at its date
+        # LongMemEval: the question is asked at its date; a dated conversation (LoCoMo): right after its last turn,
+        # so "when" is read against the conversation's dates, not today's
+        asked = example.meta.get("asked_at") or max((t.time for t in example.conversation if t.time), default=None)
         clock = (lambda: datetime.strptime(asked, "%Y-%m-%d %H:%M:%S")) if asked else None
         agent = Agent.create(self.llm, self.store, name, persona=persona, options=opts, clock=clock)
         if example.conversation:
