@@ -94,9 +94,12 @@ class _Runs:
         self.parts: list[tuple[str, float, bool]] = []
 
     def __call__(self, text: str, cm: list[float], tm: list[float], font: dict | None, size: float) -> None:
-        scale = math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3]) or 1.0
-        bold = "bold" in str((font or {}).get("/BaseFont", "")).lower() or \
-            "black" in str((font or {}).get("/BaseFont", "")).lower()
+        try:
+            scale = math.hypot(float(tm[2]), float(tm[3])) * math.hypot(float(cm[2]), float(cm[3])) or 1.0
+            face = str((font or {}).get("/BaseFont", "")).lower()
+        except (TypeError, ValueError, IndexError, AttributeError):  # a run pypdf reports oddly: no type for it,
+            scale, face = 1.0, ""                                      # its text is still the page's
+        bold = "bold" in face or "black" in face
         pieces = text.split("\n")
         for i, piece in enumerate(pieces):
             if i:
