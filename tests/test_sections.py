@@ -268,3 +268,20 @@ def test_type_that_is_not_structure_gives_no_layout_sections():
     deck = [styled_page([(24, True, f"Slide {n} title"), (11, False, "one point"), (24, True, f"Point {n}"),
                          (11, False, "two")]) for n in range(3)]
     assert all(s.source != "layout" for s in load_bytes(make_pdf(deck), "deck.pdf").sections)
+
+
+def test_a_contents_page_with_front_matter_in_roman_numbers():
+    """Issue 37: a contents list whose front matter is numbered in roman (after dot leaders: "Preface ..... iii")
+    and the chapters in arabic from 1 again: each run is placed by its own offset."""
+    from pagemind.text.sections import roman
+
+    body = ["Lorem ipsum dolor sit amet, the year in brief and what it held for the company."] * 6
+    contents = ["Contents", "Preface .......... iii", "Acknowledgements ........ iv", "1 Introduction ....... 1",
+                "2 Methods ........ 2", "3 Results ......... 3"]
+    pages = [["A Study of Tides", "J. Smith"], contents, ["Preface", *body], ["Acknowledgements", *body],
+             ["1 Introduction", *body], ["2 Methods", *body], ["3 Results", *body]]
+    doc = load_bytes(make_pdf(pages), "study.pdf")
+    got = [(s.title, s.page, s.source) for s in doc.sections]
+    assert got == [("Preface", 3, "toc"), ("Acknowledgements", 4, "toc"), ("1 Introduction", 5, "toc"),
+                   ("2 Methods", 6, "toc"), ("3 Results", 7, "toc")]
+    assert [roman(n) for n in ("iii", "xiv", "XII", "mix", "iiii")] == [3, 14, 12, None, None]

@@ -126,6 +126,28 @@ def outline_holds(headings: Sequence[Heading], sections: Sequence[Section], page
 CONTENTS = re.compile(r"^[ \t]*(?:table of contents|contents)[ \t]*$", re.I | re.M)
 TOC_ENTRY = re.compile(r"^[ \t]*(?P<title>\S[^\n]*?\w[^\n]*?)(?:[ \t]*[.·…_\-]{2,}[ \t]*|[ \t]+)"
                        r"(?P<page>[0-9]{1,4})[ \t]*$")
+# front matter numbered in roman ("Preface ........ vii"): only after dot leaders (a title ending in "mix" is no page)
+TOC_ROMAN = re.compile(r"^[ \t]*(?P<title>\S[^\n]*?\w[^\n]*?)[ \t]*[.·…_]{2,}[ \t]*(?P<page>[ivxlc]{1,7}|[IVXLC]{1,7})"
+                       r"[ \t]*$")
+_ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
+
+
+def roman(numeral: str) -> int | None:
+    """The value of a roman numeral up to 399 (``vii`` is 7), or None when it is not one written the usual way."""
+    if not numeral or any(c not in _ROMAN for c in numeral.lower()):
+        return None
+    values = [_ROMAN[c] for c in numeral.lower()]
+    total = sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
+    return total if 0 < total < 400 and _as_roman(total) == numeral.lower() else None
+
+
+def _as_roman(n: int) -> str:
+    out = ""
+    for value, mark in ((100, "c"), (90, "xc"), (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"),
+                        (1, "i")):
+        while n >= value:
+            out, n = out + mark, n - value
+    return out
 TOC_NUMBER = re.compile(r"^([0-9]{1,2}(?:\.[0-9]{1,2}){0,3})\.?\s")
 TOC_WITHIN = 0.25  # a contents list is looked for in the first quarter of the text
 TOC_GAP = 4  # lines that are no entry (a wrapped title, a heading) ending the list
@@ -141,26 +163,33 @@ def toc_headings(text: str, pages: Sequence[int] = ()) -> tuple[list[Heading], i
     if head is None:
         return [], 0
     entries: list[tuple[str, int]] = []
+    front: list[tuple[str, int]] = []  # entries numbered in roman (front matter), before the arabic ones
     end, gap, at = head.end(), 0, head.end()
     for line in text[head.end():].split("\n"):
         at += len(line) + 1
         m = TOC_ENTRY.match(line)
+        r = TOC_ROMAN.match(line) if m is None and not entries else None
+        value = roman(r.group("page")) if r else None
         if m and not m.group("title").strip().isdigit():
             entries.append((clean_title(m.group("title").rstrip(" .·…_-")), int(m.group("page"))))
             end, gap = at, 0
+        elif r and value is not None:
+            front.append((clean_title(r.group("title").rstrip(" .·…_-")), value))
+            end, gap = at, 0
         elif line.strip():
             gap += 1
-            if gap >= TOC_GAP and entries:
+            if gap >= TOC_GAP and (entries or front):
                 break
-    printed = [p for _, p in entries]
-    if len(entries) < TOC_MIN or printed != sorted(printed):
+    printed, numerals = [p for _, p in entries], [p for _, p in front]
+    if len(entries) + len(front) < TOC_MIN or printed != sorted(printed) or numerals != sorted(numerals):
         return [], 0
-    shift = _toc_shift(text, pages, entries, end) if pages else None
     out = []
-    for title, page in entries:
-        numbered = TOC_NUMBER.match(title + " ")
-        level = numbered.group(1).count(".") + 1 if numbered else 1
-        out.append(Heading(min(MAX_LEVEL, level), title, None if shift is None else page + shift))
+    for listed in (front, entries):
+        shift = _toc_shift(text, pages, listed, end) if pages and listed else None
+        for title, page in listed:
+            numbered = TOC_NUMBER.match(title + " ")
+            level = numbered.group(1).count(".") + 1 if numbered else 1
+            out.append(Heading(min(MAX_LEVEL, level), title, None if shift is None else page + shift))
     return out, end
 
 
