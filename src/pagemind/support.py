@@ -286,27 +286,25 @@ class _Corpus:
 def _corpus(read: tuple[str, ...]) -> _Corpus:
     from .methods.evidence import sentences
 
-    pool = [facts(s) for text in read for s in sentences(text)]
+    joined = " ".join(read)
+    return _Corpus(_idf([facts(s) for text in read for s in sentences(text)]), frozenset(numbers(joined)),
+                   frozenset(re.findall(r"\w+", joined.lower())))
+
+
+def _idf(pool: Sequence[set[str] | frozenset[str]]) -> dict[str, float]:
+    """Each word's rarity over ``pool`` (the word sets of the sentences read): log(1 + sentences / those holding it)."""
     df: dict[str, int] = {}
     for words in pool:
         for w in words:
             df[w] = df.get(w, 0) + 1
-    joined = " ".join(read)
-    return _Corpus({w: math.log(1 + len(pool) / n) for w, n in df.items()}, frozenset(numbers(joined)),
-                   frozenset(re.findall(r"\w+", joined.lower())))
+    return {w: math.log(1 + len(pool) / n) for w, n in df.items()}
 
 
 def _read(citations: Sequence[Citation], read: Sequence[str]) -> _Read:
     quotes = tuple(c.quote for c in citations)
     quote_terms = tuple(frozenset(facts(q)) for q in quotes)
     corpus = _corpus(tuple(read))
-    idf = corpus.idf
-    if not idf:  # nothing read: the quotes are the only pool
-        df: dict[str, int] = {}
-        for words in quote_terms:
-            for w in words:
-                df[w] = df.get(w, 0) + 1
-        idf = {w: math.log(1 + len(quote_terms) / n) for w, n in df.items()}
+    idf = corpus.idf or _idf(quote_terms)  # nothing read: the quotes are the only pool
     cited_numbers = frozenset().union(*map(numbers, quotes)) if quotes else frozenset()
     cited_words = frozenset(re.findall(r"\w+", " ".join(quotes).lower()))
     return _Read(quotes, quote_terms, cited_numbers, cited_words, corpus.numbers | cited_numbers,

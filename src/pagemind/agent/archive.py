@@ -13,13 +13,18 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..limits import MAX_EMBEDDED, check_text
 from ..text.words import STOPWORDS, WORD, keywords
 from .memory import AgentOptions, Passage, SearchPage
 from .store import AgentStore
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..retrieval.embed import Embedder
 
 # A passage is a repeat of a stored one when their MiniLM vectors are this close and it adds no word the stored one
 # lacks (numbers, names and negations count as words). Measured on MSC's persona facts (benchmarks/archival_dedup.py):
@@ -235,6 +240,14 @@ class Archive:
         current = [p for p in self.store.passages(self.agent_id, ids) if p.superseded_by is None] if total else []
         return current, cosine
 
+    @staticmethod
+    def _query_vector(embedder: Embedder, query: str) -> np.ndarray:
+        """A search query's unit vector, embedded directly: a query is not kept in the store's embedding cache (the
+        passages and messages it is compared with are)."""
+        from ..retrieval.embed import fragment_vectors
+
+        return fragment_vectors(embedder.embed([query]))[0]
+
     def similarities(self, query: str, texts: Sequence[str]) -> list[float] | None:
         """The encoder's cosine of each text to ``query`` (the texts' vectors through the store's embedding cache, so
         recall's messages are embedded once; the query's not kept), or None without the encoder."""
@@ -243,9 +256,7 @@ class Archive:
             return None
         import numpy as np
 
-        from ..retrieval.embed import fragment_vectors
-
-        q = fragment_vectors(embedder.embed([query[:MAX_EMBEDDED]]))[0]
+        q = self._query_vector(embedder, query[:MAX_EMBEDDED])
         vectors = self._vectors([t[:MAX_EMBEDDED] for t in texts])
         return [float(np.frombuffer(v, dtype=np.float32) @ q) if v else -1.0 for v in vectors]
 
@@ -327,9 +338,7 @@ class Archive:
     def _similar(self, query: str, limit: int | None = None) -> tuple[int, list[int]]:
         embedder = self.embedder
         if embedder is not None:
-            from ..retrieval.embed import fragment_vectors
-
-            q = fragment_vectors(embedder.embed([query]))[0]
+            q = self._query_vector(embedder, query)
             total, ids = self.store.nearest_passages(self.agent_id, embedder.model_id, q.tobytes(), limit)
             if total:
                 return total, ids

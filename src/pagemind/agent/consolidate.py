@@ -89,14 +89,14 @@ def _said(e: Event) -> str:
         str(e.payload.get("arguments", {}).get("message", ""))
 
 
-def _spoken(e: Event) -> bool:
+def _spoken(e: Event, boot: str) -> bool:
     """A user's message, or a reply the agent sent (not a held one, not its thoughts or calls, not its boot
-    greeting)."""
+    greeting: the step whose thoughts are ``boot``)."""
     if e.kind == "user_message":
         return True
     p = e.payload
     return e.kind == "step" and p.get("function") == "send_message" and not p.get("held") and \
-        p.get("thoughts") != prompt("boot_thoughts")
+        p.get("thoughts") != boot
 
 
 def read_proposal(reply: str) -> Proposal | str:
@@ -127,13 +127,10 @@ def consolidate(agent: Agent, trace: Trace | None = None,
 
     trace = trace if trace is not None else Trace()
     after = int(agent.state.extra.get(MARK, 0))
-    total, _ = agent.history(0, 0)
-    fresh: list[Event] = []
-    offset = 0
-    while offset < total:
-        _, page = agent.history(offset, 500)
-        fresh += [e for e in page if e.seq > after and _spoken(e) and _said(e).strip()]
-        offset += len(page) or total
+    boot = prompt("boot_thoughts")
+    # the messages and steps recall search sees, those after the last pass only read whole
+    later = [seq for seq, _ in agent.store.event_texts(agent.id) if seq > after]
+    fresh = [e for e in agent.store.events(agent.id, later) if _spoken(e, boot) and _said(e).strip()]
     if not fresh:
         return Consolidation(through=after, usage=trace.usage.as_dict())
     stored: list[int] = []

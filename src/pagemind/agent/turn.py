@@ -246,7 +246,6 @@ class Turn:
         self.result.evidence.extend(self.agent.tools.found)
         return f'{held}\nRecall searched for the question ("{query}"): {found}'
 
-
     def _step(self, ctx: MainContext, i: int, last: bool) -> Step:
         """One step on its context: the prompt fitted, the call, the action run, and why the next step follows
         (``heartbeat``: requested | failed | warning; None: the agent yields)."""

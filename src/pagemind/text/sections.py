@@ -129,6 +129,10 @@ TOC_ENTRY = re.compile(r"^[ \t]*(?P<title>\S[^\n]*?\w[^\n]*?)(?:[ \t]*[.·…_\-
 # front matter numbered in roman ("Preface ........ vii"): only after dot leaders (a title ending in "mix" is no page)
 TOC_ROMAN = re.compile(r"^[ \t]*(?P<title>\S[^\n]*?\w[^\n]*?)[ \t]*[.·…_]{2,}[ \t]*(?P<page>[ivxlc]{1,7}|[IVXLC]{1,7})"
                        r"[ \t]*$")
+TOC_NUMBER = re.compile(r"^([0-9]{1,2}(?:\.[0-9]{1,2}){0,3})\.?\s")
+TOC_WITHIN = 0.25  # a contents list is looked for in the first quarter of the text
+TOC_GAP = 4  # lines that are no entry (a wrapped title, a heading) ending the list
+TOC_MIN = 3  # entries a contents list has at least
 _ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
 
 
@@ -148,10 +152,6 @@ def _as_roman(n: int) -> str:
         while n >= value:
             out, n = out + mark, n - value
     return out
-TOC_NUMBER = re.compile(r"^([0-9]{1,2}(?:\.[0-9]{1,2}){0,3})\.?\s")
-TOC_WITHIN = 0.25  # a contents list is looked for in the first quarter of the text
-TOC_GAP = 4  # lines that are no entry (a wrapped title, a heading) ending the list
-TOC_MIN = 3  # entries a contents list has at least
 
 
 def toc_headings(text: str, pages: Sequence[int] = ()) -> tuple[list[Heading], int]:
@@ -168,7 +168,7 @@ def toc_headings(text: str, pages: Sequence[int] = ()) -> tuple[list[Heading], i
     for line in text[head.end():].split("\n"):
         at += len(line) + 1
         m = TOC_ENTRY.match(line)
-        r = TOC_ROMAN.match(line) if m is None and not entries else None
+        r = TOC_ROMAN.match(line) if m is None and not entries else None  # roman pages come before the arabic
         value = roman(r.group("page")) if r else None
         if m and not m.group("title").strip().isdigit():
             entries.append((clean_title(m.group("title").rstrip(" .·…_-")), int(m.group("page"))))

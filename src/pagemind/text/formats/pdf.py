@@ -159,6 +159,10 @@ class _Tables:
         try:
             with _quiet("pdfminer"):
                 page = self.pdf.pages[number]  # type: ignore[attr-defined]
+        except Exception:  # a page tree pdfminer cannot read: pypdf's text stands
+            return None
+        try:
+            with _quiet("pdfminer"):
                 found = [(t.bbox, rows) for t in page.find_tables() if _is_table(rows := _rows(t.extract()))]
                 if not found:
                     return None
@@ -167,8 +171,7 @@ class _Tables:
         except Exception:  # a page pdfminer cannot lay out: pypdf's text stands
             return None
         finally:
-            if "page" in locals():
-                page.close()  # its layout cache: a 300-page report is not held in memory page by page
+            page.close()  # its layout cache: a 300-page report is not held in memory page by page
         items = [(float(line["top"]), str(line["text"])) for line in lines]
         for box, rows in found:
             above = [item for item in items if box[1] - _CAPTION_GAP <= item[0] < box[1]]
