@@ -297,7 +297,10 @@ class Served:
     def __init__(self, app: Any) -> None:
         import uvicorn
 
-        self.sock = socket.socket()
+        # a TCP socket by its protocol number: asyncio sets TCP_NODELAY only on sockets whose proto says TCP (as the
+        # ones it makes itself for `pagemind serve` do); with proto 0, Nagle held each response's body for the
+        # client's delayed ACK of its headers, 40 ms a request on a kept-alive connection
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
