@@ -239,6 +239,25 @@ def test_pressure_warning_then_eviction_with_recursive_summary():
     assert agent.store.get_agent("sam").state.evictions >= 2
 
 
+def test_a_queue_far_over_the_window_is_evicted_once():
+    """When the paper's share (half the queue) would not make room, one eviction frees what the prompt is over by:
+    one summary note, written once (before: an eviction and a summary per halving); the newest messages stay."""
+    agent, fake = make([call("send_message", message="ok")], context_window=1500, max_tokens=50, keep_last=2)
+    talk = [("user" if i % 2 == 0 else "assistant", f"chat {i} " + "about the harbour and the boats " * 6,
+             "2024-05-01 10:00:00") for i in range(32)]
+    agent.import_messages(talk, in_context=True)
+    assert agent.main_context().build().tokens > 1500 * 1.5
+    turn = agent.say("what is the weather like?")
+    assert turn.evictions == 1 and agent.store.get_agent("sam").state.evictions == 1
+    queue = agent.store.queue(agent.id)
+    assert queue[0].kind == "summary" and queue[0].payload["hidden"] > 35 // 2  # more than half of 35 (boot + talk)
+    assert any("chat 31" in e.render() for e in queue) and any("what is the weather" in e.render() for e in queue)
+    assert agent.main_context().build().tokens + 50 <= 1500
+    paper, _ = make([call("send_message", message="ok")], name="pat", context_window=1500, max_tokens=50)
+    paper.import_messages(talk[:8], in_context=True)  # under the window: no eviction at all
+    assert paper.say("hi").evictions == 0
+
+
 def test_context_window_too_small_is_a_clear_error():
     from pagemind.errors import ContextWindowExceeded
 

@@ -10,6 +10,7 @@ a result, which the next turn answers with a synthetic "interrupted" error befor
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ _SEARCHES = ("conversation_search", "conversation_search_date", "archival_memory
 _CORE_EDITS = ("core_memory_append", "core_memory_replace")
 _QUOTE_CHARS = 1500  # the user's message quoted in the last-step alert, at most
 _RESULT_KINDS = ("function_result", "heartbeat")
+NOTE_TOKENS = 40  # the summary note's own words ("Note: prior messages (…) have been hidden …"), its summary aside
 Progress = Callable[[str, int, int, str], None]
 
 
@@ -293,8 +295,8 @@ class Turn:
 
     def _fit(self, ctx: MainContext, last: bool) -> Prepared:
         prepared = ctx.build(last)
-        while not ctx.fits(prepared):
-            self._evict(ctx)
+        while not ctx.fits(prepared):  # once, as a rule: the eviction frees what the prompt is over by
+            self._evict(ctx, over=prepared.tokens + self.options.max_tokens - ctx.window)
             prepared = ctx.build(last)
         return prepared
 
@@ -383,13 +385,14 @@ class Turn:
                        for e in orphans])
 
     # --- eviction: the one place the queue is flushed ----------------------------------------------
-    def _evict(self, ctx: MainContext) -> None:
+    def _evict(self, ctx: MainContext, over: int = 0) -> None:
         """Move the queue's oldest part to recall only, summarised (with the previous summary) into the note at
-        the queue's head; :class:`ContextWindowExceeded` when nothing can be evicted."""
+        the queue's head; :class:`ContextWindowExceeded` when nothing can be evicted. ``over``: the tokens the
+        prompt is over its window by (0: unknown, the backend refused it)."""
         queue = self.store.queue(self.agent.id)
         previous = next((e for e in queue if e.kind == "summary"), None)
         body = [e for e in queue if e.kind != "summary"]
-        cut = self._cut_point(body)
+        cut = self._cut_point(body, over)
         if cut == 0:
             raise ContextWindowExceeded(
                 f"agent {self.agent.name}: the system prompt, core memory and the last {self.options.keep_last} "
@@ -406,13 +409,20 @@ class Turn:
         self.state.evicted_messages += cut
         self.state.warned = False
 
-    def _cut_point(self, body: list[Event]) -> int:
-        """How many of the oldest queue events to evict: about ``evict_fraction`` of them, keeping the last
-        ``keep_last``, and never leaving a function result (or its heartbeat) without its call."""
+    def _cut_point(self, body: list[Event], over: int = 0) -> int:
+        """How many of the oldest queue events to evict: about ``evict_fraction`` of them (the paper's share), or
+        as many as free ``over`` tokens and the summary note's room when that share would not (one summary call
+        then, not one per halving), keeping the last ``keep_last``, and never leaving a function result (or its
+        heartbeat) without its call."""
         limit = len(body) - self.options.keep_last
         if limit <= 0:
             return 0
-        target = min(max(1, round(len(body) * self.options.evict_fraction)), limit)
+        target = max(1, round(len(body) * self.options.evict_fraction))
+        if over > 0:
+            room = over + NOTE_TOKENS + 2 * self.options.summary_words  # the note that replaces them, summary in it
+            sizes = itertools.accumulate(self.llm.count_tokens_many([e.render() for e in body[:limit]]))
+            target = max(target, next((i + 1 for i, freed in enumerate(sizes) if freed >= room), limit))
+        target = min(target, limit)
         for i in list(range(target, limit + 1)) + list(range(target - 1, 0, -1)):
             if body[i].kind not in _RESULT_KINDS:
                 return i
