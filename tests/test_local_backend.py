@@ -172,7 +172,7 @@ def test_the_prompt_cache_keeps_states_without_the_logits_copy(model_file):
 
     llm = LlamaCpp(model_file, n_ctx=2048, threads=2, name="smollm2-135m", prompt_cache_mb=64)
     try:
-        shared = " ".join(f"word{i}" for i in range(300))
+        shared = " ".join(f"word{i}" for i in range(80))
         for tail in ("What is first?", "What is last?"):
             llm.execute(LLMRequest(messages=(Message("user", f"{shared}\n{tail}"),), max_tokens=4))
         cache = llm._llm.cache
