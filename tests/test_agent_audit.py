@@ -97,6 +97,19 @@ def test_an_audit_finds_repeats_and_junk_and_folds_keeping_every_time_and_source
         in ([8, 9], [9, 8])
 
 
+def test_a_passage_that_only_says_something_is_not_known_is_junk():
+    """What a small model writes when asked for facts a conversation does not hold tells nothing; a fact that says
+    no, or names something unknown beside what it tells, is kept."""
+    from pagemind.agent.archive import junk_reason
+
+    for text in ("The user's name is not mentioned in the conversation.", "Her job is not specified. Age not given.",
+                 "No information about the user's family.", "Unknown."):
+        assert junk_reason(text) == "says only that something is not known", text
+    for text in ("I don't eat meat.", "The user likes punk music; their name is not mentioned.",
+                 "I don't know where my keys are.", "The weather was not clear, so the hike was cancelled."):
+        assert junk_reason(text) is None, text
+
+
 def checked(steps, verdicts):
     fake = ScriptedLLM(by_role={"agent-step": list(steps), "supersede": list(verdicts), "summarise": "talked"})
     agent = Agent.create(LLM(fake), Store(":memory:"), "sam",

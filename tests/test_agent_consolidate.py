@@ -26,13 +26,16 @@ def make(replies, **options):
 
 
 def test_a_pass_writes_facts_a_summary_and_a_revertable_core_memory_version():
+    # what a small model proposes when a conversation does not say (measured: the default model on MSC wrote "The
+    # user's name is not mentioned in the conversation." into the human block) is junk, not a fact
     facts = ["The user, Nora, works at a library in Leeds.", "The user's sister Ada lives in York.",
-             "Sent message successfully."]
+             "Sent message successfully.", "The user's age is not mentioned in the conversation."]
     agent, fake = make([proposal("Nora moved to Leeds for a library job; her sister Ada lives in York.", facts,
-                                 ["Name: Nora", "Lives in Leeds, works at a library"])])
+                                 ["Name: Nora", "The user's job title is not specified.",
+                                  "Lives in Leeds, works at a library"])])
     agent.import_messages(TALK)
     done = agent.consolidate()
-    assert done.messages == 3 and done.windows == 1 and done.junk == 1 and not done.problems
+    assert done.messages == 3 and done.windows == 1 and done.junk == 3 and not done.problems
     texts = [p.text for p in agent.passages_by_id(done.stored)]
     assert texts[:2] == ["The user, Nora, works at a library in Leeds.", "The user's sister Ada lives in York."]
     assert texts[2].startswith("Summary of the conversation, 2024-05-01 to 2024-05-01: Nora moved to Leeds")

@@ -9,6 +9,7 @@ overlap scoring, and :meth:`Archive.describe` says so.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -49,8 +50,16 @@ def adds_nothing(new: str, old: str) -> bool:
     return told_words(new) <= told_words(old)
 
 
+# A statement that something is not known: "The user's name is not mentioned in the conversation." (what a small model
+# writes when asked for facts a conversation does not hold)
+UNKNOWN = re.compile(r"\b(?:not|never|nowhere) (?:been )?(?:mentioned|specified|provided|given|stated|known|said|"
+                     r"discussed|shared|disclosed|revealed)\b|\bno (?:information|details?|mention|facts?)\b|"
+                     r"\b(?:unknown|unspecified)\b")
+
+
 def junk_reason(text: str) -> str | None:
-    """Why a passage is junk (nothing to tell, one word repeated, a function's own boilerplate), or None."""
+    """Why a passage is junk (nothing to tell, one word repeated, a function's own boilerplate, only that something is
+    not known), or None."""
     words = WORD.findall(text.lower())
     told = told_words(text)
     if not told:
@@ -59,6 +68,9 @@ def junk_reason(text: str) -> str | None:
         return "one word repeated"
     if len(told) <= 6 and any(b in text.lower() for b in BOILERPLATE):
         return "boilerplate of the agent's functions"
+    sentences = [s for s in re.split(r"[.;!?\n]+", text.lower().replace("n't", " not")) if s.strip()]
+    if sentences and all(UNKNOWN.search(s) for s in sentences):
+        return "says only that something is not known"
     return None
 
 

@@ -177,8 +177,10 @@ def consolidate(agent: Agent, trace: Trace | None = None,
                                       source=cause)
             if added.stored:
                 stored.append(added.passage.id)
-        if human is not None and proposal.human:
-            value, left = _appended(human, proposal.human)
+        kept = tuple(line for line in proposal.human if junk_reason(line) is None)
+        junk += len(proposal.human) - len(kept)
+        if human is not None and kept:
+            value, left = _appended(human, kept)
             skipped += left
             if value != human.value:
                 number = agent.store.put_block(agent.id, Block(human.label, value, human.limit, human.description),
