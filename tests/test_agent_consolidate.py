@@ -84,3 +84,26 @@ def test_long_recall_is_read_in_windows_and_proposals_are_bounded():
     got = read_proposal('Sure: {"summary": "s", "facts": ["a", "b", "c", "d", "e", "f", "g"], "human": []}')
     assert len(got.facts) == 5
     assert isinstance(read_proposal('{"summary": "s", "facts": "one", "human": []}'), str)
+
+
+def test_a_fact_the_messages_do_not_hold_is_left_out():
+    """Measured on MSC with the default model: given an empty human block, it proposed "The user's name is Ada." and
+    "The user lives in Leeds." of a conversation naming neither (its prompt's example had). A fact or line whose
+    names, numbers or most words are not in the window's messages is left out and counted."""
+    from pagemind.agent.consolidate import grounded
+
+    talk = [("user", "Did you manage to go out on a run today? I ran 5 miles along the river.", "2024-05-01 09:00:00"),
+            ("user", "My sister Maud visited from Oslo.", "2024-05-01 09:01:00")]
+    agent, _ = make([proposal("A run and a visit.",
+                              ["The user ran 5 miles along the river.", "The user's name is Ada.",
+                               "The user ran 6 miles."],
+                              ["The user lives in Leeds.", "The user's sister Maud visited from Oslo.",
+                               "The user works as a software engineer."])])
+    agent.import_messages(talk)
+    done = agent.consolidate()
+    assert done.ungrounded == 4 and done.junk == 0
+    texts = [p.text for p in agent.passages_by_id(done.stored)]
+    assert texts[0] == "The user ran 5 miles along the river." and not any("Ada" in t or "6 miles" in t for t in texts)
+    assert next(b for b in agent.blocks() if b.label == "human").value == "The user's sister Maud visited from Oslo."
+    said = " ".join(text for _, text, _ in talk)
+    assert grounded("The user likes running.", said) and grounded("The user has a sister.", said)

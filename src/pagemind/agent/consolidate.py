@@ -13,6 +13,7 @@ the next pass starts at that window again, and nothing is guessed.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -59,7 +60,8 @@ class Consolidation:
     windows: int = 0  # windows consolidated (one LLM call each, more with re-asks)
     stored: tuple[int, ...] = ()  # archival passages written (facts and summaries)
     known: int = 0  # facts already in archival memory (not stored again)
-    junk: int = 0  # proposed facts with nothing to tell (not stored)
+    junk: int = 0  # proposed facts and lines with nothing to tell (not stored)
+    ungrounded: int = 0  # proposed facts and lines the messages do not hold (a name, a number, most words not in them)
     versions: tuple[tuple[str, int], ...] = ()  # (block label, version) written: revert them to undo
     skipped: tuple[str, ...] = ()  # lines that did not fit their block's limit
     problems: tuple[str, ...] = ()  # why a window stopped the pass (the next pass retries it)
@@ -136,7 +138,7 @@ def consolidate(agent: Agent, trace: Trace | None = None,
     stored: list[int] = []
     versions: list[tuple[str, int]] = []
     skipped: list[str] = []
-    known = junk = done = read = 0
+    known = junk = ungrounded = done = read = 0
     through = after
     problems: tuple[str, ...] = ()
     parts = windows(fresh)
@@ -162,9 +164,13 @@ def consolidate(agent: Agent, trace: Trace | None = None,
             break
         cause = f"consolidation (messages {part[0].seq}-{part[-1].seq})"
         proposal = decision.value
+        said = " ".join(_said(e) for e in part)
         for fact in proposal.facts:
             if junk_reason(fact) is not None:
                 junk += 1
+                continue
+            if not grounded(fact, said):
+                ungrounded += 1
                 continue
             added = agent.archive.add(fact, agent.now(), source=cause)
             if added.stored:
@@ -177,8 +183,10 @@ def consolidate(agent: Agent, trace: Trace | None = None,
                                       source=cause)
             if added.stored:
                 stored.append(added.passage.id)
-        kept = tuple(line for line in proposal.human if junk_reason(line) is None)
-        junk += len(proposal.human) - len(kept)
+        told = tuple(line for line in proposal.human if junk_reason(line) is None)
+        kept = tuple(line for line in told if grounded(line, said))
+        junk += len(proposal.human) - len(told)
+        ungrounded += len(told) - len(kept)
         if human is not None and kept:
             value, left = _appended(human, kept)
             skipped += left
@@ -190,8 +198,33 @@ def consolidate(agent: Agent, trace: Trace | None = None,
         read += len(part)
         through = part[-1].seq
         agent.state.extra[MARK] = through
-    return Consolidation(read, through, done, tuple(stored), known, junk, tuple(versions), tuple(skipped), problems,
-                         trace.usage.as_dict())
+    return Consolidation(read, through, done, tuple(stored), known, junk, ungrounded, tuple(versions), tuple(skipped),
+                         problems, trace.usage.as_dict())
+
+
+# what a fact says of its subject in general terms, not what the messages must hold
+_GENERIC = frozenset({"user", "human", "assistant", "name", "call", "live", "work", "like", "enjoy", "has", "have",
+                      "tell", "told", "said", "say", "mention", "want"})
+
+
+def grounded(fact: str, said: str) -> bool:
+    """Whether the messages ``said`` hold what ``fact`` tells: each name (a capitalised word past a sentence's first)
+    and number in it, and at least half of its other content words. A small model asked for facts copies its
+    prompt's example or its own guess ("The user's name is Ada." of a conversation that names no one): left out."""
+    heard = said.lower()
+    for sentence in re.split(r"(?<=[.!?])\s+", fact.strip()):
+        for word in re.findall(r"(?<=\s)[A-Z][\w'-]+|\d[\d.,:]*", sentence):
+            name = re.sub(r"'s$", "", word).rstrip(".,:").lower()
+            if name and name not in heard:
+                return False
+    from ..methods.evidence import terms  # stemmed content words: "running" is "ran"'s and "runs"'
+
+    words, heard_words = terms(fact) - terms(" ".join(_GENERIC)), terms(said)
+
+    def heard_as(word: str) -> bool:  # the same word or one sharing its first letters ("runs", "run")
+        return any(word[:n] == h[:n] for h in heard_words if (n := max(3, min(len(word), len(h), 4))) <= len(h))
+
+    return not words or sum(heard_as(w) for w in words) * 2 >= len(words)
 
 
 def _appended(block: Block, lines: tuple[str, ...]) -> tuple[str, list[str]]:

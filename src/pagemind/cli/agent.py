@@ -564,7 +564,8 @@ def memory_consolidate(ctx: click.Context, name: str, as_json: bool, encoding: s
             click.echo(json.dumps(done.as_dict(), indent=2))
             return
         click.echo(f"read {done.messages} messages in {done.windows} windows: stored {len(done.stored)} passages "
-                   f"({done.known} already known, {done.junk} with nothing to tell left out)")
+                   f"({done.known} already known; left out: {done.junk} with nothing to tell, {done.ungrounded} "
+                   "the messages do not hold)")
         for label, version in done.versions:
             click.echo(f"  {label}: version {version} (undo: pagemind agent memory revert {name} {label} "
                        f"{version - 1})")
