@@ -550,3 +550,4 @@ def test_a_reply_is_held_at_most_search_again_times_and_never_without_a_question
     assert unsearched.say("Where does Maud live?").messages == ["No idea."]  # nothing searched: nothing to hold on
     short, _ = make(replies[:2], name="short", max_steps=3)
     assert short.say("Where does Maud live?").messages == ["I don't know."]  # one step left: no room to search
+

@@ -347,12 +347,13 @@ def test_agents_crud_messages_blocks_archival(service):
     assert c.post("/v1/agents", headers=ann, json={"name": "../x"}).status_code == 422
     assert c.post("/v1/agents", headers=ann, json={"name": "x", "options": {"nope": 1}}).status_code == 422
     assert [a["id"] for a in c.get("/v1/agents", headers=ann).json()] == [agent["id"]]
-    turn = c.post(f"/v1/agents/{agent['id']}/messages", headers=ann, json={"message": "Hello there, I am Ann and I keep the lighthouse"})
+    hello = "Hello there, I am Ann and I keep the lighthouse"
+    turn = c.post(f"/v1/agents/{agent['id']}/messages", headers=ann, json={"message": hello})
     assert turn.status_code == 200, turn.text
-    assert turn.json()["messages"] == ["echo: Hello there, I am Ann and I keep the lighthouse"] and turn.json()["run_id"].startswith("run_")
+    assert turn.json()["messages"] == [f"echo: {hello}"] and turn.json()["run_id"].startswith("run_")
     page = c.get(f"/v1/agents/{agent['id']}/messages?offset=0&limit=2", headers=ann).json()
     assert page["total"] > 2 and len(page["messages"]) == 2 and page["messages"][0]["seq"] < page["messages"][1]["seq"]
-    assert user_messages(service, agent["id"]) == ["Hello there, I am Ann and I keep the lighthouse"]
+    assert user_messages(service, agent["id"]) == [hello]
     put = c.put(f"/v1/agents/{agent['id']}/memory/blocks/human", headers=ann, json={"value": "Ann, keeper."})
     assert put.status_code == 200
     blocks = c.get(f"/v1/agents/{agent['id']}/memory/blocks", headers=ann).json()

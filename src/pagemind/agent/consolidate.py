@@ -215,7 +215,7 @@ def grounded(fact: str, said: str) -> bool:
     for sentence in re.split(r"(?<=[.!?])\s+", fact.strip()):
         for word in re.findall(r"(?<=\s)[A-Z][\w'-]+|\d[\d.,:]*", sentence):
             name = re.sub(r"'s$", "", word).rstrip(".,:").lower()
-            if name and name not in heard:
+            if name and not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", heard):  # "Ada" is not in "Canada"
                 return False
     from ..methods.evidence import terms  # stemmed content words: "running" is "ran"'s and "runs"'
 

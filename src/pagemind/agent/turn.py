@@ -424,7 +424,7 @@ class Turn:
             target = max(target, next((i + 1 for i, freed in enumerate(sizes) if freed >= room), limit))
         target = min(target, limit)
         for i in list(range(target, limit + 1)) + list(range(target - 1, 0, -1)):
-            if body[i].kind not in _RESULT_KINDS:
+            if i == len(body) or body[i].kind not in _RESULT_KINDS:  # all of it, with keep_last 0
                 return i
         return 0
 
