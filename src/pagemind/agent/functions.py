@@ -195,15 +195,12 @@ class Toolbox:
         return SearchPage(tuple(e.describe() for e in found), total, page, self.options.page_size)
 
     def recall_events(self, query: str, page: int) -> tuple[int, list[Event]]:
-        """(how many messages match, the messages of page ``page``) of a recall search: the page's messages are
-        the next best by :meth:`rank_recall`, shown in the order they were said, as OP-RAG keeps its chunks in the
-        document's order (and the paper's text search lists them): "I live in York" then "I moved to Leeds", so
-        what holds now reads last, with its date."""
+        """(how many messages match, the messages of page ``page``) of a recall search."""
         size, offset = self.options.page_size, self._page(page) * self.options.page_size
         if self.options.recall_search == "text":
             return self.store.search_events(self.agent_id, query=query, offset=offset, limit=size)
         ranked = self.rank_recall(query)
-        return len(ranked), self.store.events(self.agent_id, sorted(ranked[offset:offset + size]))
+        return len(ranked), self.store.events(self.agent_id, ranked[offset:offset + size])
 
     def rank_recall(self, query: str) -> list[int]:
         """Message seqs: those containing ``query`` first (oldest first), then the rest ranked as OP-RAG ranks
