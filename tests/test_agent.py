@@ -242,7 +242,7 @@ def test_pressure_warning_then_eviction_with_recursive_summary():
 def test_a_queue_far_over_the_window_is_evicted_once():
     """When the paper's share (half the queue) would not make room, one eviction frees what the prompt is over by:
     one summary note, written once (before: an eviction and a summary per halving); the newest messages stay."""
-    agent, fake = make([call("send_message", message="ok")], context_window=1500, max_tokens=50, keep_last=2)
+    agent, _ = make([call("send_message", message="ok")], context_window=1500, max_tokens=50, keep_last=2)
     talk = [("user" if i % 2 == 0 else "assistant", f"chat {i} " + "about the harbour and the boats " * 6,
              "2024-05-01 10:00:00") for i in range(32)]
     agent.import_messages(talk, in_context=True)
