@@ -164,14 +164,11 @@ def consolidate(agent: Agent, trace: Trace | None = None,
             break
         cause = f"consolidation (messages {part[0].seq}-{part[-1].seq})"
         proposal = decision.value
-        said = " ".join(_said(e) for e in part)
-        for fact in proposal.facts:
-            if junk_reason(fact) is not None:
-                junk += 1
-                continue
-            if not grounded(fact, said):
-                ungrounded += 1
-                continue
+        heard = Heard(" ".join(_said(e) for e in part))  # the window read once for every proposal
+        facts, about = heard.sift(proposal.facts), heard.sift(proposal.human)
+        junk += facts.junk + about.junk
+        ungrounded += facts.ungrounded + about.ungrounded
+        for fact in facts.kept:
             added = agent.archive.add(fact, agent.now(), source=cause)
             if added.stored:
                 stored.append(added.passage.id)
@@ -183,12 +180,8 @@ def consolidate(agent: Agent, trace: Trace | None = None,
                                       source=cause)
             if added.stored:
                 stored.append(added.passage.id)
-        told = tuple(line for line in proposal.human if junk_reason(line) is None)
-        kept = tuple(line for line in told if grounded(line, said))
-        junk += len(proposal.human) - len(told)
-        ungrounded += len(told) - len(kept)
-        if human is not None and kept:
-            value, left = _appended(human, kept)
+        if human is not None and about.kept:
+            value, left = _appended(human, about.kept)
             skipped += left
             if value != human.value:
                 number = agent.store.put_block(agent.id, Block(human.label, value, human.limit, human.description),
@@ -203,28 +196,58 @@ def consolidate(agent: Agent, trace: Trace | None = None,
 
 
 # what a fact says of its subject in general terms, not what the messages must hold
-_GENERIC = frozenset({"user", "human", "assistant", "name", "call", "live", "work", "like", "enjoy", "has", "have",
-                      "tell", "told", "said", "say", "mention", "want"})
+_GENERIC = "user human assistant name call live work like enjoy has have tell told said say mention want"
+
+
+@dataclass(frozen=True)
+class Sifted:
+    """Proposals sifted against their window: those to write, and how many were left out and why."""
+
+    kept: tuple[str, ...]
+    junk: int  # nothing to tell (:func:`~pagemind.agent.archive.junk_reason`)
+    ungrounded: int  # not in the messages (:meth:`Heard.holds`)
+
+
+class Heard:
+    """What a window's messages said, read once for every proposal checked against it."""
+
+    def __init__(self, said: str) -> None:
+        self.text = said.lower()
+        self.words = _terms(said)
+        self.generic = _terms(_GENERIC)
+
+    def holds(self, fact: str) -> bool:
+        """Whether the messages hold what ``fact`` tells: each name (a capitalised word past a sentence's first)
+        and number in it, and at least half of its other content words. A small model asked for facts copies its
+        prompt's example or its own guess ("The user's name is Ada." of a conversation that names no one)."""
+        for sentence in re.split(r"(?<=[.!?])\s+", fact.strip()):
+            for word in re.findall(r"(?<=\s)[A-Z][\w'-]+|\d[\d.,:]*", sentence):
+                name = re.sub(r"'s$", "", word).rstrip(".,:").lower()
+                if name and not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", self.text):  # "Ada" is not "Canada"
+                    return False
+        words = _terms(fact) - self.generic
+        return not words or sum(self._heard_as(w) for w in words) * 2 >= len(words)
+
+    def _heard_as(self, word: str) -> bool:
+        """The same word among the messages', or one sharing its first letters ("runs", "run")."""
+        return any(word[:n] == h[:n] for h in self.words if (n := max(3, min(len(word), len(h), 4))) <= len(h))
+
+    def sift(self, proposals: tuple[str, ...]) -> Sifted:
+        told = tuple(p for p in proposals if junk_reason(p) is None)
+        kept = tuple(p for p in told if self.holds(p))
+        return Sifted(kept, len(proposals) - len(told), len(told) - len(kept))
+
+
+def _terms(text: str) -> set[str]:
+    """Stemmed content words ("running" is "ran"'s and "runs"'), the evidence module's."""
+    from ..methods.evidence import terms
+
+    return terms(text)
 
 
 def grounded(fact: str, said: str) -> bool:
-    """Whether the messages ``said`` hold what ``fact`` tells: each name (a capitalised word past a sentence's first)
-    and number in it, and at least half of its other content words. A small model asked for facts copies its
-    prompt's example or its own guess ("The user's name is Ada." of a conversation that names no one): left out."""
-    heard = said.lower()
-    for sentence in re.split(r"(?<=[.!?])\s+", fact.strip()):
-        for word in re.findall(r"(?<=\s)[A-Z][\w'-]+|\d[\d.,:]*", sentence):
-            name = re.sub(r"'s$", "", word).rstrip(".,:").lower()
-            if name and not re.search(rf"(?<!\w){re.escape(name)}(?!\w)", heard):  # "Ada" is not in "Canada"
-                return False
-    from ..methods.evidence import terms  # stemmed content words: "running" is "ran"'s and "runs"'
-
-    words, heard_words = terms(fact) - terms(" ".join(_GENERIC)), terms(said)
-
-    def heard_as(word: str) -> bool:  # the same word or one sharing its first letters ("runs", "run")
-        return any(word[:n] == h[:n] for h in heard_words if (n := max(3, min(len(word), len(h), 4))) <= len(h))
-
-    return not words or sum(heard_as(w) for w in words) * 2 >= len(words)
+    """Whether the messages ``said`` hold what ``fact`` tells (:meth:`Heard.holds`)."""
+    return Heard(said).holds(fact)
 
 
 def _appended(block: Block, lines: tuple[str, ...]) -> tuple[str, list[str]]:
