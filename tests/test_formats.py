@@ -97,11 +97,13 @@ def test_damaged_and_misnamed_files(tmp_path):
         load_document(legacy)
 
 
-def test_a_pdf_without_pypdf_says_what_to_install(tmp_path, monkeypatch):
+def test_a_pdf_without_its_readers_says_what_to_install(tmp_path, monkeypatch):
     p = tmp_path / "story.pdf"
     p.write_bytes(make_pdf(TWO_PAGES))
-    monkeypatch.setitem(sys.modules, "pypdf", None)  # import pypdf now raises ImportError
-    with pytest.raises(InputError, match="needs pypdf: pip install 'pagemind\\[formats\\]'"):
+    monkeypatch.setitem(sys.modules, "pypdfium2", None)  # import pypdfium2 now raises ImportError
+    assert "Wren" in load_document(p).text and load_document(p).format == "pdf"  # pypdf reads it
+    monkeypatch.setitem(sys.modules, "pypdf", None)
+    with pytest.raises(InputError, match="needs pypdfium2: pip install 'pagemind\\[formats\\]'"):
         load_document(p)
 
 
@@ -341,13 +343,18 @@ def test_merged_cells_and_frames_are_read_sensibly(tmp_path):
     assert "|" not in boxed and "Read this first" in boxed and "After the box." in boxed
 
 
-def test_without_pdfplumber_a_table_is_pypdfs_text(tmp_path, monkeypatch):
+def test_without_pdfplumber_a_table_of_numbers_is_still_rows_under_its_header(tmp_path, monkeypatch):
+    """pdfium keeps each row on its line; a run of rows under a line of periods is a Markdown table without
+    pdfplumber; a grid of words without pdfplumber stays pdfium's lines."""
     from helpers import table_page
 
     monkeypatch.setitem(sys.modules, "pdfplumber", None)
     p = tmp_path / "report.pdf"
-    p.write_bytes(make_pdf([table_page(["Table 3: Revenue"], REVENUE, [])]))
-    assert "North 4,102 4,512" in load_document(p).text
+    p.write_bytes(make_pdf([table_page(["Table 3: Revenue"], REVENUE, []),
+                            table_page(["Staff"], [["Name", "Role"], ["Ada", "Engineer"], ["Abel", "Keeper"]], [])]))
+    doc = load_document(p)
+    assert "| Region | 2022 | 2023 |\n| --- | --- | --- |\n| North | 4,102 | 4,512 |" in doc.text
+    assert "|" not in doc.text[doc.pages[1]:] and "Ada Engineer" in doc.text[doc.pages[1]:]
 
 
 def test_a_fragment_does_not_end_between_a_tables_header_and_its_first_rows():
