@@ -101,9 +101,21 @@ class Pagemind:
         return self._llm
 
     def document(self, source: str | Path | Document, encoding: str = "utf-8") -> Document:
+        """A file read as a document; a PDF, EPUB or DOCX file is read once: the digest of its bytes (with the
+        reading rules, OCR mode and encoding) finds the text and structure its first reading gave in the store."""
         if isinstance(source, Document):
             return source
-        return load_document(source, encoding=encoding, max_bytes=self.settings.max_bytes, ocr=self.settings.ocr)
+        from .text.document import reading_key
+
+        key = reading_key(source, encoding, self.settings.ocr)
+        kept = self.store.file_read(key) if key else None
+        if kept is not None:
+            return Document.restored(kept[0], Path(source).name, kept[1])
+        document = load_document(source, encoding=encoding, max_bytes=self.settings.max_bytes, ocr=self.settings.ocr)
+        if key:
+            with self.store.transaction():
+                self.store.put_file_read(key, document.id, document.text, document.structure())
+        return document
 
     # --- a user's documents (the service, MCP) ----------------------------------------------------------
     def add_document(self, data: bytes | str | Path, name: str | None = None, *, user_id: int,

@@ -256,6 +256,16 @@ MIGRATIONS: list[Migration] = [
     # the reply tokens' log-probabilities of a cached reply that asked for them (the verifier's label confidence):
     # JSON [[token, logprob, [[token, logprob], ...]], ...]
     Migration("m014_cache_logprobs", "ALTER TABLE llm_cache ADD COLUMN logprobs TEXT"),
+    # a file read once: the digest of its bytes with the reading rules (READ_RULES, OCR mode, encoding) finds the
+    # text and structure it gave, so a second `pagemind ask report.pdf` reads nothing (the local user's files only)
+    Migration("m015_file_reads", """
+        CREATE TABLE file_reads (
+            digest TEXT PRIMARY KEY,
+            document_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            structure TEXT NOT NULL,
+            created {REAL} NOT NULL
+        )"""),
 ]
 
 # the names Postgres stores recorded before the two histories were one, and what each of them applied

@@ -721,6 +721,19 @@ class SQLStore:
                      "WHERE excluded.structure IS NOT NULL",
                      (doc_id, text, None if structure is None else json.dumps(structure, ensure_ascii=False)))
 
+    def file_read(self, digest: str) -> tuple[str, dict[str, Any]] | None:
+        """The text and structure a file with this digest gave when it was read (:meth:`put_file_read`)."""
+        row = self.execute("SELECT text, structure FROM file_reads WHERE digest = ?", (digest,)).fetchone()
+        return None if row is None else (str(row[0]), dict(json.loads(row[1])))
+
+    def put_file_read(self, digest: str, doc_id: str, text: str, structure: dict[str, Any]) -> None:
+        self.execute("INSERT INTO file_reads (digest, document_id, text, structure, created) VALUES (?, ?, ?, ?, ?) "
+                     "ON CONFLICT (digest) DO NOTHING",
+                     (digest, doc_id, text, json.dumps(structure, ensure_ascii=False), time.time()))
+
+    def forget_file_reads(self) -> int:
+        return int(self.execute("DELETE FROM file_reads").rowcount)
+
     def document_text(self, doc_id: str) -> str | None:
         return _one(self.execute("SELECT text FROM document_texts WHERE document_id = ?", (doc_id,)))
 

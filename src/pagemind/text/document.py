@@ -23,6 +23,7 @@ from .sections import (
     Heading,
     Section,
     StyledLine,
+    filing_headings,
     layout_headings,
     locate,
     outline_holds,
@@ -155,6 +156,26 @@ def _validate_text(text: str, name: str) -> str:
     return text
 
 
+READ_RULES = "pdfium-rows-1"  # what reading a file does: a stored reading made by other rules is not reused
+
+
+def reading_key(path: str | Path, encoding: str = "utf-8", ocr: str = "auto") -> str | None:
+    """The key of a PDF, EPUB or DOCX file's reading: the SHA-256 of its bytes with :data:`READ_RULES`, the OCR
+    mode and the encoding; None for other files (a text is read faster than it is looked up) and missing ones."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            if sniff_format(f.read(1024), p.suffix) not in ("pdf", "zip"):
+                return None
+            f.seek(0)
+            digest = hashlib.sha256()
+            while chunk := f.read(SLICE):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return hashlib.sha256(f"{digest.hexdigest()}|{READ_RULES}|{ocr}|{encoding}".encode()).hexdigest()
+
+
 def load_document(path: str | Path, *, encoding: str = "utf-8", max_bytes: int = DEFAULT_MAX_BYTES,
                   name: str | None = None, ocr: str = "auto") -> Document:
     """Read a text, Markdown, HTML, PDF, EPUB or DOCX file, refusing what cannot be read with a one-line reason.
@@ -215,14 +236,17 @@ def _load(source: BinaryIO, size: int, name: str, *, label: str, encoding: str, 
 
 def structure(document: Document, headings: list[Heading], outline: bool,
               styled: Sequence[StyledLine] = ()) -> tuple[Section, ...]:
-    """The document's sections: from the headings its file declares (a PDF outline only where it holds), else
-    a printed table of contents, else a PDF's headings by their type (size and weight), else its text's own
-    headings."""
+    """The document's sections: from the headings its file declares (a PDF outline only where it holds), else a
+    filing's Items, statements and notes, else a printed table of contents, else a PDF's headings by their type
+    (size and weight), else its text's own headings."""
     if headings:
         found = locate(document.text, headings, document.pages, "outline" if outline else "markup",
                        strict_pages=outline)
         if found and (not outline or outline_holds(headings, found, len(document.pages))):
             return found
+    filing = filing_headings(document.text, document.pages)
+    if filing:  # a 10-K or 10-Q without outline: its Items, statements and notes
+        return locate(document.text, filing, document.pages, "filing", strict_pages=True)
     listed, after = toc_headings(document.text, document.pages)
     if listed:  # a printed table of contents, where most of its titles are found after it
         found = locate(document.text, listed, document.pages, "toc", strict_pages=any(h.page for h in listed),

@@ -122,6 +122,74 @@ def outline_holds(headings: Sequence[Heading], sections: Sequence[Section], page
     return len(sections) >= max(1, (len(headings) + 1) // 2)
 
 
+# --- a filing: 10-K / 10-Q Items, the primary statements, the notes ------------------------------------------------
+FILING = re.compile(r"\bFORM[ \t]+10-?[KQ]\b|\bANNUAL REPORT PURSUANT TO SECTION 13|\bQUARTERLY REPORT PURSUANT", re.I)
+ITEM = re.compile(r"^[ \t]*(?:PART[ \t]+[IV]{1,3}[ \t]*[,.:—–-]?[ \t]*)?ITEM[ \t]+"
+                  r"(?P<number>[1-9][0-9]?)(?P<letter>[A-C])?"
+                  r"\b[ \t]*(?:[.:—–-][ \t]*){0,2}(?P<title>[^\n]{0,150})$", re.I | re.M)
+STATEMENT = re.compile(r"^[ \t]*(?:[A-Z][\w.,&' ]{0,60}?[ \t])?(?:CONSOLIDATED|COMBINED|CONDENSED)[ \t]+"
+                       r"(?:[A-Z]+[ \t]+)?(?:STATEMENTS?[ \t]+OF[ \t]+[^\n]{3,80}|BALANCE[ \t]+SHEETS?|"
+                       r"STATEMENTS?[ \t]+OF[ \t]+FINANCIAL[ \t]+POSITION)[ \t]*(?:\([^\n)]*\))?[ \t]*$", re.I | re.M)
+NOTE = re.compile(r"^[ \t]*NOTE[ \t]+(?P<number>[1-9][0-9]?)[ \t]*[.:—–-]?[ \t]+(?P<title>[A-Z][^\n]{2,120})$", re.M)
+STATEMENT_DIGITS = 0.2  # a statement's page: this share of the letters and digits of its next 1,500 characters
+_TOC_CLUSTER = 4  # Items this close together (within 4,000 characters) are a table of contents, not headings
+
+
+def _item_key(m: re.Match[str]) -> tuple[int, str]:
+    return int(m.group("number")), (m.group("letter") or "").upper()
+
+
+def filing_headings(text: str, pages: Sequence[int] = ()) -> list[Heading]:
+    """A 10-K's or 10-Q's sections from its text: each Item where its heading stands (the contents list's lines,
+    a cluster of Items with page numbers, are skipped; Items in order, each once), the primary statements where
+    they are printed (a title line followed by a page of numbers) and the notes ("NOTE 7. DEBT"), these two one
+    level below the Item holding them. None when the text is not a filing or shows fewer than four Items."""
+    if not FILING.search(text[:20_000]):
+        return []
+    items = [m for m in ITEM.finditer(text) if m.group("title") == "" or m.group("title")[:1].isupper()
+             or m.group("title")[:1] in "“\"'"]
+    begin = 0
+    for i in range(len(items) - _TOC_CLUSTER):
+        window = items[i:i + _TOC_CLUSTER + 1]
+        if window[-1].start() - window[0].start() < 4_000 and window[0].start() < len(text) // 4:
+            j = i + _TOC_CLUSTER
+            while j + 1 < len(items) and items[j + 1].start() - items[j].start() < 1_500 and \
+                    _item_key(items[j + 1]) > _item_key(items[j]):
+                j += 1
+            begin = items[j].end()
+            break
+    found: list[tuple[int, int, str]] = []  # (offset, level, title)
+    last = (0, "")
+    for m in items:
+        key = _item_key(m)
+        if m.start() < begin or key <= last:
+            continue
+        title = " ".join(m.group(0).split())
+        if re.search(r"[ \t.]\d{1,3}$", title) and len(title) < 140:  # "Item 7 ... 18": a contents line
+            continue
+        found.append((m.start(), 1, title))
+        last = key
+    if len(found) < 4:
+        return []
+    seen: set[str] = set()
+    for m in STATEMENT.finditer(text, begin):
+        title = " ".join(m.group(0).split())
+        kind = re.sub(r"[^a-z]", "", title.lower().split("consolidated")[-1])
+        after = text[m.end():m.end() + 1500]
+        digits = sum(c.isdigit() for c in after)
+        if kind in seen or len(title.split()) > 14 or digits < STATEMENT_DIGITS * sum(c.isalnum() for c in after):
+            continue
+        seen.add(kind)
+        found.append((m.start(), 2, title))
+    number = 0
+    for m in NOTE.finditer(text, begin):
+        if int(m.group("number")) == number + 1:
+            found.append((m.start(), 2, " ".join(m.group(0).split())))
+            number += 1
+    found.sort()
+    return [Heading(level, title[:MAX_TITLE], _page_of(pages, offset)) for offset, level, title in found]
+
+
 # --- a printed table of contents -----------------------------------------------------------------------------------
 CONTENTS = re.compile(r"^[ \t]*(?:table of contents|contents)[ \t]*$", re.I | re.M)
 TOC_ENTRY = re.compile(r"^[ \t]*(?P<title>\S[^\n]*?\w[^\n]*?)(?:[ \t]*[.·…_\-]{2,}[ \t]*|[ \t]+)"

@@ -129,8 +129,8 @@ def tables_as_rows(text: str) -> str:
         for period in periods:
             first = first.replace(period, " ", 1)
         title = " ".join(first.split())
-        if not title and head and len(out[head - 1].split()) <= 4 and not cells(out[head - 1])[1] \
-                and not _periods(out[head - 1]):  # "Fiscal Year" on the line above "2020 2019 2018"
+        if not title and head and len(out[head - 1].split()) <= 6 and len(cells(out[head - 1])[1]) < 2 \
+                and not _periods(out[head - 1]):  # "Year Ended December 31," above "2020 2019 2018"
             title = " ".join(out[head - 1].split())
             head -= 1
         between = [line for line in out[head + 1:] if line.strip() and line.strip() != header_line.strip()

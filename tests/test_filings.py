@@ -1,0 +1,111 @@
+"""Filings read as an analyst needs them (issue 47): a statement's unruled rows as a Markdown table under its
+periods with the unit line kept, a 10-K's Items and statements as sections, and a file read once."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import make_pdf
+from pagemind import Pagemind, ScriptedLLM
+from pagemind.text import load_document
+from pagemind.text.tables import cells, tables_as_rows
+
+pytest.importorskip("pypdfium2", reason="needs the formats extra")
+
+
+def _columns(rows: list[list[tuple[int, str]]], top: int = 720, leading: int = 16) -> bytes:
+    """A page's content stream drawing each row's pieces at their x on one baseline: the borderless columns of a
+    printed statement (no rule, no tab: only where each number stands)."""
+    out = [b"BT /F1 10 Tf"]
+    for r, row in enumerate(rows):
+        for x, text in row:
+            out.append(b"1 0 0 1 %d %d Tm (%s) Tj" % (x, top - leading * r, text.encode("latin-1")))
+    out.append(b"ET")
+    return b"\n".join(out)
+
+
+STATEMENT = [
+    [(72, "CONSOLIDATED STATEMENTS OF CASH FLOWS")],
+    [(72, "(in millions)")],
+    [(380, "Year Ended December 31,")],
+    [(380, "2023"), (450, "2022"), (520, "2021")],
+    [(72, "Operating activities:")],
+    [(72, "Net earnings"), (370, "$"), (380, "2,181"), (440, "$"), (450, "1,752"), (510, "$"), (520, "2,131")],
+    [(72, "Depreciation and amortization"), (380, "594"), (450, "601"), (520, "620")],
+    [(72, "Purchases of property, plant and equipment (PP&E)"), (380, "(1,577)"), (450, "(1,373)"),
+     (520, "(1,420)")],
+    [(72, "Net cash provided by operating activities"), (380, "3,676"), (450, "2,807"), (520, "2,415")],
+]
+
+
+def test_cells_join_dollar_and_percent_signs_and_leave_years_to_the_header():
+    assert cells("Purchases of PP&E (1,577) (1,373) (1,420)") == ("Purchases of PP&E", ["(1,577)", "(1,373)", "(1,420)"])
+    assert cells("Net earnings $ 2,181 $ 1,752") == ("Net earnings", ["$2,181", "$1,752"])
+    assert cells("Dividend yield 3.6 % 4.3 %") == ("Dividend yield", ["3.6%", "4.3%"])
+    assert cells("Notes due 2027") == ("Notes due 2027", [])  # a year ends a label; it is no value
+
+
+def test_rows_without_a_periods_header_stay_lines():
+    text = "Alpha 1 2\nBeta 3 4\nGamma 5 6"
+    assert tables_as_rows(text) == text  # no line names two periods: no column is guessed
+
+
+def test_a_borderless_statement_is_rows_under_its_periods_with_its_unit_line(tmp_path):
+    p = tmp_path / "statement.pdf"
+    p.write_bytes(make_pdf([_columns(STATEMENT)]))
+    doc = load_document(p)
+    assert "CONSOLIDATED STATEMENTS OF CASH FLOWS\n(in millions)\n" in doc.text  # title and units above the table
+    assert "| Year Ended December 31, | 2023 | 2022 | 2021 |\n| --- | --- | --- | --- |" in doc.text  # two-line header
+    assert "| Operating activities: |  |  |  |" in doc.text
+    assert "| Net earnings | $2,181 | $1,752 | $2,131 |" in doc.text
+    assert "| Purchases of property, plant and equipment (PP&E) | (1,577) | (1,373) | (1,420) |" in doc.text
+
+
+def _filing_pages() -> list[list[str] | bytes]:
+    items = [("1", "Business"), ("1A", "Risk Factors"), ("2", "Properties"), ("3", "Legal Proceedings"),
+             ("7", "Management's Discussion and Analysis"), ("8", "Financial Statements and Supplementary Data")]
+    cover = ["UNITED STATES SECURITIES AND EXCHANGE COMMISSION", "FORM 10-K", "Harbour Lights, Inc."]
+    contents = ["TABLE OF CONTENTS", *[f"Item {n}. {title} {3 + i}" for i, (n, title) in enumerate(items)]]
+    body: list[list[str] | bytes] = [[f"ITEM {n}. {title.upper()}", f"Text of item {n} about the harbour.",
+                                      "The company keeps lights along the coast."] for n, title in items]
+    return [cover, contents, *body, _columns(STATEMENT),
+            ["NOTE 1. BASIS OF PRESENTATION", "The statements are prepared under GAAP."],
+            ["NOTE 2. DEBT", "The company owes 1,200 to the bank."]]
+
+
+def test_a_filing_without_outline_has_its_items_statements_and_notes_as_sections(tmp_path):
+    p = tmp_path / "10k.pdf"
+    p.write_bytes(make_pdf(_filing_pages()))
+    doc = load_document(p)
+    titles = [(s.level, s.title.replace("\u2019", "'"), s.page, s.source) for s in doc.sections]
+    assert [t[1] for t in titles if t[0] == 1] == [
+        "ITEM 1. BUSINESS", "ITEM 1A. RISK FACTORS", "ITEM 2. PROPERTIES", "ITEM 3. LEGAL PROCEEDINGS",
+        "ITEM 7. MANAGEMENT'S DISCUSSION AND ANALYSIS", "ITEM 8. FINANCIAL STATEMENTS AND SUPPLEMENTARY DATA"]
+    assert [t[2] for t in titles if t[0] == 1] == [3, 4, 5, 6, 7, 8]  # on the body's pages, not the contents page
+    assert (2, "CONSOLIDATED STATEMENTS OF CASH FLOWS", 9, "filing") in titles
+    assert (2, "NOTE 1. BASIS OF PRESENTATION", 10, "filing") in titles and (2, "NOTE 2. DEBT", 11, "filing") in titles
+    cash = next(s for s in doc.sections if s.title.startswith("CONSOLIDATED"))
+    assert "| Net earnings | $2,181 |" in doc.text[cash.start:cash.end]
+
+
+def test_a_pdf_is_read_once_then_found_by_its_bytes(tmp_path, monkeypatch):
+    p = tmp_path / "10k.pdf"
+    p.write_bytes(make_pdf(_filing_pages()))
+    with Pagemind(ScriptedLLM(default="x"), store=tmp_path / "s.db") as pm:
+        first = pm.document(p)
+        import pagemind.api
+
+        def unread(*args: object, **kw: object) -> None:
+            raise AssertionError("read again")
+
+        monkeypatch.setattr(pagemind.api, "load_document", unread)
+        again = pm.document(p)
+        assert (again.text, again.pages, again.sections, again.format) == \
+            (first.text, first.pages, first.sections, first.format)
+        p.write_bytes(make_pdf(_filing_pages()[:-1]))  # other bytes: read anew
+        with pytest.raises(AssertionError, match="read again"):
+            pm.document(p)
+        text = tmp_path / "notes.txt"
+        text.write_text("A plain text is read every time: faster than a look-up.")
+        with pytest.raises(AssertionError, match="read again"):
+            pm.document(text)
