@@ -39,7 +39,8 @@ STATEMENT = [
 
 
 def test_cells_join_dollar_and_percent_signs_and_leave_years_to_the_header():
-    assert cells("Purchases of PP&E (1,577) (1,373) (1,420)") == ("Purchases of PP&E", ["(1,577)", "(1,373)", "(1,420)"])
+    assert cells("Purchases of PP&E (1,577) (1,373) (1,420)") == \
+        ("Purchases of PP&E", ["(1,577)", "(1,373)", "(1,420)"])
     assert cells("Net earnings $ 2,181 $ 1,752") == ("Net earnings", ["$2,181", "$1,752"])
     assert cells("Dividend yield 3.6 % 4.3 %") == ("Dividend yield", ["3.6%", "4.3%"])
     assert cells("Notes due 2027") == ("Notes due 2027", [])  # a year ends a label; it is no value
