@@ -110,3 +110,56 @@ def test_a_pdf_is_read_once_then_found_by_its_bytes(tmp_path, monkeypatch):
         text.write_text("A plain text is read every time: faster than a look-up.")
         with pytest.raises(AssertionError, match="read again"):
             pm.document(text)
+
+
+# --- FinanceBench in pagemind eval -------------------------------------------------------------------------------
+def test_amounts_are_one_figure_after_units_and_scales():
+    from pagemind.text.numbers import matches
+
+    assert matches("Capital expenditure was $1.577 billion.", "$1,577 million")
+    assert matches("It was 1577", "$1,577.00") and matches("$24.690 billion", "24,690")
+    assert matches("about 1.9%", "0.019") and matches("(1,577)", "-1577")
+    assert matches("24.3", "24.26") and not matches("24.5", "24.26")
+    assert not matches("Q1 revenue was 25.6", "24.69") and not matches("1,373", "1,577")
+    assert matches("Amcor is a packaging company", "Amcor is a global leader in packaging") is None  # no figure
+
+
+def test_financebench_scores_figures_refusals_and_prints_the_published_rows(tmp_path):
+    from pathlib import Path
+
+    from pagemind.eval import EvalConfig, Runner, summarise
+    from pagemind.eval.report import markdown
+    from pagemind.eval.rundir import RunDir
+    from pagemind.eval.sets import load_dataset
+
+    staged = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    if not (staged / "financebench").is_dir():
+        pytest.skip("staged data absent (../shared/data)")
+    examples = load_dataset("financebench", staged, {"company": "Block"})
+    gold = {e.id: e.references[0] for e in examples}
+    assert examples and all(e.meta["evidence_pages"] and e.evidence for e in examples)
+    first = examples[0]
+    page = first.meta["evidence_pages"][0]
+    assert first.evidence[0].label == f"page {page}"
+
+    def answer(request):  # right on the first question, a refusal on the second, a wrong figure on the rest
+        prompt = request.messages[-1].content
+        if first.question[:60] in prompt:
+            return f"The answer is {gold[first.id]}."
+        if examples[1].question[:60] in prompt:
+            return "The filing does not say."
+        return "It was 123,456,789."
+
+    with Pagemind(ScriptedLLM(by_role={"answer": answer}), store=tmp_path / "s.db") as pm:
+        Runner(pm, EvalConfig(dataset="financebench", data=str(staged), methods=("op-rag",),
+                              params={"company": "Block"}), tmp_path / "run", progress=False).run()
+    rows = {r["example_id"]: r for r in RunDir(tmp_path / "run").read()}
+    assert rows[first.id]["scores"]["accuracy"] == 1.0 and rows[first.id]["scores"]["refused"] == 0.0
+    assert rows[examples[1].id]["scores"] == {**rows[examples[1].id]["scores"], "accuracy": 0.0, "refused": 1.0}
+    summary = summarise(tmp_path / "run")
+    types = {e.meta["question_type"] for e in examples}
+    assert (summary["breakdown"] or {}).get("key") == ("question_type" if len(types) > 1 else None)
+    single = summary["published"]["gpt-4-1106-preview singleStore"]
+    assert single["n"] == len(examples) and single["correct"] + single["incorrect"] + single["refusal"] == len(examples)
+    text = markdown(summary)
+    assert "| gpt-4-1106-preview singleStore |" in text and "The paper's graded answers" in text

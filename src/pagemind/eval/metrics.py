@@ -136,6 +136,8 @@ def score(example: Example, text: str, choice: int | None = None) -> dict[str, f
     if example.task == "open":
         return {}  # judged by an LLM (raters.judge)
     out: dict[str, float] = {"f1": best(token_f1, text, refs)}
+    if example.meta.get("rater") == "financebench":
+        return {**out, **financebench(text, refs[0])}
     if example.dataset == "locomo":
         category = int(example.meta.get("category", 4))
         out["f1"] = max(locomo_f1(text, r, category) for r in refs)
@@ -148,4 +150,32 @@ def score(example: Example, text: str, choice: int | None = None) -> dict[str, f
     return out
 
 
-BINARY = frozenset({"accuracy", "em", "lr1", "lr2"})  # 0/1 per example: Wilson intervals in reports
+_YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+_RECALL = 0.5  # a worded gold answer's content words the reply holds at least, to count as right
+
+
+def financebench(text: str, gold: str) -> dict[str, float]:
+    """FinanceBench's automatic score (the paper graded by hand): ``refused`` when the reply declines; else a gold
+    with a figure is right when the reply states it within rounding after units and scales ("$1,577 million" =
+    "$1.577 billion" = "1577"), a yes/no gold when the reply opens with the same word, any other gold when the reply
+    holds half its content words. ``numeric``: 1 where the gold has a figure."""
+    from ..support import declined
+    from ..text.numbers import matches
+
+    refused = declined(text) or not text.strip()
+    numeric = matches(text, gold)
+    if refused:
+        right = False
+    elif (asked := _YES_NO.match(gold)) is not None:
+        said = _YES_NO.match(text)
+        right = said is not None and said.group(1).lower() == asked.group(1).lower()
+    elif numeric is not None:
+        right = numeric
+    else:
+        words = set(normalize_answer(gold).split())
+        right = bool(words) and len(words & set(normalize_answer(text).split())) >= _RECALL * len(words)
+    return {"accuracy": float(right), "refused": float(refused), "numeric": float(numeric is not None)}
+
+
+# 0/1 per example: Wilson intervals in reports
+BINARY = frozenset({"accuracy", "em", "lr1", "lr2", "refused", "numeric"})

@@ -338,7 +338,24 @@ def summarise(run_dir: str | Path) -> dict[str, Any]:
                             builds, primary) for m in methods if any(r["method"] == m for r in records)]
     return {"config": config, "primary": primary, "examples": len({r["example_id"] for r in records}),
             "records": len(records), "unreadable_lines": skipped, "methods": [asdict(s) for s in out],
-            "breakdown": breakdown(records, [s.method for s in out], primary)}
+            "breakdown": breakdown(records, [s.method for s in out], primary), "published": published(records)}
+
+
+def published(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """The paper's graded runs on exactly the questions of this run (FinanceBench's ``published/``): per run, how
+    many answers it graded correct, incorrect and refusal; empty for sets without them."""
+    seen: dict[str, dict[str, str]] = {}
+    for r in records:
+        labels = (r.get("meta") or {}).get("published")
+        if isinstance(labels, dict) and labels:
+            seen[r["example_id"]] = labels
+    out: dict[str, dict[str, int]] = {}
+    for labels in seen.values():
+        for run, label in labels.items():
+            row = out.setdefault(run, {"n": 0, "correct": 0, "incorrect": 0, "refusal": 0})
+            row["n"] += 1
+            row[label] = row.get(label, 0) + 1
+    return dict(sorted(out.items()))
 
 
 # --- writing -----------------------------------------------------------------------------------------
@@ -432,6 +449,13 @@ def markdown(summary: dict[str, Any]) -> str:
         for method, cells in split["scores"].items():
             lines.append(f"| {method} | " + " | ".join(
                 f"{_fmt(cells[g][0])} ({cells[g][1]})" if g in cells else "–" for g in split["groups"]) + " |")
+    if summary.get("published"):
+        lines += ["", f"The paper's graded answers to the same {summary['examples']} question(s) (graded by hand; "
+                      "ours by the automatic scorer):", "",
+                  "| published run | n | correct | incorrect | refusal | accuracy |", "|---|---|---|---|---|---|"]
+        for run, row in summary["published"].items():
+            lines.append(f"| {run} | {row['n']} | {row['correct']} | {row['incorrect']} | {row['refusal']} | "
+                         f"{_fmt(row['correct'] / row['n'] if row['n'] else None)} |")
     if any(key != "citations" for key, _ in evidence):
         lines += ["", EVIDENCE_NOTE]
     trust = [(key, title) for key, title in TRUST_COLUMNS if any(m.get(key) is not None for m in summary["methods"])]

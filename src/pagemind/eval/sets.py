@@ -13,9 +13,9 @@ from .datasets import DatasetSpec, Example, parse_params, resolve_path
 
 def datasets() -> dict[str, DatasetSpec]:
     """Every dataset by name."""
-    from . import generated, sets_dialogue, sets_documents, sets_kv, sets_long
+    from . import generated, sets_dialogue, sets_documents, sets_filings, sets_kv, sets_long
 
-    return {s.name: s for module in (sets_documents, sets_long, sets_dialogue, sets_kv, generated)
+    return {s.name: s for module in (sets_documents, sets_long, sets_filings, sets_dialogue, sets_kv, generated)
             for s in module.SPECS}
 
 
