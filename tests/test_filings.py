@@ -163,3 +163,58 @@ def test_financebench_scores_figures_refusals_and_prints_the_published_rows(tmp_
     assert single["n"] == len(examples) and single["correct"] + single["incorrect"] + single["refusal"] == len(examples)
     text = markdown(summary)
     assert "| gpt-4-1106-preview singleStore |" in text and "The paper's graded answers" in text
+
+
+# --- the evidence page found: a question that names a statement reads it first --------------------------------------
+def test_a_question_naming_a_statement_or_a_figure_points_to_its_sections():
+    from pagemind.retrieval.named import named, named_first
+
+    labels = [("§Item 7. MD&A",), ("§Item 8 › Consolidated Balance Sheets",), ("§Item 8 › Consolidated Statements of "
+              "Cash Flows",), ("§Item 8 › Consolidated Statements of Operations", "§Item 8 › Consolidated Statements "
+              "of Comprehensive Income")]
+    asked = "Using the cash flow statement and the balance sheet, what is FY2023 capex?"
+    assert named_first([0, 3, 2, 1], labels, asked) == [2, 1, 0, 3]  # each named statement's best first
+    assert named_first([0, 3, 2, 1], labels, "What is the FY2023 quick ratio?") == [1, 0, 3, 2]  # a figure's statement
+    assert named_first([0, 3, 2, 1], labels, "Who is the CEO?") == [0, 3, 2, 1] and not named("Who is the CEO?")
+    assert named_first([0, 3, 2, 1], labels, "From the income statement, what was revenue?")[0] == 3
+
+
+def test_rag_reads_the_statement_a_question_names_before_md_a_that_repeats_its_words(tmp_path):
+    p = tmp_path / "10k.pdf"
+    mdna = ["ITEM 7. MANAGEMENT'S DISCUSSION AND ANALYSIS", *["Our cash flow statement shows purchases of property, "
+            "plant and equipment; capital expenditure and cash flow and cash flow again."] * 30]
+    pages = _filing_pages()
+    pages[6] = mdna  # Item 7's page repeats the question's words; the statement holds the figure
+    p.write_bytes(make_pdf(pages))
+    asked = "According to the cash flow statement, what were purchases of property, plant and equipment in 2023?"
+    with Pagemind(ScriptedLLM(default="x"), store=tmp_path / "s.db") as pm:
+        [first] = pm.retrieve(p, asked, 1, "op-rag", fragment_words=80)
+        assert first.source_page == 9 and "(1,577)" in first.quote
+        [plain] = pm.retrieve(p, asked, 1, "op-rag", fragment_words=80, named_sections=False)
+        assert plain.source_page == 7  # ranked by its words alone: the page that repeats them
+
+
+# --- numbers in support: units, scales and periods -----------------------------------------------------------------
+REVENUE_TABLE = ("(in millions)\n| Three Months Ended | Q2 2023 | Q1 2023 |\n| --- | --- | --- |\n"
+                 "| Revenue | 24,690 | 25,600 |\n| Net income | 1,210 | 980 |")
+
+
+def _cite(quote: str):
+    from pagemind.citations import Citation
+
+    return [Citation("d", "fragment", 1, 0, len(quote), quote, "fragment")]
+
+
+def test_a_right_figure_in_other_units_is_supported_and_another_periods_is_flagged():
+    from pagemind.support import assess
+
+    right = assess("What was revenue in Q2 2023?", "Revenue in Q2 2023 was $24.690 billion.", _cite(REVENUE_TABLE),
+                   [REVENUE_TABLE])
+    assert right.label == "supported" and not right.unfounded  # 24.690 billion = 24,690 in a table in millions
+    wrong = assess("What was revenue in Q2 2023?", "Revenue in Q2 2023 was $25.6 billion.", _cite(REVENUE_TABLE),
+                   [REVENUE_TABLE])
+    assert wrong.label != "supported" and "the Q1 2023 column" in wrong.reason  # Q1's figure for a Q2 question
+    assert any("25.6" in m for c in wrong.claims for m in c.missing)
+    made_up = assess("What was revenue in Q2 2023?", "Revenue in Q2 2023 was $31.2 billion.", _cite(REVENUE_TABLE),
+                     [REVENUE_TABLE])
+    assert made_up.label == "unsupported" and made_up.unfounded  # in no unit anywhere in what was read

@@ -325,6 +325,101 @@ def _context(citation: Citation, read: Sequence[str]) -> str:
     return citation.quote
 
 
+@lru_cache(maxsize=16)
+def _figures(texts: tuple[str, ...]) -> tuple[Any, ...]:
+    """The amounts of ``texts``, each with the scale its table or sentence states ("in millions")."""
+    from dataclasses import replace
+
+    from .text.numbers import amounts, table_scale
+
+    out: list[Any] = []
+    for text in texts:
+        for block in re.split(r"\n\s*\n", text):
+            scale = table_scale(block)
+            out += [replace(a, scale=scale) if a.scale == 1.0 and scale != 1.0 and not a.percent else a
+                    for a in amounts(block)]
+    return tuple(out)
+
+
+def _same_figures(claim: str, texts: tuple[str, ...]) -> set[str]:
+    """The claim's numbers (in :func:`numbers`' plain form) that are a figure of ``texts`` in other units or
+    scales ("24.690" billion and "24,690" in a table in millions; "1.9%" and "0.019")."""
+    from .text.numbers import amounts, same_amount
+
+    found = set()
+    given = _figures(texts)
+    for amount in amounts(claim):
+        if any(same_amount(amount, other) for other in given):
+            found |= numbers(amount.text)
+    return found
+
+
+def _as_cited(claim: str, quotes: tuple[str, ...]) -> str:
+    """The claim with each figure that is a cited one in other units written as the quote writes it."""
+    from .text.numbers import amounts, same_amount
+
+    given = _figures(quotes)
+    for amount in amounts(claim):
+        if numbers(amount.text) & frozenset().union(*map(numbers, quotes)) if quotes else False:
+            continue  # written as the quote writes it already
+        match = next((other for other in given if same_amount(amount, other)), None)
+        if match is not None:
+            claim = claim.replace(amount.text, match.text.lstrip("$€£¥ ").strip("()"), 1)
+    return claim
+
+
+_PERIOD = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d{2})\b|\b(Q[1-4])\b", re.I)
+
+
+def _periods_of(text: str) -> set[str]:
+    return {(m.group(1) or m.group(2)).upper() for m in _PERIOD.finditer(text)}
+
+
+def _same_period(column: set[str], asked: set[str]) -> bool:
+    """Whether a column's periods are the asked ones: quarters compared where both name one, years where both do."""
+    quarters = ({p for p in column if p.startswith("Q")}, {p for p in asked if p.startswith("Q")})
+    years = (column - quarters[0], asked - quarters[1])
+    return all(a & b for a, b in (quarters, years) if a and b) and any(a and b for a, b in (quarters, years))
+
+
+def _other_period(question: str, claim: str, quotes: Sequence[str]) -> tuple[str, ...]:
+    """The claim's figures read from a table column of another period than the question asks about ("Q1" given for
+    a question about Q2; the 2021 column for FY2022): each as "N (the 2021 column)"; none when the question names
+    no period, the figure is in no table, or its column is one asked about."""
+    from .text.numbers import amounts, same_amount
+
+    asked = _periods_of(question)
+    if not asked:
+        return ()
+    wanted = [a for a in amounts(claim) if not _periods_of(a.text)]
+    out: list[str] = []
+    for quote in quotes:
+        header: list[str] | None = None
+        for line in quote.split("\n"):
+            if not line.startswith("|"):
+                header = None
+                continue
+            row = [c.strip() for c in line.strip().strip("|").split("|")]
+            if header is None:
+                header = row
+                continue
+            if set(row) <= {"---", ""}:
+                continue
+            for j, cell in enumerate(row[1:], 1):
+                column = _periods_of(header[j]) if j < len(header) else set()
+                if not column or _same_period(column, asked) or \
+                        not any(_same_period(_periods_of(h), asked) for h in header):
+                    continue
+                for a in wanted:
+                    if any(same_amount(a, b) for b in amounts(cell)) and not any(
+                            same_amount(a, b) for k, other in enumerate(row[1:], 1) if k < len(header)
+                            and _same_period(_periods_of(header[k]), asked) for b in amounts(other)):
+                        note = f"{a.text} (the {header[j]} column)"
+                        if note not in out:
+                            out.append(note)
+    return tuple(out)
+
+
 def anchors(question: str) -> set[str]:
     """Whom or what a question names (``Pellow`` of "How old is Mr. Pellow?"), lower-cased, without ``'s``."""
     return {re.sub(r"['’]s$", "", n) for n in names(question)}
@@ -357,12 +452,17 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     out: list[Claim] = []
     unfounded: list[str] = []
     for i, claim in enumerate(claims):
+        written, claim = claim, _as_cited(claim, seen.quotes)  # "$24.690 billion": the table's "24,690" (millions)
         said = facts(claim) - asked  # what the claim adds to the question ("grey" to "what colour was the coat")
         echo = not said  # "Yes.", "He is old." to "How old is he?": nothing of its own to look for
         share, best = _word_share(said or facts(claim) | asked, seen)
         wanted = sorted(numbers(claim)) + sorted(names(claim) - set(re.findall(r"\w+", question_text.lower())))
         missing = tuple(x for x in wanted if x not in (seen.cited_numbers | seen.cited_words))
-        unfounded += [x for x in missing if x not in (seen.read_numbers | seen.read_words) and x not in unfounded]
+        if missing:  # "$24.690 billion" is the table's "24,690" (in millions): the same figure in other units
+            missing = tuple(x for x in missing if x not in _same_figures(claim, seen.quotes))
+        unfounded += [x for x in missing if x not in (seen.read_numbers | seen.read_words) and x not in unfounded
+                      and x not in _same_figures(claim, tuple(read))]
+        missing += _other_period(question_text, written, seen.quotes)
         similarity = None if vectors is None else vectors[i]
         score = share if similarity is None else (_WORD_SHARE * share + (1 - _WORD_SHARE) * _scaled(similarity))
         score *= _MISSING_FACTOR ** len(missing)
@@ -376,7 +476,7 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
         if not seen.quotes:
             score = 0.0
         label: Label = "supported" if score >= SUPPORTED else "partial" if score >= PARTIAL else "unsupported"
-        out.append(Claim(claim, label, round(score, 4), round(share, 4),
+        out.append(Claim(written, label, round(score, 4), round(share, 4),
                          None if similarity is None else round(similarity, 4), best, missing, unnamed))
     confidence = min(c.score for c in out) * (0.5 + 0.5 * relevance)
     labels = {c.label for c in out}
@@ -388,8 +488,10 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
                        "minilm" if vectors is not None else "lexical",
                        reason="the reply copies what was read instead of answering")
     unnamed = next((c.unnamed for c in out if c.unnamed), ())
+    columns = [m for c in out for m in c.missing if m.endswith(" column)")]
     reason = ("" if overall == "supported" else "nothing was cited" if not seen.quotes
               else f"not in what was read: {', '.join(unfounded)}" if unfounded
+              else f"read from another period than the question's: {', '.join(columns)}" if columns
               else f"the sentences holding the answer do not speak of {', '.join(a.capitalize() for a in unnamed)}"
               if unnamed
               else "the cited text does not hold the answer's words" if overall == "unsupported"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..library import Library, shelves
 from ..llm.client import LLM
 from ..llm.usage import Trace
-from ..retrieval.fragments import Fragment, from_dicts, split_pages, split_sections, split_words
+from ..retrieval.fragments import Fragment, from_dicts, label_sections, split_pages, split_sections, split_words
 from ..retrieval.select import fit
 from ..store import SQLStore
 from ..text import Document
@@ -60,6 +60,8 @@ class RAGOptions(ReaderOptions):
         "source", "FragRel context relation: between neighbouring fragments of one source (the paper), or only within "
                   "one of the document's sections (with fragments=sections: a heading ends a fragment's context)")
     semantic_k: int = option(64, "FragRel semantic relation: neighbours per fragment (0: every pair)", minimum=0)
+    named_sections: bool = option(True, "a question naming a statement or an Item (\"the cash flow statement\", "
+                                        "\"Item 7\") reads the fragments of that section first")
     top_k: int | None = option(5, "most fragments shown (0 or none: as many as fit the budget)", minimum=0)
     order: Literal["score", "position"] | None = option(None, "fragment order in the prompt (none: the method's; "
                                                               "rag: score, op-rag: position)")
@@ -147,7 +149,8 @@ class RAG(Reader[RAGMemory, RAGOptions]):
         elif self.options.fragments == "sections":
             fragments = split_sections(document.text, document.sections, self.options.fragment_words)
         else:
-            fragments = split_words(document.text, self.options.fragment_words)
+            fragments = label_sections(split_words(document.text, self.options.fragment_words), document.text,
+                                       document.sections)
         writer.put_many("fragment", [(f.index, f.as_dict()) for f in fragments])
 
     def _assemble(self, document: Document, key: str | None, items: MemoryWriter | None) -> RAGMemory:
@@ -197,6 +200,22 @@ class RAG(Reader[RAGMemory, RAGOptions]):
         """The fragments as this reader ranks them to answer: its scorer, FragRel when on."""
         return self.index(memory)
 
+    def ordered(self, memory: RAGMemory, question: str, order: Any) -> list[int]:
+        """The ranking's fragment indices, those of a section the question names first (``named_sections``)."""
+        order = [int(i) for i in order]
+        if not self.options.named_sections:
+            return order
+        from ..retrieval.named import named_first
+
+        return named_first(order, [(f.section, *f.opens) for f in memory.fragments], question)
+
+    def rank(self, memory: RAGMemory, query: str) -> list[tuple[Evidence, float]]:
+        units = self.units(memory)
+        if not units:
+            return []
+        ranking = self.passage_index(memory).rank(query)
+        return [(units[i], float(ranking.scores[i])) for i in self.ordered(memory, query, ranking.order)]
+
     # --- answering ----------------------------------------------------------------------------------
     def _fits(self, question: Question, text: str) -> bool:
         if self.options.budget is not None and self.llm.count_tokens(text) > self.options.budget:
@@ -206,7 +225,7 @@ class RAG(Reader[RAGMemory, RAGOptions]):
     def _answer(self, memory: RAGMemory, question: Question, context: Context) -> Reading:
         query = question.text if not question.is_choice else question.text + "\n" + "\n".join(question.options)
         ranking = self.index(memory).rank(query)
-        ranked = [memory.fragments[int(i)] for i in ranking.order]
+        ranked = [memory.fragments[i] for i in self.ordered(memory, question.text, ranking.order)]
         chosen = fit(ranked, lambda text: self._fits(question, text), self.order, self.options.k)
         text = chosen.text
         if not chosen.fragments and ranked:  # not even the best fragment fits: cut it (keep its start)

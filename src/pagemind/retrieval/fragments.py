@@ -30,13 +30,19 @@ class Fragment:
     end: int = 0  # one past the last
     unit: str = "words"
     section: str = ""  # the document's sections holding it ("§2 Results › 2.1 Cash flows"), when it has them
+    opens: tuple[str, ...] = ()  # the sections that start inside it (a statement beginning mid-window)
 
     @property
     def words(self) -> int:
         return len(self.text.split())
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if not self.opens:
+            del out["opens"]  # stored payloads of fragments without one stay as they were
+        else:
+            out["opens"] = list(self.opens)
+        return out
 
 
 TABLE_HEAD_ROWS = 2  # a window does not end between a Markdown table's header and its first rows
@@ -82,6 +88,31 @@ def split_words(text: str, size: int = 500, source: str = "") -> list[Fragment]:
         out.append(Fragment(n, " ".join(words[start:end]), n, source, start, end, "words"))
         start = end
     return out
+
+
+def label_sections(fragments: Sequence[Fragment], text: str, sections: Sequence[Any]) -> list[Fragment]:
+    """Word windows named by the sections their first word is in ("§Item 8 › Consolidated Balance Sheets"), so a
+    question that names a section finds them (:mod:`pagemind.retrieval.named`); as they are without sections."""
+    if not sections or not fragments:
+        return list(fragments)
+    import re
+    from dataclasses import replace
+
+    from ..citations import section_label
+    from ..text.sections import path_at
+
+    starts = {f.start for f in fragments}
+    offsets: dict[int, int] = {}
+    for word, m in enumerate(re.finditer(r"\S+", text)):
+        if word in starts:
+            offsets[word] = m.start()
+            if len(offsets) == len(starts):
+                break
+    bounds = [offsets.get(f.start, 0) for f in fragments] + [len(text)]
+    return [replace(f, section=section_label(path_at(sections, bounds[i])) or "",
+                    opens=tuple(dict.fromkeys(section_label(path_at(sections, s.start)) or "" for s in sections
+                                              if bounds[i] < s.start < bounds[i + 1])))
+            for i, f in enumerate(fragments)]
 
 
 def split_sections(text: str, sections: Sequence[Any], size: int = 500, source: str = "") -> list[Fragment]:
@@ -163,4 +194,4 @@ def split_repository(files: Iterable[tuple[str, str]], window: int = 20, stride:
 
 def from_dicts(items: Iterable[dict[str, Any]]) -> list[Fragment]:
     """Fragments back from their stored payloads."""
-    return [Fragment(**d) for d in items]
+    return [Fragment(**{**d, "opens": tuple(d.get("opens") or ())}) for d in items]

@@ -177,7 +177,9 @@ def filing_headings(text: str, pages: Sequence[int] = ()) -> list[Heading]:
         kind = re.sub(r"[^a-z]", "", title.lower().split("consolidated")[-1])
         after = text[m.end():m.end() + 1500]
         digits = sum(c.isdigit() for c in after)
-        if kind in seen or len(title.split()) > 14 or digits < STATEMENT_DIGITS * sum(c.isalnum() for c in after):
+        listed = re.search(r"\s\d{1,3}$", title)  # "Consolidated Balance Sheets 47": an index of the statements
+        if kind in seen or len(title.split()) > 14 or listed or \
+                digits < STATEMENT_DIGITS * sum(c.isalnum() for c in after):
             continue
         seen.add(kind)
         found.append((m.start(), 2, title))

@@ -23,6 +23,7 @@ _QUARTER = re.compile(r"^(?:Q[1-4]|FY|H[12])[ ']?(?:19|20)?[0-9]{2}$", re.I)
 MIN_ROWS = 3  # rows a run has at least to be a table
 MAX_LABEL_GAP = 2  # label-only lines ("Current assets:") a run may hold in a row
 HEADER_ABOVE = 4  # lines above a run looked at for its column header
+LABEL_WORDS = 14  # a label line inside a statement ("Basic earnings per share attributable to ...") at most
 
 
 def cells(line: str) -> tuple[str, list[str]]:
@@ -60,16 +61,33 @@ def _periods(line: str) -> list[str]:
     return out
 
 
-def _header(lines: list[str], width: int) -> int | None:
+Table = list[list[str]]
+
+
+def _header(lines: list[str | Table], width: int) -> int | None:
     """The index of the header line above a run: the nearest of :data:`HEADER_ABOVE` lines naming ``width``
     periods (and nothing else that is a number)."""
     for back in range(1, min(HEADER_ABOVE, len(lines)) + 1):
         line = lines[-back]
+        if not isinstance(line, str):
+            return None
         found = _periods(line)
         if len(found) == width:
             return len(lines) - back
         if cells(line)[1] and not found:
             return None  # a row of numbers: the run goes on above, not a header
+    return None
+
+
+def _continued(lines: list[str | Table], width: int) -> int | None:
+    """The index of a table of ``width`` value columns a run continues: the one just above it, past at most
+    :data:`HEADER_ABOVE` label lines ("Other income (expense)", "Current liabilities:")."""
+    for back in range(1, min(HEADER_ABOVE + 1, len(lines)) + 1):
+        line = lines[-back]
+        if not isinstance(line, str):
+            return len(lines) - back if len(line[0]) == width + 1 else None
+        if cells(line)[1] or len(line.split()) > LABEL_WORDS or line.rstrip().endswith("."):
+            return None
     return None
 
 
@@ -92,7 +110,7 @@ def tables_as_rows(text: str) -> str:
         return text
     lines = text.split("\n")
     parsed = [cells(line) if "|" not in line else ("", []) for line in lines]
-    out: list[str] = []
+    out: list[str | Table] = []
     i = 0
     while i < len(lines):
         if len(parsed[i][1]) < 2:
@@ -106,7 +124,8 @@ def tables_as_rows(text: str) -> str:
             if len(vals) >= 2 and (lab or rows):
                 rows.append(j)
                 gap = 0
-            elif not vals and lines[j].strip() and len(lines[j].split()) <= 8 and gap < MAX_LABEL_GAP and rows:
+            elif not vals and lines[j].strip() and len(lines[j].split()) <= LABEL_WORDS and \
+                    not lines[j].rstrip().endswith(".") and gap < MAX_LABEL_GAP and rows:
                 gap += 1
             else:
                 break
@@ -118,33 +137,46 @@ def tables_as_rows(text: str) -> str:
             i += 1
             continue
         width = Counter(len(parsed[r][1]) for r in rows).most_common(1)[0][0]
+        body = [_row(parsed[k], lines[k], width) for k in range(i, j)]
+        above = _continued(out, width)
+        if above is not None:  # the same statement after a label line or two: one table
+            table = out[above]
+            assert not isinstance(table, str)
+            table += [[" ".join(str(line).split()), *[""] * width] for line in out[above + 1:] if str(line).strip()]
+            table += body
+            del out[above + 1:]
+            i = j
+            continue
         head = _header(out, width) if len(rows) >= MIN_ROWS else None
         if head is None:
             out.extend(lines[i:j])
             i = j
             continue
-        header_line = out[head]
+        header_line = str(out[head])
         periods = _periods(header_line)
         first = header_line
         for period in periods:
             first = first.replace(period, " ", 1)
         title = " ".join(first.split())
-        if not title and head and len(out[head - 1].split()) <= 6 and len(cells(out[head - 1])[1]) < 2 \
-                and not _periods(out[head - 1]):  # "Year Ended December 31," above "2020 2019 2018"
-            title = " ".join(out[head - 1].split())
+        previous = out[head - 1] if head else None
+        if not title and isinstance(previous, str) and len(previous.split()) <= 6 and \
+                len(cells(previous)[1]) < 2 and not _periods(previous):  # "Year Ended" above "2020 2019 2018"
+            title = " ".join(previous.split())
             head -= 1
-        between = [line for line in out[head + 1:] if line.strip() and line.strip() != header_line.strip()
-                   and " ".join(line.split()) != title]
-        table = [[title, *periods]]
-        table += [[" ".join(line.split()), *[""] * width] for line in between]  # "ASSETS", "Current assets:"
-        for k in range(i, j):
-            lab, vals = parsed[k]
-            vals = vals[-width:] if len(vals) > width else vals + [""] * (width - len(vals))
-            table.append([lab if vals != [""] * width else lines[k].strip(), *vals])
+        between = [str(line) for line in out[head + 1:] if str(line).strip() and str(line).strip() !=
+                   header_line.strip() and " ".join(str(line).split()) != title]
+        made: Table = [[title, *periods]]
+        made += [[" ".join(line.split()), *[""] * width] for line in between]  # "ASSETS", "Current assets:"
         del out[head:]
-        out.append(markdown_table(table))
+        out.append(made + body)
         i = j
-    return "\n".join(out)
+    return "\n".join(line if isinstance(line, str) else markdown_table(line) for line in out)
+
+
+def _row(parsed: tuple[str, list[str]], line: str, width: int) -> list[str]:
+    label, values = parsed
+    values = values[-width:] if len(values) > width else values + [""] * (width - len(values))
+    return [label if values != [""] * width else line.strip(), *values]
 
 
 __all__ = ["cells", "numeric_rows", "tables_as_rows"]

@@ -1,0 +1,152 @@
+"""(ab) Real filings: reading FinanceBench's PDFs, and finding the evidence page without an LLM call.
+
+``read``: seconds and peak RSS to read each staged FinanceBench PDF (one child process per PDF, so each peak is its
+own), as a ratio to pdfium's bare page text in the same child; ``--engine pypdf`` reads as pagemind did before
+pdfium (pypdf's text, pdfplumber on every ruled page); ``--second`` also times a second read of the same file through
+the store (the file is read once). ``--only NAME`` keeps PDFs whose name holds NAME.
+
+``retrieve``: evidence-page recall of the passages retrieval returns for the 74 dev questions (``Pagemind.retrieve``,
+no LLM call): a question counts when one of its first k passages overlaps one of its evidence pages, at k = 4, 8,
+16 and the default (RAG/OP-RAG's top_k of 5), per retrieval configuration, by question type.
+
+    python benchmarks/filings.py read [--engine pypdf] [--second] [--only 10K]
+    python benchmarks/filings.py retrieve
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import DATA, ROOT, write_result
+
+BARE = r"""
+import json, resource, sys, time
+name = sys.argv[1]
+import pypdfium2
+start = time.perf_counter()
+pdf = pypdfium2.PdfDocument(name)
+chars = 0
+for i in range(len(pdf)):
+    page = pdf[i]; text = page.get_textpage(); chars += len(text.get_text_range()); text.close(); page.close()
+print(json.dumps({"seconds": time.perf_counter() - start, "pages": len(pdf), "chars": chars,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+READ = r"""
+import json, resource, sys, time
+name, engine, second, store = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4]
+if engine == "pypdf":
+    sys.modules["pypdfium2"] = None  # pagemind's reading before pdfium: pypdf's text, pdfplumber's ruled pages
+from pagemind import Pagemind, ScriptedLLM
+with Pagemind(ScriptedLLM(default="x"), store=store) as pm:
+    start = time.perf_counter()
+    doc = pm.document(name)
+    first = time.perf_counter() - start
+    again = None
+    if second:
+        start = time.perf_counter()
+        pm.document(name)
+        again = time.perf_counter() - start
+lines = [l for l in doc.text.split("\n") if l.strip()]
+bare = sum(1 for l in lines if not any(c.isalpha() for c in l))
+print(json.dumps({"seconds": first, "second_seconds": again, "pages": len(doc.pages), "sections": len(doc.sections),
+                  "tables": doc.text.count("| --- |"), "bare_number_lines": round(bare / max(1, len(lines)), 4),
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _child(code: str, *args: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False,
+                          cwd=ROOT)
+    if done.returncode:
+        raise SystemExit(f"{args[0]}: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'failed'}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def read(args: argparse.Namespace) -> None:
+    pdfs = sorted((args.data / "financebench" / "pdfs").glob("*.pdf"))
+    pdfs = [p for p in pdfs if not args.only or args.only.lower() in p.name.lower()]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for pdf in pdfs:
+            bare = _child(BARE, str(pdf))
+            ours = _child(READ, str(pdf), args.engine, "1" if args.second else "0", str(Path(tmp) / "s.db"))
+            row = {"pdf": pdf.name, "pages": ours["pages"], "seconds": round(ours["seconds"], 3),
+                   "pages_per_s": round(ours["pages"] / ours["seconds"], 1),
+                   "pdfium_seconds": round(bare["seconds"], 3), "ratio": round(ours["seconds"] / bare["seconds"], 2),
+                   "rss_mb": round(ours["rss_mb"], 1), "pdfium_rss_mb": round(bare["rss_mb"], 1),
+                   "second_seconds": None if ours["second_seconds"] is None else round(ours["second_seconds"], 4),
+                   "sections": ours["sections"], "tables": ours["tables"],
+                   "bare_number_lines": ours["bare_number_lines"]}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    total = sum(r["seconds"] for r in rows)
+    write_result(f"filings-read-{args.engine}", {
+        "engine": args.engine, "pdfs": len(rows), "seconds_total": round(total, 2),
+        "seconds_max": max(r["seconds"] for r in rows),
+        "ratio_median": sorted(r["ratio"] for r in rows)[len(rows) // 2],
+        "rss_max_mb": max(r["rss_mb"] for r in rows), "rows": rows})
+
+
+CONFIGS = {  # name -> (method, options)
+    "bm25 (rag, op-rag)": ("rag", {}),
+    "bm25 sections": ("rag", {"fragments": "sections"}),
+    "hybrid mix": ("rag", {"scorer": "hybrid", "fusion": "mix"}),
+    "hybrid mix sections": ("rag", {"scorer": "hybrid", "fusion": "mix", "fragments": "sections"}),
+    "dense": ("rag", {"scorer": "dense"}),
+}
+KS = (4, 5, 8, 16)  # 5: RAG's and OP-RAG's default top_k
+
+
+def retrieve(args: argparse.Namespace) -> None:
+    from pagemind import Pagemind, ScriptedLLM
+    from pagemind.eval.sets import load_dataset
+
+    examples = load_dataset("financebench", args.data / "financebench")
+    configs = {k: v for k, v in CONFIGS.items() if not args.config or args.config in k}
+    table: dict[str, dict[str, list[float]]] = {}
+    by_type: dict[str, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp, Pagemind(ScriptedLLM(default="x"), store=Path(tmp) / "s.db") as pm:
+        from pagemind.text import Document
+
+        documents: dict[str, Document] = {}
+        for name, (method, options) in configs.items():
+            start = time.perf_counter()
+            for e in examples:
+                pdf = args.data / "financebench" / "pdfs" / f"{e.meta['doc']}.pdf"
+                document = documents.setdefault(e.document_id, pm.document(pdf))
+                passages = pm.retrieve(document, e.question, max(KS), method, **options)
+                for k in KS:
+                    hit = any(p.start < s.end and s.start < p.end for p in passages[:k] for s in e.evidence)
+                    table.setdefault(name, {}).setdefault(f"k={k}", []).append(float(hit))
+                    if k == 5:
+                        by_type.setdefault(name, {}).setdefault(str(e.meta["question_type"]), []).append(float(hit))
+            print(name, {k: round(sum(v) / len(v), 3) for k, v in table[name].items()},
+                  f"{time.perf_counter() - start:.1f} s", flush=True)
+    write_result("filings-retrieve", {
+        "questions": len(examples),
+        "recall": {n: {k: round(sum(v) / len(v), 3) for k, v in row.items()} for n, row in table.items()},
+        "recall_at_5_by_type": {n: {t: [round(sum(v) / len(v), 3), len(v)] for t, v in row.items()}
+                                for n, row in by_type.items()}})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("part", choices=("read", "retrieve"))
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--engine", choices=("pdfium", "pypdf"), default="pdfium")
+    parser.add_argument("--second", action="store_true")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--config", default="", help="retrieve: the configurations whose name holds this")
+    args = parser.parse_args()
+    read(args) if args.part == "read" else retrieve(args)
+
+
+if __name__ == "__main__":
+    main()
