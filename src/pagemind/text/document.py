@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
@@ -101,6 +102,28 @@ class Document:
                    sections=tuple(Section.from_dict(s) for s in sections if isinstance(s, dict))
                    if isinstance(sections, list) else ())
 
+    def parts(self) -> list[str]:
+        """The text of each page (chapter) as read, in order; the whole text as one part without pages."""
+        if not self.pages:
+            return [self.text]
+        bounds = [*self.pages, len(self.text)]
+        return [self.text[a:b].strip("\n") for a, b in itertools.pairwise(bounds)]
+
+    def annotated(self) -> str:
+        """The text as a person checks what was read: a rule before each page ("── page 12 (OCR) ──"), and each
+        section's start marked ("§ Item 8 › Consolidated Balance Sheets") where it begins."""
+        marks = sorted((s.start, " › ".join(p.title for p in self.section_path(s.start))) for s in self.sections)
+        starts = [(offset, f"── {self.page_unit} {n}{' (OCR)' if n in self.ocr_pages else ''} ──")
+                  for n, offset in enumerate(self.pages, 1)]
+        events = sorted([(o, 0, t) for o, t in starts] + [(o, 1, f"§ {t}") for o, t in marks])
+        out, at = [], 0
+        for offset, _, label in events:
+            out.append(self.text[at:offset].rstrip("\n"))
+            out.append(label)
+            at = offset
+        out.append(self.text[at:])
+        return "\n".join(part for part in out if part)
+
     def section_path(self, char_offset: int) -> list[Section]:
         """The sections holding the character at ``char_offset``, outermost first (none without sections)."""
         return path_at(self.sections, char_offset)
@@ -156,7 +179,7 @@ def _validate_text(text: str, name: str) -> str:
     return text
 
 
-READ_RULES = "pdfium-rows-2"  # what reading a file does: a stored reading made by other rules is not reused
+READ_RULES = "pdfium-rows-3"  # what reading a file does: a stored reading made by other rules is not reused
 
 
 def reading_key(path: str | Path, encoding: str = "utf-8", ocr: str = "auto") -> str | None:

@@ -131,7 +131,7 @@ STATEMENT = re.compile(r"^[ \t]*(?:[A-Z][\w.,&' ]{0,60}?[ \t])?(?:CONSOLIDATED|C
                        r"(?:[A-Z]+[ \t]+)?(?:STATEMENTS?[ \t]+OF[ \t]+[^\n]{3,80}|BALANCE[ \t]+SHEETS?|"
                        r"STATEMENTS?[ \t]+OF[ \t]+FINANCIAL[ \t]+POSITION)[ \t]*(?:\([^\n)]*\))?[ \t]*$", re.I | re.M)
 NOTE = re.compile(r"^[ \t]*NOTE[ \t]+(?P<number>[1-9][0-9]?)[ \t]*[.:—–-]?[ \t]+(?P<title>[A-Z][^\n]{2,120})$", re.M)
-STATEMENT_DIGITS = 0.2  # a statement's page: this share of the letters and digits of its next 1,500 characters
+STATEMENT_DIGITS = 0.12  # a statement's page: this share of the letters and digits of its next 1,500 characters
 _TOC_CLUSTER = 4  # Items this close together (within 4,000 characters) are a table of contents, not headings
 
 
@@ -177,7 +177,7 @@ def filing_headings(text: str, pages: Sequence[int] = ()) -> list[Heading]:
         kind = re.sub(r"[^a-z]", "", title.lower().split("consolidated")[-1])
         after = text[m.end():m.end() + 1500]
         digits = sum(c.isdigit() for c in after)
-        listed = re.search(r"\s\d{1,3}$", title)  # "Consolidated Balance Sheets 47": an index of the statements
+        listed = re.search(r"\s\d{1,3}$|[.:;,]$", title)  # "... Balance Sheets 47": an index; ending a sentence
         if kind in seen or len(title.split()) > 14 or listed or \
                 digits < STATEMENT_DIGITS * sum(c.isalnum() for c in after):
             continue
