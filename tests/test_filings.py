@@ -218,3 +218,13 @@ def test_a_right_figure_in_other_units_is_supported_and_another_periods_is_flagg
     made_up = assess("What was revenue in Q2 2023?", "Revenue in Q2 2023 was $31.2 billion.", _cite(REVENUE_TABLE),
                      [REVENUE_TABLE])
     assert made_up.label == "unsupported" and made_up.unfounded  # in no unit anywhere in what was read
+
+
+def test_a_citation_is_on_the_page_of_its_words_not_of_a_page_number_before_them():
+    from pagemind.citations import cite
+    from pagemind.text import Document
+
+    doc = Document.from_parts(["The harbour story goes on.\n38", "Table of Contents\nRevenue was 4,512."],
+                              name="r.pdf", format="pdf")
+    found = cite(doc, "fragment", 1, "38 Table of Contents Revenue was 4,512.", "fragment")
+    assert found is not None and found.quote.startswith("38") and found.source_page == 2

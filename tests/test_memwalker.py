@@ -482,3 +482,23 @@ def test_prefix_cache_layout_lets_questions_share_the_roots_triage_prompt(layout
         assert shared < summaries  # the question comes first: nothing after it is shared
     else:
         assert shared > first.index("Summary 1:") and first.index("Which one?") > summaries
+
+
+def test_no_answer_to_a_free_form_question_is_judged_and_shown_as_an_abstention():
+    fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Action: -1", "Action: 0", "Action: -1",
+                              "Action: -1"])
+    mw = walker(fake)
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), Question("Which?"))
+    assert answer.abstained and answer.draft == "no answer" and answer.text != "no answer"
+    assert answer.support is not None and answer.support.declined
+    assert answer.support.reason == "the method found no answer in what it read"
+
+
+def test_a_tree_of_sections_for_a_document_without_any_is_refused_never_built_by_the_llm():
+    from pagemind.errors import InputError
+
+    fake = scripted()
+    mw = walker(fake, tree="sections")
+    with pytest.raises(InputError, match="has no sections"):
+        mw.build(Document.from_text(make_text(8, 10)))
+    assert not fake.history

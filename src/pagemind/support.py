@@ -61,7 +61,7 @@ _DECLINED = re.compile(
     r"(?:cannot|could\s+not)\s+be\s+(?:determined|found|answered)|"
     r"\bI\s+(?:do|did|could|can|ca)\s*(?:not|n['’]t)\s+(?:know|find|tell|determine|see|recall)\b|"
     r"can(?:not|['’]t)\s+(?:determine|find|tell|answer)|"
-    r"unable\s+to\s+(?:determine|find|answer)|(?:unknown|unclear|not\s+specified)\s*[.!]?\s*$)",
+    r"unable\s+to\s+(?:determine|find|answer)|(?:unknown|unclear|not\s+specified)\s*[.!]?\s*$|^\s*no\s+answer\b)",
     re.IGNORECASE)
 
 

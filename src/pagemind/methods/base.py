@@ -455,6 +455,11 @@ class Reader(Method, Generic[M, OptionsT]):
         from ..support import assess
 
         mode = getattr(self.options, "support", "auto")
+        if mode != "off" and not reading.evidence and not question.is_choice:
+            from ..support import Support, declined
+
+            if declined(reading.text):  # MemWalker's "no answer": judged, and shown as the abstention it is
+                return Support("unsupported", 0.0, declined=True, reason="the method found no answer in what it read")
         if (mode == "off" or getattr(self.options, "cite", "sentences") == "off" or not reading.evidence
                 or (question.is_choice and reading.choice is None)):
             return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ...errors import ConfigError
+from ...errors import ConfigError, InputError
 from ...library import Library, shelves
 from ...llm.usage import Trace
 from ...text import Document
@@ -55,7 +55,11 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
         return self.llm.model_identity
 
     def _build(self, document: Document, writer: MemoryWriter, build: Build) -> None:
-        if self.options.tree == "sections" and document.sections:
+        if self.options.tree == "sections" and not document.sections:  # never an LLM tree build it was not asked for
+            raise InputError(f"{document.name} has no sections (no outline, headings, contents page or filing Items): "
+                             "tree=sections needs them; use tree=paper (the paper's tree, summarised by the LLM) or "
+                             "another method (op-rag)")
+        if self.options.tree == "sections":
             from .sections import build_section_tree
 
             build_section_tree(document, writer, build, self.llm, self.options, self.node_limit)

@@ -14,8 +14,8 @@ What a parent's triage shows of each child (its ``summary``) is written without 
   prompt: the one place this tree calls the LLM), ``summaries=titles`` shows its title and its subsections'
   titles instead — no LLM call at all, as PageIndex's flash index.
 
-Navigation is the paper's (triage, revert, working memory) over this tree. A document without sections gets the
-paper's tree.
+Navigation is the paper's (triage, revert, working memory) over this tree. A document without sections is refused
+with ``tree=sections`` (an LLM-built tree is never started unasked): ``tree=paper`` builds the paper's.
 """
 
 from __future__ import annotations
