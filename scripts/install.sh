@@ -109,6 +109,14 @@ if ! "$MCP1_VENV/bin/python" -c 'import importlib.metadata as m; assert m.versio
     "$PYTHON" -m venv --system-site-packages --clear "$MCP1_VENV"
     "$MCP1_VENV/bin/python" -m pip install -q "mcp>=1.26,<2"
 fi
+# The side environment sees this environment's packages (pagemind, its dependencies) after its own (mcp 1.x): a
+# venv made with --system-site-packages from a virtualenv inherits the *base* interpreter's packages, not the
+# virtualenv's, so a .pth adds this one's site directories (their own .pth files, the editable install's, run too).
+# Written on every install: the side environment follows the environment installed into last.
+side_site="$("$MCP1_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+"$PYTHON" -c 'import sys, sysconfig
+paths = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
+print("import site; " + "; ".join(f"site.addsitedir({p!r})" for p in paths))' > "$side_site/pagemind-active-env.pth"
 
 # The console script lands in the interpreter's scripts dir, which may not be on PATH yet (pyenv shims).
 PAGEMIND="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/pagemind"

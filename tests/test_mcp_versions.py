@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,23 @@ def py1() -> str:
     version, major = found.stdout.split()
     assert version.startswith("1.") and major == "1", found.stdout  # the side environment really has 1.x
     return python
+
+
+def test_the_side_environment_imports_this_environments_pagemind_and_its_own_mcp(py1):
+    """The mcp 1.x environment reads pagemind and its dependencies from the environment the tests run in (a .pth
+    that scripts/install.sh writes), whatever that is: the base interpreter or a virtualenv over it."""
+    import platformdirs
+
+    import pagemind
+
+    found = subprocess.run([py1, "-c", "import pagemind, platformdirs, mcp, sys; print(pagemind.__file__); "
+                                       "print(platformdirs.__file__); print(sys.prefix)"],
+                           capture_output=True, text=True, timeout=120, env=env_of(None))
+    assert found.returncode == 0, found.stderr
+    where, dirs, prefix = found.stdout.split()
+    assert Path(where).resolve() == Path(pagemind.__file__).resolve()
+    assert Path(dirs).resolve() == Path(platformdirs.__file__).resolve()
+    assert Path(prefix).resolve() != Path(sys.prefix).resolve()  # its own environment, not this one
 
 
 @pytest.fixture()
