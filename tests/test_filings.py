@@ -228,3 +228,25 @@ def test_a_citation_is_on_the_page_of_its_words_not_of_a_page_number_before_them
                               name="r.pdf", format="pdf")
     found = cite(doc, "fragment", 1, "38 Table of Contents Revenue was 4,512.", "fragment")
     assert found is not None and found.quote.startswith("38") and found.source_page == 2
+
+
+def test_data_get_financebench_is_pinned_to_the_blobs_of_the_staged_pdfs():
+    """Every PDF `pagemind data get financebench` fetches is checked by its git blob id, and the staged PDFs (byte
+    copies of upstream's) have exactly those ids; the paper's graded runs land where the loader reads them."""
+    import hashlib
+    from pathlib import Path
+
+    from pagemind.eval.sources import load_sources
+
+    source = load_sources({})["financebench"]
+    pdfs = {f.save: f.git_blob for f in source.files if f.save.startswith("pdfs/")}
+    assert len(pdfs) == 84 and all(f.checked_by for f in source.files)
+    assert {f.save for f in source.files if f.save.startswith("published/")} >= {
+        "published/gpt-4-1106-preview_singleStore.jsonl", "published/gpt-4-1106-preview_inContext_reverse.jsonl"}
+    staged = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "financebench" / "pdfs"
+    if not staged.is_dir():
+        pytest.skip("staged data absent (../shared/data)")
+    for pdf in sorted(staged.glob("*.pdf"))[:6]:
+        data = pdf.read_bytes()
+        blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        assert pdfs[f"pdfs/{pdf.name}"] == blob, pdf.name
