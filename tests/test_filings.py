@@ -250,3 +250,15 @@ def test_data_get_financebench_is_pinned_to_the_blobs_of_the_staged_pdfs():
         data = pdf.read_bytes()
         blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
         assert pdfs[f"pdfs/{pdf.name}"] == blob, pdf.name
+
+
+def test_the_pages_of_a_pdf_are_heard_as_they_are_read(tmp_path):
+    p = tmp_path / "10k.pdf"
+    p.write_bytes(make_pdf(_filing_pages()))
+    heard: list[tuple[str, int, int, str]] = []
+    with Pagemind(ScriptedLLM(default="x"), store=tmp_path / "s.db") as pm:
+        doc = pm.document(p, progress=lambda *event: heard.append(event))
+        assert heard == [("reading 10k.pdf", n, len(doc.pages), "page") for n in range(1, len(doc.pages) + 1)]
+        heard.clear()
+        pm.document(p, progress=lambda *event: heard.append(event))
+        assert heard == []  # read once: the second time reads nothing

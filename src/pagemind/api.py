@@ -100,9 +100,11 @@ class Pagemind:
                             max_retries=self.settings.max_retries)
         return self._llm
 
-    def document(self, source: str | Path | Document, encoding: str = "utf-8") -> Document:
+    def document(self, source: str | Path | Document, encoding: str = "utf-8",
+                 progress: Callable[[str, int, int, str], None] | None = None) -> Document:
         """A file read as a document; a PDF, EPUB or DOCX file is read once: the digest of its bytes (with the
-        reading rules, OCR mode and encoding) finds the text and structure its first reading gave in the store."""
+        reading rules, OCR mode and encoding) finds the text and structure its first reading gave in the store.
+        ``progress`` hears a PDF's pages as they are read (``progress(phase, done, total, unit)``)."""
         if isinstance(source, Document):
             return source
         from .text.document import reading_key
@@ -111,7 +113,8 @@ class Pagemind:
         kept = self.store.file_read(key) if key else None
         if kept is not None:
             return Document.restored(kept[0], Path(source).name, kept[1])
-        document = load_document(source, encoding=encoding, max_bytes=self.settings.max_bytes, ocr=self.settings.ocr)
+        document = load_document(source, encoding=encoding, max_bytes=self.settings.max_bytes, ocr=self.settings.ocr,
+                                 progress=progress)
         if key:
             with self.store.transaction():
                 self.store.put_file_read(key, document.id, document.text, document.structure())

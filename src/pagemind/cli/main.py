@@ -76,7 +76,8 @@ def ask(ctx: click.Context, file: str | None, question: str, options: tuple[str,
     with session(ctx, kw) as pm:
         if not as_json and sys.stderr.isatty():
             click.echo(f"opening the model ({pm.settings.llm})…", err=True)  # a local model loads for seconds
-        plan = pm.plan(path, method, encoding=encoding, **opts)  # a choice (auto) is made here, once
+        plan = pm.plan(read_with_progress(pm, path, encoding, not as_json), method, encoding=encoding,
+                       **opts)  # a choice (auto) is made here, once
         if plan.said() and not as_json:
             click.echo(f"{plan.said()} (--method picks another)", err=True)
         streamed: list[str] = []
@@ -113,10 +114,21 @@ def index(ctx: click.Context, file: str | None, sample: bool, long_sample: bool,
     path = _source(file, sample, long_sample)
     method, opts = split_method_options(kw, "code" if source_tree(ctx, path) else None)
     with session(ctx, kw) as pm:
-        plan = pm.plan(path, method, encoding=encoding, **opts)  # auto: the reader it picks for this document
+        plan = pm.plan(read_with_progress(pm, path, encoding), method, encoding=encoding,
+                       **opts)  # auto: the reader it picks for this document
         with progress_view() as progress:  # recorded as a run (pagemind logs) unless record_runs is off
             memory = pm.index(plan, progress=progress)
         click.echo(json.dumps(plan.reader.describe(memory)))
+
+
+def read_with_progress(pm: Any, path: Any, encoding: str, show: bool = True) -> Any:
+    """A file read as a document with its pages shown as they are read (a long PDF, OCR'd pages), once: the plan
+    then takes the document; anything else (a folder, a library's name, a source tree) as it was given."""
+    if not isinstance(path, (str, Path)) or not Path(path).is_file() or \
+            pm.store.library(pm.scope(None), str(path)) is not None:  # the plan says which of the two is meant
+        return path
+    with progress_view(show) as progress:
+        return pm.document(Path(path), encoding, progress=progress)
 
 
 @cli.command(cls=SectionedCommand)

@@ -12,7 +12,7 @@ import io
 import itertools
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
@@ -200,7 +200,8 @@ def reading_key(path: str | Path, encoding: str = "utf-8", ocr: str = "auto") ->
 
 
 def load_document(path: str | Path, *, encoding: str = "utf-8", max_bytes: int = DEFAULT_MAX_BYTES,
-                  name: str | None = None, ocr: str = "auto") -> Document:
+                  name: str | None = None, ocr: str = "auto",
+                  progress: Callable[[str, int, int, str], None] | None = None) -> Document:
     """Read a text, Markdown, HTML, PDF, EPUB or DOCX file, refusing what cannot be read with a one-line reason.
 
     ``name``: the name to give the document and its errors instead of the path's (an upload spooled to a
@@ -214,7 +215,7 @@ def load_document(path: str | Path, *, encoding: str = "utf-8", max_bytes: int =
         raise InputError(f"{path}: is a directory; give a file")
     with p.open("rb") as f:
         return _load(f, p.stat().st_size, name or p.name or str(p), label=name or str(path), encoding=encoding,
-                     max_bytes=max_bytes, ocr=ocr)
+                     max_bytes=max_bytes, ocr=ocr, progress=progress)
 
 
 def _check_size(size: int, head: bytes, suffix: str, label: str, max_bytes: int) -> None:
@@ -239,13 +240,13 @@ def load_bytes(raw: bytes, name: str, *, encoding: str = "utf-8", max_bytes: int
 
 
 def _load(source: BinaryIO, size: int, name: str, *, label: str, encoding: str, max_bytes: int,
-          ocr: str = "auto") -> Document:
+          ocr: str = "auto", progress: Callable[[str, int, int, str], None] | None = None) -> Document:
     """The document in ``source`` (positioned at its start, ``size`` bytes), its size checked before it is read."""
     suffix = Path(name).suffix
     head = source.read(1024)
     source.seek(0)
     _check_size(size, head, suffix, label, max_bytes)
-    extracted = extract(source, suffix, label, encoding, max_bytes, ocr)
+    extracted = extract(source, suffix, label, encoding, max_bytes, ocr, progress)
     if extracted.format == "text":
         text = next(iter(extracted.parts))
         document = Document(text=_validate_text(normalise_newlines(text), name), name=name)

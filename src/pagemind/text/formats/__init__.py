@@ -9,7 +9,7 @@ over its limit) stops the extraction there.
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -58,7 +58,8 @@ def sniff_format(head: bytes, suffix: str) -> str:
     return "text"
 
 
-def extract(source: BinaryIO, suffix: str, name: str, encoding: str, max_bytes: int, ocr: str = "auto") -> Extracted:
+def extract(source: BinaryIO, suffix: str, name: str, encoding: str, max_bytes: int, ocr: str = "auto",
+            progress: Callable[[str, int, int, str], None] | None = None) -> Extracted:
     """The text of the file ``source`` (open, at its start) read as the format its content (or else its suffix)
     says it is. Texts are read whole (the caller checked their size); containers by their parsers; ``ocr``: how
     a PDF's pages without a text layer are read (:mod:`pagemind.text.ocr`)."""
@@ -70,7 +71,8 @@ def extract(source: BinaryIO, suffix: str, name: str, encoding: str, max_bytes: 
         outline: list[Heading] = []
         read_by_ocr: list[int] = []
         styled: list[StyledLine] = []
-        return Extracted("pdf", pdf_pages(source, name, outline, ocr, read_by_ocr, styled), outline, outline=True,
+        return Extracted("pdf", pdf_pages(source, name, outline, ocr, read_by_ocr, styled, progress=progress),
+                         outline, outline=True,
                          ocr_pages=read_by_ocr, styled=styled)
     if kind == "zip":
         return _from_zip(source, suffix, name, max_bytes)

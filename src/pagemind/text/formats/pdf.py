@@ -7,7 +7,7 @@ import logging
 import math
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 
@@ -20,10 +20,12 @@ SCANNED_HINT = "has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf
 
 def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None, ocr: str = "auto",
               read_by_ocr: list[int] | None = None, styled: list[StyledLine] | None = None,
-              engine: list[str] | None = None) -> Iterator[str]:
+              engine: list[str] | None = None, progress: Callable[[str, int, int, str], None] | None = None,
+              ) -> Iterator[str]:
     """The text of each page of a PDF, in order (empty strings for pages without text), each extracted when it
     is asked for: a caller that stops early (the text is over its limit) leaves the rest unread. Once every page
-    is read, the PDF's outline (bookmarks) goes into ``outline``: its titles, levels and pages.
+    is read, the PDF's outline (bookmarks) goes into ``outline``: its titles, levels and pages. ``progress`` hears
+    each page read (``progress("reading NAME", pages read, pages, "page")``: an OCR'd page takes seconds).
 
     Pages are read by pdfium (pypdfium2, Chrome's PDF engine: lines in reading order, a statement's row on one line,
     ~20 times pypdf's speed); a file pdfium cannot open is read by pypdf, and ``engine`` says which one read it.
@@ -52,7 +54,7 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None,
         else:
             if engine is not None:
                 engine.append("pdfium")
-            yield from _pdfium_pages(document, source, name, outline, ocr, read_by_ocr, styled)
+            yield from _pdfium_pages(document, source, name, outline, ocr, read_by_ocr, styled, progress)
             return
     if engine is not None:
         engine.append("pypdf")
@@ -60,7 +62,8 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None,
 
 
 def _pdfium_pages(document: object, source: BinaryIO, name: str, outline: list[Heading] | None, ocr: str,
-                  read_by_ocr: list[int] | None, styled: list[StyledLine] | None) -> Iterator[str]:
+                  read_by_ocr: list[int] | None, styled: list[StyledLine] | None,
+                  progress: Callable[[str, int, int, str], None] | None = None) -> Iterator[str]:
     from ..ocr import read_images, tesseract
     from ..tables import numeric_rows, tables_as_rows
 
@@ -103,6 +106,8 @@ def _pdfium_pages(document: object, source: BinaryIO, name: str, outline: list[H
                     rows = plumber.page(number) or text
                 text = rows
             with_text = with_text or bool(text.strip())
+            if progress is not None:
+                progress(f"reading {name.rsplit('/', 1)[-1]}", number + 1, pages, "page")
             yield text
         plumber.close()
         if outline is not None:
