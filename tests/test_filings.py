@@ -262,3 +262,13 @@ def test_the_pages_of_a_pdf_are_heard_as_they_are_read(tmp_path):
         heard.clear()
         pm.document(p, progress=lambda *event: heard.append(event))
         assert heard == []  # read once: the second time reads nothing
+
+
+def test_a_text_layer_of_glyphs_without_letters_reads_as_garbled():
+    from pagemind.text.formats.pdf import garbled
+
+    prose = " ".join(["The company keeps its lights along the coast and reports its revenue each year."] * 5)
+    assert not garbled(prose) and not garbled("| Revenue | 4,512 | 4,102 |\n" * 20)
+    assert not garbled("Revenue $ 39,403 $ 39,528 $ 40,339\nRestructuring charges — 3 —\nCharges 39 198 5\n" * 8)
+    assert garbled(" ".join("I n t r o d u c t i o n t o t h e l e c t u r e".split() * 4))
+    assert garbled("\ue001\ue002\ue003 \ue004\ue005 " * 40)

@@ -90,8 +90,8 @@ def _pdfium_pages(document: object, source: BinaryIO, name: str, outline: list[H
                     styled.extend(_pdfium_lines(textpage, drawn, number + 1))
                 textpage.close()
                 text = _pdfium_text(drawn)
-                image = _render(page) if reader and (not text.strip() or (ocr == "force" and _has_image(page))) \
-                    else None
+                unread = not text.strip() or garbled(text)  # no text layer, or one whose font maps no letters
+                image = _render(page) if reader and (unread or (ocr == "force" and _has_image(page))) else None
                 ruled = bool(text.strip()) and image is None and _pdfium_ruled(page)
             finally:
                 page.close()
@@ -178,6 +178,23 @@ def _no_text(with_text: bool, ocr: str, engine: str | None, name: str) -> None:
         raise InputError(f"{name}: {SCANNED_HINT}; pagemind reads such pages with Tesseract, which is not "
                          "installed (scripts/install.sh installs Debian's tesseract-ocr)")
     raise InputError(f"{name}: has no text layer and OCR found no text on its pages (a photo, a blank scan?)")
+
+
+GARBLED_SINGLES = 0.45  # a page whose words are this often one character long reads spaced-out glyphs
+GARBLED_SYMBOLS = 0.3  # ... or whose characters are this often neither letters, digits, punctuation nor spaces
+
+
+def garbled(text: str) -> bool:
+    """Whether a page's text layer reads as glyphs without their letters ("/2/./1 Intro duction", "I n t r o"): at
+    least 40 words, and nearly half of them single letters, or a third of its characters private-use or control
+    ones. Such a page is read by OCR where Tesseract is installed (and marked so)."""
+    words = text.split()
+    if len(words) < 40:
+        return False
+    singles = sum(len(w) == 1 and w.isalpha() for w in words) / len(words)  # "$", "—", "5" in a statement are not
+    odd = sum(1 for c in text if not (c.isalnum() or c.isspace() or c in ".,;:!?'\"()[]{}-–—$%&/*+=<>@#|’“”‘•")
+              ) / max(1, len(text))
+    return singles >= GARBLED_SINGLES or odd >= GARBLED_SYMBOLS
 
 
 def _pdfium_text(drawn: str) -> str:
