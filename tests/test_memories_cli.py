@@ -51,7 +51,7 @@ def test_cache_clear_counts_and_a_repeat_calls_the_model_again(tmp_path):
     book.write_text(make_text(4, 30))
     assert run(["ask", str(book), "Which?", "-o", "one", "-o", "two"], tmp_path).exit_code == 0
     cleared = run(["cache", "clear"], tmp_path)
-    assert cleared.exit_code == 0 and cleared.stdout.strip() == "deleted 1 cached reply"
+    assert cleared.exit_code == 0 and cleared.stdout.strip() == "deleted 1 cached reply and 0 file readings"
 
 
 def test_show_without_a_matching_memory_names_the_stored_ones(tmp_path):

@@ -22,7 +22,7 @@ def _check_release_rows(store):
     assert counts == {"documents": 1, "document_texts": 1, "llm_cache": 1, "memories": 2, "memory_items": 3,
                       "embeddings": 1, "users": 1, "api_keys": 2, "user_documents": 1, "agents": 1,
                       "agent_blocks": 2, "agent_messages": 2, "agent_passages": 2, "agent_owners": 1, "runs": 2,
-                      "run_steps": 1, "libraries": 0, "library_documents": 0,  # tables a later migration added
+                      "run_steps": 1, "libraries": 0, "library_documents": 0, "file_reads": 0,  # later tables
                       "agent_block_versions": 2}  # the blocks stored before history: their version 1
     agent = store.get_agent("bot")
     assert [(v.label, v.version, v.cause) for v in store.agent_block_versions(agent.id, "human")] == [

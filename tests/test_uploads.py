@@ -249,28 +249,25 @@ def test_another_content_type_is_unsupported():
 
 
 # --- containers: the extracted text checked as it is extracted -----------------------------------------------------
-def test_a_pdf_whose_text_passes_the_limit_stops_being_extracted_there(tmp_path, monkeypatch):
-    pypdf = pytest.importorskip("pypdf", reason="needs the formats extra")
+def test_a_pdf_whose_text_passes_the_limit_stops_being_extracted_there(tmp_path):
+    pytest.importorskip("pypdfium2", reason="needs the formats extra")
     from helpers import make_pdf
 
     pages = [[f"Page {n} line {k} of the harbour story." for k in range(4)] for n in range(40)]
     path = tmp_path / "long.pdf"
     path.write_bytes(make_pdf(pages))
-    extracted = []
-    original = pypdf.PageObject.extract_text
+    extracted: list[int] = []
 
-    def counting(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        extracted.append(1)
-        return original(self, *args, **kwargs)
+    def counting(phase: str, done: int, total: int, unit: str) -> None:  # hears each page as it is read
+        extracted.append(done)
 
-    monkeypatch.setattr(pypdf.PageObject, "extract_text", counting)
-    whole = load_document(path, max_bytes=1_000_000)
+    whole = load_document(path, max_bytes=1_000_000, progress=counting)
     assert len(extracted) == 40 and len(whole.pages) == 40
     extracted.clear()
     limit = whole.pages[20]  # the text of 20 pages (and the blank lines between them) fits; a 21st passes
     with pytest.raises(InputTooLarge, match="its text is over"):
-        load_document(path, max_bytes=limit)
-    assert len(extracted) == 21  # the page that passed it was the last one read
+        load_document(path, max_bytes=limit, progress=counting)
+    assert extracted == list(range(1, 22))  # the page that passed it was the last one read
     assert load_document(path, max_bytes=len(whole.text.encode())).text == whole.text  # exactly at the limit
 
 

@@ -38,7 +38,8 @@ from .rows import (
 _BATCH = 500  # values per IN (...) list, well under SQLite's host parameter limit
 _NAME = re.compile(r"^[a-z_]+$")
 # pagemind's tables and the order ``table_rows`` reads them in (None: the order rows were written)
-TABLE_ORDER = {"documents": "id", "document_texts": "document_id", "llm_cache": "key", "memories": "key",
+TABLE_ORDER = {"documents": "id", "document_texts": "document_id", "llm_cache": "key", "file_reads": "digest",
+               "memories": "key",
                "memory_items": "memory_key, kind, idx", "embeddings": "model, text_hash", "agents": "id",
                "agent_blocks": "agent_id, position", "agent_block_versions": "agent_id, label, version",
                "agent_messages": "agent_id, seq", "agent_passages": "id",
