@@ -95,6 +95,7 @@ def read(args: argparse.Namespace) -> None:
 
 
 CONFIGS = {  # name -> (method, options)
+    "bm25 alone": ("rag", {"named_sections": False}),
     "bm25 (rag, op-rag)": ("rag", {}),
     "bm25 sections": ("rag", {"fragments": "sections"}),
     "hybrid mix": ("rag", {"scorer": "hybrid", "fusion": "mix"}),
@@ -109,7 +110,8 @@ def retrieve(args: argparse.Namespace) -> None:
     from pagemind.eval.sets import load_dataset
 
     examples = load_dataset("financebench", args.data / "financebench")
-    configs = {k: v for k, v in CONFIGS.items() if not args.config or args.config in k}
+    wanted = [c for c in args.config.split("|") if c]
+    configs = {k: v for k, v in CONFIGS.items() if not wanted or any(c in k for c in wanted)}
     table: dict[str, dict[str, list[float]]] = {}
     by_type: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp, Pagemind(ScriptedLLM(default="x"), store=Path(tmp) / "s.db") as pm:
@@ -143,7 +145,8 @@ def main() -> None:
     parser.add_argument("--engine", choices=("pdfium", "pypdf"), default="pdfium")
     parser.add_argument("--second", action="store_true")
     parser.add_argument("--only", default="")
-    parser.add_argument("--config", default="", help="retrieve: the configurations whose name holds this")
+    parser.add_argument("--config", default="",
+                        help="retrieve: the configurations whose name holds one of these (|-separated)")
     args = parser.parse_args()
     read(args) if args.part == "read" else retrieve(args)
 
