@@ -90,7 +90,7 @@ def cite(document: Any, unit: str, index: int | None, snippet: str, found_by: st
     quote = document.text[span[0]:span[1]]
     lead = next((i for i, ch in enumerate(quote) if ch.isalpha()), 0)  # "38\n\nTable of Contents": the page of
     page = page_at(span[0] + lead) if page_at else None  # its words, not of the previous page's printed number
-    return Citation(document.id, unit, index, span[0], span[1], document.text[span[0]:span[1]], found_by,
+    return Citation(document.id, unit, index, span[0], span[1], quote, found_by,
                     page, score, getattr(document, "name", None), section_label(path(span[0])) if path else None,
                     page is not None and page in getattr(document, "ocr_pages", ()))
 

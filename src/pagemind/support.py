@@ -354,13 +354,14 @@ def _same_figures(claim: str, texts: tuple[str, ...]) -> set[str]:
     return found
 
 
-def _as_cited(claim: str, quotes: tuple[str, ...]) -> str:
-    """The claim with each figure that is a cited one in other units written as the quote writes it."""
+def _as_cited(claim: str, quotes: tuple[str, ...], cited: frozenset[str]) -> str:
+    """The claim with each figure that is a cited one in other units written as the quote writes it (``cited``:
+    the quotes' numbers, in :func:`numbers`' plain form)."""
     from .text.numbers import amounts, same_amount
 
     given = _figures(quotes)
     for amount in amounts(claim):
-        if numbers(amount.text) & frozenset().union(*map(numbers, quotes)) if quotes else False:
+        if numbers(amount.text) & cited:
             continue  # written as the quote writes it already
         match = next((other for other in given if same_amount(amount, other)), None)
         if match is not None:
@@ -405,15 +406,18 @@ def _other_period(question: str, claim: str, quotes: Sequence[str]) -> tuple[str
                 continue
             if set(row) <= {"---", ""}:
                 continue
-            for j, cell in enumerate(row[1:], 1):
-                column = _periods_of(header[j]) if j < len(header) else set()
-                if not column or _same_period(column, asked) or \
-                        not any(_same_period(_periods_of(h), asked) for h in header):
+            columns = [_periods_of(h) for h in header]
+            if not any(_same_period(c, asked) for c in columns):
+                continue  # no column of the asked period: nothing to tell the figure's column from
+            figures = [amounts(cell) for cell in row]
+            asked_figures = [b for k in range(1, min(len(row), len(columns))) if _same_period(columns[k], asked)
+                             for b in figures[k]]
+            for j in range(1, min(len(row), len(columns))):
+                if not columns[j] or _same_period(columns[j], asked):
                     continue
                 for a in wanted:
-                    if any(same_amount(a, b) for b in amounts(cell)) and not any(
-                            same_amount(a, b) for k, other in enumerate(row[1:], 1) if k < len(header)
-                            and _same_period(_periods_of(header[k]), asked) for b in amounts(other)):
+                    if any(same_amount(a, b) for b in figures[j]) and not any(same_amount(a, b)
+                                                                              for b in asked_figures):
                         note = f"{a.text} (the {header[j]} column)"
                         if note not in out:
                             out.append(note)
@@ -452,7 +456,8 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     out: list[Claim] = []
     unfounded: list[str] = []
     for i, claim in enumerate(claims):
-        written, claim = claim, _as_cited(claim, seen.quotes)  # "$24.690 billion": the table's "24,690" (millions)
+        # "$24.690 billion" read as the table's "24,690" (in millions)
+        written, claim = claim, _as_cited(claim, seen.quotes, seen.cited_numbers)
         said = facts(claim) - asked  # what the claim adds to the question ("grey" to "what colour was the coat")
         echo = not said  # "Yes.", "He is old." to "How old is he?": nothing of its own to look for
         share, best = _word_share(said or facts(claim) | asked, seen)
@@ -460,8 +465,9 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
         missing = tuple(x for x in wanted if x not in (seen.cited_numbers | seen.cited_words))
         if missing:  # "$24.690 billion" is the table's "24,690" (in millions): the same figure in other units
             missing = tuple(x for x in missing if x not in _same_figures(claim, seen.quotes))
-        unfounded += [x for x in missing if x not in (seen.read_numbers | seen.read_words) and x not in unfounded
-                      and x not in _same_figures(claim, tuple(read))]
+            elsewhere = _same_figures(claim, tuple(read)) if missing else set()
+            unfounded += [x for x in missing if x not in (seen.read_numbers | seen.read_words) and x not in unfounded
+                          and x not in elsewhere]
         missing += _other_period(question_text, written, seen.quotes)
         similarity = None if vectors is None else vectors[i]
         score = share if similarity is None else (_WORD_SHARE * share + (1 - _WORD_SHARE) * _scaled(similarity))

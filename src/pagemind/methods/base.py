@@ -510,7 +510,11 @@ class Reader(Method, Generic[M, OptionsT]):
         if not units:
             return []
         ranking = self.passage_index(memory).rank(query)
-        return [(units[int(i)], float(ranking.scores[int(i)])) for i in ranking.order]
+        return [(units[i], float(ranking.scores[i])) for i in self.ordered(memory, query, ranking.order)]
+
+    def ordered(self, memory: M, query: str, order: Any) -> list[int]:
+        """The order :meth:`rank` gives the passages: the index's ranking as it is (a reader may move some first)."""
+        return [int(i) for i in order]
 
     def retrieve_passages(self, memory: M, query: str, k: int = 4, document: Any = None) -> list[Citation]:
         """The ``k`` passages of ``memory`` that best match ``query`` (:meth:`rank`: no LLM call), each a

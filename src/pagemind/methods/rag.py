@@ -200,21 +200,14 @@ class RAG(Reader[RAGMemory, RAGOptions]):
         """The fragments as this reader ranks them to answer: its scorer, FragRel when on."""
         return self.index(memory)
 
-    def ordered(self, memory: RAGMemory, question: str, order: Any) -> list[int]:
+    def ordered(self, memory: RAGMemory, query: str, order: Any) -> list[int]:
         """The ranking's fragment indices, those of a section the question names first (``named_sections``)."""
-        order = [int(i) for i in order]
+        ranked = super().ordered(memory, query, order)
         if not self.options.named_sections:
-            return order
+            return ranked
         from ..retrieval.named import named_first
 
-        return named_first(order, [(f.section, *f.opens) for f in memory.fragments], question)
-
-    def rank(self, memory: RAGMemory, query: str) -> list[tuple[Evidence, float]]:
-        units = self.units(memory)
-        if not units:
-            return []
-        ranking = self.passage_index(memory).rank(query)
-        return [(units[i], float(ranking.scores[i])) for i in self.ordered(memory, query, ranking.order)]
+        return named_first(ranked, [(f.section, *f.opens) for f in memory.fragments], query)
 
     # --- answering ----------------------------------------------------------------------------------
     def _fits(self, question: Question, text: str) -> bool:

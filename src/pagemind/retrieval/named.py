@@ -11,27 +11,23 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+_CASH = r"cash\s+flows?"
+_BALANCE = r"balance\s+sheets?|financial\s+position"
+_INCOME = (r"statements?\s+of\s+(?:consolidated\s+)?(?:income|operations|earnings)(?!\s+and\s+comprehensive)"
+           r"(?![^›]*comprehensive)")
 # what a question says -> what the section's title says
 NAMED: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
     (re.compile(asked, re.I), re.compile(title, re.I)) for asked, title in (
-        (r"cash[ -]flows?\s+statements?|statements?\s+of\s+(?:consolidated\s+)?cash\s+flows?",
-         r"cash\s+flows?"),
-        (r"balance\s+sheets?|statements?\s+of\s+(?:consolidated\s+)?financial\s+position",
-         r"balance\s+sheets?|financial\s+position"),
+        (r"cash[ -]flows?\s+statements?|statements?\s+of\s+(?:consolidated\s+)?cash\s+flows?", _CASH),
+        (r"balance\s+sheets?|statements?\s+of\s+(?:consolidated\s+)?financial\s+position", _BALANCE),
         (r"income\s+statements?|\bP&L\b|profit\s+and\s+loss|statements?\s+of\s+(?:consolidated\s+)?"
-         r"(?:income|operations|earnings)",
-         r"statements?\s+of\s+(?:consolidated\s+)?(?:income|operations|earnings)(?!\s+and\s+comprehensive)"
-         r"(?![^›]*comprehensive)"),
+         r"(?:income|operations|earnings)", _INCOME),
         (r"statements?\s+of\s+(?:consolidated\s+)?comprehensive", r"comprehensive\s+(?:income|earnings|loss)"),
         (r"statements?\s+of\s+(?:changes\s+in\s+)?(?:shareholders|stockholders|shareowners)['’]?\s+equity|"
          r"equity\s+statement", r"statements?\s+of\s+(?:changes\s+in\s+)?[\w'’ ]*equity"),
         (r"\bMD&A\b|management['’]s\s+discussion", r"item\s+7\b(?!A)|management['’]s\s+discussion"),
         (r"risk\s+factors", r"item\s+1A\b|risk\s+factors"),
     ))
-_CASH = r"cash\s+flows?"
-_BALANCE = r"balance\s+sheets?|financial\s+position"
-_INCOME = (r"statements?\s+of\s+(?:consolidated\s+)?(?:income|operations|earnings)(?!\s+and\s+comprehensive)"
-           r"(?![^›]*comprehensive)")
 # the statement a figure is read from, where the question names the figure and not the statement
 FIGURES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
     (re.compile(asked, re.I), re.compile(title, re.I)) for asked, title in (

@@ -142,7 +142,7 @@ def tables_as_rows(text: str) -> str:
         if above is not None:  # the same statement after a label line or two: one table
             table = out[above]
             assert not isinstance(table, str)
-            table += [[" ".join(str(line).split()), *[""] * width] for line in out[above + 1:] if str(line).strip()]
+            table += [_label_row(str(line), width) for line in out[above + 1:] if str(line).strip()]
             table += body
             del out[above + 1:]
             i = j
@@ -166,7 +166,7 @@ def tables_as_rows(text: str) -> str:
         between = [str(line) for line in out[head + 1:] if str(line).strip() and str(line).strip() !=
                    header_line.strip() and " ".join(str(line).split()) != title]
         made: Table = [[title, *periods]]
-        made += [[" ".join(line.split()), *[""] * width] for line in between]  # "ASSETS", "Current assets:"
+        made += [_label_row(line, width) for line in between]  # "ASSETS", "Current assets:"
         del out[head:]
         out.append(made + body)
         i = j
@@ -175,8 +175,15 @@ def tables_as_rows(text: str) -> str:
 
 def _row(parsed: tuple[str, list[str]], line: str, width: int) -> list[str]:
     label, values = parsed
+    if not values:
+        return _label_row(line, width)
     values = values[-width:] if len(values) > width else values + [""] * (width - len(values))
-    return [label if values != [""] * width else line.strip(), *values]
+    return [label, *values]
+
+
+def _label_row(line: str, width: int) -> list[str]:
+    """A line without figures inside a table ("Current assets:"): its words in the first column."""
+    return [" ".join(line.split()), *[""] * width]
 
 
 __all__ = ["cells", "numeric_rows", "tables_as_rows"]

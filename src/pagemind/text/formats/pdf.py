@@ -20,15 +20,14 @@ SCANNED_HINT = "has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf
 
 def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None, ocr: str = "auto",
               read_by_ocr: list[int] | None = None, styled: list[StyledLine] | None = None,
-              engine: list[str] | None = None, progress: Callable[[str, int, int, str], None] | None = None,
-              ) -> Iterator[str]:
+              progress: Callable[[str, int, int, str], None] | None = None) -> Iterator[str]:
     """The text of each page of a PDF, in order (empty strings for pages without text), each extracted when it
     is asked for: a caller that stops early (the text is over its limit) leaves the rest unread. Once every page
     is read, the PDF's outline (bookmarks) goes into ``outline``: its titles, levels and pages. ``progress`` hears
     each page read (``progress("reading NAME", pages read, pages, "page")``: an OCR'd page takes seconds).
 
     Pages are read by pdfium (pypdfium2, Chrome's PDF engine: lines in reading order, a statement's row on one line,
-    ~20 times pypdf's speed); a file pdfium cannot open is read by pypdf, and ``engine`` says which one read it.
+    ~20 times pypdf's speed); a file pdfium cannot open is read by pypdf.
 
     ``ocr``: ``auto`` reads a page without a text layer from its rendered image with Tesseract (where installed),
     ``force`` every page, ``off`` none; the numbers of the pages read so go into ``read_by_ocr``. ``styled``: each
@@ -52,12 +51,8 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None,
                                  f"copy, e.g. qpdf --decrypt --password=... in.pdf out.pdf") from None
             source.seek(0)  # pdfium could not open it: pypdf, which forgives more
         else:
-            if engine is not None:
-                engine.append("pdfium")
             yield from _pdfium_pages(document, source, name, outline, ocr, read_by_ocr, styled, progress)
             return
-    if engine is not None:
-        engine.append("pypdf")
     yield from _pypdf_pages(source, name, outline, ocr, read_by_ocr, styled)
 
 
