@@ -9,8 +9,13 @@ the store (the file is read once). ``--only NAME`` keeps PDFs whose name holds N
 no LLM call): a question counts when one of its first k passages overlaps one of its evidence pages, at k = 4, 8,
 16 and the default (RAG/OP-RAG's top_k of 5), per retrieval configuration, by question type.
 
+``pick``: the same recall when the model first picks sections by their titles (``pick_sections``, PageIndex's
+reasoning step: one call a question), beside the same configuration's ranking without it; ``--llm`` names the model
+(default: the embedded one), ``--limit`` runs the first N questions. Also the calls' tokens and seconds.
+
     python benchmarks/filings.py read [--engine pypdf] [--second] [--only 10K]
     python benchmarks/filings.py retrieve
+    python benchmarks/filings.py pick [--config "hybrid mix"] [--limit 30] [--llm openai:...]
 """
 
 from __future__ import annotations
@@ -138,17 +143,73 @@ def retrieve(args: argparse.Namespace) -> None:
                                 for n, row in by_type.items()}})
 
 
+def pick(args: argparse.Namespace) -> None:
+    from pagemind import Pagemind
+    from pagemind.eval.sets import load_dataset
+    from pagemind.llm.usage import Trace
+    from pagemind.methods.base import Context
+    from pagemind.methods.question import Question
+
+    examples = load_dataset("financebench", args.data / "financebench")[: args.limit or None]
+    name = args.config or "hybrid mix"
+    method, options = CONFIGS[name]
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp, Pagemind(args.llm, store=Path(tmp) / "s.db") as pm:
+        documents: dict = {}
+        for e in examples:
+            pdf = args.data / "financebench" / "pdfs" / f"{e.meta['doc']}.pdf"
+            document = documents.setdefault(e.document_id, pm.document(pdf))
+            plan = pm.plan(document, method, **options, pick_sections=True)
+            reader = plan.reader
+            memory = reader.load(document) or reader.build(document)
+            ranking = reader.passage_index(memory).rank(e.question)
+            plain = reader.ordered(memory, e.question, ranking.order)
+            context = Context(trace=Trace())
+            start = time.perf_counter()
+            picked = reader.read_order(memory, Question(e.question), ranking.order, context)
+            seconds = time.perf_counter() - start
+            usage = context.trace.usage
+            row = {"question": e.id, "type": e.meta["question_type"], "seconds": round(seconds, 1),
+                   "tokens": usage.prompt_tokens + usage.completion_tokens, "fallbacks": context.fallbacks}
+            for label, order in (("ranked", plain), ("picked", picked)):
+                passages = [memory.fragments[i] for i in order[: max(KS)]]
+                spans = [_span(document, f) for f in passages]
+                row[label] = {f"k={k}": any(a < s.end and s.start < b for a, b in spans[:k] for s in e.evidence)
+                              for k in KS}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    recall = {label: {f"k={k}": round(sum(r[label][f"k={k}"] for r in rows) / len(rows), 3) for k in KS}
+              for label in ("ranked", "picked")}
+    write_result("filings-pick", {"config": name, "model": args.llm or "default", "questions": len(rows),
+                                  "recall": recall,
+                                  "seconds_mean": round(sum(r["seconds"] for r in rows) / len(rows), 1),
+                                  "tokens_mean": round(sum(r["tokens"] for r in rows) / len(rows)),
+                                  "rows": rows})
+    print(json.dumps(recall))
+
+
+def _span(document, fragment) -> tuple[int, int]:
+    """A fragment's character offsets in the document's text (its words' place)."""
+    from pagemind.methods.evidence import Evidence, passage
+
+    found = passage(document, Evidence("fragment", fragment.index, fragment.text, "fragment"), 0.0)
+    return (found.start, found.end) if found is not None else (-1, -1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("part", choices=("read", "retrieve"))
+    parser.add_argument("part", choices=("read", "retrieve", "pick"))
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--engine", choices=("pdfium", "pypdf"), default="pdfium")
     parser.add_argument("--second", action="store_true")
     parser.add_argument("--only", default="")
     parser.add_argument("--config", default="",
-                        help="retrieve: the configurations whose name holds one of these (|-separated)")
+                        help="retrieve: the configurations whose name holds one of these (|-separated); pick: "
+                             "the one configuration (default: hybrid mix)")
+    parser.add_argument("--llm", default=None, help="pick: the model (default: the embedded one)")
+    parser.add_argument("--limit", type=int, default=0, help="pick: the first N questions")
     args = parser.parse_args()
-    read(args) if args.part == "read" else retrieve(args)
+    {"read": read, "retrieve": retrieve, "pick": pick}[args.part](args)
 
 
 if __name__ == "__main__":

@@ -194,6 +194,43 @@ def test_rag_reads_the_statement_a_question_names_before_md_a_that_repeats_its_w
         assert plain.source_page == 7  # ranked by its words alone: the page that repeats them
 
 
+
+def test_pick_sections_reads_the_section_the_model_names_by_its_title_first(tmp_path):
+    """PageIndex's reasoning step (``pick_sections``): one call shows the numbered section titles; the fragments of
+    the one named are read before those that repeat the question's words; a reply naming no listed number is
+    re-asked, and with none readable the ranking stands, said so."""
+    import re
+
+    p = tmp_path / "10k.pdf"
+    pages = _filing_pages()
+    pages[6] = ["ITEM 7. MANAGEMENT'S DISCUSSION AND ANALYSIS", *["How much does the company owe and to whom? "
+                "We discuss what the company may owe, and whom it may owe, at length."] * 20]
+    p.write_bytes(make_pdf(pages))
+    asked = "How much does the company owe, and to whom?"
+
+    def debt(request):  # the number the listing gives Note 2
+        listed = dict(re.findall(r"^ *(\d+)\. (.+)$", request.prompt_text(), re.M))
+        number = next(n for n, title in listed.items() if title.endswith("NOTE 2. DEBT"))
+        return f'{{"sections": [{number}]}}'
+
+    fake = ScriptedLLM(by_role={"navigate": ["Section 99 is best.", debt], "answer": "1,200 to the bank"})
+    with Pagemind(fake, store=tmp_path / "s.db") as pm:
+        answer = pm.ask(p, asked, method="op-rag", fragment_words=40, top_k=1, pick_sections=True, cite="off")
+        assert fake.roles().count("navigate") == 2  # a number not listed is re-asked
+        shown = fake.history[-1].prompt_text()
+        assert "owes 1,200 to the bank" in shown and "at length" not in shown
+        plain = pm.ask(p, asked, method="op-rag", fragment_words=40, top_k=1, cite="off")
+        assert "at length" in fake.history[-1].prompt_text()  # by its words alone: MD&A
+        assert answer.fallbacks == [] and plain.text == answer.text
+    lost = ScriptedLLM(by_role={"navigate": "none of them", "answer": "?"})
+    with Pagemind(lost, store=tmp_path / "s2.db") as pm:
+        answer = pm.ask(p, asked, method="op-rag", fragment_words=40, top_k=1, pick_sections=True, cite="off",
+                        max_retries=1)
+        assert lost.roles().count("navigate") == 2
+        assert any("pick_sections: no section could be read" in f for f in answer.fallbacks)
+        assert "at length" in lost.history[-1].prompt_text()
+
+
 # --- numbers in support: units, scales and periods -----------------------------------------------------------------
 REVENUE_TABLE = ("(in millions)\n| Three Months Ended | Q2 2023 | Q1 2023 |\n| --- | --- | --- |\n"
                  "| Revenue | 24,690 | 25,600 |\n| Net income | 1,210 | 980 |")

@@ -62,6 +62,9 @@ class RAGOptions(ReaderOptions):
     semantic_k: int = option(64, "FragRel semantic relation: neighbours per fragment (0: every pair)", minimum=0)
     named_sections: bool = option(True, "a question naming a statement or an Item (\"the cash flow statement\", "
                                         "\"Item 7\") reads the fragments of that section first")
+    pick_sections: bool = option(False, "PageIndex's reasoning step: one constrained call in which the model picks, "
+                                        "among the titles of the document's sections, up to 3 where the answer is "
+                                        "printed; their fragments are read first")
     top_k: int | None = option(5, "most fragments shown (0 or none: as many as fit the budget)", minimum=0)
     order: Literal["score", "position"] | None = option(None, "fragment order in the prompt (none: the method's; "
                                                               "rag: score, op-rag: position)")
@@ -209,6 +212,24 @@ class RAG(Reader[RAGMemory, RAGOptions]):
 
         return named_first(ranked, [(f.section, *f.opens) for f in memory.fragments], query)
 
+    def read_order(self, memory: RAGMemory, question: Question, order: Any, context: Context) -> list[int]:
+        """The order an answer reads the fragments in: :meth:`ordered`, and with ``pick_sections`` the fragments of
+        the sections the model picks by their titles first (one call: :mod:`.pick`)."""
+        ranked = self.ordered(memory, question.text, order)
+        if not self.options.pick_sections:
+            return ranked
+        from .pick import pick, picked_first
+
+        labels = [(f.section, *f.opens) for f in memory.fragments]
+        context.phase("picking sections by their titles")
+        picked, problem = pick(self.llm, question.text, labels, context.trace, constrained=self.options.constrained,
+                               retries=self.options.max_retries)
+        if problem:
+            context.fallback(problem)
+        elif not picked and not any(any(label) for label in labels):
+            context.fallback("pick_sections: the document has no sections; the ranking stands")
+        return picked_first(ranked, labels, picked) if picked else ranked
+
     # --- answering ----------------------------------------------------------------------------------
     def _fits(self, question: Question, text: str) -> bool:
         if self.options.budget is not None and self.llm.count_tokens(text) > self.options.budget:
@@ -218,7 +239,7 @@ class RAG(Reader[RAGMemory, RAGOptions]):
     def _answer(self, memory: RAGMemory, question: Question, context: Context) -> Reading:
         query = question.text if not question.is_choice else question.text + "\n" + "\n".join(question.options)
         ranking = self.index(memory).rank(query)
-        ranked = [memory.fragments[i] for i in self.ordered(memory, question.text, ranking.order)]
+        ranked = [memory.fragments[i] for i in self.read_order(memory, question, ranking.order, context)]
         chosen = fit(ranked, lambda text: self._fits(question, text), self.order, self.options.k)
         text = chosen.text
         if not chosen.fragments and ranked:  # not even the best fragment fits: cut it (keep its start)

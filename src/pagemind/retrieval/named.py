@@ -55,7 +55,13 @@ def named_first(order: Sequence[int], labels: Sequence[Sequence[str]], question:
     """``order`` (passage indices, best first) with the passages one of whose section labels (the sections it is
     in or that start inside it) matches a title the question names moved to the front, in their rank order;
     ``order`` as it is when the question names none or no passage lies in one."""
-    wanted = named(question)
+    return first_in(order, labels, named(question))
+
+
+def first_in(order: Sequence[int], labels: Sequence[Sequence[str]], wanted: Sequence[re.Pattern[str]]) -> list[int]:
+    """``order`` with the passages whose section (``labels[i][0]``) matches one of ``wanted`` first, then those
+    where one starts (``labels[i][1:]``): each wanted section's best passage before any's second, in rank order;
+    the rest after them as ranked. ``order`` as it is when none matches."""
     if not wanted:
         return list(order)
     groups = [[i for i in order if labels[i] and t.search(labels[i][0])] +  # passages inside it, then those
@@ -70,4 +76,4 @@ def named_first(order: Sequence[int], labels: Sequence[Sequence[str]], question:
     return inside + [i for i in order if i not in chosen]
 
 
-__all__ = ["FIGURES", "NAMED", "named", "named_first"]
+__all__ = ["FIGURES", "NAMED", "first_in", "named", "named_first"]
