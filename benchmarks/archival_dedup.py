@@ -94,7 +94,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--sessions", type=int, default=300)
     args = parser.parse_args()
-    from pagemind.methods.evidence import minilm_encoder
+    from pagemind.answering.evidence import minilm_encoder
 
     encoder = minilm_encoder()
     negatives, candidates = persona_pairs((args.data or DATA) / "msc" / "msc_dialogue_session_2_test.jsonl",

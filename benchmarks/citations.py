@@ -62,9 +62,9 @@ def reply(body: dict) -> str:
 
 def run(methods: tuple[str, ...], repeats: int, n_questions: int, window: int) -> dict:
     from pagemind import LLM, Document, Store
+    from pagemind.answering.question import Question
     from pagemind.llm.openai import OpenAICompatible
     from pagemind.methods import registry
-    from pagemind.methods.question import Question
 
     text, questions = long_sample()
     questions = questions[:n_questions]

@@ -145,10 +145,10 @@ def retrieve(args: argparse.Namespace) -> None:
 
 def pick(args: argparse.Namespace) -> None:
     from pagemind import Pagemind
+    from pagemind.answering.finish import Context
+    from pagemind.answering.question import Question
     from pagemind.eval.sets import load_dataset
     from pagemind.llm.usage import Trace
-    from pagemind.methods.base import Context
-    from pagemind.methods.question import Question
 
     examples = load_dataset("financebench", args.data / "financebench")[: args.limit or None]
     name = args.config or "hybrid mix"
@@ -190,7 +190,7 @@ def pick(args: argparse.Namespace) -> None:
 
 def _span(document, fragment) -> tuple[int, int]:
     """A fragment's character offsets in the document's text (its words' place)."""
-    from pagemind.methods.evidence import Evidence, passage
+    from pagemind.answering.evidence import Evidence, passage
 
     found = passage(document, Evidence("fragment", fragment.index, fragment.text, "fragment"), 0.0)
     return (found.start, found.end) if found is not None else (-1, -1)

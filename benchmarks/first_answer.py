@@ -21,12 +21,12 @@ from pathlib import Path
 
 from common import DATA, concatenated_articles, peak_rss_mb, quality_rows, write_result
 from pagemind import LLM, Document, Store
+from pagemind.answering.question import Question
 from pagemind.config import resolve_settings
 from pagemind.llm.local import open_local
 from pagemind.llm.usage import Trace
-from pagemind.methods.answering import answer, answer_request
-from pagemind.methods.question import Question
 from pagemind.methods.readagent import ReadAgentP
+from pagemind.methods.reply import answer, answer_request
 
 MODES = {"paper": ("separate", "in-place", "sequential"), "fast": ("continue", "follow-up", "sequential"),
          "stream": ("continue", "in-place", "streaming"), "stream-follow-up": ("continue", "follow-up", "streaming")}

@@ -50,9 +50,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from pagemind import LLM, Document, Store
+    from pagemind.answering.question import Question
     from pagemind.llm.openai import OpenAICompatible
     from pagemind.methods import registry
-    from pagemind.methods.question import Question
     from pagemind.methods.readagent.hierarchy import part_kind
 
     document = Document.from_text(make_text(args.words))

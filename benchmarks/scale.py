@@ -123,10 +123,10 @@ def run_part(spec: dict) -> dict:
     import resource
 
     from pagemind import LLM, Document, Store
+    from pagemind.answering.question import Question
     from pagemind.llm.openai import OpenAICompatible
     from pagemind.llm.usage import Trace
     from pagemind.methods import registry
-    from pagemind.methods.question import Question
     from pagemind.store import StoreResponseCache
 
     text = make_text(spec["words"])

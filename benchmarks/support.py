@@ -38,13 +38,13 @@ COLUMNS = ("n", "score", "support_auroc", "accuracy_at_80", "flagged_wrong", "fl
 
 
 def assess_timing(runs: int = 40) -> dict[str, float]:
-    """Milliseconds per :func:`pagemind.support.assess` of a cited answer over the short story, words alone and with
-    MiniLM (its load excluded: once per process)."""
+    """Milliseconds per :func:`pagemind.answering.support.assess` of a cited answer over the short story, words
+    alone and with MiniLM (its load excluded: once per process)."""
     from importlib import resources
 
-    from pagemind.methods.evidence import Evidence, minilm_encoder, supporting
-    from pagemind.methods.question import Question
-    from pagemind.support import assess
+    from pagemind.answering.evidence import Evidence, minilm_encoder, supporting
+    from pagemind.answering.question import Question
+    from pagemind.answering.support import assess
     from pagemind.text import Document
 
     text = resources.files("pagemind").joinpath("samples", "lighthouse.txt").read_text(encoding="utf-8")

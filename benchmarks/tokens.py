@@ -22,11 +22,11 @@ from pathlib import Path
 
 from common import DATA, concatenated_articles, quality_rows, write_result
 from pagemind import LLM, Document, Store
+from pagemind.answering.question import Question
 from pagemind.llm.base import Backend, Capabilities, LLMRequest, LLMResponse, estimate_tokens
 from pagemind.llm.usage import Trace
 from pagemind.methods import registry
 from pagemind.methods.full import FullText
-from pagemind.methods.question import Question
 from pagemind.methods.readagent import ReadAgentP
 
 GIST_FRACTION = 0.15  # the paper's QuALITY compression rate is ~84%

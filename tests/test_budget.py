@@ -5,9 +5,9 @@ from click.testing import CliRunner
 
 from helpers import first_words_gist, make_text, middle_label
 from pagemind import Document, Pagemind, ScriptedLLM
+from pagemind.answering.question import Question
 from pagemind.cli.main import cli
 from pagemind.errors import ConfigError
-from pagemind.methods.question import Question
 
 QUESTION = Question("Which page?", ("one", "two", "three", "four"))
 

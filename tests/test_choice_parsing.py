@@ -2,7 +2,7 @@
 
 import pytest
 
-from pagemind.methods.question import ParsedChoice, Question, parse_choice, read_choice
+from pagemind.answering.question import ParsedChoice, Question, parse_choice, read_choice
 
 # Option B's text is contained in option C's: a reply holding "Wren and Abel" holds both texts.
 OPTIONS = ("Abel", "Wren", "Wren and Abel", "The lighthouse keeper", "The ferryman", "The storm", "The tide",

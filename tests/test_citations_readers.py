@@ -8,10 +8,10 @@ from click.testing import CliRunner
 
 from helpers import first_words_gist, middle_label
 from pagemind import LLM, Document, Pagemind, ScriptedLLM, Store
+from pagemind.answering.evidence import Evidence, parse_quotes, sentences, supporting
+from pagemind.answering.question import Question
 from pagemind.cli.main import cli
 from pagemind.methods import registry
-from pagemind.methods.evidence import Evidence, parse_quotes, sentences, supporting
-from pagemind.methods.question import Question
 
 FACT = "Wren found the map inside an old sea chest."
 BOAT = "The supply boat was called the Margery Dell."
@@ -201,7 +201,7 @@ def test_cli_ask_prints_markers_and_sources_and_json_carries_them(tmp_path):
 
 
 def test_an_encoder_re_ranks_the_lexical_candidates():
-    from pagemind.methods.evidence import rank
+    from pagemind.answering.evidence import rank
     from pagemind.retrieval.embed import HashingEmbedder
 
     document = Document.from_text(text())

@@ -138,8 +138,8 @@ def test_support_proxy():
 
 
 def test_evidence_of_a_multiple_choice_answer_is_the_proxy():
+    from pagemind.answering.question import Answer
     from pagemind.eval.datasets import Example
-    from pagemind.methods.question import Answer
 
     text = "Wren found the map under the stairs."
     e = Example("q", "quality", "choice", "Who found the map?", "d", text, options=("Wren", "Abel"), gold=0)

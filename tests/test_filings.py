@@ -243,7 +243,7 @@ def _cite(quote: str):
 
 
 def test_a_right_figure_in_other_units_is_supported_and_another_periods_is_flagged():
-    from pagemind.support import assess
+    from pagemind.answering.support import assess
 
     right = assess("What was revenue in Q2 2023?", "Revenue in Q2 2023 was $24.690 billion.", _cite(REVENUE_TABLE),
                    [REVENUE_TABLE])

@@ -221,3 +221,64 @@ def test_the_cycle_check_sees_a_cycle_made_by_a_function_level_import(tmp_path):
     assert graph["pkg.sub.b"] == {"pkg.a"} and graph["pkg.a"] == set()  # TYPE_CHECKING imports do not count
     (package / "a.py").write_text("def f():\n    from .sub.b import thing\n")
     assert cycles(import_graph(package)) == [["pkg.a", "pkg.sub.b"]]
+
+
+# --- packages in layers (issue 48): no package loop, no arrow upward --------------------------------------------
+# pagemind's packages and top-level modules, lowest first: each may import only from the layers below its own. What
+# comes after the model's reply (`answering`) sits below the methods that produce the reply; the service (`api`)
+# above the methods and the agent; the surfaces (`server`, `cli`) above the service; the package's own facade last.
+LAYERS = (
+    ("errors", "hashing", "processes", "citations", "version"),
+    ("declare", "limits", "prompts", "config"),
+    ("text",),
+    ("llm",),
+    ("store", "telemetry"),
+    ("steps", "users", "leases", "retrieval"),
+    ("library", "runs", "answering"),
+    ("conversation", "methods"),
+    ("agent",),
+    ("api",),
+    ("eval", "integrations"),
+    ("server",),
+    ("cli",),
+    ("pagemind", "__main__"),
+)
+
+
+def package_graph(graph):
+    """The module graph folded into pagemind's packages and top-level modules (``pagemind.methods.rag`` ->
+    ``methods``, ``pagemind.api`` -> ``api``, the package's own ``__init__`` -> ``pagemind``)."""
+    def unit(module):
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 else parts[0]
+
+    out = {}
+    for module, imported in graph.items():
+        out.setdefault(unit(module), set()).update(unit(m) for m in imported if unit(m) != unit(module))
+    return out
+
+
+def test_packages_import_only_downward_and_form_no_loop():
+    from pathlib import Path
+
+    import pagemind
+
+    packages = package_graph(import_graph(Path(pagemind.__file__).parent))
+    layer = {name: i for i, names in enumerate(LAYERS) for name in names}
+    assert set(packages) == set(layer), f"placed in no layer: {sorted(set(packages) - set(layer))}; gone: " \
+                                        f"{sorted(set(layer) - set(packages))}"
+    upward = sorted(f"{a} -> {b}" for a, imported in packages.items() for b in imported if layer[b] >= layer[a])
+    assert upward == [] and cycles(packages) == []
+    assert "answering" in packages["methods"] and "methods" not in packages["answering"]
+
+
+def test_the_layer_check_sees_an_upward_arrow(tmp_path):
+    package = tmp_path / "pagemind"
+    (package / "methods").mkdir(parents=True)
+    (package / "answering").mkdir()
+    for init in (package, package / "methods", package / "answering"):
+        (init / "__init__.py").write_text("")
+    (package / "methods" / "base.py").write_text("from ..answering import finish\n")
+    (package / "answering" / "finish.py").write_text("def f():\n    from ..methods.base import x\n")
+    packages = package_graph(import_graph(package))
+    assert packages["answering"] == {"methods"} and cycles(packages) == [["answering", "methods"]]

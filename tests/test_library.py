@@ -5,10 +5,10 @@ import pytest
 
 from helpers import first_words_gist, middle_label
 from pagemind import LLM, Document, Pagemind, ScriptedLLM, Store
+from pagemind.answering.question import Question
 from pagemind.errors import InputError, InputTooLarge, NotFound
 from pagemind.library import Library
 from pagemind.methods import registry
-from pagemind.methods.question import Question
 
 FACT = "Wren found the map inside an old sea chest."
 ANSWER = "Wren found the map in a sea chest."

@@ -93,8 +93,8 @@ def test_constrained_and_concurrent_requests_match_serial_ones(model_file, run_d
     choice = backend.execute(LLMRequest.user("Pick one: (A) red (B) blue", max_tokens=4, constraint=letter))
     assert choice.constrained and choice.text in {"(A)", "(B)", "(C)", "(D)"}
     # the verifier's request (issue 38): a label under the grammar, with each token's log-probabilities from the server
+    from pagemind.answering.verify import label_probability, parse, request
     from pagemind.citations import Citation
-    from pagemind.verify import label_probability, parse, request
 
     cited = [Citation("d", "text", None, 0, 30, "The inspector wore a grey coat.", "text")]
     asked = request("What colour was the coat?", "Grey.", cited)

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from helpers import make_text
 from pagemind import LLM, Document, Pagemind, ScriptedLLM, Store
+from pagemind.answering.question import Question
 from pagemind.cli.main import cli
 from pagemind.errors import ConfigError
 from pagemind.methods.memwalker import MemWalker, MemWalkerOptions, format_walk
@@ -16,7 +17,6 @@ from pagemind.methods.memwalker.build import plan_tree
 from pagemind.methods.memwalker.navigate import fit_memory
 from pagemind.methods.memwalker.parsing import parse_leaf, parse_triage
 from pagemind.methods.memwalker.segment import segment_text
-from pagemind.methods.question import Question
 from pagemind.prompts import get_prompt
 from pagemind.store import StoreResponseCache
 

@@ -4,10 +4,10 @@ import pytest
 
 from helpers import first_words_gist, make_text, middle_label
 from pagemind import LLM, Document, ScriptedLLM, Store
+from pagemind.answering.question import Question
 from pagemind.errors import ConfigError
 from pagemind.methods import registry
 from pagemind.methods.full import FullText
-from pagemind.methods.question import Question
 from pagemind.methods.rag import RAG, RAGOptions
 from pagemind.retrieval.embed import HashingEmbedder
 from pagemind.store import StoreResponseCache

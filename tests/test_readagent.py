@@ -4,10 +4,10 @@ import pytest
 
 from helpers import first_words_gist, labels, make_text, middle_label
 from pagemind import LLM, Document, Pagemind, ScriptedLLM, Store, Trace
+from pagemind.answering.question import Question
 from pagemind.errors import ScriptExhausted
 from pagemind.llm.base import Message
 from pagemind.methods import registry
-from pagemind.methods.question import Question
 from pagemind.methods.readagent import ReadAgentP
 from pagemind.store import StoreResponseCache
 

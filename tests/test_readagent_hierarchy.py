@@ -10,10 +10,10 @@ import threading
 import pytest
 
 from helpers import middle_label
+from pagemind.answering.question import Question
 from pagemind.llm.client import LLM
 from pagemind.llm.fake import ScriptedLLM
 from pagemind.methods import registry
-from pagemind.methods.question import Question
 from pagemind.methods.readagent.hierarchy import part_kind
 from pagemind.store import Store
 from pagemind.text import Document

@@ -9,11 +9,11 @@ import re
 import pytest
 
 from helpers import middle_label
+from pagemind.answering.question import Question
 from pagemind.errors import ContextWindowExceeded
 from pagemind.llm.client import LLM
 from pagemind.llm.fake import ScriptedLLM
 from pagemind.methods import registry
-from pagemind.methods.question import Question
 from pagemind.store import Store
 from pagemind.text import Document
 

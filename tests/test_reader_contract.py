@@ -11,11 +11,11 @@ from pagemind.cli.main import cli
 from pagemind.errors import ConfigError
 from pagemind.llm.base import LLMRequest
 from pagemind.llm.client import LLM
+from pagemind.llm.decide import BUDGET, FAILED, Invalid, decide
 from pagemind.llm.fake import ScriptedLLM
 from pagemind.llm.usage import Trace
 from pagemind.methods import registry
 from pagemind.methods.base import Chooser, Reader
-from pagemind.methods.decide import BUDGET, FAILED, Invalid, decide
 from pagemind.methods.memwalker import MemWalkerOptions
 from pagemind.methods.rag import RAGOptions
 from pagemind.methods.readagent import ParallelOptions, ReadAgentOptions
@@ -164,7 +164,7 @@ def test_answers_name_the_unit_they_read_and_full_text_reports_what_it_read():
 
 
 def _question():
-    from pagemind.methods.question import Question
+    from pagemind.answering.question import Question
 
     return Question("Which?", ("one", "two", "three"))
 

@@ -7,13 +7,13 @@ import pytest
 from click.testing import CliRunner
 
 from pagemind import LLM, Document, Pagemind, ScriptedLLM, Store
+from pagemind.answering.question import Question
+from pagemind.answering.support import assess, declined, names, numbers
+from pagemind.answering.verify import label_probability, parse
 from pagemind.citations import Citation
 from pagemind.cli.main import cli
 from pagemind.llm.base import LLMResponse, TokenLogprob
 from pagemind.methods import registry
-from pagemind.methods.question import Question
-from pagemind.support import assess, declined, names, numbers
-from pagemind.verify import label_probability, parse
 
 STORY = ("The letter came with the supply boat on a Thursday in October. Tam Ruddock skippered the Margery Dell.\n\n"
          "Mr. Pellow arrived on the Wednesday in a grey coat too thin for the weather. He climbed the one hundred and "

@@ -5,8 +5,8 @@ says consistently: the verifier's call is made under its grammar and read into o
 process: the label alone, said so), an unsupported draft is replaced by "The document does not say" and kept, and a
 supported one stands."""
 
+from pagemind.answering.support import LABELS
 from pagemind.cli.main import sample_path
-from pagemind.support import LABELS
 
 
 def test_the_samples_two_questions_are_judged_and_the_unsupported_one_withdrawn(tiny_model):

@@ -66,7 +66,7 @@ def test_a_run_and_its_calls_are_exported_as_nested_genai_spans(tmp_path, monkey
     assert len(runs) == 1 and len(calls) == answer.usage.calls == 1
     assert _attributes(runs[0])["pagemind.run.id"] == answer.run_id
     assert _attributes(runs[0])["pagemind.citations"] == len(answer.citations)  # the ask span counts its citations
-    assert _attributes(runs[0])["pagemind.support"] == answer.support.label == "supported"  # "Ann" is in [1]
+    assert _attributes(runs[0])["pagemind.answering.support"] == answer.support.label == "supported"  # "Ann" is in [1]
     call = _attributes(calls[0])
     assert call["gen_ai.operation.name"] == "chat" and call["gen_ai.provider.name"] == "scripted"
     assert call["gen_ai.request.model"] == "scripted" and call["pagemind.role"] == "answer"

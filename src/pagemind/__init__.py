@@ -1,5 +1,6 @@
 """pagemind: let any LLM read, remember and answer over text far longer than its context window."""
 
+from .answering.question import Answer, Question
 from .api import METHODS, Pagemind, Plan, ask
 from .config import Settings, resolve_settings
 from .errors import (
@@ -13,11 +14,11 @@ from .errors import (
                      RateLimited,
 )
 from .llm import LLM, Backend, LLMRequest, LLMResponse, ScriptedLLM, Trace
-from .methods.question import Answer, Question
 from .store import Store
 from .text import Document, load_document
+from .version import VERSION
 
-__version__ = "0.1.0"
+__version__ = VERSION
 __all__ = [
                      "LLM",
                      "METHODS",

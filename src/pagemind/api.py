@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import limits
+from .answering.question import Answer, Question
 from .citations import Citation
 from .config import Settings, resolve_settings
 from .conversation import Turn, needs_rewrite, standalone
@@ -20,7 +21,6 @@ from .llm.registry import open_backend
 from .llm.usage import Trace
 from .methods import registry
 from .methods.base import Chooser, Chosen, Memory, Method, Progress, Reader
-from .methods.question import Answer, Question
 from .runs import Recorder, Runs
 from .store import SQLStore, StoreResponseCache, open_store
 from .store.rows import (
@@ -434,7 +434,7 @@ class Pagemind:
         encoder's 256-token window is the mean of its windows' vectors; a text over ``limits.MAX_EMBED_TOKENS``
         tokens, texts over ``MAX_EMBED_TOTAL`` together or more than ``MAX_EMBED_INPUTS`` texts are an
         :class:`InputError`."""
-        from .methods.evidence import minilm_encoder
+        from .answering.evidence import minilm_encoder
         from .retrieval.embed import INSTALL_HINT, MiniLM, text_vectors
 
         if len(texts) > limits.MAX_EMBED_INPUTS:

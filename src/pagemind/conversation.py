@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from .answering.question import Question
 from .limits import MAX_QUESTION
 from .llm.base import LLMRequest
 from .llm.client import LLM
+from .llm.decide import Invalid, decide
 from .llm.usage import Trace
-from .methods.decide import Invalid, decide
-from .methods.question import Question
 from .prompts import get_prompt
 
 ROLES = ("system", "developer", "user", "assistant")

@@ -282,7 +282,7 @@ class Recorder:
             self._span.set_attribute("pagemind.citations", len(result["citations"]))
         support = result.get("support")
         if self._span is not None and isinstance(support, dict):
-            self._span.set_attribute("pagemind.support", str(support.get("label")))
+            self._span.set_attribute("pagemind.answering.support", str(support.get("label")))
             self._span.set_attribute("pagemind.confidence", float(support.get("confidence") or 0.0))
             self._span.set_attribute("pagemind.abstained", bool(result.get("abstained")))
         self.step("result", **result)

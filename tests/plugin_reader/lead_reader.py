@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pagemind.answering.finish import Context, Reading
+from pagemind.answering.question import Question
+from pagemind.declare import option
 from pagemind.llm.base import LLMRequest
-from pagemind.methods.base import About, Build, Context, MemoryWriter, Reader, Reading
-from pagemind.methods.options import ReaderOptions, option
-from pagemind.methods.question import Question
+from pagemind.methods.base import About, Build, MemoryWriter, Reader
+from pagemind.methods.options import ReaderOptions
 from pagemind.text import Document, split_paragraphs
 
 

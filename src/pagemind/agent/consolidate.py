@@ -125,7 +125,7 @@ def consolidate(agent: Agent, trace: Trace | None = None,
                 progress: Callable[[str, int, int, str], None] | None = None) -> Consolidation:
     """One consolidation pass of ``agent`` over recall since the last one (call it under the agent's turn lock,
     its state loaded; :meth:`Agent.consolidate` does)."""
-    from ..methods.decide import Invalid, decide
+    from ..llm.decide import Invalid, decide
 
     trace = trace if trace is not None else Trace()
     after = int(agent.state.extra.get(MARK, 0))
@@ -240,7 +240,7 @@ class Heard:
 
 def _terms(text: str) -> set[str]:
     """Stemmed content words ("running" is "ran"'s and "runs"'), the evidence module's."""
-    from ..methods.evidence import terms
+    from ..text.words import terms
 
     return terms(text)
 

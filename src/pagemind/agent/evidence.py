@@ -18,8 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from ..citations import Citation, locate
-from ..methods.evidence import sentences
-from ..text.words import keywords
+from ..text.words import keywords, sentences
 from .memory import Event, Passage
 
 MAX_CITATIONS = 5  # a few per reply, best first

@@ -278,7 +278,7 @@ def rank_messages(query: str, texts: Sequence[str], similar: Sequence[float] | N
     ``similar`` (MiniLM cosine of each text to the query) where given, as a sum of the two min-max normalised (the
     retrieval layer's ``mix``); a text matches when it shares a content word with the query or its similarity
     reaches :data:`RECALL_NEAR`."""
-    from ..methods.evidence import terms
+    from ..text.words import terms
 
     wanted = terms(query)
     held = [terms(text) for text in texts]  # each message's terms, taken once for both rankings

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Literal
 
+from ..declare import Options, option
 from ..limits import MAX_BLOCK
-from ..methods.options import Options, option
 
 PAPER_WARNING_FRACTION = 7000 / 8192  # MESSAGE_SUMMARY_WARNING_TOKENS of GPT-4's 8k window (paper code)
 SEARCH_KINDS = ("user_message", "step")  # what recall search sees (paper: not system or function messages)

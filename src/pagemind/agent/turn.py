@@ -27,7 +27,7 @@ from .functions import ToolError
 from .memory import Event
 
 if TYPE_CHECKING:
-    from ..support import Support
+    from ..answering.support import Support
     from .core import Agent
 
 _SEARCHES = ("conversation_search", "conversation_search_date", "archival_memory_search")
@@ -148,7 +148,7 @@ class Turn:
         """The supersession check: does the fact ``new`` replace the stored ``old``? One short yes/no call in this
         turn's trace, re-asked once; no answer is read as no (nothing is marked superseded on a guess)."""
         from ..llm.base import Constraint
-        from ..methods.decide import Invalid, decide
+        from ..llm.decide import Invalid, decide
 
         asked = LLMRequest.user(prompt("supersedes", old=old, new=new), role="supersede", max_tokens=4,
                                 constraint=Constraint("yes-no", gbnf='root ::= "yes" | "no"',
@@ -199,7 +199,7 @@ class Turn:
         evidence = self._evidence()
         cited = support(evidence, " ".join(result.messages))
         if evidence and result.messages:  # the reply checked against what its searches returned, as an answer is
-            from ..support import assess
+            from ..answering.support import assess
 
             result.support = assess(self.text, " ".join(result.messages), cited, [c.quote for c in evidence])
         seen = {(c.unit, c.index, c.start, c.end) for c in cited}
@@ -227,7 +227,7 @@ class Turn:
         searches = [s for s in self.result.steps if s.function in _SEARCHES and s.status == "OK"]
         if not searches:
             return None
-        from ..support import assess
+        from ..answering.support import assess
 
         evidence = self._evidence()
         judged = assess(self.text, message, support(evidence, message), [c.quote for c in evidence])

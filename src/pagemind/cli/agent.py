@@ -14,9 +14,9 @@ import click
 
 from ..agent import Agent, AgentNotFound, AgentOptions, SearchPage, TurnResult, load_into_agent, load_library_into_agent
 from ..api import Pagemind
+from ..declare import OptionSpec
 from ..errors import ConfigError, InputError, LLMError
 from ..methods import registry
-from ..methods.options import OptionSpec
 from .main_errors import handle_errors
 from .options import (
     SectionedCommand,
@@ -281,8 +281,8 @@ _CHOICE_INLINE = re.compile(r"\s+(?=\([A-J]\)\s)")  # "Who? (A) x (B) y" typed o
 
 def _chat_with_document(pm: Pagemind, file: str, method: str, opts: dict[str, Any], encoding: str,
                         trace: bool) -> None:
+    from ..answering.question import Question
     from ..llm.usage import Trace
-    from ..methods.question import Question
     from .render import print_answer, progress_bar, usage_line
 
     plan = pm.plan(file, method, encoding=encoding, **opts)  # a choice (auto) is made here, once

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
+from ..answering.question import Answer
 from ..citations import numbered
-from ..methods.question import Answer
 
 
 @contextmanager

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..answering.question import Question
 from ..errors import DatasetError
-from ..methods.question import Question
 from .evidence import Span
 
 TASKS = ("choice", "qa", "summary", "kv", "open")

@@ -19,10 +19,11 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ..agent import Agent, AgentNotFound, AgentOptions, AgentStore, passages
+from ..answering.question import Answer, read_choice
+from ..declare import option
 from ..library import Library
 from ..llm.client import LLM
-from ..methods.options import ReaderOptions, option
-from ..methods.question import Answer, read_choice
+from ..methods.options import ReaderOptions
 from ..prompts import get_prompt
 from ..store import SQLStore, Store
 from ..text import Document
@@ -43,8 +44,6 @@ class MemGPTEvalOptions(ReaderOptions):
     embedder: Literal["auto", "minilm", "hashing", "none"] = option(
         "auto", "archival embeddings for documents (MiniLM if installed)")
     passage_words: int = option(300, "words per archival passage of a document", minimum=1)
-    constrained: bool = option(True, "enforce reply formats where the backend can",
-                               flag="--constrained/--unconstrained")
     preset: str | None = option(None, "accepted for symmetry with the readers; unused")
 
 

@@ -159,7 +159,7 @@ def financebench(text: str, gold: str) -> dict[str, float]:
     with a figure is right when the reply states it within rounding after units and scales ("$1,577 million" =
     "$1.577 billion" = "1577"), a yes/no gold when the reply opens with the same word, any other gold when the reply
     holds half its content words. ``numeric``: 1 where the gold has a figure."""
-    from ..support import declined
+    from ..answering.support import declined
     from ..text.numbers import matches
 
     refused = declined(text) or not text.strip()

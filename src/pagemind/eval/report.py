@@ -402,7 +402,8 @@ TRUST_COLUMNS = (("support_auroc", "confidence AUROC"), ("accuracy_at_80", "scor
                  ("flagged_wrong", "wrong answers flagged"), ("flagged_right", "right answers flagged"),
                  ("abstention_recall", "unanswerable abstained"), ("abstention_precision", "abstention precision"),
                  ("false_abstention", "answerable abstained"))
-TRUST_NOTE = (f"Support (pagemind.support): an answer is right when its headline score is at least {RIGHT}; AUROC: "
+TRUST_NOTE = (f"Support (pagemind.answering.support): an answer is right when its headline score is at least {RIGHT}; "
+              "AUROC: "
               "how well its confidence tells right from wrong (0.5 is chance); score at 80% coverage: the headline "
               "metric over the most confident 80%; flagged: answers not labelled supported. With --unanswerable, each "
               "question is asked again of its document without its evidence (excluded from the headline): abstained "

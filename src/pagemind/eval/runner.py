@@ -22,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..answering.question import Answer
 from ..api import Pagemind
 from ..errors import BackendUnavailable, ConfigError, DatasetError, RateLimited, ServerError
 from ..library import Library
@@ -30,7 +31,6 @@ from ..llm.usage import Trace
 from ..methods import registry
 from ..methods.base import Chooser, Chosen, Reader
 from ..methods.options import ReaderOptions
-from ..methods.question import Answer
 from ..text import Document
 from . import metrics
 from .datasets import DatasetSpec, DatasetWarning, Example, base_method

@@ -87,9 +87,9 @@ def _answer_text(example: Example) -> str:
 
 def _answer_sentences(text: str, answer: str) -> list[tuple[int, int]]:
     """Spans of the sentences of ``text`` that hold the answer (see the module's rule)."""
+    from ..answering.support import facts, names, numbers
     from ..citations import locate
-    from ..methods.evidence import sentences
-    from ..support import facts, names, numbers
+    from ..text.words import sentences
 
     wanted = facts(answer)
     exact = numbers(answer) | names(answer)

@@ -24,9 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from ..declare import option
 from ..text import Document
 from .base import About, Chooser, Chosen, Reader
-from .options import MAX_RETRIES, ReaderOptions, option
+from .options import ReaderOptions
 
 ANSWER_RESERVE = 1024  # tokens beside the text: instructions, question, options and the reply
 BEYOND = {  # the methods auto may read a text beyond the room with, and what each does (for people)
@@ -49,9 +50,6 @@ class AutoOptions(ReaderOptions):
                                       "readagent-p or memwalker")
     budget: int | None = option(None, "most tokens of the text shown to the model per call; none: what the window "
                                       "allows", minimum=1)
-    constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
-                               flag="--constrained/--unconstrained")
-    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0, maximum=MAX_RETRIES)
 
 
 class Auto(Chooser):

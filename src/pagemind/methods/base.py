@@ -20,21 +20,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
+from ..answering.evidence import Evidence
+from ..answering.finish import Context, Progress, Reading
+from ..answering.question import Answer, Question
 from ..citations import Citation
 from ..errors import ConfigError, InputError
 from ..library import Library, Shelf
 from ..llm.client import LLM
 from ..llm.usage import Trace
 from ..store import SQLStore, memory_key
-from .evidence import Evidence
 from .options import ReaderOptions
-from .question import LETTERS, Answer, Question
 
 if TYPE_CHECKING:
     from ..retrieval.index import FragmentIndex
-    from ..support import Support
 
-Progress = Callable[[str, int, int, str], None]  # (phase, done, total, unit); total 0: a phase without a count
 
 
 class Source(Protocol):
@@ -109,38 +108,6 @@ class Build:
             self.progress(name, done, total, unit)
 
 
-@dataclass
-class Context:
-    """What ``_answer`` gets beside the memory: its trace and the list fallbacks are recorded in."""
-
-    trace: Trace = field(default_factory=Trace)
-    fallbacks: list[str] = field(default_factory=list)
-    progress: Progress | None = None
-    on_text: Callable[[str], None] | None = None  # the free-form answer as it is generated
-    finish_reason: str = "stop"  # of the answer call ("length": cut at the asker's reply limit)
-
-    def fallback(self, text: str) -> None:
-        self.fallbacks.append(text)
-
-    def phase(self, name: str, done: int = 0, total: int = 0, unit: str = "") -> None:
-        """Tell the progress display what the answer is doing (looking up, answering...)."""
-        if self.progress is not None:
-            self.progress(name, done, total, unit)
-
-
-@dataclass
-class Reading:
-    """What ``_answer`` returns: the reply and what was placed in context to get it."""
-
-    text: str
-    choice: int | None
-    read: list[int]  # the units read (pages, nodes' leaves, fragments)
-    context_words: int  # the longest document-derived text placed in one prompt
-    document_words: int
-    details: dict[str, Any] = field(default_factory=dict)
-    evidence: list[Evidence] = field(default_factory=list)  # the units read, as citations will name them
-
-
 @dataclass(frozen=True)
 class About:
     """How a method presents itself (``pagemind methods``, the server's method list)."""
@@ -195,13 +162,13 @@ class Reader(Method, Generic[M, OptionsT]):
         if not isinstance(opts, self.Options):
             raise TypeError(f"{self.name} takes {self.Options.__name__}, not {type(opts).__name__}")
         # Grammar-constrained replies only where the backend enforces them; elsewhere the parsers work alone.
-        if getattr(opts, "constrained", False) and not llm.backend.capabilities.supports_grammar:
+        if opts.constrained and not llm.backend.capabilities.supports_grammar:
             opts = opts.replace(constrained=False)
         self.options: OptionsT = opts
         self.llm, self.store = llm, store
         self._documents: dict[str, Any] = {}  # the documents built or loaded (a few), by id: citations point into them
         # the citation encoder, resolved once from the option: never from what the process happened to load before
-        chosen = getattr(opts, "cite_encoder", "auto")
+        chosen = opts.cite_encoder
         self.citation_encoder: str = ("minilm" if self.embeds() else "lexical") if chosen == "auto" else chosen
         self.check()
 
@@ -431,63 +398,10 @@ class Reader(Method, Generic[M, OptionsT]):
             document = None
         elif document is None:
             document = vars(self).get("_documents", {}).get(getattr(memory, "document_id", ""))
-        citations = self._cite(document, question, reading, context)
-        support = self._support(question, reading, citations, context, document)
-        answer = Answer(
-            question=question, method=self.name, text=reading.text, choice=reading.choice,
-            pages_read=list(reading.read), read_unit=self.unit,
-            compression_rate=100.0 * (1 - reading.context_words / max(1, reading.document_words)),
-            context_words=reading.context_words, trace=context.trace, fallbacks=list(context.fallbacks),
-            details=reading.details, citations=citations, finish_reason=context.finish_reason, support=support,
-        )
-        from ..support import abstains, abstention
+        from ..answering.finish import finish
 
-        if support is not None and abstains(getattr(self.options, "abstain", "auto"), question.is_choice, support):
-            answer.draft, answer.abstained = answer.text, True
-            answer.text, answer.choice = abstention(support, citations), None
-        return answer
-
-    def _support(self, question: Question, reading: Reading, citations: list[Citation],
-                 context: Context, document: Any = None) -> Support | None:
-        """How well the citations support the answer (:mod:`pagemind.support`; no LLM call), with the verifier's
-        reading when the ``verify`` option asks for it. None (not judged) with ``support=off``, without citations by
-        choice (``cite=off``), for a reader that declares nothing it read, or when no option was chosen."""
-        from ..support import assess
-
-        mode = getattr(self.options, "support", "auto")
-        if mode != "off" and not reading.evidence and not question.is_choice:
-            from ..support import Support, declined
-
-            if declined(reading.text):  # MemWalker's "no answer": judged, and shown as the abstention it is
-                return Support("unsupported", 0.0, declined=True, reason="the method found no answer in what it read")
-        if (mode == "off" or getattr(self.options, "cite", "sentences") == "off" or not reading.evidence
-                or (question.is_choice and reading.choice is None)):
-            return None
-        from . import evidence as ev
-
-        wanted = mode == "minilm" or (mode == "auto" and self.citation_encoder == "minilm")
-        embedder = ev.minilm_encoder() if wanted else None
-        if wanted and embedder is None:
-            context.fallback("support minilm: the embedded encoder is not installed (the retrieval extra); support "
-                             "judged by words alone")
-        read = [e.text for e in reading.evidence]
-        support = assess(question, reading.text, citations, read, embedder)
-        if question.is_choice and reading.choice is not None:  # the other options, cited as the chosen one is
-            located = [e for e in reading.evidence if e.within is not None or document is not None]
-            rivals = [(LETTERS[i], assess(question, option, ev.supporting(document, located, option, question.text,
-                                                                          embedder=embedder), read, embedder))
-                      for i, option in enumerate(question.options) if i != reading.choice]
-            letter, best = max(rivals, key=lambda r: r[1].confidence)
-            support = support.against(letter, best.confidence)
-        if getattr(self.options, "verify", False):
-            from ..verify import verify
-
-            verdict = verify(self.llm, question, reading.text, citations, context.trace, retries=1)
-            if verdict.label is None:
-                context.fallback(f"verify: no label from the verifier ({verdict.problem}); the support stands on "
-                                 "the words of the cited text alone")
-            support = support.with_verdict(verdict)
-        return support
+        return finish(question, reading, self.options, self.llm, context, method=self.name, unit=self.unit,
+                      encoder=self.citation_encoder, document=document)
 
     # --- retrieving: passages without an LLM call -----------------------------------------------------
     def units(self, memory: M) -> list[Evidence]:
@@ -520,7 +434,7 @@ class Reader(Method, Generic[M, OptionsT]):
         """The ``k`` passages of ``memory`` that best match ``query`` (:meth:`rank`: no LLM call), each a
         :class:`~pagemind.citations.Citation` of the whole passage at its place in its document (a library's
         passages in their member documents), with its score."""
-        from . import evidence as ev
+        from ..answering import evidence as ev
 
         shelved = getattr(memory, "shelves", ())
         if document is None and not shelved:
@@ -536,80 +450,13 @@ class Reader(Method, Generic[M, OptionsT]):
                 break
         return out[:k]
 
-    def _cite(self, document: Any, question: Question, reading: Reading, context: Context) -> list[Citation]:
-        """The citations of an answer, from the evidence its reading declares (:mod:`.evidence`), in the mode of
-        the ``cite`` option: aligned sentences (no LLM call), checked quotes (one call), or none."""
-        from . import evidence as ev
-
-        mode = getattr(self.options, "cite", "sentences")
-        if mode == "off" or not reading.evidence or (question.is_choice and reading.choice is None):
-            return []
-        located = [e for e in reading.evidence if e.within is not None or document is not None]
-        if not located:
-            return []
-        if mode == "quotes":
-            quoted = self._quotes(document, question, reading, located, context)
-            if quoted:
-                return quoted
-            context.fallback("no quoted sentence was found in the text: citing the read sentences that best "
-                             "match the answer instead")
-        embedder = ev.minilm_encoder() if self.citation_encoder == "minilm" else None
-        reading.details["cite_encoder"] = "minilm" if embedder is not None else "lexical"
-        if self.citation_encoder == "minilm" and embedder is None:
-            context.fallback("cite_encoder minilm: the embedded encoder is not installed (the retrieval extra); "
-                             "citations ranked by their words")
-        return ev.supporting(document, located, reading.text, question.text, embedder=embedder)
-
-    def _quotes(self, document: Any, question: Question, reading: Reading, located: list[Evidence],
-                context: Context) -> list[Citation]:
-        """Ask the model to quote what its answer rests on; keep the quotes found in the text, record the others."""
-        from . import evidence as ev
-        from .decide import Invalid, decide
-
-        caps = self.llm.backend.capabilities
-        constrained = getattr(self.options, "constrained", True) and (caps.supports_grammar
-                                                                       or caps.supports_json_schema)
-        # the units read in full (ReadAgent's expanded pages, not every page it saw as a gist), else all of them
-        shown = [e for e in located if e.weight >= 1.0] or list(located)
-        request = ev.quote_request(shown, question, reading.text, constrained)
-        while len(shown) > 1 and not self.llm.fits(request):  # the units read, as many as fit beside the request
-            shown.pop()
-            request = ev.quote_request(shown, question, reading.text, constrained)
-        if not self.llm.fits(request):
-            context.fallback("quoted evidence: what was read does not fit the window beside the request")
-            return []
-
-        def parse(reply: str) -> list[str] | Invalid:
-            found = ev.parse_quotes(reply)
-            return Invalid(found) if isinstance(found, str) else found
-
-        context.phase("quoting the evidence")
-        decision = decide(self.llm, request, parse, context.trace, retries=getattr(self.options, "max_retries", 2),
-                          describe=lambda quotes: f"{len(quotes)} quote(s)")
-        if decision.value is None:
-            context.fallback(f"quoted evidence: no quotes could be read after {decision.calls} replies "
-                             f"({'; '.join(decision.problems)[:120]})")
-            return []
-        out: list[Citation] = []
-        for quote in decision.value:
-            if len(quote.split()) < ev.MIN_QUOTE_WORDS:
-                context.fallback(f"quote too short to check, dropped: {quote[:80]!r}")
-                continue
-            found = ev.placed(document, shown, quote)
-            if found is None:
-                context.fallback(f"quote not in the text, dropped: {quote[:80]!r}")
-            elif not any(c.document == found.document and c.start == found.start for c in out):
-                out.append(found)
-        return out
-
     def _reply(self, question: Question, request: Any, context: Context, phase: str = "answering") -> Any:
         """The answer step every reader shares: send ``request`` (re-asked until one option is named, for multiple
         choice), stream a free-form answer to ``context.on_text``, and record its fallbacks."""
-        from .answering import answer
+        from .reply import answer
 
         context.phase(phase)
-        reply = answer(self.llm, question, request, context.trace, getattr(self.options, "max_retries", 2),
-                       context.on_text)
+        reply = answer(self.llm, question, request, context.trace, self.options.max_retries, context.on_text)
         for note in reply.fallbacks:
             context.fallback(note)
         if reply.finish_reason != "stop":

@@ -31,8 +31,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..answering.evidence import Evidence, SourceText
+from ..answering.finish import Context, Reading
+from ..answering.question import Question
+from ..declare import option
 from ..errors import ConfigError, InputError
 from ..llm.base import LLMRequest, Message
+from ..llm.decide import Invalid, decide
 from ..llm.usage import Trace
 from ..prompts import get_prompt
 from ..retrieval.fragments import Fragment, from_dicts, split_repository
@@ -52,12 +57,9 @@ from ..retrieval.fragrel.repocoder import (
     repocoder_prompt,
 )
 from ..retrieval.select import fit
-from .answering import answer_request
-from .base import About, Build, Context, MemoryWriter, Reader, Reading
-from .decide import Invalid, decide
-from .evidence import Evidence, SourceText
-from .options import MAX_RETRIES, ReaderOptions, option
-from .question import Question
+from .base import About, Build, MemoryWriter, Reader
+from .options import ReaderOptions
+from .reply import answer_request
 
 if TYPE_CHECKING:
     from ..retrieval.fragrel.code_rank import CodeRanking, CodeSearchSettings
@@ -91,9 +93,6 @@ class CodeOptions(ReaderOptions):
     max_fanout: int = option(5, "call edges: most same-named definitions a call may link to", minimum=0)
     max_file_bytes: int = option(DEFAULT_MAX_FILE_BYTES, "larger source files are left out", minimum=1)
     max_files: int = option(DEFAULT_MAX_FILES, "most source files read", minimum=1)
-    constrained: bool = option(True, "multiple-choice answers through a grammar when the backend has one",
-                               flag="--constrained/--unconstrained")
-    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0, maximum=MAX_RETRIES)
 
     def check(self) -> None:
         self.search()  # validates scorer, alpha, top_m, min_weight

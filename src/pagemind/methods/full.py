@@ -10,15 +10,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..answering.evidence import Evidence
+from ..answering.finish import Context, Reading
+from ..answering.question import Question
+from ..declare import option
 from ..errors import InputTooLarge
 from ..library import Library, Shelf, shelves
 from ..llm.usage import Trace
 from ..text import Document
-from .answering import answer_request
-from .base import About, Context, MemoryWriter, Reader, Reading
-from .evidence import Evidence
-from .options import MAX_RETRIES, ReaderOptions, option
-from .question import Question
+from .base import About, MemoryWriter, Reader
+from .options import ReaderOptions
+from .reply import answer_request
 
 Keep = Literal["left", "right", "middle-cut"]
 PROMPT_PRESETS: dict[str, dict[str, Any]] = {
@@ -36,9 +38,6 @@ class FullTextOptions(ReaderOptions):
     keep: Keep = option("left", "what truncation keeps when the text does not fit (left: the paper's QMSum "
                                 "baseline)")
     budget: int | None = option(None, "most tokens of the document text; none: all the window allows", minimum=1)
-    constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
-                               flag="--constrained/--unconstrained")
-    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0, maximum=MAX_RETRIES)
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from ..llm.base import Constraint, LLMRequest, Message
 from ..llm.client import LLM
+from ..llm.decide import Invalid, decide
 from ..llm.usage import Trace
-from .decide import Invalid, decide
 
 MOST = 3  # sections the model may name
 TITLES = 400  # titles listed at most (a filing's Items, statements and notes are far fewer)

@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..answering.evidence import Evidence
+from ..answering.finish import Context, Reading
+from ..answering.question import Question
+from ..declare import option
 from ..library import Library, shelves
 from ..llm.client import LLM
 from ..llm.usage import Trace
@@ -19,12 +23,10 @@ from ..retrieval.fragments import Fragment, from_dicts, label_sections, split_pa
 from ..retrieval.select import fit
 from ..store import SQLStore
 from ..text import Document
-from .answering import answer_request
-from .base import About, Build, Context, MemoryWriter, Reader, Reading, StoredMemory
-from .evidence import Evidence
+from .base import About, Build, MemoryWriter, Reader, StoredMemory
 from .full import most_that_fit, truncate_words
-from .options import MAX_RETRIES, ReaderOptions, option
-from .question import Question
+from .options import ReaderOptions
+from .reply import answer_request
 
 if TYPE_CHECKING:
     from ..retrieval.embed import Embedder
@@ -70,9 +72,6 @@ class RAGOptions(ReaderOptions):
                                                               "rag: score, op-rag: position)")
     budget: int | None = option(None, "most tokens of the context text; none: what the window allows", minimum=1)
     embedder: str = option("minilm", "dense embeddings: minilm or hashing")
-    constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
-                               flag="--constrained/--unconstrained")
-    max_retries: int = option(2, "re-asks after an unparsable reply", minimum=0, maximum=MAX_RETRIES)
 
     def memory_settings(self) -> dict[str, Any]:
         if self.fragments == "pages":

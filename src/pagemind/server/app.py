@@ -21,11 +21,12 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import __version__, limits
+from .. import limits
 from ..api import Pagemind
 from ..config import Settings
 from ..errors import PagemindError
 from ..limits import MAX_ID
+from ..version import VERSION
 from . import shapes
 from .edge import Edge, EdgePolicy, allowed_methods
 from .letta import router as letta_router
@@ -77,7 +78,7 @@ router = APIRouter()
 
 @router.get("/v1/health", name="health", tags=["service"], responses=errors(*EDGE))
 def health(service: Svc) -> dict[str, Any]:
-    return {"status": "ok", "auth": service.auth, "version": __version__}
+    return {"status": "ok", "auth": service.auth, "version": VERSION}
 
 
 @router.get("/v1/me", name="get_me", tags=["users"], responses=AUTHED)
@@ -361,7 +362,7 @@ def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *
     from .agents import router as agents_router
     from .docs import mount_docs
 
-    app = FastAPI(title="pagemind", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
+    app = FastAPI(title="pagemind", version=VERSION, lifespan=lifespan, docs_url=None, redoc_url=None,
                   generate_unique_id_function=lambda route: route.name,  # operation ids: add_document, ask_document...
                   summary="Long documents and MemGPT agents over HTTP: documents, index, ask, runs, agents.")
     app.state.service = service

@@ -277,9 +277,9 @@ def _page(items: list[dict], after: str | None, before: str | None, limit: int) 
 # --- agents ---------------------------------------------------------------------------------------------------
 @router.get("/health/")
 def health() -> dict[str, Any]:
-    from .. import __version__
+    from ..version import VERSION
 
-    return {"version": __version__, "status": "ok"}
+    return {"version": VERSION, "status": "ok"}
 
 
 @router.post("/agents/")

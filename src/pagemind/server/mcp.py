@@ -506,12 +506,12 @@ TABLE: tuple[ToolSpec, ...] = (
 def build_server(service: Service, user_of: UserOf, *, allow_paths: bool = False) -> MCPServer:
     """The MCP server of :data:`TABLE` over the service layer. ``user_of`` names the user a tool call acts as;
     ``allow_paths``: tools may read a file of this machine (stdio only, never over HTTP)."""
-    from .. import __version__
+    from ..version import VERSION
 
     tools = Tools(service, user_of, allow_paths)
     made = [make_tool(getattr(tools, spec.name), spec.annotations, patch=spec.patch() if spec.patch else None,
                       drop=("path",) if spec.reads_paths and not allow_paths else ()) for spec in TABLE]
-    server = mcp_sdk.server("pagemind", instructions=INSTRUCTIONS, version=__version__, tools=made)
+    server = mcp_sdk.server("pagemind", instructions=INSTRUCTIONS, version=VERSION, tools=made)
     add_resources_and_prompts(server, service, user_of)
     return server
 

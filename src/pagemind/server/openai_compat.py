@@ -45,9 +45,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from starlette.concurrency import run_in_threadpool
 
 from .. import limits
+from ..answering.question import ReplySettings
 from ..conversation import ROLES, Turn
 from ..errors import InputError, NotFound, PagemindError
-from ..methods.question import ReplySettings
 from . import shapes
 from .routing import NO_RETRY, Svc, User, errors, retry_headers, status_of
 

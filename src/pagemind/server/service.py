@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .. import steps
 from ..agent.locks import AgentBusy
+from ..answering.question import Question, ReplySettings
 from ..conversation import Turn
 from ..errors import ConfigError, InputError, NotFound, PagemindError
-from ..methods.question import Question, ReplySettings
 from ..runs import summarize
 from ..users import agent_key, agent_name
 from .shapes import (

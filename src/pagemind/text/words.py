@@ -29,3 +29,57 @@ def share_in(words: list[str], text: str) -> float:
         return 0.0
     found = keywords(text)
     return sum(w in found for w in words) / len(words)
+
+
+_MAX_WORDS = 80  # a longer "sentence" (no punctuation) is cut into pieces of about half this
+# --- sentences and terms -------------------------------------------------------------------------------------------
+_PARAGRAPH = re.compile(r"\n\s*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=\S)")
+# a full stop that ends no sentence: a title or an initial ("Mr. Pellow", "J. Smith", "e.g. this")
+_ABBREVIATION = re.compile(r"(?:^|\s)(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Capt|Rev|Gen|Col|Lt|Sgt|No|vs|etc|e\.g|i\.e|"
+                           r"[A-Z])\.$")
+
+
+def sentences(text: str, lines: bool = False) -> list[str]:
+    """The sentences of ``text`` (``lines``: its non-empty lines, for code), as they stand in it; a run of more
+    than ``_MAX_WORDS`` words without an end is cut into pieces."""
+    out: list[str] = []
+    for paragraph in _PARAGRAPH.split(text):
+        parts = paragraph.splitlines() if lines else _joined(_SENTENCE_END.split(paragraph))
+        for part in parts:
+            words = part.split()
+            if not words:
+                continue
+            if len(words) <= _MAX_WORDS:
+                out.append(" ".join(words))
+                continue
+            step = _MAX_WORDS // 2
+            out += [" ".join(words[i:i + step]) for i in range(0, len(words), step)]
+    return out
+
+
+def _joined(parts: list[str]) -> list[str]:
+    """Pieces split after an abbreviation joined again to the piece that follows."""
+    out: list[str] = []
+    for part in parts:
+        if out and _ABBREVIATION.search(out[-1]):
+            out[-1] += " " + part
+        else:
+            out.append(part)
+    return out
+
+
+_TITLES = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr"})
+
+
+def _stem(word: str) -> str:
+    """A light suffix strip (finds/find, looked/look, reading/read), so an answer's inflection still matches."""
+    for suffix in ("ing", "ed", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def terms(text: str) -> set[str]:
+    """The text's content words (:func:`content_words`), lightly stemmed, without titles."""
+    return {_stem(w) for w in content_words(text) if w not in _TITLES}

@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ...answering.evidence import Evidence
+from ...answering.finish import Context, Reading
+from ...answering.question import Question
 from ...errors import ConfigError, InputError
 from ...library import Library, shelves
 from ...llm.usage import Trace
 from ...text import Document
-from ..base import About, Build, Context, MemoryWriter, Reader, Reading
-from ..evidence import Evidence
-from ..question import Question
+from ..base import About, Build, MemoryWriter, Reader
 from .build import build_tree, compose_trees, node_limit, plan_tree
 from .memory import PRESETS, MemoryTree, MemWalkerOptions, TreeNode
 from .navigate import NO_ANSWER, Walk

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from ...declare import option
 from ...errors import ConfigError
 from ..base import StoredMemory
-from ..options import ReaderOptions, option
+from ..options import ReaderOptions
 
 ROOT = "root"
 
@@ -146,8 +147,6 @@ class MemWalkerOptions(ReaderOptions):
     layout: Literal["paper", "prefix-cache"] = option(
         "paper", "triage prompt layout: paper (the question first) or prefix-cache (pagemind: the summaries first, so "
                  "a server's prefix cache reuses the root's triage across questions)")
-    constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
-                               flag="--constrained/--unconstrained")
     max_tokens: int = option(512, "most tokens of a navigation reply when unconstrained", minimum=1)
     budget: int | None = option(None, "most tokens of text shown per call (summaries, or segment + working "
                                       "memory)", minimum=1)

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ...answering.evidence import Evidence
+from ...answering.finish import Context, Reading
+from ...answering.question import Question
 from ...llm.base import LLMRequest
 from ...llm.client import LLM
-from ..base import Context, Reading
-from ..decide import Invalid, decide
-from ..evidence import Evidence
-from ..question import Question
+from ...llm.decide import Invalid, decide
 from .memory import ROOT, MemoryTree, MemWalkerOptions, TreeNode
 from .parsing import LeafReply, Triage, parse_leaf, parse_triage
 from .requests import flat, leaf_request, retry_request, triage_request

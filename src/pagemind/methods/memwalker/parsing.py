@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..question import Question, read_choice
+from ...answering.question import Question, read_choice
 
 _LEAD = r"[ \t>#*_`\-]*"
 _ACTION_BODY = (r"action\s*[*_`]*\s*[:：]\s*[*_`]*\s*(?:(?:summary|passage|node)\s*#?\s*)?[\[(]?\s*"

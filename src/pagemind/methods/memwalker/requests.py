@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ...answering.question import Question
 from ...llm.base import Constraint, LLMRequest, Message
 from ...prompts import get_prompt
-from ..question import Question
 from .memory import MemWalkerOptions
 
 GROUP = "memwalker"

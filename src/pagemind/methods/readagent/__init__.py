@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
+from ...answering.evidence import Evidence
+from ...answering.finish import Context, Reading
+from ...answering.question import Question
 from ...library import Library, shelves
 from ...llm.usage import Trace
 from ...text import Document, split_paragraphs
-from ..base import About, Build, Context, MemoryWriter, Reader, Reading
-from ..evidence import Evidence
-from ..question import Question
+from ..base import About, Build, MemoryWriter, Reader
 from .build import build_gist_memory
 from .lookup import GistsOnly, LookUp, LookupMode, Parallel, Sequential, expand, fit_gists
 from .memory import PRESETS, Gist, GistMemory, LookupOptions, Page, ParallelOptions, ReadAgentOptions

@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass, replace
 
 from ...llm.base import LLMRequest
 from ...llm.client import LLM
+from ...llm.decide import Invalid, decide
 from ...llm.usage import Trace
 from ...text import Document, split_paragraphs
 from ..base import Build, MemoryWriter
-from ..decide import Invalid, decide
 from .gist import check_gist, continued_gist_request, gist_request, normal
 from .memory import Gist, Page, ReadAgentOptions
 from .paginate import Conversation, Window, decide_label, make_window, page_of, stream_window

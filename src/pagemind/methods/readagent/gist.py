@@ -7,9 +7,9 @@ from collections import Counter
 from collections.abc import Set
 
 from ...llm.base import LLMRequest, Message
+from ...llm.decide import Invalid
 from ...prompts import get_prompt
 from ...text.words import content_words, share_in
-from ..decide import Invalid
 from .memory import Page, ReadAgentOptions
 
 

@@ -22,13 +22,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...answering.finish import Context
+from ...answering.question import Question
 from ...errors import ContextWindowExceeded
 from ...llm.base import Constraint, LLMRequest, Message
 from ...llm.client import LLM
+from ...llm.decide import Invalid, decide
 from ...prompts import get_prompt
-from ..base import Context, MemoryWriter
-from ..decide import Invalid, decide
-from ..question import Question
+from ..base import MemoryWriter
 from .gist import check_gist
 from .memory import GistMemory, Page, ReadAgentOptions
 from .parsing import LookupRequest, SequentialStep, parse_lookup, parse_sequential

@@ -12,14 +12,15 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
+from ...answering.finish import Context
+from ...answering.question import Question
 from ...errors import ContextWindowExceeded
 from ...llm.base import Constraint, LLMRequest, Message
 from ...llm.client import LLM
+from ...llm.decide import Invalid, decide
 from ...prompts import get_prompt
-from ..answering import answer_request, follow_up_request
-from ..base import Context, MemoryWriter
-from ..decide import Invalid, decide
-from ..question import Question
+from ..base import MemoryWriter
+from ..reply import answer_request, follow_up_request
 from .hierarchy import look_up_top_down
 from .memory import GistMemory, LookupOptions, ParallelOptions, ReadAgentOptions
 from .parsing import LookupRequest, SequentialStep, parse_lookup, parse_sequential

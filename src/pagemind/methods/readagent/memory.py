@@ -6,9 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
+from ...declare import option
 from ...errors import ConfigError
 from ..base import StoredMemory
-from ..options import MAX_RETRIES, ReaderOptions, option
+from ..options import ReaderOptions
 
 
 @dataclass(frozen=True)
@@ -130,8 +131,6 @@ class ReadAgentOptions(ReaderOptions):
     constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
                                memory=True, flag="--constrained/--unconstrained")
     max_tokens: int = option(512, "most tokens of one reply, as in the notebook", memory=True, minimum=1)
-    max_retries: int = option(2, "re-asks after an unparsable reply, per decision", minimum=0,
-                              maximum=MAX_RETRIES)
     budget: int | None = option(None, "most tokens of the answer context (gists + expanded pages); "
                                       "none: the window decides", minimum=1)
     overflow: Literal["retrieve", "hierarchical", "refuse"] = option(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..question import Question
+from ...answering.question import Question
 
 
 def relevance_order(texts: list[str], question: Question) -> list[int]:

@@ -20,7 +20,7 @@ hold the answer ("the text does not say ...") is :attr:`Support.declined`.
 
 Limits, said plainly: it checks that the answer's words, numbers and names are in the cited text, not that the text
 says what the answer says — a negated or re-ordered statement made of the same words reads as supported. The opt-in
-verifier (:mod:`pagemind.verify`) asks the model that question of the cited text.
+verifier (:mod:`pagemind.answering.verify`) asks the model that question of the cited text.
 
 :func:`abstention` is the reply an abstaining answer gives instead: "The document does not say ..." with what was
 closest.
@@ -35,10 +35,10 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from .citations import Citation
+from ..citations import Citation
 
 if TYPE_CHECKING:
-    from .methods.question import Question
+    from .question import Question
 
 Label = Literal["supported", "partial", "unsupported"]
 LABELS: tuple[Label, ...] = ("supported", "partial", "unsupported")
@@ -81,7 +81,7 @@ class Claim:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The verifier's reading of the cited text (:mod:`pagemind.verify`)."""
+    """The verifier's reading of the cited text (:mod:`pagemind.answering.verify`)."""
 
     label: Label | None  # None: no reply gave a label (a recorded fallback; never read as supported)
     confidence: float | None  # the label's probability where the backend returns log-probabilities, else None
@@ -229,7 +229,7 @@ _NOT_NAMES = frozenset({"i", "the", "a", "an", "mr", "mrs", "ms", "dr", "st", "h
 
 def names(text: str) -> set[str]:
     """Capitalised words inside a sentence (not its first word), lower-cased: the names an answer asserts."""
-    from .methods.evidence import sentences
+    from ..text.words import sentences
 
     out: set[str] = set()
     for sentence in sentences(text):
@@ -249,9 +249,9 @@ _NUMBER_WORDS = frozenset([*_UNITS, *_TENS, *_SCALES])
 
 
 def facts(text: str) -> set[str]:
-    """The content words of ``text`` (:func:`~pagemind.methods.evidence.terms`) with its numbers in one plain form
+    """The content words of ``text`` (:func:`~pagemind.answering.evidence.terms`) with its numbers in one plain form
     (``112``, ``one hundred and twelve`` -> ``112``), so a number matches however it is written."""
-    from .methods.evidence import terms
+    from ..text.words import terms
 
     return {t for t in terms(text) if t not in _NUMBER_WORDS and not t[:1].isdigit()} | numbers(text)
 
@@ -284,7 +284,7 @@ class _Corpus:
 
 @lru_cache(maxsize=4)
 def _corpus(read: tuple[str, ...]) -> _Corpus:
-    from .methods.evidence import sentences
+    from ..text.words import sentences
 
     joined = " ".join(read)
     return _Corpus(_idf([facts(s) for text in read for s in sentences(text)]), frozenset(numbers(joined)),
@@ -314,7 +314,7 @@ def _read(citations: Sequence[Citation], read: Sequence[str]) -> _Read:
 
 def _context(citation: Citation, read: Sequence[str]) -> str:
     """The quote with up to :data:`_ANCHOR_CONTEXT` characters before it in its paragraph (where "she" is named)."""
-    from .citations import locate
+    from ..citations import locate
 
     for text in read:
         span = locate(text, citation.quote)
@@ -330,7 +330,7 @@ def _figures(texts: tuple[str, ...]) -> tuple[Any, ...]:
     """The amounts of ``texts``, each with the scale its table or sentence states ("in millions")."""
     from dataclasses import replace
 
-    from .text.numbers import amounts, table_scale
+    from ..text.numbers import amounts, table_scale
 
     out: list[Any] = []
     for text in texts:
@@ -344,7 +344,7 @@ def _figures(texts: tuple[str, ...]) -> tuple[Any, ...]:
 def _same_figures(claim: str, texts: tuple[str, ...]) -> set[str]:
     """The claim's numbers (in :func:`numbers`' plain form) that are a figure of ``texts`` in other units or
     scales ("24.690" billion and "24,690" in a table in millions; "1.9%" and "0.019")."""
-    from .text.numbers import amounts, same_amount
+    from ..text.numbers import amounts, same_amount
 
     found = set()
     given = _figures(texts)
@@ -357,7 +357,7 @@ def _same_figures(claim: str, texts: tuple[str, ...]) -> set[str]:
 def _as_cited(claim: str, quotes: tuple[str, ...], cited: frozenset[str]) -> str:
     """The claim with each figure that is a cited one in other units written as the quote writes it (``cited``:
     the quotes' numbers, in :func:`numbers`' plain form)."""
-    from .text.numbers import amounts, same_amount
+    from ..text.numbers import amounts, same_amount
 
     given = _figures(quotes)
     for amount in amounts(claim):
@@ -387,7 +387,7 @@ def _other_period(question: str, claim: str, quotes: Sequence[str]) -> tuple[str
     """The claim's figures read from a table column of another period than the question asks about ("Q1" given for
     a question about Q2; the 2021 column for FY2022): each as "N (the 2021 column)"; none when the question names
     no period, the figure is in no table, or its column is one asked about."""
-    from .text.numbers import amounts, same_amount
+    from ..text.numbers import amounts, same_amount
 
     asked = _periods_of(question)
     if not asked:
@@ -431,16 +431,16 @@ def anchors(question: str) -> set[str]:
 
 def claims_of(answer: str) -> list[str]:
     """The claims of an answer: its sentences (a chosen option's text is one claim)."""
-    from .methods.evidence import sentences
+    from ..text.words import sentences
 
     return [s for s in sentences(answer) if re.search(r"\w", s)] or ([answer.strip()] if answer.strip() else [])
 
 
 def assess(question: Question | str, answer: str, citations: Sequence[Citation], read: Sequence[str],
            embedder: Any = None) -> Support:
-    """The support of ``answer`` (to ``question``, a :class:`~pagemind.methods.question.Question` or its text) by the
+    """The support of ``answer`` (to ``question``, a :class:`~pagemind.answering.question.Question` or its text) by the
     quotes of its ``citations``, given the texts it ``read``; ``embedder``: the MiniLM encoder
-    (:func:`pagemind.methods.evidence.minilm_encoder`), or None (words alone)."""
+    (:func:`pagemind.answering.evidence.minilm_encoder`), or None (words alone)."""
     question_text = question if isinstance(question, str) else question.text
     seen = _read(citations, read)
     asked = facts(question_text)
@@ -511,7 +511,7 @@ def copies(claims: Sequence[str], read: Sequence[str]) -> bool:
     read, word for word: a model that pasted its context back."""
     if len(claims) < COPY_CLAIMS:
         return False
-    from .citations import locate
+    from ..citations import locate
 
     verbatim = sum(any(locate(text, claim) is not None for text in read) for claim in claims)
     return verbatim >= COPY_SHARE * len(claims)
@@ -538,8 +538,8 @@ def _similarities(embedder: Any, claims: list[str], quotes: Sequence[str], quest
     """Each claim's best cosine similarity to a quote (a short claim read with the question), or None."""
     if embedder is None or not quotes:
         return None
-    from .methods.evidence import terms
-    from .retrieval.embed import fragment_vectors
+    from ..retrieval.embed import fragment_vectors
+    from ..text.words import terms
 
     shown = [c if len(terms(c)) > SHORT_CLAIM else f"{question} {c}" for c in claims]
     try:

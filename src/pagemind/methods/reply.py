@@ -6,12 +6,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..answering.question import Question, choice_constraint, read_choice
 from ..llm.base import LLMRequest, Message
 from ..llm.client import LLM
+from ..llm.decide import Invalid, decide
 from ..llm.usage import Trace
 from ..prompts import get_prompt
-from .decide import Invalid, decide
-from .question import Question, choice_constraint, read_choice
 
 
 @dataclass

@@ -1,10 +1,10 @@
 """The verifier: one short call that reads only an answer's cited sentences and labels its support.
 
 The request shows the cited quotes, the question and the answer (``support.verify`` in ``prompts/support.yaml``) and
-takes one of :data:`~pagemind.support.LABELS`, constrained by a grammar or JSON schema where the backend enforces
-one. Where the backend returns log-probabilities (llama.cpp's server, vLLM, SGLang, OpenAI), the confidence is the
-label's probability among the three, read from the alternatives of the token where the label begins; elsewhere the
-label alone (``basis="label"``). A reply outside the labels is re-asked once (:func:`~pagemind.methods.decide.decide`)
+takes one of :data:`~pagemind.answering.support.LABELS`, constrained by a grammar or JSON schema where the backend
+enforces one. Where the backend returns log-probabilities (llama.cpp's server, vLLM, SGLang, OpenAI), the confidence is
+the label's probability among the three, read from the alternatives of the token where the label begins; elsewhere the
+label alone (``basis="label"``). A reply outside the labels is re-asked once (:func:`~pagemind.llm.decide.decide`)
 and then left without a label (``basis="fallback"``): never read as supported.
 """
 
@@ -16,14 +16,14 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .citations import Citation
-from .llm.base import Constraint, LLMRequest, LLMResponse, Message
+from ..citations import Citation
+from ..llm.base import Constraint, LLMRequest, LLMResponse, Message
 from .support import LABELS, Label, Verdict
 
 if TYPE_CHECKING:
-    from .llm.client import LLM
-    from .llm.usage import Trace
-    from .methods.question import Question
+    from ..llm.client import LLM
+    from ..llm.usage import Trace
+    from .question import Question
 
 MAX_TOKENS = 12  # a label, or {"label": "..."}
 TOP = 5  # alternatives asked per token
@@ -34,7 +34,7 @@ _SCHEMA: dict[str, Any] = {"type": "object", "properties": {"label": {"type": "s
 
 def request(question: Question | str, answer: str, citations: Sequence[Citation]) -> LLMRequest:
     """The verification request: the cited quotes (numbered as the answer's markers), the question, the answer."""
-    from .prompts import get_prompt
+    from ..prompts import get_prompt
 
     sources = "\n".join(f"[{n}] {' '.join(c.quote.split())}" for n, c in enumerate(citations, 1))
     asked = question if isinstance(question, str) else question.text
@@ -89,7 +89,7 @@ def label_probability(response: LLMResponse, label: str) -> float | None:
 def verify(llm: LLM, question: Question | str, answer: str, citations: Sequence[Citation], trace: Trace,
            retries: int = 1) -> Verdict:
     """The verifier's verdict on ``answer`` given its ``citations`` (no call when nothing is cited: unsupported)."""
-    from .methods.decide import Invalid, decide
+    from ..llm.decide import Invalid, decide
 
     if not citations:
         return Verdict("unsupported", None, "nothing cited", 0, "nothing was cited: no call made")

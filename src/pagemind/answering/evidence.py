@@ -31,14 +31,13 @@ from functools import lru_cache
 from typing import Any
 
 from ..citations import Citation, cite, locate, overlaps
-from ..text.words import content_words
+from ..text.words import sentences, terms
 
 KEEP = 3  # sentences cited per answer, at most
 QUESTION_WEIGHT = 0.5  # a question word found in a sentence counts half an answer word
 RELATIVE = 0.5  # a sentence is kept when its score is at least this share of the best one's
 RERANK = 12  # lexical candidates the encoder re-ranks
 MIN_QUOTE_WORDS = 3  # a shorter quote ("...", a name) would be found almost anywhere: it checks nothing
-_MAX_WORDS = 80  # a longer "sentence" (no punctuation) is cut into pieces of about half this
 
 
 @dataclass(frozen=True)
@@ -61,43 +60,6 @@ class SourceText:
     text: str
 
 
-# --- sentences -------------------------------------------------------------------------------------------
-_PARAGRAPH = re.compile(r"\n\s*\n")
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=\S)")
-# a full stop that ends no sentence: a title or an initial ("Mr. Pellow", "J. Smith", "e.g. this")
-_ABBREVIATION = re.compile(r"(?:^|\s)(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Capt|Rev|Gen|Col|Lt|Sgt|No|vs|etc|e\.g|i\.e|"
-                           r"[A-Z])\.$")
-
-
-def sentences(text: str, lines: bool = False) -> list[str]:
-    """The sentences of ``text`` (``lines``: its non-empty lines, for code), as they stand in it; a run of more
-    than ``_MAX_WORDS`` words without an end is cut into pieces."""
-    out: list[str] = []
-    for paragraph in _PARAGRAPH.split(text):
-        parts = paragraph.splitlines() if lines else _joined(_SENTENCE_END.split(paragraph))
-        for part in parts:
-            words = part.split()
-            if not words:
-                continue
-            if len(words) <= _MAX_WORDS:
-                out.append(" ".join(words))
-                continue
-            step = _MAX_WORDS // 2
-            out += [" ".join(words[i:i + step]) for i in range(0, len(words), step)]
-    return out
-
-
-def _joined(parts: list[str]) -> list[str]:
-    """Pieces split after an abbreviation joined again to the piece that follows."""
-    out: list[str] = []
-    for part in parts:
-        if out and _ABBREVIATION.search(out[-1]):
-            out[-1] += " " + part
-        else:
-            out.append(part)
-    return out
-
-
 # --- alignment --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Candidate:
@@ -106,22 +68,6 @@ class Candidate:
     evidence: Evidence
     sentence: str
     score: float
-
-
-_TITLES = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr"})
-
-
-def _stem(word: str) -> str:
-    """A light suffix strip (finds/find, looked/look, reading/read), so an answer's inflection still matches."""
-    for suffix in ("ing", "ed", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
-def terms(text: str) -> set[str]:
-    """The text's content words (:func:`pagemind.text.words.content_words`), lightly stemmed, without titles."""
-    return {_stem(w) for w in content_words(text) if w not in _TITLES}
 
 
 def rank(evidence: Sequence[Evidence], answer: str, question: str = "",
@@ -306,7 +252,5 @@ __all__ = [
     "placed",
     "quote_request",
     "rank",
-    "sentences",
     "supporting",
-    "terms",
 ]

@@ -12,13 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from ..llm.base import LLMRequest, LLMResponse, Message
-from ..llm.client import LLM
-from ..llm.usage import Trace
+from .base import LLMRequest, LLMResponse, Message
+from .client import LLM
+from .usage import Trace
 
 T = TypeVar("T")
 
 OK, FAILED, BUDGET = "ok", "failed", "budget"
+MAX_RETRIES = 10  # re-asks of one decision: more is never useful (each carries the replies before it)
 
 
 @dataclass(frozen=True)
@@ -99,4 +100,4 @@ def decide(llm: LLM, request: LLMRequest, parse: Callable[[str], T | Invalid], t
     return Decision(None, reply, calls, tuple(problems), conversation, FAILED, finish_reason)
 
 
-__all__ = ["BUDGET", "FAILED", "OK", "Decision", "Invalid", "continued", "decide"]
+__all__ = ["BUDGET", "FAILED", "MAX_RETRIES", "OK", "Decision", "Invalid", "continued", "decide"]

@@ -11,7 +11,7 @@ from ..citations import Citation
 from ..errors import InputError
 from ..llm.base import Constraint, LLMRequest
 from ..llm.usage import Trace, Usage
-from ..support import Support
+from .support import Support
 
 LETTERS = "ABCDEFGHIJ"
 _OPTION_LINE = re.compile(r"^\s*\(([A-J])\)\s*(.+?)\s*$")
@@ -113,7 +113,7 @@ class Answer:
     run_id: str | None = None  # the recorded run of this answer (Pagemind.ask), if recorded
     citations: list[Citation] = field(default_factory=list)  # the passages it rests on; markers [1].. name them
     finish_reason: str = "stop"  # of the answer call: "length" when cut at its reply limit (ReplySettings)
-    support: Support | None = None  # how well the citations support it (pagemind.support); None: not judged
+    support: Support | None = None  # how well the citations support it (pagemind.answering.support); None: not judged
     abstained: bool = False  # ``text`` says the document does not say; the model's own answer is ``draft``
     draft: str | None = None  # the model's answer when it abstained
 

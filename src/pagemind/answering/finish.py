@@ -1,0 +1,191 @@
+"""After the model's reply: citations, support, abstention and the verifier, in one place, one entry.
+
+A reader's ``_answer`` returns a :class:`Reading` (the reply, the units read, the evidence it declares);
+:func:`finish` turns it into the :class:`~pagemind.answering.question.Answer` every surface shows: the citations
+(aligned sentences with no LLM call, or quotes the model gives and pagemind finds in the text), the support judgement
+(:mod:`.support`, with the verifier's reading on request: :mod:`.verify`) and, when the cited text does not hold a
+free-form answer, the abstention (the model's words kept as the draft). What it reads of the options is one typed
+:class:`~pagemind.answering.options.AnswerOptions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..citations import Citation
+from ..llm.client import LLM
+from ..llm.usage import Trace
+from .evidence import Evidence
+from .options import AnswerOptions
+from .question import LETTERS, Answer, Question
+from .support import Support
+
+Progress = Callable[[str, int, int, str], None]  # (phase, done, total, unit); total 0: a phase without a count
+
+
+@dataclass
+class Context:
+    """What ``_answer`` gets beside the memory: its trace and the list fallbacks are recorded in."""
+
+    trace: Trace = field(default_factory=Trace)
+    fallbacks: list[str] = field(default_factory=list)
+    progress: Progress | None = None
+    on_text: Callable[[str], None] | None = None  # the free-form answer as it is generated
+    finish_reason: str = "stop"  # of the answer call ("length": cut at the asker's reply limit)
+
+    def fallback(self, text: str) -> None:
+        self.fallbacks.append(text)
+
+    def phase(self, name: str, done: int = 0, total: int = 0, unit: str = "") -> None:
+        """Tell the progress display what the answer is doing (looking up, answering...)."""
+        if self.progress is not None:
+            self.progress(name, done, total, unit)
+
+
+@dataclass
+class Reading:
+    """What ``_answer`` returns: the reply and what was placed in context to get it."""
+
+    text: str
+    choice: int | None
+    read: list[int]  # the units read (pages, nodes' leaves, fragments)
+    context_words: int  # the longest document-derived text placed in one prompt
+    document_words: int
+    details: dict[str, Any] = field(default_factory=dict)
+    evidence: list[Evidence] = field(default_factory=list)  # the units read, as citations will name them
+
+
+def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LLM, context: Context, *,
+           method: str, unit: str, encoder: str, document: Any = None) -> Answer:
+    """The answer to ``question`` from a reader's ``reading``: cited into ``document`` (or each evidence's own,
+    ``within``), judged, and withheld as an abstention when ``options.abstain`` says so for an unsupported answer.
+    ``method`` and ``unit`` name the reader and what it counts as read; ``encoder`` ranks the cited sentences
+    (``minilm`` or ``lexical``: the reader's resolved ``cite_encoder``). The LLM calls (quotes, the verifier) go to
+    ``context.trace``, fallbacks to ``context.fallbacks``."""
+    citations = cite(question, reading, options, llm, context, encoder, document)
+    support = judge(question, reading, citations, options, llm, context, encoder, document)
+    answer = Answer(
+        question=question, method=method, text=reading.text, choice=reading.choice,
+        pages_read=list(reading.read), read_unit=unit,
+        compression_rate=100.0 * (1 - reading.context_words / max(1, reading.document_words)),
+        context_words=reading.context_words, trace=context.trace, fallbacks=list(context.fallbacks),
+        details=reading.details, citations=citations, finish_reason=context.finish_reason, support=support,
+    )
+    from .support import abstains, abstention
+
+    if support is not None and abstains(options.abstain, question.is_choice, support):
+        answer.draft, answer.abstained = answer.text, True
+        answer.text, answer.choice = abstention(support, citations), None
+    return answer
+
+
+def judge(question: Question, reading: Reading, citations: list[Citation], options: AnswerOptions, llm: LLM,
+          context: Context, encoder: str, document: Any = None) -> Support | None:
+    """How well the citations support the answer (:mod:`.support`; no LLM call), with the verifier's reading when
+    ``options.verify`` asks for it. None (not judged) with ``support=off``, without citations by choice
+    (``cite=off``), for a reader that declares nothing it read, or when no option was chosen. A free-form reply that
+    declines ("no answer") with nothing read is judged: the abstention it is."""
+    from . import evidence as ev
+    from .support import assess, declined
+
+    mode = options.support
+    if mode != "off" and not reading.evidence and not question.is_choice and declined(reading.text):
+        return Support("unsupported", 0.0, declined=True, reason="the method found no answer in what it read")
+    if (mode == "off" or options.cite == "off" or not reading.evidence
+            or (question.is_choice and reading.choice is None)):
+        return None
+    wanted = mode == "minilm" or (mode == "auto" and encoder == "minilm")
+    embedder = ev.minilm_encoder() if wanted else None
+    if wanted and embedder is None:
+        context.fallback("support minilm: the embedded encoder is not installed (the retrieval extra); support "
+                         "judged by words alone")
+    read = [e.text for e in reading.evidence]
+    support = assess(question, reading.text, citations, read, embedder)
+    if question.is_choice and reading.choice is not None:  # the other options, cited as the chosen one is
+        located = [e for e in reading.evidence if e.within is not None or document is not None]
+        rivals = [(LETTERS[i], assess(question, option, ev.supporting(document, located, option, question.text,
+                                                                      embedder=embedder), read, embedder))
+                  for i, option in enumerate(question.options) if i != reading.choice]
+        letter, best = max(rivals, key=lambda r: r[1].confidence)
+        support = support.against(letter, best.confidence)
+    if options.verify:
+        from .verify import verify
+
+        verdict = verify(llm, question, reading.text, citations, context.trace, retries=1)
+        if verdict.label is None:
+            context.fallback(f"verify: no label from the verifier ({verdict.problem}); the support stands on "
+                             "the words of the cited text alone")
+        support = support.with_verdict(verdict)
+    return support
+
+
+def cite(question: Question, reading: Reading, options: AnswerOptions, llm: LLM, context: Context, encoder: str,
+         document: Any = None) -> list[Citation]:
+    """The citations of an answer, from the evidence its reading declares, in the mode of ``options.cite``:
+    aligned sentences (no LLM call), checked quotes (one call), or none."""
+    from . import evidence as ev
+
+    if options.cite == "off" or not reading.evidence or (question.is_choice and reading.choice is None):
+        return []
+    located = [e for e in reading.evidence if e.within is not None or document is not None]
+    if not located:
+        return []
+    if options.cite == "quotes":
+        quoted = quotes(question, reading, located, options, llm, context, document)
+        if quoted:
+            return quoted
+        context.fallback("no quoted sentence was found in the text: citing the read sentences that best "
+                         "match the answer instead")
+    embedder = ev.minilm_encoder() if encoder == "minilm" else None
+    reading.details["cite_encoder"] = "minilm" if embedder is not None else "lexical"
+    if encoder == "minilm" and embedder is None:
+        context.fallback("cite_encoder minilm: the embedded encoder is not installed (the retrieval extra); "
+                         "citations ranked by their words")
+    return ev.supporting(document, located, reading.text, question.text, embedder=embedder)
+
+
+def quotes(question: Question, reading: Reading, located: list[Evidence], options: AnswerOptions, llm: LLM,
+           context: Context, document: Any = None) -> list[Citation]:
+    """Ask the model to quote what its answer rests on; keep the quotes found in the text, record the others."""
+    from ..llm.decide import Invalid, decide
+    from . import evidence as ev
+
+    caps = llm.backend.capabilities
+    constrained = options.constrained and (caps.supports_grammar or caps.supports_json_schema)
+    # the units read in full (ReadAgent's expanded pages, not every page it saw as a gist), else all of them
+    shown = [e for e in located if e.weight >= 1.0] or list(located)
+    request = ev.quote_request(shown, question, reading.text, constrained)
+    while len(shown) > 1 and not llm.fits(request):  # the units read, as many as fit beside the request
+        shown.pop()
+        request = ev.quote_request(shown, question, reading.text, constrained)
+    if not llm.fits(request):
+        context.fallback("quoted evidence: what was read does not fit the window beside the request")
+        return []
+
+    def parse(reply: str) -> list[str] | Invalid:
+        found = ev.parse_quotes(reply)
+        return Invalid(found) if isinstance(found, str) else found
+
+    context.phase("quoting the evidence")
+    decision = decide(llm, request, parse, context.trace, retries=options.max_retries,
+                      describe=lambda quoted: f"{len(quoted)} quote(s)")
+    if decision.value is None:
+        context.fallback(f"quoted evidence: no quotes could be read after {decision.calls} replies "
+                         f"({'; '.join(decision.problems)[:120]})")
+        return []
+    out: list[Citation] = []
+    for quote in decision.value:
+        if len(quote.split()) < ev.MIN_QUOTE_WORDS:
+            context.fallback(f"quote too short to check, dropped: {quote[:80]!r}")
+            continue
+        found = ev.placed(document, shown, quote)
+        if found is None:
+            context.fallback(f"quote not in the text, dropped: {quote[:80]!r}")
+        elif not any(c.document == found.document and c.start == found.start for c in out):
+            out.append(found)
+    return out
+
+
+__all__ = ["Context", "Progress", "Reading", "cite", "finish", "judge", "quotes"]

@@ -1,0 +1,52 @@
+"""What every answer is finished with, declared once: citations, support, abstention and the verifier.
+
+:class:`AnswerOptions` is the part of every method's options that :func:`pagemind.answering.finish.finish` reads;
+a method's :class:`~pagemind.methods.options.ReaderOptions` extends it, so these are every method's options (listed
+after its own) and reach the CLI flags, the HTTP and MCP schemas and ``pagemind eval -O`` from this one declaration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Literal
+
+from ..declare import Options, option
+from ..llm.decide import MAX_RETRIES
+
+
+@dataclass(frozen=True)
+class AnswerOptions(Options):
+    """How an answer is finished after the model's reply; the re-asks and reply formats of its own calls (quotes,
+    the verifier) are the method's (``constrained``, ``max_retries``)."""
+
+    cite: Literal["sentences", "quotes", "off"] = option(
+        "sentences", "citations: the read sentences that best match the answer (no LLM call), quotes the model "
+                     "gives and pagemind checks against the text (one more call), or none")
+    cite_encoder: Literal["auto", "lexical", "minilm"] = option(
+        "auto", "how the read sentences citing an answer are ranked: by their words (lexical), re-ranked by the "
+                "embedded MiniLM encoder (minilm: the retrieval extra), or auto: minilm where the reader embeds "
+                "anyway (dense or hybrid RAG, FragRel's semantic relation), else lexical; the answer records which")
+    support: Literal["auto", "lexical", "minilm", "off"] = option(
+        "auto", "how each answer's support by its citations is judged, with no LLM call: by the claims' words, "
+                "numbers and names found in the cited text (lexical), also by their similarity to it under the "
+                "embedded MiniLM encoder (minilm: the retrieval extra), auto: as the citations are ranked "
+                "(cite_encoder), or not at all (off)")
+    verify: bool = option(
+        False, "one more short call after the answer: the model reads only the cited sentences and labels the "
+               "answer supported, partial or unsupported (constrained to those labels; the label's probability as "
+               "confidence where the backend returns log-probabilities)")
+    abstain: Literal["auto", "on", "off"] = option(
+        "auto", "reply \"The document does not say ...\" with what was closest (the model's answer kept as the "
+                "draft) when the answer is not supported by what was read: auto does so for free-form questions "
+                "(not multiple choice, nor the papers' evaluation protocols), on for every question, off never")
+    constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
+                               flag="--constrained/--unconstrained")
+    max_retries: int = option(2, "re-asks after an unparsable reply, per decision", minimum=0, maximum=MAX_RETRIES)
+
+    @classmethod
+    def shared_names(cls) -> frozenset[str]:
+        """Every method's options (these), listed after a method's own."""
+        return frozenset(f.name for f in fields(AnswerOptions))
+
+
+__all__ = ["AnswerOptions"]
