@@ -87,7 +87,9 @@ def test_overlong_prompt_raises_before_calling_the_model(model_file, monkeypatch
 
     small = LlamaCpp(model_file, n_ctx=512, threads=2)
     try:
-        monkeypatch.setattr(small._llama_cpp, "Llama", lambda **kw: pytest.fail("the weights were loaded"))
+        import llama_cpp
+
+        monkeypatch.setattr(llama_cpp, "Llama", lambda **kw: pytest.fail("the weights were loaded"))
         with pytest.raises(ContextWindowExceeded) as err:
             small.execute(LLMRequest.user("word " * 600, max_tokens=16))
         assert err.value.context_window == 512 and err.value.prompt_tokens > 500
@@ -100,7 +102,11 @@ def test_overlong_prompt_raises_before_calling_the_model(model_file, monkeypatch
 
 @pytest.mark.integration
 @needs_model
-def test_a_cached_answer_never_loads_the_weights(model_file, tmp_path, monkeypatch):
+def test_a_cached_answer_opens_nothing(model_file, tmp_path, monkeypatch):
+    """Issue 48: an answer served from the reply cache imports no llama.cpp and reads no tokenizer (its prompt's
+    token count was kept beside the reply); a new question reads the tokenizer again; a closed backend refuses."""
+    import subprocess
+
     from pagemind import Document, Pagemind
 
     monkeypatch.setenv("PAGEMIND_HOME", str(tmp_path / "home"))
@@ -109,11 +115,24 @@ def test_a_cached_answer_never_loads_the_weights(model_file, tmp_path, monkeypat
     reply = first.ask(text, "Who found the map?", method="full").text
     assert first.llm.backend.loaded  # the first answer went to the model
     first.close()
+    probe = (
+        "import json, sys\n"
+        "from pagemind import Document, Pagemind\n"
+        f"text = Document.from_text({text.text!r})\n"
+        f"pm = Pagemind(llm='gguf:{model_file}', n_ctx=2048, threads=2)\n"
+        "answer = pm.ask(text, 'Who found the map?', method='full')\n"
+        "print(json.dumps([answer.text, answer.usage.cached_calls, 'llama_cpp' in sys.modules,\n"
+        "                  pm.llm.backend._vocab is not None]))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.splitlines()[-1]) == [reply, 1, False, False]
     again = Pagemind(llm=f"gguf:{model_file}", n_ctx=2048, threads=2)
-    monkeypatch.setattr(again.llm.backend._llama_cpp, "Llama", lambda **kw: pytest.fail("the weights were loaded"))
-    answer = again.ask(text, "Who found the map?", method="full")
-    assert answer.text == reply and answer.usage.cached_calls == answer.usage.calls == 1
-    assert not again.llm.backend.loaded  # token counts and the chat template came from the tokenizer alone
+    import llama_cpp
+
+    monkeypatch.setattr(llama_cpp, "Llama", lambda **kw: pytest.fail("the weights were loaded"))
+    other = Document.from_text("Abel kept the ledger by the lamp. " * 30)
+    with pytest.raises(BaseException, match="the weights were loaded"):  # not cached: counted, then sent
+        again.ask(other, "Who kept the ledger?", method="full")
+    assert again.llm.backend._vocab is not None and not again.llm.backend.loaded
     again.close()
     with pytest.raises(BackendUnavailable, match="closed"):
         again.llm.backend.count_tokens("after close")

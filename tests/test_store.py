@@ -103,7 +103,8 @@ def test_a_store_migrated_in_the_old_order_opens_and_keeps_its_data(tmp_path):
                                           "m005_memory_build_usage", "m006_service", "m007_leases",
                                           "m008_memory_scope", "m009_one_lease", "m010_libraries",
                                           "m011_block_history", "m012_archival_audit",
-                                          "m013_document_structure", "m014_cache_logprobs", "m015_file_reads"]
+                                          "m013_document_structure", "m014_cache_logprobs", "m015_file_reads",
+                                          "m016_token_counts"]
     assert [a.name for a in store.list_agents()] == ["ann"]
     record = store.open_memory("k", "d", "rag", {"a": 1}, "m")  # documents(id='d') exists: the FK holds
     assert record.status == "building"
@@ -118,7 +119,8 @@ def test_a_store_missing_a_middle_migration_gets_it(tmp_path):
                                           "m005_memory_build_usage", "m006_service", "m007_leases",
                                           "m008_memory_scope", "m009_one_lease", "m010_libraries",
                                           "m011_block_history", "m012_archival_audit",
-                                          "m013_document_structure", "m014_cache_logprobs", "m015_file_reads"]
+                                          "m013_document_structure", "m014_cache_logprobs", "m015_file_reads",
+                                          "m016_token_counts"]
     assert store.create_agent("ann", {}, {}, 0.0, [BlockRow("human", "", 10)]) is not None
     store.close()
 
@@ -307,6 +309,34 @@ def test_the_llm_cache_can_be_cleared(store):
     store.put_response("a", LLMResponse("x", 1, 1, 0.1, "m"))
     store.put_response("b", LLMResponse("y", 1, 1, 0.1, "m"))
     assert store.clear_responses() == 2 and store.get_response("a") is None and store.clear_responses() == 0
+
+
+
+def test_token_counts_are_kept_per_model_and_prompt_so_a_repeat_counts_nothing(store):
+    """A prompt's count is made once per model (issue 48: a cached answer opens no tokenizer); another model, or
+    another prompt, is counted; ``cache clear`` forgets the counts with the replies."""
+    from pagemind.llm import LLM, ScriptedLLM
+    from pagemind.llm.base import LLMRequest
+    from pagemind.store import StoreResponseCache
+
+    request = LLMRequest.user("how many words are in this prompt")
+    counting = ScriptedLLM(default="x")
+    first = LLM(counting, cache=StoreResponseCache(store))
+    n = first.prompt_tokens(request)
+    assert n == counting.prompt_tokens(request) and first.count_tokens("one two three") == 3
+
+    class Refuses(ScriptedLLM):
+        def count_tokens(self, text):
+            raise AssertionError(f"counted again: {text!r}")
+
+    again = LLM(Refuses(default="x"), cache=StoreResponseCache(store))
+    assert again.prompt_tokens(request) == n and again.count_tokens_many(["one two three"]) == [3]
+    other = LLM(Refuses(default="x", model_id="another"), cache=StoreResponseCache(store))
+    with pytest.raises(AssertionError, match="counted again"):
+        other.count_tokens("one two three")
+    with pytest.raises(AssertionError, match="counted again"):
+        again.prompt_tokens(LLMRequest.user("a prompt not counted before"))
+    assert store.forget_token_counts() == 2 and store.forget_token_counts() == 0
 
 
 def test_runs_are_found_by_a_prefix_of_their_id_in_the_store(store):

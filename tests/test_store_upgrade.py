@@ -23,6 +23,7 @@ def _check_release_rows(store):
                       "embeddings": 1, "users": 1, "api_keys": 2, "user_documents": 1, "agents": 1,
                       "agent_blocks": 2, "agent_messages": 2, "agent_passages": 2, "agent_owners": 1, "runs": 2,
                       "run_steps": 1, "libraries": 0, "library_documents": 0, "file_reads": 0,  # later tables
+                      "token_counts": 0,
                       "agent_block_versions": 2}  # the blocks stored before history: their version 1
     agent = store.get_agent("bot")
     assert [(v.label, v.version, v.cause) for v in store.agent_block_versions(agent.id, "human")] == [

@@ -84,8 +84,10 @@ def cache() -> None:
 @click.pass_context
 @handle_errors
 def clear(ctx: click.Context, encoding: str, **kw: Any) -> None:
-    """Delete every cached LLM reply and every file's kept reading (memories stay)."""
+    """Delete every cached LLM reply (with the prompts' kept token counts) and every file's kept reading (memories
+    stay)."""
     with session(ctx, kw) as pm:
         n = pm.store.clear_responses()
         files = pm.store.forget_file_reads()
+        pm.store.forget_token_counts()
     click.echo(f"deleted {n} cached repl{'y' if n == 1 else 'ies'} and {files} file reading{'' if files == 1 else 's'}")

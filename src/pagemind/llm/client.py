@@ -16,9 +16,15 @@ from .usage import Trace, TraceEvent, Usage
 
 
 class ResponseCache(Protocol):
+    """Replies by request (:meth:`LLMRequest.cache_key`), and prompts' token counts by model and prompt."""
+
     def get(self, key: str) -> LLMResponse | None: ...
 
     def put(self, key: str, response: LLMResponse) -> None: ...
+
+    def tokens(self, key: str) -> int | None: ...
+
+    def put_tokens(self, key: str, tokens: int) -> None: ...
 
 
 class LLM:
@@ -82,14 +88,49 @@ class LLM:
         return self.backend.capabilities.context_window
 
     def count_tokens(self, text: str) -> int:
-        return self.backend.count_tokens(text)
+        return self.count_tokens_many([text])[0]
 
     def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
-        """Counts for many texts (one batched call on servers whose tokenize endpoint takes a list)."""
-        return self.backend.count_tokens_many(texts)
+        """Counts for many texts (one batched call on servers whose tokenize endpoint takes a list); a count made
+        before for this model is found in the cache, so a repeated answer opens no tokenizer."""
+        keys = [self._count_key("text", t) for t in texts]
+        found = [self.cache.tokens(k) if self.cache is not None and k is not None else None for k in keys]
+        missing = [i for i, n in enumerate(found) if n is None]
+        if missing:
+            counted = self.backend.count_tokens_many([texts[i] for i in missing])
+            for i, n in zip(missing, counted):
+                found[i] = n
+                if self.cache is not None and keys[i] is not None:
+                    self.cache.put_tokens(keys[i], n)  # type: ignore[arg-type]
+        return [int(n or 0) for n in found]
 
     def prompt_tokens(self, request: LLMRequest) -> int:
-        return self.backend.prompt_tokens(request)
+        """Tokens ``request`` occupies in the window (its messages after the chat template, its tools), counted
+        once per model and kept in the cache."""
+        key = self._count_key("prompt", request)
+        if key is not None and self.cache is not None:
+            kept = self.cache.tokens(key)
+            if kept is not None:
+                return kept
+        n = self.backend.prompt_tokens(request)
+        if key is not None and self.cache is not None:
+            self.cache.put_tokens(key, n)
+        return n
+
+    def _count_key(self, kind: str, what: str | LLMRequest) -> str | None:
+        """The cache address of a count: the model's identity and the text, or the request's messages and tools
+        (None: counts not kept, where the backend only estimates them: that costs nothing)."""
+        if self.cache is None or self.backend.capabilities.token_counts == "estimate":
+            return None
+        from ..hashing import content_hash
+
+        if isinstance(what, str):
+            payload: object = {"count": kind, "model": self.model_identity, "text": what}
+        else:
+            payload = {"count": kind, "model": self.model_identity,
+                       "messages": [[m.role, m.content] for m in what.messages],
+                       "tools": [repr(t) for t in what.tools]}
+        return content_hash(payload)
 
     def fits(self, request: LLMRequest) -> bool:
         return self.prompt_tokens(request) + request.max_tokens <= self.context_window

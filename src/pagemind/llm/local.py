@@ -96,30 +96,25 @@ def default_threads() -> int:
 class LlamaCpp(Backend):
     """One GGUF model in this process; calls are serialised (the llama.cpp context is not thread-safe).
 
-    Opening it reads the tokenizer alone (llama.cpp's ``vocab_only``: ~100 MB, under a second): token counts and
-    the chat template need nothing more, so an answer served from the response cache never loads the weights.
-    They are loaded by the first call that goes to the model."""
+    Opening it reads the GGUF header alone (the trained window); the first token count reads the tokenizer
+    (llama.cpp's ``vocab_only``: ~100 MB, under a second), which with the chat template is all counting needs. The
+    weights are loaded by the first call that goes to the model, so an answer served from the response cache (its
+    counts kept beside the replies, :meth:`pagemind.llm.client.LLM.prompt_tokens`) imports and reads nothing."""
 
     provider = "llama.cpp"
 
     def __init__(self, path: Path, n_ctx: int = 16384, threads: int | None = None, name: str | None = None,
                  prompt_cache_mb: int = 2048):
-        try:
-            import llama_cpp
-            from llama_cpp import _internals
-        except ImportError as err:
-            raise BackendUnavailable(f"llama-cpp-python is not installed ({err}); run scripts/install.sh") from None
-        self._llama_cpp = llama_cpp
+        import importlib.util
+
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise BackendUnavailable("llama-cpp-python is not installed; run scripts/install.sh")
         self.path = path = Path(path)
+        if not path.is_file():
+            raise BackendUnavailable(f"no model file at {path}")
         trained = _trained_context(path)
         n_ctx = window_for(n_ctx, trained)
         self.threads = threads or default_threads()
-        try:
-            params = llama_cpp.llama_model_default_params()
-            params.vocab_only = True
-            self._vocab: Any = _internals.LlamaModel(path_model=str(path), params=params, verbose=False)
-        except (ValueError, RuntimeError) as err:
-            raise BackendUnavailable(f"llama.cpp could not load {path.name}: {err}") from None
         # Any, not llama_cpp.Llama | None: its create_chat_completion is not overloaded on ``stream`` (a union of
         # a response and an iterator) and its messages are TypedDicts, which would need a cast at every use
         self._llm: Any = None
@@ -136,7 +131,32 @@ class LlamaCpp(Backend):
         self._prompt_cache_bytes = prompt_cache_mb * 1024 * 1024
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
-        self._formatter = self._make_formatter()
+        self._vocab: Any = None  # the tokenizer alone, read on the first count (a cached answer counts nothing)
+        self._formatter: Any = None
+        self._vocab_lock = threading.Lock()
+
+    def _lib(self) -> Any:
+        """llama-cpp-python, imported on first use (opening the backend imports nothing)."""
+        import llama_cpp
+
+        return llama_cpp
+
+    def _tokenizer(self) -> Any:
+        """The model's vocabulary (llama.cpp's ``vocab_only``), read on first use with its chat template."""
+        with self._vocab_lock:
+            if self._closed:
+                raise BackendUnavailable("the local model was closed")
+            if self._vocab is None:
+                from llama_cpp import _internals
+
+                params = self._lib().llama_model_default_params()
+                params.vocab_only = True
+                try:
+                    self._vocab = _internals.LlamaModel(path_model=str(self.path), params=params, verbose=False)
+                except (ValueError, RuntimeError) as err:
+                    raise BackendUnavailable(f"llama.cpp could not load {self.path.name}: {err}") from None
+                self._formatter = self._make_formatter()
+            return self._vocab
 
     @property
     def loaded(self) -> bool:
@@ -149,7 +169,7 @@ class LlamaCpp(Backend):
             raise BackendUnavailable("the local model was closed")
         if self._llm is None:
             try:
-                self._llm = self._llama_cpp.Llama(
+                self._llm = self._lib().Llama(
                     model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.threads,
                     n_threads_batch=self.threads, n_batch=512, verbose=False,
                 )
@@ -159,7 +179,7 @@ class LlamaCpp(Backend):
                 # llama.cpp keeps only the previous prompt's KV cache; this RAM cache keeps the KV states of recent
                 # prompts and restores the one with the longest common prefix, so prompts that alternate
                 # (ReadAgent's look-up and answer, questions on the same gist memory) skip their shared beginning.
-                self._llm.set_cache(_prompt_cache(self._llama_cpp, self._prompt_cache_bytes))
+                self._llm.set_cache(_prompt_cache(self._lib(), self._prompt_cache_bytes))
         return self._llm
 
     def _make_formatter(self) -> Any:
@@ -182,17 +202,16 @@ class LlamaCpp(Backend):
     def count_tokens(self, text: str) -> int:
         if not text:
             return 0
-        if self._vocab is None:
-            raise BackendUnavailable("the local model was closed")
-        return len(self._vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        return len(self._tokenizer().tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     def prompt_tokens(self, request: LLMRequest) -> int:
         """Prompt tokens of ``request`` after the chat template (exact when the template renders)."""
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        if self._formatter is not None and self._vocab is not None:
+        vocab = self._tokenizer()
+        if self._formatter is not None:
             try:
                 prompt = self._formatter(messages=messages).prompt
-                return len(self._vocab.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+                return len(vocab.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
             except Exception:  # a template that fails here fails in llama-cpp-python too; estimate instead
                 pass
         body = sum(self.count_tokens(m.content) + _PER_MESSAGE for m in request.messages)
@@ -201,8 +220,8 @@ class LlamaCpp(Backend):
     def _grammar(self, gbnf: str) -> Any:
         """A parsed grammar, cached by text; BadRequest if llama.cpp cannot parse it."""
         if gbnf not in self._grammars:
-            lib = self._llama_cpp
-            sampler = lib.llama_sampler_init_grammar(self._vocab.vocab, gbnf.encode("utf-8"), b"root")
+            lib = self._lib()
+            sampler = lib.llama_sampler_init_grammar(self._tokenizer().vocab, gbnf.encode("utf-8"), b"root")
             if not sampler:  # a NULL sampler would crash the process later
                 raise BadRequest("llama.cpp rejected the GBNF grammar (syntax error or no 'root' rule)")
             lib.llama_sampler_free(sampler)
@@ -291,7 +310,7 @@ class LlamaCpp(Backend):
             if self._llm is not None:
                 self._llm.reset()
                 if self._prompt_cache_bytes > 0:
-                    self._llm.set_cache(_prompt_cache(self._llama_cpp, self._prompt_cache_bytes))
+                    self._llm.set_cache(_prompt_cache(self._lib(), self._prompt_cache_bytes))
 
     def close(self) -> None:
         with self._lock:
@@ -299,9 +318,10 @@ class LlamaCpp(Backend):
             if self._llm is not None:
                 self._llm.close()
                 self._llm = None
-            if self._vocab is not None:
-                self._vocab.close()
-                self._vocab = None
+            with self._vocab_lock:
+                if self._vocab is not None:
+                    self._vocab.close()
+                    self._vocab = None
 
 
 def _prompt_cache(llama_cpp: Any, capacity: int) -> Any:

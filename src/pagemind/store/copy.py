@@ -23,6 +23,7 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
     ("llm_cache", ("key", "model", "text", "prompt_tokens", "completion_tokens", "seconds", "finish_reason",
                    "created", "tool_calls", "logprobs")),
     ("file_reads", ("digest", "document_id", "text", "structure", "created")),
+    ("token_counts", ("key", "tokens")),
     ("memories", ("key", "document_id", "method", "settings", "model", "status", "created", "updated",
                   "build_usage", "scope")),
     ("memory_items", ("memory_key", "kind", "idx", "payload")),

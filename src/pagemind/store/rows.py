@@ -244,3 +244,10 @@ class StoreResponseCache:
 
     def put(self, key: str, response: LLMResponse) -> None:
         self.store.put_response(key, response)
+
+    def tokens(self, key: str) -> int | None:
+        """A prompt's token count kept by :meth:`put_tokens` (``key``: model and prompt, :meth:`LLM.count_key`)."""
+        return self.store.token_count(key)
+
+    def put_tokens(self, key: str, tokens: int) -> None:
+        self.store.put_token_count(key, tokens)

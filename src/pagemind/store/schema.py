@@ -266,6 +266,14 @@ MIGRATIONS: list[Migration] = [
             structure TEXT NOT NULL,
             created {REAL} NOT NULL
         )"""),
+    # the token counts of the prompts a model was asked (by model and prompt): a request answered from the reply
+    # cache is fitted again on a repeat ask, and its counts found here open no tokenizer (a cached answer opens
+    # nothing); `pagemind cache clear` empties it with the replies
+    Migration("m016_token_counts", """
+        CREATE TABLE token_counts (
+            key TEXT PRIMARY KEY,
+            tokens INTEGER NOT NULL
+        )"""),
 ]
 
 # the names Postgres stores recorded before the two histories were one, and what each of them applied

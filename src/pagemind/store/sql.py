@@ -39,7 +39,7 @@ _BATCH = 500  # values per IN (...) list, well under SQLite's host parameter lim
 _NAME = re.compile(r"^[a-z_]+$")
 # pagemind's tables and the order ``table_rows`` reads them in (None: the order rows were written)
 TABLE_ORDER = {"documents": "id", "document_texts": "document_id", "llm_cache": "key", "file_reads": "digest",
-               "memories": "key",
+               "token_counts": "key", "memories": "key",
                "memory_items": "memory_key, kind, idx", "embeddings": "model, text_hash", "agents": "id",
                "agent_blocks": "agent_id, position", "agent_block_versions": "agent_id, label, version",
                "agent_messages": "agent_id, seq", "agent_passages": "id",
@@ -734,6 +734,18 @@ class SQLStore:
 
     def forget_file_reads(self) -> int:
         return int(self.execute("DELETE FROM file_reads").rowcount)
+
+    def token_count(self, key: str) -> int | None:
+        """A prompt's token count under a model, as :meth:`put_token_count` kept it (``key``: their digest)."""
+        row = self.execute("SELECT tokens FROM token_counts WHERE key = ?", (key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def put_token_count(self, key: str, tokens: int) -> None:
+        self.execute("INSERT INTO token_counts (key, tokens) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+                     (key, tokens))
+
+    def forget_token_counts(self) -> int:
+        return int(self.execute("DELETE FROM token_counts").rowcount)
 
     def document_text(self, doc_id: str) -> str | None:
         return _one(self.execute("SELECT text FROM document_texts WHERE document_id = ?", (doc_id,)))
