@@ -210,7 +210,7 @@ def test_the_in_process_backend_remains_where_no_server_is_installed(model_file,
     server = resolve_settings(llm=f"gguf:{model_file}", n_ctx=2048, threads=1, embedded="server")
     with pytest.raises(BackendUnavailable, match="no llama-server is installed"):
         open_embedded(server.llm, server)
-    with pytest.raises(ConfigError, match="not one of auto, server, process"):
+    with pytest.raises(ConfigError, match="must be one of auto, server, process"):
         resolve_settings(embedded="gpu")
     monkeypatch.setenv(managed.SERVER_ENV, "/nonexistent/llama-server")
     with pytest.raises(ConfigError, match="not an executable file"):

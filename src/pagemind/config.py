@@ -1,21 +1,22 @@
 """Configuration, resolved explicitly: argument > CLI flag > ``PAGEMIND_*`` env var > user config > default.
 
 The CLI passes its flags in as arguments, so the chain below is all there is. The user config is a
-YAML mapping at ``<user dir>/config.yaml`` (keys as in :data:`DEFAULTS`). No globals: every call
+YAML mapping at ``<user dir>/config.yaml`` (keys as in :class:`Settings`). No globals: every call
 builds a :class:`Settings` from what it was given and what the environment says.
 """
 
 from __future__ import annotations
 
 import os
+import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from functools import lru_cache
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from platformdirs import user_cache_dir, user_data_dir
 
+from .declare import Options, OptionSpec, option
 from .errors import ConfigError
 
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
@@ -33,106 +34,69 @@ def cache_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(env.get("PAGEMIND_CACHE_DIR") or user_cache_dir("pagemind", appauthor=False))
 
 
-SERVER_KINDS = ("vllm", "sglang", "llama.cpp", "llama-cpp-python", "ollama", "openai")  # pagemind.llm.servers
-EMBEDDED = ("auto", "server", "process")
-
-
-def setting(default: Any, help: str, *, flag: str | None = None, choices: tuple[str, ...] | None = None) -> Any:
-    """One setting, declared once: its default, its help, the CLI flag that gives it (``flag``: ``--name`` for the
-    model and store flags every command takes, ``--no-name`` for a boolean that flag turns off; None: config, env
-    and arguments only) and the values it may take."""
-    return field(default=default, metadata={"help": help, "flag": flag, "choices": choices})
+ServerKind = Literal["auto", "vllm", "sglang", "llama.cpp", "llama-cpp-python", "ollama", "openai"]
+SERVER_KINDS = typing.get_args(ServerKind)[1:]  # pagemind.llm.servers
+Embedded = Literal["auto", "server", "process"]
+EMBEDDED = typing.get_args(Embedded)
 
 
 @dataclass(frozen=True)
-class Settings:
-    """pagemind's settings; each is given as an argument, a CLI flag (for those declaring one), ``PAGEMIND_<NAME>``,
-    or the user config's ``name:``, in that order (:func:`resolve_settings`)."""
+class Settings(Options):
+    """pagemind's settings, declared as options are (:func:`pagemind.declare.option`): a default, a help, the CLI
+    flag that gives it (``--name`` for the model and store flags every command takes, ``--no-name`` for a boolean
+    that flag turns off; none: config, env and arguments only) and its type and choices from the annotation. Each is
+    given as an argument, a CLI flag, ``PAGEMIND_<NAME>``, or the user config's ``name:``, in that order
+    (:func:`resolve_settings`)."""
 
-    llm: str = setting(f"local:{DEFAULT_MODEL}", "local:NAME | gguf:PATH | openai:MODEL  [env PAGEMIND_LLM; "
-                       "default: the embedded local model]", flag="--llm")
-    base_url: str | None = setting(None, "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (else "
-                                   "OPENAI_BASE_URL, or the OpenAI API)", flag="--base-url")
-    api_key: str | None = setting(None, "API key (else OPENAI_API_KEY)", flag="--api-key")
-    store: str | None = setting(None, "where memories, agents and the LLM cache live: a SQLite file or a "
-                                "postgresql://user@host/db URL [env PAGEMIND_STORE; default <user dir>/pagemind.db]",
-                                flag="--store")
-    concurrency: int = setting(8, "LLM requests in flight at once [default 8]", flag="--concurrency")
-    max_retries: int = setting(4, "retries of a failed LLM request (rate limits, dropped connections)")
-    timeout: float = setting(600.0, "seconds per HTTP request to the model server")
-    n_ctx: int = setting(16384, "context window for embedded models [default 16384]", flag="--n-ctx")
-    context_window: int | None = setting(
+    owner = "setting"
+
+    llm: str = option(f"local:{DEFAULT_MODEL}", "local:NAME | gguf:PATH | openai:MODEL  [env PAGEMIND_LLM; "
+                      "default: the embedded local model]", flag="--llm")
+    base_url: str | None = option(None, "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (else "
+                                  "OPENAI_BASE_URL, or the OpenAI API)", flag="--base-url")
+    api_key: str | None = option(None, "API key (else OPENAI_API_KEY)", flag="--api-key")
+    store: str | None = option(None, "where memories, agents and the LLM cache live: a SQLite file or a "
+                               "postgresql://user@host/db URL [env PAGEMIND_STORE; default <user dir>/pagemind.db]",
+                               flag="--store")
+    concurrency: int = option(8, "LLM requests in flight at once [default 8]", flag="--concurrency", minimum=1)
+    max_retries: int = option(4, "retries of a failed LLM request (rate limits, dropped connections)", minimum=0)
+    timeout: float = option(600.0, "seconds per HTTP request to the model server", above=0)
+    n_ctx: int = option(16384, "context window for embedded models [default 16384]", flag="--n-ctx")
+    context_window: int | None = option(
         None, "openai:...: the server's context window, when it does not report it (overrides what it reports) "
         "[env PAGEMIND_CONTEXT_WINDOW]", flag="--context-window")
-    server_kind: str = setting("auto", "openai:...: which server it is (decides the grammar and tokenize "
-                               "mechanisms) [default auto: ask the server]", flag="--server-kind",
-                               choices=("auto", *SERVER_KINDS))
-    threads: int | None = setting(None, "CPU threads for embedded models [default: the machine's cores]",
-                                  flag="--threads")
-    prompt_cache_mb: int = setting(
+    server_kind: ServerKind = option("auto", "openai:...: which server it is (decides the grammar and tokenize "
+                                     "mechanisms) [default auto: ask the server]", flag="--server-kind")
+    threads: int | None = option(None, "CPU threads for embedded models [default: the machine's cores]",
+                                 flag="--threads")
+    prompt_cache_mb: int = option(
         512, "RAM for llama.cpp KV states of recent prompts beyond the slots' own (0: only the last prompt); the "
-        "shared server's memory is its weights + slots x window of KV cache + this cap (`pagemind models status`)")
-    embedded: str = setting("auto", "local:/gguf: models: server (one shared llama-server), process (in this "
-                            "process), auto", choices=EMBEDDED)
-    slots: int = setting(4, "the shared server's slots: requests decoded together, each with a whole n_ctx window")
-    server_idle: float = setting(600.0, "seconds without a request before the shared server stops (0: never)")
-    max_bytes: int = setting(16 * 1024 * 1024, "refuse text files larger than this (PDF/EPUB/DOCX: up to 16x the "
-                             "file, this much text)", flag="--max-bytes")
-    ocr: str = setting("auto", "PDF pages without a text layer: auto (read by OCR with Tesseract where installed), "
-                       "off (left out), force (every page by OCR)", flag="--ocr", choices=("auto", "off", "force"))
-    cache: bool = setting(True, "do not reuse or store LLM replies", flag="--no-cache")
-    native_tools: bool = setting(True, "OpenAI-compatible servers: offer native tool calling (else JSON-schema "
-                                 "replies)")
-    record_runs: bool = setting(True, "record every index, ask and agent turn as a run with its steps "
-                                "(pagemind logs)")
+        "shared server's memory is its weights + slots x window of KV cache + this cap (`pagemind models status`)",
+        minimum=0)
+    embedded: Embedded = option("auto", "local:/gguf: models: server (one shared llama-server), process (in this "
+                                "process), auto")
+    slots: int = option(4, "the shared server's slots: requests decoded together, each with a whole n_ctx window",
+                        minimum=1)
+    server_idle: float = option(600.0, "seconds without a request before the shared server stops (0: never)",
+                                minimum=0)
+    max_bytes: int = option(16 * 1024 * 1024, "refuse text files larger than this (PDF/EPUB/DOCX: up to 16x the "
+                            "file, this much text)", flag="--max-bytes", minimum=1)
+    ocr: Literal["auto", "off", "force"] = option(
+        "auto", "PDF pages without a text layer: auto (read by OCR with Tesseract where installed), off (left out), "
+                "force (every page by OCR)", flag="--ocr")
+    cache: bool = option(True, "do not reuse or store LLM replies", flag="--no-cache")
+    native_tools: bool = option(True, "OpenAI-compatible servers: offer native tool calling (else JSON-schema "
+                                "replies)")
+    record_runs: bool = option(True, "record every index, ask and agent turn as a run with its steps "
+                               "(pagemind logs)")
 
     def store_path(self, env: Mapping[str, str] | None = None) -> Path:
         return Path(self.store) if self.store else user_dir(env) / "pagemind.db"
 
 
-@dataclass(frozen=True)
-class SettingSpec:
-    """A setting's declaration, read from :class:`Settings`: its name, type, default, help, flag and choices."""
-
-    name: str
-    type: type  # int | float | bool | str
-    default: Any
-    help: str
-    flag: str | None = None
-    choices: tuple[str, ...] | None = None
-
-    @property
-    def param(self) -> str:
-        """The CLI parameter's name (``--no-cache`` gives ``no_cache``)."""
-        return (self.flag or self.name).lstrip("-").replace("-", "_")
-
-    def coerce(self, value: Any) -> Any:
-        """``value`` (from an argument, the environment or the config file) as this setting's type."""
-        if value is None:
-            return None
-        try:
-            if self.type is bool:
-                return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
-            value = self.type(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"setting {self.name!r}: {value!r} is not a valid value") from None
-        if self.choices is not None and value not in self.choices:
-            raise ConfigError(f"setting {self.name!r}: {value!r} is not one of {', '.join(self.choices)}")
-        return value
-
-
-@lru_cache(maxsize=1)
-def setting_specs() -> tuple[SettingSpec, ...]:
+def setting_specs() -> tuple[OptionSpec, ...]:
     """Every setting as declared (the CLI's model and store flags are generated from these)."""
-    import typing
-
-    hints = typing.get_type_hints(Settings)
-    out = []
-    for f in fields(Settings):
-        kinds = [k for k in typing.get_args(hints[f.name]) or (hints[f.name],) if k is not type(None)]
-        out.append(SettingSpec(f.name, kinds[0], f.default, f.metadata["help"], f.metadata["flag"],
-                               f.metadata["choices"]))
-    return tuple(out)
+    return Settings.specs()
 
 
 def load_user_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -165,9 +129,10 @@ def resolve_settings(env: Mapping[str, str] | None = None, **given: Any) -> Sett
     for spec in setting_specs():
         name = spec.name
         if given.get(name) is not None:
-            values[name] = spec.coerce(given[name])
+            value = os.fspath(given[name]) if isinstance(given[name], os.PathLike) else given[name]
+            values[name] = spec.coerce(value, Settings.owner)
         elif f"PAGEMIND_{name.upper()}" in env:
-            values[name] = spec.coerce(env[f"PAGEMIND_{name.upper()}"])
+            values[name] = spec.coerce(env[f"PAGEMIND_{name.upper()}"], Settings.owner)
         elif name in config:
-            values[name] = spec.coerce(config[name])
+            values[name] = spec.coerce(config[name], Settings.owner)
     return Settings(**values)

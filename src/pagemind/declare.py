@@ -20,6 +20,7 @@ from .errors import ConfigError
 
 T = TypeVar("T", bound="Options")
 _KEY = "pagemind.option"
+_BOOLS = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False, "on": True, "off": False}
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class OptionSpec:
             if self.nullable and text in ("none", "null", ""):
                 return None
             try:
-                value = {"true": True, "false": False}[text] if self.type is bool else self.type(text)
+                value = _BOOLS[text] if self.type is bool else self.type(text)
             except (KeyError, ValueError):
                 raise ConfigError(f"{owner} option {self.name} takes {self._kind()} (got {value!r})") from None
         elif self.type is float and isinstance(value, int) and not isinstance(value, bool):
@@ -99,6 +100,11 @@ class OptionSpec:
         if self.below is not None and not value < self.below:
             raise ConfigError(f"{owner} option {self.name} must be less than {self.below:g} (got {value!r})")
         return value
+
+    @property
+    def param(self) -> str:
+        """The CLI parameter's name: the flag's (``--no-cache`` gives ``no_cache``), else the option's."""
+        return (self.flag or self.name).split("/")[0].lstrip("-").replace("-", "_")
 
     def check_json(self, value: Any, owner: str) -> Any:
         """``value`` as a JSON document gives it, checked strictly: its JSON type must be the option's (no ``"5"``

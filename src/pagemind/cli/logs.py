@@ -15,9 +15,9 @@ from ..runs import summarize
 from ..steps import as_json as step_json
 from ..steps import from_row, line
 from .main_errors import handle_errors
+from .options import setting_flags
 
-store_option = click.option("--store", default=None, metavar="PATH",
-                            help="the store (default: PAGEMIND_STORE, the config file, <user dir>/pagemind.db)")
+store_option = setting_flags("store")  # the store flag as the settings declare it
 
 
 def _when(t: float | None) -> str:

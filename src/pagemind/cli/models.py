@@ -10,6 +10,7 @@ from ..config import DEFAULT_MODEL
 from ..llm import catalogue
 from ..llm.base import Capabilities
 from .main_errors import handle_errors
+from .options import setting_flags, settings_given
 
 if TYPE_CHECKING:
     from ..llm.managed import ServerSpec
@@ -53,22 +54,16 @@ def path(name: str) -> None:
 
 
 @models.command()
-@click.option("--llm", "spec", required=True, help="local:NAME | gguf:PATH | openai:MODEL")
-@click.option("--base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
-@click.option("--api-key", help="API key (else OPENAI_API_KEY)")
-@click.option("--context-window", type=int, help="declare the window (servers that do not report it)")
-@click.option("--server-kind", help="auto | vllm | sglang | llama.cpp | llama-cpp-python | ollama | openai")
-@click.option("--n-ctx", type=int, help="context window for embedded models")
+@setting_flags("llm", "base_url", "api_key", "context_window", "server_kind", "n_ctx")
 @handle_errors
-def info(spec: str, base_url: str | None, api_key: str | None, context_window: int | None,
-         server_kind: str | None, n_ctx: int | None) -> None:
-    """What the backend of SPEC reports and where each fact comes from: window, token counts, constraints, tools."""
+def info(**given: Any) -> None:
+    """What the backend of the model (--llm; default: the embedded one) reports and where each fact comes from:
+    window, token counts, constraints, tools."""
     from ..config import resolve_settings
     from ..errors import ConfigError
     from ..llm.registry import open_backend
 
-    settings = resolve_settings(llm=spec, base_url=base_url, api_key=api_key, context_window=context_window,
-                                server_kind=server_kind, n_ctx=n_ctx)
+    settings = resolve_settings(**settings_given(given))
     backend = open_backend(settings)
     try:
         try:
@@ -86,14 +81,14 @@ def info(spec: str, base_url: str | None, api_key: str | None, context_window: i
         backend.close()
 
 
-def _spec(name: str, n_ctx: int | None, slots: int | None, idle: float | None) -> ServerSpec:
+def _spec(name: str, given: dict[str, Any]) -> ServerSpec:
     """The shared-server spec the settings give for catalogue model or GGUF file NAME."""
     from pathlib import Path
 
     from ..config import resolve_settings
     from ..llm.managed import ServerSpec
 
-    settings = resolve_settings(n_ctx=n_ctx, slots=slots, server_idle=idle)
+    settings = resolve_settings(**settings_given(given))
     path = Path(name).expanduser() if name.endswith(".gguf") else catalogue.model_path(name)
     return ServerSpec.of(path, settings.n_ctx, settings.threads, settings.prompt_cache_mb, settings.slots,
                          settings.server_idle)
@@ -101,15 +96,14 @@ def _spec(name: str, n_ctx: int | None, slots: int | None, idle: float | None) -
 
 @models.command()
 @click.argument("name", default=DEFAULT_MODEL)
-@click.option("--n-ctx", type=int, help="the window of each slot (default: the n_ctx setting)")
-@click.option("--slots", type=int, help="requests decoded together (default: the slots setting, 4)")
-@click.option("--idle", type=float, help="seconds without a request before it stops (0: never; default 600)")
+@setting_flags("n_ctx", "slots", "server_idle", flags={"server_idle": "--idle"},
+               helps={"n_ctx": "the window of each slot (default: the n_ctx setting)"})
 @handle_errors
-def serve(name: str, n_ctx: int | None, slots: int | None, idle: float | None) -> None:
+def serve(name: str, **given: Any) -> None:
     """Start the shared llama-server for NAME (a catalogue model or a .gguf file), as pagemind does on first use."""
     from ..llm.managed import ensure
 
-    running = ensure(_spec(name, n_ctx, slots, idle))
+    running = ensure(_spec(name, given))
     model = running.model.rsplit("/", 1)[-1]
     click.echo(f"{model}: serving on 127.0.0.1:{running.port} (pid {running.pid}, {running.slots} slots of "
                f"{running.n_ctx} tokens; stops after {running.idle:.0f} s idle)")

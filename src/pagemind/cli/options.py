@@ -16,18 +16,32 @@ from ..methods import registry
 def llm_options(fn: Callable) -> Callable:
     """The model and store flags, generated from the settings that declare one (:class:`pagemind.config.Settings`),
     and ``--encoding``."""
-    made = [click.option("--encoding", default="utf-8", show_default=True, help="text encoding of FILE")]
-    for spec in reversed(setting_specs()):
-        if spec.flag is None:
-            continue
-        if spec.type is bool:  # a flag that turns the setting off (--no-cache)
-            made.append(click.option(spec.flag, spec.param, is_flag=True, default=None, help=spec.help))
-        else:
-            kind = click.Choice(spec.choices) if spec.choices else {int: int, float: float}.get(spec.type, str)
-            made.append(click.option(spec.flag, spec.param, type=kind, help=spec.help))
-    for option in made:
-        fn = option(fn)
-    return fn
+    fn = click.option("--encoding", default="utf-8", show_default=True, help="text encoding of FILE")(fn)
+    return setting_flags(*(spec.name for spec in setting_specs() if spec.flag is not None))(fn)
+
+
+def setting_flags(*names: str, flags: dict[str, str] | None = None,
+                  helps: dict[str, str] | None = None) -> Callable[[Callable], Callable]:
+    """The flags of the settings ``names``, generated from their declarations (a setting without a declared flag
+    gets ``--name``; ``flags`` and ``helps`` rename a flag or say its help for one command). Each reaches the command
+    as its setting's name (a boolean's turn-off flag as its ``param``: pass the keywords to
+    :func:`settings_given`)."""
+    specs = {spec.name: spec for spec in setting_specs()}
+
+    def add(fn: Callable) -> Callable:
+        for name in reversed(names):
+            spec = specs[name]
+            flag = (flags or {}).get(name) or spec.flag or "--" + name.replace("_", "-")
+            text = (helps or {}).get(name, spec.help)
+            param = spec.param if spec.flag else name
+            if spec.type is bool:  # a flag that turns the setting off (--no-cache)
+                fn = click.option(flag, param, is_flag=True, default=None, help=text)(fn)
+            else:
+                kind = click.Choice(spec.choices) if spec.choices else {int: int, float: float}.get(spec.type, str)
+                fn = click.option(flag, param, type=kind, help=text)(fn)
+        return fn
+
+    return add
 
 
 LLM_PARAMS = tuple(spec.param for spec in setting_specs() if spec.flag) + ("encoding",)
@@ -37,9 +51,10 @@ def settings_given(kw: dict[str, Any]) -> dict[str, Any]:
     """The settings a command's flags give (popped from ``kw``; None: not given), for :func:`resolve_settings`."""
     given: dict[str, Any] = {}
     for spec in setting_specs():
-        if spec.flag is not None:
-            value = kw.pop(spec.param, None)
-            given[spec.name] = (False if value else None) if spec.type is bool else value
+        param = spec.param if spec.flag else spec.name
+        if param in kw:
+            value = kw.pop(param)
+            given[spec.name] = (False if value else None) if spec.type is bool and spec.flag else value
     return given
 
 
