@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..limits import BLOCK_LABEL, MAX_ID, MAX_QUERY
 from ..runs import ENDED, RunExists
+from . import shapes
 from .routing import (
     AUTHED,
     EDGE,
@@ -244,4 +245,4 @@ async def load(agent_id: AgentId, body: LoadDocument, service: Svc, user: User) 
     """Load one of your documents into the agent's archival memory, in passages of ``words`` words; the agent is
     told with a system alert. Applied between turns. A ``document_id`` that is not one of yours: 422."""
     return await finished(await run_in_threadpool(service.load_document, user, agent_id, body),
-                          lambda result: result, status=201)
+                          shapes.loaded_json, status=201)

@@ -54,7 +54,7 @@ from .routing import (
     status_of,
     stream,
 )
-from .service import CONTEXT_CHARS, Service, step_json
+from .service import CONTEXT_CHARS, Service
 from .shapes import (
     MEMORY_KEY,
     AskRequest,
@@ -83,7 +83,7 @@ def health(service: Svc) -> dict[str, Any]:
 
 @router.get("/v1/me", name="get_me", tags=["users"], responses=AUTHED)
 def me(service: Svc, user: User) -> dict[str, Any]:
-    return service.me(user)
+    return shapes.me_json(service.me(user))
 
 
 @router.get("/v1/me/export", name="export_my_data", tags=["users"], responses=AUTHED)
@@ -100,7 +100,7 @@ def erase(service: Svc, user: User) -> dict[str, int]:
 
 @router.get("/v1/methods", name="list_methods", tags=["service"], responses=errors(*EDGE))
 def methods(service: Svc) -> list[dict[str, Any]]:
-    return service.methods()
+    return [shapes.method_json(cls) for cls in service.methods()]
 
 
 # --- documents ----------------------------------------------------------------------------------------------------
@@ -175,7 +175,7 @@ def sections(doc_id: DocId, service: Svc, user: User) -> dict[str, Any]:
 def structure(doc_id: DocId, service: Svc, user: User, method: MemoryMethod = "readagent-p") -> dict[str, Any]:
     """The structure of your memory of the document: ReadAgent's pages with their gists, MemWalker's tree (each
     node's id, level, children, summary), or the fragments with their sizes and places."""
-    return service.structure(user, doc_id, method)
+    return shapes.structure_json(service.structure(user, doc_id, method))
 
 
 @router.get("/v1/documents/{doc_id}/units", name="get_page_content", tags=["documents"], responses=AUTHED)
@@ -184,7 +184,7 @@ def units(doc_id: DocId, service: Svc, user: User,
           method: MemoryMethod = "readagent-p") -> dict[str, Any]:
     """Pages (ReadAgent, with their gists), leaves (MemWalker, with their summaries) or fragments of your memory of
     the document, by number, with their text."""
-    return service.units(user, doc_id, pages, method)
+    return shapes.units_json(service.units(user, doc_id, pages, method))
 
 
 @router.post("/v1/documents/{doc_id}/index", name="index_document", tags=["documents"],
@@ -207,7 +207,7 @@ async def ask(doc_id: DocId, body: AskRequest, service: Svc, user: User, wait: W
     ``run_id``, or 202 with the run (``wait=false``), or the run's steps as server-sent events
     (``stream=true``)."""
     return await started(service, lambda: service.ask(user, doc_id, body), wait, stream_, last_event_id,
-                         service.answer_json)
+                         shapes.answer_json)
 
 
 # --- libraries ----------------------------------------------------------------------------------------------------
@@ -278,7 +278,7 @@ async def ask_library(name: LibraryName, body: AskRequest, service: Svc, user: U
     """Answer a question across the library's documents with any method; each citation names its document
     (``document_name``) and is opened by ``GET /v1/runs/{run_id}/citations/{n}``."""
     return await started(service, lambda: service.ask(user, None, body, library=name), wait, stream_,
-                         last_event_id, service.answer_json)
+                         last_event_id, shapes.answer_json)
 
 
 # --- runs ---------------------------------------------------------------------------------------------------------
@@ -301,7 +301,7 @@ def run(run_id: RunId, service: Svc, user: User) -> dict[str, Any]:
 @router.get("/v1/runs/{run_id}/steps", name="list_steps", tags=["runs"], responses=AUTHED)
 def steps(run_id: RunId, service: Svc, user: User, after: Annotated[int, Query(ge=-1, le=MAX_ID)] = -1,
           limit: Annotated[int, Query(ge=1, le=10_000)] = None) -> list[dict[str, Any]]:  # type: ignore[assignment]
-    return [step_json(s) for s in service.steps(user, run_id, after, limit)]
+    return [shapes.step_json(s) for s in service.steps(user, run_id, after, limit)]
 
 
 @router.get("/v1/runs/{run_id}/events", name="run_events", tags=["runs"],
@@ -325,7 +325,7 @@ def citation(run_id: RunId, n: Annotated[int, PathParam(ge=1, le=MAX_ID, descrip
              = CONTEXT_CHARS) -> dict[str, Any]:
     """A run's citation ``n`` in its place: the citation, the text around it (the paragraphs holding it, at most
     ``radius`` characters either side) and every cited span of the run in that text, as offsets and marked."""
-    return service.citation(user, run_id, n, radius)
+    return shapes.cited_place_json(service.citation(user, run_id, n, radius))
 
 
 @router.post("/v1/runs/{run_id}/cancel", name="cancel_run", tags=["runs"], responses=AUTHED)

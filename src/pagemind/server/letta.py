@@ -55,12 +55,13 @@ from ..limits import (
 )
 from ..users import agent_name
 from .routing import NO_RETRY, Svc, User, error_response, finished
-from .service import AgentView
 from .uploads import body_limit
+from .views import AgentView
 
 if TYPE_CHECKING:
     from ..agent import Agent
-    from ..agent.memory import Event
+    from ..agent.memory import Block, Event, Passage
+    from ..agent.turn import TurnResult
 
 PREFIX = "/letta"
 router = APIRouter(prefix=PREFIX + "/v1", include_in_schema=False)
@@ -147,7 +148,7 @@ def agent_ref(agent_id: str) -> int:
     return int(found.group(1))
 
 
-def block_state(agent_id: str, block: Any) -> dict[str, Any]:
+def block_state(agent_id: str, block: Block) -> dict[str, Any]:
     return {"id": f"block-{agent_id.removeprefix('agent-')}-{block.label}", "label": label_to_letta(block.label),
             "value": block.value, "limit": block.limit, "description": block.description or None, "read_only": False,
             "metadata": {}, "hidden": None}
@@ -173,7 +174,7 @@ def agent_state(view: AgentView) -> dict[str, Any]:
     }
 
 
-def event_messages(event: Any, *, assistant: bool = True, call_of: dict[str, str] | None = None) -> list[dict]:
+def event_messages(event: Event, *, assistant: bool = True, call_of: dict[str, str] | None = None) -> list[dict]:
     """One stored event as Letta messages (id ``message-<seq>``)."""
     p, base = event.payload, {"id": f"message-{event.seq}", "date": iso_time(event.time), "otid": None}
     calls = call_of if call_of is not None else {}
@@ -216,7 +217,7 @@ def turn_events(agent: Agent) -> list[Event]:
         window *= 4
 
 
-def usage_of(result: Any, run_id: str) -> dict[str, Any]:
+def usage_of(result: TurnResult, run_id: str) -> dict[str, Any]:
     u = result.usage
     prompt, completion = u.all_prompt_tokens, u.all_completion_tokens  # cached replies counted, as OpenAI does
     return {"message_type": "usage_statistics", "prompt_tokens": prompt, "completion_tokens": completion,
@@ -411,7 +412,7 @@ async def update_block(agent_id: str, label: str, body: UpdateBlock, service: Sv
 
 
 # --- archival memory ------------------------------------------------------------------------------------------
-def passage_state(agent_id: str, p: Any) -> dict[str, Any]:
+def passage_state(agent_id: str, p: Passage) -> dict[str, Any]:
     return {"id": f"passage-{p.id}", "text": p.text, "created_at": iso_time(p.time),
             "archive_id": f"archive-{agent_id}", "tags": [], "metadata": {"summary": p.summary, "source": p.source},
             "embedding": None, "embedding_config": None}

@@ -45,7 +45,7 @@ from ..methods.registry import options_schema
 from ..steps import from_row, line
 from . import mcp_sdk, shapes
 from .mcp_sdk import CallToolResult, Context, MCPServer, ResourceError, Tool, ToolError
-from .service import CONTEXT_CHARS, Service, step_json
+from .service import CONTEXT_CHARS, Service
 from .shapes import (
     AgentCreate,
     AskRequest,
@@ -163,7 +163,8 @@ class Tools:
     ) -> CallToolResult:
         """The structure of your memory of a document (built by ask or index with that method): ReadAgent's pages
         with their gists, MemWalker's tree of summaries, or the fragments. get_page_content reads units of it."""
-        data = await self.run(ctx, lambda user: self.service.structure(user, document_id, method))
+        data = shapes.structure_json(await self.run(ctx, lambda user: self.service.structure(user, document_id,
+                                                                                            method)))
         if "pages" in data:
             lines = [f"<Page {p['page']}> ({p['words']} words) {p['gist']}" for p in data["pages"]]
         elif "nodes" in data:
@@ -182,7 +183,8 @@ class Tools:
     ) -> CallToolResult:
         """The text of pages (with their gists), MemWalker leaves (with their summaries) or fragments of your memory
         of a document, by number."""
-        data = await self.run(ctx, lambda user: self.service.units(user, document_id, pages, method))
+        data = shapes.units_json(await self.run(ctx, lambda user: self.service.units(user, document_id, pages,
+                                                                                    method)))
         blocks = [f"<{u['unit'].capitalize()} {u['index']}>\n{u['text']}" + (f"\n(gist: {u['gist']})" if u.get("gist")
                                                                             else "") for u in data["units"]]
         return result(data, "\n\n".join(blocks))
@@ -276,7 +278,7 @@ class Tools:
         calls and results) and the token and time totals."""
         run, usage, steps = await self.run(ctx, lambda user: self.service.trace(user, run_id, after, limit))
         run_data = run_json(run)
-        data = {"run": run_data, "usage": usage, "steps": [step_json(s) for s in steps]}
+        data = {"run": run_data, "usage": usage, "steps": [shapes.step_json(s) for s in steps]}
         head = (f"run {run_data['id']}: {run_data['kind']} {run_data['method'] or ''} {run_data['status']}; "
                 f"{usage['calls']} LLM calls ({usage['cached_calls']} cached), "
                 f"{usage['prompt_tokens']}+{usage['completion_tokens']} tokens, {usage['seconds']} s")
@@ -295,7 +297,8 @@ class Tools:
         """A cited location of an answer or an agent's reply: the page, leaf, fragment, passage or message the
         citation points into, as the text around the cited span, with every cited span of the run in it marked
         <cite n="k">...</cite> (and as offsets). The same as GET /v1/runs/{run_id}/citations/{n}."""
-        data = await self.run(ctx, lambda user: self.service.citation(user, run_id, citation, radius))
+        data = shapes.cited_place_json(await self.run(ctx, lambda user: self.service.citation(user, run_id,
+                                                                                              citation, radius)))
         cited = data["citation"]
         head = f"[{citation}] {cited.get('location', '')} of {cited.get('document', '')}"
         return result(data, f"{head}\n\n{data['marked']}")
@@ -446,8 +449,8 @@ class Tools:
         page: Page = 0,
     ) -> CallToolResult:
         """Search an agent's archival memory (passages it stored and documents loaded into it), best first."""
-        data, text = await self.run(ctx, lambda user: self.service.search_archival(user, agent, query, page))
-        return result(data, text)
+        found = await self.run(ctx, lambda user: self.service.search_archival(user, agent, query, page))
+        return result(shapes.search_json(found), found.render())
 
     async def search_recall(
         self, ctx: Context,
@@ -458,8 +461,8 @@ class Tools:
     ) -> CallToolResult:
         """Search an agent's recall memory: the whole conversation history, messages containing the query
         first."""
-        data, text = await self.run(ctx, lambda user: self.service.search_recall(user, agent, query, page))
-        return result(data, text)
+        found = await self.run(ctx, lambda user: self.service.search_recall(user, agent, query, page))
+        return result(shapes.search_json(found), found.render())
 
 
 @dataclass(frozen=True)

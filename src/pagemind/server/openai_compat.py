@@ -37,7 +37,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -45,11 +45,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from starlette.concurrency import run_in_threadpool
 
 from .. import limits
-from ..answering.question import ReplySettings
+from ..answering.question import Answer, ReplySettings
 from ..conversation import ROLES, Turn
 from ..errors import InputError, NotFound, PagemindError
 from . import shapes
 from .routing import NO_RETRY, Svc, User, errors, retry_headers, status_of
+
+if TYPE_CHECKING:
+    from ..agent.turn import TurnResult
+    from ..store import UserRow
+    from .service import Service
 
 METHOD_PREFIX, AGENT_PREFIX = "pagemind/", "agent/"
 
@@ -219,7 +224,7 @@ def openai_errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": shapes.OpenAIError, "description": described[code]["description"]} for code in codes}
 
 
-def model_ids(service: Any, user: Any) -> list[str]:
+def model_ids(service: Service, user: UserRow) -> list[str]:
     """The models ``user`` may pick: every method, ``pagemind/auto@<library>`` per library, ``agent/<name>``."""
     from ..methods import registry
 
@@ -238,7 +243,8 @@ def models(service: Svc, user: User) -> dict[str, Any]:
     """The models an OpenAI client may pick (OpenAI's list: ``object``, ``data``): ``pagemind/<method>`` for every
     method, ``pagemind/auto@<library>`` for each of your libraries, ``agent/<name>`` for each of your agents; and
     the backend's own description (``model``, ``backend``, ``llm``, ``capabilities``)."""
-    return {"object": "list", "data": [model_json(i) for i in model_ids(service, user)], **service.models()}
+    return {"object": "list", "data": [model_json(i) for i in model_ids(service, user)],
+            **shapes.models_json(service.models())}
 
 
 @router.get("/v1/models/{model_id:path}", name="retrieve_model", tags=["openai"],
@@ -294,7 +300,8 @@ def chat_of_response_request(raw: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def response_object(made: str, body: ChatRequest, target: Target, run_id: str, result: Any) -> dict[str, Any]:
+def response_object(made: str, body: ChatRequest, target: Target, run_id: str,
+                    result: Answer | TurnResult) -> dict[str, Any]:
     """The answer as the Responses API's ``response``: one assistant message of ``output_text``."""
     chat = completion(made, body, target, run_id, result)
     choice, usage = chat["choices"][0], chat["usage"]
@@ -545,35 +552,37 @@ def start(service: Any, user: Any, target: Target, body: ChatRequest, question: 
                        conversation=earlier_turns(body.messages))
 
 
-def _answer(target: Target, result: Any) -> tuple[str, list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+def _answer(target: Target, result: Answer | TurnResult,
+            ) -> tuple[str, list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """(text, citations, usage, extra) of an answer or an agent's turn."""
-    data = result.as_dict()
+    data: dict[str, Any] = result.as_dict()
     usage = result.usage
     text = "\n\n".join(data["messages"]) if target.kind == "agent" else str(data.get("answer") or "")
-    extra = {k: data[k] for k in ("index_usage", "stop_reason", "letter", "method", "support", "confidence",
-                                  "abstained", "draft") if k in data}
+    extra: dict[str, Any] = {k: data[k] for k in ("index_usage", "stop_reason", "letter", "method", "support",
+                                                  "confidence", "abstained", "draft") if k in data}
     # as OpenAI counts a prompt cache: replies served from pagemind's cache are in the totals, and detailed
     prompt, completion = usage.all_prompt_tokens, usage.all_completion_tokens
-    counts = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-              "prompt_tokens_details": {"cached_tokens": usage.cached_prompt_tokens}}
+    counts: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                              "total_tokens": prompt + completion,
+                              "prompt_tokens_details": {"cached_tokens": usage.cached_prompt_tokens}}
     return text, data.get("citations") or [], counts, extra
 
 
-def _withdrawn(result: Any) -> str:
+def _withdrawn(result: Answer | TurnResult) -> str:
     """After a streamed draft the sources do not support, the abstention that replaces it (empty otherwise)."""
-    return f"\n\n{result.text}" if getattr(result, "abstained", False) else ""
+    return f"\n\n{result.text}" if isinstance(result, Answer) and result.abstained else ""
 
 
-def _finish(target: Target, result: Any) -> str:
+def _finish(target: Target, result: Answer | TurnResult) -> str:
     """OpenAI's finish_reason: ``length`` when the answer was cut at the request's reply limit."""
-    return "stop" if target.kind == "agent" else str(getattr(result, "finish_reason", "stop") or "stop")
+    return (result.finish_reason or "stop") if isinstance(result, Answer) and target.kind != "agent" else "stop"
 
 
-def _tail(body: ChatRequest, target: Target, cited: list[dict[str, Any]], result: Any) -> str:
+def _tail(body: ChatRequest, target: Target, cited: list[dict[str, Any]], result: Answer | TurnResult) -> str:
     """The citation markers and the Sources block after the answer (none for a JSON answer: it must parse)."""
     if body.response_format is not None and body.response_format.type != "text":
         return ""
-    named = target.kind == "agent" or "library" in (getattr(result, "details", None) or {})
+    named = target.kind == "agent" or (isinstance(result, Answer) and "library" in result.details)
     return "".join(f" [{n}]" for n in range(1, len(cited) + 1)) + \
         (shapes.sources_text(cited, named) if body.pagemind.sources else "")
 

@@ -29,9 +29,10 @@ from ..errors import (
 )
 from ..runs import RunCancelled, RunExists
 from ..store import UserRow
-from .service import AgentNameTaken, Service, Started
+from .service import AgentNameTaken, Service
 from .shapes import DOCUMENT_ID, RUN_ID, Error, error_body, run_json
 from .sse import HEADERS, resume_point, run_events
+from .views import Started
 
 # status codes of pagemind's typed errors (the first match wins: subclasses first)
 ERROR_STATUS: tuple[tuple[type[BaseException], int], ...] = (

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -34,6 +35,17 @@ from ..limits import (
     MAX_QUESTION,
 )
 from ..methods.registry import options_schema
+
+if TYPE_CHECKING:
+    from ..agent.archive import Added
+    from ..agent.documents import LoadedDocument
+    from ..agent.memory import Block, BlockVersion, Passage, SearchPage
+    from ..answering.question import Answer
+    from ..library import Change
+    from ..methods.base import Method
+    from ..store import DocumentRow, LibraryDocumentRow, LibraryRow, MemoryRecord, RunRow, StepRow
+    from ..text import Document
+    from .views import AgentView, CitedPlace, Me, MemoryUnits, ModelInfo, Unit
 
 DOCUMENT_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
 RUN_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
@@ -328,13 +340,13 @@ def validation_detail(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str,
 
 
 # --- JSON of what the service returns ---------------------------------------------------------------------------
-def sections_json(document: Any) -> dict[str, Any]:
+def sections_json(document: Document) -> dict[str, Any]:
     """A document's own structure: its format, page count and sections (title, level, span, pages, source)."""
     return {"id": document.id, "name": document.name, "format": document.format, "pages": len(document.pages),
             "sections": [s.as_dict() for s in document.sections]}
 
 
-def document_json(row: Any) -> dict[str, Any]:
+def document_json(row: DocumentRow) -> dict[str, Any]:
     return {"id": row.id, "name": row.name, "words": row.words, "chars": row.chars, "created": row.created}
 
 
@@ -351,43 +363,43 @@ def sources_text(citations: list[dict[str, Any]], named: bool, head: str = "Sour
     return f"\n\n{head}\n" + "\n".join(lines) if lines else ""
 
 
-def memory_json(m: Any) -> dict[str, Any]:
+def memory_json(m: MemoryRecord) -> dict[str, Any]:
     return {"key": m.key, "method": m.method, "status": m.status, "settings": m.settings, "model": m.model}
 
 
-def library_change_json(library: str, change: Any) -> dict[str, Any]:
+def library_change_json(library: str, change: Change) -> dict[str, Any]:
     """What adding a document to ``library`` changed (a :class:`pagemind.library.Change`)."""
     return {"library": library, "document": {**change.__dict__, "id": change.document_id}}
 
 
-def library_json(row: Any) -> dict[str, Any]:
+def library_json(row: LibraryRow) -> dict[str, Any]:
     return {"name": row.name, "document_count": row.documents, "words": row.words, "created": row.created}
 
 
-def library_document_json(row: Any) -> dict[str, Any]:
+def library_document_json(row: LibraryDocumentRow) -> dict[str, Any]:
     """A library's document as a user sees it (where the server read it from is not said)."""
     return {"name": row.name, "id": row.document_id, "words": row.words, "chars": row.chars, "added": row.added,
             "has_previous_version": row.previous_id is not None}
 
 
-def run_json(run: Any) -> dict[str, Any]:
+def run_json(run: RunRow) -> dict[str, Any]:
     return {"id": run.id, "kind": run.kind, "method": run.method, "target": run.target, "request": run.request,
             "status": run.status, "created": run.created, "started": run.started, "finished": run.finished,
             "result": run.result, "error": run.error, "cancel_requested": run.cancel_requested}
 
 
-def agent_json(view: Any) -> dict[str, Any]:
+def agent_json(view: AgentView) -> dict[str, Any]:
     """An agent (:class:`~.service.AgentView`) as pagemind's API and MCP show it."""
     return {"id": view.row.id, "name": view.name, "created": view.row.created, "options": view.options.as_dict(),
             "blocks": [block_json(b) for b in view.blocks], "counts": view.counts, "state": view.row.state,
             "busy": view.busy, "running_run": view.running, "model": view.model}
 
 
-def block_json(block: Any) -> dict[str, Any]:
+def block_json(block: Block) -> dict[str, Any]:
     return {"label": block.label, "value": block.value, "limit": block.limit, "description": block.description}
 
 
-def block_version_json(v: Any, previous: Any = None) -> dict[str, Any]:
+def block_version_json(v: BlockVersion, previous: BlockVersion | None = None) -> dict[str, Any]:
     """One version of a block; with ``diff``, its change from ``previous`` (the version before it) when that is
     known, or from nothing for a version 1."""
     out = {"label": v.block.label, "version": v.version, "value": v.block.value, "limit": v.block.limit,
@@ -397,7 +409,7 @@ def block_version_json(v: Any, previous: Any = None) -> dict[str, Any]:
     return out
 
 
-def history_json(versions: Sequence[Any]) -> list[dict[str, Any]]:
+def history_json(versions: Sequence[BlockVersion]) -> list[dict[str, Any]]:
     """Versions newest first, each with its diff from the one before it where that is listed (or it is the
     first)."""
     from ..agent.memory import with_previous
@@ -405,23 +417,104 @@ def history_json(versions: Sequence[Any]) -> list[dict[str, Any]]:
     return [block_version_json(v, before) for v, before in with_previous(versions)]
 
 
-def passage_json(p: Any) -> dict[str, Any]:
+def passage_json(p: Passage) -> dict[str, Any]:
     return {"id": p.id, "text": p.text, "summary": p.summary, "source": p.source, "time": p.time,
             "superseded_by": p.superseded_by, "superseded": p.superseded,
             "repeats": [{"time": t, "source": src} for t, src in p.repeats],
             **({"replaces": [passage_json(old) for old in p.replaces]} if p.replaces else {})}
 
 
-def added_json(added: Any) -> dict[str, Any]:
+def added_json(added: Added) -> dict[str, Any]:
     """What an archival insert did: the passage stored, or the one it repeats (``stored`` false)."""
     return {"ids": [added.passage.id] if added.stored else [], "stored": added.stored,
             "passage": passage_json(added.passage), "replaced": [p.id for p in added.replaced]}
 
 
-def search_json(found: Any) -> dict[str, Any]:
+def search_json(found: SearchPage) -> dict[str, Any]:
     return {"items": list(found.items), "total": found.total, "page": found.page, "pages": found.pages,
             "page_size": found.page_size}
 
+
+
+def me_json(me: Me) -> dict[str, Any]:
+    return {"id": me.user.id, "name": me.user.name, "auth": me.auth}
+
+
+def models_json(info: ModelInfo) -> dict[str, Any]:
+    """The backend's own description, as ``/v1/models`` adds it to OpenAI's list."""
+    return {"model": info.model, "backend": info.backend, "capabilities": asdict(info.capabilities)}
+
+
+def method_json(cls: type[Method]) -> dict[str, Any]:
+    """A method as ``/v1/methods`` and ``list_methods`` show it, with its options' JSON schema."""
+    return {**cls.describe_method(), "unit": cls.unit, "schema": cls.Options.json_schema()}
+
+
+def structure_json(memory: MemoryUnits) -> dict[str, Any]:
+    """A memory's structure: ReadAgent's pages (number, words, gist), MemWalker's nodes (id, index, level,
+    children, summary) or the fragments (number, words, place)."""
+    out: dict[str, Any] = {"document_id": memory.document_id, "method": memory.method, "key": memory.key}
+    if memory.method == "readagent":
+        out["pages"] = [{"page": u.index, "words": u.words, "gist": u.gist or ""} for u in memory.units]
+    elif memory.method == "memwalker":
+        out["nodes"] = [{"id": u.id, "index": u.index, "level": u.level, "children": list(u.children),
+                         "summary": u.summary} for u in memory.units]
+    else:
+        out["fragments"] = [{"fragment": u.index, "words": u.words, "start": u.start, "end": u.end}
+                            for u in memory.units]
+    return out
+
+
+def units_json(memory: MemoryUnits) -> dict[str, Any]:
+    """Units of a memory with their text: pages with their gists, leaves with their summaries, fragments."""
+    def one(u: Unit) -> dict[str, Any]:
+        if u.kind == "page":
+            return {"unit": "page", "index": u.index, "text": u.text, "gist": u.gist or ""}
+        if u.kind == "leaf":
+            return {"unit": "leaf", "index": u.index, "id": u.id, "text": u.text, "summary": u.summary}
+        return {"unit": "fragment", "index": u.index, "text": u.text}
+
+    return {"document_id": memory.document_id, "method": memory.method, "units": [one(u) for u in memory.units]}
+
+
+def cited_place_json(place: CitedPlace) -> dict[str, Any]:
+    """A citation in its place, with every cited span of the run in the window as offsets and marked."""
+    spans = [{"n": s.n, "start": s.start, "end": s.end} for s in place.spans]
+    return {"run_id": place.run_id, "n": place.n, "citation": place.citation, "text": place.text,
+            "offset": place.offset, "chars": place.chars, "spans": spans, "marked": marked(place)}
+
+
+def marked(place: CitedPlace) -> str:
+    """The text shown with its cited spans marked ``<cite n="k">...</cite>`` (overlapping spans: the
+    earlier-starting one, and always the citation's own)."""
+    text, n = place.text, place.n
+    chosen = next((s for s in place.spans if s.n == n), None)
+    shown = [s for s in place.spans if chosen is None or s is chosen or s.end <= chosen.start
+             or s.start >= chosen.end]
+    out, at = [], 0
+    for span in sorted(shown, key=lambda s: s.start):
+        if span.start < at:
+            continue
+        out += [text[at:span.start], f'<cite n="{span.n}">', text[span.start:span.end], "</cite>"]
+        at = span.end
+    return "".join(out) + text[at:]
+
+
+def loaded_json(loaded: LoadedDocument) -> dict[str, Any]:
+    """What loading a document into an agent stored."""
+    return {"name": loaded.name, "words": loaded.words, "passages": loaded.passages}
+
+
+def answer_json(run: RunRow, answer: Answer, **extra: Any) -> dict[str, Any]:
+    """An answer as pagemind's API returns it: its run's id and the answer."""
+    return {"run_id": run.id, **answer.as_dict(), **extra}
+
+
+def step_json(row: StepRow) -> dict[str, Any]:
+    """A stored step in the one JSON form the API, the event streams, MCP and the viewer read."""
+    from .. import steps
+
+    return steps.as_json(steps.from_row(row))
 
 __all__ = ["AgentCreate", "AgentUpdate", "ArchivalInsert", "AskRequest", "BlockUpdate", "CitationShape",
            "CitedLocation", "CitedSpan", "Error", "IndexRequest", "LoadDocument", "MessageRequest", "TextDocument"]

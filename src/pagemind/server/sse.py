@@ -12,8 +12,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..runs import ENDED, Runs
-from .service import step_json
-from .shapes import MAX_ID, run_json
+from .shapes import MAX_ID, run_json, step_json
 
 KEEPALIVE = ": keep-alive\n\n"
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
