@@ -140,3 +140,57 @@ def test_files_that_are_not_agent_files_are_refused_clearly(tmp_path):
     pm.import_agent((DATA / "memgpt_agent.af").read_bytes())
     with pytest.raises(Exception, match="already exists"):
         pm.import_agent((DATA / "memgpt_agent.af").read_bytes())
+
+
+def test_malformed_agent_files_are_input_errors_before_anything_is_stored(tmp_path):
+    """Issue 49: the fields of a pagemind export typed on import (an event's kind, payload and time; a passage's
+    time; the state), a Letta file held to create's limits (blocks, message length), and a file's JSON shape checked
+    before it is parsed (depth, values; also inside a double-encoded file) — each an InputError naming the fault."""
+    pm = Pagemind(scripted_agent(), store=tmp_path / "s.db")
+    pm.create_agent("sam", options={"embedder": "none", "tool_calling": "json", "max_steps": 5})
+    pm.send("sam", "I like tea, remember that.")
+    pm.agent("sam", llm=False).archive.insert(["The map is under the stair."], "2024-01-01 10:00:00", [None], "api")
+    good = pm.export_agent("sam")
+    assert plan_import(good, name="sam-copy")  # the export itself imports
+
+    def broken(change):
+        doc = json.loads(json.dumps(good))
+        change(doc["agents"][0], doc["pagemind"]["agents"][doc["agents"][0]["id"]])
+        return doc
+
+    def event(agent, kind):
+        return next(m["pagemind"] for m in agent["messages"] if m["pagemind"]["kind"] == kind)
+
+    cases = [
+        (lambda a, mine: event(a, "user_message").update(time=2 ** 70), "time .* is not YYYY-MM-DD"),
+        (lambda a, mine: event(a, "user_message").update(payload={}), "user_message event's message is NoneType"),
+        (lambda a, mine: event(a, "user_message").update(payload="hello"), "payload is str, not an object"),
+        (lambda a, mine: event(a, "function_result").update(payload=[1]), "payload is list, not an object"),
+        (lambda a, mine: event(a, "step")["payload"].update(arguments="x"), "step event's arguments is str"),
+        (lambda a, mine: mine["passages"][0].update(time=2 ** 70), "a passage's time"),
+        (lambda a, mine: mine.update(state={"evictions": "many"}), "state holds a field of the wrong type"),
+        (lambda a, mine: event(a, "step").update(kind="dream"), "an event of kind 'dream'"),
+    ]
+    for change, why in cases:
+        with pytest.raises(InputError, match=why):
+            pm.import_agent(broken(change), name="sam-bad")
+    assert [a.name for a in pm.store.list_agents()] == ["sam"]  # nothing stored
+
+    letta = read_agent_file((DATA / "memgpt_agent.af").read_bytes())
+    many = json.loads(json.dumps(letta))
+    many["agents"][0]["memory_blocks"] = [{"label": f"b{i}", "value": "x"} for i in range(65)]
+    many["agents"][0]["block_ids"] = []
+    with pytest.raises(InputError, match="65 blocks; an agent has at most 64"):
+        plan_import(many)
+    long = json.loads(json.dumps(letta))
+    long["agents"][0]["messages"].append({"role": "user", "content": "w" * 100_001, "id": "message-x"})
+    with pytest.raises(InputError, match="message"):
+        plan_import(long)
+    deep = b'{"agents": [' + b"[" * 200 + b"]" * 200 + b"]}"
+    with pytest.raises(InputError, match="nested over 64 levels"):
+        read_agent_file(deep)
+    with pytest.raises(InputError, match="nested over 64 levels"):  # the same file encoded once more as a string
+        read_agent_file(json.dumps(deep.decode()).encode())
+    wide = ("[" + ",".join(["1"] * 1_000_001) + "]").encode()
+    with pytest.raises(InputError, match="over 1,000,000 values"):
+        read_agent_file(b'{"agents": [' + wide + b"]}")

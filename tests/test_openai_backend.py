@@ -123,7 +123,8 @@ def test_connection_refused_is_unavailable_and_quick() -> None:
         make_llm(backend, max_retries=0).complete(LLMRequest.user("x"))
     backend.close()
     assert time.perf_counter() - started < 5
-    assert f"127.0.0.1:{port}" in str(info.value) and "\n" not in str(info.value)
+    said = str(info.value)  # the model by name, never the server's address (issue 49)
+    assert "openai:m" in said and f"127.0.0.1:{port}" not in said and "\n" not in said
 
 
 def test_read_timeout_is_unavailable() -> None:

@@ -294,6 +294,30 @@ def test_deep_or_wide_json_is_refused_on_every_json_route(keyed):
     assert client("GET", "/v1/agents").json() == []
 
 
+
+def test_a_form_sent_to_a_json_route_is_415_before_it_is_parsed(keyed):
+    """Issue 49: the JSON guard ran only for application/json; a form-encoded or multipart body sent to a JSON route
+    (OpenAI's chat, responses and embeddings, an ask, an agent) was parsed anyway. It is refused unread (415, in
+    the route's error shape); the routes that take a form (uploads, the Letta import) still do, and an Agent File
+    that arrives in a form is shape-checked before it is parsed."""
+    client, _ = keyed
+    bomb = "&".join(f"k{i}=v" for i in range(15_000))  # under --max-body: only the content type refuses it
+    for path in ("/v1/chat/completions", "/v1/responses", "/v1/embeddings", "/v1/documents/x/ask", "/v1/agents"):
+        for headers, body in (({"Content-Type": "application/x-www-form-urlencoded"}, bomb.encode()),
+                              ({"Content-Type": "multipart/form-data; boundary=b"},
+                               b'--b\r\nContent-Disposition: form-data; name="model"\r\n\r\nx\r\n--b--\r\n')):
+            r = client("POST", path, content=body, headers=headers)
+            assert r.status_code == 415, (path, r.text)
+            message = r.json()["error"]["message"] if path.startswith(("/v1/chat", "/v1/resp", "/v1/emb")) \
+                else r.json()["detail"]
+            assert "takes a JSON body" in message
+    deep = b'{"agents": [' + b"[" * 200 + b"]" * 200 + b"]}"
+    r = client("POST", "/letta/v1/agents/import", files={"file": ("a.af", deep)})
+    assert r.status_code == 422 and "nested over 64 levels" in r.json()["detail"]
+    r = client("POST", "/v1/documents", files={"file": ("a.txt", make_text(2, 20).encode())})
+    assert r.status_code == 201
+    assert client("GET", "/v1/runs").json() == []
+
 def test_a_library_upload_is_streamed_like_a_document_upload(local):
     """A PDF over --max-body (but within a PDF's limit, 16 x max_bytes) was refused by a library and accepted by
     POST /v1/documents: both are streamed to a file against the document limits now."""
@@ -365,6 +389,30 @@ def test_no_server_url_or_credential_reaches_a_user(tmp_path):
     assert native["model"] == "openai:mock-model" and '"openai:mock-model"' in models
     assert "s3cret" not in pm.llm.model_id
 
+
+
+def test_an_unreachable_model_server_is_502_naming_the_model_not_its_address(tmp_path):
+    """Issue 49: with the model server down, every surface said ``http://user:s3cr3tpass@127.0.0.1:9/v1/chat/
+    completions: cannot connect``. The 502 names the model; no URL, address or credential reaches a user (the
+    answer, the run's record, OpenAI's error)."""
+    url = "http://admin:s3cr3tpass@127.0.0.1:9/v1"
+    with Pagemind("openai:mock-model", base_url=url, server_kind="openai", context_window=4096,
+                  store=tmp_path / "s.db", max_retries=0) as pm:
+        from fastapi.testclient import TestClient
+
+        app = create_app(pm, auth="none")
+        with TestClient(app):
+            client = Client(app)
+            doc = client("POST", "/v1/documents", json={"name": "s.txt", "text": make_text(4, 30)}).json()
+            native = client("POST", f"/v1/documents/{doc['id']}/ask", json={"question": "Who?", "method": "full"})
+            openai = client("POST", "/v1/chat/completions", json={
+                "model": "pagemind/full", "pagemind": {"document_id": doc["id"]},
+                "messages": [{"role": "user", "content": "Who?"}]})
+            runs = client("GET", "/v1/runs").text
+    assert native.status_code == openai.status_code == 502, (native.text, openai.text)
+    assert "openai:mock-model" in native.json()["detail"] and "openai:mock-model" in openai.json()["error"]["message"]
+    for shown in (native.text, openai.text, runs):
+        assert "s3cr3tpass" not in shown and "127.0.0.1:9" not in shown and "http://" not in shown, shown
 
 # --- one error shape, HEAD, 405, the schema ---------------------------------------------------------------------
 def test_every_error_has_one_shape(keyed):

@@ -32,7 +32,17 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InputError
-from ..limits import MAX_AGENT_FILE, MAX_BLOCK_VERSIONS, check_block, check_text, label_from_letta, label_to_letta
+from ..limits import (
+    MAX_AGENT_FILE,
+    MAX_AGENT_FILE_VALUES,
+    MAX_BLOCK_VERSIONS,
+    MAX_BLOCKS,
+    check_block,
+    check_json_shape,
+    check_text,
+    label_from_letta,
+    label_to_letta,
+)
 from .core import NAME, Agent
 from .functions import FUNCTIONS
 from .memory import AgentOptions, AgentState, Block, BlockVersion, Event, Passage
@@ -72,6 +82,16 @@ class AgentPlan:
 
 
 # --- reading a file -----------------------------------------------------------------------------------------
+def _shaped(text: str) -> str:
+    """``text`` when its JSON is within the Agent File's bounds (depth, values); an :class:`InputError` before the
+    parser builds its objects otherwise, whatever surface brought the file."""
+    shape = check_json_shape(text.encode("utf-8"), values=MAX_AGENT_FILE_VALUES)
+    if shape is not None:
+        raise InputError("the agent file: " + shape.replace("the JSON body ", "it ").replace("; send fewer (or one "
+                                                                                               "text)", ""))
+    return text
+
+
 def read_agent_file(data: bytes | str | dict[str, Any]) -> dict[str, Any]:
     """The file's JSON object: plain JSON, or JSON encoded once more as a string (Letta's published examples)."""
     if isinstance(data, dict):
@@ -85,9 +105,9 @@ def read_agent_file(data: bytes | str | dict[str, Any]) -> dict[str, Any]:
             except UnicodeDecodeError:
                 raise InputError("the agent file is not UTF-8 text (an .af file is JSON)") from None
         try:
-            doc = json.loads(data)
-            if isinstance(doc, str):
-                doc = json.loads(doc)
+            doc = json.loads(_shaped(data))
+            if isinstance(doc, str):  # JSON encoded once more: its inner text is held to the same bounds
+                doc = json.loads(_shaped(doc))
         except ValueError as err:
             raise InputError(f"the agent file is not JSON ({err})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("agents"), list) or not doc["agents"]:
@@ -241,7 +261,7 @@ def plan_import(data: bytes | str | dict[str, Any], *, name: str | None = None, 
             unsupported += features
             plans.append(_plan(agent, mine if isinstance(mine, dict) else None, blocks_by_id, name, now,
                                tuple(shared + features)))
-        except (KeyError, TypeError, AttributeError, ValueError, IndexError) as err:
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError, OverflowError) as err:
             # a field of the wrong type or shape somewhere in untrusted JSON: the file's fault, said as such
             where = f"agent {n} ({_name_of(agent.get('name'))})"
             raise InputError(f"not a valid agent file: {where} has a field of the wrong shape "
@@ -290,8 +310,8 @@ def _plan(agent: dict[str, Any], mine: dict[str, Any] | None, blocks_by_id: dict
     if not NAME.match(name):
         raise InputError(f"agent name {name!r}: use letters, digits, '_', '.', '-' (at most 64); give another name")
     if mine is not None:
-        options = AgentOptions.from_dict(mine.get("options") or {})
-        state = AgentState.from_dict(mine.get("state") or {})
+        options = AgentOptions.from_dict(_mapping(mine.get("options"), "options"))
+        state = _state(_mapping(mine.get("state"), "state"))
     else:
         system = agent.get("system")
         if isinstance(system, str):
@@ -302,16 +322,18 @@ def _plan(agent: dict[str, Any], mine: dict[str, Any] | None, blocks_by_id: dict
             notes.append("the Letta model settings (llm_config): the agent talks to the model pagemind serves")
     raw_blocks = [blocks_by_id[i] for i in agent.get("block_ids") or [] if i in blocks_by_id]
     raw_blocks += _objects(agent.get("memory_blocks"))
+    if len(raw_blocks) > MAX_BLOCKS:
+        raise InputError(f"the agent file gives {len(raw_blocks)} blocks; an agent has at most {MAX_BLOCKS}")
     blocks = tuple(_block(b, options, notes) for b in raw_blocks)
     if len({b.label for b in blocks}) < len(blocks):
         raise InputError("the agent file gives a block label twice")
     if mine is not None and all(EXTENSION in m for m in _objects(agent.get("messages"))):
         in_context = set(agent.get("in_context_message_ids") or [])
-        events = tuple(Event(m[EXTENSION]["kind"], m[EXTENSION]["payload"], m[EXTENSION]["time"],
-                             in_context=m.get("id") in in_context)
-                       for m in _objects(agent.get("messages")) if m[EXTENSION].get("kind") != "system")
+        events = tuple(_stored_event(m[EXTENSION], m.get("id") in in_context)
+                       for m in _objects(agent.get("messages")) if _kind_of(m[EXTENSION]) != "system")
         passages = tuple(Passage(0, check_text("passage", str(p["text"]), "an archival passage"),
-                                 str(p.get("time") or now), p.get("summary"), p.get("source"))
+                                 _clock(p.get("time"), now), _optional_text(p.get("summary")),
+                                 _optional_text(p.get("source")))
                          for p in _objects(mine.get("passages")) if p.get("text"))
         versions = _versions(mine.get("block_versions"), blocks)
     else:
@@ -321,6 +343,77 @@ def _plan(agent: dict[str, Any], mine: dict[str, Any] | None, blocks_by_id: dict
     if agent.get("tool_rules"):
         notes.append("tool rules (pagemind's step protocol decides which function may follow which)")
     return AgentPlan(name, options, blocks, events, passages, state, dropped, tuple(dict.fromkeys(notes)), versions)
+
+
+# what a stored event's payload holds, by kind: each field's type (an export writes exactly these)
+PAYLOADS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "user_message": {"message": str},
+    "step": {"thoughts": str, "function": (str, type(None)), "arguments": dict},
+    "function_result": {"function": str, "status": str, "message": str},
+    "heartbeat": {"reason": str},
+    "system_alert": {"message": str},
+    "summary": {"message": str},
+}
+_CLOCK = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
+
+
+def _kind_of(stored: Any) -> Any:
+    return stored.get("kind") if isinstance(stored, dict) else None
+
+
+def _stored_event(stored: Any, live: bool) -> Event:
+    """An event of a pagemind export, typed: a known kind, a payload with that kind's fields of their types (a step
+    that failed to parse keeps its ``raw`` text instead), and a time of the agent clock; an :class:`InputError`
+    naming what is wrong otherwise."""
+    kind = _kind_of(stored)
+    if kind not in PAYLOADS:
+        raise InputError(f"not a valid agent file: an event of kind {str(kind)[:40]!r} (have: {', '.join(PAYLOADS)})")
+    payload, time = stored.get("payload"), stored.get("time")
+    if not isinstance(payload, dict):
+        raise InputError(f"not a valid agent file: a {kind} event's payload is {type(payload).__name__}, not an "
+                         "object")
+    wanted = {"raw": str} if kind == "step" and "raw" in payload else PAYLOADS[kind]
+    for name, types in wanted.items():
+        if not isinstance(payload.get(name), types):
+            raise InputError(f"not a valid agent file: a {kind} event's {name} is "
+                             f"{type(payload.get(name)).__name__}")
+        if isinstance(payload[name], str):
+            check_text("message", payload[name], f"a {kind} event's {name}")
+    if not isinstance(time, str) or not _CLOCK.match(time):
+        raise InputError(f"not a valid agent file: a {kind} event's time {str(time)[:40]!r} is not "
+                         "YYYY-MM-DD HH:MM:SS")
+    return Event(kind, dict(payload), time, in_context=live)
+
+
+def _clock(value: Any, default: str) -> str:
+    """A passage's time: the agent clock's form, else (absent) ``default``; an :class:`InputError` for another."""
+    if value is None or value == "":
+        return default
+    if not isinstance(value, str) or not _CLOCK.match(value):
+        raise InputError(f"not a valid agent file: a passage's time {str(value)[:40]!r} is not YYYY-MM-DD HH:MM:SS")
+    return value
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else check_text("name", str(value), "a passage's summary or source")
+
+
+def _mapping(value: Any, what: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"not a valid agent file: pagemind's {what} is {type(value).__name__}, not an object")
+    return value
+
+
+def _state(data: dict[str, Any]) -> AgentState:
+    """The agent's bookkeeping from an export: its counters whole numbers, ``warned`` true or false."""
+    state = AgentState.from_dict(data)
+    counts = (state.evictions, state.evicted_messages, state.valid_actions, state.invalid_actions)
+    if not isinstance(state.warned, bool) or not isinstance(state.extra, dict) or \
+            not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 53 for n in counts):
+        raise InputError("not a valid agent file: pagemind's state holds a field of the wrong type")
+    return state
 
 
 def _versions(raw: Any, blocks: tuple[Block, ...]) -> tuple[BlockVersion, ...]:
@@ -381,6 +474,7 @@ def _letta_events(agent: dict[str, Any], now: str, notes: list[str]) -> Iterable
     for i, m in enumerate(_objects(agent.get("messages"))):
         role, when, live = m.get("role"), _agent_time(m.get("created_at"), now), m.get("id") in in_context
         text, reasoning = _content(m.get("content"))
+        check_text("message", text, f"message {i}")  # as long as a message sent to the agent may be, at most
         if role == "system":
             if i > 0 and text:
                 yield Event("system_alert", {"message": text}, when, in_context=live)

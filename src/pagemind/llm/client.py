@@ -141,7 +141,7 @@ class LLM:
         if n + request.max_tokens > self.context_window:
             raise ContextWindowExceeded(
                 f"{request.role} prompt needs {n} tokens + {request.max_tokens} for the reply, "
-                f"but {self.model_id} holds {self.context_window}",
+                f"but {self.model_identity} holds {self.context_window}",
                 prompt_tokens=n,
                 context_window=self.context_window,
             )

@@ -55,9 +55,13 @@ LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 
 
 def _excerpt(text: str, limit: int = 200) -> str:
-    """One line of at most ``limit`` characters."""
-    line = " ".join(text.split())
+    """One line of at most ``limit`` characters, with no URL in it (a server's or a proxy's address, with what
+    credentials it carries, is never shown to a user)."""
+    line = " ".join(_URL.sub("<url>", text).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:
@@ -122,6 +126,9 @@ class OpenAICompatible(Backend):
         self.model = model
         self.base_url = base
         self.url = f"{base}/chat/completions"
+        # how messages name it: by the model, never by where it is served (a user of the service never learns the
+        # server's address or its credentials from an error; `pagemind models info` shows where it is)
+        self.named = f"openai:{model} (its server)"
         self.model_id = f"openai:{model}@{shown}"
         self.server_kind = server_kind
         self.declared_window = context_window
@@ -141,7 +148,7 @@ class OpenAICompatible(Backend):
             headers=self._headers, timeout=self._timeout, limits=self._limits, trust_env=self._trust_env,
             verify=self._verify,
         )
-        self._probe = Probe(self._client, base, timeout=min(timeout, 30.0))
+        self._probe = Probe(self._client, base, timeout=min(timeout, 30.0), named=self.named)
         self._official = parts.hostname in OFFICIAL_HOSTS
         self._capabilities: Capabilities | None = None
         self._server: Server | None = None
@@ -309,9 +316,9 @@ class OpenAICompatible(Backend):
                     try:
                         chunk = json.loads(data)
                     except ValueError as exc:
-                        raise ServerError(f"{self.url}: a malformed event in the stream: {_excerpt(data)}") from exc
+                        raise ServerError(f"{self.named}: a malformed event in the stream: {_excerpt(data)}") from exc
                     if not isinstance(chunk, dict):
-                        raise ServerError(f"{self.url}: a malformed event in the stream: {_excerpt(data)}")
+                        raise ServerError(f"{self.named}: a malformed event in the stream: {_excerpt(data)}")
                     if event == "error" or chunk.get("error"):
                         raise self._broken(f"the server sent an error event: {_error_text(chunk, data)}", pieces)
                     usage = chunk.get("usage") or usage
@@ -337,7 +344,7 @@ class OpenAICompatible(Backend):
         """The error for a stream that broke off after ``pieces``, naming the server and what broke."""
         kind = f" ({self.discovery.kind} server)" if self.discovery is not None else ""
         got = sum(len(p) for p in pieces)
-        return StreamBroken(f"{self.url}{kind}: the streamed reply broke off after {len(pieces)} chunks "
+        return StreamBroken(f"{self.named}{kind}: the streamed reply broke off after {len(pieces)} chunks "
                             f"({got} characters): {what}")
 
     # --- replies -----------------------------------------------------------------------------------
@@ -348,24 +355,24 @@ class OpenAICompatible(Backend):
             what = "cannot connect"
         else:
             what = "transport error"
-        return BackendUnavailable(f"{self.url}: {what}: {_excerpt(str(exc) or type(exc).__name__)}")
+        return BackendUnavailable(f"{self.named}: {what}: {_excerpt(str(exc) or type(exc).__name__)}")
 
     def _parse(self, reply: httpx.Response, request: LLMRequest, constrained: bool, seconds: float) -> LLMResponse:
         status, text = reply.status_code, reply.text
         if status == 429:
             retry_after = _retry_after(reply.headers)
-            raise RateLimited(f"{self.url}: 429 rate limited: {_excerpt(text)}", retry_after=retry_after)
+            raise RateLimited(f"{self.named}: 429 rate limited: {_excerpt(text)}", retry_after=retry_after)
         if status >= 500 or status == 408:
-            raise ServerError(f"{self.url}: {status}: {_excerpt(text)}")
+            raise ServerError(f"{self.named}: {status}: {_excerpt(text)}")
         if status in (400, 413) and any(m in text.lower() for m in CONTEXT_MARKERS):
             said = WINDOW_IN_ERROR.search(text)
             window = int(said.group(1)) if said else self.capabilities.context_window
-            raise ContextWindowExceeded(f"{self.model_id}: {status}: {_excerpt(text)}", context_window=window)
+            raise ContextWindowExceeded(f"{self.named}: {status}: {_excerpt(text)}", context_window=window)
         if status == 401:
-            raise BadRequest(f"{self.url}: 401 unauthorized (check the API key / OPENAI_API_KEY): {_excerpt(text)}")
+            raise BadRequest(f"{self.named}: 401 unauthorized (check the API key / OPENAI_API_KEY): {_excerpt(text)}")
         if status >= 400:
             refused = ToolsRefused if request.tools and "tool" in text.lower() else BadRequest  # typed for callers
-            raise refused(f"{self.url}: {status}: {_excerpt(text)}")
+            raise refused(f"{self.named}: {status}: {_excerpt(text)}")
         try:
             data = json.loads(text)
             choice = data["choices"][0]
@@ -375,7 +382,7 @@ class OpenAICompatible(Backend):
             calls = tuple(_tool_call(tc) for tc in choice["message"].get("tool_calls") or ())
             logprobs = _logprobs(choice.get("logprobs")) if request.logprobs else ()
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise ServerError(f"{self.url}: {status} with a malformed body: {_excerpt(text)}") from exc
+            raise ServerError(f"{self.named}: {status} with a malformed body: {_excerpt(text)}") from exc
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
         if prompt_tokens is None:

@@ -92,8 +92,10 @@ class Probe:
     A 404/405/422 answer means "no such route here" (None); transport failures and 5xx are typed errors.
     """
 
-    def __init__(self, client: httpx.Client, base_url: str, timeout: float = 30.0) -> None:
+    def __init__(self, client: httpx.Client, base_url: str, timeout: float = 30.0,
+                 named: str = "the model server") -> None:
         self.client = client
+        self.named = named  # how its errors name the server: never by its URL
         self.base = base_url.rstrip("/")
         self.root = server_root(self.base)
         import httpx  # here, not on import: the CLI reads SERVER_KINDS for its flags on every start
@@ -113,11 +115,12 @@ class Probe:
         try:
             reply = self.client.request(method, url, json=body, timeout=self.timeout)
         except httpx.HTTPError as exc:
-            raise BackendUnavailable(f"{url}: cannot reach the server ({type(exc).__name__}: {exc})") from exc
+            raise BackendUnavailable(f"{self.named}: cannot reach the server at {path} ({type(exc).__name__})") \
+                from exc
         if reply.status_code in (401, 403):
-            raise BadRequest(f"{url}: {reply.status_code} (check the API key / OPENAI_API_KEY)")
+            raise BadRequest(f"{self.named}: {path}: {reply.status_code} (check the API key / OPENAI_API_KEY)")
         if reply.status_code >= 500:
-            raise ServerError(f"{url}: {reply.status_code}: {' '.join(reply.text.split())[:200]}")
+            raise ServerError(f"{self.named}: {path}: {reply.status_code}: {' '.join(reply.text.split())[:200]}")
         if reply.status_code >= 400:
             return None
         try:

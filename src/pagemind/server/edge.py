@@ -38,6 +38,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # uploads: bodies read by their route, streamed to a file against the document limits (a PDF may be 16x max_bytes)
 STREAMED = re.compile(r"^/v1/documents/?$|^/v1/libraries/[^/]+/documents/?$")
+# the routes that take a form (multipart uploads); every other route's body is JSON whatever its Content-Type says,
+# so a form sent there is refused (415) instead of parsed past the JSON shape check
+FORMS = re.compile(STREAMED.pattern + r"|^(?:/letta)?/v1/agents/import/?$")
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,11 @@ class Edge:
                     scope["path"], 413,
                     f"the request body is over this server's {self.policy.max_body:,}-byte limit (--max-body)",
                     "InputTooLarge"), [(b"connection", b"close")])
+                return
+            if form_body(scope) and not FORMS.match(scope["path"]):
+                await answer(send, 415, error_for(
+                    scope["path"], 415, "this route takes a JSON body (Content-Type: application/json), not a form",
+                    "UnsupportedInput"))
                 return
             shape = None if form_body(scope) else check_json_shape(body)
             if shape is not None:  # refused before any parser builds its objects
