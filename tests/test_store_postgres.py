@@ -299,6 +299,7 @@ def _everything(store):
                                          tool_calls=(ToolCall("send_message", '{"message": "hi"}'),)))
     store.put_response("r2", LLMResponse("plain", 1, 1, 0.1, "m"))
     store.put_file_read("f1", "d1", "three words here", {"format": "pdf", "pages": [0]})
+    store.put_token_count("t1", 42)
     user = store.create_user("alice", "hash1", 1.0)
     store.add_user_key(user, "hash2", 2.0)
     store.add_user_document(user, "d1", "my book", 3.0)
