@@ -46,11 +46,13 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def write_result(name: str, data: dict) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
+def write_result(name: str, data: dict, into: Path | None = None) -> Path:
+    """``results/NAME.json`` (``into``: that directory instead, e.g. a run directory given with ``--runs``)."""
+    where = into or RESULTS
+    where.mkdir(parents=True, exist_ok=True)
     data = {"benchmark": name, "date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.machine(),
             "python": platform.python_version(), **data}
-    path = RESULTS / f"{name}.json"
+    path = where / f"{name}.json"
     path.write_text(json.dumps(data, indent=2))
     print(json.dumps(data, indent=2))
     return path

@@ -116,7 +116,8 @@ def main() -> None:
         "examples": [e.id for e in examples], "documents": sorted({e.document_id for e in examples}),
         "document_words": sorted({e.words for e in examples}), "primary": summary["primary"],
         "run_dir": run_dir.name, "finished": result.finished, "errors": result.errors,
-        "seconds": round(time.perf_counter() - started, 1), "methods": rows})
+        "seconds": round(time.perf_counter() - started, 1), "methods": rows},
+        into=None if args.runs == RESULTS.parent / "runs" else args.runs)  # --runs elsewhere: the result beside it
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ def test_a_chain_of_calls_with_heartbeats_ends_with_send_message():
     assert [s.function for s in turn.steps] == ["conversation_search", "core_memory_append", "send_message"]
     assert [s.heartbeat for s in turn.steps] == ["requested", "requested", None]
     assert turn.stop_reason == "yield" and turn.valid_action_rate == 1.0 and turn.usage.calls == 3
-    assert "Showing 1 of 1 results (page 1/1)" in turn.steps[0].result  # the user message itself
+    assert turn.steps[0].result == "No results found."  # never the turn's own message (issue 50)
     assert agent.blocks()[1].value == "Name: Ann"
     # each step sees the previous result and the heartbeat; the thoughts stay out of the messages
     second = fake.history[1].messages[-1].content
@@ -238,6 +238,29 @@ def test_pressure_warning_then_eviction_with_recursive_summary():
     assert agent.store.queue(agent.id)[0].payload["message"].endswith(f"summary {len(summaries)}")
     assert agent.store.get_agent("sam").state.evictions >= 2
 
+
+
+def test_a_summary_that_refuses_is_asked_again_then_never_kept_as_memory():
+    """Issue 50: an eviction's summary call answered "I'm sorry, but I can't assist with that." and it was stored as
+    the summary. A refusal (or nothing) is re-asked once; a second one leaves the messages' own beginnings in its
+    place, said in the trace; a summary given on the re-ask is kept."""
+    talk = [("user" if i % 2 == 0 else "assistant", f"chat {i} " + "about the harbour and the boats " * 6,
+             "2024-05-01 10:00:00") for i in range(32)]
+    agent, fake = make([call("send_message", message="ok")], summarise="I'm sorry, but I can't assist with that.",
+                       context_window=1500, max_tokens=50, keep_last=2)
+    agent.import_messages(talk, in_context=True)
+    turn = agent.say("what is the weather like?")
+    asked = fake.roles().count("summarise")
+    assert turn.evictions == 1 and asked >= 2 and asked % 2 == 0  # each chunk of the evicted messages asked twice
+    summary = agent.store.queue(agent.id)[0].payload["message"]
+    assert "sorry" not in summary.lower() and "chat 1" in summary and "harbour" in summary
+    assert any("no summary of" in note and "their beginnings kept" in note for note in turn.trace.notes)
+    replies = iter(["", *["We talked about the harbour's boats."] * 8])
+    again, fake = make([call("send_message", message="ok")], name="pat", context_window=1500, max_tokens=50,
+                       keep_last=2, summarise=lambda request: next(replies))
+    again.import_messages(talk, in_context=True)
+    again.say("what is the weather like?")
+    assert "We talked about the harbour's boats." in again.store.queue(again.id)[0].payload["message"]
 
 def test_a_queue_far_over_the_window_is_evicted_once():
     """When the paper's share (half the queue) would not make room, one eviction frees what the prompt is over by:

@@ -146,3 +146,97 @@ def test_the_openai_backend_types_a_refusal_only_for_a_request_with_tools():
             backend.execute(LLMRequest.user("x", tools=tools))
         assert type(other.value) is BadRequest
         backend.close()
+
+
+# --- recall before reply (issue 50) -----------------------------------------------------------------------------
+class Clock:
+    """The agent clock, set by the test (``clock.at = "2024-03-01 09:00:00"``)."""
+
+    def __init__(self, at):
+        self.at = at
+
+    def __call__(self):
+        from datetime import datetime
+
+        return datetime.fromisoformat(self.at)
+
+
+def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first_and_cites_them():
+    """Told "I live in York", then "I moved to Leeds last month", the agent asked "Which city do I live in now?"
+    sees both messages in a marked, dated alert after the question (Leeds first), before its first step; its reply
+    cites the Leeds message. The question itself is never recalled; with recall_first off nothing is placed."""
+    steps = [call("send_message", message="Noted."), call("send_message", message="Noted."),
+             call("send_message", message="You live in Leeds now, since you moved there last month.")]
+    fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": "we talked"})
+    clock = Clock("2024-03-01 09:00:00")
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none"), clock=clock)
+    agent.say("I live in York, in a small flat by the river.")
+    clock.at = "2024-04-02 18:30:00"
+    agent.say("I moved to Leeds last month, the city suits me.")
+    clock.at = "2024-05-08 13:56:00"
+    turn = agent.say("Which city do I live in now?")
+    prompt = fake.history[-1].prompt_text()
+    recalled = prompt[prompt.index("Recalled from your memory"):]
+    assert recalled.index("Leeds") < recalled.index("York")  # the later fact first
+    assert "[2024-04-02 18:30] user: I moved to Leeds" in recalled and "[2024-03-01 09:00] user: I live in York" \
+        in recalled
+    assert "Which city do I live in now?" not in recalled  # never the message being answered
+    assert prompt.index("Which city do I live in now?") < prompt.index("Recalled from your memory")
+    assert turn.citations and turn.citations[0].unit == "message" and "Leeds" in turn.citations[0].quote
+    assert any("recall before reply: 2 message(s)" in note for note in turn.trace.notes)
+
+    quiet = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 2})
+    paper = Agent.create(LLM(quiet), Store(":memory:"), "pat", options=AgentOptions(embedder="none",
+                                                                                    recall_first=False))
+    paper.say("I live in York.")
+    paper.say("Which city do I live in?")
+    assert "Recalled from your memory" not in quiet.history[-1].prompt_text()
+
+
+def test_a_recall_search_finds_messages_by_their_date_and_never_the_turns_own():
+    """Dates are searchable: "May 2023" finds what was said on 8 May 2023 (the agent clock's date, spoken); the
+    turn's own question and thought are not results."""
+    steps = [call("send_message", message="ok"),
+             call("conversation_search", query="May 2023", page=0, request_heartbeat=True),
+             call("send_message", message="You adopted a dog in May 2023.")]
+    fake = ScriptedLLM(by_role={"agent-step": list(steps)})
+    clock = Clock("2023-05-08 13:56:00")
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(
+        embedder="none", recall_first=False, search_again=0), clock=clock)
+    agent.say("We adopted a dog today.")
+    clock.at = "2024-01-10 10:00:00"
+    turn = agent.say("What did we do in May 2023?")
+    result = turn.steps[0].result
+    assert "We adopted a dog today." in result and "What did we do" not in result
+
+
+def test_the_same_call_a_third_time_in_one_turn_is_not_run():
+    """Issue 50: the default model looped seven identical core_memory_append calls (464 s) before its forced last
+    step. The third identical call of a turn is not run: its result says why, and the agent replies."""
+    same = call("core_memory_append", label="human", content="Lives in York.", request_heartbeat=True)
+    agent, fake = make([same, same, same, call("send_message", message="Noted: York.")], recall_first=False)
+    turn = agent.say("I live in York.")
+    assert [s.status for s in turn.steps] == ["OK", "Failed", "Failed", "OK"] and turn.messages == ["Noted: York."]
+    assert turn.steps[1].result.startswith("Already in core memory")  # the second runs (and adds nothing)
+    assert turn.steps[2].result.startswith("Not run: you made this same core_memory_append call twice")
+    human = next(b for b in agent.store.blocks(agent.id) if b.label == "human")
+    assert human.value.count("Lives in York.") == 1
+    assert any("the same call a third time" in note for note in turn.trace.notes)
+
+
+def test_a_fact_the_user_told_about_themselves_is_not_written_into_the_persona():
+    """Issue 50: told "I live in York", the default model wrote "I live in York." into its own persona. A persona
+    write that copies the user's first-person words is refused, naming the human block; the agent then writes it
+    there. The agent's own first-person persona lines still go in."""
+    agent, fake = make([call("core_memory_append", label="persona", content="I live in York.", request_heartbeat=True),
+                        call("core_memory_append", label="human", content="The user lives in York.",
+                             request_heartbeat=True),
+                        call("core_memory_append", label="persona", content="I like to keep my answers short.",
+                             request_heartbeat=True),
+                        call("send_message", message="Noted.")], recall_first=False)
+    turn = agent.say("I live in York.")
+    assert [s.status for s in turn.steps] == ["Failed", "OK", "OK", "OK"]
+    assert "Save facts about the user in the human block" in turn.steps[0].result
+    blocks = {b.label: b.value for b in agent.store.blocks(agent.id)}
+    assert "York" not in blocks["persona"] and "The user lives in York." in blocks["human"]
+    assert "I like to keep my answers short." in blocks["persona"]

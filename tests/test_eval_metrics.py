@@ -56,6 +56,10 @@ def test_key_value_rules():
 def test_locomo_categories():
     assert locomo_f1("Paris, London", "London, Rome", 1) == pytest.approx(0.5)  # best per gold part, averaged
     assert locomo_f1("yes", "Yes; she likes it", 3) == 1.0  # only the part before ';'
+    # number words: the official scorer gives "2 roadtrips" against "two" nothing; f1_numbers reads them as digits
+    assert locomo_f1("2 roadtrips", "two", 4) == 0.0
+    assert locomo_f1("2 roadtrips", "two", 4, numbers=True) == pytest.approx(2 / 3)
+    assert locomo_f1("Two, Paris", "2, Paris", 1, numbers=True) == 1.0
     assert locomo_f1("That is not mentioned.", "anything", 5) == 1.0
     assert locomo_f1("She went to Rome.", "anything", 5) == 0.0
     assert locomo_f1("running dogs", "run dog", 4) == 1.0  # Porter stems

@@ -112,6 +112,10 @@ def read_proposal(reply: str) -> Proposal | str:
         return f"the JSON object does not parse ({err.msg})"
     if not isinstance(data, dict) or not isinstance(data.get("summary", ""), str):
         return '"summary" must be a string'
+    from .turn import REFUSAL
+
+    if REFUSAL.match(" ".join(str(data.get("summary", "")).split())):
+        return '"summary" refuses instead of summarising: summarise what was said'
     lists = {}
     for key, cap in (("facts", MAX_FACTS), ("human", MAX_LINES)):
         items = data.get(key, [])
@@ -131,7 +135,7 @@ def consolidate(agent: Agent, trace: Trace | None = None,
     after = int(agent.state.extra.get(MARK, 0))
     boot = prompt("boot_thoughts")
     # the messages and steps recall search sees, those after the last pass only read whole
-    later = [seq for seq, _ in agent.store.event_texts(agent.id) if seq > after]
+    later = [seq for seq, *_ in agent.store.event_texts(agent.id) if seq > after]
     fresh = [e for e in agent.store.events(agent.id, later) if _spoken(e, boot) and _said(e).strip()]
     if not fresh:
         return Consolidation(through=after, usage=trace.usage.as_dict())

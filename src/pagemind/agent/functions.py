@@ -10,6 +10,7 @@ validation and the system prompt's function list are made of. Every non-terminal
 
 from __future__ import annotations
 
+import re
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -127,6 +128,10 @@ class Toolbox:
         # the supersession check of the running turn (old text, new text) -> does the new replace the old; None:
         # no check (supersede_check off, or no turn: an API insert)
         self.judge: Callable[[str, str], bool] | None = None
+        # the last event before the running turn: recall search never returns the turn's own messages (the question
+        # just asked, the agent's "Searching for..." thought); None: no turn
+        self.turn_start: int | None = None
+        self.user_said: str | None = None  # the running turn's user message (a fact of theirs is not the persona's)
 
     def run(self, name: str, args: dict[str, Any], cause: str | None = None) -> str:
         """Execute a validated call (``request_heartbeat`` already removed); returns the result message. What a
@@ -150,6 +155,20 @@ class Toolbox:
             raise ToolError(f"No core memory block named {label!r} (have: {', '.join(blocks)})")
         return blocks[label]
 
+    def _check_persona(self, label: str, content: str) -> None:
+        """A fact the user told about themselves, copied into the agent's own persona ("I live in York." from the
+        user's "I live in York"), is refused with where it belongs: the human block."""
+        if label != "persona" or not self.user_said or "human" not in {b.label for b in self.store.blocks(
+                self.agent_id)}:
+            return
+        from ..text.words import keywords
+
+        said, written = keywords(self.user_said), keywords(content)
+        if len(written) >= 2 and len(written & said) >= 0.8 * len(written) and _FIRST_PERSON.search(content):
+            raise ToolError("Not written: this is what the user said about themselves, and persona is who you are. "
+                            "Save facts about the user in the human block, in the third person (e.g. "
+                            "core_memory_append(label='human', content='The user ...')).")
+
     def _write(self, block: Block, value: str) -> str:
         if len(value) > block.limit:
             raise ToolError(over_limit(block.label, block.limit, len(value)))
@@ -161,6 +180,7 @@ class Toolbox:
         block = self._block(label)
         if not content.strip():
             raise ToolError("content is empty: nothing to append")
+        self._check_persona(label, content)
         if content.strip() in block.value:  # small models repeat a save in a loop: say it is done
             raise ToolError(f"Already in core memory ({label}): nothing added. It is saved; carry on, e.g. "
                             "reply to the user with send_message.")
@@ -174,6 +194,7 @@ class Toolbox:
             raise ToolError("old_content is empty: give the exact text to replace")
         if old_content not in block.value:
             raise ToolError(f"Edit failed: old_content not found in {label} (it must match the block text exactly)")
+        self._check_persona(label, new_content)
         return self._write(block, block.value.replace(old_content, new_content, 1))
 
     # --- recall storage ----------------------------------------------------------------------------
@@ -198,7 +219,9 @@ class Toolbox:
         """(how many messages match, the messages of page ``page``) of a recall search."""
         size, offset = self.options.page_size, self._page(page) * self.options.page_size
         if self.options.recall_search == "text":
-            return self.store.search_events(self.agent_id, query=query, offset=offset, limit=size)
+            total, found = self.store.search_events(self.agent_id, query=query, offset=offset, limit=size)
+            mine = [e for e in found if self.turn_start is not None and e.seq > self.turn_start]
+            return total - len(mine), [e for e in found if e not in mine]  # never the running turn's own messages
         ranked = self.rank_recall(query)
         return len(ranked), self.store.events(self.agent_id, ranked[offset:offset + size])
 
@@ -207,7 +230,8 @@ class Toolbox:
         fragments, by :func:`rank_messages`: BM25 over the messages' stemmed content words (a rare word, a place or
         a name, outweighs common ones) and MiniLM similarity where the encoder is installed (a paraphrase: "went
         camping" for "trip to the woods"). Small models search with whole phrases that rarely occur verbatim."""
-        texts = self.store.event_texts(self.agent_id)
+        texts = [(seq, f"{text} {spoken_date(time)}") for seq, text, time in self.store.event_texts(self.agent_id)
+                 if self.turn_start is None or seq <= self.turn_start]  # never the running turn's own messages
         needle = query.lower()
         exact = [seq for seq, text in texts if needle in text.lower()]
         seen = set(exact)
@@ -271,6 +295,19 @@ SPECS = {f.name: f for f in FUNCTIONS}
 # 0.1. On LoCoMo every turn shares a word with its question (the speakers' names), so benchmarks/recall_search.py
 # measures the fusion; this floor acts only where words fail.
 RECALL_NEAR = 0.35
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|my|me|mine)\b")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+
+
+def spoken_date(time: str) -> str:
+    """A message's date as people write it, so a recall search for "May 2023" or "8 May 2023" finds what was said
+    then (the agent clock's ``2023-05-08 13:56:00`` as ``8 May 2023``); empty for a time of another form."""
+    try:
+        year, month, day = int(time[:4]), int(time[5:7]), int(time[8:10])
+    except ValueError:
+        return ""
+    return f"{day} {_MONTHS[month - 1]} {year}" if 1 <= month <= 12 else ""
 
 
 def rank_messages(query: str, texts: Sequence[str], similar: Sequence[float] | None = None) -> list[int]:

@@ -54,6 +54,12 @@ class AgentOptions(Options):
                "shared word): a yes marks the earlier passage superseded, as archival_memory_replace does")
     archival_search: Literal["text", "semantic", "hybrid"] = option(
         "hybrid", "archival search: exact text matches then embeddings (hybrid), or one of them")
+    recall_first: bool = option(
+        True, "before a user message is answered, the recall messages and archival passages that best match it go in "
+              "the context as a marked, dated alert (recall_tokens at most; the most recent first), cited like search "
+              "results when the reply uses them; off: the agent finds them only by searching (the paper's agent)")
+    recall_tokens: int = option(400, "tokens of what recall_first places in the context, at most", minimum=1,
+                                maximum=100_000)
     recall_search: Literal["text", "hybrid"] = option(
         "hybrid", "conversation search: substring matches, then the rest ranked by BM25 and MiniLM (as OP-RAG; "
         "hybrid), or substring only (text, the paper's)")

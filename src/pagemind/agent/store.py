@@ -151,8 +151,8 @@ class AgentStore:
                                                      offset=offset, limit=limit)
         return total, [_event(r) for r in rows]
 
-    def event_texts(self, agent_id: int) -> list[tuple[int, str]]:
-        """(seq, search text) of every user message and agent step, oldest first."""
+    def event_texts(self, agent_id: int) -> list[tuple[int, str, str]]:
+        """(seq, search text, time) of every user message and agent step, oldest first."""
         return self.store.agent_event_texts(agent_id, SEARCH_KINDS)
 
     def events(self, agent_id: int, seqs: Sequence[int]) -> list[Event]:

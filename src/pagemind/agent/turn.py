@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ from .actions import InvalidAction, parse_action, reply_text
 from .context import MainContext, Prepared, prompt
 from .evidence import source_of, support
 from .functions import ToolError
-from .memory import Event
+from .memory import Event, Passage
 
 if TYPE_CHECKING:
     from ..answering.support import Support
@@ -139,10 +139,11 @@ class Turn:
     def run(self) -> TurnResult:
         self.before = self.store.count_events(self.agent.id)  # seqs above it are this turn's own (never evidence)
         self.agent.tools.judge = self._supersedes if self.options.supersede_check else None
+        self.agent.tools.turn_start, self.agent.tools.user_said = self.before, self.text
         try:
             return self._run()
         finally:
-            self.agent.tools.judge = None
+            self.agent.tools.judge, self.agent.tools.turn_start, self.agent.tools.user_said = None, None, None
 
     def _supersedes(self, old: str, new: str) -> bool:
         """The supersession check: does the fact ``new`` replace the stored ``old``? One short yes/no call in this
@@ -168,6 +169,8 @@ class Turn:
         if self.key is None or not self._stored():
             payload = {"message": self.text, **({"key": self.key} if self.key is not None else {})}
             self._append(Event("user_message", payload, self.agent.now()))
+            if self.options.recall_first:
+                self._recall_first()
         steps = self.options.max_steps
         for i in range(steps):
             self.agent.lock.refresh()
@@ -191,6 +194,43 @@ class Turn:
         self.result.stop_reason = "max_steps"
         self._alert(prompt("step_budget", steps=len(self.result.steps)))
         return self._cited()
+
+    def _recall_first(self) -> None:
+        """Recall before reply: the messages and archival passages that best match the user's message (as the
+        agent's own searches rank them; never this turn's), the most recent first, within ``recall_tokens``, as one
+        alert after the message; they are the turn's evidence like a search's results. Nothing when nothing
+        matches."""
+        from .evidence import message_citation, passage_citation
+
+        tools, size = self.agent.tools, self.options.page_size
+        query = _question(self.text) or self.text
+        _, events = tools.recall_events(query, 0)
+        _, passages = self.agent.archive.search_passages(query, 0) if self.store.count_passages(self.agent.id) \
+            else (0, [])
+        found: list[tuple[str, int, str, Event | Passage]] = [(e.time, e.seq, e.describe(), e) for e in events[:size]]
+        found += [(p.time, p.id, f"{p.describe()} (archival passage {p.id})", p) for p in passages[:size]
+                  if p.superseded_by is None]
+        found.sort(key=lambda item: item[:2], reverse=True)  # a later fact first: it may replace an earlier one
+        lines: list[str] = []
+        budget = self.options.recall_tokens
+        kept: list[Event | Passage] = []
+        for _, _, line, item in found:
+            line = line if len(line) <= 600 else line[:597] + "..."
+            cost = self.llm.count_tokens(line)
+            if cost > budget:
+                continue
+            budget -= cost
+            lines.append(line)
+            kept.append(item)
+        if not lines:
+            self.trace.note("recall before reply: nothing in memory matches the message")
+            return
+        self._alert(prompt("recalled", lines="\n".join(lines)))
+        self.result.evidence.extend(passage_citation(i) if isinstance(i, Passage) else message_citation(i)
+                                    for i in kept if not isinstance(i, Event) or i.kind == "user_message")
+        self.trace.note(f"recall before reply: {sum(isinstance(i, Event) for i in kept)} message(s) and "
+                        f"{sum(isinstance(i, Passage) for i in kept)} passage(s), "
+                        f"{self.options.recall_tokens - budget} tokens")
 
     def _cited(self) -> TurnResult:
         """The result with its citations: the passages and messages the searches returned that the reply uses
@@ -325,9 +365,14 @@ class Turn:
         held = self._hold(action.arguments["message"]) if action.function == "send_message" else None
         (written,) = self._append(Event("step", {**action.payload(), **({"held": held} if held else {})}, now()))
         status = "OK"  # (the step is stored before it runs: write-ahead)
+        repeats = sum(1 for s in self.result.steps if s.function == action.function and s.arguments == action.arguments)
         try:
             if held is not None:  # not sent: the reason is the call's result, and the agent steps on
                 raise ToolError(held)
+            if repeats >= 2 and action.function != "send_message":  # a loop: the same call a third time is not run
+                self.trace.note(f"{action.function}: the same call a third time this turn, not run")
+                raise ToolError(f"Not run: you made this same {action.function} call twice already in this turn "
+                                "and it is done. Do something else, or reply to the user with send_message.")
             with self.store.transaction():
                 cause = f"step {written.seq}: {action.function}"  # a core-memory version names its step
                 message = self._cap(action.function, self.agent.tools.run(action.function, action.arguments, cause))
@@ -430,11 +475,28 @@ class Turn:
 
     def _summarise(self, ctx: MainContext, lines: list[str], previous: str) -> str:
         """A recursive summary: fold the lines in chunks that fit the window, each with the summary so far."""
+        from ..llm.decide import Invalid, decide
+
+        def read(reply: str) -> str | Invalid:
+            said = " ".join(reply.split())
+            if not said:
+                return Invalid("the reply is empty: write the summary")
+            if REFUSAL.match(said):
+                return Invalid("that is not a summary: summarise the messages above, in the words asked for")
+            return said
+
         summary = previous
         for chunk in self._chunks(ctx, lines, previous):
-            response, event = self.llm.complete(self._summary_request(chunk, summary), self.trace)
-            summary = " ".join(response.text.split()) or summary
-            self.trace.decide(event, f"summary of {len(chunk)} messages ({len(summary.split())} words)")
+            decision = decide(self.llm, self._summary_request(chunk, summary), read, self.trace, retries=1,
+                              describe=lambda said: f"summary ({len(said.split())} words)")
+            if decision.value is not None:
+                summary = decision.value
+                continue
+            # a refusal or nothing, twice: never kept as memory; the messages' own beginnings stand in for it
+            kept = extractive(chunk, self.options.summary_words)
+            summary = f"{summary} {kept}".strip() if summary else kept
+            self.trace.note(f"summary: no summary of {len(chunk)} messages after {decision.calls} replies "
+                            f"({'; '.join(decision.problems)[:120]}): their beginnings kept instead")
         return summary
 
     def _summary_request(self, lines: list[str], previous: str) -> LLMRequest:
@@ -472,6 +534,24 @@ def _asks(text: str) -> bool:
     """Whether a user message asks something (a question mark, or a question's first word)."""
     words = text.split()
     return "?" in text or (bool(words) and words[0].lower().strip(",.:;!") in _QUESTION_WORDS)
+
+
+# a summary or consolidation reply that refuses instead of doing the task (small models do, on chat transcripts)
+REFUSAL = re.compile(r"^(?:I'?m sorry|I am sorry|Sorry,|I can'?not|I can'?t|I cannot|I'?m unable|I am unable|As an AI)"
+                     r"\b", re.I)
+
+
+def extractive(lines: Sequence[str], words: int) -> str:
+    """The beginnings of ``lines`` (a few words each, the most recent kept when they do not all fit), at most
+    ``words`` words: what stands for a summary the model would not write."""
+    each = max(6, words // max(1, len(lines)))
+    parts = [" ".join(line.split()[:each]) for line in lines if line.strip()]
+    out: list[str] = []
+    for part in reversed(parts):
+        if sum(len(p.split()) for p in out) + len(part.split()) > words:
+            break
+        out.insert(0, part)
+    return " / ".join(out)
 
 
 def _question(text: str) -> str:

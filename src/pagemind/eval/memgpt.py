@@ -44,6 +44,8 @@ class MemGPTEvalOptions(ReaderOptions):
     embedder: Literal["auto", "minilm", "hashing", "none"] = option(
         "auto", "archival embeddings for documents (MiniLM if installed)")
     passage_words: int = option(300, "words per archival passage of a document", minimum=1)
+    recall_first: bool = option(False, "recall before reply (AgentOptions.recall_first, on for new agents): off is "
+                                       "the paper's agent, which finds its memories only by searching")
     preset: str | None = option(None, "accepted for symmetry with the readers; unused")
 
 
@@ -68,6 +70,7 @@ class MemGPTEval:
             archival_search=o.archival_search or ("text" if kv else "hybrid"),
             embedder="none" if kv else o.embedder,  # a conversation's recall is ranked with MiniLM too
             constrained=o.constrained,
+            recall_first=o.recall_first,
         )
         if o.budget is not None:
             opts = replace(opts, context_window=self._empty_prompt(opts) + o.budget + opts.max_tokens)

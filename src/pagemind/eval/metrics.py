@@ -103,15 +103,25 @@ def _stemmer() -> Any:
     return PorterStemmer()
 
 
-def _locomo_tokens(text: str) -> list[str]:
+NUMBER_WORDS = {w: str(n) for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+
+
+def _locomo_tokens(text: str, numbers: bool = False) -> list[str]:
     text = str(text).replace(",", "").lower()
     text = "".join(ch for ch in text if ch not in set(string.punctuation))
     text = re.sub(r"\b(a|an|the|and)\b", " ", text)
-    return [_stemmer().stem(w) for w in text.split()]
+    words = text.split()
+    if numbers:  # "two" and "2" one token (the official scorer does not do this: f1 stays as it scores)
+        words = [NUMBER_WORDS.get(w, w) for w in words]
+    return [_stemmer().stem(w) for w in words]
 
 
-def locomo_f1(prediction: str, answer: str, category: int) -> float:
-    """LoCoMo's per-category QA score."""
+def locomo_f1(prediction: str, answer: str, category: int, numbers: bool = False) -> float:
+    """LoCoMo's per-category QA score, as its official scorer (snap-research/locomo ``task_eval/evaluation.py``)
+    computes it: "2 roadtrips" against "two" scores 0 there. ``numbers``: the same with number words read as
+    digits (zero to twenty), reported beside it as ``f1_numbers``."""
     if category == 5:
         low = prediction.lower()
         return float("no information available" in low or "not mentioned" in low)
@@ -120,8 +130,9 @@ def locomo_f1(prediction: str, answer: str, category: int) -> float:
     if category == 1:
         parts = [p.strip() for p in prediction.split(",")]
         golds = [g.strip() for g in answer.split(",")]
-        return sum(max(_f1(_locomo_tokens(p), _locomo_tokens(g)) for p in parts) for g in golds) / len(golds)
-    return _f1(_locomo_tokens(prediction), _locomo_tokens(answer))
+        return sum(max(_f1(_locomo_tokens(p, numbers), _locomo_tokens(g, numbers)) for p in parts)
+                   for g in golds) / len(golds)
+    return _f1(_locomo_tokens(prediction, numbers), _locomo_tokens(answer, numbers))
 
 
 # --- per example -----------------------------------------------------------------------------------
@@ -141,6 +152,7 @@ def score(example: Example, text: str, choice: int | None = None) -> dict[str, f
     if example.dataset == "locomo":
         category = int(example.meta.get("category", 4))
         out["f1"] = max(locomo_f1(text, r, category) for r in refs)
+        out["f1_numbers"] = max(locomo_f1(text, r, category, numbers=True) for r in refs)
         out["em"] = best(exact_match, text, refs)
         return out
     if example.task == "summary":

@@ -543,10 +543,11 @@ class SQLStore:
         total, rows = self._page("agent_messages", _EVENT_COLUMNS, where, args, "seq", offset, limit)
         return total, [_event(r) for r in rows]
 
-    def agent_event_texts(self, agent_id: int, kinds: Sequence[str]) -> list[tuple[int, str]]:
-        return [(int(r[0]), r[1]) for r in self.execute(
-            f"SELECT seq, text FROM agent_messages WHERE agent_id = ? AND kind IN ({_marks(len(kinds))}) ORDER BY seq",
-            (agent_id, *kinds))]
+    def agent_event_texts(self, agent_id: int, kinds: Sequence[str]) -> list[tuple[int, str, str]]:
+        """(seq, search text, time) of the agent's events of ``kinds``, oldest first."""
+        return [(int(r[0]), r[1], r[2]) for r in self.execute(
+            f"SELECT seq, text, created FROM agent_messages WHERE agent_id = ? AND kind IN ({_marks(len(kinds))}) "
+            "ORDER BY seq", (agent_id, *kinds))]
 
     def agent_events(self, agent_id: int, seqs: Sequence[int]) -> list[EventRow]:
         by_seq = {int(r[3]): _event(r) for r in self._in(_EVENT + " WHERE agent_id = ?", "seq", seqs, agent_id)}
