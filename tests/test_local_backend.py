@@ -202,3 +202,28 @@ def test_the_prompt_cache_keeps_states_without_the_logits_copy(model_file):
         assert again.text  # restored from the cache (the second prompt's state is llama.cpp's current one)
     finally:
         llm.close()
+
+
+@pytest.mark.integration
+@needs_model
+def test_an_answer_carries_the_models_own_probability_where_the_backend_returns_it(model_file, tmp_path):
+    """Issue 51: the answer call asks for log-probabilities where the backend returns them (at no extra call): a
+    multiple-choice answer gets the chosen option's share among the options' letters, a free-form one its tokens'
+    mean and minimum log-probability; the scripted fake, which returns none, says basis none."""
+    from pagemind import Document, Pagemind, ScriptedLLM
+
+    text = Document.from_text("Wren found the map under the loose stair. Abel kept the ledger. " * 10)
+    with Pagemind(llm=f"gguf:{model_file}", store=tmp_path / "s.db", n_ctx=2048, threads=2,
+                  embedded="server") as pm:
+        if not pm.llm.backend.capabilities.supports_logprobs:
+            pytest.skip("the shared llama-server is not installed here")
+        chosen = pm.ask(text, "Who found the map?", ["Abel", "Wren"], method="full")
+        free = pm.ask(text, "Who kept the ledger?", method="full")
+        calls = len(chosen.trace.events) + len(free.trace.events)
+    assert chosen.probability.basis == "choice" and 0.0 < chosen.probability.value <= 1.0
+    assert free.probability.basis == "tokens" and free.probability.tokens >= 1
+    assert free.probability.min_logprob <= free.probability.mean_logprob <= 0.0
+    assert chosen.as_dict()["probability"]["basis"] == "choice" and calls == 2  # no extra call
+    with Pagemind(ScriptedLLM(default="Answer: (B)"), store=tmp_path / "f.db") as pm:
+        plain = pm.ask(text, "Who found the map?", ["Abel", "Wren"], method="full")
+    assert plain.probability.basis == "none" and plain.as_dict()["probability"] == {"basis": "none", "value": None}

@@ -261,7 +261,9 @@ def test_agent_events_queue_search_and_eviction(store):
     assert store.count_agent_events(agent) == 4 and store.count_agent_events(agent, in_context=False) == 2
     assert [r.seq for r in store.agent_events(agent, [3, 99, 1])] == [3, 1]
     assert [r.seq for r in store.recent_agent_events(agent, 2)] == [3, 4]
-    assert store.agent_event_texts(agent, ["user_message", "step"]) == [(1, "50% off"), (2, "ok")]
+    assert [(seq, text) for seq, text, _ in store.agent_event_texts(agent, ["user_message", "step"])] == [
+        (1, "50% off"), (2, "ok")]
+    assert [time for _, _, time in store.agent_event_texts(agent, ["user_message"])] == ["2024-01-01 10:00:00"]
 
 
 def test_agent_passages_and_turn_locks(store):

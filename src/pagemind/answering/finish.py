@@ -19,6 +19,7 @@ from ..llm.client import LLM
 from ..llm.usage import Trace
 from .evidence import Evidence
 from .options import AnswerOptions
+from .probability import NONE, AnswerProbability
 from .question import LETTERS, Answer, Question
 from .support import Support
 
@@ -34,6 +35,7 @@ class Context:
     progress: Progress | None = None
     on_text: Callable[[str], None] | None = None  # the free-form answer as it is generated
     finish_reason: str = "stop"  # of the answer call ("length": cut at the asker's reply limit)
+    probability: AnswerProbability = NONE  # the answer call's own probability (where the backend returns it)
 
     def fallback(self, text: str) -> None:
         self.fallbacks.append(text)
@@ -72,6 +74,7 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
         compression_rate=100.0 * (1 - reading.context_words / max(1, reading.document_words)),
         context_words=reading.context_words, trace=context.trace, fallbacks=list(context.fallbacks),
         details=reading.details, citations=citations, finish_reason=context.finish_reason, support=support,
+        probability=context.probability,
     )
     from .support import abstains, abstention
 

@@ -11,6 +11,7 @@ from ..citations import Citation
 from ..errors import InputError
 from ..llm.base import Constraint, LLMRequest
 from ..llm.usage import Trace, Usage
+from .probability import NONE, AnswerProbability
 from .support import Support
 
 LETTERS = "ABCDEFGHIJ"
@@ -116,6 +117,7 @@ class Answer:
     support: Support | None = None  # how well the citations support it (pagemind.answering.support); None: not judged
     abstained: bool = False  # ``text`` says the document does not say; the model's own answer is ``draft``
     draft: str | None = None  # the model's answer when it abstained
+    probability: AnswerProbability = NONE  # how probable the model found its answer (basis none: not returned)
 
     @property
     def confidence(self) -> float | None:
@@ -154,6 +156,7 @@ class Answer:
             "citations": [c.as_dict() for c in self.citations],
             "support": None if self.support is None else self.support.as_dict(),
             "confidence": self.confidence,
+            "probability": self.probability.as_dict(),
             "abstained": self.abstained,
             **({"draft": self.draft} if self.abstained else {}),
             "usage": self.usage.as_dict(),

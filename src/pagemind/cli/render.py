@@ -119,6 +119,9 @@ def print_support(answer: Answer) -> None:
         return
     tty = sys.stdout.isatty()
     colour = {"supported": "green", "partial": "yellow"}.get(answer.support.label, "red")
+    own = answer.probability.value
+    if own is not None:  # the model's own probability of its answer, beside the support of its sources
+        line += f"; the model's own probability {own:.2f}"
     click.echo(f"\nSupport: {click.style(line, fg=colour) if tty else line}")
     if answer.abstained and answer.draft and not answer.support.declined:
         draft = " ".join(answer.draft.split())

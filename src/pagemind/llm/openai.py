@@ -294,6 +294,7 @@ class OpenAICompatible(Backend):
         body.update(stream=True, stream_options={"include_usage": True})
         started = time.perf_counter()
         pieces: list[str] = []
+        tokens: list[TokenLogprob] = []
         finish: str | None = None
         usage: dict[str, Any] = {}
         done, event = False, ""
@@ -327,6 +328,8 @@ class OpenAICompatible(Backend):
                         if piece:
                             pieces.append(piece)
                             on_text(piece)
+                        if request.logprobs and choice.get("logprobs"):  # each chunk's tokens, as a reply's
+                            tokens.extend(_logprobs(choice.get("logprobs")))
                         finish = choice.get("finish_reason") or finish
         except httpx.HTTPError as exc:
             raise self._unavailable(exc) from exc
@@ -338,7 +341,7 @@ class OpenAICompatible(Backend):
             text=text, prompt_tokens=int(usage.get("prompt_tokens") or estimate_tokens(request.prompt_text())),
             completion_tokens=int(usage.get("completion_tokens") or estimate_tokens(text)),
             seconds=time.perf_counter() - started, model=self.model_id, finish_reason=finish or "stop",
-            constrained=constrained)
+            constrained=constrained, logprobs=tuple(tokens))
 
     def _broken(self, what: str, pieces: list[str]) -> StreamBroken:
         """The error for a stream that broke off after ``pieces``, naming the server and what broke."""

@@ -461,6 +461,7 @@ class Reader(Method, Generic[M, OptionsT]):
             context.fallback(note)
         if reply.finish_reason != "stop":
             context.finish_reason = reply.finish_reason
+        context.probability = reply.probability
         return reply
 
     @abstractmethod

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from ..answering.probability import NONE, TOP, AnswerProbability, of_choice, of_tokens
 from ..answering.question import Question, choice_constraint, read_choice
 from ..llm.base import LLMRequest, Message
 from ..llm.client import LLM
@@ -20,6 +21,7 @@ class Reply:
     choice: int | None = None
     fallbacks: list[str] = field(default_factory=list)
     finish_reason: str = "stop"  # of the answer call ("length": cut at its reply limit)
+    probability: AnswerProbability = NONE  # how probable the model found it (where the backend says)
 
 
 def answer_request(question: Question, text: str, prompt_set: str, constrained: bool,
@@ -57,13 +59,15 @@ def answer(llm: LLM, question: Question, request: LLMRequest, trace: Trace, max_
     After the retries the choice stays ``None`` and the fallback is recorded: never a guessed letter. A free-form
     answer is handed to ``on_text`` as it is generated.
     """
+    if llm.backend.capabilities.supports_logprobs and not request.logprobs:  # the answer's own probability: free
+        request = replace(request, logprobs=TOP)
     if not question.is_choice:
         if question.reply is not None:
             request = question.reply.applied(request)
         found = decide(llm, request, lambda reply: re.sub(r"^\s*answer\s*:\s*", "", reply.strip(),
                                                           flags=re.IGNORECASE),
                        trace, retries=0, describe=lambda text: "free-form answer", on_text=on_text)
-        return Reply(text=found.value or "", finish_reason=found.finish_reason)
+        return Reply(text=found.value or "", finish_reason=found.finish_reason, probability=of_tokens(found.response))
     retry_prompt = get_prompt("readagent", "retry.answer_choice").render(letters=", ".join(question.letters))
 
     def parse(reply: str) -> int | Invalid:
@@ -73,11 +77,12 @@ def answer(llm: LLM, question: Question, request: LLMRequest, trace: Trace, max_
     def retry(previous: LLMRequest, reply: str, problem: str) -> LLMRequest:
         return LLMRequest(messages=previous.messages + (Message("assistant", reply), Message("user", retry_prompt)),
                           role="answer", max_tokens=12, constraint=choice_constraint(question) if request.constraint
-                          else None)
+                          else None, logprobs=request.logprobs)
 
     chosen = decide(llm, request, parse, trace, retries=max_retries, retry=retry,
                     describe=lambda choice: f"choice {question.letters[choice]}")
     if chosen.value is not None:
-        return Reply(text=question.options[chosen.value], choice=chosen.value)
+        return Reply(text=question.options[chosen.value], choice=chosen.value,
+                     probability=of_choice(chosen.response, question.letters, chosen.value))
     return Reply(text=chosen.reply.strip(), choice=None,
                  fallbacks=[f"no option named after {chosen.calls} replies; last: {chosen.reply[:80]!r}"])
