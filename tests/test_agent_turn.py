@@ -214,7 +214,7 @@ def test_the_same_call_a_third_time_in_one_turn_is_not_run():
     """Issue 50: the default model looped seven identical core_memory_append calls (464 s) before its forced last
     step. The third identical call of a turn is not run: its result says why, and the agent replies."""
     same = call("core_memory_append", label="human", content="Lives in York.", request_heartbeat=True)
-    agent, fake = make([same, same, same, call("send_message", message="Noted: York.")], recall_first=False)
+    agent, _ = make([same, same, same, call("send_message", message="Noted: York.")], recall_first=False)
     turn = agent.say("I live in York.")
     assert [s.status for s in turn.steps] == ["OK", "Failed", "Failed", "OK"] and turn.messages == ["Noted: York."]
     assert turn.steps[1].result.startswith("Already in core memory")  # the second runs (and adds nothing)
@@ -228,7 +228,7 @@ def test_a_fact_the_user_told_about_themselves_is_not_written_into_the_persona()
     """Issue 50: told "I live in York", the default model wrote "I live in York." into its own persona. A persona
     write that copies the user's first-person words is refused, naming the human block; the agent then writes it
     there. The agent's own first-person persona lines still go in."""
-    agent, fake = make([call("core_memory_append", label="persona", content="I live in York.", request_heartbeat=True),
+    agent, _ = make([call("core_memory_append", label="persona", content="I live in York.", request_heartbeat=True),
                         call("core_memory_append", label="human", content="The user lives in York.",
                              request_heartbeat=True),
                         call("core_memory_append", label="persona", content="I like to keep my answers short.",
