@@ -240,3 +240,16 @@ def test_a_fact_the_user_told_about_themselves_is_not_written_into_the_persona()
     blocks = {b.label: b.value for b in agent.store.blocks(agent.id)}
     assert "York" not in blocks["persona"] and "The user lives in York." in blocks["human"]
     assert "I like to keep my answers short." in blocks["persona"]
+
+
+def test_a_short_reply_naming_a_place_cites_the_message_that_names_it():
+    """With the default model the agent answered "You live in Leeds now." — one content word shared with "I moved to
+    Leeds last month" and so no citation. A shared name (capitalised in the reply) counts twice."""
+    from pagemind.agent.evidence import support
+    from pagemind.citations import Citation
+
+    said = "I moved to Leeds last month, the city suits me."
+    message = Citation("recall", "message", 7, 0, len(said), said, "message")
+    [cited] = support([message], "You live in Leeds now.")
+    assert cited.index == 7 and "Leeds" in cited.quote
+    assert support([message], "You live there now.") == []  # one ordinary shared word is still chance

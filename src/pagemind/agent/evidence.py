@@ -14,6 +14,7 @@ cites the user message it came from (:func:`source_of`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
@@ -23,6 +24,7 @@ from .memory import Event, Passage
 
 MAX_CITATIONS = 5  # a few per reply, best first
 MIN_SHARED = 2  # content words a cited sentence shares with the reply (one shared word is too often chance)
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b")  # a capitalised word not opening a sentence
 
 
 def passage_citation(p: Passage) -> Citation:
@@ -55,13 +57,15 @@ def _sentences(c: Citation) -> Iterable[tuple[int, int]]:
         at = c.start + span[1]
 
 
-def _best(c: Citation, wanted: set[str]) -> Citation | None:
+def _best(c: Citation, wanted: set[str], names: frozenset[str] = frozenset()) -> Citation | None:
     """The sentence of ``c`` sharing most content words with ``wanted``, at least :data:`MIN_SHARED` of them (or all
-    when ``wanted`` has fewer); None when no sentence shares that many."""
+    when ``wanted`` has fewer); a shared name (``names``: the reply's capitalised words, a place or a person) counts
+    twice, so "You live in Leeds now." cites "I moved to Leeds last month"; None when no sentence shares that many."""
     best: tuple[int, int, int] | None = None
     needed = min(MIN_SHARED, len(wanted))
     for start, end in _sentences(c):
-        hits = len(wanted & keywords(c.quote[start - c.start:end - c.start]))
+        shared = wanted & keywords(c.quote[start - c.start:end - c.start])
+        hits = len(shared) + len(shared & names)
         if hits >= needed and hits and (best is None or hits > best[0]):
             best = (hits, start, end)
     if best is None:
@@ -77,13 +81,14 @@ def support(evidence: Sequence[Citation], reply: str, limit: int = MAX_CITATIONS
     wanted = keywords(reply)
     if not wanted:
         return []
+    names = frozenset(w.lower() for w in _NAME.findall(reply)) & wanted
     seen: set[tuple[str, int | None]] = set()
     found = []
     for c in evidence:
         if (c.unit, c.index) in seen:
             continue
         seen.add((c.unit, c.index))
-        best = _best(c, wanted)
+        best = _best(c, wanted, names)
         if best is not None:
             found.append(best)
     return sorted(found, key=lambda c: -(c.score or 0))[:limit]
