@@ -314,6 +314,36 @@ def test_a_docx_whose_text_passes_the_limit_is_too_large(tmp_path):
         load_document(path, max_bytes=len(whole.text.encode()) - 1)
 
 
+
+def test_a_docx_of_millions_of_empty_paragraphs_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
+    """Issue 49: a 70 KB DOCX of 8,000,000 empty paragraphs (under the unpacked limit) took 294 s and +1.7 GB to
+    refuse. Its paragraphs and cells are counted as the XML streams out of the zip, and it is refused at the limit
+    before python-docx builds anything (the count stops there: its cost is the limit's). A real document reads as
+    before."""
+    docx = pytest.importorskip("docx")
+    from pagemind.errors import InputError
+    from pagemind.limits import MAX_DOCUMENT_ELEMENTS
+
+    word = docx.Document()
+    word.add_paragraph("The keeper lit the lamp at dusk.")
+    real = tmp_path / "real.docx"
+    word.save(str(real))
+    bomb = tmp_path / "bomb.docx"
+    with zipfile.ZipFile(real) as source, zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == "word/document.xml":
+                head, _, rest = data.partition(b"<w:body>")
+                data = head + b"<w:body>" + b"<w:p/>" * 8_000_000 + rest
+            z.writestr(item, data)
+    assert bomb.stat().st_size < 200_000 and MAX_DOCUMENT_ELEMENTS < 8_000_000
+    parsed = docx.Document
+    monkeypatch.setattr(docx, "Document", lambda *a, **k: pytest.fail("python-docx parsed the bomb"))
+    with pytest.raises(InputError, match="over 500,000 paragraphs and table cells"):
+        load_document(bomb, max_bytes=100 * 1024 * 1024)
+    monkeypatch.setattr(docx, "Document", parsed)
+    assert "lit the lamp" in load_document(real).text
+
 def test_a_pdf_without_its_trailer_is_refused_at_once(tmp_path):
     """A large file that only starts like a PDF: pypdf would scan it backwards line by line for minutes."""
     from pagemind.errors import InputError

@@ -40,6 +40,7 @@ MAX_BLOCKS = 64  # core-memory blocks of one agent given in one request or file
 MAX_AGENT_FILE = 64 * 1024 * 1024  # bytes of an Agent File (.af)
 MAX_JSON_DEPTH = 64  # nesting of a JSON body (deeper is no request pagemind reads; Python's parser recurses)
 MAX_JSON_VALUES = 200_000  # values (strings, numbers, objects, ...) in one JSON body
+MAX_DOCUMENT_ELEMENTS = 500_000  # paragraphs and table cells of a DOCX body (a 1,000-page report: ~60,000)
 MAX_AGENT_FILE_VALUES = 1_000_000  # values in an Agent File (an agent's history: ~10 a message), ~150 MB parsed
 
 AGENT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$"  # a name a client gives (stored as u<user id>.<name>)

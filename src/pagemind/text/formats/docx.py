@@ -23,6 +23,7 @@ def docx_text(source: BinaryIO, name: str, max_bytes: int, headings: list[Headin
     except ImportError:
         raise missing_library("python-docx", "Word", name) from None
 
+    _count_elements(source, name)
     try:
         document = docx.Document(source)
     except Exception as err:  # python-docx raises zipfile, lxml and its own errors for a broken package
@@ -45,6 +46,35 @@ def docx_text(source: BinaryIO, name: str, max_bytes: int, headings: list[Headin
                 raise InputTooLarge(f"{name}: its text is over the {max_bytes / 1e6:.1f} MB limit "
                                     f"(raise it with --max-bytes or PAGEMIND_MAX_BYTES)")
     return "\n\n".join(paragraphs)
+
+
+_ELEMENT = re.compile(rb"<w:(?:p|tc)[\s/>]")  # a paragraph or a table cell, empty or not
+
+
+def _count_elements(source: BinaryIO, name: str) -> None:
+    """Refuse (:class:`InputError`) a document whose body holds more paragraphs and table cells than
+    :data:`~pagemind.limits.MAX_DOCUMENT_ELEMENTS`, counted on the unpacked XML as it streams out of the zip (before
+    any parser builds them): a few KB of zip can unpack to millions of empty paragraphs, which python-docx would
+    hold as objects for minutes. The count stops at the limit, so the bound costs what the limit costs."""
+    import zipfile
+
+    from ...limits import MAX_DOCUMENT_ELEMENTS
+
+    at = source.tell()
+    try:
+        with zipfile.ZipFile(source) as package, package.open("word/document.xml") as body:
+            seen, tail = 0, b""
+            while chunk := body.read(1 << 20):
+                window = tail + chunk
+                seen += len(_ELEMENT.findall(window)) - len(_ELEMENT.findall(tail))
+                tail = window[-8:]
+                if seen > MAX_DOCUMENT_ELEMENTS:
+                    raise InputError(f"{name}: its body holds over {MAX_DOCUMENT_ELEMENTS:,} paragraphs and table "
+                                     "cells; split it, or save its text as a .txt file")
+    except (KeyError, zipfile.BadZipFile, OSError, EOFError, RuntimeError, ValueError) as err:
+        raise InputError(f"{name}: not a readable .docx file ({type(err).__name__})") from None
+    finally:
+        source.seek(at)
 
 
 def heading_level(paragraph: object) -> int | None:
