@@ -318,6 +318,24 @@ def test_a_form_sent_to_a_json_route_is_415_before_it_is_parsed(keyed):
     assert r.status_code == 201
     assert client("GET", "/v1/runs").json() == []
 
+
+def test_an_unknown_embedder_is_422_before_a_run_on_every_surface(keyed):
+    """Issue 49: an unknown ``embedder`` with ``scorer: hybrid`` answered 500 on index, ask and chat. The option is
+    checked against its declaration (minilm, hashing) before any run exists."""
+    client, _ = keyed
+    doc = client("POST", "/v1/documents", json={"name": "s.txt", "text": make_text(4, 30)}).json()
+    bad = {"scorer": "hybrid", "embedder": "bert"}
+    ask = client("POST", f"/v1/documents/{doc['id']}/ask", json={"question": "Who?", "method": "rag",
+                                                                 "method_options": bad})
+    index = client("POST", f"/v1/documents/{doc['id']}/index", json={"method": "rag", "options": bad})
+    chat = client("POST", "/v1/chat/completions", json={
+        "model": "pagemind/rag", "messages": [{"role": "user", "content": "Who?"}],
+        "pagemind": {"document_id": doc["id"], "method_options": bad}})
+    for r in (ask, index):
+        assert r.status_code == 422 and "embedder must be one of minilm, hashing" in r.json()["detail"], r.text
+    assert chat.status_code == 422 and "embedder must be one of minilm, hashing" in chat.json()["error"]["message"]
+    assert client("GET", "/v1/runs").json() == []
+
 def test_a_library_upload_is_streamed_like_a_document_upload(local):
     """A PDF over --max-body (but within a PDF's limit, 16 x max_bytes) was refused by a library and accepted by
     POST /v1/documents: both are streamed to a file against the document limits now."""

@@ -71,7 +71,7 @@ class RAGOptions(ReaderOptions):
     order: Literal["score", "position"] | None = option(None, "fragment order in the prompt (none: the method's; "
                                                               "rag: score, op-rag: position)")
     budget: int | None = option(None, "most tokens of the context text; none: what the window allows", minimum=1)
-    embedder: str = option("minilm", "dense embeddings: minilm or hashing")
+    embedder: Literal["minilm", "hashing"] = option("minilm", "dense embeddings: minilm or hashing")
 
     def memory_settings(self) -> dict[str, Any]:
         if self.fragments == "pages":
