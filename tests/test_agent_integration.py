@@ -94,7 +94,7 @@ def test_the_default_model_saves_a_fact_to_core_memory_and_recalls_it_after_evic
         # a 2,000-token window and 16 filler messages force the eviction with the shortest prompts (178 s -> 138 s
         # on 2 cores: prompt tokens are the cost)
         options = AgentOptions(embedder="none", context_window=2000, max_tokens=300, max_steps=3, keep_last=2,
-                               summary_words=40)
+                               summary_words=40, recall_first=False)  # core memory alone, as the paper's agent
         agent = Agent.create(pm.llm, pm.store, "kim", human="", options=options,
                              clock=clock(datetime(2026, 3, 2, 9, 15)))
         first = agent.say(f"Please save this in your core memory about me: {FACT}")

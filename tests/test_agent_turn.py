@@ -2,6 +2,7 @@
 place, the pressure warning from token counts, a server's tool refusal recognised by its type."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -226,21 +227,23 @@ def test_the_same_call_a_third_time_in_one_turn_is_not_run():
 
 def test_a_fact_the_user_told_about_themselves_is_not_written_into_the_persona():
     """Issue 50: told "I live in York", the default model wrote "I live in York." into its own persona. A persona
-    write that copies the user's first-person words is refused, naming the human block; the agent then writes it
-    there. The agent's own first-person persona lines still go in."""
+    append that copies the user's first-person words goes to the human block instead ("The user said: ..."), and
+    its result says so; a replace of that kind is refused. The agent's own first-person persona lines still go in."""
     agent, _ = make([call("core_memory_append", label="persona", content="I live in York.", request_heartbeat=True),
-                        call("core_memory_append", label="human", content="The user lives in York.",
-                             request_heartbeat=True),
-                        call("core_memory_append", label="persona", content="I like to keep my answers short.",
-                             request_heartbeat=True),
-                        call("send_message", message="Noted.")], recall_first=False)
+                     call("core_memory_replace", label="persona", old_content="My name is sam.",
+                          new_content="I live in York.", request_heartbeat=True),
+                     call("core_memory_append", label="persona", content="I like to keep my answers short.",
+                          request_heartbeat=True),
+                     call("send_message", message="Noted.")], recall_first=False)
+    persona = next(b for b in agent.store.blocks(agent.id) if b.label == "persona")
+    agent.store.put_block(agent.id, replace(persona, value="My name is sam."), "test")
     turn = agent.say("I live in York.")
-    assert [s.status for s in turn.steps] == ["Failed", "OK", "OK", "OK"]
-    assert "Save facts about the user in the human block" in turn.steps[0].result
+    assert [s.status for s in turn.steps] == ["OK", "Failed", "OK", "OK"]
+    assert "Saved in the human block, not persona" in turn.steps[0].result
+    assert "persona is who you are" in turn.steps[1].result
     blocks = {b.label: b.value for b in agent.store.blocks(agent.id)}
-    assert "York" not in blocks["persona"] and "The user lives in York." in blocks["human"]
+    assert "York" not in blocks["persona"] and "The user said: I live in York." in blocks["human"]
     assert "I like to keep my answers short." in blocks["persona"]
-
 
 def test_a_short_reply_naming_a_place_cites_the_message_that_names_it():
     """With the default model the agent answered "You live in Leeds now." — one content word shared with "I moved to

@@ -155,19 +155,16 @@ class Toolbox:
             raise ToolError(f"No core memory block named {label!r} (have: {', '.join(blocks)})")
         return blocks[label]
 
-    def _check_persona(self, label: str, content: str) -> None:
-        """A fact the user told about themselves, copied into the agent's own persona ("I live in York." from the
-        user's "I live in York"), is refused with where it belongs: the human block."""
+    def _about_the_user(self, label: str, content: str) -> bool:
+        """Whether a persona write copies what the user said about themselves ("I live in York." from the user's
+        "I live in York"): a fact that belongs in the human block (when the agent has one)."""
         if label != "persona" or not self.user_said or "human" not in {b.label for b in self.store.blocks(
                 self.agent_id)}:
-            return
+            return False
         from ..text.words import keywords
 
         said, written = keywords(self.user_said), keywords(content)
-        if len(written) >= 2 and len(written & said) >= 0.8 * len(written) and _FIRST_PERSON.search(content):
-            raise ToolError("Not written: this is what the user said about themselves, and persona is who you are. "
-                            "Save facts about the user in the human block, in the third person (e.g. "
-                            "core_memory_append(label='human', content='The user ...')).")
+        return len(written) >= 2 and len(written & said) >= 0.8 * len(written) and bool(_FIRST_PERSON.search(content))
 
     def _write(self, block: Block, value: str) -> str:
         if len(value) > block.limit:
@@ -177,14 +174,20 @@ class Toolbox:
 
     @function
     def core_memory_append(self, label: Label, content: Annotated[str, text(400)]) -> str:
-        block = self._block(label)
         if not content.strip():
             raise ToolError("content is empty: nothing to append")
-        self._check_persona(label, content)
+        moved = self._about_the_user(label, content)  # the user's own words about themselves: the human block's
+        if moved:
+            label, content = "human", f"The user said: {content.strip()}"
+        block = self._block(label)
         if content.strip() in block.value:  # small models repeat a save in a loop: say it is done
             raise ToolError(f"Already in core memory ({label}): nothing added. It is saved; carry on, e.g. "
                             "reply to the user with send_message.")
-        return self._write(block, f"{block.value}\n{content}" if block.value else content)
+        written = self._write(block, f"{block.value}\n{content}" if block.value else content)
+        if moved:
+            return (f"{written} Saved in the human block, not persona: it is what the user said about themselves "
+                    "(persona is who you are).")
+        return written
 
     @function
     def core_memory_replace(self, label: Label, old_content: Annotated[str, text(400)],
@@ -194,7 +197,9 @@ class Toolbox:
             raise ToolError("old_content is empty: give the exact text to replace")
         if old_content not in block.value:
             raise ToolError(f"Edit failed: old_content not found in {label} (it must match the block text exactly)")
-        self._check_persona(label, new_content)
+        if self._about_the_user(label, new_content):
+            raise ToolError("Not written: this is what the user said about themselves, and persona is who you are. "
+                            "Save facts about the user in the human block (core_memory_append(label='human', ...)).")
         return self._write(block, block.value.replace(old_content, new_content, 1))
 
     # --- recall storage ----------------------------------------------------------------------------

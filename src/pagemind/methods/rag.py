@@ -16,6 +16,7 @@ from ..answering.evidence import Evidence
 from ..answering.finish import Context, Reading
 from ..answering.question import Question
 from ..declare import option
+from ..errors import ConfigError
 from ..library import Library, shelves
 from ..llm.client import LLM
 from ..llm.usage import Trace
@@ -38,6 +39,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "narrativeqa-book": {"prompts": "narrativeqa", "fragment_words": 800},
     "narrativeqa-movie": {"prompts": "narrativeqa", "fragment_words": 500},
 }
+
+
+EMBEDDERS = ("minilm", "hashing")  # what load_embedder opens
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ class RAGOptions(ReaderOptions):
     order: Literal["score", "position"] | None = option(None, "fragment order in the prompt (none: the method's; "
                                                               "rag: score, op-rag: position)")
     budget: int | None = option(None, "most tokens of the context text; none: what the window allows", minimum=1)
-    embedder: Literal["minilm", "hashing"] = option("minilm", "dense embeddings: minilm or hashing")
+    embedder: str = option("minilm", "dense embeddings: minilm or hashing")
 
     def memory_settings(self) -> dict[str, Any]:
         if self.fragments == "pages":
@@ -92,6 +96,9 @@ class RAGOptions(ReaderOptions):
 
     def check(self) -> None:
         self.retrieval()  # validates scorer, relation, alpha, w_rel
+        # a str, not a Literal: the agent's --embedder flag (one CLI flag for both) takes auto and none too
+        if self.embedder not in EMBEDDERS:
+            raise ConfigError(f"RAG option embedder must be one of {', '.join(EMBEDDERS)} (got {self.embedder!r})")
 
     @property
     def k(self) -> int | None:
