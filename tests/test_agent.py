@@ -282,9 +282,12 @@ def test_a_queue_far_over_the_window_is_evicted_once():
 
 
 def test_context_window_too_small_is_a_clear_error():
-    from pagemind.errors import ContextWindowExceeded
+    from pagemind.errors import ContextWindowExceeded, InputError
 
-    agent, _ = make([call("send_message", message="hi")], context_window=200)
+    with pytest.raises(InputError, match="cannot run: .* more than its window of 200"):  # said when it is made
+        make([call("send_message", message="hi")], context_window=200)
+    agent, _ = make([call("send_message", message="hi")])  # a window shrunk after: said at the turn
+    agent.update_options({"context_window": 200})
     with pytest.raises(ContextWindowExceeded, match="do not fit its window"):
         agent.say("hello")
 
@@ -569,3 +572,23 @@ def test_a_reply_is_held_at_most_search_again_times_and_never_without_a_question
     short, _ = make(replies[:2], name="short", max_steps=3)
     assert short.say("Where does Maud live?").messages == ["I don't know."]  # one step left: no room to search
 
+
+
+def test_an_agent_whose_instructions_cannot_fit_its_window_is_refused_when_made_or_imported(tmp_path):
+    """Issue 49: a system prompt that could not fit the window was stored, then every turn answered 422. Creation and
+    import check the fixed part (instructions, core memory, a short message and the reply's room) and refuse,
+    storing nothing."""
+    from pagemind import Pagemind, ScriptedLLM
+    from pagemind.errors import InputError
+
+    with Pagemind(ScriptedLLM(default="x", context_window=4096), store=tmp_path / "s.db") as pm:
+        long = "Always answer in the voice of a lighthouse keeper. " * 400  # ~3,600 words
+        with pytest.raises(InputError, match="this agent cannot run: its instructions and core memory need"):
+            pm.create_agent("keeper", options={"system": long, "max_tokens": 500})
+        assert pm.store.list_agents() == []
+        pm.create_agent("sam", options={"max_tokens": 500})
+        exported = pm.export_agent("sam")
+        exported["pagemind"]["agents"][exported["agents"][0]["id"]]["options"]["system"] = long
+        with pytest.raises(InputError, match="cannot run"):
+            pm.import_agent(exported, name="sam2")
+        assert [a.name for a in pm.store.list_agents()] == ["sam"]

@@ -3,7 +3,7 @@
 import pytest
 
 from pagemind import LLM, Store
-from pagemind.agent import Agent, AgentOptions
+from pagemind.agent import Agent, AgentOptions, AgentStore
 from pagemind.errors import BadRequest, ConfigError
 from pagemind.llm.mockserver import MockServer
 from pagemind.llm.openai import OpenAICompatible
@@ -85,11 +85,11 @@ def test_tool_calling_native_is_strict_and_json_never_offers_tools():
         assert agent.say("hi").messages == ["ok"]
         backend.close()
     assert "tools" not in server.requests[0]
-    with MockServer() as server:
-        agent, backend = agent_on(server, name="cy", tools=False, tool_calling="native")
+    with MockServer() as server:  # said when the agent is made (its first prompt cannot be built)
+        store = Store(":memory:")
         with pytest.raises(ConfigError, match="no native tool calling"):
-            agent.say("hi")
-        backend.close()
+            agent_on(server, store=store, name="cy", tools=False, tool_calling="native")
+        assert AgentStore(store).list_agents() == []
     with pytest.raises(ConfigError):
         AgentOptions(tool_calling="sometimes")
 

@@ -336,6 +336,20 @@ def test_an_unknown_embedder_is_422_before_a_run_on_every_surface(keyed):
     assert chat.status_code == 422 and "embedder must be one of minilm, hashing" in chat.json()["error"]["message"]
     assert client("GET", "/v1/runs").json() == []
 
+
+def test_an_agent_that_cannot_run_or_gives_a_label_twice_is_refused_at_letta_create(keyed):
+    """Issue 49: Letta create stored an agent whose system prompt could not fit its window (every turn then 422),
+    and kept the last of two blocks of one label silently. Both are 422 now, with nothing stored."""
+    client, _ = keyed
+    long = "Always answer in the voice of a lighthouse keeper. " * 1500
+    r = client("POST", "/letta/v1/agents", json={"name": "keeper", "system": long[:90_000],
+                                                  "context_window_limit": 4096})
+    assert r.status_code == 422 and "cannot run" in r.json()["detail"], r.text
+    r = client("POST", "/letta/v1/agents", json={"name": "twice", "memory_blocks": [
+        {"label": "notes", "value": "a"}, {"label": "notes", "value": "b"}]})
+    assert r.status_code == 422 and "twice" in r.json()["detail"]
+    assert client("GET", "/letta/v1/agents").json() == []
+
 def test_a_library_upload_is_streamed_like_a_document_upload(local):
     """A PDF over --max-body (but within a PDF's limit, 16 x max_bytes) was refused by a library and accepted by
     POST /v1/documents: both are streamed to a file against the document limits now."""

@@ -480,8 +480,9 @@ class Pagemind:
         from .agent import Agent, AgentOptions
 
         with self.store.transaction():
-            agent = Agent.create(None, self.store, name, persona=persona, human=human, blocks=blocks, limits=limits,
-                                 descriptions=descriptions,
+            # with the model: an agent whose instructions and core memory leave no room for a reply is refused
+            agent = Agent.create(self._llm_for(user_id), self.store, name, persona=persona, human=human,
+                                 blocks=blocks, limits=limits, descriptions=descriptions,
                                  options=AgentOptions().updated(**(options or {})), display_name=display_name)
             if user_id is not None:
                 self.store.set_agent_owner(agent.id, user_id)
@@ -557,6 +558,7 @@ class Pagemind:
                                          [p.summary for p in plan.passages], [p.source for p in plan.passages])
                 if user_id is not None:
                     self.store.set_agent_owner(record.id, user_id)
+                Agent(self.llm, astore, record).check_runs()  # inside the transaction: refused, nothing is stored
         return plans
 
     def send(self, agent: Any, text: str, *, progress: Progress | None = None, run: RunRow | str | None = None,

@@ -68,18 +68,37 @@ class Agent:
         blocks_made = [Block(k, v, (limits or {}).get(k, options.block_limit), (descriptions or {}).get(k, ""))
                        for k, v in values.items()]
         astore = store if isinstance(store, AgentStore) else AgentStore(store)
-        record = astore.create_agent(name, options, blocks_made, cause)  # checks every block (the one rule)
-        agent = cls(llm, astore, record, **kwargs)
-        boot = {"thoughts": prompt("boot_thoughts"), "function": "send_message",
-                "arguments": {"message": prompt("boot_message")}}
-        now = agent.now()
-        astore.append(record.id, [
-            Event("step", boot, now),
-            Event("function_result", {"function": "send_message", "status": "OK",
-                                      "message": "Sent message successfully."}, now),
-            Event("system_alert", {"message": prompt("login")}, now),
-        ])
+        with astore.store.transaction():  # an agent that cannot run is never stored
+            record = astore.create_agent(name, options, blocks_made, cause)  # checks every block (the one rule)
+            agent = cls(llm, astore, record, **kwargs)
+            boot = {"thoughts": prompt("boot_thoughts"), "function": "send_message",
+                    "arguments": {"message": prompt("boot_message")}}
+            now = agent.now()
+            astore.append(record.id, [
+                Event("step", boot, now),
+                Event("function_result", {"function": "send_message", "status": "OK",
+                                          "message": "Sent message successfully."}, now),
+                Event("system_alert", {"message": prompt("login")}, now),
+            ])
+            if llm is not None:
+                agent.check_runs()
         return agent
+
+    def check_runs(self) -> None:
+        """Refuse (:class:`InputError`) an agent whose fixed part — its instructions and core memory, with one short
+        message — leaves no room for a reply in its window: every turn would fail; say so when it is made or
+        imported (a long history is evicted as turns need; the fixed part never is)."""
+        from ..llm.base import LLMRequest, Message
+
+        context = self.main_context()
+        blocks = self.store.blocks(self.id)
+        fixed = LLMRequest(messages=(Message("system", context.system_text(blocks)), Message("user", "hi")),
+                           role="agent-step", max_tokens=self.options.max_tokens, tools=context.tools(blocks))
+        needed = self.llm.prompt_tokens(fixed)
+        if needed + self.options.max_tokens > context.window:
+            raise InputError(f"this agent cannot run: its instructions and core memory need {needed:,} "
+                             f"tokens and {self.options.max_tokens:,} for a reply, more than its window of "
+                             f"{context.window:,}; shorten the system prompt or the blocks, or lower max_tokens")
 
     @classmethod
     def load(cls, llm: LLM | None, store: SQLStore | AgentStore, name: str, **kwargs: Any) -> Agent:

@@ -297,6 +297,10 @@ def create_agent(body: CreateAgent, service: Svc, user: User) -> dict[str, Any]:
                                 ("sources and folders (load documents with POST /v1/agents/{id}/documents)",
                                  bool(body.source_ids or body.folder_ids)),
                                 ("tool_rules", bool(body.tool_rules))) if used])
+    labels = [label_from_letta(b.label) for b in body.memory_blocks]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:  # one of them would be kept silently
+        raise InputError(f"memory_blocks gives the label {twice[0]!r} twice: one block per label")
     blocks = {label_from_letta(b.label): b.value for b in body.memory_blocks}
     limits = {label_from_letta(b.label): max(b.limit, len(b.value)) for b in body.memory_blocks
               if b.limit is not None}
