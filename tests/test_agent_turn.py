@@ -256,3 +256,17 @@ def test_a_short_reply_naming_a_place_cites_the_message_that_names_it():
     [cited] = support([message], "You live in Leeds now.")
     assert cited.index == 7 and "Leeds" in cited.quote
     assert support([message], "You live there now.") == []  # one ordinary shared word is still chance
+
+
+def test_a_persona_append_that_joins_several_of_the_users_messages_goes_to_the_human_block_too():
+    """With the default model: told "I live in York…" then "I moved to Leeds…", the agent appended both sentences
+    to its persona in one call. The user's words still in context count, not only the running turn's."""
+    joined = "I live in York, in a flat by the river. I moved to Leeds last month, the city suits me."
+    agent, _ = make([call("send_message", message="Noted."),
+                     call("core_memory_append", label="persona", content=joined, request_heartbeat=True),
+                     call("send_message", message="Noted.")], recall_first=False)
+    agent.say("I live in York, in a flat by the river.")
+    turn = agent.say("I moved to Leeds last month, the city suits me.")
+    assert "Saved in the human block, not persona" in turn.steps[0].result
+    blocks = {b.label: b.value for b in agent.store.blocks(agent.id)}
+    assert "Leeds" not in blocks["persona"] and f"The user said: {joined}" in blocks["human"]

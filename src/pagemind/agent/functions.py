@@ -157,13 +157,16 @@ class Toolbox:
 
     def _about_the_user(self, label: str, content: str) -> bool:
         """Whether a persona write copies what the user said about themselves ("I live in York." from the user's
-        "I live in York"): a fact that belongs in the human block (when the agent has one)."""
+        "I live in York", in this turn or in the messages still in context): a fact that belongs in the human block
+        (when the agent has one)."""
         if label != "persona" or not self.user_said or "human" not in {b.label for b in self.store.blocks(
                 self.agent_id)}:
             return False
         from ..text.words import keywords
 
-        said, written = keywords(self.user_said), keywords(content)
+        earlier = " ".join(e.payload.get("message", "") for e in self.store.queue(self.agent_id)
+                           if e.kind == "user_message")  # what the user said that the agent still sees
+        said, written = keywords(f"{self.user_said} {earlier}"), keywords(content)
         return len(written) >= 2 and len(written & said) >= 0.8 * len(written) and bool(_FIRST_PERSON.search(content))
 
     def _write(self, block: Block, value: str) -> str:
