@@ -39,7 +39,7 @@ def session(tmp_path_factory):
 
 def test_a_fact_survives_eviction_on_the_embedded_model(session):
     options = AgentOptions(embedder="none", context_window=1400, max_tokens=240, max_steps=3, keep_last=2,
-                           summary_words=40, warning_fraction=0.6)
+                           summary_words=40, warning_fraction=0.6, recall_first=False)  # the eviction mechanism
     agent = Agent.create(session.llm, session.store, "tiny", human="", options=options,
                          clock=clock(datetime(2026, 5, 4, 10, 0)))
     first = agent.say(f"Please remember this. {FACT}")
