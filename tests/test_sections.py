@@ -285,3 +285,25 @@ def test_a_contents_page_with_front_matter_in_roman_numbers():
     assert got == [("Preface", 3, "toc"), ("Acknowledgements", 4, "toc"), ("1 Introduction", 5, "toc"),
                    ("2 Methods", 6, "toc"), ("3 Results", 7, "toc")]
     assert [roman(n) for n in ("iii", "xiv", "XII", "mix", "iiii")] == [3, 14, 12, None, None]
+
+
+def test_every_outline_entry_is_kept_whatever_label_the_text_prints_with_it():
+    """Issue 47: an outline of 162 entries lost 35 silently — all its lettered level-2 headings. A title is found
+    after a letter or roman numeral the text prints before it ("A. Background"), or without the label the outline
+    gives it when the text prints it after ("Methods B." for "B. Methods"); an entry whose words the text does not
+    print is kept at its page; the outline's levels stay."""
+    from pagemind.text.sections import Heading, locate
+
+    text = ("Intro\nSome words here.\nA. Background\nThe history.\nIV. Theory\nSome theory.\nMethods B.\n"
+            "How it was done.\nA chart of the results\n")
+    pages = [0, text.index("A. Background"), text.index("IV. Theory"), text.index("Methods B."),
+             text.index("A chart")]
+    outline = [Heading(1, "Intro", 1), Heading(2, "Background", 2), Heading(2, "Theory", 3),
+               Heading(3, "B. Methods", 4), Heading(2, "Results", 5)]
+    found = locate(text, outline, pages, "outline", keep=True)
+    assert [(s.title, s.level, s.page) for s in found] == [
+        ("Intro", 1, 1), ("Background", 2, 2), ("Theory", 2, 3), ("B. Methods", 3, 4), ("Results", 2, 5)]
+    assert [text[s.start:].split("\n")[0] for s in found] == [
+        "Intro", "A. Background", "IV. Theory", "Methods B.", "A chart of the results"]
+    assert [s.title for s in locate(text, outline, pages, "outline")] == [  # not kept: what the holding check counts
+        "Intro", "Background", "Theory", "B. Methods"]

@@ -179,7 +179,7 @@ def _validate_text(text: str, name: str) -> str:
     return text
 
 
-READ_RULES = "pdfium-rows-4"  # what reading a file does: a stored reading made by other rules is not reused
+READ_RULES = "pdfium-rows-5"  # what reading a file does: a stored reading made by other rules is not reused
 
 
 def reading_key(path: str | Path, encoding: str = "utf-8", ocr: str = "auto") -> str | None:
@@ -267,7 +267,9 @@ def structure(document: Document, headings: list[Heading], outline: bool,
         found = locate(document.text, headings, document.pages, "outline" if outline else "markup",
                        strict_pages=outline)
         if found and (not outline or outline_holds(headings, found, len(document.pages))):
-            return found
+            # an outline that holds keeps every entry: those whose words its pages do not print, at their page
+            return locate(document.text, headings, document.pages, "outline", strict_pages=True, keep=True) \
+                if outline else found
     filing = filing_headings(document.text, document.pages)
     if filing:  # a 10-K or 10-Q without outline: its Items, statements and notes
         return locate(document.text, filing, document.pages, "filing", strict_pages=True)

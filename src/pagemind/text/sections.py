@@ -60,11 +60,12 @@ def clean_title(title: str) -> str:
 
 
 def locate(text: str, headings: Iterable[Heading], pages: Sequence[int] = (), source: str = "markup",
-           strict_pages: bool = False, begin: int = 0) -> tuple[Section, ...]:
+           strict_pages: bool = False, begin: int = 0, keep: bool = False) -> tuple[Section, ...]:
     """Sections of ``text`` from ``headings`` in document order: each title found at the start of a line after the
     previous one (on its page when it names one; ``strict_pages``: only there), else skipped; none before
-    ``begin`` (a printed table of contents: its own lines are not the sections). Their ends follow from their
-    levels."""
+    ``begin`` (a printed table of contents: its own lines are not the sections); ``keep``: a heading whose words are
+    not found is kept at the start of the page it names (an outline that holds loses no entry). Their ends follow
+    from their levels."""
     found: list[tuple[int, int, str, int | None]] = []  # (start, level, title, page)
     cursor = begin
     for h in headings:
@@ -74,6 +75,12 @@ def locate(text: str, headings: Iterable[Heading], pages: Sequence[int] = (), so
         start = _find(text, title, cursor, _page_span(text, pages, h.page))
         if start is None and not strict_pages:
             start = _find(text, title, cursor, (cursor, len(text)))
+        bare = _LABEL.sub("", title)  # "A. Background" where the text prints "Background A." (its label after it)
+        if start is None and bare != title and bare:
+            start = _find(text, bare, cursor, _page_span(text, pages, h.page))
+        if start is None and h.page is not None and pages and 1 <= h.page <= len(pages) and \
+                pages[h.page - 1] >= cursor and keep:
+            start = pages[h.page - 1]  # an outline entry whose words the text does not print: kept, at its page
         if start is None:
             continue
         found.append((start, max(1, min(MAX_LEVEL, h.level)), title, _page_of(pages, start)))
@@ -88,6 +95,9 @@ def locate(text: str, headings: Iterable[Heading], pages: Sequence[int] = (), so
         end = next((s for s, lv, _, _ in found[i + 1:] if lv <= level), len(text))
         out.append(Section(title, level, start, end, page, _page_of(pages, max(start, end - 1)), source))
     return tuple(out)
+
+
+_LABEL = re.compile(r"^\s*(?:\(?[A-Za-z][.)]|[IVXLC]{1,6}\.|\d{1,3}(?:\.\d{1,3}){0,4}\.?)\s+")
 
 
 def _page_span(text: str, pages: Sequence[int], page: int | None) -> tuple[int, int]:
@@ -108,7 +118,9 @@ def _find(text: str, title: str, cursor: int, span: tuple[int, int]) -> int | No
     words = [re.escape(w) for w in re.findall(r"\w+", title)]
     if lo >= hi or not words:
         return None
-    number = r"" if re.match(r"\s*\d", title) else r"(?:\d{1,3}(?:\.\d{1,3}){0,4}\.?[ \t]+)?"
+    # the heading's number or letter where the text prints one the title lacks: "2.1", "A.", "(b)", "IV."
+    number = r"" if re.match(r"\s*(?:\d|[A-Z][.)]\s|\(?[a-z][.)]\s)", title) else \
+        r"(?:(?:\d{1,3}(?:\.\d{1,3}){0,4}\.?|\(?[A-Za-z][.)]|[IVXLC]{1,6}\.)[ \t]+)?"
     pattern = re.compile(r"^[^\w\n]*(" + number + r"[\W_]*".join(words) + r")", re.IGNORECASE | re.MULTILINE)
     hit = pattern.search(text, lo, hi)
     return hit.start(1) if hit else None
