@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from pagemind.cli.main import cli
-from pagemind.config import Settings, resolve_settings, setting_specs
+from pagemind.config import Settings, resolve_settings
 from pagemind.errors import ConfigError
 
 
@@ -23,7 +23,7 @@ def test_the_chain_and_every_declared_type_and_choice(tmp_path):
     assert (got.n_ctx, got.slots, got.embedded, got.record_runs, got.server_idle, got.concurrency) == \
         (8192, 2, "process", False, 1.5, 8)  # argument > env > config > default; None is "not given"
     assert resolve_settings(env).n_ctx == 4096
-    specs = {s.name: s for s in setting_specs()}
+    specs = {s.name: s for s in Settings.specs()}
     assert set(specs) == {f.name for f in fields(Settings)}
     assert (specs["n_ctx"].type, specs["timeout"].type, specs["cache"].type, specs["threads"].type) == \
         (int, float, bool, int)
@@ -36,12 +36,12 @@ def test_the_chain_and_every_declared_type_and_choice(tmp_path):
 
 def test_the_model_and_store_flags_are_generated_from_the_declarations():
     shown = CliRunner().invoke(cli, ["ask", "--help"]).output
-    flagged = [s for s in setting_specs() if s.flag]
+    flagged = [s for s in Settings.specs() if s.flag]
     assert {s.name for s in flagged} >= {"llm", "base_url", "store", "n_ctx", "server_kind", "cache"}
     for spec in flagged:
         assert spec.flag in shown, spec.flag
     for name in ("prompt_cache_mb", "server_idle", "record_runs", "native_tools", "timeout"):  # config and env only
-        assert next(s for s in setting_specs() if s.name == name).flag is None
+        assert next(s for s in Settings.specs() if s.name == name).flag is None
         assert "--" + name.replace("_", "-") not in shown, name
     assert "[auto|vllm|sglang|llama.cpp|llama-cpp-python|ollama|openai]" in shown  # the declared choices
 
@@ -51,7 +51,7 @@ def test_every_command_s_setting_flags_come_from_the_declarations():
     choices and its help are the declared setting's (a rename or a help for one command aside)."""
     from pagemind.config import Settings
 
-    specs = {s.name: s for s in setting_specs()}
+    specs = {s.name: s for s in Settings.specs()}
     runner = CliRunner()
     info = runner.invoke(cli, ["models", "info", "--help"]).output
     assert "[auto|vllm|sglang|llama.cpp|llama-cpp-python|ollama|openai]" in info  # the declared choices

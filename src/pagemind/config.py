@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from platformdirs import user_cache_dir, user_data_dir
 
-from .declare import Options, OptionSpec, option
+from .declare import Options, option
 from .errors import ConfigError
 
 DEFAULT_MODEL = "qwen2.5-coder-1.5b"
@@ -94,11 +94,6 @@ class Settings(Options):
         return Path(self.store) if self.store else user_dir(env) / "pagemind.db"
 
 
-def setting_specs() -> tuple[OptionSpec, ...]:
-    """Every setting as declared (the CLI's model and store flags are generated from these)."""
-    return Settings.specs()
-
-
 def load_user_config(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     path = user_dir(env) / "config.yaml"
     if not path.exists():
@@ -126,7 +121,7 @@ def resolve_settings(env: Mapping[str, str] | None = None, **given: Any) -> Sett
     if bad:
         raise ConfigError(f"{user_dir(env) / 'config.yaml'}: unknown setting(s): {', '.join(sorted(bad))}")
     values: dict[str, Any] = {}
-    for spec in setting_specs():
+    for spec in Settings.specs():
         name = spec.name
         if given.get(name) is not None:
             value = os.fspath(given[name]) if isinstance(given[name], os.PathLike) else given[name]

@@ -100,26 +100,28 @@ def check_text(kind: str, text: str, what: str | None = None) -> str:
     return text
 
 
-def check_json_shape(body: bytes, *, depth: int = MAX_JSON_DEPTH, values: int = MAX_JSON_VALUES) -> str | None:
+def check_json_shape(body: bytes, *, depth: int = MAX_JSON_DEPTH, values: int = MAX_JSON_VALUES,
+                     what: str = "the JSON body", fewer: str = "; send fewer (or one text)") -> str | None:
     """Why a JSON ``body`` is refused before it is parsed (nested deeper than ``depth``, or more than ``values``
-    values), or None. Reads the body's structure with byte counts: once escapes are dropped every ``"`` opens or
-    closes a string, so strings are counted exactly and skipped whole (a long text costs a scan, not a parse)."""
+    values), or None; ``what`` names it in the reason and ``fewer`` says what to do about too many values. Reads the
+    body's structure with byte counts: once escapes are dropped every ``"`` opens or closes a string, so strings are
+    counted exactly and skipped whole (a long text costs a scan, not a parse)."""
     plain = body.replace(b"\\\\", b"").replace(b'\\"', b"")
     strings = plain.count(b'"') // 2
     opened = plain.count(b"{") + plain.count(b"[")
     if strings > values:
-        return f"the JSON body holds over {values:,} values; send fewer (or one text)"
+        return f"{what} holds over {values:,} values{fewer}"
     if opened + plain.count(b",") + 1 <= values and opened <= depth:
         return None  # bounds that count brackets and commas inside strings too already hold
     stripped = _STRINGS.sub(b"", plain)
     opened = stripped.count(b"{") + stripped.count(b"[")
     if opened + stripped.count(b",") + 1 > values:
-        return f"the JSON body holds over {values:,} values; send fewer (or one text)"
+        return f"{what} holds over {values:,} values{fewer}"
     level = 0
     for match in _BRACKETS.finditer(stripped):  # at most ``values`` brackets
         level += 1 if match.group() in (b"{", b"[") else -1
         if level > depth:
-            return f"the JSON body is nested over {depth} levels deep"
+            return f"{what} is nested over {depth} levels deep"
     return None
 
 

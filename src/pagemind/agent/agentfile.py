@@ -85,10 +85,9 @@ class AgentPlan:
 def _shaped(text: str) -> str:
     """``text`` when its JSON is within the Agent File's bounds (depth, values); an :class:`InputError` before the
     parser builds its objects otherwise, whatever surface brought the file."""
-    shape = check_json_shape(text.encode("utf-8"), values=MAX_AGENT_FILE_VALUES)
+    shape = check_json_shape(text.encode("utf-8"), values=MAX_AGENT_FILE_VALUES, what="the agent file", fewer="")
     if shape is not None:
-        raise InputError("the agent file: " + shape.replace("the JSON body ", "it ").replace("; send fewer (or one "
-                                                                                               "text)", ""))
+        raise InputError(shape)
     return text
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..api import Pagemind
-from ..config import resolve_settings, setting_specs
+from ..config import Settings, resolve_settings
 from ..errors import ConfigError
 from ..methods import registry
 
@@ -17,7 +17,7 @@ def llm_options(fn: Callable) -> Callable:
     """The model and store flags, generated from the settings that declare one (:class:`pagemind.config.Settings`),
     and ``--encoding``."""
     fn = click.option("--encoding", default="utf-8", show_default=True, help="text encoding of FILE")(fn)
-    return setting_flags(*(spec.name for spec in setting_specs() if spec.flag is not None))(fn)
+    return setting_flags(*(spec.name for spec in Settings.specs() if spec.flag is not None))(fn)
 
 
 def setting_flags(*names: str, flags: dict[str, str] | None = None,
@@ -26,14 +26,14 @@ def setting_flags(*names: str, flags: dict[str, str] | None = None,
     gets ``--name``; ``flags`` and ``helps`` rename a flag or say its help for one command). Each reaches the command
     as its setting's name (a boolean's turn-off flag as its ``param``: pass the keywords to
     :func:`settings_given`)."""
-    specs = {spec.name: spec for spec in setting_specs()}
+    specs = {spec.name: spec for spec in Settings.specs()}
 
     def add(fn: Callable) -> Callable:
         for name in reversed(names):
             spec = specs[name]
             flag = (flags or {}).get(name) or spec.flag or "--" + name.replace("_", "-")
             text = (helps or {}).get(name, spec.help)
-            param = spec.param if spec.flag else name
+            param = spec.param  # the setting's name where it declares no flag
             if spec.type is bool:  # a flag that turns the setting off (--no-cache)
                 fn = click.option(flag, param, is_flag=True, default=None, help=text)(fn)
             else:
@@ -44,16 +44,15 @@ def setting_flags(*names: str, flags: dict[str, str] | None = None,
     return add
 
 
-LLM_PARAMS = tuple(spec.param for spec in setting_specs() if spec.flag) + ("encoding",)
+LLM_PARAMS = tuple(spec.param for spec in Settings.specs() if spec.flag) + ("encoding",)
 
 
 def settings_given(kw: dict[str, Any]) -> dict[str, Any]:
     """The settings a command's flags give (popped from ``kw``; None: not given), for :func:`resolve_settings`."""
     given: dict[str, Any] = {}
-    for spec in setting_specs():
-        param = spec.param if spec.flag else spec.name
-        if param in kw:
-            value = kw.pop(param)
+    for spec in Settings.specs():
+        if spec.param in kw:
+            value = kw.pop(spec.param)
             given[spec.name] = (False if value else None) if spec.type is bool and spec.flag else value
     return given
 

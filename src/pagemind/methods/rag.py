@@ -216,7 +216,7 @@ class RAG(Reader[RAGMemory, RAGOptions]):
             return ranked
         from ..retrieval.named import named_first
 
-        return named_first(ranked, [(f.section, *f.opens) for f in memory.fragments], query)
+        return named_first(ranked, _labels(memory), query)
 
     def read_order(self, memory: RAGMemory, question: Question, order: Any, context: Context) -> list[int]:
         """The order an answer reads the fragments in: :meth:`ordered`, and with ``pick_sections`` the fragments of
@@ -226,7 +226,7 @@ class RAG(Reader[RAGMemory, RAGOptions]):
             return ranked
         from .pick import pick, picked_first
 
-        labels = [(f.section, *f.opens) for f in memory.fragments]
+        labels = _labels(memory)
         context.phase("picking sections by their titles")
         picked, problem = pick(self.llm, question.text, labels, context.trace, constrained=self.options.constrained,
                                retries=self.options.max_retries)
@@ -267,6 +267,11 @@ class RAG(Reader[RAGMemory, RAGOptions]):
             [Evidence("fragment", f.index, f.text, "fragment") for f in chosen.fragments]
             or [Evidence("fragment", f.index, text, "fragment") for f in ranked[:1]],
         )
+
+
+def _labels(memory: RAGMemory) -> list[tuple[str, ...]]:
+    """Each fragment's section labels: the section it is in, then those that start inside it."""
+    return [(f.section, *f.opens) for f in memory.fragments]
 
 
 class OPRAG(RAG):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .. import steps
 from ..library import NAME
 
 # the limits are declared once for every surface (:mod:`pagemind.limits`); here they enter the OpenAPI and MCP
@@ -512,8 +513,6 @@ def answer_json(run: RunRow, answer: Answer, **extra: Any) -> dict[str, Any]:
 
 def step_json(row: StepRow) -> dict[str, Any]:
     """A stored step in the one JSON form the API, the event streams, MCP and the viewer read."""
-    from .. import steps
-
     return steps.as_json(steps.from_row(row))
 
 __all__ = ["AgentCreate", "AgentUpdate", "ArchivalInsert", "AskRequest", "BlockUpdate", "CitationShape",
