@@ -259,6 +259,46 @@ def test_a_pdf_without_outline_or_contents_finds_its_headings_by_type(tmp_path):
     assert shown.exit_code == 0 and "1.2 Costs and savings" in shown.output and "p. 2" in shown.output
 
 
+def test_a_charts_labels_and_numbers_are_not_headings(tmp_path):
+    """Issue 47: a paper's chart, drawn as shapes with its labels set larger than the body (as a scaled figure is),
+    gives no sections: a label drawn in or beside the figure is not a heading, nor a line of tick numbers; the
+    paper's own headings around it stay."""
+    from helpers import styled_page
+
+    body = [(11, False, "The method reads each passage once and keeps what the question needs to be answered.")] * 5
+    text = styled_page([(18, True, "1 Introduction"), *body, (18, True, "2 Results"), *body])
+    chart = [b"0.8 g 100 120 40 120 re f 200 120 40 90 re f 300 120 40 150 re f 0 g",  # three bars
+             b"0.5 w 90 120 m 360 120 l S 90 120 m 90 290 l S"]  # the axes
+    for x, y, word in [(104, 104, "GPT-4"), (204, 104, "Llama"), (300, 104, "Ours"), (150, 296, "Accuracy"),
+                       (250, 250, "Few shot")]:
+        chart.append(b"BT /F2 15 Tf 1 0 0 1 %d %d Tm (%s) Tj ET" % (x, y, word.encode()))
+    chart.append(b"BT /F1 15 Tf 1 0 0 1 40 60 Tm (0.2 0.4 0.6 0.8) Tj ET")
+    pages = [text + b"\n" + b"\n".join(chart), styled_page([(18, True, "3 Discussion"), *body])]
+    path = tmp_path / "paper.pdf"
+    path.write_bytes(make_pdf(pages))
+    doc = load_document(path)
+    assert [(s.title, s.page, s.source) for s in doc.sections] == [
+        ("1 Introduction", 1, "layout"), ("2 Results", 1, "layout"), ("3 Discussion", 2, "layout")]
+
+
+def test_an_earnings_releases_headings_stand_out_from_its_prose_not_its_small_tables(tmp_path):
+    """Issue 47: a release whose tables in 6-point type hold more characters than its prose: the body is the prose's
+    size, so its headings are the larger lines, not every line of prose; a table's block of bold lines is no title,
+    nor a paragraph's last line set apart."""
+    from helpers import styled_page
+
+    prose = [(10, False, "Net sales rose in every region, helped by prices and the volumes of the new plants.")] * 3
+    rows = [(6, False, f"Segment {n} 1,204 1,377 2,510 2,618 (12)% 4.5 % 3.9 % 17,120 16,804 2 %") for n in range(12)]
+    block = [(10, True, "Net sales by segment"), (10, True, "Three months ended June"), (10, True, "Reported")]
+    pages = [styled_page([(14, True, "Key Financials"), *prose, *rows]),
+             styled_page([(14, True, "Cash Returns to Shareholders"), *prose, (14, False, "volumes."), *block, *rows])]
+    path = tmp_path / "release.pdf"
+    path.write_bytes(make_pdf(pages))
+    doc = load_document(path)
+    assert [(s.title, s.page, s.source) for s in doc.sections] == [
+        ("Key Financials", 1, "layout"), ("Cash Returns to Shareholders", 2, "layout")]
+
+
 def test_type_that_is_not_structure_gives_no_layout_sections():
     """One size throughout (no bold): no layout headings; a deck where every other line is large: not structure."""
     from helpers import styled_page

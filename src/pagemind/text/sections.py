@@ -315,32 +315,41 @@ def text_headings(text: str, blank_before: bool = True) -> list[Heading]:
 @dataclass(frozen=True)
 class StyledLine:
     """One line of a PDF page's text layer as it is drawn: its page (from 1), text, size in points (the largest of
-    its runs) and whether every character of it is bold."""
+    its runs), whether every character of it is bold, and whether it is drawn in a figure (a chart's label, a shaded
+    table's cell: never a heading)."""
 
     page: int
     text: str
     size: float
     bold: bool
+    figure: bool = False
 
 
 LARGER = 1.15  # a heading's type is at least this much larger than the body's
 HEADING_WORDS = 14  # a heading has at most this many words
 _BOLD_WORDS = 10  # a line in the body's size counts as a heading when bold, this short and not ending a sentence
 _RUNNING = 3  # a line repeated on this many pages is a running head or foot, never a heading
+_PERIOD_WORDS = 3  # a line of more words ending a sentence is a sentence's end ("Item 7." is a title)
+_TITLE_LINES = 2  # a title is set on at most this many lines (more lines in one type are a block: a table, a note)
 
 
 def layout_headings(lines: Sequence[StyledLine]) -> list[Heading]:
     """Headings a PDF shows by its type: short lines set larger than the body text (the size holding the most
-    characters), their levels by size (the largest is level 1), and bold lines of the body's size that are short and
-    end no sentence (the lowest level); lines repeated on several pages (running heads, "Annual report 2023") and
-    lines without a letter are not headings, and a heading set on two lines of one size is one heading. None when
-    fewer than two lines qualify or more than a third of the lines would (then type is not structure)."""
+    characters of lines that are mostly words), their levels by size (the largest is level 1), and bold lines of the
+    body's size that are short and end no sentence (the lowest level). Lines repeated on several pages (running
+    heads, "Annual report 2023"), lines drawn in a figure (a chart's labels) and lines of more numbers than words
+    ("0.5 1.0 Accuracy") are not headings. A heading set on two lines of one type is one heading; three such lines
+    or more are a block, and a run starting in lower case or ending a sentence is a paragraph's end: neither is a
+    title. None when fewer than two lines qualify or more than a third of the lines would (then type is not
+    structure)."""
     drawn = [line for line in lines if line.text.strip()]
     if not drawn:
         return []
     chars: dict[float, int] = {}
-    for line in drawn:
-        chars[_pt(line.size)] = chars.get(_pt(line.size), 0) + len(line.text)
+    for line in drawn:  # the body is the prose's size: a statement's rows in small type are not prose
+        words = line.text.split()
+        prose = sum(1 for w in words if any(c.isalpha() for c in w)) >= max(1, len(words) * 3 // 4)
+        chars[_pt(line.size)] = chars.get(_pt(line.size), 0) + (len(line.text) if prose else 0)
     body = max(chars, key=lambda size: chars[size])
     seen: dict[str, set[int]] = {}
     for line in drawn:
@@ -348,7 +357,9 @@ def layout_headings(lines: Sequence[StyledLine]) -> list[Heading]:
 
     def shape(line: StyledLine) -> bool:
         title = " ".join(line.text.split())
-        return (0 < len(title.split()) <= HEADING_WORDS and any(c.isalpha() for c in title)
+        words = title.split()
+        figures = sum(1 for w in words if not any(c.isalpha() for c in w))  # "0.5", "2020", "$"
+        return (0 < len(words) <= HEADING_WORDS and figures * 2 <= len(words) and not line.figure
                 and len(seen[title]) < _RUNNING and not title.endswith((",", ";", ":")))
 
     large = [line for line in drawn if _pt(line.size) >= body * LARGER and shape(line)]
@@ -359,20 +370,25 @@ def layout_headings(lines: Sequence[StyledLine]) -> list[Heading]:
         return []
     sizes = sorted({_pt(line.size) for line in large}, reverse=True)
     levels = {size: min(MAX_LEVEL, i + 1) for i, size in enumerate(sizes)}
-    out: list[Heading] = []
+    runs: list[list[StyledLine]] = []  # picked lines one after another in one type on one page
     previous: StyledLine | None = None
     for line in drawn:
         if id(line) not in picked:
             previous = None
             continue
-        level = levels.get(_pt(line.size), min(MAX_LEVEL, len(sizes) + 1))
-        title = " ".join(line.text.split())
         if previous is not None and previous.page == line.page and _pt(previous.size) == _pt(line.size) and \
-                previous.bold == line.bold and out:  # a title set on two lines
-            out[-1] = Heading(out[-1].level, f"{out[-1].title} {title}"[:MAX_TITLE], out[-1].page)
+                previous.bold == line.bold:
+            runs[-1].append(line)
         else:
-            out.append(Heading(level, title[:MAX_TITLE], line.page))
+            runs.append([line])
         previous = line
+    out: list[Heading] = []
+    for run in runs:  # a title set on two lines is one heading; three lines or more words are a block, not a title
+        title = " ".join(" ".join(line.text.split()) for line in run)
+        if len(run) <= _TITLE_LINES and len(title.split()) <= HEADING_WORDS and not title[0].islower() and \
+                not (len(title.split()) > _PERIOD_WORDS and title.endswith((".", "!", "?", ".”"))):
+            out.append(Heading(levels.get(_pt(run[0].size), min(MAX_LEVEL, len(sizes) + 1)), title[:MAX_TITLE],
+                               run[0].page))
     return out
 
 

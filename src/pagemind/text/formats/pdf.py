@@ -7,7 +7,7 @@ import logging
 import math
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 
@@ -82,7 +82,7 @@ def _pdfium_pages(document: object, source: BinaryIO, name: str, outline: list[H
                 textpage = page.get_textpage()
                 drawn = textpage.get_text_range()
                 if styled is not None:
-                    styled.extend(_pdfium_lines(textpage, drawn, number + 1))
+                    styled.extend(_pdfium_lines(textpage, drawn, number + 1, _figures(page) if drawn else ()))
                 textpage.close()
                 text = _pdfium_text(drawn)
                 unread = not text.strip() or garbled(text)  # no text layer, or one whose font maps no letters
@@ -203,9 +203,10 @@ _BOLD_FLAG = 1 << 18  # a font descriptor's ForceBold flag
 _BOLD_NAMES = ("bold", "black", "heavy", "semibold", "demi")
 
 
-def _pdfium_lines(textpage: object, drawn: str, page: int) -> list[StyledLine]:
+def _pdfium_lines(textpage: object, drawn: str, page: int, figures: Sequence[Box] = ()) -> list[StyledLine]:
     """Each line of pdfium's page text with its type, read from the characters at its start and middle: the size
-    through the character's matrix, bold by the font's weight, its ForceBold flag or its name."""
+    through the character's matrix, bold by the font's weight, its ForceBold flag or its name; a line whose first
+    character is drawn in one of ``figures`` (:func:`_figures`) is marked so."""
     import ctypes
 
     import pypdfium2.raw as pdfium_c
@@ -233,9 +234,67 @@ def _pdfium_lines(textpage: object, drawn: str, page: int) -> list[StyledLine]:
             middle = first + len(text) // 2
             size, bold = typed(first)
             other, bold_too = typed(middle) if middle != first else (size, bold)
-            out.append(StyledLine(page, text.replace("\ufffe", "-"), max(size, other), bold and bold_too))
+            out.append(StyledLine(page, text.replace("\ufffe", "-"), max(size, other), bold and bold_too,
+                                  bool(figures) and _in_figure(textpage, first, figures)))
         at += len(line) + 2
     return out
+
+
+Box = tuple[float, float, float, float]  # left, bottom, right, top, in points
+FIGURE_SIDE = 48  # points: drawn shapes spanning at least this much both ways are a figure (a chart, a shaded table)
+FIGURE_GAP = 12  # points: shapes this close are one figure, and a label this far outside it is still its label
+FIGURE_PAGE = 0.7  # a figure covering this share of the page is a background, not a figure
+
+
+def _figures(page: object) -> list[Box]:
+    """Where the page draws a figure: its images and shapes (paths, rules among them) merged where they lie within
+    :data:`FIGURE_GAP` of each other, kept when the merged box is at least :data:`FIGURE_SIDE` points both ways and
+    not the page's background or frame. A chart's bars, axes and plotted lines are one such box; a table shaded or
+    ruled by rows another; a heading's underline or banner is not (too low)."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    drawn: Any = page
+    width, height = drawn.get_size()
+    left, bottom, right, top = (ctypes.c_float() for _ in range(4))
+    shapes: list[Box] = []
+    for index in range(pdfium_c.FPDFPage_CountObjects(page)):
+        obj = pdfium_c.FPDFPage_GetObject(page, index)
+        kind = pdfium_c.FPDFPageObj_GetType(obj)
+        if kind not in (pdfium_c.FPDF_PAGEOBJ_PATH, pdfium_c.FPDF_PAGEOBJ_IMAGE) or \
+                not pdfium_c.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
+            continue
+        shapes.append((left.value, bottom.value, right.value, top.value))
+    merged: list[Box] = []
+    while len(shapes) != len(merged):  # until no two boxes lie near each other
+        merged, shapes = [], merged or shapes
+        for shape in sorted(shapes):
+            for i, box in enumerate(merged):
+                if _near(box, shape, FIGURE_GAP):
+                    merged[i] = (min(box[0], shape[0]), min(box[1], shape[1]), max(box[2], shape[2]),
+                                 max(box[3], shape[3]))
+                    break
+            else:
+                merged.append(shape)
+    return [box for box in merged if box[2] - box[0] >= FIGURE_SIDE and box[3] - box[1] >= FIGURE_SIDE
+            and (box[2] - box[0]) * (box[3] - box[1]) < FIGURE_PAGE * width * height]
+
+
+def _near(a: Box, b: Box, gap: float) -> bool:
+    return a[0] - gap <= b[2] and b[0] - gap <= a[2] and a[1] - gap <= b[3] and b[1] - gap <= a[3]
+
+
+def _in_figure(textpage: object, index: int, figures: Sequence[Box]) -> bool:
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+    if not pdfium_c.FPDFText_GetCharBox(textpage, index, left, right, bottom, top):
+        return False
+    char = (left.value, bottom.value, right.value, top.value)
+    return any(_near(box, char, FIGURE_GAP) for box in figures)
 
 
 def _pdfium_ruled(page: object) -> bool:
