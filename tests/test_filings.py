@@ -124,6 +124,26 @@ def test_amounts_are_one_figure_after_units_and_scales():
     assert matches("Amcor is a packaging company", "Amcor is a global leader in packaging") is None  # no figure
 
 
+def test_a_which_question_is_scored_on_the_name_not_the_golds_figure():
+    """Issue 47: "Which region ...?" with the gold "Las Vegas resorts contributed ~90% of EBITDAR": the region named
+    is right, another region or the bare figure is not; a question asking a figure is still scored on it."""
+    from pagemind.eval.metrics import financebench, named_in_gold
+
+    q = "Which region had the Highest EBITDAR Contribution for MGM during FY2022?"
+    gold = "Las Vegas resorts contributed ~90% of company level EBITDAR during FY2022."
+    assert named_in_gold(gold, q) == ["las", "vegas"]
+    assert financebench("Las Vegas Strip Resorts", gold, q)["accuracy"] == 1.0
+    assert financebench("MGM China", gold, q)["accuracy"] == 0.0 and financebench("90%", gold, q)["accuracy"] == 0.0
+    assert named_in_gold("MGM China experienced the worst topline performance.",
+                         "Which region had the worst topline performance for MGM?") == ["china"]
+    bonds = "the biggest short term investment is in corporate bonds (almost 82% of the total)"
+    asked = "Which type of debt received the largest investment among the short term investments for MGM in H1 FY2023?"
+    assert financebench("Corporate bonds.", bonds, asked)["accuracy"] == 1.0
+    figure = financebench("It was $2,018 million.", "AMCOR's Adj. EBITDA was $2,018mn in FY 2023",
+                          "What Was AMCOR's Adjusted Non GAAP EBITDA for FY 2023")
+    assert figure == {"accuracy": 1.0, "refused": 0.0, "numeric": 1.0}
+
+
 def test_financebench_scores_figures_refusals_and_prints_the_published_rows(tmp_path):
     from pathlib import Path
 

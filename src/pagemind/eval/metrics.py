@@ -148,7 +148,7 @@ def score(example: Example, text: str, choice: int | None = None) -> dict[str, f
         return {}  # judged by an LLM (raters.judge)
     out: dict[str, float] = {"f1": best(token_f1, text, refs)}
     if example.meta.get("rater") == "financebench":
-        return {**out, **financebench(text, refs[0])}
+        return {**out, **financebench(text, refs[0], example.question)}
     if example.dataset == "locomo":
         category = int(example.meta.get("category", 4))
         out["f1"] = max(locomo_f1(text, r, category) for r in refs)
@@ -166,27 +166,58 @@ _YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 _RECALL = 0.5  # a worded gold answer's content words the reply holds at least, to count as right
 
 
-def financebench(text: str, gold: str) -> dict[str, float]:
-    """FinanceBench's automatic score (the paper graded by hand): ``refused`` when the reply declines; else a gold
-    with a figure is right when the reply states it within rounding after units and scales ("$1,577 million" =
-    "$1.577 billion" = "1577"), a yes/no gold when the reply opens with the same word, any other gold when the reply
-    holds half its content words. ``numeric``: 1 where the gold has a figure."""
+_NAMES_ASKED = re.compile(r"^\W*(?:which|who)\b|\bamong\b[^?]*\bwhich\b", re.IGNORECASE)
+_PERIOD = re.compile(r"^(?:FY|Q|H)\d*$")  # "FY 2023", "Q2": a period, not a name
+_NAMED_WORDS = 2  # a name question's answer: the gold's first content words outside the question, this many
+
+
+def financebench(text: str, gold: str, question: str = "") -> dict[str, float]:
+    """FinanceBench's automatic score (the paper graded by hand): ``refused`` when the reply declines; else a yes/no
+    gold is right when the reply opens with the same word; a question asking which or who (a region, a segment, a
+    customer) is right when the reply holds half the name the gold gives (:func:`named_in_gold`: the gold's figure,
+    "~90% of EBITDAR", is beside the point); a gold with a figure is right when the reply states it within rounding
+    after units and scales ("$1,577 million" = "$1.577 billion" = "1577"); any other gold when the reply holds half
+    its content words. ``numeric``: 1 where the gold has a figure and the question asks for one."""
     from ..answering.support import declined
     from ..text.numbers import matches
 
     refused = declined(text) or not text.strip()
-    numeric = matches(text, gold)
+    name = named_in_gold(gold, question) if _NAMES_ASKED.search(question) else []
+    numeric = None if name else matches(text, gold)
+    said_words = set(normalize_answer(text).split())
     if refused:
         right = False
     elif (asked := _YES_NO.match(gold)) is not None:
         said = _YES_NO.match(text)
         right = said is not None and said.group(1).lower() == asked.group(1).lower()
+    elif name:
+        right = len(set(name) & said_words) >= _RECALL * len(name)
     elif numeric is not None:
         right = numeric
     else:
         words = set(normalize_answer(gold).split())
-        right = bool(words) and len(words & set(normalize_answer(text).split())) >= _RECALL * len(words)
+        right = bool(words) and len(words & said_words) >= _RECALL * len(words)
     return {"accuracy": float(right), "refused": float(refused), "numeric": float(numeric is not None)}
+
+
+def named_in_gold(gold: str, question: str) -> list[str]:
+    """The name a gold answer gives to a which/who question, as normalised words: its capitalised words that the
+    question does not hold ("Las Vegas resorts contributed ~90%" -> las, vegas), else its first
+    :data:`_NAMED_WORDS` content words the question does not hold ("the biggest short term investment is in
+    corporate bonds" -> biggest, corporate), both from the gold's first clause."""
+    from ..text.words import STOPWORDS
+
+    clause = re.split(r"[,.;:(]\s", gold + " ", maxsplit=1)[0]
+    asked = set(normalize_answer(question.replace("'s ", " ")).split())
+    said = [w.removesuffix("'s").removesuffix("’s") for w in re.findall(r"[\w'’&-]+", clause)]
+    first_is_name = len(said) > 1 and (said[0].isupper() or said[1][:1].isupper())  # "MGM ...", "Las Vegas"
+    words = [(w, i) for i, w in enumerate(said) if normalize_answer(w) and normalize_answer(w) not in asked]
+    capitals = [normalize_answer(w) for w, i in words if w[0].isupper() and (i or first_is_name)
+                and normalize_answer(w) not in STOPWORDS and not _PERIOD.match(w)]
+    if capitals:
+        return capitals
+    return [normalize_answer(w) for w, _ in words if normalize_answer(w) not in STOPWORDS
+            and not any(c.isdigit() for c in w)][:_NAMED_WORDS]
 
 
 # 0/1 per example: Wilson intervals in reports
