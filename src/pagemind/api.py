@@ -37,7 +37,7 @@ from .text import Document, load_document
 from .users import Users, agent_key
 
 if TYPE_CHECKING:
-    from .agent import Agent
+    from .agent import Agent, AgentOptions
     from .retrieval.embed import Embeddings
 
 
@@ -471,10 +471,10 @@ class Pagemind:
         return Agent.load(self._llm_for(user_id) if llm else None, self.store, name)
 
     def create_agent(self, name: str, *, persona: str | None = None, human: str | None = None,
-                     options: dict[str, Any] | None = None, user_id: int | None = None,
+                     options: AgentOptions | dict[str, Any] | None = None, user_id: int | None = None,
                      display_name: str | None = None, blocks: dict[str, str] | None = None,
                      limits: dict[str, int] | None = None, descriptions: dict[str, str] | None = None) -> Any:
-        """A new agent; ``options`` are :class:`pagemind.agent.AgentOptions` fields; ``user_id`` its owner;
+        """A new agent; ``options`` an :class:`pagemind.agent.AgentOptions` or its fields; ``user_id`` its owner;
         ``blocks``: more core-memory blocks by label, ``limits`` a block's own character limit by label,
         ``descriptions`` what a block is for by label."""
         from .agent import Agent, AgentOptions
@@ -483,7 +483,8 @@ class Pagemind:
             # with the model: an agent whose instructions and core memory leave no room for a reply is refused
             agent = Agent.create(self._llm_for(user_id), self.store, name, persona=persona, human=human,
                                  blocks=blocks, limits=limits, descriptions=descriptions,
-                                 options=AgentOptions().updated(**(options or {})), display_name=display_name)
+                                 options=options if isinstance(options, AgentOptions)
+                                 else AgentOptions().updated(**(options or {})), display_name=display_name)
             if user_id is not None:
                 self.store.set_agent_owner(agent.id, user_id)
         return agent

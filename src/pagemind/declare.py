@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -109,6 +110,8 @@ class OptionSpec:
     def check_json(self, value: Any, owner: str) -> Any:
         """``value`` as a JSON document gives it, checked strictly: its JSON type must be the option's (no ``"5"``
         for 5, no ``1`` for true; null only where the option is nullable), then as :meth:`coerce` checks it."""
+        if self.type is int and isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON's 204.0 is a whole number (JSON Schema counts it one; Python's checks do not)
         kinds = {int: (int,), float: (int, float), bool: (bool,), str: (str,)}[self.type]
         if value is not None and (not isinstance(value, kinds) or (self.type is not bool and isinstance(value, bool))):
             raise ConfigError(f"{owner} option {self.name} takes {self._kind()} (got {value!r})")
@@ -221,6 +224,20 @@ class Options:
 
     def as_dict(self) -> dict[str, Any]:
         return {s.name: getattr(self, s.name) for s in self.specs()}
+
+    def with_json(self: T, changes: Mapping[str, Any]) -> T:
+        """These options with ``changes`` as a JSON document gives them (an HTTP body, an MCP call): unknown names
+        refused, each value checked strictly (:meth:`OptionSpec.check_json`; null, where allowed, keeps the value),
+        then the rules across options (:meth:`check`); a :class:`ConfigError` names the option."""
+        names = {s.name for s in self.specs()}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise ConfigError(f"unknown {self.owner} option(s): {', '.join(unknown)} "
+                              f"(have: {', '.join(sorted(names))})")
+        checked = {k: self.spec(k).check_json(v, self.owner) for k, v in changes.items()}
+        options = replace(self, **{k: v for k, v in checked.items() if v is not None})
+        options.check()
+        return options
 
     @classmethod
     def coerce(cls, name: str, text: str) -> Any:

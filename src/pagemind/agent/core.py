@@ -253,7 +253,10 @@ class Agent:
     def update_options(self, changes: dict[str, Any]) -> AgentOptions:
         """Store the agent's options with ``changes`` (:class:`AgentOptions` fields; ``None`` keeps a value) and
         use them from now on; the new options."""
-        options = self.options.updated(**changes)
+        return self.set_options(self.options.updated(**changes))
+
+    def set_options(self, options: AgentOptions) -> AgentOptions:
+        """Store ``options`` as the agent's and use them from now on."""
         self.store.save_options(self.id, options)
         self.options, self.record = options, replace(self.record, options=options)
         self.archive = Archive(self.store, self.id, options, self._embedder)

@@ -8,11 +8,11 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from ...agent.locks import AgentBusy
-from ...errors import ConfigError, InputError, NotFound, PagemindError
+from ...errors import InputError, NotFound, PagemindError
 from ...users import agent_key, agent_name
 from ..shapes import AgentCreate, LoadDocument
 from ..views import AgentView, Started
-from .base import Progress, ServiceBase, whole_number
+from .base import Progress, ServiceBase
 
 if TYPE_CHECKING:
     from ...agent.archive import Added
@@ -54,7 +54,7 @@ class AgentOps(ServiceBase):
         from ...agent import AgentExists
         from ...agent.memory import AgentOptions
 
-        checked = checked_agent_options(AgentOptions().as_dict(), options or {})
+        checked = AgentOptions().with_json(options or {})
         try:
             agent = self.pm.create_agent(agent_key(user.id, name), persona=persona, human=human, options=checked,
                                          user_id=user.id, display_name=name, blocks=blocks, limits=limits,
@@ -83,7 +83,7 @@ class AgentOps(ServiceBase):
 
         def job() -> AgentView:
             agent = self.pm.agent(row.name, llm=False)
-            agent.update_options(checked_agent_options(agent.options.as_dict(), changes))
+            agent.set_options(agent.options.with_json(changes))
             return self.agent(user, row.id)
 
         return self.in_line(row, job)
@@ -295,20 +295,3 @@ def keyed_run_id(user_id: int, agent_id: int, key: str, attempt: int) -> str:
     """The id of attempt ``attempt`` (1, 2, ...) of the agent send with idempotency key ``key``."""
     digest = hashlib.sha256(f"{user_id}\0{agent_id}\0{key}".encode()).hexdigest()[:16]
     return f"run_{digest}" + (f"-{attempt}" if attempt > 1 else "")
-
-
-def checked_agent_options(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """``changes`` to agent options checked against their declaration (:class:`AgentOptions`): unknown names, JSON
-    values of the wrong type (``"5"`` for 5; null only where nullable) and refused values are a
-    :class:`ConfigError` naming the option."""
-    from ...agent.memory import AgentOptions
-
-    unknown = sorted(set(changes) - set(base))
-    if unknown:
-        raise ConfigError(f"unknown agent option(s): {', '.join(unknown)} (have: {', '.join(sorted(base))})")
-    checked = {}
-    for name, value in changes.items():
-        spec = AgentOptions.spec(name)
-        checked[name] = spec.check_json(whole_number(value) if spec.type is int else value, AgentOptions.owner)
-    AgentOptions.from_dict({**base, **checked})  # rules across options
-    return checked
