@@ -89,3 +89,19 @@ def test_off_force_and_a_page_of_nothing(tmp_path):
     refused = CliRunner().invoke(cli, ["show", str(path), "--sections", "--ocr", "off", "--store",
                                        str(tmp_path / "s.db")])
     assert refused.exit_code != 0 and "--ocr auto" in refused.output
+
+
+def test_ocr_reads_at_most_its_page_budget_and_names_the_pages_left(tmp_path, caplog):
+    """Issue 49: a PDF of many image-only pages is read by OCR only up to --ocr-pages (a page takes seconds); the
+    pages past the budget are left unread and named; with no text at all the budget's error says how to lift it."""
+    pdf = mixed_pdf(make_pdf([["A text layer line on the first page."]]), *[scanned_page()] * 3)
+    with caplog.at_level("WARNING", logger="pagemind"):
+        doc = load_bytes(pdf, "scans.pdf", ocr_pages=1)
+    assert doc.ocr_pages == (2,) and len(doc.pages) == 4 and doc.text.count("third stair") == 1
+    assert "scans.pdf: 2 page(s) left unread (pages 3-4): OCR reads at most 1 page(s)" in caplog.text
+    with pytest.raises(InputError, match=r"1 page\(s\) left unread \(pages 1\).*--ocr-pages"):
+        load_bytes(scanned_page(), "scan.pdf", ocr_pages=0)
+    path = tmp_path / "scans.pdf"
+    path.write_bytes(pdf)
+    shown = CliRunner().invoke(cli, ["show", str(path), "--text", "--ocr-pages", "2", "--store", str(tmp_path / "s.db")])
+    assert shown.exit_code == 0 and shown.output.count("third stair") == 2

@@ -109,12 +109,12 @@ class Pagemind:
             return source
         from .text.document import reading_key
 
-        key = reading_key(source, encoding, self.settings.ocr)
+        key = reading_key(source, encoding, self.settings.ocr, self.settings.ocr_pages)
         kept = self.store.file_read(key) if key else None
         if kept is not None:
             return Document.restored(kept[0], Path(source).name, kept[1])
         document = load_document(source, encoding=encoding, max_bytes=self.settings.max_bytes, ocr=self.settings.ocr,
-                                 progress=progress)
+                                 ocr_pages=self.settings.ocr_pages, progress=progress)
         if key:
             with self.store.transaction():
                 self.store.put_file_read(key, document.id, document.text, document.structure())
@@ -142,10 +142,10 @@ class Pagemind:
 
         if isinstance(data, Path):  # an upload spooled to a file: named by the upload, not the temporary file
             return load_document(data, encoding=encoding, max_bytes=self.settings.max_bytes, name=name,
-                                 ocr=self.settings.ocr)
+                                 ocr=self.settings.ocr, ocr_pages=self.settings.ocr_pages)
         if isinstance(data, bytes):
             return load_bytes(data, name or "upload.txt", encoding=encoding, max_bytes=self.settings.max_bytes,
-                              ocr=self.settings.ocr)
+                              ocr=self.settings.ocr, ocr_pages=self.settings.ocr_pages)
         return load_bytes(data.encode("utf-8"), name or "text.txt", max_bytes=self.settings.max_bytes)
 
     def documents(self, user_id: int) -> list[DocumentRow]:
@@ -263,7 +263,8 @@ class Pagemind:
                 raise InputError(f"{source} is a directory: {reader.name} reads a document, or a folder of documents "
                                  "as a library, and this one holds no document files; a source tree is read by the "
                                  "code method (Pagemind.ask_code, method='code', `pagemind ask DIR`)")
-            return of_folder(source, max_bytes=self.settings.max_bytes, encoding=encoding, ocr=self.settings.ocr)
+            return of_folder(source, max_bytes=self.settings.max_bytes, encoding=encoding, ocr=self.settings.ocr,
+                             ocr_pages=self.settings.ocr_pages)
         return self.document(source, encoding)
 
     # --- libraries -----------------------------------------------------------------------------------
@@ -295,7 +296,8 @@ class Pagemind:
         found = Found()
         paths = [s for s in sources if not isinstance(s, Document)]
         if paths:
-            found = read_paths(paths, max_bytes=self.settings.max_bytes, encoding=encoding, ocr=self.settings.ocr)
+            found = read_paths(paths, max_bytes=self.settings.max_bytes, encoding=encoding, ocr=self.settings.ocr,
+                               ocr_pages=self.settings.ocr_pages)
         members = [(n, d, origin) for n, d, origin in found.documents]
         members += [(s.name, s, None) for s in sources if isinstance(s, Document)]
         if not members:

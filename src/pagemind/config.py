@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from platformdirs import user_cache_dir, user_data_dir
 
+from . import limits
 from .declare import Options, option
 from .errors import ConfigError
 
@@ -84,6 +85,8 @@ class Settings(Options):
     ocr: Literal["auto", "off", "force"] = option(
         "auto", "PDF pages without a text layer: auto (read by OCR with Tesseract where installed), off (left out), "
                 "force (every page by OCR)", flag="--ocr")
+    ocr_pages: int = option(limits.MAX_OCR_PAGES, "the most pages of one PDF read by OCR (a page takes seconds): "
+                            "pages past it are left unread and named", flag="--ocr-pages", minimum=0)
     cache: bool = option(True, "do not reuse or store LLM replies", flag="--no-cache")
     native_tools: bool = option(True, "OpenAI-compatible servers: offer native tool calling (else JSON-schema "
                                 "replies)")

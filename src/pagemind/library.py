@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, NotFound
+from .limits import MAX_OCR_PAGES
 from .text import Document, load_document
 
 if TYPE_CHECKING:
@@ -115,7 +116,8 @@ class Found:
     skipped: list[Skipped] = field(default_factory=list)
 
 
-def read_paths(paths: Iterable[str | Path], *, max_bytes: int, encoding: str = "utf-8", ocr: str = "auto") -> Found:
+def read_paths(paths: Iterable[str | Path], *, max_bytes: int, encoding: str = "utf-8", ocr: str = "auto",
+               ocr_pages: int = MAX_OCR_PAGES) -> Found:
     """Read files and folders as library members: a file is named by its file name, a folder's documents by their
     path inside the folder (``reports/2024/q1.pdf`` added as folder ``reports``: ``2024/q1.pdf``). Files that are
     not documents (by suffix) are skipped in a folder; a file named directly is read whatever its suffix. A file
@@ -131,7 +133,8 @@ def read_paths(paths: Iterable[str | Path], *, max_bytes: int, encoding: str = "
                                                       ".docx ...)"))
         for name, path in files:
             try:
-                document = load_document(path, encoding=encoding, max_bytes=max_bytes, name=name, ocr=ocr)
+                document = load_document(path, encoding=encoding, max_bytes=max_bytes, name=name, ocr=ocr,
+                                         ocr_pages=ocr_pages)
             except InputError as e:
                 found.skipped.append(Skipped(str(path), str(e)))
                 continue
@@ -168,10 +171,11 @@ def is_document_folder(path: str | Path) -> bool:
     return bool(suffixes & DOCUMENT_SUFFIXES) and not suffixes & set(EXTENSIONS)
 
 
-def of_folder(path: str | Path, *, max_bytes: int, encoding: str = "utf-8", ocr: str = "auto") -> Library:
+def of_folder(path: str | Path, *, max_bytes: int, encoding: str = "utf-8", ocr: str = "auto",
+              ocr_pages: int = MAX_OCR_PAGES) -> Library:
     """A folder's documents as a library (not stored: ``pagemind ask FOLDER``); a file that cannot be read is an
     :class:`InputError` naming it."""
-    found = read_paths([path], max_bytes=max_bytes, encoding=encoding, ocr=ocr)
+    found = read_paths([path], max_bytes=max_bytes, encoding=encoding, ocr=ocr, ocr_pages=ocr_pages)
     if found.skipped and not found.documents:
         raise InputError(f"{path}: {found.skipped[0].reason}")
     bad = [s for s in found.skipped if s.path != str(path)]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import InputError, InputTooLarge, UnsupportedInput
+from ..limits import MAX_OCR_PAGES
 from .formats import CONTAINER_FACTOR, CONTAINERS, extract, sniff_format
 from .formats.common import clean_extracted, normalise_newlines
 from .sections import (
@@ -182,7 +183,8 @@ def _validate_text(text: str, name: str) -> str:
 READ_RULES = "pdfium-rows-6"  # what reading a file does: a stored reading made by other rules is not reused
 
 
-def reading_key(path: str | Path, encoding: str = "utf-8", ocr: str = "auto") -> str | None:
+def reading_key(path: str | Path, encoding: str = "utf-8", ocr: str = "auto",
+                ocr_pages: int = MAX_OCR_PAGES) -> str | None:
     """The key of a PDF, EPUB or DOCX file's reading: the SHA-256 of its bytes with :data:`READ_RULES`, the OCR
     mode and the encoding; None for other files (a text is read faster than it is looked up) and missing ones."""
     p = Path(path)
@@ -196,11 +198,11 @@ def reading_key(path: str | Path, encoding: str = "utf-8", ocr: str = "auto") ->
                 digest.update(chunk)
     except OSError:
         return None
-    return hashlib.sha256(f"{digest.hexdigest()}|{READ_RULES}|{ocr}|{encoding}".encode()).hexdigest()
+    return hashlib.sha256(f"{digest.hexdigest()}|{READ_RULES}|{ocr}:{ocr_pages}|{encoding}".encode()).hexdigest()
 
 
 def load_document(path: str | Path, *, encoding: str = "utf-8", max_bytes: int = DEFAULT_MAX_BYTES,
-                  name: str | None = None, ocr: str = "auto",
+                  name: str | None = None, ocr: str = "auto", ocr_pages: int = MAX_OCR_PAGES,
                   progress: Callable[[str, int, int, str], None] | None = None) -> Document:
     """Read a text, Markdown, HTML, PDF, EPUB or DOCX file, refusing what cannot be read with a one-line reason.
 
@@ -215,7 +217,7 @@ def load_document(path: str | Path, *, encoding: str = "utf-8", max_bytes: int =
         raise InputError(f"{path}: is a directory; give a file")
     with p.open("rb") as f:
         return _load(f, p.stat().st_size, name or p.name or str(p), label=name or str(path), encoding=encoding,
-                     max_bytes=max_bytes, ocr=ocr, progress=progress)
+                     max_bytes=max_bytes, ocr=ocr, ocr_pages=ocr_pages, progress=progress)
 
 
 def _check_size(size: int, head: bytes, suffix: str, label: str, max_bytes: int) -> None:
@@ -232,21 +234,22 @@ def _check_size(size: int, head: bytes, suffix: str, label: str, max_bytes: int)
 
 
 def load_bytes(raw: bytes, name: str, *, encoding: str = "utf-8", max_bytes: int = DEFAULT_MAX_BYTES,
-               label: str | None = None, ocr: str = "auto") -> Document:
+               label: str | None = None, ocr: str = "auto", ocr_pages: int = MAX_OCR_PAGES) -> Document:
     """A document from a file's bytes (an upload): the same formats, checks and errors as :func:`load_document`.
     The format is told by the content and the name's suffix."""
     return _load(io.BytesIO(raw), len(raw), name, label=label or name, encoding=encoding, max_bytes=max_bytes,
-                 ocr=ocr)
+                 ocr=ocr, ocr_pages=ocr_pages)
 
 
 def _load(source: BinaryIO, size: int, name: str, *, label: str, encoding: str, max_bytes: int,
-          ocr: str = "auto", progress: Callable[[str, int, int, str], None] | None = None) -> Document:
+          ocr: str = "auto", ocr_pages: int = MAX_OCR_PAGES,
+          progress: Callable[[str, int, int, str], None] | None = None) -> Document:
     """The document in ``source`` (positioned at its start, ``size`` bytes), its size checked before it is read."""
     suffix = Path(name).suffix
     head = source.read(1024)
     source.seek(0)
     _check_size(size, head, suffix, label, max_bytes)
-    extracted = extract(source, suffix, label, encoding, max_bytes, ocr, progress)
+    extracted = extract(source, suffix, label, encoding, max_bytes, ocr, progress, ocr_pages)
     if extracted.format == "text":
         text = next(iter(extracted.parts))
         document = Document(text=_validate_text(normalise_newlines(text), name), name=name)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ...errors import InputError, InputTooLarge, UnsupportedInput
+from ...limits import MAX_OCR_PAGES
 from ..decoding import declared_encoding, decode_bytes
 from ..sections import Heading, StyledLine
 
@@ -59,10 +60,11 @@ def sniff_format(head: bytes, suffix: str) -> str:
 
 
 def extract(source: BinaryIO, suffix: str, name: str, encoding: str, max_bytes: int, ocr: str = "auto",
-            progress: Callable[[str, int, int, str], None] | None = None) -> Extracted:
+            progress: Callable[[str, int, int, str], None] | None = None, ocr_pages: int = MAX_OCR_PAGES
+            ) -> Extracted:
     """The text of the file ``source`` (open, at its start) read as the format its content (or else its suffix)
     says it is. Texts are read whole (the caller checked their size); containers by their parsers; ``ocr``: how
-    a PDF's pages without a text layer are read (:mod:`pagemind.text.ocr`)."""
+    a PDF's pages without a text layer are read (:mod:`pagemind.text.ocr`), at most ``ocr_pages`` of them."""
     kind = sniff_format(source.read(1024), suffix)
     source.seek(0)
     if kind == "pdf":
@@ -71,7 +73,8 @@ def extract(source: BinaryIO, suffix: str, name: str, encoding: str, max_bytes: 
         outline: list[Heading] = []
         read_by_ocr: list[int] = []
         styled: list[StyledLine] = []
-        return Extracted("pdf", pdf_pages(source, name, outline, ocr, read_by_ocr, styled, progress=progress),
+        return Extracted("pdf", pdf_pages(source, name, outline, ocr, read_by_ocr, styled, progress=progress,
+                                              ocr_pages=ocr_pages),
                          outline, outline=True,
                          ocr_pages=read_by_ocr, styled=styled)
     if kind == "zip":

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any, BinaryIO
 
 from ...errors import InputError
+from ...limits import MAX_OCR_PAGES
 from ..sections import MAX_LEVEL, MAX_SECTIONS, Heading, StyledLine
 from .common import markdown_table, missing_library
 
@@ -20,7 +21,8 @@ SCANNED_HINT = "has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf
 
 def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None, ocr: str = "auto",
               read_by_ocr: list[int] | None = None, styled: list[StyledLine] | None = None,
-              progress: Callable[[str, int, int, str], None] | None = None) -> Iterator[str]:
+              progress: Callable[[str, int, int, str], None] | None = None, ocr_pages: int = MAX_OCR_PAGES
+              ) -> Iterator[str]:
     """The text of each page of a PDF, in order (empty strings for pages without text), each extracted when it
     is asked for: a caller that stops early (the text is over its limit) leaves the rest unread. Once every page
     is read, the PDF's outline (bookmarks) goes into ``outline``: its titles, levels and pages. ``progress`` hears
@@ -30,8 +32,10 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None,
     ~20 times pypdf's speed); a file pdfium cannot open is read by pypdf.
 
     ``ocr``: ``auto`` reads a page without a text layer from its rendered image with Tesseract (where installed),
-    ``force`` every page, ``off`` none; the numbers of the pages read so go into ``read_by_ocr``. ``styled``: each
-    line of the text layer with its size and weight, as drawn (a PDF without outline finds its headings by them).
+    ``force`` every page, ``off`` none; the numbers of the pages read so go into ``read_by_ocr``; at most
+    ``ocr_pages`` pages are (a page takes seconds): the pages past them are left unread, named in a warning.
+    ``styled``: each line of the text layer with its size and weight, as drawn (a PDF without outline finds its
+    headings by them).
 
     A page holding a ruled table (found by pdfplumber where it is installed) is written with the table as a Markdown
     table in its place, its caption ("Table 3: ...") above it, so "2023 | 4,512" stays in its column; the rows of an
@@ -51,14 +55,16 @@ def pdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None = None,
                                  f"copy, e.g. qpdf --decrypt --password=... in.pdf out.pdf") from None
             source.seek(0)  # pdfium could not open it: pypdf, which forgives more
         else:
-            yield from _pdfium_pages(document, source, name, outline, ocr, read_by_ocr, styled, progress)
+            yield from _pdfium_pages(document, source, name, outline, ocr, read_by_ocr, styled, progress,
+                                     _Budget(name, ocr_pages))
             return
-    yield from _pypdf_pages(source, name, outline, ocr, read_by_ocr, styled)
+    yield from _pypdf_pages(source, name, outline, ocr, read_by_ocr, styled, _Budget(name, ocr_pages))
 
 
 def _pdfium_pages(document: object, source: BinaryIO, name: str, outline: list[Heading] | None, ocr: str,
                   read_by_ocr: list[int] | None, styled: list[StyledLine] | None,
-                  progress: Callable[[str, int, int, str], None] | None = None) -> Iterator[str]:
+                  progress: Callable[[str, int, int, str], None] | None = None,
+                  budget: _Budget | None = None) -> Iterator[str]:
     from ..ocr import read_images, tesseract
     from ..tables import numeric_rows, tables_as_rows
 
@@ -86,7 +92,8 @@ def _pdfium_pages(document: object, source: BinaryIO, name: str, outline: list[H
                 textpage.close()
                 text = _pdfium_text(drawn)
                 unread = not text.strip() or garbled(text)  # no text layer, or one whose font maps no letters
-                image = _render(page) if reader and (unread or (ocr == "force" and _has_image(page))) else None
+                wanted = bool(reader) and (unread or (ocr == "force" and _has_image(page)))
+                image = _render(page) if wanted and (budget is None or budget.take(number + 1)) else None
                 ruled = bool(text.strip()) and image is None and _pdfium_ruled(page)
             finally:
                 page.close()
@@ -109,11 +116,14 @@ def _pdfium_pages(document: object, source: BinaryIO, name: str, outline: list[H
             outline.extend(_pdfium_outline(pdf))
     finally:
         pdf.close()
+    if budget is not None:
+        budget.report(with_text)
     _no_text(with_text, ocr, reader, name)
 
 
 def _pypdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None, ocr: str,
-                 read_by_ocr: list[int] | None, styled: list[StyledLine] | None) -> Iterator[str]:
+                 read_by_ocr: list[int] | None, styled: list[StyledLine] | None,
+                 budget: _Budget | None = None) -> Iterator[str]:
     """pypdf's reading, for a file pdfium cannot open (or where pypdfium2 is not installed)."""
     from ..ocr import page_images, read_images, tesseract
     try:
@@ -141,7 +151,7 @@ def _pypdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None, ocr
                 if runs is not None and styled is not None:
                     styled.extend(runs.lines())
                 images = page_images(reader.pages[number]) if engine and (ocr == "force" or not text.strip()) \
-                    else []
+                    and (budget is None or budget.take(number + 1)) else []
             seen = read_images(images) if images else ""
             if seen.strip():
                 text = seen
@@ -161,7 +171,45 @@ def _pypdf_pages(source: BinaryIO, name: str, outline: list[Heading] | None, ocr
         raise InputError(f"{name}: not a readable PDF ({_one_line(err)})") from None
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as err:
         raise InputError(f"{name}: not a readable PDF ({type(err).__name__}: {_one_line(err)})") from None
+    if budget is not None:
+        budget.report(with_text)
     _no_text(with_text, ocr, engine, name)
+
+
+class _Budget:
+    """The pages one PDF may have read by OCR: each asked for takes one while any are left; the pages refused are
+    named once the PDF is read (a warning; an error when no page had text)."""
+
+    def __init__(self, name: str, pages: int) -> None:
+        self.name, self.pages, self.left = name, pages, pages
+        self.refused: list[int] = []
+
+    def take(self, page: int) -> bool:
+        if self.left > 0:
+            self.left -= 1
+            return True
+        self.refused.append(page)
+        return False
+
+    def report(self, with_text: bool) -> None:
+        if not self.refused:
+            return
+        what = (f"{self.name}: {len(self.refused)} page(s) left unread ({_pages(self.refused)}): OCR reads at most "
+                f"{self.pages} page(s) of a PDF (--ocr-pages, PAGEMIND_OCR_PAGES)")
+        if not with_text:
+            raise InputError(what)
+        logging.getLogger("pagemind").warning("%s", what)
+
+
+def _pages(numbers: list[int]) -> str:
+    """Page numbers as ranges: "pages 3-5, 9"."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return "pages " + ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def _no_text(with_text: bool, ocr: str, engine: str | None, name: str) -> None:
