@@ -197,6 +197,9 @@ def test_a_question_naming_a_statement_or_a_figure_points_to_its_sections():
     assert named_first([0, 3, 2, 1], labels, "What is the FY2023 quick ratio?") == [1, 0, 3, 2]  # a figure's statement
     assert named_first([0, 3, 2, 1], labels, "Who is the CEO?") == [0, 3, 2, 1] and not named("Who is the CEO?")
     assert named_first([0, 3, 2, 1], labels, "From the income statement, what was revenue?")[0] == 3
+    release = [("§Key Financials",), ("§Statements of Cash Flows",), ("§Reconciliation of Non-GAAP Measures",)]
+    assert named_first([1, 0, 2], release, "What Was AMCOR's Adjusted Non GAAP EBITDA for FY 2023")[0] == 2
+    assert named_first([0, 2, 1], release, "What was FY2023 EBITDA?")[0] == 1  # a figure, not an adjusted one
 
 
 def test_rag_reads_the_statement_a_question_names_before_md_a_that_repeats_its_words(tmp_path):

@@ -103,5 +103,6 @@ def test_ocr_reads_at_most_its_page_budget_and_names_the_pages_left(tmp_path, ca
         load_bytes(scanned_page(), "scan.pdf", ocr_pages=0)
     path = tmp_path / "scans.pdf"
     path.write_bytes(pdf)
-    shown = CliRunner().invoke(cli, ["show", str(path), "--text", "--ocr-pages", "2", "--store", str(tmp_path / "s.db")])
+    shown = CliRunner().invoke(cli, ["show", str(path), "--text", "--ocr-pages", "2",
+                                     "--store", str(tmp_path / "s.db")])
     assert shown.exit_code == 0 and shown.output.count("third stair") == 2

@@ -1,4 +1,5 @@
-"""Sections a question names: "the cash flow statement", "the balance sheet", "Item 7", "MD&A", "risk factors".
+"""Sections a question names: "the cash flow statement", "the balance sheet", "Item 7", "MD&A", "risk factors",
+an adjusted (non-GAAP) figure's reconciliation.
 
 A filing's question usually says where its answer is printed ("... shown within the income statement and the cash
 flow statement"), and the words it repeats are on every page of MD&A too: ranking alone lands there. A passage
@@ -27,6 +28,9 @@ NAMED: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
          r"equity\s+statement", r"statements?\s+of\s+(?:changes\s+in\s+)?[\w'’ ]*equity"),
         (r"\bMD&A\b|management['’]s\s+discussion", r"item\s+7\b(?!A)|management['’]s\s+discussion"),
         (r"risk\s+factors", r"item\s+1A\b|risk\s+factors"),
+        # an adjusted or non-GAAP figure is printed where the release reconciles it, not in the statements
+        (r"\bnon[- ]?GAAP\b|\badjusted\s+(?:non[- ]?GAAP\s+)?(?:EBITDA|EBIT|EPS|earnings|operating|net|free\s+cash)",
+         r"non[- ]?GAAP|reconciliation"),
     ))
 # the statement a figure is read from, where the question names the figure and not the statement
 FIGURES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
