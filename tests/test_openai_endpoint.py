@@ -5,6 +5,7 @@ extension field and by model name, streaming, an agent's turn, citations and usa
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -311,6 +312,25 @@ def test_a_chat_ui_picks_a_model_from_its_menu_and_its_own_tasks_are_not_library
     pm.add("other", [pm.read(make_text(3, 20), "x.txt")], user_id=served["ann_id"])
     with pytest.raises(openai.UnprocessableEntityError, match="keep one library"):
         client.chat.completions.create(model="pagemind/full", messages=question)
+
+
+def test_an_embeddings_client_that_leaves_stops_the_encoder(served, caplog):
+    """Issue 49: a large /v1/embeddings request whose client times out is not finished: the encoder stops at its
+    next group of texts and the server says how far it got; the same client's next request is served."""
+    import time
+
+    texts = [f"Passage {n}: the ferry leaves the cape at dawn and the map lies under the third stair." * 4
+             for n in range(2_000)]
+    impatient = openai.OpenAI(base_url=served["base"], api_key=served["ann_key"], max_retries=0, timeout=0.5)
+    with caplog.at_level("WARNING", logger="pagemind"):
+        with pytest.raises(openai.APITimeoutError):
+            impatient.embeddings.create(model="pagemind/minilm", input=texts)
+        deadline = time.time() + 60
+        while time.time() < deadline and "embedding stopped" not in caplog.text:
+            time.sleep(0.2)
+    stopped = re.search(r"/v1/embeddings: embedding stopped after (\d+) of 2000 texts: the client left", caplog.text)
+    assert stopped is not None and int(stopped.group(1)) < 2_000, caplog.text
+    assert len(served["ann"].embeddings.create(model="pagemind/minilm", input=texts[:2]).data) == 2
 
 
 def test_a_client_that_leaves_stops_its_run_and_an_identical_retry_joins_it(tmp_path):

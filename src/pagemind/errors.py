@@ -25,6 +25,11 @@ class UnsupportedInput(InputError):
     """Bytes that are not a document pagemind reads (binary, an unknown container); the service answers 415."""
 
 
+class Abandoned(PagemindError):
+    """Work stopped because the one client waiting for it left (its timeout, a closed connection): no one reads
+    the result, so the server does not finish it."""
+
+
 class NotFound(PagemindError):
     """No such document, memory, run or agent for this user (also when it is another user's: the service
     answers 404 either way, so ids leak nothing)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -197,11 +197,16 @@ class Embeddings:
     model: str
 
 
-def text_vectors(encoder: MiniLM, texts: Sequence[str], max_tokens: int, max_total: int) -> Embeddings:
+EMBED_GROUP = 32  # texts embedded between two looks at whether anyone still waits for them
+
+
+def text_vectors(encoder: MiniLM, texts: Sequence[str], max_tokens: int, max_total: int,
+                 wanted: Callable[[], bool] | None = None) -> Embeddings:
     """One unit vector per text (the normalised mean of its window-sized sub-chunks' vectors: for a text within the
     window, exactly the sentence-transformers embedding) with its count of the encoder's tokens; a text over
-    ``max_tokens`` tokens, or texts over ``max_total`` together, an :class:`InputError` saying which."""
-    from ..errors import InputError
+    ``max_tokens`` tokens, or texts over ``max_total`` together, an :class:`InputError` saying which. ``wanted``
+    is asked before each :data:`EMBED_GROUP` texts: when it says no, the work stops with :class:`Abandoned`."""
+    from ..errors import Abandoned, InputError
 
     counts = tuple(sum(len(c) for c in encoder.chunk_ids(t)) for t in texts)
     for i, count in enumerate(counts):
@@ -209,7 +214,12 @@ def text_vectors(encoder: MiniLM, texts: Sequence[str], max_tokens: int, max_tot
             raise InputError(f"input[{i}] has {count} tokens; at most {max_tokens} are embedded as one text")
     if sum(counts) > max_total:
         raise InputError(f"the texts have {sum(counts)} tokens; at most {max_total} are embedded in one request")
-    vectors = fragment_vectors(encoder.embed(texts)) if texts else np.zeros((0, encoder.dim), np.float32)
+    parts: list[np.ndarray] = []
+    for start in range(0, len(texts), EMBED_GROUP):
+        if wanted is not None and not wanted():
+            raise Abandoned(f"embedding stopped after {start} of {len(texts)} texts: the client left")
+        parts.extend(encoder.embed(texts[start:start + EMBED_GROUP]))
+    vectors = fragment_vectors(parts) if texts else np.zeros((0, encoder.dim), np.float32)
     return Embeddings(vectors, counts, encoder.model_id)
 
 

@@ -33,7 +33,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import re
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -47,7 +49,7 @@ from starlette.concurrency import run_in_threadpool
 from .. import limits
 from ..answering.question import Answer, ReplySettings
 from ..conversation import ROLES, Turn
-from ..errors import InputError, NotFound, PagemindError
+from ..errors import Abandoned, InputError, NotFound, PagemindError
 from . import shapes
 from .routing import NO_RETRY, Svc, User, errors, retry_headers, status_of
 
@@ -399,8 +401,19 @@ async def embeddings(request: Request, service: Svc, user: User) -> Response:
         return openai_error(f"the model {body.model[:80]!r} does not exist: pagemind embeds with {EMBEDDING_MODEL}",
                             404, "model_not_found", "model")
     texts = [body.input] if isinstance(body.input, str) else body.input
+    gone = threading.Event()  # a client that leaves (its timeout) stops the encoder at its next group of texts
+    job = asyncio.ensure_future(run_in_threadpool(service.embed, user, texts, lambda: not gone.is_set()))
+    if await client_left(request, job):
+        gone.set()
+        try:
+            await job
+        except Abandoned as err:  # what the operator sees: the work it did not do
+            logging.getLogger("pagemind").warning("/v1/embeddings: %s", err)
+        except PagemindError:
+            pass
+        return Response(status_code=499)
     try:
-        made = await run_in_threadpool(service.embed, user, texts)
+        made = job.result()
     except PagemindError as err:
         return error_of(err)
     data = [{"object": "embedding", "index": i,
@@ -471,11 +484,9 @@ async def answer_chat(request: Request, raw: Any, service: Any, user: Any, rende
     ids = {"x-request-id": begun.run.id}  # the run that answers: GET /v1/runs/{id}, `pagemind logs`
     if not body.stream:
         future = watched(begun.future)
-        while not future.done():  # a client that leaves (its timeout, a closed tab) stops the run it alone waits on
-            await asyncio.wait({future}, timeout=0.5)
-            if not future.done() and await request.is_disconnected():
-                await run_in_threadpool(service.left, user, key, begun)
-                return Response(status_code=499)
+        if await client_left(request, future):  # a client that leaves (its timeout, a closed tab) stops the run
+            await run_in_threadpool(service.left, user, key, begun)  # it alone waits on
+            return Response(status_code=499)
         try:
             result = future.result()
         except PagemindError as err:
@@ -521,6 +532,16 @@ async def housekeeping(made: str, body: ChatRequest, service: Any, user: Any,
         yield "data: [DONE]\n\n"
 
     return StreamingResponse(events(), media_type="text/event-stream", headers=STREAM_HEADERS)
+
+
+async def client_left(request: Request, work: asyncio.Future[Any]) -> bool:
+    """Wait for ``work``; True, with the work not done, as soon as the client is seen to have left (looked at
+    every half second)."""
+    while not work.done():
+        await asyncio.wait({work}, timeout=0.5)
+        if not work.done() and await request.is_disconnected():
+            return True
+    return False
 
 
 def watched(done: Any) -> asyncio.Future[Any]:

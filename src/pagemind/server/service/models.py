@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -39,9 +39,10 @@ class ModelOps(ServiceBase):
 
         return list(registry.all_readers())
 
-    def embed(self, user: UserRow, texts: Sequence[str]) -> Embeddings:
-        """The embedded encoder's vector of each text (:meth:`Pagemind.embed`); no run, nothing stored."""
-        return self.pm.embed(texts)
+    def embed(self, user: UserRow, texts: Sequence[str], wanted: Callable[[], bool] | None = None) -> Embeddings:
+        """The embedded encoder's vector of each text (:meth:`Pagemind.embed`; ``wanted`` says whether the client
+        still waits); no run, nothing stored."""
+        return self.pm.embed(texts, wanted)
 
     def housekeeping(self, user: UserRow, messages: Sequence[tuple[str, str]],
                      reply: ReplySettings | None = None) -> Any:
