@@ -486,3 +486,24 @@ def test_the_openapi_schema_describes_the_service(local):
     docs = client("GET", "/docs")
     assert docs.status_code == 200 and "/docs/assets/swagger-ui-bundle.js" in docs.text and "cdn" not in docs.text
     assert client("GET", "/docs/assets/swagger-ui-bundle.js").status_code == 200
+
+
+def test_an_agents_name_has_one_rule_on_every_surface(local):
+    """Issue 49: a 60-character name, or one with a space, is refused alike by the native API, Letta's create and
+    Letta's import (the one rule, limits.AGENT_NAME); a 48-character name made over Letta is then found by name
+    natively, where before Letta took 64 characters of anything that the other surfaces could not name."""
+    from pagemind.limits import AGENT_NAME_RULE, MAX_AGENT_NAME
+
+    client, _ = local
+    long, spaced, fits = "a" * 60, "my agent", "b" * MAX_AGENT_NAME
+    assert client("POST", "/v1/agents", json={"name": long}).status_code == 422
+    for name in (long, spaced):
+        refused = client("POST", "/letta/v1/agents", json={"name": name})
+        assert refused.status_code == 422 and "name" in refused.text, refused.text
+    made = client("POST", "/letta/v1/agents", json={"name": fits})
+    assert made.status_code == 200, made.text
+    found = client("GET", "/v1/agents", params={"name": fits}).json()
+    assert [a["name"] for a in found] == [fits]
+    exported = client("GET", f"/letta/v1/agents/{made.json()['id']}/export").content
+    imported = client("POST", "/letta/v1/agents/import", files={"file": ("b.af", exported)}, data={"name": long})
+    assert imported.status_code == 422 and AGENT_NAME_RULE in imported.text, imported.text

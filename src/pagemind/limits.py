@@ -31,7 +31,7 @@ MAX_EMBEDDED = 20_000  # characters of a passage its vector is taken of (the res
 MAX_QUERY = 2_000  # characters of a search query
 MAX_METHOD = 64  # characters of a method's name
 MAX_ENCODING = 64  # characters of a text encoding's name
-MAX_AGENT_NAME = 64  # characters of an agent's name as the user gives it
+MAX_AGENT_NAME = 48  # characters of an agent's name as a user gives it (stored as u<user id>.<name>: 64 at most)
 MAX_LIST = 1_000  # items of one page of a listing
 MAX_EMBED_INPUTS = 2_048  # texts embedded in one request (OpenAI's limit for /v1/embeddings)
 MAX_EMBED_TOKENS = 8_192  # the encoder's tokens of one embedded text (OpenAI's per-input limit)
@@ -44,7 +44,8 @@ MAX_OCR_PAGES = 100  # pages of one document read by OCR by default (2-10 s a pa
 MAX_DOCUMENT_ELEMENTS = 500_000  # paragraphs and table cells of a DOCX body (a 1,000-page report: ~60,000)
 MAX_AGENT_FILE_VALUES = 1_000_000  # values in an Agent File (an agent's history: ~10 a message), ~150 MB parsed
 
-AGENT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$"  # a name a client gives (stored as u<user id>.<name>)
+AGENT_NAME = rf"^[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_AGENT_NAME - 1}}}$"  # a user's agent's name, on every surface
+AGENT_NAME_RULE = f"letters, digits, '_', '.', '-' (at most {MAX_AGENT_NAME}), starting with a letter or digit"
 BLOCK_LABEL = r"^[a-z][a-z0-9_.-]{0,31}$"  # a core-memory block's label: it is markup in the agent's prompt
 LABEL = re.compile(BLOCK_LABEL)
 # Letta's labels may hold '/' ("project/notes"), which would close the label's markup: it is '.' here, and '/' again
@@ -61,6 +62,15 @@ def check_label(label: str) -> str:
         raise InputError(f"block label {shown!r}: a label is lowercase letters, digits, '_', '-' and '.' (at most "
                          "32), starting with a letter")
     return label
+
+
+def check_agent_name(name: str) -> str:
+    """``name`` when it is a user's agent's name (:data:`AGENT_NAME`: the one rule of the native API, MCP, Letta
+    and Agent File imports), else an :class:`InputError` saying the rule."""
+    if not isinstance(name, str) or not re.match(AGENT_NAME, name):
+        shown = name[:60] + "..." if isinstance(name, str) and len(name) > 60 else name
+        raise InputError(f"agent name {shown!r}: use {AGENT_NAME_RULE}")
+    return name
 
 
 def label_from_letta(label: str) -> str:

@@ -164,8 +164,11 @@ class Users:
 
 def agent_key(user_id: int, name: str) -> str:
     """The stored name of a user's agent: agent names are global in the store, so the service (HTTP and MCP)
-    keeps each user's agents as ``u<user id>.<name>`` and shows them by their own name."""
-    return f"u{user_id}.{name}"
+    keeps each user's agents as ``u<user id>.<name>`` and shows them by their own name; ``name`` held to the one
+    rule of every surface (:func:`pagemind.limits.check_agent_name`, an :class:`InputError`)."""
+    from .limits import check_agent_name
+
+    return f"u{user_id}.{check_agent_name(name)}"
 
 
 def agent_name(user_id: int, stored: str) -> str:

@@ -40,8 +40,9 @@ from starlette.concurrency import run_in_threadpool
 from ..agent.agentfile import iso_time
 from ..errors import InputError, InputTooLarge, NotFound, PagemindError
 from ..limits import (
+    AGENT_NAME,
+    AGENT_NAME_RULE,
     LETTA_BLOCK_LABEL,
-    MAX_AGENT_NAME,
     MAX_BLOCK,
     MAX_BLOCKS,
     MAX_DESCRIPTION,
@@ -86,7 +87,7 @@ class CreateBlock(Loose):
 
 
 class CreateAgent(Loose):
-    name: str | None = Field(None, max_length=MAX_AGENT_NAME)
+    name: str | None = Field(None, pattern=AGENT_NAME, description=AGENT_NAME_RULE)
     system: str | None = Field(None, max_length=MAX_SYSTEM)
     memory_blocks: list[CreateBlock] = Field(default_factory=list, max_length=MAX_BLOCKS)
     tools: list[str] | None = Field(None, max_length=200)
@@ -98,7 +99,7 @@ class CreateAgent(Loose):
 
 
 class UpdateAgent(Loose):
-    name: str | None = Field(None, max_length=MAX_AGENT_NAME)
+    name: str | None = Field(None, pattern=AGENT_NAME, description=AGENT_NAME_RULE)
     system: str | None = Field(None, max_length=MAX_SYSTEM)
     context_window_limit: int | None = Field(None, ge=64, le=10_000_000)
 

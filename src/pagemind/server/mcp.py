@@ -319,7 +319,7 @@ class Tools:
     # agents ----------------------------------------------------------------------------------------
     async def create_agent(
         self, ctx: Context,
-        name: Annotated[str, Field(description="its name: letters, digits, '_', '.', '-' (at most 48)")],
+        name: Annotated[str, Field(description=f"its name: {limits.AGENT_NAME_RULE}")],
         persona: Annotated[str | None, Field(description="who the agent is (its persona block; default: "
                                                          "pagemind's persona under this name)")] = None,
         human: Annotated[str | None, Field(description="what it knows about you (its human block)")] = None,
@@ -328,7 +328,7 @@ class Tools:
         """Create a MemGPT agent: a persistent assistant with core memory (persona and human blocks it edits),
         recall (every message) and archival memory (passages it searches)."""
         if not isinstance(name, str) or not re.match(limits.AGENT_NAME, name):
-            raise ToolError(f"agent name {name!r}: use letters, digits, '_', '.', '-' (at most 48)")
+            raise ToolError(f"agent name {name!r}: use {limits.AGENT_NAME_RULE}")
         body = checked(AgentCreate, name=name, persona=persona, human=human, options=options)
         data = await self.run(ctx, lambda user: agent_json(self.service.create_agent(user, body)))
         return result(data, f"agent {name} created (id {data['id']})")

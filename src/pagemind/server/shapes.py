@@ -22,6 +22,7 @@ from ..library import NAME
 # tool schemas
 from ..limits import (
     AGENT_NAME,
+    AGENT_NAME_RULE,
     MAX_BLOCK,
     MAX_DESCRIPTION,
     MAX_ID,
@@ -167,7 +168,7 @@ def agent_options_schema() -> dict[str, Any]:
 
 
 class AgentCreate(Shape):
-    name: str = Field(pattern=AGENT_NAME, description="letters, digits, '_', '.', '-' (at most 48)")
+    name: str = Field(pattern=AGENT_NAME, description=AGENT_NAME_RULE)
     persona: str | None = Field(None, max_length=MAX_BLOCK, description="who the agent is (its persona block)")
     human: str | None = Field(None, max_length=MAX_BLOCK, description="what it knows about the user")
     options: dict[str, Any] = Field(default_factory=dict, description="AgentOptions fields",
