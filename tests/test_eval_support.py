@@ -10,7 +10,13 @@ from pagemind.eval import EvalConfig, Runner, summarise
 from pagemind.eval.datasets import Example
 from pagemind.eval.evidence import Span
 from pagemind.eval.generated import load_babilong
-from pagemind.eval.report import auroc, coverage_accuracy, markdown
+from pagemind.eval.report import (
+    auroc,
+    coverage_accuracy,
+    coverage_at_precision,
+    expected_calibration_error,
+    markdown,
+)
 from pagemind.eval.rundir import RunDir
 from pagemind.eval.unanswerable import REFERENCE, SUFFIX, variant, with_variants
 
@@ -25,6 +31,20 @@ def test_auroc_is_the_chance_a_right_answer_outranks_a_wrong_one():
 def test_accuracy_at_coverage_answers_only_the_most_confident():
     assert coverage_accuracy([0.9, 0.8, 0.7, 0.6, 0.1], [1, 1, 1, 1, 0]) == 1.0  # the least confident 20% dropped
     assert coverage_accuracy([0.1, 0.9], [1, 0], coverage=0.5) == 0.0 and coverage_accuracy([], []) is None
+
+
+def test_coverage_at_a_precision_and_the_calibration_error():
+    """Issue 51: the share of answers a user could act on at 80% or 90% right (most confident first; ties kept or
+    cut together), and ECE, the gap between confidence and the share right per bin."""
+    confidence = [0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]
+    right = [True, True, True, True, False, True, False, False, True, False]
+    assert coverage_at_precision(confidence, right, 0.9) == 0.4  # the first four are right; five would be 80%
+    assert coverage_at_precision(confidence, right, 0.8) == 0.6  # 5 of 6
+    assert coverage_at_precision([0.9, 0.1], [False, True], 0.8) == 0.0 and coverage_at_precision([], [], 0.9) is None
+    assert coverage_at_precision([0.5, 0.5], [True, False], 0.9) == 0.0  # a tie is not split to suit the target
+    assert expected_calibration_error([0.95, 0.95, 0.15, 0.15], [True, True, False, False]) == pytest.approx(0.1)
+    assert expected_calibration_error([0.5, 0.5], [True, False]) == 0.0
+    assert expected_calibration_error([1.0, 1.0], [False, False]) == 1.0
 
 
 def test_a_variant_loses_its_labelled_evidence_and_keeps_its_question():

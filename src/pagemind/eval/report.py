@@ -92,6 +92,9 @@ class MethodSummary:
     quotes_dropped: float | None = None  # cite=quotes: the model's quotes not found in the text / its quotes
     support_auroc: float | None = None  # AUROC of the answers' confidence, right vs wrong answers
     accuracy_at_80: float | None = None  # the headline metric over the 80% most confident answers
+    coverage_at_80: float | None = None  # the largest share of most confident answers of which >= 80% are right
+    coverage_at_90: float | None = None  # ... of which >= 90% are right
+    ece: float | None = None  # expected calibration error of the confidence as a probability of "right"
     flagged_wrong: float | None = None  # wrong answers not labelled supported / wrong answers
     flagged_right: float | None = None  # right answers not labelled supported / right answers
     unanswerable_n: int = 0  # unanswerable questions: --unanswerable variants (not in the headline), the set's own
@@ -215,6 +218,39 @@ def coverage_accuracy(confidence: list[float], values: list[float], coverage: fl
     return sum(values[i] for i in kept) / len(kept)
 
 
+def coverage_at_precision(confidence: list[float], right: list[bool], precision: float) -> float | None:
+    """The largest share of answers, the most confident first, of which at least ``precision`` are right (0 when
+    not even the most confident answer is): how many answers a user could act on at that precision. Answers of one
+    confidence are kept or cut together."""
+    if not right:
+        return None
+    order = sorted(range(len(right)), key=lambda i: -confidence[i])
+    best, hits = 0, 0
+    for n, i in enumerate(order, 1):
+        hits += right[i]
+        tied = n < len(order) and confidence[order[n]] == confidence[i]
+        if not tied and hits >= precision * n:
+            best = n
+    return best / len(right)
+
+
+ECE_BINS = 10
+
+
+def expected_calibration_error(confidence: list[float], right: list[bool], bins: int = ECE_BINS) -> float | None:
+    """The expected calibration error: over ``bins`` equal-width bins of confidence, the gap between the mean
+    confidence and the share right, weighted by the bin's answers (0 is calibrated)."""
+    if not right:
+        return None
+    total = 0.0
+    for b in range(bins):
+        held = [i for i, c in enumerate(confidence) if min(bins - 1, int(c * bins)) == b]
+        if held:
+            total += len(held) * abs(sum(confidence[i] for i in held) / len(held)
+                                     - sum(right[i] for i in held) / len(held))
+    return total / len(right)
+
+
 def _unanswerable(record: dict[str, Any]) -> bool:
     """A question the set itself marks unanswerable: MMLongBench-Doc's ("Not answerable"), LongMemEval's abstention
     questions."""
@@ -235,6 +271,9 @@ def _trust(s: MethodSummary, ok: list[dict[str, Any]], variants: list[dict[str, 
         right = [v >= RIGHT for v in values]
         s.support_auroc = auroc(confidence, right)
         s.accuracy_at_80 = coverage_accuracy(confidence, values)
+        s.coverage_at_80 = coverage_at_precision(confidence, right, 0.8)
+        s.coverage_at_90 = coverage_at_precision(confidence, right, 0.9)
+        s.ece = expected_calibration_error(confidence, right)
         flagged = [r.get("support") != "supported" for r in judged]
         wrong_n, right_n = right.count(False), right.count(True)
         s.flagged_wrong = sum(f for f, r in zip(flagged, right) if not r) / wrong_n if wrong_n else None
@@ -399,15 +438,19 @@ EVIDENCE_NOTE = ("Evidence: a citation hits a labelled span when their character
 
 
 TRUST_COLUMNS = (("support_auroc", "confidence AUROC"), ("accuracy_at_80", "score at 80% coverage"),
+                 ("coverage_at_80", "coverage at 80% right"), ("coverage_at_90", "coverage at 90% right"),
+                 ("ece", "ECE"),
                  ("flagged_wrong", "wrong answers flagged"), ("flagged_right", "right answers flagged"),
                  ("abstention_recall", "unanswerable abstained"), ("abstention_precision", "abstention precision"),
                  ("false_abstention", "answerable abstained"))
 TRUST_NOTE = (f"Support (pagemind.answering.support): an answer is right when its headline score is at least {RIGHT}; "
-              "AUROC: "
-              "how well its confidence tells right from wrong (0.5 is chance); score at 80% coverage: the headline "
-              "metric over the most confident 80%; flagged: answers not labelled supported. With --unanswerable, each "
-              "question is asked again of its document without its evidence (excluded from the headline): abstained "
-              "= the support check says the sources do not hold the answer (whether or not abstain was on).")
+              "AUROC: how well its confidence tells right from wrong (0.5 is chance); score at 80% coverage: the "
+              "headline metric over the most confident 80%; coverage at 80/90% right: the largest share of answers, "
+              "most confident first, of which 80/90% are right (what a user could act on at that precision); ECE: the "
+              f"confidence's expected calibration error as a probability of right ({ECE_BINS} bins; 0 is "
+              "calibrated); flagged: answers not labelled supported. With --unanswerable, each question is asked "
+              "again of its document without its evidence (excluded from the headline): abstained = the support "
+              "check says the sources do not hold the answer (whether or not abstain was on).")
 
 
 def markdown(summary: dict[str, Any]) -> str:
@@ -465,7 +508,7 @@ def markdown(summary: dict[str, Any]) -> str:
                   "|" + "---|" * (len(trust) + 1)]
         for m in summary["methods"]:
             lines.append(f"| {m['method']} | " + " | ".join(
-                _fmt(m.get(k)) if k in ("support_auroc", "accuracy_at_80") else _pct(m.get(k))
+                _fmt(m.get(k)) if k in ("support_auroc", "accuracy_at_80", "ece") else _pct(m.get(k))
                 for k, _ in trust) + " |")
         lines += ["", TRUST_NOTE]
     if any(m["index_unknown"] for m in summary["methods"]):
