@@ -626,3 +626,26 @@ def test_loading_a_document_that_is_not_yours_is_bad_input_not_a_missing_agent(s
         assert r.status_code == 422 and r.json()["detail"] == f"no document {document_id!r} of yours to load " \
                                                              "(list your documents)"
     assert c.get(f"/v1/agents/{agent['id']}", headers=ann).status_code == 200  # the agent was there all along
+
+
+def test_an_agents_line_is_free_before_its_waiter_hears_the_answer():
+    """A client that sends its next request (a delete) the moment its edit is answered finds the agent free: the
+    line is cleared before the job's future is resolved, never after (that race answered 409 now and then)."""
+    from pagemind.server.workers import Workers
+
+    workers = Workers(runs=None, size=2)  # type: ignore[arg-type]  # jobs without runs never reach it
+    try:
+        for n in range(50):
+            heard: list[tuple[bool, str | None]] = []
+            _, future = workers.enqueue(n, lambda: (None, lambda: "done"))
+            future.add_done_callback(lambda f: heard.append(workers.busy(n)))  # noqa: B023  # called before n moves
+            assert future.result(10) == "done"
+            deadline = time.time() + 5
+            while not heard and time.time() < deadline:
+                time.sleep(0.01)
+            assert heard == [(False, None)], n
+        _, first = workers.enqueue(99, lambda: (None, lambda: time.sleep(0.2) or 1))
+        _, second = workers.enqueue(99, lambda: (None, lambda: 2))  # a line of two still runs in order, once each
+        assert (first.result(10), second.result(10)) == (1, 2) and workers.busy(99) == (False, None)
+    finally:
+        workers.shutdown()

@@ -78,14 +78,26 @@ class Workers:
                 run_id, job, future = line.pending.popleft()
                 line.running = run_id
             if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(self._guarded(run_id, job))
-            except BaseException as err:  # handed to whoever waits on the future
-                future.set_exception(err)
-            finally:
                 with self._lock:
                     line.running = None
+                continue
+            result: Any = None
+            error: BaseException | None = None
+            try:
+                result = self._guarded(run_id, job)
+            except BaseException as err:  # handed to whoever waits on the future
+                error = err
+            with self._lock:  # the line is free before its waiter hears: a request sent on the answer finds it so
+                line.running = None
+                finished = not line.pending
+                if finished:  # a job enqueued from now on starts a line (and a drain) of its own
+                    del self._lines[agent_id]
+            if error is None:
+                future.set_result(result)
+            else:
+                future.set_exception(error)
+            if finished:
+                return
 
     def _guarded(self, run_id: str | None, job: Callable[[], Any]) -> Any:
         """Run a job; a run that failed before it started (refused options, a vanished document) is marked
