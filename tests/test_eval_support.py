@@ -96,6 +96,12 @@ def test_the_report_scores_support_and_abstention_with_a_scripted_oracle(tmp_pat
     records = RunDir(tmp_path / "run").read()
     assert len(records) == 8 and sum(bool(r["meta"].get("unanswerable")) for r in records) == 4
     assert all(r["abstained"] is False for r in records)  # the protocol's answers are scored, not replaced
+    from pagemind.answering.signals import NAMES  # every answer's signals kept for fitting a confidence (issue 51)
+
+    assert all(list(r["signals"]) == list(NAMES) and r["kind"] == "free" for r in records)
+    invented = [r for r in records if r["meta"].get("unanswerable")]
+    assert all(r["signals"]["supported"] == 0.0 and r["signals"]["has_probability"] == 0.0 for r in invented)
+    assert all(r["signals"]["support_confidence"] == pytest.approx(r["confidence"], abs=1e-6) for r in records)
     summary = summarise(tmp_path / "run")
     (m,) = summary["methods"]
     assert m["n"] == 4 and m["score"] == (4 - wrong) / 4  # the headline counts the answerable questions alone
@@ -105,6 +111,7 @@ def test_the_report_scores_support_and_abstention_with_a_scripted_oracle(tmp_pat
     if wrong:
         assert m["support_auroc"] == 1.0 and m["flagged_wrong"] == 1.0 and m["flagged_right"] == 0.0
         assert m["accuracy_at_80"] == pytest.approx(2 / 3)  # 3 of 4 answered: the two right ones first
+        assert m["coverage_at_90"] == 0.5 and m["ece"] is not None
     else:
         assert m["support_auroc"] is None and m["flagged_right"] == 0.0  # no wrong answer to tell apart
     report = markdown(summary)

@@ -257,3 +257,44 @@ def test_a_chosen_option_less_supported_than_another_is_flagged_with_the_better_
     assert wrong.support.confidence < wrong.support.claims[0].score  # scaled by how much better B is supported
     assert wrong.support.reason  # says why
     assert wrong.support.confidence < right.support.confidence
+
+
+# --- a fitted confidence (issue 51) ------------------------------------------------------------------------------
+def test_a_logistic_model_is_fitted_on_signals_and_round_trips():
+    import random
+
+    from pagemind.answering.calibration import Fitted, fit
+
+    rng = random.Random(0)
+    rows, right = [], []
+    for _ in range(300):  # right answers have higher claim scores; the noise signal tells nothing
+        ok = rng.random() < 0.5
+        rows.append({"claim_min": rng.gauss(0.8 if ok else 0.4, 0.15), "noise": rng.random()})
+        right.append(ok)
+    model = fit(rows, right, ("claim_min", "noise"), "free", source="synthetic")
+    assert model.weights[0] > 1.0 and abs(model.weights[1]) < 0.3 and model.n == 300
+    assert model.probability({"claim_min": 0.9, "noise": 0.5}) > 0.85 > 0.15 > \
+        model.probability({"claim_min": 0.3, "noise": 0.5})
+    assert Fitted.from_dict(json.loads(json.dumps(model.as_dict()))).probability({"claim_min": 0.6}) == \
+        pytest.approx(model.probability({"claim_min": 0.6}), abs=1e-5)
+    with pytest.raises(ValueError, match="every signal"):
+        Fitted.from_dict({**model.as_dict(), "weights": [1.0]})
+
+
+def test_a_shipped_model_for_the_answers_kind_gives_its_confidence(monkeypatch):
+    """Where package data holds a model for the kind of question, the answer's confidence is its probability of
+    right (Answer.calibrated), read from the answer's signals; without one the support's hand-set value stands."""
+    from pagemind.answering import calibration
+    from pagemind.answering.signals import NAMES, kind_of, signals
+
+    plain, _ = ask("Tam Ruddock skippered the Margery Dell.", "Who skippered the supply boat?")
+    assert plain.calibrated is None and plain.confidence == plain.support.confidence and kind_of(plain) == "free"
+    assert list(signals(plain)) == list(NAMES) and signals(plain)["supported"] == 1.0
+    model = calibration.Fitted("free", ("claim_min",), (4.0,), -2.0, (0.5,), (0.25,), 100, "test")
+    monkeypatch.setattr(calibration, "fitted", lambda: {"free": model})
+    fitted, _ = ask("Tam Ruddock skippered the Margery Dell.", "Who skippered the supply boat?")
+    assert fitted.calibrated == pytest.approx(model.probability(signals(fitted)), abs=1e-4)
+    assert fitted.confidence == fitted.calibrated != fitted.support.confidence
+    assert fitted.as_dict()["calibrated"] is True and plain.as_dict()["calibrated"] is False
+    numeric, _ = ask("Mr. Pellow climbed 112 steps.", "How many steps did Mr. Pellow climb?")
+    assert kind_of(numeric) == "numeric" and numeric.calibrated is None  # no model shipped for figures

@@ -76,6 +76,13 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
         details=reading.details, citations=citations, finish_reason=context.finish_reason, support=support,
         probability=context.probability,
     )
+    if support is not None:  # a fitted confidence where one is shipped for the answer's kind
+        from .calibration import fitted
+        from .signals import kind_of, signals
+
+        model = fitted().get(kind_of(answer))
+        if model is not None:
+            answer.calibrated = round(model.probability(signals(answer)), 4)
     from .support import abstains, abstention
 
     if support is not None and abstains(options.abstain, question.is_choice, support):

@@ -118,11 +118,16 @@ class Answer:
     abstained: bool = False  # ``text`` says the document does not say; the model's own answer is ``draft``
     draft: str | None = None  # the model's answer when it abstained
     probability: AnswerProbability = NONE  # how probable the model found its answer (basis none: not returned)
+    calibrated: float | None = None  # the fitted probability that it is right (answering.calibration), if shipped
 
     @property
     def confidence(self) -> float | None:
-        """How far the answer is to be trusted, 0..1 (its support's), None where support was not judged."""
-        return None if self.support is None else self.support.confidence
+        """How far the answer is to be trusted, 0..1: the fitted probability that it is right where a model is
+        shipped for its kind (:mod:`pagemind.answering.calibration`), else its support's hand-set confidence; None
+        where support was not judged."""
+        if self.support is None:
+            return None
+        return self.calibrated if self.calibrated is not None else self.support.confidence
 
     @property
     def support_line(self) -> str | None:
@@ -156,6 +161,7 @@ class Answer:
             "citations": [c.as_dict() for c in self.citations],
             "support": None if self.support is None else self.support.as_dict(),
             "confidence": self.confidence,
+            "calibrated": self.calibrated is not None,  # the confidence is a fitted probability of "right"
             "probability": self.probability.as_dict(),
             "abstained": self.abstained,
             **({"draft": self.draft} if self.abstained else {}),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..answering.question import Answer
+from ..answering.signals import kind_of, signals
 from ..api import Pagemind
 from ..errors import BackendUnavailable, ConfigError, DatasetError, RateLimited, ServerError
 from ..library import Library
@@ -376,9 +377,10 @@ class Runner:
             "fallbacks": answer.fallbacks, "details": details,
             "citations": [c.as_dict() for c in answer.citations], "evidence": evidence_of(e, answer)}
         if answer.support is not None:  # the draft is what is scored when the answer abstained
-            out.update(support=answer.support.label, confidence=answer.support.confidence,
+            out.update(support=answer.support.label, confidence=answer.confidence,
                        abstained=answer.abstained or answer.support.declined,
-                       would_abstain=answer.support.declined or answer.support.label == "unsupported")
+                       would_abstain=answer.support.declined or answer.support.label == "unsupported",
+                       kind=kind_of(answer), signals=signals(answer))  # what a fitted confidence reads
             if answer.support.verdict is not None:
                 out["verdict"] = answer.support.verdict.label
         if answer.abstained and answer.draft is not None:

@@ -1,0 +1,119 @@
+"""(ad) A confidence fitted on labelled answers: one logistic model per kind of question over the signals every
+evaluated answer records (``pagemind.answering.signals``), judged on held-out documents against the support check's
+hand-set confidence.
+
+    python benchmarks/calibrate.py RUN_DIR [RUN_DIR ...] [--folds 5] [--write]
+
+Each RUN_DIR is a ``pagemind eval run`` directory whose examples carry ``signals`` (runs from this version on; a
+model's answers are replayed from the LLM cache when the same run is made again). An answer is right when its
+headline score is at least 0.5. Folds are by document, never by question: a document's answers are all held out
+together. Per kind (choice, numeric, free) and per dataset: AUROC, ECE and coverage at 80/90% right of the fitted
+probability on held-out folds beside the hand-set confidence of the same answers. ``--write`` fits each kind on all
+its answers and writes ``src/pagemind/answering/calibration.json`` — only kinds with at least ``--min`` answers from
+at least two documents per fold whose held-out AUROC beats the hand-set one; the others keep the hand-set value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+from common import ROOT, write_result
+
+RIGHT = 0.5
+
+
+def load(dirs: list[Path]) -> list[dict]:
+    rows = []
+    for folder in dirs:
+        config = json.loads((folder / "config.json").read_text())
+        primary = config.get("primary", "accuracy")
+        for line in (folder / "examples.jsonl").read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r.get("status") != "ok" or not r.get("signals") or primary not in (r.get("scores") or {}):
+                continue
+            rows.append({"dataset": r["dataset"], "document": r["document_id"], "kind": r.get("kind", "free"),
+                         "method": r["method"], "signals": r["signals"],
+                         "right": float(r["scores"][primary]) >= RIGHT, "run": folder.name})
+    return rows
+
+
+def measures(confidence: list[float], right: list[bool]) -> dict:
+    from pagemind.eval.report import auroc, coverage_at_precision, expected_calibration_error
+
+    def r(x: float | None) -> float | None:
+        return None if x is None else round(x, 3)
+
+    return {"n": len(right), "right": sum(right), "auroc": r(auroc(confidence, right)),
+            "ece": r(expected_calibration_error(confidence, right)),
+            "coverage_at_80": r(coverage_at_precision(confidence, right, 0.8)),
+            "coverage_at_90": r(coverage_at_precision(confidence, right, 0.9))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--min", type=int, default=100, help="answers of a kind needed to ship its model")
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    from pagemind.answering.calibration import FILE, fit
+    from pagemind.answering.signals import NAMES
+
+    rows = load(args.runs)
+    if not rows:
+        sys.exit("no answer with signals in those runs (runs made before signals were recorded have none)")
+    names = tuple(n for n in NAMES if n != "support_confidence")  # the hand-set value is the baseline, not an input
+    report: dict = {"runs": sorted({r["run"] for r in rows}), "answers": len(rows), "kinds": {}}
+    models = []
+    for kind in sorted({r["kind"] for r in rows}):
+        mine = [r for r in rows if r["kind"] == kind]
+        documents = sorted({r["document"] for r in mine})
+        random.Random(0).shuffle(documents)
+        fold_of = {d: i % args.folds for i, d in enumerate(documents)}
+        held: list[float] = [0.0] * len(mine)
+        folds = min(args.folds, len(documents))
+        for f in range(folds):
+            train = [r for r in mine if fold_of[r["document"]] != f]
+            if len({r["right"] for r in train}) < 2:
+                for i, r in enumerate(mine):
+                    if fold_of[r["document"]] == f:
+                        held[i] = sum(t["right"] for t in train) / max(1, len(train))
+                continue
+            model = fit([r["signals"] for r in train], [r["right"] for r in train], names, kind)
+            for i, r in enumerate(mine):
+                if fold_of[r["document"]] == f:
+                    held[i] = model.probability(r["signals"])
+        hand = [float(r["signals"]["support_confidence"]) for r in mine]
+        right = [r["right"] for r in mine]
+        entry = {"documents": len(documents), "folds": folds, "fitted": measures(held, right),
+                 "hand_set": measures(hand, right), "by_dataset": {}}
+        for dataset in sorted({r["dataset"] for r in mine}):
+            idx = [i for i, r in enumerate(mine) if r["dataset"] == dataset]
+            entry["by_dataset"][dataset] = {"fitted": measures([held[i] for i in idx], [right[i] for i in idx]),
+                                            "hand_set": measures([hand[i] for i in idx], [right[i] for i in idx])}
+        better = (entry["fitted"]["auroc"] or 0) > (entry["hand_set"]["auroc"] or 0)
+        entry["shipped"] = bool(args.write and len(mine) >= args.min and folds >= 2 and better)
+        if entry["shipped"]:
+            whole = fit([r["signals"] for r in mine], right, names, kind,
+                        source=f"{len(mine)} answers of {', '.join(sorted({r['dataset'] for r in mine}))}")
+            models.append(whole.as_dict())
+            entry["model"] = whole.as_dict()
+        report["kinds"][kind] = entry
+        print(kind, json.dumps({k: entry[k] for k in ("documents", "fitted", "hand_set", "shipped")}), flush=True)
+    if args.write:
+        path = ROOT / "src" / "pagemind" / "answering" / FILE
+        about = json.loads(path.read_text())["about"] if path.exists() else ""
+        path.write_text(json.dumps({"about": about, "models": models}, indent=2) + "\n")
+        print(f"wrote {len(models)} model(s) to {path.relative_to(ROOT)}")
+    write_result("calibration", report)
+
+
+if __name__ == "__main__":
+    main()

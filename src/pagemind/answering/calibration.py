@@ -1,0 +1,98 @@
+"""A confidence fitted on labelled answers (issue 51): one logistic model per kind of question (multiple choice, a
+figure, free form) over the answer's signals (:mod:`pagemind.answering.signals`), its coefficients package data
+(``answering/calibration.json``) written by ``benchmarks/calibrate.py`` from evaluated runs, folds by document.
+
+Where the file holds a model for an answer's kind, :attr:`Answer.confidence` is that model's probability that the
+answer is right; where it holds none, the support check's hand-set combination stands (and says so:
+``Answer.calibrated`` is None). Nothing is fitted at answer time: reading the coefficients is one small JSON file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .signals import KINDS, Kind
+
+FILE = "calibration.json"
+L2 = 1.0  # ridge penalty on the standardised weights: a few hundred labelled answers, ~20 signals
+NEWTON_STEPS = 50
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """One kind's logistic model: ``P(right) = sigmoid(bias + sum(weights * (signal - mean) / scale))``."""
+
+    kind: Kind
+    names: tuple[str, ...]
+    weights: tuple[float, ...]
+    bias: float
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    n: int  # the labelled answers it was fitted on
+    source: str = ""  # which runs (datasets, model) it was fitted on
+
+    def probability(self, signals: Mapping[str, float]) -> float:
+        z = self.bias + sum(w * (float(signals.get(name, 0.0)) - m) / s
+                            for name, w, m, s in zip(self.names, self.weights, self.mean, self.scale))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "names": list(self.names), "weights": [round(w, 6) for w in self.weights],
+                "bias": round(self.bias, 6), "mean": [round(m, 6) for m in self.mean],
+                "scale": [round(s, 6) for s in self.scale], "n": self.n, "source": self.source}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Fitted:
+        kind = data["kind"]
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r}")
+        names = tuple(str(n) for n in data["names"])
+        columns = [tuple(float(x) for x in data[k]) for k in ("weights", "mean", "scale")]
+        if any(len(c) != len(names) for c in columns):
+            raise ValueError("weights, mean and scale must name every signal")
+        return cls(kind, names, columns[0], float(data["bias"]), columns[1], columns[2], int(data["n"]),
+                   str(data.get("source", "")))
+
+
+def fit(rows: Sequence[Mapping[str, float]], right: Sequence[bool], names: Sequence[str], kind: Kind,
+        source: str = "", l2: float = L2) -> Fitted:
+    """The logistic model of ``right`` on ``rows``' signals ``names`` (standardised; L2 ``l2``; Newton's method)."""
+    import numpy as np
+
+    x = np.array([[float(r.get(n, 0.0)) for n in names] for r in rows], dtype=np.float64)
+    y = np.array([1.0 if r else 0.0 for r in right])
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0  # a signal that never varies weighs nothing
+    z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
+    w = np.zeros(z.shape[1])
+    penalty = np.diag([0.0] + [l2] * len(names))  # the bias is not shrunk
+    for _ in range(NEWTON_STEPS):
+        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -60, 60)))
+        gradient = z.T @ (p - y) + penalty @ w
+        hessian = z.T @ (z * (p * (1 - p))[:, None]) + penalty
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return Fitted(kind, tuple(names), tuple(float(v) for v in w[1:]), float(w[0]), tuple(float(v) for v in mean),
+                  tuple(float(v) for v in scale), len(rows), source)
+
+
+@cache
+def fitted() -> dict[str, Fitted]:
+    """The shipped models by kind (none where the file holds none for a kind)."""
+    try:
+        text = resources.files("pagemind.answering").joinpath(FILE).read_text("utf-8")
+    except (FileNotFoundError, OSError):
+        return {}
+    return {m["kind"]: Fitted.from_dict(m) for m in json.loads(text).get("models", [])}
+
+
+__all__ = ["FILE", "Fitted", "fit", "fitted"]

@@ -1,0 +1,70 @@
+"""What an answer's trust is read from, as numbers (issue 51): the support check's scores, the model's own
+probability, the verifier's, the citations' — recorded beside every evaluated answer so a confidence can be fitted
+on labelled runs rather than set by hand, and read back by the fitted model (:mod:`pagemind.answering.calibration`).
+
+Every signal is a float; one that an answer does not have (no log-probabilities from the backend, no verifier, no
+MiniLM) is 0 with its ``has_*`` flag 0, so a fitted model learns what its absence means instead of guessing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .question import Answer
+
+Kind = Literal["choice", "numeric", "free"]
+KINDS: tuple[Kind, ...] = ("choice", "numeric", "free")
+_FIGURE = re.compile(r"\d")
+# a question asking for a figure: how much/many, a ratio, a rate, an amount, a share, a year
+_ASKS_FIGURE = re.compile(r"\bhow\s+(?:much|many|long|old)\b|\b(?:ratio|rate|margin|percent(?:age)?|amount|total|"
+                          r"number|value|revenue|income|cost|price|EPS|capex|cash\s+flow|when|what\s+year)\b",
+                          re.IGNORECASE)
+
+NAMES: tuple[str, ...] = (
+    "support_confidence", "supported", "partial", "claim_min", "claim_mean", "words_min", "similarity_min",
+    "has_similarity", "missing", "unnamed", "unfounded", "relevance", "declined", "rival", "probability",
+    "min_logprob", "has_probability", "verifier", "has_verifier", "citations", "cited_score")
+
+
+def kind_of(answer: Answer) -> Kind:
+    """Which fitted model reads the answer: multiple choice, a figure asked and given, or free form."""
+    if answer.question.is_choice:
+        return "choice"
+    if _ASKS_FIGURE.search(answer.question.text) and _FIGURE.search(answer.text or ""):
+        return "numeric"
+    return "free"
+
+
+def signals(answer: Answer) -> dict[str, float]:
+    """The answer's signals by :data:`NAMES` (empty where its support was not judged)."""
+    support = answer.support
+    if support is None:
+        return {}
+    claims = support.claims
+    scores = [c.score for c in claims] or [0.0]
+    words = [c.words for c in claims] or [0.0]
+    similar = [c.similarity for c in claims if c.similarity is not None]
+    probability = answer.probability
+    verdict = support.verdict
+    held = verdict is not None and verdict.label is not None and verdict.confidence is not None
+    verifier = 0.0
+    if held and verdict is not None and verdict.confidence is not None:  # the probability that it is supported
+        verifier = verdict.confidence if verdict.label == "supported" else 1.0 - verdict.confidence
+    cited = [c.score for c in answer.citations if c.score is not None]
+    out = {
+        "support_confidence": support.confidence, "supported": float(support.label == "supported"),
+        "partial": float(support.label == "partial"), "claim_min": min(scores),
+        "claim_mean": sum(scores) / len(scores), "words_min": min(words),
+        "similarity_min": min(similar) if similar else 0.0, "has_similarity": float(bool(similar)),
+        "missing": float(sum(len(c.missing) for c in claims)), "unnamed": float(any(c.unnamed for c in claims)),
+        "unfounded": float(len(support.unfounded)), "relevance": support.relevance,
+        "declined": float(support.declined), "rival": support.rival[1] if support.rival else 0.0,
+        "probability": probability.value or 0.0, "min_logprob": probability.min_logprob or 0.0,
+        "has_probability": float(probability.value is not None), "verifier": verifier, "has_verifier": float(held),
+        "citations": float(len(answer.citations)), "cited_score": sum(cited) / len(cited) if cited else 0.0}
+    return {name: round(float(out[name]), 6) for name in NAMES}
+
+
+__all__ = ["KINDS", "NAMES", "Kind", "kind_of", "signals"]
