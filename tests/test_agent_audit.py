@@ -138,3 +138,33 @@ def test_the_supersession_check_asks_the_model_about_a_similar_fact_and_marks_a_
     off = make(moved)  # supersede_check off (the default): no call, nothing marked
     off.say("I moved to Leeds.")
     assert all(p.superseded_by is None for p in off.passages_by_id([1, 2, 3]))
+
+
+def test_a_wrong_fact_is_forgotten_restorable_and_an_audits_junk_dropped():
+    """Issue 50: forgetting a passage takes it out of every search (the fact it had superseded holds again), keeps
+    it apart with why and when, and a restore gives it back under its own id; --drop-junk forgets what the audit
+    calls junk and nothing else."""
+    from pagemind.errors import NotFound
+
+    agent = make([call("archival_memory_insert", content="The user lives in York.", request_heartbeat=True),
+                  call("archival_memory_replace", old_content="lives in York",
+                       new_content="The user lives in Leeds now.", request_heartbeat=True),
+                  call("send_message", message="noted")])
+    agent.say("I moved from York to Leeds.")
+    gone = agent.forget(2, "cli")
+    assert gone.text == "The user lives in Leeds now." and agent.counts()["archival"] == 1
+    page = agent.archive.search("Where does the user live?", 0)
+    assert "Leeds" not in page.render() and "(superseded" not in page.items[0]  # York holds again
+    ((pid, text, cause, when),) = agent.forgotten()
+    assert (pid, text, cause) == (2, "The user lives in Leeds now.", "cli") and when > 0
+    with pytest.raises(NotFound, match="no archival passage 2"):
+        agent.forget(2)
+    back = agent.restore(2)
+    assert back.id == 2 and agent.passages_by_id([1])[0].superseded_by == 2 and agent.forgotten() == []
+    with pytest.raises(NotFound, match="forgot no archival passage 9"):
+        agent.restore(9)
+    agent.archive.insert(["", "Inserted into archival memory.", "Ada is a pilot."], "2024-01-01 10:00:00")
+    found, _ = agent.audit_memory()
+    assert agent.drop_junk(found) == 2 and agent.counts()["archival"] == 3
+    assert sorted(c for _, _, c, _ in agent.forgotten()) == ["audit: junk (boilerplate of the agent's functions)",
+                                                             "audit: junk (empty: no word that tells anything)"]

@@ -135,3 +135,33 @@ def test_memory_consolidate_from_the_command_line(tmp_path):
     assert "human: version 2 (undo: pagemind agent memory revert sam human 1)" in done.stdout
     again, _ = run(["agent", "memory", "consolidate", "sam", "--json"], fake=fake, store=db)
     assert json.loads(again.stdout)["messages"] == 0 and len(fake.history) == 1
+
+
+def test_memory_forget_restore_and_the_audits_drop_junk(tmp_path):
+    """Issue 50: ``agent memory forget NAME ID --why`` takes a passage out and says how to undo it, ``forgotten``
+    lists it with why, ``restore`` gives it back; ``audit --drop-junk`` forgets the junk the audit found."""
+    from pagemind import Pagemind
+
+    db = tmp_path / "pm.db"
+    run(["agent", "create", "sam"], store=db)
+    with Pagemind(ScriptedLLM(), store=db) as pm:
+        pm.agent("sam", llm=False).archive.insert(["The user lives in York.", "Inserted into archival memory.",
+                                                   "Ada is a pilot."], "2024-01-01 10:00:00")
+    shown, _ = run(["agent", "memory", "passages", "sam", "-q", "York"], store=db)
+    assert shown.exit_code == 0 and "1\t2024-01-01 10:00:00\tThe user lives in York." in shown.stdout
+    forgot, _ = run(["agent", "memory", "forget", "sam", "1", "--why", "wrong city"], store=db)
+    assert forgot.exit_code == 0, forgot.output
+    assert forgot.stdout.startswith("forgot passage 1: 'The user lives in York.' (undo: pagemind agent memory "
+                                    "restore sam 1)")
+    listed, _ = run(["agent", "memory", "forgotten", "sam", "--json"], store=db)
+    assert [(r["id"], r["cause"]) for r in json.loads(listed.stdout)] == [(1, "wrong city")]
+    missing, _ = run(["agent", "memory", "forget", "sam", "1"], store=db)
+    assert missing.exit_code != 0 and "no archival passage 1" in missing.output
+    restored, _ = run(["agent", "memory", "restore", "sam", "1"], store=db)
+    assert restored.exit_code == 0 and "restored passage 1" in restored.stdout
+    audited, _ = run(["agent", "memory", "audit", "sam", "--drop-junk"], store=db)
+    assert audited.exit_code == 0, audited.output
+    assert "junk 2: boilerplate of the agent's functions" in audited.stdout and "forgot 1 junk passages" in \
+        audited.stdout
+    after, _ = run(["agent", "memory", "audit", "sam", "--json"], store=db)
+    assert json.loads(after.stdout)["total"] == 2 and json.loads(after.stdout)["junk"] == []

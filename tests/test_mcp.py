@@ -77,7 +77,8 @@ async def check_tools(client: Client, *, paths: bool) -> None:
     assert ask["required"] == ["question"]  # and a document_id or a library
     assert {"add_to_library", "list_libraries", "remove_document", "get_document_structure", "get_page_content",
             "core_memory_append", "core_memory_replace", "core_memory_history", "core_memory_revert",
-            "delete_agent"} <= set(tools)
+            "delete_agent", "forget_passage"} <= set(tools)
+    assert tools["forget_passage"].annotations.model_dump(by_alias=True)["destructiveHint"] is True
     assert ("path" in tools["add_to_library"].input_schema["properties"]) is paths
     assert ask["properties"]["method"]["enum"] == list(registry.document_methods())
     options = ask["properties"]["method_options"]
@@ -206,6 +207,8 @@ async def memory_tools(client: Client, doc_id: str) -> None:
     audited = await client.call_tool("audit_memory", {"agent": "tmp", "fold": True})
     assert audited.structured_content["total"] == 0 and text(audited) == "0 passages: 0 repeats, 0 junk, " \
         "0 superseded; folded 0"
+    unknown = await client.call_tool("forget_passage", {"agent": "tmp", "passage": 1})
+    assert unknown.is_error and "no archival passage 1" in text(unknown)
     tidied = await client.call_tool("consolidate_memory", {"agent": "tmp"})  # nothing said yet: nothing to do
     assert tidied.structured_content["messages"] == 0 and text(tidied).startswith("read 0 messages: stored 0")
     gone = await client.call_tool("delete_agent", {"agent": "tmp"})

@@ -649,3 +649,29 @@ def test_an_agents_line_is_free_before_its_waiter_hears_the_answer():
         assert (first.result(10), second.result(10)) == (1, 2) and workers.busy(99) == (False, None)
     finally:
         workers.shutdown()
+
+
+def test_a_passage_is_forgotten_and_restored_over_http_and_letta_and_never_by_another_user(service, tmp_path):
+    """Issue 50: DELETE /v1/agents/{id}/archival/{n} forgets a passage (gone from listing and search, kept apart with
+    who and when), POST …/restore gives it back under its own id; Letta's passage delete forgets the same way; another
+    user's delete of it is a 404 that changes nothing."""
+    c, ann, bob = service["client"], service["ann"], service["bob"]
+    agent = make_agent(service)
+    base = f"/v1/agents/{agent['id']}/archival"
+    for text in ("The boat comes on Tuesdays.", "The user lives in York.", "The ferry is red."):
+        assert c.post(base, headers=ann, json={"text": text}).status_code == 201
+    assert c.delete(f"{base}/2", headers=bob).status_code == 404  # another user's agent: as if it did not exist
+    gone = c.delete(f"{base}/2", headers=ann)
+    assert gone.status_code == 200 and gone.json()["text"] == "The user lives in York."
+    listed = c.get(base, headers=ann).json()
+    assert listed["total"] == 2 and [p["id"] for p in listed["passages"]] == [1, 3]
+    assert "York" not in c.get(base, headers=ann, params={"query": "York"}).text
+    assert c.delete(f"{base}/2", headers=ann).status_code == 404  # nothing left to forget
+    back = c.post(f"{base}/2/restore", headers=ann)
+    assert back.status_code == 200 and back.json()["id"] == 2 and c.get(base, headers=ann).json()["total"] == 3
+    assert c.post(f"{base}/2/restore", headers=ann).status_code == 404
+    letta = c.delete(f"/letta/v1/agents/agent-{agent['id']}/archival-memory/passage-3", headers=ann)
+    assert letta.status_code == 200 and letta.json()["id"] == "passage-3"
+    kept = service["pm"].agent(f"u{service['ann_id']}.sam", llm=False).forgotten()
+    assert [(i, cause) for i, _, cause, _ in kept] == [(3, "letta: ann")]
+    assert c.delete(f"/letta/v1/agents/agent-{agent['id']}/archival-memory/passage-x", headers=ann).status_code == 404

@@ -267,6 +267,35 @@ def test_an_agents_archive_searches_alike_on_both_backends(tmp_path, pg_url):
     assert pages[0] == pages[1] and "of 40" in pages[0][0]
 
 
+def test_a_forgotten_passage_leaves_search_and_comes_back_alike_on_both_backends(tmp_path, pg_url):
+    """Issue 50: forgetting moves a passage out of the archive (search, listing and counts no longer see it; a fact
+    it had superseded holds again); restoring gives it back under its own id, superseding again — on SQLite and on
+    Postgres with pgvector alike."""
+    options = AgentOptions(archival_search="semantic", embedder="hashing", page_size=5)
+    seen = []
+    for store in (Store(tmp_path / "f.db"), PostgresStore(pg_url)):
+        agents = AgentStore(store)
+        record = agents.create_agent("fay", options, [])
+        archive = Archive(agents, record.id, options)
+        archive.insert(["The user lives in York.", "The user lives in Leeds now.", "The boat is red."], "2024-01-01")
+        assert agents.supersede(record.id, 1, 2, "2024-02-01 10:00:00")
+        gone = agents.forget(record.id, 2, "api: ann", 100.0)
+        assert gone is not None and gone.text == "The user lives in Leeds now."
+        after = [archive.search("where does the user live", 0).render(), store.count_agent_passages(record.id),
+                 agents.superseded(record.id), agents.forgotten(record.id)]
+        assert agents.forget(record.id, 2, "again", 101.0) is None
+        back = agents.restore(record.id, 2)
+        restored = [back.id if back else None, agents.superseded(record.id),
+                    archive.search("where does the user live", 0).render(), agents.forgotten(record.id)]
+        seen.append((after, restored))
+        store.close()
+    (after, restored), other = seen[0], seen[1]
+    assert (after, restored) == other
+    assert "Leeds" not in after[0] and "York" in after[0] and after[1] == 2 and after[2] == {}
+    assert after[3] == [(2, "The user lives in Leeds now.", "api: ann", 100.0)]
+    assert restored[0] == 2 and restored[1] == {1: 2} and "Leeds" in restored[2] and restored[3] == []
+
+
 # --- choosing the backend ----------------------------------------------------------------------------------
 def test_open_store_picks_the_backend_from_the_setting(tmp_path, pg_url, monkeypatch):
     lite = open_store(tmp_path / "s.db")
@@ -314,9 +343,10 @@ def _everything(store):
     store.append_agent_events(agent, [EventRow("user_message", {"message": "hi"}, "2024-01-01 10:00:00", text="hi"),
                                       EventRow("step", {"thoughts": "ok"}, "2024-01-01 10:00:01", text="ok")])
     store.evict_agent_events(agent, [1])
-    store.insert_agent_passages(agent, [PassageRow("The cat sat", "t0", summary="cat", source="b.txt",
-                                                   embedding=_unit_vectors(1, 8, 0)[0].tobytes(), embedder="e"),
-                                        PassageRow("A dog ran", "t1")])
+    ids = store.insert_agent_passages(agent, [PassageRow("The cat sat", "t0", summary="cat", source="b.txt",
+                                                         embedding=_unit_vectors(1, 8, 0)[0].tobytes(), embedder="e"),
+                                              PassageRow("A dog ran", "t1"), PassageRow("A fox ran", "t2")])
+    store.forget_agent_passage(agent, ids[2], "cli", 7.0)
     store.try_lease(f"agent:{agent}", "me", 1, "h", lambda held: False)  # a turn lock: not copied
     store.create_run(RunRow("run_a", user, "ask", "readagent", "d1", {"question": "q?"}, "done", 5.0, 5.1, 6.0,
                             {"text": "a"}))

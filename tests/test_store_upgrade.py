@@ -23,7 +23,7 @@ def _check_release_rows(store):
                       "embeddings": 1, "users": 1, "api_keys": 2, "user_documents": 1, "agents": 1,
                       "agent_blocks": 2, "agent_messages": 2, "agent_passages": 2, "agent_owners": 1, "runs": 2,
                       "run_steps": 1, "libraries": 0, "library_documents": 0, "file_reads": 0,  # later tables
-                      "token_counts": 0,
+                      "token_counts": 0, "agent_forgotten": 0,
                       "agent_block_versions": 2}  # the blocks stored before history: their version 1
     agent = store.get_agent("bot")
     assert [(v.label, v.version, v.cause) for v in store.agent_block_versions(agent.id, "human")] == [
@@ -45,6 +45,8 @@ def _check_release_rows(store):
     assert store.lease_holder("build:mem2").owner == "owner1"  # leases are kept; the old turn locks table is gone
     # and it works on: new ids follow the old ones, search finds the old embedded passage
     assert store.insert_agent_passages(agent.id, [PassageRow("fact three", "2024-01-03")]) == [3]
+    assert store.forget_agent_passage(agent.id, 3, "cli", 9.0).text == "fact three"  # the new table, on an old store
+    assert store.restore_agent_passage(agent.id, 3).id == 3
     query = store.agent_passage_vectors(agent.id, "e")[0][1]
     assert store.nearest_agent_passages(agent.id, "e", query, 1) == (1, [1])
     assert store.create_agent("bot2", {}, {}, 9.0, []) == agent.id + 1

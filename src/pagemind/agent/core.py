@@ -177,6 +177,42 @@ class Agent:
         with self.lock.held():
             return found, self.archive.fold(found)
 
+    def forget(self, passage_id: int, cause: str = "forget") -> Passage:
+        """Take archival passage ``passage_id`` out of memory (a wrong fact, junk): nothing finds it any more; it is
+        kept apart with ``cause`` and the time, and :meth:`restore` gives it back. :class:`NotFound` when the
+        archive holds no such passage."""
+        import time
+
+        with self.lock.held():
+            found = self.store.forget(self.id, passage_id, cause, time.time())
+        if found is None:
+            raise NotFound(f"the agent has no archival passage {passage_id}")
+        return found
+
+    def restore(self, passage_id: int) -> Passage:
+        """Give a forgotten passage back to archival memory under its own id; :class:`NotFound` when none was."""
+        with self.lock.held():
+            found = self.store.restore(self.id, passage_id)
+        if found is None:
+            raise NotFound(f"the agent forgot no archival passage {passage_id}")
+        return found
+
+    def forgotten(self, limit: int = 50) -> list[tuple[int, str, str, float]]:
+        """The passages forgotten, the latest first: (id, text, cause, when)."""
+        return self.store.forgotten(self.id, limit)
+
+    def drop_junk(self, audit: Audit) -> int:
+        """Forget every passage an audit found to be junk (the cause names why); how many (one gone since the
+        audit is passed over)."""
+        dropped = 0
+        for passage_id, why in audit.junk:
+            try:
+                self.forget(passage_id, f"audit: junk ({why})")
+                dropped += 1
+            except NotFound:
+                continue
+        return dropped
+
     def consolidate(self, trace: Trace | None = None,
                     progress: Callable[[str, int, int, str], None] | None = None) -> Consolidation:
         """One consolidation pass over recall since the last (opt-in, between sessions): the model proposes a dated

@@ -204,6 +204,17 @@ class AgentStore:
     def superseded(self, agent_id: int) -> dict[int, int]:
         return self.store.agent_superseded(agent_id)
 
+    def forget(self, agent_id: int, passage_id: int, cause: str, when: float) -> Passage | None:
+        found = self.store.forget_agent_passage(agent_id, passage_id, cause, when)
+        return None if found is None else _passage(found)
+
+    def restore(self, agent_id: int, passage_id: int) -> Passage | None:
+        found = self.store.restore_agent_passage(agent_id, passage_id)
+        return None if found is None else _passage(found)
+
+    def forgotten(self, agent_id: int, limit: int = 50) -> list[tuple[int, str, str, float]]:
+        return self.store.forgotten_agent_passages(agent_id, limit)
+
     def passages_after(self, agent_id: int, after: int | None = None, before: int | None = None, limit: int = 50,
                        descending: bool = False) -> list[Passage]:
         """One page of passages by id cursor (what a listing shows: never more than ``limit`` rows read)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -469,8 +470,8 @@ def delete(ctx: click.Context, name: str, encoding: str, **kw: Any) -> None:
 
 @agent.group("memory")
 def memory() -> None:
-    """Core memory's history: every write to a block is a version (its text, cause and time), shown, diffed and
-    reverted here."""
+    """An agent's memory: core memory's history (every write to a block is a version, shown, diffed and reverted
+    here), its archival passages (listed, audited, forgotten and restored) and consolidation."""
 
 
 def _when(seconds: float) -> str:
@@ -579,17 +580,22 @@ def memory_consolidate(ctx: click.Context, name: str, as_json: bool, encoding: s
 @click.argument("name")
 @click.option("--fold", is_flag=True, help="fold every repeat into the earliest passage of its group (its time and "
                                            "every source kept)")
+@click.option("--drop-junk", is_flag=True, help="forget every junk passage (restore one with `agent memory "
+                                                "restore`)")
 @click.option("--json", "as_json", is_flag=True)
 @llm_options
 @click.pass_context
 @handle_errors
-def memory_audit(ctx: click.Context, name: str, fold: bool, as_json: bool, encoding: str, **kw: Any) -> None:
+def memory_audit(ctx: click.Context, name: str, fold: bool, drop_junk: bool, as_json: bool, encoding: str,
+                 **kw: Any) -> None:
     """Agent NAME's archival memory audited: repeated passages (exact and near), junk, superseded facts."""
     with session(ctx, kw) as pm:
-        found, folded = _open(pm, name, llm=False).audit_memory(fold)
+        agent = _open(pm, name, llm=False)
+        found, folded = agent.audit_memory(fold)
+        dropped = agent.drop_junk(found) if drop_junk else 0
         report = found.as_dict()
         if as_json:
-            click.echo(json.dumps({**report, "folded": folded}, indent=2))
+            click.echo(json.dumps({**report, "folded": folded, "dropped": dropped}, indent=2))
             return
         click.echo(f"{report['total']} passages: {report['repeats']} repeats ({report['repeat_share']:.1%}; "
                    f"{len(report['exact'])} exact groups, {len(report['near'])} near), {len(report['junk'])} junk "
@@ -602,6 +608,84 @@ def memory_audit(ctx: click.Context, name: str, fold: bool, as_json: bool, encod
             click.echo(f"folded {folded} passages")
         elif report["repeats"]:
             click.echo("fold them with --fold")
+        if drop_junk:
+            click.echo(f"forgot {dropped} junk passages (pagemind agent memory forgotten {name})")
+        elif report["junk"]:
+            click.echo("forget them with --drop-junk")
+
+
+@memory.command("passages")
+@click.argument("name")
+@click.option("-q", "--query", default="", help="the passages matching this, best first (the agent's own search)")
+@click.option("--offset", type=click.IntRange(0), default=0)
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@llm_options
+@click.pass_context
+@handle_errors
+def memory_passages(ctx: click.Context, name: str, query: str, offset: int, limit: int, as_json: bool,
+                    encoding: str, **kw: Any) -> None:
+    """Agent NAME's archival passages with their ids: every one in order, or those matching --query best first."""
+    with session(ctx, kw) as pm:
+        total, found = _open(pm, name, llm=False).passages(query, offset, limit)
+    if as_json:
+        click.echo(json.dumps({"total": total, "passages": [
+            {"id": p.id, "time": p.time, "source": p.source, "text": p.text, "superseded_by": p.superseded_by}
+            for p in found]}, indent=2))
+        return
+    click.echo(f"{total} passages" + (f" match {query!r}" if query else "") +
+               (f"; {offset + 1}-{offset + len(found)} shown" if found else ""))
+    for p in found:
+        replaced = f" (superseded by {p.superseded_by})" if p.superseded_by else ""
+        click.echo(f"{p.id}\t{p.time}\t{p.text[:100]}{replaced}")
+
+
+@memory.command("forget")
+@click.argument("name")
+@click.argument("passage", type=click.IntRange(1))
+@click.option("--why", default="cli", show_default=True, help="the cause kept with the forgotten passage")
+@llm_options
+@click.pass_context
+@handle_errors
+def memory_forget(ctx: click.Context, name: str, passage: int, why: str, encoding: str, **kw: Any) -> None:
+    """Take archival PASSAGE (its id, as `agent memory passages` shows it) out of agent NAME's memory: a wrong or
+    junk fact nothing will find any more. It is kept apart with why and when; `agent memory restore` gives it
+    back."""
+    with session(ctx, kw) as pm:
+        gone = _open(pm, name, llm=False).forget(passage, why)
+        click.echo(f"forgot passage {passage}: {gone.text[:100]!r} (undo: pagemind agent memory restore {name} "
+                   f"{passage})")
+
+
+@memory.command("restore")
+@click.argument("name")
+@click.argument("passage", type=click.IntRange(1))
+@llm_options
+@click.pass_context
+@handle_errors
+def memory_restore(ctx: click.Context, name: str, passage: int, encoding: str, **kw: Any) -> None:
+    """Give forgotten PASSAGE back to agent NAME's archival memory under its own id."""
+    with session(ctx, kw) as pm:
+        back = _open(pm, name, llm=False).restore(passage)
+        click.echo(f"restored passage {passage}: {back.text[:100]!r}")
+
+
+@memory.command("forgotten")
+@click.argument("name")
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@llm_options
+@click.pass_context
+@handle_errors
+def memory_forgotten(ctx: click.Context, name: str, limit: int, as_json: bool, encoding: str, **kw: Any) -> None:
+    """The passages agent NAME was made to forget, the latest first: id, why, when and text."""
+    with session(ctx, kw) as pm:
+        rows = _open(pm, name, llm=False).forgotten(limit)
+    if as_json:
+        click.echo(json.dumps([{"id": i, "text": t, "cause": c, "forgotten": w} for i, t, c, w in rows], indent=2))
+        return
+    for passage_id, text, cause, when in rows:
+        click.echo(f"{passage_id}\t{time.strftime('%Y-%m-%d %H:%M', time.localtime(when))}\t{cause}\t{text[:100]}")
 
 
 @agent.command("export")

@@ -213,6 +213,24 @@ def archival_insert(agent_id: AgentId, body: ArchivalInsert, service: Svc, user:
     return JSONResponse(added_json(added), status_code=201 if added.stored else 200)
 
 
+@router.delete("/{agent_id}/archival/{passage_id}", name="forget_passage", responses=OWNED)
+async def forget_passage(agent_id: AgentId, passage_id: Annotated[int, PathParam(ge=1, le=MAX_ID)], service: Svc,
+                         user: User) -> Response:
+    """Forget a passage (a wrong fact, junk): search, listing and the agent's own search no longer find it; it is
+    kept apart with who forgot it and when (``pagemind agent memory forgotten``), and ``POST …/restore`` gives it
+    back under its own id. A passage it had superseded holds again until then. The passage forgotten."""
+    future = await run_in_threadpool(service.forget_passage, user, agent_id, passage_id)
+    return await finished(future, passage_json)
+
+
+@router.post("/{agent_id}/archival/{passage_id}/restore", name="restore_passage", responses=OWNED)
+async def restore_passage(agent_id: AgentId, passage_id: Annotated[int, PathParam(ge=1, le=MAX_ID)], service: Svc,
+                          user: User) -> Response:
+    """Give a forgotten passage back to archival memory under its own id (superseding again what it superseded)."""
+    future = await run_in_threadpool(service.restore_passage, user, agent_id, passage_id)
+    return await finished(future, passage_json)
+
+
 @router.post("/{agent_id}/memory/audit", name="audit_memory", responses=AUTHED)
 async def audit_memory(agent_id: AgentId, body: MemoryAudit, service: Svc, user: User) -> Response:
     """The archive's repeats (exact, and near: the embedded encoder and the word rule), junk passages (empty, one

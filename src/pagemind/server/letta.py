@@ -440,6 +440,18 @@ def list_passages(agent_id: str, service: Svc, user: User, search: Annotated[str
     return [passage_state(agent_id, p) for p in found]
 
 
+@router.delete("/agents/{agent_id}/archival-memory/{memory_id}")
+async def delete_passage(agent_id: str, memory_id: str, service: Svc, user: User) -> Response:
+    """Letta's passage delete: pagemind forgets it (kept apart, restorable: ``POST /v1/agents/{id}/archival/{n}/
+    restore``), as every surface does."""
+    found = PASSAGE_ID.match(memory_id)
+    if found is None:
+        raise NotFound(f"no passage {memory_id[:40]!r}")
+    job = await run_in_threadpool(lambda: service.forget_passage(user, agent_ref(agent_id), int(found.group(1)),
+                                                                 via="letta"))
+    return await finished(job, lambda p: passage_state(agent_id, p))
+
+
 @router.get("/agents/{agent_id}/archival-memory/search")
 def search_passages(agent_id: str, service: Svc, user: User, query: Annotated[str, Query(max_length=MAX_QUERY)],
                     top_k: Annotated[int | None, Query(ge=1, le=MAX_LIST)] = None) -> dict[str, Any]:

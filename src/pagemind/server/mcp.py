@@ -420,6 +420,17 @@ class Tools:
         return result(data, f"{data['total']} passages: {data['repeats']} repeats, {len(data['junk'])} junk, "
                             f"{data['superseded']} superseded" + (f"; folded {folded}" if fold else ""))
 
+    async def forget_passage(
+        self, ctx: Context, agent: AgentName,
+        passage: Annotated[int, Field(description="the passage's id (as search_archival shows it)", ge=1,
+                                      le=limits.MAX_ID)],
+    ) -> CallToolResult:
+        """Make an agent forget an archival passage (a wrong fact, junk): nothing finds it any more; it is kept
+        apart with who forgot it and when, and can be restored (HTTP ``POST /v1/agents/{id}/archival/{n}/restore``,
+        ``pagemind agent memory restore``)."""
+        gone = await self.run(ctx, lambda user: self.service.forget_passage(user, agent, passage, via="mcp").result())
+        return result(shapes.passage_json(gone), f"forgot passage {passage}: {gone.text[:100]}")
+
     async def consolidate_memory(self, ctx: Context, agent: AgentName) -> CallToolResult:
         """One consolidation pass over an agent's recall since the last (between sessions): a dated summary and
         lasting facts stored in archival memory (repeats are not), lines for the human block as a new version (revert
@@ -499,6 +510,7 @@ TABLE: tuple[ToolSpec, ...] = (
     ToolSpec("core_memory_history", READING),
     ToolSpec("core_memory_revert", WRITING),
     ToolSpec("audit_memory", WRITING),
+    ToolSpec("forget_passage", DESTRUCTIVE),
     ToolSpec("consolidate_memory", WRITING),
     ToolSpec("delete_agent", DESTRUCTIVE),
     ToolSpec("search_archival", READING),

@@ -38,6 +38,7 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
     ("agent_messages", ("agent_id", "seq", "kind", "text", "payload", "created", "in_context")),
     ("agent_passages", ("id", "agent_id", "text", "summary", "source", "embedding", "embedder", "created",
                         "superseded_by", "superseded", "repeats")),
+    ("agent_forgotten", ("id", "agent_id", "passage", "embedding", "cause", "forgotten")),
     ("agent_owners", ("agent_id", "user_id")),
     ("runs", ("id", "user_id", "kind", "method", "target", "request", "status", "created", "started", "finished",
               "result", "error", "cancel_requested")),
@@ -50,7 +51,7 @@ NOT_COPIED = ("leases",)  # held by running processes, meaningless in another st
 # groups whose ids each store assigns itself: merged only into a destination that has none of them
 GROUPS = {"users": ("users", "api_keys", "user_documents"),
           "agents": ("agents", "agent_blocks", "agent_block_versions", "agent_messages", "agent_passages",
-                     "agent_owners"),
+                     "agent_forgotten", "agent_owners"),
           "runs": ("runs", "run_steps"), "libraries": ("libraries", "library_documents")}
 _BATCH = 1000
 

@@ -274,6 +274,18 @@ MIGRATIONS: list[Migration] = [
             key TEXT PRIMARY KEY,
             tokens INTEGER NOT NULL
         )"""),
+    # archival passages forgotten on purpose (a person, an audit's --drop-junk): the row moved here whole with why
+    # and when, so search, listing and ranking never see it and a restore gives it back under its own id
+    Migration("m017_forgotten_passages", """
+        CREATE TABLE agent_forgotten (
+            id {INT} NOT NULL,              -- the passage's own id, given back by a restore
+            agent_id {INT} NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+            passage TEXT NOT NULL,          -- JSON: its columns, and the passages it had superseded (replaced)
+            embedding {BLOB},
+            cause TEXT NOT NULL,            -- 'cli', 'api: ann', 'audit: junk (...)'
+            forgotten {REAL} NOT NULL,
+            PRIMARY KEY (agent_id, id)
+        )"""),
 ]
 
 # the names Postgres stores recorded before the two histories were one, and what each of them applied

@@ -42,7 +42,7 @@ TABLE_ORDER = {"documents": "id", "document_texts": "document_id", "llm_cache": 
                "token_counts": "key", "memories": "key",
                "memory_items": "memory_key, kind, idx", "embeddings": "model, text_hash", "agents": "id",
                "agent_blocks": "agent_id, position", "agent_block_versions": "agent_id, label, version",
-               "agent_messages": "agent_id, seq", "agent_passages": "id",
+               "agent_messages": "agent_id, seq", "agent_passages": "id", "agent_forgotten": "agent_id, id",
                "users": "id", "api_keys": "created, hash", "user_documents": "user_id, document_id",
                "agent_owners": "agent_id", "runs": None, "run_steps": "run_id, seq", "leases": "name",
                "libraries": "id", "library_documents": "library_id, name"}
@@ -635,6 +635,61 @@ class SQLStore:
                              (keep, agent_id, pid))
                 self.execute("DELETE FROM agent_passages WHERE agent_id = ? AND id = ?", (agent_id, pid))
         return len(folded)
+
+    def forget_agent_passage(self, agent_id: int, passage_id: int, cause: str, when: float) -> PassageRow | None:
+        """Move passage ``passage_id`` out of the agent's archive into its forgotten passages, whole, with ``cause``
+        and ``when``; a passage it had superseded holds again (and is superseded again on a restore). The passage,
+        or None when the agent has no such passage."""
+        with self.transaction():
+            self._lock_agent_row(agent_id)
+            found = self.agent_passages(agent_id, [passage_id])
+            if not found:
+                return None
+            (passage,) = found
+            replaced = [[int(r[0]), r[1]] for r in self.execute(
+                "SELECT id, superseded FROM agent_passages WHERE agent_id = ? AND superseded_by = ?",
+                (agent_id, passage_id))]
+            vector = self.execute("SELECT embedding, embedder FROM agent_passages WHERE agent_id = ? AND id = ?",
+                                  (agent_id, passage_id)).fetchone()
+            kept = {"text": passage.text, "summary": passage.summary, "source": passage.source,
+                    "embedder": vector[1], "created": passage.created, "superseded_by": passage.superseded_by,
+                    "superseded": passage.superseded, "repeats": [list(r) for r in passage.repeats],
+                    "replaced": replaced}
+            self.execute("INSERT INTO agent_forgotten (id, agent_id, passage, embedding, cause, forgotten) "
+                         "VALUES (?, ?, ?, ?, ?, ?)", (passage_id, agent_id, json.dumps(kept), vector[0], cause, when))
+            self.execute("UPDATE agent_passages SET superseded_by = NULL, superseded = NULL WHERE agent_id = ? AND "
+                         "superseded_by = ?", (agent_id, passage_id))
+            self.execute("DELETE FROM agent_passages WHERE agent_id = ? AND id = ?", (agent_id, passage_id))
+        return passage
+
+    def restore_agent_passage(self, agent_id: int, passage_id: int) -> PassageRow | None:
+        """Give a forgotten passage back to the archive under its own id (the passages it had superseded superseded
+        again); the passage, or None when the agent forgot no such passage."""
+        with self.transaction():
+            self._lock_agent_row(agent_id)
+            row = self.execute("SELECT passage, embedding FROM agent_forgotten WHERE agent_id = ? AND id = ?",
+                               (agent_id, passage_id)).fetchone()
+            if row is None:
+                return None
+            kept = json.loads(row[0])
+            self.db.load(self, "agent_passages", PASSAGE_COLUMNS,
+                         [(passage_id, agent_id, kept["text"], kept["summary"], kept["source"], row[1],
+                           kept["embedder"], kept["created"])])
+            self.execute("UPDATE agent_passages SET superseded_by = ?, superseded = ?, repeats = ? WHERE agent_id = ? "
+                         "AND id = ?", (kept["superseded_by"], kept["superseded"],
+                                        json.dumps(kept["repeats"]) if kept["repeats"] else None, agent_id,
+                                        passage_id))
+            for old, when in kept["replaced"]:
+                self.execute("UPDATE agent_passages SET superseded_by = ?, superseded = ? WHERE agent_id = ? AND "
+                             "id = ? AND superseded_by IS NULL", (passage_id, when, agent_id, old))
+            self.execute("DELETE FROM agent_forgotten WHERE agent_id = ? AND id = ?", (agent_id, passage_id))
+        return self.agent_passages(agent_id, [passage_id])[0]
+
+    def forgotten_agent_passages(self, agent_id: int, limit: int = 50) -> list[tuple[int, str, str, float]]:
+        """The agent's forgotten passages, the latest first: (id, text, cause, when)."""
+        return [(int(r[0]), str(json.loads(r[1])["text"]), str(r[2]), float(r[3])) for r in self.execute(
+            "SELECT id, passage, cause, forgotten FROM agent_forgotten WHERE agent_id = ? ORDER BY forgotten DESC, "
+            "id DESC LIMIT ?", (agent_id, limit))]
 
     def agent_superseded(self, agent_id: int) -> dict[int, int]:
         """Every superseded passage of the agent: its id -> the id of the passage that replaced it."""

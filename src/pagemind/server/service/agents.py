@@ -238,6 +238,17 @@ class AgentOps(ServiceBase):
         row = self.own_agent(user, ref)
         return self.pm.agent(row.name, llm=False).remember(text, source=via, replaces=replaces)
 
+    def forget_passage(self, user: UserRow, ref: int | str, passage_id: int, via: str = "api") -> Future:
+        """Forget an archival passage (in the agent's line; :meth:`Agent.forget`), the cause naming the surface and
+        the user: the passage."""
+        row = self.own_agent(user, ref)
+        return self.in_line(row, lambda: self.pm.agent(row.name, llm=False).forget(passage_id, f"{via}: {user.name}"))
+
+    def restore_passage(self, user: UserRow, ref: int | str, passage_id: int) -> Future:
+        """Give a forgotten passage back (in the agent's line): the passage."""
+        row = self.own_agent(user, ref)
+        return self.in_line(row, lambda: self.pm.agent(row.name, llm=False).restore(passage_id))
+
     def audit_memory(self, user: UserRow, ref: int | str, fold: bool = False) -> Future:
         """The agent's archive audited (and its repeats folded, in the agent's line): (audit, folded)."""
         row = self.own_agent(user, ref)
