@@ -175,6 +175,12 @@ def test_financebench_scores_figures_refusals_and_prints_the_published_rows(tmp_
                               params={"company": "Block"}), tmp_path / "run", progress=False).run()
     rows = {r["example_id"]: r for r in RunDir(tmp_path / "run").read()}
     assert rows[first.id]["scores"]["accuracy"] == 1.0 and rows[first.id]["scores"]["refused"] == 0.0
+    # the filing is read as `pagemind ask FILING.pdf` reads it: its pages and Items, which the fragments carry
+    from pagemind.eval.memgpt import document_of
+
+    read = document_of(first)
+    assert read.format == "pdf" and read.pages and any(s.title.startswith("Item 7") for s in read.sections)
+    assert any("§" in (c.get("section") or "") for r in rows.values() for c in r["citations"])
     assert rows[examples[1].id]["scores"] == {**rows[examples[1].id]["scores"], "accuracy": 0.0, "refused": 1.0}
     summary = summarise(tmp_path / "run")
     types = {e.meta["question_type"] for e in examples}

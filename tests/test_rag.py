@@ -144,3 +144,23 @@ def test_bad_options_are_config_errors():
     with pytest.raises(ConfigError):
         RAGOptions.create("unknown")
     assert RAGOptions.create("quality", top_k=0).k is None  # 0: as many fragments as fit
+
+
+def test_a_memory_built_on_other_sections_of_the_same_text_is_not_reused(tmp_path):
+    """A file read again into other sections (a new reading rule) gets a memory of its own: its fragments carry the
+    sections; the same text with the same sections finds the stored one."""
+    from dataclasses import replace
+
+    from pagemind.text.sections import Section
+
+    text = "Results\n" + "The revenue rose in every region of the group. " * 60 + "\nRisks\n" + "A storm. " * 80
+    plain = Document.from_text(text, name="r.txt")
+    one = replace(plain, sections=(Section("Results", 1, 0, len(text) // 2), Section("Risks", 1, len(text) // 2,
+                                                                                   len(text))))
+    other = replace(plain, sections=(Section("Results and risks", 1, 0, len(text)),))
+    reader = registry.get("rag")(LLM(ScriptedLLM()), Store(tmp_path / "s.db"))
+    keys = [reader.memory_key(d) for d in (plain, one, other, replace(one, name="again.pdf"))]
+    assert len(set(keys[:3])) == 3 and keys[1] == keys[3]
+    built = reader.build(one)
+    assert any("Risks" in (f.section or "") for f in built.fragments)
+    assert all("Results and risks" in (f.section or "") for f in reader.build(other).fragments)

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..answering.question import Question
 from ..errors import DatasetError
+from ..text import Document
 from .evidence import Span
 
 TASKS = ("choice", "qa", "summary", "kv", "open")
@@ -71,6 +72,9 @@ class Example:
     # (name, text) of every document read together with ``document`` as one library (the question is asked of the
     # whole library; ``document`` is the member it is about, whose spans the evidence labels are)
     library: tuple[tuple[str, str], ...] = ()
+    # the document as pagemind reads its file (a PDF's pages, sections and format), where the set has a file: what a
+    # method builds from, so the evaluation reads a filing as `pagemind ask report.pdf` does (``document`` is its text)
+    read: Document | None = field(default=None, compare=False, repr=False)
 
     def as_question(self) -> Question:
         return Question(self.question, self.options)

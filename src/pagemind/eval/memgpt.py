@@ -148,6 +148,8 @@ def document_of(example: Example) -> Document | Library:
     if example.library:
         return Library(example.document_id, tuple(Document.from_text(text, name=name)
                                                   for name, text in example.library))
+    if example.read is not None:  # a file's reading: its pages, sections and format, as `pagemind ask FILE` has them
+        return replace(example.read, name=example.document_id)
     return Document.from_text(example.document, name=example.document_id)
 
 

@@ -73,7 +73,7 @@ def load_financebench(path: Path, *, doc_type: str = "", question_type: str = ""
         examples.append(Example(
             id=f"financebench-{qid.removeprefix('financebench_id_')}", dataset="financebench", task="qa",
             question=str(field_of(row, "question", where)), document_id=f"financebench-{name}",
-            document=document.text, references=(answer,), evidence=spans,
+            document=document.text, references=(answer,), evidence=spans, read=document,
             meta={"doc": name, "doc_type": kind, "company": str(row.get("company", "")),
                   "question_type": str(row.get("question_type", "")),
                   "reasoning": str(row.get("question_reasoning", "")), "evidence_pages": pages,

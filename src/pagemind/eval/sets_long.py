@@ -178,7 +178,7 @@ def _pdf_questions(path: Path, dataset: str, doc_type: str, task_type: str, sour
     evidence page becomes an evidence label (the page's span of the PDF's text), so the evidence recall of an
     answer's citations is its evidence-page accuracy. As a library, every PDF the file names is one source read
     by every question (one memory per method), and a citation counts only on the question's own PDF."""
-    from ..text import load_document
+    from ..text import Document, load_document
 
     rows = read_json(path)
     if not isinstance(rows, list):
@@ -231,6 +231,7 @@ def _pdf_questions(path: Path, dataset: str, doc_type: str, task_type: str, sour
         examples.append(Example(
             id=f"{dataset}-{index}", dataset=dataset, task="qa", question=question,
             document_id=f"{dataset}-{pdf.stem}", document=text, references=(reference,), evidence=tuple(spans),
+            read=document if isinstance(document, Document) else None,
             meta={"doc": name, "doc_type": str(row.get("doc_type", "")), "task_type": kind, "pages": len(starts),
                   "answer": str(answer), "answer_format": fmt, "evidence_pages": evidence_pages,
                   "evidence_sources": sources, "rater": "mmlongbench",

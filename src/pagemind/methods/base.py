@@ -216,7 +216,13 @@ class Reader(Method, Generic[M, OptionsT]):
     def memory_key(self, document: Source) -> str | None:
         if self.memory_kind is None or isinstance(document, Library):  # a library's is its documents'
             return None
-        return memory_key(document.id, self.memory_kind, self.key_settings(), self.memory_model(), self.scope)
+        return memory_key(document.id, self.memory_kind, self._keyed(document), self.memory_model(), self.scope)
+
+    def _keyed(self, document: Source) -> dict[str, Any]:
+        """The settings a memory is keyed and stored by: the reader's, and the document's sections where it has any
+        (the same text read into other sections is another memory: its fragments and nodes carry them)."""
+        structure = str(getattr(document, "structure_key", ""))  # a source tree has none
+        return {**self.key_settings(), "structure": structure} if structure else self.key_settings()
 
     def build(self, document: Any, progress: Progress | None = None, trace: Trace | None = None) -> M:
         """The memory of ``document``: loaded when stored, resumed when half-built, else built and stored. A
@@ -236,7 +242,7 @@ class Reader(Method, Generic[M, OptionsT]):
             else:
                 self.store.put_document(document.id, document.name, document.words, getattr(document, "chars", 0)
                                         or len(getattr(document, "text", "")))
-                self.store.open_memory(key, document.id, self.memory_kind, self.key_settings(),  # type: ignore[arg-type]
+                self.store.open_memory(key, document.id, self.memory_kind, self._keyed(document),  # type: ignore[arg-type]
                                        self.memory_model(), self.scope)
                 self._build_once(document, key, writer, build, resumed=earlier is not None)
             memory = self._assemble(document, key, writer)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import itertools
+import json
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -67,6 +68,15 @@ class Document:
         for piece in _pieces(self.text):  # the UTF-8 of the whole text, never a copy of it all at once
             digest.update(piece.encode("utf-8"))
         return digest.hexdigest()
+
+    @property
+    def structure_key(self) -> str:
+        """A digest of the document's sections (titles, levels, places), "" without any: a memory built from a
+        document is keyed by it too, so one built before its file was read into other sections is not reused."""
+        if not self.sections:
+            return ""
+        return hashlib.sha256(json.dumps([[s.title, s.level, s.start, s.end] for s in self.sections]).encode()
+                              ).hexdigest()[:16]
 
     @property
     def words(self) -> int:
