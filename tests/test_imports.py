@@ -229,8 +229,8 @@ def test_the_cycle_check_sees_a_cycle_made_by_a_function_level_import(tmp_path):
 # above the methods and the agent; the surfaces (`server`, `cli`) above the service; the package's own facade last.
 LAYERS = (
     ("errors", "hashing", "processes", "citations", "version"),
-    ("declare",),
-    ("limits", "prompts", "config"),
+    ("declare", "limits"),
+    ("prompts", "config"),
     ("text",),
     ("llm",),
     ("store", "telemetry"),
