@@ -417,3 +417,51 @@ def test_support_rides_in_the_extension_and_an_unsupported_answer_says_the_docum
     streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert streamed.startswith("Wren found the map under the stair.\n\nThe document does not say")
     assert [c.model_extra.get("pagemind") for c in chunks if c.model_extra.get("pagemind")][-1]["abstained"] is True
+
+
+def test_reply_settings_win_over_an_abstention_and_the_sources(tmp_path):
+    """Issue 49: with response_format an answer the sources do not hold abstains in JSON ({"abstained": true, ...}),
+    or, where the client's schema has no room for that, a 422 saying so — never prose; a JSON stream sends what the
+    non-streamed reply would (no unsupported draft first); a token limit leaves the Sources block out (the citations
+    stay in the pagemind extension) and cuts an abstention to its first sentence."""
+    def invented(request):
+        if request.constraint is not None and request.constraint.json_schema is not None:
+            return '{"who": "Captain Ahab", "where": "the Pequod"}'
+        return "Captain Ahab found the map on the Pequod."
+
+    fake = ScriptedLLM(by_role={"answer": invented}, supports_json_schema=True)
+    pm = Pagemind(fake, store=tmp_path / "s.db")
+    ann = users_api.create_user(pm.store, "ann")
+    doc = pm.add_document(STORY, "cape.txt", user_id=ann[0].id)
+    question = [{"role": "user", "content": "Who found the map?"}]
+    ext = {"pagemind": {"document_id": doc.id}}
+    closed = {"type": "object", "properties": {"who": {"type": "string"}, "where": {"type": "string"}},
+              "required": ["who", "where"], "additionalProperties": False}
+    roomy = {"anyOf": [closed, {"type": "object", "properties": {"abstained": {"const": True},
+                                                                 "reason": {"type": "string"}},
+                                "required": ["abstained"]}]}
+    with Served(create_app(pm, auth="keys", keepalive=1.0, workers=4)) as server:
+        client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=ann[1], max_retries=0)
+        plain = client.chat.completions.create(model="pagemind/full", messages=question, extra_body=ext,
+                                               response_format={"type": "json_object"})
+        said = json.loads(plain.choices[0].message.content)
+        assert said["abstained"] is True and said["reason"].startswith("The document does not say")
+        assert plain.model_extra["pagemind"]["abstained"] is True
+        fits = client.chat.completions.create(model="pagemind/full", messages=question, extra_body=ext,
+                                              response_format={"type": "json_schema", "json_schema": {
+                                                  "name": "finding", "schema": roomy}})
+        assert json.loads(fits.choices[0].message.content)["abstained"] is True
+        with pytest.raises(openai.UnprocessableEntityError, match="has no room to say so"):
+            client.chat.completions.create(model="pagemind/full", messages=question, extra_body=ext,
+                                           response_format={"type": "json_schema", "json_schema": {
+                                               "name": "finding", "schema": closed}})
+        streamed = client.chat.completions.create(model="pagemind/full", messages=question, extra_body=ext,
+                                                  response_format={"type": "json_object"}, stream=True)
+        text = "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
+        assert text == plain.choices[0].message.content and "Ahab" not in text.split('"reason"')[0]
+        short = client.chat.completions.create(model="pagemind/full", messages=question, extra_body=ext,
+                                               max_tokens=5)
+        content = short.choices[0].message.content
+        assert content.startswith("The document does not say") and "Sources:" not in content
+        assert content.count(".") <= 2 and short.model_extra["pagemind"]["citations"]
+    pm.close()

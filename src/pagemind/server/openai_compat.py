@@ -126,6 +126,15 @@ class ChatRequest(BaseModel):
     response_format: ResponseFormat | None = None
     pagemind: Extension = Field(default_factory=lambda: Extension.model_validate({}))
 
+    @property
+    def wants_json(self) -> bool:
+        """The reply must be JSON (``json_object`` or ``json_schema``): it is sent whole, once judged."""
+        return self.response_format is not None and self.response_format.type != "text"
+
+    @property
+    def token_limit(self) -> int | None:
+        return self.max_completion_tokens or self.max_tokens
+
     def reply(self) -> ReplySettings | None:
         """The answer call's settings this request gives (None: none)."""
         fmt = self.response_format
@@ -477,8 +486,8 @@ async def answer_chat(request: Request, raw: Any, service: Any, user: Any, rende
 
     key = hashlib.sha256(f"{user.id}\0".encode() + json.dumps(raw, sort_keys=True).encode()).hexdigest()
     try:
-        begun, _ = await run_in_threadpool(service.started_once, key, lambda: start(
-            service, user, target, body, question, reply, on_text if body.stream else None))
+        begun, _ = await run_in_threadpool(service.started_once, key, lambda: start(  # JSON is sent once judged
+            service, user, target, body, question, reply, on_text if body.stream and not body.wants_json else None))
     except PagemindError as err:
         return error_of(err)
     ids = {"x-request-id": begun.run.id}  # the run that answers: GET /v1/runs/{id}, `pagemind logs`
@@ -488,12 +497,12 @@ async def answer_chat(request: Request, raw: Any, service: Any, user: Any, rende
             await run_in_threadpool(service.left, user, key, begun)  # it alone waits on
             return Response(status_code=499)
         try:
-            result = future.result()
-        except PagemindError as err:
+            made_reply = render(made, body, target, begun.run.id, future.result())
+        except PagemindError as err:  # the run's error, or a reply the request's settings cannot hold
             failed = error_of(err)
             failed.headers.update(ids)
             return failed
-        return JSONResponse(render(made, body, target, begun.run.id, result), headers=ids)
+        return JSONResponse(made_reply, headers=ids)
     events = (ResponseEvents if render is response_object else ChatEvents)(made, body, target, begun.run.id)
     return StreamingResponse(chunks(events, begun, pieces, lambda: service.left(user, key, begun)),
                              media_type="text/event-stream", headers={**STREAM_HEADERS, **ids})
@@ -599,10 +608,40 @@ def _finish(target: Target, result: Answer | TurnResult) -> str:
     return (result.finish_reason or "stop") if isinstance(result, Answer) and target.kind != "agent" else "stop"
 
 
+def _content(body: ChatRequest, target: Target, cited: list[dict[str, Any]], result: Answer | TurnResult,
+             text: str) -> str:
+    """The assistant message's content as the request's reply settings allow: for a JSON format the answer alone,
+    and an abstention as JSON (:func:`_abstained_json`); with a token limit, no markers or Sources block (they stay in
+    ``pagemind.citations``) and an abstention's first sentence only; else the answer, its markers and its sources."""
+    abstained = isinstance(result, Answer) and result.abstained
+    if body.wants_json:
+        return _abstained_json(body, text) if abstained else text
+    if body.token_limit is not None:
+        return re.split(r"(?<=\.)\s", text, maxsplit=1)[0] if abstained else text
+    return text + _tail(body, target, cited, result)
+
+
+def _abstained_json(body: ChatRequest, said: str) -> str:
+    """An abstention in the JSON the request asked for: ``{"abstained": true, "reason": …}`` where the schema takes
+    it; an :class:`InputError` (422) saying so where the schema has no room for it — never prose in a JSON reply."""
+    made = {"abstained": True, "reason": said}
+    fmt = body.response_format
+    schema = fmt.json_schema.schema_ if fmt is not None and fmt.json_schema is not None else None
+    if schema:
+        import jsonschema
+
+        try:
+            jsonschema.validate(made, schema)
+        except (jsonschema.ValidationError, jsonschema.SchemaError):
+            raise InputError(f"the sources do not hold the answer, so it abstained; the response_format schema "
+                             f"{fmt.json_schema.name if fmt and fmt.json_schema else ''!r} has no room to say so: "
+                             'allow {"abstained": true, "reason": "..."} (e.g. with anyOf), or ask with '
+                             '"pagemind": {"method_options": {"abstain": "off"}} for the unsupported draft') from None
+    return json.dumps(made)
+
+
 def _tail(body: ChatRequest, target: Target, cited: list[dict[str, Any]], result: Answer | TurnResult) -> str:
-    """The citation markers and the Sources block after the answer (none for a JSON answer: it must parse)."""
-    if body.response_format is not None and body.response_format.type != "text":
-        return ""
+    """The citation markers and the Sources block after the answer."""
     named = target.kind == "agent" or (isinstance(result, Answer) and "library" in result.details)
     return "".join(f" [{n}]" for n in range(1, len(cited) + 1)) + \
         (shapes.sources_text(cited, named) if body.pagemind.sources else "")
@@ -637,7 +676,7 @@ def usage_event(made: str, created: int, model: str, usage: dict[str, Any]) -> s
 
 def completion(made: str, body: ChatRequest, target: Target, run_id: str, result: Any) -> dict[str, Any]:
     text, cited, usage, extra = _answer(target, result)
-    return completion_json(made, body.model, text + _tail(body, target, cited, result), _finish(target, result),
+    return completion_json(made, body.model, _content(body, target, cited, result, text), _finish(target, result),
                            usage, {"run_id": run_id, "citations": cited, **extra})
 
 
@@ -658,9 +697,19 @@ class ChatEvents:
     def piece(self, text: str) -> str:
         return self.event({"content": text})
 
+    def last(self, result: Any, rest: str, cited: list[dict[str, Any]]) -> str:
+        """What follows the streamed text: the rest of the answer, the abstention that withdraws a streamed draft,
+        the markers and sources (as :func:`_content` allows them); for a JSON format, where nothing was streamed,
+        the whole reply as the non-streamed one."""
+        if self.body.wants_json:
+            return _content(self.body, self.target, cited, result, rest)
+        if self.body.token_limit is not None:
+            return rest + _withdrawn(result)
+        return rest + _withdrawn(result) + _tail(self.body, self.target, cited, result)
+
     def end(self, result: Any, rest: str) -> list[str]:
         _, cited, usage, extra = _answer(self.target, result)
-        out = [self.event({"content": rest + _withdrawn(result) + _tail(self.body, self.target, cited, result)}),
+        out = [self.event({"content": self.last(result, rest, cited)}),
                self.event({}, _finish(self.target, result), pagemind={"run_id": self.run_id, "citations": cited,
                                                                      **extra})]
         if (self.body.stream_options or {}).get("include_usage"):
@@ -711,7 +760,7 @@ class ResponseEvents(ChatEvents):
         whole = response_object(self.made, self.body, self.target, self.run_id, result)
         text = whole["output"][0]["content"][0]["text"]
         _, cited, _, _ = _answer(self.target, result)
-        tail = rest + _withdrawn(result) + _tail(self.body, self.target, cited, result)
+        tail = self.last(result, rest, cited)
         out = [self.piece(tail)] if tail else []
         where = {"item_id": self.item, "output_index": 0, "content_index": 0}
         return [*out, self.event_of("response.output_text.done", **where, text=text, logprobs=[]),
@@ -755,5 +804,9 @@ async def _chunks(events: ChatEvents, begun: Any, pieces: asyncio.Queue[str | No
     text, _, _, _ = _answer(events.target, result)
     said = "".join(streamed)
     rest = text[len(said):] if text.startswith(said) else ("" if streamed else text)
-    for event in events.end(result, rest):
+    try:
+        ended = events.end(result, rest)
+    except PagemindError as err:  # a reply the request's settings cannot hold (a JSON schema without room)
+        ended = events.failed(err)
+    for event in ended:
         yield event
