@@ -252,16 +252,22 @@ def test_the_hnsw_index_serves_large_archives_and_its_results_are_ranked_exactly
     store.close()
 
 
-def test_an_agents_archive_searches_alike_on_both_backends(tmp_path, pg_url):
-    options = AgentOptions(archival_search="semantic", embedder="hashing", page_size=3)
-    pages = []
-    for store in (Store(tmp_path / "s.db"), PostgresStore(pg_url)):
+def _archives(tmp_path, pg_url, name, texts, page_size):
+    """An agent's archive holding ``texts`` on SQLite, then the same on Postgres: (store, agents, its id, archive)."""
+    options = AgentOptions(archival_search="semantic", embedder="hashing", page_size=page_size)
+    for store in (Store(tmp_path / f"{name}.db"), PostgresStore(pg_url)):
         agents = AgentStore(store)
-        record = agents.create_agent("ann", options, [])
+        record = agents.create_agent(name, options, [])
         archive = Archive(agents, record.id, options)
-        archive.insert([f"note {i}: the {w} is {c}" for i, (w, c) in enumerate(
-            [("boat", "red"), ("car", "blue"), ("house", "green"), ("boat", "blue"), ("kite", "red")] * 8)],
-            "2024-01-01")
+        archive.insert(texts, "2024-01-01")
+        yield store, agents, record.id, archive
+
+
+def test_an_agents_archive_searches_alike_on_both_backends(tmp_path, pg_url):
+    pages = []
+    notes = [f"note {i}: the {w} is {c}" for i, (w, c) in enumerate(
+        [("boat", "red"), ("car", "blue"), ("house", "green"), ("boat", "blue"), ("kite", "red")] * 8)]
+    for store, _, _, archive in _archives(tmp_path, pg_url, "ann", notes, 3):
         pages.append([archive.search("which boat is blue", p).render() for p in range(3)])
         store.close()
     assert pages[0] == pages[1] and "of 40" in pages[0][0]
@@ -271,22 +277,18 @@ def test_a_forgotten_passage_leaves_search_and_comes_back_alike_on_both_backends
     """Issue 50: forgetting moves a passage out of the archive (search, listing and counts no longer see it; a fact
     it had superseded holds again); restoring gives it back under its own id, superseding again — on SQLite and on
     Postgres with pgvector alike."""
-    options = AgentOptions(archival_search="semantic", embedder="hashing", page_size=5)
     seen = []
-    for store in (Store(tmp_path / "f.db"), PostgresStore(pg_url)):
-        agents = AgentStore(store)
-        record = agents.create_agent("fay", options, [])
-        archive = Archive(agents, record.id, options)
-        archive.insert(["The user lives in York.", "The user lives in Leeds now.", "The boat is red."], "2024-01-01")
-        assert agents.supersede(record.id, 1, 2, "2024-02-01 10:00:00")
-        gone = agents.forget(record.id, 2, "api: ann", 100.0)
+    facts = ["The user lives in York.", "The user lives in Leeds now.", "The boat is red."]
+    for store, agents, agent_id, archive in _archives(tmp_path, pg_url, "fay", facts, 5):
+        assert agents.supersede(agent_id, 1, 2, "2024-02-01 10:00:00")
+        gone = agents.forget(agent_id, 2, "api: ann", 100.0)
         assert gone is not None and gone.text == "The user lives in Leeds now."
-        after = [archive.search("where does the user live", 0).render(), store.count_agent_passages(record.id),
-                 agents.superseded(record.id), agents.forgotten(record.id)]
-        assert agents.forget(record.id, 2, "again", 101.0) is None
-        back = agents.restore(record.id, 2)
-        restored = [back.id if back else None, agents.superseded(record.id),
-                    archive.search("where does the user live", 0).render(), agents.forgotten(record.id)]
+        after = [archive.search("where does the user live", 0).render(), store.count_agent_passages(agent_id),
+                 agents.superseded(agent_id), agents.forgotten(agent_id)]
+        assert agents.forget(agent_id, 2, "again", 101.0) is None
+        back = agents.restore(agent_id, 2)
+        restored = [back.id if back else None, agents.superseded(agent_id),
+                    archive.search("where does the user live", 0).render(), agents.forgotten(agent_id)]
         seen.append((after, restored))
         store.close()
     (after, restored), other = seen[0], seen[1]
