@@ -112,6 +112,30 @@ def test_a_pdf_is_read_once_then_found_by_its_bytes(tmp_path, monkeypatch):
             pm.document(text)
 
 
+def test_a_filings_notes_and_statements_are_found_as_printed_not_as_listed():
+    """Issue 47: notes printed "Note 5 - Acquisitions" or "NOTE 8" over "DEBT" become sections in order (an index
+    line "Note 1 - Policies 59" does not); a list of the statements "For the Years Ended ..." is not a statement."""
+    from pagemind.text.sections import filing_headings
+
+    rows = "\n".join(f"Revenue line {i} 1,204 1,377 2,510" for i in range(40))
+    prose = "The company sells packaging in many markets and reports its results each year. " * 20
+    text = "\n".join([
+        "FORM 10-K", *[f"Item {n}. Title {n} {n + 2}" for n in (1, 2, 3, 4, 5)], prose,
+        *[f"Item {n}. {title}\n{prose}" for n, title in ((1, "Business"), (2, "Properties"), (3, "Legal"),
+                                                         (4, "Safety"), (5, "Market"), (7, "Discussion"))],
+        "Item 8. Financial Statements", "Note 1 - Business Description 59", "Note 2 - Debt 61",
+        "Consolidated Statements of Income – For the Years Ended December 31, 2022, 2021 and 2020",
+        "Consolidated Balance Sheets – As of December 31, 2022 and 2021", prose,
+        "CONSOLIDATED STATEMENTS OF INCOME", rows, "CONSOLIDATED BALANCE SHEETS", rows,
+        "Note 1 - Business Description", prose, "NOTE 2", "DEBT", prose, "Note 4 - Acquisitions", prose,
+        "Note 5 to the statements is about leases.", prose])
+    found = [(h.level, h.title) for h in filing_headings(text)]
+    assert (2, "CONSOLIDATED STATEMENTS OF INCOME") in found and (2, "CONSOLIDATED BALANCE SHEETS") in found
+    assert not any("For the Years Ended" in t or "As of December" in t for _, t in found)
+    notes = [t for _, t in found if t.upper().startswith("NOTE")]
+    assert notes == ["Note 1 - Business Description", "NOTE 2 DEBT", "Note 4 - Acquisitions"]  # not "... 59"
+
+
 # --- FinanceBench in pagemind eval -------------------------------------------------------------------------------
 def test_amounts_are_one_figure_after_units_and_scales():
     from pagemind.text.numbers import matches

@@ -142,8 +142,12 @@ ITEM = re.compile(r"^[ \t]*(?:PART[ \t]+[IV]{1,3}[ \t]*[,.:—–-]?[ \t]*)?ITEM
 STATEMENT = re.compile(r"^[ \t]*(?:[A-Z][\w.,&' ]{0,60}?[ \t])?(?:CONSOLIDATED|COMBINED|CONDENSED)[ \t]+"
                        r"(?:[A-Z]+[ \t]+)?(?:STATEMENTS?[ \t]+OF[ \t]+[^\n]{3,80}|BALANCE[ \t]+SHEETS?|"
                        r"STATEMENTS?[ \t]+OF[ \t]+FINANCIAL[ \t]+POSITION)[ \t]*(?:\([^\n)]*\))?[ \t]*$", re.I | re.M)
-NOTE = re.compile(r"^[ \t]*NOTE[ \t]+(?P<number>[1-9][0-9]?)[ \t]*[.:—–-]?[ \t]+(?P<title>[A-Z][^\n]{2,120})$", re.M)
+NOTE = re.compile(r"^[ \t]*(?:NOTE|Note)[ \t]+(?P<number>[1-9][0-9]?)(?:[ \t]*[.:—–-]?[ \t]+"
+                  r"(?P<title>[A-Z][^\n]{2,120})|[ \t]*\n[ \t]*(?P<below>[A-Z][A-Z0-9 ,&'’()/-]{2,120}))$",
+                  re.M)  # "Note 5 - Acquisitions", and "NOTE 8" over the line "DEBT"
+_NOTE_SKIP = 3  # a note's number follows the last one found by at most this much (a note whose title is not found)
 STATEMENT_DIGITS = 0.12  # a statement's page: this share of the letters and digits of its next 1,500 characters
+_LISTED = 300  # characters: a statement title this close before another is a list of them (an index), not a page
 _TOC_CLUSTER = 4  # Items this close together (within 4,000 characters) are a table of contents, not headings
 
 
@@ -154,8 +158,9 @@ def _item_key(m: re.Match[str]) -> tuple[int, str]:
 def filing_headings(text: str, pages: Sequence[int] = ()) -> list[Heading]:
     """A 10-K's or 10-Q's sections from its text: each Item where its heading stands (the contents list's lines,
     a cluster of Items with page numbers, are skipped; Items in order, each once), the primary statements where
-    they are printed (a title line followed by a page of numbers) and the notes ("NOTE 7. DEBT"), these two one
-    level below the Item holding them. None when the text is not a filing or shows fewer than four Items."""
+    they are printed (a title line followed by a page of numbers) and the notes ("NOTE 7. DEBT", "Note 5 -
+    Acquisitions", in order; an index line ending in its page number is not one), these two one level below the
+    Item holding them. None when the text is not a filing or shows fewer than four Items."""
     if not FILING.search(text[:20_000]):
         return []
     items = [m for m in ITEM.finditer(text) if m.group("title") == "" or m.group("title")[:1].isupper()
@@ -184,22 +189,24 @@ def filing_headings(text: str, pages: Sequence[int] = ()) -> list[Heading]:
     if len(found) < 4:
         return []
     seen: set[str] = set()
-    for m in STATEMENT.finditer(text, begin):
+    titles = list(STATEMENT.finditer(text, begin))
+    for i, m in enumerate(titles):
         title = " ".join(m.group(0).split())
-        kind = re.sub(r"[^a-z]", "", title.lower().split("consolidated")[-1])
+        kind = re.sub(r"[^a-z]", "", title.lower().split("consolidated")[-1].split("–")[0].split(" - ")[0])
         after = text[m.end():m.end() + 1500]
         digits = sum(c.isdigit() for c in after)
         listed = re.search(r"\s\d{1,3}$|[.:;,]$", title)  # "... Balance Sheets 47": an index; ending a sentence
-        if kind in seen or len(title.split()) > 14 or listed or \
+        listing = i + 1 < len(titles) and titles[i + 1].start() - m.end() < _LISTED  # a list of the statements
+        if kind in seen or len(title.split()) > 14 or listed or listing or \
                 digits < STATEMENT_DIGITS * sum(c.isalnum() for c in after):
             continue
         seen.add(kind)
         found.append((m.start(), 2, title))
     number = 0
-    for m in NOTE.finditer(text, begin):
-        if int(m.group("number")) == number + 1:
+    for m in NOTE.finditer(text, begin):  # "Note 5 - Acquisitions" in order; an index's "Note 1 - ... 59" is not one
+        if number < int(m.group("number")) <= number + _NOTE_SKIP and not re.search(r"\s\d{1,3}$", m.group(0)):
             found.append((m.start(), 2, " ".join(m.group(0).split())))
-            number += 1
+            number = int(m.group("number"))
     found.sort()
     return [Heading(level, title[:MAX_TITLE], _page_of(pages, offset)) for offset, level, title in found]
 
