@@ -195,6 +195,10 @@ def test_the_answer_call_takes_the_clients_settings_and_what_cannot_be_honoured_
     cut = client.responses.create(model="pagemind/full", input=[{"role": "user", "content": [
         {"type": "input_text", "text": "Who found the map?"}]}], max_output_tokens=3, extra_body=ext)
     assert cut.status == "incomplete" and cut.incomplete_details.reason == "max_output_tokens"
+    for params, named in (({"max_output_tokens": 0}, "max_output_tokens"), ({"input": []}, "input")):
+        with pytest.raises(openai.BadRequestError) as refused:  # named as the Responses API names them
+            client.responses.create(**{"model": "pagemind/full", "input": "map", **params}, extra_body=ext)
+        assert refused.value.body["param"] == named and refused.value.body["message"].startswith(named)
     # streamed as the Responses API's events, which the SDK's own accumulator reads into the same response
     with client.responses.stream(model="pagemind/full", input="Who found the map?", extra_body=ext) as stream:
         kinds = [event.type for event in stream]

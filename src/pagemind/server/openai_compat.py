@@ -37,7 +37,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -279,7 +279,15 @@ async def responses(request: Request, service: Svc, user: User) -> Response:
         return openai_error("the body is not JSON", 400, "invalid_json")
     if not isinstance(raw, dict):
         return openai_error("the body is not a JSON object", 400, "invalid_request")
-    return await answer_chat(request, chat_of_response_request(raw), service, user, response_object)
+    return await answer_chat(request, chat_of_response_request(raw), service, user, response_object,
+                             named=RESPONSE_NAMES)
+
+
+# the Responses API's fields and the chat request's they are read as (its errors name the Responses field)
+RESPONSE_FIELDS = (("max_output_tokens", "max_tokens"), ("temperature", "temperature"), ("tools", "tools"),
+                   ("tool_choice", "tool_choice"), ("pagemind", "pagemind"), ("n", "n"), ("stream", "stream"))
+RESPONSE_NAMES = {**{ours: theirs for theirs, ours in RESPONSE_FIELDS}, "messages": "input",
+                  "response_format": "text.format"}
 
 
 def chat_of_response_request(raw: dict[str, Any]) -> dict[str, Any]:
@@ -298,8 +306,7 @@ def chat_of_response_request(raw: dict[str, Any]) -> dict[str, Any]:
                        else p for p in content]
         messages.append({"role": item["role"], "content": content})
     body: dict[str, Any] = {"model": raw.get("model"), "messages": messages}
-    for theirs, ours in (("max_output_tokens", "max_tokens"), ("temperature", "temperature"), ("tools", "tools"),
-                         ("tool_choice", "tool_choice"), ("pagemind", "pagemind"), ("n", "n"), ("stream", "stream")):
+    for theirs, ours in RESPONSE_FIELDS:
         if theirs in raw:
             body[ours] = raw[theirs]
     fmt = (raw.get("text") or {}).get("format") if isinstance(raw.get("text"), dict) else None
@@ -451,17 +458,31 @@ async def chat_completions(request: Request, service: Svc, user: User) -> Respon
 Render = Callable[[str, "ChatRequest", Target, str, Any], dict[str, Any]]
 
 
-async def answer_chat(request: Request, raw: Any, service: Any, user: Any, render: Render) -> Response:
+async def answer_chat(request: Request, raw: Any, service: Any, user: Any, render: Render,
+                      named: Mapping[str, str] | None = None) -> Response:
     """A chat request answered (streamed as chat chunks when it asks), the answer rendered by ``render``: OpenAI's
-    chat completion, or a Responses API response (:func:`responses`)."""
+    chat completion, or a Responses API response (:func:`responses`). ``named``: the request's own names of the
+    chat fields it was read into (``max_tokens`` is the Responses API's ``max_output_tokens``), which its errors
+    use."""
+    names = named or {}
+
+    def said(field: str, detail: str) -> tuple[str, str]:
+        head = field.split(".")[0]
+        theirs = names.get(head, head)
+        return theirs + field[len(head):], (theirs + detail[len(head):] if detail.startswith(head) else detail)
+
     unsupported = refused(raw) if isinstance(raw, dict) else None
     if unsupported is not None:
-        return openai_error(unsupported[1], 400, "unsupported_parameter", unsupported[0])
+        param, detail = said(unsupported[0], unsupported[1])
+        return openai_error(detail, 400, "unsupported_parameter", param)
     try:
         body = ChatRequest.model_validate(raw)
     except ValidationError as err:
         detail, fields = shapes.validation_detail([dict(e) for e in err.errors()])
-        return openai_error(detail, 400, "invalid_request", fields[0]["field"] if fields else None)
+        if not fields:
+            return openai_error(detail, 400, "invalid_request", None)
+        param, detail = said(fields[0]["field"], detail)
+        return openai_error(detail, 400, "invalid_request", param)
     try:
         target = target_of(body.model)
         question = last_user_text(body.messages)
