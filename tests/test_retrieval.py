@@ -72,6 +72,14 @@ def test_words_keeps_one_character_tokens():
     assert code_tokens("x = foo(a, 1)") == ["x", "=", "foo", "(", "a", ",", "1", ")"]
 
 
+def test_words_find_a_filings_periods_and_plurals():
+    """Issue 47: "FY2023" also matches the "2023" a filing prints ("fiscal 2023"), "Q2" the "2"; a plural matches
+    its singular; other tokens that mix letters and digits ("p5w0", "covid19") stay whole."""
+    assert words("FY2023 Q2 FY23") == ["fy2023", "2023", "q2", "2", "fy23", "23"]
+    assert words("acquisitions business sales its") == ["acquisition", "business", "sale", "its"]
+    assert words("p5w0 covid19 abc2023") == ["p5w0", "covid19", "abc2023"]
+
+
 def test_jaccard_is_repocoders_set_overlap():
     j = Jaccard(["a = b + c", "x = y", "a b c"], tokenize=str.split)
     # query {a, =, b}: doc0 {a, =, b, +, c} -> 3/5; doc1 {x, =, y} -> 1/5; doc2 {a, b, c} -> 2/4

@@ -21,9 +21,24 @@ _CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+|[^\sA-Za-z0-9_]")
 Norm = Literal["minmax", "zscore", "none"]
 
 
+_PERIOD = re.compile(r"^(fy|cy|q|h)?([a-z]*?)((?:19|20)\d\d|\d{1,2})$")  # FY2023, Q2, H1, FY23, 2023a
+
+
 def words(text: str) -> list[str]:
-    """Lowercased word tokens (letters, digits, underscore), one-character tokens kept."""
-    return _WORD.findall(text.lower())
+    """Lowercased word tokens (letters, digits, underscore; one-character tokens kept), a plural's "s" off
+    ("acquisitions" finds "acquisition"); a period written as one token also gives its year or number ("FY2023"
+    is "fy2023" and "2023", as a filing prints "fiscal 2023"; "Q2" is "q2" and "2")."""
+    out: list[str] = []
+    for token in _WORD.findall(text.lower()):
+        out.append(_singular(token))
+        period = _PERIOD.match(token) if not token.isdigit() else None
+        if period is not None and (period.group(1) or len(period.group(3)) == 4) and not period.group(2):
+            out.append(period.group(3))
+    return out
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
 
 
 def code_tokens(text: str) -> list[str]:
