@@ -90,6 +90,10 @@ class JSONSchemaFormat(BaseModel):
 class ResponseFormat(BaseModel):
     """OpenAI's ``response_format``: text, any JSON object, or JSON of a schema (``json_schema.schema``)."""
 
+    # the schema says what the validator enforces: ``json_schema`` is required (an object) with that type
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"properties": {"type": {"const": "json_schema"}}, "required": ["type"]},
+        "then": {"properties": {"json_schema": {"type": "object"}}, "required": ["json_schema"]}})
     type: Literal["text", "json_object", "json_schema"]
     json_schema: JSONSchemaFormat | None = None
 
@@ -116,7 +120,7 @@ class ChatRequest(BaseModel):
     max_tokens: int | None = Field(None, ge=1, le=1_000_000)
     max_completion_tokens: int | None = Field(None, ge=1, le=1_000_000)
     temperature: float | None = Field(None, ge=0, le=2)
-    stop: Stop | list[Stop] | None = Field(None, max_length=4)
+    stop: Stop | Annotated[list[Stop], Field(max_length=4)] | None = None  # the array's bound in the schema too
     seed: int | None = Field(None, ge=-limits.MAX_JSON_INT, le=limits.MAX_JSON_INT,
                              description="an exact JSON number (|seed| <= 2^53)")
     n: int | None = Field(None, ge=1, le=1, description="one answer per request")
