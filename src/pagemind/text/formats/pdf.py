@@ -87,14 +87,15 @@ def _pdfium_pages(document: object, source: BinaryIO, name: str, outline: list[H
             try:
                 textpage = page.get_textpage()
                 drawn = textpage.get_text_range()
+                shapes = _shapes(page) if drawn.strip() else []  # one walk over the page's objects, read twice
                 if styled is not None:
-                    styled.extend(_pdfium_lines(textpage, drawn, number + 1, _figures(page) if drawn else ()))
+                    styled.extend(_pdfium_lines(textpage, drawn, number + 1, _figures(page, shapes)))
                 textpage.close()
                 text = _pdfium_text(drawn)
                 unread = not text.strip() or garbled(text)  # no text layer, or one whose font maps no letters
                 wanted = bool(reader) and (unread or (ocr == "force" and _has_image(page)))
                 image = _render(page) if wanted and (budget is None or budget.take(number + 1)) else None
-                ruled = bool(text.strip()) and image is None and _pdfium_ruled(page)
+                ruled = bool(text.strip()) and image is None and _pdfium_ruled(shapes)
             finally:
                 page.close()
             seen = read_images([image]) if image else ""
@@ -294,26 +295,33 @@ FIGURE_GAP = 12  # points: shapes this close are one figure, and a label this fa
 FIGURE_PAGE = 0.7  # a figure covering this share of the page is a background, not a figure
 
 
-def _figures(page: object) -> list[Box]:
-    """Where the page draws a figure: its images and shapes (paths, rules among them) merged where they lie within
-    :data:`FIGURE_GAP` of each other, kept when the merged box is at least :data:`FIGURE_SIDE` points both ways and
-    not the page's background or frame. A chart's bars, axes and plotted lines are one such box; a table shaded or
-    ruled by rows another; a heading's underline or banner is not (too low)."""
+def _shapes(page: object) -> list[tuple[bool, Box]]:
+    """The page's drawn shapes with their bounds: (is a path, its box) for every path and image object."""
     import ctypes
 
     import pypdfium2.raw as pdfium_c
 
-    drawn: Any = page
-    width, height = drawn.get_size()
     left, bottom, right, top = (ctypes.c_float() for _ in range(4))
-    shapes: list[Box] = []
+    out: list[tuple[bool, Box]] = []
     for index in range(pdfium_c.FPDFPage_CountObjects(page)):
         obj = pdfium_c.FPDFPage_GetObject(page, index)
         kind = pdfium_c.FPDFPageObj_GetType(obj)
-        if kind not in (pdfium_c.FPDF_PAGEOBJ_PATH, pdfium_c.FPDF_PAGEOBJ_IMAGE) or \
-                not pdfium_c.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
-            continue
-        shapes.append((left.value, bottom.value, right.value, top.value))
+        if kind in (pdfium_c.FPDF_PAGEOBJ_PATH, pdfium_c.FPDF_PAGEOBJ_IMAGE) and \
+                pdfium_c.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
+            out.append((kind == pdfium_c.FPDF_PAGEOBJ_PATH, (left.value, bottom.value, right.value, top.value)))
+    return out
+
+
+def _figures(page: object, drawn_shapes: Sequence[tuple[bool, Box]]) -> list[Box]:
+    """Where the page draws a figure: its images and shapes (:func:`_shapes`; paths, rules among them) merged where
+    they lie within :data:`FIGURE_GAP` of each other, kept when the merged box is at least :data:`FIGURE_SIDE`
+    points both ways and not the page's background or frame. A chart's bars, axes and plotted lines are one such
+    box; a table shaded or ruled by rows another; a heading's underline or banner is not (too low)."""
+    if not drawn_shapes:
+        return []
+    drawn: Any = page
+    width, height = drawn.get_size()
+    shapes = [box for _, box in drawn_shapes]
     merged: list[Box] = []
     while len(shapes) != len(merged):  # until no two boxes lie near each other
         merged, shapes = [], merged or shapes
@@ -345,27 +353,21 @@ def _in_figure(textpage: object, index: int, figures: Sequence[Box]) -> bool:
     return any(_near(box, char, FIGURE_GAP) for box in figures)
 
 
-def _pdfium_ruled(page: object) -> bool:
-    """Whether the page draws a grid: :data:`GRID_RULES` vertical rules or more (paths thinner than 2 points and
-    taller than a line of text) at distinct places, beside as many horizontal ones. A statement's underlines are
-    not a grid, and pdfplumber's layout of a page costs ~100 times pdfium's text: only a grid's page is laid out."""
-    import ctypes
-
-    import pypdfium2.raw as pdfium_c
-
-    left, bottom, right, top = (ctypes.c_float() for _ in range(4))
+def _pdfium_ruled(drawn_shapes: Sequence[tuple[bool, Box]]) -> bool:
+    """Whether the page (its :func:`_shapes`) draws a grid: :data:`GRID_RULES` vertical rules or more (paths thinner
+    than 2 points and taller than a line of text) at distinct places, beside as many horizontal ones. A statement's
+    underlines are not a grid, and pdfplumber's layout of a page costs ~100 times pdfium's text: only a grid's page
+    is laid out."""
     columns: set[int] = set()
     rows: set[int] = set()
-    for index in range(pdfium_c.FPDFPage_CountObjects(page)):
-        obj = pdfium_c.FPDFPage_GetObject(page, index)
-        if pdfium_c.FPDFPageObj_GetType(obj) != pdfium_c.FPDF_PAGEOBJ_PATH or \
-                not pdfium_c.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
+    for path, (left, bottom, right, top) in drawn_shapes:
+        if not path:
             continue
-        width, height = right.value - left.value, top.value - bottom.value
+        width, height = right - left, top - bottom
         if width < 2 < GRID_CELL <= height:
-            columns.add(round(left.value))
+            columns.add(round(left))
         elif height < 2 < GRID_CELL <= width:
-            rows.add(round(bottom.value))
+            rows.add(round(bottom))
         if len(columns) >= GRID_RULES and len(rows) >= GRID_RULES:
             return True
     return False
