@@ -279,6 +279,15 @@ def test_pagemind_mcp_over_stdio(tmp_path: Path, llm: MockServer) -> None:
             assert [r["kind"] for r in runs.structured_content["runs"]] == ["turn", "ask", "ask"]  # refused: none
             again = await client.call_tool("add_document", {"text": STORY.replace("storm", "gale"),
                                                             "name": "again.txt"})
+            first = await client.call_tool("list_documents", {"limit": 1})  # a page at a time, the next named
+            assert [d["name"] for d in first.structured_content["documents"]] == ["again.txt"]
+            assert "call again with after=" in text(first)
+            rest = await client.call_tool("list_documents", {"after": first.structured_content["next"]})
+            assert [d["name"] for d in rest.structured_content["documents"]] == ["cape.txt"]
+            assert "next" not in rest.structured_content
+            older = await client.call_tool("list_runs", {"limit": 2})
+            oldest = await client.call_tool("list_runs", {"after": older.structured_content["next"]})
+            assert [r["kind"] for r in oldest.structured_content["runs"]] == ["ask"]
             await memory_tools(client, again.structured_content["id"])
 
     try:

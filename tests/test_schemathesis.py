@@ -42,6 +42,10 @@ CONFIG = """
 path = "auth.json"
 peers = ["ann", "bob"]
 
+# an invalid body over the server's --max-body is refused as too large before it is parsed: a rejection too
+[checks.negative_data_rejection]
+expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429"]
+
 [[operations]]
 include-operation-id = ["add_document", "add_to_library"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "413", "415", "422"]

@@ -675,3 +675,50 @@ def test_a_passage_is_forgotten_and_restored_over_http_and_letta_and_never_by_an
     kept = service["pm"].agent(f"u{service['ann_id']}.sam", llm=False).forgotten()
     assert [(i, cause) for i, _, cause, _ in kept] == [(3, "letta: ann")]
     assert c.delete(f"/letta/v1/agents/agent-{agent['id']}/archival-memory/passage-x", headers=ann).status_code == 404
+
+
+def test_every_listing_is_sent_a_page_at_a_time_with_the_next_page_linked(service):
+    """2,000 documents listed in pages of at most 1,000 (100 unless asked), each page's Link header naming the
+    next; agents as summaries; /v1/models with has_more; a cursor that is not the user's is refused."""
+    s, pm = service, service["pm"]
+    for n in range(2000):
+        pm.store.put_document(f"doc{n:04d}", f"d{n}.txt", 3, 12)
+        pm.store.add_user_document(s["ann_id"], f"doc{n:04d}", f"d{n}.txt", float(n))
+    client = s["client"]
+    first = client.get("/v1/documents", headers=s["ann"])
+    assert first.status_code == 200 and len(first.json()) == 100 and first.json()[0]["id"] == "doc1999"
+    seen, url = [], "/v1/documents?limit=1000"
+    while url:
+        page = client.get(url, headers=s["ann"])
+        assert page.status_code == 200 and len(page.json()) <= 1000
+        seen += [d["id"] for d in page.json()]
+        url = page.links.get("next", {}).get("url")
+    assert seen == [f"doc{n:04d}" for n in reversed(range(2000))]
+    assert client.get("/v1/documents?limit=1001", headers=s["ann"]).status_code == 422
+    assert client.get("/v1/documents", headers=s["bob"]).json() == []
+    refused = client.get("/v1/documents?after=doc0001", headers=s["bob"])  # ann's document is no cursor of bob's
+    assert refused.status_code == 404 and "no document 'doc0001'" in refused.json()["detail"]
+
+    for name in ("sam", "tom", "una"):
+        make_agent(s, name)
+        added = client.post(f"/v1/libraries/{name}-shelf/documents", headers=s["ann"],
+                            json={"name": "n.txt", "text": "Wren found the map."})
+        assert added.status_code == 201, added.text
+    agents = client.get("/v1/agents?limit=2", headers=s["ann"])
+    assert [a["name"] for a in agents.json()] == ["sam", "tom"] and "blocks" not in agents.json()[0]
+    assert agents.json()[0]["counts"]["recall"] >= 0
+    rest = client.get(agents.links["next"]["url"], headers=s["ann"])
+    assert [a["name"] for a in rest.json()] == ["una"] and "next" not in rest.links
+    libraries = client.get("/v1/libraries?limit=2", headers=s["ann"])
+    assert [x["name"] for x in libraries.json()] == ["sam-shelf", "tom-shelf"]
+    assert [x["name"] for x in client.get(libraries.links["next"]["url"], headers=s["ann"]).json()] == ["una-shelf"]
+    every = client.get("/v1/models", headers=s["ann"]).json()
+    ids = [m["id"] for m in every["data"]]
+    assert ids[-3:] == ["agent/sam", "agent/tom", "agent/una"] and not every["has_more"]
+    assert "pagemind/auto@tom-shelf" in ids
+    head = client.get("/v1/models?limit=2", headers=s["ann"]).json()
+    assert head["has_more"] and [m["id"] for m in head["data"]] == ids[:2] and head["last_id"] == ids[1]
+    after = client.get(f"/v1/models?after={head['last_id']}&limit=1000", headers=s["ann"]).json()
+    assert [m["id"] for m in after["data"]] == ids[2:]
+    assert client.get("/v1/models/agent/una", headers=s["ann"]).status_code == 200
+    assert client.get("/v1/models/agent/una", headers=s["bob"]).status_code == 404

@@ -410,3 +410,37 @@ def test_the_vector_cache_reads_only_the_passages_its_stamp_describes():
     assert ids.tolist() == [1, 2, 3, 4, 5] and matrix[:, 0].tolist() == [1, 2, 3, 4, 5]
     ids, _ = cache.matrix((1, "e"), 8, 8, read)
     assert ids.tolist() == list(range(1, 9))
+
+
+def test_listings_are_read_a_page_at_a_time_after_a_cursor(store):
+    """Documents newest first (ties by id), libraries by name, runs newest first (ties by insertion): walking pages
+    by the last item's id sees every row once, in the listing's order, and never another user's."""
+    ann, bob = store.create_user("ann", "h1", 1.0), store.create_user("bob", "h2", 1.0)
+    for n in range(7):
+        doc_id = f"doc{n}"
+        store.put_document(doc_id, f"d{n}.txt", 3, 12)
+        store.add_user_document(ann, doc_id, f"d{n}.txt", float(n // 2))  # pairs share a time
+        store.add_user_document(bob, doc_id, f"d{n}.txt", 0.0)
+        store.create_library(f"u{ann}", f"lib{n}", 1.0)
+        store.create_run(RunRow(f"run{n}", ann, "ask", "full", "doc", {}, "done", float(n // 3)))
+    store.create_run(RunRow("bobs", bob, "ask", "full", "doc", {}, "done", 9.0))
+
+    def walk(read, cursor):
+        seen, after = [], None
+        while True:
+            page = read(after, 3)
+            assert len(page) <= 3
+            seen += page
+            if len(page) < 3:
+                return seen
+            after = cursor(page[-1])
+
+    whole = store.user_documents(ann)
+    assert [d.created for d in whole] == sorted((d.created for d in whole), reverse=True)
+    assert walk(lambda after, n: store.user_documents(ann, after, n), lambda d: d.id) == whole
+    assert len(whole) == 7 and store.count_user_documents(ann) == 7
+    libraries = walk(lambda after, n: store.libraries(f"u{ann}", after, n), lambda r: r.name)
+    assert [r.name for r in libraries] == [f"lib{n}" for n in range(7)]
+    runs = walk(lambda after, n: store.list_runs(ann, limit=n, after=after), lambda r: r.id)
+    assert [r.id for r in runs] == [r.id for r in store.list_runs(ann, limit=100)]
+    assert sorted(r.id for r in runs) == [f"run{n}" for n in range(7)]

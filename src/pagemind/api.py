@@ -148,9 +148,10 @@ class Pagemind:
                               ocr=self.settings.ocr, ocr_pages=self.settings.ocr_pages)
         return load_bytes(data.encode("utf-8"), name or "text.txt", max_bytes=self.settings.max_bytes)
 
-    def documents(self, user_id: int) -> list[DocumentRow]:
-        """A user's kept documents."""
-        return self.store.user_documents(user_id)
+    def documents(self, user_id: int, *, after: str | None = None, limit: int | None = None) -> list[DocumentRow]:
+        """A user's kept documents, newest first; one page of them by cursor when asked (those after the document
+        ``after``, at most ``limit``)."""
+        return self.store.user_documents(user_id, after, limit)
 
     def user_document(self, doc_id: str, user_id: int) -> DocumentRow:
         """One of a user's kept documents; :class:`NotFound` when it is not theirs (or gone)."""
@@ -268,9 +269,11 @@ class Pagemind:
         return self.document(source, encoding)
 
     # --- libraries -----------------------------------------------------------------------------------
-    def libraries(self, *, user_id: int | None = None) -> list[LibraryRow]:
-        """``user_id``'s libraries (None: the local user's, the CLI's), by name."""
-        return self._libraries(user_id).rows()
+    def libraries(self, *, user_id: int | None = None, after: str | None = None,
+                  limit: int | None = None) -> list[LibraryRow]:
+        """``user_id``'s libraries (None: the local user's, the CLI's), by name; one page of them by cursor when
+        asked (names after ``after``, at most ``limit``)."""
+        return self._libraries(user_id).rows(after, limit)
 
     def library(self, name: str, *, user_id: int | None = None) -> Library:
         """One of ``user_id``'s libraries with its documents, ready to index or ask; :class:`NotFound` if none."""

@@ -28,7 +28,7 @@ from .limits import MAX_OCR_PAGES
 from .text import Document, load_document
 
 if TYPE_CHECKING:
-    from .store import SQLStore
+    from .store import LibraryRow, SQLStore
 
 # what a folder read as a library holds (anything else in it is skipped, named in the report)
 DOCUMENT_SUFFIXES = frozenset({".txt", ".text", ".md", ".markdown", ".html", ".htm", ".xhtml", ".pdf", ".epub",
@@ -206,8 +206,9 @@ class Libraries:
     def __init__(self, store: SQLStore, scope: str) -> None:
         self.store, self.scope = store, scope
 
-    def rows(self) -> list[Any]:
-        return self.store.libraries(self.scope)
+    def rows(self, after: str | None = None, limit: int | None = None) -> list[LibraryRow]:
+        """The libraries by name (one page by cursor when asked: names after ``after``, at most ``limit``)."""
+        return self.store.libraries(self.scope, after, limit)
 
     def row(self, name: str) -> Any:
         found = self.store.library(self.scope, name)

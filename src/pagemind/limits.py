@@ -33,6 +33,7 @@ MAX_METHOD = 64  # characters of a method's name
 MAX_ENCODING = 64  # characters of a text encoding's name
 MAX_AGENT_NAME = 48  # characters of an agent's name as a user gives it (stored as u<user id>.<name>: 64 at most)
 MAX_LIST = 1_000  # items of one page of a listing
+LIST_PAGE = 100  # items of a listing's page when the request names no limit (the cursor of the next page is given)
 MAX_EMBED_INPUTS = 2_048  # texts embedded in one request (OpenAI's limit for /v1/embeddings)
 MAX_EMBED_TOKENS = 8_192  # the encoder's tokens of one embedded text (OpenAI's per-input limit)
 MAX_EMBED_TOTAL = 300_000  # the encoder's tokens of one embedding request (OpenAI's per-request limit)
@@ -53,6 +54,13 @@ LABEL = re.compile(BLOCK_LABEL)
 LETTA_BLOCK_LABEL = r"^[a-z][a-z0-9_/-]{0,31}$"
 TEXTS = {"name": MAX_NAME, "question": MAX_QUESTION, "option": MAX_OPTION, "message": MAX_MESSAGE,
          "passage": MAX_PASSAGE, "block": MAX_BLOCK, "system": MAX_SYSTEM, "query": MAX_QUERY}
+
+
+def check_list_limit(limit: int) -> int:
+    """A listing's page size when it is 1 to :data:`MAX_LIST`; else an :class:`InputError`."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST:
+        raise InputError(f"limit: a page holds 1 to {MAX_LIST:,} items, not {limit!r}")
+    return limit
 
 
 def check_label(label: str) -> str:

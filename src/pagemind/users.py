@@ -78,7 +78,7 @@ def require_user(store: SQLStore, name: str) -> UserRow:
 
 def holdings(store: SQLStore, user_id: int) -> dict[str, int]:
     """How many documents, agents and runs a user has."""
-    return {"documents": len(store.user_documents(user_id)), "agents": len(store.user_agents(user_id)),
+    return {"documents": store.count_user_documents(user_id), "agents": len(store.user_agents(user_id)),
             "runs": store.count_runs(user_id)}
 
 

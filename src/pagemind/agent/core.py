@@ -124,8 +124,7 @@ class Agent:
         return self.store.blocks(self.id)
 
     def counts(self) -> dict[str, int]:
-        return {"recall": self.store.count_events(self.id), "in_context": self.store.count_events(self.id, True),
-                "archival": self.store.count_passages(self.id)}
+        return self.store.counts(self.id)
 
     def history(self, offset: int = 0, limit: int = 50) -> tuple[int, list[Event]]:
         """(every event in recall, the events ``offset`` .. ``offset + limit`` of them, oldest first): messages,

@@ -170,6 +170,11 @@ class AgentStore:
     def count_passages(self, agent_id: int) -> int:
         return self.store.count_agent_passages(agent_id)
 
+    def counts(self, agent_id: int) -> dict[str, int]:
+        """How much an agent's memory holds: messages and steps in recall, of them in context, archival passages."""
+        return {"recall": self.count_events(agent_id), "in_context": self.count_events(agent_id, True),
+                "archival": self.count_passages(agent_id)}
+
     def search_passages_text(self, agent_id: int, query: str, offset: int = 0,
                              limit: int | None = None) -> tuple[int, list[Passage]]:
         total, rows = self.store.search_agent_passages(agent_id, query, offset, limit)

@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Header, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ..limits import BLOCK_LABEL, MAX_ID, MAX_QUERY
+from ..limits import BLOCK_LABEL, LIST_PAGE, MAX_ID, MAX_QUERY
 from ..runs import ENDED, RunExists
 from . import shapes
 from .routing import (
@@ -31,6 +31,7 @@ from .routing import (
     RUNNING,
     STREAMS,
     LastEventId,
+    ListLimit,
     Stream,
     Svc,
     User,
@@ -38,6 +39,7 @@ from .routing import (
     errors,
     finished,
     links,
+    paged,
     started,
     stream,
 )
@@ -79,8 +81,12 @@ def create(body: AgentCreate, service: Svc, user: User) -> dict[str, Any]:
 
 
 @router.get("", name="list_agents", responses=AUTHED)
-def list_(service: Svc, user: User) -> list[dict[str, Any]]:
-    return [agent_json(view) for view in service.agents(user)]
+def list_(request: Request, response: Response, service: Svc, user: User,
+          after: Annotated[int, Query(ge=0, le=MAX_ID, description="the page after this agent id (the Link "
+                                      "header's cursor)")] = None,  # type: ignore[assignment]
+          limit: ListLimit = LIST_PAGE) -> list[dict[str, Any]]:
+    """Your agents by id, a page at a time, as summaries (GET an agent for its options and blocks)."""
+    return paged(request, response, service.agent_list(user, after=after, limit=limit), shapes.agent_summary_json)
 
 
 @router.get("/{agent_id}", name="get_agent", responses=AUTHED)

@@ -25,7 +25,7 @@ from .. import limits
 from ..api import Pagemind
 from ..config import Settings
 from ..errors import PagemindError
-from ..limits import MAX_ID
+from ..limits import LIST_PAGE, MAX_ID, MAX_LIST
 from ..version import VERSION
 from . import shapes
 from .edge import Edge, EdgePolicy, allowed_methods
@@ -41,6 +41,7 @@ from .routing import (
     STREAMS,
     DocId,
     LastEventId,
+    ListLimit,
     RunId,
     Stream,
     Svc,
@@ -50,6 +51,7 @@ from .routing import (
     error_response,
     errors,
     links,
+    paged,
     started,
     status_of,
     stream,
@@ -130,8 +132,12 @@ async def upload(request: Request, service: Svc, user: User) -> dict[str, Any]:
 
 
 @router.get("/v1/documents", name="list_documents", tags=["documents"], responses=AUTHED)
-def documents(service: Svc, user: User) -> list[dict[str, Any]]:
-    return [document_json(d) for d in service.documents(user)]
+def documents(request: Request, response: Response, service: Svc, user: User,
+              after: Annotated[str, Query(pattern=shapes.DOCUMENT_ID, description="the page after this document "
+                                          "(the Link header's cursor)")] = None,  # type: ignore[assignment]
+              limit: ListLimit = LIST_PAGE) -> list[dict[str, Any]]:
+    """Your documents, newest first, a page at a time."""
+    return paged(request, response, service.documents(user, after=after, limit=limit), document_json)
 
 
 @router.get("/v1/documents/{doc_id}", name="get_document", tags=["documents"], responses=AUTHED)
@@ -215,9 +221,12 @@ LibraryName = Annotated[str, PathParam(pattern=shapes.LIBRARY_NAME, description=
 
 
 @router.get("/v1/libraries", name="list_libraries", tags=["libraries"], responses=AUTHED)
-def libraries(service: Svc, user: User) -> list[dict[str, Any]]:
-    """Your libraries: named sets of documents asked as one."""
-    return [library_json(r) for r in service.libraries(user)]
+def libraries(request: Request, response: Response, service: Svc, user: User,
+              after: Annotated[str, Query(pattern=shapes.LIBRARY_NAME, description="the page after this library "
+                                          "(the Link header's cursor)")] = None,  # type: ignore[assignment]
+              limit: ListLimit = LIST_PAGE) -> list[dict[str, Any]]:
+    """Your libraries: named sets of documents asked as one, by name, a page at a time."""
+    return paged(request, response, service.libraries(user, after=after, limit=limit), library_json)
 
 
 @router.get("/v1/libraries/{name}", name="get_library", tags=["libraries"], responses=AUTHED)
@@ -283,13 +292,17 @@ async def ask_library(name: LibraryName, body: AskRequest, service: Svc, user: U
 
 # --- runs ---------------------------------------------------------------------------------------------------------
 @router.get("/v1/runs", name="list_runs", tags=["runs"], responses=AUTHED)
-def runs(service: Svc, user: User, kind: Literal["index", "ask", "turn"] = None,  # type: ignore[assignment]
+def runs(request: Request, response: Response, service: Svc, user: User,
+         kind: Literal["index", "ask", "turn"] = None,  # type: ignore[assignment]
          status: Literal["queued", "running", "done", "failed", "cancelled"] = None,  # type: ignore[assignment]
          target: Annotated[str, Query(max_length=128)] = None,  # type: ignore[assignment]
-         limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
+         limit: ListLimit = 50, offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
+         after: Annotated[str, Query(pattern=shapes.RUN_ID, description="the page after this run (the Link "
+                                     "header's cursor)")] = None,  # type: ignore[assignment]
          ) -> list[dict[str, Any]]:
-    return [run_json(r) for r in service.runs(user, kind=kind, status=status, target=target, limit=limit,
-                                              offset=offset)]
+    """Your runs, newest first, a page at a time."""
+    return paged(request, response, service.runs(user, kind=kind, status=status, target=target, limit=limit,
+                                                 offset=offset, after=after), run_json)
 
 
 @router.get("/v1/runs/{run_id}", name="get_run", tags=["runs"], responses=AUTHED)
@@ -299,9 +312,10 @@ def run(run_id: RunId, service: Svc, user: User) -> dict[str, Any]:
 
 
 @router.get("/v1/runs/{run_id}/steps", name="list_steps", tags=["runs"], responses=AUTHED)
-def steps(run_id: RunId, service: Svc, user: User, after: Annotated[int, Query(ge=-1, le=MAX_ID)] = -1,
-          limit: Annotated[int, Query(ge=1, le=10_000)] = None) -> list[dict[str, Any]]:  # type: ignore[assignment]
-    return [shapes.step_json(s) for s in service.steps(user, run_id, after, limit)]
+def steps(request: Request, response: Response, run_id: RunId, service: Svc, user: User,
+          after: Annotated[int, Query(ge=-1, le=MAX_ID)] = -1, limit: ListLimit = MAX_LIST) -> list[dict[str, Any]]:
+    """A run's steps in order, a page at a time (``after``: a step's seq)."""
+    return paged(request, response, service.steps(user, run_id, after, limit), shapes.step_json)
 
 
 @router.get("/v1/runs/{run_id}/events", name="run_events", tags=["runs"],

@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from .. import limits
 from ..errors import PagemindError
-from ..limits import MAX_ID, MAX_QUERY
+from ..limits import LIST_PAGE, MAX_ID, MAX_QUERY
 from ..methods import registry
 from ..methods.registry import options_schema
 from ..steps import from_row, line
@@ -73,6 +73,8 @@ MemoryMethod = Annotated[Literal["readagent-p", "readagent-s", "gistmem", "memwa
                 "fragments (rag and op-rag share one)")]
 AgentName = Annotated[str, Field(description="the agent's name", max_length=48)]
 Page = Annotated[int, Field(description="the page of results, from 0", ge=0, le=1_000_000)]
+After = Annotated[str | None, Field(description="the next page: the `next` a listing returned", max_length=128)]
+Limit = Annotated[int, Field(description=f"at most this many (1 to {limits.MAX_LIST:,})", ge=1, le=limits.MAX_LIST)]
 
 
 def checked(model: type[M], **values: Any) -> M:
@@ -129,11 +131,12 @@ class Tools:
         data = await self.run(ctx, lambda user: shapes.document_json(self.service.add_document(user, source, name)))
         return result(data, f"document {data['id']}: {data['name']}, {data['words']} words")
 
-    async def list_documents(self, ctx: Context) -> CallToolResult:
-        """The documents you added, newest first."""
-        docs = await self.run(ctx, lambda user: [shapes.document_json(d) for d in self.service.documents(user)])
+    async def list_documents(self, ctx: Context, after: After = None, limit: Limit = LIST_PAGE) -> CallToolResult:
+        """The documents you added, newest first, a page at a time."""
+        page = await self.run(ctx, lambda user: self.service.documents(user, after=after, limit=limit))
+        docs = [shapes.document_json(d) for d in page]
         lines = [f"{d['id']}  {d['name']}  ({d['words']} words)" for d in docs]
-        return result({"documents": docs}, "\n".join(lines) or "no documents yet")
+        return paged("documents", docs, page.next, lines, "no documents yet")
 
     async def remove_document(
         self, ctx: Context,
@@ -221,19 +224,20 @@ class Tools:
         doc = data["document"]
         return result(data, f"{doc['status']} {doc['name']} ({doc['words']} words) in library {library}")
 
-    async def list_libraries(self, ctx: Context) -> CallToolResult:
-        """Your libraries, each with its documents."""
-        def every(user: Any) -> list[dict[str, Any]]:
+    async def list_libraries(self, ctx: Context, after: After = None, limit: Limit = LIST_PAGE) -> CallToolResult:
+        """Your libraries by name, each with its documents, a page at a time."""
+        def one_page(user: Any) -> tuple[list[dict[str, Any]], str | int | None]:
             shown = []
-            for row in self.service.libraries(user):
+            page = self.service.libraries(user, after=after, limit=limit)
+            for row in page:
                 _, documents = self.service.library(user, row.name)
                 shown.append({**shapes.library_json(row),
                               "documents": [shapes.library_document_json(d) for d in documents]})
-            return shown
+            return shown, page.next
 
-        found = await self.run(ctx, every)
+        found, following = await self.run(ctx, one_page)
         lines = [f"{x['name']}: {', '.join(d['name'] for d in x['documents'])}" for x in found]
-        return result({"libraries": found}, "\n".join(lines) or "no libraries yet")
+        return paged("libraries", found, following, lines, "no libraries yet")
 
     async def ask(
         self, ctx: Context,
@@ -306,15 +310,16 @@ class Tools:
     async def list_runs(
         self, ctx: Context,
         kind: Annotated[str | None, Field(description="only this kind: index, ask or turn")] = None,
-        limit: Annotated[int, Field(description="at most this many, newest first", ge=1, le=500)] = 20,
+        limit: Limit = 20, after: After = None,
     ) -> CallToolResult:
-        """Your recent runs (asks, index builds, agent turns), newest first."""
+        """Your recent runs (asks, index builds, agent turns), newest first, a page at a time."""
         if kind is not None and kind not in shapes.RUN_KINDS:
             raise ToolError(f"kind {kind!r}: one of {', '.join(shapes.RUN_KINDS)}")
-        runs = await self.run(ctx, lambda user: [run_json(r) for r in self.service.runs(user, kind=kind, limit=limit)])
+        page = await self.run(ctx, lambda user: self.service.runs(user, kind=kind, limit=limit, after=after))
+        runs = [run_json(r) for r in page]
         when = [time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"])) for r in runs]
         lines = [f"{r['id']}  {r['kind']} {r['method'] or ''} {r['status']}  {t}" for r, t in zip(runs, when)]
-        return result({"runs": runs}, "\n".join(lines) or "no runs yet")
+        return paged("runs", runs, page.next, lines, "no runs yet")
 
     # agents ----------------------------------------------------------------------------------------
     async def create_agent(
@@ -333,11 +338,13 @@ class Tools:
         data = await self.run(ctx, lambda user: agent_json(self.service.create_agent(user, body)))
         return result(data, f"agent {name} created (id {data['id']})")
 
-    async def list_agents(self, ctx: Context) -> CallToolResult:
-        """Your MemGPT agents."""
-        views = await self.run(ctx, self.service.agents)
-        agents = [{"id": v.row.id, "name": v.name, "created": v.row.created} for v in views]
-        return result({"agents": agents}, "\n".join(v.name for v in views) or "no agents yet")
+    async def list_agents(self, ctx: Context, after: Annotated[int | None, Field(
+            description="the next page: the `next` a listing returned", ge=0, le=MAX_ID)] = None,
+            limit: Limit = LIST_PAGE) -> CallToolResult:
+        """Your MemGPT agents by id, a page at a time."""
+        page = await self.run(ctx, lambda user: self.service.agent_list(user, after=after, limit=limit))
+        agents = [{"id": v.row.id, "name": v.name, "created": v.row.created} for v in page]
+        return paged("agents", agents, page.next, [v.name for v in page], "no agents yet")
 
     async def send_message(
         self, ctx: Context,
@@ -638,6 +645,16 @@ def sources(data: dict[str, Any]) -> str:
 
 
 result = mcp_sdk.tool_result
+
+
+def paged(key: str, items: list[dict[str, Any]], following: str | int | None, lines: list[str],
+          empty: str) -> CallToolResult:
+    """A listing tool's result: the page's ``items`` under ``key`` and, where there are more, ``next`` (the cursor
+    to pass as ``after``), said in the text too."""
+    text = "\n".join(lines) or empty
+    if following is None:
+        return result({key: items}, text)
+    return result({key: items, "next": following}, f"{text}\n(more: call again with after={following!r})")
 
 
 # --- schemas generated from the declarations --------------------------------------------------------------

@@ -32,16 +32,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import logging
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.concurrency import run_in_threadpool
@@ -50,6 +51,8 @@ from .. import limits
 from ..answering.question import Answer, ReplySettings
 from ..conversation import ROLES, Turn
 from ..errors import Abandoned, InputError, NotFound, PagemindError
+from ..limits import MAX_LIST
+from ..users import agent_name
 from . import shapes
 from .routing import NO_RETRY, Svc, User, errors, retry_headers, status_of
 
@@ -239,13 +242,26 @@ def openai_errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": shapes.OpenAIError, "description": described[code]["description"]} for code in codes}
 
 
-def model_ids(service: Service, user: UserRow) -> list[str]:
-    """The models ``user`` may pick: every method, ``pagemind/auto@<library>`` per library, ``agent/<name>``."""
+def model_ids(service: Service, user: UserRow) -> Iterator[str]:
+    """The models ``user`` may pick: every method, ``pagemind/auto@<library>`` per library, ``agent/<name>`` per
+    agent — read from the store a page of names at a time (no agent loaded)."""
     from ..methods import registry
 
-    ids = [f"{METHOD_PREFIX}{m}" for m in registry.document_methods()]
-    ids += [f"{METHOD_PREFIX}auto@{row.name}" for row in service.libraries(user)]
-    return ids + [f"{AGENT_PREFIX}{view.name}" for view in service.agents(user)]
+    yield from (f"{METHOD_PREFIX}{m}" for m in registry.document_methods())
+    library: str | None = None
+    while True:
+        libraries = service.libraries(user, after=library, limit=MAX_LIST)
+        yield from (f"{METHOD_PREFIX}auto@{row.name}" for row in libraries)
+        if libraries.next is None:
+            break
+        library = str(libraries.next)
+    agent: int | None = None
+    while True:
+        agents = service.agent_rows(user, after=agent, limit=MAX_LIST)
+        yield from (f"{AGENT_PREFIX}{agent_name(user.id, row.name)}" for row in agents)
+        if agents.next is None:
+            break
+        agent = int(agents.next)
 
 
 def model_json(model_id: str) -> dict[str, Any]:
@@ -254,19 +270,30 @@ def model_json(model_id: str) -> dict[str, Any]:
 
 @router.get("/v1/models", name="get_model", tags=["openai"], responses=openai_errors(400, 401, 403, 404, 413, 421,
                                                                                       422))
-def models(service: Svc, user: User) -> dict[str, Any]:
+def models(service: Svc, user: User,
+           after: Annotated[str, Query(max_length=200, description="the models after this id (`last_id` of the "
+                                       "page before)")] = None,  # type: ignore[assignment]
+           limit: Annotated[int, Query(ge=1, le=MAX_LIST)] = MAX_LIST) -> dict[str, Any]:
     """The models an OpenAI client may pick (OpenAI's list: ``object``, ``data``): ``pagemind/<method>`` for every
-    method, ``pagemind/auto@<library>`` for each of your libraries, ``agent/<name>`` for each of your agents; and
-    the backend's own description (``model``, ``backend``, ``llm``, ``capabilities``)."""
-    return {"object": "list", "data": [model_json(i) for i in model_ids(service, user)],
-            **shapes.models_json(service.models())}
+    method, ``pagemind/auto@<library>`` for each of your libraries, ``agent/<name>`` for each of your agents, a
+    page at a time (``has_more``; ``after`` = the page's ``last_id`` for the next); and the backend's own
+    description (``model``, ``backend``, ``llm``, ``capabilities``)."""
+    ids = model_ids(service, user)
+    if after is not None:
+        for i in ids:
+            if i == after:
+                break
+    page = list(itertools.islice(ids, limit + 1))
+    data = [model_json(i) for i in page[:limit]]
+    return {"object": "list", "data": data, "has_more": len(page) > limit,
+            "last_id": data[-1]["id"] if data else None, **shapes.models_json(service.models())}
 
 
 @router.get("/v1/models/{model_id:path}", name="retrieve_model", tags=["openai"],
             responses=openai_errors(400, 401, 403, 404, 413, 421, 422))
 def retrieve_model(model_id: str, service: Svc, user: User) -> dict[str, Any]:
     """One model of :func:`models` (OpenAI's ``models.retrieve``); 404 in OpenAI's shape for any other."""
-    if model_id not in model_ids(service, user) and model_id != EMBEDDING_MODEL:
+    if model_id != EMBEDDING_MODEL and all(i != model_id for i in model_ids(service, user)):
         raise NotFound(f"the model {model_id!r} does not exist: GET /v1/models lists yours")
     return model_json(model_id)
 

@@ -27,8 +27,9 @@ from ..errors import (
     PagemindError,
     UnsupportedInput,
 )
+from ..limits import MAX_LIST
 from ..runs import RunCancelled, RunExists
-from ..store import UserRow
+from ..store import Page, UserRow
 from .service import AgentNameTaken, Service
 from .shapes import DOCUMENT_ID, RUN_ID, Error, error_body, run_json
 from .sse import HEADERS, resume_point, run_events
@@ -95,6 +96,15 @@ STREAMS = {"content": {"application/json": {}, "text/event-stream": {"schema": S
 QUEUED = {"description": "the run, queued (wait=false)", "content": {"application/json": {}}}
 
 
+def paged(request: Request, response: Response, page: Page[Any], render: Callable[[Any], Any]) -> list[Any]:
+    """A page of a listing as pagemind's API sends it: its items (rendered) as the body, and where there are more
+    the next page's address in a ``Link`` header (RFC 8288, ``rel="next"``: this request with ``after`` set to
+    the page's cursor)."""
+    if page.next is not None:
+        response.headers["Link"] = f'<{request.url.include_query_params(after=page.next)}>; rel="next"'
+    return [render(item) for item in page.items]
+
+
 # --- the request's service and user -----------------------------------------------------------------------------
 def service_of(request: Request) -> Service:
     service: Service = request.app.state.service
@@ -124,6 +134,8 @@ DocId = Annotated[str, PathParam(pattern=DOCUMENT_ID)]
 RunId = Annotated[str, PathParam(pattern=RUN_ID)]
 Wait = Annotated[bool, Query(description="false: answer 202 with the queued run at once")]
 Stream = Annotated[bool, Query(alias="stream", description="true: the run's steps as server-sent events")]
+ListLimit = Annotated[int, Query(ge=1, le=MAX_LIST, description=f"at most this many (1 to {MAX_LIST:,}); the "
+                                  "response's `Link: <...>; rel=\"next\"` header names the next page")]
 LastEventId = Annotated[str, Header(alias="Last-Event-ID", max_length=32, pattern=r"^(-1|[0-9]+)$",
                                            description="resume a stream after this step (its seq)")]
 

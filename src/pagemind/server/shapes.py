@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ..methods.base import Method
     from ..store import DocumentRow, LibraryDocumentRow, LibraryRow, MemoryRecord, RunRow, StepRow
     from ..text import Document
-    from .views import AgentView, CitedPlace, Me, MemoryUnits, ModelInfo, Unit
+    from .views import AgentSummary, AgentView, CitedPlace, Me, MemoryUnits, ModelInfo, Unit
 
 DOCUMENT_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
 RUN_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
@@ -395,6 +395,13 @@ def agent_json(view: AgentView) -> dict[str, Any]:
     return {"id": view.row.id, "name": view.name, "created": view.row.created, "options": view.options.as_dict(),
             "blocks": [block_json(b) for b in view.blocks], "counts": view.counts, "state": view.row.state,
             "busy": view.busy, "running_run": view.running, "model": view.model}
+
+
+def agent_summary_json(summary: AgentSummary) -> dict[str, Any]:
+    """An agent as a list shows it (:class:`~.views.AgentSummary`): :func:`agent_json` without options, blocks
+    and model (GET the agent for those)."""
+    return {"id": summary.row.id, "name": summary.name, "created": summary.row.created, "counts": summary.counts,
+            "state": summary.row.state, "busy": summary.busy, "running_run": summary.running}
 
 
 def block_json(block: Block) -> dict[str, Any]:

@@ -56,6 +56,18 @@ class AgentView:
 
 
 @dataclass(frozen=True)
+class AgentSummary:
+    """One of a user's agents as a list shows it: its row, the user's own name for it, its memory's counts and
+    whether a turn holds it (no options or blocks: listing reads no agent whole)."""
+
+    row: AgentRow
+    name: str
+    counts: dict[str, int]
+    busy: bool
+    running: str | None
+
+
+@dataclass(frozen=True)
 class Unit:
     """One unit of a memory: a ReadAgent page (with its gist), a MemWalker node (a leaf with its summary) or a
     fragment; ``text`` None where a structure lists it without its text."""

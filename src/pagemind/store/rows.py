@@ -3,8 +3,9 @@ object leaves it and the agent store, the embedding cache and the response cache
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import ConfigError
 from ..hashing import content_hash
@@ -12,6 +13,36 @@ from ..llm.base import LLMResponse
 
 if TYPE_CHECKING:
     from .sql import SQLStore as SQLStore
+
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a listing, in the listing's order, and ``next``: the cursor to pass as ``after`` for the page
+    that follows (the last item's id or name), None on the last page. Every list of the store, the service and its
+    surfaces is read and sent a page at a time (at most :data:`pagemind.limits.MAX_LIST` items)."""
+
+    items: tuple[T, ...]
+    next: str | int | None = None
+
+    @classmethod
+    def of(cls, rows: Sequence[T], limit: int, cursor: Callable[[T], str | int]) -> Page[T]:
+        """The page of ``rows`` read with one row more than ``limit``: its first ``limit`` rows and, when there was
+        one more, the cursor after the last of them."""
+        items = tuple(rows[:limit])
+        return cls(items, cursor(items[-1]) if len(rows) > limit and items else None)
+
+    def map(self, render: Callable[[T], U]) -> Page[U]:
+        return Page(tuple(render(x) for x in self.items), self.next)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
 
 
 class StoreTooNew(ConfigError):

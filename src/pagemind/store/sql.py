@@ -150,6 +150,11 @@ def _one(rows: Any) -> Any:
     return None if row is None else row[0]
 
 
+def _args(*values: Any) -> tuple[Any, ...]:
+    """A query's arguments, to be extended as its WHERE clause grows."""
+    return values
+
+
 def _id_page(sql: str, args: tuple[Any, ...], column: str, after: int | None, before: int | None,
              limit: int | None, descending: bool = False) -> tuple[str, tuple[Any, ...]]:
     """``sql`` (ending in a WHERE clause) narrowed to one page by id cursor: ``column`` above ``after`` and below
@@ -816,8 +821,21 @@ class SQLStore:
                      "ON CONFLICT (user_id, document_id) DO UPDATE SET name = excluded.name",
                      (user_id, doc_id, name, created))
 
-    def user_documents(self, user_id: int) -> list[DocumentRow]:
-        return [DocumentRow(*r) for r in self.execute(_USER_DOCUMENT + " ORDER BY u.created DESC, d.id", (user_id,))]
+    def user_documents(self, user_id: int, after: str | None = None, limit: int | None = None) -> list[DocumentRow]:
+        """A user's documents newest first; one page by cursor when asked: those after the user's document
+        ``after`` in that order, at most ``limit``."""
+        sql, args = _USER_DOCUMENT, _args(user_id)
+        if after is not None:
+            sql += (" AND (u.created, d.id) < (SELECT created, document_id FROM user_documents WHERE user_id = ? "
+                    "AND document_id = ?)")
+            args += (user_id, after)
+        sql += " ORDER BY u.created DESC, d.id DESC"
+        if limit is not None:
+            sql, args = sql + " LIMIT ?", args + (limit,)
+        return [DocumentRow(*r) for r in self.execute(sql, args)]
+
+    def count_user_documents(self, user_id: int) -> int:
+        return int(_one(self.execute("SELECT COUNT(*) FROM user_documents WHERE user_id = ?", (user_id,))))
 
     def user_document(self, user_id: int, doc_id: str) -> DocumentRow | None:
         row = self.execute(_USER_DOCUMENT + " AND d.id = ?", (user_id, doc_id)).fetchone()
@@ -881,9 +899,15 @@ class SQLStore:
                            (scope, name)).fetchone()
         return None if row is None else LibraryRow(*row)
 
-    def libraries(self, scope: str) -> list[LibraryRow]:
-        return [LibraryRow(*r) for r in self.execute(
-            _LIBRARY + " WHERE l.scope = ? GROUP BY l.id, l.name, l.created ORDER BY l.name", (scope,))]
+    def libraries(self, scope: str, after: str | None = None, limit: int | None = None) -> list[LibraryRow]:
+        """A scope's libraries by name; one page by cursor when asked: names after ``after``, at most ``limit``."""
+        sql, args = _LIBRARY + " WHERE l.scope = ?", _args(scope)
+        if after is not None:
+            sql, args = sql + " AND l.name > ?", args + (after,)
+        sql += " GROUP BY l.id, l.name, l.created ORDER BY l.name"
+        if limit is not None:
+            sql, args = sql + " LIMIT ?", args + (limit,)
+        return [LibraryRow(*r) for r in self.execute(sql, args)]
 
     def library_documents(self, library_id: int) -> list[LibraryDocumentRow]:
         return [LibraryDocumentRow(*r) for r in self.execute(
@@ -960,8 +984,9 @@ class SQLStore:
 
     def list_runs(self, user_id: int | None, *, all_users: bool = False, kind: str | None = None,
                   target: str | None = None, status: str | None = None, prefix: str | None = None,
-                  limit: int = 50, offset: int = 0) -> list[RunRow]:
-        """A user's runs (``user_id`` None: the local user's; ``all_users``: everyone's), newest first."""
+                  limit: int = 50, offset: int = 0, after: str | None = None) -> list[RunRow]:
+        """A user's runs (``user_id`` None: the local user's; ``all_users``: everyone's), newest first; ``after``:
+        only those after that run in this order (a page's cursor)."""
         where: list[str] = []
         args: list[Any] = []
         if not all_users:
@@ -974,6 +999,10 @@ class SQLStore:
         if prefix is not None:
             where.append("substr(id, 1, ?) = ?")
             args.extend((len(prefix), prefix))
+        if after is not None:
+            order = self.db.insertion_order
+            where.append(f"(created, {order}) < (SELECT created, {order} FROM runs WHERE id = ?)")
+            args.append(after)
         sql = _RUN + (" WHERE " + " AND ".join(where) if where else "")
         order = f" ORDER BY created DESC, {self.db.insertion_order} DESC LIMIT ? OFFSET ?"
         return [_run(r) for r in self.execute(sql + order, (*args, limit, offset))]

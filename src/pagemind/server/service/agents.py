@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...agent.locks import AgentBusy
 from ...errors import InputError, NotFound, PagemindError
+from ...limits import LIST_PAGE, check_list_limit
+from ...store import Page
 from ...users import agent_key, agent_name
 from ..shapes import AgentCreate, LoadDocument
-from ..views import AgentView, Started
+from ..views import AgentSummary, AgentView, Started
 from .base import Progress, ServiceBase
 
 if TYPE_CHECKING:
@@ -62,6 +64,20 @@ class AgentOps(ServiceBase):
         except AgentExists:
             raise AgentNameTaken(f"you already have an agent named {name!r}") from None
         return self.own_agent(user, agent.id)
+
+    def agent_list(self, user: UserRow, *, after: int | None = None, limit: int = LIST_PAGE) -> Page[AgentSummary]:
+        """One page of the user's agents by id (those after id ``after``), as summaries: counts from the store,
+        no agent loaded."""
+        from ...agent.store import AgentStore
+
+        counted = AgentStore(self.pm.store)
+        return self.agent_rows(user, after=after, limit=limit).map(lambda row: AgentSummary(
+            row, agent_name(user.id, row.name), counted.counts(row.id), *self.workers.busy(row.id)))
+
+    def agent_rows(self, user: UserRow, *, after: int | None = None, limit: int = LIST_PAGE) -> Page[AgentRow]:
+        """One page of the user's agents' rows by id (those after id ``after``): names, no memory read."""
+        rows = self.pm.agents(user.id, after=after, limit=check_list_limit(limit) + 1)
+        return Page.of(rows, limit, lambda r: r.id)
 
     def agents(self, user: UserRow, *, name: str | None = None, after: int | None = None, before: int | None = None,
                limit: int | None = None) -> list[AgentView]:

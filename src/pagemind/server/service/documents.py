@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from ...answering.question import Question, ReplySettings
 from ...conversation import Turn
 from ...errors import InputError, NotFound
+from ...limits import LIST_PAGE, check_list_limit
+from ...store import Page
 from ..shapes import AskRequest, IndexRequest
 from ..views import MemoryUnits, Started, Unit
 from .base import Progress, ServiceBase
@@ -32,8 +34,12 @@ class DocumentOps(ServiceBase):
                      encoding: str | None = None) -> DocumentRow:
         return self.pm.add_document(source, name, user_id=user.id, encoding=encoding or "utf-8")
 
-    def documents(self, user: UserRow) -> list[DocumentRow]:
-        return self.pm.documents(user.id)
+    def documents(self, user: UserRow, *, after: str | None = None, limit: int = LIST_PAGE) -> Page[DocumentRow]:
+        """One page of the user's documents, newest first: those after their document ``after``."""
+        if after is not None and self.pm.store.user_document(user.id, after) is None:
+            raise NotFound(f"after: you have no document {after!r} to list after")
+        rows = self.pm.documents(user.id, after=after, limit=check_list_limit(limit) + 1)
+        return Page.of(rows, limit, lambda d: d.id)
 
     def document(self, user: UserRow, doc_id: str) -> tuple[DocumentRow, list[MemoryRecord]]:
         """The document with the memories the user's own requests built of it."""

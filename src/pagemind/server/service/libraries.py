@@ -6,7 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...errors import InputError
+from ...errors import InputError, NotFound
+from ...limits import LIST_PAGE, check_list_limit
+from ...store import Page
 from .base import ServiceBase
 
 if TYPE_CHECKING:
@@ -22,18 +24,24 @@ if TYPE_CHECKING:
 class LibraryOps(ServiceBase):
     """A user's libraries and the documents in them."""
 
-    def libraries(self, user: UserRow) -> list[LibraryRow]:
-        return self.pm.libraries(user_id=user.id)
+    def libraries(self, user: UserRow, *, after: str | None = None, limit: int = LIST_PAGE) -> Page[LibraryRow]:
+        """One page of the user's libraries by name: those named after ``after``."""
+        rows = self.pm.libraries(user_id=user.id, after=after, limit=check_list_limit(limit) + 1)
+        return Page.of(rows, limit, lambda r: r.name)
 
     def default_library(self, user: UserRow) -> str:
         """The library a request that names nothing to read reads (a chat UI's menu pick): the user's only library,
         or the one named ``default``; an :class:`InputError` saying how to name one otherwise."""
-        names = [row.name for row in self.libraries(user)]
-        if len(names) == 1 or "default" in names:
-            return names[0] if len(names) == 1 else "default"
+        first = self.libraries(user, limit=1)
+        if first.items and first.next is None:
+            return first.items[0].name
+        try:
+            return self.pm.library_row("default", user_id=user.id).name
+        except NotFound:
+            pass
         raise InputError('name what to read: "pagemind": {"document_id": "..."} or {"library": "..."} (extra_body), '
                          "the model pagemind/<method>@<library>, or keep one library (or one named 'default') for "
-                         f"requests that name none (you have {len(names)})")
+                         f"requests that name none (you have {'none' if not first.items else 'several'})")
 
     def library(self, user: UserRow, name: str) -> tuple[LibraryRow, list[LibraryDocumentRow]]:
         """One of the user's libraries with its documents (:class:`NotFound` for a name that is not theirs)."""

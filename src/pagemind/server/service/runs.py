@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...errors import NotFound
+from ...limits import MAX_LIST, check_list_limit
 from ...runs import summarize
+from ...store import Page
 from ..views import CitedPlace, CitedSpan
 from .base import ServiceBase
 
@@ -28,16 +30,22 @@ class RunOps(ServiceBase):
         return self.pm.runs.peek(run.id) or run
 
     def runs(self, user: UserRow, *, kind: str | None = None, status: str | None = None, target: str | None = None,
-             limit: int = 50, offset: int = 0) -> list[RunRow]:
-        return self.pm.runs.list(user.id, kind=kind, status=status, target=target, limit=limit, offset=offset)
+             limit: int = 50, offset: int = 0, after: str | None = None) -> Page[RunRow]:
+        """One page of the user's runs, newest first: those after their run ``after`` (or past ``offset``)."""
+        if after is not None and self.find_run(user, after) is None:
+            raise NotFound(f"after: you have no run {after!r} to list after")
+        rows = self.pm.runs.list(user.id, kind=kind, status=status, target=target, limit=check_list_limit(limit) + 1,
+                                 offset=offset, after=after)
+        return Page.of(rows, limit, lambda r: r.id)
 
     def run(self, user: UserRow, run_id: str) -> tuple[RunRow, dict[str, Any]]:
         """One of the user's runs and its usage over every step."""
         return self.own_run(user, run_id), summarize(self.pm.runs.steps(run_id))
 
-    def steps(self, user: UserRow, run_id: str, after: int = -1, limit: int | None = None) -> list[Any]:
+    def steps(self, user: UserRow, run_id: str, after: int = -1, limit: int = MAX_LIST) -> Page[StepRow]:
+        """One page of a run's steps in order: those after step ``after`` (its ``seq``)."""
         self.own_run(user, run_id)
-        return list(self.pm.runs.steps(run_id, after, limit))
+        return Page.of(self.pm.runs.steps(run_id, after, check_list_limit(limit) + 1), limit, lambda s: s.seq)
 
     def trace(self, user: UserRow, run_id: str, after: int = -1,
               limit: int = 200) -> tuple[RunRow, dict[str, Any], list[StepRow]]:

@@ -92,7 +92,12 @@ function authHeaders() {
   return state.key ? { Authorization: `Bearer ${state.key}` } : {};
 }
 
-async function api(path, { method = "GET", json, form, signal } = {}) {
+/** Every item of a listing: its pages one after another, each named by the one before in its Link header. */
+async function apiAll(path, { signal } = {}) {
+  return api(path, { signal, pages: true });
+}
+
+async function api(path, { method = "GET", json, form, signal, pages = false } = {}) {
   const headers = { Accept: "application/json", ...authHeaders() };
   let body;
   if (json !== undefined) {
@@ -115,6 +120,11 @@ async function api(path, { method = "GET", json, form, signal } = {}) {
   if (!res.ok) {
     const detail = data && data.detail !== undefined ? compact(data.detail) : text || res.statusText;
     throw new ApiError(res.status, `${res.status}: ${detail}`, data);
+  }
+  const next = pages && Array.isArray(data) && /<([^>]+)>;\s*rel="next"/.exec(res.headers.get("Link") || "");
+  if (next) {
+    const url = new URL(next[1], location.href);
+    return data.concat(await api(url.pathname + url.search, { signal, pages }));
   }
   return data;
 }
@@ -332,7 +342,7 @@ async function documentsPage() {
 }
 
 async function loadDocuments(slot) {
-  const docs = await api("/v1/documents");
+  const docs = await apiAll("/v1/documents?limit=1000");
   if (!docs.length) return clear(slot, h("p", { class: "empty" }, "No documents yet. Upload a text file above."));
   clear(slot, h("table", { class: "table", id: "documents" },
     h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", { class: "num" }, "Words"), h("th", { class: "num" }, "Characters"),
@@ -427,7 +437,7 @@ async function librariesPage() {
 }
 
 async function loadLibraries(slot) {
-  const libs = await api("/v1/libraries");
+  const libs = await apiAll("/v1/libraries?limit=1000");
   if (!libs.length) return clear(slot, h("p", { class: "empty" }, "No libraries yet. Add a document to a new one above."));
   clear(slot, h("table", { class: "table", id: "libraries" },
     h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", { class: "num" }, "Documents"), h("th", { class: "num" }, "Words"),
@@ -1060,7 +1070,7 @@ async function agentsPage() {
   const human = h("textarea", { id: "agent-human", rows: 2, placeholder: "what the agent knows about you" });
   const note = h("p", { class: "form-note", role: "status" });
   const load = async () => {
-    const agents = await api("/v1/agents");
+    const agents = await apiAll("/v1/agents?limit=1000");
     clear(slot, agents.length ? h("table", { class: "table", id: "agents" },
       h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Memory"), h("th", {}, "Created"))),
       h("tbody", {}, agents.map((a) => h("tr", {},
