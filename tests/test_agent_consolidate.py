@@ -107,3 +107,32 @@ def test_a_fact_the_messages_do_not_hold_is_left_out():
     assert next(b for b in agent.blocks() if b.label == "human").value == "The user's sister Maud visited from Oslo."
     said = " ".join(text for _, text, _ in talk)
     assert grounded("The user likes running.", said) and grounded("The user has a sister.", said)
+
+
+def test_an_agent_is_due_a_background_pass_after_its_idle_minutes_and_once_per_new_message():
+    """Issue 50 item 3: due once ``consolidate_idle`` minutes have passed since its newest message and something
+    came after its last pass; not again after the pass, nor after a try this process made, until a new message."""
+    from datetime import datetime, timedelta
+
+    from pagemind.agent.idle import due, due_agents
+
+    agent, _ = make([proposal("Nora moved to Leeds.", ["The user's sister Ada lives in York."], [])] * 2,
+                       consolidate_idle=30)
+    store = agent.store.store
+    assert [d.row.name for d in due_agents(store, datetime(2024, 6, 1))] == []  # nothing said yet
+    agent.import_messages(TALK)
+    last = datetime(2024, 5, 1, 9, 1)
+    row = store.get_agent("nora")
+    assert due(store, row, last + timedelta(minutes=29)) is None
+    found = due(store, row, last + timedelta(minutes=31))
+    assert found is not None and found.minutes == 31 and found.newest == max(e.seq for e in agent.history()[1])
+    assert due(store, row, last + timedelta(minutes=31), {row.id: found.newest}) is None  # tried already
+    assert due(store, row, last + timedelta(minutes=31), minutes=0) is None  # off
+    quiet, _ = make([], consolidate_idle=0)
+    quiet.import_messages(TALK)
+    assert due(quiet.store.store, quiet.store.store.get_agent("nora"), last + timedelta(days=9)) is None
+    assert [d.row.name for d in due_agents(store, last + timedelta(hours=1))] == ["nora"]
+    agent.consolidate()
+    assert due(store, store.get_agent("nora"), last + timedelta(hours=1)) is None  # the pass moved its mark
+    agent.import_messages([("user", "Ada moved to Leeds too.", "2024-05-02 10:00:00")])
+    assert due(store, store.get_agent("nora"), datetime(2024, 5, 2, 10, 31)) is not None

@@ -722,3 +722,62 @@ def test_every_listing_is_sent_a_page_at_a_time_with_the_next_page_linked(servic
     assert [m["id"] for m in after["data"]] == ids[2:]
     assert client.get("/v1/models/agent/una", headers=s["ann"]).status_code == 200
     assert client.get("/v1/models/agent/una", headers=s["bob"]).status_code == 404
+
+
+def test_an_idle_agent_is_consolidated_in_the_background_once_as_its_owners_run(tmp_path, fake):
+    """Issue 50 item 3: `pagemind serve` looks for agents due a pass (their consolidate_idle minutes without a new
+    message) and runs one pass each, recorded as the owner's run; not again until something new is said; a pass
+    whose lease another replica holds is skipped, recording nothing."""
+    import os
+    from datetime import datetime, timedelta
+
+    from pagemind.agent.idle import lease_name
+    from pagemind.processes import HOST
+
+    pm = Pagemind(fake, store=tmp_path / "s.db", max_bytes=MAX_BYTES)
+    _, key = users_api.create_user(pm.store, "ann")
+    ann = {"Authorization": f"Bearer {key}"}
+    app = create_app(pm, auth="keys", keepalive=0.2, workers=4, consolidate_every=0.05)
+    with TestClient(app) as client:
+        made = client.post("/v1/agents", headers=ann, json={"name": "sam", "options": {
+            "embedder": "none", "consolidate_idle": 1}})
+        assert made.status_code == 201 and made.json()["options"]["consolidate_idle"] == 1
+        agent_id = made.json()["id"]
+        said = client.post(f"/v1/agents/{agent_id}/messages", headers=ann,
+                           json={"message": "Hi, I am Ann and I keep the lighthouse."})
+        assert said.status_code == 200, said.text
+
+        def passes():
+            return client.get("/v1/runs?kind=consolidate", headers=ann).json()
+
+        time.sleep(0.5)  # ten looks: the message is seconds old, not a minute
+        assert passes() == []
+        old = (datetime.now() - timedelta(minutes=5)).strftime("%Y-%m-%d %H:%M:%S")
+        pm.store.execute("UPDATE agent_messages SET created = ? WHERE agent_id = ?", (old, agent_id))
+        deadline = time.monotonic() + 30
+        while not (found := passes()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (run,) = found
+        deadline = time.monotonic() + 30
+        while (run := client.get(f"/v1/runs/{run['id']}", headers=ann).json())["status"] != "done" \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert run["status"] == "done" and run["request"]["agent"] == "sam", run
+        assert run["result"]["messages"] >= 2 and run["result"]["stored"], run["result"]
+        archival = client.get(f"/v1/agents/{agent_id}/archival", headers=ann).json()["passages"]
+        assert "The user, Ann, keeps the lighthouse." in [p["text"] for p in archival]
+        time.sleep(0.5)
+        assert len(passes()) == 1  # nothing new was said: no second pass
+
+        # another replica holds this agent's pass: this one skips it and records nothing
+        assert pm.store.try_lease(lease_name(agent_id), "other-replica", os.getpid(), HOST, lambda h: False)
+        pm.store.execute("UPDATE agent_messages SET created = ? WHERE agent_id = ?", (old, agent_id))
+        service = app.state.service
+        service.tried.clear()
+        client.post(f"/v1/agents/{agent_id}/messages", headers=ann, json={"message": "I moved to Leeds."})
+        pm.store.execute("UPDATE agent_messages SET created = ? WHERE agent_id = ?", (old, agent_id))
+        skipped = [f.result(timeout=30) for f in service.consolidate_idle(datetime.now())]
+        assert all(done is None for done in skipped)  # tried here or by the background look: skipped
+        newest = pm.store.recent_agent_events(agent_id, 1)[0].seq
+        assert service.tried[agent_id] == newest and len(passes()) == 1
+    pm.close()

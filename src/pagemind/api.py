@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from .llm.registry import open_backend
 from .llm.usage import Trace
 from .methods import registry
 from .methods.base import Chooser, Chosen, Memory, Method, Progress, Reader
-from .runs import Recorder, Runs
+from .runs import AGENT_RUNS, Recorder, Runs
 from .store import SQLStore, StoreResponseCache, open_store
 from .store.rows import (
     AgentRow,
@@ -37,7 +37,11 @@ from .text import Document, load_document
 from .users import Users, agent_key
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from .agent import Agent, AgentOptions
+    from .agent.consolidate import Consolidation
+    from .agent.idle import Due
     from .retrieval.embed import Embeddings
 
 
@@ -463,7 +467,7 @@ class Pagemind:
         if run is None and not self.settings.record_runs:
             return None
         if run is None:
-            what = {"agent": target.name} if kind == "turn" else {"document": getattr(target, "name", "")}
+            what = {"agent": target.name} if kind in AGENT_RUNS else {"document": getattr(target, "name", "")}
             run = self.runs.create(kind, str(getattr(target, "id", target)), method=method,
                                    request={**what, **request}, user_id=user_id)
         return self.recorder(run)
@@ -592,6 +596,32 @@ class Pagemind:
             turn.run_id = recorder.run_id
             recorder.result(turn.as_dict())
         return turn
+
+    def consolidate(self, agent: Any, *, progress: Progress | None = None, run: RunRow | str | None = None,
+                    user_id: int | None = None) -> Consolidation:
+        """One consolidation pass of an agent (a name or an :class:`Agent`) over recall since the last
+        (:meth:`Agent.consolidate`), recorded as a run of kind ``consolidate`` (its model calls as steps, what it
+        read and wrote as the result) unless ``record_runs`` is off."""
+        if isinstance(agent, str):
+            agent = self.agent(agent, user_id=user_id)
+        recorder = self._recorder(run, "consolidate", agent, "memgpt", {}, user_id)
+        if recorder is None:
+            alone: Consolidation = agent.consolidate(progress=progress)
+            return alone
+        with recorder.running():
+            done: Consolidation = agent.consolidate(trace=recorder.trace(),
+                                                    progress=_both(progress, recorder.progress))
+            recorder.result(done.as_dict())
+        return done
+
+    def idle_agents(self, now: datetime | None = None, tried: Mapping[int, int] | None = None) -> list[Due]:
+        """The agents of every user due a background consolidation pass at ``now`` (their ``consolidate_idle``
+        option on, that long without a new message; :mod:`pagemind.agent.idle`)."""
+        from datetime import datetime
+
+        from .agent.idle import due_agents
+
+        return list(due_agents(self.store, now or datetime.now(), tried))
 
     def complete(self, directory: str | Path, file: str | Path, line: int | None = None, prompt_only: bool = False,
                  **options: Any) -> Any:

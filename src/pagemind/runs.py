@@ -46,6 +46,10 @@ class RunExists(PagemindError):
     """A run with the id asked for already exists (two attempts of one idempotent request met)."""
 
 
+KINDS = ("index", "ask", "turn", "consolidate")  # a memory built, a question, an agent's turn, an agent's pass
+AGENT_RUNS = ("turn", "consolidate")  # the kinds whose target is an agent
+
+
 def new_run_id() -> str:
     return "run_" + secrets.token_hex(8)
 

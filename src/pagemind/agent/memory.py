@@ -52,6 +52,10 @@ class AgentOptions(Options):
         False, "before an archival insert, ask the model whether the new fact replaces a stored one about the same "
                "subject (one short yes/no call per similar passage, at most two: MiniLM cosine 0.35-0.85 and a "
                "shared word): a yes marks the earlier passage superseded, as archival_memory_replace does")
+    consolidate_idle: int = option(
+        0, "minutes without a new message after which `pagemind serve` (or `agent memory consolidate --watch`) "
+           "consolidates the agent's memory in the background: a dated summary, facts and human-block lines from "
+           "what was said since the last pass, recorded as a run (0: never)", minimum=0, maximum=7 * 24 * 60)
     archival_search: Literal["text", "semantic", "hybrid"] = option(
         "hybrid", "archival search: exact text matches then embeddings (hybrid), or one of them")
     recall_first: bool = option(

@@ -553,27 +553,63 @@ def memory_revert(ctx: click.Context, name: str, label: str, version: int, encod
 @memory.command("consolidate")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--watch", is_flag=True, help="keep running (until Ctrl-C): a pass each time the agent has been idle "
+                                            "--idle minutes since a new message")
+@click.option("--idle", type=click.IntRange(1, 7 * 24 * 60), default=None,
+              help="with --watch: minutes without a new message before a pass [default: the agent's "
+                   "consolidate_idle option, else 10]")
+@click.option("--every", type=click.FloatRange(min=0.05), default=60.0, show_default=True,
+              help="with --watch: seconds between looks")
 @llm_options
 @click.pass_context
 @handle_errors
-def memory_consolidate(ctx: click.Context, name: str, as_json: bool, encoding: str, **kw: Any) -> None:
+def memory_consolidate(ctx: click.Context, name: str, as_json: bool, watch: bool, idle: int | None, every: float,
+                       encoding: str, **kw: Any) -> None:
     """One consolidation pass of agent NAME over what it was told since the last pass (between sessions): a dated
-    summary and lasting facts into archival memory, lines for the human block as a new version (revert to undo)."""
+    summary and lasting facts into archival memory, lines for the human block as a new version (revert to undo).
+    Recorded as a run (`pagemind logs`). With --watch, a pass whenever the agent has been idle long enough, as
+    `pagemind serve` does for agents whose consolidate_idle option is on."""
+    from datetime import datetime
+
+    from ..agent.idle import due
+
     with session(ctx, kw) as pm:
-        done = _open(pm, name).consolidate()
-        if as_json:
-            click.echo(json.dumps(done.as_dict(), indent=2))
+        agent = _open(pm, name)
+        if not watch:
+            _tell_consolidation(pm.consolidate(agent), name, as_json)
             return
-        click.echo(f"read {done.messages} messages in {done.windows} windows: stored {len(done.stored)} passages "
-                   f"({done.known} already known; left out: {done.junk} with nothing to tell, {done.ungrounded} "
-                   "the messages do not hold)")
-        for label, version in done.versions:
-            click.echo(f"  {label}: version {version} (undo: pagemind agent memory revert {name} {label} "
-                       f"{version - 1})")
-        for line in done.skipped:
-            click.echo(f"  not added (over the block's limit): {line}")
-        for problem in done.problems:
-            click.echo(f"  stopped: {problem}")
+        minutes = idle or agent.options.consolidate_idle or 10
+        click.echo(f"watching {name}: a pass after {minutes} idle minute(s), looking every {every:g} s (Ctrl-C stops)",
+                   err=True)
+        tried: dict[int, int] = {}
+        try:
+            while True:
+                row = pm.store.get_agent(name)
+                if row is None:
+                    raise AgentNotFound(f"agent {name!r} is gone")
+                found = due(pm.store, row, datetime.now(), tried, minutes=minutes)
+                if found is not None:
+                    tried[row.id] = found.newest
+                    _tell_consolidation(pm.consolidate(name), name, as_json)
+                time.sleep(every)
+        except KeyboardInterrupt:
+            click.echo("stopped", err=True)
+
+
+def _tell_consolidation(done: Any, name: str, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(done.as_dict(), indent=2))
+        return
+    click.echo(f"read {done.messages} messages in {done.windows} windows: stored {len(done.stored)} passages "
+               f"({done.known} already known; left out: {done.junk} with nothing to tell, {done.ungrounded} "
+               "the messages do not hold)")
+    for label, version in done.versions:
+        click.echo(f"  {label}: version {version} (undo: pagemind agent memory revert {name} {label} "
+                   f"{version - 1})")
+    for line in done.skipped:
+        click.echo(f"  not added (over the block's limit): {line}")
+    for problem in done.problems:
+        click.echo(f"  stopped: {problem}")
 
 
 @memory.command("audit")

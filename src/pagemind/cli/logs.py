@@ -11,7 +11,7 @@ import click
 
 from ..api import Pagemind
 from ..config import resolve_settings
-from ..runs import summarize
+from ..runs import KINDS, summarize
 from ..steps import as_json as step_json
 from ..steps import from_row, line
 from .main_errors import handle_errors
@@ -27,6 +27,8 @@ def _when(t: float | None) -> str:
 def _what(request: dict[str, Any], kind: str) -> str:
     if kind == "turn":
         return f"{request.get('agent', '')}: {request.get('message', '')}"
+    if kind == "consolidate":
+        return f"{request.get('agent', '')}: consolidation"
     if kind == "ask":
         return f"{request.get('document', '')}: {request.get('question', '')}"
     return str(request.get("document", ""))
@@ -42,7 +44,7 @@ def _line(run: Any) -> str:
 
 @click.group(invoke_without_command=True)
 @click.option("-n", "--count", default=20, show_default=True, help="how many runs, newest first")
-@click.option("--kind", type=click.Choice(["index", "ask", "turn"]), default=None, help="only runs of this kind")
+@click.option("--kind", type=click.Choice(KINDS), default=None, help="only runs of this kind")
 @click.option("--json", "as_json", is_flag=True, help="as JSON")
 @store_option
 @click.pass_context

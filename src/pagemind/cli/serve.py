@@ -27,12 +27,16 @@ from .options import llm_options, session
 @click.option("--allowed-host", "allowed_hosts", multiple=True, envvar="PAGEMIND_ALLOWED_HOSTS",
               help="a host name requests may name and pages may come from besides loopback (behind a proxy; "
                    "repeat it; the env var takes names separated by spaces)")
+@click.option("--consolidate-every", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              help="seconds between looks for agents due a background memory consolidation (their consolidate_idle "
+                   "option); 0: never")
 @click.option("--log-level", default="warning", show_default=True, help="uvicorn's log level")
 @llm_options
 @click.pass_context
 @handle_errors
 def serve(ctx: click.Context, host: str, port: int, auth: str, workers: int, keepalive: float, max_body: int | None,
-          allowed_hosts: tuple[str, ...], log_level: str, encoding: str, **kw: Any) -> None:
+          allowed_hosts: tuple[str, ...], consolidate_every: float, log_level: str, encoding: str,
+          **kw: Any) -> None:
     """Serve the HTTP API (OpenAPI at /docs), the MCP endpoint (/mcp) and the web trace viewer (/).
 
     \b
@@ -52,7 +56,8 @@ def serve(ctx: click.Context, host: str, port: int, auth: str, workers: int, kee
         if max_body is not None and max_body < 1024:
             raise ConfigError(f"--max-body {max_body}: at least 1024 bytes")
         app = create_app(pm, auth=auth, keepalive=keepalive, workers=workers, max_body=max_body,
-                         allowed_hosts=tuple(h for given in allowed_hosts for h in given.split()))
+                         allowed_hosts=tuple(h for given in allowed_hosts for h in given.split()),
+                         consolidate_every=consolidate_every)
     except ImportError as err:
         pm.close()
         raise ConfigError(f"pagemind serve needs the 'serve' extra: pip install 'pagemind[serve]' ({err})") from None

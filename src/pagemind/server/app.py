@@ -26,6 +26,7 @@ from ..api import Pagemind
 from ..config import Settings
 from ..errors import PagemindError
 from ..limits import LIST_PAGE, MAX_ID, MAX_LIST
+from ..runs import KINDS
 from ..version import VERSION
 from . import shapes
 from .edge import Edge, EdgePolicy, allowed_methods
@@ -293,7 +294,8 @@ async def ask_library(name: LibraryName, body: AskRequest, service: Svc, user: U
 # --- runs ---------------------------------------------------------------------------------------------------------
 @router.get("/v1/runs", name="list_runs", tags=["runs"], responses=AUTHED)
 def runs(request: Request, response: Response, service: Svc, user: User,
-         kind: Literal["index", "ask", "turn"] = None,  # type: ignore[assignment]
+         kind: Annotated[str, Query(pattern=f"^({'|'.join(KINDS)})$", description="only runs of this kind: "
+                                    f"{', '.join(KINDS)}")] = None,  # type: ignore[assignment]
          status: Literal["queued", "running", "done", "failed", "cancelled"] = None,  # type: ignore[assignment]
          target: Annotated[str, Query(max_length=128)] = None,  # type: ignore[assignment]
          limit: ListLimit = 50, offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
@@ -351,14 +353,15 @@ def cancel(run_id: RunId, service: Svc, user: User) -> dict[str, Any]:
 # --- the app ------------------------------------------------------------------------------------------------------
 def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *, auth: str = "keys",
                keepalive: float = 15.0, workers: int = 16, mcp: bool = True, max_body: int | None = None,
-               allowed_hosts: tuple[str, ...] = ()) -> FastAPI:
+               allowed_hosts: tuple[str, ...] = (), consolidate_every: float = 60.0) -> FastAPI:
     """The API over one :class:`Pagemind` (given, built from ``Settings``, or from a factory; ``None``: from the
     environment). ``auth``: ``keys`` (every request carries a user's key), ``none`` (every request is the user
     ``local``; for loopback only, which ``pagemind serve`` enforces), ``auto`` (keys once any user exists).
     ``keepalive``: seconds of silence after which an event stream sends a comment. ``workers``: runs at once.
     ``mcp``: also serve the MCP tools at ``/mcp``. ``max_body``: bytes of a request body other than an upload
     (default: twice ``max_bytes`` + 1 MiB). ``allowed_hosts``: host names besides loopback that requests may
-    name (behind a proxy)."""
+    name (behind a proxy). ``consolidate_every``: seconds between looks for agents due a background consolidation
+    pass (their ``consolidate_idle`` option; 0: never look)."""
     from contextlib import asynccontextmanager
 
     owned = not isinstance(pm, Pagemind)
@@ -370,7 +373,10 @@ def create_app(pm: Pagemind | Settings | Callable[[], Pagemind] | None = None, *
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        idle = service.watch_idle(consolidate_every) if consolidate_every > 0 else None
         yield
+        if idle is not None:
+            idle.set()
         service.close()
 
     from .agents import router as agents_router

@@ -37,6 +37,7 @@ from ..limits import (
     MAX_QUESTION,
 )
 from ..methods.registry import options_schema
+from ..runs import KINDS
 
 if TYPE_CHECKING:
     from ..agent.archive import Added
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 DOCUMENT_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
 RUN_ID = r"^[A-Za-z0-9_.:-]{1,128}$"
 MEMORY_KEY = r"^[A-Za-z0-9_.:-]{1,256}$"
-RUN_KINDS = ("index", "ask", "turn")
+RUN_KINDS = KINDS
 RUN_STATUSES = ("queued", "running", "done", "failed", "cancelled")
 
 # the text encodings an upload may name (multipart ``encoding``; what the schema enumerates, with their aliases)

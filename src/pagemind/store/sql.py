@@ -429,6 +429,11 @@ class SQLStore:
     def list_agents(self) -> list[AgentRow]:
         return [_agent(r) for r in self.execute(_AGENT + " ORDER BY a.name")]
 
+    def agents_by_id(self, after: int | None = None, limit: int | None = None) -> list[AgentRow]:
+        """Every user's agents by id, one page by id cursor when asked (ids above ``after``)."""
+        sql, args = _id_page(_AGENT + " WHERE 1 = 1", (), "a.id", after, None, limit)
+        return [_agent(r) for r in self.execute(sql, args)]
+
     def delete_agent(self, name: str) -> bool:
         return self.execute("DELETE FROM agents WHERE name = ?", (name,)).rowcount > 0
 

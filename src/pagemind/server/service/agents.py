@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
@@ -17,7 +19,10 @@ from ..views import AgentSummary, AgentView, Started
 from .base import Progress, ServiceBase
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from ...agent.archive import Added
+    from ...agent.consolidate import Consolidation
     from ...agent.documents import LoadedDocument
     from ...agent.memory import Block, BlockVersion, Event, Passage, SearchPage
     from ...store import (
@@ -25,6 +30,8 @@ if TYPE_CHECKING:
         UserRow,
     )
 
+
+log = logging.getLogger("pagemind")
 
 # bytes: a longer message is checked against the agent's window before its run exists; a shorter one by the turn
 # itself (Agent.say refuses it before storing it), which spares every ordinary send loading the agent twice
@@ -272,9 +279,63 @@ class AgentOps(ServiceBase):
 
     def consolidate_memory(self, user: UserRow, ref: int | str) -> Future:
         """One consolidation pass of the agent over recall since the last (in the agent's line, with the user's
-        model replies): a :class:`~pagemind.agent.consolidate.Consolidation`."""
+        model replies, recorded as a run): a :class:`~pagemind.agent.consolidate.Consolidation`."""
         row = self.own_agent(user, ref)
-        return self.in_line(row, lambda: self.pm.agent(row.name, user_id=user.id).consolidate())
+        return self.in_line(row, lambda: self._consolidation(row, user.id))
+
+    def _consolidation(self, row: AgentRow, owner: int | None) -> Consolidation:
+        """One pass of the agent, recorded as its owner's run under the name the owner gives it."""
+        run = self.pm.runs.create("consolidate", str(row.id), method="memgpt", user_id=owner, request={
+            "agent": row.name if owner is None else agent_name(owner, row.name)})
+        return self.pm.consolidate(row.name, run=run, user_id=owner)
+
+    def consolidate_idle(self, now: datetime | None = None) -> list[Future]:
+        """A background pass for every agent due one (its ``consolidate_idle`` minutes without a new message;
+        :mod:`pagemind.agent.idle`), each in its agent's line so it never meets a turn, under the agent's lease
+        ``consolidate:<id>`` so two replicas never run one pass twice (the one that finds the lease taken skips it),
+        recorded as a run of the agent's owner. A pass is tried once per new message: the futures of those started
+        (each a :class:`~pagemind.agent.consolidate.Consolidation`, or None when another replica had it)."""
+        from datetime import datetime
+
+        from ...agent.idle import due, lease_name
+        from ...leases import Lease, LeaseBusy
+
+        when = now or datetime.now()
+        started = []
+        for found in self.pm.idle_agents(when, self.tried):
+            row = found.row
+            if self.workers.busy(row.id)[0]:  # a turn is in line: it is not idle
+                continue
+            self.tried[row.id] = found.newest
+            owner = self.pm.store.agent_owner(row.id)
+
+            def job(row: AgentRow = row, owner: int | None = owner) -> Any:
+                try:
+                    with Lease(self.pm.store, lease_name(row.id), timeout=0).held():
+                        current = self.pm.store.get_agent_by_id(row.id)  # another replica's pass moves its mark
+                        if current is None or due(self.pm.store, current, when) is None:
+                            return None
+                        return self._consolidation(row, owner)
+                except LeaseBusy:
+                    return None
+
+            started.append(self.in_line(row, job))
+        return started
+
+    def watch_idle(self, every: float) -> threading.Event:
+        """Look for agents due a background pass every ``every`` seconds (:meth:`consolidate_idle`) in a daemon
+        thread, until the returned event is set."""
+        stop = threading.Event()
+
+        def look() -> None:
+            while not stop.wait(every):
+                try:
+                    self.consolidate_idle()
+                except Exception:  # a store that is briefly unreachable: look again next time
+                    log.exception("looking for idle agents to consolidate failed")
+
+        threading.Thread(target=look, name="pagemind-idle", daemon=True).start()
+        return stop
 
     def passages(self, user: UserRow, ref: int | str, query: str = "", offset: int = 0,
                  limit: int = 20) -> tuple[int, list[Passage]]:

@@ -44,6 +44,7 @@ class ServiceBase:
         self.local = pm.users.local() if auth == "none" else None
         self._joinable: dict[str, list[Any]] = {}  # request key -> [Started, clients waiting on it]
         self._join_lock = threading.Lock()
+        self.tried: dict[int, int] = {}  # agent id -> its newest event's seq when this process last consolidated it
 
     def started_once(self, key: str, start: Callable[[], Started]) -> tuple[Started, bool]:
         """The run of a request: the one an identical request (same ``key``: its user and body) started and that
