@@ -165,3 +165,63 @@ def test_memory_forget_restore_and_the_audits_drop_junk(tmp_path):
         audited.stdout
     after, _ = run(["agent", "memory", "audit", "sam", "--json"], store=db)
     assert json.loads(after.stdout)["total"] == 2 and json.loads(after.stdout)["junk"] == []
+
+
+def test_a_conversation_is_imported_with_each_speaker_kept_and_consolidated_as_it_goes(tmp_path):
+    """Issue 50 item 4: ``agent import-conversation`` reads a message list (and Letta's, and a LoCoMo file); each
+    speaker's messages stay theirs, told to the agent, never its own replies; --consolidate writes the history's
+    dated facts with no turn per message, recorded as a run; bad files are refused naming the message."""
+    from pagemind import Pagemind
+
+    db = tmp_path / "pm.db"
+    talk = tmp_path / "talk.jsonl"
+    talk.write_text("\n".join(json.dumps(m) for m in [
+        {"role": "system", "content": "be nice"},
+        {"role": "user", "speaker": "Ana", "content": "Ana: I moved to Leeds in May.", "time": "2024-05-01T09:00:00Z",
+         "where": "session 1, turn 1"},
+        {"role": "assistant", "speaker": "Ben", "content": "Ben: My sister Eve keeps bees in Whitby.",
+         "time": "2024-05-01T09:01:00Z"}]))
+    fake = ScriptedLLM(by_role={"consolidate": json.dumps({
+        "summary": "Ana moved to Leeds; Ben's sister keeps bees.", "human": [],
+        "facts": ["Ana moved to Leeds in May.", "Ben's sister Eve keeps bees in Whitby."]})})
+    done, _ = run(["agent", "import-conversation", "nora", str(talk), "--consolidate"], fake=fake, store=db)
+    assert done.exit_code == 0, done.output
+    assert done.stdout.startswith("nora: 2 messages imported (2 events in recall; speakers Ana, Ben)")
+    assert "read 2 messages in 1 windows: stored 3 passages" in done.stdout
+    window = fake.history[0].messages[-1].content
+    assert "[2024-05-01 09:00] Ana: I moved to Leeds in May." in window and "facts Ana and Ben told" in window
+    with Pagemind(ScriptedLLM(), store=db) as pm:
+        agent = pm.agent("nora", llm=False)
+        _, events = agent.history(0, 100)
+        told = [e for e in events if e.kind == "user_message"]
+        assert [e.payload.get("speaker") for e in told] == ["Ana", "Ben"]  # Ben's turn is not the agent's reply
+        assert not any(e.kind == "step" and e.payload.get("function") == "send_message" and "Whitby" in str(e.payload)
+                       for e in events)
+        facts = {p.text: p for p in agent.passages()[1]}
+        assert facts["Ben's sister Eve keeps bees in Whitby."].time.startswith("2024-05-01 09:01")  # dated by the talk
+        assert [r.kind for r in pm.runs.list(None)] == ["consolidate"]
+
+    letta = tmp_path / "letta.json"
+    letta.write_text(json.dumps([
+        {"message_type": "user_message", "content": "I am Sam.", "date": "2024-06-01T10:00:00"},
+        {"message_type": "assistant_message", "content": "Hi Sam!"}]))
+    imported, _ = run(["agent", "import-conversation", "sam", str(letta)], store=db)
+    assert imported.exit_code == 0 and imported.stdout.startswith("sam: 2 messages imported (3 events")  # reply+result
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "robot", "content": "beep"}]))
+    refused, _ = run(["agent", "import-conversation", "sam", str(bad)], store=db)
+    assert refused.exit_code != 0 and "message 2: role 'robot' is not user or assistant" in refused.stderr
+
+    locomo = tmp_path / "locomo10.json"
+    locomo.write_text(json.dumps([{"sample_id": "c1", "conversation": {
+        "speaker_a": "Ann", "speaker_b": "Bo", "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat."},
+                      {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice!"}]}, "qa": []}]))
+    read, _ = run(["agent", "import-conversation", "obs", str(locomo)], store=db)
+    assert read.exit_code == 0 and "speakers Ann, Bo" in read.stdout, read.output
+    with Pagemind(ScriptedLLM(), store=db) as pm:
+        _, events = pm.agent("obs", llm=False).history(0, 100)
+        bo = [e for e in events if e.payload.get("speaker") == "Bo"]
+        assert bo and bo[0].kind == "user_message" and bo[0].payload["where"] == "session 1, turn 2 (D1:2)"
+    too_far, _ = run(["agent", "import-conversation", "obs", str(locomo), "--conversation", "2"], store=db)
+    assert too_far.exit_code != 0 and "holds 1 conversation(s), not 2" in too_far.stderr

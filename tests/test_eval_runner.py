@@ -268,14 +268,18 @@ def test_memgpt_on_a_conversation_gets_it_in_recall(tmp_path):
     from test_eval_datasets import locomo_conv
 
     write(tmp_path / "locomo" / "locomo_conversations_1-5.json", [locomo_conv()])
-    steps = [STEP.format(f="conversation_search", args=json.dumps({"query": "adopted", "page": 0,
+    steps = [STEP.format(f="conversation_search", args=json.dumps({"query": "cat", "page": 0,
                                                                    "request_heartbeat": True})),
              STEP.format(f="send_message", args=json.dumps({"message": "A cat"}))]
     fake = ScriptedLLM(by_role={"agent-step": steps})
     run(fake, tmp_path, tmp_path / "run", dataset="locomo", methods=("memgpt",))
     [r] = records(tmp_path / "run")
     assert r["scores"]["f1"] == 1.0 and "I adopted a cat." in fake.history[1].messages[-1].content
-    assert "I am Bo. Ann is my friend." in fake.history[0].messages[0].content
+    assert "the conversations between Ann and Bo" in fake.history[0].messages[0].content
+    # both speakers' turns are what the agent was told, under their names: found and cited as theirs (issue 50)
+    told = {c["quote"]: c for c in r["citations"] if c.get("document") == "recall"}
+    assert "Ann: I adopted a cat." in told and "[shares a photo: a cat on a sofa]" in told, told  # Bo's turn too
+    assert "D1:2" in json.dumps(told["[shares a photo: a cat on a sofa]"]), told
     # asked right after the conversation (its last turn's time), not today: "when" reads against its dates
     assert '"time": "2023-05-08 13:5' in fake.history[0].messages[-1].content
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from .agent import Agent, AgentOptions
     from .agent.consolidate import Consolidation
+    from .agent.conversations import Said
     from .agent.idle import Due
     from .retrieval.embed import Embeddings
 
@@ -613,6 +614,19 @@ class Pagemind:
                                                     progress=_both(progress, recorder.progress))
             recorder.result(done.as_dict())
         return done
+
+    def import_conversation(self, agent: Any, said: Sequence[Said], *, consolidate: bool = False,
+                            user_id: int | None = None,
+                            progress: Progress | None = None) -> tuple[int, Consolidation | None]:
+        """A conversation held elsewhere put into an agent's recall (a name or an :class:`Agent`; ``said``:
+        :func:`pagemind.agent.conversations.read_conversation`'s messages), each speaker's messages as theirs, all
+        citable; with ``consolidate``, then read as the background pass reads new messages — dated summaries, facts
+        and human-block lines from every window of it, with no turn per message — recorded as a run. (events
+        stored, the pass or None)."""
+        if isinstance(agent, str):
+            agent = self.agent(agent, user_id=user_id)
+        stored = agent.import_messages([s.as_tuple() for s in said])
+        return stored, self.consolidate(agent, progress=progress, user_id=user_id) if consolidate else None
 
     def idle_agents(self, now: datetime | None = None, tried: Mapping[int, int] | None = None) -> list[Due]:
         """The agents of every user due a background consolidation pass at ``now`` (their ``consolidate_idle``

@@ -43,6 +43,7 @@ MAX_JSON_DEPTH = 64  # nesting of a JSON body (deeper is no request pagemind rea
 MAX_JSON_VALUES = 200_000  # values (strings, numbers, objects, ...) in one JSON body
 MAX_OCR_PAGES = 100  # pages of one document read by OCR by default (2-10 s a page on 2 cores; --ocr-pages)
 MAX_DOCUMENT_ELEMENTS = 500_000  # paragraphs and table cells of a DOCX body (a 1,000-page report: ~60,000)
+MAX_IMPORTED_MESSAGES = 200_000  # messages of one imported conversation (LoCoMo's longest: ~700)
 MAX_AGENT_FILE_VALUES = 1_000_000  # values in an Agent File (an agent's history: ~10 a message), ~150 MB parsed
 
 AGENT_NAME = rf"^[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_AGENT_NAME - 1}}}$"  # a user's agent's name, on every surface

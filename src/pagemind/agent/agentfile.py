@@ -471,7 +471,7 @@ def _letta_events(agent: dict[str, Any], now: str, notes: list[str]) -> Iterable
     calls: dict[str, str] = {}  # tool call id -> function
     pending: str | None = None  # a send_message call without its result yet
     for i, m in enumerate(_objects(agent.get("messages"))):
-        role, when, live = m.get("role"), _agent_time(m.get("created_at"), now), m.get("id") in in_context
+        role, when, live = m.get("role"), agent_time(m.get("created_at"), now), m.get("id") in in_context
         text, reasoning = _content(m.get("content"))
         check_text("message", text, f"message {i}")  # as long as a message sent to the agent may be, at most
         if role == "system":
@@ -568,7 +568,7 @@ def _returned(text: str) -> str:
     return text
 
 
-def _agent_time(value: Any, default: str) -> str:
+def agent_time(value: Any, default: str) -> str:
     """An ISO time as the agent clock writes it (``YYYY-MM-DD HH:MM:SS``, in UTC when the time has a zone)."""
     if not isinstance(value, str) or not value:
         return default
@@ -581,5 +581,5 @@ def _agent_time(value: Any, default: str) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S")
 
 
-__all__ = ["AgentPlan", "Unsupported", "default_system", "export_agent", "iso_time", "letta_tools",
+__all__ = ["AgentPlan", "Unsupported", "agent_time", "default_system", "export_agent", "iso_time", "letta_tools",
            "plan_import", "read_agent_file"]

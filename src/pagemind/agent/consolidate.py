@@ -86,9 +86,17 @@ def windows(events: list[Event], words: int = WINDOW_WORDS) -> list[list[Event]]
     return out
 
 
-def _said(e: Event) -> str:
-    return str(e.payload.get("message", "")) if e.kind == "user_message" else \
+def _said(e: Event, bare: bool = False) -> str:
+    """What a message or a sent reply says (``bare``: without its speaker's name in front, where it has one)."""
+    said = str(e.payload.get("message", "")) if e.kind == "user_message" else \
         str(e.payload.get("arguments", {}).get("message", ""))
+    speaker = e.payload.get("speaker")
+    return said[len(speaker) + 2:] if bare and speaker and said.startswith(f"{speaker}: ") else said
+
+
+def _who(e: Event) -> str:
+    """Who said it, as a window shows it: the speaker a conversation names, else the user or the agent."""
+    return str(e.payload.get("speaker") or ("user" if e.kind == "user_message" else "you"))
 
 
 def _spoken(e: Event, boot: str) -> bool:
@@ -150,9 +158,12 @@ def consolidate(agent: Agent, trace: Trace | None = None,
         if progress is not None:
             progress("consolidating", n, len(parts), "windows")
         human = next((b for b in agent.blocks() if b.label == "human"), None)
-        lines = "\n".join(f"[{e.time[:16]}] {'user' if e.kind == 'user_message' else 'you'}: {_said(e)}"
-                          for e in part)
-        request = LLMRequest.user(prompt("consolidate", human=human.value if human else "", messages=lines),
+        lines = "\n".join(f"[{e.time[:16]}] {_who(e)}: {_said(e, bare=True)}" for e in part)
+        when = part[-1].time or agent.now()  # what the window holds was said by then (an imported history's date)
+        named = sorted({str(e.payload["speaker"]) for e in part if e.payload.get("speaker")})
+        speakers = " and ".join((", ".join(named[:-1]), named[-1])) if len(named) > 1 else "".join(named)
+        request = LLMRequest.user(prompt("consolidate", human=human.value if human else "", messages=lines,
+                                         speakers=speakers),
                                   role="consolidate", max_tokens=600,
                                   constraint=Constraint("consolidation", json_schema=_SCHEMA))
 
@@ -173,14 +184,14 @@ def consolidate(agent: Agent, trace: Trace | None = None,
         junk += facts.junk + about.junk
         ungrounded += facts.ungrounded + about.ungrounded
         for fact in facts.kept:
-            added = agent.archive.add(fact, agent.now(), source=cause)
+            added = agent.archive.add(fact, when, source=cause)
             if added.stored:
                 stored.append(added.passage.id)
             else:
                 known += 1
         if proposal.summary:
             span = f"{part[0].time[:10]} to {part[-1].time[:10]}"
-            added = agent.archive.add(f"Summary of the conversation, {span}: {proposal.summary}", agent.now(),
+            added = agent.archive.add(f"Summary of the conversation, {span}: {proposal.summary}", when,
                                       source=cause)
             if added.stored:
                 stored.append(added.passage.id)

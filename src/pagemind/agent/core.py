@@ -304,16 +304,20 @@ class Agent:
         with self.lock.held():
             self.store.append(self.id, [Event("system_alert", {"message": message}, self.now())])
 
-    def import_messages(self, messages: Iterable[tuple[str, str, str] | tuple[str, str, str, str]],
-                        in_context: bool = False) -> int:
-        """Put past (role, text, time[, where]) messages into recall (out of context unless ``in_context``);
-        ``where``: the message's place in its conversation ("session 2, turn 7"), which citations of it name."""
+    def import_messages(self, messages: Iterable[tuple[str, ...]], in_context: bool = False) -> int:
+        """Put past (role, text, time[, where[, speaker]]) messages into recall (out of context unless
+        ``in_context``); ``where``: the message's place in its conversation ("session 2, turn 7"), which citations
+        of it name; ``speaker``: who said it, for a conversation between people the agent only read (LoCoMo's two
+        friends): each speaker's messages are kept as what others told the agent — found and cited as theirs —,
+        never as the agent's own replies. Role ``assistant`` is the agent's own past reply."""
         events = []
         for role, text, when, *rest in messages:
-            where = rest[0] if rest else ""
-            if role == "user":
-                events.append(Event("user_message", {"message": text, **({"where": where} if where else {})}, when,
-                                    in_context=in_context))
+            where, speaker = (list(rest) + ["", ""])[:2]
+            when = when or self.now()
+            if role == "user" or speaker:
+                told = {"message": text, **({"where": where} if where else {}),
+                        **({"speaker": speaker} if speaker else {})}
+                events.append(Event("user_message", told, when, in_context=in_context))
             else:
                 payload = {"thoughts": "", "function": "send_message", "arguments": {"message": text}}
                 result = {"function": "send_message", "status": "OK", "message": "Sent message successfully."}

@@ -747,6 +747,60 @@ def export(ctx: click.Context, name: str, output: str | None, encoding: str, **k
     click.echo(f"exported agent {name} to {output}", err=True)
 
 
+@agent.command("import-conversation")
+@click.argument("name")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--consolidate", is_flag=True, help="then read it as the background pass does: dated summaries, facts "
+                                                  "and human-block lines into memory (model calls; a run)")
+@click.option("--conversation", "which", type=click.IntRange(1), default=1, show_default=True,
+              help="a LoCoMo file's conversation to import (its samples in order)")
+@llm_options
+@click.pass_context
+@handle_errors
+def import_conversation(ctx: click.Context, name: str, file: str, consolidate: bool, which: int, encoding: str,
+                        **kw: Any) -> None:
+    """Put a conversation held elsewhere into agent NAME's recall (made when new): a JSON list or JSON Lines of
+    messages (role, content; optionally time, speaker, where), Letta's message list, or a LoCoMo file. Each
+    speaker's messages stay theirs (never the agent's own replies) and are cited as theirs; --consolidate turns the
+    history into dated summaries and facts without a turn per message.
+
+    \b
+    pagemind agent import-conversation sam chat.jsonl --consolidate
+    pagemind agent import-conversation nora locomo10.json --conversation 2
+    """
+    from ..agent.conversations import read_conversation
+
+    data = Path(file).read_bytes()
+    with session(ctx, kw) as pm:
+        agent = _open(pm, name, create=True, llm=consolidate)
+        said = _locomo(data, which) or read_conversation(data, agent.now())
+        stored, done = pm.import_conversation(agent, said, consolidate=consolidate)
+        speakers = sorted({s.speaker for s in said if s.speaker})
+        click.echo(f"{name}: {len(said)} messages imported ({stored} events in recall"
+                   + (f"; speakers {', '.join(speakers)}" if speakers else "") + ")")
+        if done is not None:
+            _tell_consolidation(done, name, False)
+
+
+def _locomo(data: bytes, which: int) -> list[Any] | None:
+    """A LoCoMo file's conversation ``which`` as messages, each speaker's kept as theirs; None for another file."""
+    from ..agent.conversations import Said
+    from ..eval.sets_dialogue import locomo_turns
+
+    try:
+        rows = json.loads(data)
+    except ValueError:
+        return None
+    rows = rows if isinstance(rows, list) else [rows]
+    samples = [r.get("conversation", r) for r in rows if isinstance(r, dict)]
+    if not samples or not all(isinstance(s, dict) and "speaker_a" in s for s in samples):
+        return None
+    if which > len(samples):
+        raise InputError(f"the file holds {len(samples)} conversation(s), not {which}")
+    turns, _ = locomo_turns(samples[which - 1], f"conversation {which}")
+    return [Said("user", t.text, t.time, t.where, t.speaker) for t in turns if t.text]
+
+
 @agent.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--name", help="the new agent's name (a file of one agent) [default: the name in the file]")

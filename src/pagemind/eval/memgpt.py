@@ -4,7 +4,9 @@
   10 results per page, ``levels + 5`` steps (MemGPT's ``nested_kv.py`` setting, as benchmarks/memgpt.py ran it).
 * Documents: the document in archival storage in ~300-word passages (the paper's document analysis).
 * Conversations (LoCoMo, MSC, MTBench+): the whole conversation in recall storage, out of context (the paper's
-  deep-memory-retrieval setting), so the agent must search it.
+  deep-memory-retrieval setting), so the agent must search it. A conversation between two people the agent only
+  read (LoCoMo) keeps each speaker's turns as theirs, citable — never as the agent's own replies; ``consolidate``
+  reads it into archival summaries and facts first.
 
 ``budget`` (matched-cost runs) sets the agent's window to its empty prompt (system, functions, core memory)
 plus ``budget`` tokens for retrieved text and messages plus the reply. The agent is deleted after its answer
@@ -46,6 +48,9 @@ class MemGPTEvalOptions(ReaderOptions):
     passage_words: int = option(300, "words per archival passage of a document", minimum=1)
     recall_first: bool = option(False, "recall before reply (AgentOptions.recall_first, on for new agents): off is "
                                        "the paper's agent, which finds its memories only by searching")
+    consolidate: bool = option(False, "read the imported conversation as the background pass does before the "
+                                      "question (dated summaries and facts in archival memory; model calls per "
+                                      "~900 words), the write side without the model's initiative")
     preset: str | None = option(None, "accepted for symmetry with the readers; unused")
 
 
@@ -90,16 +95,20 @@ class MemGPTEval:
             self.store.delete_agent(name)  # a leftover of a run that was killed mid-example
         except AgentNotFound:
             pass
-        speakers = example.meta.get("speakers") or []
-        persona = f"I am {speakers[1]}. {speakers[0]} is my friend." if len(speakers) == 2 and speakers[1] else None
+        speakers = [s for s in example.meta.get("speakers") or [] if s]
+        persona = (f"I keep the memory of the conversations between {speakers[0]} and {speakers[1]}, and answer "
+                   "questions about them." if len(speakers) == 2 else None)
         # LongMemEval: the question is asked at its date; a dated conversation (LoCoMo): right after its last turn,
         # so "when" is read against the conversation's dates, not today's
         asked = example.meta.get("asked_at") or max((t.time for t in example.conversation if t.time), default=None)
         clock = (lambda: datetime.strptime(asked, "%Y-%m-%d %H:%M:%S")) if asked else None
         agent = Agent.create(self.llm, self.store, name, persona=persona, options=opts, clock=clock)
         if example.conversation:
-            agent.import_messages([(t.role, t.text, t.time or agent.now(), t.where)
-                                   for t in example.conversation if t.text])
+            # two people talking (LoCoMo): each one's turns told to the agent under their name, none its own
+            agent.import_messages([("user" if speakers else t.role, t.text, t.time or agent.now(), t.where,
+                                    t.speaker if speakers else "") for t in example.conversation if t.text])
+            if self.options.consolidate:
+                agent.consolidate()
         else:
             texts = list(example.passages) or passages(example.document, self.options.passage_words)
             agent.archive.insert(texts, agent.now(), source=example.document_id)
