@@ -164,3 +164,22 @@ def test_a_memory_built_on_other_sections_of_the_same_text_is_not_reused(tmp_pat
     built = reader.build(one)
     assert any("Risks" in (f.section or "") for f in built.fragments)
     assert all("Results and risks" in (f.section or "") for f in reader.build(other).fragments)
+
+
+def test_a_budget_reads_several_fragments_not_one():
+    """Issue 50: with a budget and no fragment size given, fragments are sized so the budget reads top_k of them
+    (LoCoMo at 1,500 tokens read one of its 28 500-word fragments); a size given, or a large budget, stays."""
+    long = Document.from_text(make_text(40, 150))  # 6,000 words
+    store = Store(":memory:")
+    fake = ScriptedLLM(by_role={"answer": "Answer: (B) two"})
+    llm = LLM(fake, cache=StoreResponseCache(store), concurrency=1)
+    opts = RAGOptions.create("quality", budget=1500)
+    assert opts.fragment_words == 214 and RAGOptions.create("quality").fragment_words == 500
+    assert RAGOptions.create("quality", budget=1500, fragment_words=500).fragment_words == 500
+    assert RAGOptions.create("quality", budget=100_000).fragment_words == 500  # never larger than the preset's
+    rag = registry.get("op-rag")(llm, store, opts, None)
+    answer = rag.answer(rag.build(long), ask("What about p7w3 and p21w9 and p30w1 and p12w4?"))
+    assert len(answer.details["fragments"]) == 5, answer.details
+    assert llm.count_tokens(context_of(fake)) <= 1500
+    wide = registry.get("op-rag")(llm, store, RAGOptions.create("quality", budget=1500, fragment_words=500), None)
+    assert len(wide.answer(wide.build(long), ask("What about p7w3?")).details["fragments"]) < 5  # fewer, wider

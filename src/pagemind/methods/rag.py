@@ -33,6 +33,15 @@ if TYPE_CHECKING:
     from ..retrieval.embed import Embedder
     from ..retrieval.index import FragmentIndex, RetrievalSettings
 
+TOKENS_PER_WORD = 1.4  # English prose with the fragments' labels, as the tokenizers count it (a margin, not a mean)
+FEWEST_WORDS = 64  # a fragment holds at least a few sentences
+
+
+def fragment_words_for(budget: int, k: int | None = None) -> int:
+    """Words per fragment so that ``budget`` tokens read ``k`` fragments (5 when unset)."""
+    return max(FEWEST_WORDS, int(budget / (TOKENS_PER_WORD * (k or 5))))
+
+
 PRESETS: dict[str, dict[str, Any]] = {
     "quality": {"prompts": "quality", "fragment_words": 500},
     "qmsum": {"prompts": "qmsum", "fragment_words": 500},
@@ -93,6 +102,16 @@ class RAGOptions(ReaderOptions):
         from .readagent import ReadAgentOptions
 
         return ReadAgentOptions.create(self.preset, constrained=self.constrained)  # same preset names
+
+    @classmethod
+    def create(cls, preset: str | None = None, **given: Any) -> RAGOptions:
+        """As every reader's options, and: with a ``budget`` and no ``fragment_words`` given, word fragments small
+        enough that the budget reads ``top_k`` of them (5 unless set), not one (LoCoMo at 1,500 tokens read one of
+        its 28 500-word fragments), never larger than the preset's (:func:`fragment_words_for`)."""
+        made = super().create(preset, **given)
+        if made.budget is None or given.get("fragment_words") is not None or made.fragments != "words":
+            return made
+        return replace(made, fragment_words=min(made.fragment_words, fragment_words_for(made.budget, made.k)))
 
     def check(self) -> None:
         self.retrieval()  # validates scorer, relation, alpha, w_rel
