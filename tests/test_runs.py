@@ -13,7 +13,7 @@ from pagemind import ScriptedLLM
 from pagemind.api import Pagemind
 from pagemind.cli.main import cli
 from pagemind.errors import ConfigError, InputError, InputTooLarge, NotFound, ScriptExhausted, UnsupportedInput
-from pagemind.runs import RunCancelled
+from pagemind.runs import RunCancelled, summarize
 from pagemind.users import authenticate, create_user, erase_user, export_user
 
 TEXT = "The lighthouse keeper was Ann. She kept the light for forty years.\n\n" + make_text(8, 40)
@@ -58,6 +58,9 @@ def test_a_readagent_ask_records_the_build_and_the_pages_looked_up(pm):
     result = pm.runs.get(answer.run_id).result
     assert result["memory"] and result["pages_read"] == answer.pages_read
     assert pm.store.get_memory(result["memory"]).status == "complete"
+    # its totals are kept on the run when it ends (issue 49): reading the run sums no step
+    kept = pm.runs.get(answer.run_id).usage
+    assert kept == summarize(steps) and kept["calls"] == sum(s.kind == "llm" for s in steps) > 0
 
 
 def test_index_is_a_run_and_a_failure_is_recorded_with_its_error(pm, tmp_path):
@@ -71,7 +74,7 @@ def test_index_is_a_run_and_a_failure_is_recorded_with_its_error(pm, tmp_path):
     assert str(info.value) == message
     failed = pm.runs.list(status="failed")
     assert len(failed) == 1 and failed[0].kind == "ask" and failed[0].method == "full"
-    assert failed[0].error == f"ScriptExhausted: {message}"
+    assert failed[0].error == f"ScriptExhausted: {message}" and failed[0].usage is not None  # a failed run too
     last = pm.runs.steps(failed[0].id)[-1]
     assert last.kind == "error" and last.data == {"error": f"ScriptExhausted: {message}", "type": "ScriptExhausted"}
 

@@ -104,7 +104,7 @@ def test_a_store_migrated_in_the_old_order_opens_and_keeps_its_data(tmp_path):
                                           "m008_memory_scope", "m009_one_lease", "m010_libraries",
                                           "m011_block_history", "m012_archival_audit",
                                           "m013_document_structure", "m014_cache_logprobs", "m015_file_reads",
-                                          "m016_token_counts", "m017_forgotten_passages"]
+                                          "m016_token_counts", "m017_forgotten_passages", "m018_run_usage"]
     assert [a.name for a in store.list_agents()] == ["ann"]
     record = store.open_memory("k", "d", "rag", {"a": 1}, "m")  # documents(id='d') exists: the FK holds
     assert record.status == "building"
@@ -120,7 +120,7 @@ def test_a_store_missing_a_middle_migration_gets_it(tmp_path):
                                           "m008_memory_scope", "m009_one_lease", "m010_libraries",
                                           "m011_block_history", "m012_archival_audit",
                                           "m013_document_structure", "m014_cache_logprobs", "m015_file_reads",
-                                          "m016_token_counts", "m017_forgotten_passages"]
+                                          "m016_token_counts", "m017_forgotten_passages", "m018_run_usage"]
     assert store.create_agent("ann", {}, {}, 0.0, [BlockRow("human", "", 10)]) is not None
     store.close()
 

@@ -267,12 +267,14 @@ class Recorder:
         except RunCancelled as err:
             status, error = "cancelled", str(err)
             self.record(Error(error=error, type="RunCancelled"))
-            self.store.update_run(self.run_id, status="cancelled", finished=time.time(), error=error)
+            self.store.update_run(self.run_id, status="cancelled", finished=time.time(), error=error,
+                                  usage=self.totals())
             raise
         except BaseException as err:
             status, error = "failed", f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
             self.record(Error(error=error, type=type(err).__name__))
-            self.store.update_run(self.run_id, status="failed", finished=time.time(), error=error)
+            self.store.update_run(self.run_id, status="failed", finished=time.time(), error=error,
+                                  usage=self.totals())
             raise
         finally:
             if self._span is not None:
@@ -290,7 +292,11 @@ class Recorder:
             self._span.set_attribute("pagemind.confidence", float(support.get("confidence") or 0.0))
             self._span.set_attribute("pagemind.abstained", bool(result.get("abstained")))
         self.step("result", **result)
-        self.store.update_run(self.run_id, status="done", finished=time.time(), result=result)
+        self.store.update_run(self.run_id, status="done", finished=time.time(), result=result, usage=self.totals())
+
+    def totals(self) -> dict[str, Any]:
+        """The run's calls, tokens and seconds over every step recorded (read once, when it ends)."""
+        return summarize(self.store.run_steps(self.run_id))
 
 
 def summarize(steps: list[StepRow]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from ..agent import Agent, AgentNotFound, AgentOptions, SearchPage, TurnResult, 
 from ..api import Pagemind
 from ..declare import OptionSpec
 from ..errors import ConfigError, InputError, LLMError
+from ..limits import PASSAGE_WORDS
 from ..methods import registry
 from .main_errors import handle_errors
 from .options import (
@@ -831,7 +832,8 @@ def import_(ctx: click.Context, file: str, name: str | None, skip_unsupported: b
 @agent.command("load")
 @click.argument("name")
 @click.argument("file")
-@click.option("--words", type=int, default=300, show_default=True, help="words per passage")
+@click.option("--words", type=click.IntRange(*PASSAGE_WORDS), default=300, show_default=True,
+              help="words per passage")
 @click.option("--gists", is_flag=True, help="ReadAgent pages as passages, their gists as summaries (LLM calls)")
 @llm_options
 @click.pass_context

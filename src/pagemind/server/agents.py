@@ -152,7 +152,7 @@ async def send(agent_id: AgentId, body: MessageRequest, service: Svc, user: User
 
 @router.get("/{agent_id}/messages", name="list_messages", responses=AUTHED)
 def messages(agent_id: AgentId, service: Svc, user: User, offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
-             limit: Annotated[int, Query(ge=1, le=500)] = 50) -> dict[str, Any]:
+             limit: ListLimit = 50) -> dict[str, Any]:
     """The agent's whole history (recall storage), oldest first, one page."""
     total, events = service.history(user, agent_id, offset, limit)
     items = [{"seq": e.seq, "kind": e.kind, "role": e.role, "time": e.time, "in_context": e.in_context,
@@ -178,7 +178,7 @@ async def put_block(agent_id: AgentId, label: Annotated[str, PathParam(pattern=B
 @router.get("/{agent_id}/memory/history", name="memory_history", responses=AUTHED)
 def memory_history(agent_id: AgentId, service: Svc, user: User, label: Annotated[str | None, Query(
                        pattern=BLOCK_LABEL)] = None, before: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
-                   limit: Annotated[int, Query(ge=1, le=500)] = 50) -> dict[str, Any]:
+                   limit: ListLimit = 50) -> dict[str, Any]:
     """Core memory's history, newest first: every version of every block (or of ``label``'s; ``before``: older
     than that version), each with what it made the block, its cause (the agent's step and function, or the surface
     and user), its time and its diff from the version before it."""
@@ -258,7 +258,7 @@ async def consolidate_memory(agent_id: AgentId, service: Svc, user: User) -> Res
 @router.get("/{agent_id}/archival", name="list_passages", responses=AUTHED)
 def archival(agent_id: AgentId, service: Svc, user: User, query: Annotated[str, Query(max_length=MAX_QUERY)] = "",
              offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
-             limit: Annotated[int, Query(ge=1, le=500)] = 20) -> dict[str, Any]:
+             limit: ListLimit = 20) -> dict[str, Any]:
     """Archival passages: all by id, or those matching ``query`` best first (the agent's own search)."""
     total, found = service.passages(user, agent_id, query, offset, limit)
     return {"total": total, "offset": offset, "limit": limit, "passages": [passage_json(p) for p in found]}

@@ -336,8 +336,8 @@ async def events(run_id: RunId, service: Svc, user: User, after: Annotated[int, 
 def citation(run_id: RunId, n: Annotated[int, PathParam(ge=1, le=MAX_ID, description="the citation, from 1 (the "
                                                              "answer's marker [n])")],
              service: Svc, user: User,
-             radius: Annotated[int, Query(ge=0, le=100_000, description="characters shown either side of the span, "
-                                                                         "at most (within its paragraphs)")]
+             radius: Annotated[int, Query(ge=0, le=limits.MAX_RADIUS, description="characters shown either side of "
+                                          "the span, at most (within its paragraphs)")]
              = CONTEXT_CHARS) -> dict[str, Any]:
     """A run's citation ``n`` in its place: the citation, the text around it (the paragraphs holding it, at most
     ``radius`` characters either side) and every cited span of the run in that text, as offsets and marked."""

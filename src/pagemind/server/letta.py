@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from ..agent.agentfile import iso_time
+from ..agent.memory import AgentOptions
 from ..errors import InputError, InputTooLarge, NotFound, PagemindError
 from ..limits import (
     AGENT_NAME,
@@ -86,12 +87,16 @@ class CreateBlock(Loose):
     description: str | None = Field(None, max_length=MAX_DESCRIPTION)
 
 
+# Letta's names for two agent options: their bounds are the declaration's
+WINDOW, STEPS = AgentOptions.spec("context_window"), AgentOptions.spec("max_steps")
+
+
 class CreateAgent(Loose):
     name: str | None = Field(None, pattern=AGENT_NAME, description=AGENT_NAME_RULE)
     system: str | None = Field(None, max_length=MAX_SYSTEM)
     memory_blocks: list[CreateBlock] = Field(default_factory=list, max_length=MAX_BLOCKS)
     tools: list[str] | None = Field(None, max_length=200)
-    context_window_limit: int | None = Field(None, ge=64, le=10_000_000)
+    context_window_limit: int | None = Field(None, ge=WINDOW.minimum, le=WINDOW.maximum)
     block_ids: list[str] | None = None
     source_ids: list[str] | None = None
     folder_ids: list[str] | None = None
@@ -101,7 +106,7 @@ class CreateAgent(Loose):
 class UpdateAgent(Loose):
     name: str | None = Field(None, pattern=AGENT_NAME, description=AGENT_NAME_RULE)
     system: str | None = Field(None, max_length=MAX_SYSTEM)
-    context_window_limit: int | None = Field(None, ge=64, le=10_000_000)
+    context_window_limit: int | None = Field(None, ge=WINDOW.minimum, le=WINDOW.maximum)
 
 
 class UpdateBlock(Loose):
@@ -122,7 +127,7 @@ class SendMessages(Loose):
     override_model: str | None = None
     override_system: str | None = None
     background: bool = False
-    max_steps: int | None = Field(None, ge=1, le=1000)
+    max_steps: int | None = Field(None, ge=STEPS.minimum, le=STEPS.maximum)
 
 
 class InsertPassage(Loose):

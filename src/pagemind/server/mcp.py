@@ -72,7 +72,7 @@ MemoryMethod = Annotated[Literal["readagent-p", "readagent-s", "gistmem", "memwa
     description="whose memory: ReadAgent's pages and gists (its three methods share one), MemWalker's tree, or the "
                 "fragments (rag and op-rag share one)")]
 AgentName = Annotated[str, Field(description="the agent's name", max_length=48)]
-Page = Annotated[int, Field(description="the page of results, from 0", ge=0, le=1_000_000)]
+Page = Annotated[int, Field(description="the page of results, from 0", ge=0, le=limits.MAX_RESULT_PAGE)]
 After = Annotated[str | None, Field(description="the next page: the `next` a listing returned", max_length=128)]
 Limit = Annotated[int, Field(description=f"at most this many (1 to {limits.MAX_LIST:,})", ge=1, le=limits.MAX_LIST)]
 
@@ -275,7 +275,7 @@ class Tools:
                                      max_length=128)],
         after: Annotated[int, Field(description="only steps after this one (its seq), to follow a run", ge=-1,
                                     le=MAX_ID)] = -1,
-        limit: Annotated[int, Field(description="at most this many steps", ge=1, le=1000)] = 200,
+        limit: Annotated[int, Field(description="at most this many steps", ge=1, le=limits.MAX_LIST)] = 200,
     ) -> CallToolResult:
         """A run's trace: its status and result, then every step in order (each LLM call with its role, tokens,
         seconds and whether it was cached; the decisions made of them; phases; an agent's thoughts, function
@@ -296,7 +296,7 @@ class Tools:
         citation: Annotated[int, Field(description="the citation, from 1 (the answer's marker [n])", ge=1,
                                        le=MAX_ID)] = 1,
         radius: Annotated[int, Field(description="characters shown either side of the cited span, at most (within "
-                                                 "its paragraphs)", ge=0, le=100_000)] = CONTEXT_CHARS,
+                                                 "its paragraphs)", ge=0, le=limits.MAX_RADIUS)] = CONTEXT_CHARS,
     ) -> CallToolResult:
         """A cited location of an answer or an agent's reply: the page, leaf, fragment, passage or message the
         citation points into, as the text around the cited span, with every cited span of the run in it marked

@@ -76,7 +76,7 @@ class Extension(BaseModel):
     method_options: dict[str, Any] = Field(default_factory=dict)
     options: list[Annotated[str, Field(min_length=1, max_length=limits.MAX_OPTION)]] = Field(
         default_factory=list, max_length=limits.MAX_OPTIONS, description="multiple choice: the options, in order")
-    budget: int | None = Field(None, ge=1, le=10_000_000)
+    budget: int | None = Field(None, ge=1, le=limits.MAX_BUDGET)
     sources: bool = True
 
 
@@ -120,8 +120,8 @@ class ChatRequest(BaseModel):
     messages: list[dict[str, Any]] = Field(min_length=1, max_length=10_000)
     stream: bool = False
     stream_options: dict[str, Any] | None = None
-    max_tokens: int | None = Field(None, ge=1, le=1_000_000)
-    max_completion_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    max_tokens: int | None = Field(None, ge=1, le=limits.MAX_REPLY_TOKENS)
+    max_completion_tokens: int | None = Field(None, ge=1, le=limits.MAX_REPLY_TOKENS)
     temperature: float | None = Field(None, ge=0, le=2)
     stop: Stop | Annotated[list[Stop], Field(max_length=4)] | None = None  # the array's bound in the schema too
     seed: int | None = Field(None, ge=-limits.MAX_JSON_INT, le=limits.MAX_JSON_INT,

@@ -24,6 +24,7 @@ from ..limits import (
     AGENT_NAME,
     AGENT_NAME_RULE,
     MAX_BLOCK,
+    MAX_BUDGET,
     MAX_DESCRIPTION,
     MAX_ID,
     MAX_JSON_INT,
@@ -35,6 +36,7 @@ from ..limits import (
     MAX_PASSAGE,
     MAX_QUERY,
     MAX_QUESTION,
+    PASSAGE_WORDS,
 )
 from ..methods.registry import options_schema
 from ..runs import KINDS
@@ -150,7 +152,7 @@ class AskRequest(Shape):
     method: str = Field("auto", max_length=MAX_METHOD, description="the reading method (GET /v1/methods)")
     method_options: dict[str, Any] = Field(default_factory=dict, json_schema_extra=options_schema(),
                                            description="options of the method")
-    budget: int | None = Field(None, ge=1, le=10_000_000,
+    budget: int | None = Field(None, ge=1, le=MAX_BUDGET,
                                description="tokens the answer's context may use (methods with a budget)")
 
     _question = field_validator("question")(_stripped)
@@ -226,7 +228,7 @@ class MemoryAudit(Shape):
 
 class LoadDocument(Shape):
     document_id: str = Field(pattern=DOCUMENT_ID, description="one of your documents")
-    words: int = Field(300, ge=20, le=5000, description="words per passage")
+    words: int = Field(300, ge=PASSAGE_WORDS[0], le=PASSAGE_WORDS[1], description="words per passage")
 
 
 # --- citations ---------------------------------------------------------------------------------------------------

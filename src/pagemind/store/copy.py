@@ -41,7 +41,7 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
     ("agent_forgotten", ("id", "agent_id", "passage", "embedding", "cause", "forgotten")),
     ("agent_owners", ("agent_id", "user_id")),
     ("runs", ("id", "user_id", "kind", "method", "target", "request", "status", "created", "started", "finished",
-              "result", "error", "cancel_requested")),
+              "result", "error", "cancel_requested", "usage")),
     ("run_steps", ("run_id", "seq", "kind", "data", "created")),
     ("libraries", ("id", "scope", "name", "created")),
     ("library_documents", ("library_id", "name", "document_id", "origin", "previous_id", "added")),

@@ -251,6 +251,7 @@ class RunRow:
     result: dict[str, Any] | None = None
     error: str | None = None
     cancel_requested: bool = False
+    usage: dict[str, Any] | None = None  # its totals (calls, tokens, seconds), kept when it ended
 
 
 @dataclass(frozen=True)

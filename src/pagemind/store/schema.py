@@ -286,6 +286,8 @@ MIGRATIONS: list[Migration] = [
             forgotten {REAL} NOT NULL,
             PRIMARY KEY (agent_id, id)
         )"""),
+    # a run's totals (calls, tokens, seconds) kept on the run when it ends, so reading a run never sums its steps
+    Migration("m018_run_usage", "ALTER TABLE runs ADD COLUMN usage TEXT"),
 ]
 
 # the names Postgres stores recorded before the two histories were one, and what each of them applied

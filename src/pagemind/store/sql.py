@@ -106,9 +106,9 @@ _PASSAGE_COLUMNS = "id, text, created, summary, source, superseded_by, supersede
 _PASSAGE = f"SELECT {_PASSAGE_COLUMNS} FROM agent_passages"
 _AGENT = "SELECT a.id, a.name, a.settings, a.state, a.created FROM agents a"
 _RUN_COLUMNS = ("id, user_id, kind, method, target, request, status, created, started, finished, result, error, "
-                "cancel_requested")
+                "cancel_requested, usage")
 _RUN = f"SELECT {_RUN_COLUMNS} FROM runs"
-_RUN_FIELDS = ("status", "started", "finished", "result", "error")
+_RUN_FIELDS = ("status", "started", "finished", "result", "error", "usage")
 _LIBRARY = ("SELECT l.id, l.name, l.created, COUNT(m.document_id), COALESCE(SUM(d.words), 0) FROM libraries l "
             "LEFT JOIN library_documents m ON m.library_id = l.id LEFT JOIN documents d ON d.id = m.document_id")
 _USER_DOCUMENT = ("SELECT d.id, u.name, d.words, d.chars, u.created FROM user_documents u "
@@ -138,7 +138,8 @@ def _agent(row: tuple) -> AgentRow:
 
 def _run(row: tuple) -> RunRow:
     return RunRow(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6], row[7], row[8], row[9],
-                  json.loads(row[10]) if row[10] else None, row[11], bool(row[12]))
+                  json.loads(row[10]) if row[10] else None, row[11], bool(row[12]),
+                  json.loads(row[13]) if row[13] else None)
 
 
 def _holder(row: tuple | None) -> LockHolder | None:
@@ -977,11 +978,11 @@ class SQLStore:
 
     # --- runs ----------------------------------------------------------------------------------------
     def create_run(self, run: RunRow) -> None:
-        self.execute(f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({_marks(13)})",
+        self.execute(f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES ({_marks(14)})",
                      (run.id, run.user_id, run.kind, run.method, run.target, canonical_json(run.request), run.status,
                       run.created, run.started, run.finished,
                       None if run.result is None else canonical_json(run.result), run.error,
-                      int(run.cancel_requested)))
+                      int(run.cancel_requested), None if run.usage is None else canonical_json(run.usage)))
 
     def get_run(self, run_id: str) -> RunRow | None:
         row = self.execute(_RUN + " WHERE id = ?", (run_id,)).fetchone()
@@ -1016,14 +1017,15 @@ class SQLStore:
         return int(_one(self.execute(f"SELECT COUNT(*) FROM runs WHERE user_id {self.db.same} ?", (user_id,))))
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        """Set some of a run's status, started, finished, result and error."""
+        """Set some of a run's status, started, finished, result, error and usage (its totals, when it ended)."""
         unknown = set(fields) - set(_RUN_FIELDS)
         if unknown:
             raise ValueError(f"not a run field: {', '.join(sorted(unknown))}")
         if not fields:
             return
-        if fields.get("result") is not None:
-            fields["result"] = canonical_json(fields["result"])
+        for name in ("result", "usage"):
+            if fields.get(name) is not None:
+                fields[name] = canonical_json(fields[name])
         sets = ", ".join(f"{name} = ?" for name in fields)
         self.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
 

@@ -39,8 +39,12 @@ class RunOps(ServiceBase):
         return Page.of(rows, limit, lambda r: r.id)
 
     def run(self, user: UserRow, run_id: str) -> tuple[RunRow, dict[str, Any]]:
-        """One of the user's runs and its usage over every step."""
-        return self.own_run(user, run_id), summarize(self.pm.runs.steps(run_id))
+        """One of the user's runs and its usage over every step (kept on a run that ended; summed while it runs)."""
+        run = self.own_run(user, run_id)
+        return run, self.usage(run)
+
+    def usage(self, run: RunRow) -> dict[str, Any]:
+        return run.usage if run.usage is not None else summarize(self.pm.runs.steps(run.id))
 
     def steps(self, user: UserRow, run_id: str, after: int = -1, limit: int = MAX_LIST) -> Page[StepRow]:
         """One page of a run's steps in order: those after step ``after`` (its ``seq``)."""
@@ -51,8 +55,7 @@ class RunOps(ServiceBase):
               limit: int = 200) -> tuple[RunRow, dict[str, Any], list[StepRow]]:
         """A run, its usage over every step, and its steps after ``after`` (at most ``limit``)."""
         run = self.own_run(user, run_id)
-        every = self.pm.runs.steps(run_id)
-        return run, summarize(every), [s for s in every if s.seq > after][:limit]
+        return run, self.usage(run), self.pm.runs.steps(run_id, after, limit)
 
     def citation(self, user: UserRow, run_id: str, n: int, radius: int = CONTEXT_CHARS) -> CitedPlace:
         """Citation ``n`` (from 1, as the answer's markers ``[n]`` number them) of one of the user's runs, in its
