@@ -106,3 +106,40 @@ def test_ocr_reads_at_most_its_page_budget_and_names_the_pages_left(tmp_path, ca
     shown = CliRunner().invoke(cli, ["show", str(path), "--text", "--ocr-pages", "2",
                                      "--store", str(tmp_path / "s.db")])
     assert shown.exit_code == 0 and shown.output.count("third stair") == 2
+
+
+def test_reading_an_upload_stops_when_its_client_has_left(tmp_path, caplog):
+    """Issue 49: an upload's reading follows its client. `wanted` is looked at after every page (an OCR'd page
+    takes seconds): when it says no, reading stops there. Over HTTP (pagemind serve's app under uvicorn on
+    loopback), a client that gives up on a PDF of scanned pages leaves the server to read no further than the
+    page it was on, store nothing and log what it did not do."""
+    import time
+
+    import httpx
+
+    from pagemind import users as users_api
+    from pagemind.errors import Abandoned
+    from pagemind.server.app import create_app
+    from test_mcp import Served
+
+    pages = 8  # each its own picture: a page OCR'd before is read from the cache, not again
+    pdf = mixed_pdf(*[scanned_page([f"Page {n} of the ledger.", f"The lamp count was {n * 7}."]) for n in range(pages)])
+    pm = Pagemind(ScriptedLLM(), store=tmp_path / "s.db")
+    asked = []
+    with pytest.raises(Abandoned, match=r"stopped after 2 of 8 pages"):
+        pm.read(mixed_pdf(*[scanned_page([f"Other page {n}."]) for n in range(pages)]), "scans.pdf",
+                wanted=lambda: asked.append(1) or len(asked) < 2)
+    _, key = users_api.create_user(pm.store, "ann")
+    app = create_app(pm, auth="keys", workers=2, mcp=False)
+    with Served(app) as served, caplog.at_level("WARNING", logger="pagemind"):
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{served.url}/v1/documents", headers={"Authorization": f"Bearer {key}"},
+                       files={"file": ("scans.pdf", pdf, "application/pdf")}, timeout=1.0)
+        deadline = time.monotonic() + 120
+        while "nobody waits for it" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.1)
+    stopped = next(r.getMessage() for r in caplog.records if "nobody waits for it" in r.getMessage())
+    done = int(stopped.split("stopped after ")[1].split(" of ")[0])
+    assert "POST /v1/documents: reading scans.pdf" in stopped and done < pages, stopped
+    assert pm.store.user_documents(pm.store.get_user("ann").id) == []  # nothing kept
+    pm.close()

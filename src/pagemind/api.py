@@ -13,7 +13,7 @@ from .answering.question import Answer, Question
 from .citations import Citation
 from .config import Settings, resolve_settings
 from .conversation import Turn, needs_rewrite, standalone
-from .errors import ConfigError, InputError, NotFound
+from .errors import Abandoned, ConfigError, InputError, NotFound
 from .library import Change, Libraries, Library, Skipped
 from .llm.base import Backend
 from .llm.client import LLM
@@ -127,11 +127,12 @@ class Pagemind:
 
     # --- a user's documents (the service, MCP) ----------------------------------------------------------
     def add_document(self, data: bytes | str | Path, name: str | None = None, *, user_id: int,
-                     encoding: str = "utf-8") -> DocumentRow:
+                     encoding: str = "utf-8", wanted: Callable[[], bool] | None = None) -> DocumentRow:
         """Keep a document for a user: file bytes (an upload; the format told by content and ``name``), a text,
         or a path. The same checks and errors as the CLI (:class:`InputTooLarge`, :class:`UnsupportedInput`,
-        :class:`InputError`); nothing is stored when one is raised."""
-        document = self.read(data, name, encoding=encoding)
+        :class:`InputError`); nothing is stored when one is raised. ``wanted``: whether the one who asked still
+        waits, looked at after every page read (:meth:`read`)."""
+        document = self.read(data, name, encoding=encoding, wanted=wanted)
         with self.store.transaction():
             self.store.put_document(document.id, document.name, document.words, len(document.text))
             self.store.put_document_text(document.id, document.text, document.structure())
@@ -140,17 +141,23 @@ class Pagemind:
         assert found is not None
         return found
 
-    def read(self, data: bytes | str | Path, name: str | None = None, *, encoding: str = "utf-8") -> Document:
+    def read(self, data: bytes | str | Path, name: str | None = None, *, encoding: str = "utf-8",
+             wanted: Callable[[], bool] | None = None) -> Document:
         """A document from file bytes (an upload; the format told by content and ``name``), a text, or a path, with
-        the checks and errors of the CLI; nothing is stored."""
+        the checks and errors of the CLI; nothing is stored. ``wanted``: looked at after every page of a PDF read
+        (an OCR'd page takes seconds): when it says no, reading stops there with :class:`Abandoned`."""
         from .text.document import load_bytes
+
+        def heard(phase: str, done: int, total: int, unit: str) -> None:
+            if wanted is not None and not wanted():
+                raise Abandoned(f"{phase}: stopped after {done} of {total} {unit}s, nobody waits for it")
 
         if isinstance(data, Path):  # an upload spooled to a file: named by the upload, not the temporary file
             return load_document(data, encoding=encoding, max_bytes=self.settings.max_bytes, name=name,
-                                 ocr=self.settings.ocr, ocr_pages=self.settings.ocr_pages)
+                                 ocr=self.settings.ocr, ocr_pages=self.settings.ocr_pages, progress=heard)
         if isinstance(data, bytes):
             return load_bytes(data, name or "upload.txt", encoding=encoding, max_bytes=self.settings.max_bytes,
-                              ocr=self.settings.ocr, ocr_pages=self.settings.ocr_pages)
+                              ocr=self.settings.ocr, ocr_pages=self.settings.ocr_pages, progress=heard)
         return load_bytes(data.encode("utf-8"), name or "text.txt", max_bytes=self.settings.max_bytes)
 
     def documents(self, user_id: int, *, after: str | None = None, limit: int | None = None) -> list[DocumentRow]:

@@ -56,6 +56,7 @@ from .routing import (
     started,
     status_of,
     stream,
+    unless_left,
 )
 from .service import CONTEXT_CHARS, Service
 from .shapes import (
@@ -122,14 +123,16 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {
              openapi_extra=UPLOAD_BODY,
              responses={**errors(*EDGE, 401, 415), 201: links("id", "doc_id", "get_document", "ask_document",
                                                                "index_document", "delete_document")})
-async def upload(request: Request, service: Svc, user: User) -> dict[str, Any]:
+async def upload(request: Request, service: Svc, user: User) -> Response:
     """Upload a file (multipart ``file``, optional ``name``, ``encoding``) or a text (JSON ``{"name", "text"}``).
     Streamed to a temporary file and refused (413) as soon as it passes the limit; 415 binary or an unknown
     container; 422 empty, undecodable or malformed."""
     with await read_upload(request, service.max_bytes, max_body=service.max_body) as up:
         shapes.check_encoding(up.encoding)
         source: str | Path = up.text if up.text is not None else up.path  # type: ignore[assignment]
-        return document_json(await run_in_threadpool(service.add_document, user, source, up.name, up.encoding))
+        added = await unless_left(request, lambda wanted: service.add_document(user, source, up.name, up.encoding,
+                                                                                wanted))
+    return added if isinstance(added, Response) else JSONResponse(document_json(added), status_code=201)
 
 
 @router.get("/v1/documents", name="list_documents", tags=["documents"], responses=AUTHED)
@@ -240,15 +243,17 @@ def library(name: LibraryName, service: Svc, user: User) -> dict[str, Any]:
 @router.post("/v1/libraries/{name}/documents", name="add_to_library", status_code=201, tags=["libraries"],
              openapi_extra=UPLOAD_BODY,
              responses={**errors(*EDGE, 401, 415), 201: links("library", "name", "get_library", "ask_library")})
-async def add_to_library(name: LibraryName, request: Request, service: Svc, user: User) -> dict[str, Any]:
+async def add_to_library(name: LibraryName, request: Request, service: Svc, user: User) -> Response:
     """Upload a document into the library ``name`` (made when new), as ``POST /v1/documents`` takes one; its
     ``name`` is its name in the library: the same name again with another text updates that document (its
     memories are built again where the text changed, reusing the rest)."""
     with await read_upload(request, service.max_bytes, max_body=service.max_body) as up:
         shapes.check_encoding(up.encoding)
         source: str | Path = up.text if up.text is not None else up.path  # type: ignore[assignment]
-        change = await run_in_threadpool(service.add_to_library, user, name, source, up.name, up.encoding)
-    return shapes.library_change_json(name, change)
+        change = await unless_left(request, lambda wanted: service.add_to_library(
+            user, name, source, up.name, up.encoding, wanted=wanted))
+    return change if isinstance(change, Response) else JSONResponse(shapes.library_change_json(name, change),
+                                                                    status_code=201)
 
 
 @router.delete("/v1/libraries/{name}", name="delete_library", status_code=204, tags=["libraries"],

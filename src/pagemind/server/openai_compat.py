@@ -54,7 +54,7 @@ from ..errors import Abandoned, InputError, NotFound, PagemindError
 from ..limits import MAX_LIST
 from ..users import agent_name
 from . import shapes
-from .routing import NO_RETRY, Svc, User, errors, retry_headers, status_of
+from .routing import NO_RETRY, Svc, User, client_left, errors, retry_headers, status_of
 
 if TYPE_CHECKING:
     from ..agent.turn import TurnResult
@@ -593,16 +593,6 @@ async def housekeeping(made: str, body: ChatRequest, service: Any, user: Any,
         yield "data: [DONE]\n\n"
 
     return StreamingResponse(events(), media_type="text/event-stream", headers=STREAM_HEADERS)
-
-
-async def client_left(request: Request, work: asyncio.Future[Any]) -> bool:
-    """Wait for ``work``; True, with the work not done, as soon as the client is seen to have left (looked at
-    every half second)."""
-    while not work.done():
-        await asyncio.wait({work}, timeout=0.5)
-        if not work.done() and await request.is_disconnected():
-            return True
-    return False
 
 
 def watched(done: Any) -> asyncio.Future[Any]:

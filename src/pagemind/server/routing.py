@@ -5,6 +5,8 @@ module so that the routers import it, and not each other."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Annotated, Any
@@ -18,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from ..agent import AgentExists, AgentNotFound
 from ..agent.locks import AgentBusy
 from ..errors import (
+    Abandoned,
     ConfigError,
     ContextWindowExceeded,
     InputError,
@@ -103,6 +106,34 @@ def paged(request: Request, response: Response, page: Page[Any], render: Callabl
     if page.next is not None:
         response.headers["Link"] = f'<{request.url.include_query_params(after=page.next)}>; rel="next"'
     return [render(item) for item in page.items]
+
+
+async def client_left(request: Request, work: asyncio.Future[Any]) -> bool:
+    """Wait for ``work``; True, with the work not done, as soon as the client is seen to have left (looked at
+    every half second)."""
+    while not work.done():
+        await asyncio.wait({work}, timeout=0.5)
+        if not work.done() and await request.is_disconnected():
+            return True
+    return False
+
+
+async def unless_left(request: Request, work: Callable[[Callable[[], bool]], Any]) -> Any:
+    """``work(wanted)`` in a worker thread, ``wanted()`` saying whether the client still waits; when it has left,
+    the work is told (it stops at its next look, raising :class:`Abandoned`, which the log hears) and the answer is
+    499, the status for a client that closed its request."""
+    gone = threading.Event()
+    job = asyncio.ensure_future(run_in_threadpool(work, lambda: not gone.is_set()))
+    if not await client_left(request, job):
+        return job.result()
+    gone.set()
+    try:
+        await job
+    except Abandoned as err:  # what the operator sees: the work it did not do
+        logging.getLogger("pagemind").warning("%s %s: %s", request.method, request.url.path, err)
+    except PagemindError:
+        pass
+    return Response(status_code=499)
 
 
 # --- the request's service and user -----------------------------------------------------------------------------

@@ -244,11 +244,12 @@ def _check_size(size: int, head: bytes, suffix: str, label: str, max_bytes: int)
 
 
 def load_bytes(raw: bytes, name: str, *, encoding: str = "utf-8", max_bytes: int = DEFAULT_MAX_BYTES,
-               label: str | None = None, ocr: str = "auto", ocr_pages: int = MAX_OCR_PAGES) -> Document:
+               label: str | None = None, ocr: str = "auto", ocr_pages: int = MAX_OCR_PAGES,
+               progress: Callable[[str, int, int, str], None] | None = None) -> Document:
     """A document from a file's bytes (an upload): the same formats, checks and errors as :func:`load_document`.
     The format is told by the content and the name's suffix."""
     return _load(io.BytesIO(raw), len(raw), name, label=label or name, encoding=encoding, max_bytes=max_bytes,
-                 ocr=ocr, ocr_pages=ocr_pages)
+                 ocr=ocr, ocr_pages=ocr_pages, progress=progress)
 
 
 def _load(source: BinaryIO, size: int, name: str, *, label: str, encoding: str, max_bytes: int,

@@ -31,8 +31,10 @@ class DocumentOps(ServiceBase):
     """A user's documents, what was read of them, their memories; index and ask runs."""
 
     def add_document(self, user: UserRow, source: str | Path | bytes, name: str | None,
-                     encoding: str | None = None) -> DocumentRow:
-        return self.pm.add_document(source, name, user_id=user.id, encoding=encoding or "utf-8")
+                     encoding: str | None = None, wanted: Callable[[], bool] | None = None) -> DocumentRow:
+        """Keep an upload (or a text) as one of the user's documents; ``wanted``: whether its client still waits,
+        looked at after every page read (a PDF's OCR stops when it has left)."""
+        return self.pm.add_document(source, name, user_id=user.id, encoding=encoding or "utf-8", wanted=wanted)
 
     def documents(self, user: UserRow, *, after: str | None = None, limit: int = LIST_PAGE) -> Page[DocumentRow]:
         """One page of the user's documents, newest first: those after their document ``after``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,15 +49,17 @@ class LibraryOps(ServiceBase):
         return self.pm.library_row(name, user_id=user.id), self.pm.library_documents(name, user_id=user.id)
 
     def add_to_library(self, user: UserRow, name: str, source: str | Path | bytes | None, doc_name: str | None,
-                       encoding: str | None = None, document_id: str | None = None) -> Change:
+                       encoding: str | None = None, document_id: str | None = None,
+                       wanted: Callable[[], bool] | None = None) -> Change:
         """Put a document in the library ``name`` (made when new): an upload or text (as :meth:`add_document`
-        reads them), or one of the user's documents by id; ``doc_name`` its name there. Returns what changed."""
+        reads them; ``wanted`` as there), or one of the user's documents by id; ``doc_name`` its name there.
+        Returns what changed."""
         if document_id is not None:
             found = self.pm.open_document(document_id, user_id=user.id)
             document = replace(found, name=doc_name or found.name)
         else:
             assert source is not None
-            document = self.pm.read(source, doc_name, encoding=encoding or "utf-8")
+            document = self.pm.read(source, doc_name, encoding=encoding or "utf-8", wanted=wanted)
         (change,), _ = self.pm.add(name, [document], user_id=user.id)
         return change
 
