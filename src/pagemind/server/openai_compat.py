@@ -34,9 +34,7 @@ import asyncio
 import hashlib
 import itertools
 import json
-import logging
 import re
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -50,11 +48,11 @@ from starlette.concurrency import run_in_threadpool
 from .. import limits
 from ..answering.question import Answer, ReplySettings
 from ..conversation import ROLES, Turn
-from ..errors import Abandoned, InputError, NotFound, PagemindError
+from ..errors import InputError, NotFound, PagemindError
 from ..limits import MAX_LIST
 from ..users import agent_name
 from . import shapes
-from .routing import NO_RETRY, Svc, User, client_left, errors, retry_headers, status_of
+from .routing import NO_RETRY, Svc, User, client_left, errors, retry_headers, status_of, unless_left
 
 if TYPE_CHECKING:
     from ..agent.turn import TurnResult
@@ -448,21 +446,12 @@ async def embeddings(request: Request, service: Svc, user: User) -> Response:
         return openai_error(f"the model {body.model[:80]!r} does not exist: pagemind embeds with {EMBEDDING_MODEL}",
                             404, "model_not_found", "model")
     texts = [body.input] if isinstance(body.input, str) else body.input
-    gone = threading.Event()  # a client that leaves (its timeout) stops the encoder at its next group of texts
-    job = asyncio.ensure_future(run_in_threadpool(service.embed, user, texts, lambda: not gone.is_set()))
-    if await client_left(request, job):
-        gone.set()
-        try:
-            await job
-        except Abandoned as err:  # what the operator sees: the work it did not do
-            logging.getLogger("pagemind").warning("/v1/embeddings: %s", err)
-        except PagemindError:
-            pass
-        return Response(status_code=499)
-    try:
-        made = job.result()
+    try:  # a client that leaves (its timeout) stops the encoder at its next group of texts
+        made = await unless_left(request, lambda wanted: service.embed(user, texts, wanted))
     except PagemindError as err:
         return error_of(err)
+    if isinstance(made, Response):
+        return made
     data = [{"object": "embedding", "index": i,
              "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode() if body.encoding_format == "base64"
              else [float(x) for x in v]} for i, v in enumerate(made.vectors)]
