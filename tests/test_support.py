@@ -298,3 +298,22 @@ def test_a_shipped_model_for_the_answers_kind_gives_its_confidence(monkeypatch):
     assert fitted.as_dict()["calibrated"] is True and plain.as_dict()["calibrated"] is False
     numeric, _ = ask("Mr. Pellow climbed 112 steps.", "How many steps did Mr. Pellow climb?")
     assert kind_of(numeric) == "numeric" and numeric.calibrated is None  # no model shipped for figures
+
+
+def test_the_shipped_choice_model_gives_a_multiple_choice_answer_its_confidence():
+    """Issue 51: the package ships a model for multiple-choice answers, fitted by benchmarks/calibrate.py on
+    labelled runs of at least 100 answers (held out by document, it beat the hand-set confidence there); a
+    multiple-choice answer's confidence is that model's probability of right, a free answer keeps the support's."""
+    from pagemind.answering import calibration
+    from pagemind.answering.signals import kind_of, signals
+
+    shipped = calibration.fitted()
+    assert set(shipped) == {"choice"} and shipped["choice"].n >= 100, shipped
+    story = "Tam Ruddock skippered the Margery Dell, the supply boat of the lighthouse."
+    choice, _ = ask("Answer: (B) Tam Ruddock", "Who skippered the supply boat?\n(A) Mr. Pellow\n(B) Tam Ruddock",
+                    text=story)
+    assert kind_of(choice) == "choice" and choice.letter == "B"
+    assert choice.calibrated == pytest.approx(shipped["choice"].probability(signals(choice)), abs=1e-4)
+    assert choice.confidence == choice.calibrated and 0.0 < choice.confidence < 1.0
+    free, _ = ask("Tam Ruddock skippered the Margery Dell.", "Who skippered the supply boat?", text=story)
+    assert free.calibrated is None and free.confidence == free.support.confidence
