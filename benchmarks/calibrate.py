@@ -44,6 +44,29 @@ def load(dirs: list[Path]) -> list[dict]:
     return rows
 
 
+def thresholds(confidence: list[float], right: list[bool]) -> dict:
+    """The confidence thresholds a user would set, read off held-out answers: keep only answers at or above
+    ``keep_at_80``/``keep_at_90`` and that many of them were right; abstain below ``abstain_at_90_wrong`` and at
+    least 90% of those were wrong (None where no threshold gets there)."""
+    order = sorted(zip(confidence, right), key=lambda x: -x[0])
+    out: dict = {}
+    for target in (0.8, 0.9):
+        keep, hits = None, 0
+        for n, (p, ok) in enumerate(order, 1):
+            hits += ok
+            if hits >= target * n and (n == len(order) or order[n][0] != p):
+                keep = round(p, 3)
+        out[f"keep_at_{round(target * 100)}"] = keep
+    wrong_at, misses = None, 0
+    rising = order[::-1]
+    for n, (p, ok) in enumerate(rising, 1):
+        misses += not ok
+        if misses >= 0.9 * n and n >= 5 and (n == len(rising) or rising[n][0] != p):
+            wrong_at = round(rising[n][0], 3) if n < len(rising) else 1.0
+    out["abstain_at_90_wrong"] = wrong_at
+    return out
+
+
 def measures(confidence: list[float], right: list[bool]) -> dict:
     from pagemind.eval.report import auroc, coverage_at_precision, expected_calibration_error
 
@@ -93,7 +116,9 @@ def main() -> None:
         hand = [float(r["signals"]["support_confidence"]) for r in mine]
         right = [r["right"] for r in mine]
         entry = {"documents": len(documents), "folds": folds, "fitted": measures(held, right),
-                 "hand_set": measures(hand, right), "by_dataset": {}}
+                 "hand_set": measures(hand, right), "thresholds": {"fitted": thresholds(held, right),
+                                                                   "hand_set": thresholds(hand, right)},
+                 "by_dataset": {}}
         for dataset in sorted({r["dataset"] for r in mine}):
             idx = [i for i, r in enumerate(mine) if r["dataset"] == dataset]
             entry["by_dataset"][dataset] = {"fitted": measures([held[i] for i in idx], [right[i] for i in idx]),
@@ -106,7 +131,8 @@ def main() -> None:
             models.append(whole.as_dict())
             entry["model"] = whole.as_dict()
         report["kinds"][kind] = entry
-        print(kind, json.dumps({k: entry[k] for k in ("documents", "fitted", "hand_set", "shipped")}), flush=True)
+        print(kind, json.dumps({k: entry[k] for k in ("documents", "fitted", "hand_set", "thresholds", "shipped")}),
+              flush=True)
     if args.write:
         path = ROOT / "src" / "pagemind" / "answering" / FILE
         about = json.loads(path.read_text())["about"] if path.exists() else ""
