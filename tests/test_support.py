@@ -317,3 +317,17 @@ def test_the_shipped_choice_model_gives_a_multiple_choice_answer_its_confidence(
     assert choice.confidence == choice.calibrated and 0.0 < choice.confidence < 1.0
     free, _ = ask("Tam Ruddock skippered the Margery Dell.", "Who skippered the supply boat?", text=story)
     assert free.calibrated is None and free.confidence == free.support.confidence
+
+
+def test_a_yes_or_no_answer_is_cited_and_judged_by_the_question_it_answers():
+    """Issue 47's filings: "Yes." to "Has MGM Resorts paid dividends to common shareholders in FY2022?" was cited
+    nowhere and judged unsupported (0.0) though right: a verdict has no words of its own, so the sentences that hold
+    the question's words are cited and it is judged as an echo of them (partial); a "Yes." to what the text never
+    says stays unsupported and is withheld."""
+    story = ("MGM Resorts International reported revenue of $13.1 billion in 2022. The company paid dividends of "
+             "$0.0025 per share to common shareholders in each quarter of 2022. Its casinos in Macau reopened.")
+    right, _ = ask("Yes.", "Has MGM Resorts paid dividends to common shareholders in FY2022?", text=story)
+    assert right.citations and right.citations[0].quote.startswith("The company paid dividends")
+    assert right.support.label == "partial" and not right.abstained
+    wrong, _ = ask("Yes.", "Has MGM Resorts bought a football club in FY2022?", text=story)
+    assert wrong.support.label == "unsupported" and wrong.abstained

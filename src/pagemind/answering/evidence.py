@@ -31,7 +31,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..citations import Citation, cite, locate, overlaps
-from ..text.words import sentences, terms
+from ..text.words import VERDICTS, sentences, terms
 
 KEEP = 3  # sentences cited per answer, at most
 QUESTION_WEIGHT = 0.5  # a question word found in a sentence counts half an answer word
@@ -80,7 +80,7 @@ def rank(evidence: Sequence[Evidence], answer: str, question: str = "",
     ``embedder``, the best :data:`RERANK` are re-scored as the mean of that score and the cosine similarity of the
     sentence to the answer.
     """
-    target = terms(answer)
+    target = terms(answer) - VERDICTS  # "Yes, ..." is found by what follows it, or by the question alone
     asked = terms(question) - target
     if not target and not asked:
         return []

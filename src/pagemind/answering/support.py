@@ -251,9 +251,10 @@ _NUMBER_WORDS = frozenset([*_UNITS, *_TENS, *_SCALES])
 def facts(text: str) -> set[str]:
     """The content words of ``text`` (:func:`~pagemind.answering.evidence.terms`) with its numbers in one plain form
     (``112``, ``one hundred and twelve`` -> ``112``), so a number matches however it is written."""
-    from ..text.words import terms
+    from ..text.words import VERDICTS, terms
 
-    return {t for t in terms(text) if t not in _NUMBER_WORDS and not t[:1].isdigit()} | numbers(text)
+    return {t for t in terms(text) if t not in _NUMBER_WORDS and t not in VERDICTS and not t[:1].isdigit()} | \
+        numbers(text)
 
 
 # --- the assessment ----------------------------------------------------------------------------------------

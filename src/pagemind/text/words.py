@@ -13,6 +13,9 @@ STOPWORDS = frozenset({
 })
 
 
+VERDICTS = frozenset({"yes", "no"})  # a yes/no answer's verdict: what it says of the question, no content of its own
+
+
 def content_words(text: str) -> list[str]:
     """The text's words in order, lower-cased, without stopwords."""
     return [w for w in WORD.findall(text.lower()) if w not in STOPWORDS]
