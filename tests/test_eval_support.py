@@ -52,7 +52,8 @@ def test_a_variant_loses_its_labelled_evidence_and_keeps_its_question():
     e = Example("q1", "set", "qa", "Where is Mary?", "doc", text, references=("bedroom",),
                 evidence=(Span("fact", 26, 56),), meta={"k": 1})
     v = variant(e)
-    assert v.id == "q1" + SUFFIX and v.document == "Mary went to the kitchen. John sat down."
+    # and Mary's earlier move, from which an older answer could be read (issue 51: BABILong's earlier moves)
+    assert v.id == "q1" + SUFFIX and v.document == "John sat down."
     assert v.question == e.question and v.references == (REFERENCE,) and v.evidence == ()
     assert v.meta["unanswerable"] and v.meta["removed"] == "labelled evidence" and v.meta["k"] == 1
     assert v.document_id.startswith("doc" + SUFFIX) and v.document_id != e.document_id
@@ -69,6 +70,30 @@ def test_without_labels_the_sentences_holding_the_answer_go_and_a_summary_gets_n
     assert variant(summary) is None  # its words are nowhere whole in the text: no sentence holds the answer
     both, missing = with_variants([choice, summary])
     assert [e.id for e in both] == ["c", "c" + SUFFIX, "s"] and missing == 1
+
+
+def test_a_restatement_the_support_check_holds_goes_with_the_answer(monkeypatch):
+    """Issue 51: a variant also loses every other sentence the support check judges to hold the answer to the
+    question (QuALITY's restatements of the gold option), asked of each sentence alone; the rest stays."""
+    from pagemind.answering import support
+
+    text = ("The boat was called the Margery Dell. Tam skippered it every week.\n\n"
+            "Her name was painted on the bow in red. The inspector wore a grey coat.")
+    choice = Example("c", "set", "choice", "What was the boat called?", "d", text,
+                     options=("The Margery Dell", "The Pequod"), gold=0)
+    real, asked = support.assess, []
+
+    def judged(question, answer, citations, read, embedder=None):
+        asked.append((question, answer, citations[0].quote))
+        if citations[0].quote.startswith("Her name was painted"):  # a restatement the words alone do not show
+            return support.Support("supported", 0.9)
+        return real(question, answer, citations, read, embedder)
+
+    monkeypatch.setattr(support, "assess", judged)
+    v = variant(choice)
+    assert "Margery" not in v.document and "painted on the bow" not in v.document
+    assert "Tam skippered it every week." in v.document and "grey coat" in v.document
+    assert ("What was the boat called?", "The Margery Dell", "The inspector wore a grey coat.") in asked
 
 
 def oracle(examples, wrong=()):

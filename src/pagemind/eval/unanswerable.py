@@ -8,18 +8,23 @@ any set gains an abstention half (scored by :mod:`.report`: abstention precision
 * others lose every sentence that holds most of the answer: the gold option's text (QuALITY) or a reference answer
   (the long sample, NarrativeQA) — each sentence holding at least :data:`HOLDS` of the answer's content words, and
   every sentence holding a number or name of it;
+* then, in both cases, what says it again in other words: every other sentence the support check judges to hold
+  the answer to the question (QuALITY's restatements of the gold option), and — where the labelled evidence names
+  whom the question asks about — every other sentence naming them (BABILong's earlier moves of the same person,
+  from which an older answer could still be read);
 * an example whose answer cannot be found that way (a summary, an answer of no content word) gets no variant, and
   the run's notes say how many.
 
 The variant keeps the question (and options), is marked ``meta["unanswerable"]``, and has its own document id:
-methods build a memory of the shortened text. Limits: what is removed is the labelled or literal evidence; a
-document that says the same thing again in other words may still answer the question, so a few "unanswerable"
-variants are answerable and an abstention there is counted as a miss — the figures are a floor, said so in the
-report.
+methods build a memory of the shortened text. Limits: what the support check cannot see (a restatement sharing
+few words with the answer, an answer read from several sentences together) may still be there, so a few
+"unanswerable" variants are answerable and an abstention there is counted as a miss — the figures are a floor, said
+so in the report.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -39,6 +44,7 @@ def variant(example: Example) -> Example | None:
         answer = _answer_text(example)
         cuts = _answer_sentences(text, answer) if answer else []
         how = "sentences holding the answer"
+    cuts += _restatements(example, text, cuts)
     if not cuts:
         return None
     kept, at, removed = [], 0, 0
@@ -83,6 +89,37 @@ def _answer_text(example: Example) -> str:
     if example.task in ("qa", "kv", "open") and example.references:
         return min(example.references, key=len)
     return ""
+
+
+def _restatements(example: Example, text: str, cuts: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans of the sentences outside ``cuts`` that say the evidence again: those the support check judges to hold
+    the answer to the question, and, where the cut evidence names whom the question asks about, those naming them
+    too."""
+    from ..answering.support import anchors, assess
+    from ..citations import Citation, locate
+    from ..text.words import sentences
+
+    answer = _answer_text(example)
+    # whom the question asks about, where the evidence names them ("Fred" of "Fred went to the bedroom.")
+    subjects = [re.compile(rf"\b{re.escape(a)}\b") for a in anchors(example.question)
+                if any(re.search(rf"\b{re.escape(a)}\b", text[start:end].lower()) for start, end in cuts)]
+    out: list[tuple[int, int]] = []
+    at = 0
+    for sentence in sentences(text):
+        span = locate(text, sentence, at)
+        if span is None:
+            continue
+        at = span[1]
+        if any(start < span[1] and span[0] < end for start, end in cuts):
+            continue
+        if any(s.search(sentence.lower()) for s in subjects):
+            out.append(span)
+            continue
+        if answer:
+            quoted = Citation("", "text", None, span[0], span[1], sentence, "text")
+            if assess(example.question, answer, [quoted], [sentence]).label == "supported":
+                out.append(span)
+    return out
 
 
 def _answer_sentences(text: str, answer: str) -> list[tuple[int, int]]:
