@@ -55,9 +55,12 @@ from . import shapes
 from .routing import NO_RETRY, Svc, User, client_left, errors, retry_headers, status_of, unless_left
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from ..agent.turn import TurnResult
     from ..store import UserRow
     from .service import Service
+    from .views import Started
 
 METHOD_PREFIX, AGENT_PREFIX = "pagemind/", "agent/"
 
@@ -584,7 +587,7 @@ async def housekeeping(made: str, body: ChatRequest, service: Any, user: Any,
     return StreamingResponse(events(), media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
-def watched(done: Any) -> asyncio.Future[Any]:
+def watched(done: Future[Any]) -> asyncio.Future[Any]:
     """The run's future in this event loop; its error counted as seen when the client left before reading it (a
     cancelled run's RunCancelled is what it should be, not an unretrieved-exception warning)."""
     future = asyncio.wrap_future(done)
@@ -592,8 +595,8 @@ def watched(done: Any) -> asyncio.Future[Any]:
     return future
 
 
-def start(service: Any, user: Any, target: Target, body: ChatRequest, question: str, reply: ReplySettings | None,
-          on_text: Any) -> Any:
+def start(service: Service, user: UserRow, target: Target, body: ChatRequest, question: str,
+          reply: ReplySettings | None, on_text: Callable[[str], None] | None) -> Started:
     """The run answering the request, started on the worker pool."""
     ext = body.pagemind
     if target.kind == "agent":
@@ -705,7 +708,8 @@ def usage_event(made: str, created: int, model: str, usage: dict[str, Any]) -> s
     return f"data: {json.dumps(last)}\n\n"
 
 
-def completion(made: str, body: ChatRequest, target: Target, run_id: str, result: Any) -> dict[str, Any]:
+def completion(made: str, body: ChatRequest, target: Target, run_id: str,
+               result: Answer | TurnResult) -> dict[str, Any]:
     text, cited, usage, extra = _answer(target, result)
     return completion_json(made, body.model, _content(body, target, cited, result, text), _finish(target, result),
                            usage, {"run_id": run_id, "citations": cited, **extra})
