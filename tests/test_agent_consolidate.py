@@ -136,3 +136,21 @@ def test_an_agent_is_due_a_background_pass_after_its_idle_minutes_and_once_per_n
     assert due(store, store.get_agent("nora"), last + timedelta(hours=1)) is None  # the pass moved its mark
     agent.import_messages([("user", "Ada moved to Leeds too.", "2024-05-02 10:00:00")])
     assert due(store, store.get_agent("nora"), datetime(2024, 5, 2, 10, 31)) is not None
+
+
+def test_a_consolidated_fact_that_replaces_a_stored_one_supersedes_it():
+    """Issue 50 item 2: with supersede_check on, a fact a consolidation pass writes goes through the same
+    supersession check as a turn's insert: "I moved to Leeds" makes the stored York fact superseded (kept, marked,
+    named by the new one), so recall puts the later fact first."""
+    fake = ScriptedLLM(by_role={"consolidate": [proposal("Nora moved from York to Leeds.",
+                                                         ["The user lives in Leeds now."], [])],
+                                "supersede": "yes"})
+    agent = Agent.create(LLM(fake), Store(":memory:"), "nora", human="",
+                         options=AgentOptions(embedder="minilm", supersede_check=True))
+    york = agent.archive.add("The user lives in York.", "2024-04-01 10:00:00").passage
+    agent.import_messages([("user", "I moved to Leeds last month, the user lives in Leeds now.", "2024-05-01 09:00:00")])
+    done = agent.consolidate()
+    assert done.stored and [r.role for r in fake.history].count("supersede") == 1
+    (leeds,) = [p for p in agent.passages_by_id(done.stored) if p.text == "The user lives in Leeds now."]
+    old = agent.passages_by_id([york.id])[0]
+    assert old.superseded_by == leeds.id

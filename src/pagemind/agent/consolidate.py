@@ -138,6 +138,7 @@ def consolidate(agent: Agent, trace: Trace | None = None,
     """One consolidation pass of ``agent`` over recall since the last one (call it under the agent's turn lock,
     its state loaded; :meth:`Agent.consolidate` does)."""
     from ..llm.decide import Invalid, decide
+    from .turn import supersedes
 
     trace = trace if trace is not None else Trace()
     after = int(agent.state.extra.get(MARK, 0))
@@ -154,6 +155,7 @@ def consolidate(agent: Agent, trace: Trace | None = None,
     through = after
     problems: tuple[str, ...] = ()
     parts = windows(fresh)
+    judge = (lambda old, new: supersedes(agent.llm, trace, old, new)) if agent.options.supersede_check else None
     for n, part in enumerate(parts):
         if progress is not None:
             progress("consolidating", n, len(parts), "windows")
@@ -183,8 +185,8 @@ def consolidate(agent: Agent, trace: Trace | None = None,
         facts, about = heard.sift(proposal.facts), heard.sift(proposal.human)
         junk += facts.junk + about.junk
         ungrounded += facts.ungrounded + about.ungrounded
-        for fact in facts.kept:
-            added = agent.archive.add(fact, when, source=cause)
+        for fact in facts.kept:  # a fact that replaces a stored one supersedes it, as a turn's insert does
+            added = agent.archive.add(fact, when, source=cause, judge=judge)
             if added.stored:
                 stored.append(added.passage.id)
             else:

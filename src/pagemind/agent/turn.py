@@ -28,6 +28,7 @@ from .memory import Event, Passage
 
 if TYPE_CHECKING:
     from ..answering.support import Support
+    from ..llm.client import LLM
     from .core import Agent
 
 _SEARCHES = ("conversation_search", "conversation_search_date", "archival_memory_search")
@@ -106,6 +107,27 @@ def step_record(step: Step) -> dict[str, Any]:
     return {k: v for k, v in _step_dict(step).items() if k != "reply"}
 
 
+def supersedes(llm: LLM, trace: Trace, old: str, new: str) -> bool:
+    """The supersession check: does the fact ``new`` replace the stored ``old``? One short yes/no call in ``trace``,
+    re-asked once; no answer is read as no (nothing is marked superseded on a guess). A turn's archival inserts and
+    a consolidation pass's facts ask it alike (``supersede_check``)."""
+    from ..llm.base import Constraint
+    from ..llm.decide import Invalid, decide
+
+    asked = LLMRequest.user(prompt("supersedes", old=old, new=new), role="supersede", max_tokens=4,
+                            constraint=Constraint("yes-no", gbnf='root ::= "yes" | "no"',
+                                                  json_schema={"type": "string", "enum": ["yes", "no"]}))
+
+    def read(reply: str) -> bool | Invalid:
+        said = set(re.findall(r"\b(yes|no)\b", reply.lower()))
+        return said == {"yes"} if len(said) == 1 else Invalid("reply with one word: yes or no")
+
+    decision = decide(llm, asked, read, trace, retries=1)
+    if decision.value is None:
+        trace.note(f"supersession check: no yes or no ({'; '.join(decision.problems)}): not superseded")
+    return bool(decision.value)
+
+
 class Turn:
     """One user message's turn of ``agent`` (run under its turn lock, its state loaded): :meth:`run` stores the
     message and steps until the agent yields, the step budget runs out, or an error ends it."""
@@ -146,23 +168,7 @@ class Turn:
             self.agent.tools.judge, self.agent.tools.turn_start, self.agent.tools.user_said = None, None, None
 
     def _supersedes(self, old: str, new: str) -> bool:
-        """The supersession check: does the fact ``new`` replace the stored ``old``? One short yes/no call in this
-        turn's trace, re-asked once; no answer is read as no (nothing is marked superseded on a guess)."""
-        from ..llm.base import Constraint
-        from ..llm.decide import Invalid, decide
-
-        asked = LLMRequest.user(prompt("supersedes", old=old, new=new), role="supersede", max_tokens=4,
-                                constraint=Constraint("yes-no", gbnf='root ::= "yes" | "no"',
-                                                      json_schema={"type": "string", "enum": ["yes", "no"]}))
-
-        def read(reply: str) -> bool | Invalid:
-            said = set(re.findall(r"\b(yes|no)\b", reply.lower()))
-            return said == {"yes"} if len(said) == 1 else Invalid("reply with one word: yes or no")
-
-        decision = decide(self.llm, asked, read, self.trace, retries=1)
-        if decision.value is None:
-            self.trace.note(f"supersession check: no yes or no ({'; '.join(decision.problems)}): not superseded")
-        return bool(decision.value)
+        return supersedes(self.llm, self.trace, old, new)
 
     def _run(self) -> TurnResult:
         self._recover()
