@@ -148,7 +148,8 @@ def test_a_consolidated_fact_that_replaces_a_stored_one_supersedes_it():
     agent = Agent.create(LLM(fake), Store(":memory:"), "nora", human="",
                          options=AgentOptions(embedder="minilm", supersede_check=True))
     york = agent.archive.add("The user lives in York.", "2024-04-01 10:00:00").passage
-    agent.import_messages([("user", "I moved to Leeds last month, the user lives in Leeds now.", "2024-05-01 09:00:00")])
+    agent.import_messages([("user", "I moved to Leeds last month, the user lives in Leeds now.",
+                            "2024-05-01 09:00:00")])
     done = agent.consolidate()
     assert done.stored and [r.role for r in fake.history].count("supersede") == 1
     (leeds,) = [p for p in agent.passages_by_id(done.stored) if p.text == "The user lives in Leeds now."]
