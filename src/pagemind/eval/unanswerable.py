@@ -25,7 +25,7 @@ so in the report.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from .datasets import Example, short_hash
@@ -96,20 +96,14 @@ def _restatements(example: Example, text: str, cuts: list[tuple[int, int]]) -> l
     the answer to the question, and, where the cut evidence names whom the question asks about, those naming them
     too."""
     from ..answering.support import anchors, assess
-    from ..citations import Citation, locate
-    from ..text.words import sentences
+    from ..citations import Citation
 
     answer = _answer_text(example)
     # whom the question asks about, where the evidence names them ("Fred" of "Fred went to the bedroom.")
     subjects = [re.compile(rf"\b{re.escape(a)}\b") for a in anchors(example.question)
                 if any(re.search(rf"\b{re.escape(a)}\b", text[start:end].lower()) for start, end in cuts)]
     out: list[tuple[int, int]] = []
-    at = 0
-    for sentence in sentences(text):
-        span = locate(text, sentence, at)
-        if span is None:
-            continue
-        at = span[1]
+    for sentence, span in _sentence_spans(text):
         if any(start < span[1] and span[0] < end for start, end in cuts):
             continue
         if any(s.search(sentence.lower()) for s in subjects):
@@ -125,24 +119,30 @@ def _restatements(example: Example, text: str, cuts: list[tuple[int, int]]) -> l
 def _answer_sentences(text: str, answer: str) -> list[tuple[int, int]]:
     """Spans of the sentences of ``text`` that hold the answer (see the module's rule)."""
     from ..answering.support import facts, names, numbers
-    from ..citations import locate
-    from ..text.words import sentences
 
     wanted = facts(answer)
     exact = numbers(answer) | names(answer)
     if not wanted:
         return []
     out: list[tuple[int, int]] = []
-    at = 0
-    for sentence in sentences(text):
-        span = locate(text, sentence, at)
-        if span is None:
-            continue
-        at = span[1]
+    for sentence, span in _sentence_spans(text):
         held = facts(sentence)
         if len(wanted & held) >= HOLDS * len(wanted) or (exact & held):
             out.append(span)
     return out
+
+
+def _sentence_spans(text: str) -> Iterator[tuple[str, tuple[int, int]]]:
+    """Each sentence of ``text`` found in it, in order, with its span."""
+    from ..citations import locate
+    from ..text.words import sentences
+
+    at = 0
+    for sentence in sentences(text):
+        span = locate(text, sentence, at)
+        if span is not None:
+            at = span[1]
+            yield sentence, span
 
 
 __all__ = ["REFERENCE", "SUFFIX", "variant", "with_variants"]

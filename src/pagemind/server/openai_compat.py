@@ -50,6 +50,7 @@ from ..answering.question import Answer, ReplySettings
 from ..conversation import ROLES, Turn
 from ..errors import InputError, NotFound, PagemindError
 from ..limits import MAX_LIST
+from ..store import Page
 from ..users import agent_name
 from . import shapes
 from .routing import NO_RETRY, Svc, User, client_left, errors, retry_headers, status_of, unless_left
@@ -249,20 +250,10 @@ def model_ids(service: Service, user: UserRow) -> Iterator[str]:
     from ..methods import registry
 
     yield from (f"{METHOD_PREFIX}{m}" for m in registry.document_methods())
-    library: str | None = None
-    while True:
-        libraries = service.libraries(user, after=library, limit=MAX_LIST)
-        yield from (f"{METHOD_PREFIX}auto@{row.name}" for row in libraries)
-        if libraries.next is None:
-            break
-        library = str(libraries.next)
-    agent: int | None = None
-    while True:
-        agents = service.agent_rows(user, after=agent, limit=MAX_LIST)
-        yield from (f"{AGENT_PREFIX}{agent_name(user.id, row.name)}" for row in agents)
-        if agents.next is None:
-            break
-        agent = int(agents.next)
+    yield from (f"{METHOD_PREFIX}auto@{row.name}" for row in Page.walk(
+        lambda after: service.libraries(user, after=after, limit=MAX_LIST)))
+    yield from (f"{AGENT_PREFIX}{agent_name(user.id, row.name)}" for row in Page.walk(
+        lambda after: service.agent_rows(user, after=after, limit=MAX_LIST)))
 
 
 def model_json(model_id: str) -> dict[str, Any]:

@@ -35,6 +35,18 @@ class Page(Generic[T]):
         items = tuple(rows[:limit])
         return cls(items, cursor(items[-1]) if len(rows) > limit and items else None)
 
+    @staticmethod
+    def walk(read: Callable[[Any], Page[U]]) -> Iterator[U]:
+        """Every item of a listing, reading it a page at a time: ``read(cursor)`` is the page after ``cursor``
+        (None: the first)."""
+        cursor: str | int | None = None
+        while True:
+            page = read(cursor)
+            yield from page.items
+            if page.next is None:
+                return
+            cursor = page.next
+
     def map(self, render: Callable[[T], U]) -> Page[U]:
         return Page(tuple(render(x) for x in self.items), self.next)
 
