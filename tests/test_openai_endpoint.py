@@ -469,3 +469,63 @@ def test_reply_settings_win_over_an_abstention_and_the_sources(tmp_path):
         assert content.startswith("The document does not say") and "Sources:" not in content
         assert content.count(".") <= 2 and short.model_extra["pagemind"]["citations"]
     pm.close()
+
+
+def test_a_native_ask_follows_its_client_as_the_chat_route_does(tmp_path):
+    """Issue 49: POST /v1/documents/{id}/ask waited on by a client that leaves (its timeout) is cancelled — it alone
+    waited — and recorded so; an identical ask sent while the first runs joins it (one run, one answer call); a
+    queued ask (wait=false) goes on whoever leaves."""
+    import threading
+    import time
+
+    import httpx
+
+    release = threading.Event()
+
+    def slow_answer(request):
+        release.wait(10)
+        return "Wren found the map under the stair."
+
+    fake = ScriptedLLM(by_role={"answer": slow_answer})
+    pm = Pagemind(fake, store=tmp_path / "s.db")
+    ann = users_api.create_user(pm.store, "ann")
+    doc = pm.add_document(STORY, "cape.txt", user_id=ann[0].id)
+    headers = {"Authorization": f"Bearer {ann[1]}"}
+    body = {"question": "Who found the map?", "method": "full"}
+    with Served(create_app(pm, auth="keys", keepalive=1.0, workers=4)) as server:
+        url = f"{server.url}/v1/documents/{doc.id}/ask"
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(url, json=body, headers=headers, timeout=0.8)
+        time.sleep(1.0)  # the server sees the disconnect within half a second
+        release.set()
+        deadline = time.time() + 10
+        while time.time() < deadline and pm.runs.list(ann[0].id)[0].status not in ("cancelled", "done"):
+            time.sleep(0.1)
+        assert pm.runs.list(ann[0].id)[0].status == "cancelled", pm.runs.list(ann[0].id)[0]
+        release.clear()
+
+        before, calls = len(pm.runs.list(ann[0].id)), len(fake.history)
+        results: list[httpx.Response] = []
+        threads = [threading.Thread(target=lambda: results.append(httpx.post(url, json=body, headers=headers,
+                                                                             timeout=30))) for _ in range(2)]
+        threads[0].start()
+        time.sleep(0.5)
+        threads[1].start()  # the same ask again while the first runs
+        time.sleep(0.5)
+        release.set()
+        for t in threads:
+            t.join(20)
+        assert [r.status_code for r in results] == [200, 200]
+        assert results[0].json()["run_id"] == results[1].json()["run_id"]
+        assert len(pm.runs.list(ann[0].id)) == before + 1 and len(fake.history) == calls + 1
+        release.clear()
+
+        queued = httpx.post(url + "?wait=false", json={**body, "question": "Where was the map?"}, headers=headers,
+                            timeout=5)
+        assert queued.status_code == 202
+        release.set()
+        deadline = time.time() + 10
+        while time.time() < deadline and pm.runs.get(queued.json()["id"], ann[0].id).status != "done":
+            time.sleep(0.1)
+        assert pm.runs.get(queued.json()["id"], ann[0].id).status == "done"  # nobody waited: it went on
+    pm.close()

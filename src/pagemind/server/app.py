@@ -199,25 +199,25 @@ def units(doc_id: DocId, service: Svc, user: User,
 
 @router.post("/v1/documents/{doc_id}/index", name="index_document", tags=["documents"],
              responses={**RUNNING, 200: {**STREAMS, **links("id", "run_id", "get_run", "list_steps")}, 202: QUEUED})
-async def index(doc_id: DocId, body: IndexRequest, service: Svc, user: User, wait: Wait = True,
+async def index(request: Request, doc_id: DocId, body: IndexRequest, service: Svc, user: User, wait: Wait = True,
                 stream_: Stream = False, last_event_id: LastEventId = None,  # type: ignore[assignment]
                 ) -> Response:
     """Build (or resume) a memory of the document: the run when done (``wait=false``: 202 at once;
     ``stream=true``: its steps as server-sent events)."""
     return await started(service, lambda: service.index(user, doc_id, body), wait, stream_, last_event_id,
-                         lambda run, _: run_json(service.current_run(run)))
+                         lambda run, _: run_json(service.current_run(run)), (request, user, body))
 
 
 @router.post("/v1/documents/{doc_id}/ask", name="ask_document", tags=["documents"],
              responses={**RUNNING, 200: {**STREAMS, **RUN_LINKS}, 202: QUEUED})
-async def ask(doc_id: DocId, body: AskRequest, service: Svc, user: User, wait: Wait = True,
+async def ask(request: Request, doc_id: DocId, body: AskRequest, service: Svc, user: User, wait: Wait = True,
               stream_: Stream = False, last_event_id: LastEventId = None,  # type: ignore[assignment]
               ) -> Response:
     """Answer a question about the document (building its memory first if needed): the answer with its
     ``run_id``, or 202 with the run (``wait=false``), or the run's steps as server-sent events
     (``stream=true``)."""
     return await started(service, lambda: service.ask(user, doc_id, body), wait, stream_, last_event_id,
-                         shapes.answer_json)
+                         shapes.answer_json, (request, user, body))
 
 
 # --- libraries ----------------------------------------------------------------------------------------------------
@@ -276,24 +276,26 @@ def remove_from_library(name: LibraryName, doc_name: Annotated[str, PathParam(
 
 @router.post("/v1/libraries/{name}/index", name="index_library", tags=["libraries"],
              responses={**RUNNING, 200: {**STREAMS, **links("id", "run_id", "get_run", "list_steps")}, 202: QUEUED})
-async def index_library(name: LibraryName, body: IndexRequest, service: Svc, user: User, wait: Wait = True,
-                        stream_: Stream = False, last_event_id: LastEventId = None,  # type: ignore[assignment]
+async def index_library(request: Request, name: LibraryName, body: IndexRequest, service: Svc, user: User,
+                        wait: Wait = True, stream_: Stream = False,
+                        last_event_id: LastEventId = None,  # type: ignore[assignment]
                         ) -> Response:
     """Build the memories of the library's documents not built yet (each document's alone: adding one builds only
     it), as ``POST /v1/documents/{doc_id}/index``."""
     return await started(service, lambda: service.index(user, None, body, library=name), wait, stream_,
-                         last_event_id, lambda run, _: run_json(service.current_run(run)))
+                         last_event_id, lambda run, _: run_json(service.current_run(run)), (request, user, body))
 
 
 @router.post("/v1/libraries/{name}/ask", name="ask_library", tags=["libraries"],
              responses={**RUNNING, 200: {**STREAMS, **RUN_LINKS}, 202: QUEUED})
-async def ask_library(name: LibraryName, body: AskRequest, service: Svc, user: User, wait: Wait = True,
-                      stream_: Stream = False, last_event_id: LastEventId = None,  # type: ignore[assignment]
+async def ask_library(request: Request, name: LibraryName, body: AskRequest, service: Svc, user: User,
+                      wait: Wait = True, stream_: Stream = False,
+                      last_event_id: LastEventId = None,  # type: ignore[assignment]
                       ) -> Response:
     """Answer a question across the library's documents with any method; each citation names its document
     (``document_name``) and is opened by ``GET /v1/runs/{run_id}/citations/{n}``."""
     return await started(service, lambda: service.ask(user, None, body, library=name), wait, stream_,
-                         last_event_id, shapes.answer_json)
+                         last_event_id, shapes.answer_json, (request, user, body))
 
 
 # --- runs ---------------------------------------------------------------------------------------------------------

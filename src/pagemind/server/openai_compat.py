@@ -53,10 +53,9 @@ from ..limits import MAX_LIST
 from ..store import Page
 from ..users import agent_name
 from . import shapes
-from .routing import NO_RETRY, Svc, User, client_left, errors, retry_headers, status_of, unless_left
+from .routing import NO_RETRY, Svc, User, client_left, errors, retry_headers, status_of, unless_left, watched
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
 
     from ..agent.turn import TurnResult
     from ..store import UserRow
@@ -576,14 +575,6 @@ async def housekeeping(made: str, body: ChatRequest, service: Any, user: Any,
         yield "data: [DONE]\n\n"
 
     return StreamingResponse(events(), media_type="text/event-stream", headers=STREAM_HEADERS)
-
-
-def watched(done: Future[Any]) -> asyncio.Future[Any]:
-    """The run's future in this event loop; its error counted as seen when the client left before reading it (a
-    cancelled run's RunCancelled is what it should be, not an unretrieved-exception warning)."""
-    future = asyncio.wrap_future(done)
-    future.add_done_callback(lambda f: f.cancelled() or f.exception())
-    return future
 
 
 def start(service: Service, user: UserRow, target: Target, body: ChatRequest, question: str,

@@ -5,6 +5,7 @@ module so that the routers import it, and not each other."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import threading
 from collections.abc import Callable
@@ -118,6 +119,14 @@ async def client_left(request: Request, work: asyncio.Future[Any]) -> bool:
     return False
 
 
+def watched(done: Future[Any]) -> asyncio.Future[Any]:
+    """The run's future in this event loop; its error counted as seen when the client left before reading it (a
+    cancelled run's RunCancelled is what it should be, not an unretrieved-exception warning)."""
+    future = asyncio.wrap_future(done)
+    future.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return future
+
+
 async def unless_left(request: Request, work: Callable[[Callable[[], bool]], Any]) -> Any:
     """``work(wanted)`` in a worker thread, ``wanted()`` saying whether the client still waits; when it has left,
     the work is told (it stops at its next look, raising :class:`Abandoned`, which the log hears) and the answer is
@@ -188,8 +197,22 @@ async def finished(future: Future, shape: Callable[[Any], Any], run_id: str | No
 
 
 async def started(service: Service, start: Callable[[], Started], wait: bool, stream_: bool,
-                  last_event_id: str | None, shape: Callable[[Any, Any], Any]) -> Response:
-    """The response to a request that started a run: its events, the queued run, or its result when done."""
+                  last_event_id: str | None, shape: Callable[[Any, Any], Any],
+                  client: tuple[Request, UserRow, Any] | None = None) -> Response:
+    """The response to a request that started a run: its events, the queued run, or its result when done.
+    ``client`` (the request, its user and its body): a run the request waits for follows its client — an identical
+    request while it runs (an SDK's retry after its timeout) waits on the same run, and when every client waiting
+    on it has left it is cancelled (recorded so; a memory's build resumes later from what it stored) and the answer
+    is 499. A stream (its client may come back with Last-Event-ID) and a queued run (``wait=false``) go on."""
+    if client is not None and wait and not stream_:
+        request, user, body = client
+        key = hashlib.sha256(f"{user.id}\0{request.url.path}\0".encode() + body.model_dump_json().encode())
+        begun, _ = await run_in_threadpool(service.started_once, key.hexdigest(), start)
+        future = watched(begun.future)
+        if await client_left(request, future):
+            await run_in_threadpool(service.left, user, key.hexdigest(), begun)
+            return Response(status_code=499)
+        return await finished(begun.future, lambda result: shape(begun.run, result), begun.run.id)
     begun = await run_in_threadpool(start)
     if stream_:
         return stream(service, begun.run.id, last_event_id)
