@@ -331,3 +331,20 @@ def test_a_yes_or_no_answer_is_cited_and_judged_by_the_question_it_answers():
     assert right.support.label == "partial" and not right.abstained
     wrong, _ = ask("Yes.", "Has MGM Resorts bought a football club in FY2022?", text=story)
     assert wrong.support.label == "unsupported" and wrong.abstained
+
+
+def test_a_questions_title_cased_words_are_not_names_the_cited_sentence_must_hold():
+    """Issue 47's filings: "Which region had the Highest EBITDAR Contribution for MGM during FY2022?" answered
+    "Las Vegas Strip Resorts" (right) was withheld: its title-cased "Highest" and "Contribution" were taken for whom
+    the question asks about and required of the cited row. A word the text never writes as a name is not one; a
+    name the text writes (Pellow) still has to be in the cited sentence."""
+    table = ("Adjusted Property EBITDAR by segment, twelve months ended December 31, 2022.\n\n"
+             "Las Vegas Strip Resorts $ 3,142,308 and Regional Operations $ 1,294,630 led the contribution to the "
+             "total.")
+    right, _ = ask("Las Vegas Strip Resorts", "Which region had the Highest EBITDAR Contribution for MGM during "
+                   "FY2022?", text=table)
+    assert right.support.label != "unsupported" and not right.abstained
+    assert not any(c.unnamed for c in right.support.claims)
+    story = "Abel was 41 years old. Mr. Pellow kept the lighthouse and never said his age."
+    wrong, _ = ask("41 years", "How old is Mr. Pellow?", text=story)
+    assert wrong.support.claims[0].unnamed == ("pellow",)  # a sentence about Abel does not answer for Pellow

@@ -430,6 +430,14 @@ def anchors(question: str) -> set[str]:
     return {re.sub(r"['’]s$", "", n) for n in names(question)}
 
 
+def _named_in(anchor: str, read: Sequence[str]) -> bool:
+    """Whether ``anchor`` is written as a name (capitalised) somewhere in what was read: a question's title-cased
+    word ("Which region had the Highest EBITDAR Contribution?") that the text writes only in lower case, or never,
+    names no one, and no cited sentence has to hold it."""
+    written = re.compile(rf"\b{re.escape(anchor[:1].upper())}(?i:{re.escape(anchor[1:])})\b")
+    return any(written.search(text) for text in read)
+
+
 def claims_of(answer: str) -> list[str]:
     """The claims of an answer: its sentences (a chosen option's text is one claim)."""
     from ..text.words import sentences
@@ -445,7 +453,7 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     question_text = question if isinstance(question, str) else question.text
     seen = _read(citations, read)
     asked = facts(question_text)
-    named = anchors(question_text)
+    named = {a for a in anchors(question_text) if _named_in(a, read)}
     relevance = (sum(seen.idf.get(w, 0.0) > 0 or w in seen.read_words for w in asked) / len(asked)) if asked else 1.0
     if declined(answer):
         return Support("unsupported", 0.0, (), (), round(relevance, 4), True,
