@@ -338,9 +338,8 @@ def test_a_questions_title_cased_words_are_not_names_the_cited_sentence_must_hol
     "Las Vegas Strip Resorts" (right) was withheld: its title-cased "Highest" and "Contribution" were taken for whom
     the question asks about and required of the cited row. A word the text never writes as a name is not one; a
     name the text writes (Pellow) still has to be in the cited sentence."""
-    table = ("Adjusted Property EBITDAR by segment, twelve months ended December 31, 2022.\n\n"
-             "Las Vegas Strip Resorts $ 3,142,308 and Regional Operations $ 1,294,630 led the contribution to the "
-             "total.")
+    table = ("Las Vegas Strip Resorts $ 3,142,308 Regional Operations $ 1,294,630 MGM China $ 128,430\n\n"
+             "Adjusted Property EBITDAR measures each segment's contribution to the results.")
     right, _ = ask("Las Vegas Strip Resorts", "Which region had the Highest EBITDAR Contribution for MGM during "
                    "FY2022?", text=table)
     assert right.support.label != "unsupported" and not right.abstained
