@@ -112,7 +112,9 @@ def server(tmp_path, gate, auth):
 
     fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": gate, "lookup": "I want to look up Page [1, 2] to",
                                 "answer": "Answer: the map is under the stairs", "summarise": summarise,
-                                "navigate": Walker(), "agent-step": AgentScript()})
+                                "navigate": Walker(), "agent-step": AgentScript(),
+                                "consolidate": json.dumps({"summary": "Ann said hello.", "human": ["Name: Ann"],
+                                                           "facts": ["The user, Ann, said hello."]})})
     pm = Pagemind(fake, store=tmp_path / "s.db")
     key = users_api.create_user(pm.store, "ann")[1] if auth == "keys" else None
     app = create_app(pm, auth=auth, keepalive=1.0, workers=4)
@@ -305,6 +307,21 @@ def test_an_agent_shows_its_memory_and_a_turn_s_steps_live(server, page, shoot):
     tab.click("#nav a[data-section=agents]")
     tab.wait_for_selector("#agents")
     assert tab.inner_text("#agents a") == "sam"
+
+    # a consolidation pass is a run of its own kind: its page says what it read and wrote (issue 50)
+    import httpx
+
+    pm = server["pm"]
+    ann = pm.store.get_user("ann")
+    agent_id = pm.store.user_agents(ann.id)[0].id
+    done = httpx.post(f"{server['url']}/v1/agents/{agent_id}/memory/consolidate", timeout=30,
+                      headers={"Authorization": f"Bearer {server['key']}"})
+    assert done.status_code == 200, done.text
+    (run,) = pm.runs.list(ann.id, kind="consolidate")
+    tab.goto(server["url"] + f"/#/runs/{run.id}")
+    tab.wait_for_selector("#answer")
+    assert "Memory consolidated" in tab.inner_text("#answer") and "read 2 messages" in tab.inner_text("#answer")
+    assert "consolidate the memory of sam" in tab.inner_text(".run-title")
     assert not tab.problems, tab.problems
 
 

@@ -609,6 +609,7 @@ async function runsPage(_id, signal) {
 function runSubject(run) {
   const r = run.request || {};
   if (run.kind === "turn") return r.message ?? "";
+  if (run.kind === "consolidate") return `consolidate the memory of ${r.agent ?? "the agent"}`;
   if (run.kind === "ask") return r.question ?? "";
   return r.document ? `build memory of ${r.document}` : "build memory";
 }
@@ -665,7 +666,7 @@ async function runPage(id, signal) {
 
   const drawHead = () => {
     const r = run.request || {};
-    const target = run.kind === "turn"
+    const target = run.kind === "turn" || run.kind === "consolidate"
       ? h("a", { href: `#/agents/${enc(run.target)}` }, `agent ${r.agent || run.target}`)
       : run.target.startsWith("lib-")
         ? h("a", { href: `#/libraries/${enc(r.document)}`, class: "docname" }, `library ${r.document}`)
@@ -707,6 +708,11 @@ async function runPage(id, signal) {
         h("p", { class: "muted small" }, `stopped: ${res.stop_reason || "–"} · ${num(res.valid_actions)} valid / ${num(res.invalid_actions)} invalid steps`,
           res.evictions ? ` · ${res.evictions} eviction${res.evictions > 1 ? "s" : ""}` : "",
           res.warnings ? ` · ${res.warnings} memory-pressure warning${res.warnings > 1 ? "s" : ""}` : "")));
+    } else if (run.kind === "consolidate") {
+      append(outcome, h("div", { class: "card outcome", id: "answer" }, h("h2", {}, "Memory consolidated"),
+        h("p", {}, `read ${num(res.messages)} messages in ${num(res.windows)} windows: stored ${num((res.stored || []).length)} passages (${num(res.known)} already known; left out: ${num(res.junk)} with nothing to tell, ${num(res.ungrounded)} the messages do not hold)`),
+        (res.versions || []).length ? h("ul", {}, res.versions.map(([label, version]) => h("li", {}, `${label}: version ${version}`))) : null,
+        (res.problems || []).length ? h("ul", { class: "fallbacks" }, res.problems.map((p) => h("li", {}, p))) : null));
     } else {
       append(outcome, h("div", { class: "card outcome", id: "answer" }, h("h2", {}, "Memory built"),
         h("p", { class: "mono small" }, res.memory || ""),
@@ -715,7 +721,7 @@ async function runPage(id, signal) {
   };
   let visualDrawn = false;
   const drawVisual = async () => {
-    if (visualDrawn || !run.result?.memory || run.kind === "turn") return;
+    if (visualDrawn || !run.result?.memory || run.kind === "turn" || run.kind === "consolidate") return;
     visualDrawn = true;
     const doc = run.result.document || run.target;
     try {
