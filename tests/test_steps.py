@@ -170,3 +170,16 @@ def test_logs_show_prints_each_step_s_line(pm):
     assert "llm answer:" in shown.output and "-> choice B" in shown.output
     as_json_out = json.loads(CliRunner().invoke(cli, ["logs", "--store", store, "show", "--last", "--json"]).output)
     assert as_json_out["steps"] == [as_json(from_row(r)) for r in pm.runs.steps(answer.run_id)]
+
+
+def test_a_consolidation_pass_result_reads_as_one():
+    """A consolidation run's result counts messages (an int, not a turn's list of replies): it parses, keeps its
+    data as stored and says what the pass read and wrote (it broke the run's event stream before)."""
+    from pagemind.steps import Result, as_json, parse
+
+    stored = {"messages": 2, "through": 7, "windows": 1, "stored": [4, 5], "known": 0, "junk": 0, "ungrounded": 0,
+              "versions": [["human", 2]], "skipped": [], "problems": [], "usage": {}}
+    step = parse(3, "result", stored, 1.0)
+    assert isinstance(step, Result) and step.messages is None
+    shown = as_json(step)
+    assert shown["data"] == stored and shown["text"] == "result: read 2 messages in 1 windows, stored 2 passages"

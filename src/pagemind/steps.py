@@ -168,6 +168,8 @@ def parse(seq: int, kind: str, data: Mapping[str, Any], created: float) -> Step:
     if cls is None:
         return Other(seq=seq, created=created, kind=kind, extra=dict(data))
     own = _own(cls)
+    if cls is Result and not isinstance(data.get("messages", []), list):  # a consolidation pass counts messages
+        own = tuple(k for k in own if k != "messages")
     return cls(seq=seq, created=created, **{k: v for k, v in data.items() if k in own},
                extra={k: v for k, v in data.items() if k not in own},
                absent=frozenset(k for k in own if k not in data))
@@ -232,6 +234,10 @@ def _said(result: Result) -> str:
         return clip(sent) + (f" (stopped: {result.stop_reason})" if result.stop_reason not in (None, "yield") else "")
     if result.memory is not None:
         return f"memory {result.memory}"
+    if "windows" in result.extra:  # a consolidation pass
+        stored = result.extra.get("stored") or []
+        return f"read {result.extra.get('messages', 0)} messages in {result.extra['windows']} windows, stored " \
+               f"{len(stored)} passages"
     return ", ".join(sorted(data(result))) or "done"
 
 
