@@ -25,7 +25,7 @@ from ..limits import MAX_IMPORTED_MESSAGES, check_text
 from .agentfile import agent_time
 
 ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "user_message": "user",
-         "assistant_message": "assistant"}
+         "assistant_message": "assistant"}  # Letta's message types among them
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,8 @@ def messages(rows: Iterable[Any], now: str) -> list[Said]:
         if not isinstance(row, dict):
             raise InputError(f"message {n}: an object with role and content, not {type(row).__name__}")
         kind = row.get("message_type") or row.get("role")
-        if kind in ("system_message", "system", "developer", "tool", "tool_return_message", "reasoning_message",
-                    "tool_call_message"):
-            continue  # instructions and tool traffic are not what was said
+        if kind in ("system", "developer", "tool") or (row.get("message_type") and kind not in ROLES):
+            continue  # instructions, tool traffic and Letta's other messages (reasoning, calls) are not what was said
         role = ROLES.get(str(kind))
         if role is None:
             raise InputError(f"message {n}: role {kind!r} is not user or assistant")
