@@ -337,14 +337,10 @@ def test_an_embeddings_client_that_leaves_stops_the_encoder(served, caplog):
     assert len(served["ann"].embeddings.create(model="pagemind/minilm", input=texts[:2]).data) == 2
 
 
-def test_a_client_that_leaves_stops_its_run_and_an_identical_retry_joins_it(tmp_path):
-    """The SDK's timeout (a client gone mid-answer) cancels the run it alone waited on, streamed or not, and the run
-    stops (pagemind logs shows it cancelled); an identical request sent while the first runs joins it: one run, one
-    answer call, both clients answered."""
+def held_answers(tmp_path):
+    """A session whose answer calls wait until the test releases them: (the release, the fake, the session, ann
+    (her row and key), her document)."""
     import threading
-    import time
-
-    import httpx
 
     release = threading.Event()
 
@@ -355,7 +351,19 @@ def test_a_client_that_leaves_stops_its_run_and_an_identical_retry_joins_it(tmp_
     fake = ScriptedLLM(by_role={"answer": slow_answer})
     pm = Pagemind(fake, store=tmp_path / "s.db")
     ann = users_api.create_user(pm.store, "ann")
-    doc = pm.add_document(STORY, "cape.txt", user_id=ann[0].id)
+    return release, fake, pm, ann, pm.add_document(STORY, "cape.txt", user_id=ann[0].id)
+
+
+def test_a_client_that_leaves_stops_its_run_and_an_identical_retry_joins_it(tmp_path):
+    """The SDK's timeout (a client gone mid-answer) cancels the run it alone waited on, streamed or not, and the run
+    stops (pagemind logs shows it cancelled); an identical request sent while the first runs joins it: one run, one
+    answer call, both clients answered."""
+    import threading
+    import time
+
+    import httpx
+
+    release, fake, pm, ann, doc = held_answers(tmp_path)
     body = {"model": "pagemind/full", "messages": [{"role": "user", "content": "Who found the map?"}],
             "pagemind": {"document_id": doc.id}}
     with Served(create_app(pm, auth="keys", keepalive=1.0, workers=4)) as server:
@@ -480,16 +488,7 @@ def test_a_native_ask_follows_its_client_as_the_chat_route_does(tmp_path):
 
     import httpx
 
-    release = threading.Event()
-
-    def slow_answer(request):
-        release.wait(10)
-        return "Wren found the map under the stair."
-
-    fake = ScriptedLLM(by_role={"answer": slow_answer})
-    pm = Pagemind(fake, store=tmp_path / "s.db")
-    ann = users_api.create_user(pm.store, "ann")
-    doc = pm.add_document(STORY, "cape.txt", user_id=ann[0].id)
+    release, fake, pm, ann, doc = held_answers(tmp_path)
     headers = {"Authorization": f"Bearer {ann[1]}"}
     body = {"question": "Who found the map?", "method": "full"}
     with Served(create_app(pm, auth="keys", keepalive=1.0, workers=4)) as server:
