@@ -83,3 +83,13 @@ def long_sample() -> tuple[str, list[tuple[str, tuple[str, ...], int]]]:
         if head and options and gold:
             questions.append((head.group(1).strip(), tuple(o for _, o in options), "ABCD".index(gold.group(1))))
     return text, questions
+
+
+def method_options(items: list[str]) -> dict[str, dict[str, str]]:
+    """``-O METHOD:KEY=VALUE`` arguments (as ``pagemind eval`` takes them) by method."""
+    options: dict[str, dict[str, str]] = {}
+    for item in items:
+        method, _, pair = item.partition(":")
+        key, _, value = pair.partition("=")
+        options.setdefault(method, {})[key] = value
+    return options

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import DATA, RESULTS, write_result
+from common import DATA, RESULTS, method_options, write_result
 from pagemind import Pagemind
 from pagemind.eval import EvalConfig, Runner, summarise, write_report
 from pagemind.eval.datasets import Example
@@ -87,11 +87,7 @@ def main() -> None:
     args = parser.parse_args()
     methods = tuple(m for m in args.methods.split(",") if m) or DEFAULT_METHODS[args.dataset]
     examples = choose(args.dataset, args.data, [d for d in args.documents.split(",") if d], args.queries)
-    options: dict[str, dict[str, str]] = {}
-    for item in args.option:
-        method, _, pair = item.partition(":")
-        key, _, value = pair.partition("=")
-        options.setdefault(method, {})[key] = value
+    options = method_options(args.option)
     model = re.sub(r"[^A-Za-z0-9.-]+", "-", args.llm or "default").strip("-")
     cite = {v for o in options.values() for k, v in o.items() if k == "cite"}
     mode = f"-{'-'.join(sorted(cite))}" if cite else ""  # e.g. -quotes: a run of another mode is another run

@@ -18,7 +18,7 @@ import re
 import time
 from pathlib import Path
 
-from common import RESULTS, write_result
+from common import RESULTS, method_options, write_result
 
 FILLER = [("Any tips for growing tomatoes on a balcony?", "Water them deeply and give them full sun."),
           ("Can you suggest a quick weeknight dinner?", "A vegetable stir-fry with rice takes twenty minutes."),
@@ -81,6 +81,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=1500)
     parser.add_argument("--tag", default="")
     parser.add_argument("--runs", type=Path, default=RESULTS.parent / "runs")
+    parser.add_argument("-O", "--option", action="append", default=[], help="METHOD:KEY=VALUE (as pagemind eval)")
     args = parser.parse_args()
     from pagemind import Pagemind
     from pagemind.eval import EvalConfig, Runner, summarise, write_report
@@ -94,7 +95,8 @@ def main() -> None:
     started = time.perf_counter()
     with Pagemind(args.llm, store=args.runs / f"{name}-store.db") as pm:
         config = EvalConfig(dataset="longmemeval", methods=tuple(args.methods.split(",")), data=str(data.parent),
-                            params={"split": "oracle"}, budget=args.budget)
+                            params={"split": "oracle"}, budget=args.budget,
+                            method_options=method_options(args.option))
         Runner(pm, config, run_dir, command="python benchmarks/longmemeval_samples.py").run()
     write_report(run_dir)
     summary = summarise(run_dir)
