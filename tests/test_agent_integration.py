@@ -110,3 +110,28 @@ def test_the_default_model_saves_a_fact_to_core_memory_and_recalls_it_after_evic
         assert second.evictions >= 1 and all(FACT not in e.render() for e in agent.store.queue(agent.id)[1:])
         assert any("4417" in m for m in second.messages)  # answered from core memory after the eviction
         assert first.valid_action_rate == second.valid_action_rate == 1.0
+
+
+@pytest.mark.skipif(not _default_model_installed(), reason="needs the default model (scripts/install.sh installs it)")
+def test_the_default_model_answers_where_the_user_lives_now_from_the_later_turn(tmp_path):
+    """Issue 50: told "I live in York", a month later "I moved to Leeds last month", the agent — recalling before it
+    replies — answers "Which city do I live in now?" with Leeds, citing the later turn; what it kept of the user is
+    in the user's block, none of it in its persona."""
+    with Pagemind(store=tmp_path / "s.db", n_ctx=4096, concurrency=1, cache=False) as pm:
+        ticks = clock(datetime(2026, 3, 2, 9, 0))
+        month = timedelta(0)
+
+        def later():
+            return ticks() + month
+
+        options = AgentOptions(embedder="minilm", context_window=3000, max_tokens=300, max_steps=4)
+        agent = Agent.create(pm.llm, pm.store, "kim", human="", options=options, clock=later)
+        agent.say("I live in York, in a flat by the river.")
+        month = timedelta(days=30)
+        agent.say("I moved to Leeds last month, the city suits me.")
+        asked = agent.say("Which city do I live in now?")
+        print("reply:", asked.messages, [(c.unit, c.index, c.quote) for c in asked.citations or []])
+        assert any("Leeds" in m for m in asked.messages) and not any("York" in m for m in asked.messages)
+        assert any(c.unit == "message" and "moved to Leeds" in c.quote for c in asked.citations or [])
+        blocks = {b.label: b.value for b in agent.blocks()}
+        assert "Leeds" in blocks["human"] and "Leeds" not in blocks["persona"] and "York" not in blocks["persona"]
