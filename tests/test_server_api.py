@@ -781,3 +781,26 @@ def test_an_idle_agent_is_consolidated_in_the_background_once_as_its_owners_run(
         newest = pm.store.recent_agent_events(agent_id, 1)[0].seq
         assert service.tried[agent_id] == newest and len(passes()) == 1
     pm.close()
+
+
+def test_an_agents_history_is_paged_by_cursor(service):
+    """Issue 49: an agent's messages come a page at a time by their seq (``after`` = the page's ``next``), as well
+    as by offset: walking the cursor sees every message once, in order."""
+    s = service
+    agent = make_agent(s, "ivy")
+    for n in range(3):
+        assert s["client"].post(f"/v1/agents/{agent['id']}/messages", headers=s["ann"],
+                                json={"message": f"note {n}"}).status_code == 200
+    url = f"/v1/agents/{agent['id']}/messages"
+    whole = s["client"].get(url + "?limit=1000", headers=s["ann"]).json()
+    assert whole["next"] is None and len(whole["messages"]) == whole["total"] > 6
+    seen, after = [], None
+    while True:
+        page = s["client"].get(url + "?limit=4" + (f"&after={after}" if after is not None else ""),
+                               headers=s["ann"]).json()
+        seen += [m["seq"] for m in page["messages"]]
+        if page["next"] is None:
+            break
+        after = page["next"]
+    assert seen == [m["seq"] for m in whole["messages"]]
+    assert s["client"].get(url + "?after=0", headers=s["bob"]).status_code == 404  # not bob's agent

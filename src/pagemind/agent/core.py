@@ -126,10 +126,12 @@ class Agent:
     def counts(self) -> dict[str, int]:
         return self.store.counts(self.id)
 
-    def history(self, offset: int = 0, limit: int = 50) -> tuple[int, list[Event]]:
+    def history(self, offset: int = 0, limit: int = 50, after: int | None = None) -> tuple[int, list[Event]]:
         """(every event in recall, the events ``offset`` .. ``offset + limit`` of them, oldest first): messages,
-        steps, function results, heartbeats, alerts and summaries."""
-        total, rows = self.store.store.search_agent_events(self.id, HISTORY_KINDS, offset=offset, limit=limit)
+        steps, function results, heartbeats, alerts and summaries. ``after``: only those after that seq (a page's
+        cursor; the count is then of those after it)."""
+        total, rows = self.store.store.search_agent_events(self.id, HISTORY_KINDS, offset=offset, limit=limit,
+                                                           after=after)
         return total, [Event(r.kind, r.payload, r.created, r.seq, r.in_context) for r in rows]
 
     def passages(self, query: str = "", offset: int = 0, limit: int = 20) -> tuple[int, list[Passage]]:

@@ -152,12 +152,18 @@ async def send(agent_id: AgentId, body: MessageRequest, service: Svc, user: User
 
 @router.get("/{agent_id}/messages", name="list_messages", responses=AUTHED)
 def messages(agent_id: AgentId, service: Svc, user: User, offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
-             limit: ListLimit = 50) -> dict[str, Any]:
-    """The agent's whole history (recall storage), oldest first, one page."""
-    total, events = service.history(user, agent_id, offset, limit)
+             limit: ListLimit = 50,
+             after: Annotated[int, Query(ge=-1, le=MAX_ID, description="only the messages after this seq (the "
+                                         "`next` of the page before)")] = None,  # type: ignore[assignment]
+             ) -> dict[str, Any]:
+    """The agent's whole history (recall storage), oldest first, one page: by ``offset``, or by cursor (``after``,
+    the page's ``next``; ``total`` then counts the messages after it)."""
+    total, events = service.history(user, agent_id, offset, limit, after)
     items = [{"seq": e.seq, "kind": e.kind, "role": e.role, "time": e.time, "in_context": e.in_context,
               "payload": e.payload, "text": e.describe()} for e in events]
-    return {"total": total, "offset": offset, "limit": limit, "messages": items}
+    more = events and offset + len(events) < total
+    return {"total": total, "offset": offset, "limit": limit, "messages": items,
+            "next": events[-1].seq if more else None}
 
 
 # --- core memory ----------------------------------------------------------------------------------------------

@@ -541,10 +541,13 @@ class SQLStore:
 
     def search_agent_events(self, agent_id: int, kinds: Sequence[str], *, query: str | None = None,
                             start: str | None = None, end: str | None = None, offset: int = 0,
-                            limit: int = 5) -> tuple[int, list[EventRow]]:
+                            limit: int = 5, after: int | None = None) -> tuple[int, list[EventRow]]:
         """Recall search: events of these kinds whose text contains ``query`` (any case) and whose date is in
-        [start, end); the number matching and one page of them in order."""
+        [start, end) (``after``: only those after that seq, a page's cursor); the number matching and one page of
+        them in order."""
         where, args = f"agent_id = ? AND kind IN ({_marks(len(kinds))})", (agent_id, *kinds)
+        if after is not None:
+            where, args = where + " AND seq > ?", args + (after,)
         if query is not None:
             where, args = where + f" AND text {self.db.ilike} ? ESCAPE '\\'", args + (_like(query),)
         if start is not None:

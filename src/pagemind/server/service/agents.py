@@ -174,10 +174,12 @@ class AgentOps(ServiceBase):
             latest, attempt = found, attempt + 1
         return latest, attempt
 
-    def history(self, user: UserRow, ref: int | str, offset: int = 0, limit: int = 50) -> tuple[int, list[Event]]:
-        """(every event in the agent's recall, the events ``offset`` .. ``offset + limit``), oldest first."""
+    def history(self, user: UserRow, ref: int | str, offset: int = 0, limit: int = 50,
+                after: int | None = None) -> tuple[int, list[Event]]:
+        """(every event in the agent's recall — after seq ``after`` when given —, the events ``offset`` ..
+        ``offset + limit`` of them), oldest first."""
         row = self.own_agent(user, ref)
-        return self.pm.agent(row.name, llm=False).history(offset, limit)
+        return self.pm.agent(row.name, llm=False).history(offset, limit, after)
 
     def blocks(self, user: UserRow, ref: int | str) -> list[Block]:
         row = self.own_agent(user, ref)
