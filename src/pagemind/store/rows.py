@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import ConfigError
 from ..hashing import content_hash
+from ..limits import check_list_limit
 from ..llm.base import LLMResponse
 
 if TYPE_CHECKING:
@@ -29,9 +30,11 @@ class Page(Generic[T]):
     next: str | int | None = None
 
     @classmethod
-    def of(cls, rows: Sequence[T], limit: int, cursor: Callable[[T], str | int]) -> Page[T]:
-        """The page of ``rows`` read with one row more than ``limit``: its first ``limit`` rows and, when there was
-        one more, the cursor after the last of them."""
+    def read(cls, fetch: Callable[[int], Sequence[T]], limit: int, cursor: Callable[[T], str | int]) -> Page[T]:
+        """A page of at most ``limit`` items (1 to :data:`~pagemind.limits.MAX_LIST`, else an ``InputError``):
+        ``fetch(n)`` reads n rows, one more than ``limit``, so the page knows whether more follow; then the cursor
+        after its last item."""
+        rows = fetch(check_list_limit(limit) + 1)
         items = tuple(rows[:limit])
         return cls(items, cursor(items[-1]) if len(rows) > limit and items else None)
 

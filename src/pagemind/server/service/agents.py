@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...agent.locks import AgentBusy
 from ...errors import InputError, NotFound, PagemindError
-from ...limits import LIST_PAGE, check_list_limit
+from ...limits import LIST_PAGE
 from ...store import Page
 from ...users import agent_key, agent_name
 from ..shapes import AgentCreate, LoadDocument
@@ -83,8 +83,7 @@ class AgentOps(ServiceBase):
 
     def agent_rows(self, user: UserRow, *, after: int | None = None, limit: int = LIST_PAGE) -> Page[AgentRow]:
         """One page of the user's agents' rows by id (those after id ``after``): names, no memory read."""
-        rows = self.pm.agents(user.id, after=after, limit=check_list_limit(limit) + 1)
-        return Page.of(rows, limit, lambda r: r.id)
+        return Page.read(lambda n: self.pm.agents(user.id, after=after, limit=n), limit, lambda r: r.id)
 
     def agents(self, user: UserRow, *, name: str | None = None, after: int | None = None, before: int | None = None,
                limit: int | None = None) -> list[AgentView]:

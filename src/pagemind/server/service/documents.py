@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ...answering.question import Question, ReplySettings
 from ...conversation import Turn
 from ...errors import InputError, NotFound
-from ...limits import LIST_PAGE, check_list_limit
+from ...limits import LIST_PAGE
 from ...store import Page
 from ..shapes import AskRequest, IndexRequest
 from ..views import MemoryUnits, Started, Unit
@@ -40,8 +40,7 @@ class DocumentOps(ServiceBase):
         """One page of the user's documents, newest first: those after their document ``after``."""
         if after is not None and self.pm.store.user_document(user.id, after) is None:
             raise NotFound(f"after: you have no document {after!r} to list after")
-        rows = self.pm.documents(user.id, after=after, limit=check_list_limit(limit) + 1)
-        return Page.of(rows, limit, lambda d: d.id)
+        return Page.read(lambda n: self.pm.documents(user.id, after=after, limit=n), limit, lambda d: d.id)
 
     def document(self, user: UserRow, doc_id: str) -> tuple[DocumentRow, list[MemoryRecord]]:
         """The document with the memories the user's own requests built of it."""

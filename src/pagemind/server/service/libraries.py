@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import InputError, NotFound
-from ...limits import LIST_PAGE, check_list_limit
+from ...limits import LIST_PAGE
 from ...store import Page
 from .base import ServiceBase
 
@@ -27,8 +27,7 @@ class LibraryOps(ServiceBase):
 
     def libraries(self, user: UserRow, *, after: str | None = None, limit: int = LIST_PAGE) -> Page[LibraryRow]:
         """One page of the user's libraries by name: those named after ``after``."""
-        rows = self.pm.libraries(user_id=user.id, after=after, limit=check_list_limit(limit) + 1)
-        return Page.of(rows, limit, lambda r: r.name)
+        return Page.read(lambda n: self.pm.libraries(user_id=user.id, after=after, limit=n), limit, lambda r: r.name)
 
     def default_library(self, user: UserRow) -> str:
         """The library a request that names nothing to read reads (a chat UI's menu pick): the user's only library,

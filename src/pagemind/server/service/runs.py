@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...errors import NotFound
-from ...limits import MAX_LIST, check_list_limit
+from ...limits import MAX_LIST
 from ...runs import summarize
 from ...store import Page
 from ..views import CitedPlace, CitedSpan
@@ -34,9 +34,8 @@ class RunOps(ServiceBase):
         """One page of the user's runs, newest first: those after their run ``after`` (or past ``offset``)."""
         if after is not None and self.find_run(user, after) is None:
             raise NotFound(f"after: you have no run {after!r} to list after")
-        rows = self.pm.runs.list(user.id, kind=kind, status=status, target=target, limit=check_list_limit(limit) + 1,
-                                 offset=offset, after=after)
-        return Page.of(rows, limit, lambda r: r.id)
+        return Page.read(lambda n: self.pm.runs.list(user.id, kind=kind, status=status, target=target, limit=n,
+                                                     offset=offset, after=after), limit, lambda r: r.id)
 
     def run(self, user: UserRow, run_id: str) -> tuple[RunRow, dict[str, Any]]:
         """One of the user's runs and its usage over every step (kept on a run that ended; summed while it runs)."""
@@ -49,7 +48,7 @@ class RunOps(ServiceBase):
     def steps(self, user: UserRow, run_id: str, after: int = -1, limit: int = MAX_LIST) -> Page[StepRow]:
         """One page of a run's steps in order: those after step ``after`` (its ``seq``)."""
         self.own_run(user, run_id)
-        return Page.of(self.pm.runs.steps(run_id, after, check_list_limit(limit) + 1), limit, lambda s: s.seq)
+        return Page.read(lambda n: self.pm.runs.steps(run_id, after, n), limit, lambda s: s.seq)
 
     def trace(self, user: UserRow, run_id: str, after: int = -1,
               limit: int = 200) -> tuple[RunRow, dict[str, Any], list[StepRow]]:
