@@ -53,7 +53,7 @@ from ..limits import MAX_LIST
 from ..store import Page
 from ..users import agent_name
 from . import shapes
-from .routing import NO_RETRY, Svc, User, client_left, errors, retry_headers, status_of, unless_left, watched
+from .routing import NO_RETRY, Svc, User, errors, followed, retry_headers, status_of, unless_left, watched
 
 if TYPE_CHECKING:
 
@@ -526,9 +526,8 @@ async def answer_chat(request: Request, raw: Any, service: Any, user: Any, rende
         return error_of(err)
     ids = {"x-request-id": begun.run.id}  # the run that answers: GET /v1/runs/{id}, `pagemind logs`
     if not body.stream:
-        future = watched(begun.future)
-        if await client_left(request, future):  # a client that leaves (its timeout, a closed tab) stops the run
-            await run_in_threadpool(service.left, user, key, begun)  # it alone waits on
+        future = await followed(service, request, user, key, begun)
+        if future is None:  # the client left (its timeout, a closed tab): the run stops unless another waits on it
             return Response(status_code=499)
         try:
             made_reply = render(made, body, target, begun.run.id, future.result())

@@ -127,6 +127,18 @@ def watched(done: Future[Any]) -> asyncio.Future[Any]:
     return future
 
 
+async def followed(service: Service, request: Request, user: UserRow, key: str,
+                   begun: Started) -> asyncio.Future[Any] | None:
+    """The future of a run its client waits for (``key``: the request's, as :meth:`Service.started_once` took
+    it); None when the client left (its timeout, a closed tab): the run is then cancelled unless another client
+    waits on it too (:meth:`Service.left`)."""
+    future = watched(begun.future)
+    if await client_left(request, future):
+        await run_in_threadpool(service.left, user, key, begun)
+        return None
+    return future
+
+
 async def unless_left(request: Request, work: Callable[[Callable[[], bool]], Any]) -> Any:
     """``work(wanted)`` in a worker thread, ``wanted()`` saying whether the client still waits; when it has left,
     the work is told (it stops at its next look, raising :class:`Abandoned`, which the log hears) and the answer is
@@ -206,11 +218,9 @@ async def started(service: Service, start: Callable[[], Started], wait: bool, st
     is 499. A stream (its client may come back with Last-Event-ID) and a queued run (``wait=false``) go on."""
     if client is not None and wait and not stream_:
         request, user, body = client
-        key = hashlib.sha256(f"{user.id}\0{request.url.path}\0".encode() + body.model_dump_json().encode())
-        begun, _ = await run_in_threadpool(service.started_once, key.hexdigest(), start)
-        future = watched(begun.future)
-        if await client_left(request, future):
-            await run_in_threadpool(service.left, user, key.hexdigest(), begun)
+        key = hashlib.sha256(f"{user.id}\0{request.url.path}\0".encode() + body.model_dump_json().encode()).hexdigest()
+        begun, _ = await run_in_threadpool(service.started_once, key, start)
+        if await followed(service, request, user, key, begun) is None:
             return Response(status_code=499)
         return await finished(begun.future, lambda result: shape(begun.run, result), begun.run.id)
     begun = await run_in_threadpool(start)
