@@ -151,11 +151,6 @@ def _one(rows: Any) -> Any:
     return None if row is None else row[0]
 
 
-def _args(*values: Any) -> tuple[Any, ...]:
-    """A query's arguments, to be extended as its WHERE clause grows."""
-    return values
-
-
 def _id_page(sql: str, args: tuple[Any, ...], column: str, after: int | None, before: int | None,
              limit: int | None, descending: bool = False) -> tuple[str, tuple[Any, ...]]:
     """``sql`` (ending in a WHERE clause) narrowed to one page by id cursor: ``column`` above ``after`` and below
@@ -833,15 +828,15 @@ class SQLStore:
     def user_documents(self, user_id: int, after: str | None = None, limit: int | None = None) -> list[DocumentRow]:
         """A user's documents newest first; one page by cursor when asked: those after the user's document
         ``after`` in that order, at most ``limit``."""
-        sql, args = _USER_DOCUMENT, _args(user_id)
+        sql, args = _USER_DOCUMENT, list[Any]([user_id])
         if after is not None:
             sql += (" AND (u.created, d.id) < (SELECT created, document_id FROM user_documents WHERE user_id = ? "
                     "AND document_id = ?)")
-            args += (user_id, after)
+            args += [user_id, after]
         sql += " ORDER BY u.created DESC, d.id DESC"
         if limit is not None:
-            sql, args = sql + " LIMIT ?", args + (limit,)
-        return [DocumentRow(*r) for r in self.execute(sql, args)]
+            sql, args = sql + " LIMIT ?", args + [limit]
+        return [DocumentRow(*r) for r in self.execute(sql, tuple(args))]
 
     def count_user_documents(self, user_id: int) -> int:
         return int(_one(self.execute("SELECT COUNT(*) FROM user_documents WHERE user_id = ?", (user_id,))))
@@ -910,13 +905,13 @@ class SQLStore:
 
     def libraries(self, scope: str, after: str | None = None, limit: int | None = None) -> list[LibraryRow]:
         """A scope's libraries by name; one page by cursor when asked: names after ``after``, at most ``limit``."""
-        sql, args = _LIBRARY + " WHERE l.scope = ?", _args(scope)
+        sql, args = _LIBRARY + " WHERE l.scope = ?", list[Any]([scope])
         if after is not None:
-            sql, args = sql + " AND l.name > ?", args + (after,)
+            sql, args = sql + " AND l.name > ?", args + [after]
         sql += " GROUP BY l.id, l.name, l.created ORDER BY l.name"
         if limit is not None:
-            sql, args = sql + " LIMIT ?", args + (limit,)
-        return [LibraryRow(*r) for r in self.execute(sql, args)]
+            sql, args = sql + " LIMIT ?", args + [limit]
+        return [LibraryRow(*r) for r in self.execute(sql, tuple(args))]
 
     def library_documents(self, library_id: int) -> list[LibraryDocumentRow]:
         return [LibraryDocumentRow(*r) for r in self.execute(
@@ -1008,12 +1003,12 @@ class SQLStore:
         if prefix is not None:
             where.append("substr(id, 1, ?) = ?")
             args.extend((len(prefix), prefix))
+        inserted = self.db.insertion_order
         if after is not None:
-            order = self.db.insertion_order
-            where.append(f"(created, {order}) < (SELECT created, {order} FROM runs WHERE id = ?)")
+            where.append(f"(created, {inserted}) < (SELECT created, {inserted} FROM runs WHERE id = ?)")
             args.append(after)
         sql = _RUN + (" WHERE " + " AND ".join(where) if where else "")
-        order = f" ORDER BY created DESC, {self.db.insertion_order} DESC LIMIT ? OFFSET ?"
+        order = f" ORDER BY created DESC, {inserted} DESC LIMIT ? OFFSET ?"
         return [_run(r) for r in self.execute(sql + order, (*args, limit, offset))]
 
     def count_runs(self, user_id: int | None) -> int:
