@@ -45,7 +45,7 @@ from ..limits import (
 )
 from .core import NAME, Agent
 from .functions import FUNCTIONS
-from .memory import AgentOptions, AgentState, Block, BlockVersion, Event, Passage
+from .memory import CLOCK, AgentOptions, AgentState, Block, BlockVersion, Event, Passage
 
 EXTENSION = "pagemind"  # the extension's key, at the top, per agent (inside it) and on each message
 FORMAT = 1  # the extension's version
@@ -243,7 +243,7 @@ def plan_import(data: bytes | str | dict[str, Any], *, name: str | None = None, 
     """The agents of an agent file, converted and checked (nothing stored): :class:`Unsupported` names every
     feature without a counterpart unless ``skip_unsupported``; ``name`` renames the file's only agent."""
     doc = read_agent_file(data)
-    now = now or datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+    now = now or datetime.now().strftime(CLOCK)
     agents = doc["agents"]
     if name is not None and len(agents) > 1:
         raise InputError(f"the file holds {len(agents)} agents; a new name is for a file of one")
@@ -578,7 +578,7 @@ def agent_time(value: Any, default: str) -> str:
         return default
     if when.tzinfo is not None:
         when = when.astimezone(timezone.utc).replace(tzinfo=None)
-    return when.strftime("%Y-%m-%d %H:%M:%S")
+    return when.strftime(CLOCK)
 
 
 __all__ = ["AgentPlan", "Unsupported", "agent_time", "default_system", "export_agent", "iso_time", "letta_tools",

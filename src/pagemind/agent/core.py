@@ -19,7 +19,7 @@ from .archive import Added, Archive, Audit
 from .context import MainContext, prompt
 from .functions import Toolbox
 from .locks import TurnLock
-from .memory import AgentOptions, AgentState, Block, BlockVersion, Event, Passage, SearchPage
+from .memory import CLOCK, AgentOptions, AgentState, Block, BlockVersion, Event, Passage, SearchPage
 from .store import AgentRecord, AgentStore
 from .turn import Step, Turn, TurnResult, step_record
 
@@ -117,7 +117,7 @@ class Agent:
                            tools_refused=bool(self.state.extra.get("tools_refused")))
 
     def now(self) -> str:
-        return self.clock().strftime("%Y-%m-%d %H:%M:%S")
+        return self.clock().strftime(CLOCK)
 
     # --- reading -----------------------------------------------------------------------------------
     def blocks(self) -> list[Block]:

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from ..store import Page
 from .consolidate import MARK
+from .memory import CLOCK
 
 if TYPE_CHECKING:
     from ..store import AgentRow, SQLStore
 
-TIME = "%Y-%m-%d %H:%M:%S"  # the agent clock's format (events' ``created``)
 PAGE = 500  # agents read at once while looking
 
 
@@ -51,7 +52,7 @@ def due(store: SQLStore, row: AgentRow, now: datetime, tried: Mapping[int, int] 
     if last.seq <= done:
         return None
     try:
-        since = (now - datetime.strptime(last.created[:19], TIME)).total_seconds() / 60
+        since = (now - datetime.strptime(last.created[:19], CLOCK)).total_seconds() / 60
     except ValueError:  # an imported event's time the clock format does not read: not judged idle
         return None
     return Due(row, last.seq, since) if since >= wait else None
@@ -59,13 +60,7 @@ def due(store: SQLStore, row: AgentRow, now: datetime, tried: Mapping[int, int] 
 
 def due_agents(store: SQLStore, now: datetime, tried: Mapping[int, int] | None = None) -> Iterator[Due]:
     """Every agent of every user due a pass at ``now``, by id, read a page of agents at a time."""
-    after: int | None = None
-    while True:
-        rows = store.agents_by_id(after, PAGE)
-        for row in rows:
-            found = due(store, row, now, tried)
-            if found is not None:
-                yield found
-        if len(rows) < PAGE:
-            return
-        after = rows[-1].id
+    for row in Page.walk(lambda after: Page.read(lambda n: store.agents_by_id(after, n), PAGE, lambda r: r.id)):
+        found = due(store, row, now, tried)
+        if found is not None:
+            yield found

@@ -16,6 +16,7 @@ from ..declare import Options, option
 from ..limits import MAX_BLOCK
 
 PAPER_WARNING_FRACTION = 7000 / 8192  # MESSAGE_SUMMARY_WARNING_TOKENS of GPT-4's 8k window (paper code)
+CLOCK = "%Y-%m-%d %H:%M:%S"  # the agent clock's format: every event's time, and what recall's date search reads
 SEARCH_KINDS = ("user_message", "step")  # what recall search sees (paper: not system or function messages)
 
 

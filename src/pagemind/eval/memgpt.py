@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ..agent import Agent, AgentNotFound, AgentOptions, AgentStore, passages
+from ..agent.memory import CLOCK
 from ..answering.question import Answer, read_choice
 from ..declare import option
 from ..library import Library
@@ -101,7 +102,7 @@ class MemGPTEval:
         # LongMemEval: the question is asked at its date; a dated conversation (LoCoMo): right after its last turn,
         # so "when" is read against the conversation's dates, not today's
         asked = example.meta.get("asked_at") or max((t.time for t in example.conversation if t.time), default=None)
-        clock = (lambda: datetime.strptime(asked, "%Y-%m-%d %H:%M:%S")) if asked else None
+        clock = (lambda: datetime.strptime(asked, CLOCK)) if asked else None
         agent = Agent.create(self.llm, self.store, name, persona=persona, options=opts, clock=clock)
         if example.conversation:
             # two people talking (LoCoMo): each one's turns told to the agent under their name, none its own
