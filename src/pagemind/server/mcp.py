@@ -309,7 +309,7 @@ class Tools:
 
     async def list_runs(
         self, ctx: Context,
-        kind: Annotated[str | None, Field(description="only this kind: index, ask, turn or consolidate")] = None,
+        kind: Annotated[str | None, Field(description=f"only this kind: {', '.join(shapes.RUN_KINDS)}")] = None,
         limit: Limit = 20, after: After = None,
     ) -> CallToolResult:
         """Your recent runs (asks, index builds, agent turns), newest first, a page at a time."""
