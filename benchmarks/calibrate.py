@@ -48,17 +48,14 @@ def thresholds(confidence: list[float], right: list[bool]) -> dict:
     """The confidence thresholds a user would set, read off held-out answers: keep only answers at or above
     ``keep_at_80``/``keep_at_90`` and that many of them were right; abstain below ``abstain_at_90_wrong`` and at
     least 90% of those were wrong (None where no threshold gets there)."""
-    order = sorted(zip(confidence, right), key=lambda x: -x[0])
+    from pagemind.eval.report import threshold_at_precision
+
     out: dict = {}
     for target in (0.8, 0.9):
-        keep, hits = None, 0
-        for n, (p, ok) in enumerate(order, 1):
-            hits += ok
-            if hits >= target * n and (n == len(order) or order[n][0] != p):
-                keep = round(p, 3)
-        out[f"keep_at_{round(target * 100)}"] = keep
+        keep = threshold_at_precision(confidence, right, target)
+        out[f"keep_at_{round(target * 100)}"] = None if keep is None else round(keep, 3)
     wrong_at, misses = None, 0
-    rising = order[::-1]
+    rising = sorted(zip(confidence, right), key=lambda x: x[0])
     for n, (p, ok) in enumerate(rising, 1):
         misses += not ok
         if misses >= 0.9 * n and n >= 5 and (n == len(rising) or rising[n][0] != p):

@@ -16,6 +16,7 @@ from pagemind.eval.report import (
     coverage_at_precision,
     expected_calibration_error,
     markdown,
+    threshold_at_precision,
 )
 from pagemind.eval.rundir import RunDir
 from pagemind.eval.unanswerable import REFERENCE, SUFFIX, variant, with_variants
@@ -42,6 +43,10 @@ def test_coverage_at_a_precision_and_the_calibration_error():
     assert coverage_at_precision(confidence, right, 0.8) == 0.6  # 5 of 6
     assert coverage_at_precision([0.9, 0.1], [False, True], 0.8) == 0.0 and coverage_at_precision([], [], 0.9) is None
     assert coverage_at_precision([0.5, 0.5], [True, False], 0.9) == 0.0  # a tie is not split to suit the target
+    # the threshold that keeps them: the least confidence among the answers kept
+    assert threshold_at_precision(confidence, right, 0.9) == 0.8
+    assert threshold_at_precision(confidence, right, 0.8) == 0.6
+    assert threshold_at_precision([0.5, 0.5], [True, False], 0.9) is None
     assert expected_calibration_error([0.95, 0.95, 0.15, 0.15], [True, True, False, False]) == pytest.approx(0.1)
     assert expected_calibration_error([0.5, 0.5], [True, False]) == 0.0
     assert expected_calibration_error([1.0, 1.0], [False, False]) == 1.0

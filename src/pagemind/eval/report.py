@@ -224,14 +224,26 @@ def coverage_at_precision(confidence: list[float], right: list[bool], precision:
     confidence are kept or cut together."""
     if not right:
         return None
+    return _kept_at(confidence, right, precision)[0] / len(right)
+
+
+def threshold_at_precision(confidence: list[float], right: list[bool], precision: float) -> float | None:
+    """The confidence at or above which the answers of :func:`coverage_at_precision` are kept (None when none
+    is): the threshold a user would set for that precision."""
+    return _kept_at(confidence, right, precision)[1]
+
+
+def _kept_at(confidence: list[float], right: list[bool], precision: float) -> tuple[int, float | None]:
+    """(how many answers, the most confident first, at least ``precision`` of them right, at most; the least
+    confidence among them), answers of one confidence kept or cut together."""
     order = sorted(range(len(right)), key=lambda i: -confidence[i])
-    best, hits = 0, 0
+    best, least, hits = 0, None, 0
     for n, i in enumerate(order, 1):
         hits += right[i]
         tied = n < len(order) and confidence[order[n]] == confidence[i]
         if not tied and hits >= precision * n:
-            best = n
-    return best / len(right)
+            best, least = n, confidence[i]
+    return best, least
 
 
 ECE_BINS = 10
