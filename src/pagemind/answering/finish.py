@@ -11,12 +11,13 @@ free-form answer, the abstention (the model's words kept as the draft). What it 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..citations import Citation
 from ..llm.client import LLM
 from ..llm.usage import Trace
+from .compute import Computation
 from .evidence import Evidence
 from .options import AnswerOptions
 from .probability import NONE, AnswerProbability
@@ -66,10 +67,14 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
     ``method`` and ``unit`` name the reader and what it counts as read; ``encoder`` ranks the cited sentences
     (``minilm`` or ``lexical``: the reader's resolved ``cite_encoder``). The LLM calls (quotes, the verifier) go to
     ``context.trace``, fallbacks to ``context.fallbacks``."""
+    computation = computed(question, reading, options, llm, context, document)
+    if computation is not None:  # the answer is the working's result; its figures are what support judges
+        reading = replace(reading, text=computation.text())
     citations = cite(question, reading, options, llm, context, encoder, document)
-    support = judge(question, reading, citations, options, llm, context, encoder, document)
+    support = judge(question, reading, citations, options, llm, context, encoder, document,
+                    claim=None if computation is None else computation.claim())
     answer = Answer(
-        question=question, method=method, text=reading.text, choice=reading.choice,
+        question=question, method=method, text=reading.text, choice=reading.choice, computation=computation,
         pages_read=list(reading.read), read_unit=unit,
         compression_rate=100.0 * (1 - reading.context_words / max(1, reading.document_words)),
         context_words=reading.context_words, trace=context.trace, fallbacks=list(context.fallbacks),
@@ -91,10 +96,25 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
     return answer
 
 
+def computed(question: Question, reading: Reading, options: AnswerOptions, llm: LLM, context: Context,
+             document: Any = None) -> Computation | None:
+    """The working of a computed figure (:mod:`.compute`) where ``options.compute`` is on and the question asks for
+    one, worked out from the units the reading declares; None otherwise or when no reply gives a working."""
+    from . import compute
+
+    if options.compute == "off" or question.is_choice or not compute.asked(question.text):
+        return None
+    located = [e for e in reading.evidence if e.within is not None or document is not None]
+    if not located:
+        return None
+    return compute.work_out(question, located, reading.text, options, llm, context)
+
+
 def judge(question: Question, reading: Reading, citations: list[Citation], options: AnswerOptions, llm: LLM,
-          context: Context, encoder: str, document: Any = None) -> Support | None:
+          context: Context, encoder: str, document: Any = None, claim: str | None = None) -> Support | None:
     """How well the citations support the answer (:mod:`.support`; no LLM call), with the verifier's reading when
-    ``options.verify`` asks for it. None (not judged) with ``support=off``, without citations by choice
+    ``options.verify`` asks for it; ``claim``: what is judged when not the reply (a computed answer's figures).
+    None (not judged) with ``support=off``, without citations by choice
     (``cite=off``), for a reader that declares nothing it read, or when no option was chosen. A free-form reply that
     declines ("no answer") with nothing read is judged: the abstention it is."""
     from . import evidence as ev
@@ -112,7 +132,7 @@ def judge(question: Question, reading: Reading, citations: list[Citation], optio
         context.fallback("support minilm: the embedded encoder is not installed (the retrieval extra); support "
                          "judged by words alone")
     read = [e.text for e in reading.evidence]
-    support = assess(question, reading.text, citations, read, embedder)
+    support = assess(question, claim or reading.text, citations, read, embedder)
     if question.is_choice and reading.choice is not None:  # the other options, cited as the chosen one is
         located = [e for e in reading.evidence if e.within is not None or document is not None]
         rivals = [(LETTERS[i], assess(question, option, ev.supporting(document, located, option, question.text,
@@ -198,4 +218,4 @@ def quotes(question: Question, reading: Reading, located: list[Evidence], option
     return out
 
 
-__all__ = ["Context", "Progress", "Reading", "cite", "finish", "judge", "quotes"]
+__all__ = ["Context", "Progress", "Reading", "cite", "computed", "finish", "judge", "quotes"]

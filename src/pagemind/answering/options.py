@@ -31,6 +31,11 @@ class AnswerOptions(Options):
                 "numbers and names found in the cited text (lexical), also by their similarity to it under the "
                 "embedded MiniLM encoder (minilm: the retrieval extra), auto: as the citations are ranked "
                 "(cite_encoder), or not at all (off)")
+    compute: Literal["auto", "off"] = option(
+        "auto", "a question asking for a computed figure (a ratio, margin, turnover, growth, \"calculate ...\") gets "
+                "one more short call: the model names the figures it takes from what it read and the formula, "
+                "pagemind checks each figure is in the text and does the arithmetic, and the answer shows the "
+                "working (auto); off: the model's own figure")
     verify: bool = option(
         False, "one more short call after the answer: the model reads only the cited sentences and labels the "
                "answer supported, partial or unsupported (constrained to those labels; the label's probability as "

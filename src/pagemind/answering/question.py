@@ -11,6 +11,7 @@ from ..citations import Citation
 from ..errors import InputError
 from ..llm.base import Constraint, LLMRequest
 from ..llm.usage import Trace, Usage
+from .compute import Computation
 from .probability import NONE, AnswerProbability
 from .support import Support
 
@@ -119,6 +120,7 @@ class Answer:
     draft: str | None = None  # the model's answer when it abstained
     probability: AnswerProbability = NONE  # how probable the model found its answer (basis none: not returned)
     calibrated: float | None = None  # the fitted probability that it is right (answering.calibration), if shipped
+    computation: Computation | None = None  # the working of a computed figure (answering.compute), if worked out
 
     @property
     def confidence(self) -> float | None:
@@ -165,6 +167,7 @@ class Answer:
             "probability": self.probability.as_dict(),
             "abstained": self.abstained,
             **({"draft": self.draft} if self.abstained else {}),
+            **({"computation": self.computation.as_dict()} if self.computation is not None else {}),
             "usage": self.usage.as_dict(),
             **({"index_usage": self.index_trace.usage.as_dict()} if self.index_trace else {}),
             **({"details": self.details} if self.details else {}),

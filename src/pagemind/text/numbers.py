@@ -68,10 +68,12 @@ def table_scale(text: str) -> float:
 
 
 RELATIVE = 0.005  # amounts within half a percent of each other are one figure rounded another way
+ROUNDED = 0.05  # rounding that moves a figure further than this is another figure ("1" is not 0.54, nor "3" 2.7)
 
 
 def same_amount(a: Amount, b: Amount) -> bool:
-    """Whether two amounts are one figure: equal within the rounding of the less precise after their scales, with
+    """Whether two amounts are one figure: equal within the rounding of the less precise (and within
+    :data:`ROUNDED` of each other) after their scales, with
     a scale one of them does not state supplied by a power of a thousand ("24.690" billion = "24,690" in a table in
     millions), and a percent equal to its fraction; the sign must agree unless one is in parentheses."""
 
@@ -90,7 +92,8 @@ def same_amount(a: Amount, b: Amount) -> bool:
     shift = round(ratio / 3) * 3 if (a.scale == 1.0 or b.scale == 1.0) and not (a.percent or b.percent) else 0
     y, step_b = y * 10.0 ** shift, unit(b) * 10.0 ** shift
     tolerance = max(unit(a), step_b) / 2
-    return abs(x - y) <= tolerance * (1 + 1e-9) or abs(x - y) / x <= RELATIVE
+    close = abs(x - y) / max(x, y)
+    return (abs(x - y) <= tolerance * (1 + 1e-9) and close <= ROUNDED) or close <= RELATIVE
 
 
 def matches(answer: str, gold: str) -> bool | None:

@@ -1,0 +1,337 @@
+"""Figures worked out, not guessed: the model names the figures and the formula, pagemind does the arithmetic.
+
+A question that asks for a computed figure — a ratio, a margin, a turnover, a growth, "calculate ..." (:func:`asked`)
+— is where a small model most often reads the right page and writes the wrong number. With ``compute`` on (the
+default, ``auto``) and an answer whose figure is not read off the text (:func:`read_off`), one more call after the
+answer shows the model what it read and asks for the working as a few
+lines of arithmetic (``compute.work`` in ``prompts/compute.yaml``)::
+
+    net_earnings_2022 = 2707.3  # Net earnings attributable to the company, fiscal 2022
+    dividends_paid_2022 = 1244.5  # Dividends paid, fiscal 2022
+    answer = (net_earnings_2022 - dividends_paid_2022) / net_earnings_2022
+
+:func:`parse` reads only assignments of numbers, names, ``+ - * /`` and parentheses (no Python is run), checks that
+every figure it assigns is written in what was read (or in the question) within rounding after units and scales
+(:mod:`pagemind.text.numbers`) and re-asks through :func:`~pagemind.llm.decide.decide` when one is not; then pagemind
+computes the result. The answer shows the result and its working (:meth:`Computation.text`); the support check then
+judges the figures the model took, not a result no text can hold (:meth:`Computation.claim`). When no reply parses,
+the model's own answer stands and the fallback is recorded.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..llm.base import LLMRequest, Message
+from ..text.numbers import Amount, amounts
+
+if TYPE_CHECKING:
+    from ..llm.client import LLM
+    from .evidence import Evidence
+    from .finish import Context
+    from .options import AnswerOptions
+    from .question import Question
+
+MAX_TOKENS = 400  # a dozen lines of working
+MAX_LINES = 16
+RESULT = "answer"  # the working's result is named this (or answer_<label> for several)
+CONSTANTS = frozenset({1.0, 2.0, 4.0, 12.0, 100.0, 360.0, 365.0, 1000.0, 1e6, 1e9})  # days, months, percent, scales
+_ASKED = re.compile(
+    r"\b(?:calculat\w*|comput\w*|ratios?|margins?|turnover|growth|grew|change in|percent(?:age)? change|yoy|"
+    r"year[- ]over[- ]year|cagr|average|days (?:sales|inventory|payables?)|per share|effective tax rate|"
+    r"free cash flow|fcf|ebitda\w*|cash conversion|coverage|return on (?:assets|equity|capital)|ro[aei]c?|"
+    r"proportion|as a (?:share|percent(?:age)?) of)\b", re.IGNORECASE)
+_NOT_A_FIGURE = re.compile(  # a yes/no question, or one asking for a name, a place, a time or a reason
+    r"^\W*(?:(?:for|in|at|of|during)\b[^,?]{0,60},\s*)?(?:is|are|was|were|has|have|had|does|do|did|can|could|will|"
+    r"would|should|which|who|whom|whose|where|when|why|what (?:drove|drives|caused|explains))\b", re.IGNORECASE)
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,120}$")
+_OPERATORS: dict[type[ast.operator], Callable[[float, float], float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+FUNCTIONS = frozenset({"round", "abs"})  # what a working may call beside + - * /; print(...) lines are skipped
+
+
+def asked(question: str) -> bool:
+    """Whether ``question`` asks for a figure to be worked out (a ratio, margin, turnover, growth, "calculate"): not
+    a yes/no question, nor one asking which, who, where, when, why or what drove a change (after a leading "For
+    Pfizer, ...") — its answer is not a figure. A question that
+    defines its metric after a preamble ("... Here's the question: what is ...") is read from its last sentences."""
+    if _ASKED.search(question) is None:
+        return False
+    asks = [s for s in re.split(r"(?<=[.?!:])\s+", question.strip()) if s.rstrip().endswith("?")]
+    return not _NOT_A_FIGURE.match(asks[0] if asks else question)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of the working: a name, what it is (a figure from the text, or a formula of the lines before), its
+    value, and the model's note of where it comes from ("Net revenue, fiscal 2023")."""
+
+    name: str
+    expression: str  # as written ("24690", "(revenue_2023 - cost_of_sales_2023) / revenue_2023")
+    value: float
+    note: str = ""
+    figure: bool = False  # a number taken from the text (checked there), not a formula
+    taken: tuple[float, ...] = ()  # the numbers from the text its formula writes out ("365 * 1559.3 / 11108.4")
+
+    @property
+    def label(self) -> str:
+        return self.name.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class Computation:
+    """The working of a computed answer: its lines in order (the last ones named ``answer``) and the model's own
+    answer it replaces."""
+
+    lines: tuple[Line, ...]
+    reply: str = ""
+
+    @property
+    def results(self) -> tuple[Line, ...]:
+        """The last line named ``answer`` (``answer = round(answer, 2)`` after ``answer = ...``), else each
+        ``answer_<label>`` line (several figures asked for)."""
+        last = [x for x in self.lines if x.name == RESULT][-1:]
+        return tuple(last) or tuple(x for x in self.lines if x.name.startswith(RESULT + "_"))
+
+    @property
+    def figures(self) -> tuple[Line, ...]:
+        """The lines that take numbers from the text: a figure's own line, or a formula writing them out."""
+        return tuple(x for x in self.lines if x.figure or x.taken)
+
+    def text(self) -> str:
+        """The answer as shown: the result(s), then how pagemind computed them and from which figures."""
+        results = self.results
+        head = (shown(results[0].value) if len(results) == 1
+                else "; ".join(f"{x.name.removeprefix(RESULT + '_').replace('_', ' ')}: {shown(x.value)}"
+                               for x in results))
+        lines = [f"{head} (computed by pagemind from the figures read)"]
+        lines += [f"- {x.name} = {('-' if x.value < 0 else '') + _written(x.value) if x.figure else x.expression}"
+                  + (f" ({x.note})" if x.note else "") for x in self.lines if x not in results]
+        lines += [f"- {x.name} = {x.expression} = {shown(x.value)}" for x in results]
+        return "\n".join(lines)
+
+    def claim(self) -> str:
+        """What the support check judges: the figures taken from the text, each with its note (the arithmetic on
+        them is pagemind's own, not a claim about the text)."""
+        return " ".join(f"{x.note or x.label}: {', '.join(_written(v) for v in ((x.value,) if x.figure else x.taken))}."
+                        for x in self.figures)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"results": [{"name": x.name, "value": x.value} for x in self.results],
+                "lines": [{"name": x.name, "expression": x.expression, "value": x.value, "note": x.note,
+                           "figure": x.figure} for x in self.lines], "reply": self.reply}
+
+
+def shown(value: float) -> str:
+    """A computed value as a reader expects it: thousands separated, two decimals from 1 up, three significant
+    digits below (0.5404 -> "0.54", 0.00617 -> "0.00617"), whole numbers from 1,000."""
+    size = abs(value)
+    if size >= 1000:
+        return f"{value:,.0f}"
+    if size >= 1:
+        return f"{value:,.2f}"
+    return f"{value:.3g}"
+
+
+def request(evidence: Sequence[Evidence], question: Question, answer: str) -> LLMRequest:
+    """The request for the working: what was read, the question, the model's answer."""
+    from ..prompts import get_prompt
+
+    text = "\n\n".join(f"<{e.unit.capitalize()}{'' if e.index is None else ' ' + str(e.index)}>\n{e.text}"
+                       for e in evidence)
+    prompt = get_prompt("compute", "work").render(text=text, question=question.text, answer=answer)
+    return LLMRequest(messages=(Message("user", prompt),), role="compute", max_tokens=MAX_TOKENS, temperature=0.0)
+
+
+_SUM = re.compile(r"\d\s*[/*×÷]\s*\(?\$?\d|\d\s*[-+]\s*\(?\$?\d[\d,.]*\)?\s*=|=\s*\$?\d")
+_PRINT = re.compile(r"^print\s*\((?:\s*([A-Za-z_]\w*)\s*\))?")
+_BLOCK = re.compile(r"```[\w]*\s*\n(.*?)(?:```|$)", re.DOTALL)
+_FENCE = re.compile(r"^```\w*\s*|\s*```\s*$")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+
+
+class Problem(ValueError):
+    """Why a reply is not a working pagemind can compute."""
+
+
+def parse(reply: str, written: Sequence[Amount], *, complete: bool = True) -> Computation | str:
+    """The working a reply gives, its figures found among ``written`` (the amounts of what was read and of the
+    question), or the problem (a str) to re-ask with. Its result is the line named ``answer``; in a ``complete``
+    reply without one, the name it prints last, else its last formula (a reply cut at its token limit has none)."""
+    lines: list[Line] = []
+    values: dict[str, float] = {}
+    printed = ""
+    fenced = _BLOCK.search(reply)
+    body = fenced.group(1) if fenced else _FENCE.sub("", reply.strip())
+    for raw in body.splitlines():
+        code, _, note = raw.partition("#")
+        code = _THOUSANDS.sub("", code.strip().replace("$", ""))
+        if not code:
+            continue
+        if (shown_name := _PRINT.match(code)) is not None:
+            printed = shown_name.group(1) or printed
+            continue
+        if len(lines) >= MAX_LINES:
+            return f"more than {MAX_LINES} lines: give only the figures needed and the formula"
+        try:
+            line = _line(code, note.strip(), values, written)
+        except Problem as problem:
+            return str(problem)
+        values[line.name] = line.value
+        lines.append(line)
+    if complete and lines and not any(x.name == RESULT or x.name.startswith(RESULT + "_") for x in lines):
+        # no line named answer: the result is the name printed last, else the last formula
+        named = next((x for x in reversed(lines) if x.name == printed), None)
+        last = named or next((x for x in reversed(lines) if not x.figure), None)
+        if last is not None:
+            lines.append(Line(RESULT, last.name, last.value))
+    working = Computation(tuple(lines))
+    if not working.results:
+        return f"no result: end with a line `{RESULT} = ...` computing the answer from the figures"
+    if not working.figures:
+        return "no figure from the text: assign each figure the question needs, copied from the text"
+    return working
+
+
+def _line(code: str, note: str, values: dict[str, float], written: Sequence[Amount]) -> Line:
+    try:
+        tree = ast.parse(code, mode="exec")
+    except SyntaxError:
+        raise Problem(f"not a line of arithmetic: {code[:60]!r}; write `name = number` or `name = formula`") from None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign) or len(tree.body[0].targets) != 1 \
+            or not isinstance(tree.body[0].targets[0], ast.Name):
+        raise Problem(f"not an assignment: {code[:60]!r}; write `name = number` or `name = formula`")
+    name = tree.body[0].targets[0].id
+    if not _NAME.match(name):
+        raise Problem(f"not a name: {name[:40]!r}")
+    node = tree.body[0].value
+    expression = ast.unparse(node)
+    figure = _number(node)
+    if figure is not None:
+        if abs(figure) not in CONSTANTS and not _in_text(figure, written):
+            raise Problem(f"{name} = {expression} is not a figure in the text: copy each figure exactly as the text "
+                          "writes it, from the line and period the question asks about")
+        return Line(name, expression, figure, note, figure=True)
+    taken: list[float] = []
+    try:
+        value = _evaluate(node, values, written, taken)
+    except ZeroDivisionError:
+        raise Problem(f"{name} divides by zero") from None
+    return Line(name, expression, value, note, taken=tuple(taken))
+
+
+def _number(node: ast.expr) -> float | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    return None
+
+
+def _evaluate(node: ast.expr, values: dict[str, float], written: Sequence[Amount], taken: list[float]) -> float:
+    """The value of a formula, every number in it found in the text (added to ``taken``) or a constant."""
+    if (number := _number(node)) is not None:
+        if abs(number) not in CONSTANTS:
+            if not _in_text(number, written):
+                raise Problem(f"{number:g} is not a figure in the text: copy each figure from the text")
+            taken.append(number)
+        return number
+    if isinstance(node, ast.Name):
+        if node.id not in values:
+            raise Problem(f"{node.id} is used before it is given a value")
+        return values[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _evaluate(node.operand, values, written, taken)
+        return -inner if isinstance(node.op, ast.USub) else inner
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS \
+            and not node.keywords and 1 <= len(node.args) <= (2 if node.func.id == "round" else 1):
+        inner = _evaluate(node.args[0], values, written, taken)
+        if node.func.id == "abs":
+            return abs(inner)
+        digits = _number(node.args[1]) if len(node.args) == 2 else 0.0
+        return float(round(inner, int(digits))) if digits is not None and digits == int(digits) else inner
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](_evaluate(node.left, values, written, taken),
+                                         _evaluate(node.right, values, written, taken))
+    raise Problem(f"only numbers, names, + - * /, parentheses, round() and abs(): not {ast.unparse(node)[:40]!r}")
+
+
+def _in_text(value: float, written: Sequence[Amount]) -> bool:
+    """Whether ``value`` is one of the amounts ``written`` as the text writes it, whatever its sign (a table's
+    "(1,577)" is an outflow of 1577): equal within the rounding of the less precise of the two, a percent also as
+    its fraction ("30.8%" as 30.8 or 0.308). No scale is supplied: the figure is to be copied, not converted."""
+    size = abs(value)
+    step = 10.0 ** -_decimals(value) / 2
+    for w in written:
+        tolerance = max(step, 10.0 ** -w.decimals / 2) * (1 + 1e-9)
+        if abs(size - abs(w.value)) <= tolerance:
+            return True
+        if w.percent and abs(size * 100 - abs(w.value)) <= tolerance:
+            return True
+    return False
+
+
+def _decimals(value: float) -> int:
+    text = repr(abs(value))
+    return len(text.split(".")[1].rstrip("0")) if "." in text and "e" not in text else 0
+
+
+def _written(value: float) -> str:
+    """A figure as a table writes it, thousands separated and without its sign: -2707.3 -> "2,707.3"."""
+    return f"{abs(value):,.{_decimals(value)}f}"
+
+
+def read_off(answer: str, written: Sequence[Amount]) -> bool:
+    """Whether the model's ``answer`` states figures and each is one ``written`` in what it read: a figure read off
+    the page (a stated effective tax rate, a growth the text gives) needs no working; one it worked out in its head
+    or in its reply ("12.483/10,387 = 1.18"), or no figure at all, does."""
+    stated = amounts(answer)
+    if _SUM.search(answer):  # "12.483/10,387 = 1.18": worked out in the reply, whatever its figures match
+        return False
+    return bool(stated) and all(_in_text(a.value, written) for a in stated)
+
+
+def work_out(question: Question, evidence: Sequence[Evidence], answer: str, options: AnswerOptions, llm: LLM,
+             context: Context) -> Computation | None:
+    """The working of ``answer`` from the ``evidence`` read (as many units as fit beside the request); None without
+    a call when the answer's figures are read off the text (:func:`read_off`), or with the fallback recorded when no
+    reply gives a working."""
+    from ..llm.decide import Invalid, decide
+
+    shown_units = [e for e in evidence if e.weight >= 1.0] or list(evidence)
+    written = [a for e in shown_units for a in amounts(e.text, years=True)] + amounts(question.text, years=True)
+    if read_off(answer, written):
+        return None
+    built = request(shown_units, question, answer)
+    while len(shown_units) > 1 and not llm.fits(built):
+        shown_units.pop()
+        built = request(shown_units, question, answer)
+    if not llm.fits(built):
+        context.fallback("computed answer: what was read does not fit the window beside the request")
+        return None
+
+    def read(reply: str) -> Computation | Invalid:
+        working = parse(reply, written)
+        return Invalid(working) if isinstance(working, str) else working
+
+    context.phase("working out the figure")
+    def cut(reply: str) -> Computation | Invalid:  # a reply cut at its token limit: its last line is cut too
+        working = parse(reply.rsplit("\n", 1)[0], written, complete=False)
+        return Invalid(working) if isinstance(working, str) else working
+
+    decision = decide(llm, built, read, context.trace, retries=options.max_retries, truncation=cut,
+                      describe=lambda w: "; ".join(f"{x.name} = {shown(x.value)}" for x in w.results))
+    if decision.value is None:
+        context.fallback(f"computed answer: no working could be read after {decision.calls} replies "
+                         f"({'; '.join(decision.problems)[:160]}); the model's own answer stands")
+        return None
+    return Computation(decision.value.lines, answer)
+
+
+__all__ = ["Computation", "Line", "asked", "parse", "read_off", "request", "shown", "work_out"]

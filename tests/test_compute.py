@@ -1,0 +1,140 @@
+"""Computed figures (issue 47): the model names the figures and the formula, pagemind checks the figures against the
+text and does the arithmetic; the answer shows the working and support judges the figures taken."""
+
+import pytest
+
+from pagemind import LLM, Document, ScriptedLLM, Store
+from pagemind.answering import compute
+from pagemind.answering.question import Question
+from pagemind.methods import registry
+from pagemind.text.numbers import amounts
+
+FILING = ("CONSOLIDATED STATEMENTS OF CASH FLOWS (in millions)\n\n"
+          "| | Fiscal 2022 | Fiscal 2021 |\n|---|---|---|\n"
+          "| Net earnings attributable to General Mills | 2,707.3 | 2,339.8 |\n"
+          "| Dividends paid | (1,244.5) | (1,246.4) |\n\n"
+          "The company also reported an operating margin of 17.4% for fiscal 2022.")
+QUESTION = "What is the FY2022 retention ratio (using dividends paid and net earnings) for General Mills?"
+WORKING = ("net_earnings_2022 = 2707.3  # Net earnings attributable to General Mills, fiscal 2022\n"
+           "dividends_paid_2022 = 1244.5  # Dividends paid, fiscal 2022\n"
+           "answer = (net_earnings_2022 - dividends_paid_2022) / net_earnings_2022")
+
+
+def ask(question, answer, working, **options):
+    fake = ScriptedLLM(by_role={"answer": answer, "compute": working})
+    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"), **options)
+    got = reader.answer(reader.build(Document.from_text(FILING)), Question.parse(question))
+    return got, fake
+
+
+# --- which questions ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("question", [
+    QUESTION, "Calculate the inventory turnover ratio for FY2022.", "What was the gross margin in 2023?",
+    "How does Boeing's effective tax rate in FY2022 compare to FY2021?",
+    "We want to calculate a metric. Here's the question: what is the FY2019 cash conversion cycle? CCC is DIO + DSO."])
+def test_a_question_asking_for_a_worked_out_figure_is_computed(question):
+    assert compute.asked(question)
+
+
+@pytest.mark.parametrize("question", [
+    "Are JnJ's FY2022 financials that of a high growth company?", "Which region had the highest EBITDAR margin?",
+    "What was the key agenda of the 8-K?", "Who signed the filing?", "What was the revenue in 2023?",
+    "For Pfizer, which region had the biggest drop in year over year revenues?",
+    "What drove gross margin change as of FY2022 for JnJ?"])
+def test_yes_no_name_and_read_off_questions_are_not(question):
+    assert not compute.asked(question)
+
+
+# --- the working ----------------------------------------------------------------------------------------------
+def test_the_working_is_parsed_checked_against_the_text_and_computed_by_pagemind():
+    written = amounts(FILING, years=True)
+    working = compute.parse("```python\n" + WORKING.replace("2707.3", "2,707.3") + "\n```", written)
+    assert not isinstance(working, str)
+    assert [x.name for x in working.figures] == ["net_earnings_2022", "dividends_paid_2022"]
+    assert working.results[0].value == pytest.approx((2707.3 - 1244.5) / 2707.3)
+    assert working.text().splitlines()[0] == "0.54 (computed by pagemind from the figures read)"
+    assert "- dividends_paid_2022 = 1,244.5 (Dividends paid, fiscal 2022)" in working.text()
+    # the support check reads the figures (as the table writes them, an outflow without its sign), not the result
+    assert working.claim() == ("Net earnings attributable to General Mills, fiscal 2022: 2,707.3. "
+                               "Dividends paid, fiscal 2022: 1,244.5.")
+
+
+@pytest.mark.parametrize("reply, problem", [
+    ("net = 2708.9  # a figure not in the text\nanswer = net / 2", "net = 2708.9 is not a figure in the text"),
+    ("net = 2707.3\nanswer = net / 7", "7 is not a figure in the text"),
+    ("net = 2707.3\nanswer = __import__('os').getcwd()", "only numbers, names, + - * /, parentheses"),
+    ("net = 2707.3\nanswer = net / zero", "zero is used before it is given a value"),
+    ("net = 2707.3\nnet2 = 2339.8", "no result"),
+    ("answer = 100 / 4", "no figure from the text"),
+    ("net = 2707.3\nanswer = net / (net - net)", "answer divides by zero"),
+    ("Net earnings were 2,707.3.", "not a line of arithmetic"),
+])
+def test_a_working_that_cannot_be_checked_or_computed_says_why(reply, problem):
+    got = compute.parse(reply, amounts(FILING, years=True))
+    assert isinstance(got, str) and got.startswith(problem), got
+
+
+def test_a_figure_is_matched_within_rounding_and_as_a_percent_fraction_but_never_rescaled():
+    written = amounts(FILING, years=True)
+    assert not isinstance(compute.parse("n = 2707\nanswer = n / 2", written), str)  # rounded to the unit
+    assert not isinstance(compute.parse("m = 0.174\nanswer = m * 2", written), str)  # 17.4% as a fraction
+    assert isinstance(compute.parse("n = 2.7073\nanswer = n", written), str)  # billions for a table in millions
+
+
+def test_computed_values_are_shown_as_a_reader_expects():
+    assert [compute.shown(v) for v in (0.5404, 0.00617, -3.7, 1577.4, -14.7634)] == \
+        ["0.54", "0.00617", "-3.70", "1,577", "-14.76"]
+
+
+# --- in the answer ----------------------------------------------------------------------------------------------
+def test_the_answer_is_the_computed_figure_with_its_working_cited_and_supported():
+    answer, fake = ask(QUESTION, "Answer: 0.44", WORKING)
+    assert fake.roles() == ["answer", "compute"]
+    assert answer.text.startswith("0.54 (computed by pagemind") and answer.computation.reply == "0.44"
+    assert any("Dividends paid" in c.quote for c in answer.citations)
+    assert answer.support.label == "supported" and not answer.abstained
+    assert answer.as_dict()["computation"]["results"] == [{"name": "answer", "value": answer.computation.results[0]
+                                                           .value}]
+
+
+def test_a_working_with_a_figure_not_in_the_text_is_asked_again_then_the_model_answer_stands():
+    bad = "net = 2999.9  # invented\nanswer = net / 2"
+    answer, fake = ask(QUESTION, "Answer: 0.44", [bad, bad, bad])
+    assert fake.roles() == ["answer", "compute", "compute", "compute"]  # max_retries=2: three replies
+    assert answer.computation is None and answer.abstained and answer.draft == "0.44"  # not in the text: withheld
+    assert any("computed answer: no working could be read after 3 replies" in f and "not a figure in the text" in f
+               for f in answer.fallbacks)
+    # the correction names the figure, so the model knows which line to fix
+    assert "net = 2999.9 is not a figure in the text" in fake.history[2].messages[-1].content
+
+
+def test_compute_off_and_questions_without_a_figure_make_no_call():
+    answer, fake = ask(QUESTION, "Answer: 0.44", WORKING, compute="off")
+    assert fake.roles() == ["answer"] and answer.draft == "0.44" and answer.computation is None
+    answer, fake = ask("Who paid dividends?", "Answer: General Mills.", WORKING)
+    assert fake.roles() == ["answer"] and answer.computation is None
+
+
+def test_a_figure_read_off_the_text_needs_no_working():
+    answer, fake = ask("What was the operating margin in fiscal 2022?", "Answer: 17.4%", WORKING)
+    assert fake.roles() == ["answer"] and answer.text == "17.4%" and answer.computation is None
+    assert compute.read_off("2,707.3 and (1,244.5)", amounts(FILING)) and not compute.read_off("0.54", amounts(FILING))
+    assert not compute.read_off("It is high.", amounts(FILING))  # no figure: worked out
+
+
+def test_a_python_reply_with_prose_print_and_round_is_read_and_a_cut_one_needs_its_answer_line():
+    written = amounts(FILING, years=True)
+    reply = ("Here is the code:\n```python\n# figures\nnet = 2707.3  # Net earnings, fiscal 2022\n"
+             "paid = 1244.5  # Dividends paid\nratio = round((net - paid) / net, 2)\nprint(ratio)\n```\nDone.")
+    working = compute.parse(reply, written)
+    assert not isinstance(working, str) and working.results[0].value == 0.54  # the printed name is the result
+    assert compute.parse("net = 2707.3\nhalf = net / 2\nother = net * 2", written).results[0].name == "answer"
+    # cut at its token limit: a last formula is not taken for the result (it may be a step on the way)
+    cut = compute.parse("net = 2707.3\nhalf = net / 2", written, complete=False)
+    assert isinstance(cut, str) and cut.startswith("no result")
+
+
+def test_a_sum_done_in_the_reply_is_worked_out_again_whatever_its_figures_match():
+    text = amounts("Inventories 12,483 10,387. Other 1.18", years=True)
+    assert not compute.read_off("The ratio is 12.483/10,387 = 1.18 times.", text)
+    assert compute.read_off("Inventories were 12,483 and 10,387.", text)
