@@ -384,6 +384,11 @@ def test_agents_crud_messages_blocks_archival(service):
     assert (audit["total"], audit["repeats"], audit["junk"], audit["folded"]) == (3, 0, [], 0)
     everything = c.get(f"/v1/agents/{agent['id']}/archival?limit=2", headers=ann).json()
     assert everything["total"] == 3 and len(everything["passages"]) == 2
+    # by cursor: the page's `next` gives the rest, reading no more than a page; the last page's next is null
+    rest = c.get(f"/v1/agents/{agent['id']}/archival?limit=2&after={everything['next']}", headers=ann).json()
+    assert [p["text"] for p in rest["passages"]] == ["gulls nest on the rock"] and rest["next"] is None
+    first = c.get(f"/v1/agents/{agent['id']}/archival?limit=1&after=0", headers=ann).json()
+    assert first["passages"] == everything["passages"][:1] and first["next"] == everything["passages"][0]["id"]
     found = c.get(f"/v1/agents/{agent['id']}/archival?query=boat", headers=ann).json()
     assert found["passages"][0]["text"] == "the boat comes on Tuesdays"
     doc = upload(service, text=make_text(10, 100))

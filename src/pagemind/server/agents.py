@@ -264,10 +264,22 @@ async def consolidate_memory(agent_id: AgentId, service: Svc, user: User) -> Res
 @router.get("/{agent_id}/archival", name="list_passages", responses=AUTHED)
 def archival(agent_id: AgentId, service: Svc, user: User, query: Annotated[str, Query(max_length=MAX_QUERY)] = "",
              offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
-             limit: ListLimit = 20) -> dict[str, Any]:
-    """Archival passages: all by id, or those matching ``query`` best first (the agent's own search)."""
-    total, found = service.passages(user, agent_id, query, offset, limit)
-    return {"total": total, "offset": offset, "limit": limit, "passages": [passage_json(p) for p in found]}
+             limit: ListLimit = 20,
+             after: Annotated[int, Query(ge=0, le=MAX_ID, description="only the passages after this one: by id, or "
+                                         "after it in the ranking for `query` (the `next` of the page before)")]
+             = None,  # type: ignore[assignment]
+             ) -> dict[str, Any]:
+    """Archival passages: all by id, or those matching ``query`` best first (the agent's own search), one page by
+    ``offset`` or by cursor (``after``, the page's ``next``: at most ``limit`` passages read, ``total`` not counted
+    then); ``next`` is null on the last page."""
+    if after is None:
+        total, found = service.passages(user, agent_id, query, offset, limit)
+        more = bool(found) and offset + len(found) < total
+        return {"total": total, "offset": offset, "limit": limit, "passages": [passage_json(p) for p in found],
+                "next": found[-1].id if more else None}
+    page = service.passages_after(user, agent_id, after=after, limit=limit + 1, query=query)
+    return {"total": None, "offset": None, "limit": limit, "passages": [passage_json(p) for p in page[:limit]],
+            "next": page[limit - 1].id if len(page) > limit else None}
 
 
 @router.post("/{agent_id}/documents", name="load_document", status_code=201, responses=OWNED)
