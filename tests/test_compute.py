@@ -67,7 +67,8 @@ def test_the_working_is_parsed_checked_against_the_text_and_computed_by_pagemind
     ("net = 2707.3\nnet2 = 2339.8", "no result"),
     ("answer = 100 / 4", "no figure from the text"),
     ("net = 2707.3\nanswer = net / (net - net)", "answer divides by zero"),
-    ("Net earnings were 2,707.3.", "not a line of arithmetic"),
+    ("Net earnings were 2,707.3 = our figure.", "not a line of arithmetic"),
+    ("I apologize. Net earnings were 2,707.3.", "no result"),  # prose around the code is skipped
 ])
 def test_a_working_that_cannot_be_checked_or_computed_says_why(reply, problem):
     got = compute.parse(reply, amounts(FILING, years=True))
