@@ -185,12 +185,15 @@ def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first
     assert prompt.index("Which city do I live in now?") < prompt.index("Recalled from your memory")
     assert turn.citations and turn.citations[0].unit == "message" and "Leeds" in turn.citations[0].quote
     assert any("recall before reply: 2 message(s)" in note for note in turn.trace.notes)
+    # what was placed is the turn's own record: the run, the viewer and Letta's reply show it, latest first
+    assert [c.unit for c in turn.recalled] == ["message", "message"] and "Leeds" in turn.recalled[0].quote
+    assert "York" in turn.recalled[1].quote and turn.as_dict()["recalled"][0]["quote"] == turn.recalled[0].quote
 
     quiet = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 2})
     paper = Agent.create(LLM(quiet), Store(":memory:"), "pat", options=AgentOptions(embedder="none",
                                                                                     recall_first=False))
     paper.say("I live in York.")
-    paper.say("Which city do I live in?")
+    assert paper.say("Which city do I live in?").recalled == []
     assert "Recalled from your memory" not in quiet.history[-1].prompt_text()
 
 

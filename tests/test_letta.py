@@ -305,4 +305,6 @@ def test_a_turn_that_searched_carries_its_support_in_pagemind_s_extension(tmp_pa
         ext = reply.model_extra["pagemind"]
         assert ext["support"]["label"] == "supported" and ext["confidence"] > 0.5
         assert "green tea from Assam" in ext["citations"][0]["quote"]
+        # recall before reply placed the matching passage ahead of the agent's first step, and the reply says so
+        assert ext["recalled"][0]["unit"] == "passage" and "green tea from Assam" in ext["recalled"][0]["quote"]
     pm.close()

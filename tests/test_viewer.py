@@ -322,6 +322,13 @@ def test_an_agent_shows_its_memory_and_a_turn_s_steps_live(server, page, shoot):
     tab.wait_for_selector("#answer:has-text('Memory consolidated')")
     assert "Memory consolidated" in tab.inner_text("#answer") and "read 2 messages" in tab.inner_text("#answer")
     assert "consolidate the memory of sam" in tab.inner_text(".run-title")
+    # a later turn's page lists what recall-before-reply placed ahead of its first step (issue 50)
+    again = httpx.post(f"{server['url']}/v1/agents/{agent_id}/messages", timeout=30, json={"message": "Am I Ann?"},
+                       headers={"Authorization": f"Bearer {server['key']}"})
+    assert again.status_code == 200, again.text
+    tab.evaluate(f"location.hash = '#/runs/{again.json()['run_id']}'")
+    tab.wait_for_selector("#recalled li")
+    assert "Hello, I am Ann" in tab.inner_text("#recalled") and "message" in tab.inner_text("#recalled li")
     assert not tab.problems, tab.problems
 
 

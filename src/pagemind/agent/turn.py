@@ -69,6 +69,7 @@ class TurnResult:
     run_id: str | None = None  # the recorded run of this turn (Pagemind.send), if recorded
     evidence: list[Citation] = field(default_factory=list)  # every passage and message the searches returned
     citations: list[Citation] = field(default_factory=list)  # what the reply used, and the sources of saved facts
+    recalled: list[Citation] = field(default_factory=list)  # placed in context before the reply (recall_first)
     support: Support | None = None  # how well what the searches returned supports the reply (None: no search)
 
     @property
@@ -92,6 +93,7 @@ class TurnResult:
                 "warnings": self.warnings, "valid_actions": self.valid_actions,
                 "invalid_actions": self.invalid_actions, "usage": self.usage.as_dict(),
                 "citations": [c.as_dict() for c in self.citations],
+                "recalled": [c.as_dict() for c in self.recalled],
                 "support": None if self.support is None else self.support.as_dict(),
                 "confidence": None if self.support is None else self.support.confidence,
                 "steps": [_step_dict(s) for s in self.steps], **({"run_id": self.run_id} if self.run_id else {})}
@@ -204,8 +206,8 @@ class Turn:
     def _recall_first(self) -> None:
         """Recall before reply: the messages and archival passages that best match the user's message (as the
         agent's own searches rank them; never this turn's), the most recent first, within ``recall_tokens``, as one
-        alert after the message; they are the turn's evidence like a search's results. Nothing when nothing
-        matches."""
+        alert after the message; they are the turn's evidence like a search's results, and the result's
+        ``recalled`` (what the run, the viewer and Letta's reply show). Nothing when nothing matches."""
         from .evidence import message_citation, passage_citation
 
         tools, size = self.agent.tools, self.options.page_size
@@ -232,8 +234,9 @@ class Turn:
             self.trace.note("recall before reply: nothing in memory matches the message")
             return
         self._alert(prompt("recalled", lines="\n".join(lines)))
-        self.result.evidence.extend(passage_citation(i) if isinstance(i, Passage) else message_citation(i)
-                                    for i in kept if not isinstance(i, Event) or i.kind == "user_message")
+        self.result.recalled = [passage_citation(i) if isinstance(i, Passage) else message_citation(i) for i in kept]
+        self.result.evidence.extend(c for c, i in zip(self.result.recalled, kept, strict=True)
+                                    if not isinstance(i, Event) or i.kind == "user_message")
         self.trace.note(f"recall before reply: {sum(isinstance(i, Event) for i in kept)} message(s) and "
                         f"{sum(isinstance(i, Passage) for i in kept)} passage(s), "
                         f"{self.options.recall_tokens - budget} tokens")

@@ -171,7 +171,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True) -> Co
     for raw in body.splitlines():
         code, _, note = raw.partition("#")
         code = _THOUSANDS.sub("", code.strip().replace("$", ""))
-        if not code or "=" not in code and not _PRINT.match(code):  # blank, or the reply's prose around the code
+        if not code or ("=" not in code and not _PRINT.match(code)):  # blank, or the reply's prose around the code
             continue
         if (shown_name := _PRINT.match(code)) is not None:
             printed = shown_name.group(1) or printed

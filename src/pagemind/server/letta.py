@@ -522,8 +522,9 @@ async def send_message(agent_id: str, body: SendMessages, service: Svc, user: Us
         return {"messages": _filter(done["messages"], body.include_return_message_types),
                 "stop_reason": {"message_type": "stop_reason", "stop_reason": STOP.get(result.stop_reason, "end_turn")},
                 "usage": usage_of(result, begun.run.id),
-                # pagemind's extension: what the reply rests on and how well it is supported (None: no search)
-                "pagemind": {"citations": data["citations"], "support": data["support"],
+                # pagemind's extension: what was recalled before the reply, what the reply rests on and how well
+                # it is supported (None: no search)
+                "pagemind": {"recalled": data["recalled"], "citations": data["citations"], "support": data["support"],
                              "confidence": data["confidence"]}}
 
     return await finished(begun.future, shape, begun.run.id)

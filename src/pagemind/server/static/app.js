@@ -707,7 +707,8 @@ async function runPage(id, signal) {
         sources, supportPanel(res), cited,
         h("p", { class: "muted small" }, `stopped: ${res.stop_reason || "–"} · ${num(res.valid_actions)} valid / ${num(res.invalid_actions)} invalid steps`,
           res.evictions ? ` · ${res.evictions} eviction${res.evictions > 1 ? "s" : ""}` : "",
-          res.warnings ? ` · ${res.warnings} memory-pressure warning${res.warnings > 1 ? "s" : ""}` : "")));
+          res.warnings ? ` · ${res.warnings} memory-pressure warning${res.warnings > 1 ? "s" : ""}` : "")),
+        recalledCard(res.recalled));
     } else if (run.kind === "consolidate") {
       append(outcome, h("div", { class: "card outcome", id: "answer" }, h("h2", {}, "Memory consolidated"),
         h("p", {}, `read ${num(res.messages)} messages in ${num(res.windows)} windows: stored ${num((res.stored || []).length)} passages (${num(res.known)} already known; left out: ${num(res.junk)} with nothing to tell, ${num(res.ungrounded)} the messages do not hold)`),
@@ -1234,6 +1235,16 @@ function messageRow(m) {
   const text = p.message ?? m.text ?? "";
   return h("li", { class: "msg event" }, h("span", { class: "pill" }, (m.kind || "event").replaceAll("_", " ")), " ",
            h("span", { class: "muted small" }, clip(text, 300)));
+}
+
+/** What recall-before-reply placed in the turn's context ahead of its first step: each message or archival
+ * passage, latest first, as the agent read it. */
+function recalledCard(recalled) {
+  if (!recalled?.length) return null;
+  return h("div", { class: "card", id: "recalled" }, h("h2", {}, "Recalled before the reply"),
+    h("ol", { class: "sources-list" }, recalled.map((c) => h("li", {},
+      h("span", { class: "muted small" }, c.unit === "passage" ? `archival passage ${c.index}` : `message ${c.index}`),
+      " ", h("span", { class: "pre" }, clip(c.quote, 400))))));
 }
 
 function stamp(time) {
