@@ -139,3 +139,15 @@ def test_a_sum_done_in_the_reply_is_worked_out_again_whatever_its_figures_match(
     text = amounts("Inventories 12,483 10,387. Other 1.18", years=True)
     assert not compute.read_off("The ratio is 12.483/10,387 = 1.18 times.", text)
     assert compute.read_off("Inventories were 12,483 and 10,387.", text)
+
+
+def test_a_reply_asked_as_json_or_this_short_is_not_replaced_and_a_computed_one_says_it_was():
+    from pagemind.answering.question import ReplySettings
+
+    computed, _ = ask(QUESTION, "Answer: 0.44", WORKING)
+    assert computed.replaced and not computed.abstained  # a streamed draft is followed by the working (CLI, OpenAI)
+    for settings in (ReplySettings(json_schema={}), ReplySettings(max_tokens=20)):
+        fake = ScriptedLLM(by_role={"answer": "0.44", "compute": WORKING})
+        reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"), abstain="off")
+        got = reader.answer(reader.build(Document.from_text(FILING)), Question(QUESTION, reply=settings))
+        assert fake.roles() == ["answer"] and got.computation is None and not got.replaced

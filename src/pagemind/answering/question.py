@@ -132,6 +132,11 @@ class Answer:
         return self.calibrated if self.calibrated is not None else self.support.confidence
 
     @property
+    def replaced(self) -> bool:
+        """The text shown is not the model's reply as it was streamed: an abstention, or a computed figure."""
+        return self.abstained or self.computation is not None
+
+    @property
     def support_line(self) -> str | None:
         """The support's one line as the CLI and MCP show it (``abstained: …`` when it abstained), None unjudged."""
         if self.support is None:

@@ -72,7 +72,7 @@ def print_answer(answer: Answer, trace: bool = False, as_json: bool = False, str
             click.echo(f"Answer: ({answer.letter}) {answer.text}{markers(answer)}")
         else:
             click.echo(f"No option chosen (the model's reply: {answer.text!r})")
-    elif not streamed or answer.abstained:  # a streamed draft is followed by the abstention that replaces it
+    elif not streamed or answer.replaced:  # a streamed draft is followed by what replaces it
         click.echo(("\n" if streamed else "") + answer.text + ("" if answer.abstained else markers(answer)))
     print_sources(answer)
     print_support(answer)

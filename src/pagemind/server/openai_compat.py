@@ -614,8 +614,9 @@ def _answer(target: Target, result: Answer | TurnResult,
 
 
 def _withdrawn(result: Answer | TurnResult) -> str:
-    """After a streamed draft the sources do not support, the abstention that replaces it (empty otherwise)."""
-    return f"\n\n{result.text}" if isinstance(result, Answer) and result.abstained else ""
+    """After a streamed draft, what replaces it: the abstention when the sources do not support it, the computed
+    figure with its working (empty otherwise)."""
+    return f"\n\n{result.text}" if isinstance(result, Answer) and result.replaced else ""
 
 
 def _finish(target: Target, result: Answer | TurnResult) -> str:
