@@ -116,9 +116,12 @@ def test_compute_off_and_questions_without_a_figure_make_no_call():
     assert fake.roles() == ["answer"] and answer.computation is None
 
 
-def test_a_figure_read_off_the_text_needs_no_working():
-    answer, fake = ask("What was the operating margin in fiscal 2022?", "Answer: 17.4%", WORKING)
+def test_a_figure_read_off_the_text_needs_no_working_unless_no_text_states_such_a_figure():
+    answer, fake = ask("What was the growth of net earnings in fiscal 2022?", "Answer: 17.4%", WORKING)
     assert fake.roles() == ["answer"] and answer.text == "17.4%" and answer.computation is None
+    # a ratio, margin or average is worked out even when the draft's figure happens to be written somewhere
+    answer, fake = ask("What was the retention ratio in fiscal 2022?", "Answer: 17.4%", WORKING)
+    assert fake.roles() == ["answer", "compute"] and answer.computation is not None
     assert compute.read_off("2,707.3 and (1,244.5)", amounts(FILING)) and not compute.read_off("0.54", amounts(FILING))
     assert not compute.read_off("It is high.", amounts(FILING))  # no figure: worked out
 

@@ -2,9 +2,9 @@
 
 A question that asks for a computed figure — a ratio, a margin, a turnover, a growth, "calculate ..." (:func:`asked`)
 — is where a small model most often reads the right page and writes the wrong number. With ``compute`` on (the
-default, ``auto``) and an answer whose figure is not read off the text (:func:`read_off`), one more call after the
-answer shows the model what it read and asks for the working as a few
-lines of arithmetic (``compute.work`` in ``prompts/compute.yaml``)::
+default, ``auto``), for a ratio, margin, average or a figure the question defines, and for any other computed
+figure whose draft is not read off the text (:func:`read_off`), one more call after the answer shows the model what
+it read and asks for the working as a few lines of Python arithmetic (``compute.work`` in ``prompts/compute.yaml``)::
 
     net_earnings_2022 = 2707.3  # Net earnings attributable to the company, fiscal 2022
     dividends_paid_2022 = 1244.5  # Dividends paid, fiscal 2022
@@ -46,6 +46,9 @@ _ASKED = re.compile(
     r"year[- ]over[- ]year|cagr|average|days (?:sales|inventory|payables?)|per share|effective tax rate|"
     r"free cash flow|fcf|ebitda\w*|cash conversion|coverage|return on (?:assets|equity|capital)|ro[aei]c?|"
     r"proportion|as a (?:share|percent(?:age)?) of)\b", re.IGNORECASE)
+_DERIVED = re.compile(  # a figure no filing states as such: worked out whatever the draft says
+    r"\b(?:calculat\w*|comput\w*|ratios?|average|defined as|turnover|cagr|margins?|days (?:sales|inventory|payables?)|"
+    r"coverage|return on (?:assets|equity|capital)|proportion)\b", re.IGNORECASE)
 _NOT_A_FIGURE = re.compile(  # a yes/no question, or one asking for a name, a place, a time or a reason
     r"^\W*(?:(?:for|in|at|of|during)\b[^,?]{0,60},\s*)?(?:is|are|was|were|has|have|had|does|do|did|can|could|will|"
     r"would|should|which|who|whom|whose|where|when|why|what (?:drove|drives|caused|explains))\b", re.IGNORECASE)
@@ -300,13 +303,14 @@ def read_off(answer: str, written: Sequence[Amount]) -> bool:
 def work_out(question: Question, evidence: Sequence[Evidence], answer: str, options: AnswerOptions, llm: LLM,
              context: Context) -> Computation | None:
     """The working of ``answer`` from the ``evidence`` read (as many units as fit beside the request); None without
-    a call when the answer's figures are read off the text (:func:`read_off`), or with the fallback recorded when no
-    reply gives a working."""
+    a call when the answer's figures are read off the text (:func:`read_off`) and the question asks for a figure a
+    filing may state (a growth, an effective tax rate — not a ratio, a margin, an average or what it defines), or
+    with the fallback recorded when no reply gives a working."""
     from ..llm.decide import Invalid, decide
 
     shown_units = [e for e in evidence if e.weight >= 1.0] or list(evidence)
     written = [a for e in shown_units for a in amounts(e.text, years=True)] + amounts(question.text, years=True)
-    if read_off(answer, written):
+    if _DERIVED.search(question.text) is None and read_off(answer, written):
         return None
     built = request(shown_units, question, answer)
     while len(shown_units) > 1 and not llm.fits(built):
