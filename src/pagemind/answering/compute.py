@@ -120,8 +120,10 @@ class Computation:
 
     def claim(self) -> str:
         """What the support check judges: the figures taken from the text, each with its note (the arithmetic on
-        them is pagemind's own, not a claim about the text)."""
-        return " ".join(f"{x.note or x.label}: {', '.join(_written(v) for v in ((x.value,) if x.figure else x.taken))}."
+        them is pagemind's own, not a claim about the text). Years are left out of the notes: a statement's row holds
+        the figure, its header the year (the check of the period a figure is read from stands apart)."""
+        return " ".join(f"{_undated(x.note or x.label)}: "
+                        f"{', '.join(_written(v) for v in ((x.value,) if x.figure else x.taken))}."
                         for x in self.figures)
 
     def as_dict(self) -> dict[str, object]:
@@ -283,6 +285,14 @@ def _in_text(value: float, written: Sequence[Amount]) -> bool:
 def _decimals(value: float) -> int:
     text = repr(abs(value))
     return len(text.split(".")[1].rstrip("0")) if "." in text and "e" not in text else 0
+
+
+_YEAR = re.compile(r"\b(?:FY|fiscal |year )?(?:19|20)\d{2}\b|\bFY\d{2}\b", re.IGNORECASE)
+
+
+def _undated(note: str) -> str:
+    """A note without its years: "Net revenue, fiscal 2023" -> "Net revenue"."""
+    return re.sub(r"[\s,;-]+$", "", _YEAR.sub("", note)).strip() or note
 
 
 def _written(value: float) -> str:
