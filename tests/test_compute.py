@@ -133,6 +133,8 @@ def test_a_python_reply_with_prose_print_and_round_is_read_and_a_cut_one_needs_i
     working = compute.parse(reply, written)
     assert not isinstance(working, str) and working.results[0].value == 0.54  # the printed name is the result
     assert compute.parse("net = 2707.3\nhalf = net / 2\nother = net * 2", written).results[0].name == "answer"
+    listed = compute.parse("- net = 2707.3\n- answer = -net / 2", written)  # a bulleted working; a minus stays
+    assert not isinstance(listed, str) and listed.results[0].value == pytest.approx(-2707.3 / 2)
     # cut at its token limit: a last formula is not taken for the result (it may be a step on the way)
     cut = compute.parse("net = 2707.3\nhalf = net / 2", written, complete=False)
     assert isinstance(cut, str) and cut.startswith("no result")

@@ -154,6 +154,7 @@ def request(evidence: Sequence[Evidence], question: Question, answer: str) -> LL
 
 
 _SUM = re.compile(r"\d\s*[/*×÷]\s*\(?\$?\d|\d\s*[-+]\s*\(?\$?\d[\d,.]*\)?\s*=|=\s*\$?\d")
+_BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")  # "- DIO = ...", "1. net = ...": a list of lines
 _PRINT = re.compile(r"^print\s*\((?:\s*([A-Za-z_]\w*)\s*\))?")
 _BLOCK = re.compile(r"```[\w]*\s*\n(.*?)(?:```|$)", re.DOTALL)
 _FENCE = re.compile(r"^```\w*\s*|\s*```\s*$")
@@ -175,7 +176,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True) -> Co
     body = fenced.group(1) if fenced else _FENCE.sub("", reply.strip())
     for raw in body.splitlines():
         code, _, note = raw.partition("#")
-        code = _THOUSANDS.sub("", code.strip().replace("$", ""))
+        code = _THOUSANDS.sub("", _BULLET.sub("", code.strip()).replace("$", ""))
         if not code or ("=" not in code and not _PRINT.match(code)):  # blank, or the reply's prose around the code
             continue
         if (shown_name := _PRINT.match(code)) is not None:
