@@ -156,3 +156,11 @@ def test_a_reply_asked_as_json_or_this_short_is_not_replaced_and_a_computed_one_
         reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"), abstain="off")
         got = reader.answer(reader.build(Document.from_text(FILING)), Question(QUESTION, reply=settings))
         assert fake.roles() == ["answer"] and got.computation is None and not got.replaced
+
+
+def test_a_figure_not_in_the_text_is_asked_again_with_the_text_s_rows_about_it():
+    rows = [line for line in FILING.splitlines() if line.strip()]
+    got = compute.parse("dividends_paid_2022 = 1300  # Dividends paid\nanswer = dividends_paid_2022 / 2",
+                        amounts(FILING, years=True), rows=rows)
+    assert isinstance(got, str)
+    assert got.endswith("The text's lines about it: | Dividends paid | (1,244.5) | (1,246.4) |")

@@ -165,10 +165,12 @@ class Problem(ValueError):
     """Why a reply is not a working pagemind can compute."""
 
 
-def parse(reply: str, written: Sequence[Amount], *, complete: bool = True) -> Computation | str:
+def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows: Sequence[str] = ()
+          ) -> Computation | str:
     """The working a reply gives, its figures found among ``written`` (the amounts of what was read and of the
     question), or the problem (a str) to re-ask with. Its result is the line named ``answer``; in a ``complete``
-    reply without one, the name it prints last, else its last formula (a reply cut at its token limit has none)."""
+    reply without one, the name it prints last, else its last formula (a reply cut at its token limit has none).
+    ``rows``: the lines of what was read, to show beside a figure that is not among them (:func:`_rows_about`)."""
     lines: list[Line] = []
     values: dict[str, float] = {}
     printed = ""
@@ -185,7 +187,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True) -> Co
         if len(lines) >= MAX_LINES:
             return f"more than {MAX_LINES} lines: give only the figures needed and the formula"
         try:
-            line = _line(code, note.strip(), values, written)
+            line = _line(code, note.strip(), values, written, rows)
         except Problem as problem:
             return str(problem)
         values[line.name] = line.value
@@ -204,7 +206,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True) -> Co
     return working
 
 
-def _line(code: str, note: str, values: dict[str, float], written: Sequence[Amount]) -> Line:
+def _line(code: str, note: str, values: dict[str, float], written: Sequence[Amount], rows: Sequence[str]) -> Line:
     try:
         tree = ast.parse(code, mode="exec")
     except SyntaxError:
@@ -220,8 +222,10 @@ def _line(code: str, note: str, values: dict[str, float], written: Sequence[Amou
     figure = _number(node)
     if figure is not None:
         if abs(figure) not in CONSTANTS and not _in_text(figure, written):
+            about = _rows_about(f"{name} {note}", rows)
             raise Problem(f"{name} = {expression} is not a figure in the text: copy each figure exactly as the text "
-                          "writes it, from the line and period the question asks about")
+                          "writes it, from the line and period the question asks about"
+                          + (". The text's lines about it: " + " / ".join(about) if about else ""))
         return Line(name, expression, figure, note, figure=True)
     taken: list[float] = []
     try:
@@ -229,6 +233,27 @@ def _line(code: str, note: str, values: dict[str, float], written: Sequence[Amou
     except ZeroDivisionError:
         raise Problem(f"{name} divides by zero") from None
     return Line(name, expression, value, note, taken=tuple(taken))
+
+
+ROWS = 2  # lines of the text shown with a figure that is not in it
+_ROW_CHARS = 200
+
+
+def _rows_about(words: str, lines: Sequence[str]) -> list[str]:
+    """The lines of what was read that hold a figure and most of the words of a figure's name and note
+    ("net_sales_2022" -> the "| Net sales | 18,992.8 | 17,626.6 |" row), best first: what the re-ask shows."""
+    from ..text.words import STOPWORDS
+
+    wanted = {w for w in re.findall(r"[a-z]+", words.lower().replace("_", " ")) if len(w) > 2 and w not in STOPWORDS}
+    if not wanted:
+        return []
+    scored = []
+    for line in lines:
+        low = line.lower()
+        hits = sum(re.search(rf"\b{w}", low) is not None for w in wanted)
+        if hits * 2 >= len(wanted) and re.search(r"\d", line):
+            scored.append((-hits, len(line), " ".join(line.split())[:_ROW_CHARS]))
+    return [text for _, _, text in sorted(scored)[:ROWS]]
 
 
 def _number(node: ast.expr) -> float | None:
@@ -320,8 +345,9 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     from ..llm.decide import Invalid, decide
 
     shown_units = [e for e in evidence if e.weight >= 1.0] or list(evidence)
-    written = [a for e in shown_units for a in amounts(e.text, years=True)] + amounts(question.text, years=True)
-    if _DERIVED.search(question.text) is None and read_off(answer, written):
+    asked = amounts(question.text, years=True)
+    if _DERIVED.search(question.text) is None and read_off(
+            answer, [a for e in shown_units for a in amounts(e.text, years=True)] + asked):
         return None
     built = request(shown_units, question, answer)
     while len(shown_units) > 1 and not llm.fits(built):
@@ -330,16 +356,19 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     if not llm.fits(built):
         context.fallback("computed answer: what was read does not fit the window beside the request")
         return None
+    # the figures are checked against what this request shows, not against units left out to fit it
+    written = [a for e in shown_units for a in amounts(e.text, years=True)] + asked
+    lines = [line for e in shown_units for line in e.text.splitlines() if line.strip()]
 
     def read(reply: str) -> Computation | Invalid:
-        working = parse(reply, written)
+        working = parse(reply, written, rows=lines)
+        return Invalid(working) if isinstance(working, str) else working
+
+    def cut(reply: str) -> Computation | Invalid:  # a reply cut at its token limit: its last line is cut too
+        working = parse(reply.rsplit("\n", 1)[0], written, complete=False, rows=lines)
         return Invalid(working) if isinstance(working, str) else working
 
     context.phase("working out the figure")
-    def cut(reply: str) -> Computation | Invalid:  # a reply cut at its token limit: its last line is cut too
-        working = parse(reply.rsplit("\n", 1)[0], written, complete=False)
-        return Invalid(working) if isinstance(working, str) else working
-
     decision = decide(llm, built, read, context.trace, retries=options.max_retries, truncation=cut,
                       describe=lambda w: "; ".join(f"{x.name} = {shown(x.value)}" for x in w.results))
     if decision.value is None:
