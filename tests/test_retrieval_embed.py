@@ -122,3 +122,21 @@ def test_minilm_embeds_long_fragments_in_sub_chunks(minilm):
     assert sum(len(c) for c in chunks) == minilm.tokenizer.count(long)  # every token is embedded
     [m] = minilm.embed([long])
     assert m.shape == (len(chunks), 384) and np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
+
+
+def test_an_embeddings_request_is_bounded_by_the_embed_tokens_setting(tmp_path, monkeypatch):
+    """Issue 49: `embed_tokens` (--embed-tokens, PAGEMIND_EMBED_TOKENS) bounds one request's encoder tokens — its
+    texts together — below OpenAI's per-request limit, so a server can hold each request to seconds of CPU."""
+    pytest.importorskip("onnxruntime")
+    from pagemind import Pagemind, ScriptedLLM
+    from pagemind.errors import ConfigError, InputError
+
+    texts = ["The harbour master logged every vessel that came in with timber and salt."] * 4
+    with Pagemind(ScriptedLLM(), store=tmp_path / "s.db", embed_tokens=40) as pm:
+        one = pm.embed(texts[:2])
+        assert sum(one.tokens) <= 40
+        with pytest.raises(InputError, match="at most 40 are embedded in one request"):
+            pm.embed(texts)
+    monkeypatch.setenv("PAGEMIND_EMBED_TOKENS", "400000")  # never above OpenAI's limit
+    with pytest.raises(ConfigError, match="embed_tokens"):
+        Pagemind(ScriptedLLM(), store=tmp_path / "t.db")

@@ -449,7 +449,8 @@ class Pagemind:
         """The embedded MiniLM's vector of each text (384 numbers, unit length; no LLM call): what the retrieval
         of RAG, FragRel and the agents' archival search uses, for a client's own. A text longer than the
         encoder's 256-token window is the mean of its windows' vectors; a text over ``limits.MAX_EMBED_TOKENS``
-        tokens, texts over ``MAX_EMBED_TOTAL`` together or more than ``MAX_EMBED_INPUTS`` texts are an
+        tokens, texts over the ``embed_tokens`` setting together (at most ``MAX_EMBED_TOTAL``) or more than
+        ``MAX_EMBED_INPUTS`` texts are an
         :class:`InputError`. ``wanted``: asked between groups of texts; when it says no (the client left), the work
         stops with :class:`pagemind.errors.Abandoned`."""
         from .answering.evidence import minilm_encoder
@@ -460,7 +461,7 @@ class Pagemind:
         encoder = minilm_encoder()
         if not isinstance(encoder, MiniLM):
             raise ConfigError(f"embeddings need the embedded MiniLM encoder: {INSTALL_HINT}")
-        return text_vectors(encoder, texts, limits.MAX_EMBED_TOKENS, limits.MAX_EMBED_TOTAL, wanted)
+        return text_vectors(encoder, texts, limits.MAX_EMBED_TOKENS, self.settings.embed_tokens, wanted)
 
     def ask_code(self, directory: str | Path, question: str | Question, options: Sequence[str] = (),
                  **kwargs: Any) -> Answer:
