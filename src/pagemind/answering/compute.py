@@ -373,7 +373,8 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
                       describe=lambda w: "; ".join(f"{x.name} = {shown(x.value)}" for x in w.results))
     if decision.value is None:
         context.fallback(f"computed answer: no working could be read after {decision.calls} replies "
-                         f"({'; '.join(decision.problems)[:160]}); the model's own answer stands")
+                         f"(the last: {decision.problems[-1][:400] if decision.problems else 'none'}); the model's "
+                         "own answer stands")
         return None
     return Computation(decision.value.lines, answer)
 
