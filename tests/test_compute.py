@@ -68,6 +68,9 @@ def test_the_working_is_parsed_checked_against_the_text_and_computed_by_pagemind
     ("answer = 100 / 4", "no figure from the text"),
     ("net = 2707.3\nanswer = net / (net - net)", "answer divides by zero"),
     ("Net earnings were 2,707.3 = our figure.", "not a line of arithmetic"),
+    ("net = 2707.3\nanswer = round(net, digits)", "round() takes a whole number of digits"),
+    ("net = 2707.3\nanswer = " + "-" * 600 + "net", "a line of more than 400 characters"),
+    ("n = 1" + "0" * 309 + "\nanswer = n", "not a number pagemind can compute"),
     ("I apologize. Net earnings were 2,707.3.", "no result"),  # prose around the code is skipped
 ])
 def test_a_working_that_cannot_be_checked_or_computed_says_why(reply, problem):
@@ -77,14 +80,18 @@ def test_a_working_that_cannot_be_checked_or_computed_says_why(reply, problem):
 
 def test_a_figure_is_matched_within_rounding_and_as_a_percent_fraction_but_never_rescaled():
     written = amounts(FILING, years=True)
+    # not a rounder figure five percent away, nor a minus the text does not write (an outflow may drop its own)
+    assert isinstance(compute.parse("n = 2700\nanswer = n / 2", amounts("a total of 2,566.4")), str)
+    assert isinstance(compute.parse("n = -2707.3\nanswer = n / 2", written), str)
+    assert not isinstance(compute.parse("d = -1244.5\nanswer = d / 2", written), str)
     assert not isinstance(compute.parse("n = 2707\nanswer = n / 2", written), str)  # rounded to the unit
     assert not isinstance(compute.parse("m = 0.174\nanswer = m * 2", written), str)  # 17.4% as a fraction
     assert isinstance(compute.parse("n = 2.7073\nanswer = n", written), str)  # billions for a table in millions
 
 
 def test_computed_values_are_shown_as_a_reader_expects():
-    assert [compute.shown(v) for v in (0.5404, 0.00617, -3.7, 1577.4, -14.7634)] == \
-        ["0.54", "0.00617", "-3.70", "1,577", "-14.76"]
+    assert [compute.shown(v) for v in (0.5404, 0.00617, -3.7, 1577.4, 3215.0, -14.7634, -0.0)] == \
+        ["0.54", "0.00617", "-3.70", "1,577.4", "3,215", "-14.76", "0"]
 
 
 # --- in the answer ----------------------------------------------------------------------------------------------

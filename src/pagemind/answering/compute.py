@@ -10,25 +10,27 @@ it read and asks for the working as a few lines of Python arithmetic (``compute.
     dividends_paid_2022 = 1244.5  # Dividends paid, fiscal 2022
     answer = (net_earnings_2022 - dividends_paid_2022) / net_earnings_2022
 
-:func:`parse` reads only assignments of numbers, names, ``+ - * /`` and parentheses (no Python is run), checks that
-every figure it assigns is written in what was read (or in the question) within rounding after units and scales
-(:mod:`pagemind.text.numbers`) and re-asks through :func:`~pagemind.llm.decide.decide` when one is not; then pagemind
-computes the result. The answer shows the result and its working (:meth:`Computation.text`); the support check then
-judges the figures the model took, not a result no text can hold (:meth:`Computation.claim`). When no reply parses,
-the model's own answer stands and the fallback is recorded.
+:func:`parse` reads only assignments of numbers, names, ``+ - * /``, parentheses, ``round`` and ``abs`` (no Python
+is run), checks that every figure it assigns is written in what was read (or in the question) as the text writes it,
+within its rounding and never rescaled (:func:`_in_text`), and re-asks through :func:`~pagemind.llm.decide.decide`
+when one is not; then pagemind computes the result. The answer shows the result and its working
+(:meth:`Computation.text`); the support check then judges the figures the model took, not a result no text can hold
+(:meth:`Computation.claim`). When no reply parses, the model's own answer stands and the fallback is recorded.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from ..llm.base import LLMRequest, Message
-from ..text.numbers import Amount, amounts
+from ..text.numbers import ROUNDED, Amount, amounts
 
 if TYPE_CHECKING:
     from ..llm.client import LLM
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
 MAX_TOKENS = 400  # a dozen lines of working
 MAX_LINES = 16
+MAX_CHARS = 400  # of one line: a longer one is no working a reader checks (and deep nesting is refused before it)
 RESULT = "answer"  # the working's result is named this (or answer_<label> for several)
 CONSTANTS = frozenset({1.0, 2.0, 4.0, 12.0, 100.0, 360.0, 365.0, 1000.0, 1e6, 1e9})  # days, months, percent, scales
 _ASKED = re.compile(
@@ -62,7 +65,8 @@ def asked(question: str) -> bool:
     """Whether ``question`` asks for a figure to be worked out (a ratio, margin, turnover, growth, "calculate"): not
     a yes/no question, nor one asking which, who, where, when, why or what drove a change (after a leading "For
     Pfizer, ...") — its answer is not a figure. A question that
-    defines its metric after a preamble ("... Here's the question: what is ...") is read from its last sentences."""
+    defines its metric after a preamble ("... Here's the question: what is ...") is read from its first sentence
+    that ends in a question mark."""
     if _ASKED.search(question) is None:
         return False
     asks = [s for s in re.split(r"(?<=[.?!:])\s+", question.strip()) if s.rstrip().endswith("?")]
@@ -134,10 +138,12 @@ class Computation:
 
 def shown(value: float) -> str:
     """A computed value as a reader expects it: thousands separated, two decimals from 1 up, three significant
-    digits below (0.5404 -> "0.54", 0.00617 -> "0.00617"), whole numbers from 1,000."""
+    digits below (0.5404 -> "0.54", 0.00617 -> "0.00617"), one decimal from 1,000 where there is one ("3,215.4")."""
     size = abs(value)
+    if size == 0:
+        return "0"
     if size >= 1000:
-        return f"{value:,.0f}"
+        return f"{value:,.1f}".removesuffix(".0")
     if size >= 1:
         return f"{value:,.2f}"
     return f"{value:.3g}"
@@ -207,6 +213,22 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
 
 
 def _line(code: str, note: str, values: dict[str, float], written: Sequence[Amount], rows: Sequence[str]) -> Line:
+    """One line of the working, read and computed; :class:`Problem` says why it cannot be."""
+    if len(code) > MAX_CHARS:
+        raise Problem(f"a line of more than {MAX_CHARS} characters: split the formula into named steps")
+    try:
+        line = _read_line(code, note, values, written, rows)
+    except Problem:
+        raise
+    except (OverflowError, RecursionError, ValueError, MemoryError):
+        raise Problem(f"not a number pagemind can compute: {code[:60]!r}") from None
+    if not math.isfinite(line.value):
+        raise Problem(f"{line.name} is not a finite number ({line.value}): check the formula's divisions")
+    return line
+
+
+def _read_line(code: str, note: str, values: dict[str, float], written: Sequence[Amount], rows: Sequence[str]
+               ) -> Line:
     try:
         tree = ast.parse(code, mode="exec")
     except SyntaxError:
@@ -286,7 +308,9 @@ def _evaluate(node: ast.expr, values: dict[str, float], written: Sequence[Amount
         if node.func.id == "abs":
             return abs(inner)
         digits = _number(node.args[1]) if len(node.args) == 2 else 0.0
-        return float(round(inner, int(digits))) if digits is not None and digits == int(digits) else inner
+        if digits is None or digits != int(digits) or not -12 <= digits <= 12:
+            raise Problem("round() takes a whole number of digits, written as a number: round(x, 2)")
+        return float(round(inner, int(digits)))
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
         return _OPERATORS[type(node.op)](_evaluate(node.left, values, written, taken),
                                          _evaluate(node.right, values, written, taken))
@@ -294,23 +318,28 @@ def _evaluate(node: ast.expr, values: dict[str, float], written: Sequence[Amount
 
 
 def _in_text(value: float, written: Sequence[Amount]) -> bool:
-    """Whether ``value`` is one of the amounts ``written`` as the text writes it, whatever its sign (a table's
-    "(1,577)" is an outflow of 1577): equal within the rounding of the less precise of the two, a percent also as
-    its fraction ("30.8%" as 30.8 or 0.308). No scale is supplied: the figure is to be copied, not converted."""
+    """Whether ``value`` is one of the amounts ``written`` as the text writes it — positive for any sign (a table's
+    "(1,577)" is an outflow of 1577), negative only for a negative one —: equal within the rounding of the less
+    precise of the two and within :data:`~pagemind.text.numbers.ROUNDED` of each other ("3" is not the text's 2.7),
+    a percent also as its fraction ("30.8%" as 30.8 or 0.308). No scale is supplied: the figure is to be copied,
+    not converted."""
     size = abs(value)
     step = 10.0 ** -_decimals(value) / 2
     for w in written:
+        if value < 0 and w.value >= 0:  # a minus the text does not write is the model's, not the text's
+            continue
         tolerance = max(step, 10.0 ** -w.decimals / 2) * (1 + 1e-9)
-        if abs(size - abs(w.value)) <= tolerance:
-            return True
-        if w.percent and abs(size * 100 - abs(w.value)) <= tolerance:
-            return True
+        for given in (size, size * 100) if w.percent else (size,):
+            gap = abs(given - abs(w.value))
+            if gap <= tolerance and gap <= ROUNDED * max(given, abs(w.value)):
+                return True
     return False
 
 
 def _decimals(value: float) -> int:
-    text = repr(abs(value))
-    return len(text.split(".")[1].rstrip("0")) if "." in text and "e" not in text else 0
+    """The decimals ``value`` is written to (1e-05 -> 5, 2707.3 -> 1, 1e+20 -> 0)."""
+    exponent = Decimal(repr(abs(value))).normalize().as_tuple().exponent
+    return max(0, -exponent) if isinstance(exponent, int) else 0
 
 
 _YEAR = re.compile(r"\b(?:FY|fiscal |year )?(?:19|20)\d{2}\b|\bFY\d{2}\b", re.IGNORECASE)

@@ -2,8 +2,9 @@
 "24.690", and a scale stated once for a whole table ("in millions, except per share data").
 
 Two amounts are the same when one equals the other within the rounding of the less precise, after their scales
-("$1,577 million" = "$1.577 billion" = "1577" in a table in millions): what a reader of a filing accepts as the
-same figure. A percent and its fraction are the same (30.8% = 0.308).
+("$1,577 million" = "$1.577 billion" = "1577" in a table in millions), as long as that rounding moves the figure
+no more than 5% (:data:`ROUNDED`: "1" is not 0.54, nor "$1 billion" $1.3 billion): what a reader of a filing
+accepts as the same figure. A percent and its fraction are the same (30.8% = 0.308).
 """
 
 from __future__ import annotations
