@@ -84,6 +84,10 @@ def test_a_figure_is_matched_within_rounding_and_as_a_percent_fraction_but_never
     assert isinstance(compute.parse("n = 2700\nanswer = n / 2", amounts("a total of 2,566.4")), str)
     assert isinstance(compute.parse("n = -2707.3\nanswer = n / 2", written), str)
     assert not isinstance(compute.parse("d = -1244.5\nanswer = d / 2", written), str)
+    # a figure the text scales in words may be taken in millions: "$19.0 billion" as 19000, never 19500
+    said = amounts("Net sales rose 5 percent to $19.0 billion.")
+    assert not isinstance(compute.parse("net_sales = 19000\nanswer = net_sales / 2", said), str)
+    assert isinstance(compute.parse("net_sales = 19500\nanswer = net_sales / 2", said), str)
     assert not isinstance(compute.parse("n = 2707\nanswer = n / 2", written), str)  # rounded to the unit
     assert not isinstance(compute.parse("m = 0.174\nanswer = m * 2", written), str)  # 17.4% as a fraction
     assert isinstance(compute.parse("n = 2.7073\nanswer = n", written), str)  # billions for a table in millions

@@ -321,17 +321,22 @@ def _in_text(value: float, written: Sequence[Amount]) -> bool:
     """Whether ``value`` is one of the amounts ``written`` as the text writes it — positive for any sign (a table's
     "(1,577)" is an outflow of 1577), negative only for a negative one —: equal within the rounding of the less
     precise of the two and within :data:`~pagemind.text.numbers.ROUNDED` of each other ("3" is not the text's 2.7),
-    a percent also as its fraction ("30.8%" as 30.8 or 0.308). No scale is supplied: the figure is to be copied,
-    not converted."""
+    a percent also as its fraction ("30.8%" as 30.8 or 0.308), and a figure the text scales in words in thousands,
+    millions or billions of it ("$19.0 billion" as 19000, in millions). No other scale is supplied: a table's bare
+    figure is to be copied, not converted."""
     size = abs(value)
     step = 10.0 ** -_decimals(value) / 2
     for w in written:
         if value < 0 and w.value >= 0:  # a minus the text does not write is the model's, not the text's
             continue
-        tolerance = max(step, 10.0 ** -w.decimals / 2) * (1 + 1e-9)
-        for given in (size, size * 100) if w.percent else (size,):
-            gap = abs(given - abs(w.value))
-            if gap <= tolerance and gap <= ROUNDED * max(given, abs(w.value)):
+        wanted = abs(w.value)
+        factors = [1.0, 100.0] if w.percent else [1.0]
+        if w.scale > 1:  # "$19.0 billion" as 19000 (millions) or 19000000 (thousands)
+            factors += [10.0 ** power / w.scale for power in (3, 6, 9) if 10.0 ** power < w.scale]
+        for factor in factors:  # the model's figure and its rounding in the text's units
+            given = size * factor
+            gap = abs(given - wanted)
+            if gap <= max(step * factor, 10.0 ** -w.decimals / 2) * (1 + 1e-9) and gap <= ROUNDED * max(given, wanted):
                 return True
     return False
 
