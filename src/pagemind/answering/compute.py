@@ -152,10 +152,9 @@ def shown(value: float) -> str:
 def request(evidence: Sequence[Evidence], question: Question, answer: str) -> LLMRequest:
     """The request for the working: what was read, the question, the model's answer."""
     from ..prompts import get_prompt
+    from .evidence import units_text
 
-    text = "\n\n".join(f"<{e.unit.capitalize()}{'' if e.index is None else ' ' + str(e.index)}>\n{e.text}"
-                       for e in evidence)
-    prompt = get_prompt("compute", "work").render(text=text, question=question.text, answer=answer)
+    prompt = get_prompt("compute", "work").render(text=units_text(evidence), question=question.text, answer=answer)
     return LLMRequest(messages=(Message("user", prompt),), role="compute", max_tokens=MAX_TOKENS, temperature=0.0)
 
 
@@ -377,21 +376,20 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     filing may state (a growth, an effective tax rate — not a ratio, a margin, an average or what it defines), or
     with the fallback recorded when no reply gives a working."""
     from ..llm.decide import Invalid, decide
+    from .evidence import fitting, read_in_full
 
-    shown_units = [e for e in evidence if e.weight >= 1.0] or list(evidence)
     asked = amounts(question.text, years=True)
-    if _DERIVED.search(question.text) is None and read_off(
-            answer, [a for e in shown_units for a in amounts(e.text, years=True)] + asked):
+    full = read_in_full(evidence)
+    by_unit = [amounts(e.text, years=True) for e in full]
+    if _DERIVED.search(question.text) is None and read_off(answer, [a for found in by_unit for a in found] + asked):
         return None
-    built = request(shown_units, question, answer)
-    while len(shown_units) > 1 and not llm.fits(built):
-        shown_units.pop()
-        built = request(shown_units, question, answer)
-    if not llm.fits(built):
+    fitted = fitting(full, llm, lambda units: request(units, question, answer))
+    if fitted is None:
         context.fallback("computed answer: what was read does not fit the window beside the request")
         return None
+    shown_units, built = fitted
     # the figures are checked against what this request shows, not against units left out to fit it
-    written = [a for e in shown_units for a in amounts(e.text, years=True)] + asked
+    written = [a for found in by_unit[:len(shown_units)] for a in found] + asked  # the units shown: a prefix
     lines = [line for e in shown_units for line in e.text.splitlines() if line.strip()]
 
     def read(reply: str) -> Computation | Invalid:

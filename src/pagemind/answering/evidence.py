@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -193,14 +193,37 @@ QUOTES_GRAMMAR = (
 )
 
 
+def units_text(evidence: Sequence[Evidence]) -> str:
+    """The units read as a later request shows them again: each under its name ("<Fragment 7>")."""
+    return "\n\n".join(f"<{e.unit.capitalize()}{'' if e.index is None else ' ' + str(e.index)}>\n{e.text}"
+                       for e in evidence)
+
+
+def read_in_full(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """The units read in full (ReadAgent's expanded pages, not the pages it saw only as gists), else all of them."""
+    return [e for e in evidence if e.weight >= 1.0] or list(evidence)
+
+
+def fitting(evidence: Sequence[Evidence], llm: Any, build: Callable[[list[Evidence]], Any]
+            ) -> tuple[list[Evidence], Any] | None:
+    """The units a request after the answer shows, and the request ``build`` makes of them: those
+    :func:`read_in_full`, as many as fit the model's window beside the request (a prefix of them: the last ones are
+    left out first); None when not even one fits."""
+    shown = read_in_full(evidence)
+    request = build(shown)
+    while len(shown) > 1 and not llm.fits(request):
+        shown.pop()
+        request = build(shown)
+    return (shown, request) if llm.fits(request) else None
+
+
 def quote_request(evidence: Sequence[Evidence], question: Any, answer: str, constrained: bool,
                   max_tokens: int = 400) -> Any:
     """The request asking the model to quote the sentences of what it read that its answer rests on."""
     from ..llm.base import Constraint, LLMRequest, Message
     from ..prompts import get_prompt
 
-    text = "\n\n".join(f"<{e.unit.capitalize()}{'' if e.index is None else ' ' + str(e.index)}>\n{e.text}"
-                       for e in evidence)
+    text = units_text(evidence)
     options = question.options_block() if question.is_choice else ""
     prompt = get_prompt("citations", "quote").render(text=text, question=question.text, options=options,
                                                      answer=answer, most=KEEP)
@@ -247,10 +270,13 @@ def placed(document: Any, evidence: Sequence[Evidence], quote: str) -> Citation 
 __all__ = [
     "Evidence",
     "SourceText",
+    "fitting",
     "minilm_encoder",
     "parse_quotes",
     "placed",
     "quote_request",
     "rank",
+    "read_in_full",
     "supporting",
+    "units_text",
 ]

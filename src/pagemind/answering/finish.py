@@ -59,6 +59,10 @@ class Reading:
     details: dict[str, Any] = field(default_factory=dict)
     evidence: list[Evidence] = field(default_factory=list)  # the units read, as citations will name them
 
+    def located(self, document: Any = None) -> list[Evidence]:
+        """The units read that can be cited: each in its own text (``within``), or all of them in ``document``."""
+        return [e for e in self.evidence if e.within is not None or document is not None]
+
 
 def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LLM, context: Context, *,
            method: str, unit: str, encoder: str, document: Any = None) -> Answer:
@@ -108,7 +112,7 @@ def computed(question: Question, reading: Reading, options: AnswerOptions, llm: 
         return None  # the asker wants the reply as JSON, or this short: a working would break either
     if options.compute == "off" or question.is_choice or not compute.asked(question.text):
         return None
-    located = [e for e in reading.evidence if e.within is not None or document is not None]
+    located = reading.located(document)
     if not located:
         return None
     return compute.work_out(question, located, reading.text, options, llm, context)
@@ -138,7 +142,7 @@ def judge(question: Question, reading: Reading, citations: list[Citation], optio
     read = [e.text for e in reading.evidence]
     support = assess(question, claim or reading.text, citations, read, embedder)
     if question.is_choice and reading.choice is not None:  # the other options, cited as the chosen one is
-        located = [e for e in reading.evidence if e.within is not None or document is not None]
+        located = reading.located(document)
         rivals = [(LETTERS[i], assess(question, option, ev.supporting(document, located, option, question.text,
                                                                       embedder=embedder), read, embedder))
                   for i, option in enumerate(question.options) if i != reading.choice]
@@ -163,7 +167,7 @@ def cite(question: Question, reading: Reading, options: AnswerOptions, llm: LLM,
 
     if options.cite == "off" or not reading.evidence or (question.is_choice and reading.choice is None):
         return []
-    located = [e for e in reading.evidence if e.within is not None or document is not None]
+    located = reading.located(document)
     if not located:
         return []
     if options.cite == "quotes":
@@ -188,15 +192,11 @@ def quotes(question: Question, reading: Reading, located: list[Evidence], option
 
     caps = llm.backend.capabilities
     constrained = options.constrained and (caps.supports_grammar or caps.supports_json_schema)
-    # the units read in full (ReadAgent's expanded pages, not every page it saw as a gist), else all of them
-    shown = [e for e in located if e.weight >= 1.0] or list(located)
-    request = ev.quote_request(shown, question, reading.text, constrained)
-    while len(shown) > 1 and not llm.fits(request):  # the units read, as many as fit beside the request
-        shown.pop()
-        request = ev.quote_request(shown, question, reading.text, constrained)
-    if not llm.fits(request):
+    fitted = ev.fitting(located, llm, lambda units: ev.quote_request(units, question, reading.text, constrained))
+    if fitted is None:
         context.fallback("quoted evidence: what was read does not fit the window beside the request")
         return []
+    shown, request = fitted
 
     def parse(reply: str) -> list[str] | Invalid:
         found = ev.parse_quotes(reply)
