@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..limits import BLOCK_LABEL, LIST_PAGE, MAX_ID, MAX_QUERY
 from ..runs import ENDED, RunExists
+from ..store import Page
 from . import shapes
 from .routing import (
     AUTHED,
@@ -277,9 +278,10 @@ def archival(agent_id: AgentId, service: Svc, user: User, query: Annotated[str, 
         more = bool(found) and offset + len(found) < total
         return {"total": total, "offset": offset, "limit": limit, "passages": [passage_json(p) for p in found],
                 "next": found[-1].id if more else None}
-    page = service.passages_after(user, agent_id, after=after, limit=limit + 1, query=query)
-    return {"total": None, "offset": None, "limit": limit, "passages": [passage_json(p) for p in page[:limit]],
-            "next": page[limit - 1].id if len(page) > limit else None}
+    page = Page.read(lambda n: service.passages_after(user, agent_id, after=after, limit=n, query=query), limit,
+                     lambda p: p.id)
+    return {"total": None, "offset": None, "limit": limit, "passages": [passage_json(p) for p in page],
+            "next": page.next}
 
 
 @router.post("/{agent_id}/documents", name="load_document", status_code=201, responses=OWNED)
