@@ -44,14 +44,12 @@ MAX_LINES = 16
 MAX_CHARS = 400  # of one line: a longer one is no working a reader checks (and deep nesting is refused before it)
 RESULT = "answer"  # the working's result is named this (or answer_<label> for several)
 CONSTANTS = frozenset({1.0, 2.0, 4.0, 12.0, 100.0, 360.0, 365.0, 1000.0, 1e6, 1e9})  # days, months, percent, scales
-_ASKED = re.compile(
-    r"\b(?:calculat\w*|comput\w*|ratios?|margins?|turnover|growth|grew|change in|percent(?:age)? change|yoy|"
-    r"year[- ]over[- ]year|cagr|average|days (?:sales|inventory|payables?)|per share|effective tax rate|"
-    r"free cash flow|fcf|ebitda\w*|cash conversion|coverage|return on (?:assets|equity|capital)|ro[aei]c?|"
-    r"proportion|as a (?:share|percent(?:age)?) of)\b", re.IGNORECASE)
-_DERIVED = re.compile(  # a figure no filing states as such: worked out whatever the draft says
-    r"\b(?:calculat\w*|comput\w*|ratios?|average|defined as|turnover|cagr|margins?|days (?:sales|inventory|payables?)|"
-    r"coverage|return on (?:assets|equity|capital)|proportion)\b", re.IGNORECASE)
+_WORKED = (r"calculat\w*|comput\w*|ratios?|average|turnover|cagr|margins?|days (?:sales|inventory|payables?)|coverage|"
+           r"return on (?:assets|equity|capital)|proportion")  # figures no filing states as such
+_STATED = (r"growth|grew|change in|percent(?:age)? change|yoy|year[- ]over[- ]year|per share|effective tax rate|"
+           r"free cash flow|fcf|ebitda\w*|cash conversion|ro[aei]c?|as a (?:share|percent(?:age)?) of")  # or may be
+_ASKED = re.compile(rf"\b(?:{_WORKED}|{_STATED})\b", re.IGNORECASE)
+_DERIVED = re.compile(rf"\b(?:{_WORKED}|defined as)\b", re.IGNORECASE)  # worked out whatever the draft says
 _NOT_A_FIGURE = re.compile(  # a yes/no question, or one asking for a name, a place, a time or a reason
     r"^\W*(?:(?:for|in|at|of|during)\b[^,?]{0,60},\s*)?(?:is|are|was|were|has|have|had|does|do|did|can|could|will|"
     r"would|should|which|who|whom|whose|where|when|why|what (?:drove|drives|caused|explains))\b", re.IGNORECASE)
@@ -59,6 +57,10 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,120}$")
 _OPERATORS: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 FUNCTIONS = frozenset({"round", "abs"})  # what a working may call beside + - * /; print(...) lines are skipped
+
+
+def _is_result(name: str) -> bool:
+    return name == RESULT or name.startswith(RESULT + "_")
 
 
 def asked(question: str) -> bool:
@@ -103,7 +105,7 @@ class Computation:
         """The last line named ``answer`` (``answer = round(answer, 2)`` after ``answer = ...``), else each
         ``answer_<label>`` line (several figures asked for)."""
         last = [x for x in self.lines if x.name == RESULT][-1:]
-        return tuple(last) or tuple(x for x in self.lines if x.name.startswith(RESULT + "_"))
+        return tuple(last) or tuple(x for x in self.lines if _is_result(x.name))
 
     @property
     def figures(self) -> tuple[Line, ...]:
@@ -184,10 +186,11 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
     for raw in body.splitlines():
         code, _, note = raw.partition("#")
         code = _THOUSANDS.sub("", _BULLET.sub("", code.strip()).replace("$", ""))
-        if not code or ("=" not in code and not _PRINT.match(code)):  # blank, or the reply's prose around the code
+        shows = _PRINT.match(code)
+        if shows is not None:
+            printed = shows.group(1) or printed
             continue
-        if (shown_name := _PRINT.match(code)) is not None:
-            printed = shown_name.group(1) or printed
+        if "=" not in code:  # blank, or the reply's prose around the code
             continue
         if len(lines) >= MAX_LINES:
             return f"more than {MAX_LINES} lines: give only the figures needed and the formula"
@@ -197,7 +200,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
             return str(problem)
         values[line.name] = line.value
         lines.append(line)
-    if complete and lines and not any(x.name == RESULT or x.name.startswith(RESULT + "_") for x in lines):
+    if complete and lines and not any(_is_result(x.name) for x in lines):
         # no line named answer: the result is the name printed last, else the last formula
         named = next((x for x in reversed(lines) if x.name == printed), None)
         last = named or next((x for x in reversed(lines) if not x.figure), None)
