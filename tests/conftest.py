@@ -31,13 +31,26 @@ def isolated_home(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.fixture(scope="session")
+def tiny_backend(in_process_model):
+    """The embedded SmolLM2-135M, loaded once for the whole run: every module's session shares its weights."""
+    from pagemind.config import resolve_settings
+    from pagemind.llm.registry import open_backend
+
+    backend = open_backend(resolve_settings(llm="local:smollm2-135m", n_ctx=4096))
+    yield backend
+    backend.close()
+
+
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    """A session on the embedded SmolLM2-135M (one per test module): exercises every path in seconds."""
+def tiny_model(tmp_path_factory, tiny_backend):
+    """A session on the tiny model (one per test module, each with its own store): exercises every path in
+    seconds."""
     from pagemind import Pagemind
 
     home = tmp_path_factory.mktemp("pm")
-    with Pagemind("local:smollm2-135m", store=home / "s.db", n_ctx=4096, concurrency=1) as pm:
+    tiny_backend.forget_prompts()  # each module starts cold, as with a model of its own
+    with Pagemind(tiny_backend, store=home / "s.db", n_ctx=4096, concurrency=1) as pm:
         yield pm
 
 

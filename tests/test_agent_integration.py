@@ -31,9 +31,10 @@ def clock(start: datetime):
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory):
+def session(tmp_path_factory, tiny_backend):
     home = tmp_path_factory.mktemp("pm")
-    with Pagemind("local:smollm2-135m", store=home / "s.db", n_ctx=2048, concurrency=1, cache=False) as pm:
+    tiny_backend.forget_prompts()
+    with Pagemind(tiny_backend, store=home / "s.db", concurrency=1, cache=False) as pm:
         yield pm
 
 
@@ -88,9 +89,26 @@ def _default_model_installed() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None and installed(DEFAULT_MODEL)
 
 
+@pytest.fixture(scope="module")
+def default_weights():
+    """The default model, loaded once for both of its tests."""
+    from pagemind.config import resolve_settings
+    from pagemind.llm.registry import open_backend
+
+    backend = open_backend(resolve_settings(n_ctx=4096))
+    yield backend
+    backend.close()
+
+
+@pytest.fixture
+def default_backend(default_weights):
+    default_weights.forget_prompts()  # each test starts cold, as with a model of its own
+    return default_weights
+
+
 @pytest.mark.skipif(not _default_model_installed(), reason="needs the default model (scripts/install.sh installs it)")
-def test_the_default_model_saves_a_fact_to_core_memory_and_recalls_it_after_eviction(tmp_path):
-    with Pagemind(store=tmp_path / "s.db", n_ctx=4096, concurrency=1, cache=False) as pm:
+def test_the_default_model_saves_a_fact_to_core_memory_and_recalls_it_after_eviction(tmp_path, default_backend):
+    with Pagemind(default_backend, store=tmp_path / "s.db", concurrency=1, cache=False) as pm:
         # a 2,000-token window and 16 filler messages force the eviction with the shortest prompts (178 s -> 138 s
         # on 2 cores: prompt tokens are the cost)
         options = AgentOptions(embedder="none", context_window=2000, max_tokens=300, max_steps=3, keep_last=2,
@@ -113,11 +131,11 @@ def test_the_default_model_saves_a_fact_to_core_memory_and_recalls_it_after_evic
 
 
 @pytest.mark.skipif(not _default_model_installed(), reason="needs the default model (scripts/install.sh installs it)")
-def test_the_default_model_answers_where_the_user_lives_now_from_the_later_turn(tmp_path):
+def test_the_default_model_answers_where_the_user_lives_now_from_the_later_turn(tmp_path, default_backend):
     """Issue 50: told "I live in York", a month later "I moved to Leeds last month", the agent — recalling before it
     replies — answers "Which city do I live in now?" with Leeds, citing the later turn; what it kept of the user is
     in the user's block, none of it in its persona."""
-    with Pagemind(store=tmp_path / "s.db", n_ctx=4096, concurrency=1, cache=False) as pm:
+    with Pagemind(default_backend, store=tmp_path / "s.db", concurrency=1, cache=False) as pm:
         ticks = clock(datetime(2026, 3, 2, 9, 0))
         month = timedelta(0)
 

@@ -79,7 +79,8 @@ class Pagemind:
 
     Args:
         llm: a spec (``local:NAME``, ``gguf:PATH``, ``openai:MODEL``) or a :class:`Backend` object
-            (e.g. the scripted fake in tests). ``None``: from settings (the embedded default model).
+            (e.g. the scripted fake in tests; it stays the caller's to close, so several sessions can share one
+            loaded model). ``None``: from settings (the embedded default model).
         store: a store (:class:`Store`, ``PostgresStore``), a SQLite path, a ``postgresql://`` URL, or ``None``
             for the ``store`` setting (default ``<user dir>/pagemind.db``).
         **settings: any :class:`Settings` field (argument > ``PAGEMIND_*`` env > config file > default).
@@ -127,12 +128,23 @@ class Pagemind:
 
     # --- a user's documents (the service, MCP) ----------------------------------------------------------
     def add_document(self, data: bytes | str | Path, name: str | None = None, *, user_id: int,
-                     encoding: str = "utf-8", wanted: Callable[[], bool] | None = None) -> DocumentRow:
+                     encoding: str = "utf-8", wanted: Callable[[], bool] | None = None,
+                     run: RunRow | str | None = None) -> DocumentRow:
         """Keep a document for a user: file bytes (an upload; the format told by content and ``name``), a text,
         or a path. The same checks and errors as the CLI (:class:`InputTooLarge`, :class:`UnsupportedInput`,
         :class:`InputError`); nothing is stored when one is raised. ``wanted``: whether the one who asked still
-        waits, looked at after every page read (:meth:`read`)."""
-        document = self.read(data, name, encoding=encoding, wanted=wanted)
+        waits, looked at after every page read (:meth:`read`). ``run``: a queued ``read`` run to record the
+        reading into (its pages as progress, the document as its result; a cancel stops it at the next page)."""
+        if run is None:
+            return self._keep(self.read(data, name, encoding=encoding, wanted=wanted), name, user_id)
+        recorder = self.recorder(run)
+        with recorder.running():
+            kept = self._keep(self.read(data, name, encoding=encoding, wanted=wanted, progress=recorder.progress),
+                              name, user_id)
+            recorder.result({"document": kept.id, "name": kept.name, "words": kept.words})
+        return kept
+
+    def _keep(self, document: Document, name: str | None, user_id: int) -> DocumentRow:
         with self.store.transaction():
             self.store.put_document(document.id, document.name, document.words, len(document.text))
             self.store.put_document_text(document.id, document.text, document.structure())
@@ -142,15 +154,19 @@ class Pagemind:
         return found
 
     def read(self, data: bytes | str | Path, name: str | None = None, *, encoding: str = "utf-8",
-             wanted: Callable[[], bool] | None = None) -> Document:
+             wanted: Callable[[], bool] | None = None,
+             progress: Callable[[str, int, int, str], None] | None = None) -> Document:
         """A document from file bytes (an upload; the format told by content and ``name``), a text, or a path, with
         the checks and errors of the CLI; nothing is stored. ``wanted``: looked at after every page of a PDF read
-        (an OCR'd page takes seconds): when it says no, reading stops there with :class:`Abandoned`."""
+        (an OCR'd page takes seconds): when it says no, reading stops there with :class:`Abandoned`. ``progress``
+        hears the pages as they are read (and may stop the reading by raising)."""
         from .text.document import load_bytes
 
         def heard(phase: str, done: int, total: int, unit: str) -> None:
             if wanted is not None and not wanted():
                 raise Abandoned(f"{phase}: stopped after {done} of {total} {unit}s, nobody waits for it")
+            if progress is not None:
+                progress(phase, done, total, unit)
 
         if isinstance(data, Path):  # an upload spooled to a file: named by the upload, not the temporary file
             return load_document(data, encoding=encoding, max_bytes=self.settings.max_bytes, name=name,
@@ -658,7 +674,8 @@ class Pagemind:
         return reader.prepare(index, text, path, line) if prompt_only else reader.complete(index, text, path, line)  # type: ignore[attr-defined]
 
     def close(self) -> None:
-        if self._llm is not None:
+        """Close the store and the backend this session opened (a backend passed in is left open)."""
+        if self._llm is not None and self._backend is None:
             self._llm.backend.close()
         self.store.close()
 
