@@ -143,3 +143,55 @@ def test_reading_an_upload_stops_when_its_client_has_left(tmp_path, caplog):
     assert "POST /v1/documents: reading scans.pdf" in stopped and done < pages, stopped
     assert pm.store.user_documents(pm.store.get_user("ann").id) == []  # nothing kept
     pm.close()
+
+
+def test_an_upload_read_in_the_background_is_a_run_with_its_pages_and_a_cancel_keeps_nothing(tmp_path, monkeypatch):
+    """Issue 49: `POST /v1/documents?wait=false` answers 202 with a `read` run at once; the run records the pages
+    as they are read and names the kept document in its result; a cancel stops the OCR at the next page and keeps
+    nothing — neither the document nor the spooled upload."""
+    import tempfile
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from pagemind import users as users_api
+    from pagemind.server.app import create_app
+
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool))
+    pm = Pagemind(ScriptedLLM(), store=tmp_path / "s.db")
+    _, key = users_api.create_user(pm.store, "ann")
+    ann = {"Authorization": f"Bearer {key}"}
+
+    def settled(c, run_id):
+        deadline = time.monotonic() + 120
+        while (run := c.get(f"/v1/runs/{run_id}", headers=ann).json())["status"] in ("queued", "running"):
+            assert time.monotonic() < deadline, run
+            time.sleep(0.1)
+        return run
+
+    with TestClient(create_app(pm, auth="keys", workers=2, mcp=False)) as c:
+        queued = c.post("/v1/documents?wait=false", headers=ann, json={"name": "notes.txt", "text": "The lamp."})
+        assert queued.status_code == 202 and queued.json()["kind"] == "read", queued.text
+        run = settled(c, queued.json()["id"])
+        assert run["status"] == "done" and run["target"] == "notes.txt"
+        assert c.get(f"/v1/documents/{run['result']['document']}", headers=ann).json()["name"] == "notes.txt"
+
+        pages = 8
+        pdf = mixed_pdf(*[scanned_page([f"Page {n} of the ledger.", f"The lamp count was {n * 7}."])
+                          for n in range(pages)])
+        queued = c.post("/v1/documents?wait=false", headers=ann, files={"file": ("scans.pdf", pdf, "application/pdf")})
+        assert queued.status_code == 202, queued.text
+        run_id = queued.json()["id"]
+        deadline = time.monotonic() + 120
+        while not [s for s in c.get(f"/v1/runs/{run_id}/steps", headers=ann).json() if s["kind"] == "phase"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert c.post(f"/v1/runs/{run_id}/cancel", headers=ann).status_code == 200
+        run = settled(c, run_id)
+        phases = [s["data"] for s in c.get(f"/v1/runs/{run_id}/steps", headers=ann).json() if s["kind"] == "phase"]
+        assert run["status"] == "cancelled" and phases[-1]["done"] < pages == phases[-1]["total"], (run, phases)
+        assert [d["name"] for d in c.get("/v1/documents", headers=ann).json()] == ["notes.txt"]  # nothing kept
+    assert list(spool.iterdir()) == []  # the spooled upload went with its run
+    pm.close()

@@ -46,7 +46,8 @@ class RunExists(PagemindError):
     """A run with the id asked for already exists (two attempts of one idempotent request met)."""
 
 
-KINDS = ("index", "ask", "turn", "consolidate")  # a memory built, a question, an agent's turn, an agent's pass
+KINDS = ("index", "ask", "turn", "consolidate", "read")  # a memory built, a question, an agent's turn, an agent's
+# pass, an upload read in the background (its target the upload's name until the result names the document)
 AGENT_RUNS = ("turn", "consolidate")  # the kinds whose target is an agent
 
 

@@ -71,7 +71,7 @@ from .shapes import (
     memory_json,
     run_json,
 )
-from .uploads import read_upload
+from .uploads import hand_over, read_upload
 
 STATIC = Path(__file__).parent / "static"
 
@@ -122,14 +122,27 @@ UPLOAD_BODY = {"requestBody": {"required": True, "content": {
 @router.post("/v1/documents", name="add_document", status_code=201, tags=["documents"],
              openapi_extra=UPLOAD_BODY,
              responses={**errors(*EDGE, 401, 415), 201: links("id", "doc_id", "get_document", "ask_document",
-                                                               "index_document", "delete_document")})
-async def upload(request: Request, service: Svc, user: User) -> Response:
+                                                               "index_document", "delete_document"),
+                        202: {**QUEUED, **RUN_LINKS}})
+async def upload(request: Request, service: Svc, user: User, wait: Wait = True) -> Response:
     """Upload a file (multipart ``file``, optional ``name``, ``encoding``) or a text (JSON ``{"name", "text"}``).
     Streamed to a temporary file and refused (413) as soon as it passes the limit; 415 binary or an unknown
-    container; 422 empty, undecodable or malformed."""
+    container; 422 empty, undecodable or malformed. Read while the request waits (stopped when its client leaves),
+    or with ``wait=false`` as a background ``read`` run (202: the run; its pages as progress, the document's id
+    in its result, ``POST /v1/runs/{id}/cancel`` stops it) — for a scanned PDF whose OCR takes seconds a page."""
     with await read_upload(request, service.max_bytes, max_body=service.max_body) as up:
         shapes.check_encoding(up.encoding)
         source: str | Path = up.text if up.text is not None else up.path  # type: ignore[assignment]
+        if not wait:
+            owned = hand_over(up) if up.path is not None else source
+            try:
+                begun = await run_in_threadpool(lambda: service.read_document(user, owned, up.name, up.encoding,
+                                                                              owned=True))
+            except BaseException:  # no run took the file
+                if isinstance(owned, Path):
+                    owned.unlink(missing_ok=True)
+                raise
+            return JSONResponse(run_json(begun.run), status_code=202)
         added = await unless_left(request, lambda wanted: service.add_document(user, source, up.name, up.encoding,
                                                                                 wanted))
     return added if isinstance(added, Response) else JSONResponse(document_json(added), status_code=201)

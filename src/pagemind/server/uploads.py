@@ -59,6 +59,16 @@ class Upload:
         self.close()
 
 
+def hand_over(upload: Upload) -> Path:
+    """The upload's spooled file under a name of its own, which closing the upload leaves alone: whoever takes it
+    (a background run) removes it."""
+    assert upload.path is not None
+    fd, name = tempfile.mkstemp(prefix="pagemind-upload-", suffix=upload.path.suffix)
+    os.close(fd)
+    os.replace(upload.path, name)
+    return Path(name)
+
+
 def body_limit(max_bytes: int) -> int:
     """The most bytes a multipart upload's body may have: the largest file (a container) and some slack."""
     return max_bytes * CONTAINER_FACTOR + SLACK

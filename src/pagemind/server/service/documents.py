@@ -36,6 +36,22 @@ class DocumentOps(ServiceBase):
         looked at after every page read (a PDF's OCR stops when it has left)."""
         return self.pm.add_document(source, name, user_id=user.id, encoding=encoding or "utf-8", wanted=wanted)
 
+    def read_document(self, user: UserRow, source: str | Path, name: str, encoding: str | None = None, *,
+                      owned: bool = False) -> Started:
+        """Read an upload as a background run (``read``, targeting the upload's name) on the worker pool: its
+        pages are the run's progress, the kept document its result, a cancel stops it at the next page and keeps
+        nothing. ``owned``: ``source`` is a spooled file of the run's own, removed when the run ends."""
+        run = self.pm.runs.create("read", name, user_id=user.id, request={"document": name})
+
+        def job() -> DocumentRow:
+            try:
+                return self.pm.add_document(source, name, user_id=user.id, encoding=encoding or "utf-8", run=run)
+            finally:
+                if owned and isinstance(source, Path):
+                    source.unlink(missing_ok=True)
+
+        return Started(run, self.workers.submit(run.id, job))
+
     def documents(self, user: UserRow, *, after: str | None = None, limit: int = LIST_PAGE) -> Page[DocumentRow]:
         """One page of the user's documents, newest first: those after their document ``after``."""
         if after is not None and self.pm.store.user_document(user.id, after) is None:

@@ -564,7 +564,7 @@ function optionFields(schema, skip = []) {
 }
 
 // --- runs ---------------------------------------------------------------------------------------
-const KINDS = ["", "ask", "index", "turn"];
+const KINDS = ["", "ask", "index", "turn", "consolidate", "read"];
 const STATUSES = ["", "queued", "running", "done", "failed", "cancelled"];
 
 async function runsPage(_id, signal) {
@@ -611,6 +611,7 @@ function runSubject(run) {
   if (run.kind === "turn") return r.message ?? "";
   if (run.kind === "consolidate") return `consolidate the memory of ${r.agent ?? "the agent"}`;
   if (run.kind === "ask") return r.question ?? "";
+  if (run.kind === "read") return `read ${r.document ?? "an upload"}`;
   return r.document ? `build memory of ${r.document}` : "build memory";
 }
 
@@ -668,6 +669,9 @@ async function runPage(id, signal) {
     const r = run.request || {};
     const target = run.kind === "turn" || run.kind === "consolidate"
       ? h("a", { href: `#/agents/${enc(run.target)}` }, `agent ${r.agent || run.target}`)
+      : run.kind === "read"
+        ? (run.result?.document ? h("a", { href: `#/documents/${enc(run.result.document)}`, class: "docname" },
+                                    run.target) : h("span", { class: "docname" }, run.target))
       : run.target.startsWith("lib-")
         ? h("a", { href: `#/libraries/${enc(r.document)}`, class: "docname" }, `library ${r.document}`)
         : h("a", { href: `#/documents/${enc(run.target)}`, class: "docname" }, r.document || run.target);
