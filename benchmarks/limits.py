@@ -15,9 +15,11 @@ the LLM is pagemind's mock OpenAI-compatible server, never called) receives:
   status and peak RSS growth;
 * (issue 49) **the costliest document and request each route takes**: a 70 KB DOCX of 8,000,000 empty
   paragraphs, a PDF of 10 scanned pages (OCR; CPU per page, and a client that leaves after 1 s), the largest
-  ``/v1/embeddings`` request (2,048 texts): status, CPU seconds, wall seconds.
+  ``/v1/embeddings`` request (2,048 texts): status, CPU seconds, wall seconds;
+* (issue 49, part ``read``) **the same kind of PDF sent as a background run** (``?wait=false``): seconds to the 202,
+  then a cancel after its first page: pages read, the run's status, CPU seconds and whether a document was kept.
 
-    python benchmarks/limits.py [--wait 60] [--only types,costs]
+    python benchmarks/limits.py [--wait 60] [--only types,costs,read]
 """
 
 from __future__ import annotations
@@ -153,6 +155,34 @@ def types_and_costs(server: Served, body: bytes, out: dict, only: set[str]) -> N
         print(name, row, flush=True)
 
 
+def background_read(server: Served, out: dict) -> None:
+    """A scanned PDF sent with ``?wait=false``: answered at once with a run, cancelled after its first page."""
+    pages = 10
+    pdf = scanned_pdf(pages + 2)  # its own pictures: none read from the OCR cache
+    with httpx.Client(base_url=f"http://127.0.0.1:{server.port}", timeout=900) as client:
+        before, start = cpu_seconds(server.process.pid), time.perf_counter()
+        queued = client.post("/v1/documents?wait=false", files={"file": ("scans3.pdf", pdf)})
+        answered = time.perf_counter() - start
+        run_id = queued.json()["id"]
+
+        def phases() -> list[dict]:
+            return [s["data"] for s in client.get(f"/v1/runs/{run_id}/steps").json() if s["kind"] == "phase"]
+
+        while not phases():
+            time.sleep(0.1)
+        client.post(f"/v1/runs/{run_id}/cancel")
+        while (run := client.get(f"/v1/runs/{run_id}").json())["status"] in ("queued", "running"):
+            time.sleep(0.1)
+        read = phases()[-1]
+        kept = [d["name"] for d in client.get("/v1/documents").json() if d["name"] == "scans3.pdf"]
+        out["costs"][f"PDF of {pages + 2} scanned pages, ?wait=false, cancelled after its first page"] = {
+            "status": queued.status_code, "answered_s": round(answered, 2), "run": run["status"],
+            "pages_read": f"{read['done']} of {read['total']}", "kept": bool(kept),
+            "cpu_s": round(cpu_seconds(server.process.pid) - before, 2),
+            "wall_s": round(time.perf_counter() - start, 2)}
+    print(out["costs"], flush=True)
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of process ``pid`` so far, with those of the children it waited for (Tesseract,
     one process a page) (``/proc/PID/stat``)."""
@@ -206,7 +236,7 @@ def main() -> None:
     parser.add_argument("--wait", type=float, default=60.0, help="seconds to wait for the server to start")
     parser.add_argument("--mb", type=int, default=32, help="size of the JSON bodies of small objects")
     parser.add_argument("--only", default="json,texts,types,costs",
-                        help="which parts: json (the JSON routes), texts (the largest texts), types, costs")
+                        help="which parts: json (the JSON routes), texts (the largest texts), types, costs, read")
     args = parser.parse_args()
     only = set(args.only.split(","))
     body = small_objects(args.mb * MB)
@@ -234,6 +264,8 @@ def main() -> None:
                 print("4 in parallel", out["json_routes"]["4 x /v1/chat/completions"], flush=True)
             if "texts" in only:
                 largest_texts(server, out)
+            if "read" in only:
+                background_read(server, out)
 
         finally:
             server.close()
