@@ -170,6 +170,35 @@ def test_a_which_question_is_scored_on_the_name_not_the_golds_figure():
     assert figure == {"accuracy": 1.0, "refused": 0.0, "numeric": 1.0}
 
 
+def test_the_scorer_reads_refusals_yes_or_no_past_a_lead_in_and_a_short_name_as_the_papers_graders_did():
+    """Issue 47: the paper graded by hand; the rules the automatic scorer lacked, each in the forms its graded
+    answers take — a long reply that declines in its opening ("As an AI, I don't have real-time access...") is a
+    refusal, not a wrong answer; a yes/no answer that does not open with the word is read from its first sentence
+    (past "Based on the filing,"), and one about something else says neither; "Packaging" names the gold's
+    industry in fewer words than half the gold's."""
+    from pagemind.eval.metrics import financebench, polarity, refuses
+
+    long_no = ("As an AI, I don't have real-time access to financial databases. To calculate the ratio you would use "
+               "the formula below, with the figures from the balance sheet and the income statement of the year. ")
+    assert refuses(long_no * 3) and refuses("I'm sorry, but the information provided does not include the COGS.")
+    assert refuses("Without the specific financial data for FY2019 and FY2020, it's impossible to calculate it.")
+    assert not refuses("Yes. The margin rose from 21.3% to 22.5%, as the income statement shows " * 4)
+    assert not refuses("JnJ's FY2022 financials do not indicate a high growth company: sales grew by 1.3%.")
+    q = "Is growth in JnJ's adjusted EPS expected to accelerate in FY2023?"
+    assert polarity("Based on the filing, growth in adjusted EPS is not expected to accelerate in FY2023.", q) == "no"
+    assert polarity("Here are the key points:\n\n- Growth in JnJ's adjusted EPS is expected to accelerate.", q) == "yes"
+    assert polarity("Management is responsible for establishing internal control over reporting.", q) is None
+    gold = "No, rate of growth in adjusted EPS is expected to decelerate slightly from 3.6% in FY2022"
+    assert financebench("Based on the filing, growth is not expected to accelerate.", gold, q)["accuracy"] == 1
+    assert financebench("Growth in adjusted EPS is expected to accelerate.", gold, q)["accuracy"] == 0
+    industry = "Amcor is a global leader in packaging production for various use cases."
+    asked = "What industry does AMCOR primarily operate in?"
+    assert financebench("Packaging", industry, asked)["accuracy"] == 1
+    assert financebench("Mining", industry, asked)["accuracy"] == 0 and financebench("AMCOR", industry, asked)[
+        "accuracy"] == 0  # the question's own word names nothing
+    assert financebench(long_no, "0.54", "What is the ratio?") == {"accuracy": 0.0, "refused": 1.0, "numeric": 1.0}
+
+
 def test_financebench_scores_figures_refusals_and_prints_the_published_rows(tmp_path):
     from pathlib import Path
 
@@ -214,7 +243,11 @@ def test_financebench_scores_figures_refusals_and_prints_the_published_rows(tmp_
     assert (summary["breakdown"] or {}).get("key") == ("question_type" if len(types) > 1 else None)
     single = summary["published"]["gpt-4-1106-preview singleStore"]
     assert single["n"] == len(examples) and single["correct"] + single["incorrect"] + single["refusal"] == len(examples)
+    automatic = [e.meta["published_automatic"]["gpt-4-1106-preview singleStore"] for e in examples]
+    assert single["scored_correct"] == automatic.count("correct") and single["scored_refusal"] == automatic.count(
+        "refusal") and set(automatic) <= {"correct", "incorrect", "refusal"}
     text = markdown(summary)
+    assert "| automatic: correct |" in text
     assert "| gpt-4-1106-preview singleStore |" in text and "The paper's graded answers" in text
 
 

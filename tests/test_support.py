@@ -46,6 +46,9 @@ def test_a_reply_that_says_the_text_does_not_say_is_declined():
     # a model speaking for itself: "I don't know", "I could not find ..." (not a person who does not know)
     assert declined("I don't know.") and declined("I could not find where Maud lives.") and declined("I can't recall.")
     assert not declined("She does not know the way.") and not declined("I know Maud well.")
+    # "do not indicate" answers when its subject is the thing asked about, declines when it is the text (issue 47)
+    assert not declined("JnJ's FY2022 financials do not indicate a high growth company.")
+    assert declined("The filing does not indicate the FY2023 capex.") and declined("It does not specifically say.")
 
 
 # --- support without an LLM call ------------------------------------------------------------------------

@@ -55,8 +55,10 @@ _ANCHOR_CONTEXT = 400  # characters before a quote (within its paragraph) where 
 
 # "the text does not say", "is not mentioned", "no information about": the model declines to answer
 _DECLINED = re.compile(
-    r"\b(?:(?:does|do|did)\s*(?:not|n['’]t)\s+(?:say|state|mention|specify|tell|indicate|provide|give|contain|"
-    r"include|reveal)|(?:is|are|was|were)\s+not\s+(?:mentioned|stated|specified|given|provided|known|said|"
+    r"\b(?:(?:(?:text|passage|document|story|filing|report|context|excerpt|information|article|statement|table|"
+    r"source|evidence|record|book|chapter|page|section|transcript|conversation|notes?|it|they|this|that)\s+"
+    r"(?:\w+\s+)?(?:does|do|did)\s*(?:not|n['’]t)\s+(?:(?:explicitly|specifically|directly|clearly)\s+)?"
+    r"(?:say|state|mention|specify|tell|indicate|provide|give|contain|include|reveal))|(?:is|are|was|were)\s+not\s+(?:mentioned|stated|specified|given|provided|known|said|"
     r"indicated|clear)|no\s+(?:information|mention|indication|details?)\b|not\s+enough\s+information|"
     r"(?:cannot|could\s+not)\s+be\s+(?:determined|found|answered)|"
     r"\bI\s+(?:do|did|could|can|ca)\s*(?:not|n['’]t)\s+(?:know|find|tell|determine|see|recall)\b|"

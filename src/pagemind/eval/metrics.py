@@ -164,6 +164,24 @@ def score(example: Example, text: str, choice: int | None = None) -> dict[str, f
 
 _YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 _RECALL = 0.5  # a worded gold answer's content words the reply holds at least, to count as right
+# what a reply that will not answer says in its opening sentences, beside support.declined's "the text does not say":
+# that it cannot see the filing, has no data, would need more, or cannot work the figure out
+_REFUSES = re.compile(
+    r"\bas an AI\b|\bI['’]?m sorry\b|\bI apologi[sz]e\b|"
+    r"\b(?:do|does)\s*(?:not|n['’]t) have (?:real-time |direct |the |any |specific |enough |sufficient )*"
+    r"(?:access|data|information|details|figures|financial)|"
+    r"\b(?:I|we) (?:would|will) need (?:to have |to know |to see |more |specific |the |additional )|"
+    r"\b(?:impossible|not possible) to (?:calculate|determine|answer|say|compute|provide)|"
+    r"\b(?:cannot|can['’]t|could not|unable to) (?:be )?(?:directly |accurately |precisely )?"
+    r"(?:calculated?|determined?|answered|provided?|computed?|found)\b|"
+    r"\bdo(?:es)?\s*(?:not|n['’]t) (?:explicitly |specifically |directly )?(?:state|include|contain|provide|"
+    r"mention|show|list|disclose)|\bthere is no (?:specific |explicit |direct )?(?:mention|information|data)|"
+    r"^\W*without (?:the |access|specific|more)",
+    re.IGNORECASE)
+_OPENING = 3  # the sentences a refusal is looked for in (a long answer that declines says so first)
+_NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|none|cannot)\b|n['’]t\b", re.IGNORECASE)
+_LEAD_IN = re.compile(r"^\W*(?:based on|according to|from|after|looking at|in|per)\b[^,]*,\s*", re.IGNORECASE)
+_SHORT = 12  # a reply of at most this many words may name the gold's thing in fewer words than half of the gold's
 
 
 _NAMES_ASKED = re.compile(r"^\W*(?:which|who)\b|\bamong\b[^?]*\bwhich\b", re.IGNORECASE)
@@ -172,32 +190,70 @@ _NAMED_WORDS = 2  # a name question's answer: the gold's first content words out
 
 
 def financebench(text: str, gold: str, question: str = "") -> dict[str, float]:
-    """FinanceBench's automatic score (the paper graded by hand): ``refused`` when the reply declines; else a yes/no
-    gold is right when the reply opens with the same word; a question asking which or who (a region, a segment, a
-    customer) is right when the reply holds half the name the gold gives (:func:`named_in_gold`: the gold's figure,
-    "~90% of EBITDAR", is beside the point); a gold with a figure is right when the reply states it within rounding
-    after units and scales ("$1,577 million" = "$1.577 billion" = "1577"); any other gold when the reply holds half
-    its content words. ``numeric``: 1 where the gold has a figure and the question asks for one."""
-    from ..answering.support import declined
+    """FinanceBench's automatic score (the paper graded by hand; ``benchmarks/financebench_scorer.py`` measures this
+    against its grades): ``refused`` when the reply declines in its opening sentences (:func:`refuses`); else a yes/no
+    gold is right when the reply says the same (:func:`polarity`); a question asking which or who (a region, a
+    segment, a customer) is right when the reply holds half the name the gold gives (:func:`named_in_gold`: the
+    gold's figure, "~90% of EBITDAR", is beside the point); a gold with a figure is right when the reply states it
+    within rounding after units and scales ("$1,577 million" = "$1.577 billion" = "1577"); any other gold when the
+    reply holds half its content words, or is a short reply whose own words (those the question does not hold) are
+    all the gold's ("Packaging" for "Amcor is a global leader in packaging production"). ``numeric``: 1 where the
+    gold has a figure and the question asks for one."""
     from ..text.numbers import matches
 
-    refused = declined(text) or not text.strip()
+    refused = refuses(text)
     name = named_in_gold(gold, question) if _NAMES_ASKED.search(question) else []
     numeric = None if name else matches(text, gold)
     said_words = set(normalize_answer(text).split())
     if refused:
         right = False
     elif (asked := _YES_NO.match(gold)) is not None:
-        said = _YES_NO.match(text)
-        right = said is not None and said.group(1).lower() == asked.group(1).lower()
+        right = polarity(text, question) == asked.group(1).lower()
     elif name:
         right = len(set(name) & said_words) >= _RECALL * len(name)
     elif numeric is not None:
         right = numeric
     else:
         words = set(normalize_answer(gold).split())
-        right = bool(words) and len(words & said_words) >= _RECALL * len(words)
+        own = _content(said_words) - set(normalize_answer(question).split())
+        right = bool(words) and (len(words & said_words) >= _RECALL * len(words)
+                                 or (bool(own) and len(text.split()) <= _SHORT and own <= words))
     return {"accuracy": float(right), "refused": float(refused), "numeric": float(numeric is not None)}
+
+
+def refuses(text: str) -> bool:
+    """Whether a reply declines to answer: empty, or the text-does-not-say of :func:`~pagemind.answering.support.
+    declined` (a short reply), or a no-access, no-data, would-need or cannot-work-it-out sentence among its first
+    :data:`_OPENING`."""
+    from ..answering.support import declined
+    from ..text.words import sentences
+
+    if not text.strip() or declined(text):
+        return True
+    return any(_REFUSES.search(s) for s in sentences(text)[:_OPENING])
+
+
+def polarity(text: str, question: str = "") -> str | None:
+    """The yes or no a reply gives: its opening word, else its first sentence that is not a lead-in to a list
+    (ending in ":"), read past "Based on the filing, ...": "no" when it holds a negation ("growth is not expected
+    to accelerate"), else "yes" — None when that sentence is not about the question (holds under a third of its
+    content words: a reply that talks of something else says neither)."""
+    from ..text.words import sentences
+
+    said = _YES_NO.match(text)
+    if said is not None:
+        return said.group(1).lower()
+    first = _LEAD_IN.sub("", next((s for s in sentences(text) if not s.rstrip().endswith(":")), ""))
+    asked = _content(set(normalize_answer(question).split()))
+    if asked and len(asked & set(normalize_answer(first).split())) < len(asked) / 3:
+        return None
+    return "no" if _NEGATION.search(first) else "yes"
+
+
+def _content(words: set[str]) -> set[str]:
+    from ..text.words import STOPWORDS
+
+    return {w for w in words if w not in STOPWORDS and not any(c.isdigit() for c in w)}
 
 
 def named_in_gold(gold: str, question: str) -> list[str]:

@@ -39,7 +39,7 @@ def load_financebench(path: Path, *, doc_type: str = "", question_type: str = ""
     questions = find_file(path, "financebench_open_source.jsonl")
     folder = questions.parent
     kinds = _doc_types(folder)
-    published = _published(folder)
+    published, automatic = _published(folder)
     documents: dict[str, Any] = {}
     examples: list[Example] = []
     missing: set[str] = set()
@@ -77,7 +77,8 @@ def load_financebench(path: Path, *, doc_type: str = "", question_type: str = ""
             meta={"doc": name, "doc_type": kind, "company": str(row.get("company", "")),
                   "question_type": str(row.get("question_type", "")),
                   "reasoning": str(row.get("question_reasoning", "")), "evidence_pages": pages,
-                  "pages": len(starts), "rater": "financebench", "published": published.get(qid, {})}))
+                  "pages": len(starts), "rater": "financebench", "published": published.get(qid, {}),
+                  "published_automatic": automatic.get(qid, {})}))
     if missing:
         warnings.warn(DatasetWarning(
             f"financebench: questions about {len(missing)} filing(s) left out: no readable PDF in {folder / 'pdfs'} "
@@ -99,20 +100,30 @@ def _doc_types(folder: Path) -> dict[str, str]:
     return {str(row.get("doc_name")): str(row.get("doc_type", "")) for _, row in read_rows(path)}
 
 
-def _published(folder: Path) -> dict[str, dict[str, str]]:
-    """The paper's graded runs: question id -> {"<model> <mode>": correct | incorrect | refusal}."""
-    out: dict[str, dict[str, str]] = {}
+def _published(folder: Path) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """The paper's graded runs: question id -> {"<model> <mode>": correct | incorrect | refusal}, as graded by hand
+    and as pagemind's automatic scorer grades the same answer (so our accuracy is read beside theirs in one
+    currency)."""
+    from .metrics import financebench
+
+    hand: dict[str, dict[str, str]] = {}
+    automatic: dict[str, dict[str, str]] = {}
     for sub in ("published", "results"):
         for path in sorted((folder / sub).glob("*.jsonl")) if (folder / sub).is_dir() else []:
             for _, row in read_rows(path):
                 label = PUBLISHED_LABELS.get(str(row.get("label", "")))
                 if label is None or "financebench_id" not in row:
                     continue
+                qid = str(row["financebench_id"])
                 run = f"{row.get('model_name', path.stem.split('_')[0])} {row.get('eval_mode', '')}".strip()
-                out.setdefault(str(row["financebench_id"]), {})[run] = label
-        if out:
+                hand.setdefault(qid, {})[run] = label
+                scored = financebench(str(row.get("model_answer") or ""), str(row.get("gold_answer", "")),
+                                      str(row.get("question", "")))
+                automatic.setdefault(qid, {})[run] = "refusal" if scored["refused"] else \
+                    "correct" if scored["accuracy"] else "incorrect"
+        if hand:
             break
-    return out
+    return hand, automatic
 
 
 SPECS = (
