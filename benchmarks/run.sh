@@ -30,3 +30,5 @@ python benchmarks/shared_model.py
 # (m) what auto reads beyond the window with: the long sample's five questions per method with the default model
 #     (OP-RAG minutes; ReadAgent-P and MemWalker build their memories first: about an hour on 2 cores)
 python benchmarks/auto_choice.py --methods auto,readagent-p,memwalker
+# (ae) the FinanceBench scorer against the paper's hand grades (no model; seconds)
+python benchmarks/financebench_scorer.py
