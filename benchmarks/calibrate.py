@@ -76,6 +76,31 @@ def measures(confidence: list[float], right: list[bool]) -> dict:
             "coverage_at_90": r(coverage_at_precision(confidence, right, 0.9))}
 
 
+HAND = ("support_confidence",)  # the recalibration's one signal: the hand-set value itself
+
+
+def held_out(mine: list[dict], documents: list[str], folds: int, names: tuple[str, ...], kind: str) -> list[float]:
+    """Each answer's probability from a model fitted on the other folds' documents (``names``: its signals)."""
+    from pagemind.answering.calibration import fit
+
+    order = list(documents)
+    random.Random(0).shuffle(order)
+    fold_of = {d: i % folds for i, d in enumerate(order)}
+    held: list[float] = [0.0] * len(mine)
+    for f in range(folds):
+        train = [r for r in mine if fold_of[r["document"]] != f]
+        if len({r["right"] for r in train}) < 2:
+            for i, r in enumerate(mine):
+                if fold_of[r["document"]] == f:
+                    held[i] = sum(t["right"] for t in train) / max(1, len(train))
+            continue
+        model = fit([r["signals"] for r in train], [r["right"] for r in train], names, kind)
+        for i, r in enumerate(mine):
+            if fold_of[r["document"]] == f:
+                held[i] = model.probability(r["signals"])
+    return held
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
@@ -95,21 +120,9 @@ def main() -> None:
     for kind in sorted({r["kind"] for r in rows}):
         mine = [r for r in rows if r["kind"] == kind]
         documents = sorted({r["document"] for r in mine})
-        random.Random(0).shuffle(documents)
-        fold_of = {d: i % args.folds for i, d in enumerate(documents)}
-        held: list[float] = [0.0] * len(mine)
         folds = min(args.folds, len(documents))
-        for f in range(folds):
-            train = [r for r in mine if fold_of[r["document"]] != f]
-            if len({r["right"] for r in train}) < 2:
-                for i, r in enumerate(mine):
-                    if fold_of[r["document"]] == f:
-                        held[i] = sum(t["right"] for t in train) / max(1, len(train))
-                continue
-            model = fit([r["signals"] for r in train], [r["right"] for r in train], names, kind)
-            for i, r in enumerate(mine):
-                if fold_of[r["document"]] == f:
-                    held[i] = model.probability(r["signals"])
+        held = held_out(mine, documents, folds, names, kind)
+        rescaled = held_out(mine, documents, folds, HAND, kind)
         hand = [float(r["signals"]["support_confidence"]) for r in mine]
         right = [r["right"] for r in mine]
         entry = {"documents": len(documents), "folds": folds, "fitted": measures(held, right),
@@ -120,15 +133,22 @@ def main() -> None:
             idx = [i for i, r in enumerate(mine) if r["dataset"] == dataset]
             entry["by_dataset"][dataset] = {"fitted": measures([held[i] for i in idx], [right[i] for i in idx]),
                                             "hand_set": measures([hand[i] for i in idx], [right[i] for i in idx])}
+        entry["recalibrated"] = measures(rescaled, right)
         better = (entry["fitted"]["auroc"] or 0) > (entry["hand_set"]["auroc"] or 0)
-        entry["shipped"] = bool(args.write and len(mine) >= args.min and folds >= 2 and better)
+        # else the hand-set value made a probability (its ranking kept) where that is better calibrated held out
+        calibrates = not better and (entry["recalibrated"]["ece"] or 1) < (entry["hand_set"]["ece"] or 1) and \
+            (entry["recalibrated"]["auroc"] or 0) >= (entry["hand_set"]["auroc"] or 0) - 0.01
+        entry["shipped"] = bool(args.write and len(mine) >= args.min and folds >= 2 and (better or calibrates))
+        entry["ships"] = "fitted" if better else "recalibrated" if calibrates else "hand_set"
         if entry["shipped"]:
-            whole = fit([r["signals"] for r in mine], right, names, kind,
-                        source=f"{len(mine)} answers of {', '.join(sorted({r['dataset'] for r in mine}))}")
+            whole = fit([r["signals"] for r in mine], right, names if better else HAND, kind,
+                        source=f"{len(mine)} answers of {', '.join(sorted({r['dataset'] for r in mine}))}"
+                               + ("" if better else "; the hand-set confidence recalibrated"))
             models.append(whole.as_dict())
             entry["model"] = whole.as_dict()
         report["kinds"][kind] = entry
-        print(kind, json.dumps({k: entry[k] for k in ("documents", "fitted", "hand_set", "thresholds", "shipped")}),
+        print(kind, json.dumps({k: entry[k] for k in ("documents", "fitted", "hand_set", "recalibrated", "thresholds",
+                                                      "ships", "shipped")}),
               flush=True)
     if args.write:
         path = ROOT / "src" / "pagemind" / "answering" / FILE

@@ -211,7 +211,27 @@ def test_a_recall_search_finds_messages_by_their_date_and_never_the_turns_own():
     clock.at = "2024-01-10 10:00:00"
     turn = agent.say("What did we do in May 2023?")
     result = turn.steps[0].result
-    assert "We adopted a dog today." in result and "What did we do" not in result
+    assert "We adopted a dog today (8 May 2023)." in result and "What did we do" not in result
+
+
+def test_a_relative_date_is_read_back_with_the_date_it_stood_for_and_found_by_it():
+    """Issue 50: "I lost my job yesterday", said on 20 January 2023 and read back in January 2024, is found by a
+    search for "19 January 2023" and shows that date — in the search's results and in what is recalled before a
+    reply (the agent answered "yesterday" on LoCoMo, and no date scores nothing)."""
+    steps = [call("send_message", message="ok"),
+             call("conversation_search", query="19 January 2023", page=0, request_heartbeat=True),
+             call("send_message", message="You lost your job on 19 January 2023.")]
+    fake = ScriptedLLM(by_role={"agent-step": list(steps)})
+    clock = Clock("2023-01-20 16:04:00")
+    agent = Agent.create(LLM(fake), Store(":memory:"), "jon", options=AgentOptions(
+        embedder="none", search_again=0), clock=clock)
+    agent.say("I lost my job as a banker yesterday.")
+    clock.at = "2024-01-10 10:00:00"
+    turn = agent.say("When did I lose my job as a banker?")
+    assert "banker yesterday (19 January 2023)." in turn.steps[0].result
+    recalled = next(e.payload["message"] for e in agent.store.queue(agent.id) if "Recalled from your memory" in
+                    str(e.payload.get("message", "")))
+    assert "banker yesterday (19 January 2023)." in recalled
 
 
 def test_the_same_call_a_third_time_in_one_turn_is_not_run():

@@ -238,7 +238,12 @@ class Toolbox:
         fragments, by :func:`rank_messages`: BM25 over the messages' stemmed content words (a rare word, a place or
         a name, outweighs common ones) and MiniLM similarity where the encoder is installed (a paraphrase: "went
         camping" for "trip to the woods"). Small models search with whole phrases that rarely occur verbatim."""
-        texts = [(seq, f"{text} {spoken_date(time)}") for seq, text, time in self.store.event_texts(self.agent_id)
+        from ..text.when import anchored
+
+        # a message's date and the dates its relative words stand for are searchable ("19 January 2023" finds
+        # "I lost my job yesterday" said the day after)
+        texts = [(seq, f"{anchored(text, time)} {spoken_date(time)}")
+                 for seq, text, time in self.store.event_texts(self.agent_id)
                  if self.turn_start is None or seq <= self.turn_start]  # never the running turn's own messages
         needle = query.lower()
         exact = [seq for seq, text in texts if needle in text.lower()]
@@ -304,18 +309,15 @@ SPECS = {f.name: f for f in FUNCTIONS}
 # measures the fusion; this floor acts only where words fail.
 RECALL_NEAR = 0.35
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|my|me|mine)\b")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
 
 
 def spoken_date(time: str) -> str:
     """A message's date as people write it, so a recall search for "May 2023" or "8 May 2023" finds what was said
     then (the agent clock's ``2023-05-08 13:56:00`` as ``8 May 2023``); empty for a time of another form."""
-    try:
-        year, month, day = int(time[:4]), int(time[5:7]), int(time[8:10])
-    except ValueError:
-        return ""
-    return f"{day} {_MONTHS[month - 1]} {year}" if 1 <= month <= 12 else ""
+    from ..text.when import day_of, spoken
+
+    day = day_of(time)
+    return "" if day is None else spoken(day)
 
 
 def rank_messages(query: str, texts: Sequence[str], similar: Sequence[float] | None = None) -> list[int]:

@@ -186,9 +186,12 @@ class Event:
         return str(p.get("message") or p.get("reason") or "")
 
     def describe(self) -> str:
-        """One line for search results and the CLI: ``[time] role: text``."""
+        """One line for search results, the recalled context and the CLI: ``[time] role: text``, a relative
+        date in the text followed by the date it stands for ("yesterday (19 January 2023)")."""
+        from ..text.when import anchored
+
         who = {"user_message": "user", "step": "assistant"}.get(self.kind, self.kind)
-        return f"[{self.time[:16]}] {who}: {self.search_text()}"
+        return f"[{self.time[:16]}] {who}: {anchored(self.search_text(), self.time)}"
 
 
 @dataclass(frozen=True)
@@ -206,8 +209,10 @@ class Passage:
     replaces: tuple[Passage, ...] = ()  # the passages this one superseded, when a search shows it
 
     def describe(self) -> str:
+        from ..text.when import anchored
+
         gist = f"(gist: {self.summary}) " if self.summary else ""
-        now = f"[{self.time[:16]}] {gist}{self.text}"
+        now = f"[{self.time[:16]}] {gist}{anchored(self.text, self.time)}"
         if self.superseded_by is not None:
             now += f" (superseded {str(self.superseded or '')[:16]} by passage {self.superseded_by})"
         for old in self.replaces:

@@ -1,0 +1,95 @@
+"""The dates that relative words stand for, read from when they were said.
+
+"I lost my job yesterday", said on 20 January 2023, means 19 January 2023; read back weeks later from a memory (a
+recall search, the context recalled before a reply, an eviction's summary), "yesterday" means nothing unless the
+date is written beside it. Memory systems that answer temporal questions well resolve such words at the time they
+store or show a message (Zep/Graphiti's bi-temporal facts; LoCoMo's temporal category is mostly such questions);
+here the words are kept as said, with the date they stand for after them: "yesterday (19 January 2023)",
+"next month (February 2023)", "last week (the week before 20 January 2023)".
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+           "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
+_COUNT = r"(\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+_RELATIVE = re.compile(
+    r"\b(?:(?P<day>yesterday|today|tonight|tomorrow|last night)"
+    r"|(?P<which>last|next|this) (?P<span>week|weekend|month|year)"
+    r"|(?P<count>" + _COUNT[1:-1] + r") (?P<unit>day|week|month|year)s? ago"
+    r"|(?P<wday_which>last|next|this) (?P<wday>" + "|".join(_WEEKDAYS) + r"))\b",
+    re.IGNORECASE)
+
+
+def day_of(time: str) -> date | None:
+    """The day of an ISO time (``2023-01-20 16:04:00``), None for another form."""
+    try:
+        return date(int(time[:4]), int(time[5:7]), int(time[8:10]))
+    except ValueError:
+        return None
+
+
+def spoken(day: date) -> str:
+    """A day as people write it: ``19 January 2023``."""
+    return f"{day.day} {MONTHS[day.month - 1]} {day.year}"
+
+
+def _month(day: date, step: int) -> str:
+    index = day.year * 12 + day.month - 1 + step
+    return f"{MONTHS[index % 12]} {index // 12}"
+
+
+def meaning(words: str, said: date) -> str | None:
+    """The date a relative expression (one :data:`_RELATIVE` match) stands for, said on ``said``."""
+    m = _RELATIVE.fullmatch(words.strip())
+    if m is None:
+        return None
+    if m["day"]:
+        shift = {"yesterday": -1, "last night": -1, "today": 0, "tonight": 0, "tomorrow": 1}[m["day"].lower()]
+        return spoken(said + timedelta(days=shift))
+    if m["span"]:
+        which, span = m["which"].lower(), m["span"].lower()
+        if span == "month":
+            return _month(said, {"last": -1, "this": 0, "next": 1}[which])
+        if span == "year":
+            return str(said.year + {"last": -1, "this": 0, "next": 1}[which])
+        return f"the {span} {({'last': 'before', 'this': 'of', 'next': 'after'})[which]} {spoken(said)}"
+    if m["unit"]:
+        n, unit = _COUNTS.get(m["count"].lower()) or int(m["count"]), m["unit"].lower()
+        if unit == "day":
+            return spoken(said - timedelta(days=n))
+        if unit == "week":
+            return f"around {spoken(said - timedelta(weeks=n))}"
+        if unit == "month":
+            return _month(said, -n)
+        return str(said.year - n)
+    target = _WEEKDAYS.index(m["wday"].lower())
+    ahead = (target - said.weekday()) % 7
+    which = m["wday_which"].lower()
+    if which == "last":
+        return spoken(said - timedelta(days=(said.weekday() - target) % 7 or 7))
+    return spoken(said + timedelta(days=ahead or (7 if which == "next" else 0)))
+
+
+def anchored(text: str, time: str) -> str:
+    """``text`` with the date each relative expression stands for after it, read from ``time`` (when it was said):
+    "I lost my job yesterday." said 2023-01-20 -> "I lost my job yesterday (19 January 2023)."; unchanged when
+    ``time`` is not an ISO time or nothing in ``text`` is relative."""
+    said = day_of(time)
+    if said is None:
+        return text
+
+    def dated(m: re.Match[str]) -> str:
+        what = meaning(m.group(), said)
+        return m.group() if what is None else f"{m.group()} ({what})"
+
+    return _RELATIVE.sub(dated, text)
+
+
+__all__ = ["MONTHS", "anchored", "day_of", "meaning", "spoken"]
