@@ -322,9 +322,13 @@ def test_an_embeddings_client_that_leaves_stops_the_encoder(served, caplog):
     """Issue 49: a large /v1/embeddings request whose client times out is not finished: the encoder stops at its
     next group of texts and the server says how far it got; the same client's next request is served."""
     import time
+    from dataclasses import replace
 
     texts = [f"Passage {n}: the ferry leaves the cape at dawn and the map lies under the third stair." * 4
              for n in range(2_000)]
+    with pytest.raises(openai.UnprocessableEntityError, match="at most 15,000 are embedded in one request"):
+        served["ann"].embeddings.create(model="pagemind/minilm", input=texts)  # by default ~5 s of CPU at most
+    served["pm"].settings = replace(served["pm"].settings, embed_tokens=300_000)  # as `serve --embed-tokens 300000`
     impatient = openai.OpenAI(base_url=served["base"], api_key=served["ann_key"], max_retries=0, timeout=0.5)
     with caplog.at_level("WARNING", logger="pagemind"):
         with pytest.raises(openai.APITimeoutError):

@@ -137,6 +137,10 @@ def test_an_embeddings_request_is_bounded_by_the_embed_tokens_setting(tmp_path, 
         assert sum(one.tokens) <= 40
         with pytest.raises(InputError, match="at most 40 are embedded in one request"):
             pm.embed(texts)
+    with Pagemind(ScriptedLLM(), store=tmp_path / "d.db") as pm:  # by default ~5 s of CPU: 15,000 tokens
+        assert pm.settings.embed_tokens == 15_000
+        with pytest.raises(InputError, match="at most 15,000 are embedded in one request: send fewer texts"):
+            pm.embed(["word " * 5000] * 4)
     monkeypatch.setenv("PAGEMIND_EMBED_TOKENS", "400000")  # never above OpenAI's limit
     with pytest.raises(ConfigError, match="embed_tokens"):
         Pagemind(ScriptedLLM(), store=tmp_path / "t.db")

@@ -88,10 +88,10 @@ class Settings(Options):
     ocr_pages: int = option(limits.MAX_OCR_PAGES, "the most pages of one PDF read by OCR (a page takes seconds): "
                             "pages past it are left unread and named", flag="--ocr-pages", minimum=0)
     embed_tokens: int = option(
-        limits.MAX_EMBED_TOTAL, "the most encoder tokens one embeddings request embeds, its texts together (a larger "
-        "request is refused, to be sent in smaller batches): OpenAI's per-request limit by default; MiniLM embeds "
-        "~3,000 tokens a CPU second, so 15000 bounds a request to ~5 s of CPU", flag="--embed-tokens", minimum=1,
-        maximum=limits.MAX_EMBED_TOTAL)
+        limits.EMBED_TOKENS, "the most encoder tokens one embeddings request embeds, its texts together (a larger "
+        "request is refused, to be sent in smaller batches): MiniLM embeds ~3,000 tokens a CPU second, so the "
+        "default bounds a request to ~5 s of CPU; up to OpenAI's per-request 300000", flag="--embed-tokens",
+        minimum=1, maximum=limits.MAX_EMBED_TOTAL)
     cache: bool = option(True, "do not reuse or store LLM replies", flag="--no-cache")
     native_tools: bool = option(True, "OpenAI-compatible servers: offer native tool calling (else JSON-schema "
                                 "replies)")

@@ -42,6 +42,7 @@ LIST_PAGE = 100  # items of a listing's page when the request names no limit (th
 MAX_EMBED_INPUTS = 2_048  # texts embedded in one request (OpenAI's limit for /v1/embeddings)
 MAX_EMBED_TOKENS = 8_192  # the encoder's tokens of one embedded text (OpenAI's per-input limit)
 MAX_EMBED_TOTAL = 300_000  # the encoder's tokens of one embedding request (OpenAI's per-request limit)
+EMBED_TOKENS = 15_000  # ... by default: MiniLM embeds ~3,000 tokens a CPU second, so ~5 s of CPU on 2 cores
 MAX_BLOCKS = 64  # core-memory blocks of one agent given in one request or file
 MAX_AGENT_FILE = 64 * 1024 * 1024  # bytes of an Agent File (.af)
 MAX_JSON_DEPTH = 64  # nesting of a JSON body (deeper is no request pagemind reads; Python's parser recurses)

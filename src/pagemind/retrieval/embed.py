@@ -213,7 +213,9 @@ def text_vectors(encoder: MiniLM, texts: Sequence[str], max_tokens: int, max_tot
         if count > max_tokens:
             raise InputError(f"input[{i}] has {count} tokens; at most {max_tokens} are embedded as one text")
     if sum(counts) > max_total:
-        raise InputError(f"the texts have {sum(counts)} tokens; at most {max_total} are embedded in one request")
+        raise InputError(f"the texts have {sum(counts):,} tokens; at most {max_total:,} are embedded in one request: "
+                         "send fewer texts a request (LangChain's OpenAIEmbeddings(chunk_size=...), LlamaIndex's "
+                         "embed_batch_size=...), or raise the server's --embed-tokens (PAGEMIND_EMBED_TOKENS)")
     parts: list[np.ndarray] = []
     for start in range(0, len(texts), EMBED_GROUP):
         if wanted is not None and not wanted():
