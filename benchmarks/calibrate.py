@@ -136,7 +136,8 @@ def main() -> None:
         entry["recalibrated"] = measures(rescaled, right)
         better = (entry["fitted"]["auroc"] or 0) > (entry["hand_set"]["auroc"] or 0)
         # else the hand-set value made a probability (its ranking kept) where that is better calibrated held out
-        calibrates = not better and (entry["recalibrated"]["ece"] or 1) < (entry["hand_set"]["ece"] or 1) and \
+        ece, hand_ece = entry["recalibrated"]["ece"], entry["hand_set"]["ece"]
+        calibrates = not better and ece is not None and hand_ece is not None and ece < hand_ece and \
             (entry["recalibrated"]["auroc"] or 0) >= (entry["hand_set"]["auroc"] or 0) - 0.01
         entry["shipped"] = bool(args.write and len(mine) >= args.min and folds >= 2 and (better or calibrates))
         entry["ships"] = "fitted" if better else "recalibrated" if calibrates else "hand_set"

@@ -193,5 +193,24 @@ def test_an_upload_read_in_the_background_is_a_run_with_its_pages_and_a_cancel_k
         phases = [s["data"] for s in c.get(f"/v1/runs/{run_id}/steps", headers=ann).json() if s["kind"] == "phase"]
         assert run["status"] == "cancelled" and phases[-1]["done"] < pages == phases[-1]["total"], (run, phases)
         assert [d["name"] for d in c.get("/v1/documents", headers=ann).json()] == ["notes.txt"]  # nothing kept
-    assert list(spool.iterdir()) == []  # the spooled upload went with its run
+
+        # one user's background reads are bounded (each holds its spooled file); an erase stops the one running
+        monkeypatch.setattr("pagemind.server.service.documents.QUEUED_READS", 1)
+        other = mixed_pdf(*[scanned_page([f"Ledger {n} of the tower.", f"Gulls counted: {n * 9}."])
+                            for n in range(pages)])
+        running = c.post("/v1/documents?wait=false", headers=ann,
+                         files={"file": ("more.pdf", other, "application/pdf")})
+        refused = c.post("/v1/documents?wait=false", headers=ann, json={"name": "late.txt", "text": "The lamp."})
+        assert running.status_code == 202 and refused.status_code == 429, refused.text
+        assert "at most 1" in refused.json()["detail"]
+        while not [s for s in c.get(f"/v1/runs/{running.json()['id']}/steps", headers=ann).json()
+                   if s["kind"] == "phase"]:
+            time.sleep(0.1)
+        assert c.delete("/v1/me/data", headers=ann).status_code == 200  # while it reads its pages
+        deadline = time.monotonic() + 120
+        while list(spool.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        assert c.get("/v1/documents", headers=ann).json() == []  # the erased run kept nothing
+    assert list(spool.iterdir()) == []  # the spooled uploads went with their runs
     pm.close()

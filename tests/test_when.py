@@ -24,6 +24,17 @@ def test_each_kind_of_relative_date_is_followed_by_the_date_it_stands_for():
     assert meaning("a few weeks ago", said) == "around 30 December 2022" and meaning("last year", said) == "2022"
     assert meaning("tonight", said) == "20 January 2023" and meaning("tomorrow", said) == "21 January 2023"
     assert meaning("the other day", said) is None
+    assert meaning("this Monday", said) == "16 January 2023" and meaning("next Monday", said) == "23 January 2023"
+
+
+def test_what_only_looks_relative_a_date_given_and_the_calendars_ends_are_left_alone():
+    for text in ("the day before yesterday", "my last year of college", "the last week of March",
+                 "The last month was hard.", "the last Friday of the month"):
+        assert anchored(text, SAID) == text
+    assert anchored("He left yesterday (19 January 2023).", "2023-02-10 09:00:00") == \
+        "He left yesterday (19 January 2023)."  # read back and repeated later: not dated twice
+    assert anchored("yesterday", "0001-01-01 00:00:00") == "yesterday" and meaning("tomorrow", date(9999, 12, 31)) \
+        is None and meaning("3 months ago", date(1, 2, 1)) is None
 
 
 def test_text_without_a_relative_date_or_a_time_is_left_as_it_is():
@@ -38,3 +49,7 @@ def test_a_recalled_message_and_passage_show_the_date_their_words_stand_for():
         "[2023-01-20 16:04] user: Gina: I launched an ad campaign for my store yesterday (19 January 2023)."
     fact = Passage(1, "Jon's group performs at a festival next month.", SAID)
     assert fact.describe() == "[2023-01-20 16:04] Jon's group performs at a festival next month (February 2023)."
+    saved = Passage(2, "The user starts a new job next month.", SAID, source="letta")
+    assert saved.describe().endswith("next month (February 2023).")
+    book = Passage(3, "Tomorrow we sail for the cape.", SAID, source="ledger.txt")  # loaded: its words are its own
+    assert book.describe() == "[2023-01-20 16:04] Tomorrow we sail for the cape."

@@ -139,8 +139,9 @@ class Pagemind:
             return self._keep(self.read(data, name, encoding=encoding, wanted=wanted), name, user_id)
         recorder = self.recorder(run)
         with recorder.running():
-            kept = self._keep(self.read(data, name, encoding=encoding, wanted=wanted, progress=recorder.progress),
-                              name, user_id)
+            document = self.read(data, name, encoding=encoding, wanted=wanted, progress=recorder.progress)
+            recorder.check(now=True)  # a cancel (or an erase) that came while the last page was read keeps nothing
+            kept = self._keep(document, name, user_id)
             recorder.result({"document": kept.id, "name": kept.name, "words": kept.words})
         return kept
 

@@ -38,6 +38,7 @@ MAX_BUDGET = 10_000_000  # tokens of a context budget a request may name
 MAX_RADIUS = 100_000  # characters shown either side of a cited span
 MAX_REPLY_TOKENS = 1_000_000  # tokens of a reply a request may ask for
 MAX_RESULT_PAGE = 1_000_000  # the page number of a search's results
+QUEUED_READS = 8  # uploads one user may have waiting or being read in the background (each holds its spooled file)
 LIST_PAGE = 100  # items of a listing's page when the request names no limit (the cursor of the next page is given)
 MAX_EMBED_INPUTS = 2_048  # texts embedded in one request (OpenAI's limit for /v1/embeddings)
 MAX_EMBED_TOKENS = 8_192  # the encoder's tokens of one embedded text (OpenAI's per-input limit)

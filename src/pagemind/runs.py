@@ -42,6 +42,10 @@ class RunCancelled(PagemindError):
     """The run was cancelled (``pagemind`` stops at its next step; a build resumes later like a killed one)."""
 
 
+class RunsQueued(PagemindError):
+    """A user has as many runs of a kind waiting as one may (e.g. uploads read in the background): 429, try later."""
+
+
 class RunExists(PagemindError):
     """A run with the id asked for already exists (two attempts of one idempotent request met)."""
 
@@ -229,14 +233,17 @@ class Recorder:
 
         return heard
 
-    def check(self) -> None:
-        """Raise :class:`RunCancelled` if a cancel was requested (reads the store at most every ``poll`` s)."""
-        now = time.monotonic()
-        if now - self._checked < self._poll:
+    def check(self, now: bool = False) -> None:
+        """Raise :class:`RunCancelled` if a cancel was requested or the run was erased (reads the store at most
+        every ``poll`` s; ``now``: this time whenever it last looked, before a step that cannot be undone)."""
+        at = time.monotonic()
+        if not now and at - self._checked < self._poll:
             return
-        self._checked = now
+        self._checked = at
         run = self.store.get_run(self.run_id)
-        if run is not None and run.cancel_requested:
+        if run is None:
+            raise RunCancelled(f"run {self.run_id} is gone (its user's data was erased)")
+        if run.cancel_requested:
             raise RunCancelled(f"run {self.run_id} was cancelled")
 
     @contextmanager

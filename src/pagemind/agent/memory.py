@@ -194,6 +194,9 @@ class Event:
         return f"[{self.time[:16]}] {who}: {anchored(self.search_text(), self.time)}"
 
 
+SAID_SOURCES = ("api", "letta", "mcp", "cli")  # the surfaces an outside edit of archival memory comes through
+
+
 @dataclass(frozen=True)
 class Passage:
     """One archival-storage item (a fact the agent saved, or a piece of an uploaded document)."""
@@ -208,11 +211,20 @@ class Passage:
     repeats: tuple[tuple[str, str | None], ...] = ()  # (time, source) of the times it was told again
     replaces: tuple[Passage, ...] = ()  # the passages this one superseded, when a search shows it
 
+    @property
+    def from_document(self) -> bool:
+        """A passage of a loaded document (its source the document's name): its time is when it was loaded, not
+        when its words were said. Said ones: the agent's own (no source), an edit from outside (``api``, ``letta``,
+        ``mcp``, ``cli``) or a consolidation's."""
+        return self.source is not None and self.source not in SAID_SOURCES and \
+            not self.source.startswith("consolidation")
+
     def describe(self) -> str:
         from ..text.when import anchored
 
         gist = f"(gist: {self.summary}) " if self.summary else ""
-        now = f"[{self.time[:16]}] {gist}{anchored(self.text, self.time)}"
+        text = self.text if self.from_document else anchored(self.text, self.time)  # a book's "tomorrow" is its own
+        now = f"[{self.time[:16]}] {gist}{text}"
         if self.superseded_by is not None:
             now += f" (superseded {str(self.superseded or '')[:16]} by passage {self.superseded_by})"
         for old in self.replaces:

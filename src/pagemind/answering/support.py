@@ -53,17 +53,21 @@ _MISSING_FACTOR = 0.5  # a claim's score is multiplied by this for each number o
 ANCHOR_FACTOR = 0.3  # ... by this when the sentences holding its words never name whom the question asks about
 _ANCHOR_CONTEXT = 400  # characters before a quote (within its paragraph) where a name counts as mentioned ("She ...")
 
+# what a reply speaks of when it says the reading does not hold the answer: "the filing", "the documents", "it"
+TEXT_SUBJECT = (r"(?:(?:text|passage|document|story|filing|report|context|excerpt|information|article|statement|"
+                r"table|source|evidence|record|book|chapter|page|section|transcript|conversation|note|data|"
+                r"10-[KQ])s?|it|they)")
 # "the text does not say", "is not mentioned", "no information about": the model declines to answer
 _DECLINED = re.compile(
-    r"\b(?:(?:(?:text|passage|document|story|filing|report|context|excerpt|information|article|statement|table|"
-    r"source|evidence|record|book|chapter|page|section|transcript|conversation|notes?|it|they|this|that)\s+"
-    r"(?:\w+\s+)?(?:does|do|did)\s*(?:not|n['’]t)\s+(?:(?:explicitly|specifically|directly|clearly)\s+)?"
-    r"(?:say|state|mention|specify|tell|indicate|provide|give|contain|include|reveal))|(?:is|are|was|were)\s+not\s+(?:mentioned|stated|specified|given|provided|known|said|"
+    r"\b(?:(?:" + TEXT_SUBJECT + r"\s+(?:\w+\s+)?(?:does|do|did)\s*(?:not|n['’]t)\s+"
+    r"(?:(?:explicitly|specifically|directly|clearly)\s+)?(?:say|state|mention|specify|tell|indicate|provide|give|"
+    r"contain|include|reveal))|(?:is|are|was|were)\s+not\s+(?:mentioned|stated|specified|given|provided|known|said|"
     r"indicated|clear)|no\s+(?:information|mention|indication|details?)\b|not\s+enough\s+information|"
     r"(?:cannot|could\s+not)\s+be\s+(?:determined|found|answered)|"
     r"\bI\s+(?:do|did|could|can|ca)\s*(?:not|n['’]t)\s+(?:know|find|tell|determine|see|recall)\b|"
     r"can(?:not|['’]t)\s+(?:determine|find|tell|answer)|"
-    r"unable\s+to\s+(?:determine|find|answer)|(?:unknown|unclear|not\s+specified)\s*[.!]?\s*$|^\s*no\s+answer\b)",
+    r"unable\s+to\s+(?:determine|find|answer)|(?:unknown|unclear|not\s+specified)\s*[.!]?\s*$|^\s*no\s+answer\b)"
+    r"|^\W*(?:does|do)\s*(?:not|n['’]t)\s+say\b",
     re.IGNORECASE)
 
 

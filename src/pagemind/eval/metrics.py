@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
+from ..answering.support import TEXT_SUBJECT
 from ..errors import ConfigError
 from .datasets import Example
 
@@ -167,20 +168,21 @@ _RECALL = 0.5  # a worded gold answer's content words the reply holds at least, 
 # what a reply that will not answer says in its opening sentences, beside support.declined's "the text does not say":
 # that it cannot see the filing, has no data, would need more, or cannot work the figure out
 _REFUSES = re.compile(
-    r"\bas an AI\b|\bI['’]?m sorry\b|\bI apologi[sz]e\b|"
+    r"^\W*(?:I['’]?m sorry|I apologi[sz]e)\b|\bas an AI\b|"
     r"\b(?:do|does)\s*(?:not|n['’]t) have (?:real-time |direct |the |any |specific |enough |sufficient )*"
-    r"(?:access|data|information|details|figures|financial)|"
+    r"(?:access|data|information|details|figures)\b|"
     r"\b(?:I|we) (?:would|will) need (?:to have |to know |to see |more |specific |the |additional )|"
     r"\b(?:impossible|not possible) to (?:calculate|determine|answer|say|compute|provide)|"
     r"\b(?:cannot|can['’]t|could not|unable to) (?:be )?(?:directly |accurately |precisely )?"
     r"(?:calculated?|determined?|answered|provided?|computed?|found)\b|"
-    r"\bdo(?:es)?\s*(?:not|n['’]t) (?:explicitly |specifically |directly )?(?:state|include|contain|provide|"
-    r"mention|show|list|disclose)|\bthere is no (?:specific |explicit |direct )?(?:mention|information|data)|"
+    r"\b" + TEXT_SUBJECT + r"\s+(?:\w+\s+)?do(?:es)?\s*(?:not|n['’]t) (?:explicitly |specifically |directly )?"
+    r"(?:state|include|contain|provide|mention|show|list|disclose|say|give)\b|"
+    r"\bthere is no (?:specific |explicit |direct )?(?:mention|information|data)|"
     r"^\W*without (?:the |access|specific|more)",
     re.IGNORECASE)
 _OPENING = 3  # the sentences a refusal is looked for in (a long answer that declines says so first)
 _NEGATION = re.compile(r"\b(?:not|no|never|neither|nor|none|cannot)\b|n['’]t\b", re.IGNORECASE)
-_LEAD_IN = re.compile(r"^\W*(?:based on|according to|from|after|looking at|in|per)\b[^,]*,\s*", re.IGNORECASE)
+_LEAD_IN = re.compile(r"^\W*(?:based on|according to|from|after|looking at|in|per)\b[^,]{0,80},\s*", re.IGNORECASE)
 _SHORT = 12  # a reply of at most this many words may name the gold's thing in fewer words than half of the gold's
 
 
@@ -235,19 +237,26 @@ def refuses(text: str) -> bool:
 
 def polarity(text: str, question: str = "") -> str | None:
     """The yes or no a reply gives: its opening word, else its first sentence that is not a lead-in to a list
-    (ending in ":"), read past "Based on the filing, ...": "no" when it holds a negation ("growth is not expected
-    to accelerate"), else "yes" — None when that sentence is not about the question (holds under a third of its
-    content words: a reply that talks of something else says neither)."""
+    (ending in ":"), read past "Based on the filing, ...": "no" when its main clause (before its first comma) holds
+    a negation ("growth is not expected to accelerate"), else "yes" — None when that sentence is not about the
+    question (holds under a third of its content words: a reply that talks of something else says neither)."""
     from ..text.words import sentences
 
     said = _YES_NO.match(text)
     if said is not None:
         return said.group(1).lower()
-    first = _LEAD_IN.sub("", next((s for s in sentences(text) if not s.rstrip().endswith(":")), ""))
+    whole = next((s for s in sentences(text) if not s.rstrip().endswith(":")), "")
     asked = _content(set(normalize_answer(question).split()))
-    if asked and len(asked & set(normalize_answer(first).split())) < len(asked) / 3:
+
+    def about(sentence: str) -> bool:
+        return not asked or len(asked & set(normalize_answer(sentence).split())) >= len(asked) / 3
+
+    first = _LEAD_IN.sub("", whole)
+    if not about(first):  # what followed the comma was not the main clause ("In FY2023 X is not..., per Y")
+        first = whole
+    if not about(first):
         return None
-    return "no" if _NEGATION.search(first) else "yes"
+    return "no" if _NEGATION.search(first.split(",")[0]) else "yes"  # its main clause: "accelerate, not slow"
 
 
 def _content(words: set[str]) -> set[str]:

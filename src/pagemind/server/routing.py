@@ -32,7 +32,7 @@ from ..errors import (
     UnsupportedInput,
 )
 from ..limits import MAX_LIST
-from ..runs import RunCancelled, RunExists
+from ..runs import RunCancelled, RunExists, RunsQueued
 from ..store import Page, UserRow
 from .service import AgentNameTaken, Service
 from .shapes import DOCUMENT_ID, RUN_ID, Error, error_body, run_json
@@ -43,7 +43,7 @@ from .views import Started
 ERROR_STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (InputTooLarge, 413), (UnsupportedInput, 415), (NotFound, 404), (AgentNotFound, 404),
     (AgentExists, 409), (AgentNameTaken, 409), (AgentBusy, 409), (RunCancelled, 409),
-    (RunExists, 409),
+    (RunExists, 409), (RunsQueued, 429),
     (InputError, 422), (ConfigError, 422), (ContextWindowExceeded, 422), (LLMError, 502), (PagemindError, 400),
 )
 

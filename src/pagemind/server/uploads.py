@@ -65,7 +65,11 @@ def hand_over(upload: Upload) -> Path:
     assert upload.path is not None
     fd, name = tempfile.mkstemp(prefix="pagemind-upload-", suffix=upload.path.suffix)
     os.close(fd)
-    os.replace(upload.path, name)
+    try:
+        os.replace(upload.path, name)
+    except OSError:
+        Path(name).unlink(missing_ok=True)
+        raise
     return Path(name)
 
 

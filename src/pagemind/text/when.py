@@ -19,11 +19,13 @@ _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
            "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
 _COUNT = r"(\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+# not "the day before yesterday", "my last year of college", "the last week of March", nor a date already given
 _RELATIVE = re.compile(
+    r"(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\bhis )(?<!\bher )(?<!\btheir )(?<!\bday before )(?<!\bday after )"
     r"\b(?:(?P<day>yesterday|today|tonight|tomorrow|last night)"
     r"|(?P<which>last|next|this) (?P<span>week|weekend|month|year)"
     r"|(?P<count>" + _COUNT[1:-1] + r") (?P<unit>day|week|month|year)s? ago"
-    r"|(?P<wday_which>last|next|this) (?P<wday>" + "|".join(_WEEKDAYS) + r"))\b",
+    r"|(?P<wday_which>last|next|this) (?P<wday>" + "|".join(_WEEKDAYS) + r"))\b(?! of\b)(?!\s*\()",
     re.IGNORECASE)
 
 
@@ -42,14 +44,30 @@ def spoken(day: date) -> str:
 
 def _month(day: date, step: int) -> str:
     index = day.year * 12 + day.month - 1 + step
+    if index // 12 < 1:
+        raise OverflowError("before the calendar")
     return f"{MONTHS[index % 12]} {index // 12}"
 
 
+def _year(year: int) -> str:
+    if year < 1:
+        raise OverflowError("before the calendar")
+    return str(year)
+
+
 def meaning(words: str, said: date) -> str | None:
-    """The date a relative expression (one :data:`_RELATIVE` match) stands for, said on ``said``."""
+    """The date a relative expression (one :data:`_RELATIVE` match) stands for, said on ``said`` (None where it
+    is not one, or falls outside the calendar)."""
     m = _RELATIVE.fullmatch(words.strip())
     if m is None:
         return None
+    try:
+        return _meaning(m, said)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _meaning(m: re.Match[str], said: date) -> str | None:
     if m["day"]:
         shift = {"yesterday": -1, "last night": -1, "today": 0, "tonight": 0, "tomorrow": 1}[m["day"].lower()]
         return spoken(said + timedelta(days=shift))
@@ -58,7 +76,7 @@ def meaning(words: str, said: date) -> str | None:
         if span == "month":
             return _month(said, {"last": -1, "this": 0, "next": 1}[which])
         if span == "year":
-            return str(said.year + {"last": -1, "this": 0, "next": 1}[which])
+            return _year(said.year + {"last": -1, "this": 0, "next": 1}[which])
         return f"the {span} {({'last': 'before', 'this': 'of', 'next': 'after'})[which]} {spoken(said)}"
     if m["unit"]:
         n, unit = _COUNTS.get(m["count"].lower()) or int(m["count"]), m["unit"].lower()
@@ -68,13 +86,13 @@ def meaning(words: str, said: date) -> str | None:
             return f"around {spoken(said - timedelta(weeks=n))}"
         if unit == "month":
             return _month(said, -n)
-        return str(said.year - n)
+        return _year(said.year - n)
     target = _WEEKDAYS.index(m["wday"].lower())
-    ahead = (target - said.weekday()) % 7
     which = m["wday_which"].lower()
-    if which == "last":
+    if which == "last":  # the latest such day before
         return spoken(said - timedelta(days=(said.weekday() - target) % 7 or 7))
-    return spoken(said + timedelta(days=ahead or (7 if which == "next" else 0)))
+    monday = said - timedelta(days=said.weekday())  # "this Monday": of this week; "next Monday": of the next
+    return spoken(monday + timedelta(days=target + (7 if which == "next" else 0)))
 
 
 def anchored(text: str, time: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 from ...answering.question import Question, ReplySettings
 from ...conversation import Turn
 from ...errors import InputError, NotFound
-from ...limits import LIST_PAGE
+from ...limits import LIST_PAGE, QUEUED_READS
+from ...runs import RunsQueued
 from ...store import Page
 from ..shapes import AskRequest, IndexRequest
 from ..views import MemoryUnits, Started, Unit
@@ -41,16 +43,30 @@ class DocumentOps(ServiceBase):
         """Read an upload as a background run (``read``, targeting the upload's name) on the worker pool: its
         pages are the run's progress, the kept document its result, a cancel stops it at the next page and keeps
         nothing. ``owned``: ``source`` is a spooled file of the run's own, removed when the run ends."""
+        waiting = sum(len(self.pm.runs.list(user.id, kind="read", status=status, limit=QUEUED_READS))
+                      for status in ("queued", "running"))
+        if waiting >= QUEUED_READS:
+            raise RunsQueued(f"you have {waiting} uploads being read in the background (at most {QUEUED_READS}): "
+                             "send this one when one of them is done, or without wait=false")
         run = self.pm.runs.create("read", name, user_id=user.id, request={"document": name})
+
+        def drop() -> None:
+            if owned and isinstance(source, Path):
+                source.unlink(missing_ok=True)
 
         def job() -> DocumentRow:
             try:
                 return self.pm.add_document(source, name, user_id=user.id, encoding=encoding or "utf-8", run=run)
             finally:
-                if owned and isinstance(source, Path):
-                    source.unlink(missing_ok=True)
+                drop()
 
-        return Started(run, self.workers.submit(run.id, job))
+        def unstarted(future: Future[DocumentRow]) -> None:
+            if future.cancelled():  # never started (the server stopped)
+                drop()
+
+        future = self.workers.submit(run.id, job)
+        future.add_done_callback(unstarted)
+        return Started(run, future)
 
     def documents(self, user: UserRow, *, after: str | None = None, limit: int = LIST_PAGE) -> Page[DocumentRow]:
         """One page of the user's documents, newest first: those after their document ``after``."""
