@@ -215,7 +215,8 @@ def text_vectors(encoder: MiniLM, texts: Sequence[str], max_tokens: int, max_tot
     if sum(counts) > max_total:
         raise InputError(f"the texts have {sum(counts):,} tokens; at most {max_total:,} are embedded in one request: "
                          "send fewer texts a request (LangChain's OpenAIEmbeddings(chunk_size=...), LlamaIndex's "
-                         "embed_batch_size=...), or raise the server's --embed-tokens (PAGEMIND_EMBED_TOKENS)")
+                         "embed_batch_size=...), or raise the embed_tokens setting (pagemind serve --embed-tokens, "
+                         "PAGEMIND_EMBED_TOKENS)")
     parts: list[np.ndarray] = []
     for start in range(0, len(texts), EMBED_GROUP):
         if wanted is not None and not wanted():
