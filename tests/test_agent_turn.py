@@ -197,19 +197,25 @@ def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first
     assert "Recalled from your memory" not in quiet.history[-1].prompt_text()
 
 
+def told_then_searched(said: str, at: str, query: str, question: str, **options):
+    """An agent told ``said`` at ``at`` and asked ``question`` months later, its first step a recall search for
+    ``query``: (the agent, the later turn)."""
+    steps = [call("send_message", message="ok"),
+             call("conversation_search", query=query, page=0, request_heartbeat=True),
+             call("send_message", message="Found it.")]
+    clock = Clock(at)
+    agent = Agent.create(LLM(ScriptedLLM(by_role={"agent-step": steps})), Store(":memory:"), "sam",
+                         options=AgentOptions(embedder="none", search_again=0, **options), clock=clock)
+    agent.say(said)
+    clock.at = "2024-01-10 10:00:00"
+    return agent, agent.say(question)
+
+
 def test_a_recall_search_finds_messages_by_their_date_and_never_the_turns_own():
     """Dates are searchable: "May 2023" finds what was said on 8 May 2023 (the agent clock's date, spoken); the
     turn's own question and thought are not results."""
-    steps = [call("send_message", message="ok"),
-             call("conversation_search", query="May 2023", page=0, request_heartbeat=True),
-             call("send_message", message="You adopted a dog in May 2023.")]
-    fake = ScriptedLLM(by_role={"agent-step": list(steps)})
-    clock = Clock("2023-05-08 13:56:00")
-    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(
-        embedder="none", recall_first=False, search_again=0), clock=clock)
-    agent.say("We adopted a dog today.")
-    clock.at = "2024-01-10 10:00:00"
-    turn = agent.say("What did we do in May 2023?")
+    _, turn = told_then_searched("We adopted a dog today.", "2023-05-08 13:56:00", "May 2023",
+                                 "What did we do in May 2023?", recall_first=False)
     result = turn.steps[0].result
     assert "We adopted a dog today (8 May 2023)." in result and "What did we do" not in result
 
@@ -218,16 +224,8 @@ def test_a_relative_date_is_read_back_with_the_date_it_stood_for_and_found_by_it
     """Issue 50: "I lost my job yesterday", said on 20 January 2023 and read back in January 2024, is found by a
     search for "19 January 2023" and shows that date — in the search's results and in what is recalled before a
     reply (the agent answered "yesterday" on LoCoMo, and no date scores nothing)."""
-    steps = [call("send_message", message="ok"),
-             call("conversation_search", query="19 January 2023", page=0, request_heartbeat=True),
-             call("send_message", message="You lost your job on 19 January 2023.")]
-    fake = ScriptedLLM(by_role={"agent-step": list(steps)})
-    clock = Clock("2023-01-20 16:04:00")
-    agent = Agent.create(LLM(fake), Store(":memory:"), "jon", options=AgentOptions(
-        embedder="none", search_again=0), clock=clock)
-    agent.say("I lost my job as a banker yesterday.")
-    clock.at = "2024-01-10 10:00:00"
-    turn = agent.say("When did I lose my job as a banker?")
+    agent, turn = told_then_searched("I lost my job as a banker yesterday.", "2023-01-20 16:04:00",
+                                     "19 January 2023", "When did I lose my job as a banker?")
     assert "banker yesterday (19 January 2023)." in turn.steps[0].result
     recalled = next(e.payload["message"] for e in agent.store.queue(agent.id) if "Recalled from your memory" in
                     str(e.payload.get("message", "")))
