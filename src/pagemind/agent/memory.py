@@ -194,7 +194,7 @@ class Event:
         return f"[{self.time[:16]}] {who}: {anchored(self.search_text(), self.time)}"
 
 
-SAID_SOURCES = ("api", "letta", "mcp", "cli")  # the surfaces an outside edit of archival memory comes through
+SAID_SOURCES = ("api", "letta", "mcp")  # the surfaces an outside edit of archival memory comes through
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ class Passage:
     def from_document(self) -> bool:
         """A passage of a loaded document (its source the document's name): its time is when it was loaded, not
         when its words were said. Said ones: the agent's own (no source), an edit from outside (``api``, ``letta``,
-        ``mcp``, ``cli``) or a consolidation's."""
+        ``mcp``) or a consolidation's."""
         return self.source is not None and self.source not in SAID_SOURCES and \
             not self.source.startswith("consolidation")
 

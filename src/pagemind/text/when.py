@@ -59,15 +59,18 @@ def meaning(words: str, said: date) -> str | None:
     """The date a relative expression (one :data:`_RELATIVE` match) stands for, said on ``said`` (None where it
     is not one, or falls outside the calendar)."""
     m = _RELATIVE.fullmatch(words.strip())
-    if m is None:
-        return None
+    return None if m is None else _meaning(m, said)
+
+
+def _meaning(m: re.Match[str], said: date) -> str | None:
+    """The date the matched expression stands for; None where it falls outside the calendar."""
     try:
-        return _meaning(m, said)
+        return _resolved(m, said)
     except (OverflowError, ValueError):
         return None
 
 
-def _meaning(m: re.Match[str], said: date) -> str | None:
+def _resolved(m: re.Match[str], said: date) -> str:
     if m["day"]:
         shift = {"yesterday": -1, "last night": -1, "today": 0, "tonight": 0, "tomorrow": 1}[m["day"].lower()]
         return spoken(said + timedelta(days=shift))
@@ -104,7 +107,7 @@ def anchored(text: str, time: str) -> str:
         return text
 
     def dated(m: re.Match[str]) -> str:
-        what = meaning(m.group(), said)
+        what = _meaning(m, said)  # the match itself: not matched again
         return m.group() if what is None else f"{m.group()} ({what})"
 
     return _RELATIVE.sub(dated, text)
