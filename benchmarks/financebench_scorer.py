@@ -46,13 +46,6 @@ def rows(data: Path) -> list[dict]:
     return out
 
 
-def scored(row: dict) -> str:
-    from pagemind.eval.metrics import financebench
-
-    s = financebench(row["answer"], row["gold"], row["question"])
-    return "refusal" if s["refused"] else "correct" if s["accuracy"] else "incorrect"
-
-
 def measures(pairs: list[tuple[str, str]]) -> dict:
     n = len(pairs)
     agree = sum(a == b for a, b in pairs) / n if n else 0.0
@@ -71,9 +64,11 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA, help="the folder holding financebench/")
     parser.add_argument("--show", type=int, default=0, help="print this many disagreements of the tune half")
     args = parser.parse_args()
+    from pagemind.eval.metrics import financebench_grade
+
     graded = rows(args.data)
     for r in graded:
-        r["automatic"] = scored(r)
+        r["automatic"] = financebench_grade(r["answer"], r["gold"], r["question"])
     out: dict = {"answers": len(graded), "questions": len({r["id"] for r in graded}), "halves": {}, "runs": {}}
     for half in ("tune", "held"):
         mine = [r for r in graded if r["half"] == half]

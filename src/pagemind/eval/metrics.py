@@ -223,6 +223,13 @@ def financebench(text: str, gold: str, question: str = "") -> dict[str, float]:
     return {"accuracy": float(right), "refused": float(refused), "numeric": float(numeric is not None)}
 
 
+def financebench_grade(text: str, gold: str, question: str = "") -> str:
+    """The reply graded as the paper's graders label an answer: ``correct``, ``incorrect`` or ``refusal``
+    (:func:`financebench`)."""
+    scored = financebench(text, gold, question)
+    return "refusal" if scored["refused"] else "correct" if scored["accuracy"] else "incorrect"
+
+
 def refuses(text: str) -> bool:
     """Whether a reply declines to answer: empty, or the text-does-not-say of :func:`~pagemind.answering.support.
     declined` (a short reply), or a no-access, no-data, would-need or cannot-work-it-out sentence among its first

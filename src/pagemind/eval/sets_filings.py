@@ -104,7 +104,7 @@ def _published(folder: Path) -> tuple[dict[str, dict[str, str]], dict[str, dict[
     """The paper's graded runs: question id -> {"<model> <mode>": correct | incorrect | refusal}, as graded by hand
     and as pagemind's automatic scorer grades the same answer (so our accuracy is read beside theirs in one
     currency)."""
-    from .metrics import financebench
+    from .metrics import financebench_grade
 
     hand: dict[str, dict[str, str]] = {}
     automatic: dict[str, dict[str, str]] = {}
@@ -117,10 +117,8 @@ def _published(folder: Path) -> tuple[dict[str, dict[str, str]], dict[str, dict[
                 qid = str(row["financebench_id"])
                 run = f"{row.get('model_name', path.stem.split('_')[0])} {row.get('eval_mode', '')}".strip()
                 hand.setdefault(qid, {})[run] = label
-                scored = financebench(str(row.get("model_answer") or ""), str(row.get("gold_answer", "")),
-                                      str(row.get("question", "")))
-                automatic.setdefault(qid, {})[run] = "refusal" if scored["refused"] else \
-                    "correct" if scored["accuracy"] else "incorrect"
+                automatic.setdefault(qid, {})[run] = financebench_grade(
+                    str(row.get("model_answer") or ""), str(row.get("gold_answer", "")), str(row.get("question", "")))
         if hand:
             break
     return hand, automatic
