@@ -136,8 +136,7 @@ async def upload(request: Request, service: Svc, user: User, wait: Wait = True) 
         if not wait:
             owned = hand_over(up) if up.path is not None else source
             try:
-                begun = await run_in_threadpool(lambda: service.read_document(user, owned, up.name, up.encoding,
-                                                                              owned=True))
+                begun = await run_in_threadpool(lambda: service.read_document(user, owned, up.name, up.encoding))
             except BaseException:  # no run took the file
                 if isinstance(owned, Path):
                     owned.unlink(missing_ok=True)

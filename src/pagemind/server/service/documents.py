@@ -38,11 +38,10 @@ class DocumentOps(ServiceBase):
         looked at after every page read (a PDF's OCR stops when it has left)."""
         return self.pm.add_document(source, name, user_id=user.id, encoding=encoding or "utf-8", wanted=wanted)
 
-    def read_document(self, user: UserRow, source: str | Path, name: str, encoding: str | None = None, *,
-                      owned: bool = False) -> Started:
+    def read_document(self, user: UserRow, source: str | Path, name: str, encoding: str | None = None) -> Started:
         """Read an upload as a background run (``read``, targeting the upload's name) on the worker pool: its
         pages are the run's progress, the kept document its result, a cancel stops it at the next page and keeps
-        nothing. ``owned``: ``source`` is a spooled file of the run's own, removed when the run ends."""
+        nothing. A file ``source`` is a spooled upload of the run's own, removed when the run ends."""
         waiting = sum(len(self.pm.runs.list(user.id, kind="read", status=status, limit=QUEUED_READS))
                       for status in ("queued", "running"))
         if waiting >= QUEUED_READS:
@@ -51,7 +50,7 @@ class DocumentOps(ServiceBase):
         run = self.pm.runs.create("read", name, user_id=user.id, request={"document": name})
 
         def drop() -> None:
-            if owned and isinstance(source, Path):
+            if isinstance(source, Path):
                 source.unlink(missing_ok=True)
 
         def job() -> DocumentRow:
