@@ -137,20 +137,20 @@ def main() -> None:
                                             "hand_set": measures([hand[i] for i in idx], [right[i] for i in idx])}
         entry["recalibrated"] = measures(rescaled, right)
         better = (entry["fitted"]["auroc"] or 0) > (entry["hand_set"]["auroc"] or 0)
-        # else the hand-set value made a probability (its ranking kept) where that is better calibrated held out
-        # a recalibration is one increasing map of the hand-set value, so in use it ranks answers exactly as that
+        source = f"{len(mine)} answers of {', '.join(sorted({r['dataset'] for r in mine}))}"
+        # else the hand-set value recalibrated: one increasing map of it, so in use it ranks answers exactly as that
         # value does (its held-out AUROC above pools five folds' maps, so it differs a little); it ships where its
         # held-out ECE is lower and its weight positive
+        rescale = None if better or len({*right}) < 2 else fit(
+            [r["signals"] for r in mine], right, HAND, kind, source=f"{source}; the hand-set confidence recalibrated")
         ece, hand_ece = entry["recalibrated"]["ece"], entry["hand_set"]["ece"]
-        rescale = fit([r["signals"] for r in mine], right, HAND, kind) if len({*right}) == 2 else None
-        calibrates = not better and ece is not None and hand_ece is not None and ece < hand_ece and \
-            rescale is not None and rescale.weights[0] > 0
+        calibrates = rescale is not None and rescale.weights[0] > 0 and ece is not None and hand_ece is not None \
+            and ece < hand_ece
         entry["shipped"] = bool(args.write and len(mine) >= args.min and folds >= 2 and (better or calibrates))
         entry["ships"] = "fitted" if better else "recalibrated" if calibrates else "hand_set"
         if entry["shipped"]:
-            whole = fit([r["signals"] for r in mine], right, names if better else HAND, kind,
-                        source=f"{len(mine)} answers of {', '.join(sorted({r['dataset'] for r in mine}))}"
-                               + ("" if better else "; the hand-set confidence recalibrated"))
+            whole = fit([r["signals"] for r in mine], right, names, kind, source=source) if better else rescale
+            assert whole is not None  # shipped without a better model: the recalibration that calibrates
             models.append(whole.as_dict())
             entry["model"] = whole.as_dict()
         report["kinds"][kind] = entry
