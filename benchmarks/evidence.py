@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import re
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from common import DATA, RESULTS, method_options, write_result
 from pagemind import Pagemind
 from pagemind.eval import EvalConfig, Runner, summarise, write_report
 from pagemind.eval.datasets import Example
+from pagemind.eval.rundir import RunDir
 from pagemind.eval.sets import load_dataset
 
 DOCUMENT_METHODS = ("readagent-p", "readagent-s", "gistmem", "memwalker", "rag", "op-rag", "full")
@@ -52,8 +54,10 @@ class Chosen(Runner):
         return self.chosen
 
 
-def choose(dataset: str, data: Path, documents: list[str], queries: int) -> list[Example]:
+def choose(dataset: str, data: Path, documents: list[str], queries: int, per_category: int = 0) -> list[Example]:
     labelled = [e for e in load_dataset(dataset, str(data), PARAMS[dataset]) if e.evidence]
+    if per_category:
+        return by_category(labelled, documents, per_category)
     if queries == 0 and not documents:
         return labelled
     if not documents:  # the shortest documents, until there are enough questions: few memories to build
@@ -66,6 +70,42 @@ def choose(dataset: str, data: Path, documents: list[str], queries: int) -> list
     return picked[:queries] if queries else picked
 
 
+def by_category(labelled: list[Example], documents: list[str], n: int) -> list[Example]:
+    """``n`` questions of each category, taken in turn from each document (the set's order within one): a sample
+    spread over the conversations, so a category's figure is not one conversation's."""
+    chosen: list[Example] = []
+    for category in sorted({int(e.meta.get("category", 0)) for e in labelled}):
+        pools = [[e for e in labelled if e.document_id == d and int(e.meta.get("category", 0)) == category]
+                 for d in documents or sorted({e.document_id for e in labelled})]
+        taken = 0
+        for i in range(max(map(len, pools), default=0)):
+            for pool in pools:
+                if taken < n and i < len(pool):
+                    chosen.append(pool[i])
+                    taken += 1
+    return chosen
+
+
+def per_type(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per method and question type (LoCoMo's categories): n, the headline score (a failure 0), evidence recall
+    and tokens per answer."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        kind = (r.get("meta") or {}).get("question_type")
+        if kind:
+            groups.setdefault((r["method"], str(kind)), []).append(r)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for (method, kind), rows in sorted(groups.items()):
+        ok = [r.get("status") != "error" for r in rows]
+        f1 = [float((r.get("scores") or {}).get("f1", 0.0)) if good else 0.0 for r, good in zip(rows, ok)]
+        recall = [float((r.get("evidence") or {}).get("recall") or 0.0) if good else 0.0 for r, good in zip(rows, ok)]
+        tokens = [int((r.get("usage") or {}).get("prompt_tokens", 0)) for r in rows]
+        out.setdefault(method, {})[kind] = {"n": len(rows), "f1": round(sum(f1) / len(rows), 3),
+                                            "evidence_recall": round(sum(recall) / len(rows), 3),
+                                            "prompt_tokens": round(sum(tokens) / len(rows))}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dataset", choices=sorted(DEFAULT_METHODS))
@@ -76,6 +116,8 @@ def main() -> None:
     parser.add_argument("--base-url", default=None)
     parser.add_argument("--budget", type=int, default=1500, help="context tokens per prompt, every method")
     parser.add_argument("--queries", type=int, default=3, help="labelled questions (0: all of the split)")
+    parser.add_argument("--per-category", type=int, default=0, help="instead of --queries: N labelled questions "
+                                                                     "of each category, spread over the documents")
     parser.add_argument("--documents", default="", help="comma-separated document ids (e.g. qmsum-Bed002)")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--runs", type=Path, default=RESULTS.parent / "runs")
@@ -86,13 +128,15 @@ def main() -> None:
     parser.add_argument("-O", "--option", action="append", default=[], help="METHOD:KEY=VALUE (as pagemind eval)")
     args = parser.parse_args()
     methods = tuple(m for m in args.methods.split(",") if m) or DEFAULT_METHODS[args.dataset]
-    examples = choose(args.dataset, args.data, [d for d in args.documents.split(",") if d], args.queries)
+    examples = choose(args.dataset, args.data, [d for d in args.documents.split(",") if d], args.queries,
+                      args.per_category)
     options = method_options(args.option)
     model = re.sub(r"[^A-Za-z0-9.-]+", "-", args.llm or "default").strip("-")
     cite = {v for o in options.values() for k, v in o.items() if k == "cite"}
     mode = f"-{'-'.join(sorted(cite))}" if cite else ""  # e.g. -quotes: a run of another mode is another run
     tag = f"-{args.tag}" if args.tag else ""
-    run_dir = args.runs / f"evidence-{args.dataset}-{model}-b{args.budget}-q{args.queries}{mode}{tag}"
+    size = f"c{args.per_category}" if args.per_category else f"q{args.queries}"
+    run_dir = args.runs / f"evidence-{args.dataset}-{model}-b{args.budget}-{size}{mode}{tag}"
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     given = {k: v for k, v in {"base_url": args.base_url, "n_ctx": args.n_ctx, "threads": args.threads}.items()
              if v is not None}
@@ -107,12 +151,14 @@ def main() -> None:
     columns = ("n", "errors", "score", "citations", "evidence_n", "evidence_recall", "evidence_precision",
                "quotes_dropped", "tokens", "index_tokens", "seconds")
     rows = {m["method"]: {k: m[k] for k in columns} for m in summary["methods"]}
+    by_type = per_type(RunDir(run_dir).latest().values())
     write_result(run_dir.name, {
         "dataset": args.dataset, "model": summary["config"].get("model"), "budget": args.budget,
         "examples": [e.id for e in examples], "documents": sorted({e.document_id for e in examples}),
         "document_words": sorted({e.words for e in examples}), "primary": summary["primary"],
         "run_dir": run_dir.name, "finished": result.finished, "errors": result.errors,
-        "seconds": round(time.perf_counter() - started, 1), "methods": rows},
+        "seconds": round(time.perf_counter() - started, 1), "methods": rows,
+        **({"by_question_type": by_type} if by_type else {})},
         into=None if args.runs == RESULTS.parent / "runs" else args.runs)  # --runs elsewhere: the result beside it
 
 

@@ -63,6 +63,11 @@ def locomo_turns(conversation: dict, where: str, dia_ids: dict[str, int] | None 
     return turns, lines
 
 
+# LoCoMo's category numbers by name, as its scorer's comments map them (snap-research/locomo task_eval/evaluation.py;
+# the paper lists the types in another order, and the data's numbers follow the scorer)
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
 def load_locomo(path: Path, *, categories: tuple[int, ...] = (1, 2, 3, 4)) -> list[Example]:
     """LoCoMo QA over very long conversations (token F1 with LoCoMo's per-category rules)."""
     path = find_file(path, "locomo_conversations_1-5.json", "locomo10.json")
@@ -83,7 +88,8 @@ def load_locomo(path: Path, *, categories: tuple[int, ...] = (1, 2, 3, 4)) -> li
             if answer is None:
                 raise DatasetError(f"{qwhere}: no answer")
             spans, unresolved = locomo_spans(qa.get("evidence") or [], dia_ids, offsets)
-            meta = {"category": category, "evidence": list(qa.get("evidence") or []),
+            meta = {"category": category, "question_type": LOCOMO_CATEGORIES.get(category, str(category)),
+                    "evidence": list(qa.get("evidence") or []),
                     "speakers": [c["speaker_a"], c.get("speaker_b", "")]}
             if unresolved:
                 meta["evidence_unresolved"] = unresolved
