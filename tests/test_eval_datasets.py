@@ -172,6 +172,7 @@ def test_locomo_turns_transcript_and_categories(tmp_path):
     assert e.document.splitlines()[1] == "[2023-05-08] Bo: Nice! [shares a photo: a cat on a sofa]"
     both = load_dataset("locomo", path, {"categories": "4,5"})
     assert both[1].references == ("Not mentioned in the conversation",)
+    assert [x.meta["question_type"] for x in both] == ["single-hop", "adversarial"]  # the report's breakdown
 
 
 def msc_episode(i):
