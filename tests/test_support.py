@@ -350,3 +350,27 @@ def test_a_questions_title_cased_words_are_not_names_the_cited_sentence_must_hol
     story = "Abel was 41 years old. Mr. Pellow kept the lighthouse and never said his age."
     wrong, _ = ask("41 years", "How old is Mr. Pellow?", text=story)
     assert wrong.support.claims[0].unnamed == ("pellow",)  # a sentence about Abel does not answer for Pellow
+
+
+def test_a_statement_row_is_about_the_company_its_table_title_names():
+    """Issue 47's own issue: a right free cash flow, worked out of the cash flow statement's rows, was judged
+    "unsupported" because the rows never name General Mills. A row is read with its table's title lines: the
+    company there answers for it (however many rows above); another company's title, or none, does not."""
+    rows = ("| Fiscal Year | 2020 | 2019 |\n| --- | --- | --- |\n"
+            + "".join(f"| Adjustment number {i} to reconcile net earnings | {i}.5 | {i}.7 |\n" for i in range(12))
+            + "| Net cash provided by operating activities | 3,676.2 | 2,807.0 |\n"
+            "| Purchases of land, buildings, and equipment | (460.8) | (537.6) |")
+    question = "What is the FY2020 capital expenditure of General Mills?"
+    other_prose = "\n\nGeneral Mills makes cereal."  # the name is written in what was read, so it is a name
+
+    def judged(title: str) -> tuple[str, ...]:
+        text = title + rows + other_prose
+        quote = "| Purchases of land, buildings, and equipment | (460.8) | (537.6) |"
+        start = text.index(quote)
+        support = assess(question, "460.8", [Citation("d", "text", None, start, start + len(quote), quote, "text")],
+                         [text])
+        return support.claims[0].unnamed
+
+    assert judged("Consolidated Statements of Cash Flows\nGENERAL MILLS, INC. AND SUBSIDIARIES\n(In Millions)\n") == ()
+    assert judged("Consolidated Statements of Cash Flows\nKELLOGG COMPANY\n(In Millions)\n") == ("general", "mills")
+    assert judged("") == ("general", "mills")

@@ -51,6 +51,7 @@ _SIM_FLOOR, _SIM_SPAN = 0.25, 0.5  # MiniLM cosine below the floor counts 0, abo
 _WORD_SHARE = 0.6  # the words' share of a claim's score where similarity is measured (else all of it)
 _MISSING_FACTOR = 0.5  # a claim's score is multiplied by this for each number or name not in the cited text
 ANCHOR_FACTOR = 0.3  # ... by this when the sentences holding its words never name whom the question asks about
+_TITLE_LINES = 4  # lines above a table that title it (statement, company, units), read with each of its rows
 _ANCHOR_CONTEXT = 400  # characters before a quote (within its paragraph) where a name counts as mentioned ("She ...")
 
 # what a reply speaks of when it says the reading does not hold the answer: "the filing", "the documents", "it"
@@ -328,8 +329,26 @@ def _context(citation: Citation, read: Sequence[str]) -> str:
         if span is not None:
             begin = max(0, span[0] - _ANCHOR_CONTEXT)
             paragraph = text.rfind("\n\n", begin, span[0])
-            return text[max(begin, paragraph + 2 if paragraph >= 0 else begin):span[1]]
+            return _table_head(text, span[0]) + text[max(begin, paragraph + 2 if paragraph >= 0 else begin):span[1]]
     return citation.quote
+
+
+def _table_head(text: str, at: int) -> str:
+    """The title lines of the Markdown table whose row holds ``at`` (up to :data:`_TITLE_LINES` lines right above it:
+    "Consolidated Statements of Cash Flows", "GENERAL MILLS, INC. AND SUBSIDIARIES", "(In Millions)") with its
+    header row, and a newline; "" outside a table. A statement's row never names its company: its title does."""
+    lines = text[:at].split("\n")
+    if not (lines[-1].lstrip().startswith("|") or text[at:at + 1] == "|"):
+        return ""
+    first = len(lines) - 1
+    while first > 0 and lines[first - 1].lstrip().startswith("|"):
+        first -= 1
+    title: list[str] = []
+    for line in reversed(lines[max(0, first - _TITLE_LINES):first]):
+        if not line.strip():
+            break
+        title.insert(0, line)
+    return "\n".join([*title, lines[first]]) + "\n"
 
 
 @lru_cache(maxsize=16)
