@@ -5,14 +5,15 @@ hand-set confidence.
     python benchmarks/calibrate.py RUN_DIR [RUN_DIR ...] [--folds 5] [--write]
 
 Each RUN_DIR is a ``pagemind eval run`` directory whose examples carry ``signals`` (runs from this version on; a
-model's answers are replayed from the LLM cache when the same run is made again). An answer is right when its
-headline score is at least 0.5. Folds are by document, never by question: a document's answers are all held out
-together. Per kind (choice, numeric, free) and per dataset: AUROC, ECE and coverage at 80/90% right of the fitted
-probability on held-out folds beside the hand-set confidence of the same answers. ``--write`` fits each kind on all
-its answers and writes ``src/pagemind/answering/calibration.json`` — only kinds with at least ``--min`` answers from
-at least two documents per fold: the model of all signals where its held-out AUROC beats the hand-set one, else the
-hand-set value recalibrated (one increasing map: the same ranking, a probability) where that is better calibrated
-held out; the others keep the hand-set value.
+model's answers are replayed from the LLM cache when the same run is made again). An answer is right when its headline
+score is at least 0.5, or as graded by hand where the run directory holds ``grades.jsonl`` (one ``{"example_id",
+"method", "right"}`` a line: a free-form answer a token-F1 score undercounts). Folds are by document, never by
+question: a document's answers are all held out together. Per kind (choice, numeric, free) and per dataset: AUROC, ECE
+and coverage at 80/90% right of the fitted probability on held-out folds beside the hand-set confidence of the same
+answers. ``--write`` fits each kind on all its answers and writes ``src/pagemind/answering/calibration.json`` — only
+kinds with at least ``--min`` answers from at least two documents per fold: the model of all signals where its
+held-out AUROC beats the hand-set one, else the hand-set value recalibrated (one increasing map: the same ranking, a
+probability) where that is better calibrated held out; the others keep the hand-set value.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from common import ROOT, write_result
 
 RIGHT = 0.5
+GRADES = "grades.jsonl"  # a run's answers graded by hand ({"example_id", "method", "right"}), read before its scores
 
 
 def load(dirs: list[Path]) -> list[dict]:
@@ -33,6 +35,9 @@ def load(dirs: list[Path]) -> list[dict]:
     for folder in dirs:
         config = json.loads((folder / "config.json").read_text())
         primary = config.get("primary", "accuracy")
+        graded = folder / GRADES
+        grades = {(g["example_id"], g["method"]): bool(g["right"]) for g in
+                  map(json.loads, graded.read_text().splitlines() if graded.exists() else [])}
         for line in (folder / "examples.jsonl").read_text().splitlines():
             try:
                 r = json.loads(line)
@@ -42,7 +47,8 @@ def load(dirs: list[Path]) -> list[dict]:
                 continue
             rows.append({"dataset": r["dataset"], "document": r["document_id"], "kind": r.get("kind", "free"),
                          "method": r["method"], "signals": r["signals"],
-                         "right": float(r["scores"][primary]) >= RIGHT, "run": folder.name})
+                         "right": grades.get((r["example_id"], r["method"]), float(r["scores"][primary]) >= RIGHT),
+                         "graded": (r["example_id"], r["method"]) in grades, "run": folder.name})
     return rows
 
 
@@ -137,7 +143,9 @@ def main() -> None:
                                             "hand_set": measures([hand[i] for i in idx], [right[i] for i in idx])}
         entry["recalibrated"] = measures(rescaled, right)
         better = (entry["fitted"]["auroc"] or 0) > (entry["hand_set"]["auroc"] or 0)
-        source = f"{len(mine)} answers of {', '.join(sorted({r['dataset'] for r in mine}))}"
+        graded = sorted({r["dataset"] for r in mine if r["graded"]})
+        source = f"{len(mine)} answers of {', '.join(sorted({r['dataset'] for r in mine}))}" + (
+            f" ({', '.join(graded)} graded by hand)" if graded else "")
         # else the hand-set value recalibrated: one increasing map of it, so in use it ranks answers exactly as that
         # value does (its held-out AUROC above pools five folds' maps, so it differs a little); it ships where its
         # held-out ECE is lower and its weight positive

@@ -290,6 +290,7 @@ def test_a_shipped_model_for_the_answers_kind_gives_its_confidence(monkeypatch):
     from pagemind.answering import calibration
     from pagemind.answering.signals import NAMES, kind_of, signals
 
+    monkeypatch.setattr(calibration, "fitted", lambda: {})
     plain, _ = ask("Tam Ruddock skippered the Margery Dell.", "Who skippered the supply boat?")
     assert plain.calibrated is None and plain.confidence == plain.support.confidence and kind_of(plain) == "free"
     assert list(signals(plain)) == list(NAMES) and signals(plain)["supported"] == 1.0
@@ -303,15 +304,16 @@ def test_a_shipped_model_for_the_answers_kind_gives_its_confidence(monkeypatch):
     assert kind_of(numeric) == "numeric" and numeric.calibrated is None  # no model shipped for figures
 
 
-def test_the_shipped_choice_model_gives_a_multiple_choice_answer_its_confidence():
+def test_the_shipped_models_give_a_multiple_choice_or_free_answer_its_confidence():
     """Issue 51: the package ships a model for multiple-choice answers, fitted by benchmarks/calibrate.py on
-    labelled runs of at least 100 answers (held out by document, it beat the hand-set confidence there); a
-    multiple-choice answer's confidence is that model's probability of right, a free answer keeps the support's."""
+    labelled runs of at least 100 answers (held out by document, it beat the hand-set confidence there), and one for
+    free-form answers (BABILong's exact labels, LoCoMo's graded by hand); an answer's confidence is its kind's
+    model's probability of right; a figure (no model shipped) keeps the support's."""
     from pagemind.answering import calibration
     from pagemind.answering.signals import kind_of, signals
 
     shipped = calibration.fitted()
-    assert set(shipped) == {"choice"} and shipped["choice"].n >= 100, shipped
+    assert set(shipped) == {"choice", "free"} and min(m.n for m in shipped.values()) >= 100, shipped
     story = "Tam Ruddock skippered the Margery Dell, the supply boat of the lighthouse."
     choice, _ = ask("Answer: (B) Tam Ruddock", "Who skippered the supply boat?\n(A) Mr. Pellow\n(B) Tam Ruddock",
                     text=story)
@@ -319,7 +321,11 @@ def test_the_shipped_choice_model_gives_a_multiple_choice_answer_its_confidence(
     assert choice.calibrated == pytest.approx(shipped["choice"].probability(signals(choice)), abs=1e-4)
     assert choice.confidence == choice.calibrated and 0.0 < choice.confidence < 1.0
     free, _ = ask("Tam Ruddock skippered the Margery Dell.", "Who skippered the supply boat?", text=story)
-    assert free.calibrated is None and free.confidence == free.support.confidence
+    assert free.calibrated == pytest.approx(shipped["free"].probability(signals(free)), abs=1e-4)
+    assert free.confidence == free.calibrated != free.support.confidence
+    numeric, _ = ask("Mr. Pellow climbed 112 steps.", "How many steps did Mr. Pellow climb?")
+    assert kind_of(numeric) == "numeric" and numeric.calibrated is None and numeric.confidence == \
+        numeric.support.confidence
 
 
 def test_a_yes_or_no_answer_is_cited_and_judged_by_the_question_it_answers():
