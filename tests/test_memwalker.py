@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import threading
 
 import pytest
@@ -502,3 +503,42 @@ def test_a_tree_of_sections_for_a_document_without_any_is_refused_never_built_by
     with pytest.raises(InputError, match="has no sections"):
         mw.build(Document.from_text(make_text(8, 10)))
     assert not fake.history
+
+
+def test_a_guided_triage_shows_the_children_over_the_best_segment_first_and_only_guide_k_of_them():
+    """guide=bm25 (issue 47: MemWalker on a filing's sections rejected leaf after leaf among twenty titles): each
+    node's children ranked by BM25 of the question over the segments beneath them, the first guide_k shown in that
+    order; a hidden child is not on offer (re-asked), and comes in once the shown ones are rejected."""
+    parts = paragraphs(16)
+    parts[11] = "The zeppelin landed at Brannoch harbour."  # leaf 2.3
+    fake = scripted(navigate=["Reasoning: r\nAction: 3",  # not shown at the root: re-asked
+                              "Reasoning: r\nAction: 2", "Reasoning: r\nAction: 3",
+                              "Reasoning: r\nAction: -1", "Reasoning: r\nAction: 0", "Reasoning: r\nAction: -1",
+                              "Reasoning: r\nAction: 1", "Reasoning: r\nAction: -2\nAnswer: at the harbour"])
+    mw = walker(fake, segment_tokens=10, max_children=4, guide="bm25", guide_k=2)
+    tree = mw.build(Document.from_text("\n\n".join(parts)))
+    assert tree.node("2.3").text == parts[11]
+    answer = mw.answer(tree, Question("Where did the zeppelin land?"))
+
+    def shown(request):
+        return [int(n) for n in re.findall(r"Summary (\d+):", request.messages[0].content)]
+
+    asks = navigations(fake)
+    assert shown(asks[0]) == [2, 0]  # the zeppelin's part first, then reading order among the rest (all 0)
+    assert "summary 3 is not among those shown" in next(e.decision for e in answer.trace.events)
+    assert shown(asks[2]) == [3, 0] and shown(asks[4]) == [0, 1] and shown(asks[6]) == [1, 2]
+    assert answer.details["walk"].startswith("root → 2 → 2.3 (leaf: -1) ← → 2.0 (leaf: -1) ← → 2.1")
+    assert answer.details["trajectory"][-1]["answer"] == "at the harbour"  # (withheld: leaf 2.1 does not hold it)
+
+
+def test_best_leaf_answers_when_two_navigation_calls_are_left():
+    fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Reasoning: r\nAction: -2\nAnswer: (B)"])
+    mw = walker(fake, max_steps=5, on_exhausted="best-leaf")
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    assert answer.letter == "B" and answer.details["navigation_calls"] == 5  # the leaf again (cached), the re-ask
+    assert "(Action: -2)" in navigations(fake)[3].messages[-1].content
+    assert navigations(fake)[3].messages[0].content == navigations(fake)[2].messages[0].content  # leaf 0.0 again
+    assert any("step budget of 5 navigation calls was all but used up" in f for f in answer.fallbacks)
+    no_answer = walker(scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Action: 0", "Action: -1"]),
+                       max_steps=5)
+    assert no_answer.answer(no_answer.build(Document.from_text(make_text(8, 10))), QUESTION).text == "no answer"

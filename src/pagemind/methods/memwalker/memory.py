@@ -142,8 +142,14 @@ class MemWalkerOptions(ReaderOptions):
     max_failures: int = option(3, "consecutive unparsable replies that end the search (the paper's 3)", minimum=1)
     reasoning_chars: int = option(300, "grammar bound on the reasoning line (constrained backends)", minimum=1)
     on_exhausted: OnExhausted = option(
-        "no-answer", "when every path from the root was rejected: no-answer (the paper) or best-leaf (pagemind: "
-                     "answer from the leaf the walk rated most promising, recorded as a fallback)")
+        "no-answer", "when every path from the root was rejected, or two navigation calls are left: no-answer (the "
+                     "paper) or best-leaf (pagemind: answer from the leaf the walk rated most promising, recorded as "
+                     "a fallback)")
+    guide: Literal["none", "bm25"] = option(
+        "none", "pagemind: rank each node's children by BM25 of the question over the text beneath them (their best "
+                "segment) and show the first guide_k in that order, the next as those are rejected (none: the paper's "
+                "triage over all children)")
+    guide_k: int = option(3, "children a guided triage shows at a time", minimum=1)
     layout: Literal["paper", "prefix-cache"] = option(
         "paper", "triage prompt layout: paper (the question first) or prefix-cache (pagemind: the summaries first, so "
                  "a server's prefix cache reuses the root's triage across questions)")

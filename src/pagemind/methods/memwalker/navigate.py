@@ -76,6 +76,7 @@ class Walk:
         self.seen: set[str] = set()  # nodes whose summary was placed in a prompt
         self.context_words = 0
         self.memory_truncated = 0
+        self._guide: dict[str, float] | None = None  # node id -> its best segment's BM25 score (guide=bm25)
 
     # --- asking, with re-asks ----------------------------------------------------------------------
     def _ask(self, request: LLMRequest, parse: Callable[[str], Any],
@@ -93,8 +94,32 @@ class Walk:
         self.invalid += len(found.problems)
         return found.value, found.calls, len(found.problems), found.outcome  # ok | failed | budget
 
+    def guided(self, node: TreeNode, allowed: list[int]) -> list[int]:
+        """``allowed`` children ranked by the BM25 score of the best segment beneath each (ties in reading order),
+        the first ``guide_k``: what a guided triage shows."""
+        if self._guide is None:
+            from ...retrieval.scorers import BM25
+
+            leaves = self.tree.leaves
+            scores = BM25([leaf.text for leaf in leaves]).scores(self.question.text)
+            best: dict[str, float] = {}
+            for leaf, score in zip(leaves, scores):
+                parts = leaf.id.split(".")
+                for depth in range(1, len(parts) + 1):
+                    key = ".".join(parts[:depth])
+                    best[key] = max(best.get(key, 0.0), float(score))
+            self._guide = best
+        guide = self._guide
+        ranked = sorted(allowed, key=lambda i: -guide.get(node.children[i], 0.0))
+        return ranked[:self.opts.guide_k]
+
     def _triage(self, node: TreeNode, excluded: set[int]) -> tuple[int | None, NavigationStep]:
         allowed = [i for i in range(len(node.children)) if i not in excluded]
+        hidden: frozenset[int] = frozenset()
+        if self.opts.guide != "none":
+            shown_now = self.guided(node, allowed)
+            hidden = frozenset(allowed) - frozenset(shown_now)  # not on offer this time
+            allowed = shown_now
         if len(allowed) == 1:  # the only valid action: a grammar would force it, a parser accept nothing else
             return allowed[0], NavigationStep(node.id, TRIAGE, allowed[0], "(the only child left; no call needed)")
         children = self.tree.children(node)
@@ -112,7 +137,7 @@ class Walk:
         self.context_words = max(self.context_words, sum(len(s.split()) for _, s in shown))
         parsed, calls, invalid, outcome = self._ask(
             request,
-            lambda reply: parse_triage(reply, len(node.children), frozenset(excluded)),
+            lambda reply: parse_triage(reply, len(node.children), frozenset(excluded), hidden),
             lambda req, reply, problem: retry_request(req, reply, problem, choices=allowed),
             lambda t: f"-> child {t.child}",
         )
@@ -177,6 +202,11 @@ class Walk:
         stack: list[tuple[TreeNode, set[int]]] = [(self.tree.root, set())]
         while True:
             node, excluded = stack[-1]
+            if self.opts.on_exhausted == "best-leaf" and self.leaves_read and self.calls >= self.opts.max_steps - 2:
+                # two calls kept for it: the leaf's request again (its earlier "-1" comes back from the cache where
+                # no grammar forbids it) and the re-ask that asks for the answer
+                return self._exhausted(f"the step budget of {self.opts.max_steps} navigation calls was all but used "
+                                       f"up at node {node.id}")
             if node.is_leaf:
                 reply, step = self._leaf(node)
                 self.steps.append(step)

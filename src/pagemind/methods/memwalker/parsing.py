@@ -65,8 +65,10 @@ def reasoning_of(reply: str, action_at: int) -> str:
     return " ".join(head.split())
 
 
-def parse_triage(reply: str, n_children: int, excluded: frozenset[int] = frozenset()) -> Triage:
-    """The child a triage reply chooses: valid when ``0 <= child < n_children`` and not excluded."""
+def parse_triage(reply: str, n_children: int, excluded: frozenset[int] = frozenset(),
+                 hidden: frozenset[int] = frozenset()) -> Triage:
+    """The child a triage reply chooses: valid when ``0 <= child < n_children``, not excluded and not ``hidden`` (a
+    guided triage shows some children at a time)."""
     if not reply.strip():
         return Triage(None, problem="empty reply")
     action, at, _, problem = find_action(reply)
@@ -79,6 +81,8 @@ def parse_triage(reply: str, n_children: int, excluded: frozenset[int] = frozens
         return Triage(None, reasoning, f"summary {action} does not exist (0..{n_children - 1})")
     if action in excluded:
         return Triage(None, reasoning, f"summary {action} was already read and rejected")
+    if action in hidden:
+        return Triage(None, reasoning, f"summary {action} is not among those shown: choose one of them")
     return Triage(action, reasoning)
 
 
