@@ -361,7 +361,8 @@ def test_a_questions_title_cased_words_are_not_names_the_cited_sentence_must_hol
 def test_a_statement_row_is_about_the_company_its_table_title_names():
     """Issue 47's own issue: a right free cash flow, worked out of the cash flow statement's rows, was judged
     "unsupported" because the rows never name General Mills. A row is read with its table's title lines: the
-    company there answers for it (however many rows above); another company's title, or none, does not."""
+    company there answers for it (however many rows above, and read from the document when what was read starts
+    inside the table); another company's title, or none, does not."""
     rows = ("| Fiscal Year | 2020 | 2019 |\n| --- | --- | --- |\n"
             + "".join(f"| Adjustment number {i} to reconcile net earnings | {i}.5 | {i}.7 |\n" for i in range(12))
             + "| Net cash provided by operating activities | 3,676.2 | 2,807.0 |\n"
@@ -380,3 +381,11 @@ def test_a_statement_row_is_about_the_company_its_table_title_names():
     assert judged("Consolidated Statements of Cash Flows\nGENERAL MILLS, INC. AND SUBSIDIARIES\n(In Millions)\n") == ()
     assert judged("Consolidated Statements of Cash Flows\nKELLOGG COMPANY\n(In Millions)\n") == ("general", "mills")
     assert judged("") == ("general", "mills")
+    # a fragment read from inside the statement: its title is found in the document the citation points into
+    document = "Consolidated Statements of Cash Flows\nGENERAL MILLS, INC. AND SUBSIDIARIES\n" + rows + other_prose
+    fragment = document[document.index("| Adjustment number 6"):]
+    quote = "| Purchases of land, buildings, and equipment | (460.8) | (537.6) |"
+    start = document.index(quote)
+    cited = [Citation("d", "fragment", 3, start, start + len(quote), quote, "retrieval")]
+    assert assess(question, "460.8", cited, [fragment]).claims[0].unnamed == ("general", "mills")
+    assert assess(question, "460.8", cited, [fragment], whole=document).claims[0].unnamed == ()

@@ -140,7 +140,10 @@ def judge(question: Question, reading: Reading, citations: list[Citation], optio
         context.fallback("support minilm: the embedded encoder is not installed (the retrieval extra); support "
                          "judged by words alone")
     read = [e.text for e in reading.evidence]
-    support = assess(question, claim or reading.text, citations, read, embedder)
+    from ..text import Document
+
+    whole = document.text if isinstance(document, Document) else None  # a library's citations point into its members
+    support = assess(question, claim or reading.text, citations, read, embedder, whole)
     if question.is_choice and reading.choice is not None:  # the other options, cited as the chosen one is
         located = reading.located(document)
         rivals = [(LETTERS[i], assess(question, option, ev.supporting(document, located, option, question.text,

@@ -308,7 +308,7 @@ def _idf(pool: Sequence[set[str] | frozenset[str]]) -> dict[str, float]:
     return {w: math.log(1 + len(pool) / n) for w, n in df.items()}
 
 
-def _read(citations: Sequence[Citation], read: Sequence[str]) -> _Read:
+def _read(citations: Sequence[Citation], read: Sequence[str], whole: str | None = None) -> _Read:
     quotes = tuple(c.quote for c in citations)
     quote_terms = tuple(frozenset(facts(q)) for q in quotes)
     corpus = _corpus(tuple(read))
@@ -317,11 +317,13 @@ def _read(citations: Sequence[Citation], read: Sequence[str]) -> _Read:
     cited_words = frozenset(re.findall(r"\w+", " ".join(quotes).lower()))
     return _Read(quotes, quote_terms, cited_numbers, cited_words, corpus.numbers | cited_numbers,
                  corpus.words | cited_words, idf, max(idf.values(), default=1.0),
-                 tuple(_context(c, read).lower() for c in citations))
+                 tuple(_context(c, read, whole).lower() for c in citations))
 
 
-def _context(citation: Citation, read: Sequence[str]) -> str:
-    """The quote with up to :data:`_ANCHOR_CONTEXT` characters before it in its paragraph (where "she" is named)."""
+def _context(citation: Citation, read: Sequence[str], whole: str | None = None) -> str:
+    """The quote with up to :data:`_ANCHOR_CONTEXT` characters before it in its paragraph (where "she" is named),
+    after its table's title lines when it is a table row — from ``whole``, the document's text, where what was read
+    starts inside the table (a fragment of a long statement holds its rows, not its title)."""
     from ..citations import locate
 
     for text in read:
@@ -329,7 +331,10 @@ def _context(citation: Citation, read: Sequence[str]) -> str:
         if span is not None:
             begin = max(0, span[0] - _ANCHOR_CONTEXT)
             paragraph = text.rfind("\n\n", begin, span[0])
-            return _table_head(text, span[0]) + text[max(begin, paragraph + 2 if paragraph >= 0 else begin):span[1]]
+            head = _table_head(text, span[0])
+            if head.startswith("|") and whole is not None and whole[citation.start:citation.end] == citation.quote:
+                head = _table_head(whole, citation.start) or head
+            return head + text[max(begin, paragraph + 2 if paragraph >= 0 else begin):span[1]]
     return citation.quote
 
 
@@ -471,12 +476,13 @@ def claims_of(answer: str) -> list[str]:
 
 
 def assess(question: Question | str, answer: str, citations: Sequence[Citation], read: Sequence[str],
-           embedder: Any = None) -> Support:
+           embedder: Any = None, whole: str | None = None) -> Support:
     """The support of ``answer`` (to ``question``, a :class:`~pagemind.answering.question.Question` or its text) by the
     quotes of its ``citations``, given the texts it ``read``; ``embedder``: the MiniLM encoder
-    (:func:`pagemind.answering.evidence.minilm_encoder`), or None (words alone)."""
+    (:func:`pagemind.answering.evidence.minilm_encoder`), or None (words alone); ``whole``: the text of the document
+    the citations' offsets point into, where there is one (a cited table row is read with its table's title)."""
     question_text = question if isinstance(question, str) else question.text
-    seen = _read(citations, read)
+    seen = _read(citations, read, whole)
     asked = facts(question_text)
     named = {a for a in anchors(question_text) if _named_in(a, read)}
     relevance = (sum(seen.idf.get(w, 0.0) > 0 or w in seen.read_words for w in asked) / len(asked)) if asked else 1.0
