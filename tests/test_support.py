@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from pagemind import LLM, Document, Pagemind, ScriptedLLM, Store
 from pagemind.answering.question import Question
-from pagemind.answering.support import assess, declined, names, numbers
+from pagemind.answering.support import assess, declined, names, numbers, registrant
 from pagemind.answering.verify import label_probability, parse
 from pagemind.citations import Citation
 from pagemind.cli.main import cli
@@ -221,7 +221,8 @@ def test_pagemind_ask_records_support_in_the_run(tmp_path):
     with Pagemind(ScriptedLLM(by_role={"answer": "Answer: Grey."}), store=tmp_path / "s.db") as pm:
         answer = pm.ask(Document.from_text(STORY), "What colour was the inspector's coat?", method="full")
         run = pm.store.get_run(answer.run_id)
-    assert answer.confidence == answer.support.confidence and run.result["support"]["label"] == "supported"
+    assert answer.confidence == answer.calibrated and run.result["support"]["label"] == "supported"
+    assert run.result["confidence"] == answer.confidence  # the run keeps the confidence the answer showed
 
 
 def test_a_number_held_by_a_sentence_about_someone_else_is_not_support():
@@ -389,3 +390,25 @@ def test_a_statement_row_is_about_the_company_its_table_title_names():
     cited = [Citation("d", "fragment", 3, start, start + len(quote), quote, "retrieval")]
     assert assess(question, "460.8", cited, [fragment]).claims[0].unnamed == ("general", "mills")
     assert assess(question, "460.8", cited, [fragment], whole=document).claims[0].unnamed == ()
+
+
+def test_a_filings_registrant_is_the_subject_of_every_sentence_it_files():
+    """A 10-K's MD&A says "cash provided by operating activities was $381.6 million" of "we": asked of Block's
+    (Square's) cash flow, the right figure was "unsupported" because the sentence never names Square. The cover page
+    names the registrant; a question's name for it need not be in the cited sentence, another name still must."""
+    cover = "SQUARE, INC.\n(Exact name of registrant as specified in its charter)\n\n"
+    body = "For the year ended December 31, 2020, cash provided by operating activities was $381.6 million."
+    prose = "\n\nSquare sells hardware. Afterpay is a partner."
+    quote = body
+    for text, unnamed in ((cover + body + prose, ()), (body + prose, ("square",))):
+        start = text.index(quote)
+        cited = [Citation("d", "text", None, start, start + len(quote), quote, "text")]
+        support = assess("How much cash did Square generate from operations in FY2020?", "$381.6 million", cited,
+                         [text], whole=text)
+        assert support.claims[0].unnamed == unnamed
+    start = (cover + body + prose).index(quote)
+    cited = [Citation("d", "text", None, start, start + len(quote), quote, "text")]
+    other = assess("How much cash did Afterpay generate from operations in FY2020?", "$381.6 million", cited,
+                   [cover + body + prose], whole=cover + body + prose)
+    assert other.claims[0].unnamed == ("afterpay",)
+    assert registrant(cover) == {"square", "inc"} and registrant("Abel was 41 years old.") == frozenset()

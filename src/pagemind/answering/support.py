@@ -455,6 +455,19 @@ def _other_period(question: str, claim: str, quotes: Sequence[str]) -> tuple[str
     return tuple(out)
 
 
+_REGISTRANT = re.compile(r"([^\n]*[A-Za-z][^\n]*)\n[^\n]*\(\s*exact name of registrant", re.IGNORECASE)
+_COVER = 20_000  # characters of a filing's cover page read for its registrant
+
+
+def registrant(whole: str | None) -> frozenset[str]:
+    """The words of the registrant a filing's cover page names ("GENERAL MILLS, INC." above "(Exact name of
+    registrant as specified in its charter)"), lower-cased; empty for any other document. Every sentence of a 10-K,
+    10-Q or 8-K speaks for its registrant ("we", a statement's rows), so a question's name for it need not be in
+    the cited sentence."""
+    found = _REGISTRANT.search(whole[:_COVER]) if whole else None
+    return frozenset(re.findall(r"[a-z0-9]+", found.group(1).lower())) if found else frozenset()
+
+
 def anchors(question: str) -> set[str]:
     """Whom or what a question names (``Pellow`` of "How old is Mr. Pellow?"), lower-cased, without ``'s``."""
     return {re.sub(r"['’]s$", "", n) for n in names(question)}
@@ -484,7 +497,7 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     question_text = question if isinstance(question, str) else question.text
     seen = _read(citations, read, whole)
     asked = facts(question_text)
-    named = {a for a in anchors(question_text) if _named_in(a, read)}
+    named = {a for a in anchors(question_text) if _named_in(a, read)} - registrant(whole)
     relevance = (sum(seen.idf.get(w, 0.0) > 0 or w in seen.read_words for w in asked) / len(asked)) if asked else 1.0
     if declined(answer):
         return Support("unsupported", 0.0, (), (), round(relevance, 4), True,
