@@ -412,3 +412,8 @@ def test_a_filings_registrant_is_the_subject_of_every_sentence_it_files():
                    [cover + body + prose], whole=cover + body + prose)
     assert other.claims[0].unnamed == ("afterpay",)
     assert registrant(cover) == {"square", "inc"} and registrant("Abel was 41 years old.") == frozenset()
+    # the registrant named is the one name a sentence must meet: the question's other title-cased words do not
+    # become required in its place ("Balance Sheet" of "the largest liability in Square's Balance Sheet")
+    titled = assess("What was Square's cash from operations in its Balance Sheet?", "$381.6 million", cited,
+                    [cover + body + prose + " The Balance Sheet follows."], whole=cover + body + prose)
+    assert titled.claims[0].unnamed == ()

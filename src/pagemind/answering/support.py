@@ -497,7 +497,9 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     question_text = question if isinstance(question, str) else question.text
     seen = _read(citations, read, whole)
     asked = facts(question_text)
-    named = {a for a in anchors(question_text) if _named_in(a, read)} - registrant(whole)
+    named = {a for a in anchors(question_text) if _named_in(a, read)}
+    if named & registrant(whole):  # a filing's every sentence speaks of its registrant: one of the names is met
+        named = set()
     relevance = (sum(seen.idf.get(w, 0.0) > 0 or w in seen.read_words for w in asked) / len(asked)) if asked else 1.0
     if declined(answer):
         return Support("unsupported", 0.0, (), (), round(relevance, 4), True,
