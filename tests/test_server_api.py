@@ -158,11 +158,13 @@ def test_ask_sync_and_202(service):
     assert r.status_code == 200, r.text
     answer = r.json()
     assert answer["answer"] == "the map" and answer["run_id"].startswith("run_")
-    assert answer["support"]["label"] == "supported" and answer["abstained"] is False and answer["confidence"] >= 0.5
+    assert answer["support"]["label"] == "supported" and answer["abstained"] is False
+    assert answer["support"]["confidence"] >= 0.5 and answer["calibrated"] is True  # shown: the fitted probability
     unsaid = c.post(f"/v1/documents/{upload(service)['id']}/ask", headers=ann,
                     json={"question": "Who finds it?", "method": "full"}).json()  # a text without the map
     assert unsaid["abstained"] is True and unsaid["draft"] == "the map"
     assert unsaid["answer"].startswith("The document does not say") and unsaid["support"]["label"] == "unsupported"
+    assert unsaid["confidence"] < answer["confidence"]
     later = c.post(f"/v1/documents/{doc['id']}/ask?wait=false", headers=ann,
                    json={"question": "Who?", "options": ["the map", "a boat"], "method": "full"})
     assert later.status_code == 202 and later.json()["status"] in ("queued", "running", "done")
