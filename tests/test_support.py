@@ -2,6 +2,7 @@
 opt-in verifier (labels, log-probabilities, re-ask, fallback), abstention, and the surfaces that show them."""
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -185,6 +186,13 @@ def test_the_cli_prints_the_support_line_after_the_sources_and_the_draft_when_it
     assert out.startswith("The document does not say (45 is nowhere in what was read).")
     assert out.index("Sources:") < out.index("Support: abstained: not supported by the sources — check them")
     assert "The model's draft (not supported): He is 45 years old." in out
+    line = next(x for x in out.splitlines() if x.startswith("Support:"))
+    assert "(confidence 0.06; not in what was read: 45)" in line  # a figure: no fitted model, the support's value
+    said = CliRunner().invoke(cli, ["ask", "--sample", "What colour was the inspector's coat?", "-m", "full",
+                                    "--store", str(tmp_path / "s.db")],
+                              obj={"backend": ScriptedLLM(by_role={"answer": "Answer: Grey."})})
+    line = next(x for x in said.stdout.splitlines() if x.startswith("Support:"))  # a free answer: the fitted
+    assert re.fullmatch(r"Support: supported by \[1\].* \(confidence 0\.\d\d, fitted; support 1\.00\)", line), line
     grey = CliRunner().invoke(cli, ["ask", "--sample", "What colour was the inspector's coat?", "-m", "full",
                                     "--store", str(tmp_path / "s.db"), "--json"],
                               obj={"backend": ScriptedLLM(by_role={"answer": "Answer: Grey."})})

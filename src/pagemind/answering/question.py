@@ -141,7 +141,7 @@ class Answer:
         """The support's one line as the CLI and MCP show it (``abstained: …`` when it abstained), None unjudged."""
         if self.support is None:
             return None
-        return ("abstained: " if self.abstained else "") + self.support.line()
+        return ("abstained: " if self.abstained else "") + self.support.line(self.calibrated)
 
     @property
     def letter(self) -> str | None:

@@ -116,8 +116,10 @@ class Support:
     def sources(self) -> tuple[int, ...]:
         return tuple(sorted({n for c in self.claims for n in c.sources}))
 
-    def line(self) -> str:
-        """One line for a person: ``supported by [1][2]`` / ``partly supported ...`` / ``not supported ...``."""
+    def line(self, fitted: float | None = None) -> str:
+        """One line for a person: ``supported by [1][2]`` / ``partly supported ...`` / ``not supported ...``, with
+        the confidence: ``fitted``, the fitted probability of right where one is shipped (the support's own score
+        beside it), else the support's."""
         marks = "".join(f"[{n}]" for n in self.sources)
         if self.declined:
             head = "the model found no answer in what it read"
@@ -132,7 +134,9 @@ class Support:
                    + (f" ({verdict.confidence:.0%})" if verdict.confidence is not None else ""))
         unfounded = f"; not in what was read: {', '.join(self.unfounded)}" if self.unfounded else ""
         why = f"; {self.reason}" if self.reason and not self.unfounded and not self.declined else ""
-        return f"{head} (confidence {self.confidence:.2f}{checked}{unfounded}{why})"
+        shown = f"confidence {self.confidence:.2f}" if fitted is None else \
+            f"confidence {fitted:.2f}, fitted; support {self.confidence:.2f}"
+        return f"{head} ({shown}{checked}{unfounded}{why})"
 
     def with_verdict(self, verdict: Verdict) -> Support:
         """This support with the verifier's reading folded in: the more cautious of its label and the words' is
