@@ -127,6 +127,14 @@ def test_compute_off_and_questions_without_a_figure_make_no_call():
     assert fake.roles() == ["answer"] and answer.computation is None
 
 
+def test_a_reply_that_finds_no_answer_is_not_replaced_by_a_working():
+    """MemWalker's forced answer "The text does not provide the figures" to a growth comparison became "0 (computed
+    by pagemind …)" from a figure the text holds for something else: a reader that found no answer keeps its
+    abstention; no working is asked."""
+    answer, fake = ask(QUESTION, "Answer: The text does not provide the retention ratio.", WORKING)
+    assert fake.roles() == ["answer"] and answer.computation is None and answer.abstained
+
+
 def test_a_figure_read_off_the_text_needs_no_working_unless_no_text_states_such_a_figure():
     answer, fake = ask("What was the growth of net earnings in fiscal 2022?", "Answer: 17.4%", WORKING)
     assert fake.roles() == ["answer"] and answer.text == "17.4%" and answer.computation is None

@@ -539,6 +539,7 @@ def test_best_leaf_answers_when_two_navigation_calls_are_left():
     assert "(Action: -2)" in navigations(fake)[3].messages[-1].content
     assert navigations(fake)[3].messages[0].content == navigations(fake)[2].messages[0].content  # leaf 0.0 again
     assert any("step budget of 5 navigation calls was all but used up" in f for f in answer.fallbacks)
+    assert answer.details["walk"] == "root → 0 → 0.0 (leaf: -1) ← ⇒ 0.0 (leaf: -2, answer B)"  # which leaf answered
     no_answer = walker(scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Action: 0", "Action: -1"]),
                        max_steps=5)
     assert no_answer.answer(no_answer.build(Document.from_text(make_text(8, 10))), QUESTION).text == "no answer"

@@ -104,13 +104,18 @@ def computed(question: Question, reading: Reading, options: AnswerOptions, llm: 
              document: Any = None) -> Computation | None:
     """The working of a computed figure (:mod:`.compute`) where ``options.compute`` is on and the question asks for
     one, worked out from the units the reading declares; None otherwise (also when the asker's reply settings ask
-    for JSON or a token limit) or when no reply gives a working."""
+    for JSON or a token limit, or the reader's reply says the text does not hold the answer) or when no reply gives
+    a working."""
     from . import compute
 
     settings = question.reply
     if settings is not None and (settings.json_schema is not None or settings.max_tokens is not None):
         return None  # the asker wants the reply as JSON, or this short: a working would break either
     if options.compute == "off" or question.is_choice or not compute.asked(question.text):
+        return None
+    from .support import declined
+
+    if declined(reading.text):  # the reader found no answer: a working would put a figure in its place
         return None
     located = reading.located(document)
     if not located:

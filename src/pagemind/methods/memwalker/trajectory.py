@@ -38,6 +38,8 @@ def format_walk(steps: list[dict[str, Any]]) -> str:
             parts[-1] += " (leaf: -1)"
             parts.append("←")
         elif kind == LEAF:
+            if parts[-1] == "←" or parts[-1].endswith("exhausted]"):  # best-leaf: the walk's first leaf, again
+                parts.append(f"⇒ {node}")
             answer = s.get("answer", "")
             answer = answer if len(answer) <= 40 else answer[:39] + "…"
             parts[-1] += f" (leaf: -2, answer {answer})"
