@@ -540,6 +540,10 @@ def test_best_leaf_answers_when_two_navigation_calls_are_left():
     assert navigations(fake)[3].messages[0].content == navigations(fake)[2].messages[0].content  # leaf 0.0 again
     assert any("step budget of 5 navigation calls was all but used up" in f for f in answer.fallbacks)
     assert answer.details["walk"] == "root → 0 → 0.0 (leaf: -1) ← ⇒ 0.0 (leaf: -2, answer B)"  # which leaf answered
+    cut = [{"kind": "triage", "node": "root", "action": 1}, {"kind": "leaf", "node": "1", "action": -1},
+           {"kind": "triage", "node": "root", "action": 2}, {"kind": "triage", "node": "2", "action": 2},
+           {"kind": "leaf", "node": "1", "action": -2, "answer": "B"}]  # the budget ran out after a triage
+    assert format_walk(cut) == "root → 1 (leaf: -1) ← → 2 → 2.2 ⇒ 1 (leaf: -2, answer B)"
     no_answer = walker(scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Action: 0", "Action: -1"]),
                        max_steps=5)
     assert no_answer.answer(no_answer.build(Document.from_text(make_text(8, 10))), QUESTION).text == "no answer"

@@ -43,6 +43,7 @@ def test_names_are_capitalised_words_inside_a_sentence():
 
 def test_a_reply_that_says_the_text_does_not_say_is_declined():
     assert declined("The story does not say how old Mr. Pellow is.") and declined("This is not mentioned.")
+    assert declined("Cannot be inferred from the text above.")  # MemWalker's forced answer on a 10-K
     assert not declined("He is 45 years old.") and not declined("The text says he was grey-faced.")
     # a model speaking for itself: "I don't know", "I could not find ..." (not a person who does not know)
     assert declined("I don't know.") and declined("I could not find where Maud lives.") and declined("I can't recall.")

@@ -64,7 +64,7 @@ _DECLINED = re.compile(
     r"(?:(?:explicitly|specifically|directly|clearly)\s+)?(?:say|state|mention|specify|tell|indicate|provide|give|"
     r"contain|include|reveal))|(?:is|are|was|were)\s+not\s+(?:mentioned|stated|specified|given|provided|known|said|"
     r"indicated|clear)|no\s+(?:information|mention|indication|details?)\b|not\s+enough\s+information|"
-    r"(?:cannot|could\s+not)\s+be\s+(?:determined|found|answered)|"
+    r"(?:cannot|could\s+not)\s+be\s+(?:determined|found|answered|inferred|deduced|established)|"
     r"\bI\s+(?:do|did|could|can|ca)\s*(?:not|n['’]t)\s+(?:know|find|tell|determine|see|recall)\b|"
     r"can(?:not|['’]t)\s+(?:determine|find|tell|answer)|"
     r"unable\s+to\s+(?:determine|find|answer)|(?:unknown|unclear|not\s+specified)\s*[.!]?\s*$|^\s*no\s+answer\b)"

@@ -29,16 +29,19 @@ class NavigationStep:
 def format_walk(steps: list[dict[str, Any]]) -> str:
     """``root → 2 → 2.1 (leaf: -1) ← → 2.3 (leaf: -2, answer C)``."""
     parts = [ROOT]
+    at: str | None = ROOT  # the node the walk stands on
     for s in steps:
         kind, node = s["kind"], s["node"]
         action: Any = s.get("action")  # stored JSON: the chosen number of a triage or leaf step
         if kind == TRIAGE:
-            parts.append(f"→ {child_id(node, action)}")
+            at = child_id(node, action)
+            parts.append(f"→ {at}")
         elif kind == LEAF and action == -1:
             parts[-1] += " (leaf: -1)"
             parts.append("←")
+            at = None
         elif kind == LEAF:
-            if parts[-1] == "←" or parts[-1].endswith("exhausted]"):  # best-leaf: the walk's first leaf, again
+            if node != at:  # best-leaf: the walk's first leaf, read again to answer
                 parts.append(f"⇒ {node}")
             answer = s.get("answer", "")
             answer = answer if len(answer) <= 40 else answer[:39] + "…"
