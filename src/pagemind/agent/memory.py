@@ -44,8 +44,7 @@ class AgentOptions(Options):
     max_steps: int = option(8, "LLM steps per user message before the turn is cut short", minimum=1, maximum=1_000)
     search_again: int = option(
         1, "times a turn a reply to a question is held back, while at least two steps remain, when what the turn's "
-           "searches (or recall before reply) returned does not support it (or it says nothing was found): the "
-           "agent is told to search on "
+           "searches returned does not support it (or it says nothing was found): the agent is told to search on "
            "(the next page, other words, the other memory) before it answers; 0: every reply is sent (the paper's)",
         minimum=0, maximum=100)
     final_reply: bool = option(True, "the last of max_steps may only call send_message, so a cut-short turn still "

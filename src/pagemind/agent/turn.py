@@ -265,16 +265,16 @@ class Turn:
         return [c for c in self.result.evidence if c.unit != "message" or (c.index or 0) <= self.before]
 
     def _hold(self, message: str) -> str | None:
-        """Why the reply ``message`` is held back, or None to send it: a reply to a question, with two steps
-        left, after searches (or recall before reply) that returned nothing supporting it (or saying itself that
-        nothing was found) is not sent — the agent is told to search on, as MemGPT pages through results — at
-        most ``search_again`` times a turn. The hold carries one more page of recall search itself, for the
-        user's question in its own words (small models search with words of their own that miss; they rarely
-        search again when told to): its results are the turn's evidence like any search's."""
+        """Why the reply ``message`` is held back, or None to send it: a reply to a question, with two steps left,
+        after searches that returned nothing supporting it (or saying itself that nothing was found) is not sent —
+        the agent is told to search on, as MemGPT pages through results — at most ``search_again`` times a turn.
+        The hold carries one more page of recall search itself, for the user's question in its own words (small
+        models search with words of their own that miss; they rarely search again when told to): its results are
+        the turn's evidence like any search's."""
         if self.held >= self.options.search_again or self.remaining < 2 or not _asks(self.text):
             return None
         searches = [s for s in self.result.steps if s.function in _SEARCHES and s.status == "OK"]
-        if not searches and not self.result.recalled:  # what recall placed before the reply counts as a search
+        if not searches:
             return None
         from ..answering.support import assess
 
@@ -285,7 +285,7 @@ class Turn:
         self.held += 1
         why = "your reply says nothing was found" if judged.declined else \
             judged.reason or "the words of your reply are not in it"
-        page = int(searches[-1].arguments.get("page") or 0) + 1 if searches else 1
+        page = int(searches[-1].arguments.get("page") or 0) + 1
         self.trace.note(f"reply held back ({why}): the agent is told to search again")
         held = prompt("search_again", why=why, page=page)
         query = _question(self.text)
