@@ -399,6 +399,13 @@ def test_a_statement_row_is_about_the_company_its_table_title_names():
     cited = [Citation("d", "fragment", 3, start, start + len(quote), quote, "retrieval")]
     assert assess(question, "460.8", cited, [fragment]).claims[0].unnamed == ("general", "mills")
     assert assess(question, "460.8", cited, [fragment], whole=document).claims[0].unnamed == ()
+    for read in (document[start:], " ".join(document[start - 300:].split())):  # from the row; words joined by spaces
+        assert assess(question, "460.8", cited, [read], whole=document).claims[0].unnamed == ()
+    spaced = " ".join(("Kellogg's own text. " * 30 + document).split())  # no lines: no table can be told, and
+    at = spaced.index(quote)  # the names far above the row are no title (the 400 characters before it are read)
+    far = [Citation("d", "fragment", 3, at, at + len(quote), quote, "retrieval")]
+    assert assess("What is the capital expenditure of Kellogg?", "460.8", far, [spaced]).claims[0].unnamed == \
+        ("kellogg",)
 
 
 def test_a_filings_registrant_is_the_subject_of_every_sentence_it_files():
@@ -420,9 +427,18 @@ def test_a_filings_registrant_is_the_subject_of_every_sentence_it_files():
     other = assess("How much cash did Afterpay generate from operations in FY2020?", "$381.6 million", cited,
                    [cover + body + prose], whole=cover + body + prose)
     assert other.claims[0].unnamed == ("afterpay",)
-    assert registrant(cover) == {"square", "inc"} and registrant("Abel was 41 years old.") == frozenset()
-    # the registrant named is the one name a sentence must meet: the question's other title-cased words do not
+    assert registrant(cover) == {"square"} and registrant("Abel was 41 years old.") == frozenset()
+    both = assess("How much cash did Square and Afterpay generate from operations in FY2020?", "$381.6 million",
+                  cited, [cover + body + prose], whole=cover + body + prose)
+    assert both.claims[0].unnamed == ("afterpay",)  # the registrant is met; the other name it asks of is not
+    amazon = "AMAZON.COM, INC.\n(Exact name of registrant as specified in its charter)\n\n"
+    assert registrant(amazon) == {"amazon"}  # its legal form is no name: "Netflix, Inc." does not share it
+    assert registrant("Commission File Number 001-37622\n(Exact name of registrant") == frozenset()
+    assert registrant("a" * 20_000) == frozenset() and registrant("x" * 5_000 + "\n(exact name of registrant") == \
+        frozenset()  # one long line: read at once, never a backtracking search
+    # with the registrant met, the question's other title-cased words that the text writes as common nouns do not
     # become required in its place ("Balance Sheet" of "the largest liability in Square's Balance Sheet")
     titled = assess("What was Square's cash from operations in its Balance Sheet?", "$381.6 million", cited,
-                    [cover + body + prose + " The Balance Sheet follows."], whole=cover + body + prose)
+                    [cover + body + prose + " The Balance Sheet follows; our balance sheet is strong."],
+                    whole=cover + body + prose)
     assert titled.claims[0].unnamed == ()

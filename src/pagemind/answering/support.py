@@ -52,6 +52,8 @@ _WORD_SHARE = 0.6  # the words' share of a claim's score where similarity is mea
 _MISSING_FACTOR = 0.5  # a claim's score is multiplied by this for each number or name not in the cited text
 ANCHOR_FACTOR = 0.3  # ... by this when the sentences holding its words never name whom the question asks about
 _TITLE_LINES = 4  # lines above a table that title it (statement, company, units), read with each of its rows
+_TITLE_CHARS = 200  # of each such line
+_TABLE_ROWS = 400  # rows above a cited row walked to the table's first
 _ANCHOR_CONTEXT = 400  # characters before a quote (within its paragraph) where a name counts as mentioned ("She ...")
 
 # what a reply speaks of when it says the reading does not hold the answer: "the filing", "the documents", "it"
@@ -335,9 +337,9 @@ def _context(citation: Citation, read: Sequence[str], whole: str | None = None) 
         if span is not None:
             begin = max(0, span[0] - _ANCHOR_CONTEXT)
             paragraph = text.rfind("\n\n", begin, span[0])
-            head = _table_head(text, span[0])
-            if head.startswith("|") and whole is not None and whole[citation.start:citation.end] == citation.quote:
-                head = _table_head(whole, citation.start) or head
+            located = whole is not None and whole[citation.start:citation.end] == citation.quote
+            head = _table_head(whole, citation.start) if whole is not None and located else \
+                _table_head(text, span[0])
             return head + text[max(begin, paragraph + 2 if paragraph >= 0 else begin):span[1]]
     return citation.quote
 
@@ -346,18 +348,28 @@ def _table_head(text: str, at: int) -> str:
     """The title lines of the Markdown table whose row holds ``at`` (up to :data:`_TITLE_LINES` lines right above it:
     "Consolidated Statements of Cash Flows", "GENERAL MILLS, INC. AND SUBSIDIARIES", "(In Millions)") with its
     header row, and a newline; "" outside a table. A statement's row never names its company: its title does."""
-    lines = text[:at].split("\n")
-    if not (lines[-1].lstrip().startswith("|") or text[at:at + 1] == "|"):
-        return ""
-    first = len(lines) - 1
-    while first > 0 and lines[first - 1].lstrip().startswith("|"):
-        first -= 1
-    title: list[str] = []
-    for line in reversed(lines[max(0, first - _TITLE_LINES):first]):
-        if not line.strip():
+    start = text.rfind("\n", 0, at) + 1
+    if "\n" not in text or not (text.startswith("|", start) or text.startswith("|", at)):
+        return ""  # not a row; or a text of no lines (words joined by spaces), where no row can be told
+    lines: list[str] = []  # the table's rows above, then its title lines, read upwards one line at a time
+    end = start - 1
+    while end > 0 and len(lines) < _TABLE_ROWS:
+        begin = text.rfind("\n", 0, end) + 1
+        line = text[begin:end]
+        if not line.lstrip().startswith("|"):
             break
-        title.insert(0, line)
-    return "\n".join([*title, lines[first]]) + "\n"
+        lines.append(line)
+        end = begin - 1
+    first = lines[-1] if lines else text[start:text.find("\n", start) if "\n" in text[start:] else len(text)]
+    title: list[str] = []
+    while end > 0 and len(title) < _TITLE_LINES:
+        begin = text.rfind("\n", 0, end) + 1
+        line = text[begin:end]
+        if not line.strip() or line.lstrip().startswith("|"):
+            break
+        title.insert(0, line[:_TITLE_CHARS])
+        end = begin - 1
+    return "\n".join([*title, first[:_TITLE_CHARS]]) + "\n"
 
 
 @lru_cache(maxsize=16)
@@ -459,17 +471,34 @@ def _other_period(question: str, claim: str, quotes: Sequence[str]) -> tuple[str
     return tuple(out)
 
 
-_REGISTRANT = re.compile(r"([^\n]*[A-Za-z][^\n]*)\n[^\n]*\(\s*exact name of registrant", re.IGNORECASE)
+_REGISTRANT = "(exact name of registrant"
 _COVER = 20_000  # characters of a filing's cover page read for its registrant
+_NAME_CHARS = 100  # longest registrant line
+# a registrant's legal form and joining words: "Amazon.com, Inc." is Amazon, never "com" nor "inc"
+_LEGAL = frozenset("inc incorporated corp corporation company co com ltd limited plc llc lp nv sa ag se holdings "
+                   "group the of and".split())
 
 
+@lru_cache(maxsize=8)
 def registrant(whole: str | None) -> frozenset[str]:
-    """The words of the registrant a filing's cover page names ("GENERAL MILLS, INC." above "(Exact name of
-    registrant as specified in its charter)"), lower-cased; empty for any other document. Every sentence of a 10-K,
-    10-Q or 8-K speaks for its registrant ("we", a statement's rows), so a question's name for it need not be in
-    the cited sentence."""
-    found = _REGISTRANT.search(whole[:_COVER]) if whole else None
-    return frozenset(re.findall(r"[a-z0-9]+", found.group(1).lower())) if found else frozenset()
+    """The words of the registrant a filing's cover page names ("GENERAL MILLS, INC." on the line above "(Exact name
+    of registrant as specified in its charter)"), lower-cased, its legal form left out; empty for any other
+    document. Every sentence of a 10-K, 10-Q or 8-K speaks for its registrant ("we", a statement's rows)."""
+    cover = whole[:_COVER] if whole else ""
+    at = cover.lower().find(_REGISTRANT)
+    if at < 0:
+        return frozenset()
+    end = cover.rfind("\n", 0, at)
+    line = cover[cover.rfind("\n", 0, end) + 1:end].strip("_ \t") if end > 0 else ""
+    if len(line) > _NAME_CHARS or re.search(r"\d{3}", line):  # a file number or a run of text: no name read
+        return frozenset()
+    return frozenset(re.findall(r"[a-z][a-z0-9]*", line.lower())) - _LEGAL
+
+
+def _common(word: str, read: Sequence[str]) -> bool:
+    """Whether what was read writes ``word`` in lower case: a common noun ("balance sheet"), not a name."""
+    pattern = re.compile(rf"\b{re.escape(word.lower())}\b")
+    return any(pattern.search(text) for text in read)
 
 
 def anchors(question: str) -> set[str]:
@@ -502,8 +531,9 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     seen = _read(citations, read, whole)
     asked = facts(question_text)
     named = {a for a in anchors(question_text) if _named_in(a, read)}
-    if named & registrant(whole):  # a filing's every sentence speaks of its registrant: one of the names is met
-        named = set()
+    filer = registrant(whole)
+    if named & filer:  # a filing's every sentence speaks of its registrant; another name it asks of must be met
+        named = {a for a in named - filer if not _common(a, read)}  # ("Balance Sheet" is no one's name)
     relevance = (sum(seen.idf.get(w, 0.0) > 0 or w in seen.read_words for w in asked) / len(asked)) if asked else 1.0
     if declined(answer):
         return Support("unsupported", 0.0, (), (), round(relevance, 4), True,
