@@ -544,6 +544,14 @@ def test_best_leaf_answers_when_two_navigation_calls_are_left():
            {"kind": "triage", "node": "root", "action": 2}, {"kind": "triage", "node": "2", "action": 2},
            {"kind": "leaf", "node": "1", "action": -2, "answer": "B"}]  # the budget ran out after a triage
     assert format_walk(cut) == "root → 1 (leaf: -1) ← → 2 → 2.2 ⇒ 1 (leaf: -2, answer B)"
+    assert answer.details["answered_from_best_leaf"] and not answer.details["answered_after_exhaustion"]
+    # re-asks never eat the two calls kept back: an unreadable reply at the next leaf ends that leaf, not the answer
+    fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "I cannot tell.",
+                              "Reasoning: r\nAction: -2\nAnswer: (B)"])
+    mw = walker(fake, max_steps=6, on_exhausted="best-leaf")
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
+    assert answer.letter == "B" and answer.details["navigation_calls"] == 6
+    assert answer.details["answered_from_best_leaf"] and answer.details["walk"].endswith("⇒ 0.0 (leaf: -2, answer B)")
     no_answer = walker(scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Action: 0", "Action: -1"]),
                        max_steps=5)
     assert no_answer.answer(no_answer.build(Document.from_text(make_text(8, 10))), QUESTION).text == "no answer"

@@ -76,20 +76,28 @@ class Walk:
         self.seen: set[str] = set()  # nodes whose summary was placed in a prompt
         self.context_words = 0
         self.memory_truncated = 0
+        self.best_leaf = False  # the answer came from on_exhausted=best-leaf
         self._guide: dict[str, float] | None = None  # node id -> its best segment's BM25 score (guide=bm25)
 
     # --- asking, with re-asks ----------------------------------------------------------------------
+    def _reserved(self) -> int:
+        """Navigation calls kept back for the best-leaf answer once a leaf was read (its request again, which may
+        come back from the cache, and the re-ask that asks for the answer)."""
+        return 2 if self.opts.on_exhausted == "best-leaf" and self.leaves_read else 0
+
     def _ask(self, request: LLMRequest, parse: Callable[[str], Any],
              retry: Callable[[LLMRequest, str, str], LLMRequest],
-             describe: Callable[[Any], str]) -> tuple[Any, int, int, str]:
-        """(valid reply or None, calls, invalid replies, outcome: ok | failed | budget)."""
+             describe: Callable[[Any], str], reserve: int = 0) -> tuple[Any, int, int, str]:
+        """(valid reply or None, calls, invalid replies, outcome: ok | failed | budget); ``reserve``: calls of the
+        budget this decision may not use."""
 
         def typed(reply: str) -> Any:
             parsed = parse(reply)
             return Invalid(parsed.problem) if parsed.problem else parsed
 
         found = decide(self.llm, request, typed, self.trace, retries=self.opts.max_failures - 1, retry=retry,
-                       describe=describe, may_call=lambda made: self.calls + made < self.opts.max_steps)
+                       describe=describe,
+                       may_call=lambda made: self.calls + made < self.opts.max_steps - reserve)
         self.calls += found.calls
         self.invalid += len(found.problems)
         return found.value, found.calls, len(found.problems), found.outcome  # ok | failed | budget
@@ -139,7 +147,7 @@ class Walk:
             request,
             lambda reply: parse_triage(reply, len(node.children), frozenset(excluded), hidden),
             lambda req, reply, problem: retry_request(req, reply, problem, choices=allowed),
-            lambda t: f"-> child {t.child}",
+            lambda t: f"-> child {t.child}", self._reserved(),
         )
         if parsed is None:
             return None, NavigationStep(node.id, outcome, None, "", calls=calls, invalid=invalid)
@@ -190,6 +198,7 @@ class Walk:
         parsed, calls, invalid, outcome = self._ask(
             request, parse,
             lambda req, reply, problem: retry_request(req, reply, problem, question=self.question), describe,
+            0 if forced else self._reserved(),
         )
         if parsed is None:
             return None, NavigationStep(leaf.id, outcome, None, "", calls=calls, invalid=invalid)
@@ -202,15 +211,15 @@ class Walk:
         stack: list[tuple[TreeNode, set[int]]] = [(self.tree.root, set())]
         while True:
             node, excluded = stack[-1]
-            if self.opts.on_exhausted == "best-leaf" and self.leaves_read and self.calls >= self.opts.max_steps - 2:
-                # two calls kept for it: the leaf's request again (its earlier "-1" comes back from the cache where
-                # no grammar forbids it) and the re-ask that asks for the answer
-                return self._exhausted(f"the step budget of {self.opts.max_steps} navigation calls was all but used "
-                                       f"up at node {node.id}")
+            if self._reserved() and self.calls >= self.opts.max_steps - self._reserved():
+                return self._spent(node.id)
             if node.is_leaf:
+                had = self._reserved()  # (this leaf, once read, makes room for a best-leaf answer)
                 reply, step = self._leaf(node)
                 self.steps.append(step)
                 if reply is None:
+                    if step.kind == BUDGET and had:
+                        return self._spent(node.id)
                     self.fallbacks.append(self._failure_note(step))
                     return None
                 if reply.action == -2:
@@ -231,9 +240,16 @@ class Walk:
             child, step = self._triage(node, excluded)
             self.steps.append(step)
             if child is None:
+                if step.kind == BUDGET and self._reserved():
+                    return self._spent(node.id)
                 self.fallbacks.append(self._failure_note(step))
                 return None
             stack.append((self.tree.node(node.children[child]), set()))
+
+    def _spent(self, node_id: str) -> LeafReply | None:
+        """The step budget is spent but for the calls kept back: the best-leaf answer."""
+        return self._exhausted(f"the step budget of {self.opts.max_steps} navigation calls was all but used up at "
+                               f"node {node_id}")
 
     def _exhausted(self, why: str) -> LeafReply | None:
         """The root is exhausted: no answer (the paper), or with ``on_exhausted=best-leaf`` an answer from the
@@ -249,6 +265,7 @@ class Walk:
                                   f"({self._failure_note(step)})")
             return None
         self.fallbacks.append(f"{why}; answered from leaf {best.id}, the walk's first choice (on_exhausted=best-leaf)")
+        self.best_leaf = True
         return reply
 
     def _failure_note(self, step: NavigationStep) -> str:
@@ -275,6 +292,7 @@ class Walk:
             "navigation_failure": failure,
             "root_exhausted": exhausted,
             "answered_after_exhaustion": exhausted and reply is not None,
+            "answered_from_best_leaf": self.best_leaf,  # after exhaustion, or with the step budget all but spent
             "memory_truncated": self.memory_truncated,
             "tree": {"depth": self.tree.depth, "nodes": len(self.tree.nodes), "leaves": len(self.tree.leaves)},
         }
