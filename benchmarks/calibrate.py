@@ -36,8 +36,13 @@ def load(dirs: list[Path]) -> list[dict]:
         config = json.loads((folder / "config.json").read_text())
         primary = config.get("primary", "accuracy")
         graded = folder / GRADES
-        grades = {(g["example_id"], g["method"]): bool(g["right"]) for g in
-                  map(json.loads, graded.read_text().splitlines() if graded.exists() else [])}
+        grades: dict[tuple[str, str], bool] = {}
+        for line in graded.read_text().splitlines() if graded.exists() else []:
+            if line.strip():
+                grade = json.loads(line)
+                if not isinstance(grade.get("right"), bool):
+                    sys.exit(f"{graded}: 'right' must be true or false: {line}")
+                grades[(grade["example_id"], grade["method"])] = grade["right"]
         for line in (folder / "examples.jsonl").read_text().splitlines():
             try:
                 r = json.loads(line)

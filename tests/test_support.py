@@ -2,6 +2,7 @@
 opt-in verifier (labels, log-probabilities, re-ask, fallback), abstention, and the surfaces that show them."""
 
 import json
+import math
 import re
 
 import pytest
@@ -312,6 +313,22 @@ def test_a_shipped_model_for_the_answers_kind_gives_its_confidence(monkeypatch):
     assert fitted.as_dict()["calibrated"] is True and plain.as_dict()["calibrated"] is False
     numeric, _ = ask("Mr. Pellow climbed 112 steps.", "How many steps did Mr. Pellow climb?")
     assert kind_of(numeric) == "numeric" and numeric.calibrated is None  # no model shipped for figures
+
+
+def test_a_signal_the_backend_does_not_give_counts_as_its_mean_where_it_was_never_missing():
+    """A review found the shipped free-form model giving an invented, withheld answer 0.85: the scripted backend
+    returns no log-probabilities, and their 0 read as the surest reply the model had ever seen (every labelled
+    answer had them). Missing where never missing in the labels, a signal counts as its mean there."""
+    from pagemind.answering.calibration import Fitted
+
+    model = Fitted("free", ("min_logprob", "has_probability", "claim_min"), (1.0, 0.0, 1.0), 0.0, (-1.5, 1.0, 0.5),
+                   (0.5, 1.0, 0.25), 100)
+    missing = model.probability({"min_logprob": 0.0, "has_probability": 0.0, "claim_min": 0.5})
+    assert missing == pytest.approx(0.5) and model.probability({"min_logprob": 0.0, "has_probability": 1.0,
+                                                                "claim_min": 0.5}) > 0.9
+    learnt = Fitted("free", ("min_logprob", "has_probability"), (1.0, -1.0), 0.0, (-1.0, 0.5), (0.5, 0.5), 100)
+    assert learnt.probability({"min_logprob": 0.0, "has_probability": 0.0}) == pytest.approx(
+        1 / (1 + math.exp(-(2.0 + 1.0))))  # missing in the labels too: the model learnt what absence means
 
 
 def test_the_shipped_models_give_a_multiple_choice_or_free_answer_its_confidence():

@@ -22,6 +22,9 @@ from .signals import KINDS, Kind
 FILE = "calibration.json"
 L2 = 1.0  # ridge penalty on the standardised weights: a few hundred labelled answers, ~20 signals
 NEWTON_STEPS = 50
+# a signal and the flag that says the answer has it (:mod:`.signals`: 0 with the flag 0 when absent)
+HAS = {"probability": "has_probability", "min_logprob": "has_probability", "similarity_min": "has_similarity",
+       "verifier": "has_verifier"}
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,18 @@ class Fitted:
     source: str = ""  # which runs (datasets, model) it was fitted on
 
     def probability(self, signals: Mapping[str, float]) -> float:
-        z = self.bias + sum(w * (float(signals.get(name, 0.0)) - m) / s
+        """``P(right)`` of an answer's ``signals``. A signal the answer lacks (its ``has_*`` flag 0: no
+        log-probabilities from this backend, no verifier) that every labelled answer had counts as its mean there:
+        the model never saw it missing, and its 0 would read as the highest log-probability or the lowest."""
+        means = dict(zip(self.names, self.mean))
+
+        def value(name: str, mean: float) -> float:
+            flag = HAS.get(name)
+            if flag is not None and float(signals.get(flag, 1.0)) == 0.0 and means.get(flag, 0.0) >= 1.0:
+                return mean
+            return float(signals.get(name, 0.0))
+
+        z = self.bias + sum(w * (value(name, m) - m) / s
                             for name, w, m, s in zip(self.names, self.weights, self.mean, self.scale))
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
