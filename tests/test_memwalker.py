@@ -535,9 +535,10 @@ def test_best_leaf_answers_when_two_navigation_calls_are_left():
     fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Reasoning: r\nAction: -2\nAnswer: (B)"])
     mw = walker(fake, max_steps=5, on_exhausted="best-leaf")
     answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
-    assert answer.letter == "B" and answer.details["navigation_calls"] == 5  # the leaf again (cached), the re-ask
-    assert "(Action: -2)" in navigations(fake)[3].messages[-1].content
-    assert navigations(fake)[3].messages[0].content == navigations(fake)[2].messages[0].content  # leaf 0.0 again
+    assert answer.letter == "B" and answer.details["navigation_calls"] == 4  # one call: never the cached "-1" again
+    forced = navigations(fake)[3]  # leaf 0.0 again: its rejection continued with why it must answer now
+    assert forced.messages[0].content == navigations(fake)[2].messages[0].content
+    assert forced.messages[1].content == "Reasoning: \nAction: -1" and "(Action: -2)" in forced.messages[-1].content
     assert any("step budget of 5 navigation calls was all but used up" in f for f in answer.fallbacks)
     assert answer.details["walk"] == "root → 0 → 0.0 (leaf: -1) ← ⇒ 0.0 (leaf: -2, answer B)"  # which leaf answered
     cut = [{"kind": "triage", "node": "root", "action": 1}, {"kind": "leaf", "node": "1", "action": -1},
@@ -550,8 +551,16 @@ def test_best_leaf_answers_when_two_navigation_calls_are_left():
                               "Reasoning: r\nAction: -2\nAnswer: (B)"])
     mw = walker(fake, max_steps=6, on_exhausted="best-leaf")
     answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), QUESTION)
-    assert answer.letter == "B" and answer.details["navigation_calls"] == 6
+    assert answer.letter == "B" and answer.details["navigation_calls"] == 5
     assert answer.details["answered_from_best_leaf"] and answer.details["walk"].endswith("⇒ 0.0 (leaf: -2, answer B)")
+    # the first leaf keeps every call (no answer yet to fall back on), and a re-asked first leaf leaves room enough
+    first = walker(scripted(navigate=["Action: 0", "Action: 0", "Reasoning: r\nAction: -2\nAnswer: (B)"]),
+                   max_steps=3, on_exhausted="best-leaf")
+    assert first.answer(first.build(Document.from_text(make_text(8, 10))), QUESTION).letter == "B"
+    asked_twice = walker(scripted(navigate=["Action: 0", "Action: 0", "?", "Action: -1", "?", "??",
+                                            "Reasoning: r\nAction: -2\nAnswer: (B)"]), max_steps=8,
+                         on_exhausted="best-leaf")
+    assert asked_twice.answer(asked_twice.build(Document.from_text(make_text(8, 10))), QUESTION).letter == "B"
     no_answer = walker(scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Action: 0", "Action: -1"]),
                        max_steps=5)
     assert no_answer.answer(no_answer.build(Document.from_text(make_text(8, 10))), QUESTION).text == "no answer"

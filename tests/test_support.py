@@ -453,9 +453,18 @@ def test_a_filings_registrant_is_the_subject_of_every_sentence_it_files():
     assert registrant("Commission File Number 001-37622\n(Exact name of registrant") == frozenset()
     assert registrant("a" * 20_000) == frozenset() and registrant("x" * 5_000 + "\n(exact name of registrant") == \
         frozenset()  # one long line: read at once, never a backtracking search
+    assert registrant("AMERICAN\nEXPRESS COMPANY\n(Exact name of registrant") == {"american", "express"}
+    assert registrant("FORM 10-K\nGENERAL MILLS, INC.\n\n____\n( Exact name of registrant") == {"general", "mills"}
+    for asked in ("How much cash did Square, Inc. generate from operations in FY2020?",  # its legal form: no name
+                  "How much cash did Square generate from operations in FY2020 (see www.afterpay.com)?"):
+        assert assess(asked, "$381.6 million", cited, [cover + body + prose], whole=cover + body + prose).claims[
+            0].unnamed == ()
+    linked = cover + body + prose + " Visit www.afterpay.com."  # a web address does not make Afterpay a common noun
+    assert assess("How much cash did Square and Afterpay generate from operations in FY2020?", "$381.6 million",
+                  cited, [linked], whole=linked).claims[0].unnamed == ("afterpay",)
     # with the registrant met, the question's other title-cased words that the text writes as common nouns do not
     # become required in its place ("Balance Sheet" of "the largest liability in Square's Balance Sheet")
+    whole = cover + body + prose + " Our balance sheet is strong."  # the filing writes it lower case somewhere
     titled = assess("What was Square's cash from operations in its Balance Sheet?", "$381.6 million", cited,
-                    [cover + body + prose + " The Balance Sheet follows; our balance sheet is strong."],
-                    whole=cover + body + prose)
+                    [cover + body + prose + " The Balance Sheet follows."], whole=whole)
     assert titled.claims[0].unnamed == ()

@@ -349,7 +349,7 @@ def _table_head(text: str, at: int) -> str:
     "Consolidated Statements of Cash Flows", "GENERAL MILLS, INC. AND SUBSIDIARIES", "(In Millions)") with its
     header row, and a newline; "" outside a table. A statement's row never names its company: its title does."""
     start = text.rfind("\n", 0, at) + 1
-    if "\n" not in text or not (text.startswith("|", start) or text.startswith("|", at)):
+    if "\n" not in text or not (text[start:at + 1].lstrip().startswith("|") or text.startswith("|", at)):
         return ""  # not a row; or a text of no lines (words joined by spaces), where no row can be told
     lines: list[str] = []  # the table's rows above, then its title lines, read upwards one line at a time
     end = start - 1
@@ -360,7 +360,10 @@ def _table_head(text: str, at: int) -> str:
             break
         lines.append(line)
         end = begin - 1
-    first = lines[-1] if lines else text[start:text.find("\n", start) if "\n" in text[start:] else len(text)]
+    if len(lines) >= _TABLE_ROWS:
+        return ""  # so far down a long table that its first row is not known
+    stop = text.find("\n", start)
+    first = lines[-1] if lines else text[start:stop if stop >= 0 else len(text)]
     title: list[str] = []
     while end > 0 and len(title) < _TITLE_LINES:
         begin = text.rfind("\n", 0, end) + 1
@@ -471,33 +474,52 @@ def _other_period(question: str, claim: str, quotes: Sequence[str]) -> tuple[str
     return tuple(out)
 
 
-_REGISTRANT = "(exact name of registrant"
+_REGISTRANT = re.compile(r"\(\s*exact name of registrant", re.IGNORECASE)
 _COVER = 20_000  # characters of a filing's cover page read for its registrant
 _NAME_CHARS = 100  # longest registrant line
+_NAME_LINES = 2  # a name printed over this many lines at most ("AMERICAN" / "EXPRESS COMPANY")
+_BOILERPLATE = re.compile(r"\b(?:form|commission|file|mark one|securities|exchange|act|report)\b", re.IGNORECASE)
 # a registrant's legal form and joining words: "Amazon.com, Inc." is Amazon, never "com" nor "inc"
 _LEGAL = frozenset("inc incorporated corp corporation company co com ltd limited plc llc lp nv sa ag se holdings "
                    "group the of and".split())
 
 
-@lru_cache(maxsize=8)
 def registrant(whole: str | None) -> frozenset[str]:
-    """The words of the registrant a filing's cover page names ("GENERAL MILLS, INC." on the line above "(Exact name
-    of registrant as specified in its charter)"), lower-cased, its legal form left out; empty for any other
-    document. Every sentence of a 10-K, 10-Q or 8-K speaks for its registrant ("we", a statement's rows)."""
-    cover = whole[:_COVER] if whole else ""
-    at = cover.lower().find(_REGISTRANT)
-    if at < 0:
+    """The words of the registrant a filing's cover page names ("GENERAL MILLS, INC." above "(Exact name of
+    registrant as specified in its charter)", on up to :data:`_NAME_LINES` lines), lower-cased, its legal form left
+    out; empty for any other document, or where a file number or a run of text stands there. Every sentence of a
+    10-K, 10-Q or 8-K speaks for its registrant ("we", a statement's rows)."""
+    return _registrant(whole[:_COVER]) if whole else frozenset()
+
+
+@lru_cache(maxsize=32)
+def _registrant(cover: str) -> frozenset[str]:
+    found = _REGISTRANT.search(cover)
+    if found is None:
         return frozenset()
-    end = cover.rfind("\n", 0, at)
-    line = cover[cover.rfind("\n", 0, end) + 1:end].strip("_ \t") if end > 0 else ""
-    if len(line) > _NAME_CHARS or re.search(r"\d{3}", line):  # a file number or a run of text: no name read
+    lines = cover[:found.start()].replace("\r", "").split("\n")
+    name: list[str] = [lines.pop()] if lines[-1].strip("_ \t") else []  # "GENERAL MILLS, INC. (Exact name ..."
+    for line in reversed(lines[-(_NAME_LINES + 4):] if not name else []):
+        bare = line.strip("_ \t")
+        if not bare:
+            if name:
+                break  # the blank line above the name
+            continue  # blank or rule lines between the name and the marker
+        if len(bare) > _NAME_CHARS or re.search(r"\d{3}", bare) or _BOILERPLATE.search(bare) or \
+                len(name) >= _NAME_LINES:
+            break
+        name.insert(0, bare)
+    text = " ".join(n.strip("_ \t") for n in name).lower()
+    if not text or len(text) > _NAME_CHARS or re.search(r"\d{3}", text):  # a file number, a run of text: no name
         return frozenset()
-    return frozenset(re.findall(r"[a-z][a-z0-9]*", line.lower())) - _LEGAL
+    words = set(re.findall(r"[a-z][a-z0-9]+", text)) | set(re.findall(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+", text))
+    return frozenset(words - _LEGAL)
 
 
 def _common(word: str, read: Sequence[str]) -> bool:
-    """Whether what was read writes ``word`` in lower case: a common noun ("balance sheet"), not a name."""
-    pattern = re.compile(rf"\b{re.escape(word.lower())}\b")
+    """Whether ``read`` writes ``word`` in lower case as a word of its own (not inside "www.afterpay.com"): a common
+    noun ("balance sheet"), not a name."""
+    pattern = re.compile(rf"(?<![\w.@/-]){re.escape(word.lower())}(?![\w@/-]|\.\w)")
     return any(pattern.search(text) for text in read)
 
 
@@ -533,7 +555,8 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     named = {a for a in anchors(question_text) if _named_in(a, read)}
     filer = registrant(whole)
     if named & filer:  # a filing's every sentence speaks of its registrant; another name it asks of must be met
-        named = {a for a in named - filer if not _common(a, read)}  # ("Balance Sheet" is no one's name)
+        texts = [*read, whole] if whole else read  # ("Balance Sheet" is no one's name: the filing writes it lower)
+        named = {a for a in named - filer - _LEGAL if not _common(a, texts)}
     relevance = (sum(seen.idf.get(w, 0.0) > 0 or w in seen.read_words for w in asked) / len(asked)) if asked else 1.0
     if declined(answer):
         return Support("unsupported", 0.0, (), (), round(relevance, 4), True,

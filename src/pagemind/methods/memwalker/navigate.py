@@ -23,6 +23,7 @@ from .segment import cut_to_tokens
 from .trajectory import BUDGET, EXHAUSTED, FAILED, LEAF, TRIAGE, NavigationStep, format_walk, stats
 
 NO_ANSWER = "no answer"
+_FORCED = "every other part of the text was rejected already: answer from this part (Action: -2)"
 _BACKGROUND_OVERHEAD = 16  # "Story background information: " and its line break, with margin
 
 
@@ -81,8 +82,8 @@ class Walk:
 
     # --- asking, with re-asks ----------------------------------------------------------------------
     def _reserved(self) -> int:
-        """Navigation calls kept back for the best-leaf answer once a leaf was read (its request again, which may
-        come back from the cache, and the re-ask that asks for the answer)."""
+        """Navigation calls kept back for the best-leaf answer once a leaf was read: the leaf's rejection continued
+        with why it must answer now, and one re-ask."""
         return 2 if self.opts.on_exhausted == "best-leaf" and self.leaves_read else 0
 
     def _ask(self, request: LLMRequest, parse: Callable[[str], Any],
@@ -178,6 +179,11 @@ class Walk:
             self.memory_truncated += truncated
             self.seen.update(n.id for n in self.tree.path(leaf.id)[:-1])
         request = leaf_request(self.question, leaf.text, memory, self.opts, forced=forced)
+        reserve = 0 if forced else self._reserved()  # (before this leaf counts as read: the first keeps every call)
+        earlier = next((s for s in self.steps if s.node == leaf.id and s.kind == LEAF and s.action == -1), None)
+        if forced and earlier is not None:  # its rejection, and why it must answer now: a new request, never the
+            request = retry_request(request, f"Reasoning: {earlier.reasoning}\nAction: -1", _FORCED,  # cached "-1"
+                                    question=self.question)
         if not forced:
             self.leaves_read.append(leaf)
         self.context_words = max(self.context_words, len(leaf.text.split()) + len(memory.split()))
@@ -191,14 +197,13 @@ class Walk:
         def parse(reply: str) -> LeafReply:
             read = parse_leaf(reply, self.question)
             if forced and read.action == -1:
-                return LeafReply(None, read.reasoning, problem="every other part of the text was rejected already: "
-                                                              "answer from this part (Action: -2)")
+                return LeafReply(None, read.reasoning, problem=_FORCED)
             return read
 
         parsed, calls, invalid, outcome = self._ask(
             request, parse,
             lambda req, reply, problem: retry_request(req, reply, problem, question=self.question), describe,
-            0 if forced else self._reserved(),
+            reserve,
         )
         if parsed is None:
             return None, NavigationStep(leaf.id, outcome, None, "", calls=calls, invalid=invalid)
