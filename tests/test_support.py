@@ -451,6 +451,8 @@ def test_a_filings_registrant_is_the_subject_of_every_sentence_it_files():
     amazon = "AMAZON.COM, INC.\n(Exact name of registrant as specified in its charter)\n\n"
     assert registrant(amazon) == {"amazon"}  # its legal form is no name: "Netflix, Inc." does not share it
     assert registrant("Commission File Number 001-37622\n(Exact name of registrant") == frozenset()
+    assert registrant("Commission File Number 001-37622 ________ SQUARE, INC.\r\n(Exact name of registrant") == \
+        {"square"}  # the name after the rule that follows the file number, as Block's 2020 cover prints it
     assert registrant("a" * 20_000) == frozenset() and registrant("x" * 5_000 + "\n(exact name of registrant") == \
         frozenset()  # one long line: read at once, never a backtracking search
     assert registrant("AMERICAN\nEXPRESS COMPANY\n(Exact name of registrant") == {"american", "express"}

@@ -497,7 +497,8 @@ def _registrant(cover: str) -> frozenset[str]:
     found = _REGISTRANT.search(cover)
     if found is None:
         return frozenset()
-    lines = cover[:found.start()].replace("\r", "").split("\n")
+    # what follows a rule on its line ("Commission File Number 001-37622 ______ SQUARE, INC."): the name's place
+    lines = [re.split(r"_{3,}", line)[-1] for line in cover[:found.start()].replace("\r", "").split("\n")]
     name: list[str] = [lines.pop()] if lines[-1].strip("_ \t") else []  # "GENERAL MILLS, INC. (Exact name ..."
     for line in reversed(lines[-(_NAME_LINES + 4):] if not name else []):
         bare = line.strip("_ \t")
