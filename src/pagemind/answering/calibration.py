@@ -17,14 +17,11 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from .signals import KINDS, Kind
+from .signals import FLAGS, KINDS, Kind
 
 FILE = "calibration.json"
 L2 = 1.0  # ridge penalty on the standardised weights: a few hundred labelled answers, ~20 signals
 NEWTON_STEPS = 50
-# a signal and the flag that says the answer has it (:mod:`.signals`: 0 with the flag 0 when absent)
-HAS = {"probability": "has_probability", "min_logprob": "has_probability", "similarity_min": "has_similarity",
-       "verifier": "has_verifier"}
 
 
 @dataclass(frozen=True)
@@ -47,7 +44,7 @@ class Fitted:
         means = dict(zip(self.names, self.mean))
 
         def value(name: str, mean: float) -> float:
-            flag = HAS.get(name)
+            flag = FLAGS.get(name)
             if flag is not None and float(signals.get(flag, 1.0)) == 0.0 and means.get(flag, 0.0) >= 1.0:
                 return mean
             return float(signals.get(name, 0.0))

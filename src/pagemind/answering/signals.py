@@ -26,6 +26,9 @@ NAMES: tuple[str, ...] = (
     "support_confidence", "supported", "partial", "claim_min", "claim_mean", "words_min", "similarity_min",
     "has_similarity", "missing", "unnamed", "unfounded", "relevance", "declined", "rival", "probability",
     "min_logprob", "has_probability", "verifier", "has_verifier", "citations", "cited_score")
+# a signal an answer may not have, and the flag that says it has it (0 with the flag 0 when absent)
+FLAGS = {"probability": "has_probability", "min_logprob": "has_probability", "similarity_min": "has_similarity",
+         "verifier": "has_verifier"}
 
 
 def kind_of(answer: Answer) -> Kind:
@@ -67,4 +70,4 @@ def signals(answer: Answer) -> dict[str, float]:
     return {name: round(float(out[name]), 6) for name in NAMES}
 
 
-__all__ = ["KINDS", "NAMES", "Kind", "kind_of", "signals"]
+__all__ = ["FLAGS", "KINDS", "NAMES", "Kind", "kind_of", "signals"]

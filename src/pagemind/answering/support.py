@@ -351,27 +351,25 @@ def _table_head(text: str, at: int) -> str:
     start = text.rfind("\n", 0, at) + 1
     if "\n" not in text or not (text[start:at + 1].lstrip().startswith("|") or text.startswith("|", at)):
         return ""  # not a row; or a text of no lines (words joined by spaces), where no row can be told
-    lines: list[str] = []  # the table's rows above, then its title lines, read upwards one line at a time
-    end = start - 1
-    while end > 0 and len(lines) < _TABLE_ROWS:
-        begin = text.rfind("\n", 0, end) + 1
-        line = text[begin:end]
-        if not line.lstrip().startswith("|"):
-            break
-        lines.append(line)
-        end = begin - 1
-    if len(lines) >= _TABLE_ROWS:
-        return ""  # so far down a long table that its first row is not known
-    stop = text.find("\n", start)
-    first = lines[-1] if lines else text[start:stop if stop >= 0 else len(text)]
+    rows: list[str] = []  # the table's rows above, then its title lines: one walk upwards, a line at a time
     title: list[str] = []
+    end = start - 1
     while end > 0 and len(title) < _TITLE_LINES:
         begin = text.rfind("\n", 0, end) + 1
         line = text[begin:end]
-        if not line.strip() or line.lstrip().startswith("|"):
+        if line.lstrip().startswith("|"):
+            if title:
+                break  # another table above the title
+            rows.append(line)
+            if len(rows) >= _TABLE_ROWS:
+                return ""  # so far down a long table that its first row is not known
+        elif line.strip():
+            title.insert(0, line[:_TITLE_CHARS])
+        else:
             break
-        title.insert(0, line[:_TITLE_CHARS])
         end = begin - 1
+    stop = text.find("\n", start)
+    first = rows[-1] if rows else text[start:stop if stop >= 0 else len(text)]
     return "\n".join([*title, first[:_TITLE_CHARS]]) + "\n"
 
 
