@@ -470,3 +470,32 @@ def test_a_filings_registrant_is_the_subject_of_every_sentence_it_files():
     titled = assess("What was Square's cash from operations in its Balance Sheet?", "$381.6 million", cited,
                     [cover + body + prose + " The Balance Sheet follows."], whole=whole)
     assert titled.claims[0].unnamed == ()
+
+
+def test_an_earnings_release_speaks_for_its_issuer_and_a_cover_for_its_trading_symbol():
+    """The support check's anchor rule withheld a right figure from an earnings release whose statement rows never
+    name the company: a release has no cover page, but its dateline names the issuer with its ticker, or its headline
+    says who reports. A 10-K's cover lists its trading symbol, which questions write as a name ("JnJ's")."""
+    dateline = ("FOR IMMEDIATE RELEASE\n• 2022 Full-Year reported sales growth of 1.3% to $94.9 Billion\n"
+                "New Brunswick, N.J. (January 24, 2023) – Johnson & Johnson (NYSE: JNJ) today announced results.\n")
+    assert registrant(dateline) == {"johnson", "jnj"}
+    assert registrant("Amcor reports fiscal 2023 results and provides outlook for fiscal 2024\nJune 2023 quarter:\n") \
+        == {"amcor"}
+    assert registrant("MGM RESORTS INTERNATIONAL REPORTS FOURTH QUARTER AND\nFULL YEAR 2022 RESULTS\n") == \
+        {"mgm", "resorts", "international"}
+    # a story's first lines are no release; a headline far down is not a headline
+    assert registrant("Abel reports to the captain every morning.\nThe sea was calm.") == frozenset()
+    assert registrant("\n" * 10 + "Amcor reports fiscal 2023 results\n") == frozenset()
+    cover = ("Commission file number 1-3215\nJOHNSON & JOHNSON\n(Exact\xa0name\xa0of\xa0registrant as specified)\n"
+             "Trading Symbol Name of each exchange on which registered\n"
+             "Common Stock, Par Value $1.00 JNJ New York Stock Exchange\n0.650% Notes Due 2024 JNJ24C New York\n")
+    assert registrant(cover) == {"johnson", "jnj"}  # "\xa0" between the marker's words, the first symbol listed
+    assert registrant("SQUARE,\nINC.\n(Exact\nname\nof\nregistrant\nas\nspecified") == {"square"}  # a word a line
+    rows = "Sales to customers $ 94,943 $ 93,775\n"
+    filler = "The company sold products in many markets during the year. " * 80  # the row far from the dateline
+    asked = "What were Johnson & Johnson's FY2022 sales to customers?"
+    for head, unnamed in ((dateline, ()), ("FOR IMMEDIATE RELEASE\nJohnson & Johnson did well.\n", ("johnson",))):
+        whole = head + filler + "\n" + rows
+        start = whole.index(rows)
+        cited = [Citation("d", "text", None, start, start + len(rows) - 1, rows.strip(), "text")]
+        assert assess(asked, "$94,943 million", cited, [whole], whole=whole).claims[0].unnamed == unnamed

@@ -472,7 +472,7 @@ def _other_period(question: str, claim: str, quotes: Sequence[str]) -> tuple[str
     return tuple(out)
 
 
-_REGISTRANT = re.compile(r"\(\s*exact name of registrant", re.IGNORECASE)
+_REGISTRANT = re.compile(r"\(\s*exact\s+name\s+of\s+registrant", re.IGNORECASE)  # "\xa0" or "\n" between its words
 _COVER = 20_000  # characters of a filing's cover page read for its registrant
 _NAME_CHARS = 100  # longest registrant line
 _NAME_LINES = 2  # a name printed over this many lines at most ("AMERICAN" / "EXPRESS COMPANY")
@@ -485,9 +485,17 @@ _LEGAL = frozenset("inc incorporated corp corporation company co com ltd limited
 def registrant(whole: str | None) -> frozenset[str]:
     """The words of the registrant a filing's cover page names ("GENERAL MILLS, INC." above "(Exact name of
     registrant as specified in its charter)", on up to :data:`_NAME_LINES` lines), lower-cased, its legal form left
-    out; empty for any other document, or where a file number or a run of text stands there. Every sentence of a
-    10-K, 10-Q or 8-K speaks for its registrant ("we", a statement's rows)."""
-    return _registrant(whole[:_COVER]) if whole else frozenset()
+    out — or, for an earnings release (no cover page), its issuer: the company its dateline names with a ticker
+    ("– Johnson & Johnson (NYSE: JNJ) today announced", the ticker too) or its headline says reports its results
+    ("Amcor reports fiscal 2023 results"); with the trading symbol its cover lists first ("JNJ", as questions write
+    "JnJ"); empty for any other document, or where a file number or a run of text
+    stands there. Every sentence of a 10-K, 10-Q, 8-K or release speaks for its registrant ("we", a statement's
+    rows)."""
+    if not whole:
+        return frozenset()
+    cover = whole[:_COVER]
+    filer = _registrant(cover)
+    return filer | _symbol(cover) if filer else _issuer(cover)
 
 
 @lru_cache(maxsize=32)
@@ -512,6 +520,45 @@ def _registrant(cover: str) -> frozenset[str]:
     if not text or len(text) > _NAME_CHARS or re.search(r"\d{3}", text):  # a file number, a run of text: no name
         return frozenset()
     words = set(re.findall(r"[a-z][a-z0-9]+", text)) | set(re.findall(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+", text))
+    return frozenset(words - _LEGAL)
+
+
+# a release's dateline: "… 2023) – Johnson & Johnson (NYSE: JNJ)": the name before an exchange and its ticker
+_TICKER = re.compile(r"\((?:NYSE|NASDAQ|Nasdaq|ASX|LSE|TSX|NYSE American|OTC[A-Z]*)\s*:\s*([A-Z][A-Z.]{0,5})\b")
+# a release's headline: "Amcor reports fiscal 2023 results", "MGM RESORTS INTERNATIONAL REPORTS FOURTH QUARTER …"
+_HEADLINE = re.compile(r"^(.{2,60}?)\s+(?:reports|announces)\b.{0,80}?\b(?:results|quarter|earnings|fiscal)\b",
+                       re.IGNORECASE)
+_HEADLINE_LINES = 8  # the release's first lines, where its headline is
+
+
+_SYMBOLS = re.compile(r"trading\s+symbol", re.IGNORECASE)
+# the cover's first listed security: "Common Stock, Par Value $1.00 JNJ New York Stock Exchange"
+_LISTED = re.compile(r"\b([A-Z]{1,5})[\s|]+(?:The\s+)?(?:New\s+York\s+Stock\s+Exchange|NYSE|Nasdaq|NASDAQ)\b")
+
+
+def _symbol(cover: str) -> frozenset[str]:
+    """The trading symbol a filing's cover lists first, lower-cased (empty where it lists none)."""
+    heading = _SYMBOLS.search(cover)
+    listed = _LISTED.search(cover, heading.end(), heading.end() + 400) if heading else None
+    return frozenset({listed.group(1).lower()}) if listed else frozenset()
+
+
+@lru_cache(maxsize=32)
+def _issuer(cover: str) -> frozenset[str]:
+    """An earnings release's issuer (see :func:`registrant`), its legal form left out."""
+    words: set[str] = set()
+    ticker = _TICKER.search(cover)
+    if ticker is not None:
+        line = cover[max(0, cover.rfind("\n", 0, ticker.start()) + 1):ticker.start()]
+        name = re.split(r"\s[–—-]\s|\)\s", line)[-1].strip()  # what follows the dateline's dash
+        if 0 < len(name) <= _NAME_CHARS and not re.search(r"\d", name):
+            words |= set(re.findall(r"[a-z][a-z0-9]+", name.lower())) | {ticker.group(1).lower().strip(".")}
+    if not words:
+        for line in cover.replace("\r", "").split("\n")[:_HEADLINE_LINES]:
+            head = _HEADLINE.match(line.strip())
+            if head is not None and not re.search(r"\d", head.group(1)):
+                words = set(re.findall(r"[a-z][a-z0-9]+", head.group(1).lower()))
+                break
     return frozenset(words - _LEGAL)
 
 
