@@ -24,7 +24,7 @@ import random
 import sys
 from pathlib import Path
 
-from common import ROOT, write_result
+from common import ROOT, read_grades, write_result
 
 RIGHT = 0.5
 GRADES = "grades.jsonl"  # a run's answers graded by hand ({"example_id", "method", "right"}), read before its scores
@@ -35,14 +35,7 @@ def load(dirs: list[Path]) -> list[dict]:
     for folder in dirs:
         config = json.loads((folder / "config.json").read_text())
         primary = config.get("primary", "accuracy")
-        graded = folder / GRADES
-        grades: dict[tuple[str, str], bool] = {}
-        for line in graded.read_text().splitlines() if graded.exists() else []:
-            if line.strip():
-                grade = json.loads(line)
-                if not isinstance(grade.get("right"), bool):
-                    sys.exit(f"{graded}: 'right' must be true or false: {line}")
-                grades[(grade["example_id"], grade["method"])] = grade["right"]
+        grades = read_grades(folder / GRADES)
         for line in (folder / "examples.jsonl").read_text().splitlines():
             try:
                 r = json.loads(line)

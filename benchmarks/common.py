@@ -6,6 +6,7 @@ import json
 import platform
 import re
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -44,6 +45,20 @@ def concatenated_articles(rows: list[dict], words: int) -> tuple[str, list[dict]
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def read_grades(path: Path) -> dict[tuple[str, str], bool]:
+    """Answers graded by hand: ``{(example_id, method): right}`` from a ``grades.jsonl`` (one ``{"example_id",
+    "method", "right"[, "why"]}`` a line; a free-form answer a token-F1 score undercounts); empty where there is
+    none. A grade that is not true or false stops the benchmark."""
+    grades: dict[tuple[str, str], bool] = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        if line.strip():
+            grade = json.loads(line)
+            if not isinstance(grade.get("right"), bool):
+                sys.exit(f"{path}: 'right' must be true or false: {line}")
+            grades[(grade["example_id"], grade["method"])] = grade["right"]
+    return grades
 
 
 def write_result(name: str, data: dict, into: Path | None = None) -> Path:

@@ -20,6 +20,9 @@ directory (``--runs``, resumable: running the same command again continues) and
     python benchmarks/evidence.py locomo --methods memgpt --llm local:smollm2-135m --queries 5
     python benchmarks/evidence.py qmsum --queries 0 --budget 3000          # the whole val split
     python benchmarks/evidence.py qmsum --methods rag,full -O rag:cite=quotes -O full:cite=quotes  # quotes dropped
+
+``--grades FILE`` (a ``grades.jsonl`` of the same answers graded by hand, as ``calibrate.py`` reads) adds the share
+judged right beside F1, per method and per type — LoCoMo's token F1 scores a right sentence low against a phrase.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from common import DATA, RESULTS, method_options, write_result
+from common import DATA, RESULTS, method_options, read_grades, write_result
 from pagemind import Pagemind
 from pagemind.eval import EvalConfig, Runner, summarise, write_report
 from pagemind.eval.datasets import Example
@@ -86,9 +89,11 @@ def by_category(labelled: list[Example], documents: list[str], n: int) -> list[E
     return chosen
 
 
-def per_type(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+def per_type(records: Iterable[dict[str, Any]],
+             grades: dict[tuple[str, str], bool] | None = None) -> dict[str, dict[str, dict[str, float]]]:
     """Per method and question type (LoCoMo's categories): n, the headline score (a failure 0), evidence recall
-    and tokens per answer."""
+    and tokens per answer; with ``grades`` (answers graded by hand), the share judged right where every answer of
+    the group is graded."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
         kind = (r.get("meta") or {}).get("question_type")
@@ -103,7 +108,18 @@ def per_type(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str,
         out.setdefault(method, {})[kind] = {"n": len(rows), "f1": round(sum(f1) / len(rows), 3),
                                             "evidence_recall": round(sum(recall) / len(rows), 3),
                                             "prompt_tokens": round(sum(tokens) / len(rows))}
+        judged = judged_share(rows, grades or {})
+        if judged is not None:
+            out[method][kind]["judged"] = judged
     return out
+
+
+def judged_share(rows: list[dict[str, Any]], grades: dict[tuple[str, str], bool]) -> float | None:
+    """The share of ``rows`` graded right by hand (a failed answer: wrong); None unless every one is graded."""
+    keys = [(r["example_id"], r["method"]) for r in rows]
+    if not keys or any(k not in grades for k in keys):
+        return None
+    return round(sum(grades[k] and r.get("status") != "error" for k, r in zip(keys, rows)) / len(rows), 3)
 
 
 def main() -> None:
@@ -126,7 +142,13 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="a name for this run (e.g. before / after a change): its own "
                                                   "run directory and result file")
     parser.add_argument("-O", "--option", action="append", default=[], help="METHOD:KEY=VALUE (as pagemind eval)")
+    parser.add_argument("--grades", type=Path, default=None,
+                        help="a grades.jsonl of these answers graded by hand ({example_id, method, right} a line): "
+                             "the share judged right beside F1, per method and type")
     args = parser.parse_args()
+    grades = read_grades(args.grades) if args.grades else {}
+    if args.grades and not grades:
+        parser.error(f"no grades in {args.grades}")
     methods = tuple(m for m in args.methods.split(",") if m) or DEFAULT_METHODS[args.dataset]
     examples = choose(args.dataset, args.data, [d for d in args.documents.split(",") if d], args.queries,
                       args.per_category)
@@ -151,7 +173,12 @@ def main() -> None:
     columns = ("n", "errors", "score", "citations", "evidence_n", "evidence_recall", "evidence_precision",
                "quotes_dropped", "tokens", "index_tokens", "seconds")
     rows = {m["method"]: {k: m[k] for k in columns} for m in summary["methods"]}
-    by_type = per_type(RunDir(run_dir).latest().values())
+    latest = list(RunDir(run_dir).latest().values())
+    for method, row in rows.items():
+        judged = judged_share([r for r in latest if r["method"] == method], grades)
+        if judged is not None:
+            row["judged"] = judged
+    by_type = per_type(latest, grades)
     write_result(run_dir.name, {
         "dataset": args.dataset, "model": summary["config"].get("model"), "budget": args.budget,
         "examples": [e.id for e in examples], "documents": sorted({e.document_id for e in examples}),
