@@ -524,7 +524,8 @@ def test_a_reply_the_searches_do_not_support_is_held_and_the_agent_searches_agai
     agent, fake = make([call("conversation_search", query="Maud's town", page=0, request_heartbeat=True),
                         call("send_message", message="I could not find where Maud lives."),
                         call("conversation_search", query="Maud moved", page=0, request_heartbeat=True),
-                        call("send_message", message="Maud moved to Bergen.")])
+                        call("send_message", message="Maud moved to Bergen.")],
+                       recall_first=False)  # (recall before reply would have placed the hold's first page already)
     agent.import_messages([("user", "Maud moved to Bergen last spring", "2024-01-02 10:00:00"),
                            ("user", "my town has a market", "2024-01-03 10:00:00")])
     turn = agent.say("Where does Maud live?")
@@ -572,6 +573,41 @@ def test_a_reply_is_held_at_most_search_again_times_and_never_without_a_question
     short, _ = make(replies[:2], name="short", max_steps=3)
     assert short.say("Where does Maud live?").messages == ["I don't know."]  # one step left: no room to search
 
+
+
+POETRY = "Caroline shared a poetry reading where people told their stories through poetry."
+
+
+def _caroline(replies, **options):
+    agent, fake = make(replies, name="caroline", **options)
+    agent.import_messages([("user", POETRY, "2023-05-01 10:00:00"),
+                           ("user", "Caroline has been looking into adoption agencies lately.", "2023-05-02 10:00:00")])
+    return agent, fake
+
+
+def test_a_reply_that_copies_a_recalled_line_which_does_not_answer_is_held_and_the_agent_searches():
+    """Issue 50: on LoCoMo the 1.5B agent answered "What did Caroline research?" in one step by copying a line recall
+    placed before it ("Caroline shared a poetry reading…"), which says nothing of research. Such a reply is held once
+    (as a reply its searches do not support is), with one more page of recall search, and the agent answers again."""
+    agent, fake = _caroline([call("send_message", message=POETRY), call("send_message", message="Adoption agencies.")])
+    turn = agent.say("What did Caroline research?")
+    assert turn.recalled and turn.messages == ["Adoption agencies."]
+    held = turn.steps[0]
+    assert held.function == "send_message" and held.status == "Failed"
+    assert "repeats a line from your memory" in held.result and "says nothing of research" in held.result
+    assert 'Recall searched for the question ("What did Caroline research?")' in held.result
+    assert "Not sent" in fake.history[1].messages[-1].content  # the agent read why before its next step
+    assert any("repeats a remembered line" in n for n in turn.trace.notes)
+    # sent as they are: a copied line that says what was asked, a reply of its own words, a chat reply, the
+    # paper's agent (search_again=0)
+    for question, reply, options in (
+            ("What did Caroline share?", POETRY, {}),
+            ("What did Caroline research?", "She likes the sea and boats a lot, I think.", {}),
+            ("How are you doing today, Caroline?", "I'm very well, thank you for asking!", {}),
+            ("What did Caroline research?", POETRY, {"search_again": 0})):
+        agent, _ = _caroline([call("send_message", message=reply)], **options)
+        sent = agent.say(question)
+        assert sent.messages == [reply] and [s.status for s in sent.steps] == ["OK"], question
 
 
 def test_an_agent_whose_instructions_cannot_fit_its_window_is_refused_when_made_or_imported(tmp_path):

@@ -274,6 +274,12 @@ class Turn:
         if self.held >= self.options.search_again or self.remaining < 2 or not _asks(self.text):
             return None
         searches = [s for s in self.result.steps if s.function in _SEARCHES and s.status == "OK"]
+        copied = self._copied(message)
+        if copied is not None:  # a remembered line repeated that does not answer: search for what was asked
+            self.held += 1
+            why = f"it repeats a remembered line that says nothing of {copied}"
+            self.trace.note(f"reply held back ({why}): the agent is told to search")
+            return self._search_for_question(prompt("off_topic", asked=copied), searches)
         if not searches:
             return None
         from ..answering.support import assess
@@ -287,11 +293,39 @@ class Turn:
             judged.reason or "the words of your reply are not in it"
         page = int(searches[-1].arguments.get("page") or 0) + 1
         self.trace.note(f"reply held back ({why}): the agent is told to search again")
-        held = prompt("search_again", why=why, page=page)
+        return self._search_for_question(prompt("search_again", why=why, page=page), searches)
+
+    def _copied(self, message: str) -> str | None:
+        """What the user's question asks that a reply copied from a recalled line never says — the question's
+        words beyond its names ("research" of "What did Caroline research?"), where the reply's words are mostly one
+        line's that recall placed before it ("Caroline shared a poetry reading…") and neither reply nor line holds
+        any of them — else None. A small model answers from the recalled lines in one step, and copies one that
+        does not answer (LoCoMo: the fields Caroline would study answered with the flowers she found)."""
+        if not self.result.recalled:
+            return None
+        from ..answering.support import facts, names
+
+        def stems(text: str) -> set[str]:  # words by their first four letters ("shared" says "share")
+            return {w[:4] for w in facts(text)}
+
+        question = _question(self.text)
+        wanted = facts(question) - names(question) - _WEAK
+        asked, said = {w[:4] for w in wanted}, stems(message)
+        if not asked or len(said) < 4 or said & asked:
+            return None
+        for line in (c.quote for c in self.result.recalled):
+            words = stems(line)
+            if len(said & words) >= _COPIED * len(said) and not words & asked:
+                return ", ".join(sorted(wanted))
+        return None
+
+    def _search_for_question(self, held: str, searches: list[Step]) -> str:
+        """The hold's reason with one more page of recall search for the user's question in its own words."""
         query = _question(self.text)
         asked = [s for s in searches if s.function == "conversation_search" and s.arguments.get("query") == query]
+        page = len(asked) + bool(self.result.recalled)  # recall before reply placed the first page already
         try:
-            found = self.agent.tools.run("conversation_search", {"query": query, "page": len(asked)})
+            found = self.agent.tools.run("conversation_search", {"query": query, "page": page})
         except ToolError:
             return held
         self.result.evidence.extend(self.agent.tools.found)
@@ -537,6 +571,12 @@ class Turn:
 
 _QUESTION_WORDS = frozenset("what when where who whom whose which why how did do does is are was were can could has "
                             "have had will would should may".split())
+
+
+# a question's words that ask nothing of their own ("What would she be likely to…"): never what a reply must say
+_WEAK = frozenset("would could should might may likely kind sort type ever done doing did does how what which when "
+                  "where who why".split())
+_COPIED = 0.6  # a reply whose words are this share of one recalled line's is a copy of it
 
 
 def _asks(text: str) -> bool:
