@@ -35,12 +35,15 @@ def load(dirs: list[Path]) -> list[dict]:
     for folder in dirs:
         config = json.loads((folder / "config.json").read_text())
         primary = config.get("primary", "accuracy")
-        grades = read_grades(folder / GRADES)
+        records = []
         for line in (folder / "examples.jsonl").read_text().splitlines():
             try:
-                r = json.loads(line)
+                records.append(json.loads(line))
             except ValueError:
                 continue
+        grades = read_grades(folder / GRADES, {(r["example_id"], r["method"]): r.get("prediction") or ""
+                                               for r in records})
+        for r in records:
             if r.get("status") != "ok" or not r.get("signals") or primary not in (r.get("scores") or {}):
                 continue
             rows.append({"dataset": r["dataset"], "document": r["document_id"], "kind": r.get("kind", "free"),

@@ -47,17 +47,21 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def read_grades(path: Path) -> dict[tuple[str, str], bool]:
+def read_grades(path: Path, answers: dict[tuple[str, str], str] | None = None) -> dict[tuple[str, str], bool]:
     """Answers graded by hand: ``{(example_id, method): right}`` from a ``grades.jsonl`` (one ``{"example_id",
-    "method", "right"[, "why"]}`` a line; a free-form answer a token-F1 score undercounts); empty where there is
-    none. A grade that is not true or false stops the benchmark."""
+    "method", "right"[, "answer", "why"]}`` a line; a free-form answer a token-F1 score undercounts); empty where
+    there is none. A grade that gives the ``answer`` it graded holds only for that answer: given ``answers`` (the
+    run's, by the same key), a grade of another answer is left out — a run made again after a change is graded
+    again where its answers changed. A grade that is not true or false stops the benchmark."""
     grades: dict[tuple[str, str], bool] = {}
     for line in path.read_text().splitlines() if path.exists() else []:
         if line.strip():
             grade = json.loads(line)
             if not isinstance(grade.get("right"), bool):
                 sys.exit(f"{path}: 'right' must be true or false: {line}")
-            grades[(grade["example_id"], grade["method"])] = grade["right"]
+            key = (grade["example_id"], grade["method"])
+            if answers is None or "answer" not in grade or answers.get(key) == grade["answer"]:
+                grades[key] = grade["right"]
     return grades
 
 

@@ -146,9 +146,8 @@ def main() -> None:
                         help="a grades.jsonl of these answers graded by hand ({example_id, method, right} a line): "
                              "the share judged right beside F1, per method and type")
     args = parser.parse_args()
-    grades = read_grades(args.grades) if args.grades else {}
-    if args.grades and not grades:
-        parser.error(f"no grades in {args.grades}")
+    if args.grades and not args.grades.exists():
+        parser.error(f"no such file: {args.grades}")
     methods = tuple(m for m in args.methods.split(",") if m) or DEFAULT_METHODS[args.dataset]
     examples = choose(args.dataset, args.data, [d for d in args.documents.split(",") if d], args.queries,
                       args.per_category)
@@ -174,6 +173,8 @@ def main() -> None:
                "quotes_dropped", "tokens", "index_tokens", "seconds")
     rows = {m["method"]: {k: m[k] for k in columns} for m in summary["methods"]}
     latest = list(RunDir(run_dir).latest().values())
+    grades = read_grades(args.grades, {(r["example_id"], r["method"]): r.get("prediction") or "" for r in latest}) \
+        if args.grades else {}
     for method, row in rows.items():
         judged = judged_share([r for r in latest if r["method"] == method], grades)
         if judged is not None:
