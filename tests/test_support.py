@@ -295,6 +295,33 @@ def test_a_logistic_model_is_fitted_on_signals_and_round_trips():
         Fitted.from_dict({**model.as_dict(), "weights": [1.0]})
 
 
+def test_a_fitted_confidence_never_rises_as_support_falls():
+    """Issue 51: fitted freely on a few hundred labels, the free-form model weighed "supported" -0.37 and the choice
+    model "missing" +0.17 — an answer ranked higher for being less supported. Each signal's weight keeps the sign
+    signals.DIRECTION declares: one the labels pull the other way weighs nothing, the rest are fitted again."""
+    import random
+
+    from pagemind.answering import calibration
+    from pagemind.answering.calibration import fit
+    from pagemind.answering.signals import DIRECTION, NAMES
+
+    assert set(DIRECTION) == set(NAMES)  # every signal declares its way
+    rng = random.Random(1)
+    rows, right = [], []
+    for _ in range(300):  # the labels' noise: "supported" answers a little less often right; claim_min tells
+        ok = rng.random() < 0.5
+        rows.append({"claim_min": rng.gauss(0.8 if ok else 0.4, 0.15), "supported": float(rng.random() < (
+            0.3 if ok else 0.6)), "missing": float(rng.random() < (0.5 if ok else 0.2))})
+        right.append(ok)
+    free = fit(rows, right, ("claim_min", "supported", "missing"), "free")
+    assert free.weights[0] > 1.0 and free.weights[1] == 0.0 and free.weights[2] == 0.0
+    low, high = {"claim_min": 0.6, "supported": 0.0, "missing": 1.0}, {"claim_min": 0.6, "supported": 1.0,
+                                                                        "missing": 0.0}
+    assert free.probability(high) == free.probability(low)  # never lower for being supported, nor higher missing
+    for model in calibration.fitted().values():  # and so the shipped ones
+        assert all(DIRECTION[n] * w >= 0 for n, w in zip(model.names, model.weights)), model.kind
+
+
 def test_a_shipped_model_for_the_answers_kind_gives_its_confidence(monkeypatch):
     """Where package data holds a model for the kind of question, the answer's confidence is its probability of
     right (Answer.calibrated), read from the answer's signals; without one the support's hand-set value stands."""

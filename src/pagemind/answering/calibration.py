@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from .signals import FLAGS, KINDS, Kind
+from .signals import DIRECTION, FLAGS, KINDS, Kind
 
 FILE = "calibration.json"
 L2 = 1.0  # ridge penalty on the standardised weights: a few hundred labelled answers, ~20 signals
@@ -73,7 +73,10 @@ class Fitted:
 
 def fit(rows: Sequence[Mapping[str, float]], right: Sequence[bool], names: Sequence[str], kind: Kind,
         source: str = "", l2: float = L2) -> Fitted:
-    """The logistic model of ``right`` on ``rows``' signals ``names`` (standardised; L2 ``l2``; Newton's method)."""
+    """The logistic model of ``right`` on ``rows``' signals ``names`` (standardised; L2 ``l2``; Newton's method),
+    each weight of the sign :data:`~pagemind.answering.signals.DIRECTION` allows: a signal whose unconstrained
+    weight comes out the other way (the labels' noise: "supported" lowering the confidence) is left out and the
+    rest fitted again, the worst first, until every weight goes its declared way."""
     import numpy as np
 
     x = np.array([[float(r.get(n, 0.0)) for n in names] for r in rows], dtype=np.float64)
@@ -82,18 +85,38 @@ def fit(rows: Sequence[Mapping[str, float]], right: Sequence[bool], names: Seque
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0  # a signal that never varies weighs nothing
     z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
-    w = np.zeros(z.shape[1])
-    penalty = np.diag([0.0] + [l2] * len(names))  # the bias is not shrunk
+    sign = np.array([0.0] + [float(DIRECTION.get(n, 0)) for n in names])
+    kept = np.ones(len(sign), dtype=bool)
+    while True:
+        w = _newton(z, y, kept, l2)
+        wrong = np.where(sign * w < -1e-12, -sign * w, 0.0)
+        if not wrong.any():
+            break
+        kept[int(wrong.argmax())] = False  # the signal furthest the wrong way weighs nothing
+    return Fitted(kind, tuple(names), tuple(float(v) for v in w[1:]), float(w[0]), tuple(float(v) for v in mean),
+                  tuple(float(v) for v in scale), len(rows), source)
+
+
+def _newton(z: Any, y: Any, kept: Any, l2: float) -> Any:
+    """Ridge logistic regression on the columns ``kept`` of ``z`` (its first, the bias, never shrunk); the other
+    weights 0."""
+    import numpy as np
+
+    cols = np.flatnonzero(kept)
+    zk = z[:, cols]
+    w = np.zeros(len(cols))
+    penalty = np.diag([0.0 if c == 0 else l2 for c in cols])
     for _ in range(NEWTON_STEPS):
-        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -60, 60)))
-        gradient = z.T @ (p - y) + penalty @ w
-        hessian = z.T @ (z * (p * (1 - p))[:, None]) + penalty
+        p = 1.0 / (1.0 + np.exp(-np.clip(zk @ w, -60, 60)))
+        gradient = zk.T @ (p - y) + penalty @ w
+        hessian = zk.T @ (zk * (p * (1 - p))[:, None]) + penalty
         step = np.linalg.solve(hessian, gradient)
         w -= step
         if float(np.abs(step).max()) < 1e-8:
             break
-    return Fitted(kind, tuple(names), tuple(float(v) for v in w[1:]), float(w[0]), tuple(float(v) for v in mean),
-                  tuple(float(v) for v in scale), len(rows), source)
+    out = np.zeros(z.shape[1])
+    out[cols] = w
+    return out
 
 
 @cache

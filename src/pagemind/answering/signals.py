@@ -29,6 +29,13 @@ NAMES: tuple[str, ...] = (
 # a signal an answer may not have, and the flag that says it has it (0 with the flag 0 when absent)
 FLAGS = {"probability": "has_probability", "min_logprob": "has_probability", "similarity_min": "has_similarity",
          "verifier": "has_verifier"}
+# which way each signal may move a fitted confidence, all else equal: +1 never down as it grows (more support, a
+# surer model), -1 never up (a missing figure, an unnamed anchor, a better-supported rival option), 0 either way
+# (flags, counts): an answer is never ranked higher for being less supported
+DIRECTION = {"supported": 1, "partial": 1, "claim_min": 1, "claim_mean": 1, "words_min": 1, "similarity_min": 1,
+             "has_similarity": 0, "missing": -1, "unnamed": -1, "unfounded": -1, "relevance": 1, "declined": -1,
+             "rival": -1, "probability": 1, "min_logprob": 1, "has_probability": 0, "verifier": 1,
+             "has_verifier": 0, "citations": 0, "cited_score": 1, "support_confidence": 1}
 
 
 def kind_of(answer: Answer) -> Kind:
@@ -70,4 +77,4 @@ def signals(answer: Answer) -> dict[str, float]:
     return {name: round(float(out[name]), 6) for name in NAMES}
 
 
-__all__ = ["FLAGS", "KINDS", "NAMES", "Kind", "kind_of", "signals"]
+__all__ = ["DIRECTION", "FLAGS", "KINDS", "NAMES", "Kind", "kind_of", "signals"]
