@@ -510,9 +510,20 @@ def test_an_earnings_release_speaks_for_its_issuer_and_a_cover_for_its_trading_s
         == {"amcor"}
     assert registrant("MGM RESORTS INTERNATIONAL REPORTS FOURTH QUARTER AND\nFULL YEAR 2022 RESULTS\n") == \
         {"mgm", "resorts", "international"}
-    # a story's first lines are no release; a headline far down is not a headline
-    assert registrant("Abel reports to the captain every morning.\nThe sea was calm.") == frozenset()
-    assert registrant("\n" * 10 + "Amcor reports fiscal 2023 results\n") == frozenset()
+    # a story's or a news article's lines are no release; a headline far down is not a headline
+    for text in ("Abel reports to the captain every morning.\nThe sea was calm.",
+                 "Pellow reports to the captain at the end of every quarter.\nThe sea was calm.",
+                 "Mary announces the results of the village fair\nIt rained.",
+                 "Reuters reports that Boeing quarterly results missed estimates.",
+                 "Shares of Tesla rose while Ford Motor (NYSE: F) fell on Tuesday.\n",
+                 "\n" * 10 + "Amcor reports fiscal 2023 results\n"):
+        assert registrant(text) == frozenset(), text
+    assert registrant("Page 1 of 15\nExhibit 99.1\nMGM RESORTS INTERNATIONAL REPORTS FOURTH QUARTER AND\n"
+                      "FULL YEAR 2022 FINANCIAL AND OPERATING RESULTS\n") == {"mgm", "resorts", "international"}
+    assert registrant("Las Vegas, Nevada, February 8, 2023 – MGM Resorts International (NYSE: MGM) (“MGM Resorts” "
+                      "or the “Company”) today reported results.") == {"mgm", "resorts", "international"}
+    assert registrant("JOHNSON & JOHNSON\n(Exact name of registrant)\nTrading Symbol\nCommon Stock JNJ NEW YORK "
+                      "STOCK EXCHANGE") == {"johnson", "jnj"}  # the exchange in capitals
     cover = ("Commission file number 1-3215\nJOHNSON & JOHNSON\n(Exact\xa0name\xa0of\xa0registrant as specified)\n"
              "Trading Symbol Name of each exchange on which registered\n"
              "Common Stock, Par Value $1.00 JNJ New York Stock Exchange\n0.650% Notes Due 2024 JNJ24C New York\n")

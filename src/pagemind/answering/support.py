@@ -523,17 +523,22 @@ def _registrant(cover: str) -> frozenset[str]:
     return frozenset(words - _LEGAL)
 
 
-# a release's dateline: "… 2023) – Johnson & Johnson (NYSE: JNJ)": the name before an exchange and its ticker
-_TICKER = re.compile(r"\((?:NYSE|NASDAQ|Nasdaq|ASX|LSE|TSX|NYSE American|OTC[A-Z]*)\s*:\s*([A-Z][A-Z.]{0,5})\b")
-# a release's headline: "Amcor reports fiscal 2023 results", "MGM RESORTS INTERNATIONAL REPORTS FOURTH QUARTER …"
-_HEADLINE = re.compile(r"^(.{2,60}?)\s+(?:reports|announces)\b.{0,80}?\b(?:results|quarter|earnings|fiscal)\b",
-                       re.IGNORECASE)
+# a release's dateline: "… (January 24, 2023) – Johnson & Johnson (NYSE: JNJ) today announced": after the dash, a
+# name, its exchange and ticker, and the verb a release opens with (a news story's "Ford Motor (NYSE: F) fell" is not)
+_DATELINE = re.compile(r"(?:\s[–—-]{1,2}\s|\)--)\s*([A-Z][^()\n]{0,80}?)\s*\((?:NYSE|NASDAQ|Nasdaq|ASX|LSE|TSX|"
+                       r"NYSE American|OTC[A-Z]*)\s*:\s*([A-Z][A-Z.]{0,5})(?:[;,][^()\n]{0,40})?\)"
+                       r"(?:\s*\([^()\n]{0,80}\))?\s*(?:today\s+)?(?:announced|reported|announces|reports)\b")
+# a release's headline: "Amcor reports fiscal 2023 results", "MGM RESORTS INTERNATIONAL REPORTS FOURTH QUARTER AND /
+# FULL YEAR 2022 … RESULTS": a name, "reports" or "announces", a period and its results or earnings
+_HEADLINE = re.compile(r"^([A-Z][\w&.,' -]{1,50}?)\s+(?i:reports|announces|posts)\s+(?!(?i:that|to|on|in)\b)"
+                       r"(?=[^\n]{0,100}?\b(?i:quarter|fiscal|full[- ]year|annual|Q[1-4]|(?:19|20)\d\d)\b)"
+                       r"[^\n]{0,100}?\b(?i:results|earnings)\b")
 _HEADLINE_LINES = 8  # the release's first lines, where its headline is
 
 
 _SYMBOLS = re.compile(r"trading\s+symbol", re.IGNORECASE)
 # the cover's first listed security: "Common Stock, Par Value $1.00 JNJ New York Stock Exchange"
-_LISTED = re.compile(r"\b([A-Z]{1,5})[\s|]+(?:The\s+)?(?:New\s+York\s+Stock\s+Exchange|NYSE|Nasdaq|NASDAQ)\b")
+_LISTED = re.compile(r"\b([A-Z]{1,5})[\s|]+(?i:(?:The\s+)?(?:New\s+York\s+Stock\s+Exchange|NYSE|Nasdaq))\b")
 
 
 def _symbol(cover: str) -> frozenset[str]:
@@ -547,15 +552,13 @@ def _symbol(cover: str) -> frozenset[str]:
 def _issuer(cover: str) -> frozenset[str]:
     """An earnings release's issuer (see :func:`registrant`), its legal form left out."""
     words: set[str] = set()
-    ticker = _TICKER.search(cover)
-    if ticker is not None:
-        line = cover[max(0, cover.rfind("\n", 0, ticker.start()) + 1):ticker.start()]
-        name = re.split(r"\s[–—-]\s|\)\s", line)[-1].strip()  # what follows the dateline's dash
-        if 0 < len(name) <= _NAME_CHARS and not re.search(r"\d", name):
-            words |= set(re.findall(r"[a-z][a-z0-9]+", name.lower())) | {ticker.group(1).lower().strip(".")}
+    dateline = _DATELINE.search(cover)
+    if dateline is not None and not re.search(r"\d", dateline.group(1)):
+        words = set(re.findall(r"[a-z][a-z0-9]+", dateline.group(1).lower())) | {dateline.group(2).lower().strip(".")}
     if not words:
-        for line in cover.replace("\r", "").split("\n")[:_HEADLINE_LINES]:
-            head = _HEADLINE.match(line.strip())
+        lines = [line.strip() for line in cover.replace("\r", "").split("\n")[:_HEADLINE_LINES]]
+        for i in range(len(lines)):  # a headline may run on to the next line
+            head = _HEADLINE.match(" ".join(lines[i:i + 2]))
             if head is not None and not re.search(r"\d", head.group(1)):
                 words = set(re.findall(r"[a-z][a-z0-9]+", head.group(1).lower()))
                 break
