@@ -279,7 +279,7 @@ class Turn:
             self.held += 1
             why = f"it repeats a remembered line that says nothing of {copied}"
             self.trace.note(f"reply held back ({why}): the agent is told to search")
-            return self._search_for_question(prompt("off_topic", asked=copied), searches)
+            return self._search_for_question(prompt("off_topic", asked=copied))
         if not searches:
             return None
         from ..answering.support import assess
@@ -293,7 +293,7 @@ class Turn:
             judged.reason or "the words of your reply are not in it"
         page = int(searches[-1].arguments.get("page") or 0) + 1
         self.trace.note(f"reply held back ({why}): the agent is told to search again")
-        return self._search_for_question(prompt("search_again", why=why, page=page), searches)
+        return self._search_for_question(prompt("search_again", why=why, page=page))
 
     def _copied(self, message: str) -> str | None:
         """What the user's question asks that a reply copied from a recalled line never says — the question's
@@ -303,27 +303,36 @@ class Turn:
         does not answer (LoCoMo: the fields Caroline would study answered with the flowers she found)."""
         if not self.result.recalled:
             return None
-        from ..answering.support import facts, names
+        from ..answering.support import anchors, facts
 
         def stems(text: str) -> set[str]:  # words by their first four letters ("shared" says "share")
-            return {w[:4] for w in facts(text)}
+            return {w[:4] for w in facts(text) if len(w) > 1}
 
         question = _question(self.text)
-        wanted = facts(question) - names(question) - _WEAK
+        wanted = {w for w in facts(question) if len(w) > 1} - anchors(question) - _WEAK  # "Caroline's": a name
         asked, said = {w[:4] for w in wanted}, stems(message)
         if not asked or len(said) < 4 or said & asked:
             return None
-        for line in (c.quote for c in self.result.recalled):
-            words = stems(line)
-            if len(said & words) >= _COPIED * len(said) and not words & asked:
-                return ", ".join(sorted(wanted))
-        return None
+        line = next((line for line in (c.quote for c in self.result.recalled)
+                     if len(said & stems(line)) >= _COPIED * len(said) and not stems(line) & asked), None)
+        if line is None:
+            return None
+        if self.options.embedder in ("auto", "minilm"):  # in other words ("bought" for "purchase"): it answers
+            similar = self.agent.archive.similarities(message, [question])
+            if similar is not None and similar[0] >= _ANSWERS:
+                return None
+        return ", ".join(sorted(wanted))
 
-    def _search_for_question(self, held: str, searches: list[Step]) -> str:
-        """The hold's reason with one more page of recall search for the user's question in its own words."""
+    def _search_for_question(self, held: str) -> str:
+        """The hold's reason with one more page of recall search for the user's question in its own words: the
+        first page that shows a message neither recall before reply nor the turn's searches showed already."""
         query = _question(self.text)
-        asked = [s for s in searches if s.function == "conversation_search" and s.arguments.get("query") == query]
-        page = len(asked) + bool(self.result.recalled)  # recall before reply placed the first page already
+        shown = {c.index for c in [*self.result.recalled, *self.result.evidence] if c.unit == "message"}
+        page = 0
+        for page in range(_HOLD_PAGES):
+            _, events = self.agent.tools.recall_events(query, page)
+            if not events or any(e.seq not in shown for e in events):
+                break
         try:
             found = self.agent.tools.run("conversation_search", {"query": query, "page": page})
         except ToolError:
@@ -574,9 +583,12 @@ _QUESTION_WORDS = frozenset("what when where who whom whose which why how did do
 
 
 # a question's words that ask nothing of their own ("What would she be likely to…"): never what a reply must say
-_WEAK = frozenset("would could should might may likely kind sort type ever done doing did does how what which when "
-                  "where who why".split())
+_WEAK = frozenset("would could should might may likely kind sort type ever done doing did does about how what which "
+                  "when where who why".split())
 _COPIED = 0.6  # a reply whose words are this share of one recalled line's is a copy of it
+_ANSWERS = 0.6  # MiniLM cosine of a reply to the question above which it answers in other words (LoCoMo: copies
+# that did not answer 0.48-0.56; "Melanie bought a new red car" for "What did Melanie purchase?" 0.68)
+_HOLD_PAGES = 5  # pages of recall a hold looks through for one that shows something new
 
 
 def _asks(text: str) -> bool:
