@@ -549,23 +549,10 @@ def test_a_reply_the_searches_do_not_support_is_held_and_the_agent_searches_agai
     assert [c.quote for c in turn.citations if c.unit == "message"][:1] == ["Maud moved to Bergen last spring"]
 
 
-def test_a_copied_line_that_answers_in_other_words_is_sent_where_minilm_reads_it():
-    """The review: "Melanie bought a new red car" copied for "What did Melanie purchase?" shares no word with the
-    question, yet answers it. Where the agent has MiniLM, a reply that close to the question (cosine >= 0.6; the
-    LoCoMo copies that did not answer were 0.48-0.56) is sent."""
-    pytest.importorskip("onnxruntime")
-    bought = "Melanie bought a new red car last week at the dealer."
-    for embedder, statuses in (("minilm", ["OK"]), ("none", ["Failed", "OK"])):
-        agent, _ = make([call("send_message", message=bought), call("send_message", message="A car.")],
-                        embedder=embedder)
-        agent.import_messages([("user", bought, "2023-05-01 10:00:00")])
-        assert [s.status for s in agent.say("What did Melanie purchase?").steps] == statuses, embedder
-
-
 def test_the_holds_search_shows_the_first_page_with_something_not_yet_shown():
-    """The review of the copy hold: its search skipped a page when the agent had searched the question's page 0
-    itself, and showed page 1 when recall before reply had placed only part of page 0 (its token budget). The hold
-    now shows the first page of recall for the question with a message neither showed."""
+    """A review: the hold's search skipped a page when the agent had searched the question's page 0 itself, and
+    showed page 1 when recall before reply had placed only part of page 0 (its token budget). The hold now shows the
+    first page of recall for the question with a message neither showed."""
     lines = [("user", f"Maud mentioned place number {i} where she might live", f"2024-01-0{i + 1} 10:00:00")
              for i in range(3)]
     searched, _ = make([call("conversation_search", query="Where does Maud live?", page=0, request_heartbeat=True),
@@ -578,17 +565,16 @@ def test_the_holds_search_shows_the_first_page_with_something_not_yet_shown():
     own = [line for _, line, _ in lines if line in first]
     shown = [line for _, line, _ in lines if line in held.split("Recall searched for the question")[1]]
     assert len(own) == 1 and len(shown) == 1 and own != shown
-    harbour = [("user", f"Maud mentioned harbour number {i} and the boats there", f"2024-01-0{i + 1} 10:00:00")
-               for i in range(3)]
-    budget, _ = make([call("send_message", message=harbour[2][1]), call("send_message", message="Somewhere.")],
-                     page_size=3, recall_tokens=20)
-    budget.import_messages(harbour)
-    turn = budget.say("What did Maud research?")  # the copy hold
+    budget, _ = make([call("conversation_search", query="zebra", page=0, request_heartbeat=True),
+                      call("send_message", message="I could not find where Maud lives."),
+                      call("send_message", message="Somewhere.")], page_size=3, recall_tokens=20)
+    budget.import_messages(lines)
+    turn = budget.say("Where does Maud live?")
     recalled = {c.quote for c in turn.recalled}
-    assert 0 < len(recalled) < 3 and turn.steps[0].status == "Failed"  # the budget placed part of page 0
-    held = turn.steps[0].result.split("Recall searched for the question")[1]
-    shown = {line for _, line, _ in harbour if line in held}
-    assert shown - recalled and "(page 1/1)" in turn.steps[0].result  # page 0 again: it holds what recall left out
+    assert 0 < len(recalled) < 3 and turn.steps[1].status == "Failed"  # the budget placed part of page 0
+    held = turn.steps[1].result.split("Recall searched for the question")[1]
+    shown = {line for _, line, _ in lines if line in held}
+    assert shown - recalled and "(page 1/1)" in held  # page 0 again: it holds what recall left out
 
 
 def test_the_question_a_message_asks_is_its_search_query():
@@ -615,44 +601,6 @@ def test_a_reply_is_held_at_most_search_again_times_and_never_without_a_question
     short, _ = make(replies[:2], name="short", max_steps=3)
     assert short.say("Where does Maud live?").messages == ["I don't know."]  # one step left: no room to search
 
-
-
-POETRY = "Caroline shared a poetry reading where people told their stories through poetry."
-
-
-def _caroline(replies, **options):
-    agent, fake = make(replies, name="caroline", **options)
-    agent.import_messages([("user", POETRY, "2023-05-01 10:00:00"),
-                           ("user", "Caroline has been looking into adoption agencies lately.", "2023-05-02 10:00:00")])
-    return agent, fake
-
-
-def test_a_reply_that_copies_a_recalled_line_which_does_not_answer_is_held_and_the_agent_searches():
-    """Issue 50: on LoCoMo the 1.5B agent answered "What did Caroline research?" in one step by copying a line recall
-    placed before it ("Caroline shared a poetry reading…"), which says nothing of research. Such a reply is held once
-    (as a reply its searches do not support is), with one more page of recall search, and the agent answers again."""
-    agent, fake = _caroline([call("send_message", message=POETRY), call("send_message", message="Adoption agencies.")])
-    turn = agent.say("What did Caroline research?")
-    assert turn.recalled and turn.messages == ["Adoption agencies."]
-    held = turn.steps[0]
-    assert held.function == "send_message" and held.status == "Failed"
-    assert "repeats a line from your memory" in held.result and "says nothing of research" in held.result
-    assert 'Recall searched for the question ("What did Caroline research?")' in held.result
-    assert "Not sent" in fake.history[1].messages[-1].content  # the agent read why before its next step
-    assert any("repeats a remembered line" in n for n in turn.trace.notes)
-    agent, _ = _caroline([call("send_message", message=POETRY), call("send_message", message="Adoption agencies.")])
-    asked = agent.say("What is Caroline's research about?")  # her name in the possessive is still a name
-    assert asked.steps[0].status == "Failed" and "says nothing of research)" in asked.steps[0].result
-    # sent as they are: a copied line that says what was asked, a reply of its own words, a chat reply, the
-    # paper's agent (search_again=0)
-    for question, reply, options in (
-            ("What did Caroline share?", POETRY, {}),
-            ("What did Caroline research?", "She likes the sea and boats a lot, I think.", {}),
-            ("How are you doing today, Caroline?", "I'm very well, thank you for asking!", {}),
-            ("What did Caroline research?", POETRY, {"search_again": 0})):
-        agent, _ = _caroline([call("send_message", message=reply)], **options)
-        sent = agent.say(question)
-        assert sent.messages == [reply] and [s.status for s in sent.steps] == ["OK"], question
 
 
 def test_an_agent_whose_instructions_cannot_fit_its_window_is_refused_when_made_or_imported(tmp_path):

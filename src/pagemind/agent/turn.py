@@ -274,12 +274,6 @@ class Turn:
         if self.held >= self.options.search_again or self.remaining < 2 or not _asks(self.text):
             return None
         searches = [s for s in self.result.steps if s.function in _SEARCHES and s.status == "OK"]
-        copied = self._copied(message)
-        if copied is not None:  # a remembered line repeated that does not answer: search for what was asked
-            self.held += 1
-            why = f"it repeats a remembered line that says nothing of {copied}"
-            self.trace.note(f"reply held back ({why}): the agent is told to search")
-            return self._search_for_question(prompt("off_topic", asked=copied))
         if not searches:
             return None
         from ..answering.support import assess
@@ -294,34 +288,6 @@ class Turn:
         page = int(searches[-1].arguments.get("page") or 0) + 1
         self.trace.note(f"reply held back ({why}): the agent is told to search again")
         return self._search_for_question(prompt("search_again", why=why, page=page))
-
-    def _copied(self, message: str) -> str | None:
-        """What the user's question asks that a reply copied from a recalled line never says — the question's
-        words beyond its names ("research" of "What did Caroline research?"), where the reply's words are mostly one
-        line's that recall placed before it ("Caroline shared a poetry reading…") and neither reply nor line holds
-        any of them — else None. A small model answers from the recalled lines in one step, and copies one that
-        does not answer (LoCoMo: the fields Caroline would study answered with the flowers she found)."""
-        if not self.result.recalled:
-            return None
-        from ..answering.support import anchors, facts
-
-        def stems(text: str) -> set[str]:  # words by their first four letters ("shared" says "share")
-            return {w[:4] for w in facts(text) if len(w) > 1}
-
-        question = _question(self.text)
-        wanted = {w for w in facts(question) if len(w) > 1} - anchors(question) - _WEAK  # "Caroline's": a name
-        asked, said = {w[:4] for w in wanted}, stems(message)
-        if not asked or len(said) < 4 or said & asked:
-            return None
-        line = next((line for line in (c.quote for c in self.result.recalled)
-                     if len(said & stems(line)) >= _COPIED * len(said) and not stems(line) & asked), None)
-        if line is None:
-            return None
-        if self.options.embedder in ("auto", "minilm"):  # in other words ("bought" for "purchase"): it answers
-            similar = self.agent.archive.similarities(message, [question])
-            if similar is not None and similar[0] >= _ANSWERS:
-                return None
-        return ", ".join(sorted(wanted))
 
     def _search_for_question(self, held: str) -> str:
         """The hold's reason with one more page of recall search for the user's question in its own words: the
@@ -582,12 +548,6 @@ _QUESTION_WORDS = frozenset("what when where who whom whose which why how did do
                             "have had will would should may".split())
 
 
-# a question's words that ask nothing of their own ("What would she be likely to…"): never what a reply must say
-_WEAK = frozenset("would could should might may likely kind sort type ever done doing did does about how what which "
-                  "when where who why".split())
-_COPIED = 0.6  # a reply whose words are this share of one recalled line's is a copy of it
-_ANSWERS = 0.6  # MiniLM cosine of a reply to the question above which it answers in other words (LoCoMo: copies
-# that did not answer 0.48-0.56; "Melanie bought a new red car" for "What did Melanie purchase?" 0.68)
 _HOLD_PAGES = 5  # pages of recall a hold looks through for one that shows something new
 
 
