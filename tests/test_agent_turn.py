@@ -170,7 +170,8 @@ def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first
              call("send_message", message="You live in Leeds now, since you moved there last month.")]
     fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": "we talked"})
     clock = Clock("2024-03-01 09:00:00")
-    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none"), clock=clock)
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none",
+                                                                                   recall_order="recent"), clock=clock)
     agent.say("I live in York, in a small flat by the river.")
     clock.at = "2024-04-02 18:30:00"
     agent.say("I moved to Leeds last month, the city suits me.")
@@ -178,7 +179,8 @@ def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first
     turn = agent.say("Which city do I live in now?")
     prompt = fake.history[-1].prompt_text()
     recalled = prompt[prompt.index("Recalled from your memory"):]
-    assert recalled.index("Leeds") < recalled.index("York")  # the later fact first
+    assert recalled.index("Leeds") < recalled.index("York")  # recall_order=recent: the later fact first
+    assert recalled.startswith("Recalled from your memory for the user's message, the most recent first, each dated")
     assert "[2024-04-02 18:30] user: I moved to Leeds" in recalled and "[2024-03-01 09:00] user: I live in York" \
         in recalled
     assert "Which city do I live in now?" not in recalled  # never the message being answered
@@ -195,6 +197,27 @@ def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first
     paper.say("I live in York.")
     assert paper.say("Which city do I live in?").recalled == []
     assert "Recalled from your memory" not in quiet.history[-1].prompt_text()
+
+
+def test_recall_before_reply_places_the_best_match_first_by_default():
+    """Issue 50: on LoCoMo the 1.5B agent answered from the first recalled line; the most recent first put the line
+    recall ranked best ("Researching adoption agencies" for "What did Caroline research?") fourth, and the agent
+    copied a poetry reading. By default (recall_order=rank) the lines go in recall's own ranking, each dated."""
+    steps = [call("send_message", message="Noted.")] * 3 + [call("send_message", message="Adoption agencies.")]
+    fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": "we talked"})
+    clock = Clock("2023-05-25 13:17:00")
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none"), clock=clock)
+    agent.say("Researching adoption agencies has been my dream for a family.")
+    clock.at = "2023-07-20 21:03:00"
+    agent.say("Caroline here: I painted a lake at sunrise.")
+    clock.at = "2023-10-13 10:40:00"
+    agent.say("Caroline again: the poetry reading was powerful, people shared their stories.")
+    ranked = agent.tools.rank_recall("What did Caroline research?")  # as recall will rank them (before it is asked)
+    turn = agent.say("What did Caroline research?")
+    assert [c.index for c in turn.recalled] == ranked[:len(turn.recalled)] and len(turn.recalled) >= 2
+    assert "adoption agencies" in turn.recalled[0].quote  # the best match first, though the oldest
+    prompt = fake.history[-1].prompt_text()
+    assert "Recalled from your memory for the user's message, the best match first, each dated" in prompt
 
 
 def told_then_searched(said: str, at: str, query: str, question: str, **options):

@@ -61,10 +61,14 @@ class AgentOptions(Options):
         "hybrid", "archival search: exact text matches then embeddings (hybrid), or one of them")
     recall_first: bool = option(
         True, "before a user message is answered, the recall messages and archival passages that best match it go in "
-              "the context as a marked, dated alert (recall_tokens at most; the most recent first), cited like search "
+              "the context as a marked, dated alert (recall_tokens at most; in recall_order), cited like search "
               "results when the reply uses them; off: the agent finds them only by searching (the paper's agent)")
     recall_tokens: int = option(400, "tokens of what recall_first places in the context, at most", minimum=1,
                                 maximum=100_000)
+    recall_order: Literal["rank", "recent"] = option(
+        "rank", "the order of what recall_first places, each line dated: the best match first (rank: a small model "
+                "answers from the first line it reads; LoCoMo F1 1.48x, evidence recall 1.35x) or the most recent "
+                "first (recent: a later fact above the one it may replace)")
     recall_search: Literal["text", "hybrid"] = option(
         "hybrid", "conversation search: substring matches, then the rest ranked by BM25 and MiniLM (as OP-RAG; "
         "hybrid), or substring only (text, the paper's)")

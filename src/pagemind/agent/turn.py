@@ -205,7 +205,7 @@ class Turn:
 
     def _recall_first(self) -> None:
         """Recall before reply: the messages and archival passages that best match the user's message (as the
-        agent's own searches rank them; never this turn's), the most recent first, within ``recall_tokens``, as one
+        agent's own searches rank them; never this turn's), in ``recall_order``, within ``recall_tokens``, as one
         alert after the message; they are the turn's evidence like a search's results, and the result's
         ``recalled`` (what the run, the viewer and Letta's reply show). Nothing when nothing matches."""
         from .evidence import message_citation, passage_citation
@@ -215,10 +215,14 @@ class Turn:
         _, events = tools.recall_events(query, 0)
         _, passages = self.agent.archive.search_passages(query, 0) if self.store.count_passages(self.agent.id) \
             else (0, [])
-        found: list[tuple[str, int, str, Event | Passage]] = [(e.time, e.seq, e.describe(), e) for e in events[:size]]
-        found += [(p.time, p.id, f"{p.describe()} (archival passage {p.id})", p) for p in passages[:size]
-                  if p.superseded_by is None]
-        found.sort(key=lambda item: item[:2], reverse=True)  # a later fact first: it may replace an earlier one
+        said: list[tuple[str, int, str, Event | Passage]] = [(e.time, e.seq, e.describe(), e) for e in events[:size]]
+        kept_facts: list[tuple[str, int, str, Event | Passage]] = [
+            (p.time, p.id, f"{p.describe()} (archival passage {p.id})", p) for p in passages[:size]
+            if p.superseded_by is None]
+        if self.options.recall_order == "rank":  # each memory's best match first, taken in turn
+            found = [x for pair in itertools.zip_longest(said, kept_facts) for x in pair if x is not None]
+        else:  # a later fact first: it may replace an earlier one
+            found = sorted(said + kept_facts, key=lambda item: item[:2], reverse=True)
         lines: list[str] = []
         budget = self.options.recall_tokens
         kept: list[Event | Passage] = []
@@ -233,7 +237,8 @@ class Turn:
         if not lines:
             self.trace.note("recall before reply: nothing in memory matches the message")
             return
-        self._alert(prompt("recalled", lines="\n".join(lines)))
+        order = "the best match first" if self.options.recall_order == "rank" else "the most recent first"
+        self._alert(prompt("recalled", lines="\n".join(lines), order=order))
         self.result.recalled = [passage_citation(i) if isinstance(i, Passage) else message_citation(i) for i in kept]
         self.result.evidence.extend(c for c, i in zip(self.result.recalled, kept, strict=True)
                                     if not isinstance(i, Event) or i.kind == "user_message")
