@@ -1242,7 +1242,7 @@ function messageRow(m) {
 }
 
 /** What recall-before-reply placed in the turn's context ahead of its first step: each message or archival
- * passage, latest first, as the agent read it. */
+ * passage, in the order the agent read it (recall_order). */
 function recalledCard(recalled) {
   if (!recalled?.length) return null;
   return h("div", { class: "card", id: "recalled" }, h("h2", {}, "Recalled before the reply"),
