@@ -170,8 +170,7 @@ def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first
              call("send_message", message="You live in Leeds now, since you moved there last month.")]
     fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": "we talked"})
     clock = Clock("2024-03-01 09:00:00")
-    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none",
-                                                                                   recall_order="recent"), clock=clock)
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none"), clock=clock)
     agent.say("I live in York, in a small flat by the river.")
     clock.at = "2024-04-02 18:30:00"
     agent.say("I moved to Leeds last month, the city suits me.")
@@ -179,8 +178,8 @@ def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first
     turn = agent.say("Which city do I live in now?")
     prompt = fake.history[-1].prompt_text()
     recalled = prompt[prompt.index("Recalled from your memory"):]
-    assert recalled.index("Leeds") < recalled.index("York")  # recall_order=recent: the later fact first
-    assert recalled.startswith("Recalled from your memory for the user's message, the most recent first, each dated")
+    assert recalled.index("Leeds") < recalled.index("York")  # the later fact first (recall_order=recent, the default)
+    assert recalled.startswith("Recalled from your memory for the user's message, the most recent first (")
     assert "[2024-04-02 18:30] user: I moved to Leeds" in recalled and "[2024-03-01 09:00] user: I live in York" \
         in recalled
     assert "Which city do I live in now?" not in recalled  # never the message being answered
@@ -199,14 +198,15 @@ def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first
     assert "Recalled from your memory" not in quiet.history[-1].prompt_text()
 
 
-def test_recall_before_reply_places_the_best_match_first_by_default():
+def test_recall_before_reply_can_place_the_best_match_first():
     """Issue 50: on LoCoMo the 1.5B agent answered from the first recalled line; the most recent first put the line
     recall ranked best ("Researching adoption agencies" for "What did Caroline research?") fourth, and the agent
-    copied a poetry reading. By default (recall_order=rank) the lines go in recall's own ranking, each dated."""
+    copied a poetry reading. With recall_order=rank the lines go in recall's own ranking, each dated."""
     steps = [call("send_message", message="Noted.")] * 3 + [call("send_message", message="Adoption agencies.")]
     fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": "we talked"})
     clock = Clock("2023-05-25 13:17:00")
-    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none"), clock=clock)
+    options = AgentOptions(embedder="none", recall_order="rank")
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=options, clock=clock)
     agent.say("Researching adoption agencies has been my dream for a family.")
     clock.at = "2023-07-20 21:03:00"
     agent.say("Caroline here: I painted a lake at sunrise.")
@@ -217,7 +217,7 @@ def test_recall_before_reply_places_the_best_match_first_by_default():
     assert [c.index for c in turn.recalled] == ranked[:len(turn.recalled)] and len(turn.recalled) >= 2
     assert "adoption agencies" in turn.recalled[0].quote  # the best match first, though the oldest
     prompt = fake.history[-1].prompt_text()
-    assert "Recalled from your memory for the user's message, the best match first, each dated" in prompt
+    assert "Recalled from your memory for the user's message, the best match first (" in prompt
 
 
 def told_then_searched(said: str, at: str, query: str, question: str, **options):

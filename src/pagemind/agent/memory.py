@@ -65,10 +65,10 @@ class AgentOptions(Options):
               "results when the reply uses them; off: the agent finds them only by searching (the paper's agent)")
     recall_tokens: int = option(400, "tokens of what recall_first places in the context, at most", minimum=1,
                                 maximum=100_000)
-    recall_order: Literal["rank", "recent"] = option(
-        "rank", "the order of what recall_first places, each line dated: the best match first (rank: a small model "
-                "answers from the first line it reads; LoCoMo F1 1.48x, evidence recall 1.35x) or the most recent "
-                "first (recent: a later fact above the one it may replace)")
+    recall_order: Literal["recent", "rank"] = option(
+        "recent", "the order of what recall_first places, each line dated: the most recent first (recent: a later fact "
+                  "above the one it may replace; LongMemEval-format updates 3/3 against 1/3 by rank) or the best "
+                  "match first (rank: LoCoMo evidence recall 1.35x, F1 within its noise)")
     recall_search: Literal["text", "hybrid"] = option(
         "hybrid", "conversation search: substring matches, then the rest ranked by BM25 and MiniLM (as OP-RAG; "
         "hybrid), or substring only (text, the paper's)")

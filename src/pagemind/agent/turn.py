@@ -237,7 +237,7 @@ class Turn:
         if not lines:
             self.trace.note("recall before reply: nothing in memory matches the message")
             return
-        order = "the best match first" if self.options.recall_order == "rank" else "the most recent first"
+        order = "the best match first" if self.options.recall_order == "rank" else "the most recent first"  # dated
         self._alert(prompt("recalled", lines="\n".join(lines), order=order))
         self.result.recalled = [passage_citation(i) if isinstance(i, Passage) else message_citation(i) for i in kept]
         self.result.evidence.extend(c for c, i in zip(self.result.recalled, kept, strict=True)
