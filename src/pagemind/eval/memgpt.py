@@ -49,6 +49,9 @@ class MemGPTEvalOptions(ReaderOptions):
     passage_words: int = option(300, "words per archival passage of a document", minimum=1)
     recall_first: bool = option(False, "recall before reply (AgentOptions.recall_first, on for new agents): off is "
                                        "the paper's agent, which finds its memories only by searching")
+    recall_order: Literal["recent", "rank"] = option("recent", "what recall before reply places first "
+                                                             "(AgentOptions.recall_order): the most recent or the best "
+                                                             "match")
     consolidate: bool = option(False, "read the imported conversation as the background pass does before the "
                                       "question (dated summaries and facts in archival memory; model calls per "
                                       "~900 words), the write side without the model's initiative")
@@ -77,6 +80,7 @@ class MemGPTEval:
             embedder="none" if kv else o.embedder,  # a conversation's recall is ranked with MiniLM too
             constrained=o.constrained,
             recall_first=o.recall_first,
+            recall_order=o.recall_order,
         )
         if o.budget is not None:
             opts = replace(opts, context_window=self._empty_prompt(opts) + o.budget + opts.max_tokens)
