@@ -183,3 +183,27 @@ def test_a_figure_not_in_the_text_is_asked_again_with_the_text_s_rows_about_it()
                         amounts(FILING, years=True), rows=rows)
     assert isinstance(got, str)
     assert got.endswith("The text's lines about it: | Dividends paid | (1,244.5) | (1,246.4) |")
+
+
+def test_a_figure_read_off_a_row_of_another_kind_is_asked_again_with_the_row_its_name_says():
+    """Issue 47: Best Buy's three-year net profit margin was worked out from "net_profit_2017 = 9,440" — the figure is
+    in the text, on the Gross profit row — and shown as 23.00% for 2.8%. A figure whose name (or note) says net,
+    gross or operating, basic or diluted, current or non-current, where every row holding it says another of the
+    same kind, is asked again with that row and the rows its name is about."""
+    text = ("CONSOLIDATED STATEMENTS OF EARNINGS ($ in millions)\n| | 2017 | 2016 |\n|---|---|---|\n"
+            "| Revenue | 39,403 | 39,528 |\n| Gross profit | 9,440 | 9,191 |\n| Operating income | 2,002 | 1,762 |\n"
+            "| Net earnings | 1,228 | 897 |\n| Diluted earnings per share | 3.81 | 2.64 |\n"
+            "| Long-term debt | 1,321 | 1,339 |\n| Net cash provided by operating activities | 2,141 | 1,762 |\n")
+    rows, written = [r for r in text.splitlines() if r.strip()], amounts(text, years=True)
+    got = compute.parse("net_profit_2017 = 9440  # profit, fiscal 2017\nanswer = net_profit_2017 / 2", written,
+                        rows=rows)
+    assert isinstance(got, str) and 'is on the row "| Gross profit | 9,440 | 9,191 |", a gross figure where the ' \
+        "name says net" in got and "| Net earnings | 1,228 | 897 |" in got
+    for working in ("net_earnings_2017 = 1228", "gross_profit_2017 = 9440", "revenue_2017 = 39403",
+                    "operating_cash_flow_2016 = 1762",  # on both the operating income and the net cash rows
+                    "noncurrent_debt_2017 = 1321  # long-term debt", "operating_income_2017 = 2002",
+                    "diluted_eps_2017 = 3.81", "profit_2017 = 9440"):  # no qualifier: no kind to disagree with
+        assert not isinstance(compute.parse(f"{working}\nanswer = {working.split()[0]} / 2", written, rows=rows),
+                              str), working
+    assert isinstance(compute.parse("basic_eps_2017 = 3.81\nanswer = basic_eps_2017", written, rows=rows), str)
+    assert isinstance(compute.parse("net_income_2017 = 2002\nanswer = net_income_2017", written, rows=rows), str)

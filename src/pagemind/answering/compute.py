@@ -250,6 +250,15 @@ def _read_line(code: str, note: str, values: dict[str, float], written: Sequence
             raise Problem(f"{name} = {expression} is not a figure in the text: copy each figure exactly as the text "
                           "writes it, from the line and period the question asks about"
                           + (". The text's lines about it: " + " / ".join(about) if about else ""))
+        other = _other_row(figure, f"{name} {note}", rows)
+        if other is not None:
+            row, said, kind = other
+            about = [r for r in _rows_about(f"{name} {note}", rows) if r != row] or [  # else the rows it may mean
+                " ".join(r.split())[:_ROW_CHARS] for r in rows
+                if set(said.split("/")) & _qualifiers(_label(r)) and re.search(r"\d", r)][:ROWS]
+            raise Problem(f"{name} = {expression} is on the row \"{row}\", a {kind} figure where the name says "
+                          f"{said}: copy it from the row the name says"
+                          + (". The text's lines about it: " + " / ".join(about) if about else ""))
         return Line(name, expression, figure, note, figure=True)
     taken: list[float] = []
     try:
@@ -278,6 +287,43 @@ def _rows_about(words: str, lines: Sequence[str]) -> list[str]:
         if hits * 2 >= len(wanted) and re.search(r"\d", line):
             scored.append((-hits, len(line), " ".join(line.split())[:_ROW_CHARS]))
     return [text for _, _, text in sorted(scored)[:ROWS]]
+
+
+# qualifiers of which a row is one at most: a "net" figure is never the "gross" row's
+_QUALIFIERS = (frozenset({"gross", "operating", "net"}), frozenset({"basic", "diluted"}),
+               frozenset({"current", "noncurrent"}))
+
+
+def _qualifiers(text: str) -> set[str]:
+    words = re.sub(r"non[\s-]+current|long[\s-]+term", "noncurrent", text.lower().replace("_", " "))
+    return set(re.findall(r"[a-z]+", words))
+
+
+def _label(row: str) -> str:
+    """A row's words before its first figure ("| Gross profit | " of "| Gross profit | 9,440 | 9,191 |")."""
+    return re.split(r"[$(]?\s*-?\d", row, maxsplit=1)[0]
+
+
+def _other_row(figure: float, words: str, rows: Sequence[str]) -> tuple[str, str, str] | None:
+    """Where every row of what was read that holds ``figure`` is labelled with another qualifier of a kind the
+    figure's name and note give ("net_profit_2017 = 9440" read off "Gross profit 9,440"): (that row, the name's
+    qualifier, the row's); else None — a figure with no such row, a row without a qualifier, or one that agrees."""
+    named = _qualifiers(words)
+    wanted = [(group & named, group) for group in _QUALIFIERS if group & named]
+    if not wanted:
+        return None
+    found: tuple[str, str, str] | None = None
+    for row in rows:
+        label = _label(row)
+        if not _in_text(figure, amounts(row[len(label):], years=True)):
+            continue
+        have = _qualifiers(label)
+        clash = next(((said, have & group) for said, group in wanted if have & group and not have & said), None)
+        if clash is None:
+            return None  # a row holding the figure that the name may mean
+        if found is None:
+            found = (" ".join(row.split())[:_ROW_CHARS], "/".join(sorted(clash[0])), "/".join(sorted(clash[1])))
+    return found
 
 
 def _number(node: ast.expr) -> float | None:
