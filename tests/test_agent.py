@@ -577,6 +577,30 @@ def test_the_holds_search_shows_the_first_page_with_something_not_yet_shown():
     assert shown - recalled and "(page 1/1)" in held  # page 0 again: it holds what recall left out
 
 
+def test_the_holds_search_counts_every_message_a_search_showed_and_goes_past_five_shown_pages():
+    """The second review: an agent's own message a search had shown was not counted as shown (a search's evidence
+    holds users' messages only), so the hold showed the same page again; and with pages 0-4 all shown it showed page
+    4 again, not page 5."""
+    ask = "Where does Maud live?"
+    mine, _ = make([call("conversation_search", query=ask, page=0, request_heartbeat=True),
+                    call("send_message", message="I could not find where Maud lives."),
+                    call("send_message", message="Somewhere.")], recall_first=False, page_size=1)
+    mine.import_messages([("assistant", "Where does Maud live? Maud said she might live in Bergen", "2024-01-01 10:00"),
+                          ("user", "Maud lives in a house with a garden", "2024-01-02 10:00"),
+                          ("user", "Maud likes where she lives", "2024-01-03 10:00")])
+    turn = mine.say(ask)
+    assert "assistant: Where does Maud live?" in turn.steps[0].result
+    held = turn.steps[1].result.split("Recall searched for the question")[1]
+    assert "(page 2/3)" in held and "assistant:" not in held
+    lines = [("user", f"Maud said she might live in place {i}", f"2024-01-0{i + 1} 10:00") for i in range(7)]
+    paged, _ = make([call("conversation_search", query=ask, page=p, request_heartbeat=True) for p in range(5)]
+                    + [call("send_message", message="I could not find where Maud lives."),
+                       call("send_message", message="Somewhere.")], recall_first=False, page_size=1, max_steps=8)
+    paged.import_messages(lines)
+    turn = paged.say(ask)
+    assert turn.steps[5].status == "Failed" and "(page 6/7)" in turn.steps[5].result
+
+
 def test_the_question_a_message_asks_is_its_search_query():
     from pagemind.agent.turn import _question
 

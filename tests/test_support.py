@@ -320,6 +320,11 @@ def test_a_fitted_confidence_never_rises_as_support_falls():
     assert free.probability(high) == free.probability(low)  # never lower for being supported, nor higher missing
     for model in calibration.fitted().values():  # and so the shipped ones
         assert all(DIRECTION[n] * w >= 0 for n, w in zip(model.names, model.weights)), model.kind
+        # the review: "supported" and "partial" are one label each; a supported answer (partial read as at least
+        # partly supported) never ranks below a partial one, nor a partial one below an unsupported one
+        base = dict(zip(model.names, model.mean))
+        ranked = [model.probability({**base, "supported": s, "partial": p}) for s, p in ((0, 0), (0, 1), (1, 0))]
+        assert ranked == sorted(ranked), (model.kind, ranked)
 
 
 def test_a_shipped_model_for_the_answers_kind_gives_its_confidence(monkeypatch):
@@ -516,12 +521,21 @@ def test_an_earnings_release_speaks_for_its_issuer_and_a_cover_for_its_trading_s
                  "Mary announces the results of the village fair\nIt rained.",
                  "Reuters reports that Boeing quarterly results missed estimates.",
                  "Shares of Tesla rose while Ford Motor (NYSE: F) fell on Tuesday.\n",
+                 "Pellow reports every quarter to the captain on the crew's results.\nx",
+                 "Captain Ahab announces the annual results of the hunt\nx",
+                 "Every year Mary posts her annual results on the board.\nx",
+                 "Earnings roundup\n- Ford Motor (NYSE: F) reported a loss.\n- General Motors (NYSE: GM) reported.",
+                 "Stocks were mixed - The Dow rose. Meanwhile Apple Inc. (NASDAQ: AAPL) reported results.",
                  "\n" * 10 + "Amcor reports fiscal 2023 results\n"):
         assert registrant(text) == frozenset(), text
     assert registrant("Page 1 of 15\nExhibit 99.1\nMGM RESORTS INTERNATIONAL REPORTS FOURTH QUARTER AND\n"
                       "FULL YEAR 2022 FINANCIAL AND OPERATING RESULTS\n") == {"mgm", "resorts", "international"}
     assert registrant("Las Vegas, Nevada, February 8, 2023 – MGM Resorts International (NYSE: MGM) (“MGM Resorts” "
                       "or the “Company”) today reported results.") == {"mgm", "resorts", "international"}
+    for wire in ("NEW YORK--(BUSINESS WIRE)--Acme Corp. (NYSE: ACME) today announced results",
+                 "CHICAGO, March 1, 2023 /PRNewswire/ -- Acme Inc. (Nasdaq: ACME) today released results",
+                 "Acme Announces Record Third Quarter 2023 Results\nCHICAGO, March 1, 2023"):
+        assert registrant(wire) >= {"acme"}, wire
     assert registrant("JOHNSON & JOHNSON\n(Exact name of registrant)\nTrading Symbol\nCommon Stock JNJ NEW YORK "
                       "STOCK EXCHANGE") == {"johnson", "jnj"}  # the exchange in capitals
     cover = ("Commission file number 1-3215\nJOHNSON & JOHNSON\n(Exact\xa0name\xa0of\xa0registrant as specified)\n"

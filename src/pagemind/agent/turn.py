@@ -297,18 +297,26 @@ class Turn:
     def _search_for_question(self, held: str) -> str:
         """The hold's reason with one more page of recall search for the user's question in its own words: the
         first page that shows a message neither recall before reply nor the turn's searches showed already."""
-        query = _question(self.text)
-        shown = {c.index for c in [*self.result.recalled, *self.result.evidence] if c.unit == "message"}
-        page = 0
+        query, tools = _question(self.text), self.agent.tools
+        shown = {c.index for c in self.result.recalled if c.unit == "message"}
+        for step in self.result.steps:  # every message a search of this turn showed (its evidence: users' only)
+            if step.function == "conversation_search" and step.status == "OK":
+                try:
+                    shown |= {e.seq for e in tools.recall_events(str(step.arguments.get("query", "")),
+                                                                 int(step.arguments.get("page") or 0))[1]}
+                except (TypeError, ValueError, ToolError):
+                    continue
         for page in range(_HOLD_PAGES):
-            _, events = self.agent.tools.recall_events(query, page)
+            _, events = tools.recall_events(query, page)
             if not events or any(e.seq not in shown for e in events):
                 break
+        else:
+            page = _HOLD_PAGES  # the first pages all shown: the next
         try:
-            found = self.agent.tools.run("conversation_search", {"query": query, "page": page})
+            found = tools.run("conversation_search", {"query": query, "page": page})
         except ToolError:
             return held
-        self.result.evidence.extend(self.agent.tools.found)
+        self.result.evidence.extend(tools.found)
         return f'{held}\nRecall searched for the question ("{query}"): {found}'
 
     def _step(self, ctx: MainContext, i: int, last: bool) -> Step:

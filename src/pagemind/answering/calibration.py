@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from .signals import DIRECTION, FLAGS, KINDS, Kind
+from .signals import DIRECTION, FLAGS, KINDS, Kind, seen
 
 FILE = "calibration.json"
 L2 = 1.0  # ridge penalty on the standardised weights: a few hundred labelled answers, ~20 signals
@@ -47,7 +47,7 @@ class Fitted:
             flag = FLAGS.get(name)
             if flag is not None and float(signals.get(flag, 1.0)) == 0.0 and means.get(flag, 0.0) >= 1.0:
                 return mean
-            return float(signals.get(name, 0.0))
+            return seen(signals, name)
 
         z = self.bias + sum(w * (value(name, m) - m) / s
                             for name, w, m, s in zip(self.names, self.weights, self.mean, self.scale))
@@ -79,7 +79,7 @@ def fit(rows: Sequence[Mapping[str, float]], right: Sequence[bool], names: Seque
     rest fitted again, the worst first, until every weight goes its declared way."""
     import numpy as np
 
-    x = np.array([[float(r.get(n, 0.0)) for n in names] for r in rows], dtype=np.float64)
+    x = np.array([[seen(r, n) for n in names] for r in rows], dtype=np.float64)
     y = np.array([1.0 if r else 0.0 for r in right])
     mean = x.mean(axis=0)
     scale = x.std(axis=0)

@@ -9,6 +9,7 @@ MiniLM) is 0 with its ``has_*`` flag 0, so a fitted model learns what its absenc
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -36,6 +37,15 @@ DIRECTION = {"supported": 1, "partial": 1, "claim_min": 1, "claim_mean": 1, "wor
              "has_similarity": 0, "missing": -1, "unnamed": -1, "unfounded": -1, "relevance": 1, "declined": -1,
              "rival": -1, "probability": 1, "min_logprob": 1, "has_probability": 0, "verifier": 1,
              "has_verifier": 0, "citations": 0, "cited_score": 1, "support_confidence": 1}
+
+
+def seen(signals: Mapping[str, float], name: str) -> float:
+    """Signal ``name`` as a fitted model reads it: ``partial`` as "at least partly supported" (1 for a supported
+    answer too), so that with both weights kept non-negative a supported answer never ranks below a partial one
+    (recorded as they are, one label each, they could: the free model weighed "partial" alone)."""
+    if name == "partial":
+        return max(float(signals.get("partial", 0.0)), float(signals.get("supported", 0.0)))
+    return float(signals.get(name, 0.0))
 
 
 def kind_of(answer: Answer) -> Kind:
@@ -77,4 +87,4 @@ def signals(answer: Answer) -> dict[str, float]:
     return {name: round(float(out[name]), 6) for name in NAMES}
 
 
-__all__ = ["DIRECTION", "FLAGS", "KINDS", "NAMES", "Kind", "kind_of", "signals"]
+__all__ = ["DIRECTION", "FLAGS", "KINDS", "NAMES", "Kind", "kind_of", "seen", "signals"]

@@ -523,16 +523,19 @@ def _registrant(cover: str) -> frozenset[str]:
     return frozenset(words - _LEGAL)
 
 
-# a release's dateline: "… (January 24, 2023) – Johnson & Johnson (NYSE: JNJ) today announced": after the dash, a
-# name, its exchange and ticker, and the verb a release opens with (a news story's "Ford Motor (NYSE: F) fell" is not)
+# a release's dateline: "… (January 24, 2023) – Johnson & Johnson (NYSE: JNJ) today announced": after a date or a
+# wire's name and a dash, a name, its exchange and ticker, and the verb a release opens with (a news story's "Ford
+# Motor (NYSE: F) fell", a bullet's "- Ford Motor (NYSE: F) reported" are not)
 _DATELINE = re.compile(r"(?:\s[–—-]{1,2}\s|\)--)\s*([A-Z][^()\n]{0,80}?)\s*\((?:NYSE|NASDAQ|Nasdaq|ASX|LSE|TSX|"
                        r"NYSE American|OTC[A-Z]*)\s*:\s*([A-Z][A-Z.]{0,5})(?:[;,][^()\n]{0,40})?\)"
-                       r"(?:\s*\([^()\n]{0,80}\))?\s*(?:today\s+)?(?:announced|reported|announces|reports)\b")
+                       r"(?:\s*\([^()\n]{0,80}\))?\s*(?:today\s+)?(?:announced|reported|released|announces|reports)\b")
+_DATED = re.compile(r"\b(?:19|20)\d\d\b|wire\b", re.IGNORECASE)  # what a dateline's dash follows on its line
 # a release's headline: "Amcor reports fiscal 2023 results", "MGM RESORTS INTERNATIONAL REPORTS FOURTH QUARTER AND /
-# FULL YEAR 2022 … RESULTS": a name, "reports" or "announces", a period and its results or earnings
-_HEADLINE = re.compile(r"^([A-Z][\w&.,' -]{1,50}?)\s+(?i:reports|announces|posts)\s+(?!(?i:that|to|on|in)\b)"
-                       r"(?=[^\n]{0,100}?\b(?i:quarter|fiscal|full[- ]year|annual|Q[1-4]|(?:19|20)\d\d)\b)"
-                       r"[^\n]{0,100}?\b(?i:results|earnings)\b")
+# FULL YEAR 2022 … RESULTS": a name, "reports" or "announces", a period at once and its results or earnings
+_HEADLINE = re.compile(r"^([A-Z][\w&.,' -]{1,50}?)\s+(?i:reports|announces|posts)\s+"
+                       r"(?!(?i:that|to|on|in|the|her|his|their|its|every|a|an)\b)(?:[\w-]+\s+){0,3}?"
+                       r"(?i:first|second|third|fourth|fiscal|full[- ]year|annual|quarter(?:ly)?|Q[1-4]|"
+                       r"(?:19|20)\d\d)\b[^\n]{0,100}?\b(?i:results|earnings)\b")
 _HEADLINE_LINES = 8  # the release's first lines, where its headline is
 
 
@@ -552,14 +555,17 @@ def _symbol(cover: str) -> frozenset[str]:
 def _issuer(cover: str) -> frozenset[str]:
     """An earnings release's issuer (see :func:`registrant`), its legal form left out."""
     words: set[str] = set()
-    dateline = _DATELINE.search(cover)
-    if dateline is not None and not re.search(r"\d", dateline.group(1)):
-        words = set(re.findall(r"[a-z][a-z0-9]+", dateline.group(1).lower())) | {dateline.group(2).lower().strip(".")}
+    for dateline in _DATELINE.finditer(cover):
+        before = cover[cover.rfind("\n", 0, dateline.start()) + 1:dateline.start() + 1]
+        name = dateline.group(1)
+        if _DATED.search(before) and not re.search(r"\d|\.\s+\S", name):  # one name, not a sentence's end
+            words = set(re.findall(r"[a-z][a-z0-9]+", name.lower())) | {dateline.group(2).lower().strip(".")}
+            break
     if not words:
         lines = [line.strip() for line in cover.replace("\r", "").split("\n")[:_HEADLINE_LINES]]
-        for i in range(len(lines)):  # a headline may run on to the next line
+        for i in range(len(lines)):  # a headline may run on to the next line; it ends in no full stop
             head = _HEADLINE.match(" ".join(lines[i:i + 2]))
-            if head is not None and not re.search(r"\d", head.group(1)):
+            if head is not None and not re.search(r"\d", head.group(1)) and not lines[i].endswith("."):
                 words = set(re.findall(r"[a-z][a-z0-9]+", head.group(1).lower()))
                 break
     return frozenset(words - _LEGAL)
