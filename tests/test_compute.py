@@ -197,8 +197,14 @@ def test_a_figure_read_off_a_row_of_another_kind_is_asked_again_with_the_row_its
     rows, written = [r for r in text.splitlines() if r.strip()], amounts(text, years=True)
     got = compute.parse("net_profit_2017 = 9440  # profit, fiscal 2017\nanswer = net_profit_2017 / 2", written,
                         rows=rows)
-    assert isinstance(got, str) and 'is on the row "| Gross profit | 9,440 | 9,191 |", a gross figure where the ' \
-        "name says net" in got and "| Net earnings | 1,228 | 897 |" in got
+    assert isinstance(got, str) and 'is the text\'s "Gross profit 9,440", a gross figure where the name says net' \
+        in got and "| Net earnings | 1,228 | 897 |" in got
+    flat = ("Selected data Revenue 39,403 39,528 40,339 Cost of sales 29,963 30,337 31,292 Gross profit 9,440 9,191 "
+            "9,047 Net earnings 1,228 897 1,233")  # a statement read as one line of text, as Best Buy's 2017 10-K
+    got = compute.parse("net_profit_2015 = 9047\nanswer = net_profit_2015", amounts(flat, years=True), rows=[flat])
+    assert isinstance(got, str) and '"Gross profit 9,047"' in got
+    assert not isinstance(compute.parse("net_profit_2015 = 1233\nanswer = net_profit_2015", amounts(flat, years=True),
+                                        rows=[flat]), str)
     for working in ("net_earnings_2017 = 1228", "gross_profit_2017 = 9440", "revenue_2017 = 39403",
                     "operating_cash_flow_2016 = 1762",  # on both the operating income and the net cash rows
                     "noncurrent_debt_2017 = 1321  # long-term debt", "operating_income_2017 = 2002",

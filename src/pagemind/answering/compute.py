@@ -30,7 +30,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from ..llm.base import LLMRequest, Message
-from ..text.numbers import ROUNDED, Amount, amounts
+from ..text.numbers import ROUNDED, Amount, amounts, placed
 
 if TYPE_CHECKING:
     from ..llm.client import LLM
@@ -256,8 +256,8 @@ def _read_line(code: str, note: str, values: dict[str, float], written: Sequence
             about = [r for r in _rows_about(f"{name} {note}", rows) if r != row] or [  # else the rows it may mean
                 " ".join(r.split())[:_ROW_CHARS] for r in rows
                 if set(said.split("/")) & _qualifiers(_label(r)) and re.search(r"\d", r)][:ROWS]
-            raise Problem(f"{name} = {expression} is on the row \"{row}\", a {kind} figure where the name says "
-                          f"{said}: copy it from the row the name says"
+            raise Problem(f"{name} = {expression} is the text's \"{row}\", a {kind} figure where the name says "
+                          f"{said}: copy it from the line the name says"
                           + (". The text's lines about it: " + " / ".join(about) if about else ""))
         return Line(name, expression, figure, note, figure=True)
     taken: list[float] = []
@@ -304,25 +304,34 @@ def _label(row: str) -> str:
     return re.split(r"[$(]?\s*-?\d", row, maxsplit=1)[0]
 
 
+def _labels(figure: float, row: str) -> list[str]:
+    """The words before each place ``row`` writes ``figure``, back to the figure before them ("Gross profit" for
+    9,191 in "Revenue 39,403 39,528 Gross profit 9,440 9,191": a statement read as one line of text)."""
+    out = []
+    for start, amount in placed(row, years=True):
+        if _in_text(figure, [amount]):
+            before = re.sub(r"[\s\d,.$()%|—–-]+$", "", row[:start])  # back over the figures of its own row
+            out.append(re.split(r"\d[\d,.]*\)?%?", before)[-1][-_ROW_CHARS:].strip(" |:"))
+    return out
+
+
 def _other_row(figure: float, words: str, rows: Sequence[str]) -> tuple[str, str, str] | None:
-    """Where every row of what was read that holds ``figure`` is labelled with another qualifier of a kind the
-    figure's name and note give ("net_profit_2017 = 9440" read off "Gross profit 9,440"): (that row, the name's
-    qualifier, the row's); else None — a figure with no such row, a row without a qualifier, or one that agrees."""
+    """Where every place in what was read that writes ``figure`` is labelled with another qualifier of a kind the
+    figure's name and note give ("net_profit_2017 = 9440" read off "Gross profit 9,440"): (that label, the name's
+    qualifier, the label's); else None — a figure written nowhere, under no such qualifier, or under its own."""
     named = _qualifiers(words)
     wanted = [(group & named, group) for group in _QUALIFIERS if group & named]
     if not wanted:
         return None
     found: tuple[str, str, str] | None = None
     for row in rows:
-        label = _label(row)
-        if not _in_text(figure, amounts(row[len(label):], years=True)):
-            continue
-        have = _qualifiers(label)
-        clash = next(((said, have & group) for said, group in wanted if have & group and not have & said), None)
-        if clash is None:
-            return None  # a row holding the figure that the name may mean
-        if found is None:
-            found = (" ".join(row.split())[:_ROW_CHARS], "/".join(sorted(clash[0])), "/".join(sorted(clash[1])))
+        for label in _labels(figure, row):
+            have = _qualifiers(label)
+            clash = next(((said, have & group) for said, group in wanted if have & group and not have & said), None)
+            if clash is None:
+                return None  # a place the name may mean
+            if found is None:
+                found = (f"{label} {shown(figure)}", "/".join(sorted(clash[0])), "/".join(sorted(clash[1])))
     return found
 
 

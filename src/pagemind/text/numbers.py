@@ -42,7 +42,12 @@ class Amount:
 
 def amounts(text: str, *, years: bool = False) -> list[Amount]:
     """Every amount in ``text`` in order; bare four-digit years ("2023") are left out unless ``years``."""
-    out: list[Amount] = []
+    return [a for _, a in placed(text, years=years)]
+
+
+def placed(text: str, *, years: bool = False) -> list[tuple[int, Amount]]:
+    """:func:`amounts` with where each starts in ``text``."""
+    out: list[tuple[int, Amount]] = []
     for m in _AMOUNT.finditer(text):
         digits = m.group("digits")
         if not years and _YEARISH.match(digits) and not (m.group("currency") or m.group("percent") or m.group("scale")):
@@ -57,8 +62,9 @@ def amounts(text: str, *, years: bool = False) -> list[Amount]:
         scale_word = (m.group("scale") or "").lower()
         if scale_word in ("m", "b", "k") and not m.group("currency"):  # "5 m" is metres as often as millions
             scale_word = ""
-        out.append(Amount(value, SCALES.get(scale_word, 1.0), bool(m.group("percent")), m.group("currency") or "",
-                          len(digits.split(".")[1]) if "." in digits else 0, m.group(0).strip()))
+        out.append((m.start(), Amount(value, SCALES.get(scale_word, 1.0), bool(m.group("percent")),
+                                      m.group("currency") or "", len(digits.split(".")[1]) if "." in digits else 0,
+                                      m.group(0).strip())))
     return out
 
 
