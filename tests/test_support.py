@@ -534,7 +534,8 @@ def test_an_earnings_release_speaks_for_its_issuer_and_a_cover_for_its_trading_s
                       "or the “Company”) today reported results.") == {"mgm", "resorts", "international"}
     for wire in ("NEW YORK--(BUSINESS WIRE)--Acme Corp. (NYSE: ACME) today announced results",
                  "CHICAGO, March 1, 2023 /PRNewswire/ -- Acme Inc. (Nasdaq: ACME) today released results",
-                 "Acme Announces Record Third Quarter 2023 Results\nCHICAGO, March 1, 2023"):
+                 "Acme Announces Record Third Quarter 2023 Results\nCHICAGO, March 1, 2023",
+                 "NEW YORK, May 20, 2022 – Acme Inc. (NYSE: ACME), a leading retailer, today reported results"):
         assert registrant(wire) >= {"acme"}, wire
     assert registrant("JOHNSON & JOHNSON\n(Exact name of registrant)\nTrading Symbol\nCommon Stock JNJ NEW YORK "
                       "STOCK EXCHANGE") == {"johnson", "jnj"}  # the exchange in capitals

@@ -528,7 +528,8 @@ def _registrant(cover: str) -> frozenset[str]:
 # Motor (NYSE: F) fell", a bullet's "- Ford Motor (NYSE: F) reported" are not)
 _DATELINE = re.compile(r"(?:\s[–—-]{1,2}\s|\)--)\s*([A-Z][^()\n]{0,80}?)\s*\((?:NYSE|NASDAQ|Nasdaq|ASX|LSE|TSX|"
                        r"NYSE American|OTC[A-Z]*)\s*:\s*([A-Z][A-Z.]{0,5})(?:[;,][^()\n]{0,40})?\)"
-                       r"(?:\s*\([^()\n]{0,80}\))?\s*(?:today\s+)?(?:announced|reported|released|announces|reports)\b")
+                       r"(?:\s*\([^()\n]{0,80}\)|,[^,()\n]{1,80},)?\s*(?:today\s+)?"
+                       r"(?:announced|reported|released|announces|reports)\b")
 _DATED = re.compile(r"\b(?:19|20)\d\d\b|wire\b", re.IGNORECASE)  # what a dateline's dash follows on its line
 # a release's headline: "Amcor reports fiscal 2023 results", "MGM RESORTS INTERNATIONAL REPORTS FOURTH QUARTER AND /
 # FULL YEAR 2022 … RESULTS": a name, "reports" or "announces", a period at once and its results or earnings
