@@ -552,3 +552,18 @@ def test_an_earnings_release_speaks_for_its_issuer_and_a_cover_for_its_trading_s
         start = whole.index(rows)
         cited = [Citation("d", "text", None, start, start + len(rows) - 1, rows.strip(), "text")]
         assert assess(asked, "$94,943 million", cited, [whole], whole=whole).claims[0].unnamed == unnamed
+
+
+def test_a_number_the_question_gives_is_not_a_claim_the_sources_must_hold():
+    """FinanceBench: "Yes, commercial airplanes and defense, space & security represent more than 20% of Boeing's
+    revenue" was withheld as unsupported because the segment table never writes "20" — a figure the question gave,
+    said back. The question's own numbers are not claimed; a number the answer adds still must be found."""
+    table = ("Revenues:\nCommercial Airplanes 25,867 19,493\nDefense, Space & Security 23,162 26,540\n"
+             "Global Services 17,611 16,328\nTotal revenues 66,608 62,286")
+    cited = [Citation("d", "text", None, 0, len(table), table, "text")]
+    question = "Are there any segments that represent more than 20% of Boeing's revenue for FY2022?"
+    said_back = assess(question, "Yes, Commercial Airplanes and Defense, Space & Security represent more than 20% "
+                                 "of revenue.", cited, [table])
+    assert said_back.claims[0].missing == () and "20" not in said_back.unfounded
+    added = assess(question, "Yes, Commercial Airplanes represents 45% of revenue.", cited, [table])
+    assert "45" in added.claims[0].missing

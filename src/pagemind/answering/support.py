@@ -629,7 +629,9 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
         said = facts(claim) - asked  # what the claim adds to the question ("grey" to "what colour was the coat")
         echo = not said  # "Yes.", "He is old." to "How old is he?": nothing of its own to look for
         share, best = _word_share(said or facts(claim) | asked, seen)
-        wanted = sorted(numbers(claim)) + sorted(names(claim) - set(re.findall(r"\w+", question_text.lower())))
+        # the question's own numbers and names are given, not claimed ("more than 20% of revenue" said back)
+        wanted = sorted(numbers(claim) - numbers(question_text)) + \
+            sorted(names(claim) - set(re.findall(r"\w+", question_text.lower())))
         missing = tuple(x for x in wanted if x not in (seen.cited_numbers | seen.cited_words))
         if missing:  # "$24.690 billion" is the table's "24,690" (in millions): the same figure in other units
             missing = tuple(x for x in missing if x not in _same_figures(claim, seen.quotes))
