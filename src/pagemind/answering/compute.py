@@ -252,12 +252,12 @@ def _read_line(code: str, note: str, values: dict[str, float], written: Sequence
                           + (". The text's lines about it: " + " / ".join(about) if about else ""))
         other = _other_row(figure, f"{name} {note}", rows)
         if other is not None:
-            row, said, kind = other
-            about = [r for r in _rows_about(f"{name} {note}", rows) if r != row] or [  # else the rows it may mean
-                " ".join(r.split())[:_ROW_CHARS] for r in rows
-                if set(said.split("/")) & _qualifiers(_label(r)) and re.search(r"\d", r)][:ROWS]
-            raise Problem(f"{name} = {expression} is the text's \"{row}\", a {kind} figure where the name says "
-                          f"{said}: copy it from the line the name says"
+            where, said, kind = other
+            about = [r for r in _rows_about(f"{name} {note}", rows) if r != where] or [  # else the rows it may mean
+                " ".join(r.split())[:_ROW_CHARS] for r in rows if said & _qualifiers(_label(r)) and re.search(r"\d", r)
+            ][:ROWS]
+            raise Problem(f"{name} = {expression} is the text's \"{where}\", a {'/'.join(sorted(kind))} figure where "
+                          f"the name says {'/'.join(sorted(said))}: copy it from the line the name says"
                           + (". The text's lines about it: " + " / ".join(about) if about else ""))
         return Line(name, expression, figure, note, figure=True)
     taken: list[float] = []
@@ -315,15 +315,16 @@ def _labels(figure: float, row: str) -> list[str]:
     return out
 
 
-def _other_row(figure: float, words: str, rows: Sequence[str]) -> tuple[str, str, str] | None:
+def _other_row(figure: float, words: str, rows: Sequence[str]) -> tuple[str, frozenset[str], set[str]] | None:
     """Where every place in what was read that writes ``figure`` is labelled with another qualifier of a kind the
-    figure's name and note give ("net_profit_2017 = 9440" read off "Gross profit 9,440"): (that label, the name's
-    qualifier, the label's); else None — a figure written nowhere, under no such qualifier, or under its own."""
+    figure's name and note give ("net_profit_2017 = 9440" read off "Gross profit 9,440"): (that label and the
+    figure, the name's qualifiers of that kind, the label's); else None — a figure written nowhere, under no such
+    qualifier, or under its own."""
     named = _qualifiers(words)
     wanted = [(group & named, group) for group in _QUALIFIERS if group & named]
     if not wanted:
         return None
-    found: tuple[str, str, str] | None = None
+    found: tuple[str, frozenset[str], set[str]] | None = None
     for row in rows:
         for label in _labels(figure, row):
             have = _qualifiers(label)
@@ -331,7 +332,7 @@ def _other_row(figure: float, words: str, rows: Sequence[str]) -> tuple[str, str
             if clash is None:
                 return None  # a place the name may mean
             if found is None:
-                found = (f"{label} {shown(figure)}", "/".join(sorted(clash[0])), "/".join(sorted(clash[1])))
+                found = (f"{label} {shown(figure)}", *clash)
     return found
 
 

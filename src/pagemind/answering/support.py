@@ -621,6 +621,8 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     if not claims:
         return Support("unsupported", 0.0, (), (), round(relevance, 4), reason="the answer is empty")
     vectors = _similarities(embedder, claims, seen.quotes, question_text)
+    # the question's own numbers and words are given, not claimed ("more than 20% of revenue" said back)
+    given_numbers, given_words = numbers(question_text), set(re.findall(r"\w+", question_text.lower()))
     out: list[Claim] = []
     unfounded: list[str] = []
     for i, claim in enumerate(claims):
@@ -629,9 +631,7 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
         said = facts(claim) - asked  # what the claim adds to the question ("grey" to "what colour was the coat")
         echo = not said  # "Yes.", "He is old." to "How old is he?": nothing of its own to look for
         share, best = _word_share(said or facts(claim) | asked, seen)
-        # the question's own numbers and names are given, not claimed ("more than 20% of revenue" said back)
-        wanted = sorted(numbers(claim) - numbers(question_text)) + \
-            sorted(names(claim) - set(re.findall(r"\w+", question_text.lower())))
+        wanted = sorted(numbers(claim) - given_numbers) + sorted(names(claim) - given_words)
         missing = tuple(x for x in wanted if x not in (seen.cited_numbers | seen.cited_words))
         if missing:  # "$24.690 billion" is the table's "24,690" (in millions): the same figure in other units
             missing = tuple(x for x in missing if x not in _same_figures(claim, seen.quotes))
