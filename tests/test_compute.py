@@ -213,3 +213,20 @@ def test_a_figure_read_off_a_row_of_another_kind_is_asked_again_with_the_row_its
                               str), working
     assert isinstance(compute.parse("basic_eps_2017 = 3.81\nanswer = basic_eps_2017", written, rows=rows), str)
     assert isinstance(compute.parse("net_income_2017 = 2002\nanswer = net_income_2017", written, rows=rows), str)
+
+
+def test_a_computed_answer_is_graded_on_its_result_not_on_the_figures_of_its_working():
+    """Issue 47: Boeing's net PP&E was worked out as 99,690 from "assets = 12,672" — and the FinanceBench scorer,
+    finding 12,672 within rounding of the gold 12,645 among the working's figures, counted it right. A grader reads
+    what the answer states: the result, not the figures it was worked from."""
+    from pagemind.eval.metrics import financebench
+
+    working = WORKING.replace("answer = (net_earnings_2022 - dividends_paid_2022) / net_earnings_2022",
+                              "answer = net_earnings_2022 + dividends_paid_2022")
+    answer, _ = ask(QUESTION, "Answer: 3,951.8", working)
+    assert "2,707.3" in answer.text and answer.stated == "3,951.8"
+    assert financebench(answer.text, "$2,707.30", QUESTION)["accuracy"] == 1.0  # the working's figure, as before
+    assert financebench(answer.stated, "$2,707.30", QUESTION)["accuracy"] == 0.0
+    assert financebench(answer.stated, "3951.8", QUESTION)["accuracy"] == 1.0
+    drafted, _ = ask(QUESTION, "Answer: 0.44", WORKING, compute="off")
+    assert drafted.stated == drafted.text

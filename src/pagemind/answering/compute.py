@@ -112,13 +112,17 @@ class Computation:
         """The lines that take numbers from the text: a figure's own line, or a formula writing them out."""
         return tuple(x for x in self.lines if x.figure or x.taken)
 
+    def head(self) -> str:
+        """What the answer states: its result(s) alone ("3,215.4"; "gross margin: 0.41; net margin: 0.12")."""
+        results = self.results
+        return (shown(results[0].value) if len(results) == 1
+                else "; ".join(f"{x.name.removeprefix(RESULT + '_').replace('_', ' ')}: {shown(x.value)}"
+                               for x in results))
+
     def text(self) -> str:
         """The answer as shown: the result(s), then how pagemind computed them and from which figures."""
         results = self.results
-        head = (shown(results[0].value) if len(results) == 1
-                else "; ".join(f"{x.name.removeprefix(RESULT + '_').replace('_', ' ')}: {shown(x.value)}"
-                               for x in results))
-        lines = [f"{head} (computed by pagemind from the figures read)"]
+        lines = [f"{self.head()} (computed by pagemind from the figures read)"]
         lines += [f"- {x.name} = {('-' if x.value < 0 else '') + _written(x.value) if x.figure else x.expression}"
                   + (f" ({x.note})" if x.note else "") for x in self.lines if x not in results]
         lines += [f"- {x.name} = {x.expression} = {shown(x.value)}" for x in results]

@@ -137,6 +137,14 @@ class Answer:
         return self.abstained or self.computation is not None
 
     @property
+    def stated(self) -> str:
+        """What the answer states, as a grader reads it: a computed figure's result(s) without the working after
+        them (whose figures read from the text are not the answer), else the text shown."""
+        if self.computation is not None and not self.abstained:
+            return self.computation.head()
+        return self.text
+
+    @property
     def support_line(self) -> str | None:
         """The support's one line as the CLI and MCP show it (``abstained: …`` when it abstained), None unjudged."""
         if self.support is None:

@@ -371,7 +371,7 @@ class Runner:
         details = {k: v for k, v in answer.details.items() if k not in _DROP_DETAILS}
         out: dict[str, Any] = {
             "prediction": answer.text[:4000], "choice": answer.letter,
-            "scores": metrics.score(e, answer.text, answer.choice),
+            "scores": metrics.score(e, answer.stated, answer.choice),  # a working's figures are not its answer
             "usage": usage_of(answer.trace), "pages_read": answer.pages_read, "lookups": len(answer.pages_read),
             "compression_rate": answer.compression_rate, "context_words": answer.context_words,
             "fallbacks": answer.fallbacks, "details": details,
@@ -391,15 +391,15 @@ class Runner:
             judged: Judgement | None = None
             if e.meta.get("rater") == "longmemeval":
                 judged = self.raters.longmemeval(str(e.meta.get("question_type")), str(e.meta.get("question")),
-                                                 e.references[0], answer.text, bool(e.meta.get("abstention")))
+                                                 e.references[0], answer.stated, bool(e.meta.get("abstention")))
             elif e.meta.get("rater") == "mmlongbench":
                 judged = self.raters.mmlongbench(e.question, str(e.meta.get("answer", e.references[0])),
-                                                 str(e.meta.get("answer_format", "")), answer.text)
+                                                 str(e.meta.get("answer_format", "")), answer.stated)
             elif e.task == "open":
                 judged = self.raters.judge(e.meta.get("judge"), str(e.meta.get("related_history", "")), e.question,
-                                           answer.text)
+                                           answer.stated)
             elif self.config.raters and e.task in ("qa", "summary"):
-                rating = self.raters.rate(e.question, answer.text, e.references)
+                rating = self.raters.rate(e.question, answer.stated, e.references)
                 out["scores"].update(rating.scores)
                 out["rating"] = {"label": rating.label, "decisions": rating.decisions, "fallbacks": rating.fallbacks}
                 out["rater_usage"] = usage_of(rating.trace)
