@@ -230,3 +230,34 @@ def test_a_computed_answer_is_graded_on_its_result_not_on_the_figures_of_its_wor
     assert financebench(answer.stated, "3951.8", QUESTION)["accuracy"] == 1.0
     drafted, _ = ask(QUESTION, "Answer: 0.44", WORKING, compute="off")
     assert drafted.stated == drafted.text
+
+
+def test_a_working_none_of_whose_figures_is_from_a_line_the_question_names_is_asked_again_with_its_rows():
+    """Issue 47: the default model worked out Kraft Heinz's inventory turnover as 0.98 by averaging COGS as "average
+    inventory", Activision's fixed asset turnover from revenue alone, Walmart's EBITDA margin from net income. A
+    question that defines its metric names the lines it is computed from; a working none of whose figures is named
+    for (or noted as) one of them is asked again, with the text's rows of the missing line."""
+    from pagemind.text.ledger import lines_named
+
+    q = ("What is Kraft Heinz's FY2019 inventory turnover ratio? Inventory turnover ratio is defined as: (FY2019 COGS)"
+         " / (average inventory between FY2018 and FY2019). Round your answer to two decimal places.")
+    assert compute.needed(q) == ["cost of sales", "inventory"]
+    assert compute.needed("What is the FY2018 - FY2020 3 year average of capex as a % of revenue for MGM?") == [
+        "revenue", "capital expenditure"]
+    assert lines_named("co_gs_2019 cost_of_sales purchases of property and equipment FY2017_capex") == {
+        "cost of sales", "capital expenditure"}  # "sales" in "cost of sales" is not revenue, PP&E not capex's
+    text = ("CONSOLIDATED BALANCE SHEETS (in millions)\n| | 2019 | 2018 |\n|---|---|---|\n"
+            "| Inventories | 2,721 | 2,667 |\n| Trade receivables | 2,064 | 2,112 |\n"
+            "CONSOLIDATED STATEMENTS OF INCOME (in millions)\n| Cost of products sold | 16,830 | 17,347 |\n")
+    rows, written = [r for r in text.splitlines() if r.strip()], amounts(text, years=True)
+    wrong = ("co_gs_2019 = 16830\nco_gs_2018 = 17347\naverage_inventory = (co_gs_2018 + co_gs_2019) / 2\n"
+             "answer = co_gs_2019 / average_inventory")
+    got = compute.parse(wrong, written, rows=rows, needs=compute.needed(q))
+    assert isinstance(got, str) and got.startswith("the question computes its figure from inventory, and no figure")
+    assert got.endswith("The text's lines about it: | Inventories | 2,721 | 2,667 |")
+    right = ("cogs_2019 = 16830  # Cost of products sold\ninventory_2019 = 2721\ninventory_2018 = 2667\n"
+             "answer = cogs_2019 / ((inventory_2019 + inventory_2018) / 2)")
+    assert round(compute.parse(right, written, rows=rows, needs=compute.needed(q)).results[0].value, 2) == 6.25
+    noted = "x = 16830  # Cost of products sold, 2019\ny = 2721  # Inventories 2019\nanswer = x / y"
+    assert not isinstance(compute.parse(noted, written, rows=rows, needs=compute.needed(q)), str)  # the note names it
+    assert not isinstance(compute.parse(wrong, written, rows=rows), str)  # a question naming no line asks nothing

@@ -176,12 +176,14 @@ class Problem(ValueError):
     """Why a reply is not a working pagemind can compute."""
 
 
-def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows: Sequence[str] = ()
-          ) -> Computation | str:
+def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows: Sequence[str] = (),
+          needs: Sequence[str] = ()) -> Computation | str:
     """The working a reply gives, its figures found among ``written`` (the amounts of what was read and of the
     question), or the problem (a str) to re-ask with. Its result is the line named ``answer``; in a ``complete``
     reply without one, the name it prints last, else its last formula (a reply cut at its token limit has none).
-    ``rows``: the lines of what was read, to show beside a figure that is not among them (:func:`_rows_about`)."""
+    ``rows``: the lines of what was read, to show beside a figure that is not among them (:func:`_rows_about`).
+    ``needs``: the statement lines the question's figure is computed from (:func:`needed`), each of which some
+    figure of the working must be taken from."""
     lines: list[Line] = []
     values: dict[str, float] = {}
     printed = ""
@@ -215,7 +217,26 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
         return f"no result: end with a line `{RESULT} = ...` computing the answer from the figures"
     if not working.figures:
         return "no figure from the text: assign each figure the question needs, copied from the text"
+    from ..text.ledger import named_by
+
+    missing = [n for n in needs if not any(named_by(n, f"{x.name} {x.note}") for x in working.figures)]
+    if missing:
+        about = [" ".join(r.split())[:_ROW_CHARS] for n in missing for r in rows
+                 if named_by(n, _label(r)) and re.search(r"\d", r)][:ROWS * len(missing)]
+        return (f"the question computes its figure from {' and '.join(missing)}, and no figure of the working is "
+                f"taken from {'that line' if len(missing) == 1 else 'those lines'}: assign each figure the formula "
+                "needs from its own line in the text, named after it"
+                + (". The text's lines about it: " + " / ".join(about) if about else ""))
     return working
+
+
+def needed(question: str) -> list[str]:
+    """The statement lines a question names ("DPO is defined as: 365 * (average accounts payable) / (COGS + change
+    in inventory)": accounts payable, cost of sales, inventory), in the order of :data:`pagemind.text.ledger.LINES`."""
+    from ..text.ledger import LINES, lines_named
+
+    named = lines_named(question)
+    return [line.name for line in LINES if line.name in named]
 
 
 def _line(code: str, note: str, values: dict[str, float], written: Sequence[Amount], rows: Sequence[str]) -> Line:
@@ -454,13 +475,14 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     # the figures are checked against what this request shows, not against units left out to fit it
     written = [a for found in by_unit[:len(shown_units)] for a in found] + asked  # the units shown: a prefix
     lines = [line for e in shown_units for line in e.text.splitlines() if line.strip()]
+    needs = needed(question.text)
 
     def read(reply: str) -> Computation | Invalid:
-        working = parse(reply, written, rows=lines)
+        working = parse(reply, written, rows=lines, needs=needs)
         return Invalid(working) if isinstance(working, str) else working
 
     def cut(reply: str) -> Computation | Invalid:  # a reply cut at its token limit: its last line is cut too
-        working = parse(reply.rsplit("\n", 1)[0], written, complete=False, rows=lines)
+        working = parse(reply.rsplit("\n", 1)[0], written, complete=False, rows=lines, needs=needs)
         return Invalid(working) if isinstance(working, str) else working
 
     context.phase("working out the figure")
@@ -474,4 +496,4 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     return Computation(decision.value.lines, answer)
 
 
-__all__ = ["Computation", "Line", "asked", "parse", "read_off", "request", "shown", "work_out"]
+__all__ = ["Computation", "Line", "asked", "needed", "parse", "read_off", "request", "shown", "work_out"]
