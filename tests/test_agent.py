@@ -645,3 +645,26 @@ def test_an_agent_whose_instructions_cannot_fit_its_window_is_refused_when_made_
         with pytest.raises(InputError, match="cannot run"):
             pm.import_agent(exported, name="sam2")
         assert [a.name for a in pm.store.list_agents()] == ["sam"]
+
+
+def test_the_evaluated_agent_s_recall_options_are_the_agent_s_own_declaration_passed_on():
+    """The evaluated MemGPT declares recall_first and recall_order once, as the agent does (help, choices), with the
+    paper's agent (recall_first off) as the evaluation's default, and hands them to the agent it builds."""
+    from pagemind.eval.datasets import Example
+    from pagemind.eval.memgpt import MemGPTEval, MemGPTEvalOptions
+
+    ours, theirs = MemGPTEvalOptions.spec("recall_order"), AgentOptions.spec("recall_order")
+    assert (ours.choices, ours.help, ours.default) == (theirs.choices, theirs.help, theirs.default)
+    assert MemGPTEvalOptions.spec("recall_first").default is False and AgentOptions.spec("recall_first").default
+    assert MemGPTEvalOptions.spec("recall_first").help.startswith(AgentOptions.spec("recall_first").help)
+    evaluated = MemGPTEval(LLM(ScriptedLLM([]), concurrency=1), Store(":memory:"), recall_first=True,
+                           recall_order="rank")
+    example = Example(id="x", dataset="locomo", task="qa", question="q?", document_id="d", document="text")
+    opts = evaluated.agent_options(example)
+    assert (opts.recall_first, opts.recall_order) == (True, "rank")
+    assert MemGPTEval(LLM(ScriptedLLM([]), concurrency=1), Store(":memory:")).agent_options(example).recall_first \
+        is False
+    from pagemind.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="recall_order"):
+        MemGPTEvalOptions.create(recall_order="best")

@@ -50,6 +50,22 @@ def option(default: Any, help: str, *, memory: bool | str = False, minimum: floa
     return field(default=default, metadata={_KEY: OptionInfo(help, memory, minimum, flag, maximum, above, below)})
 
 
+_FROM = "pagemind.option.from"
+
+
+def option_of(owner: type[Options], name: str, *, default: Any = MISSING, note: str = "") -> Any:
+    """Declare again an option ``owner`` declares, where another class of options passes it on to ``owner`` (the
+    evaluated MemGPT's options to the agent's): its help and bounds as ``owner`` declares them, its default unless
+    ``default`` is given (with ``note``, the help says why), and :meth:`Options.passed_to` hands its value on."""
+    declared = next((f for f in fields(owner) if f.name == name), None)
+    if declared is None or _KEY not in declared.metadata:
+        raise TypeError(f"{owner.__name__} declares no option {name!r}")
+    info: OptionInfo = declared.metadata[_KEY]
+    if note:
+        info = replace(info, help=f"{info.help} ({note})")
+    return field(default=declared.default if default is MISSING else default, metadata={_KEY: info, _FROM: owner})
+
+
 @dataclass(frozen=True)
 class OptionSpec:
     """One declared option, resolved: its type, allowed values, default and help."""
@@ -176,6 +192,10 @@ class Options:
     def specs(cls) -> tuple[OptionSpec, ...]:
         """Every declared option, in declaration order."""
         return _specs(cls)
+
+    def passed_to(self, owner: type[Options]) -> dict[str, Any]:
+        """The values of the options declared with :func:`option_of` ``owner``, by name: what this class hands on."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get(_FROM) is owner}
 
     @classmethod
     def spec(cls, name: str) -> OptionSpec:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from ..agent import Agent, AgentNotFound, AgentOptions, AgentStore, passages
 from ..agent.memory import CLOCK
 from ..answering.question import Answer, read_choice
-from ..declare import option
+from ..declare import option, option_of
 from ..library import Library
 from ..llm.client import LLM
 from ..methods.options import ReaderOptions
@@ -47,11 +47,10 @@ class MemGPTEvalOptions(ReaderOptions):
     embedder: Literal["auto", "minilm", "hashing", "none"] = option(
         "auto", "archival embeddings for documents (MiniLM if installed)")
     passage_words: int = option(300, "words per archival passage of a document", minimum=1)
-    recall_first: bool = option(False, "recall before reply (AgentOptions.recall_first, on for new agents): off is "
-                                       "the paper's agent, which finds its memories only by searching")
-    recall_order: Literal["recent", "rank"] = option("recent", "what recall before reply places first "
-                                                             "(AgentOptions.recall_order): the most recent or the best "
-                                                             "match")
+    recall_first: bool = option_of(AgentOptions, "recall_first", default=False,
+                                   note="off here, on for new agents: the paper's agent is what is evaluated unless "
+                                        "asked")
+    recall_order: Literal["recent", "rank"] = option_of(AgentOptions, "recall_order")
     consolidate: bool = option(False, "read the imported conversation as the background pass does before the "
                                       "question (dated summaries and facts in archival memory; model calls per "
                                       "~900 words), the write side without the model's initiative")
@@ -79,8 +78,7 @@ class MemGPTEval:
             archival_search=o.archival_search or ("text" if kv else "hybrid"),
             embedder="none" if kv else o.embedder,  # a conversation's recall is ranked with MiniLM too
             constrained=o.constrained,
-            recall_first=o.recall_first,
-            recall_order=o.recall_order,
+            **o.passed_to(AgentOptions),
         )
         if o.budget is not None:
             opts = replace(opts, context_window=self._empty_prompt(opts) + o.budget + opts.max_tokens)
