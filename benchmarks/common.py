@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
 import resource
@@ -11,7 +12,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data"
+# the staged data as a path from where the script runs ("../shared/data" from the checkout): what a run's config
+# records, so a kept run names no machine's folders (no script changes directory)
+DATA = Path(os.path.relpath(ROOT.parent / "shared" / "data"))
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
