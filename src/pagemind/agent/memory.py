@@ -20,6 +20,9 @@ CLOCK = "%Y-%m-%d %H:%M:%S"  # the agent clock's format: every event's time, and
 SEARCH_KINDS = ("user_message", "step")  # what recall search sees (paper: not system or function messages)
 
 
+RecallOrder = Literal["recent", "rank", "rank-recent"]  # AgentOptions.recall_order's values
+
+
 @dataclass(frozen=True)
 class AgentOptions(Options):
     """Per-agent settings, stored with the agent (paper defaults noted). Declared once, as the methods' options
@@ -65,10 +68,11 @@ class AgentOptions(Options):
               "results when the reply uses them; off: the agent finds them only by searching (the paper's agent)")
     recall_tokens: int = option(400, "tokens of what recall_first places in the context, at most", minimum=1,
                                 maximum=100_000)
-    recall_order: Literal["recent", "rank"] = option(
+    recall_order: RecallOrder = option(
         "recent", "the order of what recall_first places, each line dated: the most recent first (recent: a later fact "
-                  "above the one it may replace; LongMemEval-format updates 3/3 against 1/3 by rank) or the best "
-                  "match first (rank: LoCoMo evidence recall 1.35x, F1 within its noise)")
+                  "above the one it may replace; LongMemEval-format updates 3/3 against 1/3 by rank), the best "
+                  "match first (rank: LoCoMo evidence recall 1.35x, F1 within its noise), or the best matches that "
+                  "fit recall_tokens shown the most recent first (rank-recent)")
     recall_search: Literal["text", "hybrid"] = option(
         "hybrid", "conversation search: substring matches, then the rest ranked by BM25 and MiniLM (as OP-RAG; "
         "hybrid), or substring only (text, the paper's)")

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ..agent import Agent, AgentNotFound, AgentOptions, AgentStore, passages
-from ..agent.memory import CLOCK
+from ..agent.memory import CLOCK, RecallOrder
 from ..answering.question import Answer, read_choice
 from ..declare import option, option_of
 from ..library import Library
@@ -50,7 +50,7 @@ class MemGPTEvalOptions(ReaderOptions):
     recall_first: bool = option_of(AgentOptions, "recall_first", default=False,
                                    note="off here, on for new agents: the paper's agent is what is evaluated unless "
                                         "asked")
-    recall_order: Literal["recent", "rank"] = option_of(AgentOptions, "recall_order")
+    recall_order: RecallOrder = option_of(AgentOptions, "recall_order")
     consolidate: bool = option(False, "read the imported conversation as the background pass does before the "
                                       "question (dated summaries and facts in archival memory; model calls per "
                                       "~900 words), the write side without the model's initiative")
