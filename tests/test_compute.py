@@ -70,7 +70,7 @@ def test_the_working_is_parsed_checked_against_the_text_and_computed_by_pagemind
     ("Net earnings were 2,707.3 = our figure.", "not a line of arithmetic"),
     ("net = 2707.3\nanswer = round(net, digits)", "round() takes a whole number of digits"),
     ("net = 2707.3\nanswer = " + "-" * 600 + "net", "a line of more than 400 characters"),
-    ("n = 1" + "0" * 309 + "\nanswer = n", "not a number pagemind can compute"),
+    ("n = 1" + "0" * 309 + "\nanswer = n", "n is not a number pagemind can compute"),
     ("I apologize. Net earnings were 2,707.3.", "no result"),  # prose around the code is skipped
 ])
 def test_a_working_that_cannot_be_checked_or_computed_says_why(reply, problem):
@@ -261,3 +261,20 @@ def test_a_working_none_of_whose_figures_is_from_a_line_the_question_names_is_as
     noted = "x = 16830  # Cost of products sold, 2019\ny = 2721  # Inventories 2019\nanswer = x / y"
     assert not isinstance(compute.parse(noted, written, rows=rows, needs=compute.needed(q)), str)  # the note names it
     assert not isinstance(compute.parse(wrong, written, rows=rows), str)  # a question naming no line asks nothing
+
+
+def test_the_working_is_what_its_answer_uses_so_figures_listed_and_left_unused_are_not_checked_or_judged():
+    """Issue 47: for Block's working capital ratio the default model listed every figure of the balance sheet — more
+    than 16 lines, asked again three times, and the model's own 0.48 stood (gold 1.73). The working is the lines its
+    answer is computed from; a figure the reply lists and never uses is neither checked against the text nor judged
+    by support, and a reassigned name keeps the line its answer reads."""
+    written = amounts(FILING, years=True)
+    listed = "\n".join(f"other_{i} = {2707.3 if i % 2 else 9999.9}" for i in range(30))  # unused, half invented
+    got = compute.parse(f"{listed}\n{WORKING}\nanswer = round(answer, 2)", written)
+    assert not isinstance(got, str), got
+    assert [x.name for x in got.lines] == ["net_earnings_2022", "dividends_paid_2022", "answer", "answer"]
+    assert got.results[0].value == 0.54 and "other" not in got.text() and "9,999.9" not in got.claim()
+    assert compute.parse("\n".join(f"x{i} = 2707.3" for i in range(65)) + "\nanswer = x1", written).startswith(
+        "more than 64 lines")
+    chained = "\n".join(["a0 = 2707.3"] + [f"a{i} = a{i - 1} + 1" for i in range(1, 18)]) + "\nanswer = a17"
+    assert compute.parse(chained, written).startswith("more than 16 lines")  # a working of 19 lines it uses

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from .question import Question
 
 MAX_TOKENS = 400  # a dozen lines of working
-MAX_LINES = 16
+MAX_LINES = 16  # of the working its answer uses
+MAX_READ = 64  # assignments read from a reply (those its answer does not use are left out)
 MAX_CHARS = 400  # of one line: a longer one is no working a reader checks (and deep nesting is refused before it)
 RESULT = "answer"  # the working's result is named this (or answer_<label> for several)
 CONSTANTS = frozenset({1.0, 2.0, 4.0, 12.0, 100.0, 360.0, 365.0, 1000.0, 1e6, 1e9})  # days, months, percent, scales
@@ -184,8 +185,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
     ``rows``: the lines of what was read, to show beside a figure that is not among them (:func:`_rows_about`).
     ``needs``: the statement lines the question's figure is computed from (:func:`needed`), each of which some
     figure of the working must be taken from."""
-    lines: list[Line] = []
-    values: dict[str, float] = {}
+    assigned: list[tuple[str, ast.expr, str]] = []  # every assignment of the reply: name, formula, note
     printed = ""
     fenced = _BLOCK.search(reply)
     body = fenced.group(1) if fenced else _FENCE.sub("", reply.strip())
@@ -198,20 +198,38 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
             continue
         if "=" not in code:  # blank, or the reply's prose around the code
             continue
-        if len(lines) >= MAX_LINES:
-            return f"more than {MAX_LINES} lines: give only the figures needed and the formula"
+        if len(assigned) >= MAX_READ:
+            return f"more than {MAX_READ} lines: give only the figures needed and the formula"
         try:
-            line = _line(code, note.strip(), values, written, rows)
+            name, node = _assignment(code)
+        except Problem as problem:
+            return str(problem)
+        assigned.append((name, node, note.strip()))
+    names = [name for name, _, _ in assigned]
+    result: str | None = None  # a name the reply computes its answer as, where no line is named answer
+    if any(_is_result(n) for n in names):
+        wanted = {RESULT} if RESULT in names else {n for n in names if _is_result(n)}
+    elif complete:  # no line named answer: the result is the name printed last, else the last formula
+        formulas = [n for n, node, _ in assigned if _number(node) is None]
+        result = printed if printed in names else formulas[-1] if formulas else None
+        wanted = {result} if result else set()
+    else:
+        wanted = set()
+    used = _used(assigned, wanted)
+    if len(used) > MAX_LINES:
+        return f"more than {MAX_LINES} lines: give only the figures needed and the formula"
+    lines: list[Line] = []
+    values: dict[str, float] = {}
+    for i in used:
+        name, node, note = assigned[i]
+        try:
+            line = _line(name, node, note, values, written, rows)
         except Problem as problem:
             return str(problem)
         values[line.name] = line.value
         lines.append(line)
-    if complete and lines and not any(_is_result(x.name) for x in lines):
-        # no line named answer: the result is the name printed last, else the last formula
-        named = next((x for x in reversed(lines) if x.name == printed), None)
-        last = named or next((x for x in reversed(lines) if not x.figure), None)
-        if last is not None:
-            lines.append(Line(RESULT, last.name, last.value))
+    if result is not None and lines:
+        lines.append(Line(RESULT, result, values[result]))
     working = Computation(tuple(lines))
     if not working.results:
         return f"no result: end with a line `{RESULT} = ...` computing the answer from the figures"
@@ -239,34 +257,54 @@ def needed(question: str) -> list[str]:
     return [line.name for line in LINES if line.name in named]
 
 
-def _line(code: str, note: str, values: dict[str, float], written: Sequence[Amount], rows: Sequence[str]) -> Line:
-    """One line of the working, read and computed; :class:`Problem` says why it cannot be."""
+def _used(assigned: Sequence[tuple[str, ast.expr, str]], wanted: set[str]) -> list[int]:
+    """The positions of the assignments the ``wanted`` names' last values are computed from, in order: a figure the
+    reply lists and its answer never uses is not part of the working (nor checked, nor judged by support)."""
+    needed, used = set(wanted), []
+    for i in range(len(assigned) - 1, -1, -1):
+        name, node, _ = assigned[i]
+        if name in needed:
+            needed.discard(name)
+            needed |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in FUNCTIONS}
+            used.append(i)
+    return used[::-1]
+
+
+def _assignment(code: str) -> tuple[str, ast.expr]:
+    """The name and formula of one line of the working (``name = number`` or ``name = formula``)."""
     if len(code) > MAX_CHARS:
         raise Problem(f"a line of more than {MAX_CHARS} characters: split the formula into named steps")
-    try:
-        line = _read_line(code, note, values, written, rows)
-    except Problem:
-        raise
-    except (OverflowError, RecursionError, ValueError, MemoryError):
-        raise Problem(f"not a number pagemind can compute: {code[:60]!r}") from None
-    if not math.isfinite(line.value):
-        raise Problem(f"{line.name} is not a finite number ({line.value}): check the formula's divisions")
-    return line
-
-
-def _read_line(code: str, note: str, values: dict[str, float], written: Sequence[Amount], rows: Sequence[str]
-               ) -> Line:
     try:
         tree = ast.parse(code, mode="exec")
     except SyntaxError:
         raise Problem(f"not a line of arithmetic: {code[:60]!r}; write `name = number` or `name = formula`") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise Problem(f"not a number pagemind can compute: {code[:60]!r}") from None
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign) or len(tree.body[0].targets) != 1 \
             or not isinstance(tree.body[0].targets[0], ast.Name):
         raise Problem(f"not an assignment: {code[:60]!r}; write `name = number` or `name = formula`")
     name = tree.body[0].targets[0].id
     if not _NAME.match(name):
         raise Problem(f"not a name: {name[:40]!r}")
-    node = tree.body[0].value
+    return name, tree.body[0].value
+
+
+def _line(name: str, node: ast.expr, note: str, values: dict[str, float], written: Sequence[Amount],
+          rows: Sequence[str]) -> Line:
+    """One line of the working, checked and computed; :class:`Problem` says why it cannot be."""
+    try:
+        line = _read_line(name, node, note, values, written, rows)
+    except Problem:
+        raise
+    except (OverflowError, RecursionError, ValueError, MemoryError):
+        raise Problem(f"{name} is not a number pagemind can compute") from None
+    if not math.isfinite(line.value):
+        raise Problem(f"{line.name} is not a finite number ({line.value}): check the formula's divisions")
+    return line
+
+
+def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], written: Sequence[Amount],
+               rows: Sequence[str]) -> Line:
     expression = ast.unparse(node)
     figure = _number(node)
     if figure is not None:
