@@ -261,6 +261,12 @@ def test_a_working_none_of_whose_figures_is_from_a_line_the_question_names_is_as
     noted = "x = 16830  # Cost of products sold, 2019\ny = 2721  # Inventories 2019\nanswer = x / y"
     assert not isinstance(compute.parse(noted, written, rows=rows, needs=compute.needed(q)), str)  # the note names it
     assert not isinstance(compute.parse(wrong, written, rows=rows), str)  # a question naming no line asks nothing
+    # a statement read as one line of text: the stretch from the line's name on; a row naming it first comes first
+    flat = ("Total current assets 9,000 8,000 " * 8 + "Inventories 2,721 2,667 Other assets 5 6 " + "x" * 200)
+    depreciation = ["| Accumulated depreciation and amortization | 94,514 | 87,175 |",
+                    "| Depreciation and amortization | 10,987 | 10,678 |", "Depreciation is straight-line."]
+    assert compute._rows_of("inventory", [flat])[0].startswith("Inventories 2,721 2,667 Other assets")
+    assert compute._rows_of("depreciation and amortization", depreciation) == [depreciation[1], depreciation[0]]
 
 
 def test_the_working_is_what_its_answer_uses_so_figures_listed_and_left_unused_are_not_checked_or_judged():

@@ -239,8 +239,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
 
     missing = [n for n in needs if not any(named_by(n, f"{x.name} {x.note}") for x in working.figures)]
     if missing:
-        about = [" ".join(r.split())[:_ROW_CHARS] for n in missing for r in rows
-                 if named_by(n, _label(r)) and re.search(r"\d", r)][:ROWS * len(missing)]
+        about = [row for n in missing for row in _rows_of(n, rows)]
         return (f"the question computes its figure from {' and '.join(missing)}, and no figure of the working is "
                 f"taken from {'that line' if len(missing) == 1 else 'those lines'}: assign each figure the formula "
                 "needs from its own line in the text, named after it"
@@ -350,6 +349,25 @@ def _rows_about(words: str, lines: Sequence[str]) -> list[str]:
         if hits * 2 >= len(wanted) and re.search(r"\d", line):
             scored.append((-hits, len(line), " ".join(line.split())[:_ROW_CHARS]))
     return [text for _, _, text in sorted(scored)[:ROWS]]
+
+
+_FIGURE_AFTER = re.compile(r"[\s|:$(]{0,12}-?\d")  # a figure right after a line's name, as a statement's row writes it
+
+
+def _rows_of(line: str, rows: Sequence[str]) -> list[str]:
+    """The rows of what was read that give the statement line ``line`` a figure ("| Inventories | 2,721 |"; in a
+    statement read as one line of text, the stretch from its name on), those naming it earliest in the row first:
+    what a re-ask for a line no figure was taken from shows."""
+    from ..text.ledger import places
+
+    found = []
+    for row in rows:
+        for start, end, name in places(row):
+            if name == line and _FIGURE_AFTER.match(row, end):
+                text = row if len(row) <= _ROW_CHARS else row[start:start + _ROW_CHARS]
+                found.append((start, len(row), " ".join(text.split())))
+                break
+    return [text for _, _, text in sorted(found)[:ROWS]]
 
 
 # qualifiers of which a row is one at most: a "net" figure is never the "gross" row's

@@ -55,14 +55,22 @@ def _words(text: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text).replace("_", " ")
 
 
-def lines_named(text: str) -> set[str]:
-    """The lines ``text`` names (a question, a row's label, a figure's name and note), each once: where one name
-    lies inside another's ("sales" in "cost of sales", "property and equipment" in "purchases of property and
-    equipment"), only the longer counts."""
+def places(text: str) -> list[tuple[int, int, str]]:
+    """Where ``text`` names a line: (start, end, the line's name), in order; where one name lies inside another's
+    ("sales" in "cost of sales", "property and equipment" in "purchases of property and equipment"), only the
+    longer counts. Offsets are ``text``'s own (a name's underscores read as spaces; a camelCase name's are 0)."""
     words = _words(text)
     found = [(m.start(), m.end(), line.name) for line in LINES for m in line.pattern.finditer(words)]
-    return {name for start, end, name in found
-            if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in found)}
+    kept = sorted((start, end, name) for start, end, name in found
+                  if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in found))
+    if len(words) != len(text):  # a camelCase name split into words: its offsets are not the text's
+        return [(0, 0, name) for _, _, name in kept]
+    return kept
+
+
+def lines_named(text: str) -> set[str]:
+    """The lines ``text`` names (a question, a row's label, a figure's name and note), each once (:func:`places`)."""
+    return {name for _, _, name in places(text)}
 
 
 def named_by(line: str, text: str) -> bool:
@@ -70,4 +78,4 @@ def named_by(line: str, text: str) -> bool:
     return line in lines_named(text)
 
 
-__all__ = ["LINES", "Line", "lines_named", "named_by"]
+__all__ = ["LINES", "Line", "lines_named", "named_by", "places"]
