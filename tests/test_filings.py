@@ -148,6 +148,11 @@ def test_amounts_are_one_figure_after_units_and_scales():
     assert matches("Amcor is a packaging company", "Amcor is a global leader in packaging") is None  # no figure
     # a rounder figure is the same only while rounding moves it little: "1" (a list's "day 1") is not 0.54
     assert not matches("day 1", "0.54") and not matches("It is 3.", "2.7") and matches("$1.6 billion", "$1,577 million")
+    # a gold written "$382.00" is a whole figure: 381.6 states it; two figures written in full that differ by more
+    # than 0.2% are two figures, as the paper's graders took them (Boeing's FY2017 PP&E 12,672 for FY2018's 12,645;
+    # a DPO of 93.6 for 93.86) — benchmarks (ab)'s scorer agreement rose on both halves
+    assert matches("381.6", "$382.00") and matches("3,215.4", "$3215.00")
+    assert not matches("12,672", "$12645.00") and not matches("DPO is 93.6 days", "93.86")
 
 
 def test_a_which_question_is_scored_on_the_name_not_the_golds_figure():

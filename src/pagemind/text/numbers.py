@@ -78,7 +78,7 @@ RELATIVE = 0.005  # amounts within half a percent of each other are one figure r
 ROUNDED = 0.05  # rounding that moves a figure further than this is another figure ("1" is not 0.54, nor "3" 2.7)
 
 
-def same_amount(a: Amount, b: Amount) -> bool:
+def same_amount(a: Amount, b: Amount, relative: float = RELATIVE) -> bool:
     """Whether two amounts are one figure: equal within the rounding of the less precise (and within
     :data:`ROUNDED` of each other) after their scales, with
     a scale one of them does not state supplied by a power of a thousand ("24.690" billion = "24,690" in a table in
@@ -100,17 +100,21 @@ def same_amount(a: Amount, b: Amount) -> bool:
     y, step_b = y * 10.0 ** shift, unit(b) * 10.0 ** shift
     tolerance = max(unit(a), step_b) / 2
     close = abs(x - y) / max(x, y)
-    return (abs(x - y) <= tolerance * (1 + 1e-9) and close <= ROUNDED) or close <= RELATIVE
+    return (abs(x - y) <= tolerance * (1 + 1e-9) and close <= ROUNDED) or close <= relative
 
 
-def matches(answer: str, gold: str) -> bool | None:
+GRADED = 0.002  # a grader's "the same figure": FinanceBench's hand grades took 93.6 for 93.86 as another figure
+
+
+def matches(answer: str, gold: str, relative: float = GRADED) -> bool | None:
     """Whether ``answer`` states the gold's figure: its first amount (a gold answer of several numbers: each) found
-    among the answer's amounts; None when the gold has no number (not a numeric question)."""
+    among the answer's amounts (:func:`same_amount`, within ``relative`` of it beside the rounding rule); None when
+    the gold has no number (not a numeric question)."""
     wanted = amounts(gold)
     if not wanted:
         return None
     given = amounts(answer)
-    return all(any(same_amount(w, g) for g in given) for w in wanted[:1])
+    return all(any(same_amount(w, g, relative) for g in given) for w in wanted[:1])
 
 
-__all__ = ["SCALES", "Amount", "amounts", "matches", "same_amount", "table_scale"]
+__all__ = ["GRADED", "SCALES", "Amount", "amounts", "matches", "same_amount", "table_scale"]
