@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # the staged data as a path from where the script runs ("../shared/data" from the checkout): what a run's config
-# records, so a kept run names no machine's folders (no script changes directory)
+# records, so a kept run names no machine's folders (a child process run elsewhere is given it resolved)
 DATA = Path(os.path.relpath(ROOT.parent / "shared" / "data"))
 RESULTS = Path(__file__).resolve().parent / "results"
 

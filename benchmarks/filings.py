@@ -67,8 +67,9 @@ print(json.dumps({"seconds": first, "second_seconds": again, "pages": len(doc.pa
 
 
 def _child(code: str, *args: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False,
-                          cwd=ROOT)
+    done = subprocess.run([sys.executable, "-c", code, *(str(Path(a).resolve()) if Path(a).exists() else a
+                                                          for a in args)],
+                          capture_output=True, text=True, check=False, cwd=ROOT)  # a path given from here
     if done.returncode:
         raise SystemExit(f"{args[0]}: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else 'failed'}")
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))

@@ -284,3 +284,38 @@ def test_the_working_is_what_its_answer_uses_so_figures_listed_and_left_unused_a
         "more than 64 lines")
     chained = "\n".join(["a0 = 2707.3"] + [f"a{i} = a{i - 1} + 1" for i in range(1, 18)]) + "\nanswer = a17"
     assert compute.parse(chained, written).startswith("more than 16 lines")  # a working of 19 lines it uses
+
+
+def test_a_line_is_taken_when_a_formula_computes_it_from_other_lines_and_a_question_s_definition_names_the_lines():
+    """Review of issue 47's check: a right working must pass it. The lines are those the question's definition names
+    (DSI's "days sales" is not revenue); a formula computing a line from several others takes it (gross profit from
+    net sales and cost of sales, where a statement has no gross profit row), one averaging a single other line does
+    not (COGS named "average_inventory"); a working whose figures are written in its formula is not judged; names
+    joined to their year or by "and" are read (cogs2019, pp_and_e); taxes payable are not accounts payable."""
+    from pagemind.text.ledger import lines_named, places
+
+    text = ("| | 2017 | 2016 |\n| Net sales | 177,866 | 135,987 |\n| Cost of sales | 111,934 | 88,265 |\n"
+            "| Inventories | 16,047 | 11,461 |\n")
+    rows, written = [r for r in text.splitlines() if r.strip()], amounts(text, years=True)
+    dsi = ("What is the FY2017 days sales in inventory (DSI)? DSI is defined as: 365 * (average inventory between "
+           "FY2016 and FY2017) / (FY2017 COGS).")
+    assert compute.needed(dsi) == ["cost of sales", "inventory"]
+    right = "cogs2017 = 111934\ninventory_2017 = 16047\ninventory_2016 = 11461\nanswer = 365 * ((inventory_2017 + " \
+            "inventory_2016) / 2) / cogs2017"
+    assert not isinstance(compute.parse(right, written, rows=rows, needs=compute.needed(dsi)), str)
+    margin = "What is Amazon's FY2017 gross profit margin?"
+    assert compute.needed(margin) == ["gross profit"]
+    derived = ("net_sales = 177866\ncost_of_sales = 111934\ngross_profit = net_sales - cost_of_sales\n"
+               "answer = gross_profit / net_sales")
+    assert not isinstance(compute.parse(derived, written, rows=rows, needs=["gross profit"]), str)
+    inline = "answer = 111934 / ((16047 + 11461) / 2)"
+    assert not isinstance(compute.parse(inline, written, rows=rows, needs=compute.needed(dsi)), str)
+    averaged = "cogs_2017 = 111934\ncogs_2016 = 88265\naverage_inventory = (cogs_2017 + cogs_2016) / 2\n" \
+               "answer = cogs_2017 / average_inventory"
+    assert isinstance(compute.parse(averaged, written, rows=rows, needs=compute.needed(dsi)), str)
+    assert lines_named("pp_and_e_2019 d_and_a") == {"property, plant and equipment", "depreciation and amortization"}
+    assert lines_named("income taxes payable, notes receivable, a salesperson") == set()
+    assert places("PepsiCo Net revenue 86,392 Cost of sales 40,576") == [(12, 19, "revenue"), (27, 40, "cost of sales")]
+    shown_rows = compute._rows_of("property, plant and equipment", [
+        "| Depreciation of property and equipment | 500 | 400 |", "| Property and equipment, net | 12,345 | 12,000 |"])
+    assert shown_rows[0] == "| Property and equipment, net | 12,345 | 12,000 |"

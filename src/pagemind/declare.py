@@ -60,7 +60,9 @@ def option_of(owner: type[Options], name: str, *, default: Any = MISSING, note: 
     declared = next((f for f in fields(owner) if f.name == name), None)
     if declared is None or _KEY not in declared.metadata:
         raise TypeError(f"{owner.__name__} declares no option {name!r}")
-    info: OptionInfo = declared.metadata[_KEY]
+    if declared.default is MISSING and default is MISSING:
+        raise TypeError(f"{owner.__name__}.{name} has no plain default: give one")
+    info: OptionInfo = replace(declared.metadata[_KEY], flag=None)  # a flag of its own surface, not the owner's
     if note:
         info = replace(info, help=f"{info.help} ({note})")
     return field(default=declared.default if default is MISSING else default, metadata={_KEY: info, _FROM: owner})

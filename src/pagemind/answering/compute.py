@@ -235,9 +235,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
         return f"no result: end with a line `{RESULT} = ...` computing the answer from the figures"
     if not working.figures:
         return "no figure from the text: assign each figure the question needs, copied from the text"
-    from ..text.ledger import named_by
-
-    missing = [n for n in needs if not any(named_by(n, f"{x.name} {x.note}") for x in working.figures)]
+    missing = _not_taken(working, needs)
     if missing:
         about = [row for n in missing for row in _rows_of(n, rows)]
         return (f"the question computes its figure from {' and '.join(missing)}, and no figure of the working is "
@@ -247,13 +245,42 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
     return working
 
 
+_DEFINED = re.compile(r"\b(?:is\s+)?defined\s+as\b|\bdefine\s+[^.?:]{1,80}?\s+as\b", re.IGNORECASE)
+
+
 def needed(question: str) -> list[str]:
-    """The statement lines a question names ("DPO is defined as: 365 * (average accounts payable) / (COGS + change
-    in inventory)": accounts payable, cost of sales, inventory), in the order of :data:`pagemind.text.ledger.LINES`."""
+    """The statement lines a question's figure is computed from, in the order of
+    :data:`pagemind.text.ledger.LINES`: those its definition names, where it defines its metric ("DPO is defined as:
+    365 * (average accounts payable) / (COGS + change in inventory)": accounts payable, cost of sales, inventory),
+    else those the question names ("capex as a % of revenue")."""
     from ..text.ledger import LINES, lines_named
 
-    named = lines_named(question)
+    definition = _DEFINED.search(question)
+    named = lines_named(question[definition.end():] if definition else question)
     return [line.name for line in LINES if line.name in named]
+
+
+def _not_taken(working: Computation, needs: Sequence[str]) -> list[str]:
+    """The lines of ``needs`` the working takes no figure from: none is named (or noted) for it, and no formula
+    line computes it from other lines ("gross_profit = net_sales - cost_of_sales" computes gross profit; an average
+    of cost of sales named "average_inventory" does not: a formula whose inputs are all one other line is that line).
+    A working that names no statement line at all (its figures written in its formula) is not judged."""
+    from ..text.ledger import lines_named
+
+    named = {x.name: lines_named(f"{x.name} {x.note}") for x in working.lines}
+    if not needs or not any(named.values()):
+        return []
+    covered: set[str] = set()
+    for x in working.lines:
+        if x.figure:
+            covered |= named[x.name]
+            continue
+        inputs = set().union(*(named.get(n, set()) for n in re.findall(r"[A-Za-z_]\w*", x.expression)))
+        if len(inputs) != 1:  # computed from several lines (or from figures written in its formula)
+            covered |= named[x.name]
+        else:
+            covered |= named[x.name] & inputs
+    return [n for n in needs if n not in covered]
 
 
 def _used(assigned: Sequence[tuple[str, ast.expr, str]], wanted: set[str]) -> list[int]:
@@ -351,7 +378,8 @@ def _rows_about(words: str, lines: Sequence[str]) -> list[str]:
     return [text for _, _, text in sorted(scored)[:ROWS]]
 
 
-_FIGURE_AFTER = re.compile(r"[\s|:$(]{0,12}-?\d")  # a figure right after a line's name, as a statement's row writes it
+# a figure after a line's name, as a statement's row writes it ("| Inventories, net | 2,721 |")
+_FIGURE_AFTER = re.compile(r"[^\d\n.;]{0,30}?[\s|:$(]-?\d")
 
 
 def _rows_of(line: str, rows: Sequence[str]) -> list[str]:

@@ -23,26 +23,31 @@ class Line:
 
 
 def _line(name: str, pattern: str) -> Line:
-    return Line(name, re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE))
+    # a name's words may be joined by spaces or underscores (``net_sales_2022``), and a name ends at any non-letter:
+    # ``cogs2019`` names cost of sales, "salesperson" does not name revenue
+    joined = pattern.replace(r"\s+", r"[\s_]+").replace(r"\s*", r"[\s_]*")
+    return Line(name, re.compile(rf"(?<![A-Za-z])(?:{joined})(?![A-Za-z])", re.IGNORECASE))
 
 
-_PPE = r"pp\s*&?\s*e|property,?\s+plant|property\s+and\s+equipment|fixed\s+assets?"
+_PPE = r"pp\s*(?:&|and)?\s*e|property,?\s+plant|property\s+and\s+equipment|fixed\s+assets?"
 LINES: tuple[Line, ...] = (
-    _line("revenue", r"revenues?|net\s+sales|total\s+sales|sales"),
-    _line("cost of sales", r"cogs|co\s+gs|cost\s+of\s+(?:goods\s+sold|sales|revenues?|products?\s+sold)"),
+    _line("revenue", r"revenues?|net\s+sales|total\s+sales|(?<!days[\s_])sales"),  # "days sales in inventory": no
+    _line("cost of sales", r"cogs|co\s+gs|cost\s+of\s+(?:goods\s+sold|sales|(?:net\s+)?revenues?|products?(?:\s+sold)?|"
+          r"services|merchandise)"),
     _line("gross profit", r"gross\s+profit"),
     _line("operating income", r"operating\s+(?:income|profit|earnings)|income\s+from\s+operations"),
     _line("net income", r"net\s+(?:income|earnings|profit)"),
     _line("interest expense", r"interest\s+expense"),
-    _line("depreciation and amortization", r"depreciation|amortization|d\s*&\s*a"),
-    _line("capital expenditure", r"capex|capital\s+expenditures?|(?:purchases?|payments?|additions?|acquisitions?)"
-          rf"\s+(?:of|for|to)\s+(?:{_PPE}|property|capital\s+assets)"),
+    _line("depreciation and amortization", r"depreciation|amortization|d\s*(?:&|and)\s*a"),
+    _line("capital expenditure", r"capex|capital\s+expenditures?|(?:purchases?|payments?|additions?|acquisitions?|"
+          rf"expenditures?)\s+(?:of|for|to)\s+(?:{_PPE}|property|capital\s+assets)"),
     _line("operating cash flow", r"(?:cash|cash\s+flows?)\s+(?:from|provided\s+by|generated\s+by|used\s+in)\s+"
           r"operat\w*|operating\s+cash\s+flows?|cfo"),
     _line("dividends", r"dividends?"),
     _line("inventory", r"inventor(?:y|ies)"),
-    _line("accounts payable", r"accounts\s+payable|trade\s+payables?|payables?"),
-    _line("accounts receivable", r"accounts\s+receivable|trade\s+receivables?|receivables?"),
+    # "taxes payable" and "notes receivable" are other lines: a bare payable or receivable only in the plural
+    _line("accounts payable", r"accounts\s+payable|trade\s+(?:and\s+other\s+)?payables?|payables|ap"),
+    _line("accounts receivable", r"accounts\s+receivable|trade\s+(?:and\s+other\s+)?receivables?|receivables|ar"),
     _line("property, plant and equipment", _PPE),
     _line("total assets", r"total\s+assets"),
     _line("current assets", r"current\s+assets"),
@@ -50,22 +55,13 @@ LINES: tuple[Line, ...] = (
 )
 
 
-def _words(text: str) -> str:
-    """A name as words: ``FY2017_capex`` -> "FY2017 capex", ``costOfSales`` -> "cost Of Sales"."""
-    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text).replace("_", " ")
-
-
 def places(text: str) -> list[tuple[int, int, str]]:
     """Where ``text`` names a line: (start, end, the line's name), in order; where one name lies inside another's
     ("sales" in "cost of sales", "property and equipment" in "purchases of property and equipment"), only the
-    longer counts. Offsets are ``text``'s own (a name's underscores read as spaces; a camelCase name's are 0)."""
-    words = _words(text)
-    found = [(m.start(), m.end(), line.name) for line in LINES for m in line.pattern.finditer(words)]
-    kept = sorted((start, end, name) for start, end, name in found
+    longer counts."""
+    found = [(m.start(), m.end(), line.name) for line in LINES for m in line.pattern.finditer(text)]
+    return sorted((start, end, name) for start, end, name in found
                   if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in found))
-    if len(words) != len(text):  # a camelCase name split into words: its offsets are not the text's
-        return [(0, 0, name) for _, _, name in kept]
-    return kept
 
 
 def lines_named(text: str) -> set[str]:
