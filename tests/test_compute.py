@@ -311,7 +311,7 @@ def test_a_line_is_taken_when_a_formula_computes_it_from_other_lines_and_a_quest
     inline = "answer = 111934 / ((16047 + 11461) / 2)"
     assert not isinstance(compute.parse(inline, written, rows=rows, needs=compute.needed(dsi)), str)
     averaged = "cogs_2017 = 111934\ncogs_2016 = 88265\naverage_inventory = (cogs_2017 + cogs_2016) / 2\n" \
-               "answer = cogs_2017 / average_inventory"
+               "inventory_turnover = cogs_2017 / average_inventory\nanswer = round(inventory_turnover, 2)"
     assert isinstance(compute.parse(averaged, written, rows=rows, needs=compute.needed(dsi)), str)
     assert lines_named("pp_and_e_2019 d_and_a") == {"property, plant and equipment", "depreciation and amortization"}
     assert lines_named("income taxes payable, notes receivable, a salesperson") == set()

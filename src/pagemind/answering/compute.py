@@ -261,25 +261,25 @@ def needed(question: str) -> list[str]:
 
 
 def _not_taken(working: Computation, needs: Sequence[str]) -> list[str]:
-    """The lines of ``needs`` the working takes no figure from: none is named (or noted) for it, and no formula
-    line computes it from other lines ("gross_profit = net_sales - cost_of_sales" computes gross profit; an average
-    of cost of sales named "average_inventory" does not: a formula whose inputs are all one other line is that line).
-    A working that names no statement line at all (its figures written in its formula) is not judged."""
+    """The lines of ``needs`` the working takes no figure from. A figure takes the lines its name (or note) names; a
+    formula takes what its inputs take, and where those are several lines also the lines its own name names
+    ("gross_profit = net_sales - cost_of_sales" takes gross profit); a formula of one other line is that line (COGS
+    averaged as "average_inventory", then "inventory_turnover = cogs / average_inventory", take no inventory); one
+    whose figures are written in it takes what its name names. A working that names no statement line at all is not
+    judged."""
     from ..text.ledger import lines_named
 
     named = {x.name: lines_named(f"{x.name} {x.note}") for x in working.lines}
     if not needs or not any(named.values()):
         return []
-    covered: set[str] = set()
-    for x in working.lines:
+    takes: dict[str, set[str]] = {}
+    for x in working.lines:  # in order: a formula's inputs are lines before it
         if x.figure:
-            covered |= named[x.name]
+            takes[x.name] = named[x.name]
             continue
-        inputs = set().union(*(named.get(n, set()) for n in re.findall(r"[A-Za-z_]\w*", x.expression)))
-        if len(inputs) != 1:  # computed from several lines (or from figures written in its formula)
-            covered |= named[x.name]
-        else:
-            covered |= named[x.name] & inputs
+        inputs = set().union(*(takes.get(n, set()) for n in re.findall(r"[A-Za-z_]\w*", x.expression)))
+        takes[x.name] = inputs if len(inputs) == 1 else inputs | named[x.name]
+    covered = set().union(*takes.values())
     return [n for n in needs if n not in covered]
 
 
