@@ -220,32 +220,6 @@ def test_recall_before_reply_can_place_the_best_match_first():
     assert "Recalled from your memory for the user's message, the best match first (" in prompt
 
 
-@pytest.mark.parametrize("order", ["recent", "rank-recent"])
-def test_recall_before_reply_can_choose_by_rank_and_show_the_most_recent_first(order):
-    """Issue 50: rank placed the best match first (LoCoMo evidence recall 1.35x) but lost a knowledge update's later
-    fact from the top (1/3 against 3/3). rank-recent chooses what fits recall_tokens by recall's ranking and shows it
-    the most recent first; recent chooses the most recent. Three lines, room for two."""
-    steps = [call("send_message", message="Noted.")] * 3 + [call("send_message", message="Adoption agencies.")]
-    fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": "we talked"})
-    clock = Clock("2023-05-25 13:17:00")
-    llm = LLM(fake)
-    said = ["Researching adoption agencies has been my dream for a family.",
-            "Caroline here: I painted a lake at sunrise.",
-            "Caroline again: the poetry reading was powerful, people shared their stories."]
-    agent = Agent.create(llm, Store(":memory:"), "sam", options=AgentOptions(embedder="none"), clock=clock)
-    for text, at in zip(said, ["2023-07-20 21:03:00", "2023-10-13 10:40:00", "2023-10-14 09:00:00"], strict=True):
-        agent.say(text)
-        clock.at = at
-    room = sum(llm.count_tokens(f"[2023-05-25 13:17] user: {t}") for t in said[1:]) + 2  # two lines, not three
-    agent.options = replace(agent.options, recall_tokens=room, recall_order=order)
-    turn = agent.say("What did Caroline research?")
-    quotes = [c.quote for c in turn.recalled]
-    assert len(quotes) == 2 and [c.index for c in turn.recalled] == sorted((c.index for c in turn.recalled),
-                                                                             reverse=True)  # the most recent first
-    assert any("adoption" in q for q in quotes) == (order == "rank-recent")
-    assert "Recalled from your memory for the user's message, the most recent first (" in fake.history[-1].prompt_text()
-
-
 def told_then_searched(said: str, at: str, query: str, question: str, **options):
     """An agent told ``said`` at ``at`` and asked ``question`` months later, its first step a recall search for
     ``query``: (the agent, the later turn)."""

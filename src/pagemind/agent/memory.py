@@ -20,7 +20,7 @@ CLOCK = "%Y-%m-%d %H:%M:%S"  # the agent clock's format: every event's time, and
 SEARCH_KINDS = ("user_message", "step")  # what recall search sees (paper: not system or function messages)
 
 
-RecallOrder = Literal["recent", "rank", "rank-recent"]  # AgentOptions.recall_order's values
+RecallOrder = Literal["recent", "rank"]  # AgentOptions.recall_order's values
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,8 @@ class AgentOptions(Options):
                                 maximum=100_000)
     recall_order: RecallOrder = option(
         "recent", "the order of what recall_first places, each line dated: the most recent first (recent: a later fact "
-                  "above the one it may replace; LongMemEval-format updates 3/3 against 1/3 by rank), the best "
-                  "match first (rank: LoCoMo evidence recall 1.35x, F1 within its noise), or the best matches that "
-                  "fit recall_tokens shown the most recent first (rank-recent)")
+                  "above the one it may replace; LongMemEval-format updates 3/3 against 1/3 by rank) or the best "
+                  "match first (rank: LoCoMo evidence recall 1.35x, F1 within its noise)")
     recall_search: Literal["text", "hybrid"] = option(
         "hybrid", "conversation search: substring matches, then the rest ranked by BM25 and MiniLM (as OP-RAG; "
         "hybrid), or substring only (text, the paper's)")

@@ -219,10 +219,10 @@ class Turn:
         kept_facts: list[tuple[str, int, str, Event | Passage]] = [
             (p.time, p.id, f"{p.describe()} (archival passage {p.id})", p) for p in passages[:size]
             if p.superseded_by is None]
-        if self.options.recall_order == "recent":  # a later fact first: it may replace an earlier one
-            found = sorted(said + kept_facts, key=lambda item: item[:2], reverse=True)
-        else:  # each memory's best match first, taken in turn (rank-recent: only to choose what fits)
+        if self.options.recall_order == "rank":  # each memory's best match first, taken in turn
             found = [x for pair in itertools.zip_longest(said, kept_facts) for x in pair if x is not None]
+        else:  # a later fact first: it may replace an earlier one
+            found = sorted(said + kept_facts, key=lambda item: item[:2], reverse=True)
         lines: list[str] = []
         budget = self.options.recall_tokens
         kept: list[Event | Passage] = []
@@ -237,10 +237,6 @@ class Turn:
         if not lines:
             self.trace.note("recall before reply: nothing in memory matches the message")
             return
-        if self.options.recall_order == "rank-recent":  # the best matches that fit, shown the most recent first
-            when = {id(item): (time, seq) for time, seq, _, item in found}
-            placed = sorted(zip(lines, kept, strict=True), key=lambda pair: when[id(pair[1])], reverse=True)
-            lines, kept = [line for line, _ in placed], [item for _, item in placed]
         order = "the best match first" if self.options.recall_order == "rank" else "the most recent first"  # dated
         self._alert(prompt("recalled", lines="\n".join(lines), order=order))
         self.result.recalled = [passage_citation(i) if isinstance(i, Passage) else message_citation(i) for i in kept]
