@@ -319,3 +319,26 @@ def test_a_line_is_taken_when_a_formula_computes_it_from_other_lines_and_a_quest
     shown_rows = compute._rows_of("property, plant and equipment", [
         "| Depreciation of property and equipment | 500 | 400 |", "| Property and equipment, net | 12,345 | 12,000 |"])
     assert shown_rows[0] == "| Property and equipment, net | 12,345 | 12,000 |"
+
+
+def test_one_line_given_the_same_figure_for_two_years_is_asked_again_unless_the_text_writes_it_twice():
+    """Issue 47: Corning's three-year operating margin was worked out from "net_sales_2020 = 11,503" and
+    "net_sales_2019 = 11,503" (a column copied twice; 2019's was 11,503, 2020's 11,303), American Express' tax rate
+    change as 0 from "current_tax_rate_2022 = 2,629" twice. A line given one figure for two years is asked again,
+    unless a row of the text writes that figure twice (a dividend that did not change)."""
+    text = ("| | 2021 | 2020 | 2019 |\n| Net sales | 14,082 | 11,303 | 11,503 |\n"
+            "| Dividends per share | 0.88 | 0.88 | 0.80 |\n")
+    rows, written = [r for r in text.splitlines() if r.strip()], amounts(text, years=True)
+    growth = "\nanswer = (net_sales_2020 - net_sales_2019) / net_sales_2019"
+    copied = "net_sales_2020 = 11503\nnet_sales_2019 = 11503" + growth
+    got = compute.parse(copied, written, rows=rows)
+    assert isinstance(got, str) and got.startswith("net_sales_2020 and net_sales_2019 are the same figure, 11,503")
+    assert got.endswith("| Net sales | 14,082 | 11,303 | 11,503 |")
+    fy = "sales_fy20 = 11503\nsales_FY2019 = 11503\nanswer = sales_fy20 / sales_FY2019"
+    assert isinstance(compute.parse(fy, written, rows=rows), str)
+    right = "net_sales_2020 = 11303\nnet_sales_2019 = 11503" + growth
+    assert not isinstance(compute.parse(right, written, rows=rows), str)
+    unchanged = "dps_2021 = 0.88\ndps_2020 = 0.88\nanswer = dps_2021 / dps_2020"
+    assert not isinstance(compute.parse(unchanged, written, rows=rows), str)
+    assert not isinstance(compute.parse("a_2020 = 11503\nb_2019 = 11503\nanswer = a_2020 / b_2019", written, rows=rows),
+                          str)  # two lines, not one

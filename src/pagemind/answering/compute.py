@@ -235,6 +235,9 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
         return f"no result: end with a line `{RESULT} = ...` computing the answer from the figures"
     if not working.figures:
         return "no figure from the text: assign each figure the question needs, copied from the text"
+    twice = _one_figure_two_years(working, rows)
+    if twice is not None:
+        return twice
     missing = _not_taken(working, needs)
     if missing:
         about = [row for n in missing for row in _rows_of(n, rows)]
@@ -258,6 +261,38 @@ def needed(question: str) -> list[str]:
     definition = _DEFINED.search(question)
     named = lines_named(question[definition.end():] if definition else question)
     return [line.name for line in LINES if line.name in named]
+
+
+_NAME_YEAR = re.compile(r"(?<![A-Za-z0-9])(?:fy_?)?((?:19|20)\d{2})(?![0-9])|(?<![A-Za-z0-9])fy_?(\d{2})(?![0-9])",
+                        re.IGNORECASE)
+
+
+def _one_figure_two_years(working: Computation, rows: Sequence[str]) -> str | None:
+    """The problem of a working that gives one line the same figure for two years ("net_sales_2020 = 11503",
+    "net_sales_2019 = 11503": a column copied twice), unless some row of the text writes that figure twice; else
+    None."""
+    seen: dict[str, list[tuple[str, Line]]] = {}
+    for x in working.lines:
+        if not x.figure:
+            continue
+        found = _NAME_YEAR.search(x.name)
+        if found is None:
+            continue
+        year = (found.group(1) or found.group(2))[-2:]
+        line = _NAME_YEAR.sub("", x.name).strip("_").lower()
+        for other_year, other in seen.get(line, []):
+            if other_year != year and other.value == x.value and not _written_twice(x.value, rows):
+                about = _rows_about(line, rows)
+                return (f"{other.name} and {x.name} are the same figure, {_written(x.value)}: copy each year's figure "
+                        "from its own column of the line"
+                        + (". The text's lines about it: " + " / ".join(about) if about else ""))
+        seen.setdefault(line, []).append((year, x))
+    return None
+
+
+def _written_twice(value: float, rows: Sequence[str]) -> bool:
+    """Whether a row of the text writes ``value`` twice (a figure that did not change between two years)."""
+    return any(sum(_in_text(value, [a]) for _, a in placed(row, years=True)) >= 2 for row in rows)
 
 
 def _not_taken(working: Computation, needs: Sequence[str]) -> list[str]:
