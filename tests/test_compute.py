@@ -314,6 +314,8 @@ def test_a_line_is_taken_when_a_formula_computes_it_from_other_lines_and_a_quest
                "inventory_turnover = cogs_2017 / average_inventory\nanswer = round(inventory_turnover, 2)"
     assert isinstance(compute.parse(averaged, written, rows=rows, needs=compute.needed(dsi)), str)
     assert lines_named("pp_and_e_2019 d_and_a") == {"property, plant and equipment", "depreciation and amortization"}
+    assert lines_named("inv_2022 op_income_2022 cost_of_goods cost_of_net_sales ocf_2022 current_liab") == {
+        "inventory", "operating income", "cost of sales", "operating cash flow", "current liabilities"}
     assert lines_named("income taxes payable, notes receivable, a salesperson") == set()
     assert places("PepsiCo Net revenue 86,392 Cost of sales 40,576") == [(12, 19, "revenue"), (27, 40, "cost of sales")]
     shown_rows = compute._rows_of("property, plant and equipment", [
@@ -342,3 +344,12 @@ def test_one_line_given_the_same_figure_for_two_years_is_asked_again_unless_the_
     assert not isinstance(compute.parse(unchanged, written, rows=rows), str)
     assert not isinstance(compute.parse("a_2020 = 11503\nb_2019 = 11503\nanswer = a_2020 / b_2019", written, rows=rows),
                           str)  # two lines, not one
+    joined = "net_sales2020 = 11503\nnet_sales2019 = 11503\nanswer = net_sales2020 / net_sales2019"
+    assert isinstance(compute.parse(joined, written, rows=rows), str)
+    # where the text gives each year a row of its own, or says it once in prose, the same figure may be right
+    for other in ("| 2024 | 1,000 |\n| 2025 | 1,000 |", "Net sales were $11.5 billion in both 2020 and 2019.",
+                  "In fiscal 2020 net sales were 11,503.\nIn fiscal 2019 net sales were 11,503."):
+        lines_ = [r for r in other.splitlines() if r.strip()]
+        figure = "1000" if "2024" in other else "11503" if "11,503" in other else "11.5"
+        same = f"net_sales_2020 = {figure}\nnet_sales_2019 = {figure}\nanswer = net_sales_2020 / net_sales_2019"
+        assert not isinstance(compute.parse(same, amounts(other, years=True), rows=lines_), str), other

@@ -263,14 +263,15 @@ def needed(question: str) -> list[str]:
     return [line.name for line in LINES if line.name in named]
 
 
-_NAME_YEAR = re.compile(r"(?<![A-Za-z0-9])(?:fy_?)?((?:19|20)\d{2})(?![0-9])|(?<![A-Za-z0-9])fy_?(\d{2})(?![0-9])",
+_NAME_YEAR = re.compile(r"(?<![0-9])(?:fy_?)?((?:19|20)\d{2})(?![0-9])|(?<![A-Za-z0-9])fy_?(\d{2})(?![0-9])",
                         re.IGNORECASE)
 
 
 def _one_figure_two_years(working: Computation, rows: Sequence[str]) -> str | None:
     """The problem of a working that gives one line the same figure for two years ("net_sales_2020 = 11503",
-    "net_sales_2019 = 11503": a column copied twice), unless some row of the text writes that figure twice; else
-    None."""
+    "net_sales_2019 = 11503": a column copied twice) where the line's own row in the text writes that figure once
+    beside others (so another year's differs); else None — also where no row is about the line, or it writes the
+    figure twice (a dividend that did not change), or alone (years as rows, prose, one column a year)."""
     seen: dict[str, list[tuple[str, Line]]] = {}
     for x in working.lines:
         if not x.figure:
@@ -281,8 +282,10 @@ def _one_figure_two_years(working: Computation, rows: Sequence[str]) -> str | No
         year = (found.group(1) or found.group(2))[-2:]
         line = _NAME_YEAR.sub("", x.name).strip("_").lower()
         for other_year, other in seen.get(line, []):
-            if other_year != year and other.value == x.value and not _written_twice(x.value, rows):
-                about = _rows_about(line, rows)
+            if other_year == year or other.value != x.value:
+                continue
+            about = _rows_about(line, rows)
+            if _copied(x.value, about):
                 return (f"{other.name} and {x.name} are the same figure, {_written(x.value)}: copy each year's figure "
                         "from its own column of the line"
                         + (". The text's lines about it: " + " / ".join(about) if about else ""))
@@ -290,9 +293,14 @@ def _one_figure_two_years(working: Computation, rows: Sequence[str]) -> str | No
     return None
 
 
-def _written_twice(value: float, rows: Sequence[str]) -> bool:
-    """Whether a row of the text writes ``value`` twice (a figure that did not change between two years)."""
-    return any(sum(_in_text(value, [a]) for _, a in placed(row, years=True)) >= 2 for row in rows)
+def _copied(value: float, about: Sequence[str]) -> bool:
+    """Whether one of the line's rows (``about``) writes ``value`` exactly once among several figures: the other
+    year's column holds another figure."""
+    for row in about:
+        figures = [a for _, a in placed(row)]
+        if len(figures) >= 2 and sum(_in_text(value, [a]) for a in figures) == 1:
+            return True
+    return False
 
 
 def _not_taken(working: Computation, needs: Sequence[str]) -> list[str]:
