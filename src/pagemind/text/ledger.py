@@ -30,29 +30,29 @@ def _line(name: str, pattern: str) -> Line:
 
 
 _PPE = r"pp\s*(?:&|and)?\s*e|property,?\s+plant|property\s+and\s+equipment|fixed\s+assets?"
-LINES: tuple[Line, ...] = (
-    _line("revenue", r"revenues?|net\s+sales|total\s+sales|(?<!days[\s_])sales"),  # "days sales in inventory": no
-    _line("cost of sales", r"cogs|co\s+gs|costs?\s+of\s+(?:goods(?:\s+sold)?|(?:net\s+)?sales|(?:net\s+)?revenues?|"
-          r"products?(?:\s+sold)?|services|merchandise)"),
-    _line("gross profit", r"gross\s+profit"),
-    _line("operating income", r"op(?:erating)?\s+(?:income|profit|earnings)|income\s+from\s+operations"),
-    _line("net income", r"net\s+(?:income|earnings|profit)"),
-    _line("interest expense", r"interest\s+expense"),
-    _line("depreciation and amortization", r"depreciation|amortization|d\s*(?:&|and)?\s*a"),
-    _line("capital expenditure", r"capex|capital\s+expenditures?|(?:purchases?|payments?|additions?|acquisitions?|"
-          rf"expenditures?)\s+(?:of|for|to)\s+(?:{_PPE}|property|capital\s+assets)"),
-    _line("operating cash flow", r"(?:cash|cash\s+flows?)\s+(?:from|provided\s+by|generated\s+by|used\s+in)\s+"
-          r"operat\w*|cash\s+from\s+ops|operating\s+cash\s+flows?|cfo|ocf"),
-    _line("dividends", r"dividends?"),
-    _line("inventory", r"inventor(?:y|ies)|inv"),
+LINES: tuple[Line, ...] = tuple(_line(name, pattern) for name, pattern in (
+    ("revenue", r"revenues?|net\s+sales|total\s+sales|(?<!days[\s_])sales"),  # "days sales in inventory": no
+    ("cost of sales", r"cogs|co\s+gs|costs?\s+of\s+(?:goods(?:\s+sold)?|(?:net\s+)?sales|(?:net\s+)?revenues?|"
+     r"products?(?:\s+sold)?|services|merchandise)"),
+    ("gross profit", r"gross\s+profit"),
+    ("operating income", r"op(?:erating)?\s+(?:income|profit|earnings)|income\s+from\s+operations"),
+    ("net income", r"net\s+(?:income|earnings|profit)"),
+    ("interest expense", r"interest\s+expense"),
+    ("depreciation and amortization", r"depreciation|amortization|d\s*(?:&|and)?\s*a"),
+    ("capital expenditure", r"capex|capital\s+expenditures?|(?:purchases?|payments?|additions?|acquisitions?|"
+     rf"expenditures?)\s+(?:of|for|to)\s+(?:{_PPE}|property|capital\s+assets)"),
+    ("operating cash flow", r"(?:cash|cash\s+flows?)\s+(?:from|provided\s+by|generated\s+by|used\s+in)\s+"
+     r"operat\w*|cash\s+from\s+ops|operating\s+cash\s+flows?|cfo|ocf"),
+    ("dividends", r"dividends?"),
+    ("inventory", r"inventor(?:y|ies)|inv"),
     # "taxes payable" and "notes receivable" are other lines: a bare payable or receivable only in the plural
-    _line("accounts payable", r"accounts\s+payable|trade\s+(?:and\s+other\s+)?payables?|payables|ap"),
-    _line("accounts receivable", r"accounts\s+receivable|trade\s+(?:and\s+other\s+)?receivables?|receivables|ar"),
-    _line("property, plant and equipment", _PPE),
-    _line("total assets", r"total\s+assets"),
-    _line("current assets", r"current\s+assets"),
-    _line("current liabilities", r"current\s+liab\w*"),
-)
+    ("accounts payable", r"accounts\s+payable|trade\s+(?:and\s+other\s+)?payables?|payables|ap"),
+    ("accounts receivable", r"accounts\s+receivable|trade\s+(?:and\s+other\s+)?receivables?|receivables|ar"),
+    ("property, plant and equipment", _PPE),
+    ("total assets", r"total\s+assets"),
+    ("current assets", r"current\s+assets"),
+    ("current liabilities", r"current\s+liab\w*"),
+))
 
 
 def places(text: str) -> list[tuple[int, int, str]]:
