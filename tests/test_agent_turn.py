@@ -220,27 +220,6 @@ def test_recall_before_reply_can_place_the_best_match_first():
     assert "Recalled from your memory for the user's message, the best match first (" in prompt
 
 
-def test_a_reply_that_starts_mid_sentence_its_thoughts_began_is_held_once_and_sent_whole():
-    """Issue 50: on LoCoMo the 1.5B agent split a recalled line between its fields — thoughts "… Basketball has been
-    great to ", message "him, so I want to give something back." — and the user got half a sentence (3 of 24 new
-    answers). Such a reply is held back once a turn, with the reason, and the agent sends it whole."""
-    steps = [call("send_message", message="Noted."),
-             call("send_message", thoughts="His goals beyond the court: charity. Basketball has been great to ",
-                  message="him, so I want to give something back."),
-             call("send_message", thoughts="The whole answer.", message="He wants to give back through charity."),
-             call("send_message", thoughts="Again cut for", message="people to dance."),
-             call("send_message", thoughts="thinking", message="ok")]
-    fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": "we talked"})
-    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none"))
-    agent.say("John wants to win a title and give back to his community.")
-    turn = agent.say("What are John's goals beyond basketball?")
-    assert turn.messages == ["He wants to give back through charity."]
-    assert "starts in the middle of a sentence your thoughts began" in fake.history[-1].prompt_text()
-    assert any("starts mid-sentence" in note for note in turn.trace.notes)
-    second = agent.say("And Jon's studio?")  # a new turn may be held again; a plain "ok" after "thinking" is not
-    assert second.messages == ["ok"] and len(second.steps) == 2
-
-
 def told_then_searched(said: str, at: str, query: str, question: str, **options):
     """An agent told ``said`` at ``at`` and asked ``question`` months later, its first step a recall search for
     ``query``: (the agent, the later turn)."""

@@ -20,7 +20,7 @@ from ..citations import Citation
 from ..errors import ContextWindowExceeded, ToolsRefused
 from ..llm.base import LLMRequest, LLMResponse
 from ..llm.usage import Trace, TraceEvent, Usage
-from .actions import Action, InvalidAction, parse_action, reply_text
+from .actions import InvalidAction, parse_action, reply_text
 from .context import MainContext, Prepared, prompt
 from .evidence import source_of, support
 from .functions import ToolError
@@ -142,7 +142,6 @@ class Turn:
         self.progress, self.on_step = progress, on_step
         self.before = 0  # the agent's last event seq before this turn (set by run)
         self.held = 0  # replies held back this turn for want of support (at most options.search_again)
-        self.split = False  # a reply held back this turn for starting mid-sentence (once a turn)
         self.remaining = 0  # steps left after the running one
 
     @property
@@ -270,24 +269,6 @@ class Turn:
         """What this turn's searches returned, but its own messages (what the agent said this turn is no source)."""
         return [c for c in self.result.evidence if c.unit != "message" or (c.index or 0) <= self.before]
 
-    def _split(self, action: Action) -> str | None:
-        """Why a reply is held back for starting in the middle of a sentence its thoughts began ("…has been great
-        to " / "him, so I want to give something back."), or None: a small model splits a recalled line between the
-        two fields, and the user would get half a sentence. Once a turn, with a step left to send it whole."""
-        from ..text.words import STOPWORDS
-
-        message, thoughts = action.arguments["message"].lstrip(), action.thoughts.rstrip()
-        first, last = re.match(r"[A-Za-z']+", message), re.search(r"([A-Za-z']+)\W*$", thoughts)
-        cut = last is not None and (last.group(1).lower() in STOPWORDS or action.thoughts[-1:].isspace())
-        if self.split or self.remaining < 1 or first is None or not first.group(0).islower() or not cut \
-                or thoughts[-1] in _SENTENCE_END:  # a sentence cut after "… great to" or "… enough for"
-            return None
-        self.split = True
-        self.trace.note("reply held back: it starts mid-sentence, continuing its thoughts")
-        return (f"Not sent: your message starts in the middle of a sentence your thoughts began "
-                f"(\"…{thoughts[-60:]}\" / \"{message[:60]}…\"). Write the whole reply to the user in message, as full "
-                "sentences.")
-
     def _hold(self, message: str) -> str | None:
         """Why the reply ``message`` is held back, or None to send it: a reply to a question, with two steps left,
         after searches that returned nothing supporting it (or saying itself that nothing was found) is not sent —
@@ -412,8 +393,7 @@ class Turn:
             self.trace.decide(event, f"invalid action: {err}")
             return Step("", None, {}, str(err), "Failed", None, False, reply, tokens)
         self.state.valid_actions += 1
-        held = (self._split(action) or self._hold(action.arguments["message"])) if action.function == "send_message" \
-            else None
+        held = self._hold(action.arguments["message"]) if action.function == "send_message" else None
         (written,) = self._append(Event("step", {**action.payload(), **({"held": held} if held else {})}, now()))
         status = "OK"  # (the step is stored before it runs: write-ahead)
         repeats = sum(1 for s in self.result.steps if s.function == action.function and s.arguments == action.arguments)
@@ -582,9 +562,6 @@ _QUESTION_WORDS = frozenset("what when where who whom whose which why how did do
 
 
 _HOLD_PAGES = 5  # pages of recall a hold looks through for one that shows something new
-
-
-_SENTENCE_END = frozenset(".!?:;\"')]…")
 
 
 def _asks(text: str) -> bool:
