@@ -271,6 +271,13 @@ def test_a_question_naming_a_statement_or_a_figure_points_to_its_sections():
     release = [("§Key Financials",), ("§Statements of Cash Flows",), ("§Reconciliation of Non-GAAP Measures",)]
     assert named_first([1, 0, 2], release, "What Was AMCOR's Adjusted Non GAAP EBITDA for FY 2023")[0] == 2
     assert named_first([0, 2, 1], release, "What was FY2023 EBITDA?")[0] == 1  # a figure, not an adjusted one
+    # Kraft Heinz's guarantor note prints "Condensed Consolidating Balance Sheets": the question's balance sheet is
+    # the consolidated one, unless it names such a part of the group
+    guarantor = [("§Note 25 › Condensed Consolidating Balance Sheets",), ("§Item 7. MD&A",),
+                 ("§Item 8 › Consolidated Balance Sheets",)]
+    assert named_first([0, 1, 2], guarantor, "Based on the balance sheet, what is FY2019 inventory?") == [2, 0, 1]
+    assert named_first([0, 1, 2], guarantor, "What do the guarantor's condensed consolidating balance sheets show?")[
+        0] == 0
 
 
 def test_rag_reads_the_statement_a_question_names_before_md_a_that_repeats_its_words(tmp_path):

@@ -55,10 +55,20 @@ def named(question: str) -> list[re.Pattern[str]]:
     return out or [title for asked, title in FIGURES if asked.search(question)]
 
 
+# a statement of a part of the group (a guarantor note's condensed consolidating statements, the parent company's
+# own): "the balance sheet" of a question is the consolidated one, unless the question names such a part
+_PART = re.compile(r"condensed\s+consolidating|guarantor|parent\s+company|registrant\s+only|"
+                   r"condensed\s+financial\s+information", re.I)
+
+
 def named_first(order: Sequence[int], labels: Sequence[Sequence[str]], question: str) -> list[int]:
     """``order`` (passage indices, best first) with the passages one of whose section labels (the sections it is
     in or that start inside it) matches a title the question names moved to the front, in their rank order;
-    ``order`` as it is when the question names none or no passage lies in one."""
+    ``order`` as it is when the question names none or no passage lies in one. A passage in a statement of a part
+    of the group (Kraft Heinz's "Condensed Consolidating Balance Sheets" of its guarantor note) is not the statement
+    a question names, unless the question names such a part."""
+    if not _PART.search(question):
+        labels = [() if label and _PART.search(label[0]) else label for label in labels]
     return first_in(order, labels, named(question))
 
 
