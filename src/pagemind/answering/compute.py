@@ -87,6 +87,7 @@ class Line:
     note: str = ""
     figure: bool = False  # a number taken from the text (checked there), not a formula
     taken: tuple[float, ...] = ()  # the numbers from the text its formula writes out ("365 * 1559.3 / 11108.4")
+    uses: frozenset[str] = frozenset()  # the names of earlier lines its formula reads
 
     @property
     def label(self) -> str:
@@ -229,7 +230,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
         values[line.name] = line.value
         lines.append(line)
     if result is not None and lines:
-        lines.append(Line(RESULT, result, values[result]))
+        lines.append(Line(RESULT, result, values[result], uses=frozenset({result})))
     working = Computation(tuple(lines))
     if not working.results:
         return f"no result: end with a line `{RESULT} = ...` computing the answer from the figures"
@@ -320,7 +321,7 @@ def _not_taken(working: Computation, needs: Sequence[str]) -> list[str]:
         if x.figure:
             takes[x.name] = named[x.name]
             continue
-        inputs = set().union(*(takes.get(n, set()) for n in re.findall(r"[A-Za-z_]\w*", x.expression)))
+        inputs = set().union(*(takes.get(n, set()) for n in x.uses))
         takes[x.name] = inputs if len(inputs) == 1 else inputs | named[x.name]
     covered = set().union(*takes.values())
     return [n for n in needs if n not in covered]
@@ -334,9 +335,14 @@ def _used(assigned: Sequence[tuple[str, ast.expr, str]], wanted: set[str]) -> li
         name, node, _ = assigned[i]
         if name in needed:
             needed.discard(name)
-            needed |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in FUNCTIONS}
+            needed |= _names(node)
             used.append(i)
     return used[::-1]
+
+
+def _names(node: ast.expr) -> frozenset[str]:
+    """The names a formula reads (not the functions it calls)."""
+    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in FUNCTIONS)
 
 
 def _assignment(code: str) -> tuple[str, ast.expr]:
@@ -397,7 +403,7 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
         value = _evaluate(node, values, written, taken)
     except ZeroDivisionError:
         raise Problem(f"{name} divides by zero") from None
-    return Line(name, expression, value, note, taken=tuple(taken))
+    return Line(name, expression, value, note, taken=tuple(taken), uses=_names(node))
 
 
 ROWS = 2  # lines of the text shown with a figure that is not in it

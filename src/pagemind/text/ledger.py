@@ -69,9 +69,4 @@ def lines_named(text: str) -> set[str]:
     return {name for _, _, name in places(text)}
 
 
-def named_by(line: str, text: str) -> bool:
-    """Whether ``text`` names the statement line called ``line`` (one of :data:`LINES`' names)."""
-    return line in lines_named(text)
-
-
-__all__ = ["LINES", "Line", "lines_named", "named_by", "places"]
+__all__ = ["LINES", "Line", "lines_named", "places"]
