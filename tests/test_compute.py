@@ -353,3 +353,41 @@ def test_one_line_given_the_same_figure_for_two_years_is_asked_again_unless_the_
         figure = "1000" if "2024" in other else "11503" if "11,503" in other else "11.5"
         same = f"net_sales_2020 = {figure}\nnet_sales_2019 = {figure}\nanswer = net_sales_2020 / net_sales_2019"
         assert not isinstance(compute.parse(same, amounts(other, years=True), rows=lines_), str), other
+
+
+def test_a_figure_copied_from_another_year_s_column_is_read_from_the_column_its_name_gives():
+    from pagemind.text.tables import table_rows
+
+    text = ("(in millions)\n| Year Ended December 31, | 2015 | 2016 | 2017 |\n| --- | --- | --- | --- |\n"
+            "| Total net sales | 107,006 | 135,987 | 177,866 |\n| Purchases of property and equipment | (4,589) | "
+            "(6,737) | (11,955) |\n\nNet sales grew in 2016 to 135,987 from 107,006.")
+    written, rows = amounts(text, years=True), [r for r in text.splitlines() if r.strip()]
+    tables = list(table_rows(text))
+    growth = "net_sales_2016 = 107006\nnet_sales_2017 = 135987  # Total net sales, 2017\n" \
+             "answer = (net_sales_2017 - net_sales_2016) / net_sales_2016 * 100"
+    got = compute.parse(growth, written, rows=rows, tables=tables)
+    assert not isinstance(got, str)
+    assert [x.value for x in got.lines] == [135987, 177866, pytest.approx(30.796, abs=1e-3)]
+    assert got.lines[0].moved == ("Total net sales, the 2016 column; the model copied 107,006 from the 2015 column")
+    assert "[Total net sales, the 2016 column; the model copied 107,006 from the 2015 column]" in got.text()
+    assert got.as_dict()["lines"][1]["moved"].startswith("Total net sales, the 2017 column")
+    # the model's sign is kept; a year in the note alone is read too; the right column is left as it is
+    capex = compute.parse("capex = -6737  # Purchases of property and equipment, fiscal 2017\nanswer = capex",
+                          written, rows=rows, tables=tables)
+    assert not isinstance(capex, str) and capex.lines[0].value == -11955
+    assert compute.parse("net_sales_2015 = 107006\nanswer = net_sales_2015", written, rows=rows,
+                         tables=tables).lines[0].moved == ""  # type: ignore[union-attr]
+    # no year named, two years named, a year no column has, a column dated early in a year (a retailer's fiscal year
+    # may be the calendar year before): the model's figure stands
+    for name in ("net_sales", "net_sales_2016_2017", "net_sales_2014"):
+        same = compute.parse(f"{name} = 107006\nanswer = {name}", written, rows=rows, tables=tables)
+        assert not isinstance(same, str) and same.lines[0].value == 107006 and not same.lines[0].moved, name
+    retailer = "| | January 28, 2023 | January 29, 2022 |\n| --- | --- | --- |\n| Inventories | 1,520 | 1,266 |"
+    kept = compute.parse("inventory_2022 = 1520\nanswer = inventory_2022", amounts(retailer, years=True),
+                         rows=retailer.splitlines(), tables=list(table_rows(retailer)))
+    assert not isinstance(kept, str) and kept.lines[0].value == 1520
+    # rows that read the named year's figure differently: nothing is chosen for the model
+    two = text + "\n\n| Segment | 2015 | 2016 |\n| --- | --- | --- |\n| Total net sales | 107,006 | 135,000 |"
+    moved = compute.parse("net_sales_2016 = 107006\nanswer = net_sales_2016", amounts(two, years=True),
+                          rows=two.splitlines(), tables=list(table_rows(two)))
+    assert not isinstance(moved, str) and moved.lines[0].value == 107006

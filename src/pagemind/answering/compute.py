@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from ..llm.base import LLMRequest, Message
 from ..text.numbers import ROUNDED, Amount, amounts, placed
+from ..text.tables import Row
 
 if TYPE_CHECKING:
     from ..llm.client import LLM
@@ -88,6 +89,7 @@ class Line:
     figure: bool = False  # a number taken from the text (checked there), not a formula
     taken: tuple[float, ...] = ()  # the numbers from the text its formula writes out ("365 * 1559.3 / 11108.4")
     uses: frozenset[str] = frozenset()  # the names of earlier lines its formula reads
+    moved: str = ""  # where pagemind read a figure the model copied from another year's column (:func:`_column_of`)
 
     @property
     def label(self) -> str:
@@ -126,7 +128,8 @@ class Computation:
         results = self.results
         lines = [f"{self.head()} (computed by pagemind from the figures read)"]
         lines += [f"- {x.name} = {('-' if x.value < 0 else '') + _written(x.value) if x.figure else x.expression}"
-                  + (f" ({x.note})" if x.note else "") for x in self.lines if x not in results]
+                  + (f" ({x.note})" if x.note else "") + (f" [{x.moved}]" if x.moved else "")
+                  for x in self.lines if x not in results]
         lines += [f"- {x.name} = {x.expression} = {shown(x.value)}" for x in results]
         return "\n".join(lines)
 
@@ -141,7 +144,8 @@ class Computation:
     def as_dict(self) -> dict[str, object]:
         return {"results": [{"name": x.name, "value": x.value} for x in self.results],
                 "lines": [{"name": x.name, "expression": x.expression, "value": x.value, "note": x.note,
-                           "figure": x.figure} for x in self.lines], "reply": self.reply}
+                           "figure": x.figure, **({"moved": x.moved} if x.moved else {})} for x in self.lines],
+                "reply": self.reply}
 
 
 def shown(value: float) -> str:
@@ -179,13 +183,14 @@ class Problem(ValueError):
 
 
 def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows: Sequence[str] = (),
-          needs: Sequence[str] = ()) -> Computation | str:
+          needs: Sequence[str] = (), tables: Sequence[Row] = ()) -> Computation | str:
     """The working a reply gives, its figures found among ``written`` (the amounts of what was read and of the
     question), or the problem (a str) to re-ask with. Its result is the line named ``answer``; in a ``complete``
     reply without one, the name it prints last, else its last formula (a reply cut at its token limit has none).
     ``rows``: the lines of what was read, to show beside a figure that is not among them (:func:`_rows_about`).
     ``needs``: the statement lines the question's figure is computed from (:func:`needed`), each of which some
-    figure of the working must be taken from."""
+    figure of the working must be taken from. ``tables``: the table rows of what was read, where a figure the model
+    copied from another year's column than its name gives is read from that year's (:func:`_column_of`)."""
     assigned: list[tuple[str, ast.expr, str]] = []  # every assignment of the reply: name, formula, note
     printed = ""
     fenced = _BLOCK.search(reply)
@@ -224,7 +229,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
     for i in used:
         name, node, note = assigned[i]
         try:
-            line = _line(name, node, note, values, written, rows)
+            line = _line(name, node, note, values, written, rows, tables)
         except Problem as problem:
             return str(problem)
         values[line.name] = line.value
@@ -365,10 +370,10 @@ def _assignment(code: str) -> tuple[str, ast.expr]:
 
 
 def _line(name: str, node: ast.expr, note: str, values: dict[str, float], written: Sequence[Amount],
-          rows: Sequence[str]) -> Line:
+          rows: Sequence[str], tables: Sequence[Row]) -> Line:
     """One line of the working, checked and computed; :class:`Problem` says why it cannot be."""
     try:
-        line = _read_line(name, node, note, values, written, rows)
+        line = _read_line(name, node, note, values, written, rows, tables)
     except Problem:
         raise
     except (OverflowError, RecursionError, ValueError, MemoryError):
@@ -379,7 +384,7 @@ def _line(name: str, node: ast.expr, note: str, values: dict[str, float], writte
 
 
 def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], written: Sequence[Amount],
-               rows: Sequence[str]) -> Line:
+               rows: Sequence[str], tables: Sequence[Row]) -> Line:
     expression = ast.unparse(node)
     figure = _number(node)
     if figure is not None:
@@ -397,6 +402,10 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
             raise Problem(f"{name} = {expression} is the text's \"{where}\", a {'/'.join(sorted(kind))} figure where "
                           f"the name says {'/'.join(sorted(said))}: copy it from the line the name says"
                           + (". The text's lines about it: " + " / ".join(about) if about else ""))
+        column = _column_of(figure, f"{name} {note}", tables)
+        if column is not None:
+            value, moved = column
+            return Line(name, expression, value, note, figure=True, moved=moved)
         return Line(name, expression, figure, note, figure=True)
     taken: list[float] = []
     try:
@@ -425,6 +434,54 @@ def _rows_about(words: str, lines: Sequence[str]) -> list[str]:
         if hits * 2 >= len(wanted) and re.search(r"\d", line):
             scored.append((-hits, len(line), " ".join(line.split())[:_ROW_CHARS]))
     return [text for _, _, text in sorted(scored)[:ROWS]]
+
+
+def _year_of(words: str) -> str | None:
+    """The one year a figure's name (else its note) gives, as its last two digits ("net_sales_2016", "fy17_capex",
+    "Net sales, fiscal 2016" -> "16"); None for none or several."""
+    name, _, note = words.partition(" ")
+    years = ({(m.group(1) or m.group(2))[-2:] for m in _NAME_YEAR.finditer(name)}
+             or {m.group(0)[-2:] for m in _YEAR.finditer(note)})
+    return years.pop() if len(years) == 1 else None
+
+
+# a column dated early in a calendar year ("January 28, 2023") may be the fiscal year before it (a retailer's 2022):
+# its year is not compared with a figure's
+_EARLY = re.compile(r"\b(?:jan|feb|mar)[a-z]*\.?\s+\d", re.IGNORECASE)
+
+
+def _column_of(figure: float, words: str, tables: Sequence[Row]) -> tuple[float, str] | None:
+    """A figure the model copied from another year's column than its name (or note, ``words``) gives: where every
+    table row writing it writes it under another year, and each such row's column of the named year holds one
+    figure, the same in all — that figure (the model's sign kept) and where it is read ("Total net sales, the 2016
+    column; the model copied 107,006 from the 2015 column"). None where the name gives no year, a row writes the
+    figure under that year (or under no year), or the rows disagree: the model's figure stands."""
+    from ..text.numbers import amounts
+
+    year = _year_of(words)
+    if year is None:
+        return None
+    found: set[float] = set()
+    where = ""
+    for row in tables:
+        years = [set() if k < len(row.header) and _EARLY.search(row.header[k])
+                 else {p[-2:] for p in row.periods(k) if not p.startswith("Q")} for k in range(len(row.cells))]
+        for j in range(1, len(row.cells)):
+            if not _in_text(figure, amounts(row.cells[j])):
+                continue
+            if year in years[j] or not years[j]:
+                return None  # written under the year named, or under no year: no other column was taken
+            named = [k for k in range(1, len(row.cells)) if years[k] == {year}]
+            cell = amounts(row.cells[named[0]]) if len(named) == 1 else []
+            if len(cell) != 1:
+                return None
+            found.add(abs(cell[0].value))
+            where = where or (f"{row.cells[0] or 'the row'}, the {row.header[named[0]]} column; the model copied "
+                              f"{_written(figure)} from the {row.header[j]} column")
+    if len(found) != 1:
+        return None
+    value = found.pop()
+    return (-value if figure < 0 else value), where
 
 
 # a figure after a line's name, as a statement's row writes it ("| Inventories, net | 2,721 |")
@@ -593,6 +650,7 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     filing may state (a growth, an effective tax rate — not a ratio, a margin, an average or what it defines), or
     with the fallback recorded when no reply gives a working."""
     from ..llm.decide import Invalid, decide
+    from ..text.tables import table_rows
     from .evidence import fitting, read_in_full
 
     asked = amounts(question.text, years=True)
@@ -608,14 +666,15 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     # the figures are checked against what this request shows, not against units left out to fit it
     written = [a for found in by_unit[:len(shown_units)] for a in found] + asked  # the units shown: a prefix
     lines = [line for e in shown_units for line in e.text.splitlines() if line.strip()]
+    tables = [row for e in shown_units for row in table_rows(e.text)]
     needs = needed(question.text)
 
     def read(reply: str) -> Computation | Invalid:
-        working = parse(reply, written, rows=lines, needs=needs)
+        working = parse(reply, written, rows=lines, needs=needs, tables=tables)
         return Invalid(working) if isinstance(working, str) else working
 
     def cut(reply: str) -> Computation | Invalid:  # a reply cut at its token limit: its last line is cut too
-        working = parse(reply.rsplit("\n", 1)[0], written, complete=False, rows=lines, needs=needs)
+        working = parse(reply.rsplit("\n", 1)[0], written, complete=False, rows=lines, needs=needs, tables=tables)
         return Invalid(working) if isinstance(working, str) else working
 
     context.phase("working out the figure")

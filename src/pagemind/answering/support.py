@@ -417,13 +417,6 @@ def _as_cited(claim: str, quotes: tuple[str, ...], cited: frozenset[str]) -> str
     return claim
 
 
-_PERIOD = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d{2})\b|\b(Q[1-4])\b", re.I)
-
-
-def _periods_of(text: str) -> set[str]:
-    return {(m.group(1) or m.group(2)).upper() for m in _PERIOD.finditer(text)}
-
-
 def _same_period(column: set[str], asked: set[str]) -> bool:
     """Whether a column's periods are the asked ones: quarters compared where both name one, years where both do."""
     quarters = ({p for p in column if p.startswith("Q")}, {p for p in asked if p.startswith("Q")})
@@ -436,37 +429,28 @@ def _other_period(question: str, claim: str, quotes: Sequence[str]) -> tuple[str
     a question about Q2; the 2021 column for FY2022): each as "N (the 2021 column)"; none when the question names
     no period, the figure is in no table, or its column is one asked about."""
     from ..text.numbers import amounts, same_amount
+    from ..text.tables import periods_named, table_rows
 
-    asked = _periods_of(question)
+    asked = periods_named(question)
     if not asked:
         return ()
-    wanted = [a for a in amounts(claim) if not _periods_of(a.text)]
+    wanted = [a for a in amounts(claim) if not periods_named(a.text)]
     out: list[str] = []
     for quote in quotes:
-        header: list[str] | None = None
-        for line in quote.split("\n"):
-            if not line.startswith("|"):
-                header = None
-                continue
-            row = [c.strip() for c in line.strip().strip("|").split("|")]
-            if header is None:
-                header = row
-                continue
-            if set(row) <= {"---", ""}:
-                continue
-            columns = [_periods_of(h) for h in header]
+        for row in table_rows(quote):
+            columns = [row.periods(k) for k in range(len(row.header))]
             if not any(_same_period(c, asked) for c in columns):
                 continue  # no column of the asked period: nothing to tell the figure's column from
-            figures = [amounts(cell) for cell in row]
-            asked_figures = [b for k in range(1, min(len(row), len(columns))) if _same_period(columns[k], asked)
+            figures = [amounts(cell) for cell in row.cells]
+            asked_figures = [b for k in range(1, min(len(row.cells), len(columns))) if _same_period(columns[k], asked)
                              for b in figures[k]]
-            for j in range(1, min(len(row), len(columns))):
+            for j in range(1, min(len(row.cells), len(columns))):
                 if not columns[j] or _same_period(columns[j], asked):
                     continue
                 for a in wanted:
                     if any(same_amount(a, b) for b in figures[j]) and not any(same_amount(a, b)
                                                                               for b in asked_figures):
-                        note = f"{a.text} (the {header[j]} column)"
+                        note = f"{a.text} (the {row.header[j]} column)"
                         if note not in out:
                             out.append(note)
     return tuple(out)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from .formats.common import markdown_table
 
@@ -186,4 +188,45 @@ def _label_row(line: str, width: int) -> list[str]:
     return [" ".join(line.split()), *[""] * width]
 
 
-__all__ = ["cells", "numeric_rows", "tables_as_rows"]
+_PERIOD = re.compile(r"\b(?:FY\s?|fiscal\s+(?:year\s+)?)?((?:19|20)\d{2})\b|\b(Q[1-4])\b", re.I)
+
+
+def periods_named(text: str) -> set[str]:
+    """The years ("2020", from "FY2020", "fiscal year 2020", "May 31, 2020") and quarters ("Q2") ``text`` names."""
+    return {(m.group(1) or m.group(2)).upper() for m in _PERIOD.finditer(text)}
+
+
+@dataclass(frozen=True)
+class Row:
+    """A body row of a Markdown table with its table's header row (the first), cell by cell: ``cells[k]`` is under
+    ``header[k]`` (the label's column first)."""
+
+    header: tuple[str, ...]
+    cells: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return "| " + " | ".join(self.cells) + " |"
+
+    def periods(self, k: int) -> set[str]:
+        """The periods the header of column ``k`` names (none past the header's end)."""
+        return periods_named(self.header[k]) if k < len(self.header) else set()
+
+
+def table_rows(text: str) -> Iterator[Row]:
+    """The body rows of every Markdown table in ``text`` (a run of lines starting with "|"), each with its header
+    row; the "| --- |" rule is no row. A table cut above its header (a passage starting mid-table) has its first
+    row read as its header, as a reader would."""
+    header: tuple[str, ...] | None = None
+    for line in text.split("\n"):
+        if not line.startswith("|"):
+            header = None
+            continue
+        row = tuple(c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip().strip("|")))
+        if header is None:
+            header = row
+        elif not set(row) <= {"---", ""}:
+            yield Row(header, row)
+
+
+__all__ = ["Row", "cells", "numeric_rows", "periods_named", "table_rows", "tables_as_rows"]
