@@ -662,9 +662,41 @@ def test_the_evaluated_agent_s_recall_options_are_the_agent_s_own_declaration_pa
     example = Example(id="x", dataset="locomo", task="qa", question="q?", document_id="d", document="text")
     opts = evaluated.agent_options(example)
     assert (opts.recall_first, opts.recall_order) == (True, "rank")
+    assert opts.recall_tokens == AgentOptions().recall_tokens  # no budget: the agent's default
+    budgeted = MemGPTEval(LLM(ScriptedLLM([]), concurrency=1), Store(":memory:"), recall_first=True, budget=1500)
+    assert budgeted.agent_options(example).recall_tokens == 1500  # as much as a reader reads at that cost
+    assert MemGPTEval(LLM(ScriptedLLM([]), concurrency=1), Store(":memory:"), budget=1500,
+                      recall_tokens=300).agent_options(example).recall_tokens == 300
     assert MemGPTEval(LLM(ScriptedLLM([]), concurrency=1), Store(":memory:")).agent_options(example).recall_first \
         is False
     from pagemind.errors import ConfigError
 
     with pytest.raises(ConfigError, match="recall_order"):
         MemGPTEvalOptions.create(recall_order="best")
+
+
+def test_recall_before_reply_chooses_the_best_matches_within_its_tokens_and_shows_them_most_recent_first():
+    """Recall before reply takes the best matches first (not the most recent of a few), as many as its tokens and
+    the window's room below the pressure warning hold, and shows them dated, most recent first."""
+    lines = [("user", "Lisbon was lovely in May", "2024-01-01 10:00:00"),
+             ("user", "Maud moved to Lisbon in June", "2024-01-02 10:00:00")]
+    lines += [("user", f"we talked about the weather in May, day {i}", f"2024-02-{i:02d} 10:00:00")
+              for i in range(1, 21)]
+    agent, fake = make([call("send_message", message="Lisbon.")], recall_tokens=60)
+    agent.import_messages(lines)
+    turn = agent.say("Which city was lovely in May, Lisbon or Porto?")
+    recalled = [c.quote for c in turn.recalled]
+    assert recalled[-2:] == ["Maud moved to Lisbon in June", "Lisbon was lovely in May"]  # chosen, shown oldest last
+    assert 2 < len(recalled) < 8  # 60 tokens: a few of the weather lines too, not all twenty
+    shown = fake.history[0].messages[-1].content
+    assert shown.index("day ") < shown.index("Maud moved") < shown.index("Lisbon was lovely")
+    # a window with little room below its warning: recall fills the room, never past it, and sends no warning
+    probe, _ = make(recall_first=False)
+    base = probe.main_context().build().tokens + 30  # the prompt before recall, the question and alert with it
+    window = int((base + 100) / AgentOptions().warning_fraction)  # about 100 tokens of room below the warning
+    small, fake = make([call("send_message", message="Lisbon.")], recall_tokens=10_000, context_window=window,
+                       max_tokens=100)
+    small.import_messages(lines)
+    turn = small.say("Which city was lovely in May, Lisbon or Porto?")
+    assert 0 < len(turn.recalled) < 22 and turn.warnings == 0
+    assert turn.steps[0].prompt_tokens <= small.main_context().warning_tokens

@@ -17,8 +17,11 @@ def call(function, thoughts="thinking", **arguments):
 
 
 def make(steps, name="sam", summarise="we talked", **options):
+    """An agent on the scripted fake; recall before reply off unless asked (it measures the window once more before
+    the steps: the first test counts it)."""
     fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": summarise})
-    agent = Agent.create(LLM(fake), Store(":memory:"), name, options=AgentOptions(embedder="none", **options))
+    options = {"embedder": "none", "recall_first": False, **options}
+    agent = Agent.create(LLM(fake), Store(":memory:"), name, options=AgentOptions(**options))
     return agent, fake
 
 
@@ -44,10 +47,11 @@ def contexts(monkeypatch):
 def test_one_main_context_and_one_prompt_per_step(contexts):
     agent, fake = make([call("conversation_search", query="tea", page=0, request_heartbeat=True),
                         call("core_memory_append", label="human", content="Likes tea.", request_heartbeat=True),
-                        call("send_message", message="Noted.")])
+                        call("send_message", message="Noted.")], recall_first=True)
     turn = agent.say("I like tea.")
     assert [s.function for s in turn.steps] == ["conversation_search", "core_memory_append", "send_message"]
-    assert len(contexts) == 3 and [c.builds for c in contexts] == [1, 1, 1]
+    # recall before reply measures the window's room once, before the steps
+    assert len(contexts) == 4 and [c.builds for c in contexts] == [1, 1, 1, 1]
     assert [s.prompt_tokens for s in turn.steps] == [agent.llm.prompt_tokens(r) for r in fake.history]
 
 

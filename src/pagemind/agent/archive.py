@@ -313,9 +313,10 @@ class Archive:
         total, found = self.search_passages(query, page)
         return SearchPage(tuple(p.describe() for p in found), total, page, self.options.page_size)
 
-    def search_passages(self, query: str, page: int) -> tuple[int, list[Passage]]:
-        """(how many passages match, the passages of page ``page``) of a search, as :meth:`search` shows them."""
-        size = self.options.page_size
+    def search_passages(self, query: str, page: int, size: int | None = None) -> tuple[int, list[Passage]]:
+        """(how many passages match, the passages of page ``page``) of a search, as :meth:`search` shows them;
+        ``size`` a page (the agent's page size unless given)."""
+        size = size or self.options.page_size
         superseded = self.store.superseded(self.agent_id)
         if self.options.archival_search == "text" and not superseded:
             return self.store.search_passages_text(self.agent_id, query, page * size, size)

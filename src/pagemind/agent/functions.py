@@ -223,9 +223,11 @@ class Toolbox:
         total, found = self.recall_events(query, page)
         return SearchPage(tuple(e.describe() for e in found), total, page, self.options.page_size)
 
-    def recall_events(self, query: str, page: int) -> tuple[int, list[Event]]:
-        """(how many messages match, the messages of page ``page``) of a recall search."""
-        size, offset = self.options.page_size, self._page(page) * self.options.page_size
+    def recall_events(self, query: str, page: int, size: int | None = None) -> tuple[int, list[Event]]:
+        """(how many messages match, the messages of page ``page``) of a recall search, ``size`` a page (the
+        agent's page size unless given)."""
+        size = size or self.options.page_size
+        offset = self._page(page) * size
         if self.options.recall_search == "text":
             total, found = self.store.search_events(self.agent_id, query=query, offset=offset, limit=size)
             mine = [e for e in found if self.turn_start is not None and e.seq > self.turn_start]

@@ -66,12 +66,12 @@ class AgentOptions(Options):
         True, "before a user message is answered, the recall messages and archival passages that best match it go in "
               "the context as a marked, dated alert (recall_tokens at most; in recall_order), cited like search "
               "results when the reply uses them; off: the agent finds them only by searching (the paper's agent)")
-    recall_tokens: int = option(400, "tokens of what recall_first places in the context, at most", minimum=1,
-                                maximum=100_000)
+    recall_tokens: int = option(400, "tokens of what recall_first places in the context, at most (the best "
+                                     "matches first; never past the window's room below the memory-pressure warning)",
+                                minimum=1, maximum=100_000)
     recall_order: RecallOrder = option(
-        "recent", "the order of what recall_first places, each line dated: the most recent first (recent: a later fact "
-                  "above the one it may replace; LongMemEval-format updates 3/3 against 1/3 by rank) or the best "
-                  "match first (rank: LoCoMo evidence recall 1.35x, F1 within its noise)")
+        "recent", "the order recall_first shows the best matches it chose, each line dated: the most recent first "
+                  "(recent: a later fact above the one it may replace) or the best match first (rank)")
     recall_search: Literal["text", "hybrid"] = option(
         "hybrid", "conversation search: substring matches, then the rest ranked by BM25 and MiniLM (as OP-RAG; "
         "hybrid), or substring only (text, the paper's)")

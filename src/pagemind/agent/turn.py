@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 _SEARCHES = ("conversation_search", "conversation_search_date", "archival_memory_search")
 _CORE_EDITS = ("core_memory_append", "core_memory_replace")
 _QUOTE_CHARS = 1500  # the user's message quoted in the last-step alert, at most
+RECALL_CANDIDATES = 40  # best matches of each memory recall before reply chooses among (within its tokens)
 _RESULT_KINDS = ("function_result", "heartbeat")
 NOTE_TOKENS = 40  # the summary note's own words ("Note: prior messages (…) have been hidden …"), its summary aside
 Progress = Callable[[str, int, int, str], None]
@@ -205,46 +206,48 @@ class Turn:
 
     def _recall_first(self) -> None:
         """Recall before reply: the messages and archival passages that best match the user's message (as the
-        agent's own searches rank them; never this turn's), in ``recall_order``, within ``recall_tokens``, as one
+        agent's own searches rank them; never this turn's), chosen best first — each memory's in turn — within
+        ``recall_tokens`` and the window's room below the memory-pressure warning, shown in ``recall_order``, as one
         alert after the message; they are the turn's evidence like a search's results, and the result's
         ``recalled`` (what the run, the viewer and Letta's reply show). Nothing when nothing matches."""
         from .evidence import message_citation, passage_citation
 
-        tools, size = self.agent.tools, self.options.page_size
+        tools, size = self.agent.tools, max(self.options.page_size, RECALL_CANDIDATES)
         query = _question(self.text) or self.text
-        _, events = tools.recall_events(query, 0)
-        _, passages = self.agent.archive.search_passages(query, 0) if self.store.count_passages(self.agent.id) \
-            else (0, [])
-        said: list[tuple[str, int, str, Event | Passage]] = [(e.time, e.seq, e.describe(), e) for e in events[:size]]
+        _, events = tools.recall_events(query, 0, size)
+        _, passages = self.agent.archive.search_passages(query, 0, size) \
+            if self.store.count_passages(self.agent.id) else (0, [])
+        said: list[tuple[str, int, str, Event | Passage]] = [(e.time, e.seq, e.describe(), e) for e in events]
         kept_facts: list[tuple[str, int, str, Event | Passage]] = [
-            (p.time, p.id, f"{p.describe()} (archival passage {p.id})", p) for p in passages[:size]
+            (p.time, p.id, f"{p.describe()} (archival passage {p.id})", p) for p in passages
             if p.superseded_by is None]
-        if self.options.recall_order == "rank":  # each memory's best match first, taken in turn
-            found = [x for pair in itertools.zip_longest(said, kept_facts) for x in pair if x is not None]
-        else:  # a later fact first: it may replace an earlier one
-            found = sorted(said + kept_facts, key=lambda item: item[:2], reverse=True)
-        lines: list[str] = []
-        budget = self.options.recall_tokens
-        kept: list[Event | Passage] = []
-        for _, _, line, item in found:
-            line = line if len(line) <= 600 else line[:597] + "..."
-            cost = self.llm.count_tokens(line)
+        order = "the best match first" if self.options.recall_order == "rank" else "the most recent first"  # dated
+        ctx = self.context()
+        room = ctx.warning_tokens - ctx.build().tokens - self.llm.count_tokens(prompt("recalled", lines="",
+                                                                                      order=order))
+        budget = start = min(self.options.recall_tokens, room)
+        chosen: list[tuple[str, int, str, Event | Passage]] = []
+        for item in (x for pair in itertools.zip_longest(said, kept_facts) for x in pair if x is not None):
+            line = item[2] if len(item[2]) <= 600 else item[2][:597] + "..."
+            cost = self.llm.count_tokens(line) + 1  # and its line break
             if cost > budget:
                 continue
             budget -= cost
-            lines.append(line)
-            kept.append(item)
-        if not lines:
-            self.trace.note("recall before reply: nothing in memory matches the message")
+            chosen.append((item[0], item[1], line, item[3]))
+        if self.options.recall_order == "recent":  # a later fact first: it may replace an earlier one
+            chosen.sort(key=lambda item: item[:2], reverse=True)
+        if not chosen:
+            self.trace.note("recall before reply: nothing in memory matches the message"
+                            + (" (no room in the window)" if start <= 0 else ""))
             return
-        order = "the best match first" if self.options.recall_order == "rank" else "the most recent first"  # dated
-        self._alert(prompt("recalled", lines="\n".join(lines), order=order))
+        kept = [item for _, _, _, item in chosen]
+        self._alert(prompt("recalled", lines="\n".join(line for _, _, line, _ in chosen), order=order))
         self.result.recalled = [passage_citation(i) if isinstance(i, Passage) else message_citation(i) for i in kept]
         self.result.evidence.extend(c for c, i in zip(self.result.recalled, kept, strict=True)
                                     if not isinstance(i, Event) or i.kind == "user_message")
         self.trace.note(f"recall before reply: {sum(isinstance(i, Event) for i in kept)} message(s) and "
-                        f"{sum(isinstance(i, Passage) for i in kept)} passage(s), "
-                        f"{self.options.recall_tokens - budget} tokens")
+                        f"{sum(isinstance(i, Passage) for i in kept)} passage(s), {start - budget} tokens of "
+                        f"{start} (recall_tokens {self.options.recall_tokens}, the window's room {room})")
 
     def _cited(self) -> TurnResult:
         """The result with its citations: the passages and messages the searches returned that the reply uses

@@ -9,7 +9,8 @@
   reads it into archival summaries and facts first.
 
 ``budget`` (matched-cost runs) sets the agent's window to its empty prompt (system, functions, core memory)
-plus ``budget`` tokens for retrieved text and messages plus the reply. The agent is deleted after its answer
+plus ``budget`` tokens for retrieved text and messages plus the reply, and recall before reply (where on) may fill
+that budget, as a reader's passages do. The agent is deleted after its answer
 (its steps are in the answer's details); a leftover from a killed run is replaced.
 """
 
@@ -51,6 +52,9 @@ class MemGPTEvalOptions(ReaderOptions):
                                    note="off here, on for new agents: the paper's agent is what is evaluated unless "
                                         "asked")
     recall_order: RecallOrder = option_of(AgentOptions, "recall_order")
+    recall_tokens: int | None = option(
+        None, "tokens recall_first places at most (none: budget where set — as much as a reader reads at that cost "
+              "—, else the agent's default)", minimum=1, maximum=100_000)
     consolidate: bool = option(False, "read the imported conversation as the background pass does before the "
                                       "question (dated summaries and facts in archival memory; model calls per "
                                       "~900 words), the write side without the model's initiative")
@@ -82,7 +86,8 @@ class MemGPTEval:
         )
         if o.budget is not None:
             opts = replace(opts, context_window=self._empty_prompt(opts) + o.budget + opts.max_tokens)
-        return opts
+        tokens = o.recall_tokens or o.budget
+        return replace(opts, recall_tokens=tokens) if tokens else opts
 
     def _empty_prompt(self, opts: AgentOptions) -> int:
         """Tokens of a new agent's first prompt (instructions, functions, core memory, boot messages)."""
