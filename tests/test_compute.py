@@ -391,3 +391,39 @@ def test_a_figure_copied_from_another_year_s_column_is_read_from_the_column_its_
     moved = compute.parse("net_sales_2016 = 107006\nanswer = net_sales_2016", amounts(two, years=True),
                           rows=two.splitlines(), tables=list(table_rows(two)))
     assert not isinstance(moved, str) and moved.lines[0].value == 107006
+
+
+def test_a_figure_copied_from_a_row_of_another_line_is_read_from_the_row_its_name_gives():
+    from pagemind.text.tables import table_rows
+
+    text = ("(in millions)\n| | December 31, 2019 | December 31, 2018 |\n| --- | --- | --- |\n"
+            "| Property and equipment, net | 253 | 282 |\n| Long-term debt, net | 2,675 | 2,671 |\n"
+            "| Total assets | 19,845 | 17,890 |\n\n"
+            "| Year Ended December 31, | 2019 | 2018 |\n| --- | --- | --- |\n| Net revenues | 6,489 | 7,500 |")
+    written, rows, tables = amounts(text, years=True), [r for r in text.splitlines() if r.strip()], \
+        list(table_rows(text))
+    # an average written out: each figure read from the named line's row, in its own column's year
+    average = ("revenue_2019 = 6489\naverage_pp_e_2019 = (2675 + 2671) / 2  # Property and equipment\n"
+               "answer = round(revenue_2019 / average_pp_e_2019, 2)")
+    got = compute.parse(average, written, rows=rows, tables=tables)
+    assert not isinstance(got, str)
+    assert got.results[0].value == 24.26 and got.lines[1].expression == "(253 + 282) / 2"
+    assert got.lines[1].moved == ('Property and equipment, net, the December 31, 2019 column; the model copied 2,675 '
+                                  'from "Long-term debt, net"; Property and equipment, net, the December 31, 2018 '
+                                  'column; the model copied 2,671 from "Long-term debt, net"')
+    # a figure of its own line: the name's year picks the column
+    one = compute.parse("ppe_2018 = 2675\nanswer = ppe_2018", written, rows=rows, tables=tables)
+    assert not isinstance(one, str) and one.lines[0].value == 282 and "[Property and equipment, net" in one.text()
+    # a ratio of two lines written out is no one line's figures; a name of no line or of two; a figure written in a
+    # row of its line: the model's figures stand
+    ratio = compute.parse("answer = 6489 / ((2675 + 2671) / 2)  # fixed asset turnover", written, rows=rows,
+                          tables=tables)
+    assert not isinstance(ratio, str) and ratio.results[0].value == pytest.approx(6489 / 2673)
+    for name in ("long_term_debt_2019", "ppe_and_revenue_2019"):
+        kept = compute.parse(f"{name} = 2675\nanswer = {name}", written, rows=rows, tables=tables)
+        assert not isinstance(kept, str) and kept.lines[0].value == 2675 and not kept.lines[0].moved, name
+    # rows of the line that disagree on the year's figure: nothing is chosen for the model
+    two = text + "\n\n| Segment | 2019 | 2018 |\n| --- | --- | --- |\n| Property and equipment | 120 | 130 |"
+    kept = compute.parse("ppe_2018 = 2675\nanswer = ppe_2018", amounts(two, years=True), rows=two.splitlines(),
+                         tables=list(table_rows(two)))
+    assert not isinstance(kept, str) and kept.lines[0].value == 2675

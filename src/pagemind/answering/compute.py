@@ -130,7 +130,8 @@ class Computation:
         lines += [f"- {x.name} = {('-' if x.value < 0 else '') + _written(x.value) if x.figure else x.expression}"
                   + (f" ({x.note})" if x.note else "") + (f" [{x.moved}]" if x.moved else "")
                   for x in self.lines if x not in results]
-        lines += [f"- {x.name} = {x.expression} = {shown(x.value)}" for x in results]
+        lines += [f"- {x.name} = {x.expression} = {shown(x.value)}" + (f" [{x.moved}]" if x.moved else "")
+                  for x in results]
         return "\n".join(lines)
 
     def claim(self) -> str:
@@ -393,6 +394,10 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
             raise Problem(f"{name} = {expression} is not a figure in the text: copy each figure exactly as the text "
                           "writes it, from the line and period the question asks about"
                           + (". The text's lines about it: " + " / ".join(about) if about else ""))
+        mended = _row_of(figure, f"{name} {note}", tables) or _column_of(figure, f"{name} {note}", tables)
+        if mended is not None:
+            value, moved = mended
+            return Line(name, expression, value, note, figure=True, moved=moved)
         other = _other_row(figure, f"{name} {note}", rows)
         if other is not None:
             where, said, kind = other
@@ -402,17 +407,63 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
             raise Problem(f"{name} = {expression} is the text's \"{where}\", a {'/'.join(sorted(kind))} figure where "
                           f"the name says {'/'.join(sorted(said))}: copy it from the line the name says"
                           + (". The text's lines about it: " + " / ".join(about) if about else ""))
-        column = _column_of(figure, f"{name} {note}", tables)
-        if column is not None:
-            value, moved = column
-            return Line(name, expression, value, note, figure=True, moved=moved)
         return Line(name, expression, figure, note, figure=True)
+    # a sum, difference or average of one line's figures written out ("(2675 + 2671) / 2"): each read from the line
+    # its name gives, in its own column's year
+    read: dict[float, float] = {}
+    moves: list[str] = []
+    if _one_line(node):
+        for number in _written_out(node):
+            mended = _row_of(number, f"{name} {note}", tables, named_year=False)
+            if mended is not None:
+                read[number] = abs(mended[0])
+                moves.append(mended[1])
     taken: list[float] = []
     try:
-        value = _evaluate(node, values, written, taken)
+        value = _evaluate(node, values, written, taken, read)
     except ZeroDivisionError:
         raise Problem(f"{name} divides by zero") from None
-    return Line(name, expression, value, note, taken=tuple(taken), uses=_names(node))
+    if read:  # the formula as computed: the figures pagemind read in place of those copied
+        expression = ast.unparse(_Replaced(read).visit(ast.parse(expression, mode="eval")).body)
+    return Line(name, expression, value, note, taken=tuple(taken), uses=_names(node), moved="; ".join(moves))
+
+
+class _Replaced(ast.NodeTransformer):
+    """A formula with each number in ``read`` written as the figure read for it."""
+
+    def __init__(self, read: dict[float, float]) -> None:
+        self.read = read
+
+    def visit_Constant(self, node: ast.Constant) -> ast.Constant:
+        if isinstance(node.value, (int, float)) and not isinstance(node.value, bool) and abs(node.value) in self.read:
+            figure = self.read[abs(node.value)]
+            return ast.Constant(int(figure) if figure == int(figure) else figure)
+        return node
+
+
+def _written_out(node: ast.expr) -> list[float]:
+    """The numbers a formula writes out, constants (days, percent, scales) aside."""
+    out = []
+    for part in ast.walk(node):
+        number = _number(part) if isinstance(part, ast.Constant) else None
+        if number is not None and abs(number) not in CONSTANTS:
+            out.append(abs(number))
+    return out
+
+
+def _one_line(node: ast.expr) -> bool:
+    """Whether a formula only adds and subtracts (and multiplies or divides by a constant): its figures are one
+    line's ("(inventory_2019 + 2671) / 2", "1209 - 1002"), not a ratio of two lines."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        return _one_line(node.left) and _one_line(node.right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        constant = [abs(n) in CONSTANTS for n in (_number(node.right), _number(node.left)) if n is not None]
+        return any(constant) and _one_line(node.left if _number(node.right) is not None else node.right)
+    if isinstance(node, ast.UnaryOp):
+        return _one_line(node.operand)
+    if isinstance(node, ast.Call):
+        return bool(node.args) and _one_line(node.args[0])
+    return isinstance(node, (ast.Name, ast.Constant))
 
 
 ROWS = 2  # lines of the text shown with a figure that is not in it
@@ -450,37 +501,93 @@ def _year_of(words: str) -> str | None:
 _EARLY = re.compile(r"\b(?:jan|feb|mar)[a-z]*\.?\s+\d", re.IGNORECASE)
 
 
+def _years(row: Row) -> list[set[str]]:
+    """The years (last two digits) each column of ``row`` is headed by; none for a column dated January to March."""
+    return [set() if k < len(row.header) and _EARLY.search(row.header[k])
+            else {p[-2:] for p in row.periods(k) if not p.startswith("Q")} for k in range(len(row.cells))]
+
+
+def _places(figure: float, tables: Sequence[Row]) -> list[tuple[Row, int, set[str]]]:
+    """Where the table rows write ``figure``: (the row, its column, the column's years)."""
+    from ..text.numbers import amounts
+
+    out = []
+    for row in tables:
+        years = _years(row)
+        out += [(row, j, years[j]) for j in range(1, len(row.cells)) if _in_text(figure, amounts(row.cells[j]))]
+    return out
+
+
+def _cell(rows: Sequence[Row], year: str) -> tuple[float, Row, int] | None:
+    """The one figure ``rows`` write in their column of ``year`` (each row's only such column, one figure in it):
+    that figure, and the first row and column giving it; None where a row has no such column or they disagree."""
+    from ..text.numbers import amounts
+
+    found: set[float] = set()
+    first: tuple[Row, int] | None = None
+    for row in rows:
+        named = [k for k, years in enumerate(_years(row)) if k and years == {year}]
+        cell = amounts(row.cells[named[0]]) if len(named) == 1 else []
+        if len(cell) != 1:
+            return None
+        found.add(abs(cell[0].value))
+        first = first or (row, named[0])
+    if len(found) != 1 or first is None:
+        return None
+    return found.pop(), *first
+
+
 def _column_of(figure: float, words: str, tables: Sequence[Row]) -> tuple[float, str] | None:
     """A figure the model copied from another year's column than its name (or note, ``words``) gives: where every
     table row writing it writes it under another year, and each such row's column of the named year holds one
     figure, the same in all — that figure (the model's sign kept) and where it is read ("Total net sales, the 2016
     column; the model copied 107,006 from the 2015 column"). None where the name gives no year, a row writes the
-    figure under that year (or under no year), or the rows disagree: the model's figure stands."""
-    from ..text.numbers import amounts
+    figure under that year (or under no year), the rows disagree, or a row writing it is not of the line the name
+    gives (another row, not another column: :func:`_row_of`): the model's figure stands."""
+    from ..text.ledger import lines_named
 
     year = _year_of(words)
+    places = _places(figure, tables)
+    if year is None or not places or any(year in years or not years for _, _, years in places):
+        return None
+    lines = lines_named(words)
+    if lines and any(not lines & lines_named(row.cells[0]) for row, _, _ in places):
+        return None
+    found = _cell([row for row, _, _ in places], year)
+    if found is None:
+        return None
+    value, row, k = found
+    _, j, _ = next(p for p in places if p[0] is row)
+    where = (f"{row.cells[0] or 'the row'}, the {row.header[k]} column; the model copied {_written(figure)} from the "
+             f"{row.header[j]} column")
+    return (-value if figure < 0 else value), where
+
+
+def _row_of(figure: float, words: str, tables: Sequence[Row], *, named_year: bool = True) -> tuple[float, str] | None:
+    """A figure named (with its note, ``words``) for one statement line that the model copied from a row of another
+    ("average_pp_e = (2675 + 2671) / 2" from "Long-term debt, net"): where the tables write it only in rows whose
+    label does not name the line, in columns of one year (the name's year where it gives one and
+    ``named_year``), and the rows that name only that line agree on that year's figure — that figure (the model's
+    sign kept) and where it is read. None otherwise: the model's figure stands."""
+    from ..text.ledger import lines_named
+
+    lines = lines_named(words)
+    places = _places(figure, tables)
+    if len(lines) != 1 or not places or any(lines & lines_named(row.cells[0]) for row, _, _ in places):
+        return None
+    line = next(iter(lines))
+    year = _year_of(words) if named_year else None
     if year is None:
+        years = {y for _, _, column in places for y in column}
+        if len(years) != 1 or any(not column for _, _, column in places):
+            return None
+        year = years.pop()
+    found = _cell([row for row in tables if lines_named(row.cells[0]) == {line}], year)
+    if found is None:
         return None
-    found: set[float] = set()
-    where = ""
-    for row in tables:
-        years = [set() if k < len(row.header) and _EARLY.search(row.header[k])
-                 else {p[-2:] for p in row.periods(k) if not p.startswith("Q")} for k in range(len(row.cells))]
-        for j in range(1, len(row.cells)):
-            if not _in_text(figure, amounts(row.cells[j])):
-                continue
-            if year in years[j] or not years[j]:
-                return None  # written under the year named, or under no year: no other column was taken
-            named = [k for k in range(1, len(row.cells)) if years[k] == {year}]
-            cell = amounts(row.cells[named[0]]) if len(named) == 1 else []
-            if len(cell) != 1:
-                return None
-            found.add(abs(cell[0].value))
-            where = where or (f"{row.cells[0] or 'the row'}, the {row.header[named[0]]} column; the model copied "
-                              f"{_written(figure)} from the {row.header[j]} column")
-    if len(found) != 1:
-        return None
-    value = found.pop()
+    value, row, k = found
+    where = (f"{row.cells[0]}, the {row.header[k]} column; the model copied {_written(figure)} from "
+             f"\"{places[0][0].cells[0] or 'another row'}\"")
     return (-value if figure < 0 else value), where
 
 
@@ -560,12 +667,16 @@ def _number(node: ast.expr) -> float | None:
     return None
 
 
-def _evaluate(node: ast.expr, values: dict[str, float], written: Sequence[Amount], taken: list[float]) -> float:
-    """The value of a formula, every number in it found in the text (added to ``taken``) or a constant."""
+def _evaluate(node: ast.expr, values: dict[str, float], written: Sequence[Amount], taken: list[float],
+              read: dict[float, float] | None = None) -> float:
+    """The value of a formula, every number in it found in the text (added to ``taken``) or a constant; a number in
+    ``read`` is replaced by the figure pagemind read for it (:func:`_row_of`), its sign kept."""
     if (number := _number(node)) is not None:
         if abs(number) not in CONSTANTS:
             if not _in_text(number, written):
                 raise Problem(f"{number:g} is not a figure in the text: copy each figure from the text")
+            if read and abs(number) in read:
+                number = math.copysign(read[abs(number)], number)
             taken.append(number)
         return number
     if isinstance(node, ast.Name):
@@ -573,11 +684,11 @@ def _evaluate(node: ast.expr, values: dict[str, float], written: Sequence[Amount
             raise Problem(f"{node.id} is used before it is given a value")
         return values[node.id]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = _evaluate(node.operand, values, written, taken)
+        inner = _evaluate(node.operand, values, written, taken, read)
         return -inner if isinstance(node.op, ast.USub) else inner
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS \
             and not node.keywords and 1 <= len(node.args) <= (2 if node.func.id == "round" else 1):
-        inner = _evaluate(node.args[0], values, written, taken)
+        inner = _evaluate(node.args[0], values, written, taken, read)
         if node.func.id == "abs":
             return abs(inner)
         digits = _number(node.args[1]) if len(node.args) == 2 else 0.0
@@ -585,8 +696,8 @@ def _evaluate(node: ast.expr, values: dict[str, float], written: Sequence[Amount
             raise Problem("round() takes a whole number of digits, written as a number: round(x, 2)")
         return float(round(inner, int(digits)))
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-        return _OPERATORS[type(node.op)](_evaluate(node.left, values, written, taken),
-                                         _evaluate(node.right, values, written, taken))
+        return _OPERATORS[type(node.op)](_evaluate(node.left, values, written, taken, read),
+                                         _evaluate(node.right, values, written, taken, read))
     raise Problem(f"only numbers, names, + - * /, parentheses, round() and abs(): not {ast.unparse(node)[:40]!r}")
 
 
