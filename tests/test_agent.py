@@ -667,12 +667,35 @@ def test_the_evaluated_agent_s_recall_options_are_the_agent_s_own_declaration_pa
     assert budgeted.agent_options(example).recall_tokens == 1500  # as much as a reader reads at that cost
     assert MemGPTEval(LLM(ScriptedLLM([]), concurrency=1), Store(":memory:"), budget=1500,
                       recall_tokens=300).agent_options(example).recall_tokens == 300
+    assert MemGPTEval(LLM(ScriptedLLM([]), concurrency=1), Store(":memory:"),
+                      budget=128_000).agent_options(example).recall_tokens == AgentOptions.spec("recall_tokens").maximum
     assert MemGPTEval(LLM(ScriptedLLM([]), concurrency=1), Store(":memory:")).agent_options(example).recall_first \
         is False
     from pagemind.errors import ConfigError
 
     with pytest.raises(ConfigError, match="recall_order"):
         MemGPTEvalOptions.create(recall_order="best")
+
+
+def test_the_evaluated_agent_recalls_its_budget_without_evicting_or_warning():
+    """At a matched budget the agent's window is its empty prompt, the budget and a reply: recall before reply fills
+    what fits below the warning, so the question's step needs no eviction (no summary call) and sends no warning."""
+    from pagemind.eval.datasets import Example, Turn
+    from pagemind.eval.memgpt import MemGPTEval
+
+    said = "On day {} we walked by the \"river\" and talked about boats, maps and the weather, number {}. " + \
+        "It was a long and quiet day. " * 8
+    talk = tuple(Turn("Ann" if i % 2 else "Bo", said.format(i, i), time=f"2024-01-{1 + i % 28:02d} 10:00:00")
+                 for i in range(300))
+    example = Example(id="x", dataset="locomo", task="qa", question="What did Ann and Bo talk about by the river?",
+                      document_id="d", document="", conversation=talk, meta={"speakers": ["Ann", "Bo"]})
+    fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Boats and maps.")],
+                                "summarise": "they talked"})
+    answer = MemGPTEval(LLM(fake, concurrency=1), Store(":memory:"), recall_first=True, budget=1500,
+                        embedder="none").answer_example(example)
+    assert answer.text == "Boats and maps." and fake.roles() == ["agent-step"]
+    prompt = fake.history[0]
+    assert "On day" in prompt.messages[-1].content and not answer.details["evictions"]
 
 
 def test_recall_before_reply_chooses_the_best_matches_within_its_tokens_and_shows_them_most_recent_first():

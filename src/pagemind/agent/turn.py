@@ -11,6 +11,7 @@ a result, which the next turn answers with a synthetic "interrupted" error befor
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ _SEARCHES = ("conversation_search", "conversation_search_date", "archival_memory
 _CORE_EDITS = ("core_memory_append", "core_memory_replace")
 _QUOTE_CHARS = 1500  # the user's message quoted in the last-step alert, at most
 RECALL_CANDIDATES = 40  # best matches of each memory recall before reply chooses among (within its tokens)
+_RECALL_MARGIN = 16  # tokens kept free beside recall's estimate (a backend may count the joined lines a little higher)
 _RESULT_KINDS = ("function_result", "heartbeat")
 NOTE_TOKENS = 40  # the summary note's own words ("Note: prior messages (…) have been hidden …"), its summary aside
 Progress = Callable[[str, int, int, str], None]
@@ -223,13 +225,15 @@ class Turn:
             if p.superseded_by is None]
         order = "the best match first" if self.options.recall_order == "rank" else "the most recent first"  # dated
         ctx = self.context()
-        room = ctx.warning_tokens - ctx.build().tokens - self.llm.count_tokens(prompt("recalled", lines="",
-                                                                                      order=order))
+        empty = Event("system_alert", {"message": prompt("recalled", lines="", order=order)}, self.agent.now())
+        # below the pressure warning and within what fits beside a reply: recall never evicts nor warns
+        room = (min(ctx.warning_tokens, ctx.window - self.options.max_tokens) - ctx.build().tokens
+                - self.llm.count_tokens(empty.render()) - _RECALL_MARGIN)
         budget = start = min(self.options.recall_tokens, room)
         chosen: list[tuple[str, int, str, Event | Passage]] = []
         for item in (x for pair in itertools.zip_longest(said, kept_facts) for x in pair if x is not None):
             line = item[2] if len(item[2]) <= 600 else item[2][:597] + "..."
-            cost = self.llm.count_tokens(line) + 1  # and its line break
+            cost = self.llm.count_tokens(json.dumps(line, ensure_ascii=False)) + 1  # as the alert's JSON writes it
             if cost > budget:
                 continue
             budget -= cost
@@ -237,8 +241,8 @@ class Turn:
         if self.options.recall_order == "recent":  # a later fact first: it may replace an earlier one
             chosen.sort(key=lambda item: item[:2], reverse=True)
         if not chosen:
-            self.trace.note("recall before reply: nothing in memory matches the message"
-                            + (" (no room in the window)" if start <= 0 else ""))
+            self.trace.note("recall before reply: no room in the window below the pressure warning" if start <= 0
+                            else "recall before reply: nothing in memory matches the message")
             return
         kept = [item for _, _, _, item in chosen]
         self._alert(prompt("recalled", lines="\n".join(line for _, _, line, _ in chosen), order=order))

@@ -86,8 +86,9 @@ class MemGPTEval:
         )
         if o.budget is not None:
             opts = replace(opts, context_window=self._empty_prompt(opts) + o.budget + opts.max_tokens)
-        tokens = o.recall_tokens or o.budget
-        return replace(opts, recall_tokens=tokens) if tokens else opts
+        tokens = o.recall_tokens or (min(o.budget, AgentOptions.spec("recall_tokens").maximum or o.budget)
+                                     if o.budget else None)
+        return replace(opts, recall_tokens=int(tokens)) if tokens else opts
 
     def _empty_prompt(self, opts: AgentOptions) -> int:
         """Tokens of a new agent's first prompt (instructions, functions, core memory, boot messages)."""
