@@ -427,3 +427,49 @@ def test_a_figure_copied_from_a_row_of_another_line_is_read_from_the_row_its_nam
     kept = compute.parse("ppe_2018 = 2675\nanswer = ppe_2018", amounts(two, years=True), rows=two.splitlines(),
                          tables=list(table_rows(two)))
     assert not isinstance(kept, str) and kept.lines[0].value == 2675
+
+
+@pytest.mark.parametrize("table, working, value", [
+    # a sum of two lines named for the line they make; parts of one line from rows of their own
+    ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Net revenues | 6,489 | 7,500 |\n| Cost of revenues | 4,000 | 4,100 |\n"
+     "| Gross profit | 2,489 | 3,400 |", "gross_profit_2019 = 6489 - 4000", 2489),
+    ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Finished goods | 200 | 210 |\n| Raw materials | 150 | 160 |\n"
+     "| Inventories | 300 | 320 |", "inventory_2019 = 200 + 150", 350),
+    # the year before, by the name's or the note's words
+    ("| | December 31, 2018 | December 31, 2017 |\n| --- | --- | --- |\n| Inventories | 1,520 | 1,266 |",
+     "inventory_beginning_2018 = 1266  # Inventories, December 31, 2017", 1266),
+    ("| | December 31, 2018 | December 31, 2017 |\n| --- | --- | --- |\n| Inventories | 1,520 | 1,266 |",
+     "inventory_2018 = 1266  # Inventories, prior year", 1266),
+    # a percent as its fraction, a figure in other units: not a copy of that cell
+    ("| | 2018 | 2017 |\n| --- | --- | --- |\n| Gross margin | 41.0% | 38.5% |", "gross_margin_2018 = 0.385", 0.385),
+    # a name whose line word is incidental: its note names the row it was read from
+    ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Net revenues | 6,489 | 7,500 |\n"
+     "| Selling and marketing | 1,200 | 1,100 |", "sales_marketing_2019 = 1200  # Selling and marketing", 1200),
+    # a column headed by two years; a header without the label column's cell
+    ("| | 2017/18 | 2016/17 |\n| --- | --- | --- |\n| Revenue | 5,200 | 4,900 |", "revenue_fy17 = 4900", 4900),
+    ("| 2019 | 2018 | 2017 | |\n| --- | --- | --- | --- |\n| Revenue | 6,489 | 7,500 | 7,017 |", "revenue_2018 = 7500",
+     7500),
+])
+def test_a_figure_pagemind_cannot_tell_was_copied_from_the_wrong_place_stands(table, working, value):
+    from pagemind.text.tables import table_rows
+
+    name = working.split()[0]
+    got = compute.parse(f"{working}\nanswer = {name}", amounts(table, years=True), rows=table.splitlines(),
+                        tables=list(table_rows(table)))
+    assert not isinstance(got, str) and got.lines[0].value == pytest.approx(value) and not got.lines[0].moved
+
+
+def test_a_figure_read_from_another_column_keeps_the_sign_the_table_gives_it():
+    from pagemind.text.tables import table_rows
+
+    table = "| | 2017 | 2016 |\n| --- | --- | --- |\n| Net income (loss) | (200) | 500 |"
+    rows, tables = table.splitlines(), list(table_rows(table))
+    for working, value in (("net_income_2017 = 500", -200), ("net_income_2016 = -200", 500),
+                           ("net_income_2016 = 200", -500)):
+        got = compute.parse(f"{working}\nanswer = {working.split()[0]}", amounts(table, years=True), rows=rows,
+                            tables=tables)
+        assert not isinstance(got, str) and got.lines[0].value == value and got.lines[0].moved, working
+    # a result line that is itself a figure shows the figure read, not the one copied
+    shown = compute.parse("answer = 500  # Net income, 2017", amounts(table, years=True), rows=rows, tables=tables)
+    assert not isinstance(shown, str)
+    assert "- answer = -200 = -200.00 [Net income (loss), the 2017 column" in shown.text()

@@ -25,7 +25,7 @@ import math
 import operator
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -397,7 +397,7 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
         mended = _row_of(figure, f"{name} {note}", tables) or _column_of(figure, f"{name} {note}", tables)
         if mended is not None:
             value, moved = mended
-            return Line(name, expression, value, note, figure=True, moved=moved)
+            return Line(name, str(_plain(value)), value, note, figure=True, moved=moved)
         other = _other_row(figure, f"{name} {note}", rows)
         if other is not None:
             where, said, kind = other
@@ -412,11 +412,15 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
     # its name gives, in its own column's year
     read: dict[float, float] = {}
     moves: list[str] = []
-    if _one_line(node):
-        for number in _written_out(node):
-            mended = _row_of(number, f"{name} {note}", tables, named_year=False)
+    numbers = _written_out(node) if _one_line(node) else []
+    labels = [{p[0].cells[0] for p in _places(n, tables)} for n in numbers]
+    shared = set.intersection(*labels) if labels else set()
+    if len(shared) == 1:  # every figure written out is in rows of one label: one line's, copied from another line
+        label = shared.pop()
+        for number in numbers:
+            mended = _row_of(number, f"{name} {note}", tables, named_year=False, label=label)
             if mended is not None:
-                read[number] = abs(mended[0])
+                read[number] = mended[0]
                 moves.append(mended[1])
     taken: list[float] = []
     try:
@@ -437,8 +441,13 @@ class _Replaced(ast.NodeTransformer):
     def visit_Constant(self, node: ast.Constant) -> ast.Constant:
         if isinstance(node.value, (int, float)) and not isinstance(node.value, bool) and abs(node.value) in self.read:
             figure = self.read[abs(node.value)]
-            return ast.Constant(int(figure) if figure == int(figure) else figure)
+            return ast.Constant(_plain(figure))
         return node
+
+
+def _plain(figure: float) -> float:
+    """A figure as a formula writes it: 253.0 as 253."""
+    return int(figure) if figure == int(figure) else figure
 
 
 def _written_out(node: ast.expr) -> list[float]:
@@ -488,39 +497,52 @@ def _rows_about(words: str, lines: Sequence[str]) -> list[str]:
 
 
 def _year_of(words: str) -> str | None:
-    """The one year a figure's name (else its note) gives, as its last two digits ("net_sales_2016", "fy17_capex",
-    "Net sales, fiscal 2016" -> "16"); None for none or several."""
+    """The one year a figure's name and note give, as its last two digits ("net_sales_2016", "fy17_capex",
+    "Net sales, fiscal 2016" -> "16"); None for none, several (a name's 2018 beside a note's "December 31, 2017"),
+    or a name or note that speaks of the year before ("inventory_beginning_2018", "prior year")."""
     name, _, note = words.partition(" ")
-    years = ({(m.group(1) or m.group(2))[-2:] for m in _NAME_YEAR.finditer(name)}
-             or {m.group(0)[-2:] for m in _YEAR.finditer(note)})
+    if _BEFORE.search(name.replace("_", " ")) or _BEFORE.search(note):
+        return None
+    years = {(m.group(1) or m.group(2))[-2:] for m in _NAME_YEAR.finditer(name)}
+    years |= {m.group(0)[-2:] for m in _YEAR.finditer(note)}
     return years.pop() if len(years) == 1 else None
 
 
-# a column dated early in a calendar year ("January 28, 2023") may be the fiscal year before it (a retailer's 2022):
-# its year is not compared with a figure's
-_EARLY = re.compile(r"\b(?:jan|feb|mar)[a-z]*\.?\s+\d", re.IGNORECASE)
+_BEFORE = re.compile(r"\b(?:beginning|opening|prior|previous|preceding|start(?:ing)?|last)\b", re.IGNORECASE)
+# a column dated early in a calendar year ("January 28, 2023") may be the fiscal year before it (a retailer's 2022),
+# and one headed by two years ("2017/18", "FY 2017-18") is neither: their years are not compared with a figure's
+_EARLY = re.compile(r"\b(?:jan|feb|mar)[a-z]*\.?\s+\d|\d{2}\s*[/–-]\s*\d{2}\b", re.IGNORECASE)
 
 
 def _years(row: Row) -> list[set[str]]:
-    """The years (last two digits) each column of ``row`` is headed by; none for a column dated January to March."""
+    """The years (last two digits) each column of ``row`` is headed by; none for a column dated January to March or
+    headed by two years, and none at all where the header's first cell names a period (a header without the label
+    column's cell: its periods stand one column left of their figures)."""
+    if row.periods(0):
+        return [set() for _ in row.cells]
     return [set() if k < len(row.header) and _EARLY.search(row.header[k])
             else {p[-2:] for p in row.periods(k) if not p.startswith("Q")} for k in range(len(row.cells))]
 
 
-def _places(figure: float, tables: Sequence[Row]) -> list[tuple[Row, int, set[str]]]:
-    """Where the table rows write ``figure``: (the row, its column, the column's years)."""
+def _places(figure: float, tables: Sequence[Row]) -> list[tuple[Row, int, set[str], float]]:
+    """Where the table rows write ``figure`` as it is (not as a percent's fraction, nor rescaled): the row, its
+    column, the column's years and the cell's signed figure."""
     from ..text.numbers import amounts
 
     out = []
     for row in tables:
         years = _years(row)
-        out += [(row, j, years[j]) for j in range(1, len(row.cells)) if _in_text(figure, amounts(row.cells[j]))]
+        for j in range(1, len(row.cells)):
+            for a in amounts(row.cells[j]):
+                if _in_text(abs(figure), [replace(a, value=abs(a.value), percent=False, scale=1.0)]):
+                    out.append((row, j, years[j], a.value))
     return out
 
 
 def _cell(rows: Sequence[Row], year: str) -> tuple[float, Row, int] | None:
-    """The one figure ``rows`` write in their column of ``year`` (each row's only such column, one figure in it):
-    that figure, and the first row and column giving it; None where a row has no such column or they disagree."""
+    """The one figure ``rows`` write in their column of ``year`` (each row's only such column, one figure in it),
+    signed as written: that figure, and the first row and column giving it; None where a row has no such column or
+    they disagree."""
     from ..text.numbers import amounts
 
     found: set[float] = set()
@@ -530,56 +552,70 @@ def _cell(rows: Sequence[Row], year: str) -> tuple[float, Row, int] | None:
         cell = amounts(row.cells[named[0]]) if len(named) == 1 else []
         if len(cell) != 1:
             return None
-        found.add(abs(cell[0].value))
+        found.add(cell[0].value)
         first = first or (row, named[0])
     if len(found) != 1 or first is None:
         return None
     return found.pop(), *first
 
 
+def _signed(figure: float, copied: float, read: float) -> float:
+    """The figure read in place of ``copied``, signed as the model signed its copy: "(200)" read for a copied "500"
+    the model wrote as 500 is -200; for a copied "(200)" written as 200, 500 is -500."""
+    return read * (-1.0 if (figure < 0) != (copied < 0) else 1.0)
+
+
 def _column_of(figure: float, words: str, tables: Sequence[Row]) -> tuple[float, str] | None:
     """A figure the model copied from another year's column than its name (or note, ``words``) gives: where every
     table row writing it writes it under another year, and each such row's column of the named year holds one
-    figure, the same in all — that figure (the model's sign kept) and where it is read ("Total net sales, the 2016
-    column; the model copied 107,006 from the 2015 column"). None where the name gives no year, a row writes the
-    figure under that year (or under no year), the rows disagree, or a row writing it is not of the line the name
-    gives (another row, not another column: :func:`_row_of`): the model's figure stands."""
+    figure, the same in all — that figure (signed as the model signed its copy) and where it is read ("Total net
+    sales, the 2016 column; the model copied 107,006 from the 2015 column"). None where the name gives no one year
+    (:func:`_year_of`), a row writes the figure under that year (or under no year), the rows disagree, or a row
+    writing it is not of the line the name gives (another row, not another column: :func:`_row_of`): the model's
+    figure stands."""
     from ..text.ledger import lines_named
 
     year = _year_of(words)
     places = _places(figure, tables)
-    if year is None or not places or any(year in years or not years for _, _, years in places):
+    if year is None or not places or any(year in years or not years for _, _, years, _ in places):
         return None
     lines = lines_named(words)
-    if lines and any(not lines & lines_named(row.cells[0]) for row, _, _ in places):
+    if lines and any(not lines & lines_named(row.cells[0]) for row, _, _, _ in places):
         return None
-    found = _cell([row for row, _, _ in places], year)
+    found = _cell([row for row, _, _, _ in places], year)
     if found is None:
         return None
     value, row, k = found
-    _, j, _ = next(p for p in places if p[0] is row)
+    _, j, _, copied = next(p for p in places if p[0] is row)
     where = (f"{row.cells[0] or 'the row'}, the {row.header[k]} column; the model copied {_written(figure)} from the "
              f"{row.header[j]} column")
-    return (-value if figure < 0 else value), where
+    return _signed(figure, copied, value), where
 
 
-def _row_of(figure: float, words: str, tables: Sequence[Row], *, named_year: bool = True) -> tuple[float, str] | None:
+def _row_of(figure: float, words: str, tables: Sequence[Row], *, named_year: bool = True,
+            label: str | None = None) -> tuple[float, str] | None:
     """A figure named (with its note, ``words``) for one statement line that the model copied from a row of another
     ("average_pp_e = (2675 + 2671) / 2" from "Long-term debt, net"): where the tables write it only in rows whose
-    label does not name the line, in columns of one year (the name's year where it gives one and
-    ``named_year``), and the rows that name only that line agree on that year's figure — that figure (the model's
-    sign kept) and where it is read. None otherwise: the model's figure stands."""
+    label neither names that line nor shares a word with the name and note (the row the model meant), in columns of
+    one year (the name's year where it gives one and ``named_year``), and the rows that name only that line agree
+    on that year's figure — that figure (signed as the model signed its copy) and where it is read. ``label``: the
+    label of the rows the figure must be copied from (those of a formula's other figures). None otherwise: the
+    model's figure stands."""
     from ..text.ledger import lines_named
 
     lines = lines_named(words)
     places = _places(figure, tables)
-    if len(lines) != 1 or not places or any(lines & lines_named(row.cells[0]) for row, _, _ in places):
+    if label is not None:
+        places = [p for p in places if p[0].cells[0] == label]
+    own = _content_words(words)
+    if len(lines) != 1 or not places or any(lines & lines_named(row.cells[0]) or own & _content_words(row.cells[0])
+                                            for row, _, _, _ in places):
         return None
     line = next(iter(lines))
     year = _year_of(words) if named_year else None
     if year is None:
-        years = {y for _, _, column in places for y in column}
-        if len(years) != 1 or any(not column for _, _, column in places):
+        years = {y for _, _, column, _ in places for y in column}
+        if len(years) != 1 or any(not column for _, _, column, _ in places):
             return None
         year = years.pop()
     found = _cell([row for row in tables if lines_named(row.cells[0]) == {line}], year)
@@ -588,7 +624,20 @@ def _row_of(figure: float, words: str, tables: Sequence[Row], *, named_year: boo
     value, row, k = found
     where = (f"{row.cells[0]}, the {row.header[k]} column; the model copied {_written(figure)} from "
              f"\"{places[0][0].cells[0] or 'another row'}\"")
-    return (-value if figure < 0 else value), where
+    return _signed(figure, places[0][3], value), where
+
+
+def _content_words(text: str) -> set[str]:
+    """A name's, note's or label's words that say what it is, stemmed to five letters ("selling" and "sells" one),
+    years and the words of every line ("total", "net") aside."""
+    from ..text.words import STOPWORDS
+
+    words = re.findall(r"[a-z]+", text.lower().replace("_", " "))
+    return {w[:5] for w in words if len(w) > 2 and w not in STOPWORDS and w not in _COMMON and not w.startswith("fy")}
+
+
+_COMMON = frozenset("total net gross average avg change year years fiscal ended ending end the and current "
+                    "consolidated adjusted".split())
 
 
 # a figure after a line's name, as a statement's row writes it ("| Inventories, net | 2,721 |")
@@ -676,7 +725,7 @@ def _evaluate(node: ast.expr, values: dict[str, float], written: Sequence[Amount
             if not _in_text(number, written):
                 raise Problem(f"{number:g} is not a figure in the text: copy each figure from the text")
             if read and abs(number) in read:
-                number = math.copysign(read[abs(number)], number)
+                number = math.copysign(1.0, number) * read[abs(number)]
             taken.append(number)
         return number
     if isinstance(node, ast.Name):
