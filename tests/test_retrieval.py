@@ -139,3 +139,31 @@ def test_bm25s_says_nothing_at_debug_level_once_logging_is_configured(capsys):
         logging.getLogger().removeHandler(handler)
     err = capsys.readouterr().err
     assert "bm25s" not in err and "Building index" not in err
+
+
+def test_word_windows_keep_a_statement_s_rows_and_carry_its_header_into_a_window_inside_it():
+    """A fragment is the document's own stretch, line breaks kept, so a statement's rows reach the model as rows; one
+    that starts inside a table's body carries the table's title lines and header above it (``head``, shown, not its
+    own text: a citation of the whole passage finds it in the document)."""
+    from pagemind import Document
+    from pagemind.answering.evidence import Evidence, passage
+    from pagemind.retrieval.fragments import split_words
+    from pagemind.retrieval.select import join
+
+    rows = "\n".join(f"| Line item number {i} | {i},000 | {i},500 |" for i in range(1, 30))
+    text = ("Intro words about the year.\n\nCONSOLIDATED STATEMENTS OF OPERATIONS\n(in millions)\n"
+            f"| Year Ended December 31, | 2017 | 2016 |\n| --- | --- | --- |\n{rows}\n\nAfter the table.")
+    fragments = split_words(text, 60)
+    assert fragments[0].text.startswith("Intro words about the year.\n\nCONSOLIDATED") and not fragments[0].head
+    inside = next(f for f in fragments[1:] if f.text.startswith("|"))
+    assert "\n| Line item number" in inside.text  # rows stay rows
+    assert inside.head == ("CONSOLIDATED STATEMENTS OF OPERATIONS\n(in millions)\n| Year Ended December 31, | 2017 | "
+                           "2016 |\n| --- | --- | --- |\n")
+    assert inside.shown == inside.head + inside.text and inside.words == len(inside.text.split())
+    assert join([inside], "position").startswith("CONSOLIDATED STATEMENTS")
+    assert " ".join(f.text for f in fragments).split() == text.split()  # every word once, in order
+    assert inside.as_dict()["head"] == inside.head and "head" not in fragments[0].as_dict()
+    document = Document.from_text(text, name="ops")
+    cited = passage(document, Evidence("fragment", inside.index, inside.shown, "fragment", head=inside.head))
+    assert cited is not None and cited.quote.strip("| ") == inside.text.strip("| ")  # its own text, in its place
+    assert text.index("| Line item number 4 |") <= cited.start < text.index("| Line item number 5 |")

@@ -154,7 +154,7 @@ def test_rag_fragments_never_cross_a_section_and_name_its_path(tmp_path):
     assert [(f.section, f.words) for f in fragments] == [  # 26 words of Results: three windows of about 9
         ("§Report", 4), ("§Report › Results", 9), ("§Report › Results", 9), ("§Report › Results", 8),
         ("§Report › Results › Cash flows", 4), ("§Report › Outlook", 2)]
-    assert fragments[3].text.endswith("w24") and fragments[4].text == "Cash flows Cash rose."
+    assert fragments[3].text.endswith("w24") and fragments[4].text == "Cash flows\n\nCash rose."  # its lines kept
     assert " ".join(f.text for f in fragments).split() == doc.text.split()  # in order, nothing lost
     path = tmp_path / "r.md"
     path.write_text(md)

@@ -50,6 +50,7 @@ class Evidence:
     found_by: str  # page | gist | leaf | fragment | text | window (pagemind.citations.FOUND_BY)
     weight: float = 1.0  # how much its sentences count (a page seen only through its gist counts less)
     within: Any = None  # the text it is cited in when not the answered document (a code file: ``.id``, ``.text``)
+    head: str = ""  # what ``text`` starts with that is not the unit's own (a table's header carried above its rows)
 
 
 @dataclass(frozen=True)
@@ -164,8 +165,10 @@ def supporting(document: Any, evidence: Sequence[Evidence], answer: str, questio
 
 
 def passage(source: Any, evidence: Evidence, score: float | None = None) -> Citation | None:
-    """A citation of a whole unit (a retriever's passage) at its place in ``source``, or None if it is not there."""
-    return _cite_in(source, evidence, evidence.text, _start_of(source.text, evidence.text), score)
+    """A citation of a whole unit (a retriever's passage) at its place in ``source``, or None if it is not there;
+    its own text, without the head carried above it."""
+    own = evidence.text[len(evidence.head):]
+    return _cite_in(source, evidence, own, _start_of(source.text, own), score)
 
 
 def _cite_in(source: Any, evidence: Evidence, snippet: str, at: int, score: float | None) -> Citation | None:

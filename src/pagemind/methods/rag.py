@@ -145,6 +145,12 @@ class RAG(Reader[RAGMemory, RAGOptions]):
     """Top-k fragments by their scores, best first."""
 
     name = "rag"
+    # 2: word windows keep the document's line breaks (a statement's rows stay rows) and carry the header of a table
+    # they start inside; ReadAgent pages as fragments are built as before
+    builder_version = 2
+
+    def builder(self) -> int:
+        return 1 if self.options.fragments == "pages" else self.builder_version
     about = About("RAG", "top-k fragments by BM25 / dense / hybrid scores (optionally FragRel), best first",
                   "RAG baseline (ReadAgent, FragRel papers); FragRel (§3)")
     Options = RAGOptions
@@ -222,7 +228,7 @@ class RAG(Reader[RAGMemory, RAGOptions]):
 
     # --- retrieving ---------------------------------------------------------------------------------
     def units(self, memory: RAGMemory) -> list[Evidence]:
-        return [Evidence("fragment", f.index, f.text, "fragment") for f in memory.fragments]
+        return [Evidence("fragment", f.index, f.shown, "fragment", head=f.head) for f in memory.fragments]
 
     def passage_index(self, memory: RAGMemory) -> FragmentIndex:
         """The fragments as this reader ranks them to answer: its scorer, FragRel when on."""
@@ -283,7 +289,7 @@ class RAG(Reader[RAGMemory, RAGOptions]):
             {**self.describe(memory), "fragments": chosen.indices, "order": self.order,
              "scores": {int(i): round(float(scores[int(i)]), 6) for i in ranking.order[:20]},
              "context_tokens": self.llm.count_tokens(text)},
-            [Evidence("fragment", f.index, f.text, "fragment") for f in chosen.fragments]
+            [Evidence("fragment", f.index, f.shown, "fragment", head=f.head) for f in chosen.fragments]
             or [Evidence("fragment", f.index, text, "fragment") for f in ranked[:1]],
         )
 

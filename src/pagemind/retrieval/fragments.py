@@ -31,10 +31,16 @@ class Fragment:
     unit: str = "words"
     section: str = ""  # the document's sections holding it ("§2 Results › 2.1 Cash flows"), when it has them
     opens: tuple[str, ...] = ()  # the sections that start inside it (a statement beginning mid-window)
+    head: str = ""  # the title lines and header of a table it starts inside, shown above it (not its own text)
 
     @property
     def words(self) -> int:
         return len(self.text.split())
+
+    @property
+    def shown(self) -> str:
+        """What a reader is shown of it: its text under the head of the table it starts inside."""
+        return self.head + self.text
 
     def as_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -42,6 +48,8 @@ class Fragment:
             del out["opens"]  # stored payloads of fragments without one stay as they were
         else:
             out["opens"] = list(self.opens)
+        if not self.head:
+            del out["head"]
         return out
 
 
@@ -71,23 +79,90 @@ def table_heads(text: str) -> list[tuple[int, int]]:
     return heads
 
 
+HEAD_LINES = 2  # short lines above a table's header carried with it ("(in millions, except per share data)")
+HEAD_CHARS = 160  # a carried line's length at most
+_HEAD_WALK = 400  # table rows walked up from a window's first line to find its header
+
+
+def carried_head(text: str, at: int) -> str:
+    """The head a window starting at ``at`` inside a Markdown table's body carries: the table's title lines (up to
+    :data:`HEAD_LINES` short lines right above it), header row and rule, each on its line, and a newline — so the
+    window's rows keep their columns' periods ("| Total net sales | 107,006 | 135,987 |" under "| Year Ended
+    December 31, | 2015 | 2016 | 2017 |"); "" where ``at`` is not on a row below a table's header."""
+    begin = text.rfind("\n", 0, at) + 1
+    if not text.startswith("|", begin):
+        return ""
+    rows = 0
+    while begin > 0 and rows < _HEAD_WALK:  # up the table's rows to its first
+        above = text.rfind("\n", 0, begin - 1) + 1
+        if not text.startswith("|", above):
+            break
+        begin, rows = above, rows + 1
+    end = text.find("\n", begin)
+    rule_end = text.find("\n", end + 1) if end >= 0 else -1
+    if rows < 2 or end < 0 or not text.startswith("| --- |", end + 1) or rule_end < 0 or rule_end >= at:
+        return ""  # no header and rule above the window's first row (or the window starts on them)
+    title: list[str] = []
+    stop = begin - 1
+    while stop > 0 and len(title) < HEAD_LINES:
+        start = text.rfind("\n", 0, stop) + 1
+        line = text[start:stop].strip()
+        if not line or len(line) > HEAD_CHARS or line.startswith("|"):
+            break
+        title.insert(0, line)
+        stop = start - 1
+    return "\n".join([*title, text[begin:rule_end]]) + "\n"
+
+
+def _row_starts(text: str) -> dict[int, int]:
+    """For each word inside a Markdown table row past its first, the word offset of the row's first word."""
+    out: dict[int, int] = {}
+    word = 0
+    for line in text.split("\n"):
+        n = len(line.split())
+        if line.startswith("|"):
+            out.update((w, word) for w in range(word + 1, word + n))
+        word += n
+    return out
+
+
+def _windows(text: str, bounds: Iterable[tuple[int, int]], lo: int = 0,
+             hi: int | None = None) -> list[tuple[str, str]]:
+    """The texts of word windows ``(first, past)`` of ``text[lo:hi]`` (word offsets into it): each the document's
+    own stretch from its first word to its last, line breaks kept (a statement's rows stay rows), and the head of a
+    table it starts inside (:func:`carried_head`, read in the whole ``text``)."""
+    import re
+
+    spans = [(m.start(), m.end()) for m in re.compile(r"\S+").finditer(text, lo, len(text) if hi is None else hi)]
+    out = []
+    for first, past in bounds:
+        begin, end = spans[first][0], spans[past - 1][1]
+        out.append((text[begin:end], carried_head(text, begin)))
+    return out
+
+
 def split_words(text: str, size: int = 500, source: str = "") -> list[Fragment]:
-    """Consecutive non-overlapping windows of ``size`` whitespace words (FragRel/LongBench: 500 or 800). A window
-    that would end between a Markdown table's caption or header and its first rows ends before the table instead
-    (where that leaves it any words), so the table's header travels with its rows."""
+    """Consecutive non-overlapping windows of ``size`` whitespace words (FragRel/LongBench: 500 or 800), each the
+    text's own stretch, line breaks kept. A window that would end between a Markdown table's caption or header and
+    its first rows ends before the table instead (where that leaves it any words), so the table's header travels
+    with its rows; one that starts further down a table carries its header as its ``head`` (:func:`carried_head`),
+    shown above it."""
     if size < 1:
         raise ConfigError("fragment size must be at least 1 word")
-    words = text.split()
+    count = len(text.split())
     heads = table_heads(text)
-    out: list[Fragment] = []
+    rows = _row_starts(text)
+    bounds: list[tuple[int, int]] = []
     start = 0
-    while start < len(words):
-        end = min(start + size, len(words))
+    while start < count:
+        end = min(start + size, count)
         end = next((first for first, past in heads if start < first < end < past), end)
-        n = len(out)
-        out.append(Fragment(n, " ".join(words[start:end]), n, source, start, end, "words"))
+        if end < count and rows.get(end, end) > start:  # never inside a table's row: before it
+            end = rows.get(end, end)
+        bounds.append((start, end))
         start = end
-    return out
+    return [Fragment(n, window, n, source, first, past, "words", head=head)
+            for n, ((first, past), (window, head)) in enumerate(zip(bounds, _windows(text, bounds), strict=True))]
 
 
 def label_sections(fragments: Sequence[Fragment], text: str, sections: Sequence[Any]) -> list[Fragment]:
@@ -131,18 +206,18 @@ def split_sections(text: str, sections: Sequence[Any], size: int = 500, source: 
     out: list[Fragment] = []
     word = 0
     for lo, hi in itertools.pairwise(cuts):
-        words = text[lo:hi].split()
+        stretch = text[lo:hi]
+        words = len(stretch.split())
         if not words:
             continue
         label = section_label(path_at(sections, lo)) or ""
-        count = -(-len(words) // size)  # windows of about equal size
-        step = -(-len(words) // count)
-        for start in range(0, len(words), step):
-            chunk = words[start:start + step]
+        count = -(-words // size)  # windows of about equal size
+        step = -(-words // count)
+        bounds = [(start, min(start + step, words)) for start in range(0, words, step)]
+        for (first, past), (window, head) in zip(bounds, _windows(text, bounds, lo, hi), strict=True):
             n = len(out)
-            out.append(Fragment(n, " ".join(chunk), n, source, word + start, word + start + len(chunk), "words",
-                                label))
-        word += len(words)
+            out.append(Fragment(n, window, n, source, word + first, word + past, "words", label, head=head))
+        word += words
     return out
 
 

@@ -28,7 +28,7 @@ class Selection:
 def join(fragments: Sequence[Fragment], order: Literal["score", "position"]) -> str:
     """The context text: fragments in rank order, or in document order (source, then position)."""
     shown = list(fragments) if order == "score" else sorted(fragments, key=lambda f: (f.source, f.position, f.index))
-    return SEPARATOR.join(f.text for f in shown)
+    return SEPARATOR.join(f.shown for f in shown)
 
 
 def fit(ranked: Sequence[Fragment], fits: Callable[[str], bool], order: Literal["score", "position"] = "score",
