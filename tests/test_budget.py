@@ -103,3 +103,20 @@ def test_unknown_options_from_python_are_errors(tmp_path):
                 pm.reader(method, no_such_option=1)
         with pytest.raises(ConfigError, match="unknown method"):
             pm.reader("nope")
+
+
+def test_full_text_cut_to_a_budget_keeps_its_lines():
+    """The full-text baseline cut to what fits keeps the text's line breaks: a statement's rows and a conversation's
+    turns reach the model on their lines, not joined into one (left, right, and both ends around "[...]")."""
+    from pagemind.methods.full import truncate_words
+
+    text = "Title line\n| Net sales | 1,000 | 900 |\n| Cost of sales | 600 | 500 |\n\nLast line here"
+    assert truncate_words(text, 7, "left") == "Title line\n| Net sales | 1,000"
+    assert truncate_words(text, 3, "right") == "Last line here"
+    assert truncate_words(text, 4, "middle") == "Title line\n[...]\nline here"
+    assert truncate_words(text, 100, "left") == text and truncate_words(text, 0, "left") == ""
+    fake = ScriptedLLM(default="ok")
+    answer = Pagemind(fake).ask(Document.from_text(text * 40, name="s"), "What were net sales?", method="full",
+                                budget=60)
+    shown = fake.history[-1].messages[-1].content
+    assert "| 1,000 | 900 |\n| Cost of sales |" in shown and "text truncated (left)" in " ".join(answer.fallbacks)

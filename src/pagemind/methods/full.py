@@ -57,15 +57,23 @@ class FullMemory:
         return {"words": self.words}
 
 
-def truncate_words(words: list[str], n: int, keep: Keep) -> str:
-    if n >= len(words):
-        return " ".join(words)
+def truncate_words(text: str, n: int, keep: Keep) -> str:
+    """``text`` cut to ``n`` of its words — the first (``left``), the last (``right``) or half of each around
+    "[...]" (``middle``) — its line breaks kept (a statement's rows, a conversation's turns stay on their lines)."""
+    import re
+
+    spans = [m.span() for m in re.finditer(r"\S+", text)]
+    if not spans or n <= 0:
+        return ""
+    if n >= len(spans):
+        return text[spans[0][0]:spans[-1][1]]
     if keep == "left":
-        return " ".join(words[:n])
+        return text[spans[0][0]:spans[n - 1][1]]
     if keep == "right":
-        return " ".join(words[len(words) - n:])
+        return text[spans[len(spans) - n][0]:spans[-1][1]]
     head = (n + 1) // 2
-    return " ".join(words[:head] + ["[...]"] + words[len(words) - (n - head):])
+    tail = text[spans[len(spans) - (n - head)][0]:spans[-1][1]] if n - head else ""
+    return text[spans[0][0]:spans[head - 1][1]] + "\n[...]\n" + tail
 
 
 def most_that_fit(n: int, fits: Callable[[int], bool]) -> int:
@@ -110,12 +118,12 @@ class FullText(Reader[FullMemory, FullTextOptions]):
                     f"{self.llm.model_id}'s {self.llm.context_window}-token window"
                     + (f" or the {self.options.budget}-token budget" if self.options.budget else "")
                     + " in full: ask it with a method that reads beyond the window (-m readagent-p, memwalker, rag)")
-            words = text.split()
-            kept = most_that_fit(len(words),
-                                 lambda n: self._fits(question, truncate_words(words, n, self.options.keep)))
-            text = truncate_words(words, kept, self.options.keep)
+            words = len(text.split())
+            whole = text
+            kept = most_that_fit(words, lambda n: self._fits(question, truncate_words(whole, n, self.options.keep)))
+            text = truncate_words(whole, kept, self.options.keep)
             truncated = True
-            context.fallback(f"text truncated ({self.options.keep}) to {kept} of {len(words)} words")
+            context.fallback(f"text truncated ({self.options.keep}) to {kept} of {words} words")
         request = answer_request(question, text, self.options.prompt_set, self.options.constrained)
         reply = self._reply(question, request, context, "answering from the whole text")
         words_read = len(text.split())

@@ -274,10 +274,11 @@ class RAG(Reader[RAGMemory, RAGOptions]):
         chosen = fit(ranked, lambda text: self._fits(question, text), self.order, self.options.k)
         text = chosen.text
         if not chosen.fragments and ranked:  # not even the best fragment fits: cut it (keep its start)
-            words = ranked[0].text.split()
-            kept = most_that_fit(len(words), lambda n: self._fits(question, truncate_words(words, n, "left")))
-            text = truncate_words(words, kept, "left")
-            context.fallback(f"best fragment {ranked[0].index} truncated to {kept} of {len(words)} words to fit")
+            best = ranked[0].shown
+            words = len(best.split())
+            kept = most_that_fit(words, lambda n: self._fits(question, truncate_words(best, n, "left")))
+            text = truncate_words(best, kept, "left")
+            context.fallback(f"best fragment {ranked[0].index} truncated to {kept} of {words} words to fit")
         elif chosen.skipped:
             context.fallback(f"fragments {list(chosen.skipped)} skipped: over the budget or the context window")
         reply = self._reply(question, answer_request(question, text, self.options.prompt_set,
@@ -290,7 +291,8 @@ class RAG(Reader[RAGMemory, RAGOptions]):
              "scores": {int(i): round(float(scores[int(i)]), 6) for i in ranking.order[:20]},
              "context_tokens": self.llm.count_tokens(text)},
             [Evidence("fragment", f.index, f.shown, "fragment", head=f.head) for f in chosen.fragments]
-            or [Evidence("fragment", f.index, text, "fragment") for f in ranked[:1]],
+            or [Evidence("fragment", f.index, text, "fragment", head=f.head if text.startswith(f.head) else "")
+                for f in ranked[:1]],
         )
 
 
