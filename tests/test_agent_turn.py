@@ -318,3 +318,17 @@ def test_a_persona_append_that_joins_several_of_the_users_messages_goes_to_the_h
     assert "Saved in the human block, not persona" in turn.steps[0].result
     blocks = {b.label: b.value for b in agent.store.blocks(agent.id)}
     assert "Leeds" not in blocks["persona"] and f"The user said: {joined}" in blocks["human"]
+
+
+def test_a_reply_that_repeats_the_users_question_is_held_once_and_the_next_is_sent():
+    asked = "A question about our past conversations: What did Caroline research?\nSearch your memory, then answer."
+    echo = "A question about our past conversations: What did Caroline research? Search your memory, then answer."
+    agent, fake = make([call("send_message", message=echo), call("send_message", message="Adoption agencies.")])
+    turn = agent.say(asked)
+    assert turn.messages == ["Adoption agencies."] and turn.steps[0].status == "Failed"
+    assert turn.steps[0].result.startswith("Not sent: your reply repeats the user's message")
+    from pagemind.agent.turn import _echoes
+
+    assert _echoes("What did Caroline research?", asked)  # a run of the message's words
+    assert not _echoes("What did Caroline research? She researched adoption agencies.", asked)  # it answers
+    assert not _echoes("Caroline researched adoption agencies.", asked) and not _echoes("Yes.", "Is it?")

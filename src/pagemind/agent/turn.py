@@ -285,6 +285,10 @@ class Turn:
         the turn's evidence like any search's."""
         if self.held >= self.options.search_again or self.remaining < 2 or not _asks(self.text):
             return None
+        if _echoes(message, self.text):  # the user's question sent back as the reply (a small model, long context)
+            self.held += 1
+            self.trace.note("reply held back: it repeats the user's message")
+            return prompt("echo")
         searches = [s for s in self.result.steps if s.function in _SEARCHES and s.status == "OK"]
         if not searches:
             return None
@@ -593,6 +597,27 @@ def extractive(lines: Sequence[str], words: int) -> str:
             break
         out.insert(0, part)
     return " / ".join(out)
+
+
+ECHO_WORDS = 4  # a reply or question shorter than this is not judged an echo ("Yes.", "Why?")
+ECHO_SHARE = 0.8  # of a reply's words that are the message's, for a reply holding the question to be its echo
+
+
+def _echoes(reply: str, said: str) -> bool:
+    """Whether ``reply`` repeats the user's message ``said`` instead of answering it: the question it asks
+    (:func:`_question`) word for word inside a reply of the message's words (:data:`ECHO_SHARE` of them), or the
+    reply a run of the message's words. "What did she research? She researched adoption agencies." answers."""
+    def words(text: str) -> str:
+        return " " + " ".join(re.findall(r"\w+", text.lower())) + " "
+
+    question, answer, message = words(_question(said)), words(reply), words(said)
+    if len(answer.split()) < ECHO_WORDS:
+        return False
+    if answer in message:
+        return True
+    own = set(message.split())
+    return len(question.split()) >= ECHO_WORDS and question in answer and \
+        sum(w in own for w in answer.split()) >= ECHO_SHARE * len(answer.split())
 
 
 def _question(text: str) -> str:
