@@ -323,7 +323,7 @@ def test_a_persona_append_that_joins_several_of_the_users_messages_goes_to_the_h
 def test_a_reply_that_repeats_the_users_question_is_held_once_and_the_next_is_sent():
     asked = "A question about our past conversations: What did Caroline research?\nSearch your memory, then answer."
     echo = "A question about our past conversations: What did Caroline research? Search your memory, then answer."
-    agent, fake = make([call("send_message", message=echo), call("send_message", message="Adoption agencies.")])
+    agent, _ = make([call("send_message", message=echo), call("send_message", message="Adoption agencies.")])
     turn = agent.say(asked)
     assert turn.messages == ["Adoption agencies."] and turn.steps[0].status == "Failed"
     assert turn.steps[0].result.startswith("Not sent: your reply repeats the user's message")

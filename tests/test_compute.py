@@ -473,3 +473,16 @@ def test_a_figure_read_from_another_column_keeps_the_sign_the_table_gives_it():
     shown = compute.parse("answer = 500  # Net income, 2017", amounts(table, years=True), rows=rows, tables=tables)
     assert not isinstance(shown, str)
     assert "- answer = -200 = -200.00 [Net income (loss), the 2017 column" in shown.text()
+
+
+def test_a_change_in_a_line_is_not_read_from_the_line_s_row():
+    from pagemind.text.tables import table_rows
+
+    table = ("| | 2017 | 2016 |\n| --- | --- | --- |\n| Inventories | 16,047 | 11,461 |\n"
+             "| Fulfillment | 17,619 | 11,806 |")
+    got = compute.parse("change_in_inventory_2017 = 17619\nanswer = change_in_inventory_2017",
+                        amounts(table, years=True), rows=table.splitlines(), tables=list(table_rows(table)))
+    assert not isinstance(got, str) and got.lines[0].value == 17619 and not got.lines[0].moved
+    level = compute.parse("inventory_2017 = 17619\nanswer = inventory_2017", amounts(table, years=True),
+                          rows=table.splitlines(), tables=list(table_rows(table)))
+    assert not isinstance(level, str) and level.lines[0].value == 16047

@@ -596,7 +596,8 @@ def _row_of(figure: float, words: str, tables: Sequence[Row], *, named_year: boo
             label: str | None = None) -> tuple[float, str] | None:
     """A figure named (with its note, ``words``) for one statement line that the model copied from a row of another
     ("average_pp_e = (2675 + 2671) / 2" from "Long-term debt, net"): where the tables write it only in rows whose
-    label neither names that line nor shares a word with the name and note (the row the model meant), in columns of
+    label neither names that line nor shares a word with the name and note (the row the model meant), and the name
+    speaks of the line, not of a change in it ("change_in_inventory" is no inventory row's figure), in columns of
     one year (the name's year where it gives one and ``named_year``), and the rows that name only that line agree
     on that year's figure — that figure (signed as the model signed its copy) and where it is read. ``label``: the
     label of the rows the figure must be copied from (those of a formula's other figures). None otherwise: the
@@ -604,6 +605,8 @@ def _row_of(figure: float, words: str, tables: Sequence[Row], *, named_year: boo
     from ..text.ledger import lines_named
 
     lines = lines_named(words)
+    if _DIFFERENCE.search(words.replace("_", " ")):  # "change_in_inventory" is no inventory row's figure
+        return None
     places = _places(figure, tables)
     if label is not None:
         places = [p for p in places if p[0].cells[0] == label]
@@ -625,6 +628,9 @@ def _row_of(figure: float, words: str, tables: Sequence[Row], *, named_year: boo
     where = (f"{row.cells[0]}, the {row.header[k]} column; the model copied {_written(figure)} from "
              f"\"{places[0][0].cells[0] or 'another row'}\"")
     return _signed(figure, places[0][3], value), where
+
+
+_DIFFERENCE = re.compile(r"\b(?:change|changes|increase|decrease|growth|delta|diff|difference)\b", re.IGNORECASE)
 
 
 def _content_words(text: str) -> set[str]:
