@@ -662,13 +662,12 @@ def test_the_evaluated_agent_s_recall_options_are_the_agent_s_own_declaration_pa
     example = Example(id="x", dataset="locomo", task="qa", question="q?", document_id="d", document="text")
     opts = evaluated.agent_options(example)
     assert (opts.recall_first, opts.recall_order) == (True, "rank")
-    assert opts.recall_tokens == AgentOptions().recall_tokens  # no budget: the agent's default
     budgeted = MemGPTEval(LLM(ScriptedLLM([]), concurrency=1), Store(":memory:"), recall_first=True, budget=1500)
-    assert budgeted.agent_options(example).recall_tokens == 1500  # as much as a reader reads at that cost
+    assert budgeted.agent_options(example).recall_tokens == AgentOptions().recall_tokens  # the agent's own default
     assert MemGPTEval(LLM(ScriptedLLM([]), concurrency=1), Store(":memory:"), budget=1500,
-                      recall_tokens=300).agent_options(example).recall_tokens == 300
+                      recall_tokens=1500).agent_options(example).recall_tokens == 1500  # passed on
     assert MemGPTEval(LLM(ScriptedLLM([]), concurrency=1), Store(":memory:"),
-                      budget=128_000).agent_options(example).recall_tokens == AgentOptions.spec("recall_tokens").maximum
+                      budget=128_000).agent_options(example).context_window > 128_000
     assert MemGPTEval(LLM(ScriptedLLM([]), concurrency=1), Store(":memory:")).agent_options(example).recall_first \
         is False
     from pagemind.errors import ConfigError
@@ -678,8 +677,9 @@ def test_the_evaluated_agent_s_recall_options_are_the_agent_s_own_declaration_pa
 
 
 def test_the_evaluated_agent_recalls_its_budget_without_evicting_or_warning():
-    """At a matched budget the agent's window is its empty prompt, the budget and a reply: recall before reply fills
-    what fits below the warning, so the question's step needs no eviction (no summary call) and sends no warning."""
+    """At a matched budget the agent's window is its empty prompt, the budget and a reply: recall before reply asked
+    to fill the budget fills what fits below the warning, so the question's step needs no eviction (no summary
+    call) and sends no warning."""
     from pagemind.eval.datasets import Example, Turn
     from pagemind.eval.memgpt import MemGPTEval
 
@@ -692,7 +692,7 @@ def test_the_evaluated_agent_recalls_its_budget_without_evicting_or_warning():
     fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Boats and maps.")],
                                 "summarise": "they talked"})
     answer = MemGPTEval(LLM(fake, concurrency=1), Store(":memory:"), recall_first=True, budget=1500,
-                        embedder="none").answer_example(example)
+                        recall_tokens=1500, embedder="none").answer_example(example)
     assert answer.text == "Boats and maps." and fake.roles() == ["agent-step"]
     prompt = fake.history[0]
     assert "On day" in prompt.messages[-1].content and not answer.details["evictions"]
