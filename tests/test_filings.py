@@ -144,6 +144,9 @@ def test_amounts_are_one_figure_after_units_and_scales():
     assert matches("It was 1577", "$1,577.00") and matches("$24.690 billion", "24,690")
     assert matches("about 1.9%", "0.019") and matches("(1,577)", "-1577")
     assert matches("24.3", "24.26") and not matches("24.5", "24.26")
+    # a percent gold answered in percentage points without the sign ("in units of percents"), or as its fraction
+    assert matches("30.80", "30.8%") and matches("0.308", "30.8%") and not matches("3.08", "30.8%")
+    assert not matches("30.8 million", "30.8%")
     assert not matches("Q1 revenue was 25.6", "24.69") and not matches("1,373", "1,577")
     assert matches("Amcor is a packaging company", "Amcor is a global leader in packaging") is None  # no figure
     # a rounder figure is the same only while rounding moves it little: "1" (a list's "day 1") is not 0.54

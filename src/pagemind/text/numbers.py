@@ -108,12 +108,17 @@ GRADED = 0.002  # a grader's "the same figure": FinanceBench's hand grades took 
 
 def matches(answer: str, gold: str, relative: float = GRADED) -> bool | None:
     """Whether ``answer`` states the gold's figure: its first amount (a gold answer of several numbers: each) found
-    among the answer's amounts (:func:`same_amount`, within ``relative`` of it beside the rounding rule); None when
-    the gold has no number (not a numeric question)."""
+    among the answer's amounts (:func:`same_amount`, within ``relative`` of it beside the rounding rule); a percent
+    also as a bare number of percentage points ("30.80" for "30.8%", asked "in units of percents") or as its
+    fraction; None when the gold has no number (not a numeric question)."""
+    from dataclasses import replace
+
     wanted = amounts(gold)
     if not wanted:
         return None
     given = amounts(answer)
+    if wanted[0].percent:
+        given += [replace(g, percent=True) for g in given if not g.percent and g.scale == 1.0]
     return all(any(same_amount(w, g, relative) for g in given) for w in wanted[:1])
 
 
