@@ -159,6 +159,8 @@ def split_words(text: str, size: int = 500, source: str = "") -> list[Fragment]:
         end = next((first for first, past in heads if start < first < end < past), end)
         if end < count and rows.get(end, end) > start:  # never inside a table's row: before it
             end = rows.get(end, end)
+        # a window that starts on a table's caption or header holds them and its first rows whole
+        end = next((past for first, past in heads if first <= start < past and end < past), end)
         bounds.append((start, end))
         start = end
     return [Fragment(n, window, n, source, first, past, "words", head=head)
