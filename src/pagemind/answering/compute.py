@@ -394,7 +394,8 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
             raise Problem(f"{name} = {expression} is not a figure in the text: copy each figure exactly as the text "
                           "writes it, from the line and period the question asks about"
                           + (". The text's lines about it: " + " / ".join(about) if about else ""))
-        mended = _row_of(figure, f"{name} {note}", tables) or _column_of(figure, f"{name} {note}", tables)
+        places = _places(figure, tables)  # read once for both: another line's row, another year's column
+        mended = _row_of(figure, f"{name} {note}", tables, places) or _column_of(figure, f"{name} {note}", places)
         if mended is not None:
             value, moved = mended
             return Line(name, str(_plain(value)), value, note, figure=True, moved=moved)
@@ -412,13 +413,13 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
     # its name gives, in its own column's year
     read: dict[float, float] = {}
     moves: list[str] = []
-    numbers = _written_out(node) if _one_line(node) else []
-    labels = [{p[0].cells[0] for p in _places(n, tables)} for n in numbers]
+    placed = {n: _places(n, tables) for n in (_written_out(node) if _one_line(node) else [])}
+    labels = [{p[0].cells[0] for p in places} for places in placed.values()]
     shared = set.intersection(*labels) if labels else set()
     if len(shared) == 1:  # every figure written out is in rows of one label: one line's, copied from another line
         label = shared.pop()
-        for number in numbers:
-            mended = _row_of(number, f"{name} {note}", tables, named_year=False, label=label)
+        for number, places in placed.items():
+            mended = _row_of(number, f"{name} {note}", tables, places, named_year=False, label=label)
             if mended is not None:
                 read[number] = mended[0]
                 moves.append(mended[1])
@@ -524,12 +525,15 @@ def _years(row: Row) -> list[set[str]]:
             else {p[-2:] for p in row.periods(k) if not p.startswith("Q")} for k in range(len(row.cells))]
 
 
-def _places(figure: float, tables: Sequence[Row]) -> list[tuple[Row, int, set[str], float]]:
+Place = tuple[Row, int, set[str], float]  # a table row writing a figure, its column, the column's years, the cell's
+
+
+def _places(figure: float, tables: Sequence[Row]) -> list[Place]:
     """Where the table rows write ``figure`` as it is (not as a percent's fraction, nor rescaled): the row, its
     column, the column's years and the cell's signed figure."""
     from ..text.numbers import amounts
 
-    out = []
+    out: list[Place] = []
     for row in tables:
         years = _years(row)
         for j in range(1, len(row.cells)):
@@ -565,18 +569,17 @@ def _signed(figure: float, copied: float, read: float) -> float:
     return read * (-1.0 if (figure < 0) != (copied < 0) else 1.0)
 
 
-def _column_of(figure: float, words: str, tables: Sequence[Row]) -> tuple[float, str] | None:
+def _column_of(figure: float, words: str, places: Sequence[Place]) -> tuple[float, str] | None:
     """A figure the model copied from another year's column than its name (or note, ``words``) gives: where every
     table row writing it writes it under another year, and each such row's column of the named year holds one
     figure, the same in all — that figure (signed as the model signed its copy) and where it is read ("Total net
     sales, the 2016 column; the model copied 107,006 from the 2015 column"). None where the name gives no one year
     (:func:`_year_of`), a row writes the figure under that year (or under no year), the rows disagree, or a row
     writing it is not of the line the name gives (another row, not another column: :func:`_row_of`): the model's
-    figure stands."""
+    figure stands. ``places``: where the tables write the figure (:func:`_places`)."""
     from ..text.ledger import lines_named
 
     year = _year_of(words)
-    places = _places(figure, tables)
     if year is None or not places or any(year in years or not years for _, _, years, _ in places):
         return None
     lines = lines_named(words)
@@ -592,7 +595,7 @@ def _column_of(figure: float, words: str, tables: Sequence[Row]) -> tuple[float,
     return _signed(figure, copied, value), where
 
 
-def _row_of(figure: float, words: str, tables: Sequence[Row], *, named_year: bool = True,
+def _row_of(figure: float, words: str, tables: Sequence[Row], places: Sequence[Place], *, named_year: bool = True,
             label: str | None = None) -> tuple[float, str] | None:
     """A figure named (with its note, ``words``) for one statement line that the model copied from a row of another
     ("average_pp_e = (2675 + 2671) / 2" from "Long-term debt, net"): where the tables write it only in rows whose
@@ -600,14 +603,13 @@ def _row_of(figure: float, words: str, tables: Sequence[Row], *, named_year: boo
     speaks of the line, not of a change in it ("change_in_inventory" is no inventory row's figure), in columns of
     one year (the name's year where it gives one and ``named_year``), and the rows that name only that line agree
     on that year's figure — that figure (signed as the model signed its copy) and where it is read. ``label``: the
-    label of the rows the figure must be copied from (those of a formula's other figures). None otherwise: the
-    model's figure stands."""
+    label of the rows the figure must be copied from (those of a formula's other figures); ``places``: where the
+    tables write the figure (:func:`_places`). None otherwise: the model's figure stands."""
     from ..text.ledger import lines_named
 
     lines = lines_named(words)
     if _DIFFERENCE.search(words.replace("_", " ")):  # "change_in_inventory" is no inventory row's figure
         return None
-    places = _places(figure, tables)
     if label is not None:
         places = [p for p in places if p[0].cells[0] == label]
     own = _content_words(words)
