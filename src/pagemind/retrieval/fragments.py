@@ -56,18 +56,24 @@ class Fragment:
 TABLE_HEAD_ROWS = 2  # a window does not end between a Markdown table's header and its first rows
 
 
-def table_heads(text: str) -> list[tuple[int, int]]:
-    """Word ranges ``(first, past)`` a window should not end inside: each Markdown table's caption line ("Table 3:
-    ..."), header, separator and first :data:`TABLE_HEAD_ROWS` rows, as word offsets into ``text.split()``."""
-    heads: list[tuple[int, int]] = []
-    if "| --- |" not in text:
-        return heads
+def _lines(text: str) -> tuple[list[str], list[int]]:
+    """The text's lines, and the word offset (into ``text.split()``) each starts at, then the words' count."""
     lines = text.split("\n")
     offsets, word = [], 0
     for line in lines:
         offsets.append(word)
         word += len(line.split())
     offsets.append(word)
+    return lines, offsets
+
+
+def table_heads(text: str) -> list[tuple[int, int]]:
+    """Word ranges ``(first, past)`` a window should not end inside: each Markdown table's caption line ("Table 3:
+    ..."), header, separator and first :data:`TABLE_HEAD_ROWS` rows, as word offsets into ``text.split()``."""
+    heads: list[tuple[int, int]] = []
+    if "| --- |" not in text:
+        return heads
+    lines, offsets = _lines(text)
     for i, line in enumerate(lines):
         if line.startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("| --- |") and \
                 not (i and lines[i - 1].startswith("|")):
@@ -114,16 +120,13 @@ def carried_head(text: str, at: int) -> str:
     return "\n".join([*title, text[begin:rule_end]]) + "\n"
 
 
-def _row_starts(text: str) -> dict[int, int]:
-    """For each word inside a Markdown table row past its first, the word offset of the row's first word."""
-    out: dict[int, int] = {}
-    word = 0
-    for line in text.split("\n"):
-        n = len(line.split())
-        if line.startswith("|"):
-            out.update((w, word) for w in range(word + 1, word + n))
-        word += n
-    return out
+def _row_start(lines: Sequence[str], offsets: Sequence[int], word: int) -> int:
+    """The word offset of the Markdown table row ``word`` lies inside (past its first word); ``word`` itself
+    elsewhere (:func:`_lines`' lines and offsets)."""
+    import bisect
+
+    i = bisect.bisect_right(offsets, word) - 1  # the line holding it (the last of those starting there)
+    return offsets[i] if 0 <= i < len(lines) and lines[i].startswith("|") and offsets[i] < word else word
 
 
 def _windows(text: str, bounds: Iterable[tuple[int, int]], lo: int = 0,
@@ -151,14 +154,15 @@ def split_words(text: str, size: int = 500, source: str = "") -> list[Fragment]:
         raise ConfigError("fragment size must be at least 1 word")
     count = len(text.split())
     heads = table_heads(text)
-    rows = _row_starts(text)
+    lines, offsets = _lines(text)
     bounds: list[tuple[int, int]] = []
     start = 0
     while start < count:
         end = min(start + size, count)
         end = next((first for first, past in heads if start < first < end < past), end)
-        if end < count and rows.get(end, end) > start:  # never inside a table's row: before it
-            end = rows.get(end, end)
+        row = _row_start(lines, offsets, end) if end < count else end
+        if row > start:  # never inside a table's row: before it
+            end = row
         # a window that starts on a table's caption or header holds them and its first rows whole
         end = next((past for first, past in heads if first <= start < past and end < past), end)
         bounds.append((start, end))
