@@ -387,6 +387,56 @@ def test_the_shipped_models_give_a_multiple_choice_or_free_answer_its_confidence
         numeric.support.confidence
 
 
+def test_abstention_by_a_stated_precision_withholds_below_the_fitted_threshold(monkeypatch):
+    """Issue 51: ``abstain_precision`` withholds an answer whose fitted confidence is below the threshold under which
+    that share of labelled answers were wrong (shipped beside each model), says why, and is what an evaluation counts
+    as would-abstain; a kind without a model keeps the support rule (recorded), a precision no threshold reached
+    withholds nothing on the confidence."""
+    from pagemind.answering import calibration
+
+    model = calibration.Fitted("free", ("claim_min",), (1.0,), -2.0, (0.5,), (0.25,), 100, "test",
+                               below=((0.8, 0.3), (0.9, 0.6)))
+    assert model.threshold(0.8) == 0.3 and model.threshold(0.85) == 0.6 and model.threshold(0.96) is None
+    assert calibration.Fitted.from_dict(model.as_dict()) == model
+    with pytest.raises(ValueError):
+        calibration.Fitted.from_dict({**model.as_dict(), "abstain_below": [[1.5, 0.2]]})
+    monkeypatch.setattr(calibration, "fitted", lambda: {"free": model})
+    supported = "Tam Ruddock skippered the Margery Dell."
+    kept, _ = ask(supported, "Who skippered the supply boat?", abstain_precision=0.8)
+    assert kept.support.label == "supported" and not kept.abstained and not kept.would_abstain
+    assert kept.calibrated is not None and kept.calibrated > 0.3
+    held, _ = ask(supported, "Who skippered the supply boat?", abstain_precision=0.9)  # threshold 0.6: withheld
+    assert held.abstained and held.would_abstain and held.draft == supported
+    assert held.text.startswith("The document does not say (confidence ") and "below 0.60" in held.text
+    assert "at least 90% of those below it were wrong" in held.text
+    invented = "Captain Morgan skippered the Margery Dell."  # unsupported, yet above a threshold no one reached
+    none, _ = ask(invented, "Who skippered the supply boat?", abstain_precision=0.99)
+    assert none.support.label != "supported" and not none.abstained and not none.would_abstain
+    declining, _ = ask("The text does not say.", "Who skippered the supply boat?", abstain_precision=0.99)
+    assert declining.abstained  # a reply that declines is withheld whatever the confidence
+    ruled, _ = ask(invented, "Who skippered the supply boat?")  # no precision asked: the support rule
+    assert ruled.support.label == "unsupported" and ruled.abstained and ruled.would_abstain
+    numeric, _ = ask("Mr. Pellow climbed 900 steps.", "How many steps did Mr. Pellow climb?", abstain_precision=0.9)
+    assert numeric.calibrated is None and numeric.abstained  # no numeric model: the support rule, said so
+    assert any(f.startswith("abstain_precision: no fitted confidence for numeric answers") for f in numeric.fallbacks)
+    off, _ = ask(supported, "Who skippered the supply boat?", abstain_precision=0.9, abstain="off")
+    assert not off.abstained and off.would_abstain  # shown, and counted as what abstain=on would withhold
+
+
+def test_the_shipped_models_carry_their_abstention_thresholds():
+    """calibrate.py --write records, beside each shipped model, the thresholds its held-out answers gave for the
+    abstention precisions it reached: higher precision, lower threshold."""
+    from pagemind.answering import calibration
+
+    for model in calibration.fitted().values():
+        assert model.below, model.kind
+        targets = [t for t, _ in model.below]
+        at = [model.threshold(t) for t in targets]
+        assert targets == sorted(targets) and at == sorted(at, reverse=True), model.below
+    assert calibration.fitted()["free"].threshold(0.9) is not None  # a free answer can be withheld at 90%
+    assert calibration.fitted()["choice"].threshold(0.9) is None  # no multiple-choice threshold got there
+
+
 def test_a_yes_or_no_answer_is_cited_and_judged_by_the_question_it_answers():
     """Issue 47's filings: "Yes." to "Has MGM Resorts paid dividends to common shareholders in FY2022?" was cited
     nowhere and judged unsupported (0.0) though right: a verdict has no words of its own, so the sentences that hold

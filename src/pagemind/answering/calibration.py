@@ -36,6 +36,15 @@ class Fitted:
     scale: tuple[float, ...]
     n: int  # the labelled answers it was fitted on
     source: str = ""  # which runs (datasets, model) it was fitted on
+    # (share wrong, threshold) read off the held-out answers: below the threshold at least that share were wrong
+    below: tuple[tuple[float, float], ...] = ()
+
+    def threshold(self, precision: float) -> float | None:
+        """The confidence below which an answer is withheld for an abstention ``precision`` (the share of withheld
+        answers that were wrong on held-out documents): the threshold measured for the least target at or above
+        it; None when no threshold reached it (nothing is withheld on the confidence)."""
+        reached = [(target, at) for target, at in self.below if target >= precision - 1e-9]
+        return min(reached)[1] if reached else None
 
     def probability(self, signals: Mapping[str, float]) -> float:
         """``P(right)`` of an answer's ``signals``. A signal the answer lacks (its ``has_*`` flag 0: no
@@ -56,7 +65,8 @@ class Fitted:
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "names": list(self.names), "weights": [round(w, 6) for w in self.weights],
                 "bias": round(self.bias, 6), "mean": [round(m, 6) for m in self.mean],
-                "scale": [round(s, 6) for s in self.scale], "n": self.n, "source": self.source}
+                "scale": [round(s, 6) for s in self.scale], "n": self.n, "source": self.source,
+                "abstain_below": [[round(t, 4), round(b, 4)] for t, b in self.below]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Fitted:
@@ -67,8 +77,11 @@ class Fitted:
         columns = [tuple(float(x) for x in data[k]) for k in ("weights", "mean", "scale")]
         if any(len(c) != len(names) for c in columns):
             raise ValueError("weights, mean and scale must name every signal")
+        below = tuple(sorted((float(t), float(b)) for t, b in data.get("abstain_below", ())))
+        if any(not 0 < t < 1 or not 0 <= b <= 1 for t, b in below):
+            raise ValueError("abstain_below pairs a share wrong in (0, 1) with a threshold in [0, 1]")
         return cls(kind, names, columns[0], float(data["bias"]), columns[1], columns[2], int(data["n"]),
-                   str(data.get("source", "")))
+                   str(data.get("source", "")), below)
 
 
 def fit(rows: Sequence[Mapping[str, float]], right: Sequence[bool], names: Sequence[str], kind: Kind,

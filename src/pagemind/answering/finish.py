@@ -85,18 +85,31 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
         details=reading.details, citations=citations, finish_reason=context.finish_reason, support=support,
         probability=context.probability,
     )
-    if support is not None:  # a fitted confidence where one is shipped for the answer's kind
-        from .calibration import fitted
-        from .signals import kind_of, signals
-
-        model = fitted().get(kind_of(answer))
-        if model is not None:
-            answer.calibrated = round(model.probability(signals(answer)), 4)
+    if support is None:
+        return answer
+    from .calibration import fitted
+    from .signals import kind_of, signals
     from .support import abstains, abstention
 
-    if support is not None and abstains(options.abstain, question.is_choice, support):
+    kind = kind_of(answer)
+    model = fitted().get(kind)  # a fitted confidence where one is shipped for the answer's kind
+    if model is not None:
+        answer.calibrated = round(model.probability(signals(answer)), 4)
+    below, because = None, ""
+    if options.abstain_precision is not None:  # withheld by the fitted confidence, for a stated precision
+        if model is None:
+            answer.fallbacks.append(f"abstain_precision: no fitted confidence for {kind} answers; withheld where "
+                                    "the support check finds the answer unsupported")
+        else:
+            at = model.threshold(options.abstain_precision)
+            below = 0.0 if at is None else at  # no threshold reached the precision: none withheld on confidence
+            if answer.calibrated is not None and answer.calibrated < below:
+                because = (f"confidence {answer.calibrated:.2f}, below {below:.2f}: on labelled answers at least "
+                           f"{options.abstain_precision:.0%} of those below it were wrong")
+    answer.would_abstain = abstains("on", False, support, below, answer.calibrated)
+    if abstains(options.abstain, question.is_choice, support, below, answer.calibrated):
         answer.draft, answer.abstained = answer.text, True
-        answer.text, answer.choice = abstention(support, citations), None
+        answer.text, answer.choice = abstention(support, citations, because), None
     return answer
 
 

@@ -44,6 +44,12 @@ class AnswerOptions(Options):
         "auto", "reply \"The document does not say ...\" with what was closest (the model's answer kept as the "
                 "draft) when the answer is not supported by what was read: auto does so for free-form questions "
                 "(not multiple choice, nor the papers' evaluation protocols), on for every question, off never")
+    abstain_precision: float | None = option(
+        None, "abstain by the fitted confidence instead of the support label: withhold an answer whose confidence is "
+              "below the threshold under which at least this share of labelled answers (held out) were wrong, e.g. "
+              "0.9; answers of a kind without a fitted model keep the support rule, and where no threshold reached "
+              "the share only a reply that says the text does not hold the answer is withheld",
+        above=0, below=1)
     constrained: bool = option(True, "enforce reply formats with a grammar where the backend can",
                                flag="--constrained/--unconstrained")
     max_retries: int = option(2, "re-asks after an unparsable reply, per decision", minimum=0, maximum=MAX_RETRIES)

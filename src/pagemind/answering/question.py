@@ -118,6 +118,7 @@ class Answer:
     support: Support | None = None  # how well the citations support it (pagemind.answering.support); None: not judged
     abstained: bool = False  # ``text`` says the document does not say; the model's own answer is ``draft``
     draft: str | None = None  # the model's answer when it abstained
+    would_abstain: bool = False  # withheld under abstain="on" (what an evaluation counts, whatever the mode)
     probability: AnswerProbability = NONE  # how probable the model found its answer (basis none: not returned)
     calibrated: float | None = None  # the fitted probability that it is right (answering.calibration), if shipped
     computation: Computation | None = None  # the working of a computed figure (answering.compute), if worked out

@@ -706,9 +706,12 @@ def _similarities(embedder: Any, claims: list[str], quotes: Sequence[str], quest
 
 
 # --- abstention --------------------------------------------------------------------------------------------
-def abstention(support: Support, citations: Sequence[Citation]) -> str:
-    """The reply of an answer that abstains: the document does not say, why, and what was closest."""
-    if support.declined or not citations:
+def abstention(support: Support, citations: Sequence[Citation], because: str = "") -> str:
+    """The reply of an answer that abstains: the document does not say, why (``because``, else the support's
+    reason), and what was closest."""
+    if because:
+        why = f" ({because})"
+    elif support.declined or not citations:
         why = ""
     elif support.unfounded:
         why = f" ({', '.join(support.unfounded)} is nowhere in what was read)" if len(support.unfounded) == 1 else \
@@ -723,11 +726,19 @@ def abstention(support: Support, citations: Sequence[Citation]) -> str:
     return f"The document does not say{why}.{closest}"
 
 
-def abstains(mode: str, is_choice: bool, support: Support) -> bool:
-    """Whether an answer with ``support`` abstains under ``mode`` (auto: free-form answers only)."""
+def abstains(mode: str, is_choice: bool, support: Support, below: float | None = None,
+             confidence: float | None = None) -> bool:
+    """Whether an answer with ``support`` abstains under ``mode`` (auto: free-form answers only): where the model
+    said the text does not hold it, and else where its support is unsupported — or, given ``below`` (the fitted
+    threshold of an abstention precision: :meth:`~pagemind.answering.calibration.Fitted.threshold`), where its fitted
+    ``confidence`` is under it."""
     if mode == "off" or (mode == "auto" and is_choice):
         return False
-    return support.declined or support.label == "unsupported"
+    if support.declined:
+        return True
+    if below is not None and confidence is not None:
+        return confidence < below
+    return support.label == "unsupported"
 
 
 __all__ = ["LABELS", "PARTIAL", "SUPPORTED", "Claim", "Support", "Verdict", "abstains", "abstention", "assess",

@@ -131,6 +131,8 @@ class MemGPTEval:
                                                             options=options)
 
     def answer_example(self, example: Example) -> Answer:
+        from ..answering.support import abstains
+
         opts = self.agent_options(example)
         agent = self._agent(example, opts)
         try:
@@ -151,6 +153,7 @@ class MemGPTEval:
             choice=choice, trace=turn.trace, fallbacks=fallbacks,
             citations=list(getattr(turn, "citations", None) or []),  # the passages and messages the agent used
             support=turn.support,  # its reply against what its searches returned (None: it searched nothing)
+            would_abstain=turn.support is not None and abstains("on", False, turn.support),
             details={"valid_action_rate": round(turn.valid_action_rate, 4), "steps": len(turn.steps),
                      "valid_actions": turn.valid_actions, "stop_reason": turn.stop_reason,
                      "functions": [s.function for s in turn.steps], "evictions": turn.evictions,

@@ -379,7 +379,7 @@ class Runner:
         if answer.support is not None:  # the draft is what is scored when the answer abstained
             out.update(support=answer.support.label, confidence=answer.confidence,
                        abstained=answer.abstained or answer.support.declined,
-                       would_abstain=answer.support.declined or answer.support.label == "unsupported",
+                       would_abstain=answer.would_abstain,
                        kind=kind_of(answer), signals=signals(answer))  # what a fitted confidence reads
             if answer.support.verdict is not None:
                 out["verdict"] = answer.support.verdict.label
