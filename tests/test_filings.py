@@ -8,7 +8,7 @@ import pytest
 from helpers import make_pdf
 from pagemind import Pagemind, ScriptedLLM
 from pagemind.text import load_document
-from pagemind.text.tables import cells, tables_as_rows
+from pagemind.text.tables import cells, table_top, tables_as_rows
 
 pytest.importorskip("pypdfium2", reason="needs the formats extra")
 
@@ -413,3 +413,28 @@ def test_a_text_layer_of_glyphs_without_letters_reads_as_garbled():
     assert not garbled("Revenue $ 39,403 $ 39,528 $ 40,339\nRestructuring charges — 3 —\nCharges 39 198 5\n" * 8)
     assert garbled(" ".join("I n t r o d u c t i o n t o t h e l e c t u r e".split() * 4))
     assert garbled("\ue001\ue002\ue003 \ue004\ue005 " * 40)
+
+
+def test_one_walk_finds_a_tables_first_row_and_title_for_a_passage_and_for_the_support_check():
+    """The head a passage carries and the title a cited row is judged with come from one walk up the table
+    (text.tables.table_top), each caller with its limits: the title lines stop at a blank line or another table."""
+    from pagemind.answering.support import _table_head
+    from pagemind.retrieval.fragments import carried_head
+
+    text = ("Notes.\n\n| a | 1 |\n\nCONSOLIDATED STATEMENTS OF CASH FLOWS\nACME, INC.\n(in millions)\n"
+            "| Year | 2020 | 2019 |\n| --- | --- | --- |\n| Capex | (1,577) | (1,373) |\n| Net | 5 | 6 |\n")
+    net = text.index("| Net")
+    top = table_top(text, net + 4, lines=4)
+    assert top is not None and top.start == text.index("| Year") and top.above == 3
+    assert top.title == ("CONSOLIDATED STATEMENTS OF CASH FLOWS", "ACME, INC.", "(in millions)")
+    assert top.first_row(text) == "| Year | 2020 | 2019 |"
+    assert table_top(text, net, lines=1).title == ("(in millions)",)  # the nearest lines first
+    assert table_top(text, net, lines=4, rows=2) is None  # too far down to know the first row
+    assert table_top(text, text.index("Notes"), lines=4) is None and table_top("| a | b |", 0, lines=4) is None
+    assert table_top(text, text.index("| a |"), lines=4).title == ()  # a blank line ends the title
+    assert carried_head(text, net) == ("ACME, INC.\n(in millions)\n| Year | 2020 | 2019 |\n"
+                                       "| --- | --- | --- |\n")
+    assert carried_head(text, text.index("| Capex")).endswith("| --- | --- | --- |\n")  # the first body row too
+    assert carried_head(text, text.index("| ---")) == ""  # none for a window starting on the rule itself
+    assert _table_head(text, net + 2) == ("CONSOLIDATED STATEMENTS OF CASH FLOWS\nACME, INC.\n(in millions)\n"
+                                          "| Year | 2020 | 2019 |\n")

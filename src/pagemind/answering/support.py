@@ -348,29 +348,12 @@ def _table_head(text: str, at: int) -> str:
     """The title lines of the Markdown table whose row holds ``at`` (up to :data:`_TITLE_LINES` lines right above it:
     "Consolidated Statements of Cash Flows", "GENERAL MILLS, INC. AND SUBSIDIARIES", "(In Millions)") with its
     header row, and a newline; "" outside a table. A statement's row never names its company: its title does."""
-    start = text.rfind("\n", 0, at) + 1
-    if "\n" not in text or not (text[start:at + 1].lstrip().startswith("|") or text.startswith("|", at)):
-        return ""  # not a row; or a text of no lines (words joined by spaces), where no row can be told
-    rows: list[str] = []  # the table's rows above, then its title lines: one walk upwards, a line at a time
-    title: list[str] = []
-    end = start - 1
-    while end > 0 and len(title) < _TITLE_LINES:
-        begin = text.rfind("\n", 0, end) + 1
-        line = text[begin:end]
-        if line.lstrip().startswith("|"):
-            if title:
-                break  # another table above the title
-            rows.append(line)
-            if len(rows) >= _TABLE_ROWS:
-                return ""  # so far down a long table that its first row is not known
-        elif line.strip():
-            title.insert(0, line[:_TITLE_CHARS])
-        else:
-            break
-        end = begin - 1
-    stop = text.find("\n", start)
-    first = rows[-1] if rows else text[start:stop if stop >= 0 else len(text)]
-    return "\n".join([*title, first[:_TITLE_CHARS]]) + "\n"
+    from ..text.tables import table_top
+
+    top = table_top(text, at, lines=_TITLE_LINES, rows=_TABLE_ROWS)
+    if top is None:
+        return ""  # not a row; a text of no lines; or so far down a long table that its first row is not known
+    return "\n".join([*(line[:_TITLE_CHARS] for line in top.title), top.first_row(text)[:_TITLE_CHARS]]) + "\n"
 
 
 @lru_cache(maxsize=16)

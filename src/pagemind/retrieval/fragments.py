@@ -95,29 +95,23 @@ def carried_head(text: str, at: int) -> str:
     :data:`HEAD_LINES` short lines right above it), header row and rule, each on its line, and a newline — so the
     window's rows keep their columns' periods ("| Total net sales | 107,006 | 135,987 |" under "| Year Ended
     December 31, | 2015 | 2016 | 2017 |"); "" where ``at`` is not on a row below a table's header."""
-    begin = text.rfind("\n", 0, at) + 1
-    if not text.startswith("|", begin):
+    from ..text.tables import table_top
+
+    if not text.startswith("|", text.rfind("\n", 0, at) + 1):
         return ""
-    rows = 0
-    while begin > 0 and rows < _HEAD_WALK:  # up the table's rows to its first
-        above = text.rfind("\n", 0, begin - 1) + 1
-        if not text.startswith("|", above):
-            break
-        begin, rows = above, rows + 1
-    end = text.find("\n", begin)
+    top = table_top(text, at, lines=HEAD_LINES, rows=_HEAD_WALK)
+    if top is None:
+        return ""
+    end = text.find("\n", top.start)
     rule_end = text.find("\n", end + 1) if end >= 0 else -1
-    if rows < 2 or end < 0 or not text.startswith("| --- |", end + 1) or rule_end < 0 or rule_end >= at:
+    if top.above < 2 or end < 0 or not text.startswith("| --- |", end + 1) or rule_end < 0 or rule_end >= at:
         return ""  # no header and rule above the window's first row (or the window starts on them)
     title: list[str] = []
-    stop = begin - 1
-    while stop > 0 and len(title) < HEAD_LINES:
-        start = text.rfind("\n", 0, stop) + 1
-        line = text[start:stop].strip()
-        if not line or len(line) > HEAD_CHARS or line.startswith("|"):
+    for line in reversed(top.title):  # the nearest first, up to a long one
+        if len(line.strip()) > HEAD_CHARS:
             break
-        title.insert(0, line)
-        stop = start - 1
-    return "\n".join([*title, text[begin:rule_end]]) + "\n"
+        title.insert(0, line.strip())
+    return "\n".join([*title, text[top.start:rule_end]]) + "\n"
 
 
 def _row_start(lines: Sequence[str], offsets: Sequence[int], word: int) -> int:

@@ -213,6 +213,56 @@ class Row:
         return periods_named(self.header[k]) if k < len(self.header) else set()
 
 
+@dataclass(frozen=True)
+class Top:
+    """Where the Markdown table holding a row begins: its first row's offset, the rows between, the lines above."""
+
+    start: int  # where the table's first row (its header, when it has one) begins
+    above: int  # rows above the row the walk started on
+    title: tuple[str, ...]  # the lines right above the first row, in order (none blank, none a row)
+
+    def first_row(self, text: str) -> str:
+        end = text.find("\n", self.start)
+        return text[self.start:end if end >= 0 else len(text)]
+
+
+def _is_row(line: str) -> bool:
+    return line.lstrip().startswith("|")
+
+
+def table_top(text: str, at: int, *, lines: int, rows: int = 400) -> Top | None:
+    """The top of the Markdown table whose row holds offset ``at`` of ``text``: up its rows to the first, then up to
+    ``lines`` lines right above that (a statement's title, company and units lines) — stopping at a blank line or
+    another table's row. None where ``at`` is on no row, in a text of no lines (words joined by spaces: no row can be
+    told), or more than ``rows`` rows down a table (its first row is not known). One walk, read by the head a
+    passage carries (:func:`pagemind.retrieval.fragments.carried_head`) and the title a cited row is judged with
+    (:mod:`pagemind.answering.support`), each with its own limits."""
+    if "\n" not in text:
+        return None
+    begin = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", begin)
+    if not _is_row(text[begin:end if end >= 0 else len(text)]):
+        return None
+    above = 0
+    while begin > 0:
+        up = text.rfind("\n", 0, begin - 1) + 1
+        if not _is_row(text[up:begin - 1]):
+            break
+        begin, above = up, above + 1
+        if above >= rows:
+            return None
+    title: list[str] = []
+    stop = begin - 1
+    while stop > 0 and len(title) < lines:
+        start = text.rfind("\n", 0, stop) + 1
+        line = text[start:stop]
+        if not line.strip() or _is_row(line):
+            break
+        title.insert(0, line)
+        stop = start - 1
+    return Top(begin, above, tuple(title))
+
+
 def table_rows(text: str) -> Iterator[Row]:
     """The body rows of every Markdown table in ``text`` (a run of lines starting with "|"), each with its header
     row; the "| --- |" rule is no row. A table cut above its header (a passage starting mid-table) has its first
@@ -229,4 +279,4 @@ def table_rows(text: str) -> Iterator[Row]:
             yield Row(header, row)
 
 
-__all__ = ["Row", "cells", "numeric_rows", "periods_named", "table_rows", "tables_as_rows"]
+__all__ = ["Row", "Top", "cells", "numeric_rows", "periods_named", "table_rows", "table_top", "tables_as_rows"]
