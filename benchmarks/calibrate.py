@@ -58,7 +58,7 @@ def thresholds(confidence: list[float], right: list[bool]) -> dict:
     """The confidence thresholds a user would set, read off held-out answers: keep only answers at or above
     ``keep_at_80``/``keep_at_90`` and that many of them were right; abstain below ``abstain_at_90_wrong`` and at
     least 90% of those were wrong (None where no threshold gets there)."""
-    from pagemind.eval.report import threshold_at_precision
+    from pagemind.eval.report import abstain_below, threshold_at_precision
 
     out: dict = {}
     for target in (0.8, 0.9):
@@ -70,39 +70,26 @@ def thresholds(confidence: list[float], right: list[bool]) -> dict:
 
 
 TARGETS = (0.6, 0.7, 0.8, 0.9, 0.95)  # abstention precisions a shipped model records a threshold for
-LEAST = 5  # answers below a threshold before it counts
 
 
-def abstain_below(confidence: list[float], right: list[bool], target: float) -> float | None:
-    """The highest confidence under which at least ``target`` of the answers (and at least :data:`LEAST` of them)
-    were wrong: withholding those is right that often. None where no threshold gets there."""
-    wrong_at, misses = None, 0
-    rising = sorted(zip(confidence, right), key=lambda x: x[0])
-    for n, (p, ok) in enumerate(rising, 1):
-        misses += not ok
-        if misses >= target * n and n >= LEAST and (n == len(rising) or rising[n][0] != p):
-            wrong_at = rising[n][0] if n < len(rising) else 1.0
-    return wrong_at
+def withheld(confidence: list[float], right: list[bool], cut: float) -> dict | None:
+    """Abstention below ``cut``: the share of answers withheld, the share of those that were wrong (the abstention's
+    precision), the share of wrong answers caught and of right answers lost (None where nothing is below)."""
+    held = [ok for p, ok in zip(confidence, right) if p < cut]
+    if not held:
+        return None
+    wrong, wrong_total, right_total = sum(not ok for ok in held), sum(not r for r in right), sum(right)
+    return {"below": round(cut, 4), "withheld": round(len(held) / len(right), 3),
+            "wrong_share": round(wrong / len(held), 3),
+            "wrong_caught": round(wrong / wrong_total, 3) if wrong_total else None,
+            "right_lost": round((len(held) - wrong) / right_total, 3) if right_total else None}
 
 
 def curve(confidence: list[float], right: list[bool], steps: int = 10) -> list[dict]:
-    """Abstention by the confidence at thresholds spread over its values (quantiles): the share of answers
-    withheld, the share of those that were wrong (the abstention's precision), the share of wrong answers caught
-    and of right answers lost."""
+    """:func:`withheld` at thresholds spread over the confidence's values (quantiles)."""
     values = sorted(set(confidence))
     cuts = sorted({values[min(len(values) - 1, round(k * (len(values) - 1) / steps))] for k in range(1, steps + 1)})
-    wrong_total, right_total = sum(not r for r in right), sum(right)
-    out = []
-    for cut in cuts:
-        held = [ok for p, ok in zip(confidence, right) if p < cut]
-        if not held:
-            continue
-        wrong = sum(not ok for ok in held)
-        out.append({"below": round(cut, 3), "withheld": round(len(held) / len(right), 3),
-                    "wrong_share": round(wrong / len(held), 3),
-                    "wrong_caught": round(wrong / wrong_total, 3) if wrong_total else None,
-                    "right_lost": round((len(held) - wrong) / right_total, 3) if right_total else None})
-    return out
+    return [w for w in (withheld(confidence, right, cut) for cut in cuts) if w is not None]
 
 
 def measures(confidence: list[float], right: list[bool]) -> dict:
@@ -189,13 +176,17 @@ def main() -> None:
             and ece < hand_ece
         entry["shipped"] = bool(args.write and len(mine) >= args.min and folds >= 2 and (better or calibrates))
         entry["ships"] = "fitted" if better else "recalibrated" if calibrates else "hand_set"
-        shipped_held = held if better else rescaled  # the shipped model's held-out probabilities
+        from pagemind.eval.report import abstain_below
+
+        shipped_held = held if better else rescaled if calibrates else hand  # what ships, held out
         entry["abstain_below"] = {str(t): abstain_below(shipped_held, right, t) for t in TARGETS}
+        entry["abstain_at"] = {t: withheld(shipped_held, right, b) for t, b in entry["abstain_below"].items()
+                               if b is not None}
         entry["curve"] = curve(shipped_held, right)
         if entry["shipped"]:
             whole = fit([r["signals"] for r in mine], right, names, kind, source=source) if better else rescale
             assert whole is not None  # shipped without a better model: the recalibration that calibrates
-            below = tuple((t, round(b, 4)) for t, b in ((t, abstain_below(shipped_held, right, t)) for t in TARGETS)
+            below = tuple((t, b) for t, b in ((t, abstain_below(shipped_held, right, t)) for t in TARGETS)
                           if b is not None)
             whole = replace(whole, below=below)
             models.append(whole.as_dict())

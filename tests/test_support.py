@@ -423,6 +423,38 @@ def test_abstention_by_a_stated_precision_withholds_below_the_fitted_threshold(m
     assert not off.abstained and off.would_abstain  # shown, and counted as what abstain=on would withhold
 
 
+def test_an_abstention_threshold_withholds_a_set_that_wrong_that_often_and_no_answer_likely_right():
+    """The threshold for an abstention precision: the highest cut between two answers' values under which at least
+    that share (and at least five answers, never all) were wrong, and no higher than 1 - precision — so it never
+    withholds an answer its own calibrated confidence calls likely right (a review found 0.83 shipped for 60%)."""
+    from pagemind.eval.report import abstain_below
+
+    confidence = [0.02, 0.03, 0.05, 0.06, 0.08, 0.3, 0.5, 0.8, 0.85, 0.9]
+    right = [False, False, False, False, True, False, True, True, True, False]
+    at = abstain_below(confidence, right, 0.8)  # the five lowest: 4 of 5 wrong; 0.19 is the midpoint to 0.3
+    assert at == 0.19 and sum(c < at for c in confidence) == 5
+    assert abstain_below(confidence, right, 0.6) == 0.4  # 5 of 6 wrong below 0.4 (= 1 - 0.6)
+    assert abstain_below(confidence, right, 0.65) == 0.19  # 5 of 6, but 0.4 is above 1 - 0.65: a likely right kept
+    assert abstain_below(confidence, right, 0.95) is None  # no five answers 95% wrong
+    assert abstain_below([0.1] * 6 + [0.2], [False] * 7, 0.8) == 0.15  # never all the answers
+    assert abstain_below([0.1] * 7, [False] * 7, 0.8) is None  # one value: withholding them all is no threshold
+    tied = [0.01, 0.02, 0.03, 0.04, 0.05, 0.05]
+    assert abstain_below(tied + [0.2], [False] * 5 + [True, True], 0.8) == 0.125  # the tie withheld together
+
+
+def test_an_abstained_answer_is_fitted_as_the_kind_of_its_draft(monkeypatch):
+    """The abstention's own text (its reason's figures, the closest passage's marker) never makes a free answer a
+    figure: the kind is read from what the model said."""
+    from pagemind.answering import calibration
+    from pagemind.answering.signals import kind_of
+
+    model = calibration.Fitted("free", ("claim_min",), (1.0,), -2.0, (0.5,), (0.25,), 100, "test",
+                               below=((0.9, 0.6),))
+    monkeypatch.setattr(calibration, "fitted", lambda: {"free": model})
+    held, _ = ask("Tam Ruddock skippered it.", "Who skippered the boat, and when did it come?", abstain_precision=0.9)
+    assert held.abstained and any(ch.isdigit() for ch in held.text) and kind_of(held) == "free"
+
+
 def test_the_shipped_models_carry_their_abstention_thresholds():
     """calibrate.py --write records, beside each shipped model, the thresholds its held-out answers gave for the
     abstention precisions it reached: higher precision, lower threshold."""
@@ -430,6 +462,7 @@ def test_the_shipped_models_carry_their_abstention_thresholds():
 
     for model in calibration.fitted().values():
         assert model.below, model.kind
+        assert all(at <= 1 - target + 1e-9 for target, at in model.below), model.below
         targets = [t for t, _ in model.below]
         at = [model.threshold(t) for t in targets]
         assert targets == sorted(targets) and at == sorted(at, reverse=True), model.below

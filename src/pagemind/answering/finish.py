@@ -103,9 +103,10 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
         else:
             at = model.threshold(options.abstain_precision)
             below = 0.0 if at is None else at  # no threshold reached the precision: none withheld on confidence
-            if answer.calibrated is not None and answer.calibrated < below:
-                because = (f"confidence {answer.calibrated:.2f}, below {below:.2f}: on labelled answers at least "
-                           f"{options.abstain_precision:.0%} of those below it were wrong")
+            if answer.calibrated is not None and answer.calibrated < below and not support.declined:
+                digits = 2 if f"{answer.calibrated:.2f}" != f"{below:.2f}" else 4
+                because = (f"confidence {answer.calibrated:.{digits}f}, below {below:.{digits}f}: on labelled "
+                           f"answers at least {options.abstain_precision:.0%} of those below it were wrong")
     answer.would_abstain = abstains("on", False, support, below, answer.calibrated)
     if abstains(options.abstain, question.is_choice, support, below, answer.calibrated):
         answer.draft, answer.abstained = answer.text, True

@@ -52,7 +52,8 @@ def kind_of(answer: Answer) -> Kind:
     """Which fitted model reads the answer: multiple choice, a figure asked and given, or free form."""
     if answer.question.is_choice:
         return "choice"
-    if _ASKS_FIGURE.search(answer.question.text) and _FIGURE.search(answer.text or ""):
+    said = answer.draft if answer.abstained and answer.draft is not None else answer.text  # the model's, not ours
+    if _ASKS_FIGURE.search(answer.question.text) and _FIGURE.search(said or ""):
         return "numeric"
     return "free"
 

@@ -144,6 +144,9 @@ class MemGPTEval:
         read = read_choice(text, question) if question.is_choice else None
         choice = read.index if read is not None else None
         fallbacks = [] if turn.messages else [f"the agent sent no message (stopped: {turn.stop_reason})"]
+        if self.options.abstain_precision is not None and turn.support is not None:
+            fallbacks.append("abstain_precision: the agent's replies have no fitted confidence; counted as withheld "
+                             "where the support check finds them unsupported")
         if turn.stop_reason == "last_step":
             fallbacks.append("the agent answered only on its last step, when send_message was the one function left")
         if question.is_choice and turn.messages and choice is None:

@@ -233,6 +233,27 @@ def threshold_at_precision(confidence: list[float], right: list[bool], precision
     return _kept_at(confidence, right, precision)[1]
 
 
+ABSTAIN_LEAST = 5  # answers below an abstention threshold before it counts
+
+
+def abstain_below(confidence: list[float], right: list[bool], target: float) -> float | None:
+    """The confidence below which answers are withheld for an abstention precision ``target``: the highest cut,
+    between two answers' values, under which at least ``target`` of the answers (and at least
+    :data:`ABSTAIN_LEAST`, never all of them) were wrong — and no higher than ``1 - target``, so that each answer it
+    withholds was, by its own calibrated confidence, at least that likely wrong too (a cut that only the many
+    near-certain wrong answers below it carry would withhold answers mostly right). None where no cut gets there."""
+    rising = sorted(zip(confidence, right), key=lambda x: x[0])
+    cut, misses = None, 0
+    for n, (p, ok) in enumerate(rising, 1):
+        misses += not ok
+        if n == len(rising) or rising[n][0] == p:
+            continue  # never all the answers; answers of one confidence withheld or kept together
+        at = round((p + rising[n][0]) / 2, 4)  # between the last withheld and the first kept, as answers are rounded
+        if n >= ABSTAIN_LEAST and misses >= target * n and p < at <= rising[n][0] and at <= 1 - target + 1e-9:
+            cut = at
+    return cut
+
+
 def _kept_at(confidence: list[float], right: list[bool], precision: float) -> tuple[int, float | None]:
     """(how many answers, the most confident first, at least ``precision`` of them right, at most; the least
     confidence among them), answers of one confidence kept or cut together."""
@@ -273,8 +294,9 @@ def _unanswerable(record: dict[str, Any]) -> bool:
 def _trust(s: MethodSummary, ok: list[dict[str, Any]], variants: list[dict[str, Any]], primary: str) -> None:
     """The support metrics (issue 38) over the answers that carry a confidence: AUROC right vs wrong, accuracy at
     80% coverage, wrong and right answers flagged (not labelled supported); with unanswerable variants, abstention
-    recall, precision and false abstentions (an answer abstains when its support says so, whether or not the run
-    had the reply replaced: ``abstain=off`` records what it would have done)."""
+    recall, precision and false abstentions (an answer abstains when ``abstain=on`` would withhold it — its support,
+    or its fitted confidence under ``abstain_precision`` — whether or not the run had the reply replaced:
+    ``abstain=off`` records what it would have done)."""
     judged = [r for r in ok if r.get("confidence") is not None and primary in (r.get("scores") or {})
               and not _unanswerable(r)]
     if judged:
@@ -467,8 +489,9 @@ TRUST_NOTE = (f"Support (pagemind.answering.support): an answer is right when it
               "most confident first, of which 80/90% are right (what a user could act on at that precision); ECE: the "
               f"confidence's expected calibration error as a probability of right ({ECE_BINS} bins; 0 is "
               "calibrated); flagged: answers not labelled supported. With --unanswerable, each question is asked "
-              "again of its document without its evidence (excluded from the headline): abstained = the support "
-              "check says the sources do not hold the answer (whether or not abstain was on).")
+              "again of its document without its evidence (excluded from the headline): abstained = abstain=on would "
+              "withhold the answer (the support check says the sources do not hold it, or with abstain_precision its "
+              "fitted confidence is below that precision's threshold), whether or not abstain was on.")
 
 
 def markdown(summary: dict[str, Any]) -> str:
