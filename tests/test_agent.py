@@ -723,3 +723,22 @@ def test_recall_before_reply_chooses_the_best_matches_within_its_tokens_and_show
     turn = small.say("Which city was lovely in May, Lisbon or Porto?")
     assert 0 < len(turn.recalled) < 22 and turn.warnings == 0
     assert turn.steps[0].prompt_tokens <= small.main_context().warning_tokens
+
+
+def test_the_evaluated_agent_says_its_replies_keep_the_support_rule_under_an_abstention_precision():
+    """The agent's replies carry no fitted confidence: asked for an abstention precision, the evaluation counts them
+    withheld by the support rule (would_abstain), and records that it did."""
+    from pagemind.eval.datasets import Example, Turn
+    from pagemind.eval.memgpt import MemGPTEval
+
+    talk = tuple(Turn("Ann" if i % 2 else "Bo", f"On day {i} we walked by the river and talked about boats.",
+                      time=f"2024-01-{1 + i:02d} 10:00:00") for i in range(6))
+    example = Example(id="x", dataset="locomo", task="qa", question="What did Ann and Bo talk about by the river?",
+                      document_id="d", document="", conversation=talk, meta={"speakers": ["Ann", "Bo"]})
+    for precision in (None, 0.9):
+        fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Zebras from Mars.")]})
+        answer = MemGPTEval(LLM(fake, concurrency=1), Store(":memory:"), recall_first=True, embedder="none",
+                            abstain_precision=precision).answer_example(example)
+        assert answer.support is not None and answer.support.label == "unsupported" and answer.would_abstain
+        said = [f for f in answer.fallbacks if f.startswith("abstain_precision:")]
+        assert said == ([] if precision is None else [said[0]]) and answer.calibrated is None
