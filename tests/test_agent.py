@@ -504,6 +504,29 @@ def test_recall_ranks_by_words_and_meaning_together():
     assert rank_messages("camping stove", ["camping stove for sale", "the stove is hot"], [0.5, 0.5])[0] == 0
 
 
+def test_recall_reads_a_message_beside_its_neighbours_in_the_exchange():
+    """Issue 50: the answer is often the reply beside the message the question's words find ("I play shooting guard"
+    after "I signed with the Wolves"); a match the same day, next in order, adds half its matching neighbour's
+    score — not across days; a message with nothing of the query still does not match; an agent's recall search
+    ranks so."""
+    from pagemind.agent.functions import NEIGHBOUR_SHARE, rank_messages
+
+    texts = ["I signed with the Wolves today!", "I play shooting guard, from next week.", "I play chess on Sundays.",
+             "Lunch was good."]
+    question = "What does John play for the Wolves?"
+    assert rank_messages(question, texts) == [0, 2, 1]  # "play" alone: the shorter message first
+    assert rank_messages(question, texts, together=[False, True, False, True]) == [0, 1, 2]
+    assert rank_messages(question, texts, together=[False, False, False, True]) == [0, 2, 1]
+    assert 0 < NEIGHBOUR_SHARE < 1
+    agent, _ = make()
+    agent.import_messages([("user", "I signed with the Wolves today!", "2024-01-01 10:00:00"),
+                           ("user", "I play shooting guard, from next week.", "2024-01-01 10:01:00"),
+                           ("user", "Lunch was good.", "2024-01-01 10:02:00"),
+                           ("user", "I play chess on Sundays.", "2024-01-02 10:00:00")])
+    found = [e.describe() for e in agent.tools.recall_events(question, 0)[1]]
+    assert len(found) == 3 and "Wolves" in found[0] and "shooting guard" in found[1] and "chess" in found[2]
+
+
 def test_an_agent_with_the_encoder_finds_a_paraphrase_in_recall():
     agent, _ = make(embedder="minilm")
     agent.import_messages([("user", "My cat knocked over a vase today", "2024-01-01 10:00:00"),
