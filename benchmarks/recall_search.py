@@ -1,7 +1,7 @@
 """(u) The agent's recall search on LoCoMo: how often the first page of ``conversation_search`` holds a question's
 evidence turn, ranked by BM25 alone (the last stop's ranking), MiniLM alone, both fused by reciprocal rank, and
-both min-max normalised and summed, and that with each match read beside its neighbours in the exchange (the same
-day, next in order: the agent's ranking now, ``pagemind.agent.functions.rank_messages``); at the first page (5
+both min-max normalised and summed, and that with each match read beside its neighbours in the exchange (next in
+order, said within the hour: the agent's ranking now, ``pagemind.agent.functions.rank_messages``); at the first page (5
 messages) and at 12 (about what recall before reply shows in its 400 tokens).
 
 The query is the question itself (the agent searches with words of its own, often fewer): a figure of the ranking,
@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from common import DATA, write_result
-from pagemind.agent.functions import rank_messages
+from pagemind.agent.functions import in_exchange, rank_messages
 from pagemind.eval.sets import load_dataset
 from pagemind.retrieval.embed import fragment_vectors, load_embedder
 from pagemind.retrieval.scorers import rrf
@@ -42,8 +42,7 @@ def main() -> None:
             turns = [t for t in e.conversation if t.text]
             texts = [t.text for t in turns]
             wheres = [t.where for t in turns]
-            days = [str(t.time)[:10] for t in turns]
-            together = [i > 0 and days[i] == days[i - 1] for i in range(len(turns))]
+            together = in_exchange([str(t.time) for t in turns])
             by_doc[e.document_id] = (texts, wheres, together, fragment_vectors(encoder.embed(texts)))
         texts, wheres, together, vectors = by_doc[e.document_id]
         labels = {s.label for s in e.evidence}

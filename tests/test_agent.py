@@ -175,8 +175,8 @@ def test_recall_search_ranks_keyword_matches_after_exact_ones():
     result = agent.search("puppy named Rose")
     assert result.startswith("Showing 3 of 3 results")
     items = json.loads(result.split(": ", 1)[1].split(" More:")[0])
-    assert [i.split(": ", 1)[1] for i in items] == [
-        "I adopted a puppy named Rose", "my puppy Rose chewed my puppy shoes", "Rose is a lovely name for a dog"]
+    assert [i.split(": ", 1)[1] for i in items] == [  # the reply beside the exact match, in its exchange, next
+        "I adopted a puppy named Rose", "Rose is a lovely name for a dog", "my puppy Rose chewed my puppy shoes"]
     paper, _ = make(name="paper", recall_search="text", store=agent.store.store)
     paper.import_messages([("user", "I adopted a puppy named Rose", "2024-01-01 10:00:00")])
     assert paper.search("puppy named Rose").startswith("Showing 1 of 1")
@@ -506,10 +506,10 @@ def test_recall_ranks_by_words_and_meaning_together():
 
 def test_recall_reads_a_message_beside_its_neighbours_in_the_exchange():
     """Issue 50: the answer is often the reply beside the message the question's words find ("I play shooting guard"
-    after "I signed with the Wolves"); a match the same day, next in order, adds half its matching neighbour's
-    score — not across days; a message with nothing of the query still does not match; an agent's recall search
-    ranks so."""
-    from pagemind.agent.functions import NEIGHBOUR_SHARE, rank_messages
+    after "I signed with the Wolves"); a match said within the hour of its neighbour, next in order, adds half that
+    neighbour's score — not the next day's message, and an exact match lends its neighbours its score too; a message
+    with nothing of the query still does not match; an agent's recall search ranks so."""
+    from pagemind.agent.functions import NEIGHBOUR_SHARE, in_exchange, rank_messages
 
     texts = ["I signed with the Wolves today!", "I play shooting guard, from next week.", "I play chess on Sundays.",
              "Lunch was good."]
@@ -518,13 +518,23 @@ def test_recall_reads_a_message_beside_its_neighbours_in_the_exchange():
     assert rank_messages(question, texts, together=[False, True, False, True]) == [0, 1, 2]
     assert rank_messages(question, texts, together=[False, False, False, True]) == [0, 2, 1]
     assert 0 < NEIGHBOUR_SHARE < 1
-    agent, _ = make()
-    agent.import_messages([("user", "I signed with the Wolves today!", "2024-01-01 10:00:00"),
-                           ("user", "I play shooting guard, from next week.", "2024-01-01 10:01:00"),
-                           ("user", "Lunch was good.", "2024-01-01 10:02:00"),
-                           ("user", "I play chess on Sundays.", "2024-01-02 10:00:00")])
-    found = [e.describe() for e in agent.tools.recall_events(question, 0)[1]]
-    assert len(found) == 3 and "Wolves" in found[0] and "shooting guard" in found[1] and "chess" in found[2]
+    assert in_exchange(["2024-01-01 23:50:00", "2024-01-02 00:10:00", "2024-01-03 00:10:00", "soon", "later"]) == \
+        [False, True, False, False, False]  # across midnight yes, the next day no, an unreadable time never
+
+    def recalled(query: str, then: str) -> list[str]:
+        agent, _ = make()
+        agent.import_messages([("user", "I play with the Wolves today!", "2024-01-01 10:00:00"),
+                               ("user", "I play chess with my old friends on Sundays at the club.", then),
+                               ("user", "Lunch was good.", "2024-01-05 12:00:00"),
+                               ("user", "I play shooting guard.", "2024-01-06 10:00:00")])
+        return [e.describe().split("user: ")[1][:12] for e in agent.tools.recall_events(query, 0)[1]]
+
+    apart, close = "2024-01-02 09:00:00", "2024-01-01 10:02:00"
+    assert recalled("Who does John play for, the Wolves?", apart) == ["I play with ", "I play shoot", "I play chess"]
+    assert recalled("Who does John play for, the Wolves?", close) == ["I play with ", "I play chess", "I play shoot"]
+    exact = "play with the Wolves today"  # said verbatim: first, and it lends its neighbour its score all the same
+    assert recalled(exact, apart) == ["I play with ", "I play shoot", "I play chess"]
+    assert recalled(exact, close) == ["I play with ", "I play chess", "I play shoot"]
 
 
 def test_an_agent_with_the_encoder_finds_a_paraphrase_in_recall():

@@ -430,6 +430,15 @@ def test_one_walk_finds_a_tables_first_row_and_title_for_a_passage_and_for_the_s
     assert top.first_row(text) == "| Year | 2020 | 2019 |"
     assert table_top(text, net, lines=1).title == ("(in millions)",)  # the nearest lines first
     assert table_top(text, net, lines=4, rows=2) is None  # too far down to know the first row
+    assert table_top(text, net, lines=4, rows=3) == top  # three rows up is the first: known
+    right_above = "| x | 1 |\nTITLE\n| Year | 2020 |\n| --- | --- |\n| a | 1 |\n| b | 2 |\n"
+    assert table_top(right_above, right_above.index("| b"), lines=4).title == ("TITLE",)  # another table ends it
+    indented = "Note\n  | see note 4 |\n| Year | 2020 |\n| --- | --- |\n| a | 1 |\n| b | 2 |\n"
+    assert table_top(indented, indented.index("| b"), lines=4).start == indented.index("  |")
+    assert table_top(indented, indented.index("| b"), lines=4, indented=False).start == indented.index("| Year")
+    assert carried_head(indented, indented.index("| b")) == "| Year | 2020 |\n| --- | --- |\n"
+    long = "x" * 161 + "\n(in millions)\n| Year | 2020 |\n| --- | --- |\n| a | 1 |\n| b | 2 |\n"
+    assert carried_head(long, long.index("| b")) == "(in millions)\n| Year | 2020 |\n| --- | --- |\n"
     assert table_top(text, text.index("Notes"), lines=4) is None and table_top("| a | b |", 0, lines=4) is None
     assert table_top(text, text.index("| a |"), lines=4).title == ()  # a blank line ends the title
     assert carried_head(text, net) == ("ACME, INC.\n(in millions)\n| Year | 2020 | 2019 |\n"

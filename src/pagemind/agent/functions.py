@@ -246,17 +246,16 @@ class Toolbox:
         # "I lost my job yesterday" said the day after)
         events = [(seq, text, time) for seq, text, time in self.store.event_texts(self.agent_id)
                   if self.turn_start is None or seq <= self.turn_start]  # never the running turn's own messages
-        texts = [(seq, f"{anchored(text, time)} {spoken_date(time)}") for seq, text, time in events]
-        days = [str(time)[:10] for _, _, time in events]
+        texts = [f"{anchored(text, time)} {spoken_date(time)}" for _, text, time in events]
+        if not texts:
+            return []
         needle = query.lower()
-        exact = [k for k, (_, text) in enumerate(texts) if needle in text.lower()]
+        exact = [k for k, text in enumerate(texts) if needle in text.lower()]
+        # every message ranked (an exact match lends its neighbours its score too), the exact matches then first
+        order = rank_messages(query, texts, self.archive.similarities(query, texts),
+                              in_exchange([time for _, _, time in events]))
         seen = set(exact)
-        rest = [k for k in range(len(texts)) if k not in seen]
-        similar = self.archive.similarities(query, [texts[k][1] for k in rest]) if rest else None
-        # a message continues the one before it when it comes next, the same day
-        together = [i > 0 and rest[i - 1] == k - 1 and days[k] == days[k - 1] for i, k in enumerate(rest)]
-        order = rank_messages(query, [texts[k][1] for k in rest], similar, together)
-        return [texts[k][0] for k in exact] + [texts[rest[i]][0] for i in order]
+        return [events[k][0] for k in exact] + [events[i][0] for i in order if i not in seen]
 
     @function
     def conversation_search_date(self, start_date: Day, end_date: Day, page: PageNumber) -> str:
@@ -310,8 +309,8 @@ SPECS = {f.name: f for f in FUNCTIONS}
 
 # A message with no word of the query is still found when MiniLM puts it this close: "camping trip" / "We pitched a tent
 # by the lake" 0.47, "what instrument does she play" / "I have been practising the violin" 0.40, unrelated chat below
-# 0.1. On LoCoMo every turn shares a word with its question (the speakers' names), so benchmarks/recall_search.py
-# measures the fusion; this floor acts only where words fail.
+# 0.1. On LoCoMo words match about 437 of some 580 turns a question (the speakers names are in most); the floor lets
+# in about one more: benchmarks/recall_search.py measures the fusion; this floor acts only where words fail.
 RECALL_NEAR = 0.35
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|my|me|mine)\b")
 
@@ -329,13 +328,37 @@ def spoken_date(time: str) -> str:
 NEIGHBOUR_SHARE = 0.5
 
 
+EXCHANGE_GAP = 3600  # seconds between two messages of one exchange at most
+
+
+def in_exchange(times: Sequence[str]) -> list[bool]:
+    """Whether each message (oldest first, by its stored time) continues the exchange of the one before it: said
+    within :data:`EXCHANGE_GAP` of it (a LoCoMo session's turns; a user's message and the agent's step after it; not
+    the next session days later). A time that does not parse links to nothing."""
+    from datetime import datetime
+
+    def parsed(value: str) -> datetime | None:
+        try:
+            return datetime.fromisoformat(str(value))
+        except ValueError:
+            return None
+
+    at = [parsed(t) for t in times]
+    out = [False] * len(at)
+    for i in range(1, len(at)):
+        a, b = at[i - 1], at[i]
+        if a is not None and b is not None and a.tzinfo == b.tzinfo:
+            out[i] = abs((b - a).total_seconds()) <= EXCHANGE_GAP
+    return out
+
+
 def rank_messages(query: str, texts: Sequence[str], similar: Sequence[float] | None = None,
                   together: Sequence[bool] | None = None) -> list[int]:
     """Indices of ``texts`` that match ``query``, best first: BM25 over stemmed content words, fused with
     ``similar`` (MiniLM cosine of each text to the query) where given, as a sum of the two min-max normalised (the
     retrieval layer's ``mix``); a text matches when it shares a content word with the query or its similarity
-    reaches :data:`RECALL_NEAR`. ``together[i]``: text ``i`` continues the exchange of text ``i - 1`` (said the same
-    day, next in order) — then a match also scores :data:`NEIGHBOUR_SHARE` of its best matching neighbour's score:
+    reaches :data:`RECALL_NEAR`. ``together[i]``: text ``i`` continues the exchange of text ``i - 1``
+    (:func:`in_exchange`) — then a match also scores :data:`NEIGHBOUR_SHARE` of its best matching neighbour's score:
     "I play shooting guard" beside "I signed with the Wolves" ranks above "I play chess" (FragRel's context relation,
     on messages). A message with nothing of the query still does not match."""
     from ..text.words import terms

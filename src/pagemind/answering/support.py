@@ -350,7 +350,7 @@ def _table_head(text: str, at: int) -> str:
     header row, and a newline; "" outside a table. A statement's row never names its company: its title does."""
     from ..text.tables import table_top
 
-    top = table_top(text, at, lines=_TITLE_LINES, rows=_TABLE_ROWS)
+    top = table_top(text, at, lines=_TITLE_LINES, rows=_TABLE_ROWS - 1)  # _TABLE_ROWS rows above: too far down
     if top is None:
         return ""  # not a row; a text of no lines; or so far down a long table that its first row is not known
     return "\n".join([*(line[:_TITLE_CHARS] for line in top.title), top.first_row(text)[:_TITLE_CHARS]]) + "\n"

@@ -99,7 +99,7 @@ def carried_head(text: str, at: int) -> str:
 
     if not text.startswith("|", text.rfind("\n", 0, at) + 1):
         return ""
-    top = table_top(text, at, lines=HEAD_LINES, rows=_HEAD_WALK)
+    top = table_top(text, at, lines=HEAD_LINES, rows=_HEAD_WALK, indented=False)
     if top is None:
         return ""
     end = text.find("\n", top.start)
@@ -107,8 +107,8 @@ def carried_head(text: str, at: int) -> str:
     if top.above < 2 or end < 0 or not text.startswith("| --- |", end + 1) or rule_end < 0 or rule_end >= at:
         return ""  # no header and rule above the window's first row (or the window starts on them)
     title: list[str] = []
-    for line in reversed(top.title):  # the nearest first, up to a long one
-        if len(line.strip()) > HEAD_CHARS:
+    for line in reversed(top.title):  # the nearest first, up to a long one or an indented row
+        if len(line.strip()) > HEAD_CHARS or line.strip().startswith("|"):
             break
         title.insert(0, line.strip())
     return "\n".join([*title, text[top.start:rule_end]]) + "\n"

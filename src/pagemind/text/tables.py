@@ -226,37 +226,38 @@ class Top:
         return text[self.start:end if end >= 0 else len(text)]
 
 
-def _is_row(line: str) -> bool:
-    return line.lstrip().startswith("|")
+def _is_row(line: str, indented: bool) -> bool:
+    return (line.lstrip() if indented else line).startswith("|")
 
 
-def table_top(text: str, at: int, *, lines: int, rows: int = 400) -> Top | None:
+def table_top(text: str, at: int, *, lines: int, rows: int = 400, indented: bool = True) -> Top | None:
     """The top of the Markdown table whose row holds offset ``at`` of ``text``: up its rows to the first, then up to
     ``lines`` lines right above that (a statement's title, company and units lines) — stopping at a blank line or
     another table's row. None where ``at`` is on no row, in a text of no lines (words joined by spaces: no row can be
-    told), or more than ``rows`` rows down a table (its first row is not known). One walk, read by the head a
+    told), or more than ``rows`` rows down a table (its first row is not known). ``indented``: a row may start after
+    spaces (else only at the line's start, as pagemind writes them). One walk, read by the head a
     passage carries (:func:`pagemind.retrieval.fragments.carried_head`) and the title a cited row is judged with
     (:mod:`pagemind.answering.support`), each with its own limits."""
     if "\n" not in text:
         return None
     begin = text.rfind("\n", 0, at) + 1
     end = text.find("\n", begin)
-    if not _is_row(text[begin:end if end >= 0 else len(text)]):
+    if not _is_row(text[begin:end if end >= 0 else len(text)], indented):
         return None
     above = 0
     while begin > 0:
         up = text.rfind("\n", 0, begin - 1) + 1
-        if not _is_row(text[up:begin - 1]):
+        if not _is_row(text[up:begin - 1], indented):
             break
-        begin, above = up, above + 1
         if above >= rows:
-            return None
+            return None  # another row above the last one the walk may take
+        begin, above = up, above + 1
     title: list[str] = []
     stop = begin - 1
     while stop > 0 and len(title) < lines:
         start = text.rfind("\n", 0, stop) + 1
         line = text[start:stop]
-        if not line.strip() or _is_row(line):
+        if not line.strip() or _is_row(line, indented):
             break
         title.insert(0, line)
         stop = start - 1
