@@ -107,6 +107,23 @@ def measures(confidence: list[float], right: list[bool]) -> dict:
 HAND = ("support_confidence",)  # the recalibration's one signal: the hand-set value itself
 
 
+def within_sets(mine: list[dict], names: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+    """The signals a model may read, and those left out: a signal constant within each dataset that differs between
+    them names the dataset, not the answer (``has_similarity``: only the filings' reader cites with MiniLM), and
+    would have the model learn which set an answer came from."""
+    from pagemind.answering.signals import seen
+
+    kept, left = [], []
+    sets = sorted({r["dataset"] for r in mine})
+    for name in names:
+        values = {d: {seen(r["signals"], name) for r in mine if r["dataset"] == d} for d in sets}
+        if len(sets) > 1 and all(len(v) == 1 for v in values.values()) and len(set().union(*values.values())) > 1:
+            left.append(name)
+        else:
+            kept.append(name)
+    return tuple(kept), left
+
+
 def held_out(mine: list[dict], documents: list[str], folds: int, names: tuple[str, ...], kind: str) -> list[float]:
     """Each answer's probability from a model fitted on the other folds' documents (``names``: its signals)."""
     from pagemind.answering.calibration import fit
@@ -142,18 +159,19 @@ def main() -> None:
     rows = load(args.runs)
     if not rows:
         sys.exit("no answer with signals in those runs (runs made before signals were recorded have none)")
-    names = tuple(n for n in NAMES if n != "support_confidence")  # the hand-set value is the baseline, not an input
+    every = tuple(n for n in NAMES if n != "support_confidence")  # the hand-set value is the baseline, not an input
     report: dict = {"runs": sorted({r["run"] for r in rows}), "answers": len(rows), "kinds": {}}
     models = []
     for kind in sorted({r["kind"] for r in rows}):
         mine = [r for r in rows if r["kind"] == kind]
         documents = sorted({r["document"] for r in mine})
         folds = min(args.folds, len(documents))
+        names, between = within_sets(mine, every)
         held = held_out(mine, documents, folds, names, kind)
         rescaled = held_out(mine, documents, folds, HAND, kind)
         hand = [float(r["signals"]["support_confidence"]) for r in mine]
         right = [r["right"] for r in mine]
-        entry = {"documents": len(documents), "folds": folds, "fitted": measures(held, right),
+        entry = {"documents": len(documents), "folds": folds, "left_out": between, "fitted": measures(held, right),
                  "hand_set": measures(hand, right), "thresholds": {"fitted": thresholds(held, right),
                                                                    "hand_set": thresholds(hand, right)},
                  "by_dataset": {}}
@@ -192,8 +210,9 @@ def main() -> None:
             models.append(whole.as_dict())
             entry["model"] = whole.as_dict()
         report["kinds"][kind] = entry
-        print(kind, json.dumps({k: entry[k] for k in ("documents", "fitted", "hand_set", "recalibrated", "thresholds",
-                                                      "abstain_below", "ships", "shipped")}),
+        shown = ("documents", "left_out", "fitted", "hand_set", "recalibrated", "thresholds", "abstain_below", "ships",
+                 "shipped")
+        print(kind, json.dumps({k: entry[k] for k in shown}),
               flush=True)
     if args.write:
         path = ROOT / "src" / "pagemind" / "answering" / FILE
