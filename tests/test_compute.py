@@ -244,6 +244,18 @@ def test_a_working_none_of_whose_figures_is_from_a_line_the_question_names_is_as
     assert compute.needed(q) == ["cost of sales", "inventory"]
     assert compute.needed("What is the FY2018 - FY2020 3 year average of capex as a % of revenue for MGM?") == [
         "revenue", "capital expenditure"]
+    margin = ("In agreement with the information outlined in the income statement, what is the FY2015 - FY2017 3 "
+              "year average net profit margin (as a %) for Best Buy?")
+    assert compute.needed(margin) == ["revenue", "net income"]  # a margin is a share of revenue
+    earnings = "| Net earnings | 1,235 | 807 | 1,246 |\n| Revenue | 39,403 | 39,528 | 40,339 |"
+    averaged = ("FY2015_net_earnings = 1246\nFY2016_net_earnings = 807\nFY2017_net_earnings = 1235\n"
+                "answer = (FY2015_net_earnings + FY2016_net_earnings + FY2017_net_earnings) / 3")
+    asked = compute.parse(averaged, amounts(f"{earnings}\n{margin}", years=True), rows=earnings.splitlines(),
+                          needs=compute.needed(margin))
+    assert isinstance(asked, str) and asked.startswith("the question computes its figure from revenue")
+    assert compute.needed("What is the gross margin of Acme in FY2020? Gross margin is defined as: gross profit / "
+                          "net sales.") == ["revenue", "gross profit"]
+    assert compute.needed("What was the capex in FY2020?") == ["capital expenditure"]  # no margin, no revenue
     assert lines_named("co_gs_2019 cost_of_sales purchases of property and equipment FY2017_capex") == {
         "cost of sales", "capital expenditure"}  # "sales" in "cost of sales" is not revenue, PP&E not capex's
     text = ("CONSOLIDATED BALANCE SHEETS (in millions)\n| | 2019 | 2018 |\n|---|---|---|\n"
@@ -304,10 +316,10 @@ def test_a_line_is_taken_when_a_formula_computes_it_from_other_lines_and_a_quest
             "inventory_2016) / 2) / cogs2017"
     assert not isinstance(compute.parse(right, written, rows=rows, needs=compute.needed(dsi)), str)
     margin = "What is Amazon's FY2017 gross profit margin?"
-    assert compute.needed(margin) == ["gross profit"]
+    assert compute.needed(margin) == ["revenue", "gross profit"]  # a margin is a share of revenue
     derived = ("net_sales = 177866\ncost_of_sales = 111934\ngross_profit = net_sales - cost_of_sales\n"
                "answer = gross_profit / net_sales")
-    assert not isinstance(compute.parse(derived, written, rows=rows, needs=["gross profit"]), str)
+    assert not isinstance(compute.parse(derived, written, rows=rows, needs=compute.needed(margin)), str)
     inline = "answer = 111934 / ((16047 + 11461) / 2)"
     assert not isinstance(compute.parse(inline, written, rows=rows, needs=compute.needed(dsi)), str)
     averaged = "cogs_2017 = 111934\ncogs_2016 = 88265\naverage_inventory = (cogs_2017 + cogs_2016) / 2\n" \

@@ -262,11 +262,12 @@ def needed(question: str) -> list[str]:
     """The statement lines a question's figure is computed from, in the order of
     :data:`pagemind.text.ledger.LINES`: those its definition names, where it defines its metric ("DPO is defined as:
     365 * (average accounts payable) / (COGS + change in inventory)": accounts payable, cost of sales, inventory),
-    else those the question names ("capex as a % of revenue")."""
-    from ..text.ledger import LINES, lines_named
+    else those the question names ("capex as a % of revenue"); a margin names revenue too."""
+    from ..text.ledger import LINES, lines_implied, lines_named
 
     definition = _DEFINED.search(question)
-    named = lines_named(question[definition.end():] if definition else question)
+    metric = question[definition.end():] if definition else question
+    named = lines_named(metric) | lines_implied(metric)
     return [line.name for line in LINES if line.name in named]
 
 

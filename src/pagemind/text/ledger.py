@@ -69,4 +69,16 @@ def lines_named(text: str) -> set[str]:
     return {name for _, _, name in places(text)}
 
 
-__all__ = ["LINES", "Line", "lines_named", "places"]
+# a metric that is a share of a line names that line too: every margin (gross, operating, net profit, EBITDA) is a
+# share of revenue — Best Buy's "average net profit margin (as a %)" was worked out as the average net earnings
+_SHARES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?<![A-Za-z])margins?(?![A-Za-z])", re.IGNORECASE), "revenue"),
+)
+
+
+def lines_implied(text: str) -> set[str]:
+    """The lines a metric ``text`` names is a share of (a margin: revenue), beside those it names."""
+    return {line for pattern, line in _SHARES if pattern.search(text)}
+
+
+__all__ = ["LINES", "Line", "lines_implied", "lines_named", "places"]
