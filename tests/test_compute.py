@@ -256,6 +256,9 @@ def test_a_working_none_of_whose_figures_is_from_a_line_the_question_names_is_as
     assert compute.needed("What is the gross margin of Acme in FY2020? Gross margin is defined as: gross profit / "
                           "net sales.") == ["revenue", "gross profit"]
     assert compute.needed("What was the capex in FY2020?") == ["capital expenditure"]  # no margin, no revenue
+    assert compute.needed("What is the FY2018 - FY2020 3 year average unadjusted EBITDA % margin for Walmart? Define "
+                          "unadjusted EBITDA as unadjusted operating income + depreciation and amortization.") == [
+        "revenue", "operating income", "depreciation and amortization"]  # the definition is EBITDA's; the margin too
     assert lines_named("co_gs_2019 cost_of_sales purchases of property and equipment FY2017_capex") == {
         "cost of sales", "capital expenditure"}  # "sales" in "cost of sales" is not revenue, PP&E not capex's
     text = ("CONSOLIDATED BALANCE SHEETS (in millions)\n| | 2019 | 2018 |\n|---|---|---|\n"

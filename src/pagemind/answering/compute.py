@@ -267,7 +267,7 @@ def needed(question: str) -> list[str]:
 
     definition = _DEFINED.search(question)
     metric = question[definition.end():] if definition else question
-    named = lines_named(metric) | lines_implied(metric)
+    named = lines_named(metric) | lines_implied(question)  # a margin asked for is of revenue, however EBITDA is defined
     return [line.name for line in LINES if line.name in named]
 
 
