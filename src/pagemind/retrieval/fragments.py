@@ -97,20 +97,18 @@ def carried_head(text: str, at: int) -> str:
     December 31, | 2015 | 2016 | 2017 |"); "" where ``at`` is not on a row below a table's header."""
     from ..text.tables import table_top
 
-    if not text.startswith("|", text.rfind("\n", 0, at) + 1):
-        return ""
     top = table_top(text, at, lines=HEAD_LINES, rows=_HEAD_WALK, indented=False)
-    if top is None:
+    if top is None:  # not on a row of pagemind's (one starting its line), or too far down a table
         return ""
     end = text.find("\n", top.start)
     rule_end = text.find("\n", end + 1) if end >= 0 else -1
     if top.above < 2 or end < 0 or not text.startswith("| --- |", end + 1) or rule_end < 0 or rule_end >= at:
         return ""  # no header and rule above the window's first row (or the window starts on them)
     title: list[str] = []
-    for line in reversed(top.title):  # the nearest first, up to a long one or an indented row
-        if len(line.strip()) > HEAD_CHARS or line.strip().startswith("|"):
+    for line in (line.strip() for line in reversed(top.title)):  # the nearest first, to a long one or an indented row
+        if len(line) > HEAD_CHARS or line.startswith("|"):
             break
-        title.insert(0, line.strip())
+        title.insert(0, line)
     return "\n".join([*title, text[top.start:rule_end]]) + "\n"
 
 
