@@ -155,6 +155,7 @@ def main() -> None:
     args = parser.parse_args()
     from pagemind.answering.calibration import FILE, fit
     from pagemind.answering.signals import NAMES
+    from pagemind.eval.report import abstain_below
 
     rows = load(args.runs)
     if not rows:
@@ -194,8 +195,6 @@ def main() -> None:
             and ece < hand_ece
         entry["shipped"] = bool(args.write and len(mine) >= args.min and folds >= 2 and (better or calibrates))
         entry["ships"] = "fitted" if better else "recalibrated" if calibrates else "hand_set"
-        from pagemind.eval.report import abstain_below
-
         shipped_held = held if better else rescaled if calibrates else hand  # what ships, held out
         entry["abstain_below"] = {str(t): abstain_below(shipped_held, right, t) for t in TARGETS}
         entry["abstain_at"] = {t: withheld(shipped_held, right, b) for t, b in entry["abstain_below"].items()
@@ -204,8 +203,7 @@ def main() -> None:
         if entry["shipped"]:
             whole = fit([r["signals"] for r in mine], right, names, kind, source=source) if better else rescale
             assert whole is not None  # shipped without a better model: the recalibration that calibrates
-            below = tuple((t, b) for t, b in ((t, abstain_below(shipped_held, right, t)) for t in TARGETS)
-                          if b is not None)
+            below = tuple((float(t), b) for t, b in entry["abstain_below"].items() if b is not None)
             whole = replace(whole, below=below)
             models.append(whole.as_dict())
             entry["model"] = whole.as_dict()
