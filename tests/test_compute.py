@@ -120,6 +120,44 @@ def test_a_working_with_a_figure_not_in_the_text_is_asked_again_then_the_model_a
     assert "net = 2999.9 is not a figure in the text" in fake.history[2].messages[-1].content
 
 
+def test_a_derived_figure_no_working_checked_is_not_supported_by_the_number_written_elsewhere():
+    # three filings' "3 year average of capex as a % of revenue" were answered "14.4%", found in a row of something
+    # else: with no working read, the model's own figure for a figure the question derives is unchecked
+    bad = "answer = 17.4 + margin"  # a name never given a value: no working
+    answer, fake = ask(QUESTION, "17.4% in fiscal 2022", [bad, bad, bad])  # judged by its words alone: supported
+    assert fake.roles() == ["answer", "compute", "compute", "compute"] and answer.computation is None
+    assert answer.support.label == "unsupported" and answer.support.confidence < 0.35 / 2 + 1e-9
+    assert answer.abstained and answer.draft == "17.4% in fiscal 2022"
+    assert "no working pagemind could check" in answer.support.reason and "no working pagemind" in answer.text
+    judged, _ = ask(QUESTION, "17.4% in fiscal 2022", WORKING)  # a working read: the figure is pagemind's, supported
+    assert judged.computation is not None and not judged.abstained
+
+
+def test_a_computed_result_is_as_supported_as_its_least_supported_figure():
+    # every figure is an input of the arithmetic: one the cited text does not hold makes the result unsupported,
+    # not "partly supported" for the mix (four wrong FinanceBench results were shown so, none right)
+    working = ("net_earnings_2022 = 2707.3  # Net earnings attributable to General Mills, fiscal 2022\n"
+               "dividends_2022 = 17.4  # Dividends paid, fiscal 2022\n"
+               "answer = (net_earnings_2022 - dividends_2022) / net_earnings_2022")
+    answer, _ = ask(QUESTION, "Answer: 0.99", working)
+    assert answer.computation is not None
+    assert [c.label for c in answer.support.claims] == ["supported", "unsupported"]
+    assert answer.support.label == "unsupported" and answer.abstained
+    assert answer.support.reason == "a figure of the working is not in the cited text: Dividends paid: 17.4."
+    assert "Dividends paid: 17.4" in answer.text  # the abstention says which figure
+
+
+def test_a_line_read_off_its_row_stands_without_a_working():
+    # "calculate" asked, but of one statement line: its figure written in that line's row needs no arithmetic
+    rows = ["| Dividends paid | (1,244.5) | (1,246.4) |", "The company also reported an operating margin of 17.4%."]
+    question = "Calculate the FY2022 dividends paid by General Mills, in USD millions."
+    assert compute.needed(question) == ["dividends"]
+    assert compute.unworked(question, "1,244.5", ["dividends"], rows) is None
+    assert compute.unworked(question, "17.4", ["dividends"], rows) is not None  # written, but not in the line's row
+    assert compute.unworked(QUESTION, "1,244.5", ["dividends", "net income"], rows) is not None  # a ratio of two
+    assert compute.unworked("What was the FY2022 effective tax rate?", "17.4", [], rows) is None  # a stated figure
+
+
 def test_compute_off_and_questions_without_a_figure_make_no_call():
     answer, fake = ask(QUESTION, "Answer: 0.44", WORKING, compute="off")
     assert fake.roles() == ["answer"] and answer.draft == "0.44" and answer.computation is None
@@ -259,6 +297,21 @@ def test_a_working_none_of_whose_figures_is_from_a_line_the_question_names_is_as
     assert compute.needed("What is the FY2018 - FY2020 3 year average unadjusted EBITDA % margin for Walmart? Define "
                           "unadjusted EBITDA as unadjusted operating income + depreciation and amortization.") == [
         "revenue", "operating income", "depreciation and amortization"]  # the definition is EBITDA's; the margin too
+    # a metric undefined by the question takes its textbook lines: JnJ's inventory turnover had been worked out as
+    # this year's inventory over last year's, MGM's interest coverage as revenue over interest
+    assert compute.needed("Roughly how many times has JnJ sold its inventory in FY2022? Calculate inventory turnover "
+                          "ratio for the FY2022.") == ["cost of sales", "inventory"]
+    assert compute.needed("What was MGM's interest coverage ratio using FY2022 Adjusted EBIT as the numerator and "
+                          "annual Interest Expense as the denominator?") == ["operating income", "interest expense"]
+    assert compute.needed("What is the FY2019 fixed asset turnover ratio for Activision Blizzard?") == [
+        "revenue", "property, plant and equipment"]  # not total assets: a fixed asset turnover
+    assert compute.needed("What is Amcor's FY2021 asset turnover?") == ["revenue", "total assets"]
+    assert compute.needed("What is FY2018 DPO for Walmart?") == ["cost of sales", "accounts payable"]
+    assert compute.needed("What is the FY2022 retention ratio for General Mills?") == ["net income", "dividends"]
+    assert compute.needed("What is Adobe's FY2015 operating cash flow ratio? Operating cash flow ratio is defined as: "
+                          "cash from operations / total current liabilities.") == [
+        "operating cash flow", "current liabilities"]  # EBITDA is no EBIT, an operating cash flow no margin
+    assert lines_named("ebitda_2022 adjusted EBIT") == {"operating income"} and not lines_named("EBITDA")
     assert lines_named("co_gs_2019 cost_of_sales purchases of property and equipment FY2017_capex") == {
         "cost of sales", "capital expenditure"}  # "sales" in "cost of sales" is not revenue, PP&E not capex's
     text = ("CONSOLIDATED BALANCE SHEETS (in millions)\n| | 2019 | 2018 |\n|---|---|---|\n"

@@ -149,6 +149,16 @@ class Computation:
                 "reply": self.reply}
 
 
+@dataclass(frozen=True)
+class Unworked:
+    """A figure the question asks to be worked out (a ratio, an average, what it defines: :data:`_DERIVED`) for
+    which no working could be read: the model's own figure stands, unchecked, and the support check may not vouch
+    for it because the number is written somewhere in what was read (three questions on three filings answered
+    "14.4%", each found in a row of something else). ``reason`` says so to the reader."""
+
+    reason: str
+
+
 def shown(value: float) -> str:
     """A computed value as a reader expects it: thousands separated, two decimals from 1 up, three significant
     digits below (0.5404 -> "0.54", 0.00617 -> "0.00617"), one decimal from 1,000 where there is one ("3,215.4")."""
@@ -262,12 +272,13 @@ def needed(question: str) -> list[str]:
     """The statement lines a question's figure is computed from, in the order of
     :data:`pagemind.text.ledger.LINES`: those its definition names, where it defines its metric ("DPO is defined as:
     365 * (average accounts payable) / (COGS + change in inventory)": accounts payable, cost of sales, inventory),
-    else those the question names ("capex as a % of revenue"); a margin names revenue too."""
+    else those the question names ("capex as a % of revenue"); a metric names the lines of its textbook definition
+    too (a margin: revenue; an inventory turnover: cost of sales; :func:`~pagemind.text.ledger.lines_implied`)."""
     from ..text.ledger import LINES, lines_implied, lines_named
 
     definition = _DEFINED.search(question)
     metric = question[definition.end():] if definition else question
-    named = lines_named(metric) | lines_implied(question)  # a margin asked for is of revenue, however EBITDA is defined
+    named = lines_named(metric) | lines_implied(question)  # a margin is of revenue, however EBITDA is defined
     return [line.name for line in LINES if line.name in named]
 
 
@@ -813,11 +824,12 @@ def read_off(answer: str, written: Sequence[Amount]) -> bool:
 
 
 def work_out(question: Question, evidence: Sequence[Evidence], answer: str, options: AnswerOptions, llm: LLM,
-             context: Context) -> Computation | None:
+             context: Context) -> Computation | Unworked | None:
     """The working of ``answer`` from the ``evidence`` read (as many units as fit beside the request); None without
     a call when the answer's figures are read off the text (:func:`read_off`) and the question asks for a figure a
     filing may state (a growth, an effective tax rate — not a ratio, a margin, an average or what it defines), or
-    with the fallback recorded when no reply gives a working."""
+    with the fallback recorded when no reply gives a working (then :func:`unworked` says whether the model's own
+    figure stands unchecked)."""
     from ..llm.decide import Invalid, decide
     from ..text.tables import table_rows
     from .evidence import fitting, read_in_full
@@ -853,8 +865,27 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
         context.fallback(f"computed answer: no working could be read after {decision.calls} replies "
                          f"(the last: {decision.problems[-1][:400] if decision.problems else 'none'}); the model's "
                          "own answer stands")
-        return None
+        return unworked(question.text, answer, needs, lines)
     return Computation(decision.value.lines, answer)
 
 
-__all__ = ["Computation", "Line", "asked", "needed", "parse", "read_off", "request", "shown", "work_out"]
+def unworked(question: str, answer: str, needs: Sequence[str], lines: Sequence[str]) -> Unworked | None:
+    """Why the model's own ``answer`` stands unchecked when no working was read: the question derives its figure
+    (:data:`_DERIVED`: a ratio, an average, a turnover, what it defines) — unless it needs one statement line alone
+    and the answer's figures are written in a row of that line in what was read (``lines``): a line's value read off
+    its row ("what is Boeing's year end FY2018 net property, plant, and equipment", "calculate ..." though it asks
+    for no arithmetic). None where the question asks for no derived figure."""
+    from ..text.ledger import lines_named
+
+    if _DERIVED.search(question) is None:
+        return None
+    stated = amounts(answer)
+    if stated and len(needs) == 1 and any(
+            needs[0] in lines_named(row) and all(_in_text(a.value, amounts(row)) for a in stated) for row in lines):
+        return None
+    return Unworked("a figure the question asks to be worked out, and no working pagemind could check: what was "
+                    "read does not state it as asked")
+
+
+__all__ = ["Computation", "Line", "Unworked", "asked", "needed", "parse", "read_off", "request", "shown", "unworked",
+           "work_out"]

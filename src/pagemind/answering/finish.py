@@ -17,7 +17,7 @@ from typing import Any
 from ..citations import Citation
 from ..llm.client import LLM
 from ..llm.usage import Trace
-from .compute import Computation
+from .compute import Computation, Unworked
 from .evidence import Evidence
 from .options import AnswerOptions
 from .probability import NONE, AnswerProbability
@@ -71,12 +71,17 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
     ``method`` and ``unit`` name the reader and what it counts as read; ``encoder`` ranks the cited sentences
     (``minilm`` or ``lexical``: the reader's resolved ``cite_encoder``). The LLM calls (quotes, the verifier) go to
     ``context.trace``, fallbacks to ``context.fallbacks``."""
-    computation = computed(question, reading, options, llm, context, document)
+    worked = computed(question, reading, options, llm, context, document)
+    computation = worked if isinstance(worked, Computation) else None
     if computation is not None:  # the answer is the working's result; its figures are what support judges
         reading = replace(reading, text=computation.text())
     citations = cite(question, reading, options, llm, context, encoder, document)
     support = judge(question, reading, citations, options, llm, context, encoder, document,
                     claim=None if computation is None else computation.claim())
+    if support is not None and computation is not None:  # the result stands on every figure it takes
+        support = support.weakest()
+    if isinstance(worked, Unworked) and support is not None:  # a derived figure no working checked
+        support = support.unchecked(worked.reason)
     answer = Answer(
         question=question, method=method, text=reading.text, choice=reading.choice, computation=computation,
         pages_read=list(reading.read), read_unit=unit,
@@ -115,7 +120,7 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
 
 
 def computed(question: Question, reading: Reading, options: AnswerOptions, llm: LLM, context: Context,
-             document: Any = None) -> Computation | None:
+             document: Any = None) -> Computation | Unworked | None:
     """The working of a computed figure (:mod:`.compute`) where ``options.compute`` is on and the question asks for
     one, worked out from the units the reading declares; None otherwise (also when the asker's reply settings ask
     for JSON or a token limit, or the reader's reply says the text does not hold the answer) or when no reply gives

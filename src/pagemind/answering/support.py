@@ -167,6 +167,24 @@ class Support:
                           "rival": (letter, confidence),
                           "reason": self.reason or f"option {letter} is better supported by what was read"})
 
+    def weakest(self) -> Support:
+        """This support for claims that stand or fall together — a computed answer's figures, each one an input of
+        its arithmetic: the label of its least supported claim (not "partial" for a mix), the reason naming it."""
+        if not self.claims:
+            return self
+        weak = min(self.claims, key=lambda c: (LABELS[::-1].index(c.label), c.score))
+        if weak.label == self.label:
+            return self
+        why = (f"a figure of the working is not in the cited text: {weak.text}" if weak.label == "unsupported"
+               else f"a figure of the working is only partly supported: {weak.text}")
+        return Support(**{**_fields(self), "label": weak.label, "reason": why})
+
+    def unchecked(self, reason: str) -> Support:
+        """This support for an answer whose figure no check could vouch for (:class:`~.compute.Unworked`, ``reason``
+        says why): unsupported, its confidence below partial support and halved, as a figure not in the text is."""
+        return Support(**{**_fields(self), "label": "unsupported",
+                          "confidence": round(min(self.confidence, PARTIAL) * _MISSING_FACTOR, 4), "reason": reason})
+
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["sources"] = list(self.sources)

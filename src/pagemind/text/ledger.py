@@ -35,7 +35,7 @@ LINES: tuple[Line, ...] = tuple(_line(name, pattern) for name, pattern in (
     ("cost of sales", r"cogs|co\s+gs|costs?\s+of\s+(?:goods(?:\s+sold)?|(?:net\s+)?sales|(?:net\s+)?revenues?|"
      r"products?(?:\s+sold)?|services|merchandise)"),
     ("gross profit", r"gross\s+profit"),
-    ("operating income", r"op(?:erating)?\s+(?:income|profit|earnings)|income\s+from\s+operations"),
+    ("operating income", r"op(?:erating)?\s+(?:income|profit|earnings)|income\s+from\s+operations|ebit(?!da)"),
     ("net income", r"net\s+(?:income|earnings|profit)"),
     ("interest expense", r"interest\s+expense"),
     ("depreciation and amortization", r"depreciation|amortization|d\s*(?:&|and)?\s*a"),
@@ -69,16 +69,32 @@ def lines_named(text: str) -> set[str]:
     return {name for _, _, name in places(text)}
 
 
-# a metric that is a share of a line names that line too: every margin (gross, operating, net profit, EBITDA) is a
-# share of revenue — Best Buy's "average net profit margin (as a %)" was worked out as the average net earnings
-_SHARES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?<![A-Za-z])margins?(?![A-Za-z])", re.IGNORECASE), "revenue"),
-)
+# a metric names the lines its textbook definition is computed from, however the question words it: every margin
+# (gross, operating, net profit, EBITDA) is a share of revenue — Best Buy's "average net profit margin (as a %)" was
+# worked out as the average net earnings; an inventory turnover is of cost of sales (Johnson & Johnson's was worked
+# out as this year's inventory over last year's); an interest coverage of operating income (MGM's as revenue over
+# interest); a fixed asset turnover of revenue (Activision's was the model's own figure)
+_IMPLIED: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (re.compile(rf"(?<![A-Za-z])(?:{pattern})(?![A-Za-z])", re.IGNORECASE), lines) for pattern, lines in (
+        (r"margins?", ("revenue",)),
+        (r"inventory\s+turnover|days\s+(?:of\s+)?inventory(?:\s+outstanding)?|dio", ("cost of sales", "inventory")),
+        (r"days\s+(?:of\s+)?payables?(?:\s+outstanding)?|dpo|payables?\s+turnover",
+         ("cost of sales", "accounts payable")),
+        (r"days\s+(?:of\s+)?sales\s+outstanding|dso|receivables?\s+turnover", ("revenue", "accounts receivable")),
+        (r"fixed\s+asset\s+turnover", ("revenue", "property, plant and equipment")),
+        (r"(?:total\s+)?(?<!fixed\s)asset\s+turnover", ("revenue", "total assets")),
+        (r"interest\s+coverage", ("operating income", "interest expense")),
+        (r"return\s+on\s+(?:total\s+)?assets|roa", ("net income", "total assets")),
+        (r"current\s+ratio|working\s+capital", ("current assets", "current liabilities")),
+        (r"quick\s+ratio", ("current liabilities",)),
+        (r"(?:dividend\s+)?(?:payout|retention)\s+ratio", ("net income", "dividends")),
+    ))
 
 
 def lines_implied(text: str) -> set[str]:
-    """The lines a metric ``text`` names is a share of (a margin: revenue), beside those it names."""
-    return {line for pattern, line in _SHARES if pattern.search(text)}
+    """The lines the metrics ``text`` names are computed from by their textbook definitions (a margin: revenue; an
+    inventory turnover: cost of sales and inventory), beside those it names."""
+    return {line for pattern, lines in _IMPLIED if pattern.search(text) for line in lines}
 
 
 __all__ = ["LINES", "Line", "lines_implied", "lines_named", "places"]
