@@ -7,6 +7,7 @@ from pagemind import LLM, Document, ScriptedLLM, Store
 from pagemind.answering import compute
 from pagemind.answering.question import Question
 from pagemind.methods import registry
+from pagemind.text import words
 from pagemind.text.numbers import amounts
 
 FILING = ("CONSOLIDATED STATEMENTS OF CASH FLOWS (in millions)\n\n"
@@ -554,3 +555,26 @@ def test_a_change_in_a_line_is_not_read_from_the_line_s_row():
     level = compute.parse("inventory_2017 = 17619\nanswer = inventory_2017", amounts(table, years=True),
                           rows=table.splitlines(), tables=list(table_rows(table)))
     assert not isinstance(level, str) and level.lines[0].value == 16047
+
+
+def test_a_statement_row_is_cited_whole_with_the_figure_the_working_took():
+    # a long statement had been cut into 40-word pieces, so Amazon's "| Cost of sales | 71,651 | 88,265 |" was cited
+    # without its 2017 figure, and a right DPO withheld for a figure "not in the cited text"
+    rows = "\n".join(f"| Line item number {i} with several words | {1000 + i:,} | {2000 + i:,} | {3000 + i:,} |"
+                     for i in range(12))
+    statement = ("CONSOLIDATED STATEMENTS OF OPERATIONS\n(in millions)\n"
+                 "| Year Ended December 31, | 2015 | 2016 | 2017 |\n"
+                 f"| --- | --- | --- | --- |\n{rows}\n| Cost of sales | 71,651 | 88,265 | 111,934 |\n"
+                 "| Total net sales | 107,006 | 135,987 | 177,866 |\n")
+    question = ("What is Amazon's FY2017 gross margin? Gross margin is defined as: (total net sales - cost of sales) / "
+                "total net sales.")
+    working = ("net_sales_2017 = 177866  # Total net sales, 2017\ncost_of_sales_2017 = 111934  # Cost of sales, 2017\n"
+               "answer = (net_sales_2017 - cost_of_sales_2017) / net_sales_2017")
+    reader = registry.get("full")(LLM(ScriptedLLM(by_role={"answer": "Answer: 0.37", "compute": working}),
+                                      concurrency=1), Store(":memory:"))
+    answer = reader.answer(reader.build(Document.from_text(statement)), Question.parse(question))
+    assert answer.text.startswith("0.371 (computed by pagemind")
+    assert "| Cost of sales | 71,651 | 88,265 | 111,934 |" in [c.quote for c in answer.citations]
+    assert [c.label for c in answer.support.claims] == ["supported", "supported"] and not answer.abstained
+    assert words.sentences(statement)[1:3] == ["| Year Ended December 31, | 2015 | 2016 | 2017 |",
+                                               "| Line item number 0 with several words | 1,000 | 2,000 | 3,000 |"]

@@ -44,11 +44,15 @@ _ABBREVIATION = re.compile(r"(?:^|\s)(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|Capt|Rev|Gen|
 
 
 def sentences(text: str, lines: bool = False) -> list[str]:
-    """The sentences of ``text`` (``lines``: its non-empty lines, for code), as they stand in it; a run of more
-    than ``_MAX_WORDS`` words without an end is cut into pieces."""
+    """The sentences of ``text`` (``lines``: its non-empty lines, for code), as they stand in it; a table's row
+    (pagemind writes a statement's rows as Markdown rows) is a sentence of its own, whole — a statement cut by word
+    count had cited Amazon's "| Cost of sales | 71,651 | 88,265 |" without its 2017 figure — and its rule line none;
+    a run of more than ``_MAX_WORDS`` words without an end is cut into pieces."""
     out: list[str] = []
     for paragraph in _PARAGRAPH.split(text):
-        parts = paragraph.splitlines() if lines else _joined(_SENTENCE_END.split(paragraph))
+        parts = paragraph.splitlines() if lines else [
+            piece for block in _rows_apart(paragraph) for piece in (
+                [block] if _ROW.match(block) else _joined(_SENTENCE_END.split(block)))]
         for part in parts:
             words = part.split()
             if not words:
@@ -58,6 +62,30 @@ def sentences(text: str, lines: bool = False) -> list[str]:
                 continue
             step = _MAX_WORDS // 2
             out += [" ".join(words[i:i + step]) for i in range(0, len(words), step)]
+    return out
+
+
+_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$")  # a Markdown table row, as pagemind writes one: a line from "|" to "|"
+_RULE = re.compile(r"^[ \t]*\|[\s|:-]*\|[ \t]*$")  # its rule line ("| --- | --- |"): no words, no sentence
+
+
+def _rows_apart(paragraph: str) -> list[str]:
+    """``paragraph`` as its table rows, each alone, and the runs of other lines between them (rule lines left out)."""
+    if "|" not in paragraph:
+        return [paragraph]
+    out: list[str] = []
+    prose: list[str] = []
+    for line in paragraph.splitlines():
+        if _ROW.match(line):
+            if prose:
+                out.append("\n".join(prose))
+                prose = []
+            if not _RULE.match(line):
+                out.append(line)
+        else:
+            prose.append(line)
+    if prose:
+        out.append("\n".join(prose))
     return out
 
 
