@@ -578,3 +578,31 @@ def test_a_statement_row_is_cited_whole_with_the_figure_the_working_took():
     assert [c.label for c in answer.support.claims] == ["supported", "supported"] and not answer.abstained
     assert words.sentences(statement)[1:3] == ["| Year Ended December 31, | 2015 | 2016 | 2017 |",
                                                "| Line item number 0 with several words | 1,000 | 2,000 | 3,000 |"]
+
+
+def test_a_figure_read_where_the_text_speaks_of_another_line_is_not_supported():
+    # Corning's "cogs_2020 = 682" was read from "financing activities increased by $682 million": the figure is in
+    # the text and the question gives the line's words, so words alone judged it supported; its own sentence or row
+    # must name the line its name names
+    financing = "General Mills: net cash used in financing activities increased by $682 million in fiscal 2022."
+    text = ("| | Fiscal 2022 | Fiscal 2021 |\n|---|---|---|\n| Net earnings attributable to General Mills | 2,707.3 | "
+            f"2,339.8 |\n\n{financing}")
+    working = ("net_earnings_2022 = 2707.3  # Net earnings attributable to General Mills, fiscal 2022\n"
+               "dividends_paid_2022 = 682  # Dividends paid, fiscal 2022\n"
+               "answer = (net_earnings_2022 - dividends_paid_2022) / net_earnings_2022")
+    reader = registry.get("full")(LLM(ScriptedLLM(by_role={"answer": "Answer: 0.75", "compute": working}),
+                                      concurrency=1), Store(":memory:"))
+    answer = reader.answer(reader.build(Document.from_text(text)), Question.parse(QUESTION))
+    assert answer.computation is not None and answer.abstained
+    assert [c.quote for c in answer.citations] == [
+        "| Net earnings attributable to General Mills | 2,707.3 | 2,339.8 |",
+        financing]  # each figure's own sentence or row
+    assert answer.support.label == "unsupported" and answer.support.reason == (
+        "a figure of the working is written where the text speaks of something else: Dividends paid: 682.")
+    assert [c.label for c in answer.support.claims] == ["supported", "unsupported"]
+    # a figure whose name names no statement line is not judged so, nor one cited at its line's row
+    computation = answer.computation
+    assert computation.misplaced(["| Net earnings | 2,707.3 |", "| Dividends paid | (682) |"]) == []
+    assert computation.misplaced(["| Net earnings | 2,707.3 |", None]) == ["Dividends paid: 682."]
+    unnamed = compute.parse("x = 2707.3\ny = 682\nanswer = (x - y) / x", amounts(text, years=True))
+    assert unnamed.misplaced(["anything", "else"]) == []

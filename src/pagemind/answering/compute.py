@@ -134,13 +134,32 @@ class Computation:
                   for x in results]
         return "\n".join(lines)
 
+    def claims(self) -> tuple[str, ...]:
+        """What the support check judges, one claim a figure line: the figures taken from the text, each with its
+        note (the arithmetic on them is pagemind's own, not a claim about the text). Years are left out of the notes:
+        a statement's row holds the figure, its header the year (the check of the period a figure is read from stands
+        apart). Each is cited at its own row (:func:`~pagemind.answering.evidence.supporting_each`)."""
+        return tuple(f"{_undated(x.note or x.label)}: "
+                     f"{', '.join(_written(v) for v in ((x.value,) if x.figure else x.taken))}."
+                     for x in self.figures)
+
     def claim(self) -> str:
-        """What the support check judges: the figures taken from the text, each with its note (the arithmetic on
-        them is pagemind's own, not a claim about the text). Years are left out of the notes: a statement's row holds
-        the figure, its header the year (the check of the period a figure is read from stands apart)."""
-        return " ".join(f"{_undated(x.note or x.label)}: "
-                        f"{', '.join(_written(v) for v in ((x.value,) if x.figure else x.taken))}."
-                        for x in self.figures)
+        """The :meth:`claims` as one text."""
+        return " ".join(self.claims())
+
+    def misplaced(self, quotes: Sequence[str | None]) -> list[str]:
+        """The :meth:`claims` whose figure's name (or note) names a statement line that the sentence or row cited
+        for it (``quotes``, one a claim; None: none was found) never names: Corning's "cogs_2020 = 682" read from
+        "financing activities increased by $682 million", Best Buy's "revenue_2015 = 48,186" from a "| Total |" row.
+        A figure whose name names no line ("dpo_2020", "x") is not judged so."""
+        from ..text.ledger import lines_named
+
+        out = []
+        for x, claim, quote in zip(self.figures, self.claims(), quotes, strict=True):
+            names = lines_named(f"{x.name} {x.note}")
+            if names and (quote is None or not names & lines_named(quote)):
+                out.append(claim)
+        return out
 
     def as_dict(self) -> dict[str, object]:
         return {"results": [{"name": x.name, "value": x.value} for x in self.results],

@@ -164,6 +164,24 @@ def supporting(document: Any, evidence: Sequence[Evidence], answer: str, questio
     return out
 
 
+def supporting_each(document: Any, evidence: Sequence[Evidence], claims: Sequence[str], question: str = "",
+                    embedder: Any = None) -> list[Citation | None]:
+    """The citation of the sentence of ``evidence`` that best supports each of ``claims`` (None where none does), in
+    their order: claims that stand together, as a computed answer's figures do, each cited at its own row — cited as
+    one answer, three sentences at most, a working of four figures had left its inventory row uncited."""
+    return [next(iter(supporting(document, evidence, claim, question, keep=1, embedder=embedder)), None)
+            for claim in claims]
+
+
+def distinct(citations: Sequence[Citation | None]) -> list[Citation]:
+    """``citations`` without the missing ones and each span once, in order."""
+    out: list[Citation] = []
+    for found in citations:
+        if found is not None and not any(found.document == o.document and found.span == o.span for o in out):
+            out.append(found)
+    return out
+
+
 def passage(source: Any, evidence: Evidence, score: float | None = None) -> Citation | None:
     """A citation of a whole unit (a retriever's passage) at its place in ``source``, or None if it is not there;
     its own text, without the head carried above it."""

@@ -10,7 +10,7 @@ free-form answer, the abstention (the model's words kept as the draft). What it 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -71,15 +71,19 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
     ``method`` and ``unit`` name the reader and what it counts as read; ``encoder`` ranks the cited sentences
     (``minilm`` or ``lexical``: the reader's resolved ``cite_encoder``). The LLM calls (quotes, the verifier) go to
     ``context.trace``, fallbacks to ``context.fallbacks``."""
+    from . import evidence as ev
+
     worked = computed(question, reading, options, llm, context, document)
     computation = worked if isinstance(worked, Computation) else None
     if computation is not None:  # the answer is the working's result; its figures are what support judges
         reading = replace(reading, text=computation.text())
-    citations = cite(question, reading, options, llm, context, encoder, document)
+    each = [] if computation is None else cite_each(question, reading, options, computation.claims(), encoder, context,
+                                                    document)
+    citations = ev.distinct(each) if each else cite(question, reading, options, llm, context, encoder, document)
     support = judge(question, reading, citations, options, llm, context, encoder, document,
                     claim=None if computation is None else computation.claim())
-    if support is not None and computation is not None:  # the result stands on every figure it takes
-        support = support.weakest()
+    if support is not None and computation is not None:  # the result stands on every figure it takes, each in its row
+        support = support.weakest().misplaced(computation.misplaced([c.quote if c else None for c in each]))
     if isinstance(worked, Unworked) and support is not None:  # a derived figure no working checked
         support = support.unchecked(worked.reason)
     answer = Answer(
@@ -203,12 +207,32 @@ def cite(question: Question, reading: Reading, options: AnswerOptions, llm: LLM,
             return quoted
         context.fallback("no quoted sentence was found in the text: citing the read sentences that best "
                          "match the answer instead")
+    return ev.supporting(document, located, reading.text, question.text, embedder=_encoder(reading, encoder, context))
+
+
+def cite_each(question: Question, reading: Reading, options: AnswerOptions, claims: Sequence[str], encoder: str,
+              context: Context, document: Any = None) -> list[Citation | None]:
+    """The citation of each of ``claims`` — a computed answer's figures, each aligned to its own sentence or row (in
+    every cite mode but off: a working's figures are the text's own, not the model's to quote) — None where none is
+    found; no citations (an empty list) where the answer is not cited."""
+    from . import evidence as ev
+
+    located = reading.located(document)
+    if options.cite == "off" or not located:
+        return []
+    return ev.supporting_each(document, located, claims, question.text, embedder=_encoder(reading, encoder, context))
+
+
+def _encoder(reading: Reading, encoder: str, context: Context) -> Any:
+    """The encoder aligned citations are ranked with (MiniLM where asked and installed, else None: words)."""
+    from . import evidence as ev
+
     embedder = ev.minilm_encoder() if encoder == "minilm" else None
     reading.details["cite_encoder"] = "minilm" if embedder is not None else "lexical"
     if encoder == "minilm" and embedder is None:
         context.fallback("cite_encoder minilm: the embedded encoder is not installed (the retrieval extra); "
                          "citations ranked by their words")
-    return ev.supporting(document, located, reading.text, question.text, embedder=embedder)
+    return embedder
 
 
 def quotes(question: Question, reading: Reading, located: list[Evidence], options: AnswerOptions, llm: LLM,

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -178,6 +178,18 @@ class Support:
         why = (f"a figure of the working is not in the cited text: {weak.text}" if weak.label == "unsupported"
                else f"a figure of the working is only partly supported: {weak.text}")
         return Support(**{**_fields(self), "label": weak.label, "reason": why})
+
+    def misplaced(self, claims: Sequence[str]) -> Support:
+        """This support with ``claims`` (a computed answer's figures, :meth:`~.compute.Computation.misplaced`) read
+        where the text speaks of another line: each unsupported, and so the answer, its confidence below partial
+        support and halved, as a figure not in the text is."""
+        if not claims:
+            return self
+        marked = tuple(replace(c, label="unsupported", score=0.0) if c.text in claims else c for c in self.claims)
+        return Support(**{**_fields(self), "claims": marked, "label": "unsupported",
+                          "confidence": round(min(self.confidence, PARTIAL) * _MISSING_FACTOR, 4),
+                          "reason": f"a figure of the working is written where the text speaks of something else: "
+                                    f"{claims[0]}"})
 
     def unchecked(self, reason: str) -> Support:
         """This support for an answer whose figure no check could vouch for (:class:`~.compute.Unworked`, ``reason``
