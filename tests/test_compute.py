@@ -144,7 +144,9 @@ def test_a_computed_result_is_as_supported_as_its_least_supported_figure():
     assert answer.computation is not None
     assert [c.label for c in answer.support.claims] == ["supported", "unsupported"]
     assert answer.support.label == "unsupported" and answer.abstained
-    assert answer.support.reason == "a figure of the working is not in the cited text: Dividends paid: 17.4."
+    # cited at its own sentence, the margin's: read where the text speaks of something else
+    assert answer.support.reason == ("a figure of the working is written where the text speaks of something else: "
+                                     "Dividends paid: 17.4.")
     assert "Dividends paid: 17.4" in answer.text  # the abstention says which figure
 
 
@@ -606,3 +608,65 @@ def test_a_figure_read_where_the_text_speaks_of_another_line_is_not_supported():
     assert computation.misplaced(["| Net earnings | 2,707.3 |", None]) == ["Dividends paid: 682."]
     unnamed = compute.parse("x = 2707.3\ny = 682\nanswer = (x - y) / x", amounts(text, years=True))
     assert unnamed.misplaced(["anything", "else"]) == []
+
+
+def _answer(text, question, working, draft="Answer: 0.5"):
+    reader = registry.get("full")(LLM(ScriptedLLM(by_role={"answer": draft, "compute": working}), concurrency=1),
+                                  Store(":memory:"))
+    return reader.answer(reader.build(Document.from_text(text)), Question.parse(question))
+
+
+def test_figures_judged_one_by_one_keep_right_workings_supported():
+    # a formula writing its figures out is judged figure by figure, each at its own row (the formula's name is its
+    # result's, not the figures' rows)
+    inline = _answer(FILING, QUESTION, "answer = (2707.3 - 1244.5) / 2707.3")
+    assert inline.computation.claims() == ("2,707.3.", "1,244.5.")
+    assert inline.support.label == "supported" and not inline.abstained
+    # a row the ledger does not know, whose words the figure's note shares: General Mills' capex
+    text = ("CONSOLIDATED STATEMENTS OF EARNINGS (in millions)\n\n| | Fiscal 2022 | Fiscal 2021 |\n|---|---|---|\n"
+            "| Net sales | 18,992.8 | 18,127.0 |\n\nCONSOLIDATED STATEMENTS OF CASH FLOWS (in millions)\n\n"
+            "| | Fiscal 2022 | Fiscal 2021 |\n|---|---|---|\n"
+            "| Purchases of land, buildings, and equipment | (568.7) | (530.8) |\n")
+    capex = _answer(text, "Calculate General Mills FY2022 capital expenditure as a percentage of revenue.",
+                    "capex_2022 = 568.7  # Purchases of land, buildings, and equipment, fiscal 2022\n"
+                    "net_sales_2022 = 18992.8  # Net sales, fiscal 2022\nanswer = capex_2022 / net_sales_2022 * 100")
+    assert capex.support.label == "supported" and not capex.abstained
+    # a statement written as one line of text, cut into pieces with "Cost of sales" ending one and its figure
+    # starting the next: the piece holding the figure is cited, and its line's name is in the piece before
+    words = ("CONSOLIDATED STATEMENT OF INCOME (in millions) 2022 2021 Net revenues 24,690 23,001 Selling general and "
+             "administrative expense 4,101 4,002 Research and development expense 1,210 1,105 Other").split()
+    words += ["x"] * (37 - len(words)) + "Cost of sales 12,345 11,870 Gross profit 12,345 11,131".split()
+    words += " ".join(f"Extra line {i} {i * 10} {i * 9}" for i in range(12)).split()
+    cut = _answer(" ".join(words), "What is the FY2022 gross margin? Gross margin is defined as (net revenues - cost "
+                  "of sales) / net revenues.", "revenue_2022 = 24690  # Net revenues, 2022\ncost_of_sales_2022 = "
+                  "12345  # Cost of sales, 2022\nanswer = (revenue_2022 - cost_of_sales_2022) / revenue_2022")
+    assert any(c.quote.startswith("12,345") for c in cut.citations)
+    assert cut.support.label == "supported" and not cut.abstained
+    # a note with a year inside it and a full stop in it: each claim judged is the figure's own
+    assert compute._undated("Dividends paid in 2022 per cash flow statement") == (
+        "Dividends paid in per cash flow statement")
+    noted = _answer(FILING, QUESTION, "net_earnings_2022 = 2707.3  # Net earnings (incl. noncontrolling), 2022\n"
+                    "dividends_2022 = 1244.5  # Dividends paid, 2022\n"
+                    "answer = (net_earnings_2022 - dividends_2022) / net_earnings_2022")
+    assert [c.text for c in noted.support.claims] == list(noted.computation.claims()) == [
+        "Net earnings (incl. noncontrolling): 2,707.3.", "Dividends paid: 1,244.5."]
+
+
+def test_textbook_lines_only_where_the_question_does_not_define_its_metric():
+    assert compute.needed("What is the FY2021 interest coverage ratio, defined as EBITDA / interest expense?") == [
+        "interest expense"]  # its definition names the lines: EBITDA is no operating income
+    assert compute.needed("What is the FY2022 EBITDA margin? EBITDA margin is defined as EBITDA / revenue.") == [
+        "revenue"]
+    assert compute.needed("What is the FY2022 cash from operations before changes in working capital, as a % of "
+                          "revenue?") == ["revenue", "operating cash flow"]  # no current assets for a change in it
+    assert compute.needed("What is the FY2019 fixed-asset turnover ratio?") == compute.needed(
+        "What is the FY2019 fixed assets turnover ratio?") == ["revenue", "property, plant and equipment"]
+    assert compute.needed("What is the FY2019 total assets turnover ratio?") == ["revenue", "total assets"]
+    assert compute.needed("What is the FY2022 days sales in receivables?") == ["revenue", "accounts receivable"]
+    assert compute.needed("What is the FY2022 return on average assets?") == ["net income", "total assets"]
+    assert compute.needed("What share of the radio segment's revenue came from audio, by road?") == ["revenue"]
+
+
+def test_a_table_row_is_one_sentence_however_long():
+    row = "| " + " ".join(f"word{i}" for i in range(90)) + " | 1,234 | 5,678 |"
+    assert words.sentences(f"Intro.\n{row}\n| --- | --- | --- |\nAfter.") == ["Intro.", row, "After."]

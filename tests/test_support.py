@@ -650,3 +650,23 @@ def test_a_number_the_question_gives_is_not_a_claim_the_sources_must_hold():
     assert said_back.claims[0].missing == () and "20" not in said_back.unfounded
     added = assess(question, "Yes, Commercial Airplanes represents 45% of revenue.", cited, [table])
     assert "45" in added.claims[0].missing
+
+
+def test_claims_that_stand_together_take_the_weakest_label_and_never_a_higher_one():
+    from pagemind.answering.support import Claim, Support
+
+    def claim(text, label, score):
+        return Claim(text, label, score, score, None, (1,), ())
+
+    mixed = Support("partial", 0.3, (claim("Net earnings: 2,707.3.", "supported", 1.0),
+                                     claim("Dividends paid: 17.4.", "unsupported", 0.1)))
+    weakest = mixed.weakest()
+    assert weakest.label == "unsupported" and weakest.reason == (
+        "a figure of the working is not in the cited text: Dividends paid: 17.4.")
+    # a verifier's "unsupported" over claims the words support is kept: weakest only ever lowers
+    lowered = Support("unsupported", 0.4, (claim("Net earnings: 2,707.3.", "supported", 1.0),),
+                      reason="the verifier read the sources as not supporting it")
+    assert lowered.weakest() is lowered
+    misplaced = mixed.misplaced(["Net earnings: 2,707.3."])
+    assert misplaced.label == "unsupported" and [c.label for c in misplaced.claims] == ["unsupported", "unsupported"]
+    assert misplaced.confidence <= 0.35 / 2 and mixed.misplaced([]) is mixed

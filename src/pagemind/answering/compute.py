@@ -135,29 +135,47 @@ class Computation:
         return "\n".join(lines)
 
     def claims(self) -> tuple[str, ...]:
-        """What the support check judges, one claim a figure line: the figures taken from the text, each with its
-        note (the arithmetic on them is pagemind's own, not a claim about the text). Years are left out of the notes:
-        a statement's row holds the figure, its header the year (the check of the period a figure is read from stands
-        apart). Each is cited at its own row (:func:`~pagemind.answering.evidence.supporting_each`)."""
-        return tuple(f"{_undated(x.note or x.label)}: "
-                     f"{', '.join(_written(v) for v in ((x.value,) if x.figure else x.taken))}."
-                     for x in self.figures)
+        """What the support check judges, one claim a figure taken from the text (a figure line's, or each figure a
+        formula writes out), with its note (the arithmetic on them is pagemind's own, not a claim about the text).
+        Years are left out of the notes: a statement's row holds the figure, its header the year (the check of the
+        period a figure is read from stands apart). Each is cited at its own sentence or row
+        (:func:`~pagemind.answering.evidence.supporting_each`)."""
+        return tuple(claim for _, claim in self._claimed())
 
     def claim(self) -> str:
         """The :meth:`claims` as one text."""
         return " ".join(self.claims())
 
+    def _claimed(self) -> list[tuple[Line, str]]:
+        """Each figure taken with its claim: a figure line's with its note or name; a figure a formula writes out
+        alone (the formula's name is its result's — "answer", "gross_profit" — not the figure's row)."""
+        return [(x, f"{_undated(x.note or x.label)}: {_written(x.value)}.") if x.figure else (x, f"{_written(v)}.")
+                for x in self.figures for v in ((x.value,) if x.figure else tuple(dict.fromkeys(x.taken)))]
+
     def misplaced(self, quotes: Sequence[str | None]) -> list[str]:
-        """The :meth:`claims` whose figure's name (or note) names a statement line that the sentence or row cited
-        for it (``quotes``, one a claim; None: none was found) never names: Corning's "cogs_2020 = 682" read from
-        "financing activities increased by $682 million", Best Buy's "revenue_2015 = 48,186" from a "| Total |" row.
-        A figure whose name names no line ("dpo_2020", "x") is not judged so."""
+        """The :meth:`claims` (``quotes``: the sentence or row cited for each, None where none was found) whose
+        figure is named (or noted) for a statement line, and cited where the text names another line, or names none
+        and shares no word with the figure's name and note: Corning's "cogs_2020 = 682" read from "financing
+        activities increased by $682 million", Best Buy's "revenue_2015 = 48,186" from a "| Total |" row. A figure
+        named for no line ("dpo_2020", "x") is not judged so, nor one a formula writes out, nor one cited at a row of
+        words the ledger does not know that its note shares ("capex # Purchases of land, buildings, and equipment"),
+        nor one whose quote begins with it (a statement cut into pieces: the name is in the piece before)."""
         from ..text.ledger import lines_named
 
         out = []
-        for x, claim, quote in zip(self.figures, self.claims(), quotes, strict=True):
-            names = lines_named(f"{x.name} {x.note}")
-            if names and (quote is None or not names & lines_named(quote)):
+        for (x, claim), quote in zip(self._claimed(), quotes, strict=True):
+            names = lines_named(f"{x.name} {x.note}") if x.figure else set()  # a formula's name is its result's
+            if not names:
+                continue
+            if quote is None:
+                out.append(claim)
+                continue
+            if re.match(rf"\W*{re.escape(_written(x.value))}(?![\d,.]\d)", quote):
+                continue  # a piece of a statement cut before the figure: its line's name is in the piece before
+            there = lines_named(quote)
+            if names & there:
+                continue
+            if there or not _content_words(f"{x.name} {x.note}") & _content_words(quote):
                 out.append(claim)
         return out
 
@@ -297,7 +315,7 @@ def needed(question: str) -> list[str]:
 
     definition = _DEFINED.search(question)
     metric = question[definition.end():] if definition else question
-    named = lines_named(metric) | lines_implied(question)  # a margin is of revenue, however EBITDA is defined
+    named = lines_named(metric) | lines_implied(question, defined=definition is not None)
     return [line.name for line in LINES if line.name in named]
 
 
@@ -824,7 +842,7 @@ _YEAR = re.compile(r"\b(?:FY|fiscal |year )?(?:19|20)\d{2}\b|\bFY\d{2}\b", re.IG
 
 def _undated(note: str) -> str:
     """A note without its years: "Net revenue, fiscal 2023" -> "Net revenue"."""
-    return re.sub(r"[\s,;-]+$", "", _YEAR.sub("", note)).strip() or note
+    return " ".join(re.sub(r"[\s,;-]+$", "", _YEAR.sub("", note)).split()) or note
 
 
 def _written(value: float) -> str:
@@ -861,7 +879,7 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     fitted = fitting(full, llm, lambda units: request(units, question, answer))
     if fitted is None:
         context.fallback("computed answer: what was read does not fit the window beside the request")
-        return None
+        return unworked(question.text, answer, needed(question.text), [])
     shown_units, built = fitted
     # the figures are checked against what this request shows, not against units left out to fit it
     written = [a for found in by_unit[:len(shown_units)] for a in found] + asked  # the units shown: a prefix

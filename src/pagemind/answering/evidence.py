@@ -168,9 +168,17 @@ def supporting_each(document: Any, evidence: Sequence[Evidence], claims: Sequenc
                     embedder: Any = None) -> list[Citation | None]:
     """The citation of the sentence of ``evidence`` that best supports each of ``claims`` (None where none does), in
     their order: claims that stand together, as a computed answer's figures do, each cited at its own row — cited as
-    one answer, three sentences at most, a working of four figures had left its inventory row uncited."""
-    return [next(iter(supporting(document, evidence, claim, question, keep=1, embedder=embedder)), None)
-            for claim in claims]
+    one answer, three sentences at most, a working of four figures had left its inventory row uncited. Of the best
+    :data:`KEEP` sentences, the first that holds the claim's figures (a statement written as one line of text is cut
+    into pieces: its line's name may end one and the figure start the next), else the best."""
+    from .support import numbers
+
+    out: list[Citation | None] = []
+    for claim in claims:
+        found = supporting(document, evidence, claim, question, keep=KEEP, embedder=embedder)
+        figures = numbers(claim)
+        out.append(next((c for c in found if figures <= numbers(c.quote)), found[0] if found else None))
+    return out
 
 
 def distinct(citations: Sequence[Citation | None]) -> list[Citation]:

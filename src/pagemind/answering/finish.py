@@ -81,8 +81,8 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
                                                     document)
     citations = ev.distinct(each) if each else cite(question, reading, options, llm, context, encoder, document)
     support = judge(question, reading, citations, options, llm, context, encoder, document,
-                    claim=None if computation is None else computation.claim())
-    if support is not None and computation is not None:  # the result stands on every figure it takes, each in its row
+                    claims=None if computation is None else computation.claims())
+    if support is not None and computation is not None and each:  # the result stands on every figure, each in its row
         support = support.weakest().misplaced(computation.misplaced([c.quote if c else None for c in each]))
     if isinstance(worked, Unworked) and support is not None:  # a derived figure no working checked
         support = support.unchecked(worked.reason)
@@ -147,9 +147,11 @@ def computed(question: Question, reading: Reading, options: AnswerOptions, llm: 
 
 
 def judge(question: Question, reading: Reading, citations: list[Citation], options: AnswerOptions, llm: LLM,
-          context: Context, encoder: str, document: Any = None, claim: str | None = None) -> Support | None:
+          context: Context, encoder: str, document: Any = None, claims: Sequence[str] | None = None
+          ) -> Support | None:
     """How well the citations support the answer (:mod:`.support`; no LLM call), with the verifier's reading when
-    ``options.verify`` asks for it; ``claim``: what is judged when not the reply (a computed answer's figures).
+    ``options.verify`` asks for it; ``claims``: what is judged when not the reply (a computed answer's figures, each
+    a claim).
     None (not judged) with ``support=off``, without citations by choice
     (``cite=off``), for a reader that declares nothing it read, or when no option was chosen. A free-form reply that
     declines ("no answer") with nothing read is judged: the abstention it is."""
@@ -171,7 +173,8 @@ def judge(question: Question, reading: Reading, citations: list[Citation], optio
     from ..text import Document
 
     whole = document.text if isinstance(document, Document) else None  # a library's citations point into its members
-    support = assess(question, claim or reading.text, citations, read, embedder, whole)
+    support = assess(question, " ".join(claims) if claims else reading.text, citations, read, embedder, whole,
+                     given=claims or None)
     if question.is_choice and reading.choice is not None:  # the other options, cited as the chosen one is
         located = reading.located(document)
         rivals = [(LETTERS[i], assess(question, option, ev.supporting(document, located, option, question.text,

@@ -173,7 +173,7 @@ class Support:
         if not self.claims:
             return self
         weak = min(self.claims, key=lambda c: (LABELS[::-1].index(c.label), c.score))
-        if weak.label == self.label:
+        if LABELS.index(weak.label) <= LABELS.index(self.label):  # only ever lower: a verifier's "unsupported" stays
             return self
         why = (f"a figure of the working is not in the cited text: {weak.text}" if weak.label == "unsupported"
                else f"a figure of the working is only partly supported: {weak.text}")
@@ -186,6 +186,7 @@ class Support:
         if not claims:
             return self
         marked = tuple(replace(c, label="unsupported", score=0.0) if c.text in claims else c for c in self.claims)
+        # (assess was given the computation's claims as they are, so each Claim's text is one of them)
         return Support(**{**_fields(self), "claims": marked, "label": "unsupported",
                           "confidence": round(min(self.confidence, PARTIAL) * _MISSING_FACTOR, 4),
                           "reason": f"a figure of the working is written where the text speaks of something else: "
@@ -597,11 +598,12 @@ def claims_of(answer: str) -> list[str]:
 
 
 def assess(question: Question | str, answer: str, citations: Sequence[Citation], read: Sequence[str],
-           embedder: Any = None, whole: str | None = None) -> Support:
+           embedder: Any = None, whole: str | None = None, given: Sequence[str] | None = None) -> Support:
     """The support of ``answer`` (to ``question``, a :class:`~pagemind.answering.question.Question` or its text) by the
     quotes of its ``citations``, given the texts it ``read``; ``embedder``: the MiniLM encoder
     (:func:`pagemind.answering.evidence.minilm_encoder`), or None (words alone); ``whole``: the text of the document
-    the citations' offsets point into, where there is one (a cited table row is read with its table's title)."""
+    the citations' offsets point into, where there is one (a cited table row is read with its table's title);
+    ``given``: the answer's claims as given (a computed answer's figures, one each), not read from its sentences."""
     question_text = question if isinstance(question, str) else question.text
     seen = _read(citations, read, whole)
     asked = facts(question_text)
@@ -614,7 +616,7 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     if declined(answer):
         return Support("unsupported", 0.0, (), (), round(relevance, 4), True,
                        reason="the model said the text does not hold the answer")
-    claims = claims_of(answer)
+    claims = [c for c in given if c.strip()] if given is not None else claims_of(answer)
     if not claims:
         return Support("unsupported", 0.0, (), (), round(relevance, 4), reason="the answer is empty")
     vectors = _similarities(embedder, claims, seen.quotes, question_text)

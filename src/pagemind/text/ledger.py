@@ -71,30 +71,36 @@ def lines_named(text: str) -> set[str]:
 
 # a metric names the lines its textbook definition is computed from, however the question words it: every margin
 # (gross, operating, net profit, EBITDA) is a share of revenue — Best Buy's "average net profit margin (as a %)" was
-# worked out as the average net earnings; an inventory turnover is of cost of sales (Johnson & Johnson's was worked
-# out as this year's inventory over last year's); an interest coverage of operating income (MGM's as revenue over
-# interest); a fixed asset turnover of revenue (Activision's was the model's own figure)
-_IMPLIED: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+# worked out as the average net earnings — whatever the question defines; and where the question does not define its
+# metric, an inventory turnover is of cost of sales (Johnson & Johnson's was worked out as this year's inventory over
+# last year's), an interest coverage of operating income (MGM's as revenue over interest), a fixed asset turnover of
+# revenue and PP&E (Activision's was the model's own figure)
+_MARGIN = re.compile(r"(?<![A-Za-z])margins?(?![A-Za-z])", re.IGNORECASE)
+_TEXTBOOK: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
     (re.compile(rf"(?<![A-Za-z])(?:{pattern})(?![A-Za-z])", re.IGNORECASE), lines) for pattern, lines in (
-        (r"margins?", ("revenue",)),
         (r"inventory\s+turnover|days\s+(?:of\s+)?inventory(?:\s+outstanding)?|dio", ("cost of sales", "inventory")),
         (r"days\s+(?:of\s+)?payables?(?:\s+outstanding)?|dpo|payables?\s+turnover",
          ("cost of sales", "accounts payable")),
-        (r"days\s+(?:of\s+)?sales\s+outstanding|dso|receivables?\s+turnover", ("revenue", "accounts receivable")),
-        (r"fixed\s+asset\s+turnover", ("revenue", "property, plant and equipment")),
-        (r"(?:total\s+)?(?<!fixed\s)asset\s+turnover", ("revenue", "total assets")),
+        (r"days\s+(?:of\s+)?sales\s+(?:outstanding|in\s+(?:accounts\s+)?receivables?)|dso|receivables?\s+turnover",
+         ("revenue", "accounts receivable")),
+        (r"fixed[\s-]+assets?\s+turnover", ("revenue", "property, plant and equipment")),
+        (r"(?<!fixed[\s-])assets?\s+turnover", ("revenue", "total assets")),
         (r"interest\s+coverage", ("operating income", "interest expense")),
-        (r"return\s+on\s+(?:total\s+)?assets|roa", ("net income", "total assets")),
-        (r"current\s+ratio|working\s+capital", ("current assets", "current liabilities")),
+        (r"return\s+on\s+(?:average\s+)?(?:total\s+)?assets|roa", ("net income", "total assets")),
+        (r"current\s+ratio|(?<!in\s)working\s+capital", ("current assets", "current liabilities")),
         (r"quick\s+ratio", ("current liabilities",)),
         (r"(?:dividend\s+)?(?:payout|retention)\s+ratio", ("net income", "dividends")),
     ))
 
 
-def lines_implied(text: str) -> set[str]:
+def lines_implied(text: str, defined: bool = False) -> set[str]:
     """The lines the metrics ``text`` names are computed from by their textbook definitions (a margin: revenue; an
-    inventory turnover: cost of sales and inventory), beside those it names."""
-    return {line for pattern, lines in _IMPLIED if pattern.search(text) for line in lines}
+    inventory turnover: cost of sales and inventory), beside those it names; where the question ``defined`` its
+    metric, only a margin's revenue (its definition names the rest: an interest coverage defined on EBITDA is)."""
+    implied = {"revenue"} if _MARGIN.search(text) else set()
+    if not defined:
+        implied |= {line for pattern, lines in _TEXTBOOK if pattern.search(text) for line in lines}
+    return implied
 
 
 __all__ = ["LINES", "Line", "lines_implied", "lines_named", "places"]

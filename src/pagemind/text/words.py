@@ -57,7 +57,7 @@ def sentences(text: str, lines: bool = False) -> list[str]:
             words = part.split()
             if not words:
                 continue
-            if len(words) <= _MAX_WORDS:
+            if len(words) <= _MAX_WORDS or (not lines and _ROW.match(part)):  # a row is whole, however long
                 out.append(" ".join(words))
                 continue
             step = _MAX_WORDS // 2
