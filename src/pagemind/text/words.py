@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from itertools import groupby
 
 WORD = re.compile(r"\w+")
 STOPWORDS = frozenset({
@@ -74,18 +75,9 @@ def _rows_apart(paragraph: str) -> list[str]:
     if "|" not in paragraph:
         return [paragraph]
     out: list[str] = []
-    prose: list[str] = []
-    for line in paragraph.splitlines():
-        if _ROW.match(line):
-            if prose:
-                out.append("\n".join(prose))
-                prose = []
-            if not _RULE.match(line):
-                out.append(line)
-        else:
-            prose.append(line)
-    if prose:
-        out.append("\n".join(prose))
+    for is_row, group in groupby(paragraph.splitlines(), key=lambda line: _ROW.match(line) is not None):
+        lines = list(group)
+        out += [line for line in lines if not _RULE.match(line)] if is_row else ["\n".join(lines)]
     return out
 
 
