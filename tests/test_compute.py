@@ -670,3 +670,15 @@ def test_textbook_lines_only_where_the_question_does_not_define_its_metric():
 def test_a_table_row_is_one_sentence_however_long():
     row = "| " + " ".join(f"word{i}" for i in range(90)) + " | 1,234 | 5,678 |"
     assert words.sentences(f"Intro.\n{row}\n| --- | --- | --- |\nAfter.") == ["Intro.", row, "After."]
+
+
+def test_a_workings_figures_are_aligned_in_quotes_mode_and_not_cited_with_cite_off():
+    # the figures are the text's own: no quote call for them, each aligned to its row; with cite=off nothing is
+    # cited and nothing judged
+    quoted, fake = ask(QUESTION, "Answer: 0.44", WORKING, cite="quotes")
+    assert fake.roles() == ["answer", "compute"]  # no "cite" call
+    assert [c.quote for c in quoted.citations] == ["| Net earnings attributable to General Mills | 2,707.3 | 2,339.8 |",
+                                                   "| Dividends paid | (1,244.5) | (1,246.4) |"]
+    assert quoted.support.label == "supported"
+    silent, _ = ask(QUESTION, "Answer: 0.44", WORKING, cite="off")
+    assert silent.computation is not None and silent.citations == [] and silent.support is None
