@@ -682,3 +682,16 @@ def test_a_workings_figures_are_aligned_in_quotes_mode_and_not_cited_with_cite_o
     assert quoted.support.label == "supported"
     silent, _ = ask(QUESTION, "Answer: 0.44", WORKING, cite="off")
     assert silent.computation is not None and silent.citations == [] and silent.support is None
+
+
+def test_the_ledger_knows_the_row_labels_filings_print():
+    from pagemind.text.ledger import lines_named
+
+    assert [sorted(lines_named(row)) for row in (
+        "| Purchases of land, buildings, and equipment | (568.7) |", "| Land, buildings, and equipment, net | 3,393 |",
+        "| Earnings from operations | 3,519 |", "| Interest and debt expense | (2,533) |",
+        "| Merchandise costs | 199,382 |", "| Capital spending | (5,207) |", "| Net (loss) income | (1,234) |",
+        "| Net loss | (1,234) |", "| Earnings before interest and taxes | 1 |",
+        "| Total operating expenses | 1 |")] == [
+        ["capital expenditure"], ["property, plant and equipment"], ["operating income"], ["interest expense"],
+        ["cost of sales"], ["capital expenditure"], ["net income"], ["net income"], ["operating income"], []]

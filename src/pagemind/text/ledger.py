@@ -29,18 +29,21 @@ def _line(name: str, pattern: str) -> Line:
     return Line(name, re.compile(rf"(?<![A-Za-z])(?:{joined})(?![A-Za-z])", re.IGNORECASE))
 
 
-_PPE = r"pp\s*(?:&|and)?\s*e|property,?\s+plant|property\s+and\s+equipment|fixed\s+assets?"
+_PPE = (r"pp\s*(?:&|and)?\s*e|property,?\s+plant|property\s+and\s+equipment|fixed\s+assets?|"
+        r"land,?\s+buildings,?\s+(?:and\s+)?equipment")
 LINES: tuple[Line, ...] = tuple(_line(name, pattern) for name, pattern in (
     ("revenue", r"revenues?|net\s+sales|total\s+sales|(?<!days[\s_])sales"),  # "days sales in inventory": no
     ("cost of sales", r"cogs|co\s+gs|costs?\s+of\s+(?:goods(?:\s+sold)?|(?:net\s+)?sales|(?:net\s+)?revenues?|"
-     r"products?(?:\s+sold)?|services|merchandise)"),
+     r"products?(?:\s+sold)?|services|merchandise)|merchandise\s+costs?"),
     ("gross profit", r"gross\s+profit"),
-    ("operating income", r"op(?:erating)?\s+(?:income|profit|earnings)|income\s+from\s+operations|ebit(?!da)"),
-    ("net income", r"net\s+(?:income|earnings|profit)"),
-    ("interest expense", r"interest\s+expense"),
+    ("operating income", r"op(?:erating)?\s+(?:income|profit|earnings)|(?:income|earnings)\s+from\s+operations|"
+     r"ebit(?!da)|earnings\s+before\s+interest\s+and\s+(?:income\s+)?taxes"),
+    ("net income", r"net\s+(?:income|earnings|profit|loss|\(loss\)\s+income|income\s+\(loss\))"),
+    ("interest expense", r"interest\s+(?:and\s+debt\s+)?expense"),
     ("depreciation and amortization", r"depreciation|amortization|d\s*(?:&|and)?\s*a"),
-    ("capital expenditure", r"capex|capital\s+expenditures?|(?:purchases?|payments?|additions?|acquisitions?|"
-     rf"expenditures?)\s+(?:of|for|to)\s+(?:{_PPE}|property|capital\s+assets)"),
+    ("capital expenditure", r"capex|capital\s+(?:expenditures?|spending)|"
+     rf"(?:purchases?|payments?|additions?|acquisitions?|expenditures?)\s+(?:of|for|to)\s+"
+     rf"(?:{_PPE}|property|capital\s+assets)"),
     ("operating cash flow", r"(?:cash|cash\s+flows?)\s+(?:from|provided\s+by|generated\s+by|used\s+in)\s+"
      r"operat\w*|cash\s+from\s+ops|operating\s+cash\s+flows?|cfo|ocf"),
     ("dividends", r"dividends?"),
