@@ -77,11 +77,10 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
     computation = worked if isinstance(worked, Computation) else None
     if computation is not None:  # the answer is the working's result; its figures are what support judges
         reading = replace(reading, text=computation.text())
-    each = [] if computation is None else cite_each(question, reading, options, computation.claims(), encoder, context,
-                                                    document)
+    claims = None if computation is None else computation.claims()
+    each = [] if claims is None else cite_each(question, reading, options, claims, encoder, context, document)
     citations = ev.distinct(each) if each else cite(question, reading, options, llm, context, encoder, document)
-    support = judge(question, reading, citations, options, llm, context, encoder, document,
-                    claims=None if computation is None else computation.claims())
+    support = judge(question, reading, citations, options, llm, context, encoder, document, claims=claims)
     if support is not None and computation is not None and each:  # the result stands on every figure, each in its row
         support = support.weakest().misplaced(computation.misplaced([c.quote if c else None for c in each]))
     if isinstance(worked, Unworked) and support is not None:  # a derived figure no working checked

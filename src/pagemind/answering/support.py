@@ -187,14 +187,13 @@ class Support:
             return self
         marked = tuple(replace(c, label="unsupported", score=0.0) if c.text in claims else c for c in self.claims)
         # (assess was given the computation's claims as they are, so each Claim's text is one of them)
-        return Support(**{**_fields(self), "claims": marked, "label": "unsupported",
-                          "confidence": round(min(self.confidence, PARTIAL) * _MISSING_FACTOR, 4),
-                          "reason": f"a figure of the working is written where the text speaks of something else: "
-                                    f"{claims[0]}"})
+        return Support(**{**_fields(self), "claims": marked}).unchecked(
+            f"a figure of the working is written where the text speaks of something else: {claims[0]}")
 
     def unchecked(self, reason: str) -> Support:
-        """This support for an answer whose figure no check could vouch for (:class:`~.compute.Unworked`, ``reason``
-        says why): unsupported, its confidence below partial support and halved, as a figure not in the text is."""
+        """This support for an answer whose figure no check could vouch for (:class:`~.compute.Unworked`, or a figure
+        :meth:`misplaced`; ``reason`` says why): unsupported, its confidence below partial support and halved, as a
+        figure not in the text is."""
         return Support(**{**_fields(self), "label": "unsupported",
                           "confidence": round(min(self.confidence, PARTIAL) * _MISSING_FACTOR, 4), "reason": reason})
 
