@@ -51,14 +51,14 @@ def sentences(text: str, lines: bool = False) -> list[str]:
     a run of more than ``_MAX_WORDS`` words without an end is cut into pieces."""
     out: list[str] = []
     for paragraph in _PARAGRAPH.split(text):
-        parts = paragraph.splitlines() if lines else [
-            piece for block in _rows_apart(paragraph) for piece in (
-                [block] if _ROW.match(block) else _joined(_SENTENCE_END.split(block)))]
-        for part in parts:
+        parts = [(line, False) for line in paragraph.splitlines()] if lines else [
+            (piece, is_row) for block, is_row in _rows_apart(paragraph)
+            for piece in ([block] if is_row else _joined(_SENTENCE_END.split(block)))]
+        for part, is_row in parts:
             words = part.split()
             if not words:
                 continue
-            if len(words) <= _MAX_WORDS or (not lines and _ROW.match(part)):  # a row is whole, however long
+            if len(words) <= _MAX_WORDS or is_row:  # a row is whole, however long
                 out.append(" ".join(words))
                 continue
             step = _MAX_WORDS // 2
@@ -70,14 +70,15 @@ _ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$")  # a Markdown table row, as pagemind 
 _RULE = re.compile(r"^[ \t]*\|[\s|:-]*\|[ \t]*$")  # its rule line ("| --- | --- |"): no words, no sentence
 
 
-def _rows_apart(paragraph: str) -> list[str]:
-    """``paragraph`` as its table rows, each alone, and the runs of other lines between them (rule lines left out)."""
+def _rows_apart(paragraph: str) -> list[tuple[str, bool]]:
+    """``paragraph`` as its table rows, each alone, and the runs of other lines between them (rule lines left out),
+    each with whether it is a row."""
     if "|" not in paragraph:
-        return [paragraph]
-    out: list[str] = []
+        return [(paragraph, False)]
+    out: list[tuple[str, bool]] = []
     for is_row, group in groupby(paragraph.splitlines(), key=lambda line: _ROW.match(line) is not None):
         lines = list(group)
-        out += [line for line in lines if not _RULE.match(line)] if is_row else ["\n".join(lines)]
+        out += [(line, True) for line in lines if not _RULE.match(line)] if is_row else [("\n".join(lines), False)]
     return out
 
 
