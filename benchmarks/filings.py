@@ -9,12 +9,17 @@ the store (the file is read once). ``--only NAME`` keeps PDFs whose name holds N
 no LLM call): a question counts when one of its first k passages overlaps one of its evidence pages, at k = 4, 8,
 16 and the default (RAG/OP-RAG's top_k of 5), per retrieval configuration, by question type.
 
+``walk``: MemWalker on a filing's sections (``tree=sections``, ``summaries=titles``: built with no LLM call) guided by
+BM25 or by BM25 and MiniLM mixed (``guide``): the leaves a walk reads when the model takes the first child a guided
+triage shows every time, and evidence-page recall after 1, 2, 3 and 4 leaves read, beside their words; no LLM call.
+
 ``pick``: the same recall when the model first picks sections by their titles (``pick_sections``, PageIndex's
 reasoning step: one call a question), beside the same configuration's ranking without it; ``--llm`` names the model
 (default: the embedded one), ``--limit`` runs the first N questions. Also the calls' tokens and seconds.
 
     python benchmarks/filings.py read [--engine pypdf] [--second] [--only 10K]
     python benchmarks/filings.py retrieve
+    python benchmarks/filings.py walk
     python benchmarks/filings.py pick [--config "hybrid mix"] [--limit 30] [--llm openai:...]
 """
 
@@ -189,17 +194,73 @@ def pick(args: argparse.Namespace) -> None:
     print(json.dumps(recall))
 
 
-def _span(document, fragment) -> tuple[int, int]:
-    """A fragment's character offsets in the document's text (its words' place)."""
+LEAVES = (1, 2, 3, 4)  # leaves a walk reads
+
+
+def first_taken(tree, scores) -> list:
+    """The leaves in the order a guided walk reads them when the model takes the first child shown every time and
+    rejects every leaf: each node's children by the best score beneath them (ties in reading order), depth first."""
+    best: dict[str, float] = {}
+    for leaf, score in zip(tree.leaves, scores):
+        parts = leaf.id.split(".")
+        for depth in range(1, len(parts) + 1):
+            key = ".".join(parts[:depth])
+            best[key] = max(best.get(key, float("-inf")), float(score))
+
+    def visit(node) -> list:
+        if not node.children:
+            return [node]
+        ranked = sorted(tree.children(node), key=lambda child: -best.get(child.id, float("-inf")))
+        return [leaf for child in ranked for leaf in visit(child)]
+
+    return visit(tree.root)
+
+
+def walk(args: argparse.Namespace) -> None:
+    from pagemind import Pagemind, ScriptedLLM
+    from pagemind.eval.sets import load_dataset
+
+    examples = load_dataset("financebench", args.data / "financebench")
+    guides = ("bm25", "hybrid")
+    found: dict[str, dict[int, list[float]]] = {g: {k: [] for k in LEAVES} for g in guides}
+    words: dict[str, list[int]] = {g: [] for g in guides}
+    skipped: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp, Pagemind(ScriptedLLM(default="x"), store=Path(tmp) / "s.db") as pm:
+        documents: dict = {}
+        for e in examples:
+            pdf = args.data / "financebench" / "pdfs" / f"{e.meta['doc']}.pdf"
+            document = documents.setdefault(e.document_id, pm.document(pdf))
+            if not document.sections:
+                skipped.append(e.id)
+                continue
+            for guide in guides:
+                reader = pm.plan(document, "memwalker", tree="sections", summaries="titles", guide=guide).reader
+                tree = reader.load(document) or reader.build(document)
+                order = first_taken(tree, reader.passage_index(tree).rank(e.question).scores)
+                spans = [_span(document, leaf, "leaf") for leaf in order[: max(LEAVES)]]
+                for k in LEAVES:
+                    found[guide][k].append(float(any(a < s.end and s.start < b for a, b in spans[:k]
+                                                     for s in e.evidence)))
+                words[guide].append(sum(len(leaf.text.split()) for leaf in order[:2]))
+    result = {"questions": len(examples), "without_sections": skipped,
+              "recall": {g: {f"leaves={k}": round(sum(v) / max(1, len(v)), 3) for k, v in row.items()}
+                         for g, row in found.items()},
+              "words_of_two_leaves_median": {g: sorted(w)[len(w) // 2] for g, w in words.items() if w}}
+    write_result("filings-walk", result)
+    print(json.dumps(result))
+
+
+def _span(document, unit, kind: str = "fragment") -> tuple[int, int]:
+    """A fragment's (or leaf's) character offsets in the document's text (its words' place)."""
     from pagemind.answering.evidence import Evidence, passage
 
-    found = passage(document, Evidence("fragment", fragment.index, fragment.text, "fragment"), 0.0)
+    found = passage(document, Evidence(kind, unit.index, unit.text, kind), 0.0)
     return (found.start, found.end) if found is not None else (-1, -1)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("part", choices=("read", "retrieve", "pick"))
+    parser.add_argument("part", choices=("read", "retrieve", "walk", "pick"))
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--engine", choices=("pdfium", "pypdf"), default="pdfium")
     parser.add_argument("--second", action="store_true")
@@ -210,7 +271,7 @@ def main() -> None:
     parser.add_argument("--llm", default=None, help="pick: the model (default: the embedded one)")
     parser.add_argument("--limit", type=int, default=0, help="pick: the first N questions")
     args = parser.parse_args()
-    {"read": read, "retrieve": retrieve, "pick": pick}[args.part](args)
+    {"read": read, "retrieve": retrieve, "walk": walk, "pick": pick}[args.part](args)
 
 
 if __name__ == "__main__":

@@ -531,6 +531,42 @@ def test_a_guided_triage_shows_the_children_over_the_best_segment_first_and_only
     assert answer.details["trajectory"][-1]["answer"] == "at the harbour"  # (withheld: leaf 2.1 does not hold it)
 
 
+def test_a_hybrid_guide_ranks_children_as_the_reader_ranks_its_leaves_and_embeds_them_once():
+    """guide=hybrid: the children are ranked by the reader's own ranking of its leaves (BM25 and the embedder fused,
+    as OP-RAG ranks), which ``retrieve`` returns too; the leaves are embedded once into the store's cache."""
+    from pagemind.retrieval.embed import HashingEmbedder
+
+    class Counting(HashingEmbedder):
+        texts = 0
+
+        def embed(self, texts):
+            Counting.texts += len(texts)
+            return super().embed(texts)
+
+    parts = paragraphs(16)
+    parts[11] = "The zeppelin landed at Brannoch harbour."  # leaf 2.3
+    store = Store(":memory:")
+    fake = scripted(navigate=["Reasoning: r\nAction: 2", "Reasoning: r\nAction: 3",
+                              "Reasoning: r\nAction: -2\nAnswer: at the harbour"] * 2)
+    llm = LLM(fake, cache=StoreResponseCache(store), concurrency=4)
+    options = MemWalkerOptions.create("quality", segment_tokens=10, max_children=4, guide="hybrid", guide_k=2,
+                                      cite_encoder="lexical")
+    mw = MemWalker(llm, store, options, embedder=Counting(dim=256))
+    tree = mw.build(Document.from_text("\n\n".join(parts)))
+    question = Question("Where did the zeppelin land?")
+    ranked = [int(i) for i in mw.passage_index(tree).rank(question.text).order]
+    assert tree.leaves[ranked[0]].id == "2.3" and mw.passage_index(tree).settings.scorer == "hybrid"
+    assert next(e.text for e, _ in mw.rank(tree, question.text)) == parts[11]
+    answer = mw.answer(tree, question)
+    assert answer.details["walk"].startswith("root → 2 → 2.3 (leaf: -2")
+    assert next(int(n) for n in re.findall(r"Summary (\d+):", navigations(fake)[0].messages[0].content)) == 2
+    embedded = Counting.texts
+    assert embedded >= len(tree.leaves)
+    again = MemWalker(llm, store, options, embedder=Counting(dim=256))  # another reader on the same store
+    again.answer(tree, Question("Where did the zeppelin land, and when?"))
+    assert Counting.texts == embedded + 1  # the new question alone: the leaves' vectors came from the store's cache
+
+
 def test_best_leaf_answers_when_two_navigation_calls_are_left():
     fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Reasoning: r\nAction: -2\nAnswer: (B)"])
     mw = walker(fake, max_steps=5, on_exhausted="best-leaf")

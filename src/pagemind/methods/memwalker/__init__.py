@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...answering.evidence import Evidence
 from ...answering.finish import Context, Reading
@@ -19,6 +19,12 @@ from .navigate import NO_ANSWER, Walk
 from .segment import segment_text
 from .trajectory import NavigationStep, format_walk
 
+if TYPE_CHECKING:
+    from ...llm.client import LLM
+    from ...retrieval.embed import Embedder
+    from ...retrieval.index import FragmentIndex
+    from ...store import SQLStore
+
 
 class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
     """``build(document) -> MemoryTree`` once; ``answer(tree, question)`` navigates it per question."""
@@ -29,6 +35,12 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
     Options = MemWalkerOptions
     memory_kind = "memwalker"
     unit = "leaf"
+
+    def __init__(self, llm: LLM, store: SQLStore, options: MemWalkerOptions | None = None,
+                 embedder: Embedder | None = None, **given: Any) -> None:
+        super().__init__(llm, store, options, **given)
+        self._embedder = embedder  # guide=hybrid: MiniLM unless given
+        self._indexes: dict[str, FragmentIndex] = {}  # guide=hybrid: a memory's leaves, embedded once
 
     def check(self) -> None:
         """A segment plus its summary reply must fit the model's window."""
@@ -110,9 +122,32 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
         """The leaves (a retriever ranks their text; navigating the tree, LLM calls, is the answer's)."""
         return [Evidence("leaf", n.index, n.text, "leaf") for n in memory.leaves]
 
+    def embeds(self) -> bool:
+        return self.options.guide == "hybrid"
+
+    def passage_index(self, memory: MemoryTree) -> FragmentIndex:
+        """BM25 over the leaves; with ``guide=hybrid`` BM25 and MiniLM scores mixed, as ``auto`` ranks a PDF's
+        fragments (the leaves' vectors kept in the store's embedding cache): what a guided walk ranks children by
+        and ``retrieve`` returns."""
+        if self.options.guide != "hybrid":
+            return super().passage_index(memory)
+        from ...retrieval.cache import EmbeddingCache
+        from ...retrieval.embed import CachedEmbedder, load_embedder
+        from ...retrieval.fragments import Fragment
+        from ...retrieval.index import FragmentIndex, RetrievalSettings
+
+        key = memory.key or memory.document_id
+        if key not in self._indexes:
+            embedder = CachedEmbedder(self._embedder or load_embedder("minilm"), EmbeddingCache(self.store))
+            self._indexes[key] = FragmentIndex([Fragment(i, u.text, i) for i, u in enumerate(self.units(memory))],
+                                               RetrievalSettings(scorer="hybrid", fusion="mix"), embedder)
+        return self._indexes[key]
+
     def _answer(self, memory: MemoryTree, question: Question, context: Context) -> Reading:
         context.phase("walking the tree")
-        return Walk(memory, question, self.llm, self.options, context).reading()
+        scores = (lambda: list(self.passage_index(memory).rank(question.text).scores)) if self.options.guide != "none" \
+            else None
+        return Walk(memory, question, self.llm, self.options, context, leaf_scores=scores).reading()
 
 
 __all__ = ["NO_ANSWER", "PRESETS", "MemWalker", "MemWalkerOptions", "MemoryTree", "NavigationStep", "TreeNode",

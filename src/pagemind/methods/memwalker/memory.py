@@ -145,10 +145,11 @@ class MemWalkerOptions(ReaderOptions):
         "no-answer", "when every path from the root was rejected, or two navigation calls are left: no-answer (the "
                      "paper) or best-leaf (pagemind: answer from the leaf the walk rated most promising, recorded as "
                      "a fallback)")
-    guide: Literal["none", "bm25"] = option(
-        "none", "pagemind: rank each node's children by BM25 of the question over the text beneath them (their best "
-                "segment) and show the first guide_k in that order, the next as those are rejected (none: the paper's "
-                "triage over all children)")
+    guide: Literal["none", "bm25", "hybrid"] = option(
+        "none", "pagemind: rank each node's children by how well the question matches the text beneath them (their "
+                "best segment: BM25, or hybrid: BM25 and MiniLM mixed, as auto ranks a PDF's fragments) and show the "
+                "first guide_k in that order, the next as those are rejected (none: the paper's triage over all "
+                "children)")
     guide_k: int = option(3, "children a guided triage shows at a time", minimum=1)
     layout: Literal["paper", "prefix-cache"] = option(
         "paper", "triage prompt layout: paper (the question first) or prefix-cache (pagemind: the summaries first, so "

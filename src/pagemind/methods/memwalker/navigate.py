@@ -7,7 +7,7 @@ replies or a spent step budget end the search with "no answer", recorded, never 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...answering.evidence import Evidence
@@ -67,8 +67,12 @@ def fit_memory(items: list[str], budget: int, count: Callable[[str], int]) -> tu
 class Walk:
     """One question's navigation over a tree."""
 
-    def __init__(self, tree: MemoryTree, question: Question, llm: LLM, opts: MemWalkerOptions, context: Context):
+    def __init__(self, tree: MemoryTree, question: Question, llm: LLM, opts: MemWalkerOptions, context: Context,
+                 leaf_scores: Callable[[], Sequence[float]] | None = None):
+        """``leaf_scores``: the question's score of each leaf (in ``tree.leaves`` order), asked once where the walk
+        is guided (the reader's ranking of its passages)."""
         self.tree, self.question, self.llm, self.opts = tree, question, llm, opts
+        self.leaf_scores = leaf_scores
         self.trace = context.trace
         self.steps: list[NavigationStep] = []
         self.fallbacks = context.fallbacks
@@ -78,7 +82,7 @@ class Walk:
         self.context_words = 0
         self.memory_truncated = 0
         self.best_leaf = False  # the answer came from on_exhausted=best-leaf
-        self._guide: dict[str, float] | None = None  # node id -> its best segment's BM25 score (guide=bm25)
+        self._guide: dict[str, float] | None = None  # node id -> its best segment's score (guided walks)
 
     # --- asking, with re-asks ----------------------------------------------------------------------
     def _reserved(self) -> int:
@@ -104,13 +108,12 @@ class Walk:
         return found.value, found.calls, len(found.problems), found.outcome  # ok | failed | budget
 
     def guided(self, node: TreeNode, allowed: list[int]) -> list[int]:
-        """``allowed`` children ranked by the BM25 score of the best segment beneath each (ties in reading order),
-        the first ``guide_k``: what a guided triage shows."""
+        """``allowed`` children ranked by the score of the best segment beneath each (ties in reading order), the
+        first ``guide_k``: what a guided triage shows."""
         if self._guide is None:
-            from ...retrieval.scorers import BM25
-
             leaves = self.tree.leaves
-            scores = BM25([leaf.text for leaf in leaves]).scores(self.question.text)
+            assert self.leaf_scores is not None, "a guided walk is given its reader's leaf scores"
+            scores = self.leaf_scores()
             best: dict[str, float] = {}
             for leaf, score in zip(leaves, scores):
                 parts = leaf.id.split(".")
