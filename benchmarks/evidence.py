@@ -142,6 +142,8 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="a name for this run (e.g. before / after a change): its own "
                                                   "run directory and result file")
     parser.add_argument("-O", "--option", action="append", default=[], help="METHOD:KEY=VALUE (as pagemind eval)")
+    parser.add_argument("--short-answers", action="store_true",
+                        help="score the short phrase each answer gives (as pagemind eval run --short-answers)")
     parser.add_argument("--grades", type=Path, default=None,
                         help="a grades.jsonl of these answers graded by hand ({example_id, method, right} a line): "
                              "the share judged right beside F1, per method and type")
@@ -164,7 +166,8 @@ def main() -> None:
     started = time.perf_counter()
     with Pagemind(args.llm, store=run_dir.parent / "evidence-store.db", **given) as pm:
         runner = Chosen(pm, EvalConfig(dataset=args.dataset, methods=methods, data=str(args.data),
-                                       params=PARAMS[args.dataset], budget=args.budget, method_options=options),
+                                       params=PARAMS[args.dataset], budget=args.budget, method_options=options,
+                                       short_answers=args.short_answers),
                         run_dir, command=" ".join(["python benchmarks/evidence.py", args.dataset]), chosen=examples)
         result = runner.run()
     write_report(run_dir)

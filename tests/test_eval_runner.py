@@ -363,3 +363,43 @@ def test_auto_hands_the_sets_preset_to_the_method_it_picks(tmp_path):
             assert {r["details"]["auto"]["method"] for r in records(root / "run")} == {"op-rag"}
     assert prompts["auto"] and prompts["auto"] == prompts["op-rag"]
     assert prompts["auto"][0].lstrip().startswith("Read the question and text below")  # QMSum's prompt, not QuALITY's
+
+
+def test_short_answers_score_the_phrase_an_answer_gives_in_its_own_words(tmp_path):
+    """--short-answers: one more call reads the question and the answer alone and gives the part that answers it;
+    the phrase is scored, the answer as given kept, the call counted in the answer's usage. A phrase adding words the
+    answer lacks is asked again, then the answer as given is scored, recorded; options are never shortened."""
+    from test_eval_datasets import locomo_conv
+
+    said = "Ann told Bo that she adopted a cat last week."
+    steps = [STEP.format(f="send_message", args=json.dumps({"message": said}))]
+    for short, scored in ((["a cat"], "a cat"), (["a grey cat", "a tabby"], said)):
+        root = tmp_path / short[0]  # a store each: its response cache would replay the first phrase
+        write(root / "locomo" / "locomo_conversations_1-5.json", [locomo_conv()])
+        fake = ScriptedLLM(by_role={"agent-step": steps, "short-answer": short})
+        run(fake, root, root / "run", dataset="locomo", methods=("memgpt",), short_answers=True)
+        [r] = records(root / "run")
+        assert r["prediction"] == scored and r["details"]["reply"] == said
+        asked = [q for q in fake.history if q.role == "short-answer"]
+        assert len(asked) == len(short) and said in asked[0].messages[0].content
+        assert r["usage"]["calls"] == len(fake.history)  # the agent's step and the short answer's calls
+        if scored == said:
+            assert any("grey" in f and "as given is scored" in f for f in r["fallbacks"])
+            assert "grey" in asked[1].messages[-1].content  # the re-ask names the word the answer lacks
+        else:
+            assert r["scores"]["f1"] == 1.0  # "a cat" against the gold "A cat"
+    with pytest.raises(ConfigError, match="short_answers"):  # another run's directory: not resumed as this one
+        run(ScriptedLLM(by_role={"agent-step": steps}), root, root / "run", dataset="locomo", methods=("memgpt",))
+
+
+def test_short_answers_leave_options_and_computed_figures_as_they_are():
+    from pagemind import LLM
+    from pagemind.answering.question import Answer, Question
+    from pagemind.eval.short import shortened
+
+    fake = ScriptedLLM(default="B")
+    llm = LLM(fake, concurrency=1)
+    chosen = Answer(Question("Which?", ("one", "two")), "rag", "two", choice=1)
+    assert shortened(llm, chosen).text == "two" and not fake.history
+    empty = Answer(Question("Who?"), "rag", "  ")
+    assert shortened(llm, empty).text == "  " and "reply" not in empty.details and not fake.history

@@ -101,20 +101,24 @@ def eval_group() -> None:
 @click.option("--unanswerable", is_flag=True,
               help="also ask each question of its document with its evidence removed (an unanswerable variant): the "
                    "report adds abstention precision and recall")
+@click.option("--short-answers", is_flag=True,
+              help="score the short phrase each free-form answer gives, in its own words (one more call an answer, "
+                   "counted; LoCoMo's QA prompt asks for a short phrase), the answer as given kept beside it")
 @click.option("--no-progress", is_flag=True, help="no progress bar on stderr")
 @llm_options
 @click.pass_context
 @handle_errors
 def run(ctx: click.Context, dataset: str, methods: tuple[str, ...], data: str | None, limit: int | None, seed: int,
         by_document: bool, budget: int | None, params: tuple[str, ...], options: tuple[str, ...], raters: bool,
-        rater_llm: str | None, run_dir: str | None, retry_errors: bool, unanswerable: bool, no_progress: bool,
-        encoding: str, **kw: Any) -> None:
+        rater_llm: str | None, run_dir: str | None, retry_errors: bool, unanswerable: bool, short_answers: bool,
+        no_progress: bool, encoding: str, **kw: Any) -> None:
     """Run METHODs on DATASET and write examples.jsonl, summary.md/csv/json and plot.png to the run dir."""
 
     config = EvalConfig(dataset=dataset, methods=methods, data=data, params=_pairs(params, "--param"), limit=limit,
                         seed=seed, budget=budget, raters=raters, by_document=by_document,
                         method_options=_method_options(options), retry_errors=retry_errors,
-                        concurrency=kw.get("concurrency"), unanswerable=unanswerable)
+                        concurrency=kw.get("concurrency"), unanswerable=unanswerable,
+                        short_answers=short_answers)
     target = Path(run_dir) if run_dir else default_run_dir(dataset)
     with session(ctx, kw) as pm:
         rater = None

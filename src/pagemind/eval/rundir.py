@@ -20,7 +20,8 @@ from typing import Any
 
 from ..errors import ConfigError
 
-IDENTITY = ("dataset", "params", "seed", "budget", "model", "raters", "by_document", "unanswerable")
+IDENTITY = ("dataset", "params", "seed", "budget", "model", "raters", "by_document", "unanswerable",
+            "short_answers")
 EXAMPLES, BUILDS, CONFIG = "examples.jsonl", "builds.jsonl", "config.json"
 
 

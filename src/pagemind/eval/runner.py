@@ -83,6 +83,7 @@ class EvalConfig:
     retry_errors: bool = False
     concurrency: int | None = None
     unanswerable: bool = False  # also ask each question of its document with the evidence removed (.unanswerable)
+    short_answers: bool = False  # score the short phrase each free-form answer gives (one more call each: .short)
 
 
 def expand_methods(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -233,6 +234,7 @@ class Runner:
             "rater_model": (self.rater_llm or self.pm.llm).model_id if self.raters else None,
             "by_document": self.config.by_document, "primary": spec.primary, "dataset_notes": self.dataset_notes,
             **({"unanswerable": True} if self.config.unanswerable else {}),
+            **({"short_answers": True} if self.config.short_answers else {}),
             "method_options": {m: self.method_options(m) for m in methods},
             "commands": [self.command] if self.command else []}, widening=spec.widening)
         self.primary = spec.primary
@@ -340,6 +342,10 @@ class Runner:
         t0 = time.perf_counter()
         try:
             answer = call()
+            if self.config.short_answers:
+                from .short import shortened
+
+                answer = shortened(self.pm.llm, answer)
         except FATAL:
             raise
         except Exception as err:  # a failed example is recorded with its error
