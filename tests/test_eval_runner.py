@@ -380,6 +380,7 @@ def test_short_answers_score_the_phrase_an_answer_gives_in_its_own_words(tmp_pat
         run(fake, root, root / "run", dataset="locomo", methods=("memgpt",), short_answers=True)
         [r] = records(root / "run")
         assert r["prediction"] == scored and r["details"]["reply"] == said
+        assert r["details"].get("short") == (None if scored == said else scored)
         asked = [q for q in fake.history if q.role == "short-answer"]
         assert len(asked) == len(short) and said in asked[0].messages[0].content
         assert r["usage"]["calls"] == len(fake.history)  # the agent's step and the short answer's calls
@@ -392,14 +393,42 @@ def test_short_answers_score_the_phrase_an_answer_gives_in_its_own_words(tmp_pat
         run(ScriptedLLM(by_role={"agent-step": steps}), root, root / "run", dataset="locomo", methods=("memgpt",))
 
 
-def test_short_answers_leave_options_and_computed_figures_as_they_are():
+def test_short_answers_leave_options_refusals_and_failed_calls_to_the_answer_as_given(tmp_path):
+    """No call for an option, an empty answer or a refusal; a summary set is never shortened; a call that fails
+    (not a backend outage, which stops the run to resume) leaves the answer scored as given, recorded."""
     from pagemind import LLM
     from pagemind.answering.question import Answer, Question
-    from pagemind.eval.short import shortened
+    from pagemind.eval.short import shorten
 
     fake = ScriptedLLM(default="B")
     llm = LLM(fake, concurrency=1)
-    chosen = Answer(Question("Which?", ("one", "two")), "rag", "two", choice=1)
-    assert shortened(llm, chosen).text == "two" and not fake.history
-    empty = Answer(Question("Who?"), "rag", "  ")
-    assert shortened(llm, empty).text == "  " and "reply" not in empty.details and not fake.history
+    for answer in (Answer(Question("Which?", ("one", "two")), "rag", "two", choice=1),
+                   Answer(Question("Who?"), "rag", "  "),
+                   Answer(Question("Who?"), "rag", "The text does not say who signed the lease.")):
+        shorten(llm, answer)
+        assert "short" not in answer.details and not fake.history
+    qmsum_fixture(tmp_path, meetings=1)
+    fake = readagent_fake(**{"short-answer": "the plan"})
+    run(fake, tmp_path, tmp_path / "run", dataset="qmsum", methods=("full",), short_answers=True)
+    assert "short-answer" not in fake.roles()  # summaries are scored whole
+    from test_eval_datasets import locomo_conv
+
+    root = tmp_path / "locomo"
+    write(root / "locomo" / "locomo_conversations_1-5.json", [locomo_conv()])
+    said = "Ann adopted a cat."
+    steps = [STEP.format(f="send_message", args=json.dumps({"message": said}))]
+    fake = ScriptedLLM(by_role={"agent-step": steps, "short-answer": BadRequest("the server refused the request")})
+    run(fake, root, root / "run", dataset="locomo", methods=("memgpt",), short_answers=True)
+    [r] = records(root / "run")
+    assert r["status"] == "ok" and r["prediction"] == said and "short" not in r["details"]
+    assert any("short answer: the call failed" in f for f in r["fallbacks"])
+
+
+def test_a_short_answer_keeps_the_answers_numbers_whole_and_its_negation():
+    from pagemind.eval.short import problem
+
+    assert problem("2735", "Net income was $2,735 million in 2022.") == ""  # the same number, written plainly
+    assert "2.5" in problem("2.5 million", "It raised $5.2 million.")  # not the digits of another number
+    assert "negation" in problem("John is patriotic", "No, John is not patriotic.")
+    assert problem("No", "No, John is not patriotic.") == ""
+    assert "grey" in problem("a grey cat", "Ann adopted a cat.")

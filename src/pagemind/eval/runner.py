@@ -342,15 +342,21 @@ class Runner:
         t0 = time.perf_counter()
         try:
             answer = call()
-            if self.config.short_answers:
-                from .short import shortened
-
-                answer = shortened(self.pm.llm, answer)
         except FATAL:
             raise
         except Exception as err:  # a failed example is recorded with its error
             self._record(method, example, result, error=_error(err), wall=time.perf_counter() - t0)
             return
+        if self.config.short_answers and example.task == "qa":
+            from .short import shorten
+
+            try:
+                shorten(self.pm.llm, answer)
+            except FATAL:
+                raise
+            except Exception as err:  # the answer is kept and scored as given
+                answer.fallbacks.append(f"short answer: the call failed ({_error(err)}); the answer as given is "
+                                        "scored")
         self._record(method, example, result, answer=answer, wall=time.perf_counter() - t0)
 
     def _record(self, method: str, e: Example, result: RunResult, *, answer: Answer | None = None,
@@ -375,9 +381,11 @@ class Runner:
 
     def _scored(self, e: Example, answer: Answer) -> dict[str, Any]:
         details = {k: v for k, v in answer.details.items() if k not in _DROP_DETAILS}
+        short = answer.details.get("short")  # --short-answers: the phrase the answer gives is what is scored
+        said = short or answer.stated  # a working's figures are not its answer
         out: dict[str, Any] = {
-            "prediction": answer.text[:4000], "choice": answer.letter,
-            "scores": metrics.score(e, answer.stated, answer.choice),  # a working's figures are not its answer
+            "prediction": (short or answer.text)[:4000], "choice": answer.letter,
+            "scores": metrics.score(e, said, answer.choice),
             "usage": usage_of(answer.trace), "pages_read": answer.pages_read, "lookups": len(answer.pages_read),
             "compression_rate": answer.compression_rate, "context_words": answer.context_words,
             "fallbacks": answer.fallbacks, "details": details,
@@ -397,15 +405,15 @@ class Runner:
             judged: Judgement | None = None
             if e.meta.get("rater") == "longmemeval":
                 judged = self.raters.longmemeval(str(e.meta.get("question_type")), str(e.meta.get("question")),
-                                                 e.references[0], answer.stated, bool(e.meta.get("abstention")))
+                                                 e.references[0], said, bool(e.meta.get("abstention")))
             elif e.meta.get("rater") == "mmlongbench":
                 judged = self.raters.mmlongbench(e.question, str(e.meta.get("answer", e.references[0])),
-                                                 str(e.meta.get("answer_format", "")), answer.stated)
+                                                 str(e.meta.get("answer_format", "")), said)
             elif e.task == "open":
                 judged = self.raters.judge(e.meta.get("judge"), str(e.meta.get("related_history", "")), e.question,
-                                           answer.stated)
+                                           said)
             elif self.config.raters and e.task in ("qa", "summary"):
-                rating = self.raters.rate(e.question, answer.stated, e.references)
+                rating = self.raters.rate(e.question, said, e.references)
                 out["scores"].update(rating.scores)
                 out["rating"] = {"label": rating.label, "decisions": rating.decisions, "fallbacks": rating.fallbacks}
                 out["rater_usage"] = usage_of(rating.trace)
