@@ -236,7 +236,7 @@ def walk(args: argparse.Namespace) -> None:
             for guide in guides:
                 reader = pm.plan(document, "memwalker", tree="sections", summaries="titles", guide=guide).reader
                 tree = reader.load(document) or reader.build(document)
-                order = first_taken(tree, reader.passage_index(tree).rank(e.question).scores)
+                order = first_taken(tree, reader.guide_scores(tree, e.question))
                 spans = [_span(document, leaf, "leaf") for leaf in order[: max(LEAVES)]]
                 for k in LEAVES:
                     found[guide][k].append(float(any(a < s.end and s.start < b for a, b in spans[:k]

@@ -567,6 +567,41 @@ def test_a_hybrid_guide_ranks_children_as_the_reader_ranks_its_leaves_and_embeds
     assert Counting.texts == embedded + 1  # the new question alone: the leaves' vectors came from the store's cache
 
 
+def test_a_question_naming_a_statement_ranks_that_sections_leaves_first():
+    """A tree of sections labels each leaf with its sections' titles, so a question that names "the cash flow
+    statement" ranks (and a guided walk shows) the statement's leaves before the discussion that repeats its words,
+    as RAG's named sections do; a tree of the paper's summaries has no titles to read and keeps its ranking."""
+    from dataclasses import replace
+
+    from pagemind.methods.memwalker import section_labels
+    from pagemind.text.sections import Section
+
+    discussion = "Item 7. Discussion\n" + "Purchases of property and equipment rose; cash flows from purchases " \
+        "of property were discussed. " * 12
+    statement = "Consolidated Statements of Cash Flows\n" + "Investing 1,577 1,373 for the year. " * 10
+    risks = "Item 1A. Risk Factors\n" + "A storm may come. " * 20
+    text = "\n".join([discussion, statement, risks])
+    at = [0, len(discussion) + 1, len(discussion) + len(statement) + 2, len(text)]
+    document = replace(Document.from_text(text, name="filing.pdf"), sections=tuple(
+        Section(title.split("\n")[0], 1, at[i], at[i + 1]) for i, title in enumerate([discussion, statement, risks])))
+    question = "According to the cash flow statement, what were the purchases of property?"
+    mw = walker(scripted(), tree="sections", summaries="titles", segment_tokens=60, guide="bm25")
+    tree = mw.build(document)
+    labels = section_labels(tree)
+    assert {label for label in labels} == {("Item 7. Discussion",), ("Consolidated Statements of Cash Flows",),
+                                           ("Item 1A. Risk Factors",)}
+    plain = [int(i) for i in mw.passage_index(tree).rank(question).order]
+    assert labels[plain[0]] == ("Item 7. Discussion",)  # BM25 alone: the discussion repeats the question's words
+    ranked = [e.index for e, _ in mw.rank(tree, question)]
+    assert labels[ranked[0]] == ("Consolidated Statements of Cash Flows",)
+    scores = mw.guide_scores(tree, question)
+    assert labels[max(range(len(scores)), key=scores.__getitem__)] == ("Consolidated Statements of Cash Flows",)
+    paper = walker(scripted(), segment_tokens=60)
+    tree = paper.build(document)
+    assert [e.index for e, _ in paper.rank(tree, question)] == \
+        [int(i) for i in paper.passage_index(tree).rank(question).order]
+
+
 def test_best_leaf_answers_when_two_navigation_calls_are_left():
     fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Reasoning: r\nAction: -2\nAnswer: (B)"])
     mw = walker(fake, max_steps=5, on_exhausted="best-leaf")

@@ -143,11 +143,43 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
                                                RetrievalSettings(scorer="hybrid", fusion="mix"), embedder)
         return self._indexes[key]
 
+    def ordered(self, memory: MemoryTree, query: str, order: Any) -> list[int]:
+        """The ranking, with the leaves of a section the question names ("the cash flow statement", "Item 7") first,
+        as RAG's ``named_sections`` does; a tree of sections labels each leaf with its sections' titles."""
+        from ...retrieval.named import named_first
+
+        ranked = [int(i) for i in order]
+        return named_first(ranked, section_labels(memory), query) if memory.settings.get("tree") == "sections" \
+            else ranked
+
+    def guide_scores(self, memory: MemoryTree, query: str) -> list[float]:
+        """Each leaf's place in :meth:`rank` as a score (the first highest): what a guided walk ranks children by."""
+        ranked = self.rank(memory, query)
+        place = {evidence.index: len(ranked) - n for n, (evidence, _) in enumerate(ranked)}
+        return [float(place.get(leaf.index, 0)) for leaf in memory.leaves]
+
     def _answer(self, memory: MemoryTree, question: Question, context: Context) -> Reading:
         context.phase("walking the tree")
-        scores = (lambda: list(self.passage_index(memory).rank(question.text).scores)) if self.options.guide != "none" \
-            else None
+        scores = (lambda: self.guide_scores(memory, question.text)) if self.options.guide != "none" else None
         return Walk(memory, question, self.llm, self.options, context, leaf_scores=scores).reading()
+
+
+_HEAD_END = (": ", " (contains: ")  # a section node's summary: its title, then its children's or their titles
+
+
+def section_labels(tree: MemoryTree) -> list[tuple[str, ...]]:
+    """Each leaf's section label for :func:`~pagemind.retrieval.named.named_first`: the titles of the sections above
+    it, outermost first ("Item 8 › Consolidated Statements of Cash Flows"), read from their nodes' summaries."""
+    def title(node: TreeNode) -> str:
+        cut = min((at for at in (node.summary.find(end) for end in _HEAD_END) if at >= 0), default=-1)
+        head = node.summary[:cut] if cut >= 0 else node.summary
+        return "" if head == "(part)" else head.strip()
+
+    labels: list[tuple[str, ...]] = []
+    for leaf in tree.leaves:
+        titles = [t for t in (title(n) for n in tree.path(leaf.id)[1:-1]) if t]
+        labels.append((" › ".join(titles),) if titles else ())
+    return labels
 
 
 __all__ = ["NO_ANSWER", "PRESETS", "MemWalker", "MemWalkerOptions", "MemoryTree", "NavigationStep", "TreeNode",
