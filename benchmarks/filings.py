@@ -19,7 +19,7 @@ reasoning step: one call a question), beside the same configuration's ranking wi
 
     python benchmarks/filings.py read [--engine pypdf] [--second] [--only 10K]
     python benchmarks/filings.py retrieve
-    python benchmarks/filings.py walk
+    python benchmarks/filings.py walk [--segment-tokens 330]
     python benchmarks/filings.py pick [--config "hybrid mix"] [--limit 30] [--llm openai:...]
 """
 
@@ -234,7 +234,8 @@ def walk(args: argparse.Namespace) -> None:
                 skipped.append(e.id)
                 continue
             for guide in guides:
-                reader = pm.plan(document, "memwalker", tree="sections", summaries="titles", guide=guide).reader
+                reader = pm.plan(document, "memwalker", tree="sections", summaries="titles", guide=guide,
+                                 **({"segment_tokens": args.segment_tokens} if args.segment_tokens else {})).reader
                 tree = reader.load(document) or reader.build(document)
                 order = first_taken(tree, reader.guide_scores(tree, e.question))
                 spans = [_span(document, leaf, "leaf") for leaf in order[: max(LEAVES)]]
@@ -246,7 +247,8 @@ def walk(args: argparse.Namespace) -> None:
               "recall": {g: {f"leaves={k}": round(sum(v) / max(1, len(v)), 3) for k, v in row.items()}
                          for g, row in found.items()},
               "words_of_two_leaves_median": {g: sorted(w)[len(w) // 2] for g, w in words.items() if w}}
-    write_result("filings-walk", result)
+    write_result("filings-walk" + (f"-s{args.segment_tokens}" if args.segment_tokens else ""),
+                 {**result, "segment_tokens": args.segment_tokens or "default"})
     print(json.dumps(result))
 
 
@@ -270,6 +272,7 @@ def main() -> None:
                              "the one configuration (default: hybrid mix)")
     parser.add_argument("--llm", default=None, help="pick: the model (default: the embedded one)")
     parser.add_argument("--limit", type=int, default=0, help="pick: the first N questions")
+    parser.add_argument("--segment-tokens", type=int, default=0, help="walk: MemWalker's leaf size (default: its own)")
     args = parser.parse_args()
     {"read": read, "retrieve": retrieve, "walk": walk, "pick": pick}[args.part](args)
 
