@@ -19,7 +19,7 @@ reasoning step: one call a question), beside the same configuration's ranking wi
 
     python benchmarks/filings.py read [--engine pypdf] [--second] [--only 10K]
     python benchmarks/filings.py retrieve
-    python benchmarks/filings.py walk [--segment-tokens 330]
+    python benchmarks/filings.py walk [--segment-tokens 330] [--revert best]
     python benchmarks/filings.py pick [--config "hybrid mix"] [--limit 30] [--llm openai:...]
 """
 
@@ -197,9 +197,12 @@ def pick(args: argparse.Namespace) -> None:
 LEAVES = (1, 2, 3, 4)  # leaves a walk reads
 
 
-def first_taken(tree, scores) -> list:
+def first_taken(tree, scores, revert: str = "parent") -> list:
     """The leaves in the order a guided walk reads them when the model takes the first child shown every time and
-    rejects every leaf: each node's children by the best score beneath them (ties in reading order), depth first."""
+    rejects every leaf: each node's children by the best score beneath them (ties in reading order), depth first;
+    with ``revert=best`` the walk climbs to the best unread leaf after each, so it reads them best first."""
+    if revert == "best":
+        return [leaf for _, _, leaf in sorted((-s, n, leaf) for n, (leaf, s) in enumerate(zip(tree.leaves, scores)))]
     best: dict[str, float] = {}
     for leaf, score in zip(tree.leaves, scores):
         parts = leaf.id.split(".")
@@ -237,7 +240,7 @@ def walk(args: argparse.Namespace) -> None:
                 reader = pm.plan(document, "memwalker", tree="sections", summaries="titles", guide=guide,
                                  **({"segment_tokens": args.segment_tokens} if args.segment_tokens else {})).reader
                 tree = reader.load(document) or reader.build(document)
-                order = first_taken(tree, reader.guide_scores(tree, e.question))
+                order = first_taken(tree, reader.guide_scores(tree, e.question), args.revert)
                 spans = [_span(document, leaf, "leaf") for leaf in order[: max(LEAVES)]]
                 for k in LEAVES:
                     found[guide][k].append(float(any(a < s.end and s.start < b for a, b in spans[:k]
@@ -247,8 +250,9 @@ def walk(args: argparse.Namespace) -> None:
               "recall": {g: {f"leaves={k}": round(sum(v) / max(1, len(v)), 3) for k, v in row.items()}
                          for g, row in found.items()},
               "words_of_two_leaves_median": {g: sorted(w)[len(w) // 2] for g, w in words.items() if w}}
-    write_result("filings-walk" + (f"-s{args.segment_tokens}" if args.segment_tokens else ""),
-                 {**result, "segment_tokens": args.segment_tokens or "default"})
+    write_result("filings-walk" + (f"-s{args.segment_tokens}" if args.segment_tokens else "")
+                 + ("-best" if args.revert == "best" else ""),
+                 {**result, "segment_tokens": args.segment_tokens or "default", "revert": args.revert})
     print(json.dumps(result))
 
 
@@ -273,6 +277,7 @@ def main() -> None:
     parser.add_argument("--llm", default=None, help="pick: the model (default: the embedded one)")
     parser.add_argument("--limit", type=int, default=0, help="pick: the first N questions")
     parser.add_argument("--segment-tokens", type=int, default=0, help="walk: MemWalker's leaf size (default: its own)")
+    parser.add_argument("--revert", choices=("parent", "best"), default="parent", help="walk: MemWalker's revert")
     args = parser.parse_args()
     {"read": read, "retrieve": retrieve, "walk": walk, "pick": pick}[args.part](args)
 

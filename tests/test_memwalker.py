@@ -531,6 +531,33 @@ def test_a_guided_triage_shows_the_children_over_the_best_segment_first_and_only
     assert answer.details["trajectory"][-1]["answer"] == "at the harbour"  # (withheld: leaf 2.1 does not hold it)
 
 
+def test_revert_best_climbs_to_the_best_unread_leaf_instead_of_finishing_the_rejected_section():
+    """revert=best (guided walks): a rejected leaf sends the walk up to the node above the best unread leaf (the
+    zeppelin's sighting in part 0), not to the rejected leaf's siblings; a child ranks as its best unread leaf; the
+    paper's revert goes back to the parent; without a guide the option is refused."""
+    parts = paragraphs(16)
+    parts[11] = "The zeppelin landed at Brannoch harbour."  # leaf 2.3, the best
+    parts[1] = "A zeppelin was seen over the hills."  # leaf 0.1, the next best
+    replies = ["Reasoning: r\nAction: 2", "Reasoning: r\nAction: 3", "Reasoning: r\nAction: -1",
+               "Reasoning: r\nAction: 0", "Reasoning: r\nAction: 1", "Reasoning: r\nAction: -2\nAnswer: the hills"]
+    fake = scripted(navigate=replies)
+    mw = walker(fake, segment_tokens=10, max_children=4, guide="bm25", guide_k=2, revert="best")
+    tree = mw.build(Document.from_text("\n\n".join(parts)))
+    answer = mw.answer(tree, Question("Where did the zeppelin land at Brannoch?"))
+    shown = [[int(n) for n in re.findall(r"Summary (\d+):", r.messages[0].content)] for r in navigations(fake)]
+    assert shown[0][0] == 2 and shown[3][0] == 0  # after 2.3: the root again, part 0 (the sighting) first
+    assert "seen over the hills" in navigations(fake)[3].messages[0].content
+    assert answer.details["walk"].startswith("root → 2 → 2.3 (leaf: -1)") and "0.1 (leaf: -2" in answer.details["walk"]
+    fake = scripted(navigate=replies[:3] + ["Reasoning: r\nAction: 0"])
+    parent = walker(fake, segment_tokens=10, max_children=4, guide="bm25", guide_k=2, max_steps=4)
+    parent.answer(parent.build(Document.from_text("\n\n".join(parts))),
+                  Question("Where did the zeppelin land at Brannoch?"))
+    after = navigations(fake)[3].messages[0].content  # node 2's other leaves, not part 0 with the sighting
+    assert "harbour" not in after and "seen over the hills" not in after and parts[8].split()[0] in after
+    with pytest.raises(ConfigError, match="revert=best"):
+        MemWalkerOptions.create(revert="best")
+
+
 def test_a_hybrid_guide_ranks_children_as_the_reader_ranks_its_leaves_and_embeds_them_once():
     """guide=hybrid: the children are ranked by the reader's own ranking of its leaves (BM25 and the embedder fused,
     as OP-RAG ranks), which ``retrieve`` returns too; the leaves are embedded once into the store's cache."""

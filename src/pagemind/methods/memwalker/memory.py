@@ -151,6 +151,10 @@ class MemWalkerOptions(ReaderOptions):
                 "first guide_k in that order, the next as those are rejected (none: the paper's triage over all "
                 "children)")
     guide_k: int = option(3, "children a guided triage shows at a time", minimum=1)
+    revert: Literal["parent", "best"] = option(
+        "parent", "after a rejected leaf: back to its parent (the paper), or best (pagemind, guided walks only): "
+                  "back up to the node above the best unread leaf, so the walk reads leaves in about the ranking's "
+                  "order instead of finishing the rejected leaf's section first")
     layout: Literal["paper", "prefix-cache"] = option(
         "paper", "triage prompt layout: paper (the question first) or prefix-cache (pagemind: the summaries first, so "
                  "a server's prefix cache reuses the root's triage across questions)")
@@ -159,6 +163,8 @@ class MemWalkerOptions(ReaderOptions):
                                       "memory)", minimum=1)
 
     def check(self) -> None:
+        if self.revert == "best" and self.guide == "none":
+            raise ConfigError("revert=best follows the guide's ranking: give guide=bm25 or guide=hybrid too")
         if self.budget is not None and self.budget < self.segment_tokens:
             raise ConfigError(f"a budget of {self.budget} tokens cannot show a {self.segment_tokens}-token segment; "
                               "lower segment_tokens (--segment-tokens) to at most the budget")

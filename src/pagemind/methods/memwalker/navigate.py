@@ -82,7 +82,8 @@ class Walk:
         self.context_words = 0
         self.memory_truncated = 0
         self.best_leaf = False  # the answer came from on_exhausted=best-leaf
-        self._guide: dict[str, float] | None = None  # node id -> its best segment's score (guided walks)
+        self._scores: list[float] | None = None  # each leaf's score, asked once (guided walks)
+        self._rejected: set[str] = set()  # leaves read and rejected
 
     # --- asking, with re-asks ----------------------------------------------------------------------
     def _reserved(self) -> int:
@@ -110,20 +111,37 @@ class Walk:
     def guided(self, node: TreeNode, allowed: list[int]) -> list[int]:
         """``allowed`` children ranked by the score of the best segment beneath each (ties in reading order), the
         first ``guide_k``: what a guided triage shows."""
-        if self._guide is None:
-            leaves = self.tree.leaves
-            assert self.leaf_scores is not None, "a guided walk is given its reader's leaf scores"
-            scores = self.leaf_scores()
-            best: dict[str, float] = {}
-            for leaf, score in zip(leaves, scores):
-                parts = leaf.id.split(".")
-                for depth in range(1, len(parts) + 1):
-                    key = ".".join(parts[:depth])
-                    best[key] = max(best.get(key, 0.0), float(score))
-            self._guide = best
-        guide = self._guide
+        guide = self._node_scores()
         ranked = sorted(allowed, key=lambda i: -guide.get(node.children[i], 0.0))
         return ranked[:self.opts.guide_k]
+
+    def _unread(self) -> list[tuple[TreeNode, float]]:
+        """The leaves not read and rejected, with their scores (in reading order)."""
+        if self._scores is None:
+            assert self.leaf_scores is not None, "a guided walk is given its reader's leaf scores"
+            self._scores = [float(s) for s in self.leaf_scores()]
+        return [(leaf, score) for leaf, score in zip(self.tree.leaves, self._scores) if leaf.id not in self._rejected]
+
+    def _node_scores(self) -> dict[str, float]:
+        """Node id -> the score of its best unread segment: a child ranks as the best it still has to offer."""
+        best: dict[str, float] = {}
+        for leaf, score in self._unread():
+            parts = leaf.id.split(".")
+            for depth in range(1, len(parts) + 1):
+                key = ".".join(parts[:depth])
+                best[key] = max(best.get(key, 0.0), score)
+        return best
+
+    def _climb(self, stack: list[tuple[TreeNode, set[int]]]) -> None:
+        """``revert=best``: after a rejected leaf, back up the path to the lowest node above the best unread leaf
+        (ties in reading order), so the walk goes on where the ranking is best, not in the rejected leaf's section.
+        Nodes left are not rejected: their children's rejections are kept (``_excluded``) for a walk back."""
+        unread = self._unread()
+        if not unread:
+            return
+        target = max(unread, key=lambda pair: pair[1])[0].id  # (max keeps the first of equal scores)
+        while len(stack) > 1 and not target.startswith(stack[-1][0].id + "."):
+            stack.pop()
 
     def _triage(self, node: TreeNode, excluded: set[int]) -> tuple[int | None, NavigationStep]:
         allowed = [i for i in range(len(node.children)) if i not in excluded]
@@ -216,7 +234,8 @@ class Walk:
     # --- the state machine -------------------------------------------------------------------------
     def run(self) -> LeafReply | None:
         """Walk until an answer (returned) or a recorded end without one (None)."""
-        stack: list[tuple[TreeNode, set[int]]] = [(self.tree.root, set())]
+        excluded_at: dict[str, set[int]] = {}  # a node's rejected children, kept when a climb leaves it
+        stack: list[tuple[TreeNode, set[int]]] = [(self.tree.root, excluded_at.setdefault(ROOT, set()))]
         while True:
             node, excluded = stack[-1]
             if self._reserved() and self.calls >= self.opts.max_steps - self._reserved():
@@ -237,6 +256,9 @@ class Walk:
                     self.steps.append(NavigationStep(ROOT, EXHAUSTED, -1, "the only segment cannot answer"))
                     return self._exhausted("the text's only segment was rejected")
                 stack[-1][1].add(number(node.id))
+                self._rejected.add(node.id)
+                if self.opts.revert == "best":
+                    self._climb(stack)
                 continue
             if len(excluded) == len(node.children):
                 self.steps.append(NavigationStep(node.id, EXHAUSTED, -1, "every child was read and rejected"))
@@ -252,7 +274,8 @@ class Walk:
                     return self._spent(node.id)
                 self.fallbacks.append(self._failure_note(step))
                 return None
-            stack.append((self.tree.node(node.children[child]), set()))
+            chosen = self.tree.node(node.children[child])
+            stack.append((chosen, excluded_at.setdefault(chosen.id, set())))
 
     def _spent(self, node_id: str) -> LeafReply | None:
         """The step budget is spent but for the calls kept back: the best-leaf answer."""
