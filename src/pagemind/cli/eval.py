@@ -102,8 +102,8 @@ def eval_group() -> None:
               help="also ask each question of its document with its evidence removed (an unanswerable variant): the "
                    "report adds abstention precision and recall")
 @click.option("--short-answers", is_flag=True,
-              help="score the short phrase each free-form answer gives, in its own words (one more call an answer, "
-                   "counted; LoCoMo's QA prompt asks for a short phrase), the answer as given kept beside it")
+              help="score the short phrase each question-answering answer gives, in its own words (one more call an "
+                   "answer, counted; LoCoMo's QA prompt asks for a short phrase), the answer as given kept beside it")
 @click.option("--no-progress", is_flag=True, help="no progress bar on stderr")
 @llm_options
 @click.pass_context

@@ -83,7 +83,7 @@ class EvalConfig:
     retry_errors: bool = False
     concurrency: int | None = None
     unanswerable: bool = False  # also ask each question of its document with the evidence removed (.unanswerable)
-    short_answers: bool = False  # score the short phrase each free-form answer gives (one more call each: .short)
+    short_answers: bool = False  # score the short phrase each QA answer gives (one more call each: .short)
 
 
 def expand_methods(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
