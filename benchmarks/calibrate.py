@@ -13,7 +13,9 @@ and coverage at 80/90% right of the fitted probability on held-out folds beside 
 answers. ``--write`` fits each kind on all its answers and writes ``src/pagemind/answering/calibration.json`` — only
 kinds with at least ``--min`` answers from at least two documents per fold: the model of all signals where its
 held-out AUROC beats the hand-set one, else the hand-set value recalibrated (one increasing map: the same ranking, a
-probability) where that is better calibrated held out; the others keep the hand-set value.
+probability) where that is better calibrated held out; the others keep the hand-set value. Where the runs hold
+unanswerable variants (``--unanswerable``), each kind also reports the share of the variants answered wrong that an
+abstention withholds when set to withhold at most 10% of the answerable right answers (held out, fitted and hand-set).
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def load(dirs: list[Path]) -> list[dict]:
             rows.append({"dataset": r["dataset"], "document": r["document_id"], "kind": r.get("kind", "free"),
                          "method": r["method"], "signals": r["signals"],
                          "right": grades.get((r["example_id"], r["method"]), float(r["scores"][primary]) >= RIGHT),
-                         "graded": (r["example_id"], r["method"]) in grades, "run": folder.name})
+                         "graded": (r["example_id"], r["method"]) in grades, "run": folder.name,
+                         "variant": bool((r.get("meta") or {}).get("unanswerable"))})
     return rows
 
 
@@ -83,6 +86,23 @@ def withheld(confidence: list[float], right: list[bool], cut: float) -> dict | N
             "wrong_share": round(wrong / len(held), 3),
             "wrong_caught": round(wrong / wrong_total, 3) if wrong_total else None,
             "right_lost": round((len(held) - wrong) / right_total, 3) if right_total else None}
+
+
+MOST_LOST = 0.10  # right answers a user would let an abstention withhold (issue 51's goal: at most 10%)
+
+
+def on_variants(confidence: list[float], right: list[bool], variant: list[bool]) -> dict | None:
+    """Unanswerable variants under the abstention a user would set: the highest cut that withholds at most
+    :data:`MOST_LOST` of the answerable right answers (read off these same held-out answers), and the share of the
+    variants answered wrong that it withholds (None without both)."""
+    kept = [p for p, ok, v in zip(confidence, right, variant) if ok and not v]
+    wrong = [p for p, ok, v in zip(confidence, right, variant) if v and not ok]
+    if not kept or not wrong:
+        return None
+    cuts = [c for c in sorted(set(confidence)) if sum(p < c for p in kept) <= MOST_LOST * len(kept)]
+    cut = cuts[-1] if cuts else min(confidence)
+    return {"below": round(cut, 4), "right_lost": round(sum(p < cut for p in kept) / len(kept), 3),
+            "variants_withheld": round(sum(p < cut for p in wrong) / len(wrong), 3), "variants_wrong": len(wrong)}
 
 
 def curve(confidence: list[float], right: list[bool], steps: int = 10) -> list[dict]:
@@ -181,6 +201,10 @@ def main() -> None:
             entry["by_dataset"][dataset] = {"fitted": measures([held[i] for i in idx], [right[i] for i in idx]),
                                             "hand_set": measures([hand[i] for i in idx], [right[i] for i in idx])}
         entry["recalibrated"] = measures(rescaled, right)
+        variant = [r["variant"] for r in mine]
+        if any(variant):  # unanswerable variants among them: what an abstention set for 10% lost right ones catches
+            entry["variants"] = {"fitted": on_variants(held, right, variant),
+                                 "hand_set": on_variants(hand, right, variant)}
         better = (entry["fitted"]["auroc"] or 0) > (entry["hand_set"]["auroc"] or 0)
         graded = sorted({r["dataset"] for r in mine if r["graded"]})
         source = f"{len(mine)} answers of {', '.join(sorted({r['dataset'] for r in mine}))}" + (
@@ -209,8 +233,8 @@ def main() -> None:
             entry["model"] = whole.as_dict()
         report["kinds"][kind] = entry
         shown = ("documents", "left_out", "fitted", "hand_set", "recalibrated", "thresholds", "abstain_below", "ships",
-                 "shipped")
-        print(kind, json.dumps({k: entry[k] for k in shown}),
+                 "shipped", "variants")
+        print(kind, json.dumps({k: entry[k] for k in shown if k in entry}),
               flush=True)
     if args.write:
         path = ROOT / "src" / "pagemind" / "answering" / FILE
