@@ -615,14 +615,17 @@ def test_a_question_naming_a_statement_ranks_that_sections_leaves_first():
     mw = walker(scripted(), tree="sections", summaries="titles", segment_tokens=60, guide="bm25")
     tree = mw.build(document)
     labels = section_labels(tree)
-    assert {label for label in labels} == {("Item 7. Discussion",), ("Consolidated Statements of Cash Flows",),
-                                           ("Item 1A. Risk Factors",)}
+    named = {("§Item 7. Discussion",), ("§Consolidated Statements of Cash Flows",), ("§Item 1A. Risk Factors",)}
+    assert set(labels) == named and len(labels) > 3  # the path a RAG fragment's label names, on every leaf
+    whole = walker(scripted(), tree="sections", summaries="titles", segment_tokens=400, guide="bm25")
+    one_each = whole.build(document)  # each section fits one segment: the section is its leaf, and still named
+    assert len(one_each.leaves) == 3 and set(section_labels(one_each)) == named
     plain = [int(i) for i in mw.passage_index(tree).rank(question).order]
-    assert labels[plain[0]] == ("Item 7. Discussion",)  # BM25 alone: the discussion repeats the question's words
+    assert labels[plain[0]] == ("§Item 7. Discussion",)  # BM25 alone: the discussion repeats the question's words
     ranked = [e.index for e, _ in mw.rank(tree, question)]
-    assert labels[ranked[0]] == ("Consolidated Statements of Cash Flows",)
+    assert labels[ranked[0]] == ("§Consolidated Statements of Cash Flows",)
     scores = mw.guide_scores(tree, question)
-    assert labels[max(range(len(scores)), key=scores.__getitem__)] == ("Consolidated Statements of Cash Flows",)
+    assert labels[max(range(len(scores)), key=scores.__getitem__)] == ("§Consolidated Statements of Cash Flows",)
     paper = walker(scripted(), segment_tokens=60)
     tree = paper.build(document)
     assert [e.index for e, _ in paper.rank(tree, question)] == \

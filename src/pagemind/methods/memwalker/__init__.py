@@ -164,22 +164,13 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
         return Walk(memory, question, self.llm, self.options, context, leaf_scores=scores).reading()
 
 
-_HEAD_END = (": ", " (contains: ")  # a section node's summary: its title, then its children's or their titles
-
-
 def section_labels(tree: MemoryTree) -> list[tuple[str, ...]]:
-    """Each leaf's section label for :func:`~pagemind.retrieval.named.named_first`: the titles of the sections above
-    it, outermost first ("Item 8 › Consolidated Statements of Cash Flows"), read from their nodes' summaries."""
-    def title(node: TreeNode) -> str:
-        cut = min((at for at in (node.summary.find(end) for end in _HEAD_END) if at >= 0), default=-1)
-        head = node.summary[:cut] if cut >= 0 else node.summary
-        return "" if head == "(part)" else head.strip()
+    """Each leaf's section label for :func:`~pagemind.retrieval.named.named_first`: the section path its summary names
+    ("§Item 8 › Consolidated Statements of Cash Flows"), as a RAG fragment's is — a section that fits one segment is
+    its leaf, which names it."""
+    from .sections import leaf_path
 
-    labels: list[tuple[str, ...]] = []
-    for leaf in tree.leaves:
-        titles = [t for t in (title(n) for n in tree.path(leaf.id)[1:-1]) if t]
-        labels.append((" › ".join(titles),) if titles else ())
-    return labels
+    return [(path,) if (path := leaf_path(leaf.summary)) else () for leaf in tree.leaves]
 
 
 __all__ = ["NO_ANSWER", "PRESETS", "MemWalker", "MemWalkerOptions", "MemoryTree", "NavigationStep", "TreeNode",

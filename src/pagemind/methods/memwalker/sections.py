@@ -106,6 +106,19 @@ def _group(part: Part, most: int) -> None:
         part.children = made
 
 
+def leaf_summary(path: str, preview: str) -> str:
+    """What a leaf of a tree of sections shows in triage: its section path in brackets, then its text's beginning."""
+    return f"[{path}] {preview}" if path else preview
+
+
+def leaf_path(summary: str) -> str:
+    """The section path a leaf's summary names (:func:`leaf_summary`; a path is a citation's ``§A › B``), or ""."""
+    if not summary.startswith("[§"):
+        return ""
+    end = summary.find("] ")
+    return summary[1:end] if end > 0 else ""
+
+
 def build_section_tree(document: Document, writer: MemoryWriter, build: Build, llm: LLM, opts: MemWalkerOptions,
                        limit: int) -> None:
     """The tree of ``document``'s sections (see the module), written to ``writer``."""
@@ -118,8 +131,7 @@ def build_section_tree(document: Document, writer: MemoryWriter, build: Build, l
 
     def make(part: Part, node_id: str) -> TreeNode:
         if part.is_leaf:
-            shown = f"[{part.path}] " if part.path else ""
-            summary = shown + cut_to_tokens(part.text, preview, llm.count_tokens)
+            summary = leaf_summary(part.path, cut_to_tokens(part.text, preview, llm.count_tokens))
             node = TreeNode(node_id, len(leaves), 0, (), part.text, summary, llm.count_tokens(part.text),
                             llm.count_tokens(summary))
             leaves.append(node)
