@@ -260,7 +260,8 @@ def _span(document, unit, kind: str = "fragment") -> tuple[int, int]:
     """A fragment's (or leaf's) character offsets in the document's text (its words' place)."""
     from pagemind.answering.evidence import Evidence, passage
 
-    found = passage(document, Evidence(kind, unit.index, unit.text, kind), 0.0)
+    head = unit.head if kind == "leaf" else ""  # a leaf's text starts with its table's head; a fragment's does not
+    found = passage(document, Evidence(kind, unit.index, unit.text, kind, head=head), 0.0)
     return (found.start, found.end) if found is not None else (-1, -1)
 
 

@@ -632,6 +632,49 @@ def test_a_question_naming_a_statement_ranks_that_sections_leaves_first():
         [int(i) for i in paper.passage_index(tree).rank(question).order]
 
 
+def test_a_tree_of_sections_keeps_a_statements_rows_and_each_leaf_carries_its_tables_head():
+    """Issue 47: a tree of sections had run a statement's rows into one line ("| Depreciation | 594.7 | 620.1 | |
+    After-tax earnings | (91.1) |") and a leaf starting inside the statement had no header: which number was which
+    year could not be told. Rows stay lines; a leaf starting below the header carries the title lines and header
+    above its rows (as a RAG fragment does), counted in its tokens but not its own text — a citation of the leaf
+    places its rows, and the index ranks its own words."""
+    from dataclasses import replace
+
+    from pagemind.answering.evidence import passage
+    from pagemind.text.sections import Section
+
+    rows = "\n".join(f"| Line item {i} of the statement | {1000 + i:,} | {2000 + i:,} |" for i in range(40))
+    statement = ("Consolidated Statements of Cash Flows\n(In millions)\n| Fiscal Year | 2020 | 2019 |\n"
+                 "| --- | --- | --- |\n" + rows)
+    intro = "Item 7. Discussion\n" + "Cash from operations rose on higher earnings. " * 20
+    text = intro + "\n\n" + statement + "\n\nThe notes are part of the statements."
+    at = len(intro) + 2
+    document = replace(Document.from_text(text, name="filing.pdf"), sections=(
+        Section("Item 7. Discussion", 1, 0, at), Section("Consolidated Statements of Cash Flows", 1, at, len(text))))
+    mw = walker(scripted(), tree="sections", summaries="titles", segment_tokens=120, guide="bm25")
+    tree = mw.build(document)
+    table = [leaf for leaf in tree.leaves if "| Line item" in leaf.text]
+    assert len(table) >= 3
+    for leaf in table:  # every row on its own line, whole
+        own = leaf.text[len(leaf.head):]
+        assert all(line.startswith("| ") and line.endswith(" |") for line in own.split("\n") if "Line item" in line)
+        assert leaf.tokens <= 120 + 16
+    first, later = table[0], table[1:]
+    assert first.head == "" and first.text.startswith("Consolidated Statements of Cash Flows\n(In millions)\n")
+    for leaf in later:
+        assert leaf.head == "Consolidated Statements of Cash Flows\n(In millions)\n| Fiscal Year | 2020 | 2019 |\n" \
+            "| --- | --- | --- |\n"
+        assert leaf.text[len(leaf.head):].startswith("| Line item")
+    unit = mw.units(tree)[later[0].index]
+    cited = passage(document, unit)
+    assert cited is not None and document.text[cited.start:cited.end] == later[0].text[len(later[0].head):]
+    index = mw.passage_index(tree)
+    assert index.fragments[later[0].index].text == later[0].text[len(later[0].head):]
+    assert index.fragments[later[0].index].head == later[0].head
+    prose = [leaf for leaf in tree.leaves if "Cash from operations" in leaf.text]
+    assert prose and all(leaf.head == "" and "\n" not in leaf.text for leaf in prose)  # prose as the paper's
+
+
 def test_best_leaf_answers_when_two_navigation_calls_are_left():
     fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Reasoning: r\nAction: -2\nAnswer: (B)"])
     mw = walker(fake, max_steps=5, on_exhausted="best-leaf")

@@ -32,8 +32,8 @@ from ..store import SQLStore, memory_key
 from .options import ReaderOptions
 
 if TYPE_CHECKING:
+    from ..retrieval.fragments import Fragment
     from ..retrieval.index import FragmentIndex
-
 
 
 class Source(Protocol):
@@ -419,10 +419,16 @@ class Reader(Method, Generic[M, OptionsT]):
     def passage_index(self, memory: M) -> FragmentIndex:
         """The index :meth:`rank` searches: BM25 over :meth:`units` (RAG searches with its own scorer and
         FragRel)."""
-        from ..retrieval.fragments import Fragment
         from ..retrieval.index import FragmentIndex
 
-        return FragmentIndex([Fragment(i, u.text, i) for i, u in enumerate(self.units(memory))])
+        return FragmentIndex(self.passage_fragments(memory))
+
+    def passage_fragments(self, memory: M) -> list[Fragment]:
+        """:meth:`units` as the fragments an index ranks: each its own text, the head carried above it apart (a
+        table's header is shown with its rows, not scored as theirs — as RAG's fragments)."""
+        from ..retrieval.fragments import Fragment
+
+        return [Fragment(i, u.text[len(u.head):], i, head=u.head) for i, u in enumerate(self.units(memory))]
 
     def rank(self, memory: M, query: str) -> list[tuple[Evidence, float]]:
         """``memory``'s passages for ``query``, best first with their scores, and no LLM call."""

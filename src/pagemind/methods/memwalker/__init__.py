@@ -35,6 +35,12 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
     Options = MemWalkerOptions
     memory_kind = "memwalker"
     unit = "leaf"
+    # 2: a tree of sections keeps a table's rows as lines and a leaf carries its table's head (the paper's tree is
+    # built as before)
+    builder_version = 2
+
+    def builder(self) -> int:
+        return self.builder_version if self.options.tree == "sections" else 1
 
     def __init__(self, llm: LLM, store: SQLStore, options: MemWalkerOptions | None = None,
                  embedder: Embedder | None = None, **given: Any) -> None:
@@ -82,7 +88,10 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
     def _reuse(self, old: MemoryTree, previous: Document, document: Document, writer: MemoryWriter) -> int:
         """A changed document's leaves from its previous version where the segment is the same text at the same
         place (its summary would be asked of the same prompt); every parent is made again from its children (a
-        parent's compression is an LLM call only when its children's summaries exceed the node limit)."""
+        parent's compression is an LLM call only when its children's summaries exceed the node limit). A tree of
+        sections is planned anew (its leaves are the sections' own text, no LLM call)."""
+        if self.options.tree == "sections":
+            return 0
         segments = segment_text(document.text, self.options.segment_tokens, self.llm.count_tokens)
         slots = plan_tree(len(segments), self.options.max_children)  # the new tree's shape: a leaf's id may move
         kept = [replace(n, id=slots[n.index].id) for n in old.leaves
@@ -120,7 +129,7 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
 
     def units(self, memory: MemoryTree) -> list[Evidence]:
         """The leaves (a retriever ranks their text; navigating the tree, LLM calls, is the answer's)."""
-        return [Evidence("leaf", n.index, n.text, "leaf") for n in memory.leaves]
+        return [Evidence("leaf", n.index, n.text, "leaf", head=n.head) for n in memory.leaves]
 
     def embeds(self) -> bool:
         return self.options.guide == "hybrid"
@@ -133,13 +142,12 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
             return super().passage_index(memory)
         from ...retrieval.cache import EmbeddingCache
         from ...retrieval.embed import CachedEmbedder, load_embedder
-        from ...retrieval.fragments import Fragment
         from ...retrieval.index import FragmentIndex, RetrievalSettings
 
         key = memory.key or memory.document_id
         if key not in self._indexes:
             embedder = CachedEmbedder(self._embedder or load_embedder("minilm"), EmbeddingCache(self.store))
-            self._indexes[key] = FragmentIndex([Fragment(i, u.text, i) for i, u in enumerate(self.units(memory))],
+            self._indexes[key] = FragmentIndex(self.passage_fragments(memory),
                                                RetrievalSettings(scorer="hybrid", fusion="mix"), embedder)
         return self._indexes[key]
 

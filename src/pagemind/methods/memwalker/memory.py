@@ -33,6 +33,7 @@ class TreeNode:
     tokens: int  # of text
     summary_tokens: int
     compressed: bool = False  # True when the non-leaf prompt shortened the concatenation
+    head: str = ""  # what a leaf's text starts with that is not its own: its table's title lines and header
 
     @property
     def is_leaf(self) -> bool:

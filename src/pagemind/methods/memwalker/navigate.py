@@ -336,6 +336,7 @@ class Walk:
         answered = [self.tree.node(s.node) for s in self.steps if s.kind == LEAF and s.action == -2]
         if reply is not None and answered:  # the leaf that answered, cited; the path to it is in the details
             details["answer_path"] = [n.id for n in self.tree.path(answered[-1].id)]
-        evidence = [Evidence("leaf", n.index, n.text, "leaf") for n in answered[-1:]] if reply is not None else []
+        evidence = [Evidence("leaf", n.index, n.text, "leaf", head=n.head)
+                    for n in answered[-1:]] if reply is not None else []
         return Reading(text, choice, [n.index for n in self.leaves_read], self.context_words,
                        self.tree.document_words, details, evidence)

@@ -9,6 +9,10 @@ What a parent's triage shows of each child (its ``summary``) is written without 
 
 * a leaf shows its section path and its text's beginning (``node_limit / max_children`` tokens, so a triage of
   ``max_children`` leaves fits the node limit);
+* a leaf's text keeps the document's table rows as rows, one a line (a statement's "| Net earnings | 2,210.8 |
+  1,786.2 |" on its own line, never run into the next row), and a leaf starting inside a table carries the table's
+  title lines and header above its rows (``head``), as a RAG fragment does — so the rows it holds keep their
+  columns' periods;
 * a section shows its title, then its children's summaries when they fit the node limit; only a section whose
   children do not fit needs a summary: ``summaries=llm`` asks the model for one there (the paper's non-leaf
   prompt: the one place this tree calls the LLM), ``summaries=titles`` shows its title and its subsections'
@@ -31,7 +35,7 @@ from ..base import Build, MemoryWriter
 from .build import clean_summary
 from .memory import ROOT, MemWalkerOptions, TreeNode, child_id
 from .requests import nonleaf_summary_request
-from .segment import SEPARATOR, cut_to_tokens, segment_text
+from .segment import SEPARATOR, cut_to_tokens, paragraphs
 
 
 @dataclass
@@ -42,6 +46,7 @@ class Part:
     title: str = ""
     text: str = ""
     path: str = ""  # the section path of a leaf's text
+    head: str = ""  # the title lines and header of the table a leaf starts inside (not its own text)
     children: list[Part] = field(default_factory=list)
 
     @property
@@ -58,7 +63,8 @@ def plan_sections(document: Document, opts: MemWalkerOptions, count: Callable[[s
         if not text:
             return []
         label = section_label(path_at(sections, lo)) or ""
-        return [Part(text=s, path=label) for s in segment_text(text, opts.segment_tokens, count)]
+        return [Part(text=s, path=label, head=head)
+                for s, head in segment_rows(document.text, lo, hi, opts.segment_tokens, count)]
 
     def node(title: str, lo: int, hi: int, i: int) -> tuple[Part, int]:
         """The part spanning ``[lo, hi)``: its own text's leaves and the sections starting in it (from ``i``)."""
@@ -106,6 +112,60 @@ def _group(part: Part, most: int) -> None:
         part.children = made
 
 
+def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
+                 count: Callable[[str], int]) -> list[tuple[str, str]]:
+    """The leaves of ``text[lo:hi]``, each with the head it carries: the paper's segments (whole paragraphs packed
+    into ``segment_tokens``) where the text is prose; a block holding Markdown table rows is packed line by line, its
+    lines kept, and a leaf that starts on a row below its table's header carries the table's title lines and header
+    (:func:`~pagemind.retrieval.fragments.carried_head`), counted in its tokens."""
+    from ...retrieval.fragments import carried_head
+    from ...text.paragraphs import BLANK_LINE
+
+    blocks, start = [], lo
+    for m in BLANK_LINE.finditer(text, lo, hi):
+        blocks.append((start, m.start()))
+        start = m.end()
+    blocks.append((start, hi))
+    units: list[tuple[str, int, int, bool]] = []  # (text, tokens, offset of a row or -1, a block's first unit)
+    prose: list[str] = []
+
+    def flush() -> None:  # the prose since the last table, as segment_text reads it
+        units.extend((piece, n, -1, True) for piece, n in paragraphs("\n\n".join(prose), segment_tokens, count))
+        prose.clear()
+
+    for b0, b1 in blocks:
+        block = text[b0:b1]
+        if not any(line.startswith("|") for line in block.split("\n")):
+            prose += [block] if block.strip() else []
+            continue
+        flush()
+        at, first = b0, True
+        for line in block.split("\n"):
+            if line.strip():
+                units.append((line.strip(), count(line.strip()), at if line.startswith("|") else -1, first))
+                first = False
+            at += len(line) + 1
+    flush()
+    sep = count(SEPARATOR)
+    out: list[tuple[str, str]] = []
+    current: list[str] = []
+    head, size = "", 0
+    for unit, n, at, opens in units:
+        if current and size + sep + n > segment_tokens:
+            out.append(("".join(current), head))
+            current = []
+        if not current:
+            head = carried_head(text, at) if at >= 0 else ""
+            size = (count(head) if head else 0) + n
+            current.append(unit)
+        else:
+            size += sep + n
+            current.append((SEPARATOR if opens else "\n") + unit)
+    if current:
+        out.append(("".join(current), head))
+    return out
+
+
 def leaf_summary(path: str, preview: str) -> str:
     """What a leaf of a tree of sections shows in triage: its section path in brackets, then its text's beginning."""
     return f"[{path}] {preview}" if path else preview
@@ -132,8 +192,9 @@ def build_section_tree(document: Document, writer: MemoryWriter, build: Build, l
     def make(part: Part, node_id: str) -> TreeNode:
         if part.is_leaf:
             summary = leaf_summary(part.path, cut_to_tokens(part.text, preview, llm.count_tokens))
-            node = TreeNode(node_id, len(leaves), 0, (), part.text, summary, llm.count_tokens(part.text),
-                            llm.count_tokens(summary))
+            text = part.head + part.text
+            node = TreeNode(node_id, len(leaves), 0, (), text, summary, llm.count_tokens(text),
+                            llm.count_tokens(summary), head=part.head)
             leaves.append(node)
             return node
         children = [make(c, child_id(node_id, k)) for k, c in enumerate(part.children)]
@@ -158,7 +219,7 @@ def build_section_tree(document: Document, writer: MemoryWriter, build: Build, l
 
     top = make(root, ROOT)
     if top.is_leaf:  # a document that is one segment: the root is that leaf
-        nodes = [TreeNode(ROOT, 0, 0, (), top.text, top.summary, top.tokens, top.summary_tokens)]
+        nodes = [TreeNode(ROOT, 0, 0, (), top.text, top.summary, top.tokens, top.summary_tokens, head=top.head)]
     else:
         ordered = sorted(inner, key=lambda n: n.level)
         nodes = leaves + [TreeNode(n.id, len(leaves) + k, n.level, n.children, n.text, n.summary, n.tokens,

@@ -12,19 +12,11 @@ SEPARATOR = "\n\n"
 
 def segment_text(text: str, segment_tokens: int, count: Count) -> list[str]:
     """Segments in reading order; a paragraph is split (by sentences, then words) only if it alone exceeds."""
-    # paragraphs over segment_tokens words certainly exceed in tokens: split_paragraphs already cuts them
-    pieces: list[tuple[str, int]] = []
-    for paragraph in split_paragraphs(text, max_words=segment_tokens):
-        n = count(paragraph)
-        if n <= segment_tokens:
-            pieces.append((paragraph, n))
-        else:
-            pieces.extend(_split_long(paragraph, segment_tokens, count))
     sep = count(SEPARATOR)
     segments: list[str] = []
     current: list[str] = []
     size = 0
-    for piece, n in pieces:
+    for piece, n in paragraphs(text, segment_tokens, count):
         if current and size + sep + n > segment_tokens:
             segments.append(SEPARATOR.join(current))
             current, size = [], 0
@@ -33,6 +25,20 @@ def segment_text(text: str, segment_tokens: int, count: Count) -> list[str]:
     if current:
         segments.append(SEPARATOR.join(current))
     return segments
+
+
+def paragraphs(text: str, segment_tokens: int, count: Count) -> list[tuple[str, int]]:
+    """The paragraphs :func:`segment_text` packs, with their tokens: one over ``segment_tokens`` split by sentences
+    (then words)."""
+    # paragraphs over segment_tokens words certainly exceed in tokens: split_paragraphs already cuts them
+    pieces: list[tuple[str, int]] = []
+    for paragraph in split_paragraphs(text, max_words=segment_tokens):
+        n = count(paragraph)
+        if n <= segment_tokens:
+            pieces.append((paragraph, n))
+        else:
+            pieces.extend(_split_long(paragraph, segment_tokens, count))
+    return pieces
 
 
 def _split_long(paragraph: str, limit: int, count: Count) -> list[tuple[str, int]]:
