@@ -151,12 +151,11 @@ class Archive:
         embedder = self.embedder
         if embedder is None or not texts:
             return [None] * len(texts)
-        from ..retrieval.cache import EmbeddingCache
         from ..retrieval.embed import CachedEmbedder, fragment_vectors
 
         # passages go through the store's embedding cache: the same document loaded into another agent (or
         # into one agent per evaluation question) is embedded once
-        cached = CachedEmbedder(embedder, EmbeddingCache(self.store.store))
+        cached = CachedEmbedder.in_store(embedder, self.store.store)
         matrix = fragment_vectors(cached.embed(list(texts)))
         return [row.tobytes() for row in matrix]
 

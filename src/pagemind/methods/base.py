@@ -32,6 +32,7 @@ from ..store import SQLStore, memory_key
 from .options import ReaderOptions
 
 if TYPE_CHECKING:
+    from ..retrieval.embed import Embedder
     from ..retrieval.fragments import Fragment
     from ..retrieval.index import FragmentIndex
 
@@ -167,6 +168,8 @@ class Reader(Method, Generic[M, OptionsT]):
         self.options: OptionsT = opts
         self.llm, self.store = llm, store
         self._documents: dict[str, Any] = {}  # the documents built or loaded (a few), by id: citations point into them
+        self._embedder: Embedder | None = None  # a reader that embeds: the encoder it was given (else one by name)
+        self._indexes: dict[str, FragmentIndex] = {}  # :meth:`keyed_index`: a memory's index, by the memory's key
         # the citation encoder, resolved once from the option: never from what the process happened to load before
         chosen = opts.cite_encoder
         self.citation_encoder: str = ("minilm" if self.embeds() else "lexical") if chosen == "auto" else chosen
@@ -422,6 +425,21 @@ class Reader(Method, Generic[M, OptionsT]):
         from ..retrieval.index import FragmentIndex
 
         return FragmentIndex(self.passage_fragments(memory))
+
+    def keyed_index(self, memory: StoredMemory, make: Callable[[Embedder | None], FragmentIndex],
+                    embedder: str | None = None) -> FragmentIndex:
+        """``memory``'s index, made once by ``make`` and kept by the memory's key for the reader's life; given
+        ``embedder`` (a name), ``make`` gets that encoder — the reader's own where it was given one — with its vectors
+        kept in the store's embedding cache, so a memory is embedded once, whichever reader ranks it."""
+        key = memory.key or memory.document_id
+        if key not in self._indexes:
+            encoder = None
+            if embedder is not None:
+                from ..retrieval.embed import CachedEmbedder, load_embedder
+
+                encoder = CachedEmbedder.in_store(self._embedder or load_embedder(embedder), self.store)
+            self._indexes[key] = make(encoder)
+        return self._indexes[key]
 
     def passage_fragments(self, memory: M) -> list[Fragment]:
         """:meth:`units` as the fragments an index ranks: each its own text, the head carried above it apart (a

@@ -163,7 +163,6 @@ class RAG(Reader[RAGMemory, RAGOptions]):
         super().__init__(llm, store, options, **given)
         self.order = self.options.order or self.order
         self._embedder = embedder
-        self._indexes: dict[str, FragmentIndex] = {}
 
     def embeds(self) -> bool:
         semantic = self.options.fragrel and self.options.relation != "context"  # FragRel's semantic relations
@@ -213,18 +212,9 @@ class RAG(Reader[RAGMemory, RAGOptions]):
     def index(self, memory: RAGMemory) -> FragmentIndex:
         from ..retrieval.index import FragmentIndex
 
-        key = memory.key or memory.document_id
-        if key not in self._indexes:
-            settings = self.options.retrieval()
-            embedder = None
-            if settings.needs_embedder:
-                from ..retrieval.cache import EmbeddingCache
-                from ..retrieval.embed import CachedEmbedder, load_embedder
-
-                inner = self._embedder or load_embedder(self.options.embedder)
-                embedder = CachedEmbedder(inner, EmbeddingCache(self.store))
-            self._indexes[key] = FragmentIndex(memory.fragments, settings, embedder)
-        return self._indexes[key]
+        settings = self.options.retrieval()
+        return self.keyed_index(memory, lambda encoder: FragmentIndex(memory.fragments, settings, encoder),
+                                self.options.embedder if settings.needs_embedder else None)
 
     # --- retrieving ---------------------------------------------------------------------------------
     def units(self, memory: RAGMemory) -> list[Evidence]:

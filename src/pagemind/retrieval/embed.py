@@ -182,6 +182,14 @@ class CachedEmbedder:
         self.model_id = inner.model_id
         self.dim = inner.dim
 
+    @classmethod
+    def in_store(cls, inner: Embedder, store: Any) -> CachedEmbedder:
+        """``inner`` with its vectors kept in ``store``'s embedding cache (:class:`~.cache.EmbeddingCache`): the
+        same text is embedded once, whichever reader, agent or process asks."""
+        from .cache import EmbeddingCache
+
+        return cls(inner, EmbeddingCache(store))
+
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         found = self.cache.get_many(self.model_id, texts)
         missing = sorted({t for t, v in zip(texts, found) if v is None})

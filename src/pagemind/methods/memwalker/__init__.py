@@ -46,7 +46,6 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
                  embedder: Embedder | None = None, **given: Any) -> None:
         super().__init__(llm, store, options, **given)
         self._embedder = embedder  # guide=hybrid: MiniLM unless given
-        self._indexes: dict[str, FragmentIndex] = {}  # guide=hybrid: a memory's leaves, embedded once
 
     def check(self) -> None:
         """A segment plus its summary reply must fit the model's window."""
@@ -140,16 +139,11 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
         and ``retrieve`` returns."""
         if self.options.guide != "hybrid":
             return super().passage_index(memory)
-        from ...retrieval.cache import EmbeddingCache
-        from ...retrieval.embed import CachedEmbedder, load_embedder
         from ...retrieval.index import FragmentIndex, RetrievalSettings
 
-        key = memory.key or memory.document_id
-        if key not in self._indexes:
-            embedder = CachedEmbedder(self._embedder or load_embedder("minilm"), EmbeddingCache(self.store))
-            self._indexes[key] = FragmentIndex(self.passage_fragments(memory),
-                                               RetrievalSettings(scorer="hybrid", fusion="mix"), embedder)
-        return self._indexes[key]
+        settings = RetrievalSettings(scorer="hybrid", fusion="mix")
+        return self.keyed_index(memory, lambda encoder: FragmentIndex(self.passage_fragments(memory), settings,
+                                                                      encoder), "minilm")
 
     def ordered(self, memory: MemoryTree, query: str, order: Any) -> list[int]:
         """The ranking, with the leaves of a section the question names ("the cash flow statement", "Item 7") first,
