@@ -675,6 +675,22 @@ def test_a_tree_of_sections_keeps_a_statements_rows_and_each_leaf_carries_its_ta
     assert prose and all(leaf.head == "" and "\n" not in leaf.text for leaf in prose)  # prose as the paper's
 
 
+def test_a_long_line_of_prose_above_a_tables_rows_is_cut_as_a_paragraph_and_a_row_never_is():
+    from pagemind.methods.memwalker.sections import segment_rows
+
+    def count(text):
+        return len(text.split())
+
+    note = "The statement below is read with the notes that follow it. " * 12  # 132 words on one line
+    row = "| " + " | ".join(["Total revenue"] + [f"{n:,}" for n in range(1000, 1040)]) + " |"  # 41 words
+    text = note + "\n| Year | 2020 |\n| --- | --- |\n" + row
+    leaves = segment_rows(text, 0, len(text), 30, count)
+    assert all(count(t) <= 30 for t, _ in leaves if not t.startswith("| Total"))
+    assert " ".join(t for t, _ in leaves).split() == text.split()  # every word once, in order
+    assert [t for t, _ in leaves if t.startswith("| Total")] == [row]  # whole, over the limit
+    assert [h for t, h in leaves if t == row] == ["| Year | 2020 |\n| --- | --- |\n"]
+
+
 def test_best_leaf_answers_when_two_navigation_calls_are_left():
     fake = scripted(navigate=["Action: 0", "Action: 0", "Action: -1", "Reasoning: r\nAction: -2\nAnswer: (B)"])
     mw = walker(fake, max_steps=5, on_exhausted="best-leaf")

@@ -141,8 +141,12 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
         flush()
         at, first = b0, True
         for line in block.split("\n"):
-            if line.strip():
-                units.append((line.strip(), count(line.strip()), at if line.startswith("|") else -1, first))
+            n = count(line.strip()) if line.strip() else 0
+            if line.startswith("|") or 0 < n <= segment_tokens:  # a row is never cut
+                units.append((line.strip(), n, at if line.startswith("|") else -1, first))
+                first = False
+            elif n:  # a long line of prose beside a table: cut as the paper's segments cut a paragraph
+                units.extend((piece, k, -1, first) for piece, k in paragraphs(line, segment_tokens, count))
                 first = False
             at += len(line) + 1
     flush()
