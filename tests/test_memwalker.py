@@ -430,6 +430,23 @@ def test_free_form_leaf_answer_stops_at_the_format_rule():
     assert (parsed.action, parsed.answer) == (-2, "Ryan")
 
 
+def test_a_leaf_answered_with_a_stand_in_for_no_answer_is_a_rejection_and_a_forced_one_no_answer():
+    """"Action: -2 / Answer: None" (a code model's null; "-1" the revert's number) says the leaf does not answer:
+    read as -1, so the walk goes on; a count's "None" is an answer. Forced to answer from its best leaf, the walk
+    that gets only stand-ins ends with no answer (a recorded fallback), never "None" shown as the answer."""
+    which = Question("Which region had the highest EBITDAR?")
+    for said in ("None", "-1", "N/A"):
+        parsed = parse_leaf(f"Reasoning: not here.\nAction: -2\nAnswer: {said}", which)
+        assert parsed.action == -1 and not parsed.problem and repr(said) in parsed.reasoning
+    counted = parse_leaf("Reasoning: none closed.\nAction: -2\nAnswer: None", Question("How many stores closed?"))
+    assert (counted.action, counted.answer) == (-2, "None")
+    fake = scripted(navigate=["Action: 0"] + ["Reasoning: r\nAction: -2\nAnswer: None"] * 12)
+    mw = walker(fake, max_steps=6, on_exhausted="best-leaf")
+    answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), which)
+    assert answer.text != "None" and answer.details["navigation_failure"] is not None
+    assert any("no answer" in f for f in answer.fallbacks)
+
+
 # --- API and CLI -------------------------------------------------------------------------------------
 def test_api_options_and_presets(tmp_path):
     fake = scripted(navigate=["Action: 0", "Action: 1", "Action: -2\nAnswer: (B)"])

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from pagemind import LLM, Document, Pagemind, ScriptedLLM, Store
 from pagemind.answering.question import Question
-from pagemind.answering.support import assess, declined, names, numbers, registrant
+from pagemind.answering.support import assess, declined, names, numbers, placeholder, registrant
 from pagemind.answering.verify import label_probability, parse
 from pagemind.citations import Citation
 from pagemind.cli.main import cli
@@ -52,6 +52,24 @@ def test_a_reply_that_says_the_text_does_not_say_is_declined():
     # "do not indicate" answers when its subject is the thing asked about, declines when it is the text (issue 47)
     assert not declined("JnJ's FY2022 financials do not indicate a high growth company.")
     assert declined("The filing does not indicate the FY2023 capex.") and declined("It does not specifically say.")
+
+
+def test_a_stand_in_for_no_answer_is_declined_and_scored_a_refusal_but_none_to_a_count_is_an_answer():
+    """Issue 47: MemWalker's walk on a filing showed "None" (a code model's null) and "-1" (the revert action's
+    number) as answers to "Which region had the highest EBITDAR?" and "Which type of debt ...?"."""
+    from pagemind.eval.metrics import financebench
+
+    region = "Which region had the highest EBITDAR contribution for MGM during FY2022?"
+    for said in ("None", "None.", "-1", "N/A", "**null**"):
+        assert placeholder(said, region) and not declined(said)
+        judged = assess(region, said, [], ["Las Vegas Strip Resorts contributed most of the EBITDAR."])
+        assert judged.declined and judged.label == "unsupported" and "stands for no answer" in judged.reason
+        assert financebench(said, "Las Vegas resorts contributed ~90%", region)["refused"] == 1.0
+    count = "How many stores did Best Buy close in FY2024?"
+    assert not placeholder("None", count) and not placeholder("None", "Did it report any impairment?")
+    assert not assess(count, "None", [], ["Best Buy closed no stores."]).declined
+    assert not placeholder("None") and not placeholder("Las Vegas", region)  # without the question: not judged
+    assert financebench("None", "Las Vegas", "")["refused"] == 0.0
 
 
 # --- support without an LLM call ------------------------------------------------------------------------

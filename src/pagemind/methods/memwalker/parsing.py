@@ -101,6 +101,10 @@ def parse_leaf(reply: str, question: Question) -> LeafReply:
     answer = _answer_text(_RULE.sub("", reply), at)
     if not answer:
         return LeafReply(None, reasoning, problem="action -2 without an 'Answer:'")
+    from ...answering.support import placeholder
+
+    if not question.is_choice and placeholder(answer, question.text):  # "Answer: None": this leaf does not answer
+        return LeafReply(-1, f"{reasoning} (answered {answer!r}: read as -1)".strip())
     if question.is_choice:
         read = read_choice("Answer: " + answer, question)
         if read.index is None:
