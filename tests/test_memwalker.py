@@ -438,8 +438,10 @@ def test_a_leaf_answered_with_a_stand_in_for_no_answer_is_a_rejection_and_a_forc
     for said in ("None", "-1", "N/A"):
         parsed = parse_leaf(f"Reasoning: not here.\nAction: -2\nAnswer: {said}", which)
         assert parsed.action == -1 and not parsed.problem and repr(said) in parsed.reasoning
-    counted = parse_leaf("Reasoning: none closed.\nAction: -2\nAnswer: None", Question("How many stores closed?"))
-    assert (counted.action, counted.answer) == (-2, "None")
+    for asked in ("How many stores closed?", "Were there any impairments?"):
+        counted = parse_leaf("Reasoning: none.\nAction: -2\nAnswer: None", Question(asked))
+        assert (counted.action, counted.answer) == (-2, "None")
+    assert parse_leaf("Reasoning: r\nAction: -2\nAnswer: -1%", Question("What was the change?")).answer == "-1%"
     fake = scripted(navigate=["Action: 0"] + ["Reasoning: r\nAction: -2\nAnswer: None"] * 12)
     mw = walker(fake, max_steps=6, on_exhausted="best-leaf")
     answer = mw.answer(mw.build(Document.from_text(make_text(8, 10))), which)
@@ -690,6 +692,14 @@ def test_a_tree_of_sections_keeps_a_statements_rows_and_each_leaf_carries_its_ta
     assert index.fragments[later[0].index].head == later[0].head
     prose = [leaf for leaf in tree.leaves if "Cash from operations" in leaf.text]
     assert prose and all(leaf.head == "" and "\n" not in leaf.text for leaf in prose)  # prose as the paper's
+    # a library's tree over two such trees keeps each leaf's head (its rows are cited, not head and rows)
+    from pagemind.llm.usage import Trace
+    from pagemind.methods.memwalker.build import compose_trees
+
+    nodes = compose_trees(["a.pdf", "b.pdf"], [list(tree.nodes), list(tree.nodes)], 400, 8, mw.llm, Trace())
+    composed = [n for n in nodes if n.is_leaf]
+    assert [n.head for n in composed] == [n.head for n in tree.leaves] * 2
+    assert "head" not in tree.leaves[0].as_dict() and later[0].as_dict()["head"] == later[0].head  # stored so
 
 
 def test_a_long_line_of_prose_above_a_tables_rows_is_cut_as_a_paragraph_and_a_row_never_is():
@@ -702,10 +712,35 @@ def test_a_long_line_of_prose_above_a_tables_rows_is_cut_as_a_paragraph_and_a_ro
     row = "| " + " | ".join(["Total revenue"] + [f"{n:,}" for n in range(1000, 1040)]) + " |"  # 41 words
     text = note + "\n| Year | 2020 |\n| --- | --- |\n" + row
     leaves = segment_rows(text, 0, len(text), 30, count)
-    assert all(count(t) <= 30 for t, _ in leaves if not t.startswith("| Total"))
+    assert all(count(t) <= 30 for t, _ in leaves if row not in t)
     assert " ".join(t for t, _ in leaves).split() == text.split()  # every word once, in order
-    assert [t for t, _ in leaves if t.startswith("| Total")] == [row]  # whole, over the limit
-    assert [h for t, h in leaves if t == row] == ["| Year | 2020 |\n| --- | --- |\n"]
+    assert [(t, h) for t, h in leaves if row in t] == [("| Year | 2020 |\n| --- | --- |\n" + row, "")]  # whole
+
+
+def test_a_leaf_never_ends_between_a_tables_title_header_rule_and_first_rows():
+    """The review's case: whatever the leaf size, no leaf starts on a table's rule or header without its title, and
+    none holds a title and header without rows; a leaf starting further down carries the head (or, where the whole
+    head would take over half a leaf, the header and rule alone)."""
+    from pagemind.methods.memwalker.sections import segment_rows
+
+    def count(text):
+        return len(text.split())
+
+    rows = "\n".join(f"| Item {i} | {i} | {i + 1} |" for i in range(12))
+    text = "word " * 20 + "\n\nConsolidated Statements of Cash Flows\n(In millions)\n| Fiscal Year | 2020 | 2019 |\n" \
+        "| --- | --- | --- |\n" + rows
+    for size in range(12, 60):
+        leaves = segment_rows(text, 0, len(text), size, count)
+        assert " ".join(t for t, _ in leaves).split() == text.split()
+        for own, head in leaves:
+            assert not own.startswith("| --- |") and not own.startswith("| Fiscal Year")
+            assert not own.rstrip().endswith(("| --- | --- | --- |", "(In millions)", "| Fiscal Year | 2020 | 2019 |"))
+            if own.startswith("| Item") and not own.startswith("| Item 0 "):
+                header = "| Fiscal Year | 2020 | 2019 |\n| --- | --- | --- |\n"
+                assert head.endswith(header) if count(header) <= size // 2 else head == ""
+                assert count(head) <= size // 2
+                assert head.startswith("Consolidated") or count("Consolidated Statements of Cash Flows\n(In "
+                                                                "millions)\n" + header) > size // 2
 
 
 def test_best_leaf_answers_when_two_navigation_calls_are_left():

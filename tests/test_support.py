@@ -54,22 +54,24 @@ def test_a_reply_that_says_the_text_does_not_say_is_declined():
     assert declined("The filing does not indicate the FY2023 capex.") and declined("It does not specifically say.")
 
 
-def test_a_stand_in_for_no_answer_is_declined_and_scored_a_refusal_but_none_to_a_count_is_an_answer():
-    """Issue 47: MemWalker's walk on a filing showed "None" (a code model's null) and "-1" (the revert action's
-    number) as answers to "Which region had the highest EBITDAR?" and "Which type of debt ...?"."""
+def test_a_stand_in_for_no_answer_is_declined_and_scored_a_refusal_but_none_or_minus_one_may_answer():
+    """Issue 47: answers that stand for no answer ("N/A", "null", "not found") are declined by the support check
+    and scored a refusal; "None", "-1", "NA" and "Nil" answer some questions and are left to be judged as answers."""
     from pagemind.eval.metrics import financebench
 
     region = "Which region had the highest EBITDAR contribution for MGM during FY2022?"
-    for said in ("None", "None.", "-1", "N/A", "**null**"):
-        assert placeholder(said, region) and not declined(said)
+    for said in ("N/A", "n/a.", "**null**", "Not found", "Not applicable"):
+        assert placeholder(said) and not declined(said)
         judged = assess(region, said, [], ["Las Vegas Strip Resorts contributed most of the EBITDAR."])
         assert judged.declined and judged.label == "unsupported" and "stands for no answer" in judged.reason
         assert financebench(said, "Las Vegas resorts contributed ~90%", region)["refused"] == 1.0
-    count = "How many stores did Best Buy close in FY2024?"
-    assert not placeholder("None", count) and not placeholder("None", "Did it report any impairment?")
-    assert not assess(count, "None", [], ["Best Buy closed no stores."]).declined
-    assert not placeholder("None") and not placeholder("Las Vegas", region)  # without the question: not judged
-    assert financebench("None", "Las Vegas", "")["refused"] == 0.0
+    for said in ("None", "-1", "NA", "Nil", "Las Vegas"):
+        assert not placeholder(said)
+    headcount = "What was the year-over-year change in headcount, in percent?"
+    assert financebench("-1", "-1%", headcount) == {"accuracy": 1.0, "refused": 0.0, "numeric": 1.0}
+    charges = "What goodwill impairment charges did the company record in FY2022?"
+    assert financebench("None", "None", charges)["refused"] == 0.0
+    assert not assess(charges, "None", [], ["No goodwill impairment was recorded."]).declined
 
 
 # --- support without an LLM call ------------------------------------------------------------------------

@@ -288,22 +288,15 @@ def declined(text: str) -> bool:
     return bool(_DECLINED.search(text)) and len(text.split()) <= 60
 
 
-_PLACEHOLDERS = frozenset({"null", "nil", "n/a", "na", "nan", "unknown", "not available", "not applicable",
-                           "no answer", "not found", "not mentioned", "not provided", "not specified", "-1", "-2",
-                           "none found", "undefined", "tbd"})
-_NONE = frozenset({"none", "nothing"})  # an answer to "how many ...?" or "did any ...?"; a placeholder elsewhere
-_COUNTS = re.compile(r"\b(?:how\s+(?:many|much|often)|any|anyone|anything|number\s+of)\b", re.IGNORECASE)
+_PLACEHOLDERS = frozenset({"n/a", "null", "nan", "undefined", "unknown", "not available", "not applicable",
+                           "no answer", "none found", "not found", "not mentioned", "not provided", "not specified"})
 
 
-def placeholder(answer: str, question: str | None = None) -> bool:
-    """Whether ``answer`` is a stand-in for no answer rather than an answer: "N/A", "null", "unknown", an action
-    number ("-1"), and — where ``question`` is given and asks no count or existence — "None" (a code model's null).
-    "None" to "How many children does she have?" is an answer; without the question it is not judged a
-    placeholder."""
-    said = " ".join(answer.strip().strip("*_`\"'.!()[] ").lower().split())
-    if said in _PLACEHOLDERS:  # (an empty answer is one of its own: "the answer is empty")
-        return True
-    return said in _NONE and question is not None and not _COUNTS.search(question)
+def placeholder(answer: str) -> bool:
+    """Whether ``answer`` is, whole, a stand-in for no answer rather than an answer: "N/A", "null", "not found". Not
+    "None", "nil" or "NA", which answer some questions ("What impairment charges were recorded?" — "None"; "NA" is
+    North America): a reader whose replies put a null there reads them itself (MemWalker's leaves)."""
+    return " ".join(answer.strip().strip("*_`\"'.!()[] ").lower().split()) in _PLACEHOLDERS
 
 
 _NUMBER_WORDS = frozenset([*_UNITS, *_TENS, *_SCALES])
@@ -630,7 +623,7 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
         texts = [*read, whole] if whole else read  # ("Balance Sheet" is no one's name: the filing writes it lower)
         named = {a for a in named - filer - _LEGAL if not _common(a, texts)}
     relevance = (sum(seen.idf.get(w, 0.0) > 0 or w in seen.read_words for w in asked) / len(asked)) if asked else 1.0
-    if declined(answer) or placeholder(answer, question_text):
+    if declined(answer) or placeholder(answer):
         return Support("unsupported", 0.0, (), (), round(relevance, 4), True,
                        reason="the model said the text does not hold the answer" if declined(answer) else
                        f"the answer {answer.strip()!r} stands for no answer")

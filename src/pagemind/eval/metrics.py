@@ -203,7 +203,7 @@ def financebench(text: str, gold: str, question: str = "") -> dict[str, float]:
     gold has a figure and the question asks for one."""
     from ..text.numbers import matches
 
-    refused = refuses(text, question)
+    refused = refuses(text)
     name = named_in_gold(gold, question) if _NAMES_ASKED.search(question) else []
     numeric = None if name else matches(text, gold)
     said_words = set(normalize_answer(text).split())
@@ -230,15 +230,15 @@ def financebench_grade(text: str, gold: str, question: str = "") -> str:
     return "refusal" if scored["refused"] else "correct" if scored["accuracy"] else "incorrect"
 
 
-def refuses(text: str, question: str | None = None) -> bool:
-    """Whether a reply declines to answer: empty, a stand-in for no answer ("N/A", "None" to a question asking no
-    count: :func:`~pagemind.answering.support.placeholder`), or the text-does-not-say of
+def refuses(text: str) -> bool:
+    """Whether a reply declines to answer: empty, a stand-in for no answer ("N/A", "not found":
+    :func:`~pagemind.answering.support.placeholder`), or the text-does-not-say of
     :func:`~pagemind.answering.support.declined` (a short reply), or a no-access, no-data, would-need or
     cannot-work-it-out sentence among its first :data:`_OPENING`."""
     from ..answering.support import declined, placeholder
     from ..text.words import sentences
 
-    if not text.strip() or declined(text) or placeholder(text, question or None):
+    if not text.strip() or declined(text) or placeholder(text):
         return True
     return any(_REFUSES.search(s) for s in sentences(text)[:_OPENING])
 

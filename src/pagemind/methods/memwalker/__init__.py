@@ -95,7 +95,7 @@ class MemWalker(Reader[MemoryTree, MemWalkerOptions]):
         slots = plan_tree(len(segments), self.options.max_children)  # the new tree's shape: a leaf's id may move
         kept = [replace(n, id=slots[n.index].id) for n in old.leaves
                 if n.index < len(segments) and segments[n.index] == n.text]
-        writer.put_many("node", [(n.index, n.__dict__) for n in kept])
+        writer.put_many("node", [(n.index, n.as_dict()) for n in kept])
         return len(kept)
 
     def _compose(self, library: Library, parts: list[MemoryTree], trace: Trace) -> MemoryTree:

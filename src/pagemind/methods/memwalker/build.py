@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...errors import ConfigError
 from ...llm.client import LLM
@@ -100,7 +100,7 @@ def build_tree(document: Document, writer: MemoryWriter, build: Build, llm: LLM,
 
     def leaf(slot: Slot) -> TreeNode:
         node = _leaf(slot, segments[slot.index], limit, llm, build.trace)
-        writer.put("node", node.index, node.__dict__)  # stored as each finishes: a kill loses little
+        writer.put("node", node.index, node.as_dict())  # stored as each finishes: a kill loses little
         return node
 
     unwritten: list[TreeNode] = []  # parents made without an LLM call: written once per level, in one transaction
@@ -108,7 +108,7 @@ def build_tree(document: Document, writer: MemoryWriter, build: Build, llm: LLM,
     def parent(slot: Slot) -> TreeNode:
         node = _parent(slot, [done[c.index] for c in slot.children], limit, llm, build.trace)
         if node.compressed:
-            writer.put("node", node.index, node.__dict__)
+            writer.put("node", node.index, node.as_dict())
         else:
             unwritten.append(node)
         return node
@@ -130,7 +130,7 @@ def build_tree(document: Document, writer: MemoryWriter, build: Build, llm: LLM,
         try:
             _run(todo, parent, llm.concurrency, done, parent_done)  # one level's summaries are independent
         finally:
-            writer.put_many("node", [(n.index, n.__dict__) for n in unwritten])
+            writer.put_many("node", [(n.index, n.as_dict()) for n in unwritten])
             unwritten.clear()
 
 
@@ -155,12 +155,9 @@ def compose_trees(names: list[str], trees: list[list[TreeNode]], limit: int, max
 
         for node in sorted(tree, key=lambda n: n.index):
             index = first + node.index if node.is_leaf else -1  # inner indices are given below
-            renamed = TreeNode(moved(node.id), index, node.level, tuple(moved(c) for c in node.children), node.text,
-                               node.summary, node.tokens, node.summary_tokens, node.compressed)
+            renamed = replace(node, id=moved(node.id), index=index, children=tuple(moved(c) for c in node.children))
             if node.id == ROOT and len(trees) > 1:  # the library's triage tells documents apart by name
-                renamed = TreeNode(renamed.id, renamed.index, renamed.level, renamed.children, renamed.text,
-                                   f"[{name}] {node.summary}", renamed.tokens, node.summary_tokens + 4,
-                                   renamed.compressed)
+                renamed = replace(renamed, summary=f"[{name}] {node.summary}", summary_tokens=node.summary_tokens + 4)
             (leaves if node.is_leaf else inner).append(renamed)
         assert len(leaves) == first + n_leaves
     nodes = {n.id: n for n in leaves + inner}
@@ -171,8 +168,7 @@ def compose_trees(names: list[str], trees: list[list[TreeNode]], limit: int, max
         nodes[made.id] = made
         inner.append(made)
     ordered = sorted(inner, key=lambda n: n.level)  # parents after every leaf, each after its children
-    return leaves + [TreeNode(n.id, len(leaves) + k, n.level, n.children, n.text, n.summary, n.tokens,
-                              n.summary_tokens, n.compressed) for k, n in enumerate(ordered)]
+    return leaves + [replace(n, index=len(leaves) + k) for k, n in enumerate(ordered)]
 
 
 def _run(slots: list[Slot], work: Callable[[Slot], TreeNode], workers: int, done: dict[int, TreeNode],

@@ -39,6 +39,14 @@ class TreeNode:
     def is_leaf(self) -> bool:
         return not self.children
 
+    def as_dict(self) -> dict[str, Any]:
+        """What the store keeps: its fields, ``head`` only where a leaf carries one (the payloads of trees without
+        one stay as they were)."""
+        out = dict(self.__dict__)
+        if not self.head:
+            del out["head"]
+        return out
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TreeNode:
         return cls(**{**data, "children": tuple(data["children"])})
@@ -93,7 +101,7 @@ class MemoryTree(StoredMemory):
         return lines + ["", "root summary:", self.root.summary, ""]
 
     def as_json(self) -> dict[str, Any]:
-        return {"nodes": [{k: v for k, v in n.__dict__.items() if k != "text"} for n in self.nodes]}
+        return {"nodes": [{k: v for k, v in n.as_dict().items() if k != "text"} for n in self.nodes]}
 
     def path(self, node_id: str) -> list[TreeNode]:
         """The nodes from the root down to ``node_id``, both included."""

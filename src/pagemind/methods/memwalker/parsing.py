@@ -101,9 +101,7 @@ def parse_leaf(reply: str, question: Question) -> LeafReply:
     answer = _answer_text(_RULE.sub("", reply), at)
     if not answer:
         return LeafReply(None, reasoning, problem="action -2 without an 'Answer:'")
-    from ...answering.support import placeholder
-
-    if not question.is_choice and placeholder(answer, question.text):  # "Answer: None": this leaf does not answer
+    if not question.is_choice and _no_answer(answer, question.text):  # "Answer: None": this leaf does not answer
         return LeafReply(-1, f"{reasoning} (answered {answer!r}: read as -1)".strip())
     if question.is_choice:
         read = read_choice("Answer: " + answer, question)
@@ -124,3 +122,21 @@ def _answer_text(text: str, action_at: int) -> str:
     answer = text[found.end():]
     answer = re.split(r"\n\s*(?:reasoning|action)\s*[:：]", answer, flags=re.IGNORECASE)[0]
     return answer.strip().strip("*_` ").strip()
+
+
+_NULL = re.compile(r"(?:none|nothing|-[12])", re.IGNORECASE)  # a code model's null; the actions' own numbers
+_COUNTS = re.compile(r"\b(?:how\s+(?:many|much|often)|any|anyone|anything|number\s+of)\b", re.IGNORECASE)
+
+
+def _no_answer(answer: str, question: str) -> bool:
+    """Whether a leaf's answer stands for none: a stand-in (:func:`~pagemind.answering.support.placeholder`), an
+    action's number ("-1", "-2" after ``Answer:``), or "None" / "Nothing" where the question asks no count or
+    existence ("How many …?", "Were there any …?" are answered so). Read as the leaf's rejection, the walk reads on;
+    a "None" that answered "What impairment charges …?" is then lost unless a later leaf says it again in words."""
+    from ...answering.support import placeholder
+
+    said = answer.strip().strip("*_`'\".!()[] ")
+    if placeholder(answer) or said in ("-1", "-2"):
+        return True
+    return bool(_NULL.fullmatch(said)) and not _COUNTS.search(question)
+

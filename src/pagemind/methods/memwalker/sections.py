@@ -25,7 +25,7 @@ with ``tree=sections`` (an LLM-built tree is never started unasked): ``tree=pape
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...citations import section_label
 from ...llm.client import LLM
@@ -116,9 +116,11 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
                  count: Callable[[str], int]) -> list[tuple[str, str]]:
     """The leaves of ``text[lo:hi]``, each with the head it carries: the paper's segments (whole paragraphs packed
     into ``segment_tokens``) where the text is prose; a block holding Markdown table rows is packed line by line, its
-    lines kept, and a leaf that starts on a row below its table's header carries the table's title lines and header
-    (:func:`~pagemind.retrieval.fragments.carried_head`), counted in its tokens."""
-    from ...retrieval.fragments import carried_head
+    lines kept — never ending a leaf between a table's title lines, header, rule and first
+    :data:`~pagemind.retrieval.fragments.TABLE_HEAD_ROWS` rows (as RAG's windows do) — and a leaf that starts on a row
+    further down carries the table's title lines and header (:func:`~pagemind.retrieval.fragments.carried_head`;
+    counted in its tokens; the header alone where the whole head would take over half a leaf, none over that)."""
+    from ...retrieval.fragments import HEAD_LINES, TABLE_HEAD_ROWS, carried_head
     from ...text.paragraphs import BLANK_LINE
 
     blocks, start = [], lo
@@ -126,29 +128,58 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
         blocks.append((start, m.start()))
         start = m.end()
     blocks.append((start, hi))
-    units: list[tuple[str, int, int, bool]] = []  # (text, tokens, offset of a row or -1, a block's first unit)
+    units: list[tuple[str, int, int, bool]] = []  # (text, tokens, offset of its first row or -1, opens a block)
     prose: list[str] = []
 
-    def flush() -> None:  # the prose since the last table, as segment_text reads it
-        units.extend((piece, n, -1, True) for piece, n in paragraphs("\n\n".join(prose), segment_tokens, count))
+    def flush() -> None:  # the prose since the last table, as segment_text reads it (a block's lines joined)
+        run = prose if len(prose) > 1 else [" ".join(line.strip() for line in b.split("\n") if line.strip())
+                                            for b in prose]
+        units.extend((piece, n, -1, True) for piece, n in paragraphs("\n\n".join(run), segment_tokens, count))
         prose.clear()
 
     for b0, b1 in blocks:
         block = text[b0:b1]
-        if not any(line.startswith("|") for line in block.split("\n")):
+        lines = block.split("\n")
+        if not any(line.startswith("|") for line in lines):
             prose += [block] if block.strip() else []
             continue
         flush()
-        at, first = b0, True
-        for line in block.split("\n"):
-            n = count(line.strip()) if line.strip() else 0
-            if line.startswith("|") or 0 < n <= segment_tokens:  # a row is never cut
-                units.append((line.strip(), n, at if line.startswith("|") else -1, first))
+        starts = [b0 + sum(len(x) + 1 for x in lines[:k]) for k in range(len(lines))]
+        glued = [False] * len(lines)  # a line kept with the next one
+        for k, line in enumerate(lines):
+            if line.startswith("|") and k + 1 < len(lines) and lines[k + 1].startswith("| --- |") and \
+                    not (k and lines[k - 1].startswith("|")):  # a header: its title lines, it, its rule, first rows
+                top = k
+                while top > 0 and k - top < HEAD_LINES and _title_line(lines[top - 1]):
+                    top -= 1
+                last = k + 1
+                while last + 1 < len(lines) and last - k - 1 < TABLE_HEAD_ROWS and lines[last + 1].startswith("|"):
+                    last += 1
+                for j in range(top, last):
+                    glued[j] = True
+        first, at = True, -1
+        group: list[str] = []
+        for k, line in enumerate(lines):
+            if not line.strip():
+                continue
+            n = count(line.strip())
+            if group or glued[k]:
+                group.append(line.strip())
+                at = at if at >= 0 or not line.startswith("|") else starts[k]
+                if glued[k]:
+                    continue
+                joined = "\n".join(group)
+                units.append((joined, count(joined), at, first))
+                group, at, first = [], -1, False
+            elif line.startswith("|") or n <= segment_tokens:  # a row is never cut
+                units.append((line.strip(), n, starts[k] if line.startswith("|") else -1, first))
                 first = False
-            elif n:  # a long line of prose beside a table: cut as the paper's segments cut a paragraph
-                units.extend((piece, k, -1, first) for piece, k in paragraphs(line, segment_tokens, count))
+            else:  # a long line of prose beside a table: cut as the paper's segments cut a paragraph
+                units.extend((piece, m, -1, first) for piece, m in paragraphs(line, segment_tokens, count))
                 first = False
-            at += len(line) + 1
+        if group:
+            joined = "\n".join(group)
+            units.append((joined, count(joined), at, first))
     flush()
     sep = count(SEPARATOR)
     out: list[tuple[str, str]] = []
@@ -160,6 +191,9 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
             current = []
         if not current:
             head = carried_head(text, at) if at >= 0 else ""
+            if head and count(head) > segment_tokens // 2:  # the header and rule alone, or nothing
+                head = "\n".join(head.split("\n")[-3:])
+                head = head if count(head) <= segment_tokens // 2 else ""
             size = (count(head) if head else 0) + n
             current.append(unit)
         else:
@@ -168,6 +202,14 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
     if current:
         out.append(("".join(current), head))
     return out
+
+
+def _title_line(line: str) -> bool:
+    """A short line of words that may title the table below it (as :func:`~pagemind.retrieval.fragments.
+    carried_head` takes them)."""
+    from ...retrieval.fragments import HEAD_CHARS
+
+    return bool(line.strip()) and not line.startswith("|") and len(line.strip()) <= HEAD_CHARS
 
 
 def leaf_summary(path: str, preview: str) -> str:
@@ -226,9 +268,8 @@ def build_section_tree(document: Document, writer: MemoryWriter, build: Build, l
         nodes = [TreeNode(ROOT, 0, 0, (), top.text, top.summary, top.tokens, top.summary_tokens, head=top.head)]
     else:
         ordered = sorted(inner, key=lambda n: n.level)
-        nodes = leaves + [TreeNode(n.id, len(leaves) + k, n.level, n.children, n.text, n.summary, n.tokens,
-                                   n.summary_tokens, n.compressed) for k, n in enumerate(ordered)]
-    writer.put_many("node", [(n.index, n.__dict__) for n in nodes])
+        nodes = leaves + [replace(n, index=len(leaves) + k) for k, n in enumerate(ordered)]
+    writer.put_many("node", [(n.index, n.as_dict()) for n in nodes])
 
 
 __all__ = ["build_section_tree", "plan_sections"]
