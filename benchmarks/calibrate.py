@@ -34,7 +34,10 @@ GRADES = "grades.jsonl"  # a run's answers graded by hand ({"example_id", "metho
 
 
 def load(dirs: list[Path]) -> list[dict]:
+    """The labelled answers of the run directories ``dirs``; a question a method answered in two of them (a variants
+    run asks the answerable questions again) counts once, as the first directory given has it."""
     rows = []
+    taken: set[tuple[str, str, str]] = set()
     for folder in dirs:
         config = json.loads((folder / "config.json").read_text())
         primary = config.get("primary", "accuracy")
@@ -49,6 +52,9 @@ def load(dirs: list[Path]) -> list[dict]:
         for r in records:
             if r.get("status") != "ok" or not r.get("signals") or primary not in (r.get("scores") or {}):
                 continue
+            if (r["dataset"], r["example_id"], r["method"]) in taken:
+                continue
+            taken.add((r["dataset"], r["example_id"], r["method"]))
             rows.append({"dataset": r["dataset"], "document": r["document_id"], "kind": r.get("kind", "free"),
                          "method": r["method"], "signals": r["signals"],
                          "right": grades.get((r["example_id"], r["method"]), float(r["scores"][primary]) >= RIGHT),
