@@ -86,10 +86,15 @@ def test_a_builder_version_bump_changes_the_key_and_version_one_keeps_todays_key
     llm = LLM(ScriptedLLM())
 
     class Rebuilt(MemWalker):
-        builder_version = 2
+        builder_version = 3
 
-    assert Rebuilt(llm, store).memory_key(DOC) != MemWalker(llm, store).memory_key(DOC)
-    assert Rebuilt(llm, store).key_settings()["builder"] == 2 and "builder" not in MemWalker(llm, store).key_settings()
+    sections = {"tree": "sections"}  # MemWalker's version counts for its tree of sections (2: rows kept, heads)
+    assert Rebuilt(llm, store, **sections).memory_key(DOC) != MemWalker(llm, store, **sections).memory_key(DOC)
+    assert Rebuilt(llm, store, **sections).key_settings()["builder"] == 3
+    assert MemWalker(llm, store, **sections).key_settings()["builder"] == 2
+    # the paper's tree is built as before: its key is today's whatever the version
+    assert Rebuilt(llm, store).memory_key(DOC) == MemWalker(llm, store).memory_key(DOC)
+    assert "builder" not in MemWalker(llm, store).key_settings()
     # Keys of memories stored before versions existed (computed with the code before them): unchanged at version 1,
     # and for ReadAgent's separate gists, whose build version 2 did not change.
     doc = Document.from_text("\n\n".join(" ".join(f"p{i}w{j}" for j in range(60)) + "." for i in range(30)))
