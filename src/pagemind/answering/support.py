@@ -296,7 +296,12 @@ def placeholder(answer: str) -> bool:
     """Whether ``answer`` is, whole, a stand-in for no answer rather than an answer: "N/A", "null", "not found". Not
     "None", "nil" or "NA", which answer some questions ("What impairment charges were recorded?" — "None"; "NA" is
     North America): a reader whose replies put a null there reads them itself (MemWalker's leaves)."""
-    return " ".join(answer.strip().strip("*_`\"'.!()[] ").lower().split()) in _PLACEHOLDERS
+    return bare(answer).lower() in _PLACEHOLDERS
+
+
+def bare(answer: str) -> str:
+    """``answer`` without the marks around it (emphasis, quotes, a full stop, brackets), its spaces single."""
+    return " ".join(answer.strip().strip("*_`\"'.!()[] ").split())
 
 
 _NUMBER_WORDS = frozenset([*_UNITS, *_TENS, *_SCALES])

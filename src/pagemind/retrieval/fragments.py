@@ -74,15 +74,25 @@ def table_heads(text: str) -> list[tuple[int, int]]:
     if "| --- |" not in text:
         return heads
     lines, offsets = _lines(text)
+    for i, past in header_lines(lines):
+        first = i - 1 if i and lines[i - 1].lower().startswith("table") else i
+        heads.append((offsets[first], offsets[past]))
+    return heads
+
+
+def header_lines(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """Each Markdown table's header row among ``lines`` and the line past those that stay with it — its rule and its
+    first :data:`TABLE_HEAD_ROWS` rows — as ``(header, past)`` line indices (what a window or leaf never ends
+    inside)."""
+    out: list[tuple[int, int]] = []
     for i, line in enumerate(lines):
         if line.startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("| --- |") and \
                 not (i and lines[i - 1].startswith("|")):
-            first = i - 1 if i and lines[i - 1].lower().startswith("table") else i
-            last = i + 2
-            while last < len(lines) and last < i + 2 + TABLE_HEAD_ROWS and lines[last].startswith("|"):
-                last += 1
-            heads.append((offsets[first], offsets[last]))
-    return heads
+            past = i + 2
+            while past < len(lines) and past < i + 2 + TABLE_HEAD_ROWS and lines[past].startswith("|"):
+                past += 1
+            out.append((i, past))
+    return out
 
 
 HEAD_LINES = 2  # short lines above a table's header carried with it ("(in millions, except per share data)")

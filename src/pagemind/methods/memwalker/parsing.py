@@ -133,10 +133,9 @@ def _no_answer(answer: str, question: str) -> bool:
     action's number ("-1", "-2" after ``Answer:``), or "None" / "Nothing" where the question asks no count or
     existence ("How many …?", "Were there any …?" are answered so). Read as the leaf's rejection, the walk reads on;
     a "None" that answered "What impairment charges …?" is then lost unless a later leaf says it again in words."""
-    from ...answering.support import placeholder
+    from ...answering.support import bare, placeholder
 
-    said = answer.strip().strip("*_`'\".!()[] ")
+    said = bare(answer)
     if placeholder(answer) or said in ("-1", "-2"):
         return True
     return bool(_NULL.fullmatch(said)) and not _COUNTS.search(question)
-

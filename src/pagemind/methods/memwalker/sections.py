@@ -120,7 +120,7 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
     :data:`~pagemind.retrieval.fragments.TABLE_HEAD_ROWS` rows (as RAG's windows do) — and a leaf that starts on a row
     further down carries the table's title lines and header (:func:`~pagemind.retrieval.fragments.carried_head`;
     counted in its tokens; the header alone where the whole head would take over half a leaf, none over that)."""
-    from ...retrieval.fragments import HEAD_LINES, TABLE_HEAD_ROWS, carried_head
+    from ...retrieval.fragments import HEAD_LINES, carried_head, header_lines
     from ...text.paragraphs import BLANK_LINE
 
     blocks, start = [], lo
@@ -146,17 +146,12 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
         flush()
         starts = [b0 + sum(len(x) + 1 for x in lines[:k]) for k in range(len(lines))]
         glued = [False] * len(lines)  # a line kept with the next one
-        for k, line in enumerate(lines):
-            if line.startswith("|") and k + 1 < len(lines) and lines[k + 1].startswith("| --- |") and \
-                    not (k and lines[k - 1].startswith("|")):  # a header: its title lines, it, its rule, first rows
-                top = k
-                while top > 0 and k - top < HEAD_LINES and _title_line(lines[top - 1]):
-                    top -= 1
-                last = k + 1
-                while last + 1 < len(lines) and last - k - 1 < TABLE_HEAD_ROWS and lines[last + 1].startswith("|"):
-                    last += 1
-                for j in range(top, last):
-                    glued[j] = True
+        for k, past in header_lines(lines):  # a header: its title lines, it, its rule and first rows together
+            top = k
+            while top > 0 and k - top < HEAD_LINES and _title_line(lines[top - 1]):
+                top -= 1
+            for j in range(top, past - 1):
+                glued[j] = True
         first, at = True, -1
         group: list[str] = []
         for k, line in enumerate(lines):
