@@ -628,10 +628,10 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
         texts = [*read, whole] if whole else read  # ("Balance Sheet" is no one's name: the filing writes it lower)
         named = {a for a in named - filer - _LEGAL if not _common(a, texts)}
     relevance = (sum(seen.idf.get(w, 0.0) > 0 or w in seen.read_words for w in asked) / len(asked)) if asked else 1.0
-    if declined(answer) or placeholder(answer):
-        return Support("unsupported", 0.0, (), (), round(relevance, 4), True,
-                       reason="the model said the text does not hold the answer" if declined(answer) else
-                       f"the answer {answer.strip()!r} stands for no answer")
+    said_none = ("the model said the text does not hold the answer" if declined(answer) else
+                 f"the answer {answer.strip()!r} stands for no answer" if placeholder(answer) else "")
+    if said_none:
+        return Support("unsupported", 0.0, (), (), round(relevance, 4), True, reason=said_none)
     claims = [c for c in given if c.strip()] if given is not None else claims_of(answer)
     if not claims:
         return Support("unsupported", 0.0, (), (), round(relevance, 4), reason="the answer is empty")

@@ -24,6 +24,7 @@ with ``tree=sections`` (an LLM-built tree is never started unasked): ``tree=pape
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -144,7 +145,7 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
             prose += [block] if block.strip() else []
             continue
         flush()
-        starts = [b0 + sum(len(x) + 1 for x in lines[:k]) for k in range(len(lines))]
+        starts = list(itertools.accumulate((len(x) + 1 for x in lines[:-1]), initial=b0))  # each line's offset
         glued = [False] * len(lines)  # a line kept with the next one
         for k, past in header_lines(lines):  # a header: its title lines, it, its rule and first rows together
             top = k
@@ -153,28 +154,25 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
             for j in range(top, past - 1):
                 glued[j] = True
         first, at = True, -1
-        group: list[str] = []
+        group: list[str] = []  # lines glued together: one unit
         for k, line in enumerate(lines):
             if not line.strip():
                 continue
-            n = count(line.strip())
             if group or glued[k]:
                 group.append(line.strip())
                 at = at if at >= 0 or not line.startswith("|") else starts[k]
-                if glued[k]:
-                    continue
-                joined = "\n".join(group)
-                units.append((joined, count(joined), at, first))
-                group, at, first = [], -1, False
-            elif line.startswith("|") or n <= segment_tokens:  # a row is never cut
+                if not glued[k]:
+                    units.append(_glued(group, at, first, count))
+                    group, at, first = [], -1, False
+                continue
+            n = count(line.strip())
+            if line.startswith("|") or n <= segment_tokens:  # a row is never cut
                 units.append((line.strip(), n, starts[k] if line.startswith("|") else -1, first))
-                first = False
             else:  # a long line of prose beside a table: cut as the paper's segments cut a paragraph
                 units.extend((piece, m, -1, first) for piece, m in paragraphs(line, segment_tokens, count))
-                first = False
+            first = False
         if group:
-            joined = "\n".join(group)
-            units.append((joined, count(joined), at, first))
+            units.append(_glued(group, at, first, count))
     flush()
     sep = count(SEPARATOR)
     out: list[tuple[str, str]] = []
@@ -186,10 +184,12 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
             current = []
         if not current:
             head = carried_head(text, at) if at >= 0 else ""
-            if head and count(head) > segment_tokens // 2:  # the header and rule alone, or nothing
+            carried = count(head) if head else 0
+            if carried > segment_tokens // 2:  # the header and rule alone, or nothing
                 head = "\n".join(head.split("\n")[-3:])
-                head = head if count(head) <= segment_tokens // 2 else ""
-            size = (count(head) if head else 0) + n
+                carried = count(head)
+                head, carried = (head, carried) if carried <= segment_tokens // 2 else ("", 0)
+            size = carried + n
             current.append(unit)
         else:
             size += sep + n
@@ -197,6 +197,12 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
     if current:
         out.append(("".join(current), head))
     return out
+
+
+def _glued(lines: list[str], at: int, first: bool, count: Callable[[str], int]) -> tuple[str, int, int, bool]:
+    """Lines kept together (a table's title lines, header, rule and first rows) as one unit of :func:`segment_rows`."""
+    joined = "\n".join(lines)
+    return joined, count(joined), at, first
 
 
 def _title_line(line: str) -> bool:
