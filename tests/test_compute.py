@@ -500,6 +500,47 @@ def test_a_figure_copied_from_a_row_of_another_line_is_read_from_the_row_its_nam
     assert not isinstance(kept, str) and kept.lines[0].value == 2675
 
 
+def test_a_figure_the_model_could_not_copy_is_read_from_the_row_and_column_its_name_gives():
+    from pagemind.text.tables import table_rows
+
+    text = ("(in millions)\n| Year Ended December 31, | 2017 | 2018 | 2019 |\n| --- | --- | --- | --- |\n"
+            "| Net revenues | 7,017 | 7,500 | 6,489 |\n| Net income (loss) | (40) | 1,813 | 1,503 |\n"
+            "| Capital expenditures | (155) | (131) | (116) |\n")
+    written, rows, tables = amounts(text, years=True), [r for r in text.splitlines() if r.strip()], \
+        list(table_rows(text))
+    # a figure the text does not hold ("216"): its line's row, its year's column, the model's sign
+    got = compute.parse("fy2017_capex = 216  # Capital expenditures\nrevenue_2017 = 7017\n"
+                        "answer = fy2017_capex / revenue_2017 * 100", written, rows=rows, tables=tables)
+    assert not isinstance(got, str)
+    assert [x.value for x in got.lines] == [155, 7017, pytest.approx(2.209, abs=1e-3)]
+    assert got.lines[0].moved == "Capital expenditures, the 2017 column; the model wrote 216, which the text does not"
+    assert "[Capital expenditures, the 2017 column; the model wrote 216" in got.text()
+    # names a formula reads and no line assigns: read the same way; a line spent by its name as spent, another as
+    # the table signs it
+    named = compute.parse("answer = capital_expenditures_2019 / net_revenues_2019 * 100", written, rows=rows,
+                          tables=tables)
+    assert not isinstance(named, str)
+    assert [(x.name, x.value) for x in named.figures] == [("capital_expenditures_2019", 116),
+                                                          ("net_revenues_2019", 6489)]
+    assert named.results[0].value == pytest.approx(1.788, abs=1e-3)
+    assert named.figures[0].moved.endswith("the model named it without a figure")
+    loss = compute.parse("answer = net_income_2017 / revenue_2017", written, rows=rows, tables=tables)
+    assert not isinstance(loss, str) and loss.results[0].value == pytest.approx(-40 / 7017)
+    # no year, two years, a change in the line, a line the tables do not have, two lines: asked again, as before
+    for working in ("capex = 216\nanswer = capex", "capex_2017_2018 = 216\nanswer = capex_2017_2018",
+                    "change_in_capex_2018 = 24\nanswer = change_in_capex_2018",
+                    "inventory_2018 = 216\nanswer = inventory_2018", "capex_and_revenue_2018 = 216\nanswer = "
+                    "capex_and_revenue_2018"):
+        assert "is not a figure in the text" in compute.parse(working, written, rows=rows, tables=tables), working
+    assert compute.parse("answer = inventory_2018 / revenue_2018", written, rows=rows, tables=tables) == \
+        "inventory_2018 is used before it is given a value"
+    # rows of the line that disagree on the year's figure: nothing is chosen for the model
+    two = text + "\n| Segment | 2017 | 2018 |\n| --- | --- | --- |\n| Capital expenditures | 100 | 90 |"
+    assert "is not a figure in the text" in compute.parse("capex_2017 = 216\nanswer = capex_2017",
+                                                          amounts(two, years=True), rows=two.splitlines(),
+                                                          tables=list(table_rows(two)))
+
+
 @pytest.mark.parametrize("table, working, value", [
     # a sum of two lines named for the line they make; parts of one line from rows of their own
     ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Net revenues | 6,489 | 7,500 |\n| Cost of revenues | 4,000 | 4,100 |\n"

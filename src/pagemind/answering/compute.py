@@ -276,6 +276,11 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
     values: dict[str, float] = {}
     for i in used:
         name, node, note = assigned[i]
+        for free in sorted(_names(node) - values.keys()):  # named in a formula, never given a figure
+            named = _named_cell(free, tables)
+            if named is not None:
+                lines.append(Line(free, str(_plain(named[0])), named[0], figure=True, moved=named[1]))
+                values[free] = named[0]
         try:
             line = _line(name, node, note, values, written, rows, tables)
         except Problem as problem:
@@ -439,6 +444,10 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
     figure = _number(node)
     if figure is not None:
         if abs(figure) not in CONSTANTS and not _in_text(figure, written):
+            named = _named_cell(f"{name} {note}", tables, figure)
+            if named is not None:
+                value, where = named
+                return Line(name, str(_plain(value)), value, note, figure=True, moved=where)
             about = _rows_about(f"{name} {note}", rows)
             raise Problem(f"{name} = {expression} is not a figure in the text: copy each figure exactly as the text "
                           "writes it, from the line and period the question asks about"
@@ -642,6 +651,34 @@ def _column_of(figure: float, words: str, places: Sequence[Place]) -> tuple[floa
     where = (f"{row.cells[0] or 'the row'}, the {row.header[k]} column; the model copied {_written(figure)} from the "
              f"{row.header[j]} column")
     return _signed(figure, copied, value), where
+
+
+def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) -> tuple[float, str] | None:
+    """The figure a name (with its note, ``words``) gives by its line and year, where the model wrote a figure the
+    text does not hold ("fy2017_capex = 216") or named one it never assigned ("cost_of_products_sold_2019" in a
+    formula): where the name speaks of one statement line, not of a change in it, and of one year (:func:`_year_of`),
+    and the rows that name only that line agree on that year's figure (:func:`_cell`) — that figure (signed as the
+    model signed its own, ``figure``; where the model gave none, as the table signs it, but a line spent or paid
+    by its name as spent: :data:`~pagemind.text.ledger.SPENT`) and where it is read. None otherwise: the model is
+    asked again."""
+    from ..text.ledger import SPENT, lines_named
+
+    lines = lines_named(words)
+    year = _year_of(words)
+    if len(lines) != 1 or year is None or _DIFFERENCE.search(words.replace("_", " ")):
+        return None
+    line = next(iter(lines))
+    found = _cell([row for row in tables if lines_named(row.cells[0]) == {line}], year)
+    if found is None:
+        return None
+    value, row, k = found
+    if figure is not None:
+        value = math.copysign(abs(value), figure)
+    elif line in SPENT:
+        value = abs(value)
+    given = (f"the model wrote {_written(figure)}, which the text does not" if figure is not None
+             else "the model named it without a figure")
+    return value, f"{row.cells[0]}, the {row.header[k]} column; {given}"
 
 
 def _row_of(figure: float, words: str, tables: Sequence[Row], places: Sequence[Place], *, named_year: bool = True,

@@ -58,6 +58,12 @@ LINES: tuple[Line, ...] = tuple(_line(name, pattern) for name, pattern in (
 ))
 
 
+# lines whose name says what way the money goes (spent, paid, charged): a statement may write them in parentheses,
+# "Capital expenditures (116)", and "capex_2019" in a working means the 116 spent, as "cogs" in "revenue - cogs" does
+SPENT = frozenset({"cost of sales", "interest expense", "depreciation and amortization", "capital expenditure",
+                   "dividends"})
+
+
 def places(text: str) -> list[tuple[int, int, str]]:
     """Where ``text`` names a line: (start, end, the line's name), in order; where one name lies inside another's
     ("sales" in "cost of sales", "property and equipment" in "purchases of property and equipment"), only the
@@ -106,4 +112,4 @@ def lines_implied(text: str, defined: bool = False) -> set[str]:
     return implied
 
 
-__all__ = ["LINES", "Line", "lines_implied", "lines_named", "places"]
+__all__ = ["LINES", "SPENT", "Line", "lines_implied", "lines_named", "places"]
