@@ -475,6 +475,25 @@ def test_an_abstained_answer_is_fitted_as_the_kind_of_its_draft(monkeypatch):
     assert held.abstained and any(ch.isdigit() for ch in held.text) and kind_of(held) == "free"
 
 
+def test_a_yes_or_no_is_fitted_as_a_free_answer_whatever_figures_it_restates():
+    """Issue 51 on the filings: "Yes, there was a change in the number of Best Buy stores between Q2 of FY2024 and
+    FY2023" was fitted as a figure (the question says "number", the answer has digits); a yes or no is free form. A
+    figure asked and given stays a figure; a question that opens with "Which" or "How" is not a yes/no question."""
+    from pagemind.answering.question import Question
+    from pagemind.answering.signals import kind_of
+
+    story = "Best Buy had 982 stores at the end of Q2 FY2023 and 969 at the end of Q2 FY2024."
+    polar, _ = ask("Yes, there was a change in the number of stores between Q2 of FY2024 and FY2023.",
+                   "Was there any change in the number of Best Buy stores between Q2 of FY2024 and FY2023?", text=story)
+    assert polar.question.is_polar and kind_of(polar) == "free"
+    count, _ = ask("969 stores.", "How many stores did Best Buy have at the end of Q2 FY2024?", text=story)
+    assert not count.question.is_polar and kind_of(count) == "numeric"
+    led, _ = ask("No, 969 stores.", "For Best Buy, did the number of stores grow by Q2 FY2024?", text=story)
+    assert led.question.is_polar and kind_of(led) == "free"
+    assert not Question("Which region had the highest EBITDAR in 2022?").is_polar
+    assert not Question("Is it (A) or (B)?", ("one", "two")).is_polar  # a choice among options
+
+
 def test_the_shipped_models_carry_their_abstention_thresholds():
     """calibrate.py --write records, beside each shipped model, the thresholds its held-out answers gave for the
     abstention precisions it reached: higher precision, lower threshold."""

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from ..llm.base import LLMRequest, Message
 from ..text.numbers import ROUNDED, Amount, amounts, placed
 from ..text.tables import Row
+from ..text.words import AUXILIARY, LEAD_IN, asking
 
 if TYPE_CHECKING:
     from ..llm.client import LLM
@@ -53,8 +54,8 @@ _STATED = (r"growth|grew|change in|percent(?:age)? change|yoy|year[- ]over[- ]ye
 _ASKED = re.compile(rf"\b(?:{_WORKED}|{_STATED})\b", re.IGNORECASE)
 _DERIVED = re.compile(rf"\b(?:{_WORKED}|defined as)\b", re.IGNORECASE)  # worked out whatever the draft says
 _NOT_A_FIGURE = re.compile(  # a yes/no question, or one asking for a name, a place, a time or a reason
-    r"^\W*(?:(?:for|in|at|of|during)\b[^,?]{0,60},\s*)?(?:is|are|was|were|has|have|had|does|do|did|can|could|will|"
-    r"would|should|which|who|whom|whose|where|when|why|what (?:drove|drives|caused|explains))\b", re.IGNORECASE)
+    LEAD_IN + rf"(?:{AUXILIARY}|(?:which|who|whom|whose|where|when|why|what (?:drove|drives|caused|explains))\b)",
+    re.IGNORECASE)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,120}$")
 _OPERATORS: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
@@ -73,8 +74,7 @@ def asked(question: str) -> bool:
     that ends in a question mark."""
     if _ASKED.search(question) is None:
         return False
-    asks = [s for s in re.split(r"(?<=[.?!:])\s+", question.strip()) if s.rstrip().endswith("?")]
-    return not _NOT_A_FIGURE.match(asks[0] if asks else question)
+    return not _NOT_A_FIGURE.match(asking(question))
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,13 @@ class Question:
         return len(self.options) >= 2
 
     @property
+    def is_polar(self) -> bool:
+        """Whether it asks yes or no (:func:`pagemind.text.words.polar`); a choice among options does not."""
+        from ..text.words import polar
+
+        return not self.is_choice and polar(self.text)
+
+    @property
     def letters(self) -> str:
         return LETTERS[: len(self.options)]
 

@@ -23,6 +23,8 @@ _ASKS_FIGURE = re.compile(r"\bhow\s+(?:much|many|long|old)\b|\b(?:ratio|rate|mar
                           r"number|value|revenue|income|cost|price|EPS|capex|cash\s+flow|when|what\s+year)\b",
                           re.IGNORECASE)
 
+_VERDICT = re.compile(r"^\W*(?:yes|no)\b", re.IGNORECASE)
+
 NAMES: tuple[str, ...] = (
     "support_confidence", "supported", "partial", "claim_min", "claim_mean", "words_min", "similarity_min",
     "has_similarity", "missing", "unnamed", "unfounded", "relevance", "declined", "rival", "probability",
@@ -49,10 +51,14 @@ def seen(signals: Mapping[str, float], name: str) -> float:
 
 
 def kind_of(answer: Answer) -> Kind:
-    """Which fitted model reads the answer: multiple choice, a figure asked and given, or free form."""
+    """Which fitted model reads the answer: multiple choice, a figure asked and given, or free form — a yes or no
+    to a yes/no question is free form whatever figures it restates ("Yes, there was a change in the number of
+    stores between Q2 of FY2024 and FY2023")."""
     if answer.question.is_choice:
         return "choice"
     said = answer.draft if answer.abstained and answer.draft is not None else answer.text  # the model's, not ours
+    if answer.question.is_polar and _VERDICT.match(said or ""):
+        return "free"
     if _ASKS_FIGURE.search(answer.question.text) and _FIGURE.search(said or ""):
         return "numeric"
     return "free"

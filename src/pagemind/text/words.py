@@ -17,6 +17,24 @@ STOPWORDS = frozenset({
 VERDICTS = frozenset({"yes", "no"})  # a yes/no answer's verdict: what it says of the question, no content of its own
 
 
+# a question's lead-in ("For Pfizer, ...", "In FY2022, ...") and the auxiliary that opens a yes/no question
+LEAD_IN = r"^\W*(?:(?:for|in|at|of|during)\b[^,?]{0,60},\s*)?"
+AUXILIARY = r"(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|should)\b"
+_POLAR = re.compile(LEAD_IN + AUXILIARY, re.IGNORECASE)
+
+
+def asking(question: str) -> str:
+    """The sentence of ``question`` that asks: its first ending in a question mark (a question defining its metric
+    after a preamble, "... Here's the question: what is ...?"), else the whole text."""
+    asks = [s for s in re.split(r"(?<=[.?!:])\s+", question.strip()) if s.rstrip().endswith("?")]
+    return asks[0] if asks else question
+
+
+def polar(question: str) -> bool:
+    """Whether ``question`` asks yes or no ("Did Pfizer grow its PPNE …?", "For AMCOR, has …?")."""
+    return _POLAR.match(asking(question)) is not None
+
+
 def content_words(text: str) -> list[str]:
     """The text's words in order, lower-cased, without stopwords."""
     return [w for w in WORD.findall(text.lower()) if w not in STOPWORDS]
