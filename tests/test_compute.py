@@ -32,7 +32,8 @@ def ask(question, answer, working, **options):
 @pytest.mark.parametrize("question", [
     QUESTION, "Calculate the inventory turnover ratio for FY2022.", "What was the gross margin in 2023?",
     "How does Boeing's effective tax rate in FY2022 compare to FY2021?",
-    "We want to calculate a metric. Here's the question: what is the FY2019 cash conversion cycle? CCC is DIO + DSO."])
+    "We want to calculate a metric. Here's the question: what is the FY2019 cash conversion cycle? CCC is DIO + DSO.",
+    "Can you calculate the FY2019 current ratio for Block?"])  # a request, not a yes/no question
 def test_a_question_asking_for_a_worked_out_figure_is_computed(question):
     assert compute.asked(question)
 
@@ -41,7 +42,8 @@ def test_a_question_asking_for_a_worked_out_figure_is_computed(question):
     "Are JnJ's FY2022 financials that of a high growth company?", "Which region had the highest EBITDAR margin?",
     "What was the key agenda of the 8-K?", "Who signed the filing?", "What was the revenue in 2023?",
     "For Pfizer, which region had the biggest drop in year over year revenues?",
-    "What drove gross margin change as of FY2022 for JnJ?"])
+    "What drove gross margin change as of FY2022 for JnJ?",
+    "For the fiscal year ended June 30, 2023, did Amcor's gross margin ratio improve?"])
 def test_yes_no_name_and_read_off_questions_are_not(question):
     assert not compute.asked(question)
 
@@ -539,6 +541,40 @@ def test_a_figure_the_model_could_not_copy_is_read_from_the_row_and_column_its_n
     assert "is not a figure in the text" in compute.parse("capex_2017 = 216\nanswer = capex_2017",
                                                           amounts(two, years=True), rows=two.splitlines(),
                                                           tables=list(table_rows(two)))
+
+
+@pytest.mark.parametrize("table, working", [
+    # a name of another figure than the line's: a margin, a turnover, an average, a quarter, a per-share figure
+    ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Net income | 1,503 | 1,813 |", "answer = net_income_margin_2019 * 100"),
+    ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Net income | 1,503 | 1,813 |", "net_income_margin_2019 = 0.2316\n"
+     "answer = net_income_margin_2019"),
+    ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Inventories | 700 | 650 |", "answer = inventory_turnover_2019"),
+    ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Inventories | 700 | 650 |", "answer = 4200 / average_inventory_2019"),
+    ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Net revenues | 6,489 | 7,500 |", "q4_revenue_2019 = 1700\n"
+     "answer = q4_revenue_2019"),
+    ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Net income | 1,503 | 1,813 |", "answer = net_income_per_share_2019"),
+    # a figure in another scale, or far from the cell: not a miscopy of it
+    ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Net revenues | 6,489 | 7,500 |", "revenue_2019 = 6489000000\n"
+     "answer = revenue_2019 / 1e9"),
+    # a percent cell (a common-size statement); a balance's change in the cash flow statement; a quarter's column
+    ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Net revenues | 100% | 100% |", "answer = revenue_2019"),
+    ("| | 2019 | 2018 |\n| --- | --- | --- |\n| Inventories | (125) | 40 |", "answer = 4200 / inventory_2019"),
+    ("| | Three Months Ended December 31, 2019 |\n| --- | --- |\n| Net revenues | 1,700 |", "answer = revenue_2019"),
+])
+def test_a_figure_pagemind_cannot_read_for_its_name_is_asked_again(table, working):
+    from pagemind.text.tables import table_rows
+
+    got = compute.parse(working, amounts(table, years=True), rows=table.splitlines(), tables=list(table_rows(table)))
+    assert isinstance(got, str), got.text()
+
+
+def test_a_name_the_working_assigns_after_a_formula_reads_it_is_not_read_from_the_table():
+    from pagemind.text.tables import table_rows
+
+    table = "| | 2019 | 2018 |\n| --- | --- | --- |\n| Net revenues | 6,489 | 7,500 |"
+    got = compute.parse("x = revenue_2019 * 1\nrevenue_2019 = 6489\nanswer = x + revenue_2019",
+                        amounts(table, years=True), rows=table.splitlines(), tables=list(table_rows(table)))
+    assert got == "revenue_2019 is used before it is given a value"
 
 
 @pytest.mark.parametrize("table, working, value", [

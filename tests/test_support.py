@@ -491,6 +491,12 @@ def test_a_yes_or_no_is_fitted_as_a_free_answer_whatever_figures_it_restates():
     led, _ = ask("No, 969 stores.", "For Best Buy, did the number of stores grow by Q2 FY2024?", text=story)
     assert led.question.is_polar and kind_of(led) == "free"
     assert not Question("Which region had the highest EBITDAR in 2022?").is_polar
+    for lead in ("As of Q2'2023, is Pfizer spinning off any large business segments?",
+                 "According to the 10-K, is Boeing's business cyclical?",
+                 "For the fiscal year ended June 30, 2023, did Amcor's sales grow?", "Will JnJ's growth accelerate?"):
+        assert Question(lead).is_polar, lead
+    for request in ("Could you give me the FY2019 revenue?", "Can you calculate the FY2019 current ratio?"):
+        assert not Question(request).is_polar, request
     assert not Question("Is it (A) or (B)?", ("one", "two")).is_polar  # a choice among options
 
 

@@ -276,7 +276,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
     values: dict[str, float] = {}
     for i in used:
         name, node, note = assigned[i]
-        for free in sorted(_names(node) - values.keys()):  # named in a formula, never given a figure
+        for free in sorted(_names(node) - values.keys() - set(names)):  # named in a formula, assigned nowhere
             named = _named_cell(free, tables)
             if named is not None:
                 lines.append(Line(free, str(_plain(named[0])), named[0], figure=True, moved=named[1]))
@@ -653,32 +653,64 @@ def _column_of(figure: float, words: str, places: Sequence[Place]) -> tuple[floa
     return _signed(figure, copied, value), where
 
 
+# words a name of a statement line's figure may hold beside the line's own and a year ("total_net_sales_fy2019",
+# "capex_2017_usd_millions"); any other ("margin", "per_share", "average", "q4", "turnover") names another figure
+_PLAIN_WORDS = frozenset("total net fy year years end ended ending fiscal usd dollars millions million thousands "
+                         "billions in of for the amount reported consolidated value".split())
+_OTHER_FIGURE = re.compile(r"\b(?:margins?|ratios?|per|share|turnover|average|avg|mean|growth|yoy|cagr|pct|percent\w*|"
+                           r"days|q[1-4]|h[12]|quarter\w*|months?|weeks?|ttm|rate|change\w*|increase|decrease|"
+                           r"delta|diff\w*|beginning|prior|previous)\b", re.IGNORECASE)
+_COPY_RANGE = 2.0  # a figure the model wrote is a miscopy of the cell only within this factor of it
+
+
+def _plain_name(name: str) -> bool:
+    """Whether a working's ``name`` is only a statement line's, a year and plain words (:data:`_PLAIN_WORDS`)."""
+    from ..text.ledger import places
+
+    spoken = name.replace("_", " ")
+    for start, end, _ in reversed(places(spoken)):
+        spoken = spoken[:start] + " " + spoken[end:]
+    rest = _NAME_YEAR.sub(" ", spoken.lower())
+    return all(w in _PLAIN_WORDS for w in re.findall(r"[a-z]+", rest))
+
+
 def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) -> tuple[float, str] | None:
     """The figure a name (with its note, ``words``) gives by its line and year, where the model wrote a figure the
-    text does not hold ("fy2017_capex = 216") or named one it never assigned ("cost_of_products_sold_2019" in a
-    formula): where the name speaks of one statement line, not of a change in it, and of one year (:func:`_year_of`),
-    and the rows that name only that line agree on that year's figure (:func:`_cell`) — that figure (signed as the
-    model signed its own, ``figure``; where the model gave none, as the table signs it, but a line spent or paid
-    by its name as spent: :data:`~pagemind.text.ledger.SPENT`) and where it is read. None otherwise: the model is
+    text does not hold ("fy2017_capex = 216") or named one no line of its working assigns
+    ("cost_of_products_sold_2019" in a formula): where the name is only one statement line's, a year and plain words
+    (:func:`_plain_name`; "net_income_margin_2019", "q4_revenue_2019", "average_inventory_2019" name other figures) and
+    its note speaks of no other figure (a margin, a quarter, a change), the name and note give one year
+    (:func:`_year_of`), the rows that name only that line agree on that year's figure (:func:`_cell`) in a column of
+    the year alone (not "Three Months Ended …"), the cell is no percent, a balance's (inventory, payables, assets:
+    :data:`~pagemind.text.ledger.BALANCES`) is not negative (a cash flow statement's change in it), and a figure the
+    model wrote is within :data:`_COPY_RANGE` of it (a miscopy, not another scale or figure) — that figure and where
+    it is read, signed as the model signed its own, and where it wrote none as the table signs it, but a line spent
+    or paid by its name (:data:`~pagemind.text.ledger.SPENT`) as the amount spent. None otherwise: the model is
     asked again."""
-    from ..text.ledger import SPENT, lines_named
+    from ..text.ledger import BALANCES, SPENT, lines_named
 
+    name, _, note = words.partition(" ")
     lines = lines_named(words)
     year = _year_of(words)
-    if len(lines) != 1 or year is None or _DIFFERENCE.search(words.replace("_", " ")):
+    if len(lines) != 1 or year is None or not _plain_name(name) or _OTHER_FIGURE.search(note):
         return None
     line = next(iter(lines))
     found = _cell([row for row in tables if lines_named(row.cells[0]) == {line}], year)
     if found is None:
         return None
     value, row, k = found
+    header = row.header[k] if k < len(row.header) else ""
+    if "%" in row.cells[k] or _OTHER_FIGURE.search(header) or (line in BALANCES and value < 0):
+        return None
+    if figure is not None and not (value and 1 / _COPY_RANGE <= abs(figure) / abs(value) <= _COPY_RANGE):
+        return None
     if figure is not None:
         value = math.copysign(abs(value), figure)
     elif line in SPENT:
         value = abs(value)
     given = (f"the model wrote {_written(figure)}, which the text does not" if figure is not None
              else "the model named it without a figure")
-    return value, f"{row.cells[0]}, the {row.header[k]} column; {given}"
+    return value, f"{row.cells[0]}, the {header or 'year'} column; {given}"
 
 
 def _row_of(figure: float, words: str, tables: Sequence[Row], places: Sequence[Place], *, named_year: bool = True,

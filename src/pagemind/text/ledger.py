@@ -64,6 +64,11 @@ SPENT = frozenset({"cost of sales", "interest expense", "depreciation and amorti
                    "dividends"})
 
 
+# lines that are balances at a date (a level, never negative): a cash flow statement's "Inventories (125)" is a change
+BALANCES = frozenset({"inventory", "accounts payable", "accounts receivable", "property, plant and equipment",
+                      "total assets", "current assets", "current liabilities"})
+
+
 def places(text: str) -> list[tuple[int, int, str]]:
     """Where ``text`` names a line: (start, end, the line's name), in order; where one name lies inside another's
     ("sales" in "cost of sales", "property and equipment" in "purchases of property and equipment"), only the
@@ -112,4 +117,4 @@ def lines_implied(text: str, defined: bool = False) -> set[str]:
     return implied
 
 
-__all__ = ["LINES", "SPENT", "Line", "lines_implied", "lines_named", "places"]
+__all__ = ["BALANCES", "LINES", "SPENT", "Line", "lines_implied", "lines_named", "places"]

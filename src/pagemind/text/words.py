@@ -17,9 +17,12 @@ STOPWORDS = frozenset({
 VERDICTS = frozenset({"yes", "no"})  # a yes/no answer's verdict: what it says of the question, no content of its own
 
 
-# a question's lead-in ("For Pfizer, ...", "In FY2022, ...") and the auxiliary that opens a yes/no question
-LEAD_IN = r"^\W*(?:(?:for|in|at|of|during)\b[^,?]{0,60},\s*)?"
-AUXILIARY = r"(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|should)\b"
+# a question's lead-in ("For Pfizer, ...", "As of Q2'2023, ...", "For the fiscal year ended June 30, 2023, ...") and
+# the auxiliary that opens a yes/no question; "Can you calculate ...?" and "Could you give ...?" are requests
+LEAD_IN = (r"^\W*(?:(?:for|in|at|of|during|as\s+of|according\s+to|based\s+on|considering|per|after|looking\s+at)"
+           r"\b[^?]{0,80}?,\s*)?")
+AUXILIARY = (r"(?!(?:can|could|will|would)\s+(?:you|we|i)\b)"
+             r"(?:is|are|was|were|has|have|had|does|do|did|can|could|will|would|should)\b")
 _POLAR = re.compile(LEAD_IN + AUXILIARY, re.IGNORECASE)
 
 
