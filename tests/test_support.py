@@ -715,3 +715,35 @@ def test_claims_that_stand_together_take_the_weakest_label_and_never_a_higher_on
     misplaced = mixed.misplaced(["Net earnings: 2,707.3."])
     assert misplaced.label == "unsupported" and [c.label for c in misplaced.claims] == ["unsupported", "unsupported"]
     assert misplaced.confidence <= 0.35 / 2 and mixed.misplaced([]) is mixed
+
+
+def test_a_later_sentence_about_what_was_asked_is_counted_and_said_and_recorded_as_a_signal():
+    """Issue 51: BABILong's "Where is Daniel?" answered from "Daniel went to the bedroom." while the text says later
+    "Daniel journeyed to the office.": the sentences after the last passage cited that speak of all the question asks
+    about are counted (at most three), said on the support's line, and recorded as the fitted model's ``later``
+    signal; an answer citing the last such sentence, or citing nothing in the document, counts none."""
+    from pagemind.answering.signals import signals
+    from pagemind.answering.support import LATER_CAP, later_mentions
+
+    text = ("Daniel went to the bedroom. Mary went to the garden. The rain fell on the roofs of the town. "
+            "Daniel journeyed to the office. Mary moved to the hallway.")
+
+    def cite(quote):
+        start = text.index(quote)
+        return Citation("d", "text", None, start, start + len(quote), quote, "text")
+
+    first, last = cite("Daniel went to the bedroom."), cite("Daniel journeyed to the office.")
+    assert later_mentions("Where is Daniel? Answer with one word.", text, [first]) == 1
+    assert later_mentions("Where is Daniel?", text, [last]) == 0
+    assert later_mentions("Where is Daniel?", text, [first, last]) == 0  # the last passage cited counts
+    assert later_mentions("Where is Daniel?", None, [first]) == 0  # no document text
+    assert later_mentions("Where is Daniel?", text, [Citation("d", "text", None, 0, 5, "other", "text")]) == 0
+    assert later_mentions("How old is Mr. Pellow?", text, [first]) == 0  # "Mr." ends no sentence: Pellow is asked
+    many = text + " Daniel went back. Daniel slept. Daniel woke. Daniel left."
+    assert later_mentions("Where is Daniel?", many, [first]) == LATER_CAP
+
+    stale, _ = ask("Bedroom.", "Where is Daniel?", text=text)
+    assert stale.support.later == 1 and signals(stale)["later"] == 1.0
+    assert "the document speaks of it again after the passages cited" in stale.support.line()
+    fresh, _ = ask("Office.", "Where is Daniel?", text=text)
+    assert fresh.support.later == 0 and "again after" not in fresh.support.line()

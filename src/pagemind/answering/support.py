@@ -113,6 +113,7 @@ class Support:
     verdict: Verdict | None = None
     reason: str = ""  # why an answer is not supported, in words
     rival: tuple[str, float] | None = None  # multiple choice: the best supported other option and its confidence
+    later: int = 0  # sentences after the last passage cited that speak of all the question asks (later_mentions)
 
     @property
     def sources(self) -> tuple[int, ...]:
@@ -135,10 +136,12 @@ class Support:
         checked = ("" if verdict is None else f"; verifier: {verdict.label or 'no verdict'}"
                    + (f" ({verdict.confidence:.0%})" if verdict.confidence is not None else ""))
         unfounded = f"; not in what was read: {', '.join(self.unfounded)}" if self.unfounded else ""
+        later = ("; the document speaks of it again after the passages cited" if self.later and not self.declined
+                 else "")
         why = f"; {self.reason}" if self.reason and not self.unfounded and not self.declined else ""
         shown = f"confidence {self.confidence:.2f}" if fitted is None else \
             f"confidence {fitted:.2f}, fitted; support {self.confidence:.2f}"
-        return f"{head} ({shown}{checked}{unfounded}{why})"
+        return f"{head} ({shown}{checked}{unfounded}{why}{later})"
 
     def with_verdict(self, verdict: Verdict) -> Support:
         """This support with the verifier's reading folded in: the more cautious of its label and the words' is
@@ -673,11 +676,12 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     labels = {c.label for c in out}
     overall: Label = ("supported" if labels == {"supported"} else "unsupported" if labels == {"unsupported"}
                       else "partial")
+    later = later_mentions(question_text, whole, citations)
     if copies(claims, read):  # every sentence is "in the text" because the reply is the text: no answer to vouch for
         return Support("partial" if overall != "unsupported" else overall, round(min(confidence, PARTIAL), 4),
                        tuple(out), tuple(unfounded), round(relevance, 4), False,
                        "minilm" if vectors is not None else "lexical",
-                       reason="the reply copies what was read instead of answering")
+                       reason="the reply copies what was read instead of answering", later=later)
     unnamed = next((c.unnamed for c in out if c.unnamed), ())
     columns = [m for c in out for m in c.missing if m.endswith(" column)")]
     reason = ("" if overall == "supported" else "nothing was cited" if not seen.quotes
@@ -688,7 +692,40 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
               else "the cited text does not hold the answer's words" if overall == "unsupported"
               else "some claims are not in the cited text")
     return Support(overall, round(confidence, 4), tuple(out), tuple(unfounded), round(relevance, 4), False,
-                   "minilm" if vectors is not None else "lexical", reason=reason)
+                   "minilm" if vectors is not None else "lexical", reason=reason, later=later)
+
+
+LATER_CAP = 3  # later_mentions counts this many at most
+_ASKING = frozenset({"how", "whom", "whose", "much", "many"})  # what a question asks with, beside the stopwords
+
+
+def later_mentions(question: str, whole: str | None, citations: Sequence[Citation]) -> int:
+    """How many sentences of the document after the last passage an answer cites speak of everything the question
+    asks about (each content word of the sentence that asks, :func:`~pagemind.text.words.asking`), at most
+    :data:`LATER_CAP`: what the answer may have missed — "Where is Daniel?" answered from "Daniel went to the
+    bedroom." while two sentences later "Daniel journeyed to the office."; a fact the text later updates. 0 without
+    the document's text (``whole``), a citation into it, or a content word in the question. A signal of the fitted
+    confidence (:mod:`~pagemind.answering.signals`) and a note on the support's line, not a verdict: a later
+    sentence may restate the answer."""
+    from ..text.words import asking, sentences, terms
+
+    if not whole:
+        return 0
+    ends = [c.end for c in citations if c.end > c.start and whole[c.start:c.end] == c.quote]
+    asked = terms(asking(question)) - _ASKING
+    if not ends or not asked:
+        return 0
+    tail = whole[max(ends):]
+    low = tail.lower()
+    if not all(word in low for word in asked):  # a stem is a prefix of its words: a word absent from the tail
+        return 0
+    count = 0
+    for sentence in sentences(tail):
+        if asked <= terms(sentence):
+            count += 1
+            if count >= LATER_CAP:
+                break
+    return count
 
 
 def copies(claims: Sequence[str], read: Sequence[str]) -> bool:
@@ -773,4 +810,4 @@ def abstains(mode: str, is_choice: bool, support: Support, below: float | None =
 
 
 __all__ = ["LABELS", "PARTIAL", "SUPPORTED", "Claim", "Support", "Verdict", "abstains", "abstention", "assess",
-           "claims_of", "declined", "names", "numbers"]
+           "claims_of", "declined", "later_mentions", "names", "numbers"]

@@ -29,7 +29,7 @@ _POLAR = re.compile(LEAD_IN + AUXILIARY, re.IGNORECASE)
 def asking(question: str) -> str:
     """The sentence of ``question`` that asks: its first ending in a question mark (a question defining its metric
     after a preamble, "... Here's the question: what is ...?"), else the whole text."""
-    asks = [s for s in re.split(r"(?<=[.?!:])\s+", question.strip()) if s.rstrip().endswith("?")]
+    asks = [s for s in _joined(re.split(r"(?<=[.?!:])\s+", question.strip())) if s.rstrip().endswith("?")]
     return asks[0] if asks else question
 
 

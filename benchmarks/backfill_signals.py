@@ -1,0 +1,87 @@
+"""(al) A signal added after a run, written into its kept records: ``later`` (the sentences after the last passage
+an answer cites that speak of all the question asks, :func:`pagemind.answering.support.later_mentions`) for runs
+recorded before pagemind recorded it, so ``calibrate.py`` can fit on it without a model run.
+
+    python benchmarks/backfill_signals.py RUN_DIR ... [--data DIR] [--check]
+
+Each run's examples are loaded again as its ``config.json`` says (dataset, data folder, params; with their
+unanswerable variants where the run asked them), and each answer's ``later`` is computed by the product's own
+function from the answer's stored citations and its document's text — the same value the answer would have recorded.
+Records that hold the signal already are left as they are (``--check`` compares them instead and writes nothing);
+an answer whose example or document cannot be found again keeps no ``later`` (read as 0, and counted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from common import DATA
+
+
+def documents(config: dict, data: Path) -> dict[str, str]:
+    """The text each example id of the run's dataset (and its variants) is asked of."""
+    from pagemind.eval.memgpt import document_of
+    from pagemind.eval.sets import load_dataset
+    from pagemind.eval.unanswerable import with_variants
+    from pagemind.text import Document
+
+    folder = config.get("data")  # as the run recorded it: "../shared/data/msc", "../shared/data", "DATA" or none
+    parts = Path(folder).parts if folder else ()
+    where = None if folder is None else data.joinpath(*parts[parts.index("data") + 1:]) if "data" in parts else data
+    examples = load_dataset(config["dataset"], where, config.get("params") or {})
+    if config.get("unanswerable"):
+        examples, _ = with_variants(examples)
+    out = {}
+    for e in examples:
+        source = document_of(e)
+        if isinstance(source, Document):  # a library's citations point into its members: not read here
+            out[e.id] = source.text
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--data", type=Path, default=DATA, help="the folder holding the staged sets")
+    parser.add_argument("--check", action="store_true", help="compare recorded values; write nothing")
+    args = parser.parse_args()
+    from pagemind.answering.support import later_mentions
+    from pagemind.citations import Citation
+
+    for run in args.runs:
+        config = json.loads((run / "config.json").read_text())
+        texts = documents(config, args.data)
+        lines = (run / "examples.jsonl").read_text().splitlines()
+        out, added, lost, differ, fired = [], 0, 0, 0, 0
+        for line in lines:
+            record = json.loads(line) if line.strip() else None
+            signals = (record or {}).get("signals")
+            if not record or not signals:
+                out.append(line)
+                continue
+            text = texts.get(record["example_id"])
+            if text is None:
+                lost += 1
+                out.append(line)
+                continue
+            cited = [Citation(c["document"], c["unit"], c.get("index"), c["start"], c["end"], c["quote"],
+                              c.get("found_by", "text")) for c in record.get("citations") or []]
+            value = float(later_mentions(record["question"], text, cited))
+            fired += value > 0
+            if "later" in signals:
+                differ += signals["later"] != value
+                out.append(line)
+                continue
+            added += 1
+            record["signals"] = {**signals, "later": value}
+            out.append(json.dumps(record))
+        if not args.check and added:
+            (run / "examples.jsonl").write_text("\n".join(out) + "\n")
+        print(f"{run}: {added} added, {fired} above 0, {lost} whose document was not found, "
+              f"{differ} recorded values that differ")
+
+
+if __name__ == "__main__":
+    main()
