@@ -568,6 +568,32 @@ def test_a_figure_pagemind_cannot_read_for_its_name_is_asked_again(table, workin
     assert isinstance(got, str), got.text()
 
 
+def test_a_change_in_a_balance_written_as_the_balance_is_worked_out_from_its_two_years():
+    """Amazon's DPO: "change_in_inventory_2017 = 16047", the 2017 column of "Inventories" — the change is the 2017
+    balance less the 2016 one, written out as pagemind's own formula (its two figures are what the text holds)."""
+    from pagemind.text.tables import table_rows
+
+    text = ("| | December 31, 2016 | December 31, 2017 |\n| --- | --- | --- |\n| Inventories | 11,461 | 16,047 |\n"
+            "| Accounts payable | 25,309 | 34,616 |\n\n| | 2016 | 2017 |\n| --- | --- | --- |\n"
+            "| Capital expenditures | (6,737) | (11,955) |")
+    written, rows, tables = amounts(text, years=True), text.splitlines(), list(table_rows(text))
+    got = compute.parse("change_in_inventory_2017 = 16047\nanswer = change_in_inventory_2017", written, rows=rows,
+                        tables=tables)
+    assert not isinstance(got, str)
+    assert got.lines[0].expression == "16047 - 11461" and got.results[0].value == 4586
+    assert got.lines[0].moved == ("Inventories, the December 31, 2017 column less the December 31, 2016 column; the "
+                                  "model copied the balance 16,047, not its change")
+    assert got.claims() == ("16,047.", "11,461.")  # each balance judged where the text writes it
+    fell = compute.parse("ap_change_2017 = 25309\nanswer = ap_change_2017", written, rows=rows, tables=tables)
+    assert not isinstance(fell, str) and fell.results[0].value == 25309  # the 2016 balance named for 2017: stands
+    # a change in a line that is no balance, a change named for the year the text has no year before of, a level
+    # named as such: the model's figure stands
+    for working, value in (("capex_change_2017 = 11955", 11955), ("change_in_inventory_2016 = 11461", 11461),
+                           ("inventory_2017 = 16047", 16047)):
+        kept = compute.parse(f"{working}\nanswer = {working.split()[0]}", written, rows=rows, tables=tables)
+        assert not isinstance(kept, str) and kept.results[0].value == value and not kept.lines[0].moved, working
+
+
 def test_a_name_the_working_assigns_after_a_formula_reads_it_is_not_read_from_the_table():
     from pagemind.text.tables import table_rows
 

@@ -453,6 +453,10 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
                           "writes it, from the line and period the question asks about"
                           + (". The text's lines about it: " + " / ".join(about) if about else ""))
         places = _places(figure, tables)  # read once for both: another line's row, another year's column
+        change = _change_of(figure, f"{name} {note}", tables, places)
+        if change is not None:  # pagemind's own formula: the two balances are the figures taken from the text
+            (now, then), moved = change
+            return Line(name, f"{_plain(now)} - {_plain(then)}", now - then, note, taken=(now, then), moved=moved)
         mended = _row_of(figure, f"{name} {note}", tables, places) or _column_of(figure, f"{name} {note}", places)
         if mended is not None:
             value, moved = mended
@@ -634,11 +638,13 @@ def _column_of(figure: float, words: str, places: Sequence[Place]) -> tuple[floa
     sales, the 2016 column; the model copied 107,006 from the 2015 column"). None where the name gives no one year
     (:func:`_year_of`), a row writes the figure under that year (or under no year), the rows disagree, or a row
     writing it is not of the line the name gives (another row, not another column: :func:`_row_of`): the model's
-    figure stands. ``places``: where the tables write the figure (:func:`_places`)."""
+    figure stands; so does a name of a change in a line. ``places``: where the tables write the figure
+    (:func:`_places`)."""
     from ..text.ledger import lines_named
 
     year = _year_of(words)
-    if year is None or not places or any(year in years or not years for _, _, years, _ in places):
+    if year is None or not places or any(year in years or not years for _, _, years, _ in places) \
+            or _DIFFERENCE.search(words.replace("_", " ")):  # a change is no column's figure (:func:`_change_of`)
         return None
     lines = lines_named(words)
     if lines and any(not lines & lines_named(row.cells[0]) for row, _, _, _ in places):
@@ -711,6 +717,36 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
     given = (f"the model wrote {_written(figure)}, which the text does not" if figure is not None
              else "the model named it without a figure")
     return value, f"{row.cells[0]}, the {header or 'year'} column; {given}"
+
+
+def _change_of(figure: float, words: str, tables: Sequence[Row],
+               places: Sequence[Place]) -> tuple[tuple[float, float], str] | None:
+    """A change in a balance (inventory, payables, receivables, PP&E, assets: :data:`~pagemind.text.ledger.BALANCES`)
+    that the model wrote as the balance itself: Amazon's "change_in_inventory_2017 = 16,047", the 2017 column of
+    "Inventories", where the change is 16,047 - 11,461. Where the name (with its note, ``words``) speaks of a change
+    in one such line and of one year, every table row writing the figure is a row of that line writing it in that
+    year's column, and the rows of the line agree on that year's and the year before's figures — those two figures
+    (the change is the first less the second: an increase is positive) and where they are read. None otherwise: the
+    model's figure stands."""
+    from ..text.ledger import BALANCES, lines_named
+
+    lines = lines_named(words)
+    year = _year_of(words)
+    if len(lines) != 1 or year is None or not _DIFFERENCE.search(words.replace("_", " ")) or not places:
+        return None
+    line = next(iter(lines))
+    if line not in BALANCES or any(lines_named(row.cells[0]) != {line} or years != {year}
+                                   for row, _, years, _ in places):
+        return None
+    own = [row for row in tables if lines_named(row.cells[0]) == {line}]
+    before = f"{(int(year) - 1) % 100:02d}"
+    now, then = _cell(own, year), _cell(own, before)
+    if now is None or then is None or now[0] < 0 or then[0] < 0:
+        return None
+    row, k = now[1], now[2]
+    where = (f"{row.cells[0]}, the {row.header[k]} column less the {then[1].header[then[2]]} column; the model "
+             f"copied the balance {_written(figure)}, not its change")
+    return (now[0], then[0]), where
 
 
 def _row_of(figure: float, words: str, tables: Sequence[Row], places: Sequence[Place], *, named_year: bool = True,
