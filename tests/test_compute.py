@@ -594,6 +594,35 @@ def test_a_change_in_a_balance_written_as_the_balance_is_worked_out_from_its_two
         assert not isinstance(kept, str) and kept.results[0].value == value and not kept.lines[0].moved, working
 
 
+def test_a_working_that_sums_what_the_question_averages_is_asked_again():
+    """Amazon's DPO defines "average accounts payable between FY2016 and FY2017"; the default model wrote
+    "365 * (accounts_payable_2017 + accounts_payable_2016) / (...)" — the two years summed, never halved."""
+    question = ("What is Amazon's FY2017 days payable outstanding (DPO)? DPO is defined as: 365 * (average accounts "
+                "payable between FY2016 and FY2017) / (FY2017 COGS + change in inventory between FY2016 and FY2017).")
+    assert compute.averaged(question) == ["accounts payable"]
+    assert compute.averaged("What is the FY2017 - FY2019 3 year average of capex as a % of revenue?") == []
+    assert compute.averaged("DIO is 365 * (average inventory between FY2018 and FY2019) / COGS; DSO is 365 * "
+                            "(average accounts receivable between FY2018 and FY2019) / revenue") == [
+        "inventory", "accounts receivable"]
+    text = ("| | 2016 | 2017 |\n| --- | --- | --- |\n| Accounts payable | 25,309 | 34,616 |\n"
+            "| Cost of sales | 88,265 | 111,934 |")
+    written, needs = amounts(text, years=True), ["accounts payable", "cost of sales"]
+    summed = ("accounts_payable_2016 = 25309\naccounts_payable_2017 = 34616\ncogs_2017 = 111934\n"
+              "answer = 365 * (accounts_payable_2017 + accounts_payable_2016) / cogs_2017")
+    problem = compute.parse(summed, written, needs=needs, averages=["accounts payable"])
+    assert problem == ("the question averages accounts payable over two periods, and no formula of the working "
+                       "divides its two figures by 2: average_accounts_payable = (accounts_payable_2016 + "
+                       "accounts_payable_2017) / 2")
+    for halved in (summed.replace("accounts_payable_2016) /", "accounts_payable_2016) / 2 /"),
+                   "accounts_payable_2016 = 25309\naccounts_payable_2017 = 34616\ncogs_2017 = 111934\n"
+                   "average_ap = (accounts_payable_2016 + accounts_payable_2017) / 2\n"
+                   "answer = 365 * average_ap / cogs_2017",
+                   "average_accounts_payable = (25309 + 34616) / 2\ncogs_2017 = 111934\n"
+                   "answer = 365 * average_accounts_payable / cogs_2017"):
+        got = compute.parse(halved, written, needs=needs, averages=["accounts payable"])
+        assert not isinstance(got, str) and got.results[0].value == pytest.approx(365 * 29962.5 / 111934), halved
+
+
 def test_a_name_the_working_assigns_after_a_formula_reads_it_is_not_read_from_the_table():
     from pagemind.text.tables import table_rows
 

@@ -231,14 +231,16 @@ class Problem(ValueError):
 
 
 def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows: Sequence[str] = (),
-          needs: Sequence[str] = (), tables: Sequence[Row] = ()) -> Computation | str:
+          needs: Sequence[str] = (), tables: Sequence[Row] = (), averages: Sequence[str] = ()) -> Computation | str:
     """The working a reply gives, its figures found among ``written`` (the amounts of what was read and of the
     question), or the problem (a str) to re-ask with. Its result is the line named ``answer``; in a ``complete``
     reply without one, the name it prints last, else its last formula (a reply cut at its token limit has none).
     ``rows``: the lines of what was read, to show beside a figure that is not among them (:func:`_rows_about`).
     ``needs``: the statement lines the question's figure is computed from (:func:`needed`), each of which some
     figure of the working must be taken from. ``tables``: the table rows of what was read, where a figure the model
-    copied from another year's column than its name gives is read from that year's (:func:`_column_of`)."""
+    copied from another year's column than its name gives is read from that year's (:func:`_column_of`).
+    ``averages``: the lines the question averages over periods (:func:`averaged`), each of which some formula must
+    halve."""
     assigned: list[tuple[str, ast.expr, str]] = []  # every assignment of the reply: name, formula, note
     printed = ""
     fenced = _BLOCK.search(reply)
@@ -297,6 +299,13 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
     twice = _one_figure_two_years(working, rows)
     if twice is not None:
         return twice
+    for mean in averages:
+        if not _averages(working, mean):
+            pair = [x.name for x in working.lines if x.figure and mean in _lines_of(x)][:2]
+            example = (f": average_{mean.replace(' ', '_').replace(',', '')} = ({' + '.join(pair)}) / 2"
+                       if len(pair) == 2 else "")
+            return (f"the question averages {mean} over two periods, and no formula of the working divides its two "
+                    f"figures by 2{example}")
     missing = _not_taken(working, needs)
     if missing:
         about = [row for n in missing for row in _rows_of(n, rows)]
@@ -322,6 +331,42 @@ def needed(question: str) -> list[str]:
     metric = question[definition.end():] if definition else question
     named = lines_named(metric) | lines_implied(question, defined=definition is not None)
     return [line.name for line in LINES if line.name in named]
+
+
+_AVERAGED = re.compile(r"\baverage\s+(?:of\s+)?(?:the\s+)?([^()?,;]{1,40}?)\s+(?:between|over|from|for)\s+"
+                       r"(?:the\s+)?(?:fy|fiscal(?:\s+years?)?|years?)?\s*'?\d", re.IGNORECASE)
+
+
+def averaged(question: str) -> list[str]:
+    """The statement lines a question averages over periods ("365 * (average accounts payable between FY2016 and
+    FY2017)": accounts payable; "average PP&E between FY2018 and FY2019"), each once: what a working must divide by
+    the number of periods. Not an average of a ratio ("3 year average of capex as a % of revenue"), whose words name
+    two lines."""
+    from ..text.ledger import LINES, lines_named
+
+    found = {name for m in _AVERAGED.finditer(question) for named in [lines_named(m.group(1))] if len(named) == 1
+             for name in named}
+    return [line.name for line in LINES if line.name in found]
+
+
+def _lines_of(x: Line) -> set[str]:
+    from ..text.ledger import lines_named
+
+    return lines_named(f"{x.name} {x.note}")
+
+
+def _averages(working: Computation, line: str) -> bool:
+    """Whether a formula of ``working`` divides figures of ``line`` by 2: its own name names the line, or a line it
+    reads is a figure (or a formula) of it."""
+    from ..text.ledger import lines_named
+
+    of_line = {x.name for x in working.lines if line in lines_named(f"{x.name} {x.note}")}
+    for x in working.lines:
+        if x.figure or not re.search(r"/\s*2(?:\.0)?\b", x.expression):
+            continue
+        if x.name in of_line or x.uses & of_line or (x.taken and line in lines_named(f"{x.name} {x.note}")):
+            return True
+    return False
 
 
 _NAME_YEAR = re.compile(r"(?<![0-9])(?:fy_?)?((?:19|20)\d{2})(?![0-9])|(?<![A-Za-z0-9])fy_?(\d{2})(?![0-9])",
@@ -990,14 +1035,15 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     written = [a for found in by_unit[:len(shown_units)] for a in found] + asked  # the units shown: a prefix
     lines = [line for e in shown_units for line in e.text.splitlines() if line.strip()]
     tables = [row for e in shown_units for row in table_rows(e.text)]
-    needs = needed(question.text)
+    needs, halves = needed(question.text), averaged(question.text)
 
     def read(reply: str) -> Computation | Invalid:
-        working = parse(reply, written, rows=lines, needs=needs, tables=tables)
+        working = parse(reply, written, rows=lines, needs=needs, tables=tables, averages=halves)
         return Invalid(working) if isinstance(working, str) else working
 
     def cut(reply: str) -> Computation | Invalid:  # a reply cut at its token limit: its last line is cut too
-        working = parse(reply.rsplit("\n", 1)[0], written, complete=False, rows=lines, needs=needs, tables=tables)
+        working = parse(reply.rsplit("\n", 1)[0], written, complete=False, rows=lines, needs=needs, tables=tables,
+                        averages=halves)
         return Invalid(working) if isinstance(working, str) else working
 
     context.phase("working out the figure")
