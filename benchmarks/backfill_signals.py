@@ -1,14 +1,15 @@
-"""(al) A signal added after a run, written into its kept records: ``later`` (the sentences after the last passage
-an answer cites that speak of all the question asks, :func:`pagemind.answering.support.later_mentions`) for runs
-recorded before pagemind recorded it, so ``calibrate.py`` can fit on it without a model run.
+"""(al) A signal added after a run, written into its kept records: ``later`` and ``has_later`` (whether the document
+speaks of all the question asks after the last passage an answer cites, and whether that could be told:
+:func:`pagemind.answering.support.later_mentions`, as :func:`pagemind.answering.signals.signals` records them) for runs
+recorded before pagemind recorded them, so ``calibrate.py`` can fit on them without a model run.
 
     python benchmarks/backfill_signals.py RUN_DIR ... [--data DIR] [--check]
 
 Each run's examples are loaded again as its ``config.json`` says (dataset, data folder, params; with their
 unanswerable variants where the run asked them), and each answer's ``later`` is computed by the product's own
-function from the answer's stored citations and its document's text — the same value the answer would have recorded.
-Records that hold the signal already are left as they are (``--check`` compares them instead and writes nothing);
-an answer whose example or document cannot be found again keeps no ``later`` (read as 0, and counted).
+function from the answer's stored citations, its example's question and its document's text — the values the answer
+would have recorded. Records that hold them already are left as they are (``--check`` compares them instead and writes
+nothing); an answer whose example or document cannot be found again gets none (counted).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from pathlib import Path
 from common import DATA
 
 
-def documents(config: dict, data: Path) -> dict[str, str]:
-    """The text each example id of the run's dataset (and its variants) is asked of."""
+def documents(config: dict, data: Path) -> dict[str, tuple[str, str]]:
+    """The question and the text of each example id of the run's dataset (and its variants)."""
     from pagemind.eval.memgpt import document_of
     from pagemind.eval.sets import load_dataset
     from pagemind.eval.unanswerable import with_variants
@@ -37,7 +38,7 @@ def documents(config: dict, data: Path) -> dict[str, str]:
     for e in examples:
         source = document_of(e)
         if isinstance(source, Document):  # a library's citations point into its members: not read here
-            out[e.id] = source.text
+            out[e.id] = (e.question, source.text)
     return out
 
 
@@ -61,21 +62,23 @@ def main() -> None:
             if not record or not signals:
                 out.append(line)
                 continue
-            text = texts.get(record["example_id"])
-            if text is None:
+            found = texts.get(record["example_id"])
+            if found is None:
                 lost += 1
                 out.append(line)
                 continue
+            question, text = found
             cited = [Citation(c["document"], c["unit"], c.get("index"), c["start"], c["end"], c["quote"],
                               c.get("found_by", "text")) for c in record.get("citations") or []]
-            value = float(later_mentions(record["question"], text, cited))
-            fired += value > 0
-            if "later" in signals:
-                differ += signals["later"] != value
+            count = later_mentions(question, text, cited)
+            values = {"later": float(bool(count)), "has_later": float(count is not None)}
+            fired += bool(count)
+            if "has_later" in signals:
+                differ += any(signals.get(k) != v for k, v in values.items())
                 out.append(line)
                 continue
             added += 1
-            record["signals"] = {**signals, "later": value}
+            record["signals"] = {**signals, **values}
             out.append(json.dumps(record))
         if not args.check and added:
             (run / "examples.jsonl").write_text("\n".join(out) + "\n")

@@ -574,8 +574,8 @@ def test_a_change_in_a_balance_written_as_the_balance_is_worked_out_from_its_two
     from pagemind.text.tables import table_rows
 
     text = ("| | December 31, 2016 | December 31, 2017 |\n| --- | --- | --- |\n| Inventories | 11,461 | 16,047 |\n"
-            "| Accounts payable | 25,309 | 34,616 |\n\n| | 2016 | 2017 |\n| --- | --- | --- |\n"
-            "| Capital expenditures | (6,737) | (11,955) |")
+            "| Total current assets | 45,781 | 60,197 |\n| Accounts payable | 25,309 | 34,616 |\n\n"
+            "| | 2016 | 2017 |\n| --- | --- | --- |\n| Capital expenditures | (6,737) | (11,955) |")
     written, rows, tables = amounts(text, years=True), text.splitlines(), list(table_rows(text))
     got = compute.parse("change_in_inventory_2017 = 16047\nanswer = change_in_inventory_2017", written, rows=rows,
                         tables=tables)
@@ -586,6 +586,18 @@ def test_a_change_in_a_balance_written_as_the_balance_is_worked_out_from_its_two
     assert got.claims() == ("16,047.", "11,461.")  # each balance judged where the text writes it
     fell = compute.parse("ap_change_2017 = 25309\nanswer = ap_change_2017", written, rows=rows, tables=tables)
     assert not isinstance(fell, str) and fell.results[0].value == 25309  # the 2016 balance named for 2017: stands
+    down = compute.parse("decrease_in_inventory_2017 = 16047\nanswer = decrease_in_inventory_2017", written,
+                         rows=rows, tables=tables)
+    assert not isinstance(down, str) and down.results[0].value == -4586  # a decrease: the year before less the year
+    # a note speaking of a change names no change: a balance the formula subtracts is read as a balance
+    noted = compute.parse("inventory_2017 = 16047  # for the change in inventory\ninventory_2016 = 11461\n"
+                          "answer = inventory_2017 - inventory_2016", written, rows=rows, tables=tables)
+    assert not isinstance(noted, str) and noted.results[0].value == 4586 and not noted.lines[0].moved
+    # a cash flow statement's row of a balance line is a change already (no total of assets in its table)
+    flows = "| | 2015 | 2016 | 2017 |\n| --- | --- | --- | --- |\n| Accounts payable | 4,294 | 5,030 | 7,175 |"
+    kept = compute.parse("change_in_accounts_payable_2017 = 7175\nanswer = change_in_accounts_payable_2017",
+                         amounts(flows, years=True), rows=flows.splitlines(), tables=list(table_rows(flows)))
+    assert not isinstance(kept, str) and kept.results[0].value == 7175 and not kept.lines[0].moved
     # a change in a line that is no balance, a change named for the year the text has no year before of, a level
     # named as such: the model's figure stands
     for working, value in (("capex_change_2017 = 11955", 11955), ("change_in_inventory_2016 = 11461", 11461),
@@ -601,6 +613,7 @@ def test_a_working_that_sums_what_the_question_averages_is_asked_again():
                 "payable between FY2016 and FY2017) / (FY2017 COGS + change in inventory between FY2016 and FY2017).")
     assert compute.averaged(question) == ["accounts payable"]
     assert compute.averaged("What is the FY2017 - FY2019 3 year average of capex as a % of revenue?") == []
+    assert compute.averaged("What is the average total assets from FY2017 to FY2019?") == []  # three years, not two
     assert compute.averaged("DIO is 365 * (average inventory between FY2018 and FY2019) / COGS; DSO is 365 * "
                             "(average accounts receivable between FY2018 and FY2019) / revenue") == [
         "inventory", "accounts receivable"]
@@ -621,6 +634,12 @@ def test_a_working_that_sums_what_the_question_averages_is_asked_again():
                    "answer = 365 * average_accounts_payable / cogs_2017"):
         got = compute.parse(halved, written, needs=needs, averages=["accounts payable"])
         assert not isinstance(got, str) and got.results[0].value == pytest.approx(365 * 29962.5 / 111934), halved
+    # an average the text states (a bank's MD&A prints "Average total assets"): copied, not worked out
+    stated = "| | 2017 |\n| --- | --- |\n| Average accounts payable | 29,962.5 |\n| Cost of sales | 111,934 |"
+    got = compute.parse("average_accounts_payable_2017 = 29962.5\ncogs_2017 = 111934\n"
+                        "answer = 365 * average_accounts_payable_2017 / cogs_2017", amounts(stated, years=True),
+                        needs=needs, averages=["accounts payable"])
+    assert not isinstance(got, str) and got.results[0].value == pytest.approx(365 * 29962.5 / 111934)
 
 
 def test_a_name_the_working_assigns_after_a_formula_reads_it_is_not_read_from_the_table():

@@ -497,6 +497,7 @@ def test_a_yes_or_no_is_fitted_as_a_free_answer_whatever_figures_it_restates():
         assert Question(lead).is_polar, lead
     for request in ("Could you give me the FY2019 revenue?", "Can you calculate the FY2019 current ratio?"):
         assert not Question(request).is_polar, request
+    assert Question("Answer Yes or No. Did revenue growth exceed 5% in FY2022?").is_polar  # "No." ends a sentence
     assert not Question("Is it (A) or (B)?", ("one", "two")).is_polar  # a choice among options
 
 
@@ -736,14 +737,15 @@ def test_a_later_sentence_about_what_was_asked_is_counted_and_said_and_recorded_
     assert later_mentions("Where is Daniel? Answer with one word.", text, [first]) == 1
     assert later_mentions("Where is Daniel?", text, [last]) == 0
     assert later_mentions("Where is Daniel?", text, [first, last]) == 0  # the last passage cited counts
-    assert later_mentions("Where is Daniel?", None, [first]) == 0  # no document text
-    assert later_mentions("Where is Daniel?", text, [Citation("d", "text", None, 0, 5, "other", "text")]) == 0
+    assert later_mentions("Where's Daniel?", text, [first]) == 1  # the "s" of "Where's" is no word to look for
+    assert later_mentions("Where is Daniel?", None, [first]) is None  # no document text: cannot be told
+    assert later_mentions("Where is Daniel?", text, [Citation("d", "text", None, 0, 5, "other", "text")]) is None
     assert later_mentions("How old is Mr. Pellow?", text, [first]) == 0  # "Mr." ends no sentence: Pellow is asked
     many = text + " Daniel went back. Daniel slept. Daniel woke. Daniel left."
     assert later_mentions("Where is Daniel?", many, [first]) == LATER_CAP
 
     stale, _ = ask("Bedroom.", "Where is Daniel?", text=text)
-    assert stale.support.later == 1 and signals(stale)["later"] == 1.0
+    assert stale.support.later == 1 and signals(stale)["later"] == 1.0 and signals(stale)["has_later"] == 1.0
     assert "the document speaks of it again after the passages cited" in stale.support.line()
     fresh, _ = ask("Office.", "Where is Daniel?", text=text)
     assert fresh.support.later == 0 and "again after" not in fresh.support.line()

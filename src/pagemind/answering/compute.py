@@ -333,19 +333,20 @@ def needed(question: str) -> list[str]:
     return [line.name for line in LINES if line.name in named]
 
 
-_AVERAGED = re.compile(r"\baverage\s+(?:of\s+)?(?:the\s+)?([^()?,;]{1,40}?)\s+(?:between|over|from|for)\s+"
-                       r"(?:the\s+)?(?:fy|fiscal(?:\s+years?)?|years?)?\s*'?\d", re.IGNORECASE)
+_YEAR_WORD = r"(?:the\s+)?(?:fy|fiscal(?:\s+years?)?|years?)?\s*'?"
+_AVERAGED = re.compile(rf"\baverage\s+(?:of\s+)?(?:the\s+)?([^()?,;]{{1,40}}?)\s+(?:between|over|from|for)\s+"
+                       rf"{_YEAR_WORD}(\d{{2,4}})\s*(?:and|to|through|-|–)\s*{_YEAR_WORD}(\d{{2,4}})\b", re.IGNORECASE)
 
 
 def averaged(question: str) -> list[str]:
-    """The statement lines a question averages over periods ("365 * (average accounts payable between FY2016 and
-    FY2017)": accounts payable; "average PP&E between FY2018 and FY2019"), each once: what a working must divide by
-    the number of periods. Not an average of a ratio ("3 year average of capex as a % of revenue"), whose words name
-    two lines."""
+    """The statement lines a question averages over two consecutive years ("365 * (average accounts payable between
+    FY2016 and FY2017)": accounts payable; "average PP&E between FY2018 and FY2019"), each once: what a working must
+    divide by 2. Not an average of a ratio ("3 year average of capex as a % of revenue"), whose words name two lines,
+    nor one over more years ("from FY2017 to FY2019")."""
     from ..text.ledger import LINES, lines_named
 
     found = {name for m in _AVERAGED.finditer(question) for named in [lines_named(m.group(1))] if len(named) == 1
-             for name in named}
+             and (int(m.group(3)[-2:]) - int(m.group(2)[-2:])) % 100 == 1 for name in named}
     return [line.name for line in LINES if line.name in found]
 
 
@@ -356,11 +357,15 @@ def _lines_of(x: Line) -> set[str]:
 
 
 def _averages(working: Computation, line: str) -> bool:
-    """Whether a formula of ``working`` divides figures of ``line`` by 2: its own name names the line, or a line it
-    reads is a figure (or a formula) of it."""
+    """Whether a formula of ``working`` divides figures of ``line`` by 2 (its own name names the line, or a line it
+    reads is a figure or a formula of it), or a figure of the line is an average the text states ("Average total
+    assets": a figure named or noted as an average, found in the text)."""
     from ..text.ledger import lines_named
 
     of_line = {x.name for x in working.lines if line in lines_named(f"{x.name} {x.note}")}
+    if any(x.figure and x.name in of_line and re.search(r"\b(?:average|avg|mean)\b", f"{x.name} {x.note}".replace(
+            "_", " "), re.IGNORECASE) for x in working.lines):
+        return True
     for x in working.lines:
         if x.figure or not re.search(r"/\s*2(?:\.0)?\b", x.expression):
             continue
@@ -683,13 +688,13 @@ def _column_of(figure: float, words: str, places: Sequence[Place]) -> tuple[floa
     sales, the 2016 column; the model copied 107,006 from the 2015 column"). None where the name gives no one year
     (:func:`_year_of`), a row writes the figure under that year (or under no year), the rows disagree, or a row
     writing it is not of the line the name gives (another row, not another column: :func:`_row_of`): the model's
-    figure stands; so does a name of a change in a line. ``places``: where the tables write the figure
-    (:func:`_places`)."""
+    figure stands; so does a figure named as a change in a line (its note may speak of one). ``places``: where the
+    tables write the figure (:func:`_places`)."""
     from ..text.ledger import lines_named
 
     year = _year_of(words)
     if year is None or not places or any(year in years or not years for _, _, years, _ in places) \
-            or _DIFFERENCE.search(words.replace("_", " ")):  # a change is no column's figure (:func:`_change_of`)
+            or _DIFFERENCE.search(words.partition(" ")[0].replace("_", " ")):  # a change is no column's figure
         return None
     lines = lines_named(words)
     if lines and any(not lines & lines_named(row.cells[0]) for row, _, _, _ in places):
@@ -768,19 +773,25 @@ def _change_of(figure: float, words: str, tables: Sequence[Row],
                places: Sequence[Place]) -> tuple[tuple[float, float], str] | None:
     """A change in a balance (inventory, payables, receivables, PP&E, assets: :data:`~pagemind.text.ledger.BALANCES`)
     that the model wrote as the balance itself: Amazon's "change_in_inventory_2017 = 16,047", the 2017 column of
-    "Inventories", where the change is 16,047 - 11,461. Where the name (with its note, ``words``) speaks of a change
-    in one such line and of one year, every table row writing the figure is a row of that line writing it in that
-    year's column, and the rows of the line agree on that year's and the year before's figures — those two figures
-    (the change is the first less the second: an increase is positive) and where they are read. None otherwise: the
+    "Inventories", where the change is 16,047 - 11,461. Where the name itself (not its note: "for the change in
+    inventory" may note a balance the formula subtracts) speaks of a change in one such line (with its note,
+    ``words``) and of one year, every table row writing the figure is a row of that line writing it in that year's
+    column, in a balance sheet (a table that also has a row of total or current assets or current liabilities: a
+    cash flow statement's "Accounts payable" row is a change already), and the rows of the line agree on that year's
+    and the year before's figures — those two figures, the year's first (the change is the first less the second: an
+    increase is positive; for a name of a decrease, the other way) and where they are read. None otherwise: the
     model's figure stands."""
     from ..text.ledger import BALANCES, lines_named
 
+    name = words.partition(" ")[0].replace("_", " ")
     lines = lines_named(words)
     year = _year_of(words)
-    if len(lines) != 1 or year is None or not _DIFFERENCE.search(words.replace("_", " ")) or not places:
+    if len(lines) != 1 or year is None or not _DIFFERENCE.search(name) or not places:
         return None
     line = next(iter(lines))
     if line not in BALANCES or any(lines_named(row.cells[0]) != {line} or years != {year}
+                                   or not any(r.header == row.header and lines_named(r.cells[0]) & _TOTALS
+                                              for r in tables)
                                    for row, _, years, _ in places):
         return None
     own = [row for row in tables if lines_named(row.cells[0]) == {line}]
@@ -789,9 +800,17 @@ def _change_of(figure: float, words: str, tables: Sequence[Row],
     if now is None or then is None or now[0] < 0 or then[0] < 0:
         return None
     row, k = now[1], now[2]
+    if _DECREASE.search(name):  # "decrease_in_inventory_2017": the year before's balance less the year's
+        where = (f"{row.cells[0]}, the {then[1].header[then[2]]} column less the {row.header[k]} column; the model "
+                 f"copied the balance {_written(figure)}, not its change")
+        return (then[0], now[0]), where
     where = (f"{row.cells[0]}, the {row.header[k]} column less the {then[1].header[then[2]]} column; the model "
              f"copied the balance {_written(figure)}, not its change")
     return (now[0], then[0]), where
+
+
+_TOTALS = frozenset({"total assets", "current assets", "current liabilities"})  # rows only a balance sheet has
+_DECREASE = re.compile(r"\b(?:decrease|decline|reduction|drop|fall)\b", re.IGNORECASE)
 
 
 def _row_of(figure: float, words: str, tables: Sequence[Row], places: Sequence[Place], *, named_year: bool = True,

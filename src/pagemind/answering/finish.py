@@ -177,7 +177,8 @@ def judge(question: Question, reading: Reading, citations: list[Citation], optio
     if question.is_choice and reading.choice is not None:  # the other options, cited as the chosen one is
         located = reading.located(document)
         rivals = [(LETTERS[i], assess(question, option, ev.supporting(document, located, option, question.text,
-                                                                      embedder=embedder), read, embedder, whole))
+                                                                      embedder=embedder), read, embedder, whole,
+                                        later=False))
                   for i, option in enumerate(question.options) if i != reading.choice]
         letter, best = max(rivals, key=lambda r: r[1].confidence)
         support = support.against(letter, best.confidence)

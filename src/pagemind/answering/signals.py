@@ -28,10 +28,11 @@ _VERDICT = re.compile(r"^\W*(?:yes|no)\b", re.IGNORECASE)
 NAMES: tuple[str, ...] = (
     "support_confidence", "supported", "partial", "claim_min", "claim_mean", "words_min", "similarity_min",
     "has_similarity", "missing", "unnamed", "unfounded", "relevance", "declined", "rival", "probability",
-    "min_logprob", "has_probability", "verifier", "has_verifier", "citations", "cited_score", "later")
+    "min_logprob", "has_probability", "verifier", "has_verifier", "citations", "cited_score", "later",
+    "has_later")
 # a signal an answer may not have, and the flag that says it has it (0 with the flag 0 when absent)
 FLAGS = {"probability": "has_probability", "min_logprob": "has_probability", "similarity_min": "has_similarity",
-         "verifier": "has_verifier"}
+         "verifier": "has_verifier", "later": "has_later"}
 # which way each signal may move a fitted confidence, all else equal: +1 never down as it grows (more support, a
 # surer model), -1 never up (a missing figure, an unnamed anchor, a better-supported rival option, the document
 # speaking of what was asked again after the passages cited), 0 either way
@@ -39,7 +40,8 @@ FLAGS = {"probability": "has_probability", "min_logprob": "has_probability", "si
 DIRECTION = {"supported": 1, "partial": 1, "claim_min": 1, "claim_mean": 1, "words_min": 1, "similarity_min": 1,
              "has_similarity": 0, "missing": -1, "unnamed": -1, "unfounded": -1, "relevance": 1, "declined": -1,
              "rival": -1, "probability": 1, "min_logprob": 1, "has_probability": 0, "verifier": 1,
-             "has_verifier": 0, "citations": 0, "cited_score": 1, "support_confidence": 1, "later": -1}
+             "has_verifier": 0, "citations": 0, "cited_score": 1, "support_confidence": 1, "later": -1,
+             "has_later": 0}
 
 
 def seen(signals: Mapping[str, float], name: str) -> float:
@@ -92,7 +94,7 @@ def signals(answer: Answer) -> dict[str, float]:
         "probability": probability.value or 0.0, "min_logprob": probability.min_logprob or 0.0,
         "has_probability": float(probability.value is not None), "verifier": verifier, "has_verifier": float(held),
         "citations": float(len(answer.citations)), "cited_score": sum(cited) / len(cited) if cited else 0.0,
-        "later": float(support.later)}
+        "later": float(bool(support.later)), "has_later": float(support.later is not None)}
     return {name: round(float(out[name]), 6) for name in NAMES}
 
 

@@ -113,7 +113,8 @@ class Support:
     verdict: Verdict | None = None
     reason: str = ""  # why an answer is not supported, in words
     rival: tuple[str, float] | None = None  # multiple choice: the best supported other option and its confidence
-    later: int = 0  # sentences after the last passage cited that speak of all the question asks (later_mentions)
+    later: int | None = None  # sentences after the last passage cited speaking of all the question asks
+    # (later_mentions); None where that cannot be told (no document text, no citation into it)
 
     @property
     def sources(self) -> tuple[int, ...]:
@@ -616,12 +617,15 @@ def claims_of(answer: str) -> list[str]:
 
 
 def assess(question: Question | str, answer: str, citations: Sequence[Citation], read: Sequence[str],
-           embedder: Any = None, whole: str | None = None, given: Sequence[str] | None = None) -> Support:
+           embedder: Any = None, whole: str | None = None, given: Sequence[str] | None = None,
+           later: bool = True) -> Support:
     """The support of ``answer`` (to ``question``, a :class:`~pagemind.answering.question.Question` or its text) by the
     quotes of its ``citations``, given the texts it ``read``; ``embedder``: the MiniLM encoder
     (:func:`pagemind.answering.evidence.minilm_encoder`), or None (words alone); ``whole``: the text of the document
     the citations' offsets point into, where there is one (a cited table row is read with its table's title);
-    ``given``: the answer's claims as given (a computed answer's figures, one each), not read from its sentences."""
+    ``given``: the answer's claims as given (a computed answer's figures, one each), not read from its sentences;
+    ``later``: whether to count the document's later mentions of the question (:func:`later_mentions`; a multiple
+    choice's rival options are judged without)."""
     question_text = question if isinstance(question, str) else question.text
     seen = _read(citations, read, whole)
     asked = facts(question_text)
@@ -676,12 +680,12 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     labels = {c.label for c in out}
     overall: Label = ("supported" if labels == {"supported"} else "unsupported" if labels == {"unsupported"}
                       else "partial")
-    later = later_mentions(question_text, whole, citations)
+    again = later_mentions(question_text, whole, citations) if later else None
     if copies(claims, read):  # every sentence is "in the text" because the reply is the text: no answer to vouch for
         return Support("partial" if overall != "unsupported" else overall, round(min(confidence, PARTIAL), 4),
                        tuple(out), tuple(unfounded), round(relevance, 4), False,
                        "minilm" if vectors is not None else "lexical",
-                       reason="the reply copies what was read instead of answering", later=later)
+                       reason="the reply copies what was read instead of answering", later=again)
     unnamed = next((c.unnamed for c in out if c.unnamed), ())
     columns = [m for c in out for m in c.missing if m.endswith(" column)")]
     reason = ("" if overall == "supported" else "nothing was cited" if not seen.quotes
@@ -692,29 +696,30 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
               else "the cited text does not hold the answer's words" if overall == "unsupported"
               else "some claims are not in the cited text")
     return Support(overall, round(confidence, 4), tuple(out), tuple(unfounded), round(relevance, 4), False,
-                   "minilm" if vectors is not None else "lexical", reason=reason, later=later)
+                   "minilm" if vectors is not None else "lexical", reason=reason, later=again)
 
 
 LATER_CAP = 3  # later_mentions counts this many at most
 _ASKING = frozenset({"how", "whom", "whose", "much", "many"})  # what a question asks with, beside the stopwords
 
 
-def later_mentions(question: str, whole: str | None, citations: Sequence[Citation]) -> int:
+def later_mentions(question: str, whole: str | None, citations: Sequence[Citation]) -> int | None:
     """How many sentences of the document after the last passage an answer cites speak of everything the question
     asks about (each content word of the sentence that asks, :func:`~pagemind.text.words.asking`), at most
     :data:`LATER_CAP`: what the answer may have missed — "Where is Daniel?" answered from "Daniel went to the
     bedroom." while two sentences later "Daniel journeyed to the office."; a fact the text later updates. 0 without
     the document's text (``whole``), a citation into it, or a content word in the question. A signal of the fitted
     confidence (:mod:`~pagemind.answering.signals`) and a note on the support's line, not a verdict: a later
-    sentence may restate the answer."""
+    sentence may restate the answer. None where it cannot be told: no document text (a library's answer, the agent's
+    recall), no citation into it, no content word in the question."""
     from ..text.words import asking, sentences, terms
 
     if not whole:
-        return 0
+        return None
     ends = [c.end for c in citations if c.end > c.start and whole[c.start:c.end] == c.quote]
-    asked = terms(asking(question)) - _ASKING
+    asked = {t for t in terms(asking(question)) - _ASKING if len(t) > 2}  # not "s" of "Where's", "re" of "they're"
     if not ends or not asked:
-        return 0
+        return None
     tail = whole[max(ends):]
     low = tail.lower()
     if not all(word in low for word in asked):  # a stem is a prefix of its words: a word absent from the tail

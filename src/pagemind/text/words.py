@@ -26,10 +26,20 @@ AUXILIARY = (r"(?!(?:can|could|will|would)\s+(?:you|we|i)\b)"
 _POLAR = re.compile(LEAD_IN + AUXILIARY, re.IGNORECASE)
 
 
+# a title or a Latin abbreviation ends no question's sentence; "No." and a lone initial may ("Answer Yes or No. Did …?")
+_TITLE_END = re.compile(r"(?:^|\s)(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|Prof|e\.g|i\.e|vs|etc)\.$")
+
+
 def asking(question: str) -> str:
     """The sentence of ``question`` that asks: its first ending in a question mark (a question defining its metric
     after a preamble, "... Here's the question: what is ...?"), else the whole text."""
-    asks = [s for s in _joined(re.split(r"(?<=[.?!:])\s+", question.strip())) if s.rstrip().endswith("?")]
+    pieces: list[str] = []
+    for piece in re.split(r"(?<=[.?!:])\s+", question.strip()):
+        if pieces and _TITLE_END.search(pieces[-1]):  # "How old is Mr." + "Pellow?": one sentence
+            pieces[-1] += " " + piece
+        else:
+            pieces.append(piece)
+    asks = [s for s in pieces if s.rstrip().endswith("?")]
     return asks[0] if asks else question
 
 
