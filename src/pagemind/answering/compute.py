@@ -360,18 +360,12 @@ def _averages(working: Computation, line: str) -> bool:
     """Whether a formula of ``working`` divides figures of ``line`` by 2 (its own name names the line, or a line it
     reads is a figure or a formula of it), or a figure of the line is an average the text states ("Average total
     assets": a figure named or noted as an average, found in the text)."""
-    from ..text.ledger import lines_named
-
-    of_line = {x.name for x in working.lines if line in lines_named(f"{x.name} {x.note}")}
+    of_line = {x.name for x in working.lines if line in _lines_of(x)}
     if any(x.figure and x.name in of_line and re.search(r"\b(?:average|avg|mean)\b", f"{x.name} {x.note}".replace(
             "_", " "), re.IGNORECASE) for x in working.lines):
         return True
-    for x in working.lines:
-        if x.figure or not re.search(r"/\s*2(?:\.0)?\b", x.expression):
-            continue
-        if x.name in of_line or x.uses & of_line or (x.taken and line in lines_named(f"{x.name} {x.note}")):
-            return True
-    return False
+    return any(not x.figure and re.search(r"/\s*2(?:\.0)?\b", x.expression) and (x.name in of_line or x.uses & of_line)
+               for x in working.lines)
 
 
 _NAME_YEAR = re.compile(r"(?<![0-9])(?:fy_?)?((?:19|20)\d{2})(?![0-9])|(?<![A-Za-z0-9])fy_?(\d{2})(?![0-9])",
@@ -799,14 +793,10 @@ def _change_of(figure: float, words: str, tables: Sequence[Row],
     now, then = _cell(own, year), _cell(own, before)
     if now is None or then is None or now[0] < 0 or then[0] < 0:
         return None
-    row, k = now[1], now[2]
-    if _DECREASE.search(name):  # "decrease_in_inventory_2017": the year before's balance less the year's
-        where = (f"{row.cells[0]}, the {then[1].header[then[2]]} column less the {row.header[k]} column; the model "
-                 f"copied the balance {_written(figure)}, not its change")
-        return (then[0], now[0]), where
-    where = (f"{row.cells[0]}, the {row.header[k]} column less the {then[1].header[then[2]]} column; the model "
-             f"copied the balance {_written(figure)}, not its change")
-    return (now[0], then[0]), where
+    first, second = (then, now) if _DECREASE.search(name) else (now, then)  # a decrease: the year before's less
+    where = (f"{now[1].cells[0]}, the {first[1].header[first[2]]} column less the {second[1].header[second[2]]} "
+             f"column; the model copied the balance {_written(figure)}, not its change")
+    return (first[0], second[0]), where
 
 
 _TOTALS = frozenset({"total assets", "current assets", "current liabilities"})  # rows only a balance sheet has

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
+from ..text.words import VERDICT
+
 if TYPE_CHECKING:
     from .question import Answer
 
@@ -22,8 +24,6 @@ _FIGURE = re.compile(r"\d")
 _ASKS_FIGURE = re.compile(r"\bhow\s+(?:much|many|long|old)\b|\b(?:ratio|rate|margin|percent(?:age)?|amount|total|"
                           r"number|value|revenue|income|cost|price|EPS|capex|cash\s+flow|when|what\s+year)\b",
                           re.IGNORECASE)
-
-_VERDICT = re.compile(r"^\W*(?:yes|no)\b", re.IGNORECASE)
 
 NAMES: tuple[str, ...] = (
     "support_confidence", "supported", "partial", "claim_min", "claim_mean", "words_min", "similarity_min",
@@ -60,7 +60,7 @@ def kind_of(answer: Answer) -> Kind:
     if answer.question.is_choice:
         return "choice"
     said = answer.draft if answer.abstained and answer.draft is not None else answer.text  # the model's, not ours
-    if answer.question.is_polar and _VERDICT.match(said or ""):
+    if answer.question.is_polar and VERDICT.match(said or ""):
         return "free"
     if _ASKS_FIGURE.search(answer.question.text) and _FIGURE.search(said or ""):
         return "numeric"

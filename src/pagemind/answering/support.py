@@ -707,9 +707,8 @@ def later_mentions(question: str, whole: str | None, citations: Sequence[Citatio
     """How many sentences of the document after the last passage an answer cites speak of everything the question
     asks about (each content word of the sentence that asks, :func:`~pagemind.text.words.asking`), at most
     :data:`LATER_CAP`: what the answer may have missed — "Where is Daniel?" answered from "Daniel went to the
-    bedroom." while two sentences later "Daniel journeyed to the office."; a fact the text later updates. 0 without
-    the document's text (``whole``), a citation into it, or a content word in the question. A signal of the fitted
-    confidence (:mod:`~pagemind.answering.signals`) and a note on the support's line, not a verdict: a later
+    bedroom." while two sentences later "Daniel journeyed to the office."; a fact the text later updates. A signal of
+    the fitted confidence (:mod:`~pagemind.answering.signals`) and a note on the support's line, not a verdict: a later
     sentence may restate the answer. None where it cannot be told: no document text (a library's answer, the agent's
     recall), no citation into it, no content word in the question."""
     from ..text.words import asking, sentences, terms

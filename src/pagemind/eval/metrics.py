@@ -21,6 +21,7 @@ from typing import Any
 
 from ..answering.support import TEXT_SUBJECT
 from ..errors import ConfigError
+from ..text.words import VERDICT
 from .datasets import Example
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -163,7 +164,6 @@ def score(example: Example, text: str, choice: int | None = None) -> dict[str, f
     return out
 
 
-_YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 _RECALL = 0.5  # a worded gold answer's content words the reply holds at least, to count as right
 # what a reply that will not answer says in its opening sentences, beside support.declined's "the text does not say":
 # that it cannot see the filing, has no data, would need more, or cannot work the figure out
@@ -209,7 +209,7 @@ def financebench(text: str, gold: str, question: str = "") -> dict[str, float]:
     said_words = set(normalize_answer(text).split())
     if refused:
         right = False
-    elif (asked := _YES_NO.match(gold)) is not None:
+    elif (asked := VERDICT.match(gold)) is not None:
         right = polarity(text, question) == asked.group(1).lower()
     elif name:
         right = len(set(name) & said_words) >= _RECALL * len(name)
@@ -250,7 +250,7 @@ def polarity(text: str, question: str = "") -> str | None:
     question (holds under a third of its content words: a reply that talks of something else says neither)."""
     from ..text.words import sentences
 
-    said = _YES_NO.match(text)
+    said = VERDICT.match(text)
     if said is not None:
         return said.group(1).lower()
     whole = next((s for s in sentences(text) if not s.rstrip().endswith(":")), "")

@@ -15,6 +15,7 @@ STOPWORDS = frozenset({
 
 
 VERDICTS = frozenset({"yes", "no"})  # a yes/no answer's verdict: what it says of the question, no content of its own
+VERDICT = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)  # a reply that opens with its verdict
 
 
 # a question's lead-in ("For Pfizer, ...", "As of Q2'2023, ...", "For the fiscal year ended June 30, 2023, ...") and
