@@ -428,6 +428,8 @@ def test_a_short_answer_keeps_the_answers_numbers_whole_and_its_negation():
     from pagemind.eval.short import problem
 
     assert problem("2735", "Net income was $2,735 million in 2022.") == ""  # the same number, written plainly
+    assert problem("2 roadtrips", "They went on two roadtrips.") == ""  # a number in digits for its words
+    assert problem("two", "They took 2 trips.") == "" and "3" in problem("three", "They took 2 trips.")
     assert "2.5" in problem("2.5 million", "It raised $5.2 million.")  # not the digits of another number
     assert "negation" in problem("John is patriotic", "No, John is not patriotic.")
     assert problem("No", "No, John is not patriotic.") == ""

@@ -23,19 +23,23 @@ if TYPE_CHECKING:
     from ..llm.usage import Trace
 
 MAX_TOKENS = 40  # a phrase
-_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _NEGATION = re.compile(r"\b(?:no|not|never|none|nothing|neither|nor|cannot)\b|n't\b", re.IGNORECASE)
 
 
 def _numbers(text: str) -> set[str]:
-    """The numbers written in ``text``, whole and without their thousands' commas ("2,735" and "2735" alike)."""
-    return {n.replace(",", "").rstrip(".") for n in _NUMBER.findall(text)}
+    """The numbers of ``text`` in one plain form, as the support check reads them ("2,735" and "2735" alike; "two"
+    and "2": LoCoMo's "2 roadtrips" for an answer's "two road trips")."""
+    from ..answering.support import numbers
+
+    return numbers(text)
 
 
 def _words(text: str) -> set[str]:
+    """The content words of ``text`` that are no number (digits or a number's words)."""
+    from ..answering.support import numbers
     from ..text.words import content_words
 
-    return {w for w in content_words(_NUMBER.sub(" ", text)) if not w.isdigit()}
+    return {w for w in content_words(text) if not w[:1].isdigit() and not numbers(w)}
 
 
 def problem(phrase: str, answer: str) -> str:
