@@ -202,6 +202,9 @@ def test_the_scorer_reads_refusals_yes_or_no_past_a_lead_in_and_a_short_name_as_
     industry = "Amcor is a global leader in packaging production for various use cases."
     asked = "What industry does AMCOR primarily operate in?"
     assert financebench("Packaging", industry, asked)["accuracy"] == 1
+    # the question's words inflected are still the question's (the paper's graders: correct)
+    assert financebench("AMCOR primarily operates in the packaging industry.", industry, asked)["accuracy"] == 1
+    assert financebench("AMCOR primarily operates in the mining industry.", industry, asked)["accuracy"] == 0
     assert financebench("Mining", industry, asked)["accuracy"] == 0 and financebench("AMCOR", industry, asked)[
         "accuracy"] == 0  # the question's own word names nothing
     assert financebench(long_no, "0.54", "What is the ratio?") == {"accuracy": 0.0, "refused": 1.0, "numeric": 1.0}

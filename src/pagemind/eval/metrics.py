@@ -217,9 +217,9 @@ def financebench(text: str, gold: str, question: str = "") -> dict[str, float]:
         right = numeric
     else:
         words = set(normalize_answer(gold).split())
-        own = _content(said_words) - set(normalize_answer(question).split())
+        own = _stems(_content(said_words)) - _stems(set(normalize_answer(question).split()))
         right = bool(words) and (len(words & said_words) >= _RECALL * len(words)
-                                 or (bool(own) and len(text.split()) <= _SHORT and own <= words))
+                                 or (bool(own) and len(text.split()) <= _SHORT and own <= _stems(words)))
     return {"accuracy": float(right), "refused": float(refused), "numeric": float(numeric is not None)}
 
 
@@ -265,6 +265,13 @@ def polarity(text: str, question: str = "") -> str | None:
     if not about(first):
         return None
     return "no" if _NEGATION.search(first.split(",")[0]) else "yes"  # its main clause: "accelerate, not slow"
+
+
+def _stems(words: set[str]) -> set[str]:
+    """``words`` lightly stemmed ("operates" is "operate"'s): a short reply's own words are compared so."""
+    from ..text.words import terms
+
+    return {t for w in words for t in terms(w)}
 
 
 def _content(words: set[str]) -> set[str]:
