@@ -688,7 +688,7 @@ def _column_of(figure: float, words: str, places: Sequence[Place]) -> tuple[floa
 
     year = _year_of(words)
     if year is None or not places or any(year in years or not years for _, _, years, _ in places) \
-            or _DIFFERENCE.search(words.partition(" ")[0].replace("_", " ")):  # a change is no column's figure
+            or _of_change(words.partition(" ")[0]):  # a figure named as a change is no column's figure
         return None
     lines = lines_named(words)
     if lines and any(not lines & lines_named(row.cells[0]) for row, _, _, _ in places):
@@ -777,15 +777,14 @@ def _change_of(figure: float, words: str, tables: Sequence[Row],
     model's figure stands."""
     from ..text.ledger import BALANCES, lines_named
 
-    name = words.partition(" ")[0].replace("_", " ")
+    name = words.partition(" ")[0]
     lines = lines_named(words)
     year = _year_of(words)
-    if len(lines) != 1 or year is None or not _DIFFERENCE.search(name) or not places:
+    if len(lines) != 1 or year is None or not _of_change(name) or not places:
         return None
     line = next(iter(lines))
-    if line not in BALANCES or any(lines_named(row.cells[0]) != {line} or years != {year}
-                                   or not any(r.header == row.header and lines_named(r.cells[0]) & _TOTALS
-                                              for r in tables)
+    sheets = {r.header for r in tables if lines_named(r.cells[0]) & _TOTALS}  # the balance sheets' headers
+    if line not in BALANCES or any(lines_named(row.cells[0]) != {line} or years != {year} or row.header not in sheets
                                    for row, _, years, _ in places):
         return None
     own = [row for row in tables if lines_named(row.cells[0]) == {line}]
@@ -793,7 +792,8 @@ def _change_of(figure: float, words: str, tables: Sequence[Row],
     now, then = _cell(own, year), _cell(own, before)
     if now is None or then is None or now[0] < 0 or then[0] < 0:
         return None
-    first, second = (then, now) if _DECREASE.search(name) else (now, then)  # a decrease: the year before's less
+    decrease = _DECREASE.search(name.replace("_", " ")) is not None  # the year before's balance less the year's
+    first, second = (then, now) if decrease else (now, then)
     where = (f"{now[1].cells[0]}, the {first[1].header[first[2]]} column less the {second[1].header[second[2]]} "
              f"column; the model copied the balance {_written(figure)}, not its change")
     return (first[0], second[0]), where
@@ -816,7 +816,7 @@ def _row_of(figure: float, words: str, tables: Sequence[Row], places: Sequence[P
     from ..text.ledger import lines_named
 
     lines = lines_named(words)
-    if _DIFFERENCE.search(words.replace("_", " ")):  # "change_in_inventory" is no inventory row's figure
+    if _of_change(words):  # "change_in_inventory" is no inventory row's figure
         return None
     if label is not None:
         places = [p for p in places if p[0].cells[0] == label]
@@ -841,6 +841,11 @@ def _row_of(figure: float, words: str, tables: Sequence[Row], places: Sequence[P
 
 
 _DIFFERENCE = re.compile(r"\b(?:change|changes|increase|decrease|growth|delta|diff|difference)\b", re.IGNORECASE)
+
+
+def _of_change(words: str) -> bool:
+    """Whether a working's name (or name and note, ``words``) speaks of a change in a figure, not the figure."""
+    return _DIFFERENCE.search(words.replace("_", " ")) is not None
 
 
 def _content_words(text: str) -> set[str]:

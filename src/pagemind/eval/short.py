@@ -26,14 +26,6 @@ MAX_TOKENS = 40  # a phrase
 _NEGATION = re.compile(r"\b(?:no|not|never|none|nothing|neither|nor|cannot)\b|n't\b", re.IGNORECASE)
 
 
-def _numbers(text: str) -> set[str]:
-    """The numbers of ``text`` in one plain form, as the support check reads them ("2,735" and "2735" alike; "two"
-    and "2": LoCoMo's "2 roadtrips" for an answer's "two road trips")."""
-    from ..answering.support import numbers
-
-    return numbers(text)
-
-
 def _words(text: str) -> set[str]:
     """The content words of ``text`` that are no number (digits or a number's words)."""
     from ..answering.support import numbers
@@ -45,7 +37,9 @@ def _words(text: str) -> set[str]:
 def problem(phrase: str, answer: str) -> str:
     """Why ``phrase`` is not the part of ``answer`` it should be ("" when it is): a word or number the answer lacks,
     or the answer's negation dropped."""
-    added = sorted(_words(phrase) - _words(answer)) + sorted(_numbers(phrase) - _numbers(answer))
+    from ..answering.support import numbers  # "2,735" is "2735", "two" is "2" ("2 roadtrips" for "two roadtrips")
+
+    added = sorted(_words(phrase) - _words(answer)) + sorted(numbers(phrase) - numbers(answer))
     if added:
         return f"use only the answer's own words ({', '.join(added[:5])} not in it)"
     if _NEGATION.search(answer) and not _NEGATION.search(phrase):

@@ -100,6 +100,13 @@ HEAD_CHARS = 160  # a carried line's length at most
 _HEAD_WALK = 400  # table rows walked up from a window's first line to find its header
 
 
+def title_line(line: str) -> bool:
+    """Whether ``line`` may title the Markdown table below it: a short line of words (at most :data:`HEAD_CHARS`), not
+    blank, not a row."""
+    said = line.strip()
+    return bool(said) and not said.startswith("|") and len(said) <= HEAD_CHARS
+
+
 def carried_head(text: str, at: int) -> str:
     """The head a window starting at ``at`` inside a Markdown table's body carries: the table's title lines (up to
     :data:`HEAD_LINES` short lines right above it), header row and rule, each on its line, and a newline — so the
@@ -116,7 +123,7 @@ def carried_head(text: str, at: int) -> str:
         return ""  # no header and rule above the window's first row (or the window starts on them)
     title: list[str] = []
     for line in (line.strip() for line in reversed(top.title)):  # the nearest first, to a long one or an indented row
-        if len(line) > HEAD_CHARS or line.startswith("|"):
+        if not title_line(line):
             break
         title.insert(0, line)
     return "\n".join([*title, text[top.start:rule_end]]) + "\n"

@@ -121,7 +121,7 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
     :data:`~pagemind.retrieval.fragments.TABLE_HEAD_ROWS` rows (as RAG's windows do) — and a leaf that starts on a row
     further down carries the table's title lines and header (:func:`~pagemind.retrieval.fragments.carried_head`;
     counted in its tokens; the header alone where the whole head would take over half a leaf, none over that)."""
-    from ...retrieval.fragments import HEAD_LINES, carried_head, header_lines
+    from ...retrieval.fragments import HEAD_LINES, carried_head, header_lines, title_line
     from ...text.paragraphs import BLANK_LINE
 
     blocks, start = [], lo
@@ -149,7 +149,7 @@ def segment_rows(text: str, lo: int, hi: int, segment_tokens: int,
         glued = [False] * len(lines)  # a line kept with the next one
         for k, past in header_lines(lines):  # a header: its title lines, it, its rule and first rows together
             top = k
-            while top > 0 and k - top < HEAD_LINES and _title_line(lines[top - 1]):
+            while top > 0 and k - top < HEAD_LINES and title_line(lines[top - 1]):
                 top -= 1
             for j in range(top, past - 1):
                 glued[j] = True
@@ -203,14 +203,6 @@ def _glued(lines: list[str], at: int, first: bool, count: Callable[[str], int]) 
     """Lines kept together (a table's title lines, header, rule and first rows) as one unit of :func:`segment_rows`."""
     joined = "\n".join(lines)
     return joined, count(joined), at, first
-
-
-def _title_line(line: str) -> bool:
-    """A short line of words that may title the table below it (as :func:`~pagemind.retrieval.fragments.
-    carried_head` takes them)."""
-    from ...retrieval.fragments import HEAD_CHARS
-
-    return bool(line.strip()) and not line.startswith("|") and len(line.strip()) <= HEAD_CHARS
 
 
 def leaf_summary(path: str, preview: str) -> str:
