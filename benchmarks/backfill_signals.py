@@ -1,9 +1,12 @@
 """(al) A signal added after a run, written into its kept records: ``later`` and ``has_later`` (whether the document
 speaks of all the question asks after the last passage an answer cites, and whether that could be told:
 :func:`pagemind.answering.support.later_mentions`, as :func:`pagemind.answering.signals.signals` records them) for runs
-recorded before pagemind recorded them, so ``calibrate.py`` can fit on them without a model run.
+recorded before pagemind recorded them, so ``calibrate.py`` can fit on them without a model run. (am) With
+``--prior``, also a multiple-choice answer's ``lift`` and ``has_prior`` (its option's probability read, less its
+probability when the question and options are asked with no text: :func:`pagemind.methods.reply.prior`, the
+product's own call, one short call each to the run's model — the embedded default unless ``--llm`` says).
 
-    python benchmarks/backfill_signals.py RUN_DIR ... [--data DIR] [--check]
+    python benchmarks/backfill_signals.py RUN_DIR ... [--data DIR] [--check] [--prior [--llm SPEC]]
 
 Each run's examples are loaded again as its ``config.json`` says (dataset, data folder, params; with their
 unanswerable variants where the run asked them), and each answer's ``later`` is computed by the product's own
@@ -17,12 +20,17 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from common import DATA
 
+if TYPE_CHECKING:
+    from pagemind.eval.datasets import Example
+    from pagemind.llm.client import LLM
 
-def documents(config: dict, data: Path) -> dict[str, tuple[str, str]]:
-    """The question and the text of each example id of the run's dataset (and its variants)."""
+
+def documents(config: dict, data: Path) -> dict[str, tuple[Example, str]]:
+    """The example and the text of each example id of the run's dataset (and its variants)."""
     from pagemind.eval.memgpt import document_of
     from pagemind.eval.sets import load_dataset
     from pagemind.eval.unanswerable import with_variants
@@ -38,8 +46,28 @@ def documents(config: dict, data: Path) -> dict[str, tuple[str, str]]:
     for e in examples:
         source = document_of(e)
         if isinstance(source, Document):  # a library's citations point into its members: not read here
-            out[e.id] = (e.question, source.text)
+            out[e.id] = (e, source.text)
     return out
+
+
+def unread(llm: LLM, config: dict, record: dict, example: Example) -> dict[str, float]:
+    """``lift`` and ``has_prior`` of a multiple-choice record, as the answer would have recorded them."""
+    from pagemind.llm.usage import Trace
+    from pagemind.methods import registry
+    from pagemind.methods.reply import prior
+
+    question = example.as_question()
+    chosen = record.get("choice")
+    read = (record.get("signals") or {}).get("probability")
+    if not question.is_choice or chosen not in question.letters or not (record.get("signals") or {}).get(
+            "has_probability"):
+        return {"lift": 0.0, "has_prior": 0.0}
+    given = dict(config.get("method_options", {}).get(record["method"]) or {})
+    options = registry.get(record["method"]).Options.create(given.pop("preset", None))
+    share = prior(llm, question, options.prompt_set, options.constrained, question.letters.index(chosen), Trace())
+    if share is None or read is None:
+        return {"lift": 0.0, "has_prior": 0.0}
+    return {"lift": round(float(read) - share, 6), "has_prior": 1.0}
 
 
 def main() -> None:
@@ -47,7 +75,15 @@ def main() -> None:
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--data", type=Path, default=DATA, help="the folder holding the staged sets")
     parser.add_argument("--check", action="store_true", help="compare recorded values; write nothing")
+    parser.add_argument("--prior", action="store_true",
+                        help="also multiple-choice answers' lift (one short call of the model each)")
+    parser.add_argument("--llm", default=None, help="the model the runs were made with (default: the embedded one)")
     args = parser.parse_args()
+    llm = None
+    if args.prior:
+        from pagemind import Pagemind
+
+        llm = Pagemind(args.llm).llm
     from pagemind.answering.support import later_mentions
     from pagemind.citations import Citation
 
@@ -67,13 +103,16 @@ def main() -> None:
                 lost += 1
                 out.append(line)
                 continue
-            question, text = found
+            example, text = found
+            question = example.question
             cited = [Citation(c["document"], c["unit"], c.get("index"), c["start"], c["end"], c["quote"],
                               c.get("found_by", "text")) for c in record.get("citations") or []]
             count = later_mentions(question, text, cited)
             values = {"later": float(bool(count)), "has_later": float(count is not None)}
+            if llm is not None and record.get("choice") is not None:
+                values.update(unread(llm, config, record, example))
             fired += bool(count)
-            if "has_later" in signals:
+            if all(k in signals for k in values):
                 differ += any(signals.get(k) != v for k, v in values.items())
                 out.append(line)
                 continue

@@ -209,7 +209,8 @@ def test_the_prompt_cache_keeps_states_without_the_logits_copy(model_file):
 def test_an_answer_carries_the_models_own_probability_where_the_backend_returns_it(model_file, tmp_path):
     """Issue 51: the answer call asks for log-probabilities where the backend returns them (at no extra call): a
     multiple-choice answer gets the chosen option's share among the options' letters, a free-form one its tokens'
-    mean and minimum log-probability; the scripted fake, which returns none, says basis none."""
+    mean and minimum log-probability; the scripted fake, which returns none, says basis none. A choice gets one short
+    call more: the same question and options with no text, the chosen option's share there (``prior``)."""
     from pagemind import Document, Pagemind, ScriptedLLM
 
     text = Document.from_text("Wren found the map under the loose stair. Abel kept the ledger. " * 10)
@@ -219,11 +220,14 @@ def test_an_answer_carries_the_models_own_probability_where_the_backend_returns_
             pytest.skip("the shared llama-server is not installed here")
         chosen = pm.ask(text, "Who found the map?", ["Abel", "Wren"], method="full")
         free = pm.ask(text, "Who kept the ledger?", method="full")
-        calls = len(chosen.trace.events) + len(free.trace.events)
+        roles = [e.role for e in chosen.trace.events] + [e.role for e in free.trace.events]
     assert chosen.probability.basis == "choice" and 0.0 < chosen.probability.value <= 1.0
+    assert 0.0 <= chosen.probability.prior <= 1.0 and chosen.probability.lift == pytest.approx(
+        chosen.probability.value - chosen.probability.prior)
     assert free.probability.basis == "tokens" and free.probability.tokens >= 1
     assert free.probability.min_logprob <= free.probability.mean_logprob <= 0.0
-    assert chosen.as_dict()["probability"]["basis"] == "choice" and calls == 2  # no extra call
+    assert chosen.as_dict()["probability"]["basis"] == "choice"
+    assert roles == ["answer", "prior", "answer"]  # the free-form answer's probability costs no call
     with Pagemind(ScriptedLLM(default="Answer: (B)"), store=tmp_path / "f.db") as pm:
         plain = pm.ask(text, "Who found the map?", ["Abel", "Wren"], method="full")
     assert plain.probability.basis == "none" and plain.as_dict()["probability"] == {"basis": "none", "value": None}

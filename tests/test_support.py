@@ -383,6 +383,51 @@ def test_a_signal_the_backend_does_not_give_counts_as_its_mean_where_it_was_neve
         1 / (1 + math.exp(-(2.0 + 1.0))))  # missing in the labels too: the model learnt what absence means
 
 
+def _lettered(shares):
+    """A reply "Answer: (B)" whose letter token carries ``shares`` as its alternatives' probabilities."""
+    def reply(request):
+        top = tuple((letter, math.log(p)) for letter, p in shares.items())
+        return LLMResponse("Answer: (B)", 10, 4, 0.0, "scripted", logprobs=(
+            TokenLogprob("Answer", -0.01), TokenLogprob(": (", -0.01), TokenLogprob("B", math.log(shares["B"]), top),
+            TokenLogprob(")", -0.01)))
+    return reply
+
+
+def test_a_choice_is_asked_once_more_with_no_text_and_the_confidence_reads_how_far_the_text_moved_it():
+    """Issue 51: an option the model would pick without reading is a guess however sure it looks. Where the backend
+    gives log-probabilities, a multiple-choice answer gets one short call — the same prompt, question and options,
+    with no text — and records the chosen option's share there (``probability.prior``) beside its share read; the
+    fitted confidence reads the difference (``lift``: on the labelled QuALITY answers AUROC 0.60 for the share
+    alone, 0.68 for the lift). ``prior=off``, a backend without log-probabilities: no call, the lift absent."""
+    from pagemind.answering import calibration
+    from pagemind.answering.signals import signals
+
+    question = "Who skippered the supply boat?\n(A) Mr. Pellow\n(B) Tam Ruddock"
+    story = "Tam Ruddock skippered the Margery Dell, the supply boat of the lighthouse."
+
+    def run(unread, **options):
+        fake = ScriptedLLM(by_role={"answer": _lettered({"A": 0.1, "B": 0.9}), "prior": _lettered(unread)},
+                           supports_logprobs=options.pop("logprobs", True))
+        reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"), **options)
+        return reader.answer(reader.build(Document.from_text(story)), Question.parse(question)), fake
+
+    read, fake = run({"A": 0.4, "B": 0.6})
+    assert fake.roles() == ["answer", "prior"]
+    unread_prompt = fake.history[-1].messages[0].content
+    assert "(no text)" in unread_prompt and "Margery Dell" not in unread_prompt and "(B) Tam Ruddock" in unread_prompt
+    assert read.probability.choice == pytest.approx(0.9) and read.probability.prior == pytest.approx(0.6)
+    assert read.probability.lift == pytest.approx(0.3) and read.as_dict()["probability"]["prior"] == 0.6
+    assert signals(read)["lift"] == pytest.approx(0.3) and signals(read)["has_prior"] == 1.0
+    guessed, _ = run({"A": 0.05, "B": 0.95})  # the model picks B as surely without the text: a guess
+    assert signals(guessed)["lift"] == pytest.approx(-0.05) and guessed.confidence < read.confidence
+    model = calibration.fitted()["choice"]
+    assert model.probability(signals(guessed)) < model.probability(signals(read))
+    off, fake = run({"A": 0.4, "B": 0.6}, prior="off")
+    assert fake.roles() == ["answer"] and off.probability.prior is None and signals(off)["has_prior"] == 0.0
+    plain, fake = run({"A": 0.4, "B": 0.6}, logprobs=False)
+    assert fake.roles() == ["answer"] and plain.probability.prior is None and plain.probability.lift is None
+
+
 def test_the_shipped_models_give_a_multiple_choice_or_free_answer_its_confidence():
     """Issue 51: the package ships a model for multiple-choice answers, fitted by benchmarks/calibrate.py on
     labelled runs of at least 100 answers (held out by document, it beat the hand-set confidence there), and one for
@@ -513,7 +558,8 @@ def test_the_shipped_models_carry_their_abstention_thresholds():
         at = [model.threshold(t) for t in targets]
         assert targets == sorted(targets) and at == sorted(at, reverse=True), model.below
     assert calibration.fitted()["free"].threshold(0.9) is not None  # a free answer can be withheld at 90%
-    assert calibration.fitted()["choice"].threshold(0.9) is None  # no multiple-choice threshold got there
+    # a choice too, since the fit reads how far the text moved the model (before, no threshold got there)
+    assert calibration.fitted()["choice"].threshold(0.9) is not None
 
 
 def test_a_yes_or_no_answer_is_cited_and_judged_by_the_question_it_answers():

@@ -36,6 +36,11 @@ class AnswerOptions(Options):
                 "one more short call: the model names the figures it takes from what it read and the formula, "
                 "pagemind checks each figure is in the text and does the arithmetic, and the answer shows the "
                 "working (auto); off: the model's own figure")
+    prior: Literal["auto", "off"] = option(
+        "auto", "a multiple-choice answer gets one more short call where the backend returns log-probabilities: the "
+                "question and its options with no text, so the chosen option's probability unread is recorded "
+                "beside its probability read (probability.prior) and the fitted confidence reads how far the text "
+                "moved the model to it (auto); off: no call")
     verify: bool = option(
         False, "one more short call after the answer: the model reads only the cited sentences and labels the "
                "answer supported, partial or unsupported (constrained to those labels; the label's probability as "

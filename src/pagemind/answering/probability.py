@@ -5,6 +5,11 @@ supports_logprobs``), the answer call asks for them with a few alternatives per 
 probability is the chosen option's share of the probability mass the options' letters get at the token where the
 letter stands; a free-form answer's is its tokens' mean and minimum log-probability. A backend without them leaves
 ``basis="none"``: the answer says so rather than showing a number it does not have.
+
+A multiple-choice answer's ``prior`` is the same option's share when the question and its options are asked with no
+text (one short call: :func:`pagemind.methods.reply.prior`). An option the model would pick without reading is a
+guess however sure it looks; ``lift``, how far the text moved the model to it, is what the fitted confidence reads
+(on the labelled QuALITY answers AUROC 0.60 for the probability alone, 0.68 for the lift; on MSC's 0.90 and 0.98).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ class AnswerProbability:
     mean_logprob: float | None = None  # free form: the answer tokens' mean log-probability
     min_logprob: float | None = None  # and the least probable one's
     tokens: int = 0
+    prior: float | None = None  # multiple choice: the same option's share asked with no text (None: not asked)
 
     @property
     def value(self) -> float | None:
@@ -35,10 +41,17 @@ class AnswerProbability:
             return self.choice
         return None if self.mean_logprob is None else math.exp(self.mean_logprob)
 
+    @property
+    def lift(self) -> float | None:
+        """How far the text moved the model to the chosen option: its share read minus its share unread."""
+        return None if self.choice is None or self.prior is None else self.choice - self.prior
+
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"basis": self.basis, "value": None if self.value is None else round(self.value, 4)}
         if self.basis == "choice":
             out["choice"] = None if self.choice is None else round(self.choice, 4)
+            if self.prior is not None:
+                out["prior"] = round(self.prior, 4)
         elif self.basis == "tokens":
             out.update(mean_logprob=round(self.mean_logprob or 0.0, 4), min_logprob=round(self.min_logprob or 0.0, 4),
                        tokens=self.tokens)
@@ -59,21 +72,35 @@ def of_tokens(response: LLMResponse | None) -> AnswerProbability:
                              tokens=len(values))
 
 
-def of_choice(response: LLMResponse | None, letters: str | tuple[str, ...], chosen: int) -> AnswerProbability:
-    """The chosen option's share of the mass the options' letters get at the reply token that names it (``(B``,
-    ``B``); none without log-probabilities or when that token cannot be found."""
+def letter_shares(response: LLMResponse | None, letters: str | tuple[str, ...],
+                  at: str | None = None) -> dict[str, float] | None:
+    """Each option letter's share of the mass the letters get at the first reply token that names letter ``at``
+    (any of ``letters`` when None: ``(B``, ``B``) and has it among its alternatives; None without log-probabilities
+    or such a token."""
     if response is None or not response.logprobs:
-        return NONE
-    letter = letters[chosen]
+        return None
     for token in response.logprobs:
         mass: dict[str, float] = {}
         for text, logprob in token.top or ((token.token, token.logprob),):
-            named = text.strip().lstrip("(").rstrip(")").strip()
-            if named in letters:
+            named = _letter(text)
+            if named and named in letters:
                 mass[named] = mass.get(named, 0.0) + math.exp(logprob)
-        if letter in mass and token.token.strip().lstrip("(").rstrip(")").strip() == letter:
-            return AnswerProbability("choice", choice=mass[letter] / sum(mass.values()), tokens=1)
-    return NONE
+        named = _letter(token.token)
+        if named in mass and (at is None or named == at):
+            total = sum(mass.values())
+            return {letter: value / total for letter, value in mass.items()}
+    return None
 
 
-__all__ = ["NONE", "TOP", "AnswerProbability", "of_choice", "of_tokens"]
+def of_choice(response: LLMResponse | None, letters: str | tuple[str, ...], chosen: int) -> AnswerProbability:
+    """The chosen option's share of the mass the options' letters get at the reply token that names it; none
+    without log-probabilities or when that token cannot be found."""
+    shares = letter_shares(response, letters, at=letters[chosen])
+    return NONE if shares is None else AnswerProbability("choice", choice=shares[letters[chosen]], tokens=1)
+
+
+def _letter(text: str) -> str:
+    return text.strip().lstrip("(").rstrip(")").strip()
+
+
+__all__ = ["NONE", "TOP", "AnswerProbability", "letter_shares", "of_choice", "of_tokens"]

@@ -492,6 +492,12 @@ class Reader(Method, Generic[M, OptionsT]):
         if reply.finish_reason != "stop":
             context.finish_reason = reply.finish_reason
         context.probability = reply.probability
+        if self.options.prior == "auto" and reply.choice is not None and reply.probability.choice is not None:
+            from .reply import prior
+
+            unread = prior(self.llm, question, self.options.prompt_set, self.options.constrained, reply.choice,
+                           context.trace)
+            context.probability = replace(reply.probability, prior=unread)
         return reply
 
     @abstractmethod

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from ..answering.probability import NONE, TOP, AnswerProbability, of_choice, of_tokens
+from ..answering.probability import NONE, TOP, AnswerProbability, letter_shares, of_choice, of_tokens
 from ..answering.question import Question, choice_constraint, read_choice
 from ..llm.base import LLMRequest, Message
 from ..llm.client import LLM
@@ -37,6 +37,22 @@ def answer_request(question: Question, text: str, prompt_set: str, constrained: 
         )
     prompt = get_prompt("readagent", f"{prompt_set}.answer_free").render(text=text, question=question.text)
     return LLMRequest(messages=(Message("user", prompt),), role="answer", max_tokens=max_tokens)
+
+
+NO_TEXT = "(no text)"  # what the prior's prompt reads where the text was
+
+
+def prior(llm: LLM, question: Question, prompt_set: str, constrained: bool, chosen: int,
+          trace: Trace) -> float | None:
+    """The chosen option's share among the options' letters when ``question`` is asked in the same prompt with no
+    text (one short call; its reply is not an answer and is not re-asked): what the model would pick unread. None
+    where the backend gives no log-probabilities or the reply names no option."""
+    if not question.is_choice or not llm.backend.capabilities.supports_logprobs:
+        return None
+    request = replace(answer_request(question, NO_TEXT, prompt_set, constrained), role="prior", logprobs=TOP)
+    response, _ = llm.complete(request, trace)
+    shares = letter_shares(response, question.letters)
+    return None if shares is None else shares.get(question.letters[chosen], 0.0)
 
 
 def follow_up_request(question: Question, history: tuple[Message, ...], pages: str, constrained: bool,
