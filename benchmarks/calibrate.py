@@ -111,6 +111,22 @@ def on_variants(confidence: list[float], right: list[bool], variant: list[bool])
             "variants_withheld": round(sum(p < cut for p in wrong) / len(wrong), 3), "variants_wrong": len(wrong)}
 
 
+FLAG_LOST = 0.15  # right answers a flag may catch (issue 51's goal: at least 70% of wrong answers flagged at 15%)
+
+
+def flagged(confidence: list[float], right: list[bool]) -> dict | None:
+    """Wrong answers flagged where at most :data:`FLAG_LOST` of the right ones are: the highest cut that flags
+    (``confidence`` below it) no more of the right answers, and the share of the wrong ones it flags."""
+    good = [p for p, ok in zip(confidence, right) if ok]
+    bad = [p for p, ok in zip(confidence, right) if not ok]
+    if not good or not bad:
+        return None
+    cuts = [c for c in sorted(set(confidence)) if sum(p < c for p in good) <= FLAG_LOST * len(good)]
+    cut = cuts[-1] if cuts else min(confidence)
+    return {"below": round(cut, 4), "right_flagged": round(sum(p < cut for p in good) / len(good), 3),
+            "wrong_flagged": round(sum(p < cut for p in bad) / len(bad), 3)}
+
+
 def curve(confidence: list[float], right: list[bool], steps: int = 10) -> list[dict]:
     """:func:`withheld` at thresholds spread over the confidence's values (quantiles)."""
     values = sorted(set(confidence))
@@ -207,6 +223,10 @@ def main() -> None:
             entry["by_dataset"][dataset] = {"fitted": measures([held[i] for i in idx], [right[i] for i in idx]),
                                             "hand_set": measures([hand[i] for i in idx], [right[i] for i in idx])}
         entry["recalibrated"] = measures(rescaled, right)
+        entry["flagged"] = {"fitted": flagged(held, right), "hand_set": flagged(hand, right)}
+        for dataset, one in entry["by_dataset"].items():
+            idx = [i for i, r in enumerate(mine) if r["dataset"] == dataset]
+            one["flagged"] = flagged([held[i] for i in idx], [right[i] for i in idx])
         variant = [r["variant"] for r in mine]
         if any(variant):  # unanswerable variants among them: what an abstention set for 10% lost right ones catches
             entry["variants"] = {"fitted": on_variants(held, right, variant),
@@ -239,7 +259,7 @@ def main() -> None:
             entry["model"] = whole.as_dict()
         report["kinds"][kind] = entry
         shown = ("documents", "left_out", "fitted", "hand_set", "recalibrated", "thresholds", "abstain_below", "ships",
-                 "shipped", "variants")
+                 "shipped", "variants", "flagged")
         print(kind, json.dumps({k: entry[k] for k in shown if k in entry}),
               flush=True)
     if args.write:
