@@ -846,3 +846,109 @@ def test_the_ledger_knows_the_row_labels_filings_print():
         "| Total operating expenses | 1 |")] == [
         ["capital expenditure"], ["property, plant and equipment"], ["operating income"], ["interest expense"],
         ["cost of sales"], ["capital expenditure"], ["net income"], ["net income"], ["operating income"], []]
+
+
+# --- the question's own formula ------------------------------------------------------------------------------
+DPO = ("What is Amazon's FY2017 days payable outstanding (DPO)? DPO is defined as: 365 * (average accounts payable "
+       "between FY2016 and FY2017) / (FY2017 COGS + change in inventory between FY2016 and FY2017). Round your answer "
+       "to two decimal places. Address the question by using the line items and information shown within the "
+       "balance sheet and the P&L statement.")
+STATEMENTS = ("CONSOLIDATED BALANCE SHEETS (in millions)\n| | December 31, 2016 | December 31, 2017 |\n"
+              "| --- | --- | --- |\n"
+              "| Inventories | 11,461 | 16,047 |\n| Accounts payable | 25,309 | 34,616 |\n\n"
+              "CONSOLIDATED STATEMENTS OF OPERATIONS (in millions)\n| Year Ended December 31, | 2016 | 2017 |\n"
+              "| --- | --- | --- |\n| Cost of sales | 88,265 | 111,934 |")
+
+
+def test_a_metric_the_question_defines_is_read_into_pagemind_s_formula_and_nothing_else_is():
+    """Issue 47: FinanceBench defines its metrics; the default model took the figures and then a formula of its own
+    (an average summed and not halved, the inventory balance for its change). A definition whose every term is a
+    number, one line of a year, a two-year average or a change of one, or another definition, is the formula."""
+    from pagemind.answering.compute import _plain_name, _year_of
+    from pagemind.answering.formula import defined, name_of
+    from pagemind.text.ledger import LINES, lines_named
+
+    for line in LINES:  # a formula's name is its line's alone, as the row reading of an unassigned name needs
+        name = name_of(line.name, "2019")
+        assert lines_named(name) == {line.name} and _plain_name(name) and _year_of(name) == "19", name
+    dpo = defined(DPO)
+    assert dpo is not None and dpo.metric == "DPO"
+    assert dpo.expression == ("365 * ((accounts_payable_2016 + accounts_payable_2017) / 2) / (cost_of_sales_2017 + "
+                              "(inventory_2017 - inventory_2016))")
+    assert [f.name for f in dpo.figures] == ["accounts_payable_2016", "accounts_payable_2017", "cost_of_sales_2017",
+                                             "inventory_2016", "inventory_2017"]
+    ccc = defined("What is the FY2019 cash conversion cycle (CCC) for General Mills? CCC is defined as: DIO + DSO - "
+                  "DPO. DIO is defined as: 365 * (average inventory between FY2018 and FY2019) / (FY2019 COGS). DSO is "
+                  "defined as: 365 * (average accounts receivable between FY2018 and FY2019) / (FY2019 Revenue). DPO "
+                  "is defined as: 365 * (average accounts payable between FY2018 and FY2019) / (FY2019 COGS + change "
+                  "in inventory between FY2018 and FY2019). Round your answer to two decimal places.")
+    assert ccc is not None and ccc.metric == "CCC" and ccc.expression.count("365") == 3 and len(ccc.figures) == 8
+    fcf = defined("According to the information provided in the statement of cash flows, what is the FY2020 free "
+                  "cash flow (FCF) for General Mills? FCF here is defined as: (cash from operations - capex). Answer "
+                  "in USD millions.")
+    assert fcf is not None and fcf.expression == "operating_cash_flow_2020 - capital_expenditure_2020"
+    ratio = defined("Considering the data in the balance sheet, what is Block's FY2016 working capital ratio? Define "
+                    "working capital ratio as total current assets divided by total current liabilities.")
+    assert ratio is not None and ratio.expression == "current_assets_2016 / current_liabilities_2016"
+    turnover = defined("What is the FY2019 fixed asset turnover ratio for Activision Blizzard? Fixed asset turnover "
+                       "ratio is defined as: FY2019 revenue / (average PP&E between FY2018 and FY2019).")
+    assert turnover is not None and turnover.expression == "revenue_2019 / ((ppe_2018 + ppe_2019) / 2)"
+    for question in (
+            # the definition is of a part: a three-year average of a margin is asked
+            "What is the FY2018 - FY2020 3 year average unadjusted EBITDA % margin for Walmart? Define unadjusted "
+            "EBITDA as unadjusted operating income + depreciation and amortization from the cash flow statement.",
+            "What is the FY2019 current ratio for Block?",  # no definition
+            "What is FY2019 DPO for Corning? DPO is defined as: 365 * (average payables) / (COGS + marketing spend).",
+            "What is the DPO for Corning? DPO is defined as: 365 * accounts payable / COGS.",  # no year to read
+            "What is the FY2019 DPO? DPO is defined as: 365 * (average accounts payable between FY2016 and FY2019)."):
+        assert defined(question) is None, question
+
+
+def test_a_defined_metric_is_computed_by_the_definition_on_the_figures_the_model_gives():
+    from pagemind.answering.formula import defined
+    from pagemind.text.tables import table_rows
+
+    dpo = defined(DPO)
+    written, rows = amounts(STATEMENTS + "\n" + DPO, years=True), [r for r in STATEMENTS.splitlines() if r.strip()]
+    tables = list(table_rows(STATEMENTS))
+    # the model's own formula summed the payables, never halved them, and added the inventory balance
+    reply = ("accounts_payable_2016 = 25309  # Accounts payable, 2016\naccounts_payable_2017 = 34616\n"
+             "cost_of_sales_2017 = 111934  # Cost of sales, 2017\ninventory_2017 = 16047\ninventory_2016 = 11461\n"
+             "answer = 365 * (accounts_payable_2016 + accounts_payable_2017) / (cost_of_sales_2017 + inventory_2017)")
+    got = compute.parse(reply, written, rows=rows, tables=tables, defined=dpo)
+    assert not isinstance(got, str)
+    assert got.results[0].value == pytest.approx(93.86, abs=0.005)  # FinanceBench's gold
+    assert got.results[0].expression == dpo.expression and got.results[0].note == "the question's definition"
+    without = compute.parse(reply, written, rows=rows, tables=tables)  # the model's formula, as before
+    assert not isinstance(without, str) and without.results[0].value == pytest.approx(170.91, abs=0.005)
+    # names of the model's own, each of one line and one year, are the formula's figures; one it leaves out is read
+    # from its line's row and its year's column
+    named = ("ap_2016 = 25309  # Accounts payable, fiscal 2016\nap_2017 = 34616  # Accounts payable, fiscal 2017\n"
+             "cogs_2017 = 111934\ninventory_2017 = 16047\nanswer = 1")
+    other = compute.parse(named, written, rows=rows, tables=tables, defined=dpo)
+    assert not isinstance(other, str) and other.results[0].value == pytest.approx(93.86, abs=0.005)
+    read = next(x for x in other.lines if x.name == "inventory_2016")
+    assert read.value == 11461 and read.moved.startswith("Inventories, the December 31, 2016 column")
+    # a figure given nowhere and in no row the text has: asked for by name
+    missing = compute.parse("accounts_payable_2016 = 25309\nanswer = 1", written, rows=rows, tables=[], defined=dpo)
+    assert isinstance(missing, str) and missing.startswith("no figure for accounts_payable_2017 (accounts payable, "
+                                                           "2017), cost_of_sales_2017")
+    # a figure not in the text is mended from its row, or refused, as in any working
+    mended = compute.parse(reply.replace("25309", "25390"), written, rows=rows, tables=tables, defined=dpo)
+    assert not isinstance(mended, str) and mended.lines[0].value == 25309 and "25,390" in mended.lines[0].moved
+    wrong = compute.parse(reply.replace("25309", "99999"), written, rows=rows, tables=tables, defined=dpo)
+    assert isinstance(wrong, str) and "99999 is not a figure in the text" in wrong
+
+
+def test_the_working_of_a_defined_metric_is_asked_with_its_formula_and_its_figures():
+    from pagemind.answering.formula import defined
+
+    fake = ScriptedLLM(by_role={"answer": "93.86", "compute": (
+        "accounts_payable_2016 = 25309\naccounts_payable_2017 = 34616\ncost_of_sales_2017 = 111934\n"
+        "inventory_2016 = 11461\ninventory_2017 = 16047\nanswer = 0")})
+    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))
+    got = reader.answer(reader.build(Document.from_text(STATEMENTS)), Question.parse(DPO))
+    prompt = fake.history[-1].messages[0].content
+    assert fake.roles() == ["answer", "compute"]
+    assert f"answer = {defined(DPO).expression}" in prompt and "- inventory_2016: inventory, 2016" in prompt
+    assert got.text.startswith("93.86 (computed by pagemind from the figures read)")

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ..llm.client import LLM
     from .evidence import Evidence
     from .finish import Context
+    from .formula import Defined
     from .options import AnswerOptions
     from .question import Question
 
@@ -209,12 +210,20 @@ def shown(value: float) -> str:
     return f"{value:.3g}"
 
 
-def request(evidence: Sequence[Evidence], question: Question, answer: str) -> LLMRequest:
-    """The request for the working: what was read, the question, the model's answer."""
+def request(evidence: Sequence[Evidence], question: Question, answer: str,
+            defined: Defined | None = None) -> LLMRequest:
+    """The request for the working: what was read, the question, the model's answer — and where the question
+    defines its metric (:func:`~pagemind.answering.formula.defined`), the formula, so the model gives the figures."""
     from ..prompts import get_prompt
     from .evidence import units_text
 
-    prompt = get_prompt("compute", "work").render(text=units_text(evidence), question=question.text, answer=answer)
+    if defined is not None:
+        prompt = get_prompt("compute", "work_defined").render(
+            text=units_text(evidence), question=question.text, answer=answer, formula=defined.expression,
+            figures=defined.listed())
+    else:
+        prompt = get_prompt("compute", "work").render(text=units_text(evidence), question=question.text,
+                                                      answer=answer)
     return LLMRequest(messages=(Message("user", prompt),), role="compute", max_tokens=MAX_TOKENS, temperature=0.0)
 
 
@@ -231,7 +240,8 @@ class Problem(ValueError):
 
 
 def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows: Sequence[str] = (),
-          needs: Sequence[str] = (), tables: Sequence[Row] = (), averages: Sequence[str] = ()) -> Computation | str:
+          needs: Sequence[str] = (), tables: Sequence[Row] = (), averages: Sequence[str] = (),
+          defined: Defined | None = None) -> Computation | str:
     """The working a reply gives, its figures found among ``written`` (the amounts of what was read and of the
     question), or the problem (a str) to re-ask with. Its result is the line named ``answer``; in a ``complete``
     reply without one, the name it prints last, else its last formula (a reply cut at its token limit has none).
@@ -240,7 +250,10 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
     figure of the working must be taken from. ``tables``: the table rows of what was read, where a figure the model
     copied from another year's column than its name gives is read from that year's (:func:`_column_of`).
     ``averages``: the lines the question averages over periods (:func:`averaged`), each of which some formula must
-    halve."""
+    halve. ``defined``: the question's own formula (:func:`~pagemind.answering.formula.defined`), which replaces the
+    reply's result: the reply gives its figures (a figure the reply names otherwise, by its line and year, is taken
+    as the formula's; one it gives none for is read from its row and column where the table says, else asked
+    for)."""
     assigned: list[tuple[str, ast.expr, str]] = []  # every assignment of the reply: name, formula, note
     printed = ""
     fenced = _BLOCK.search(reply)
@@ -261,6 +274,11 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
         except Problem as problem:
             return str(problem)
         assigned.append((name, node, note.strip()))
+    if defined is not None:
+        as_defined = _as_defined(assigned, defined, tables)
+        if isinstance(as_defined, str):
+            return as_defined
+        assigned = as_defined
     names = [name for name, _, _ in assigned]
     result: str | None = None  # a name the reply computes its answer as, where no line is named answer
     if any(_is_result(n) for n in names):
@@ -314,6 +332,31 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
                 "needs from its own line in the text, named after it"
                 + (". The text's lines about it: " + " / ".join(about) if about else ""))
     return working
+
+
+def _as_defined(assigned: list[tuple[str, ast.expr, str]], defined: Defined,
+                tables: Sequence[Row]) -> list[tuple[str, ast.expr, str]] | str:
+    """The reply's assignments with the question's formula as the result: each of its figures the reply assigns by
+    the formula's name, or by a name (and note) of the same line and year alone ("ap_fy2017", "# Accounts payable,
+    2017"), or none where its row and column give it (:func:`_named_cell`); the problem where one is given nowhere."""
+    from ..text.ledger import lines_named
+
+    kept = [a for a in assigned if not _is_result(a[0])]
+    names = {name for name, _, _ in kept}
+    missing = []
+    for figure in defined.figures:
+        if figure.name in names:
+            continue
+        same = [a for a in kept if _number(a[1]) is not None and lines_named(f"{a[0]} {a[2]}") == {figure.line}
+                and _year_of(f"{a[0]} {a[2]}") == figure.year[-2:] and not _OTHER_FIGURE.search(a[0].replace("_", " "))]
+        if len(same) == 1:
+            kept.append((figure.name, same[0][1], same[0][2]))
+        elif _named_cell(figure.name, tables) is None:
+            missing.append(f"{figure.name} ({figure.line}, {figure.year})")
+    if missing:
+        return (f"no figure for {', '.join(missing)}: assign each figure the formula reads, copied from the text, "
+                f"then answer = {defined.expression}")
+    return kept + [(RESULT, ast.parse(defined.expression, mode="eval").body, "the question's definition")]
 
 
 _DEFINED = re.compile(r"\b(?:is\s+)?defined\s+as\b|\bdefine\s+[^.?:]{1,80}?\s+as\b", re.IGNORECASE)
@@ -1034,13 +1077,15 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     from ..llm.decide import Invalid, decide
     from ..text.tables import table_rows
     from .evidence import fitting, read_in_full
+    from .formula import defined
 
     asked = amounts(question.text, years=True)
     full = read_in_full(evidence)
     by_unit = [amounts(e.text, years=True) for e in full]
     if _DERIVED.search(question.text) is None and read_off(answer, [a for found in by_unit for a in found] + asked):
         return None
-    fitted = fitting(full, llm, lambda units: request(units, question, answer))
+    formula = defined(question.text)
+    fitted = fitting(full, llm, lambda units: request(units, question, answer, formula))
     if fitted is None:
         context.fallback("computed answer: what was read does not fit the window beside the request")
         return unworked(question.text, answer, needed(question.text), [])
@@ -1052,12 +1097,12 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     needs, halves = needed(question.text), averaged(question.text)
 
     def read(reply: str) -> Computation | Invalid:
-        working = parse(reply, written, rows=lines, needs=needs, tables=tables, averages=halves)
+        working = parse(reply, written, rows=lines, needs=needs, tables=tables, averages=halves, defined=formula)
         return Invalid(working) if isinstance(working, str) else working
 
     def cut(reply: str) -> Computation | Invalid:  # a reply cut at its token limit: its last line is cut too
         working = parse(reply.rsplit("\n", 1)[0], written, complete=False, rows=lines, needs=needs, tables=tables,
-                        averages=halves)
+                        averages=halves, defined=formula)
         return Invalid(working) if isinstance(working, str) else working
 
     context.phase("working out the figure")

@@ -1,0 +1,194 @@
+"""A metric the question defines is computed by its definition, not by the model's reading of it (issue 47).
+
+FinanceBench's metrics questions, and an analyst's, say what they mean: "DPO is defined as: 365 * (average accounts
+payable between FY2017 and FY2018) / (FY2018 COGS + change in inventory between FY2017 and FY2018)". Asked to write
+the working, the default 1.5B model took the figures and then its own formula — a two-year average summed and not
+halved, the inventory balance for its change, COGS without it. :func:`defined` reads such a definition into the
+formula pagemind computes, over figures named by their statement line and year::
+
+    answer = 365 * ((accounts_payable_2017 + accounts_payable_2018) / 2) / (cost_of_sales_2018 + (inventory_2018 -
+             inventory_2017))
+
+so the model is asked only for the figures (each checked in the text as any working's figure is, or read from its
+line's row and its year's column where it gives none: :mod:`pagemind.answering.compute`). A definition is read only
+where every term is a number, another definition of the question ("CCC is defined as: DIO + DSO - DPO", each
+defined after it), one statement line (:mod:`pagemind.text.ledger`) of a year, a two-year average of one, or a change
+in one between two years — and only where it defines what the question asks (not "unadjusted EBITDA" where a three
+year average EBITDA margin is asked). Anything else: None, and the model writes the formula as before.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from ..text.words import asking
+
+_DEFINITION = re.compile(
+    r"(?:(?<=^)|(?<=[.?!:]\s))\s*(?:(?P<define>define\s+(?P<named>[^.?!:]{1,80}?)\s+as)|(?P<name>[^.?!:]{1,80}?)\s+"
+    r"(?:here\s+)?(?:is\s+)?defined\s+as)\s*:?\s*(?P<expression>.+?)\s*(?=\.\s|\.?$)",
+    re.IGNORECASE)
+_ABBREVIATION = re.compile(r"\(([A-Za-z&]{2,8})\)")
+_WORDS = ((re.compile(r"\bdivided\s+by\b", re.I), "/"), (re.compile(r"\b(?:multiplied\s+by|times)\b", re.I), "*"),
+          (re.compile(r"\bplus\b", re.I), "+"), (re.compile(r"\b(?:minus|less)\b", re.I), "-"))
+_TOKEN = re.compile(r"(\(|\)|\*|/|\+|(?<=\s)-(?=\s)|(?<=\()-|^-)")
+_YEAR = re.compile(r"\b(?:FY\s*|fiscal\s+(?:year\s+)?)?((?:19|20)\d{2})\b|\bFY\s*(\d{2})\b", re.IGNORECASE)
+_TWO_YEARS = (r"(?:between|from|over|for)\s+(?:the\s+)?(?:FY\s*|fiscal\s+(?:year\s+)?)?(\d{2,4})\s+(?:and|to|through|"
+              r"-|–)\s+(?:FY\s*|fiscal\s+(?:year\s+)?)?(\d{2,4})")
+_AVERAGE = re.compile(rf"^average\s+(?:of\s+)?(?:the\s+)?(.+?)\s+{_TWO_YEARS}$", re.IGNORECASE)
+_CHANGE = re.compile(rf"^(?:the\s+)?(?:change|increase)\s+in\s+(?:the\s+)?(.+?)\s+{_TWO_YEARS}$", re.IGNORECASE)
+_NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
+# words a term may hold beside its line and year ("FY2019 total revenue", "unadjusted operating income",
+# "depreciation and amortization from the cash flow statement")
+_PLAIN = frozenset("the total net annual reported unadjusted gaap consolidated year end ending fiscal fy from in of "
+                   "on as shown cash flow flows statement statements income balance sheet p&l operations".split())
+# a question asking for something other than the defined figure itself: its average, its margin, its growth
+_OTHER = re.compile(r"\b(?:average|avg|mean|margin|growth|cagr|change|per\s+share|percent\w*)\b|%", re.IGNORECASE)
+# a line's name in a formula: words a working's name checker reads as the line alone
+_NAMED = {"property, plant and equipment": "ppe", "depreciation and amortization": "depreciation_amortization"}
+MAX_DEPTH = 3  # definitions within definitions
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure the formula reads: its name in the formula, its statement line and its year."""
+
+    name: str  # accounts_payable_2017
+    line: str  # accounts payable (a name of :data:`pagemind.text.ledger.LINES`)
+    year: str  # 2017
+
+
+@dataclass(frozen=True)
+class Defined:
+    """The question's metric as pagemind computes it."""
+
+    metric: str  # what the definition names ("DPO", "Fixed asset turnover ratio")
+    expression: str  # Python arithmetic over the figures' names and numbers
+    figures: tuple[Figure, ...]
+
+    def listed(self) -> str:
+        """The figures as the working's request lists them: "- accounts_payable_2017: accounts payable, 2017"."""
+        return "\n".join(f"- {f.name}: {f.line}, {f.year}" for f in self.figures)
+
+
+def name_of(line: str, year: str) -> str:
+    """A figure's name in a formula: its line's words and its year (``cost_of_sales_2018``, ``ppe_2019``)."""
+    return f"{_NAMED.get(line) or re.sub(r'[^a-z]+', '_', line.lower()).strip('_')}_{year}"
+
+
+def defined(question: str) -> Defined | None:
+    """The formula of the metric ``question`` asks for, where the question defines it and every term of the
+    definition reads as a number, a figure of one line and year, a two-year average of one, a change in one, or
+    another of its definitions; None otherwise."""
+    definitions = {}
+    for m in _DEFINITION.finditer(question):
+        name = " ".join((m.group("named") or m.group("name") or "").split())
+        name = re.sub(r"^(?:and|where|with|here|the)\s+", "", name, flags=re.IGNORECASE)
+        if name:
+            definitions[name.lower()] = (name, m.group("expression"))
+    if not definitions:
+        return None
+    asked = asking(question)
+    main = next((d for key, d in definitions.items() if _names(key, asked)), None)
+    if main is None:
+        return None
+    outside = re.sub(re.escape(main[0]), " ", asked, flags=re.IGNORECASE)
+    if _OTHER.search(outside):
+        return None
+    years = {_four(m) for m in _YEAR.finditer(asked)}
+    year = years.pop() if len(years) == 1 else None
+    figures: dict[str, Figure] = {}
+    expression = _expression(main[1], definitions, year, figures, 0)
+    if expression is None or not figures:
+        return None
+    try:
+        expression = ast.unparse(ast.parse(expression, mode="eval"))  # as a working writes it: no idle parentheses
+    except SyntaxError:
+        return None
+    return Defined(main[0], expression, tuple(figures.values()))
+
+
+def _names(key: str, asked: str) -> bool:
+    """Whether the asking sentence names the defined metric ``key`` (its words, or the abbreviation it gives)."""
+    return re.search(rf"(?<![A-Za-z]){re.escape(key)}(?![A-Za-z])", asked, re.IGNORECASE) is not None
+
+
+def _four(m: re.Match[str]) -> str:
+    return m.group(1) or "20" + m.group(2)
+
+
+def _expression(text: str, definitions: dict[str, tuple[str, str]], year: str | None, figures: dict[str, Figure],
+                depth: int) -> str | None:
+    if depth > MAX_DEPTH:
+        return None
+    for pattern, operator in _WORDS:
+        text = pattern.sub(f" {operator} ", text)
+    out: list[str] = []
+    for piece in _TOKEN.split(text):
+        token = piece.strip()
+        if not token:
+            continue
+        if token in "()*/+-":
+            out.append(token)
+            continue
+        term = _term(token, definitions, year, figures, depth)
+        if term is None:
+            return None
+        out.append(term)
+    return " ".join(out).replace("( ", "(").replace(" )", ")")
+
+
+def _term(token: str, definitions: dict[str, tuple[str, str]], year: str | None, figures: dict[str, Figure],
+          depth: int) -> str | None:
+    """One term of a definition as Python: a number, another definition, an average, a change or a figure."""
+    if _NUMBER.match(token):
+        return token
+    other = definitions.get(token.lower()) or next(
+        (d for key, d in definitions.items() if token.lower() in {a.lower() for a in _ABBREVIATION.findall(key)}),
+        None)
+    if other is not None:
+        inner = _expression(other[1], definitions, year, figures, depth + 1)
+        return None if inner is None else f"({inner})"
+    for pattern, kind in ((_AVERAGE, "average"), (_CHANGE, "change")):
+        m = pattern.match(token)
+        if m is None:
+            continue
+        first, last = (_four_digits(m.group(2)), _four_digits(m.group(3)))
+        if first is None or last is None or int(last) - int(first) != 1:
+            return None
+        a, b = _figure(m.group(1), first, figures), _figure(m.group(1), last, figures)
+        if a is None or b is None:
+            return None
+        return f"(({a} + {b}) / 2)" if kind == "average" else f"({b} - {a})"
+    years = {_four(m) for m in _YEAR.finditer(token)}
+    if len(years) > 1:
+        return None
+    return _figure(_YEAR.sub(" ", token), years.pop() if years else year, figures)
+
+
+def _four_digits(text: str) -> str | None:
+    return text if len(text) == 4 else "20" + text if len(text) == 2 else None
+
+
+def _figure(words: str, year: str | None, figures: dict[str, Figure]) -> str | None:
+    """The name of the figure of the one statement line ``words`` name (and plain words beside it) in ``year``."""
+    from ..text.ledger import places
+
+    if year is None:
+        return None
+    found = places(words)
+    if len({name for _, _, name in found}) != 1:
+        return None
+    rest = words
+    for start, end, _ in reversed(found):
+        rest = rest[:start] + " " + rest[end:]
+    if any(w.lower() not in _PLAIN for w in re.findall(r"[A-Za-z&]+", rest)):
+        return None
+    line = found[0][2]
+    name = name_of(line, year)
+    figures.setdefault(name, Figure(name, line, year))
+    return name
+
+
+__all__ = ["Defined", "Figure", "defined", "name_of"]
