@@ -4,7 +4,8 @@ speaks of all the question asks after the last passage an answer cites, and whet
 recorded before pagemind recorded them, so ``calibrate.py`` can fit on them without a model run. (am) With
 ``--prior``, also a multiple-choice answer's ``lift`` and ``has_prior`` (its option's probability read, less its
 probability when the question and options are asked with no text: :func:`pagemind.methods.reply.prior`, the
-product's own call, one short call each to the run's model — the embedded default unless ``--llm`` says).
+product's own call, one short call each to the run's model — the embedded default unless ``--llm`` says; a run made
+with another model is refused). A record's ``usage`` stays the run's: the prior's call is not added to it.
 
     python benchmarks/backfill_signals.py RUN_DIR ... [--data DIR] [--check] [--prior [--llm SPEC]]
 
@@ -57,14 +58,15 @@ def unread(llm: LLM, config: dict, record: dict, example: Example) -> dict[str, 
     from pagemind.methods.reply import prior
 
     question = example.as_question()
-    chosen = record.get("choice")
+    chosen = record.get("choice")  # None where the answer abstained (then none is recorded: 0 with its flag 0)
     read = (record.get("signals") or {}).get("probability")
-    if not question.is_choice or chosen not in question.letters or not (record.get("signals") or {}).get(
-            "has_probability"):
-        return {"lift": 0.0, "has_prior": 0.0}
     given = dict(config.get("method_options", {}).get(record["method"]) or {})
-    options = registry.get(record["method"]).Options.create(given.pop("preset", None))
-    share = prior(llm, question, options.prompt_set, options.constrained, question.letters.index(chosen), Trace())
+    options = registry.get(record["method"]).Options.create(given.pop("preset", None), **given)
+    if (not question.is_choice or chosen not in question.letters or options.prior == "off"
+            or not (record.get("signals") or {}).get("has_probability")):
+        return {"lift": 0.0, "has_prior": 0.0}
+    constrained = options.constrained and llm.backend.capabilities.supports_grammar  # as the reader asks
+    share = prior(llm, question, options.prompt_set, constrained, question.letters.index(chosen), Trace())
     if share is None or read is None:
         return {"lift": 0.0, "has_prior": 0.0}
     return {"lift": round(float(read) - share, 6), "has_prior": 1.0}
@@ -89,6 +91,8 @@ def main() -> None:
 
     for run in args.runs:
         config = json.loads((run / "config.json").read_text())
+        if llm is not None and config.get("model") not in (None, llm.model_identity):
+            raise SystemExit(f"{run}: made with {config.get('model')}, not {llm.model_identity}: give it as --llm")
         texts = documents(config, args.data)
         lines = (run / "examples.jsonl").read_text().splitlines()
         out, added, lost, differ, fired = [], 0, 0, 0, 0
@@ -109,7 +113,7 @@ def main() -> None:
                               c.get("found_by", "text")) for c in record.get("citations") or []]
             count = later_mentions(question, text, cited)
             values = {"later": float(bool(count)), "has_later": float(count is not None)}
-            if llm is not None and record.get("choice") is not None:
+            if llm is not None and record.get("kind") == "choice":
                 values.update(unread(llm, config, record, example))
             fired += bool(count)
             if all(k in signals for k in values):

@@ -428,6 +428,43 @@ def test_a_choice_is_asked_once_more_with_no_text_and_the_confidence_reads_how_f
     assert fake.roles() == ["answer"] and plain.probability.prior is None and plain.probability.lift is None
 
 
+def test_the_prior_is_read_where_its_reply_names_an_option_not_at_an_article_before_it():
+    """A review found a reply without a grammar, "A guess without the text. Answer: (B)", read as option A (the
+    article) at 0.0: a sure guess turned into a large lift. The share is read at the token where the reply names its
+    option, as an answer's letter is read; no option named, no prior. The call asks for a short reply whatever the
+    grammar, and an answer asked as the next turn of a conversation (ReadAgent's follow-up) gets no prior."""
+    from pagemind.llm.base import LLMRequest, Message
+    from pagemind.llm.usage import Trace
+    from pagemind.methods.reply import PRIOR_TOKENS, prior
+
+    def prose(request):
+        return LLMResponse("A guess without the text. Answer: (B)", 10, 9, 0.0, "scripted", logprobs=(
+            TokenLogprob("A", -0.2, (("A", -0.2), ("The", -1.8))), TokenLogprob(" guess", -0.1),
+            TokenLogprob(" Answer: (", -0.01), TokenLogprob("B", math.log(0.95), (("B", math.log(0.95)),
+                                                                                   ("A", math.log(0.05)))),
+            TokenLogprob(")", -0.01)))
+
+    fake = ScriptedLLM(by_role={"prior": prose}, supports_logprobs=True)
+    question = Question.parse("Who skippered the supply boat?\n(A) Mr. Pellow\n(B) Tam Ruddock")
+    assert prior(LLM(fake, concurrency=1), question, "quality", False, 1, Trace()) == pytest.approx(0.95)
+    assert fake.history[-1].max_tokens == PRIOR_TOKENS and fake.history[-1].constraint is None
+    silent = ScriptedLLM(by_role={"prior": "I cannot tell without the text."}, supports_logprobs=True)
+    assert prior(LLM(silent, concurrency=1), question, "quality", False, 1, Trace()) is None
+    story = "Tam Ruddock skippered the Margery Dell, the supply boat of the lighthouse."
+    answers = ScriptedLLM(by_role={"answer": _lettered({"A": 0.1, "B": 0.9}), "prior": _lettered({"A": 0.5, "B": 0.5})},
+                          supports_logprobs=True)
+    reader = registry.get("full")(LLM(answers, concurrency=1), Store(":memory:"))
+    from pagemind.answering.finish import Context
+
+    context = Context()
+    turn = LLMRequest(messages=(Message("user", "Which pages?"), Message("assistant", "2"),
+                                Message("user", f"{story}\n{question.text}\n{question.options_block()}")),
+                      role="answer", max_tokens=12)
+    reader._reply(question, turn, context)
+    assert answers.roles() == ["answer"] and context.probability.choice == pytest.approx(0.9)
+    assert context.probability.prior is None
+
+
 def test_the_shipped_models_give_a_multiple_choice_or_free_answer_its_confidence():
     """Issue 51: the package ships a model for multiple-choice answers, fitted by benchmarks/calibrate.py on
     labelled runs of at least 100 answers (held out by document, it beat the hand-set confidence there), and one for

@@ -83,7 +83,7 @@ def letter_shares(response: LLMResponse | None, letters: str | tuple[str, ...],
         mass: dict[str, float] = {}
         for text, logprob in token.top or ((token.token, token.logprob),):
             named = _letter(text)
-            if named and named in letters:
+            if named in tuple(letters):  # one option's letter ("(", "AB" or "" are none)
                 mass[named] = mass.get(named, 0.0) + math.exp(logprob)
         named = _letter(token.token)
         if named in mass and (at is None or named == at):

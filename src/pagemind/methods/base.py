@@ -492,7 +492,10 @@ class Reader(Method, Generic[M, OptionsT]):
         if reply.finish_reason != "stop":
             context.finish_reason = reply.finish_reason
         context.probability = reply.probability
-        if self.options.prior == "auto" and reply.choice is not None and reply.probability.choice is not None:
+        # the prior asks the reader's one-turn prompt: an answer asked as the next turn of a conversation (ReadAgent's
+        # follow-up look-up) has no such prompt to compare with, so it gets none
+        if self.options.prior == "auto" and reply.choice is not None and reply.probability.choice is not None \
+                and len(request.messages) == 1:
             from .reply import prior
 
             unread = prior(self.llm, question, self.options.prompt_set, self.options.constrained, reply.choice,

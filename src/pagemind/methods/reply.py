@@ -40,18 +40,24 @@ def answer_request(question: Question, text: str, prompt_set: str, constrained: 
 
 
 NO_TEXT = "(no text)"  # what the prior's prompt reads where the text was
+PRIOR_TOKENS = 12  # the prior's reply: "Answer: (B)" and a little; only the letter's alternatives are read
 
 
 def prior(llm: LLM, question: Question, prompt_set: str, constrained: bool, chosen: int,
           trace: Trace) -> float | None:
     """The chosen option's share among the options' letters when ``question`` is asked in the same prompt with no
-    text (one short call; its reply is not an answer and is not re-asked): what the model would pick unread. None
-    where the backend gives no log-probabilities or the reply names no option."""
+    text (one short call; its reply is not an answer and is not re-asked): what the model would pick unread, read
+    at the token where the reply names its option (not an article "A" before it). None where the backend gives no
+    log-probabilities or the reply names no option."""
     if not question.is_choice or not llm.backend.capabilities.supports_logprobs:
         return None
-    request = replace(answer_request(question, NO_TEXT, prompt_set, constrained), role="prior", logprobs=TOP)
+    request = replace(answer_request(question, NO_TEXT, prompt_set, constrained), role="prior", logprobs=TOP,
+                      max_tokens=PRIOR_TOKENS)
     response, _ = llm.complete(request, trace)
-    shares = letter_shares(response, question.letters)
+    named = read_choice(response.text, question).index  # the letter the reply names, read as an answer's is
+    if named is None:
+        return None
+    shares = letter_shares(response, question.letters, at=question.letters[named])
     return None if shares is None else shares.get(question.letters[chosen], 0.0)
 
 
