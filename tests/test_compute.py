@@ -893,10 +893,23 @@ def test_a_metric_the_question_defines_is_read_into_pagemind_s_formula_and_nothi
     turnover = defined("What is the FY2019 fixed asset turnover ratio for Activision Blizzard? Fixed asset turnover "
                        "ratio is defined as: FY2019 revenue / (average PP&E between FY2018 and FY2019).")
     assert turnover is not None and turnover.expression == "revenue_2019 / ((ppe_2018 + ppe_2019) / 2)"
+    # a figure over years by its textbook formula, a line of it as the question defines it
+    ebitda = defined("What is the FY2018 - FY2020 3 year average unadjusted EBITDA % margin for Walmart? Define "
+                     "unadjusted EBITDA as unadjusted operating income + depreciation and amortization from the cash "
+                     "flow statement. Answer in units of percents and round to one decimal place.")
+    assert ebitda is not None and ebitda.expression == " + ".join(
+        f"(operating_income_{y} + depreciation_amortization_{y}) / revenue_{y} * 100" for y in (2018, 2019, 2020)
+    ).join("()") + " / 3"
+    capex = defined("What is the FY2017 - FY2019 3 year average of capex as a % of revenue for Activision Blizzard?")
+    assert capex is not None and capex.expression.startswith("(capital_expenditure_2017 / revenue_2017 * 100 + ")
+    margin = defined("what is the FY2015 - FY2017 3 year average net profit margin (as a %) for Best Buy?")
+    assert margin is not None and "net_income_2016 / revenue_2016 * 100" in margin.expression
+    growth = defined("What is the FY2019 - FY2020 total revenue growth rate for Block?")
+    assert growth is not None and growth.expression == "(revenue_2020 - revenue_2019) / revenue_2019 * 100"
     for question in (
-            # the definition is of a part: a three-year average of a margin is asked
-            "What is the FY2018 - FY2020 3 year average unadjusted EBITDA % margin for Walmart? Define unadjusted "
-            "EBITDA as unadjusted operating income + depreciation and amortization from the cash flow statement.",
+            "What is the FY2017 - FY2019 3 year average of capex as a % of revenue?".replace("3 year", "2 year"),
+            "Is the FY2017 - FY2019 3 year average of capex as a % of revenue above 5% for MGM?",  # yes or no
+            "What is the FY2019 retention ratio for General Mills?",  # no rule of its own: the model's formula
             "What is the FY2019 current ratio for Block?",  # no definition
             "What is FY2019 DPO for Corning? DPO is defined as: 365 * (average payables) / (COGS + marketing spend).",
             "What is the DPO for Corning? DPO is defined as: 365 * accounts payable / COGS.",  # no year to read

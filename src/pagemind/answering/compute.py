@@ -1082,9 +1082,10 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     asked = amounts(question.text, years=True)
     full = read_in_full(evidence)
     by_unit = [amounts(e.text, years=True) for e in full]
-    if _DERIVED.search(question.text) is None and read_off(answer, [a for found in by_unit for a in found] + asked):
+    formula = defined(question.text)  # a formula pagemind reads from the question: always worked out by it
+    if formula is None and _DERIVED.search(question.text) is None and read_off(
+            answer, [a for found in by_unit for a in found] + asked):
         return None
-    formula = defined(question.text)
     fitted = fitting(full, llm, lambda units: request(units, question, answer, formula))
     if fitted is None:
         context.fallback("computed answer: what was read does not fit the window beside the request")

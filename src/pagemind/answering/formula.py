@@ -23,7 +23,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from ..text.words import asking
+from ..text.words import asking, polar
 
 _DEFINITION = re.compile(
     r"(?:(?<=^)|(?<=[.?!:]\s))\s*(?:(?P<define>define\s+(?P<named>[^.?!:]{1,80}?)\s+as)|(?P<name>[^.?!:]{1,80}?)\s+"
@@ -41,8 +41,8 @@ _CHANGE = re.compile(rf"^(?:the\s+)?(?:change|increase)\s+in\s+(?:the\s+)?(.+?)\
 _NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
 # words a term may hold beside its line and year ("FY2019 total revenue", "unadjusted operating income",
 # "depreciation and amortization from the cash flow statement")
-_PLAIN = frozenset("the total net annual reported unadjusted gaap consolidated year end ending fiscal fy from in of "
-                   "on as shown cash flow flows statement statements income balance sheet p&l operations".split())
+_PLAIN = frozenset("and the total net annual reported unadjusted gaap consolidated year end ending fiscal fy from in "
+                   "of on as shown cash flow flows statement statements income balance sheet p&l operations".split())
 # a question asking for something other than the defined figure itself: its average, its margin, its growth
 _OTHER = re.compile(r"\b(?:average|avg|mean|margin|growth|cagr|change|per\s+share|percent\w*)\b|%", re.IGNORECASE)
 # a line's name in a formula: words a working's name checker reads as the line alone
@@ -78,18 +78,35 @@ def name_of(line: str, year: str) -> str:
 
 
 def defined(question: str) -> Defined | None:
-    """The formula of the metric ``question`` asks for, where the question defines it and every term of the
-    definition reads as a number, a figure of one line and year, a two-year average of one, a change in one, or
-    another of its definitions; None otherwise."""
+    """The formula of the metric ``question`` asks for: where the question defines it (:func:`_by_definition`), or
+    names a figure over years whose formula is the textbook's (:func:`_by_name`: a three-year average of a share or
+    a margin, a growth rate); None otherwise."""
     definitions = {}
     for m in _DEFINITION.finditer(question):
         name = " ".join((m.group("named") or m.group("name") or "").split())
         name = re.sub(r"^(?:and|where|with|here|the)\s+", "", name, flags=re.IGNORECASE)
         if name:
             definitions[name.lower()] = (name, m.group("expression"))
-    if not definitions:
-        return None
     asked = asking(question)
+    if polar(asked):
+        return None
+    found = _by_definition(asked, definitions) or _by_name(asked, definitions)
+    if found is None:
+        return None
+    metric, expression, figures = found
+    try:
+        expression = ast.unparse(ast.parse(expression, mode="eval"))  # as a working writes it: no idle parentheses
+    except SyntaxError:
+        return None
+    return Defined(metric, expression, tuple(figures.values()))
+
+
+Found = tuple[str, str, dict[str, "Figure"]]
+
+
+def _by_definition(asked: str, definitions: dict[str, tuple[str, str]]) -> Found | None:
+    """The definition of what the asking sentence names, read into a formula (every term read: :func:`_term`), the
+    year of a term without one the one year the sentence names."""
     main = next((d for key, d in definitions.items() if _names(key, asked)), None)
     if main is None:
         return None
@@ -97,16 +114,66 @@ def defined(question: str) -> Defined | None:
     if _OTHER.search(outside):
         return None
     years = {_four(m) for m in _YEAR.finditer(asked)}
-    year = years.pop() if len(years) == 1 else None
     figures: dict[str, Figure] = {}
-    expression = _expression(main[1], definitions, year, figures, 0)
-    if expression is None or not figures:
+    expression = _expression(main[1], definitions, years.pop() if len(years) == 1 else None, figures, 0)
+    return None if expression is None or not figures else (main[0], expression, figures)
+
+
+_RANGE = r"FY\s*((?:19|20)\d{2})\s*(?:-|–|to|through)\s*FY\s*((?:19|20)\d{2})"
+_AVERAGED = re.compile(rf"\b{_RANGE}\s+(\d)[\s-]+year\s+average\s+(?:of\s+)?(?:the\s+)?(.+?)\s+for\s+",
+                       re.IGNORECASE)
+_GROWTH = re.compile(rf"\b{_RANGE}\s+(?:total\s+)?(.+?)\s+growth\s+rate\s+for\s+|\byear[\s-]+over[\s-]+year\s+"
+                     rf"(?:change|growth)\s+in\s+(.+?)\s+from\s+FY\s*((?:19|20)\d{{2}})\s+to\s+FY\s*"
+                     rf"((?:19|20)\d{{2}})\b", re.IGNORECASE)
+_SHARE = re.compile(r"^(.+?)\s+as\s+an?\s+(?:%|percent(?:age)?)\s+of\s+(.+)$", re.IGNORECASE)
+_MARGIN = re.compile(r"^(.+?)\s+(?:%\s+)?margin(?:\s*\(as\s+an?\s+(?:%|percent(?:age)?)\))?$", re.IGNORECASE)
+_PERCENT = re.compile(r"%|\bpercent", re.IGNORECASE)
+
+
+def _by_name(asked: str, definitions: dict[str, tuple[str, str]]) -> Found | None:
+    """A figure the asking sentence names over years, by its textbook formula: "the FY2017 - FY2019 3 year average
+    of capex as a % of revenue" (each year's capex over its revenue, times 100, averaged), "… 3 year average net
+    profit margin (as a %)" (a margin: the line over revenue), "the FY2019 - FY2020 total revenue growth rate", "the
+    year-over-year change in revenue from FY2016 to FY2017" (in percent). A line of it may be one the question
+    defines ("Define unadjusted EBITDA as …")."""
+    figures: dict[str, Figure] = {}
+    percent = _PERCENT.search(asked) is not None
+    if (m := _AVERAGED.search(asked)) is not None:
+        start, end, count, metric = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
+        if end - start + 1 != count or not 2 <= count <= 5:
+            return None
+        each = [_ratio(metric, str(y), definitions, figures, percent) for y in range(start, end + 1)]
+        if any(e is None for e in each):
+            return None
+        return m.group(0).rsplit(" for ", 1)[0], f"({' + '.join(str(e) for e in each)}) / {count}", figures
+    if (m := _GROWTH.search(asked)) is not None:
+        first, last = (m.group(1), m.group(2)) if m.group(1) else (m.group(5), m.group(6))
+        line = m.group(3) or m.group(4)
+        if int(last) - int(first) != 1:
+            return None
+        a = _expression(line, definitions, first, figures, 1)
+        b = _expression(line, definitions, last, figures, 1)
+        if a is None or b is None:
+            return None
+        return m.group(0).rstrip(" for"), f"(({b}) - ({a})) / ({a}) * 100", figures
+    return None
+
+
+def _ratio(metric: str, year: str, definitions: dict[str, tuple[str, str]], figures: dict[str, Figure],
+           percent: bool) -> str | None:
+    """One year's value of a share ("capex as a % of revenue") or a margin ("net profit margin": over revenue)."""
+    share, margin = _SHARE.match(metric), _MARGIN.match(metric)
+    if share is not None:
+        part, whole = share.group(1), share.group(2)
+    elif margin is not None:
+        part, whole = margin.group(1), "revenue"
+    else:
         return None
-    try:
-        expression = ast.unparse(ast.parse(expression, mode="eval"))  # as a working writes it: no idle parentheses
-    except SyntaxError:
+    top = _expression(part, definitions, year, figures, 1)
+    bottom = _expression(whole, definitions, year, figures, 1)
+    if top is None or bottom is None:
         return None
-    return Defined(main[0], expression, tuple(figures.values()))
+    return f"({top}) / ({bottom})" + (" * 100" if percent or share is not None else "")
 
 
 def _names(key: str, asked: str) -> bool:
