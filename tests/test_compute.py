@@ -873,8 +873,9 @@ def test_a_metric_the_question_defines_is_read_into_pagemind_s_formula_and_nothi
         assert lines_named(name) == {line.name} and _plain_name(name) and _year_of(name) == "19", name
     dpo = defined(DPO)
     assert dpo is not None and dpo.metric == "DPO"
-    assert dpo.expression == ("365 * ((accounts_payable_2016 + accounts_payable_2017) / 2) / (cost_of_sales_2017 + "
-                              "(inventory_2017 - inventory_2016))")
+    assert dpo.expression == ("365 * ((accounts_payable_2016 + accounts_payable_2017) / 2) / "
+                              "(abs(cost_of_sales_2017) + (inventory_2017 - inventory_2016))")  # spent: the amount
+    assert dpo.source == "the question's definition"
     assert [f.name for f in dpo.figures] == ["accounts_payable_2016", "accounts_payable_2017", "cost_of_sales_2017",
                                              "inventory_2016", "inventory_2017"]
     ccc = defined("What is the FY2019 cash conversion cycle (CCC) for General Mills? CCC is defined as: DIO + DSO - "
@@ -886,7 +887,7 @@ def test_a_metric_the_question_defines_is_read_into_pagemind_s_formula_and_nothi
     fcf = defined("According to the information provided in the statement of cash flows, what is the FY2020 free "
                   "cash flow (FCF) for General Mills? FCF here is defined as: (cash from operations - capex). Answer "
                   "in USD millions.")
-    assert fcf is not None and fcf.expression == "operating_cash_flow_2020 - capital_expenditure_2020"
+    assert fcf is not None and fcf.expression == "operating_cash_flow_2020 - abs(capital_expenditure_2020)"
     ratio = defined("Considering the data in the balance sheet, what is Block's FY2016 working capital ratio? Define "
                     "working capital ratio as total current assets divided by total current liabilities.")
     assert ratio is not None and ratio.expression == "current_assets_2016 / current_liabilities_2016"
@@ -898,10 +899,22 @@ def test_a_metric_the_question_defines_is_read_into_pagemind_s_formula_and_nothi
                      "unadjusted EBITDA as unadjusted operating income + depreciation and amortization from the cash "
                      "flow statement. Answer in units of percents and round to one decimal place.")
     assert ebitda is not None and ebitda.expression == " + ".join(
-        f"(operating_income_{y} + depreciation_amortization_{y}) / revenue_{y} * 100" for y in (2018, 2019, 2020)
+        f"(operating_income_{y} + abs(depreciation_amortization_{y})) / revenue_{y} * 100" for y in (2018, 2019, 2020)
     ).join("()") + " / 3"
-    capex = defined("What is the FY2017 - FY2019 3 year average of capex as a % of revenue for Activision Blizzard?")
-    assert capex is not None and capex.expression.startswith("(capital_expenditure_2017 / revenue_2017 * 100 + ")
+    assert ebitda.source == "the textbook formula of what the question names"
+    capex = defined("What is the FY2017 - FY2019 3-year average of capex as a % of revenue for Activision Blizzard?")
+    assert capex is not None and capex.expression.startswith("(abs(capital_expenditure_2017) / revenue_2017 * 100 + ")
+    gross = defined("What is the FY2018 - FY2020 3 year average gross profit margin for Walmart? Answer in units of "
+                    "percents and round to one decimal place.")  # a margin is in percent
+    assert gross is not None and gross.expression.startswith("(gross_profit_2018 / revenue_2018 * 100 + ")
+    share = defined("What is Corning's FY2020 gross margin? Gross margin is defined as: FY2020 gross profit / FY2020 "
+                    "revenue. Answer in units of percents.")  # a share defined as a fraction, asked in percent
+    assert share is not None and share.expression == "gross_profit_2020 / revenue_2020 * 100"
+    amount = defined("What is Amazon's year-over-year change in revenue from FY2016 to FY2017 (in USD millions)?")
+    assert amount is not None and amount.expression == "revenue_2017 - revenue_2016"  # an amount, not a percent
+    dpo_named = defined("What is Amazon's FY2017 DPO? Days payable outstanding (DPO) is defined as: 365 * (average "
+                        "accounts payable between FY2016 and FY2017) / (FY2017 COGS).")  # the abbreviation asked
+    assert dpo_named is not None and dpo_named.metric == "Days payable outstanding (DPO)"
     margin = defined("what is the FY2015 - FY2017 3 year average net profit margin (as a %) for Best Buy?")
     assert margin is not None and "net_income_2016 / revenue_2016 * 100" in margin.expression
     growth = defined("What is the FY2019 - FY2020 total revenue growth rate for Block?")
@@ -932,6 +945,7 @@ def test_a_defined_metric_is_computed_by_the_definition_on_the_figures_the_model
     assert not isinstance(got, str)
     assert got.results[0].value == pytest.approx(93.86, abs=0.005)  # FinanceBench's gold
     assert got.results[0].expression == dpo.expression and got.results[0].note == "the question's definition"
+    assert not got.results[0].taken and len(got.claims()) == 5  # the five figures, the formula none of its own
     without = compute.parse(reply, written, rows=rows, tables=tables)  # the model's formula, as before
     assert not isinstance(without, str) and without.results[0].value == pytest.approx(170.91, abs=0.005)
     # names of the model's own, each of one line and one year, are the formula's figures; one it leaves out is read
@@ -946,6 +960,28 @@ def test_a_defined_metric_is_computed_by_the_definition_on_the_figures_the_model
     missing = compute.parse("accounts_payable_2016 = 25309\nanswer = 1", written, rows=rows, tables=[], defined=dpo)
     assert isinstance(missing, str) and missing.startswith("no figure for accounts_payable_2017 (accounts payable, "
                                                            "2017), cost_of_sales_2017")
+    # a capex-like line copied with its parentheses' minus is the amount spent; the reply's own result line, however
+    # miscopied, is not read
+    spent = compute.parse(reply.replace("cost_of_sales_2017 = 111934", "cost_of_sales_2017 = -111934").replace(
+        "answer = 365 *", "answer = (365 *"), written, rows=rows, tables=tables, defined=dpo)
+    assert not isinstance(spent, str) and spent.results[0].value == pytest.approx(93.86, abs=0.005)
+    # a change, an average or a figure the reply computes is not taken for the formula's figure: read from the row
+    for wrong in ("chg_inventory_2017 = 4586  # change in inventories, 2017", "inventory_2017 = 16047 - 11461",
+                  "inv_2017 = -4586  # Inventories, 2017"):
+        taken = compute.parse(reply.replace("inventory_2017 = 16047", wrong), written, rows=rows, tables=tables,
+                              defined=dpo)
+        assert not isinstance(taken, str) and taken.results[0].value == pytest.approx(93.86, abs=0.005), wrong
+        assert next(x for x in taken.lines if x.name == "inventory_2017").value == 16047
+    # the 3 of a three-year average is the formula's own, no figure taken from the text and no claim
+    margins = "| | 2017 | 2018 | 2019 |\n| --- | --- | --- | --- |\n| Net revenues | 100 | 200 | 400 |\n" \
+              "| Capital expenditures | (10) | (30) | (20) |"
+    three = defined("What is the FY2017 - FY2019 3-year average of capex as a % of revenue for Activision?")
+    figures = "\n".join(f"capital_expenditure_{y} = -{c}\nrevenue_{y} = {r}" for y, c, r in
+                        ((2017, 10, 100), (2018, 30, 200), (2019, 20, 400)))
+    averaged = compute.parse(figures, amounts(margins, years=True), rows=margins.splitlines(),
+                             tables=list(table_rows(margins)), defined=three)
+    assert not isinstance(averaged, str) and averaged.results[0].value == pytest.approx(10.0)  # (10 + 15 + 5) / 3
+    assert "3." not in averaged.claims() and not averaged.results[0].taken
     # a figure not in the text is mended from its row, or refused, as in any working
     mended = compute.parse(reply.replace("25309", "25390"), written, rows=rows, tables=tables, defined=dpo)
     assert not isinstance(mended, str) and mended.lines[0].value == 25309 and "25,390" in mended.lines[0].moved
@@ -964,4 +1000,7 @@ def test_the_working_of_a_defined_metric_is_asked_with_its_formula_and_its_figur
     prompt = fake.history[-1].messages[0].content
     assert fake.roles() == ["answer", "compute"]
     assert f"answer = {defined(DPO).expression}" in prompt and "- inventory_2016: inventory, 2016" in prompt
+    # a question pagemind reads a formula from is worked out whatever its words
+    assert compute.asked("What is General Mills' FY2020 net working capital? Net working capital is defined as: "
+                         "total current assets - total current liabilities.")
     assert got.text.startswith("93.86 (computed by pagemind from the figures read)")

@@ -72,9 +72,12 @@ def asked(question: str) -> bool:
     a yes/no question, nor one asking which, who, where, when, why or what drove a change (after a leading "For
     Pfizer, ...") — its answer is not a figure. A question that
     defines its metric after a preamble ("... Here's the question: what is ...") is read from its first sentence
-    that ends in a question mark."""
+    that ends in a question mark; a question pagemind reads a formula from (:func:`~pagemind.answering.formula.defined`)
+    asks for one whatever its words."""
     if _ASKED.search(question) is None:
-        return False
+        from .formula import defined
+
+        return defined(question) is not None  # "net working capital is defined as: …": a formula pagemind reads
     return not _NOT_A_FIGURE.match(asking(question))
 
 
@@ -267,6 +270,8 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
             continue
         if "=" not in code:  # blank, or the reply's prose around the code
             continue
+        if defined is not None and _is_result(code.partition("=")[0].strip()):
+            continue  # the result is the question's formula, however the reply copies it
         if len(assigned) >= MAX_READ:
             return f"more than {MAX_READ} lines: give only the figures needed and the formula"
         try:
@@ -302,7 +307,8 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
                 lines.append(Line(free, str(_plain(named[0])), named[0], figure=True, moved=named[1]))
                 values[free] = named[0]
         try:
-            line = _line(name, node, note, values, written, rows, tables)
+            line = (_formula_line(node, values, defined) if defined is not None and name == RESULT
+                    else _line(name, node, note, values, written, rows, tables))
         except Problem as problem:
             return str(problem)
         values[line.name] = line.value
@@ -336,27 +342,45 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
 
 def _as_defined(assigned: list[tuple[str, ast.expr, str]], defined: Defined,
                 tables: Sequence[Row]) -> list[tuple[str, ast.expr, str]] | str:
-    """The reply's assignments with the question's formula as the result: each of its figures the reply assigns by
-    the formula's name, or by a name (and note) of the same line and year alone ("ap_fy2017", "# Accounts payable,
-    2017"), or none where its row and column give it (:func:`_named_cell`); the problem where one is given nowhere."""
-    from ..text.ledger import lines_named
+    """The reply's assignments with the question's formula as the result: each of its figures a number the reply
+    assigns by the formula's name, or by a name of its own that is the same line and year alone and nothing else
+    ("ap_fy2017 = 34616  # Accounts payable, 2017"; not a change, an average or a quarter's, nor a balance below 0),
+    or none where its row and column give it (:func:`_named_cell`); the problem where one is given nowhere. A
+    formula's figure the reply assigns a formula ("inventory_2017 = 16047 - 11461") is no figure of it."""
+    from ..text.ledger import BALANCES, lines_named
 
-    kept = [a for a in assigned if not _is_result(a[0])]
-    names = {name for name, _, _ in kept}
+    numbers = {name for name, node, _ in assigned if _number(node) is not None}
+    kept = [a for a in assigned if a[0] not in {f.name for f in defined.figures} or a[0] in numbers]
     missing = []
     for figure in defined.figures:
-        if figure.name in names:
+        if figure.name in numbers:
             continue
-        same = [a for a in kept if _number(a[1]) is not None and lines_named(f"{a[0]} {a[2]}") == {figure.line}
-                and _year_of(f"{a[0]} {a[2]}") == figure.year[-2:] and not _OTHER_FIGURE.search(a[0].replace("_", " "))]
-        if len(same) == 1:
-            kept.append((figure.name, same[0][1], same[0][2]))
+        same = [(value, note) for name, node, note in kept
+                if (value := _number(node)) is not None and _plain_name(name) and not _OTHER_FIGURE.search(note)
+                and lines_named(f"{name} {note}") == {figure.line} and _year_of(f"{name} {note}") == figure.year[-2:]
+                and not (figure.line in BALANCES and value < 0)]
+        if len({value for value, _ in same}) == 1:  # one figure, however many names the reply gives it
+            value, note = same[0]
+            kept.append((figure.name, ast.Constant(value), note))
         elif _named_cell(figure.name, tables) is None:
             missing.append(f"{figure.name} ({figure.line}, {figure.year})")
     if missing:
-        return (f"no figure for {', '.join(missing)}: assign each figure the formula reads, copied from the text, "
-                f"then answer = {defined.expression}")
-    return kept + [(RESULT, ast.parse(defined.expression, mode="eval").body, "the question's definition")]
+        return (f"no figure for {', '.join(missing)}: assign each of the figures listed its number as the text "
+                "writes it, by the names listed")
+    return kept + [(RESULT, ast.parse(defined.expression, mode="eval").body, defined.source)]
+
+
+def _formula_line(node: ast.expr, values: dict[str, float], defined: Defined) -> Line:
+    """The result of the question's formula on the working's figures; its own numbers (365 days, the 3 years of an
+    average, 100) are its constants, not figures taken from the text."""
+    own = amounts(" ".join(f"{n:g}" for n in _written_out(node)))
+    try:
+        value = _evaluate(node, values, own, [])
+    except ZeroDivisionError:
+        raise Problem("the formula divides by zero: check the figures") from None
+    if not math.isfinite(value):
+        raise Problem(f"the formula gives {value}: check the figures")
+    return Line(RESULT, defined.expression, value, defined.source, uses=_names(node))
 
 
 _DEFINED = re.compile(r"\b(?:is\s+)?defined\s+as\b|\bdefine\s+[^.?:]{1,80}?\s+as\b", re.IGNORECASE)

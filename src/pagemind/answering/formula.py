@@ -13,8 +13,10 @@ so the model is asked only for the figures (each checked in the text as any work
 line's row and its year's column where it gives none: :mod:`pagemind.answering.compute`). A definition is read only
 where every term is a number, another definition of the question ("CCC is defined as: DIO + DSO - DPO", each
 defined after it), one statement line (:mod:`pagemind.text.ledger`) of a year, a two-year average of one, or a change
-in one between two years — and only where it defines what the question asks (not "unadjusted EBITDA" where a three
-year average EBITDA margin is asked). Anything else: None, and the model writes the formula as before.
+in one between two years — and only where it defines what the question asks ("unadjusted EBITDA" defined where a
+three-year average EBITDA margin is asked is read inside that average's textbook formula, :func:`_by_name`). A line
+spent (capex, COGS, dividends: :data:`~pagemind.text.ledger.SPENT`) enters as the amount spent, ``abs(capex_2020)``,
+whichever sign the model copies. Anything else: None, and the model writes the formula as before.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ _OTHER = re.compile(r"\b(?:average|avg|mean|margin|growth|cagr|change|per\s+shar
 # a line's name in a formula: words a working's name checker reads as the line alone
 _NAMED = {"property, plant and equipment": "ppe", "depreciation and amortization": "depreciation_amortization"}
 MAX_DEPTH = 3  # definitions within definitions
+DEFINITION = "the question's definition"
+TEXTBOOK = "the textbook formula of what the question names"
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class Defined:
     metric: str  # what the definition names ("DPO", "Fixed asset turnover ratio")
     expression: str  # Python arithmetic over the figures' names and numbers
     figures: tuple[Figure, ...]
+    source: str = DEFINITION  # where the formula comes from, as the working's result line notes it
 
     def listed(self) -> str:
         """The figures as the working's request lists them: "- accounts_payable_2017: accounts payable, 2017"."""
@@ -90,7 +95,10 @@ def defined(question: str) -> Defined | None:
     asked = asking(question)
     if polar(asked):
         return None
-    found = _by_definition(asked, definitions) or _by_name(asked, definitions)
+    percent = _IN_PERCENT.search(question) is not None
+    found, source = _by_definition(asked, definitions, percent), DEFINITION
+    if found is None:
+        found, source = _by_name(asked, definitions, percent), TEXTBOOK
     if found is None:
         return None
     metric, expression, figures = found
@@ -98,15 +106,16 @@ def defined(question: str) -> Defined | None:
         expression = ast.unparse(ast.parse(expression, mode="eval"))  # as a working writes it: no idle parentheses
     except SyntaxError:
         return None
-    return Defined(metric, expression, tuple(figures.values()))
+    return Defined(metric, expression, tuple(figures.values()), source)
 
 
 Found = tuple[str, str, dict[str, "Figure"]]
 
 
-def _by_definition(asked: str, definitions: dict[str, tuple[str, str]]) -> Found | None:
+def _by_definition(asked: str, definitions: dict[str, tuple[str, str]], percent: bool) -> Found | None:
     """The definition of what the asking sentence names, read into a formula (every term read: :func:`_term`), the
-    year of a term without one the one year the sentence names."""
+    year of a term without one the one year the sentence names; times 100 where the question asks for the answer in
+    percent (a definition of a share as a fraction: "gross margin is defined as: gross profit / revenue")."""
     main = next((d for key, d in definitions.items() if _names(key, asked)), None)
     if main is None:
         return None
@@ -116,7 +125,9 @@ def _by_definition(asked: str, definitions: dict[str, tuple[str, str]]) -> Found
     years = {_four(m) for m in _YEAR.finditer(asked)}
     figures: dict[str, Figure] = {}
     expression = _expression(main[1], definitions, years.pop() if len(years) == 1 else None, figures, 0)
-    return None if expression is None or not figures else (main[0], expression, figures)
+    if expression is None or not figures:
+        return None
+    return main[0], f"({expression}) * 100" if percent and not _IN_HUNDREDS.search(expression) else expression, figures
 
 
 _RANGE = r"FY\s*((?:19|20)\d{2})\s*(?:-|–|to|through)\s*FY\s*((?:19|20)\d{2})"
@@ -128,21 +139,25 @@ _GROWTH = re.compile(rf"\b{_RANGE}\s+(?:total\s+)?(.+?)\s+growth\s+rate\s+for\s+
 _SHARE = re.compile(r"^(.+?)\s+as\s+an?\s+(?:%|percent(?:age)?)\s+of\s+(.+)$", re.IGNORECASE)
 _MARGIN = re.compile(r"^(.+?)\s+(?:%\s+)?margin(?:\s*\(as\s+an?\s+(?:%|percent(?:age)?)\))?$", re.IGNORECASE)
 _PERCENT = re.compile(r"%|\bpercent", re.IGNORECASE)
+# the answer asked for in percent, wherever the question says so ("Answer in units of percents")
+_IN_PERCENT = re.compile(r"\b(?:in\s+(?:units\s+of\s+)?percent(?:s|age)?|as\s+an?\s+(?:%|percent(?:age)?))|\(\s*%\s*\)",
+                         re.IGNORECASE)
+_IN_HUNDREDS = re.compile(r"\*\s*100\b")
 
 
-def _by_name(asked: str, definitions: dict[str, tuple[str, str]]) -> Found | None:
+def _by_name(asked: str, definitions: dict[str, tuple[str, str]], percent: bool) -> Found | None:
     """A figure the asking sentence names over years, by its textbook formula: "the FY2017 - FY2019 3 year average
     of capex as a % of revenue" (each year's capex over its revenue, times 100, averaged), "… 3 year average net
     profit margin (as a %)" (a margin: the line over revenue), "the FY2019 - FY2020 total revenue growth rate", "the
     year-over-year change in revenue from FY2016 to FY2017" (in percent). A line of it may be one the question
     defines ("Define unadjusted EBITDA as …")."""
     figures: dict[str, Figure] = {}
-    percent = _PERCENT.search(asked) is not None
+    percent = percent or _PERCENT.search(asked) is not None
     if (m := _AVERAGED.search(asked)) is not None:
         start, end, count, metric = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
         if end - start + 1 != count or not 2 <= count <= 5:
             return None
-        each = [_ratio(metric, str(y), definitions, figures, percent) for y in range(start, end + 1)]
+        each = [_ratio(metric, str(y), definitions, figures) for y in range(start, end + 1)]
         if any(e is None for e in each):
             return None
         return m.group(0).rsplit(" for ", 1)[0], f"({' + '.join(str(e) for e in each)}) / {count}", figures
@@ -155,12 +170,13 @@ def _by_name(asked: str, definitions: dict[str, tuple[str, str]]) -> Found | Non
         b = _expression(line, definitions, last, figures, 1)
         if a is None or b is None:
             return None
-        return m.group(0).rstrip(" for"), f"(({b}) - ({a})) / ({a}) * 100", figures
+        rate = m.group(3) is not None or percent  # a growth rate is in percent; a change is an amount unless asked so
+        return (m.group(0).removesuffix(" for ").strip(),
+                f"(({b}) - ({a})) / ({a}) * 100" if rate else f"({b}) - ({a})", figures)
     return None
 
 
-def _ratio(metric: str, year: str, definitions: dict[str, tuple[str, str]], figures: dict[str, Figure],
-           percent: bool) -> str | None:
+def _ratio(metric: str, year: str, definitions: dict[str, tuple[str, str]], figures: dict[str, Figure]) -> str | None:
     """One year's value of a share ("capex as a % of revenue") or a margin ("net profit margin": over revenue)."""
     share, margin = _SHARE.match(metric), _MARGIN.match(metric)
     if share is not None:
@@ -173,12 +189,15 @@ def _ratio(metric: str, year: str, definitions: dict[str, tuple[str, str]], figu
     bottom = _expression(whole, definitions, year, figures, 1)
     if top is None or bottom is None:
         return None
-    return f"({top}) / ({bottom})" + (" * 100" if percent or share is not None else "")
+    return f"({top}) / ({bottom}) * 100"  # a share "as a %", a margin: in percent
 
 
 def _names(key: str, asked: str) -> bool:
-    """Whether the asking sentence names the defined metric ``key`` (its words, or the abbreviation it gives)."""
-    return re.search(rf"(?<![A-Za-z]){re.escape(key)}(?![A-Za-z])", asked, re.IGNORECASE) is not None
+    """Whether the asking sentence names the defined metric ``key``: its words, the abbreviation it gives ("days
+    payable outstanding (DPO)": DPO), or its words without it."""
+    said = {key, _ABBREVIATION.sub(" ", key).strip(), *(a.lower() for a in _ABBREVIATION.findall(key))}
+    return any(re.search(rf"(?<![A-Za-z]){re.escape(' '.join(k.split()))}(?![A-Za-z])", asked, re.IGNORECASE)
+               for k in said if k)
 
 
 def _four(m: re.Match[str]) -> str:
@@ -240,7 +259,7 @@ def _four_digits(text: str) -> str | None:
 
 def _figure(words: str, year: str | None, figures: dict[str, Figure]) -> str | None:
     """The name of the figure of the one statement line ``words`` name (and plain words beside it) in ``year``."""
-    from ..text.ledger import places
+    from ..text.ledger import SPENT, places
 
     if year is None:
         return None
@@ -255,7 +274,7 @@ def _figure(words: str, year: str | None, figures: dict[str, Figure]) -> str | N
     line = found[0][2]
     name = name_of(line, year)
     figures.setdefault(name, Figure(name, line, year))
-    return name
+    return f"abs({name})" if line in SPENT else name  # capex, COGS, dividends: the amount spent, however signed
 
 
-__all__ = ["Defined", "Figure", "defined", "name_of"]
+__all__ = ["DEFINITION", "TEXTBOOK", "Defined", "Figure", "defined", "name_of"]
