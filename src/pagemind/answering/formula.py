@@ -6,8 +6,8 @@ the working, the default 1.5B model took the figures and then its own formula â€
 halved, the inventory balance for its change, COGS without it. :func:`defined` reads such a definition into the
 formula pagemind computes, over figures named by their statement line and year::
 
-    answer = 365 * ((accounts_payable_2017 + accounts_payable_2018) / 2) / (cost_of_sales_2018 + (inventory_2018 -
-             inventory_2017))
+    answer = 365 * ((accounts_payable_2017 + accounts_payable_2018) / 2) / (abs(cost_of_sales_2018) +
+             (inventory_2018 - inventory_2017))
 
 so the model is asked only for the figures (each checked in the text as any working's figure is, or read from its
 line's row and its year's column where it gives none: :mod:`pagemind.answering.compute`). A definition is read only
@@ -109,7 +109,7 @@ def defined(question: str) -> Defined | None:
     return Defined(metric, expression, tuple(figures.values()), source)
 
 
-Found = tuple[str, str, dict[str, "Figure"]]
+Found = tuple[str, str, dict[str, Figure]]  # what is asked, the formula, its figures by name
 
 
 def _by_definition(asked: str, definitions: dict[str, tuple[str, str]], percent: bool) -> Found | None:
