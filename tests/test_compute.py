@@ -1004,3 +1004,23 @@ def test_the_working_of_a_defined_metric_is_asked_with_its_formula_and_its_figur
     assert compute.asked("What is General Mills' FY2020 net working capital? Net working capital is defined as: "
                          "total current assets - total current liabilities.")
     assert got.text.startswith("93.86 (computed by pagemind from the figures read)")
+
+
+def test_a_re_ask_s_reply_amends_the_figures_of_a_defined_metric_given_before():
+    """Asked again for the figures it missed, the default model replied with those alone (Best Buy's revenues), and
+    the working lost the rest. Where the formula is pagemind's, the earlier replies' figures stand, a later value of a
+    name counting."""
+    text = ("CONSOLIDATED BALANCE SHEETS (in millions)\n| | December 31, 2016 | December 31, 2017 |\n"
+            "| --- | --- | --- |\n| Accounts payable | 25,309 | 34,616 |\n\n"
+            "CONSOLIDATED STATEMENTS OF OPERATIONS (in millions)\n"
+            "| Year Ended December 31, | 2016 | 2017 |\n| --- | --- | --- |\n| Cost of sales | 88,265 | 111,934 |\n\n"
+            "Inventories were $16,047 million at the end of 2017 and $11,461 million a year before.")
+    first = "accounts_payable_2016 = 25309\naccounts_payable_2017 = 34616\ncost_of_sales_2017 = 111934"
+    again = "inventory_2016 = 11461\ninventory_2017 = 16047"
+    fake = ScriptedLLM(by_role={"answer": "93.86", "compute": [first, again]})
+    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))
+    got = reader.answer(reader.build(Document.from_text(text)), Question.parse(DPO))
+    assert fake.roles() == ["answer", "compute", "compute"]
+    assert "no figure for inventory_2016 (inventory, 2016), inventory_2017" in fake.history[-1].messages[-1].content
+    assert got.computation is not None and got.stated == "93.86"
+    assert [x.name for x in got.computation.lines][-1] == "answer" and len(got.computation.figures) == 5

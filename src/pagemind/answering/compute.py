@@ -238,6 +238,12 @@ _FENCE = re.compile(r"^```\w*\s*|\s*```\s*$")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 
 
+def code_of(reply: str) -> str:
+    """A reply's code: its first fenced block, else the reply without fences."""
+    fenced = _BLOCK.search(reply)
+    return fenced.group(1) if fenced else _FENCE.sub("", reply.strip())
+
+
 class Problem(ValueError):
     """Why a reply is not a working pagemind can compute."""
 
@@ -259,9 +265,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
     for)."""
     assigned: list[tuple[str, ast.expr, str]] = []  # every assignment of the reply: name, formula, note
     printed = ""
-    fenced = _BLOCK.search(reply)
-    body = fenced.group(1) if fenced else _FENCE.sub("", reply.strip())
-    for raw in body.splitlines():
+    for raw in code_of(reply).splitlines():
         code, _, note = raw.partition("#")
         code = _THOUSANDS.sub("", _BULLET.sub("", code.strip()).replace("$", ""))
         shows = _PRINT.match(code)
@@ -1121,13 +1125,25 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     tables = [row for e in shown_units for row in table_rows(e.text)]
     needs, halves = needed(question.text), averaged(question.text)
 
+    before: list[str] = []  # the earlier replies' code, where the formula is pagemind's
+
+    def amended(reply: str) -> str:
+        """Where the formula is pagemind's, a re-ask's reply amends the figures given before (the model answers a
+        re-ask with the figures it was told of alone): the earlier replies' lines, then its own, the last value of
+        a name counting."""
+        if formula is None:
+            return reply
+        before.append(code_of(reply))
+        return "\n".join(before)
+
     def read(reply: str) -> Computation | Invalid:
-        working = parse(reply, written, rows=lines, needs=needs, tables=tables, averages=halves, defined=formula)
+        working = parse(amended(reply), written, rows=lines, needs=needs, tables=tables, averages=halves,
+                        defined=formula)
         return Invalid(working) if isinstance(working, str) else working
 
     def cut(reply: str) -> Computation | Invalid:  # a reply cut at its token limit: its last line is cut too
-        working = parse(reply.rsplit("\n", 1)[0], written, complete=False, rows=lines, needs=needs, tables=tables,
-                        averages=halves, defined=formula)
+        working = parse(amended(reply.rsplit("\n", 1)[0]), written, complete=False, rows=lines, needs=needs,
+                        tables=tables, averages=halves, defined=formula)
         return Invalid(working) if isinstance(working, str) else working
 
     context.phase("working out the figure")
