@@ -1024,3 +1024,31 @@ def test_a_re_ask_s_reply_amends_the_figures_of_a_defined_metric_given_before():
     assert "no figure for inventory_2016 (inventory, 2016), inventory_2017" in fake.history[-1].messages[-1].content
     assert got.computation is not None and got.stated == "93.86"
     assert [x.name for x in got.computation.lines][-1] == "answer" and len(got.computation.figures) == 5
+
+
+def test_a_formula_s_figure_copied_from_another_cell_is_read_at_its_line_and_year():
+    """Activision's fixed asset turnover: the model swapped the two years of PP&E. The 2019 figure copied from the
+    2018 column was read at its column; the 2018 one, 253, stood, because the text also writes 253 as 2018's
+    accounts payable. A figure of pagemind's formula is named by its line and year alone: where the tables give that
+    cell, it is the figure."""
+    from pagemind.answering.formula import defined
+    from pagemind.text.tables import table_rows
+
+    text = ("| | December 31, 2019 | December 31, 2018 |\n| --- | --- | --- |\n| Property and equipment, net | 253 | "
+            "282 |\n| Accounts payable | 292 | 253 |\n\n| Year Ended December 31, | 2019 | 2018 |\n| --- | --- | --- |\n"
+            "| Net revenues | 6,489 | 7,500 |")
+    question = ("What is the FY2019 fixed asset turnover ratio for Activision Blizzard? Fixed asset turnover ratio is "
+                "defined as: FY2019 revenue / (average PP&E between FY2018 and FY2019).")
+    reply = "revenue_2019 = 6489\nppe_2018 = 253\nppe_2019 = 282"
+    got = compute.parse(reply, amounts(text, years=True), rows=text.splitlines(), tables=list(table_rows(text)),
+                        defined=defined(question))
+    assert not isinstance(got, str) and got.results[0].value == pytest.approx(24.26, abs=0.005)  # FinanceBench's gold
+    moved = {x.name: x.moved for x in got.lines}
+    assert moved["ppe_2018"] == ("Property and equipment, net, the December 31, 2018 column; the model copied 253 "
+                                 "from another place")
+    assert moved["ppe_2019"].startswith("Property and equipment, net, the December 31, 2019 column") and \
+        not moved["revenue_2019"]
+    # the model's own formula: its copy stands where the text writes it elsewhere too
+    own = compute.parse(reply + "\nanswer = revenue_2019 / ((ppe_2018 + ppe_2019) / 2)", amounts(text, years=True),
+                        rows=text.splitlines(), tables=list(table_rows(text)))
+    assert not isinstance(own, str) and own.results[0].value == pytest.approx(25.65, abs=0.005)

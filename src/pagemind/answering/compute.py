@@ -315,6 +315,8 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
                     else _line(name, node, note, values, written, rows, tables))
         except Problem as problem:
             return str(problem)
+        if defined is not None and line.figure and not line.moved and name in {f.name for f in defined.figures}:
+            line = _at_its_cell(line, tables)
         values[line.name] = line.value
         lines.append(line)
     if result is not None and lines:
@@ -372,6 +374,20 @@ def _as_defined(assigned: list[tuple[str, ast.expr, str]], defined: Defined,
         return (f"no figure for {', '.join(missing)}: assign each of the figures listed its number as the text "
                 "writes it, by the names listed")
     return kept + [(RESULT, ast.parse(defined.expression, mode="eval").body, defined.source)]
+
+
+def _at_its_cell(line: Line, tables: Sequence[Row]) -> Line:
+    """A figure of pagemind's formula is named by its line and year alone, so where the tables give that line's cell
+    in that year's column (:func:`_named_cell`) and the model copied another figure of the text within a factor of
+    two of it (Activision's PP&E of 2018 copied from the 2019 column, a figure the text also writes as 2018's
+    accounts payable), the cell is the figure, signed as the model signed its copy."""
+    read = _named_cell(line.name, tables)
+    if read is None or not line.value or math.isclose(abs(read[0]), abs(line.value), rel_tol=1e-9) \
+            or not 1 / _COPY_RANGE <= abs(line.value) / abs(read[0]) <= _COPY_RANGE:
+        return line
+    value = math.copysign(abs(read[0]), line.value)
+    where = f"{read[1].split(';')[0]}; the model copied {_written(line.value)} from another place"
+    return replace(line, expression=str(_plain(value)), value=value, moved=where)
 
 
 def _formula_line(node: ast.expr, values: dict[str, float], defined: Defined) -> Line:
