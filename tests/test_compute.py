@@ -1035,8 +1035,8 @@ def test_a_formula_s_figure_copied_from_another_cell_is_read_at_its_line_and_yea
     from pagemind.text.tables import table_rows
 
     text = ("| | December 31, 2019 | December 31, 2018 |\n| --- | --- | --- |\n| Property and equipment, net | 253 | "
-            "282 |\n| Accounts payable | 292 | 253 |\n\n| Year Ended December 31, | 2019 | 2018 |\n| --- | --- | --- |\n"
-            "| Net revenues | 6,489 | 7,500 |")
+            "282 |\n| Accounts payable | 292 | 253 |\n\n| Year Ended December 31, | 2019 | 2018 |\n"
+            "| --- | --- | --- |\n| Net revenues | 6,489 | 7,500 |")
     question = ("What is the FY2019 fixed asset turnover ratio for Activision Blizzard? Fixed asset turnover ratio is "
                 "defined as: FY2019 revenue / (average PP&E between FY2018 and FY2019).")
     reply = "revenue_2019 = 6489\nppe_2018 = 253\nppe_2019 = 282"
