@@ -281,6 +281,8 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
         try:
             name, node = _assignment(code)
         except Problem as problem:
+            if defined is not None:  # a line of the model's own beside the figures pagemind's formula reads (a
+                continue  # copy of the formula cut short): not read; a figure it held is asked for by name
             return str(problem)
         assigned.append((name, node, note.strip()))
     if defined is not None:
@@ -588,7 +590,11 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
         if change is not None:  # pagemind's own formula: the two balances are the figures taken from the text
             (now, then), moved = change
             return Line(name, f"{_plain(now)} - {_plain(then)}", now - then, note, taken=(now, then), moved=moved)
-        mended = _row_of(figure, f"{name} {note}", tables, places) or _column_of(figure, f"{name} {note}", places)
+        other_row = _row_of(figure, f"{name} {note}", tables, places)
+        if other_row is not None:  # the note spoke of the row copied from: the figure is now its own row's
+            value, moved, label = other_row
+            return Line(name, str(_plain(value)), value, label or note, figure=True, moved=moved)
+        mended = _column_of(figure, f"{name} {note}", places)
         if mended is not None:
             value, moved = mended
             return Line(name, str(_plain(value)), value, note, figure=True, moved=moved)
@@ -612,10 +618,10 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
     if len(shared) == 1:  # every figure written out is in rows of one label: one line's, copied from another line
         label = shared.pop()
         for number, places in placed.items():
-            mended = _row_of(number, f"{name} {note}", tables, places, named_year=False, label=label)
-            if mended is not None:
-                read[number] = mended[0]
-                moves.append(mended[1])
+            read_at = _row_of(number, f"{name} {note}", tables, places, named_year=False, label=label)
+            if read_at is not None:
+                read[number] = read_at[0]
+                moves.append(read_at[1])
     taken: list[float] = []
     try:
         value = _evaluate(node, values, written, taken, read)
@@ -891,7 +897,7 @@ _DECREASE = re.compile(r"\b(?:decrease|decline|reduction|drop|fall)\b", re.IGNOR
 
 
 def _row_of(figure: float, words: str, tables: Sequence[Row], places: Sequence[Place], *, named_year: bool = True,
-            label: str | None = None) -> tuple[float, str] | None:
+            label: str | None = None) -> tuple[float, str, str] | None:
     """A figure named (with its note, ``words``) for one statement line that the model copied from a row of another
     ("average_pp_e = (2675 + 2671) / 2" from "Long-term debt, net"): where the tables write it only in rows whose
     label neither names that line nor shares a word with the name and note (the row the model meant), and the name
@@ -899,7 +905,8 @@ def _row_of(figure: float, words: str, tables: Sequence[Row], places: Sequence[P
     one year (the name's year where it gives one and ``named_year``), and the rows that name only that line agree
     on that year's figure — that figure (signed as the model signed its copy) and where it is read. ``label``: the
     label of the rows the figure must be copied from (those of a formula's other figures); ``places``: where the
-    tables write the figure (:func:`_places`). None otherwise: the model's figure stands."""
+    tables write the figure (:func:`_places`). Also the label of the row it is read from (what the figure is now,
+    where the model's note spoke of the row it copied). None otherwise: the model's figure stands."""
     from ..text.ledger import lines_named
 
     lines = lines_named(words)
@@ -924,7 +931,7 @@ def _row_of(figure: float, words: str, tables: Sequence[Row], places: Sequence[P
     value, row, k = found
     where = (f"{row.cells[0]}, the {row.header[k]} column; the model copied {_written(figure)} from "
              f"\"{places[0][0].cells[0] or 'another row'}\"")
-    return _signed(figure, places[0][3], value), where
+    return _signed(figure, places[0][3], value), where, row.cells[0]
 
 
 _DIFFERENCE = re.compile(r"\b(?:change|changes|increase|decrease|growth|delta|diff|difference)\b", re.IGNORECASE)
