@@ -959,6 +959,7 @@ def test_a_defined_metric_is_computed_by_the_definition_on_the_figures_the_model
     assert not isinstance(other, str) and other.results[0].value == pytest.approx(93.86, abs=0.005)
     read = next(x for x in other.lines if x.name == "inventory_2016")
     assert read.value == 11461 and read.moved.startswith("Inventories, the December 31, 2016 column")
+    assert read.note == "Inventories"  # what it is: its row's label, its claim's words
     # a figure given nowhere and in no row the text has: asked for by name
     missing = compute.parse("accounts_payable_2016 = 25309\nanswer = 1", written, rows=rows, tables=[], defined=dpo)
     assert isinstance(missing, str) and missing.startswith("no figure for accounts_payable_2017 (accounts payable, "
@@ -1055,6 +1056,8 @@ def test_a_formula_s_figure_copied_from_another_cell_is_read_at_its_line_and_yea
                                  "from another place")
     assert moved["ppe_2019"].startswith("Property and equipment, net, the December 31, 2019 column") and \
         not moved["revenue_2019"]
+    # a figure read at a cell is claimed as its row's, cited there ("ppe: 282." was judged unsupported)
+    assert "Property and equipment, net: 282." in got.claims()
     # the model's own formula: its copy stands where the text writes it elsewhere too
     own = compute.parse(reply + "\nanswer = revenue_2019 / ((ppe_2018 + ppe_2019) / 2)", amounts(text, years=True),
                         rows=text.splitlines(), tables=list(table_rows(text)))

@@ -310,7 +310,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
         for free in sorted(_names(node) - values.keys() - set(names)):  # named in a formula, assigned nowhere
             named = _named_cell(free, tables)
             if named is not None:
-                lines.append(Line(free, str(_plain(named[0])), named[0], figure=True, moved=named[1]))
+                lines.append(Line(free, str(_plain(named[0])), named[0], named[2], figure=True, moved=named[1]))
                 values[free] = named[0]
         try:
             line = (_formula_line(node, values, defined) if defined is not None and name == RESULT
@@ -389,7 +389,7 @@ def _at_its_cell(line: Line, tables: Sequence[Row]) -> Line:
         return line
     value = math.copysign(abs(read[0]), line.value)
     where = f"{read[1].split(';')[0]}; the model copied {_written(line.value)} from another place"
-    return replace(line, expression=str(_plain(value)), value=value, moved=where)
+    return replace(line, expression=str(_plain(value)), value=value, note=read[2], moved=where)
 
 
 def _formula_line(node: ast.expr, values: dict[str, float], defined: Defined) -> Line:
@@ -579,8 +579,8 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
         if abs(figure) not in CONSTANTS and not _in_text(figure, written):
             named = _named_cell(f"{name} {note}", tables, figure)
             if named is not None:
-                value, where = named
-                return Line(name, str(_plain(value)), value, note, figure=True, moved=where)
+                value, where, label = named
+                return Line(name, str(_plain(value)), value, label, figure=True, moved=where)
             about = _rows_about(f"{name} {note}", rows)
             raise Problem(f"{name} = {expression} is not a figure in the text: copy each figure exactly as the text "
                           "writes it, from the line and period the question asks about"
@@ -817,7 +817,7 @@ def _plain_name(name: str) -> bool:
     return all(w in _PLAIN_WORDS for w in re.findall(r"[a-z]+", rest))
 
 
-def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) -> tuple[float, str] | None:
+def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) -> tuple[float, str, str] | None:
     """The figure a name (with its note, ``words``) gives by its line and year, where the model wrote a figure the
     text does not hold ("fy2017_capex = 216") or named one no line of its working assigns
     ("cost_of_products_sold_2019" in a formula): where the name is only one statement line's, a year and plain words
@@ -829,7 +829,7 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
     model wrote is within :data:`_COPY_RANGE` of it (a miscopy, not another scale or figure) — that figure and where
     it is read, signed as the model signed its own, and where it wrote none as the table signs it, but a line spent
     or paid by its name (:data:`~pagemind.text.ledger.SPENT`) as the amount spent. None otherwise: the model is
-    asked again."""
+    asked again. Also the row's label: what the figure is (its claim's words, the row it is cited at)."""
     from ..text.ledger import BALANCES, SPENT, lines_named
 
     name, _, note = words.partition(" ")
@@ -853,7 +853,7 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
         value = abs(value)
     given = (f"the model wrote {_written(figure)}, which the text does not" if figure is not None
              else "the model named it without a figure")
-    return value, f"{row.cells[0]}, the {header or 'year'} column; {given}"
+    return value, f"{row.cells[0]}, the {header or 'year'} column; {given}", row.cells[0]
 
 
 def _change_of(figure: float, words: str, tables: Sequence[Row],
