@@ -380,12 +380,12 @@ def _as_defined(assigned: list[tuple[str, ast.expr, str]], defined: Defined,
 
 def _at_its_cell(line: Line, tables: Sequence[Row]) -> Line:
     """A figure of pagemind's formula is named by its line and year alone, so where the tables give that line's cell
-    in that year's column (:func:`_named_cell`) and the model copied another figure of the text within a factor of
-    two of it (Activision's PP&E of 2018 copied from the 2019 column, a figure the text also writes as 2018's
-    accounts payable), the cell is the figure, signed as the model signed its copy."""
+    in that year's column (:func:`_named_cell`: the rows naming that line alone agree on it) and the model copied
+    another figure of the text (Activision's PP&E of 2018 copied from the 2019 column, a figure the text also writes
+    as 2018's accounts payable; Walmart's 2019 D&A copied as 108,791 from another row), the cell is the figure,
+    signed as the model signed its copy, and claimed as its row's."""
     read = _named_cell(line.name, tables)
-    if read is None or not line.value or math.isclose(abs(read[0]), abs(line.value), rel_tol=1e-9) \
-            or not 1 / _COPY_RANGE <= abs(line.value) / abs(read[0]) <= _COPY_RANGE:
+    if read is None or not line.value or math.isclose(abs(read[0]), abs(line.value), rel_tol=1e-9):
         return line
     value = math.copysign(abs(read[0]), line.value)
     where = f"{read[1].split(';')[0]}; the model copied {_written(line.value)} from another place"
@@ -595,9 +595,9 @@ def _read_line(name: str, node: ast.expr, note: str, values: dict[str, float], w
             value, moved, label = other_row
             return Line(name, str(_plain(value)), value, label or note, figure=True, moved=moved)
         mended = _column_of(figure, f"{name} {note}", places)
-        if mended is not None:
-            value, moved = mended
-            return Line(name, str(_plain(value)), value, note, figure=True, moved=moved)
+        if mended is not None:  # claimed as the row it is read at
+            value, moved, label = mended
+            return Line(name, str(_plain(value)), value, label or note, figure=True, moved=moved)
         other = _other_row(figure, f"{name} {note}", rows)
         if other is not None:
             where, said, kind = other
@@ -768,7 +768,7 @@ def _signed(figure: float, copied: float, read: float) -> float:
     return read * (-1.0 if (figure < 0) != (copied < 0) else 1.0)
 
 
-def _column_of(figure: float, words: str, places: Sequence[Place]) -> tuple[float, str] | None:
+def _column_of(figure: float, words: str, places: Sequence[Place]) -> tuple[float, str, str] | None:
     """A figure the model copied from another year's column than its name (or note, ``words``) gives: where every
     table row writing it writes it under another year, and each such row's column of the named year holds one
     figure, the same in all — that figure (signed as the model signed its copy) and where it is read ("Total net
@@ -776,7 +776,7 @@ def _column_of(figure: float, words: str, places: Sequence[Place]) -> tuple[floa
     (:func:`_year_of`), a row writes the figure under that year (or under no year), the rows disagree, or a row
     writing it is not of the line the name gives (another row, not another column: :func:`_row_of`): the model's
     figure stands; so does a figure named as a change in a line (its note may speak of one). ``places``: where the
-    tables write the figure (:func:`_places`)."""
+    tables write the figure (:func:`_places`). Also the row's label, what the figure is claimed as."""
     from ..text.ledger import lines_named
 
     year = _year_of(words)
@@ -793,7 +793,7 @@ def _column_of(figure: float, words: str, places: Sequence[Place]) -> tuple[floa
     _, j, _, copied = next(p for p in places if p[0] is row)
     where = (f"{row.cells[0] or 'the row'}, the {row.header[k]} column; the model copied {_written(figure)} from the "
              f"{row.header[j]} column")
-    return _signed(figure, copied, value), where
+    return _signed(figure, copied, value), where, row.cells[0]
 
 
 # words a name of a statement line's figure may hold beside the line's own and a year ("total_net_sales_fy2019",
