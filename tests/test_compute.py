@@ -971,7 +971,7 @@ def test_a_defined_metric_is_computed_by_the_definition_on_the_figures_the_model
     assert not isinstance(spent, str) and spent.results[0].value == pytest.approx(93.86, abs=0.005)
     # a change, an average or a figure the reply computes is not taken for the formula's figure: read from the row
     for wrong in ("chg_inventory_2017 = 4586  # change in inventories, 2017", "inventory_2017 = 16047 - 11461",
-                  "inv_2017 = -4586  # Inventories, 2017"):
+                  "inv_2017 = -4586  # Inventories, 2017", "inventory_2017 = 16047\ninventory_2017 = 16047 - 11461"):
         taken = compute.parse(reply.replace("inventory_2017 = 16047", wrong), written, rows=rows, tables=tables,
                               defined=dpo)
         assert not isinstance(taken, str) and taken.results[0].value == pytest.approx(93.86, abs=0.005), wrong

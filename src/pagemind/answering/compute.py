@@ -317,7 +317,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
                     else _line(name, node, note, values, written, rows, tables))
         except Problem as problem:
             return str(problem)
-        if defined is not None and line.figure and not line.moved and name in {f.name for f in defined.figures}:
+        if defined is not None and line.figure and not line.moved and any(f.name == name for f in defined.figures):
             line = _at_its_cell(line, tables)
         values[line.name] = line.value
         lines.append(line)
@@ -357,8 +357,9 @@ def _as_defined(assigned: list[tuple[str, ast.expr, str]], defined: Defined,
     formula's figure the reply assigns a formula ("inventory_2017 = 16047 - 11461") is no figure of it."""
     from ..text.ledger import BALANCES, lines_named
 
-    numbers = {name for name, node, _ in assigned if _number(node) is not None}
-    kept = [a for a in assigned if a[0] not in {f.name for f in defined.figures} or a[0] in numbers]
+    own = {f.name for f in defined.figures}
+    kept = [a for a in assigned if a[0] not in own or _number(a[1]) is not None]  # its figures: numbers alone
+    numbers = {name for name, _, _ in kept if name in own}
     missing = []
     for figure in defined.figures:
         if figure.name in numbers:
