@@ -426,6 +426,17 @@ def test_a_choice_is_asked_once_more_with_no_text_and_the_confidence_reads_how_f
     assert fake.roles() == ["answer"] and off.probability.prior is None and signals(off)["has_prior"] == 0.0
     plain, fake = run({"A": 0.4, "B": 0.6}, logprobs=False)
     assert fake.roles() == ["answer"] and plain.probability.prior is None and plain.probability.lift is None
+    # the prior's call failing (a server gone, rate limits past their retries) leaves the answer as it is, said
+    from pagemind.errors import BackendUnavailable
+
+    def down(request):
+        raise BackendUnavailable("the server went away")
+
+    fake = ScriptedLLM(by_role={"answer": _lettered({"A": 0.1, "B": 0.9}), "prior": down}, supports_logprobs=True)
+    reader = registry.get("full")(LLM(fake, concurrency=1, max_retries=0), Store(":memory:"))
+    failed = reader.answer(reader.build(Document.from_text(story)), Question.parse(question))
+    assert failed.letter == "B" and failed.probability.prior is None and signals(failed)["has_prior"] == 0.0
+    assert any(f.startswith("prior: the call with no text failed") for f in failed.fallbacks)
 
 
 def test_the_prior_is_read_where_its_reply_names_an_option_not_at_an_article_before_it():

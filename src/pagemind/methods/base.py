@@ -24,7 +24,7 @@ from ..answering.evidence import Evidence
 from ..answering.finish import Context, Progress, Reading
 from ..answering.question import Answer, Question
 from ..citations import Citation
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, LLMError
 from ..library import Library, Shelf
 from ..llm.client import LLM
 from ..llm.usage import Trace
@@ -498,8 +498,12 @@ class Reader(Method, Generic[M, OptionsT]):
                 and len(request.messages) == 1:
             from .reply import prior
 
-            unread = prior(self.llm, question, self.options.prompt_set, self.options.constrained, reply.choice,
-                           context.trace)
+            try:
+                unread = prior(self.llm, question, self.options.prompt_set, self.options.constrained, reply.choice,
+                               context.trace)
+            except LLMError as err:  # the answer stands; its confidence reads the labels' mean lift
+                context.fallback(f"prior: the call with no text failed ({err}); no prior recorded")
+                unread = None
             context.probability = replace(reply.probability, prior=unread)
         return reply
 
