@@ -122,7 +122,7 @@ def _by_definition(asked: str, definitions: dict[str, tuple[str, str]], percent:
     outside = re.sub(re.escape(main[0]), " ", asked, flags=re.IGNORECASE)
     if _OTHER.search(outside):
         return None
-    years = {_four(m) for m in _YEAR.finditer(asked)}
+    years = {_year(m.group(1) or m.group(2)) for m in _YEAR.finditer(asked)}
     figures: dict[str, Figure] = {}
     expression = _expression(main[1], definitions, years.pop() if len(years) == 1 else None, figures, 0)
     if expression is None or not figures:
@@ -200,8 +200,9 @@ def _names(key: str, asked: str) -> bool:
                for k in said if k)
 
 
-def _four(m: re.Match[str]) -> str:
-    return m.group(1) or "20" + m.group(2)
+def _year(text: str) -> str:
+    """A year as four digits: "2019", "19" -> "2019"."""
+    return text if len(text) == 4 else "20" + text[-2:]
 
 
 def _expression(text: str, definitions: dict[str, tuple[str, str]], year: str | None, figures: dict[str, Figure],
@@ -240,21 +241,17 @@ def _term(token: str, definitions: dict[str, tuple[str, str]], year: str | None,
         m = pattern.match(token)
         if m is None:
             continue
-        first, last = (_four_digits(m.group(2)), _four_digits(m.group(3)))
-        if first is None or last is None or int(last) - int(first) != 1:
+        first, last = _year(m.group(2)), _year(m.group(3))
+        if len(m.group(2)) == 3 or len(m.group(3)) == 3 or int(last) - int(first) != 1:
             return None
         a, b = _figure(m.group(1), first, figures), _figure(m.group(1), last, figures)
         if a is None or b is None:
             return None
         return f"(({a} + {b}) / 2)" if kind == "average" else f"({b} - {a})"
-    years = {_four(m) for m in _YEAR.finditer(token)}
+    years = {_year(m.group(1) or m.group(2)) for m in _YEAR.finditer(token)}
     if len(years) > 1:
         return None
     return _figure(_YEAR.sub(" ", token), years.pop() if years else year, figures)
-
-
-def _four_digits(text: str) -> str | None:
-    return text if len(text) == 4 else "20" + text if len(text) == 2 else None
 
 
 def _figure(words: str, year: str | None, figures: dict[str, Figure]) -> str | None:
