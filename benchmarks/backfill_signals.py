@@ -28,6 +28,7 @@ from common import DATA
 if TYPE_CHECKING:
     from pagemind.eval.datasets import Example
     from pagemind.llm.client import LLM
+    from pagemind.methods.options import ReaderOptions
 
 
 def documents(config: dict, data: Path) -> dict[str, tuple[Example, str]]:
@@ -51,22 +52,29 @@ def documents(config: dict, data: Path) -> dict[str, tuple[Example, str]]:
     return out
 
 
-def unread(llm: LLM, config: dict, record: dict, example: Example) -> dict[str, float]:
+def options_of(llm: LLM, config: dict, method: str) -> ReaderOptions:
+    """The options a run's reader answered with: its method's options as the run recorded them, resolved by the
+    reader itself (no grammar where the backend enforces none)."""
+    from pagemind import Store
+    from pagemind.methods import registry
+
+    given = dict(config.get("method_options", {}).get(method) or {})
+    reader = registry.get(method)
+    return reader(llm, Store(":memory:"), reader.Options.create(given.pop("preset", None), **given)).options
+
+
+def unread(llm: LLM, options: ReaderOptions, record: dict, example: Example) -> dict[str, float]:
     """``lift`` and ``has_prior`` of a multiple-choice record, as the answer would have recorded them."""
     from pagemind.llm.usage import Trace
-    from pagemind.methods import registry
     from pagemind.methods.reply import prior
 
     question = example.as_question()
     chosen = record.get("choice")  # None where the answer abstained (then none is recorded: 0 with its flag 0)
     read = (record.get("signals") or {}).get("probability")
-    given = dict(config.get("method_options", {}).get(record["method"]) or {})
-    options = registry.get(record["method"]).Options.create(given.pop("preset", None), **given)
     if (not question.is_choice or chosen not in question.letters or options.prior == "off"
             or not (record.get("signals") or {}).get("has_probability")):
         return {"lift": 0.0, "has_prior": 0.0}
-    constrained = options.constrained and llm.backend.capabilities.supports_grammar  # as the reader asks
-    share = prior(llm, question, options.prompt_set, constrained, question.letters.index(chosen), Trace())
+    share = prior(llm, question, options.prompt_set, options.constrained, question.letters.index(chosen), Trace())
     if share is None or read is None:
         return {"lift": 0.0, "has_prior": 0.0}
     return {"lift": round(float(read) - share, 6), "has_prior": 1.0}
@@ -95,6 +103,7 @@ def main() -> None:
             raise SystemExit(f"{run}: made with {config.get('model')}, not {llm.model_identity}: give it as --llm")
         texts = documents(config, args.data)
         lines = (run / "examples.jsonl").read_text().splitlines()
+        options: dict[str, ReaderOptions] = {}  # each method's, resolved once a run
         out, added, lost, differ, fired = [], 0, 0, 0, 0
         for line in lines:
             record = json.loads(line) if line.strip() else None
@@ -114,7 +123,10 @@ def main() -> None:
             count = later_mentions(question, text, cited)
             values = {"later": float(bool(count)), "has_later": float(count is not None)}
             if llm is not None and record.get("kind") == "choice":
-                values.update(unread(llm, config, record, example))
+                method = record["method"]
+                if method not in options:
+                    options[method] = options_of(llm, config, method)
+                values.update(unread(llm, options[method], record, example))
             fired += bool(count)
             if all(k in signals for k in values):
                 differ += any(signals.get(k) != v for k, v in values.items())
