@@ -396,9 +396,8 @@ def _at_its_cell(line: Line, tables: Sequence[Row]) -> Line:
 def _formula_line(node: ast.expr, values: dict[str, float], defined: Defined) -> Line:
     """The result of the question's formula on the working's figures; its own numbers (365 days, the 3 years of an
     average, 100) are its constants, not figures taken from the text."""
-    own = amounts(" ".join(f"{n:g}" for n in _written_out(node)))
     try:
-        value = _evaluate(node, values, own, [])
+        value = _evaluate(node, values, (), [], constants=CONSTANTS | frozenset(_written_out(node)))
     except ZeroDivisionError:
         raise Problem("the formula divides by zero: check the figures") from None
     if not math.isfinite(value):
@@ -1033,11 +1032,12 @@ def _number(node: ast.expr) -> float | None:
 
 
 def _evaluate(node: ast.expr, values: dict[str, float], written: Sequence[Amount], taken: list[float],
-              read: dict[float, float] | None = None) -> float:
+              read: dict[float, float] | None = None, constants: frozenset[float] = CONSTANTS) -> float:
     """The value of a formula, every number in it found in the text (added to ``taken``) or a constant; a number in
-    ``read`` is replaced by the figure pagemind read for it (:func:`_row_of`), its sign kept."""
+    ``read`` is replaced by the figure pagemind read for it (:func:`_row_of`), its sign kept; ``constants``: the
+    numbers a formula may write that are no figures (a formula of pagemind's own adds its numbers)."""
     if (number := _number(node)) is not None:
-        if abs(number) not in CONSTANTS:
+        if abs(number) not in constants:
             if not _in_text(number, written):
                 raise Problem(f"{number:g} is not a figure in the text: copy each figure from the text")
             if read and abs(number) in read:
@@ -1049,11 +1049,11 @@ def _evaluate(node: ast.expr, values: dict[str, float], written: Sequence[Amount
             raise Problem(f"{node.id} is used before it is given a value")
         return values[node.id]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = _evaluate(node.operand, values, written, taken, read)
+        inner = _evaluate(node.operand, values, written, taken, read, constants)
         return -inner if isinstance(node.op, ast.USub) else inner
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS \
             and not node.keywords and 1 <= len(node.args) <= (2 if node.func.id == "round" else 1):
-        inner = _evaluate(node.args[0], values, written, taken, read)
+        inner = _evaluate(node.args[0], values, written, taken, read, constants)
         if node.func.id == "abs":
             return abs(inner)
         digits = _number(node.args[1]) if len(node.args) == 2 else 0.0
@@ -1061,8 +1061,8 @@ def _evaluate(node: ast.expr, values: dict[str, float], written: Sequence[Amount
             raise Problem("round() takes a whole number of digits, written as a number: round(x, 2)")
         return float(round(inner, int(digits)))
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-        return _OPERATORS[type(node.op)](_evaluate(node.left, values, written, taken, read),
-                                         _evaluate(node.right, values, written, taken, read))
+        return _OPERATORS[type(node.op)](_evaluate(node.left, values, written, taken, read, constants),
+                                         _evaluate(node.right, values, written, taken, read, constants))
     raise Problem(f"only numbers, names, + - * /, parentheses, round() and abs(): not {ast.unparse(node)[:40]!r}")
 
 
