@@ -46,6 +46,28 @@ def test_cells_join_dollar_and_percent_signs_and_leave_years_to_the_header():
     assert cells("Notes due 2027") == ("Notes due 2027", [])  # a year ends a label; it is no value
 
 
+def test_a_note_reference_is_the_labels_and_a_short_row_guesses_no_column():
+    assert cells("Inventories, net (Note 6) 2,438 2,320") == ("Inventories, net (Note 6)", ["2,438", "2,320"])
+    assert cells("Other current assets (Note 11 and 15) 761 873")[1] == ["761", "873"]
+    text = "\n".join(["(In millions) 2020 2019 2018", "Net sales $ 11,303 $ 11,503 $ 11,290",
+                      "Cost of sales (Note 4) 7,772 7,468 6,829", "Transaction-related gain, net (Note 4) 498",
+                      "Other expense, net (60) (155) (216)", "Income before income taxes 623 1,216 1,503"])
+    table = tables_as_rows(text)
+    assert "| Cost of sales (Note 4) | 7,772 | 7,468 | 6,829 |" in table
+    assert "| Transaction-related gain, net (Note 4) 498 |  |  |  |" in table  # one figure: no column said
+    assert "| Income before income taxes | 623 | 1,216 | 1,503 |" in table  # the table goes on past it
+
+
+def test_a_header_printed_a_word_or_two_a_line_heads_the_table():
+    """General Mills' balance sheet: "May 26," / "2019 May 27," / "2018 ASSETS Current assets:" over its rows."""
+    text = "\n".join(["Consolidated Balance Sheets", "(In Millions, Except Par Value)", " May 26,", " 2019 May 27,",
+                      " 2018 ASSETS Current assets:", "Cash and cash equivalents $ 450.0 $ 399.0",
+                      "Receivables 1,679.7 1,684.2", "Inventories 1,559.3 1,642.2"])
+    table = tables_as_rows(text)
+    assert "(In Millions, Except Par Value)\n| ASSETS Current assets: | May 26, 2019 | May 27, 2018 |" in table
+    assert "| Receivables | 1,679.7 | 1,684.2 |" in table
+
+
 def test_rows_without_a_periods_header_stay_lines():
     text = "Alpha 1 2\nBeta 3 4\nGamma 5 6"
     assert tables_as_rows(text) == text  # no line names two periods: no column is guessed

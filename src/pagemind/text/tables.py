@@ -6,8 +6,10 @@ pdfium draws a statement's row on one line; what it does not say is which column
 rows (a label, then two or more numbers, "$" and "%" joined to them) under a line naming as many periods (years,
 "May 31, 2020", "Q2 2023") becomes one table: its header the periods, one row per line, a label line inside the
 run ("Current assets:") a row of its own. The unit line ("In Millions", "(in millions, except per share data)") and
-the title above stay as they are, above the table. A run without such a header is left as lines: a number is never
-put under a period the page does not give it.
+the title above stay as they are, above the table. A header printed a word or two a line ("May 26," / "2019 May 27,"
+/ "2018") is read as one. A note reference ("Inventories, net (Note 6)") stays in the label. A run without such a
+header is left as lines, and a row of fewer figures than the table's columns keeps its figures in its label cell: a
+number is never put under a period the page does not give it.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from .formats.common import markdown_table
 
 _NUMBER = re.compile(r"^\(?-?\$?\(?[0-9][0-9,]*(?:\.[0-9]+)?\)?%?\)?$|^[—–-]+%?$|^\(?[0-9]*\.[0-9]+\)?%?$")
 _YEAR = re.compile(r"^(?:19|20)[0-9]{2}[,:)]?$")
+_CLOSES = re.compile(r"^[0-9][0-9,.]*\)$")  # the end of a parenthesis opened in the label: "6)" of "(Note 6)"
 _QUARTER = re.compile(r"^(?:Q[1-4]|FY|H[12])[ ']?(?:19|20)?[0-9]{2}$", re.I)
 MIN_ROWS = 3  # rows a run has at least to be a table
 MAX_LABEL_GAP = 2  # label-only lines ("Current assets:") a run may hold in a row
 HEADER_ABOVE = 4  # lines above a run looked at for its column header
+_DAY = re.compile(r"^\s*[A-Z][a-z]{2,8}\.?\s+[0-9]{1,2},?\s*$")  # "May 26,": a date's month and day, its year below
+HEADER_LINES, HEADER_WORDS = 10, 6  # a header printed over lines: at most this many, each of at most this many words
 LABEL_WORDS = 14  # a label line inside a statement ("Basic earnings per share attributable to ...") at most
 
 
@@ -38,7 +43,10 @@ def cells(line: str) -> tuple[str, list[str]]:
         if token == "%" and i > 1 and _NUMBER.match(tokens[i - 2]):  # "2.0 %"
             values.insert(0, tokens[i - 2] + "%")
             i -= 2
-        elif _NUMBER.match(token) and not _YEAR.match(token):  # a bare year is a header's, or a label's
+        elif _CLOSES.match(token):  # "(Note 6)", "(Notes 11 and 15)": a reference in the label, not a figure
+            break
+        elif _NUMBER.match(token) and not _YEAR.match(token) and not token.endswith(","):  # a year is a header's
+            # or a label's, and "26," a date's ("May 26, 2019")
             joined = i > 1 and tokens[i - 2] == "$"  # "$ 1,577"
             values.insert(0, "$" + token if joined else token)
             i -= 2 if joined else 1
@@ -66,18 +74,30 @@ def _periods(line: str) -> list[str]:
 Table = list[list[str]]
 
 
-def _header(lines: list[str | Table], width: int) -> int | None:
-    """The index of the header line above a run: the nearest of :data:`HEADER_ABOVE` lines naming ``width``
-    periods (and nothing else that is a number)."""
+def _header(lines: list[str | Table], width: int) -> tuple[int, str] | None:
+    """The header above a run, as the index of its first line and its text: the nearest of :data:`HEADER_ABOVE`
+    lines naming ``width`` periods (and nothing else that is a number), else the fewest of the short lines right
+    above it (:data:`HEADER_LINES`, :data:`HEADER_WORDS` each) that name them together — a header printed a word or
+    two a line ("May 26," / "2019 May 27," / "2018")."""
     for back in range(1, min(HEADER_ABOVE, len(lines)) + 1):
         line = lines[-back]
         if not isinstance(line, str):
             return None
         found = _periods(line)
         if len(found) == width:
-            return len(lines) - back
+            return len(lines) - back, line
         if cells(line)[1] and not found:
             return None  # a row of numbers: the run goes on above, not a header
+    for back in range(2, min(HEADER_LINES, len(lines)) + 1):
+        line = lines[-back]
+        if not isinstance(line, str) or len(line.split()) > HEADER_WORDS or (cells(line)[1] and not _periods(line)):
+            return None
+        joined = " ".join(" ".join(str(part).split()) for part in lines[-back:])
+        if len(_periods(joined)) == width:
+            above = lines[-back - 1] if back < len(lines) else None
+            if isinstance(above, str) and _DAY.match(above) and _YEAR.match(joined.split()[0]):  # "May 26," over
+                return len(lines) - back - 1, f"{' '.join(above.split())} {joined}"  # "2019 May 27,": its date
+            return len(lines) - back, joined
     return None
 
 
@@ -123,7 +143,8 @@ def tables_as_rows(text: str) -> str:
         rows: list[int] = []
         while j < len(lines):
             lab, vals = parsed[j]
-            if len(vals) >= 2 and (lab or rows):
+            if (len(vals) >= 2 and (lab or rows)) or (vals and lab and rows and len(lines[j].split()) <= LABEL_WORDS):
+                # (a row of fewer figures inside a run is one of it: "Transaction-related gain, net (Note 4) 498")
                 rows.append(j)
                 gap = 0
             elif not vals and lines[j].strip() and len(lines[j].split()) <= LABEL_WORDS and \
@@ -149,12 +170,12 @@ def tables_as_rows(text: str) -> str:
             del out[above + 1:]
             i = j
             continue
-        head = _header(out, width) if len(rows) >= MIN_ROWS else None
-        if head is None:
+        found = _header(out, width) if len(rows) >= MIN_ROWS else None
+        if found is None:
             out.extend(lines[i:j])
             i = j
             continue
-        header_line = str(out[head])
+        head, header_line = found
         periods = _periods(header_line)
         first = header_line
         for period in periods:
@@ -165,8 +186,8 @@ def tables_as_rows(text: str) -> str:
                 len(cells(previous)[1]) < 2 and not _periods(previous):  # "Year Ended" above "2020 2019 2018"
             title = " ".join(previous.split())
             head -= 1
-        between = [str(line) for line in out[head + 1:] if str(line).strip() and str(line).strip() !=
-                   header_line.strip() and " ".join(str(line).split()) != title]
+        between = [str(line) for line in out[head + 1:] if str(line).strip() and str(line).strip() not in
+                   header_line and " ".join(str(line).split()) != title]
         made: Table = [[title, *periods]]
         made += [_label_row(line, width) for line in between]  # "ASSETS", "Current assets:"
         del out[head:]
@@ -177,7 +198,7 @@ def tables_as_rows(text: str) -> str:
 
 def _row(parsed: tuple[str, list[str]], line: str, width: int) -> list[str]:
     label, values = parsed
-    if not values:
+    if len(values) < width:  # fewer figures than columns: which column each is under, the text does not say
         return _label_row(line, width)
     values = values[-width:] if len(values) > width else values + [""] * (width - len(values))
     return [label, *values]
