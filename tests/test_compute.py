@@ -15,7 +15,9 @@ FILING = ("CONSOLIDATED STATEMENTS OF CASH FLOWS (in millions)\n\n"
           "| Net earnings attributable to General Mills | 2,707.3 | 2,339.8 |\n"
           "| Dividends paid | (1,244.5) | (1,246.4) |\n\n"
           "The company also reported an operating margin of 17.4% for fiscal 2022.")
-QUESTION = "What is the FY2022 retention ratio (using dividends paid and net earnings) for General Mills?"
+# a figure with no formula of pagemind's (a retention ratio has one: formula.defined): the model writes its own
+QUESTION = ("What is the FY2022 proportion of net earnings kept after dividends (using dividends paid and net "
+            "earnings) for General Mills?")
 WORKING = ("net_earnings_2022 = 2707.3  # Net earnings attributable to General Mills, fiscal 2022\n"
            "dividends_paid_2022 = 1244.5  # Dividends paid, fiscal 2022\n"
            "answer = (net_earnings_2022 - dividends_paid_2022) / net_earnings_2022")
@@ -920,13 +922,22 @@ def test_a_metric_the_question_defines_is_read_into_pagemind_s_formula_and_nothi
     assert dpo_named is not None and dpo_named.metric == "Days payable outstanding (DPO)"
     margin = defined("what is the FY2015 - FY2017 3 year average net profit margin (as a %) for Best Buy?")
     assert margin is not None and "net_income_2016 / revenue_2016 * 100" in margin.expression
+    retention = defined("what is the FY2022 retention ratio (using total cash dividends paid and net income "
+                        "attributable to shareholders) for General Mills?")  # one year's ratio of one reading
+    assert retention is not None and retention.expression == \
+        "(net_income_2022 - abs(dividends_2022)) / net_income_2022"
+    current = defined("What is the FY2019 current ratio for Block?")
+    assert current is not None and current.expression == "current_assets_2019 / current_liabilities_2019"
+    fcf = defined("What is the FY2020 free cash flow (FCF) for General Mills? Answer in USD millions.")
+    assert fcf is not None and fcf.expression == "operating_cash_flow_2020 - abs(capital_expenditure_2020)"
     growth = defined("What is the FY2019 - FY2020 total revenue growth rate for Block?")
     assert growth is not None and growth.expression == "(revenue_2020 - revenue_2019) / revenue_2019 * 100"
     for question in (
             "What is the FY2017 - FY2019 3 year average of capex as a % of revenue?".replace("3 year", "2 year"),
             "Is the FY2017 - FY2019 3 year average of capex as a % of revenue above 5% for MGM?",  # yes or no
-            "What is the FY2019 retention ratio for General Mills?",  # no rule of its own: the model's formula
-            "What is the FY2019 current ratio for Block?",  # no definition
+            "What is the FY2019 quick ratio for Block?",  # two textbook readings: the model's formula
+            "What is the change in the current ratio between FY2021 and FY2022?",  # a change of a ratio
+            "Does Corning have positive working capital based on FY2022 data?",  # yes or no
             "What is FY2019 DPO for Corning? DPO is defined as: 365 * (average payables) / (COGS + marketing spend).",
             "What is the DPO for Corning? DPO is defined as: 365 * accounts payable / COGS.",  # no year to read
             "What is the FY2019 DPO? DPO is defined as: 365 * (average accounts payable between FY2016 and FY2019)."):

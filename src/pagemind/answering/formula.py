@@ -145,13 +145,29 @@ _IN_PERCENT = re.compile(r"\b(?:in\s+(?:units\s+of\s+)?percent(?:s|age)?|as\s+an
 _IN_HUNDREDS = re.compile(r"\*\s*100\b")
 
 
+# one year's figure whose textbook formula has one reading (a quick ratio, an inventory turnover or a return on assets
+# each have several — year-end or average balances, which current assets — and stay the model's to write)
+_RATIOS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(rf"(?<![A-Za-z])(?:{pattern})(?![A-Za-z])",
+                                                                     re.IGNORECASE), formula) for pattern, formula in (
+    (r"retention\s+ratio|plowback\s+ratio", "(net income - dividends) / net income"),
+    (r"(?:dividend\s+)?payout\s+ratio", "dividends / net income"),
+    (r"current\s+ratio", "current assets / current liabilities"),
+    (r"(?<!in\s)(?:net\s+)?working\s+capital", "current assets - current liabilities"),
+    (r"free\s+cash\s+flows?(?:\s+\(fcf\))?|fcf", "operating cash flow - capital expenditure"),
+))
+
+
 def _by_name(asked: str, definitions: dict[str, tuple[str, str]], percent: bool) -> Found | None:
     """A figure the asking sentence names over years, by its textbook formula: "the FY2017 - FY2019 3 year average
     of capex as a % of revenue" (each year's capex over its revenue, times 100, averaged), "… 3 year average net
     profit margin (as a %)" (a margin: the line over revenue), "the FY2019 - FY2020 total revenue growth rate", "the
-    year-over-year change in revenue from FY2016 to FY2017" (in percent). A line of it may be one the question
+    year-over-year change in revenue from FY2016 to FY2017" (in percent); or one year's ratio of :data:`_RATIOS`
+    ("the FY2022 retention ratio": net income less dividends, over net income). A line of it may be one the question
     defines ("Define unadjusted EBITDA as …")."""
     figures: dict[str, Figure] = {}
+    ratio = _named_ratio(asked, definitions)
+    if ratio is not None:
+        return ratio
     percent = percent or _PERCENT.search(asked) is not None
     if (m := _AVERAGED.search(asked)) is not None:
         start, end, count, metric = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
@@ -174,6 +190,21 @@ def _by_name(asked: str, definitions: dict[str, tuple[str, str]], percent: bool)
         return (m.group(0).removesuffix(" for ").strip(),
                 f"(({b}) - ({a})) / ({a}) * 100" if rate else f"({b}) - ({a})", figures)
     return None
+
+
+def _named_ratio(asked: str, definitions: dict[str, tuple[str, str]]) -> Found | None:
+    """One year's ratio of :data:`_RATIOS` the asking sentence names, the one year it names, and nothing else it
+    asks of it (its average, its change, its growth: :data:`_OTHER`)."""
+    found = [(m, formula) for pattern, formula in _RATIOS for m in [pattern.search(asked)] if m is not None]
+    years = {_year(m.group(1) or m.group(2)) for m in _YEAR.finditer(asked)}
+    if len(found) != 1 or len(years) != 1:
+        return None
+    m, formula = found[0]
+    if _OTHER.search(asked[:m.start()] + " " + asked[m.end():]):
+        return None
+    figures: dict[str, Figure] = {}
+    expression = _expression(formula, definitions, years.pop(), figures, 1)
+    return None if expression is None else (m.group(0), expression, figures)
 
 
 def _ratio(metric: str, year: str, definitions: dict[str, tuple[str, str]], figures: dict[str, Figure]) -> str | None:
