@@ -938,6 +938,10 @@ def test_a_metric_the_question_defines_is_read_into_pagemind_s_formula_and_nothi
             "What is the FY2019 quick ratio for Block?",  # two textbook readings: the model's formula
             "What is the change in the current ratio between FY2021 and FY2022?",  # a change of a ratio
             "Does Corning have positive working capital based on FY2022 data?",  # yes or no
+            "What is the net working capital turnover for FY2022?",  # other figures whose names hold a ratio's
+            "What is the FY2022 unlevered free cash flow?", "What is FY2022 FCF/share?",
+            "What is the FY2022 total payout ratio (dividends plus buybacks)?",
+            "Which quarter of FY2022 had the highest current ratio?",
             "What is FY2019 DPO for Corning? DPO is defined as: 365 * (average payables) / (COGS + marketing spend).",
             "What is the DPO for Corning? DPO is defined as: 365 * accounts payable / COGS.",  # no year to read
             "What is the FY2019 DPO? DPO is defined as: 365 * (average accounts payable between FY2016 and FY2019)."):

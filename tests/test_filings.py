@@ -58,6 +58,25 @@ def test_a_note_reference_is_the_labels_and_a_short_row_guesses_no_column():
     assert "| Income before income taxes | 623 | 1,216 | 1,503 |" in table  # the table goes on past it
 
 
+def test_a_short_row_never_joins_two_tables_nor_sets_the_columns():
+    footer = "\n".join(["(In millions) 2020 2019", "Net sales 11,303 11,503", "Cost of sales 7,772 7,468",
+                        "Net income 1,000 900", "General Mills 2019 Form 10-K 45", "Consolidated Balance Sheets",
+                        "2020 2019 2018", "Cash 1 2 3", "Receivables 4 5 6", "Inventory 7 8 9"])
+    table = tables_as_rows(footer)
+    assert "| Net income | 1,000 | 900 |\nGeneral Mills 2019 Form 10-K 45\n" in table  # the page's footer: a line
+    assert "| Cash | 1 | 2 | 3 |" in table  # the next statement under its own three years
+    ones = "\n".join(["December 31, 2020", "Net sales 11,303 11,503", "Restructuring 45", "Impairment 12", "Gain 7"])
+    assert tables_as_rows(ones) == ones  # one-figure rows never make a one-column table
+    schedule = "\n".join(["Scheduled maturities:", "2021 500", "2022 600", "Carrying amount 1,000 900",
+                          "Fair value 1,100 950", "Other 1 2"])
+    assert tables_as_rows(schedule) == schedule  # a schedule's "2021 500" is a row, not a header line
+    flows = "\n".join(["(In millions) 2021 2020 2019", "Net income $ 1,906 $ 512 $ 960", "Asset impairment 217",
+                       "Transaction-related gain, net (498)", "Gain on investment (107)", "Changes in assets:",
+                       "Inventories (103) 423 (298)", "Net cash provided by operating activities 3,412 2,180 2,031"])
+    table = tables_as_rows(flows)  # one-figure rows in a run of a cash flow statement: label rows of its table
+    assert "| Gain on investment (107) |  |  |  |" in table and "| Inventories | (103) | 423 | (298) |" in table
+
+
 def test_a_header_printed_a_word_or_two_a_line_heads_the_table():
     """General Mills' balance sheet: "May 26," / "2019 May 27," / "2018 ASSETS Current assets:" over its rows."""
     text = "\n".join(["Consolidated Balance Sheets", "(In Millions, Except Par Value)", " May 26,", " 2019 May 27,",

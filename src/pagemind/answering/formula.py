@@ -152,9 +152,21 @@ _RATIOS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(rf"(?<![A-Z
     (r"retention\s+ratio|plowback\s+ratio", "(net income - dividends) / net income"),
     (r"(?:dividend\s+)?payout\s+ratio", "dividends / net income"),
     (r"current\s+ratio", "current assets / current liabilities"),
-    (r"(?<!in\s)(?:net\s+)?working\s+capital", "current assets - current liabilities"),
+    (r"working\s+capital", "current assets - current liabilities"),
     (r"free\s+cash\s+flows?(?:\s+\(fcf\))?|fcf", "operating cash flow - capital expenditure"),
 ))
+
+
+# another figure whose name holds a ratio's: words right before it ("days working capital", "unlevered free cash
+# flow", "cash invested in net working capital") or after it ("... turnover", "... yield", "FCF/share", "... to net
+# income", a parenthesis saying another formula: "(dividends plus buybacks)", "(dividends / cash from operations)")
+_BEFORE_RATIO = re.compile(r"\b(?:days|non-?cash|(?:un)?levered|total|cash|adjusted|operating|core|normali[sz]ed|in|"
+                           r"invested|simple|net)\s+$", re.IGNORECASE)
+_AFTER_RATIO = re.compile(r"\s*(?:/|\b(?:turnover|yield|conversion|to|as|per|ratio|margin|days|vs\.?|versus|"
+                          r"compared|intensity|cycle|over)\b|\([^)]*(?:/|\+|\bplus\b|\bbuy-?backs?\b|\brepurchases?\b|"
+                          r"\bdivided\b|\bover\b)[^)]*\))", re.IGNORECASE)
+_COMPARED = re.compile(r"\b(?:vs\.?|versus|compared|comparison|prior\s+year|previous\s+year|peers?|highest|lowest|"
+                       r"which|quarters?|q[1-4])\b", re.IGNORECASE)
 
 
 def _by_name(asked: str, definitions: dict[str, tuple[str, str]], percent: bool) -> Found | None:
@@ -194,13 +206,16 @@ def _by_name(asked: str, definitions: dict[str, tuple[str, str]], percent: bool)
 
 def _named_ratio(asked: str, definitions: dict[str, tuple[str, str]]) -> Found | None:
     """One year's ratio of :data:`_RATIOS` the asking sentence names, the one year it names, and nothing else it
-    asks of it (its average, its change, its growth: :data:`_OTHER`)."""
+    asks of it (its average, its change, its growth: :data:`_OTHER`; a comparison: :data:`_COMPARED`), nor another
+    figure whose name holds it ("net working capital turnover", "unlevered free cash flow", "cash dividend payout
+    ratio", "total payout ratio (dividends plus buybacks)": :data:`_BEFORE_RATIO`, :data:`_AFTER_RATIO`)."""
     found = [(m, formula) for pattern, formula in _RATIOS for m in [pattern.search(asked)] if m is not None]
     years = {_year(m.group(1) or m.group(2)) for m in _YEAR.finditer(asked)}
     if len(found) != 1 or len(years) != 1:
         return None
     m, formula = found[0]
-    if _OTHER.search(asked[:m.start()] + " " + asked[m.end():]):
+    if _OTHER.search(asked[:m.start()] + " " + asked[m.end():]) or _COMPARED.search(asked) or \
+            _BEFORE_RATIO.search(asked[:m.start()]) or _AFTER_RATIO.match(asked[m.end():]):
         return None
     figures: dict[str, Figure] = {}
     expression = _expression(formula, definitions, years.pop(), figures, 1)

@@ -30,6 +30,7 @@ MAX_LABEL_GAP = 2  # label-only lines ("Current assets:") a run may hold in a ro
 HEADER_ABOVE = 4  # lines above a run looked at for its column header
 _DAY = re.compile(r"^\s*[A-Z][a-z]{2,8}\.?\s+[0-9]{1,2},?\s*$")  # "May 26,": a date's month and day, its year below
 HEADER_LINES, HEADER_WORDS = 10, 6  # a header printed over lines: at most this many, each of at most this many words
+HEADER_SPLIT = 2  # ... and across a blank line only when each is at most this many ("December" / "31," / "" / "2015")
 LABEL_WORDS = 14  # a label line inside a statement ("Basic earnings per share attributable to ...") at most
 
 
@@ -44,7 +45,11 @@ def cells(line: str) -> tuple[str, list[str]]:
             values.insert(0, tokens[i - 2] + "%")
             i -= 2
         elif _CLOSES.match(token):  # "(Note 6)", "(Notes 11 and 15)": a reference in the label, not a figure
-            break
+            before = " ".join(tokens[:i - 1])
+            if before.count("(") > before.count(")"):
+                break
+            i -= 1  # "1,500 1)": a footnote's mark after the figures
+            continue
         elif _NUMBER.match(token) and not _YEAR.match(token) and not token.endswith(","):  # a year is a header's
             # or a label's, and "26," a date's ("May 26, 2019")
             joined = i > 1 and tokens[i - 2] == "$"  # "$ 1,577"
@@ -74,30 +79,47 @@ def _periods(line: str) -> list[str]:
 Table = list[list[str]]
 
 
-def _header(lines: list[str | Table], width: int) -> tuple[int, str] | None:
-    """The header above a run, as the index of its first line and its text: the nearest of :data:`HEADER_ABOVE`
-    lines naming ``width`` periods (and nothing else that is a number), else the fewest of the short lines right
-    above it (:data:`HEADER_LINES`, :data:`HEADER_WORDS` each) that name them together — a header printed a word or
-    two a line ("May 26," / "2019 May 27," / "2018")."""
+def _header(lines: list[str | Table], width: int) -> tuple[int, int, str] | None:
+    """The header above a run, as the indexes of its first line and of the line after its last, and its text: the
+    nearest of :data:`HEADER_ABOVE` lines naming ``width`` periods (and nothing else that is a number), else the
+    fewest of the short lines (:data:`HEADER_LINES`, :data:`HEADER_WORDS` each) above it, or above a few label lines
+    right above it, that name them together — a header printed a word or two a line ("May 26," / "2019 May 27," /
+    "2018")."""
     for back in range(1, min(HEADER_ABOVE, len(lines)) + 1):
         line = lines[-back]
         if not isinstance(line, str):
             return None
         found = _periods(line)
         if len(found) == width:
-            return len(lines) - back, line
+            return len(lines) - back, len(lines) - back + 1, line
         if cells(line)[1] and not found:
             return None  # a row of numbers: the run goes on above, not a header
-    for back in range(2, min(HEADER_LINES, len(lines)) + 1):
+    for skip in range(HEADER_ABOVE):  # label lines between the header and the run ("EPS Numerator––Basic")
+        if skip:
+            label = lines[len(lines) - skip] if skip <= len(lines) else None
+            if not isinstance(label, str) or not label.strip() or cells(label)[1] or _periods(label):
+                return None
+        joined = _joined(lines[:len(lines) - skip], width)
+        if joined is not None:
+            return joined
+    return None
+
+
+def _joined(lines: list[str | Table], width: int) -> tuple[int, int, str] | None:
+    """A header printed over the short lines ending ``lines`` (:func:`_header`), or None."""
+    blank = False
+    for back in range(1, min(HEADER_LINES, len(lines)) + 1):
         line = lines[-back]
-        if not isinstance(line, str) or len(line.split()) > HEADER_WORDS or (cells(line)[1] and not _periods(line)):
-            return None
-        joined = " ".join(" ".join(str(part).split()) for part in lines[-back:])
-        if len(_periods(joined)) == width:
+        blank = blank or (isinstance(line, str) and not line.strip())
+        if not isinstance(line, str) or len(line.split()) > HEADER_WORDS or cells(line)[1] or (blank and any(
+                len(str(part).split()) > HEADER_SPLIT for part in lines[-back:])):
+            return None  # a long line, one with a figure ("2021 500": a schedule's row), or a blank line between
+        joined = " ".join(" ".join(str(part).split()) for part in lines[-back:])  # lines of more than a word or two
+        if back > 1 and line.strip() and len(_periods(joined)) == width:
             above = lines[-back - 1] if back < len(lines) else None
             if isinstance(above, str) and _DAY.match(above) and _YEAR.match(joined.split()[0]):  # "May 26," over
-                return len(lines) - back - 1, f"{' '.join(above.split())} {joined}"  # "2019 May 27,": its date
-            return len(lines) - back, joined
+                return len(lines) - back - 1, len(lines), f"{' '.join(above.split())} {joined}"  # its date
+            return len(lines) - back, len(lines), joined
     return None
 
 
@@ -108,8 +130,9 @@ def _continued(lines: list[str | Table], width: int) -> int | None:
         line = lines[-back]
         if not isinstance(line, str):
             return len(lines) - back if len(line[0]) == width + 1 else None
-        if cells(line)[1] or len(line.split()) > LABEL_WORDS or line.rstrip().endswith("."):
-            return None
+        if len(cells(line)[1]) >= 2 or len(line.split()) > LABEL_WORDS or line.rstrip().endswith(".") or \
+                len(_periods(line)) >= 2:
+            return None  # another run's row, prose, or another table's header
     return None
 
 
@@ -143,17 +166,20 @@ def tables_as_rows(text: str) -> str:
         rows: list[int] = []
         while j < len(lines):
             lab, vals = parsed[j]
-            if (len(vals) >= 2 and (lab or rows)) or (vals and lab and rows and len(lines[j].split()) <= LABEL_WORDS):
-                # (a row of fewer figures inside a run is one of it: "Transaction-related gain, net (Note 4) 498")
+            short = len(lines[j].split()) <= LABEL_WORDS and not lines[j].rstrip().endswith(".")
+            if len(vals) >= 2 and (lab or rows):
                 rows.append(j)
                 gap = 0
-            elif not vals and lines[j].strip() and len(lines[j].split()) <= LABEL_WORDS and \
-                    not lines[j].rstrip().endswith(".") and gap < MAX_LABEL_GAP and rows:
-                gap += 1
+            elif not rows or len(_periods(lines[j])) >= 2:  # another table's header ends the run
+                break
+            elif vals and lab and short:  # a row of fewer figures ("Transaction-related gain, net (Note 4) 498"):
+                pass  # one of the run, a label row of its table (below)
+            elif not vals and lines[j].strip() and short and gap < MAX_LABEL_GAP:
+                gap += 1  # a label line ("Current assets:")
             else:
                 break
             j += 1
-        while j > i and not (parsed[j - 1][1]):  # trailing label lines belong to what follows
+        while j > i and len(parsed[j - 1][1]) < 2:  # trailing label lines and short rows belong to what follows
             j -= 1
         if not rows:  # numbers without a label, outside a run: a line as it is
             out.append(lines[i])
@@ -175,7 +201,7 @@ def tables_as_rows(text: str) -> str:
             out.extend(lines[i:j])
             i = j
             continue
-        head, header_line = found
+        head, after, header_line = found
         periods = _periods(header_line)
         first = header_line
         for period in periods:
@@ -186,8 +212,7 @@ def tables_as_rows(text: str) -> str:
                 len(cells(previous)[1]) < 2 and not _periods(previous):  # "Year Ended" above "2020 2019 2018"
             title = " ".join(previous.split())
             head -= 1
-        between = [str(line) for line in out[head + 1:] if str(line).strip() and str(line).strip() not in
-                   header_line and " ".join(str(line).split()) != title]
+        between = [str(line) for line in out[after:] if str(line).strip()]
         made: Table = [[title, *periods]]
         made += [_label_row(line, width) for line in between]  # "ASSETS", "Current assets:"
         del out[head:]
