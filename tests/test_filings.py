@@ -405,6 +405,25 @@ def test_a_right_figure_in_other_units_is_supported_and_another_periods_is_flagg
     assert made_up.label == "unsupported" and made_up.unfounded  # in no unit anywhere in what was read
 
 
+def test_a_cited_row_alone_is_read_under_its_tables_header_for_its_period():
+    """Amazon's "| Net income | 3,033 | 10,073 | 11,588 |" cited for FY2019: the row's quote names no year; its
+    table's header (2017, 2018, 2019) says 3,033 is 2017's."""
+    from pagemind.answering.support import assess
+    from pagemind.citations import Citation
+
+    table = ("CONSOLIDATED STATEMENTS OF OPERATIONS\n(in millions)\n| Year Ended December 31, | 2017 | 2018 | 2019 |\n"
+             "| --- | --- | --- | --- |\n| Total net sales | 177,866 | 232,887 | 280,522 |\n"
+             "| Net income | 3,033 | 10,073 | 11,588 |")
+    row = "| Net income | 3,033 | 10,073 | 11,588 |"
+    at = table.index(row)
+    cited = [Citation("d", "fragment", 1, at, at + len(row), row, "fragment")]
+    asked = "What is Amazon's FY2019 net income (in USD millions)?"
+    wrong = assess(asked, "3,033", cited, [table], whole=table)
+    assert "the 2017 column" in wrong.reason and wrong.label != "supported"
+    right = assess(asked, "11,588", cited, [table], whole=table)
+    assert not any(c.missing for c in right.claims)
+
+
 def test_a_citation_is_on_the_page_of_its_words_not_of_a_page_number_before_them():
     from pagemind.citations import cite
     from pagemind.text import Document

@@ -334,6 +334,7 @@ class _Read:
     idf: dict[str, float] = field(default_factory=dict)
     rarest: float = 1.0  # the highest idf: what a word never seen in what was read weighs
     contexts: tuple[str, ...] = ()  # each quote with what precedes it in its paragraph, lower-cased
+    headed: tuple[str, ...] = ()  # each quote under its table's title and header row where it is a table's row
 
 
 @dataclass(frozen=True)
@@ -371,15 +372,18 @@ def _read(citations: Sequence[Citation], read: Sequence[str], whole: str | None 
     idf = corpus.idf or _idf(quote_terms)  # nothing read: the quotes are the only pool
     cited_numbers = frozenset().union(*map(numbers, quotes)) if quotes else frozenset()
     cited_words = frozenset(re.findall(r"\w+", " ".join(quotes).lower()))
+    placed = [_context(c, read, whole) for c in citations]
     return _Read(quotes, quote_terms, cited_numbers, cited_words, corpus.numbers | cited_numbers,
                  corpus.words | cited_words, idf, max(idf.values(), default=1.0),
-                 tuple(_context(c, read, whole).lower() for c in citations))
+                 tuple((head + before).lower() for head, before in placed),
+                 tuple(head + c.quote for (head, _), c in zip(placed, citations, strict=True)))
 
 
-def _context(citation: Citation, read: Sequence[str], whole: str | None = None) -> str:
-    """The quote with up to :data:`_ANCHOR_CONTEXT` characters before it in its paragraph (where "she" is named),
-    after its table's title lines when it is a table row — from ``whole``, the document's text, where what was read
-    starts inside the table (a fragment of a long statement holds its rows, not its title)."""
+def _context(citation: Citation, read: Sequence[str], whole: str | None = None) -> tuple[str, str]:
+    """The quote's table's title lines and header row where it is a table's row ("" where not), and the quote with
+    up to :data:`_ANCHOR_CONTEXT` characters before it in its paragraph (where "she" is named) — the head from
+    ``whole``, the document's text, where what was read starts inside the table (a fragment of a long statement
+    holds its rows, not its title)."""
     from ..citations import locate
 
     for text in read:
@@ -390,8 +394,8 @@ def _context(citation: Citation, read: Sequence[str], whole: str | None = None) 
             located = whole is not None and whole[citation.start:citation.end] == citation.quote
             head = _table_head(whole, citation.start) if whole is not None and located else \
                 _table_head(text, span[0])
-            return head + text[max(begin, paragraph + 2 if paragraph >= 0 else begin):span[1]]
-    return citation.quote
+            return head, text[max(begin, paragraph + 2 if paragraph >= 0 else begin):span[1]]
+    return "", citation.quote
 
 
 def _table_head(text: str, at: int) -> str:
@@ -460,7 +464,8 @@ def _same_period(column: set[str], asked: set[str]) -> bool:
 def _other_period(question: str, claim: str, quotes: Sequence[str]) -> tuple[str, ...]:
     """The claim's figures read from a table column of another period than the question asks about ("Q1" given for
     a question about Q2; the 2021 column for FY2022): each as "N (the 2021 column)"; none when the question names
-    no period, the figure is in no table, or its column is one asked about."""
+    no period, the figure is in no table, or its column is one asked about. ``quotes``: the cited quotes, a table's
+    row under its table's header row (a quote of the row alone tells no column)."""
     from ..text.numbers import amounts, same_amount
     from ..text.tables import periods_named, table_rows
 
@@ -660,7 +665,7 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
             elsewhere = _same_figures(claim, tuple(read)) if missing else set()
             unfounded += [x for x in missing if x not in (seen.read_numbers | seen.read_words) and x not in unfounded
                           and x not in elsewhere]
-        missing += _other_period(question_text, written, seen.quotes)
+        missing += _other_period(question_text, written, seen.headed or seen.quotes)  # a row read under its header
         similarity = None if vectors is None else vectors[i]
         score = share if similarity is None else (_WORD_SHARE * share + (1 - _WORD_SHARE) * _scaled(similarity))
         score *= _MISSING_FACTOR ** len(missing)
