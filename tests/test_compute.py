@@ -35,19 +35,37 @@ def ask(question, answer, working, **options):
     QUESTION, "Calculate the inventory turnover ratio for FY2022.", "What was the gross margin in 2023?",
     "How does Boeing's effective tax rate in FY2022 compare to FY2021?",
     "We want to calculate a metric. Here's the question: what is the FY2019 cash conversion cycle? CCC is DIO + DSO.",
-    "Can you calculate the FY2019 current ratio for Block?"])  # a request, not a yes/no question
+    "Can you calculate the FY2019 current ratio for Block?",  # a request, not a yes/no question
+    "What was the revenue in 2023?"])  # one line's figure in one year: read at its cell
 def test_a_question_asking_for_a_worked_out_figure_is_computed(question):
     assert compute.asked(question)
 
 
 @pytest.mark.parametrize("question", [
     "Are JnJ's FY2022 financials that of a high growth company?", "Which region had the highest EBITDAR margin?",
-    "What was the key agenda of the 8-K?", "Who signed the filing?", "What was the revenue in 2023?",
+    "What was the key agenda of the 8-K?", "Who signed the filing?", "What was the revenue by segment in 2023?",
     "For Pfizer, which region had the biggest drop in year over year revenues?",
     "What drove gross margin change as of FY2022 for JnJ?",
     "For the fiscal year ended June 30, 2023, did Amcor's gross margin ratio improve?"])
 def test_yes_no_name_and_read_off_questions_are_not(question):
     assert not compute.asked(question)
+
+
+def test_one_lines_figure_in_one_year_is_read_at_its_cell_not_at_the_column_the_model_copied():
+    """Issue 47: Amazon's statement runs 2017, 2018, 2019; asked for FY2019's net income the model gave 3,033 (2017's).
+    Pagemind's formula is the line itself, so the figure is read at its cell and the copy said."""
+    statement = ("CONSOLIDATED STATEMENTS OF OPERATIONS\n(in millions)\n\n"
+                 "| Year Ended December 31, | 2017 | 2018 | 2019 |\n| --- | --- | --- | --- |\n"
+                 "| Total net sales | 177,866 | 232,887 | 280,522 |\n"
+                 "| Net income | 3,033 | 10,073 | 11,588 |\n")
+    fake = ScriptedLLM(by_role={"answer": "3,033", "compute": "net_income_2019 = 3033  # Net income"})
+    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))
+    got = reader.answer(reader.build(Document.from_text(statement)),
+                        Question.parse("What is Amazon's FY2019 net income (in USD millions)?"))
+    assert fake.roles() == ["answer", "compute"]
+    assert got.computation is not None and got.computation.results[0].value == 11588
+    assert got.text.startswith("11,588 (computed by pagemind") and "the model copied 3,033 from the 2017 column" in \
+        got.text
 
 
 # --- the working ----------------------------------------------------------------------------------------------
@@ -930,6 +948,16 @@ def test_a_metric_the_question_defines_is_read_into_pagemind_s_formula_and_nothi
     assert current is not None and current.expression == "current_assets_2019 / current_liabilities_2019"
     fcf = defined("What is the FY2020 free cash flow (FCF) for General Mills? Answer in USD millions.")
     assert fcf is not None and fcf.expression == "operating_cash_flow_2020 - abs(capital_expenditure_2020)"
+    line = defined("By drawing conclusions from the income statement, what is Amazon's FY2019 net income "
+                   "attributable to shareholders (in USD millions)?")  # one line in one year: its cell
+    assert line is not None and line.expression == "net_income_2019" and line.source == "the statement line and " \
+        "year the question names"
+    ppe = defined("what is Boeing's year end FY2018 net property, plant, and equipment (in USD millions)?")
+    assert ppe is not None and ppe.expression == "ppe_2018"
+    for other in ("What is the FY2019 revenue for Q4?", "What was Apple's revenue in FY2022 and FY2021?",
+                  "What is the FY2021 net income attributable to noncontrolling interests?",
+                  "What is the FY2019 net income per share?"):
+        assert defined(other) is None, other
     growth = defined("What is the FY2019 - FY2020 total revenue growth rate for Block?")
     assert growth is not None and growth.expression == "(revenue_2020 - revenue_2019) / revenue_2019 * 100"
     for question in (

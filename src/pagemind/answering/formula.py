@@ -44,7 +44,8 @@ _NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
 # words a term may hold beside its line and year ("FY2019 total revenue", "unadjusted operating income",
 # "depreciation and amortization from the cash flow statement")
 _PLAIN = frozenset("and the total net annual reported unadjusted gaap consolidated year end ending fiscal fy from in "
-                   "of on as shown cash flow flows statement statements income balance sheet p&l operations".split())
+                   "of on as shown cash flow flows statement statements income balance sheet p&l operations amount "
+                   "value".split())
 # a question asking for something other than the defined figure itself: its average, its margin, its growth
 _OTHER = re.compile(r"\b(?:average|avg|mean|margin|growth|cagr|change|per\s+share|percent\w*)\b|%", re.IGNORECASE)
 # a line's name in a formula: words a working's name checker reads as the line alone
@@ -52,6 +53,7 @@ _NAMED = {"property, plant and equipment": "ppe", "depreciation and amortization
 MAX_DEPTH = 3  # definitions within definitions
 DEFINITION = "the question's definition"
 TEXTBOOK = "the textbook formula of what the question names"
+LINE = "the statement line and year the question names"
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,8 @@ def defined(question: str) -> Defined | None:
     found, source = _by_definition(asked, definitions, percent), DEFINITION
     if found is None:
         found, source = _by_name(asked, definitions, percent), TEXTBOOK
+    if found is None:
+        found, source = _by_line(asked), LINE
     if found is None:
         return None
     metric, expression, figures = found
@@ -202,6 +206,41 @@ def _by_name(asked: str, definitions: dict[str, tuple[str, str]], percent: bool)
         return (m.group(0).removesuffix(" for ").strip(),
                 f"(({b}) - ({a})) / ({a}) * 100" if rate else f"({b}) - ({a})", figures)
     return None
+
+
+# what an asking sentence may hold beside one statement line and its year: "What is Amazon's FY2019 net income
+# attributable to shareholders (in USD millions)?", "what is the year end FY2018 amount of accounts payable for MGM
+# Resorts?" — its opening, the filer named before or after, the units asked, a holder of the parent's figure
+_ASKING_FIGURE = re.compile(r"(?:^|,)\s*(?:what|how\s+much)\s+(?:is|was|were|are)\s+", re.IGNORECASE)
+_UNITS_ASKED = re.compile(r"\(\s*in\s+(?:USD|US\$|\$|dollars)?\s*(?:millions?|billions?|thousands?)?\s*\)|"
+                          r"\bin\s+(?:USD|US\$)\s+(?:millions?|billions?|thousands?)\b", re.IGNORECASE)
+_PARENT_HOLDERS = re.compile(r"\battributable\s+to\s+(?:the\s+)?(?:(?:common\s+)?(?:share|stock)holders|company|"
+                             r"parent)\b", re.IGNORECASE)
+_PART_OF_YEAR = re.compile(r"\b(?:h[12]|months?|weeks?|quarters?|q[1-4]|segments?|per|each)\b", re.IGNORECASE)
+_FILER = re.compile(r"(?:^|\s)(?:[A-Z][\w&.-]*\s+){0,3}[A-Z][\w&.-]*['’]s?(?=\s)|\s+for\s+(?:[A-Z][\w&.,'’-]*\s*)+$")
+
+
+def _by_line(asked: str) -> Found | None:
+    """One statement line's figure in one year, where the asking sentence asks for nothing else ("What is Amazon's
+    FY2019 net income attributable to shareholders (in USD millions)?"): read at its cell, not at the column the model
+    copies (the 2017 column of a table whose columns run 2017, 2018, 2019)."""
+    opening = next(reversed(list(_ASKING_FIGURE.finditer(asked))), None)  # after a lead-in ("By drawing ..., what")
+    from ..text.ledger import places
+
+    rest = asked[opening.end():].rstrip(" ?") if opening is not None else ""
+    outside = rest  # the words outside its lines' names ("property, plant, and equipment" is one name)
+    for start, end, _ in reversed(places(rest)):
+        outside = outside[:start] + "_" * (end - start) + outside[end:]
+    if not rest or "," in outside or " and " in outside.lower():
+        return None  # a list of figures, a clause: not one line's figure
+    words = _UNITS_ASKED.sub(" ", rest)
+    words = _PARENT_HOLDERS.sub(" ", _FILER.sub(" ", words))
+    years = {_year(m.group(1) or m.group(2)) for m in _YEAR.finditer(words)}
+    if len(years) != 1 or _OTHER.search(words) or _COMPARED.search(rest) or _PART_OF_YEAR.search(rest):
+        return None
+    figures: dict[str, Figure] = {}
+    name = _figure(_YEAR.sub(" ", words), years.pop(), figures)
+    return None if name is None else (" ".join(words.split()), name, figures)
 
 
 def _named_ratio(asked: str, definitions: dict[str, tuple[str, str]]) -> Found | None:
@@ -320,4 +359,4 @@ def _figure(words: str, year: str | None, figures: dict[str, Figure]) -> str | N
     return f"abs({name})" if line in SPENT else name  # capex, COGS, dividends: the amount spent, however signed
 
 
-__all__ = ["DEFINITION", "TEXTBOOK", "Defined", "Figure", "defined", "name_of"]
+__all__ = ["DEFINITION", "LINE", "TEXTBOOK", "Defined", "Figure", "defined", "name_of"]

@@ -29,8 +29,8 @@ def _line(name: str, pattern: str) -> Line:
     return Line(name, re.compile(rf"(?<![A-Za-z])(?:{joined})(?![A-Za-z])", re.IGNORECASE))
 
 
-_PPE = (r"pp\s*(?:&|and)?\s*e|property,?\s+plant|property\s+and\s+equipment|fixed\s+assets?|"
-        r"land,?\s+buildings,?\s+(?:and\s+)?equipment")
+_PPE = (r"pp\s*(?:&|and)?\s*e|property,?\s+plant(?:,?\s+(?:and\s+)?equipment)?|property\s+and\s+equipment|"
+        r"fixed\s+assets?|land,?\s+buildings,?\s+(?:and\s+)?equipment")
 LINES: tuple[Line, ...] = tuple(_line(name, pattern) for name, pattern in (
     ("revenue", r"revenues?|net\s+sales|total\s+sales|(?<!days[\s_])sales"),  # "days sales in inventory": no
     ("cost of sales", r"cogs|co\s+gs|costs?\s+of\s+(?:goods(?:\s+sold)?|(?:net\s+)?sales|(?:net\s+)?revenues?|"
