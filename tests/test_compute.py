@@ -66,6 +66,13 @@ def test_one_lines_figure_in_one_year_is_read_at_its_cell_not_at_the_column_the_
     assert got.computation is not None and got.computation.results[0].value == 11588
     assert got.text.startswith("11,588 (computed by pagemind") and "the model copied 3,033 from the 2017 column" in \
         got.text
+    # a figure the text writes elsewhere (a segment's, in a sentence) is what the model read: it stands
+    segment = statement + "\nAWS segment net sales were $35,026 million in 2019.\n"
+    fake = ScriptedLLM(by_role={"answer": "35,026", "compute": "net_sales_2019 = 35026  # AWS segment net sales"})
+    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))
+    got = reader.answer(reader.build(Document.from_text(segment)),
+                        Question.parse("What is AWS's FY2019 net sales (in USD millions)?"))
+    assert got.text.startswith("35,026") and "the model copied" not in got.text
 
 
 # --- the working ----------------------------------------------------------------------------------------------
@@ -955,6 +962,8 @@ def test_a_metric_the_question_defines_is_read_into_pagemind_s_formula_and_nothi
     ppe = defined("what is Boeing's year end FY2018 net property, plant, and equipment (in USD millions)?")
     assert ppe is not None and ppe.expression == "ppe_2018"
     for other in ("What is the FY2019 revenue for Q4?", "What was Apple's revenue in FY2022 and FY2021?",
+                  "Excluding the impact of foreign exchange rates, what were Amazon's FY2019 net sales?",
+                  "What is Amazon's FY2019 total net sales in USD billions?",
                   "What is the FY2021 net income attributable to noncontrolling interests?",
                   "What is the FY2019 net income per share?"):
         assert defined(other) is None, other

@@ -422,6 +422,15 @@ def test_a_cited_row_alone_is_read_under_its_tables_header_for_its_period():
     assert "the 2017 column" in wrong.reason and wrong.label != "supported"
     right = assess(asked, "11,588", cited, [table], whole=table)
     assert not any(c.missing for c in right.claims)
+    compared = assess("How did Amazon's FY2019 net income compare?", "Net income rose to 11,588 from 10,073.", cited,
+                      [table], whole=table)
+    assert not any(c.missing for c in compared.claims)  # the asked year's figure beside the year before: a comparison
+    shifted = "| 2019 | 2018 |\n| --- | --- |\n| Revenue | 100 | 90 |"  # a header without the label's cell
+    line = "| Revenue | 100 | 90 |"
+    at = shifted.index(line)
+    one_off = assess("What is FY2019 revenue?", "100", [Citation("d", "fragment", 1, at, at + len(line), line,
+                                                               "fragment")], [shifted], whole=shifted)
+    assert not any(c.missing for c in one_off.claims)  # its columns are one off: no column is told
 
 
 def test_a_citation_is_on_the_page_of_its_words_not_of_a_page_number_before_them():

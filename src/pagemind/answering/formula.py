@@ -216,6 +216,9 @@ _UNITS_ASKED = re.compile(r"\(\s*in\s+(?:USD|US\$|\$|dollars)?\s*(?:millions?|bi
                           r"\bin\s+(?:USD|US\$)\s+(?:millions?|billions?|thousands?)\b", re.IGNORECASE)
 _PARENT_HOLDERS = re.compile(r"\battributable\s+to\s+(?:the\s+)?(?:(?:common\s+)?(?:share|stock)holders|company|"
                              r"parent)\b", re.IGNORECASE)
+_QUALIFIED = re.compile(r"\b(?:exclud\w*|includ\w*|constant\s+currency|pro\s+forma|assum\w*|if|adjust\w*|organic|"
+                        r"non-?gaap|without|except|net\s+of|before|after)\b", re.IGNORECASE)
+_OTHER_UNITS = re.compile(r"\b(?:billions?|thousands?|bn|euros?|eur|gbp|per\s+share)\b", re.IGNORECASE)
 _PART_OF_YEAR = re.compile(r"\b(?:h[12]|months?|weeks?|quarters?|q[1-4]|segments?|per|each)\b", re.IGNORECASE)
 _FILER = re.compile(r"(?:^|\s)(?:[A-Z][\w&.-]*\s+){0,3}[A-Z][\w&.-]*['’]s?(?=\s)|\s+for\s+(?:[A-Z][\w&.,'’-]*\s*)+$")
 
@@ -224,10 +227,12 @@ def _by_line(asked: str) -> Found | None:
     """One statement line's figure in one year, where the asking sentence asks for nothing else ("What is Amazon's
     FY2019 net income attributable to shareholders (in USD millions)?"): read at its cell, not at the column the model
     copies (the 2017 column of a table whose columns run 2017, 2018, 2019)."""
-    opening = next(reversed(list(_ASKING_FIGURE.finditer(asked))), None)  # after a lead-in ("By drawing ..., what")
     from ..text.ledger import places
 
-    rest = asked[opening.end():].rstrip(" ?") if opening is not None else ""
+    opening = next(reversed(list(_ASKING_FIGURE.finditer(asked))), None)  # after a lead-in ("By drawing ..., what")
+    if opening is None or _QUALIFIED.search(asked[:opening.start()]) or _OTHER_UNITS.search(asked):
+        return None  # "Excluding the impact of foreign exchange, what ...", "... in USD billions": not the cell
+    rest = asked[opening.end():].rstrip(" ?")
     outside = rest  # the words outside its lines' names ("property, plant, and equipment" is one name)
     for start, end, _ in reversed(places(rest)):
         outside = outside[:start] + "_" * (end - start) + outside[end:]

@@ -477,11 +477,13 @@ def _other_period(question: str, claim: str, quotes: Sequence[str]) -> tuple[str
     for quote in quotes:
         for row in table_rows(quote):
             columns = [row.periods(k) for k in range(len(row.header))]
-            if not any(_same_period(c, asked) for c in columns):
-                continue  # no column of the asked period: nothing to tell the figure's column from
+            if columns[0] or not any(_same_period(c, asked) for c in columns):
+                continue  # no column of the asked period (or a header without the label's cell: one column off)
             figures = [amounts(cell) for cell in row.cells]
             asked_figures = [b for k in range(1, min(len(row.cells), len(columns))) if _same_period(columns[k], asked)
                              for b in figures[k]]
+            if any(same_amount(a, b) for a in wanted for b in asked_figures):
+                continue  # the claim gives the asked period's figure too: another's beside it is a comparison
             for j in range(1, min(len(row.cells), len(columns))):
                 if not columns[j] or _same_period(columns[j], asked):
                     continue
