@@ -9,6 +9,7 @@ splitter's unit (words, paragraphs, turns or lines; end exclusive).
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -143,8 +144,6 @@ def _windows(text: str, bounds: Iterable[tuple[int, int]], lo: int = 0,
     """The texts of word windows ``(first, past)`` of ``text[lo:hi]`` (word offsets into it): each the document's
     own stretch from its first word to its last, line breaks kept (a statement's rows stay rows), and the head of a
     table it starts inside (:func:`carried_head`, read in the whole ``text``)."""
-    import re
-
     spans = [(m.start(), m.end()) for m in re.compile(r"\S+").finditer(text, lo, len(text) if hi is None else hi)]
     out = []
     for first, past in bounds:
@@ -153,21 +152,30 @@ def _windows(text: str, bounds: Iterable[tuple[int, int]], lo: int = 0,
     return out
 
 
+_WORDLIKE = re.compile(r"[^\W_]")  # a letter or a digit
+
+
 def split_words(text: str, size: int = 500, source: str = "") -> list[Fragment]:
-    """Consecutive non-overlapping windows of ``size`` whitespace words (FragRel/LongBench: 500 or 800), each the
-    text's own stretch, line breaks kept. A window that would end between a Markdown table's caption or header and
-    its first rows ends before the table instead (where that leaves it any words), so the table's header travels
-    with its rows; one that starts further down a table carries its header as its ``head`` (:func:`carried_head`),
-    shown above it."""
+    """Consecutive non-overlapping windows of ``size`` words (FragRel/LongBench: 500 or 800; a Markdown table's pipes
+    and rules are no words), each the text's own stretch, line breaks kept. A window that would end between a
+    Markdown table's caption or header and its first rows ends before the table instead (where that leaves it any
+    words), so the table's header travels with its rows; one that starts further down a table carries its header as
+    its ``head`` (:func:`carried_head`), shown above it."""
     if size < 1:
         raise ConfigError("fragment size must be at least 1 word")
-    count = len(text.split())
+    import bisect
+
+    tokens = text.split()
+    count = len(tokens)
+    # words counted as a reader counts them: a table's rules and pipes ("|", "---") and a lone "$" are none (a
+    # statement's row, "| Net sales | $ | 11,303 |", is 3 words, not 7)
+    counted = list(itertools.accumulate((1 if _WORDLIKE.search(t) else 0 for t in tokens), initial=0))
     heads = table_heads(text)
     lines, offsets = _lines(text)
     bounds: list[tuple[int, int]] = []
     start = 0
     while start < count:
-        end = min(start + size, count)
+        end = min(max(bisect.bisect_left(counted, counted[start] + size), start + 1), count)
         end = next((first for first, past in heads if start < first < end < past), end)
         row = _row_start(lines, offsets, end) if end < count else end
         if row > start:  # never inside a table's row: before it
@@ -185,7 +193,6 @@ def label_sections(fragments: Sequence[Fragment], text: str, sections: Sequence[
     question that names a section finds them (:mod:`pagemind.retrieval.named`); as they are without sections."""
     if not sections or not fragments:
         return list(fragments)
-    import re
     from dataclasses import replace
 
     from ..citations import section_label
