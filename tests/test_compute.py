@@ -62,7 +62,7 @@ def test_one_lines_figure_in_one_year_is_read_at_its_cell_not_at_the_column_the_
     reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))
     got = reader.answer(reader.build(Document.from_text(statement)),
                         Question.parse("What is Amazon's FY2019 net income (in USD millions)?"))
-    assert fake.roles() == ["answer", "compute"]
+    assert fake.roles() == ["answer"]  # its cell is read without a call
     assert got.computation is not None and got.computation.results[0].value == 11588
     assert got.text.startswith("11,588 (computed by pagemind") and "the model copied 3,033 from the 2017 column" in \
         got.text
@@ -1118,3 +1118,16 @@ def test_a_formula_s_figure_copied_from_another_cell_is_read_at_its_line_and_yea
     own = compute.parse(reply + "\nanswer = revenue_2019 / ((ppe_2018 + ppe_2019) / 2)", amounts(text, years=True),
                         rows=text.splitlines(), tables=list(table_rows(text)))
     assert not isinstance(own, str) and own.results[0].value == pytest.approx(25.65, abs=0.005)
+
+
+def test_a_balance_is_read_at_a_balance_sheets_cell_never_at_a_cash_flow_statements_change():
+    """Amazon's DPO: the cash flow statement's "Accounts payable" row (Year Ended ...) is the year's change in it."""
+    from pagemind.text.tables import table_rows
+
+    flows = ("| Year Ended December 31, | 2015 | 2016 | 2017 |\n| --- | --- | --- | --- |\n"
+             "| Accounts payable | 4,294 | 5,030 | 7,175 |\n")
+    sheet = ("| December 31, | 2016 | 2017 |\n| --- | --- | --- |\n| Total current assets | 60,197 | 60,197 |\n"
+             "| Accounts payable | 25,309 | 34,616 |\n")
+    assert compute._named_cell("accounts_payable_2016", list(table_rows(flows))) is None
+    read = compute._named_cell("accounts_payable_2016", list(table_rows(flows + "\n" + sheet)))
+    assert read is not None and read[0] == 25309

@@ -836,7 +836,9 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
     its note speaks of no other figure (a margin, a quarter, a change), the name and note give one year
     (:func:`_year_of`), the rows that name only that line agree on that year's figure (:func:`_cell`) in a column of
     the year alone (not "Three Months Ended …"), the cell is no percent, a balance's (inventory, payables, assets:
-    :data:`~pagemind.text.ledger.BALANCES`) is not negative (a cash flow statement's change in it), and a figure the
+    :data:`~pagemind.text.ledger.BALANCES`) is not from a table over periods ("Year Ended December 31,": Amazon's
+    cash flow statement's "Accounts payable" is the year's change) unless it is a balance sheet (a row of total or
+    current assets or current liabilities), nor negative (a change in it), and a figure the
     model wrote is within :data:`_COPY_RANGE` of it (a miscopy, not another scale or figure) — that figure and where
     it is read, signed as the model signed its own, and where it wrote none as the table signs it, but a line spent
     or paid by its name (:data:`~pagemind.text.ledger.SPENT`) as the amount spent. None otherwise: the model is
@@ -849,7 +851,9 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
     if len(lines) != 1 or year is None or not _plain_name(name) or _OTHER_FIGURE.search(note):
         return None
     line = next(iter(lines))
-    found = _cell([row for row in tables if lines_named(row.cells[0]) == {line}], year)
+    sheets = {r.header for r in tables if lines_named(r.cells[0]) & _TOTALS} if line in BALANCES else set()
+    found = _cell([row for row in tables if lines_named(row.cells[0]) == {line} and not (
+        line in BALANCES and _OVER_A_PERIOD.search(row.header[0]) and row.header not in sheets)], year)
     if found is None:
         return None
     value, row, k = found
@@ -904,6 +908,7 @@ def _change_of(figure: float, words: str, tables: Sequence[Row],
 
 
 _TOTALS = frozenset({"total assets", "current assets", "current liabilities"})  # rows only a balance sheet has
+_OVER_A_PERIOD = re.compile(r"\b(?:years?|months|weeks|quarters?|periods?)\s+ended\b", re.IGNORECASE)
 _DECREASE = re.compile(r"\b(?:decrease|decline|reduction|drop|fall)\b", re.IGNORECASE)
 
 
@@ -1140,7 +1145,7 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     from ..llm.decide import Invalid, decide
     from ..text.tables import table_rows
     from .evidence import fitting, read_in_full
-    from .formula import defined
+    from .formula import LINE, defined
 
     asked = amounts(question.text, years=True)
     full = read_in_full(evidence)
@@ -1159,6 +1164,19 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     lines = [line for e in shown_units for line in e.text.splitlines() if line.strip()]
     tables = [row for e in shown_units for row in table_rows(e.text)]
     needs, halves = needed(question.text), averaged(question.text)
+    if formula is not None and formula.source == LINE:  # one line's figure in one year: its cell, without a call
+        only = formula.figures[0]
+        cell = _named_cell(only.name, tables)
+        if cell is not None:  # the draft's figure, read at the cell where it is a miscopy (said so), else the cell
+            stated = amounts(answer)
+            for given in ([stated[0].value] if len(stated) == 1 else []) + [cell[0]]:
+                working = parse(f"{only.name} = {_plain(given)}  # {cell[2]}", written, rows=lines, tables=tables,
+                                defined=formula)
+                if not isinstance(working, str):
+                    return Computation(working.lines, answer)
+        elif _in_row_of(answer, only.line, lines):
+            return None  # no one cell to read (rows that disagree, no column of the year): the draft's figure is
+            # written in a row of the line, as read (Boeing's PP&E, whose notes print it gross and net)
 
     before: list[str] = []  # the earlier replies' code, where the formula is pagemind's
 
@@ -1192,19 +1210,25 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     return Computation(decision.value.lines, answer)
 
 
+def _in_row_of(answer: str, line: str, rows: Sequence[str]) -> bool:
+    """Whether the figures ``answer`` states are all written in one row (a line of what was read) naming ``line``."""
+    from ..text.ledger import lines_named
+
+    stated = amounts(answer)
+    return bool(stated) and any(line in lines_named(row) and all(_in_text(a.value, amounts(row)) for a in stated)
+                                for row in rows)
+
+
 def unworked(question: str, answer: str, needs: Sequence[str], lines: Sequence[str]) -> Unworked | None:
     """Why the model's own ``answer`` stands unchecked when no working was read: the question derives its figure
     (:data:`_DERIVED`: a ratio, an average, a turnover, what it defines) — unless it needs one statement line alone
     and the answer's figures are written in a row of that line in what was read (``lines``): a line's value read off
     its row ("what is Boeing's year end FY2018 net property, plant, and equipment", "calculate ..." though it asks
     for no arithmetic). None where the question asks for no derived figure."""
-    from ..text.ledger import lines_named
 
     if _DERIVED.search(question) is None:
         return None
-    stated = amounts(answer)
-    if stated and len(needs) == 1 and any(
-            needs[0] in lines_named(row) and all(_in_text(a.value, amounts(row)) for a in stated) for row in lines):
+    if len(needs) == 1 and _in_row_of(answer, needs[0], lines):
         return None
     return Unworked("a figure the question asks to be worked out, and no working pagemind could check: what was "
                     "read does not state it as asked")
