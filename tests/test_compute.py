@@ -1131,3 +1131,26 @@ def test_a_balance_is_read_at_a_balance_sheets_cell_never_at_a_cash_flow_stateme
     assert compute._named_cell("accounts_payable_2016", list(table_rows(flows))) is None
     read = compute._named_cell("accounts_payable_2016", list(table_rows(flows + "\n" + sheet)))
     assert read is not None and read[0] == 25309
+
+
+def test_a_balance_copied_from_a_cash_flow_statement_is_read_at_the_balance_sheet_not_at_another_change():
+    """Amazon's DPO: the model copied 4,294 (2015's change in payables, the cash flow statement) as 2016's payables;
+    the figure is the balance sheet's 25,309, not the 2016 change beside it (5,030)."""
+    from pagemind.answering.formula import defined
+    from pagemind.text.numbers import amounts
+    from pagemind.text.tables import table_rows
+
+    text = ("| Year Ended December 31, | 2015 | 2016 | 2017 |\n| --- | --- | --- | --- |\n"
+            "| Accounts payable | 4,294 | 5,030 | 7,175 |\n| Inventories | (2,187) | (1,426) | (3,583) |\n\n"
+            "| December 31, | 2016 | 2017 |\n| --- | --- | --- |\n| Total current assets | 45,781 | 60,197 |\n"
+            "| Inventories | 11,461 | 16,047 |\n| Accounts payable | 25,309 | 34,616 |\n\n"
+            "| Year Ended December 31, | 2015 | 2016 | 2017 |\n| --- | --- | --- | --- |\n"
+            "| Cost of sales | 71,651 | 88,265 | 111,934 |\n")
+    formula = defined("What is Amazon's FY2017 DPO? DPO is defined as: 365 * (average accounts payable between "
+                      "FY2016 and FY2017) / (FY2017 COGS + change in inventory between FY2016 and FY2017).")
+    reply = ("accounts_payable_2016 = 4294\naccounts_payable_2017 = 34616\ncost_of_sales_2017 = 111934\n"
+             "inventory_2016 = 11461\ninventory_2017 = 16047")
+    working = compute.parse(reply, amounts(text, years=True), tables=list(table_rows(text)), defined=formula)
+    assert not isinstance(working, str)
+    payables = next(x for x in working.lines if x.name == "accounts_payable_2016")
+    assert payables.value == 25309 and "the model copied 4,294" in payables.moved

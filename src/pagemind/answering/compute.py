@@ -788,7 +788,7 @@ def _column_of(figure: float, words: str, places: Sequence[Place]) -> tuple[floa
     writing it is not of the line the name gives (another row, not another column: :func:`_row_of`): the model's
     figure stands; so does a figure named as a change in a line (its note may speak of one). ``places``: where the
     tables write the figure (:func:`_places`). Also the row's label, what the figure is claimed as."""
-    from ..text.ledger import lines_named
+    from ..text.ledger import BALANCES, lines_named
 
     year = _year_of(words)
     if year is None or not places or any(year in years or not years for _, _, years, _ in places) \
@@ -797,6 +797,8 @@ def _column_of(figure: float, words: str, places: Sequence[Place]) -> tuple[floa
     lines = lines_named(words)
     if lines and any(not lines & lines_named(row.cells[0]) for row, _, _, _ in places):
         return None
+    if lines & BALANCES and any(_OVER_A_PERIOD.search(row.header[0]) for row, _, _, _ in places):
+        return None  # a balance copied from a table over periods: a change in it, no column of which is the balance
     found = _cell([row for row, _, _, _ in places], year)
     if found is None:
         return None
