@@ -1154,3 +1154,23 @@ def test_a_balance_copied_from_a_cash_flow_statement_is_read_at_the_balance_shee
     assert not isinstance(working, str)
     payables = next(x for x in working.lines if x.name == "accounts_payable_2016")
     assert payables.value == 25309 and "the model copied 4,294" in payables.moved
+
+
+def test_columns_dated_early_in_a_year_are_read_as_the_fiscal_years_the_question_names():
+    """Best Buy's fiscal years end in late January or early February: its columns are dated January 28, 2017,
+    January 30, 2016 and January 31, 2015, and a question about FY2015-FY2017 names the year each ends in."""
+    from pagemind.text.tables import table_rows
+
+    text = ("| Fiscal Years Ended | January 28, 2017 | January 30, 2016 | January 31, 2015 |\n"
+            "| --- | --- | --- | --- |\n| Revenue | $39,403 | $39,528 | $40,339 |\n"
+            "| Net earnings | $1,228 | $897 | $1,233 |\n")
+    rows = list(table_rows(text))
+    asked = "What is the FY2015 - FY2017 3 year average net profit margin (as a %) for Best Buy?"
+    named = compute.fiscal_years(rows, asked)
+    assert named[0].header[1:] == ("FY2017, ended January 28", "FY2016, ended January 30", "FY2015, ended January 31")
+    assert compute._named_cell("revenue_2015", named) is not None and compute._named_cell("revenue_2015", named)[0] \
+        == 40339
+    assert compute._named_cell("revenue_2015", rows) is None  # unnamed, an early column is no year
+    assert compute.fiscal_years(rows, "What was FY2016 revenue?") == rows  # 2016 ends either reading: not told
+    begins = compute.fiscal_years(rows, "What was FY2014 revenue?")  # only a year's beginning names it
+    assert begins[0].header[3] == "FY2014, ended January 31"

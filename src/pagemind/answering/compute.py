@@ -723,6 +723,33 @@ _BEFORE = re.compile(r"\b(?:beginning|opening|prior|previous|preceding|start(?:i
 # a column dated early in a calendar year ("January 28, 2023") may be the fiscal year before it (a retailer's 2022),
 # and one headed by two years ("2017/18", "FY 2017-18") is neither: their years are not compared with a figure's
 _EARLY = re.compile(r"\b(?:jan|feb|mar)[a-z]*\.?\s+\d|\d{2}\s*[/–-]\s*\d{2}\b", re.IGNORECASE)
+_EARLY_DATE = re.compile(r"^\s*((?:jan|feb|mar)[a-z]*\.?\s+\d{1,2}),?\s+((?:19|20)\d{2})\s*$", re.IGNORECASE)
+_NAMED_FY = re.compile(r"^FY\d{4}, ended ")  # a column pagemind named by its fiscal year (:func:`fiscal_years`)
+
+
+def fiscal_years(tables: Sequence[Row], question: str) -> list[Row]:
+    """``tables`` with each column dated early in a calendar year ("January 28, 2017") named by the fiscal year the
+    question's years say it is: where every year the question names is such a column's year and not every one is
+    the year after one (Best Buy's FY2015-FY2017 against columns dated January 2015, 2016 and 2017: a fiscal year
+    named by the year it ends in), "FY2017, ended January 28"; where the other way round (a fiscal year named by the
+    year it begins in), "FY2016, ended January 28"; else as they are (which the filing means, the columns cannot
+    tell: no column of them is read as a year)."""
+    from ..text.tables import periods_named
+
+    asked = {p for p in periods_named(question) if not p.startswith("Q")}
+    early = {m.group(2) for row in tables for h in row.header[1:] if (m := _EARLY_DATE.match(h))}
+    if not asked or not early:
+        return list(tables)
+    ending, beginning = asked <= early, asked <= {str(int(y) - 1) for y in early}
+    if ending == beginning:
+        return list(tables)
+    shift = 0 if ending else -1
+
+    def named(header: str) -> str:
+        m = _EARLY_DATE.match(header)
+        return header if m is None else f"FY{int(m.group(2)) + shift}, ended {m.group(1)}"
+
+    return [replace(row, header=tuple(named(h) for h in row.header)) for row in tables]
 
 
 def _years(row: Row) -> list[set[str]]:
@@ -731,7 +758,7 @@ def _years(row: Row) -> list[set[str]]:
     column's cell: its periods stand one column left of their figures)."""
     if row.periods(0):
         return [set() for _ in row.cells]
-    return [set() if k < len(row.header) and _EARLY.search(row.header[k])
+    return [set() if k < len(row.header) and _EARLY.search(row.header[k]) and not _NAMED_FY.match(row.header[k])
             else {p[-2:] for p in row.periods(k) if not p.startswith("Q")} for k in range(len(row.cells))]
 
 
@@ -1164,7 +1191,7 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     # the figures are checked against what this request shows, not against units left out to fit it
     written = [a for found in by_unit[:len(shown_units)] for a in found] + asked  # the units shown: a prefix
     lines = [line for e in shown_units for line in e.text.splitlines() if line.strip()]
-    tables = [row for e in shown_units for row in table_rows(e.text)]
+    tables = fiscal_years([row for e in shown_units for row in table_rows(e.text)], question.text)
     needs, halves = needed(question.text), averaged(question.text)
     if formula is not None and formula.source == LINE:  # one line's figure in one year: its cell, without a call
         only = formula.figures[0]
