@@ -1174,3 +1174,14 @@ def test_columns_dated_early_in_a_year_are_read_as_the_fiscal_years_the_question
     assert compute.fiscal_years(rows, "What was FY2016 revenue?") == rows  # 2016 ends either reading: not told
     begins = compute.fiscal_years(rows, "What was FY2014 revenue?")  # only a year's beginning names it
     assert begins[0].header[3] == "FY2014, ended January 31"
+
+
+def test_a_balance_is_the_balance_sheets_where_the_notes_print_the_line_otherwise():
+    """Boeing's PP&E: the balance sheet's net figure, though a note's table prints the line at another amount."""
+    from pagemind.text.tables import table_rows
+
+    text = ("| December 31, | 2018 | 2017 |\n| --- | --- | --- |\n| Total current assets | 87,830 | 85,194 |\n"
+            "| Property, plant and equipment, net | 12,645 | 12,672 |\n| Total assets | $117,359 | $112,362 |\n\n"
+            "| Note 9 | 2018 | 2017 |\n| --- | --- | --- |\n| Property, plant and equipment | 31,578 | 30,844 |\n")
+    read = compute._named_cell("ppe_2018", list(table_rows(text)))
+    assert read is not None and read[0] == 12645

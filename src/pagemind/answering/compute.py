@@ -867,7 +867,8 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
     the year alone (not "Three Months Ended …"), the cell is no percent, a balance's (inventory, payables, assets:
     :data:`~pagemind.text.ledger.BALANCES`) is not from a table over periods ("Year Ended December 31,": Amazon's
     cash flow statement's "Accounts payable" is the year's change) unless it is a balance sheet (a row of total or
-    current assets or current liabilities), nor negative (a change in it), and a figure the
+    current assets or current liabilities), nor negative (a change in it) — and where a balance sheet is read, its
+    row is the balance's, whatever the notes print — and a figure the
     model wrote is within :data:`_COPY_RANGE` of it (a miscopy, not another scale or figure) — that figure and where
     it is read, signed as the model signed its own, and where it wrote none as the table signs it, but a line spent
     or paid by its name (:data:`~pagemind.text.ledger.SPENT`) as the amount spent. None otherwise: the model is
@@ -881,8 +882,10 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
         return None
     line = next(iter(lines))
     sheets = {r.header for r in tables if lines_named(r.cells[0]) & _TOTALS} if line in BALANCES else set()
-    found = _cell([row for row in tables if lines_named(row.cells[0]) == {line} and not (
-        line in BALANCES and _OVER_A_PERIOD.search(row.header[0]) and row.header not in sheets)], year)
+    own = [row for row in tables if lines_named(row.cells[0]) == {line} and not (
+        line in BALANCES and _OVER_A_PERIOD.search(row.header[0]) and row.header not in sheets)]
+    on_sheets = [row for row in own if row.header in sheets]  # a balance is the balance sheet's where one is read
+    found = _cell(on_sheets or own, year)  # (Boeing's PP&E: its notes print it gross and by segment too)
     if found is None:
         return None
     value, row, k = found
