@@ -111,9 +111,10 @@ CONFIGS = {  # name -> (method, options)
     "bm25 sections": ("rag", {"fragments": "sections"}),
     "hybrid mix": ("rag", {"scorer": "hybrid", "fusion": "mix"}),
     "hybrid mix sections": ("rag", {"scorer": "hybrid", "fusion": "mix", "fragments": "sections"}),
+    "hybrid mix 250 (auto)": ("rag", {"scorer": "hybrid", "fusion": "mix", "fragment_words": 250}),
     "dense": ("rag", {"scorer": "dense"}),
 }
-KS = (4, 5, 8, 16)  # 5: RAG's and OP-RAG's default top_k
+KS = (4, 5, 8, 10, 16, 20)  # 5: RAG's and OP-RAG's default top_k; 10: auto's on a PDF
 
 
 def retrieve(args: argparse.Namespace) -> None:
