@@ -16,7 +16,10 @@ defined after it), one statement line (:mod:`pagemind.text.ledger`) of a year, a
 in one between two years — and only where it defines what the question asks ("unadjusted EBITDA" defined where a
 three-year average EBITDA margin is asked is read inside that average's textbook formula, :func:`_by_name`). A line
 spent (capex, COGS, dividends: :data:`~pagemind.text.ledger.SPENT`) enters as the amount spent, ``abs(capex_2020)``,
-whichever sign the model copies. Anything else: None, and the model writes the formula as before.
+whichever sign the model copies. One year's retention, payout or current ratio, working capital and free cash flow are
+read by their one textbook reading, and a question asking for one statement line's figure in one year ("what is
+Amazon's FY2019 net income?") is the formula of that line alone: its figure is read at its cell. Anything else: None,
+and the model writes the formula as before.
 """
 
 from __future__ import annotations
@@ -86,8 +89,9 @@ def name_of(line: str, year: str) -> str:
 
 def defined(question: str) -> Defined | None:
     """The formula of the metric ``question`` asks for: where the question defines it (:func:`_by_definition`), or
-    names a figure over years whose formula is the textbook's (:func:`_by_name`: a three-year average of a share or
-    a margin, a growth rate); None otherwise."""
+    names a figure whose formula is the textbook's (:func:`_by_name`: a three-year average of a share or a margin, a
+    growth rate, one year's ratio of one reading), or asks for one statement line's figure in one year
+    (:func:`_by_line`: the formula is that line); None otherwise."""
     definitions = {}
     for m in _DEFINITION.finditer(question):
         name = " ".join((m.group("named") or m.group("name") or "").split())
