@@ -114,7 +114,8 @@ def _joined(lines: list[str | Table], width: int) -> tuple[int, int, str] | None
         if not isinstance(line, str) or len(line.split()) > HEADER_WORDS or cells(line)[1] or (blank and any(
                 len(str(part).split()) > HEADER_SPLIT for part in lines[-back:])):
             return None  # a long line, one with a figure ("2021 500": a schedule's row), or a blank line between
-        joined = " ".join(" ".join(str(part).split()) for part in lines[-back:])  # lines of more than a word or two
+            # lines of more than a word or two
+        joined = " ".join(" ".join(str(part).split()) for part in lines[-back:])
         if back > 1 and line.strip() and len(_periods(joined)) == width:
             above = lines[-back - 1] if back < len(lines) else None
             if isinstance(above, str) and _DAY.match(above) and _YEAR.match(joined.split()[0]):  # "May 26," over
