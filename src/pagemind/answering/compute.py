@@ -881,7 +881,7 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
     if len(lines) != 1 or year is None or not _plain_name(name) or _OTHER_FIGURE.search(note):
         return None
     line = next(iter(lines))
-    sheets = {r.header for r in tables if lines_named(r.cells[0]) & _TOTALS} if line in BALANCES else set()
+    sheets = _sheets(tables) if line in BALANCES else frozenset()
     own = [row for row in tables if lines_named(row.cells[0]) == {line} and not (
         line in BALANCES and _OVER_A_PERIOD.search(row.header[0]) and row.header not in sheets)]
     on_sheets = [row for row in own if row.header in sheets]  # a balance is the balance sheet's where one is read
@@ -923,7 +923,7 @@ def _change_of(figure: float, words: str, tables: Sequence[Row],
     if len(lines) != 1 or year is None or not _of_change(name) or not places:
         return None
     line = next(iter(lines))
-    sheets = {r.header for r in tables if lines_named(r.cells[0]) & _TOTALS}  # the balance sheets' headers
+    sheets = _sheets(tables)
     if line not in BALANCES or any(lines_named(row.cells[0]) != {line} or years != {year} or row.header not in sheets
                                    for row, _, years, _ in places):
         return None
@@ -940,6 +940,14 @@ def _change_of(figure: float, words: str, tables: Sequence[Row],
 
 
 _TOTALS = frozenset({"total assets", "current assets", "current liabilities"})  # rows only a balance sheet has
+
+
+def _sheets(tables: Sequence[Row]) -> frozenset[tuple[str, ...]]:
+    """The headers of the balance sheets among ``tables``: the tables with a row of :data:`_TOTALS`."""
+    from ..text.ledger import lines_named
+
+    return frozenset(r.header for r in tables if lines_named(r.cells[0]) & _TOTALS)
+
 _OVER_A_PERIOD = re.compile(r"\b(?:years?|months|weeks|quarters?|periods?)\s+ended\b", re.IGNORECASE)
 _DECREASE = re.compile(r"\b(?:decrease|decline|reduction|drop|fall)\b", re.IGNORECASE)
 
