@@ -319,8 +319,9 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
                     else _line(name, node, note, values, written, rows, tables))
         except Problem as problem:
             return str(problem)
-        if defined is not None and line.figure and not line.moved and any(f.name == name for f in defined.figures):
-            line = _at_its_cell(line, tables, written if defined.source == formula.LINE else None)
+        figure = next((f for f in defined.figures if f.name == name), None) if defined is not None else None
+        if defined is not None and figure is not None and line.figure and not line.moved:
+            line = _at_its_cell(line, tables, (written, figure.line) if defined.source == formula.LINE else None)
         values[line.name] = line.value
         lines.append(line)
     if result is not None and lines:
@@ -381,24 +382,26 @@ def _as_defined(assigned: list[tuple[str, ast.expr, str]], defined: Defined,
     return kept + [(RESULT, ast.parse(defined.expression, mode="eval").body, defined.source)]
 
 
-def _at_its_cell(line: Line, tables: Sequence[Row], only_miscopied: Sequence[Amount] | None = None) -> Line:
+def _at_its_cell(line: Line, tables: Sequence[Row],
+                 only_miscopied: tuple[Sequence[Amount], str] | None = None) -> Line:
     """A figure of pagemind's formula is named by its line and year alone, so where the tables give that line's cell
     in that year's column (:func:`_named_cell`: the rows naming that line alone agree on it) and the model copied
     another figure of the text (Activision's PP&E of 2018 copied from the 2019 column, a figure the text also writes
     as 2018's accounts payable; Walmart's 2019 D&A copied as 108,791 from another row), the cell is the figure,
-    signed as the model signed its copy, and claimed as its row's. ``only_miscopied`` (the amounts of what was read,
-    where the formula is the line the question names alone): only a figure written in a row of that line, or nowhere
-    in what was read, is a miscopy — one the text writes elsewhere (a segment's, a sentence's "attributable to
-    shareholders" figure, one in other units) is what the model read, and stands."""
+    signed as the model signed its copy, and claimed as its row's. ``only_miscopied`` (the amounts of what was read
+    and the figure's statement line, where the formula is the line the question names alone): only a figure written
+    in a row of that line, or nowhere in what was read, is a miscopy — one the text writes elsewhere (a segment's, a
+    sentence's "attributable to shareholders" figure, one in other units) is what the model read, and stands."""
     from ..text.ledger import lines_named
 
     read = _named_cell(line.name, tables)
     if read is None or not line.value or math.isclose(abs(read[0]), abs(line.value), rel_tol=1e-9):
         return line
-    if only_miscopied is not None and _in_text(abs(line.value), only_miscopied) and not any(
-            lines_named(_NAME_YEAR.sub(" ", line.name).replace("_", " ")) & lines_named(row.cells[0])
-            for row, _, _, _ in _places(line.value, tables)):
-        return line
+    if only_miscopied is not None:
+        written, of_line = only_miscopied
+        if _in_text(abs(line.value), written) and not any(of_line in lines_named(row.cells[0])
+                                                         for row, _, _, _ in _places(line.value, tables)):
+            return line
     value = math.copysign(abs(read[0]), line.value)
     where = f"{read[1].split(';')[0]}; the model copied {_written(line.value)} from another place"
     return replace(line, expression=str(_plain(value)), value=value, note=read[2], moved=where)
