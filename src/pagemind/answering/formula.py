@@ -130,7 +130,7 @@ def _by_definition(asked: str, definitions: dict[str, tuple[str, str]], percent:
     outside = re.sub(re.escape(main[0]), " ", asked, flags=re.IGNORECASE)
     if _OTHER.search(outside):
         return None
-    years = {_year(m.group(1) or m.group(2)) for m in _YEAR.finditer(asked)}
+    years = _years_in(asked)
     figures: dict[str, Figure] = {}
     expression = _expression(main[1], definitions, years.pop() if len(years) == 1 else None, figures, 0)
     if expression is None or not figures:
@@ -244,7 +244,7 @@ def _by_line(asked: str) -> Found | None:
         return None  # a list of figures, a clause: not one line's figure
     words = _UNITS_ASKED.sub(" ", rest)
     words = _PARENT_HOLDERS.sub(" ", _FILER.sub(" ", words))
-    years = {_year(m.group(1) or m.group(2)) for m in _YEAR.finditer(words)}
+    years = _years_in(words)
     if len(years) != 1 or _OTHER.search(words) or _COMPARED.search(rest) or _PART_OF_YEAR.search(rest):
         return None
     figures: dict[str, Figure] = {}
@@ -258,7 +258,7 @@ def _named_ratio(asked: str, definitions: dict[str, tuple[str, str]]) -> Found |
     figure whose name holds it ("net working capital turnover", "unlevered free cash flow", "cash dividend payout
     ratio", "total payout ratio (dividends plus buybacks)": :data:`_BEFORE_RATIO`, :data:`_AFTER_RATIO`)."""
     found = [(m, formula) for pattern, formula in _RATIOS for m in [pattern.search(asked)] if m is not None]
-    years = {_year(m.group(1) or m.group(2)) for m in _YEAR.finditer(asked)}
+    years = _years_in(asked)
     if len(found) != 1 or len(years) != 1:
         return None
     m, formula = found[0]
@@ -297,6 +297,11 @@ def _names(key: str, asked: str) -> bool:
 def _year(text: str) -> str:
     """A year as four digits: "2019", "19" -> "2019"."""
     return text if len(text) == 4 else "20" + text[-2:]
+
+
+def _years_in(text: str) -> set[str]:
+    """The years ``text`` names ("FY2019", "fiscal 2020", "FY19"), as four digits."""
+    return {_year(m.group(1) or m.group(2)) for m in _YEAR.finditer(text)}
 
 
 def _expression(text: str, definitions: dict[str, tuple[str, str]], year: str | None, figures: dict[str, Figure],
@@ -342,7 +347,7 @@ def _term(token: str, definitions: dict[str, tuple[str, str]], year: str | None,
         if a is None or b is None:
             return None
         return f"(({a} + {b}) / 2)" if kind == "average" else f"({b} - {a})"
-    years = {_year(m.group(1) or m.group(2)) for m in _YEAR.finditer(token)}
+    years = _years_in(token)
     if len(years) > 1:
         return None
     return _figure(_YEAR.sub(" ", token), years.pop() if years else year, figures)
