@@ -667,7 +667,7 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
             elsewhere = _same_figures(claim, tuple(read)) if missing else set()
             unfounded += [x for x in missing if x not in (seen.read_numbers | seen.read_words) and x not in unfounded
                           and x not in elsewhere]
-        missing += _other_period(question_text, written, seen.headed or seen.quotes)  # a row read under its header
+        missing += _other_period(question_text, written, seen.headed)  # a cited row read under its table's header
         similarity = None if vectors is None else vectors[i]
         score = share if similarity is None else (_WORD_SHARE * share + (1 - _WORD_SHARE) * _scaled(similarity))
         score *= _MISSING_FACTOR ** len(missing)
