@@ -224,6 +224,74 @@ def test_recall_before_reply_can_place_the_best_match_first():
     assert "Recalled from your memory for the user's message, the best match first (" in prompt
 
 
+def york_then_leeds(fake, **options):
+    """An agent told "I live in York", then "I moved to Leeds last month", on ``fake``; (the agent, its clock)."""
+    clock = Clock("2024-03-01 09:00:00")
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none", **options),
+                         clock=clock)
+    agent.say("I live in York, in a small flat by the river.")
+    clock.at = "2024-04-02 18:30:00"
+    agent.say("I moved to Leeds last month, the city suits me.")
+    clock.at = "2024-05-08 13:56:00"
+    return agent, clock
+
+
+def test_the_reply_from_recall_answers_a_question_in_one_plain_call_and_cites_what_was_recalled():
+    """recall_answer: the question is answered by one call that reads the recalled lines (dated, the latest first),
+    the user's block and the conversation's last messages — no step format, no search — and sent as the turn's
+    send_message step (stored, so the next turn's context shows it), cited at the Leeds message."""
+    fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 2,
+                                "recall-answer": ["Leeds (you moved there last month)."]})
+    agent, _ = york_then_leeds(fake, recall_answer=True)
+    human = next(b for b in agent.store.blocks(agent.id) if b.label == "human")
+    agent.store.put_block(agent.id, replace(human, value="Name: Sam."), "test")
+    turn = agent.say("Which city do I live in now?")
+    asked = fake.history[-1]
+    assert asked.role == "recall-answer" and not asked.tools and asked.constraint is None
+    text = asked.prompt_text()
+    assert "What you know about the user:\nName: Sam." in text
+    recalled = text[text.index("Recalled from your memory, the most recent first"):]
+    assert recalled.index("I moved to Leeds") < recalled.index("I live in York")  # dated lines, the latest first
+    assert "[2024-04-02 18:30] user: I moved to Leeds" in recalled
+    conversation = text[text.index("The conversation so far:"):text.index("Recalled from")]
+    assert "assistant: Noted." in conversation and "Bootup" not in conversation  # not the boot message
+    assert text.rstrip().endswith("If the memories do not say, reply only: NOT IN MEMORY")
+    assert turn.messages == ["Leeds (you moved there last month)."] and turn.stop_reason == "yield"
+    assert [s.function for s in turn.steps] == ["send_message"] and turn.steps[0].valid
+    assert turn.citations and "Leeds" in turn.citations[0].quote and turn.citations[0].unit == "message"
+    assert turn.support is not None and turn.support.label != "unsupported"
+    # stored as the agent's step: the next turn's context holds the reply as the agent's own
+    assert any(e.kind == "step" and e.payload["arguments"] == {"message": "Leeds (you moved there last month)."}
+               for e in agent.store.queue(agent.id))
+
+
+def test_a_reply_from_recall_that_says_nothing_was_recalled_lets_the_agent_search():
+    """When the recalled memories do not answer ("NOT IN MEMORY"), nothing is sent: the agent's own steps follow
+    and the trace says why; a message that asks nothing is never answered from recall."""
+    steps = [call("send_message", message="Noted.")] * 2 + [
+        call("conversation_search", query="Leeds", page=0, request_heartbeat=True),
+        call("send_message", message="You live in Leeds."), call("send_message", message="Good to know.")]
+    fake = ScriptedLLM(by_role={"agent-step": steps, "recall-answer": ["NOT IN MEMORY."]})
+    agent, _ = york_then_leeds(fake, recall_answer=True)
+    turn = agent.say("Which city do I live in now?")
+    assert [s.function for s in turn.steps] == ["conversation_search", "send_message"]
+    assert turn.messages == ["You live in Leeds."]
+    assert any("reply from recall: the recalled memories do not answer" in n for n in turn.trace.notes)
+    asked = sum(r.role == "recall-answer" for r in fake.history)
+    agent.say("I also like the river walks there.")  # not a question: the agent's own step answers
+    assert sum(r.role == "recall-answer" for r in fake.history) == asked == 1
+
+
+def test_a_long_reply_from_recall_is_cut_to_what_send_message_takes():
+    long = "You live in Leeds. " + "It is a fine city with many parks and a river. " * 20
+    fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 2,
+                                "recall-answer": [long]})
+    agent, _ = york_then_leeds(fake, recall_answer=True)
+    turn = agent.say("Which city do I live in now?")
+    (sent,) = turn.messages
+    assert sent.startswith("You live in Leeds.") and sent.endswith(".") and 300 < len(sent) <= 600
+
+
 def told_then_searched(said: str, at: str, query: str, question: str, **options):
     """An agent told ``said`` at ``at`` and asked ``question`` months later, its first step a recall search for
     ``query``: (the agent, the later turn)."""

@@ -21,10 +21,10 @@ from ..citations import Citation
 from ..errors import ContextWindowExceeded, ToolsRefused
 from ..llm.base import LLMRequest, LLMResponse
 from ..llm.usage import Trace, TraceEvent, Usage
-from .actions import InvalidAction, parse_action, reply_text
+from .actions import Action, InvalidAction, parse_action, reply_text
 from .context import MainContext, Prepared, prompt
 from .evidence import source_of, support
-from .functions import ToolError
+from .functions import SPECS, ToolError
 from .memory import Event, Passage
 
 if TYPE_CHECKING:
@@ -38,6 +38,10 @@ _QUOTE_CHARS = 1500  # the user's message quoted in the last-step alert, at most
 RECALL_CANDIDATES = 40  # best matches of each memory recall before reply chooses among (within its tokens)
 _RECALL_MARGIN = 16  # tokens kept free beside recall's estimate (a backend may count the joined lines a little higher)
 _RESULT_KINDS = ("function_result", "heartbeat")
+NOT_RECALLED = "NOT IN MEMORY"  # what the reply from recall says when the recalled memories do not answer
+_RECALL_ANSWER_CONTEXT = 6  # the conversation's last messages the reply from recall reads beside what was recalled
+_REPLY_TOKENS = 200  # the reply from recall's tokens, at most (send_message takes 600 characters)
+_REPLY_CHARS = next(p.max_length for p in SPECS["send_message"].all_params if p.name == "message")
 NOTE_TOKENS = 40  # the summary note's own words ("Note: prior messages (…) have been hidden …"), its summary aside
 Progress = Callable[[str, int, int, str], None]
 
@@ -146,6 +150,7 @@ class Turn:
         self.before = 0  # the agent's last event seq before this turn (set by run)
         self.held = 0  # replies held back this turn for want of support (at most options.search_again)
         self.remaining = 0  # steps left after the running one
+        self.recalled_lines: list[str] = []  # what recall before reply placed, as shown (and in its order)
 
     @property
     def trace(self) -> Trace:
@@ -182,6 +187,9 @@ class Turn:
             self._append(Event("user_message", payload, self.agent.now()))
             if self.options.recall_first:
                 self._recall_first()
+                if self.options.recall_answer and self.recalled_lines and _asks(self.text) and \
+                        self._answer_from_recall():
+                    return self._cited()
         steps = self.options.max_steps
         for i in range(steps):
             self.agent.lock.refresh()
@@ -245,13 +253,60 @@ class Turn:
                             else "recall before reply: nothing in memory matches the message")
             return
         kept = [item for _, _, _, item in chosen]
-        self._alert(prompt("recalled", lines="\n".join(line for _, _, line, _ in chosen), order=order))
+        self.recalled_lines = [line for _, _, line, _ in chosen]
+        self._alert(prompt("recalled", lines="\n".join(self.recalled_lines), order=order))
         self.result.recalled = [passage_citation(i) if isinstance(i, Passage) else message_citation(i) for i in kept]
         self.result.evidence.extend(c for c, i in zip(self.result.recalled, kept, strict=True)
                                     if not isinstance(i, Event) or i.kind == "user_message")
         self.trace.note(f"recall before reply: {sum(isinstance(i, Event) for i in kept)} message(s) and "
                         f"{sum(isinstance(i, Passage) for i in kept)} passage(s), {start - budget} tokens of "
                         f"{start} (recall_tokens {self.options.recall_tokens}, the window's room {room})")
+
+    def _answer_from_recall(self) -> bool:
+        """The reply from recall (``recall_answer``): one plain call that reads what recall before reply placed,
+        the user's block and the last messages of the conversation, and answers the message (as OP-RAG answers
+        from its fragments, and mem0's and Zep's assistants from the memories they place), sent as the turn's
+        send_message step — stored, cited and checked as one. A reply saying the memories do not tell (or an empty
+        one) is not sent: the turn goes on with the agent's own steps, which search. True when a reply was sent."""
+        from ..answering.support import declined, placeholder
+        from ..llm.decide import Invalid, decide
+
+        blocks = {b.label: b.value for b in self.store.blocks(self.agent.id)}
+        boot = prompt("boot_message")  # the new agent's first message is no part of a conversation
+        said = [e for e in self.store.queue(self.agent.id) if e.seq <= self.before and (
+            e.kind == "user_message" or (e.kind == "step" and e.payload.get("function") == "send_message"
+                                         and not e.payload.get("held")
+                                         and e.payload.get("arguments", {}).get("message") != boot))]
+        order = "the best match first" if self.options.recall_order == "rank" else "the most recent first"
+        text = prompt("recall_answer", memory=blocks.get("human", "").strip(), order=order,
+                      conversation="\n".join(_said(e) for e in said[-_RECALL_ANSWER_CONTEXT:]),
+                      lines="\n".join(self.recalled_lines), message=self.text, marker=NOT_RECALLED)
+        request = LLMRequest.user(text, role="recall-answer", max_tokens=min(self.options.max_tokens, _REPLY_TOKENS))
+
+        def read(reply: str) -> str | Invalid:
+            answer = " ".join(reply.split())
+            return answer if answer else Invalid("the reply is empty: answer the message, or say it is not there")
+
+        decision = decide(self.llm, request, read, self.trace, retries=0,
+                          describe=lambda answer: f"reply from recall ({len(answer.split())} words)")
+        answer = decision.value or ""
+        if not answer or NOT_RECALLED.lower() in answer.lower() or declined(answer) or placeholder(answer):
+            self.trace.note("reply from recall: the recalled memories do not answer the message; the agent's own "
+                            "steps go on")
+            return False
+        if len(answer) > _REPLY_CHARS:  # send_message's bound: cut at a sentence's end where one is near
+            cut = answer[:_REPLY_CHARS]
+            end = max(cut.rfind(". "), cut.rfind("? "), cut.rfind("! "))
+            answer = cut[:end + 1] if end > _REPLY_CHARS // 2 else cut.rstrip() + "..."
+        action = Action(prompt("recall_answer_thoughts"), "send_message", {"message": answer}, False)
+        step = self._perform(action, decision.reply, 0, None)
+        self.result.steps.append(step)
+        if self.on_step is not None:
+            self.on_step(step)
+        if step.status == "OK":
+            self.result.messages.append(answer)
+        self.result.stop_reason = "yield"
+        return step.status == "OK"
 
     def _cited(self) -> TurnResult:
         """The result with its citations: the passages and messages the searches returned that the reply uses
@@ -404,6 +459,12 @@ class Turn:
             self.trace.decide(event, f"invalid action: {err}")
             return Step("", None, {}, str(err), "Failed", None, False, reply, tokens)
         self.state.valid_actions += 1
+        return self._perform(action, reply, tokens, event)
+
+    def _perform(self, action: Action, reply: str, tokens: int, event: TraceEvent | None) -> Step:
+        """Run one valid call (a reply sent is first judged by :meth:`_hold`); stored before it runs, its result
+        after."""
+        now = self.agent.now
         held = self._hold(action.arguments["message"]) if action.function == "send_message" else None
         (written,) = self._append(Event("step", {**action.payload(), **({"held": held} if held else {})}, now()))
         status = "OK"  # (the step is stored before it runs: write-ahead)
@@ -427,7 +488,8 @@ class Turn:
             self._append(self._result(action.function, status, message))
         else:
             self.result.evidence.extend(self.agent.tools.found)
-        self.trace.decide(event, f"{action.function} -> {status}")
+        if event is not None:
+            self.trace.decide(event, f"{action.function} -> {status}")
         source = self._source(action.function, action.arguments) if status == "OK" else None
         return Step(action.thoughts, action.function, action.arguments, message, status,
                     "requested" if action.heartbeat else None, True, reply, tokens,
@@ -626,6 +688,14 @@ def _question(text: str) -> str:
     asked = re.findall(r"[^\n?.!:]*\?", text)
     question = " ".join((asked[-1] if asked else text).split())
     return question[:100]
+
+
+def _said(event: Event) -> str:
+    """A message of the conversation as the reply from recall reads it: ``[time] user: text`` or the agent's sent
+    message (its thoughts left out)."""
+    if event.kind == "user_message":
+        return f"[{event.time[:16]}] user: {event.payload.get('message', '')}"
+    return f"[{event.time[:16]}] assistant: {event.payload.get('arguments', {}).get('message', '')}"
 
 
 def _with(step: Step, heartbeat: str) -> Step:

@@ -51,6 +51,7 @@ class MemGPTEvalOptions(ReaderOptions):
     recall_first: bool = option_of(AgentOptions, "recall_first", default=False,
                                    note="off here, on for new agents: the paper's agent is what is evaluated unless "
                                         "asked")
+    recall_answer: bool = option_of(AgentOptions, "recall_answer")
     recall_order: RecallOrder = option_of(AgentOptions, "recall_order")
     recall_tokens: int = option_of(AgentOptions, "recall_tokens",
                                    note="filling a 1,500-token budget with it took the default model's LoCoMo F1 "
