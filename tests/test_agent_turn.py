@@ -255,7 +255,7 @@ def test_the_reply_from_recall_answers_a_question_in_one_plain_call_and_cites_wh
     assert "[2024-04-02 18:30] user: I moved to Leeds" in recalled
     conversation = text[text.index("The conversation so far:"):text.index("Recalled from")]
     assert "assistant: Noted." in conversation and "Bootup" not in conversation  # not the boot message
-    assert text.rstrip().endswith("If the memories do not say, reply only: NOT IN MEMORY")
+    assert text.rstrip().endswith("If they do not tell, say that you do not know.")
     assert turn.messages == ["Leeds (you moved there last month)."] and turn.stop_reason == "yield"
     assert [s.function for s in turn.steps] == ["send_message"] and turn.steps[0].valid
     assert turn.citations and "Leeds" in turn.citations[0].quote and turn.citations[0].unit == "message"
@@ -266,12 +266,12 @@ def test_the_reply_from_recall_answers_a_question_in_one_plain_call_and_cites_wh
 
 
 def test_a_reply_from_recall_that_says_nothing_was_recalled_lets_the_agent_search():
-    """When the recalled memories do not answer ("NOT IN MEMORY"), nothing is sent: the agent's own steps follow
-    and the trace says why; a message that asks nothing is never answered from recall."""
+    """When the reply from recall says the memories do not tell ("I do not know"), nothing is sent: the agent's own
+    steps follow and the trace says why; a message that asks nothing is never answered from recall."""
     steps = [call("send_message", message="Noted.")] * 2 + [
         call("conversation_search", query="Leeds", page=0, request_heartbeat=True),
         call("send_message", message="You live in Leeds."), call("send_message", message="Good to know.")]
-    fake = ScriptedLLM(by_role={"agent-step": steps, "recall-answer": ["NOT IN MEMORY."]})
+    fake = ScriptedLLM(by_role={"agent-step": steps, "recall-answer": ["I do not know where you live now."]})
     agent, _ = york_then_leeds(fake, recall_answer=True)
     turn = agent.say("Which city do I live in now?")
     assert [s.function for s in turn.steps] == ["conversation_search", "send_message"]

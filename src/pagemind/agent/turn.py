@@ -38,7 +38,6 @@ _QUOTE_CHARS = 1500  # the user's message quoted in the last-step alert, at most
 RECALL_CANDIDATES = 40  # best matches of each memory recall before reply chooses among (within its tokens)
 _RECALL_MARGIN = 16  # tokens kept free beside recall's estimate (a backend may count the joined lines a little higher)
 _RESULT_KINDS = ("function_result", "heartbeat")
-NOT_RECALLED = "NOT IN MEMORY"  # what the reply from recall says when the recalled memories do not answer
 _RECALL_ANSWER_CONTEXT = 6  # the conversation's last messages the reply from recall reads beside what was recalled
 _REPLY_TOKENS = 200  # the reply from recall's tokens, at most (send_message takes 600 characters)
 _REPLY_CHARS = next(p.max_length for p in SPECS["send_message"].all_params if p.name == "message")
@@ -267,7 +266,11 @@ class Turn:
         the user's block and the last messages of the conversation, and answers the message (as OP-RAG answers
         from its fragments, and mem0's and Zep's assistants from the memories they place), sent as the turn's
         send_message step — stored, cited and checked as one. A reply saying the memories do not tell (or an empty
-        one) is not sent: the turn goes on with the agent's own steps, which search. True when a reply was sent."""
+        one) is not sent: the turn goes on with the agent's own steps, which search. True when a reply was sent.
+
+        The prompt asks for "I do not know" where the memories do not tell, not for a fixed word: asked to reply
+        "NOT IN MEMORY" then, the 1.5B default model did so on 14 of 24 LoCoMo questions whose answer was
+        recalled (benchmarks (ao))."""
         from ..answering.support import declined, placeholder
         from ..llm.decide import Invalid, decide
 
@@ -280,7 +283,7 @@ class Turn:
         order = "the best match first" if self.options.recall_order == "rank" else "the most recent first"
         text = prompt("recall_answer", memory=blocks.get("human", "").strip(), order=order,
                       conversation="\n".join(_said(e) for e in said[-_RECALL_ANSWER_CONTEXT:]),
-                      lines="\n".join(self.recalled_lines), message=self.text, marker=NOT_RECALLED)
+                      lines="\n".join(self.recalled_lines), message=self.text)
         request = LLMRequest.user(text, role="recall-answer", max_tokens=min(self.options.max_tokens, _REPLY_TOKENS))
 
         def read(reply: str) -> str | Invalid:
@@ -290,7 +293,7 @@ class Turn:
         decision = decide(self.llm, request, read, self.trace, retries=0,
                           describe=lambda answer: f"reply from recall ({len(answer.split())} words)")
         answer = decision.value or ""
-        if not answer or NOT_RECALLED.lower() in answer.lower() or declined(answer) or placeholder(answer):
+        if not answer or declined(answer) or placeholder(answer):
             self.trace.note("reply from recall: the recalled memories do not answer the message; the agent's own "
                             "steps go on")
             return False
