@@ -258,6 +258,8 @@ def test_the_reply_from_recall_answers_a_question_in_one_plain_call_and_cites_wh
     assert text.rstrip().endswith("If they do not tell, say that you do not know.")
     assert turn.messages == ["Leeds (you moved there last month)."] and turn.stop_reason == "yield"
     assert [s.function for s in turn.steps] == ["send_message"] and turn.steps[0].valid
+    (answered,) = [e for e in turn.trace.events if e.role == "recall-answer"]  # the turn's one call
+    assert turn.steps[0].prompt_tokens == answered.prompt_tokens > 0 and turn.usage.calls == 1
     assert turn.citations and "Leeds" in turn.citations[0].quote and turn.citations[0].unit == "message"
     assert turn.support is not None and turn.support.label != "unsupported"
     # stored as the agent's step: the next turn's context holds the reply as the agent's own
@@ -280,6 +282,17 @@ def test_a_reply_from_recall_that_says_nothing_was_recalled_lets_the_agent_searc
     asked = sum(r.role == "recall-answer" for r in fake.history)
     agent.say("I also like the river walks there.")  # not a question: the agent's own step answers
     assert sum(r.role == "recall-answer" for r in fake.history) == asked == 1
+
+
+def test_a_reply_from_recall_that_sends_the_question_back_is_held_and_the_agent_steps_on():
+    steps = [call("send_message", message="Noted.")] * 2 + [call("send_message", message="You live in Leeds.")]
+    fake = ScriptedLLM(by_role={"agent-step": steps, "recall-answer": ["Which city do I live in now?"]})
+    agent, _ = york_then_leeds(fake, recall_answer=True)
+    turn = agent.say("Which city do I live in now?")
+    assert turn.messages == ["You live in Leeds."]
+    assert [(s.function, s.status) for s in turn.steps] == [("send_message", "Failed"), ("send_message", "OK")]
+    assert "repeats the user's message" in turn.steps[0].result
+    assert "Not sent: your reply repeats" in fake.history[-1].prompt_text()  # the agent is told why
 
 
 def test_a_long_reply_from_recall_is_cut_to_what_send_message_takes():

@@ -302,14 +302,19 @@ class Turn:
             end = max(cut.rfind(". "), cut.rfind("? "), cut.rfind("! "))
             answer = cut[:end + 1] if end > _REPLY_CHARS // 2 else cut.rstrip() + "..."
         action = Action(prompt("recall_answer_thoughts"), "send_message", {"message": answer}, False)
-        step = self._perform(action, decision.reply, 0, None)
+        self.remaining = self.options.max_steps  # every step is still to come: a reply that echoes the message is held
+        tokens = decision.response.prompt_tokens if decision.response is not None else 0
+        step = self._perform(action, decision.reply, tokens, None)
+        if step.status != "OK":
+            step = _with(step, "failed")
         self.result.steps.append(step)
         if self.on_step is not None:
             self.on_step(step)
-        if step.status == "OK":
-            self.result.messages.append(answer)
+        if step.status != "OK":  # held (it sent the question back): the agent's own steps go on, told why
+            return False
+        self.result.messages.append(answer)
         self.result.stop_reason = "yield"
-        return step.status == "OK"
+        return True
 
     def _cited(self) -> TurnResult:
         """The result with its citations: the passages and messages the searches returned that the reply uses
