@@ -15,7 +15,8 @@ def call(function, thoughts="thinking", **arguments):
 
 def make(steps=(), summarise="I talked with the user.", store=None, name="sam", **options):
     fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": summarise})
-    opts = AgentOptions(**{"embedder": "none", **options})
+    # the scripted steps are the agent's own: no reply from recall before them unless a test asks
+    opts = AgentOptions(**{"embedder": "none", "recall_answer": False, **options})
     agent = Agent.create(LLM(fake), store or Store(":memory:"), name, options=opts)
     return agent, fake
 
@@ -725,7 +726,7 @@ def test_the_evaluated_agent_recalls_its_budget_without_evicting_or_warning():
     fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Boats and maps.")],
                                 "summarise": "they talked"})
     answer = MemGPTEval(LLM(fake, concurrency=1), Store(":memory:"), recall_first=True, budget=1500,
-                        recall_tokens=1500, embedder="none").answer_example(example)
+                        recall_tokens=1500, embedder="none", recall_answer=False).answer_example(example)
     assert answer.text == "Boats and maps." and fake.roles() == ["agent-step"]
     prompt = fake.history[0]
     assert "On day" in prompt.messages[-1].content and not answer.details["evictions"]
@@ -769,9 +770,11 @@ def test_the_evaluated_agent_says_its_replies_keep_the_support_rule_under_an_abs
     example = Example(id="x", dataset="locomo", task="qa", question="What did Ann and Bo talk about by the river?",
                       document_id="d", document="", conversation=talk, meta={"speakers": ["Ann", "Bo"]})
     for precision in (None, 0.9):
-        fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Zebras from Mars.")]})
+        # the product's agent: its reply from recall is the one judged
+        fake = ScriptedLLM(by_role={"recall-answer": ["Zebras from Mars."]})
         answer = MemGPTEval(LLM(fake, concurrency=1), Store(":memory:"), recall_first=True, embedder="none",
                             abstain_precision=precision).answer_example(example)
+        assert answer.text == "Zebras from Mars." and fake.roles() == ["recall-answer"]
         assert answer.support is not None and answer.support.label == "unsupported" and answer.would_abstain
         said = [f for f in answer.fallbacks if f.startswith("abstain_precision:")]
         assert said == ([] if precision is None else [said[0]]) and answer.calibrated is None

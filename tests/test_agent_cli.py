@@ -56,7 +56,7 @@ def test_say_json_and_load_a_document(tmp_path):
     db = tmp_path / "pm.db"
     book = tmp_path / "book.txt"
     book.write_text(make_text(20, 60))
-    run(["agent", "create", "reader"], store=db)
+    run(["agent", "create", "reader", "--no-recall-answer"], store=db)  # the scripted steps are its own
     loaded, _ = run(["agent", "load", "reader", str(book)], store=db)
     assert loaded.exit_code == 0, loaded.output
     assert "1200 words in 4 passages" in loaded.stdout
@@ -107,7 +107,7 @@ def test_an_agent_loads_a_library_and_cites_the_document_a_passage_came_from(tmp
 
     with Pagemind(ScriptedLLM(), store=db) as pm:
         pm.add("my-shelf", [shelf])
-    run(["agent", "create", "reader"], store=db)
+    run(["agent", "create", "reader", "--no-recall-answer"], store=db)
     loaded, _ = run(["agent", "load", "reader", "my-shelf"], store=db)  # a library, by name
     assert loaded.exit_code == 0, loaded.output
     assert loaded.stdout.splitlines() == ["loaded a.txt: 480 words in 2 passages",

@@ -21,7 +21,8 @@ from pagemind.agent import (
     passages,
 )
 
-OPTS = AgentOptions(embedder="none", search_again=0)  # replies are sent as scripted (no search-again hold)
+# replies are sent as scripted: no search-again hold, no reply from recall before the agent's own steps
+OPTS = AgentOptions(embedder="none", search_again=0, recall_answer=False)
 
 
 def call(function, thoughts="thinking", **arguments):

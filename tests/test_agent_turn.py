@@ -20,7 +20,7 @@ def make(steps, name="sam", summarise="we talked", **options):
     """An agent on the scripted fake; recall before reply off unless asked (it measures the window once more before
     the steps: the first test counts it)."""
     fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": summarise})
-    options = {"embedder": "none", "recall_first": False, **options}
+    options = {"embedder": "none", "recall_first": False, "recall_answer": False, **options}
     agent = Agent.create(LLM(fake), Store(":memory:"), name, options=AgentOptions(**options))
     return agent, fake
 
@@ -174,7 +174,8 @@ def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first
              call("send_message", message="You live in Leeds now, since you moved there last month.")]
     fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": "we talked"})
     clock = Clock("2024-03-01 09:00:00")
-    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none"), clock=clock)
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none", recall_answer=False),
+                         clock=clock)
     agent.say("I live in York, in a small flat by the river.")
     clock.at = "2024-04-02 18:30:00"
     agent.say("I moved to Leeds last month, the city suits me.")
@@ -209,7 +210,7 @@ def test_recall_before_reply_can_place_the_best_match_first():
     steps = [call("send_message", message="Noted.")] * 3 + [call("send_message", message="Adoption agencies.")]
     fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": "we talked"})
     clock = Clock("2023-05-25 13:17:00")
-    options = AgentOptions(embedder="none", recall_order="rank")
+    options = AgentOptions(embedder="none", recall_order="rank", recall_answer=False)
     agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=options, clock=clock)
     agent.say("Researching adoption agencies has been my dream for a family.")
     clock.at = "2023-07-20 21:03:00"
@@ -313,7 +314,8 @@ def told_then_searched(said: str, at: str, query: str, question: str, **options)
              call("send_message", message="Found it.")]
     clock = Clock(at)
     agent = Agent.create(LLM(ScriptedLLM(by_role={"agent-step": steps})), Store(":memory:"), "sam",
-                         options=AgentOptions(embedder="none", search_again=0, **options), clock=clock)
+                         options=AgentOptions(embedder="none", search_again=0, **{"recall_answer": False, **options}),
+                         clock=clock)
     agent.say(said)
     clock.at = "2024-01-10 10:00:00"
     return agent, agent.say(question)

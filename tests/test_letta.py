@@ -292,8 +292,33 @@ def searching_step(request):
                        "arguments": {"message": "You drink green tea from Assam."}})
 
 
+def test_a_turn_answered_from_recall_shows_its_reasoning_reply_and_what_was_recalled(tmp_path):
+    """A new agent's default: the question answered by the reply from recall — in Letta's messages as the agent's
+    reasoning ("Answered from what recall placed in context") and its assistant message, with the recalled passage
+    and its citation in pagemind's extension; no step of the agent's own ran."""
+    fake = ScriptedLLM(by_role={"recall-answer": ["You drink green tea from Assam."]})
+    pm = Pagemind(fake, store=tmp_path / "s.db")
+    ann = users_api.create_user(pm.store, "ann")
+    with Served(create_app(pm, auth="keys", keepalive=1.0, workers=2)) as server:
+        client = letta_client.Letta(base_url=f"{server.url}/letta", api_key=ann[1], max_retries=0)
+        agent = client.agents.create(name="tia", memory_blocks=[{"label": "human", "value": "Name: Ann"}])
+        client.agents.passages.create(agent_id=agent.id, text="Ann drinks green tea from Assam every morning.")
+        reply = client.agents.messages.create(agent_id=agent.id, messages=[{"role": "user",
+                                                                           "content": "What tea do I drink?"}])
+        kinds = [m.message_type for m in reply.messages]
+        assert kinds == ["reasoning_message", "assistant_message"], kinds
+        assert reply.messages[0].reasoning.startswith("Answered from what recall placed in context")
+        assert reply.messages[-1].content == "You drink green tea from Assam."
+        ext = reply.model_extra["pagemind"]
+        assert ext["recalled"][0]["unit"] == "passage" and "green tea from Assam" in ext["citations"][0]["quote"]
+        assert fake.roles() == ["recall-answer"]
+    pm.close()
+
+
 def test_a_turn_that_searched_carries_its_support_in_pagemind_s_extension(tmp_path):
-    pm = Pagemind(ScriptedLLM(by_role={"agent-step": searching_step}), store=tmp_path / "s.db")
+    """The reply from recall says the memories do not tell: the agent's own steps search, and answer."""
+    pm = Pagemind(ScriptedLLM(by_role={"agent-step": searching_step, "recall-answer": ["I do not know."]}),
+                  store=tmp_path / "s.db")
     ann = users_api.create_user(pm.store, "ann")
     with Served(create_app(pm, auth="keys", keepalive=1.0, workers=2)) as server:
         client = letta_client.Letta(base_url=f"{server.url}/letta", api_key=ann[1], max_retries=0)

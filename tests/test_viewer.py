@@ -113,6 +113,7 @@ def server(tmp_path, gate, auth):
     fake = ScriptedLLM(by_role={"paginate": middle_label, "gist": gate, "lookup": "I want to look up Page [1, 2] to",
                                 "answer": "Answer: the map is under the stairs", "summarise": summarise,
                                 "navigate": Walker(), "agent-step": AgentScript(),
+                                "recall-answer": "Yes, you told me your name is Ann.",
                                 "consolidate": json.dumps({"summary": "Ann said hello.", "human": ["Name: Ann"],
                                                            "facts": ["The user, Ann, said hello."]})})
     pm = Pagemind(fake, store=tmp_path / "s.db")
@@ -329,6 +330,9 @@ def test_an_agent_shows_its_memory_and_a_turn_s_steps_live(server, page, shoot):
     tab.evaluate(f"location.hash = '#/runs/{again.json()['run_id']}'")
     tab.wait_for_selector("#recalled li")
     assert "Hello, I am Ann" in tab.inner_text("#recalled") and "message" in tab.inner_text("#recalled li")
+    # a question: answered from what was recalled, one step the page shows with its reasoning
+    tab.wait_for_selector("#answer:has-text('you told me your name is Ann')")
+    assert "Answered from what recall placed in context" in tab.inner_text("#steps")
     assert not tab.problems, tab.problems
 
 

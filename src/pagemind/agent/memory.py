@@ -67,7 +67,7 @@ class AgentOptions(Options):
               "the context as a marked, dated alert (recall_tokens at most; in recall_order), cited like search "
               "results when the reply uses them; off: the agent finds them only by searching (the paper's agent)")
     recall_answer: bool = option(
-        False, "with recall_first, a question is first answered by one plain call reading what was recalled (the "
+        True, "with recall_first, a question is first answered by one plain call reading what was recalled (the "
                "user's block and the last messages beside it), as OP-RAG answers from its fragments; sent as the "
                "turn's send_message step, cited and checked as one. When the recalled memories do not answer, the "
                "agent's own steps go on (they search); off: every reply is the agent's own step")
