@@ -174,8 +174,8 @@ def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first
              call("send_message", message="You live in Leeds now, since you moved there last month.")]
     fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": "we talked"})
     clock = Clock("2024-03-01 09:00:00")
-    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none", recall_answer=False),
-                         clock=clock)
+    options = AgentOptions(embedder="none", recall_answer=False)  # the alert the agent's own steps read
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=options, clock=clock)
     agent.say("I live in York, in a small flat by the river.")
     clock.at = "2024-04-02 18:30:00"
     agent.say("I moved to Leeds last month, the city suits me.")
@@ -294,6 +294,16 @@ def test_a_reply_from_recall_that_sends_the_question_back_is_held_and_the_agent_
     assert [(s.function, s.status) for s in turn.steps] == [("send_message", "Failed"), ("send_message", "OK")]
     assert "repeats the user's message" in turn.steps[0].result
     assert "Not sent: your reply repeats" in fake.history[-1].prompt_text()  # the agent is told why
+
+
+@pytest.mark.parametrize("reply", ["send_message: Leeds", 'send_message("Leeds")', "send_message(message='Leeds')",
+                                   "Leeds"])
+def test_a_reply_from_recall_written_as_a_call_is_read_as_its_message(reply):
+    """The evaluated agent's message names send_message; the default model once answered "send_message: Senior
+    editor" (scored 0 by LongMemEval's judge)."""
+    fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 2, "recall-answer": [reply]})
+    agent, _ = york_then_leeds(fake, recall_answer=True)
+    assert agent.say("Which city do I live in now?").messages == ["Leeds"]
 
 
 def test_a_long_reply_from_recall_is_cut_to_what_send_message_takes():

@@ -287,7 +287,7 @@ class Turn:
         request = LLMRequest.user(text, role="recall-answer", max_tokens=min(self.options.max_tokens, _REPLY_TOKENS))
 
         def read(reply: str) -> str | Invalid:
-            answer = " ".join(reply.split())
+            answer = _unwrapped(" ".join(reply.split()))
             return answer if answer else Invalid("the reply is empty: answer the message, or say it is not there")
 
         decision = decide(self.llm, request, read, self.trace, retries=0,
@@ -696,6 +696,22 @@ def _question(text: str) -> str:
     asked = re.findall(r"[^\n?.!:]*\?", text)
     question = " ".join((asked[-1] if asked else text).split())
     return question[:100]
+
+
+_CALLED = re.compile(r"^send_message\s*(?::\s*(?P<said>.*)|\(\s*(?:message\s*=\s*)?(?P<arg>.*?)\s*\)\s*)$",
+                     re.IGNORECASE | re.DOTALL)
+
+
+def _unwrapped(reply: str) -> str:
+    """A plain reply as the message it sends: a reply written as the step format's call ("send_message: Senior
+    editor", 'send_message("Leeds")' — the evaluated agent's message names the function) is read as its message."""
+    called = _CALLED.match(reply.strip())
+    if called is None:
+        return reply
+    said = (called.group("said") if called.group("said") is not None else called.group("arg")).strip()
+    if len(said) >= 2 and said[0] == said[-1] and said[0] in "\"'":
+        said = said[1:-1].strip()
+    return said
 
 
 def _said(event: Event) -> str:
