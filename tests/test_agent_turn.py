@@ -306,6 +306,26 @@ def test_a_reply_from_recall_written_as_a_call_is_read_as_its_message(reply):
     assert agent.say("Which city do I live in now?").messages == ["Leeds"]
 
 
+@pytest.mark.parametrize("message, answered", [
+    ("Which city do I live in now?", True),
+    ("A question about our past conversations: When did I move?\nSearch your memory, then answer in a few words "
+     "with send_message.", True),
+    ("What record did John break, and what did Caroline note about it?", True),  # words of requests, not asked
+    ("Please note that I prefer tea. What do I drink?", False),
+    ("Remember my code is 4417. What is it?", False),
+    ("Can you remember that my locker code is 4417?", False),
+    ("Could you update my city to Leeds?", False),
+    ("I moved to Leeds last month. Which bus goes to the centre?", False),
+    ("My sister is called Ann. Do you know her?", False),
+    ("Nice weather today.", False),
+])
+def test_only_a_message_that_only_asks_is_answered_from_recall(message, answered):
+    """A message asking the agent to keep or change a memory, or telling something of the user's own beside its
+    question, is the agent's own steps to answer (they may save it): a reply from recall would say "Sure" and save
+    nothing."""
+    assert turn_module._only_asks(message) is answered
+
+
 def test_a_long_reply_from_recall_is_cut_to_what_send_message_takes():
     long = "You live in Leeds. " + "It is a fine city with many parks and a river. " * 20
     fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 2,

@@ -186,7 +186,7 @@ class Turn:
             self._append(Event("user_message", payload, self.agent.now()))
             if self.options.recall_first:
                 self._recall_first()
-                if self.options.recall_answer and self.recalled_lines and _asks(self.text) and \
+                if self.options.recall_answer and self.recalled_lines and _only_asks(self.text) and \
                         self._answer_from_recall():
                     return self._cited()
         steps = self.options.max_steps
@@ -649,6 +649,24 @@ def _asks(text: str) -> bool:
     """Whether a user message asks something (a question mark, or a question's first word)."""
     words = text.split()
     return "?" in text or (bool(words) and words[0].lower().strip(",.:;!") in _QUESTION_WORDS)
+
+
+# a message that asks the agent to keep, change or drop something in its memory ("Can you remember that …?")
+_KEEP = r"(?:remember|memori[sz]e|note|save|store|record|write\s+down|keep\s+in\s+mind|forget|update|correct|change)\b"
+_MEMORY_REQUEST = re.compile(rf"(?:^|[.!?]\s+)(?:please\s+)?{_KEEP}|\b(?:can|could|would|will)\s+you\s+(?:please\s+)?"
+                             rf"{_KEEP}|\bplease\s+{_KEEP}|\bdon'?t\s+forget\b", re.IGNORECASE)
+# a sentence in which the user tells something of their own ("I moved to Leeds.", "My sister is called Ann.")
+_TELLS = re.compile(r"^(?:I|I'm|I've|I'd|I'll|Im|My|We|We're|We've|Our)\b", re.IGNORECASE)
+
+
+def _only_asks(text: str) -> bool:
+    """Whether a user message only asks (what the reply from recall answers): it asks something, asks nothing of
+    the agent's memory ("Can you remember that my code is 4417?") and tells nothing of the user's own ("I moved to
+    Leeds. Which bus goes to the centre?") — those are the agent's own steps to answer, which may save them."""
+    if not _asks(text) or _MEMORY_REQUEST.search(text):
+        return False
+    sentences = re.findall(r"[^.!?\n]+[.!?]*", text)
+    return not any(_TELLS.match(s.strip()) and not s.strip().endswith("?") for s in sentences)
 
 
 # a summary or consolidation reply that refuses instead of doing the task (small models do, on chat transcripts)
