@@ -38,9 +38,9 @@ def cited_run(pm: Pagemind, run_id: str, user_id: int, doc_id: str, *snippets: s
 
 @pytest.fixture
 def served(tmp_path):
-    fake = ScriptedLLM(by_role={"answer": "Answer: Wren found the map.", "summarise": "we talked", "agent-step": [
-        step("archival_memory_search", query="map", page=0, request_heartbeat=True),
-        step("send_message", message="Wren found the map under the third stair.")]})
+    # a new agent answers a question from what recall placed (the reply from recall), citing it like a search's
+    fake = ScriptedLLM(by_role={"answer": "Answer: Wren found the map.", "summarise": "we talked",
+                                "recall-answer": "Wren found the map under the third stair."})
     pm = Pagemind(fake, store=tmp_path / "s.db")
     ann, ann_key = users_api.create_user(pm.store, "ann")
     _, bob_key = users_api.create_user(pm.store, "bob")
