@@ -297,6 +297,8 @@ def test_a_reply_from_recall_that_sends_the_question_back_is_held_and_the_agent_
 
 
 @pytest.mark.parametrize("reply", ["send_message: Leeds", 'send_message("Leeds")', "send_message(message='Leeds')",
+                                   'send_message(message="Leeds", request_heartbeat=false)',
+                                   '{"thoughts": "t", "function": "send_message", "arguments": {"message": "Leeds"}}',
                                    "Leeds"])
 def test_a_reply_from_recall_written_as_a_call_is_read_as_its_message(reply):
     """The evaluated agent's message names send_message; the default model once answered "send_message: Senior
@@ -318,12 +320,77 @@ def test_a_reply_from_recall_written_as_a_call_is_read_as_its_message(reply):
     ("I moved to Leeds last month. Which bus goes to the centre?", False),
     ("My sister is called Ann. Do you know her?", False),
     ("Nice weather today.", False),
+    ("I'm vegan, so what should I cook tonight?", False),
+    ("Hey, I moved to Leeds, which bus goes to the centre?", False),
+    ("Actually I live in Leeds now. Where do I live?", False),
+    ("Do not forget that my code is 4417, ok?", False),
+    ("Add to your memory that I am vegan, ok?", False),
+    ("From now on call me Bob, okay?", False),
+    ("(Current date: 2023/09/01 (Fri) 10:00) Which city do I live in now?", True),
 ])
 def test_only_a_message_that_only_asks_is_answered_from_recall(message, answered):
     """A message asking the agent to keep or change a memory, or telling something of the user's own beside its
     question, is the agent's own steps to answer (they may save it): a reply from recall would say "Sure" and save
     nothing."""
     assert turn_module._only_asks(message) is answered
+
+
+@pytest.mark.parametrize("reply", ["The memories do not tell.", "The memories above do not say.",
+                                   "I have no record of that.", "You haven't told me that.",
+                                   "Sorry, I don't have that information.", "It is not in my memory.",
+                                   "Not mentioned in the memories."])
+def test_a_reply_from_recall_saying_the_memories_do_not_tell_lets_the_agent_search(reply):
+    steps = [call("send_message", message="Noted.")] * 2 + [call("send_message", message="You live in Leeds.")]
+    fake = ScriptedLLM(by_role={"agent-step": steps, "recall-answer": [reply]})
+    agent, _ = york_then_leeds(fake, recall_answer=True)
+    assert agent.say("Which city do I live in now?").messages == ["You live in Leeds."]
+
+
+def test_an_echo_held_from_recall_leaves_the_agent_its_own_hold_and_its_step_budget():
+    """The echo's hold is not the turn's search_again: the agent's own unsupported reply after a search is still
+    held once; the turn makes at most max_steps steps in all, the held reply from recall among them, with the
+    failed step's heartbeat stored as the loop stores one."""
+    steps = [call("send_message", message="Noted.")] * 2 + [
+        call("conversation_search", query="city", page=0, request_heartbeat=True),
+        call("send_message", message="You take the number 42 tram to Paris."),
+        call("send_message", message="You live in Leeds.")]
+    fake = ScriptedLLM(by_role={"agent-step": steps, "recall-answer": ["Which city do I live in now?"]})
+    agent, _ = york_then_leeds(fake, recall_answer=True, max_steps=5)
+    turn = agent.say("Which city do I live in now?")
+    assert [(s.function, s.status) for s in turn.steps] == [
+        ("send_message", "Failed"), ("conversation_search", "OK"), ("send_message", "Failed"), ("send_message", "OK")]
+    assert turn.messages == ["You live in Leeds."]
+    queue = agent.store.queue(agent.id)
+    held = next(i for i, e in enumerate(queue) if e.kind == "step" and e.payload.get("held"))
+    assert [e.kind for e in queue[held:held + 3]] == ["step", "function_result", "heartbeat"]
+    # the budget counts the held reply: at most max_steps steps in all
+    steps = [call("send_message", message="Noted.")] * 2 + [
+        call("conversation_search", query="city", page=0, request_heartbeat=True)] * 9
+    fake = ScriptedLLM(by_role={"agent-step": steps, "recall-answer": ["Which city do I live in now?"],
+                                "summarise": "we talked"})
+    agent, _ = york_then_leeds(fake, recall_answer=True, max_steps=3, final_reply=False)
+    turn = agent.say("Which city do I live in now?")
+    assert len(turn.steps) == 3 and turn.stop_reason == "max_steps"
+
+
+def test_a_long_reply_from_recall_without_a_sentence_end_is_cut_within_the_bound():
+    fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 2,
+                                "recall-answer": ["x" * 10 + " word" * 300]})
+    agent, _ = york_then_leeds(fake, recall_answer=True)
+    (sent,) = agent.say("Which city do I live in now?").messages
+    assert len(sent) == 600 and sent.endswith("...")
+
+
+def test_an_agent_stored_before_the_reply_from_recall_keeps_replying_with_its_own_steps():
+    """Options are stored whole: an agent stored without recall_answer (made before it existed) reads back with it
+    off — it behaves after the upgrade as before — while a new agent has it on; the same for a pagemind Agent File."""
+    store = Store(":memory:")
+    made = Agent.create(LLM(ScriptedLLM([])), store, "old", options=AgentOptions(embedder="none"))
+    assert made.options.recall_answer
+    older = {k: v for k, v in made.options.as_dict().items() if k != "recall_answer"}
+    store.set_agent_settings(made.id, older)
+    assert Agent.load(LLM(ScriptedLLM([])), store, "old").options.recall_answer is False
+    assert AgentOptions.stored(older).recall_answer is False and AgentOptions.stored({}).recall_answer
 
 
 def test_a_long_reply_from_recall_is_cut_to_what_send_message_takes():

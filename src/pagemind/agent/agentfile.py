@@ -309,7 +309,7 @@ def _plan(agent: dict[str, Any], mine: dict[str, Any] | None, blocks_by_id: dict
     if not NAME.match(name):
         raise InputError(f"agent name {name!r}: use letters, digits, '_', '.', '-' (at most 64); give another name")
     if mine is not None:
-        options = AgentOptions.from_dict(_mapping(mine.get("options"), "options"))
+        options = AgentOptions.stored(_mapping(mine.get("options"), "options"))
         state = _state(_mapping(mine.get("state"), "state"))
     else:
         system = agent.get("system")

@@ -101,9 +101,15 @@ class AgentOptions(Options):
         for spec in self.specs():  # the values as their declared types, or a ConfigError naming the option
             object.__setattr__(self, spec.name, spec.coerce(getattr(self, spec.name), self.owner))
 
+    # options added after agents were stored, and the value an agent stored without one keeps: what it did when it
+    # was made (a new agent takes the declared default)
+    ADDED_SINCE: ClassVar[dict[str, Any]] = {"recall_answer": False}
+
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> AgentOptions:
-        return cls.create(**data)
+    def stored(cls, data: dict[str, Any]) -> AgentOptions:
+        """An agent's options as stored (the store, a pagemind Agent File): an option added since it was stored is
+        :data:`ADDED_SINCE`'s value, not the new default, so an agent behaves after an upgrade as before it."""
+        return cls.create(**{**cls.ADDED_SINCE, **data}) if data else cls.create()
 
     def updated(self, **changes: Any) -> AgentOptions:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

@@ -37,7 +37,7 @@ class AgentRecord:
 
 
 def _record(row: AgentRow) -> AgentRecord:
-    return AgentRecord(row.id, row.name, AgentOptions.from_dict(row.settings), AgentState.from_dict(row.state),
+    return AgentRecord(row.id, row.name, AgentOptions.stored(row.settings), AgentState.from_dict(row.state),
                        row.created)
 
 

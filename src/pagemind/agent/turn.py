@@ -189,7 +189,7 @@ class Turn:
                 if self.options.recall_answer and self.recalled_lines and _only_asks(self.text) and \
                         self._answer_from_recall():
                     return self._cited()
-        steps = self.options.max_steps
+        steps = max(1, self.options.max_steps - len(self.result.steps))  # a held reply from recall was a step
         for i in range(steps):
             self.agent.lock.refresh()
             last = self.options.final_reply and steps > 1 and i == steps - 1
@@ -274,6 +274,9 @@ class Turn:
         from ..answering.support import declined, placeholder
         from ..llm.decide import Invalid, decide
 
+        self.agent.lock.refresh()
+        if self.progress is not None:
+            self.progress("step 1: answering from what was recalled", 0, 0, "")
         blocks = {b.label: b.value for b in self.store.blocks(self.agent.id)}
         boot = prompt("boot_message")  # the new agent's first message is no part of a conversation
         said = [e for e in self.store.queue(self.agent.id) if e.seq <= self.before and (
@@ -293,24 +296,28 @@ class Turn:
         decision = decide(self.llm, request, read, self.trace, retries=0,
                           describe=lambda answer: f"reply from recall ({len(answer.split())} words)")
         answer = decision.value or ""
-        if not answer or declined(answer) or placeholder(answer):
+        if not answer or declined(answer) or placeholder(answer) or _NOT_TOLD.search(answer):
             self.trace.note("reply from recall: the recalled memories do not answer the message; the agent's own "
                             "steps go on")
             return False
         if len(answer) > _REPLY_CHARS:  # send_message's bound: cut at a sentence's end where one is near
             cut = answer[:_REPLY_CHARS]
             end = max(cut.rfind(". "), cut.rfind("? "), cut.rfind("! "))
-            answer = cut[:end + 1] if end > _REPLY_CHARS // 2 else cut.rstrip() + "..."
+            answer = cut[:end + 1] if end > _REPLY_CHARS // 2 else cut[:_REPLY_CHARS - 3].rstrip() + "..."
         action = Action(prompt("recall_answer_thoughts"), "send_message", {"message": answer}, False)
         self.remaining = self.options.max_steps  # every step is still to come: a reply that echoes the message is held
         tokens = decision.response.prompt_tokens if decision.response is not None else 0
+        held = self.held
+        self.state.valid_actions += 1
         step = self._perform(action, decision.reply, tokens, None)
+        self.held = held  # an echo held here leaves the agent's own replies their hold (search_again)
         if step.status != "OK":
             step = _with(step, "failed")
         self.result.steps.append(step)
         if self.on_step is not None:
             self.on_step(step)
         if step.status != "OK":  # held (it sent the question back): the agent's own steps go on, told why
+            self._append(Event("heartbeat", {"reason": prompt("heartbeat_failed")}, self.agent.now()))
             return False
         self.result.messages.append(answer)
         self.result.stop_reason = "yield"
@@ -652,11 +659,15 @@ def _asks(text: str) -> bool:
 
 
 # a message that asks the agent to keep, change or drop something in its memory ("Can you remember that …?")
-_KEEP = r"(?:remember|memori[sz]e|note|save|store|record|write\s+down|keep\s+in\s+mind|forget|update|correct|change)\b"
+_KEEP = (r"(?:remember|memori[sz]e|note|save|store|record|write\s+down|keep\s+in\s+mind|keep\s+(?:that|this|it)|"
+         r"forget|update|correct|change|add)\b")
 _MEMORY_REQUEST = re.compile(rf"(?:^|[.!?]\s+)(?:please\s+)?{_KEEP}|\b(?:can|could|would|will)\s+you\s+(?:please\s+)?"
-                             rf"{_KEEP}|\bplease\s+{_KEEP}|\bdon'?t\s+forget\b", re.IGNORECASE)
-# a sentence in which the user tells something of their own ("I moved to Leeds.", "My sister is called Ann.")
-_TELLS = re.compile(r"^(?:I|I'm|I've|I'd|I'll|Im|My|We|We're|We've|Our)\b", re.IGNORECASE)
+                             rf"{_KEEP}|\bplease\s+{_KEEP}|\b(?:don['’]?t|do\s+not|never)\s+forget\b|"
+                             r"\b(?:to|in|into)\s+your\s+memory\b|\bfrom\s+now\s+on\b", re.IGNORECASE)
+# a clause in which the user tells something of their own ("I moved to Leeds.", "I'm vegan, so what …?"), after a
+# greeting or a filler word ("Hey,", "Actually")
+_TELLS = re.compile(r"^(?:(?:hey|hi|hello|oh|ok|okay|so|well|actually|btw|also|and|but|anyway)\b\W*)*"
+                    r"(?:I|I'm|I've|I'd|I'll|Im|My|We|We're|We've|Our)\b", re.IGNORECASE)
 
 
 def _only_asks(text: str) -> bool:
@@ -665,8 +676,8 @@ def _only_asks(text: str) -> bool:
     Leeds. Which bus goes to the centre?") — those are the agent's own steps to answer, which may save them."""
     if not _asks(text) or _MEMORY_REQUEST.search(text):
         return False
-    sentences = re.findall(r"[^.!?\n]+[.!?]*", text)
-    return not any(_TELLS.match(s.strip()) and not s.strip().endswith("?") for s in sentences)
+    clauses = [c.strip() for c in re.split(r"[.!?;,:\n]+", text)]
+    return not any(_TELLS.match(c) for c in clauses if c and c.split()[0].lower() not in _QUESTION_WORDS)
 
 
 # a summary or consolidation reply that refuses instead of doing the task (small models do, on chat transcripts)
@@ -716,13 +727,27 @@ def _question(text: str) -> str:
     return question[:100]
 
 
-_CALLED = re.compile(r"^send_message\s*(?::\s*(?P<said>.*)|\(\s*(?:message\s*=\s*)?(?P<arg>.*?)\s*\)\s*)$",
-                     re.IGNORECASE | re.DOTALL)
+# a reply from recall saying, in the agent's words, that its memories do not hold the answer (beside the readers'
+# declines, :func:`~pagemind.answering.support.declined`, which speak of a text)
+_NOT_TOLD = re.compile(
+    r"\b(?:memor(?:y|ies)(?:\s+above)?\s+(?:do|does|did)\s*(?:not|n['’]t)\s+(?:say|tell|mention|show|hold|include)|"
+    r"(?:not|nothing)\s+(?:is\s+)?(?:in|about\s+(?:it|this|that)\s+in)\s+(?:my|the|your)\s+memor(?:y|ies)|"
+    r"not\s+mentioned\s+in\s+the\s+memor(?:y|ies)|I\s+have\s+no\s+(?:record|memory|information)|"
+    r"I\s+(?:do|did)\s*(?:not|n['’]t)\s+have\s+(?:that|this|any|the|enough)\s+(?:information|record|details?|memory)|"
+    r"you\s+(?:have|had)\s*(?:not|n['’]t)\s+(?:told|mentioned|said|shared))", re.IGNORECASE)
+_CALLED = re.compile(r"^send_message\s*(?::\s*(?P<said>.*)|\(\s*(?:message\s*=\s*)?(?P<arg>.*?)"
+                     r"(?:\s*,\s*request_heartbeat\s*=\s*\w+)?\s*\)\s*)$", re.IGNORECASE | re.DOTALL)
 
 
 def _unwrapped(reply: str) -> str:
     """A plain reply as the message it sends: a reply written as the step format's call ("send_message: Senior
     editor", 'send_message("Leeds")' — the evaluated agent's message names the function) is read as its message."""
+    if reply.lstrip().startswith("{"):  # the step format itself
+        try:
+            action = parse_action(reply)
+        except InvalidAction:
+            return reply
+        return str(action.arguments.get("message", reply)) if action.function == "send_message" else reply
     called = _CALLED.match(reply.strip())
     if called is None:
         return reply
@@ -735,8 +760,10 @@ def _unwrapped(reply: str) -> str:
 def _said(event: Event) -> str:
     """A message of the conversation as the reply from recall reads it: ``[time] user: text`` or the agent's sent
     message (its thoughts left out)."""
+    from ..text.when import anchored
+
     if event.kind == "user_message":
-        return f"[{event.time[:16]}] user: {event.payload.get('message', '')}"
+        return f"[{event.time[:16]}] user: {anchored(event.payload.get('message', ''), event.time)}"
     return f"[{event.time[:16]}] assistant: {event.payload.get('arguments', {}).get('message', '')}"
 
 
