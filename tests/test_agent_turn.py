@@ -512,3 +512,7 @@ def test_a_reply_that_repeats_the_users_question_is_held_once_and_the_next_is_se
     assert _echoes("What did Caroline research?", asked)  # a run of the message's words
     assert not _echoes("What did Caroline research? She researched adoption agencies.", asked)  # it answers
     assert not _echoes("Caroline researched adoption agencies.", asked) and not _echoes("Yes.", "Is it?")
+    # a yes or no restating the question answers it (LoCoMo: "Would Caroline likely have Dr. Seuss books …?")
+    polar = "Would Caroline likely have Dr. Seuss books on her bookshelf?"
+    assert not _echoes("Yes, Caroline likely would have Dr. Seuss books on her bookshelf.", polar)
+    assert _echoes("Would Caroline likely have Dr. Seuss books on her bookshelf?", polar)

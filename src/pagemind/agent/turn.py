@@ -705,12 +705,15 @@ ECHO_SHARE = 0.8  # of a reply's words that are the message's, for a reply holdi
 def _echoes(reply: str, said: str) -> bool:
     """Whether ``reply`` repeats the user's message ``said`` instead of answering it: the question it asks
     (:func:`_question`) word for word inside a reply of the message's words (:data:`ECHO_SHARE` of them), or the
-    reply a run of the message's words. "What did she research? She researched adoption agencies." answers."""
+    reply a run of the message's words. "What did she research? She researched adoption agencies." answers, and so
+    does a yes or no that restates the question ("Yes, Caroline would have Dr. Seuss books on her bookshelf.")."""
     def words(text: str) -> str:
         return " " + " ".join(re.findall(r"\w+", text.lower())) + " "
 
+    from ..text.words import VERDICT
+
     question, answer, message = words(_question(said)), words(reply), words(said)
-    if len(answer.split()) < ECHO_WORDS:
+    if len(answer.split()) < ECHO_WORDS or VERDICT.match(reply):  # "Yes, she would …" answers, in its words
         return False
     if answer in message:
         return True
