@@ -327,6 +327,8 @@ def test_a_reply_from_recall_written_as_a_call_is_read_as_its_message(reply):
     ("Add to your memory that I am vegan, ok?", False),
     ("From now on call me Bob, okay?", False),
     ("(Current date: 2023/09/01 (Fri) 10:00) Which city do I live in now?", True),
+    ("Which of these did I tell you about myself?\n(A) I maintain rental properties.\n(B) My mom was a librarian. "
+     "I used to be a librarian.\nSearch your memory, then answer with the letter.", True),  # options tell nothing
 ])
 def test_only_a_message_that_only_asks_is_answered_from_recall(message, answered):
     """A message asking the agent to keep or change a memory, or telling something of the user's own beside its

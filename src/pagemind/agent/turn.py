@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..answering.probability import NONE, TOP, AnswerProbability, of_tokens
 from ..citations import Citation
 from ..errors import ContextWindowExceeded, ToolsRefused
 from ..llm.base import LLMRequest, LLMResponse
@@ -77,6 +78,16 @@ class TurnResult:
     citations: list[Citation] = field(default_factory=list)  # what the reply used, and the sources of saved facts
     recalled: list[Citation] = field(default_factory=list)  # placed in context before the reply (recall_first)
     support: Support | None = None  # how well what the searches returned supports the reply (None: no search)
+    probability: AnswerProbability = NONE  # how probable the model found a reply from recall (where the backend says)
+    calibrated: float | None = None  # the fitted probability that the reply is right (answering.calibration)
+
+    @property
+    def confidence(self) -> float | None:
+        """How far the reply is to be trusted, 0..1, as an answer's is: the fitted probability where a model is
+        shipped for its kind, else its support's hand-set confidence; None where nothing was searched or recalled."""
+        if self.support is None:
+            return None
+        return self.calibrated if self.calibrated is not None else self.support.confidence
 
     @property
     def usage(self) -> Usage:
@@ -101,7 +112,7 @@ class TurnResult:
                 "citations": [c.as_dict() for c in self.citations],
                 "recalled": [c.as_dict() for c in self.recalled],
                 "support": None if self.support is None else self.support.as_dict(),
-                "confidence": None if self.support is None else self.support.confidence,
+                "confidence": self.confidence, "probability": self.probability.as_dict(),
                 "steps": [_step_dict(s) for s in self.steps], **({"run_id": self.run_id} if self.run_id else {})}
 
 
@@ -287,7 +298,8 @@ class Turn:
         text = prompt("recall_answer", memory=blocks.get("human", "").strip(), order=order,
                       conversation="\n".join(_said(e) for e in said[-_RECALL_ANSWER_CONTEXT:]),
                       lines="\n".join(self.recalled_lines), message=self.text)
-        request = LLMRequest.user(text, role="recall-answer", max_tokens=min(self.options.max_tokens, _REPLY_TOKENS))
+        request = LLMRequest.user(text, role="recall-answer", max_tokens=min(self.options.max_tokens, _REPLY_TOKENS),
+                                  logprobs=TOP if self.llm.backend.capabilities.supports_logprobs else 0)
 
         def read(reply: str) -> str | Invalid:
             answer = _unwrapped(" ".join(reply.split()))
@@ -320,6 +332,7 @@ class Turn:
             self._append(Event("heartbeat", {"reason": prompt("heartbeat_failed")}, self.agent.now()))
             return False
         self.result.messages.append(answer)
+        self.result.probability = of_tokens(decision.response)  # the reply's tokens' own probability, where given
         self.result.stop_reason = "yield"
         return True
 
@@ -330,9 +343,15 @@ class Turn:
         evidence = self._evidence()
         cited = support(evidence, " ".join(result.messages))
         if evidence and result.messages:  # the reply checked against what its searches returned, as an answer is
+            from ..answering.calibration import calibrated
+            from ..answering.question import Answer, Question
             from ..answering.support import assess
 
-            result.support = assess(self.text, " ".join(result.messages), cited, [c.quote for c in evidence])
+            reply = " ".join(result.messages)
+            result.support = assess(self.text, reply, cited, [c.quote for c in evidence])
+            # its confidence fitted as an answer's: the reply as the answer to the message, on what it cites
+            result.calibrated = calibrated(Answer(Question(self.text), "memgpt", reply, citations=cited,
+                                                  support=result.support, probability=result.probability))
         seen = {(c.unit, c.index, c.start, c.end) for c in cited}
         for step in result.steps:
             for c in step.citations:
@@ -670,13 +689,17 @@ _TELLS = re.compile(r"^(?:(?:hey|hi|hello|oh|ok|okay|so|well|actually|btw|also|a
                     r"(?:I|I'm|I've|I'd|I'll|Im|My|We|We're|We've|Our)\b", re.IGNORECASE)
 
 
+_OPTION_LINE = re.compile(r"^\s*\(?[A-J][).:]\s")  # "(A) I maintain rental properties.", "B. My mom was a librarian."
+
+
 def _only_asks(text: str) -> bool:
     """Whether a user message only asks (what the reply from recall answers): it asks something, asks nothing of
     the agent's memory ("Can you remember that my code is 4417?") and tells nothing of the user's own ("I moved to
     Leeds. Which bus goes to the centre?") — those are the agent's own steps to answer, which may save them."""
     if not _asks(text) or _MEMORY_REQUEST.search(text):
         return False
-    clauses = [c.strip() for c in re.split(r"[.!?;,:\n]+", text)]
+    lines = [line for line in text.splitlines() if not _OPTION_LINE.match(line)]  # a question's options tell nothing
+    clauses = [c.strip() for c in re.split(r"[.!?;,:\n]+", "\n".join(lines))]
     return not any(_TELLS.match(c) for c in clauses if c and c.split()[0].lower() not in _QUESTION_WORDS)
 
 
