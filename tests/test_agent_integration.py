@@ -151,5 +151,10 @@ def test_the_default_model_answers_where_the_user_lives_now_from_the_later_turn(
         print("reply:", asked.messages, [(c.unit, c.index, c.quote) for c in asked.citations or []])
         assert any("Leeds" in m for m in asked.messages) and not any("York" in m for m in asked.messages)
         assert any(c.unit == "message" and "moved to Leeds" in c.quote for c in asked.citations or [])
+        # answered from recall (one plain call), its tokens' probability recorded where the backend gives them (the
+        # in-process model the tests load says it does not; the shared server does: benchmarks (ao))
+        assert [e.role for e in asked.trace.events if e.role in ("recall-answer", "agent-step")] == ["recall-answer"]
+        given = pm.llm.backend.capabilities.supports_logprobs
+        assert asked.probability.basis == ("tokens" if given else "none")
         blocks = {b.label: b.value for b in agent.blocks()}
         assert "Leeds" in blocks["human"] and "Leeds" not in blocks["persona"] and "York" not in blocks["persona"]

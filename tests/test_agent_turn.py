@@ -259,6 +259,7 @@ def test_the_reply_from_recall_answers_a_question_in_one_plain_call_and_cites_wh
     assert text.rstrip().endswith("If they do not tell, say that you do not know.")
     assert turn.messages == ["Leeds (you moved there last month)."] and turn.stop_reason == "yield"
     assert [s.function for s in turn.steps] == ["send_message"] and turn.steps[0].valid
+    assert turn.as_dict()["probability"]["basis"] == "none"  # the fake gives no log-probabilities: it says so
     (answered,) = [e for e in turn.trace.events if e.role == "recall-answer"]  # the turn's one call
     assert turn.steps[0].prompt_tokens == answered.prompt_tokens > 0 and turn.usage.calls == 1
     assert turn.citations and "Leeds" in turn.citations[0].quote and turn.citations[0].unit == "message"

@@ -78,16 +78,9 @@ class TurnResult:
     citations: list[Citation] = field(default_factory=list)  # what the reply used, and the sources of saved facts
     recalled: list[Citation] = field(default_factory=list)  # placed in context before the reply (recall_first)
     support: Support | None = None  # how well what the searches returned supports the reply (None: no search)
-    probability: AnswerProbability = NONE  # how probable the model found a reply from recall (where the backend says)
-    calibrated: float | None = None  # the fitted probability that the reply is right (answering.calibration)
-
-    @property
-    def confidence(self) -> float | None:
-        """How far the reply is to be trusted, 0..1, as an answer's is: the fitted probability where a model is
-        shipped for its kind, else its support's hand-set confidence; None where nothing was searched or recalled."""
-        if self.support is None:
-            return None
-        return self.calibrated if self.calibrated is not None else self.support.confidence
+    # how probable the model found a reply from recall (where the backend says): recorded as an answer's is; the
+    # confidence stays the support's (a fitted one did no better on the agent's LoCoMo replies, benchmarks (ao))
+    probability: AnswerProbability = NONE
 
     @property
     def usage(self) -> Usage:
@@ -112,7 +105,8 @@ class TurnResult:
                 "citations": [c.as_dict() for c in self.citations],
                 "recalled": [c.as_dict() for c in self.recalled],
                 "support": None if self.support is None else self.support.as_dict(),
-                "confidence": self.confidence, "probability": self.probability.as_dict(),
+                "confidence": None if self.support is None else self.support.confidence,
+                "probability": self.probability.as_dict(),
                 "steps": [_step_dict(s) for s in self.steps], **({"run_id": self.run_id} if self.run_id else {})}
 
 
@@ -343,15 +337,9 @@ class Turn:
         evidence = self._evidence()
         cited = support(evidence, " ".join(result.messages))
         if evidence and result.messages:  # the reply checked against what its searches returned, as an answer is
-            from ..answering.calibration import calibrated
-            from ..answering.question import Answer, Question
             from ..answering.support import assess
 
-            reply = " ".join(result.messages)
-            result.support = assess(self.text, reply, cited, [c.quote for c in evidence])
-            # its confidence fitted as an answer's: the reply as the answer to the message, on what it cites
-            result.calibrated = calibrated(Answer(Question(self.text), "memgpt", reply, citations=cited,
-                                                  support=result.support, probability=result.probability))
+            result.support = assess(self.text, " ".join(result.messages), cited, [c.quote for c in evidence])
         seen = {(c.unit, c.index, c.start, c.end) for c in cited}
         for step in result.steps:
             for c in step.citations:

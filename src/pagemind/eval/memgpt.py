@@ -157,6 +157,7 @@ class MemGPTEval:
             choice=choice, trace=turn.trace, fallbacks=fallbacks,
             citations=list(getattr(turn, "citations", None) or []),  # the passages and messages the agent used
             support=turn.support,  # its reply against what its searches returned (None: it searched nothing)
+            probability=turn.probability,  # a reply from recall's own probability, where the backend gives it
             would_abstain=turn.support is not None and abstains("on", False, turn.support),
             details={"valid_action_rate": round(turn.valid_action_rate, 4), "steps": len(turn.steps),
                      "valid_actions": turn.valid_actions, "stop_reason": turn.stop_reason,
