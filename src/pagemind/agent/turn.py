@@ -235,7 +235,7 @@ class Turn:
         kept_facts: list[tuple[str, int, str, Event | Passage]] = [
             (p.time, p.id, f"{p.describe()} (archival passage {p.id})", p) for p in passages
             if p.superseded_by is None]
-        order = "the best match first" if self.options.recall_order == "rank" else "the most recent first"  # dated
+        order = _shown_order(self.options.recall_order)
         ctx = self.context()
         empty = Event("system_alert", {"message": prompt("recalled", lines="", order=order)}, self.agent.now())
         # below the pressure warning and within what fits beside a reply: recall never evicts nor warns
@@ -288,8 +288,8 @@ class Turn:
             e.kind == "user_message" or (e.kind == "step" and e.payload.get("function") == "send_message"
                                          and not e.payload.get("held")
                                          and e.payload.get("arguments", {}).get("message") != boot))]
-        order = "the best match first" if self.options.recall_order == "rank" else "the most recent first"
-        text = prompt("recall_answer", memory=blocks.get("human", "").strip(), order=order,
+        text = prompt("recall_answer", memory=blocks.get("human", "").strip(),
+                      order=_shown_order(self.options.recall_order),
                       conversation="\n".join(_said(e) for e in said[-_RECALL_ANSWER_CONTEXT:]),
                       lines="\n".join(self.recalled_lines), message=self.text)
         request = LLMRequest.user(text, role="recall-answer", max_tokens=min(self.options.max_tokens, _REPLY_TOKENS),
@@ -769,6 +769,11 @@ def _unwrapped(reply: str) -> str:
     if len(said) >= 2 and said[0] == said[-1] and said[0] in "\"'":
         said = said[1:-1].strip()
     return said
+
+
+def _shown_order(order: str) -> str:
+    """How the recalled lines' order is named where they are shown (each line is dated)."""
+    return "the best match first" if order == "rank" else "the most recent first"
 
 
 def _said(event: Event) -> str:
