@@ -292,44 +292,40 @@ def searching_step(request):
                        "arguments": {"message": "You drink green tea from Assam."}})
 
 
+def asked_about_tea(tmp_path, fake):
+    """Ann's agent, told in a passage which tea she drinks, asked it through Letta's SDK: the reply."""
+    with Pagemind(fake, store=tmp_path / "s.db") as pm:
+        ann = users_api.create_user(pm.store, "ann")
+        with Served(create_app(pm, auth="keys", keepalive=1.0, workers=2)) as server:
+            client = letta_client.Letta(base_url=f"{server.url}/letta", api_key=ann[1], max_retries=0)
+            agent = client.agents.create(name="tia", memory_blocks=[{"label": "human", "value": "Name: Ann"}])
+            client.agents.passages.create(agent_id=agent.id, text="Ann drinks green tea from Assam every morning.")
+            return client.agents.messages.create(agent_id=agent.id, messages=[{"role": "user",
+                                                                              "content": "What tea do I drink?"}])
+
+
 def test_a_turn_answered_from_recall_shows_its_reasoning_reply_and_what_was_recalled(tmp_path):
     """A new agent's default: the question answered by the reply from recall — in Letta's messages as the agent's
     reasoning ("Answered from what recall placed in context") and its assistant message, with the recalled passage
     and its citation in pagemind's extension; no step of the agent's own ran."""
     fake = ScriptedLLM(by_role={"recall-answer": ["You drink green tea from Assam."]})
-    pm = Pagemind(fake, store=tmp_path / "s.db")
-    ann = users_api.create_user(pm.store, "ann")
-    with Served(create_app(pm, auth="keys", keepalive=1.0, workers=2)) as server:
-        client = letta_client.Letta(base_url=f"{server.url}/letta", api_key=ann[1], max_retries=0)
-        agent = client.agents.create(name="tia", memory_blocks=[{"label": "human", "value": "Name: Ann"}])
-        client.agents.passages.create(agent_id=agent.id, text="Ann drinks green tea from Assam every morning.")
-        reply = client.agents.messages.create(agent_id=agent.id, messages=[{"role": "user",
-                                                                           "content": "What tea do I drink?"}])
-        kinds = [m.message_type for m in reply.messages]
-        assert kinds == ["reasoning_message", "assistant_message"], kinds
-        assert reply.messages[0].reasoning.startswith("Answered from what recall placed in context")
-        assert reply.messages[-1].content == "You drink green tea from Assam."
-        ext = reply.model_extra["pagemind"]
-        assert ext["recalled"][0]["unit"] == "passage" and "green tea from Assam" in ext["citations"][0]["quote"]
-        assert fake.roles() == ["recall-answer"]
-    pm.close()
+    reply = asked_about_tea(tmp_path, fake)
+    kinds = [m.message_type for m in reply.messages]
+    assert kinds == ["reasoning_message", "assistant_message"], kinds
+    assert reply.messages[0].reasoning.startswith("Answered from what recall placed in context")
+    assert reply.messages[-1].content == "You drink green tea from Assam."
+    ext = reply.model_extra["pagemind"]
+    assert ext["recalled"][0]["unit"] == "passage" and "green tea from Assam" in ext["citations"][0]["quote"]
+    assert fake.roles() == ["recall-answer"]
 
 
 def test_a_turn_that_searched_carries_its_support_in_pagemind_s_extension(tmp_path):
     """The reply from recall says the memories do not tell: the agent's own steps search, and answer."""
-    pm = Pagemind(ScriptedLLM(by_role={"agent-step": searching_step, "recall-answer": ["I do not know."]}),
-                  store=tmp_path / "s.db")
-    ann = users_api.create_user(pm.store, "ann")
-    with Served(create_app(pm, auth="keys", keepalive=1.0, workers=2)) as server:
-        client = letta_client.Letta(base_url=f"{server.url}/letta", api_key=ann[1], max_retries=0)
-        agent = client.agents.create(name="tia", memory_blocks=[{"label": "human", "value": "Name: Ann"}])
-        client.agents.passages.create(agent_id=agent.id, text="Ann drinks green tea from Assam every morning.")
-        reply = client.agents.messages.create(agent_id=agent.id, messages=[{"role": "user",
-                                                                           "content": "What tea do I drink?"}])
-        assert reply.messages[-1].content == "You drink green tea from Assam."
-        ext = reply.model_extra["pagemind"]
-        assert ext["support"]["label"] == "supported" and ext["confidence"] > 0.5
-        assert "green tea from Assam" in ext["citations"][0]["quote"]
-        # recall before reply placed the matching passage ahead of the agent's first step, and the reply says so
-        assert ext["recalled"][0]["unit"] == "passage" and "green tea from Assam" in ext["recalled"][0]["quote"]
-    pm.close()
+    reply = asked_about_tea(tmp_path, ScriptedLLM(by_role={"agent-step": searching_step,
+                                                           "recall-answer": ["I do not know."]}))
+    assert reply.messages[-1].content == "You drink green tea from Assam."
+    ext = reply.model_extra["pagemind"]
+    assert ext["support"]["label"] == "supported" and ext["confidence"] > 0.5
+    assert "green tea from Assam" in ext["citations"][0]["quote"]
+    # recall before reply placed the matching passage ahead of the agent's first step, and the reply says so
+    assert ext["recalled"][0]["unit"] == "passage" and "green tea from Assam" in ext["recalled"][0]["quote"]
