@@ -166,6 +166,18 @@ class Clock:
         return datetime.fromisoformat(self.at)
 
 
+def york_then_leeds(fake, **options):
+    """An agent told "I live in York", then "I moved to Leeds last month", on ``fake``; (the agent, its clock)."""
+    clock = Clock("2024-03-01 09:00:00")
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none", **options),
+                         clock=clock)
+    agent.say("I live in York, in a small flat by the river.")
+    clock.at = "2024-04-02 18:30:00"
+    agent.say("I moved to Leeds last month, the city suits me.")
+    clock.at = "2024-05-08 13:56:00"
+    return agent, clock
+
+
 def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first_and_cites_them():
     """Told "I live in York", then "I moved to Leeds last month", the agent asked "Which city do I live in now?"
     sees both messages in a marked, dated alert after the question (Leeds first), before its first step; its reply
@@ -173,13 +185,7 @@ def test_recall_before_reply_places_the_matching_memories_dated_the_latest_first
     steps = [call("send_message", message="Noted."), call("send_message", message="Noted."),
              call("send_message", message="You live in Leeds now, since you moved there last month.")]
     fake = ScriptedLLM(by_role={"agent-step": list(steps), "summarise": "we talked"})
-    clock = Clock("2024-03-01 09:00:00")
-    options = AgentOptions(embedder="none", recall_answer=False)  # the alert the agent's own steps read
-    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=options, clock=clock)
-    agent.say("I live in York, in a small flat by the river.")
-    clock.at = "2024-04-02 18:30:00"
-    agent.say("I moved to Leeds last month, the city suits me.")
-    clock.at = "2024-05-08 13:56:00"
+    agent, _ = york_then_leeds(fake, recall_answer=False)  # the alert the agent's own steps read
     turn = agent.say("Which city do I live in now?")
     prompt = fake.history[-1].prompt_text()
     recalled = prompt[prompt.index("Recalled from your memory"):]
@@ -223,18 +229,6 @@ def test_recall_before_reply_can_place_the_best_match_first():
     assert "adoption agencies" in turn.recalled[0].quote  # the best match first, though the oldest
     prompt = fake.history[-1].prompt_text()
     assert "Recalled from your memory for the user's message, the best match first (" in prompt
-
-
-def york_then_leeds(fake, **options):
-    """An agent told "I live in York", then "I moved to Leeds last month", on ``fake``; (the agent, its clock)."""
-    clock = Clock("2024-03-01 09:00:00")
-    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none", **options),
-                         clock=clock)
-    agent.say("I live in York, in a small flat by the river.")
-    clock.at = "2024-04-02 18:30:00"
-    agent.say("I moved to Leeds last month, the city suits me.")
-    clock.at = "2024-05-08 13:56:00"
-    return agent, clock
 
 
 def test_the_reply_from_recall_answers_a_question_in_one_plain_call_and_cites_what_was_recalled():

@@ -777,12 +777,10 @@ def _shown_order(order: str) -> str:
 
 
 def _said(event: Event) -> str:
-    """A message of the conversation as the reply from recall reads it: ``[time] user: text`` or the agent's sent
-    message (its thoughts left out)."""
-    from ..text.when import anchored
-
+    """A message of the conversation as the reply from recall reads it: the user's as recall shows it
+    (:meth:`Event.describe`), the agent's sent message without the thoughts its step describes with it."""
     if event.kind == "user_message":
-        return f"[{event.time[:16]}] user: {anchored(event.payload.get('message', ''), event.time)}"
+        return event.describe()
     return f"[{event.time[:16]}] assistant: {event.payload.get('arguments', {}).get('message', '')}"
 
 
