@@ -205,9 +205,7 @@ class Turn:
                 self.trace.note(f"step {steps} of {steps}: only send_message is offered")
             self.remaining = steps - i - 1
             step = self._step(self.context(), i, last)
-            self.result.steps.append(step)
-            if self.on_step is not None:
-                self.on_step(step)
+            self._took(step)
             if step.heartbeat is None or (last and step.function == "send_message"):
                 self.result.stop_reason = "last_step" if last else "yield"
                 return self._cited()
@@ -319,9 +317,7 @@ class Turn:
         self.held = held  # an echo held here leaves the agent's own replies their hold (search_again)
         if step.status != "OK":
             step = _with(step, "failed")
-        self.result.steps.append(step)
-        if self.on_step is not None:
-            self.on_step(step)
+        self._took(step)
         if step.status != "OK":  # held (it sent the question back): the agent's own steps go on, told why
             self._append(Event("heartbeat", {"reason": prompt("heartbeat_failed")}, self.agent.now()))
             return False
@@ -329,6 +325,12 @@ class Turn:
         self.result.probability = of_tokens(decision.response)  # the reply's tokens' own probability, where given
         self.result.stop_reason = "yield"
         return True
+
+    def _took(self, step: Step) -> None:
+        """A step of the turn done: in its result, and told to whoever follows the turn (a stream, the viewer)."""
+        self.result.steps.append(step)
+        if self.on_step is not None:
+            self.on_step(step)
 
     def _cited(self) -> TurnResult:
         """The result with its citations: the passages and messages the searches returned that the reply uses
