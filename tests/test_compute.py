@@ -36,6 +36,8 @@ def ask(question, answer, working, **options):
     "How does Boeing's effective tax rate in FY2022 compare to FY2021?",
     "We want to calculate a metric. Here's the question: what is the FY2019 cash conversion cycle? CCC is DIO + DSO.",
     "Can you calculate the FY2019 current ratio for Block?",  # a request, not a yes/no question
+    "For the fiscal year ended June 30, 2023, did Amcor's gross margin ratio improve?",  # the margin's change
+    "Did Pfizer grow its PPNE between FY20 and FY21?",
     "What was the revenue in 2023?"])  # one line's figure in one year: read at its cell
 def test_a_question_asking_for_a_worked_out_figure_is_computed(question):
     assert compute.asked(question)
@@ -46,7 +48,9 @@ def test_a_question_asking_for_a_worked_out_figure_is_computed(question):
     "What was the key agenda of the 8-K?", "Who signed the filing?", "What was the revenue by segment in 2023?",
     "For Pfizer, which region had the biggest drop in year over year revenues?",
     "What drove gross margin change as of FY2022 for JnJ?",
-    "For the fiscal year ended June 30, 2023, did Amcor's gross margin ratio improve?"])
+    "Did Amcor's gross margin improve in the second quarter of FY2023?",  # a part of a year: the model's reading
+    "Was there any change in the number of Best Buy stores between Q2 of FY2024 and FY2023?",
+    "Is growth in JnJ's adjusted EPS expected to accelerate in FY2023?"])
 def test_yes_no_name_and_read_off_questions_are_not(question):
     assert not compute.asked(question)
 
@@ -1185,3 +1189,64 @@ def test_a_balance_is_the_balance_sheets_where_the_notes_print_the_line_otherwis
             "| Note 9 | 2018 | 2017 |\n| --- | --- | --- |\n| Property, plant and equipment | 31,578 | 30,844 |\n")
     read = compute._named_cell("ppe_2018", list(table_rows(text)))
     assert read is not None and read[0] == 12645
+
+
+AMCOR = ("CONSOLIDATED STATEMENT OF INCOME (in millions)\n\n"
+         "| For the years ended June 30, | 2023 | 2022 |\n| --- | --- | --- |\n"
+         "| Net sales | 14,694 | 14,544 |\n| Cost of sales | (11,969) | (11,724) |\n| Gross profit | 2,725 | 2,820 |\n")
+
+
+def test_a_yes_no_question_whether_a_metric_rose_is_read_as_its_change_between_two_years():
+    """Issue 47: FinanceBench asks "Does AMCOR have an improving gross margin profile as of FY2023?" and "Did Pfizer
+    grow its PPNE between FY20 and FY21?"; the default model answered "Yes" to each such question it was asked. The
+    metric in each year is read by its textbook formula, the result is its change, and a rise answers "Yes"."""
+    from pagemind.answering.formula import defined
+
+    gross = defined("Does AMCOR have an improving gross margin profile as of FY2023? If gross margin is not a useful "
+                    "metric for a company like this, then state that and explain why.")
+    assert gross is not None and gross.written() == (
+        "gross_margin_2022 = gross_profit_2022 / revenue_2022 * 100\n"
+        "gross_margin_2023 = gross_profit_2023 / revenue_2023 * 100\nanswer = gross_margin_2023 - gross_margin_2022")
+    assert gross.change is not None and (gross.change.verdict(0.5), gross.change.verdict(-0.8)) == ("Yes", "No")
+    ppe = defined("Did Pfizer grow its PPNE between FY20 and FY21?")
+    assert ppe is not None and ppe.written() == "answer = ppe_2021 - ppe_2020" and not ppe.steps
+    fell = defined("Did Walmart's net income decline in FY2020?")
+    assert fell is not None and fell.expression == "net_income_2020 - net_income_2019"
+    assert fell.change is not None and fell.change.verdict(-3.0) == "Yes"
+    either = defined("Has Amazon's revenue increased or decreased from FY2018 to FY2019?")
+    assert either is not None and either.change is not None
+    assert [either.change.verdict(v) for v in (1, -1, 0)] == ["Increased", "Decreased", "Unchanged"]
+    ratio = defined("Did Corning's current ratio improve between FY2021 and FY2022?")
+    assert ratio is not None
+    assert ratio.steps[0] == ("current_ratio_2021", "current_assets_2021 / current_liabilities_2021")
+    lead = defined("For the fiscal year ended June 30, 2023, did Amcor's gross margin ratio improve?")
+    assert lead is not None and lead.expression == "gross_margin_2023 - gross_margin_2022"
+    for question in ("Did Best Buy's SG&A improve in FY2023?",  # better or worse: not said of a cost
+                     "Did JnJ's net earnings as a percent of sales increase in Q2 of FY2023 compared to Q2 of FY2022?",
+                     "Did Boeing's revenue grow between FY2015 and FY2022?",  # more years than a statement holds
+                     "Has AMCOR's quick ratio improved or declined between FY2023 and FY2022?",  # two readings
+                     "Did revenue increase or grow in FY2022?"):  # no alternative
+        assert defined(question) is None, question
+
+
+def test_whether_a_margin_improved_is_answered_from_its_two_years_computed_by_pagemind():
+    question = "Does AMCOR have an improving gross margin profile as of FY2023?"
+    working = ("gross_profit_2022 = 2820  # Gross profit, 2022\nrevenue_2022 = 14544  # Net sales, 2022\n"
+               "gross_profit_2023 = 2725  # Gross profit, 2023\nrevenue_2023 = 14694  # Net sales, 2023\n"
+               "gross_margin_2023 = 99\nanswer = 1")
+    fake = ScriptedLLM(by_role={"answer": "Yes, AMCOR has an improving gross margin profile as of FY2023.",
+                                "compute": working})
+    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))
+    got = reader.answer(reader.build(Document.from_text(AMCOR)), Question.parse(question))
+    prompt = fake.history[-1].messages[0].content
+    assert "gross_margin_2023 = gross_profit_2023 / revenue_2023 * 100\nanswer = gross_margin_2023 - " in prompt
+    assert got.stated == "No: gross margin 19.39 in 2022, 18.54 in 2023"  # the model's own step line is not read
+    assert got.text.startswith("No: gross margin 19.39 in 2022, 18.54 in 2023 (computed by pagemind")
+    assert "- gross_margin_2022 = gross_profit_2022 / revenue_2022 * 100 = 19.39" in got.text
+    assert got.support is not None and got.support.label == "supported"
+    assert len(got.citations) == 2 and all("Gross profit" in c.quote or "Net sales" in c.quote for c in got.citations)
+    # a figure the model leaves out is read at its line's cell for its year
+    fake = ScriptedLLM(by_role={"answer": "Yes", "compute": "gross_profit_2022 = 2820\nrevenue_2022 = 14544"})
+    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))
+    got = reader.answer(reader.build(Document.from_text(AMCOR)), Question.parse(question))
+    assert got.stated.startswith("No: gross margin 19.39 in 2022")

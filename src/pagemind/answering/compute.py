@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..llm.client import LLM
     from .evidence import Evidence
     from .finish import Context
-    from .formula import Defined
+    from .formula import Change, Defined
     from .options import AnswerOptions
     from .question import Question
 
@@ -73,12 +73,16 @@ def asked(question: str) -> bool:
     Pfizer, ...") — its answer is not a figure. A question that
     defines its metric after a preamble ("... Here's the question: what is ...") is read from its first sentence
     that ends in a question mark; a question pagemind reads a formula from (:func:`~pagemind.answering.formula.defined`)
-    asks for one whatever its words."""
-    if _ASKED.search(question) is None:
-        from .formula import defined
+    asks for one whatever its words — a yes/no question whether a metric rose or fell among them ("Does AMCOR have an
+    improving gross margin profile as of FY2023?": the margin's change)."""
+    from .formula import defined
 
+    if _ASKED.search(question) is None:
         return defined(question) is not None  # "net working capital is defined as: …": a formula pagemind reads
-    return not _NOT_A_FIGURE.match(asking(question))
+    if _NOT_A_FIGURE.match(asking(question)):  # unless it asks whether a metric rose: its change is worked out
+        found = defined(question)
+        return found is not None and found.change is not None
+    return True
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,7 @@ class Computation:
 
     lines: tuple[Line, ...]
     reply: str = ""
+    change: Change | None = None  # a yes/no question whether a metric rose: the result is its change
 
     @property
     def results(self) -> tuple[Line, ...]:
@@ -121,8 +126,16 @@ class Computation:
         return tuple(x for x in self.lines if x.figure or x.taken)
 
     def head(self) -> str:
-        """What the answer states: its result(s) alone ("3,215.4"; "gross margin: 0.41; net margin: 0.12")."""
+        """What the answer states: its result(s) alone ("3,215.4"; "gross margin: 0.41; net margin: 0.12"); for a
+        yes/no question whether a metric rose, the verdict and the metric's two values ("No: gross margin 20.96 in
+        2022, 20.16 in 2023")."""
         results = self.results
+        change = self.change
+        values = {x.name: x.value for x in self.lines}
+        if change is not None and len(results) == 1 and change.earlier in values and change.later in values:
+            pair = ", ".join(f"{shown(values[name])} in {year}"
+                             for name, year in zip((change.earlier, change.later), change.years, strict=True))
+            return f"{change.verdict(results[0].value)}: {change.metric} {pair}"
         return (shown(results[0].value) if len(results) == 1
                 else "; ".join(f"{x.name.removeprefix(RESULT + '_').replace('_', ' ')}: {shown(x.value)}"
                                for x in results))
@@ -132,6 +145,7 @@ class Computation:
         results = self.results
         lines = [f"{self.head()} (computed by pagemind from the figures read)"]
         lines += [f"- {x.name} = {('-' if x.value < 0 else '') + _written(x.value) if x.figure else x.expression}"
+                  + ("" if x.figure else f" = {shown(x.value)}")
                   + (f" ({x.note})" if x.note else "") + (f" [{x.moved}]" if x.moved else "")
                   for x in self.lines if x not in results]
         lines += [f"- {x.name} = {x.expression} = {shown(x.value)}" + (f" [{x.moved}]" if x.moved else "")
@@ -222,7 +236,7 @@ def request(evidence: Sequence[Evidence], question: Question, answer: str,
 
     if defined is not None:
         prompt = get_prompt("compute", "work_defined").render(
-            text=units_text(evidence), question=question.text, answer=answer, formula=defined.expression,
+            text=units_text(evidence), question=question.text, answer=answer, formula=defined.written(),
             figures=defined.listed())
     else:
         prompt = get_prompt("compute", "work").render(text=units_text(evidence), question=question.text,
@@ -315,7 +329,8 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
                 lines.append(Line(free, str(_plain(named[0])), named[0], named[2], figure=True, moved=named[1]))
                 values[free] = named[0]
         try:
-            line = (_formula_line(node, values, defined) if defined is not None and name == RESULT
+            line = (_formula_line(name, node, values, defined)
+                    if defined is not None and (name == RESULT or name in dict(defined.steps))
                     else _line(name, node, note, values, written, rows, tables))
         except Problem as problem:
             return str(problem)
@@ -361,7 +376,8 @@ def _as_defined(assigned: list[tuple[str, ast.expr, str]], defined: Defined,
     from ..text.ledger import BALANCES, lines_named
 
     own = {f.name for f in defined.figures}
-    kept = [a for a in assigned if a[0] not in own or _number(a[1]) is not None]  # its figures: numbers alone
+    steps = {name for name, _ in defined.steps}  # pagemind's, however the reply writes them
+    kept = [a for a in assigned if (a[0] not in own or _number(a[1]) is not None) and a[0] not in steps]
     numbers = {name for name, _, _ in kept if name in own}
     missing = []
     for figure in defined.figures:
@@ -379,7 +395,8 @@ def _as_defined(assigned: list[tuple[str, ast.expr, str]], defined: Defined,
     if missing:
         return (f"no figure for {', '.join(missing)}: assign each of the figures listed its number as the text "
                 "writes it, by the names listed")
-    return kept + [(RESULT, ast.parse(defined.expression, mode="eval").body, defined.source)]
+    return kept + [(name, ast.parse(expression, mode="eval").body, defined.source)
+                   for name, expression in (*defined.steps, (RESULT, defined.expression))]
 
 
 def _at_its_cell(line: Line, tables: Sequence[Row],
@@ -407,16 +424,16 @@ def _at_its_cell(line: Line, tables: Sequence[Row],
     return replace(line, expression=str(_plain(value)), value=value, note=read[2], moved=where)
 
 
-def _formula_line(node: ast.expr, values: dict[str, float], defined: Defined) -> Line:
-    """The result of the question's formula on the working's figures; its own numbers (365 days, the 3 years of an
-    average, 100) are its constants, not figures taken from the text."""
+def _formula_line(name: str, node: ast.expr, values: dict[str, float], defined: Defined) -> Line:
+    """The result of the question's formula (or of one of its steps, ``name``) on the working's figures; its own
+    numbers (365 days, the 3 years of an average, 100) are its constants, not figures taken from the text."""
     try:
         value = _evaluate(node, values, (), [], constants=CONSTANTS | frozenset(_written_out(node)))
     except ZeroDivisionError:
         raise Problem("the formula divides by zero: check the figures") from None
     if not math.isfinite(value):
         raise Problem(f"the formula gives {value}: check the figures")
-    return Line(RESULT, defined.expression, value, defined.source, uses=_names(node))
+    return Line(name, ast.unparse(node), value, defined.source if name == RESULT else "", uses=_names(node))
 
 
 _DEFINED = re.compile(r"\b(?:is\s+)?defined\s+as\b|\bdefine\s+[^.?:]{1,80}?\s+as\b", re.IGNORECASE)
@@ -1250,7 +1267,7 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
                          f"(the last: {decision.problems[-1][:400] if decision.problems else 'none'}); the model's "
                          "own answer stands")
         return unworked(question.text, answer, needs, lines)
-    return Computation(decision.value.lines, answer)
+    return Computation(decision.value.lines, answer, formula.change if formula is not None else None)
 
 
 def _in_row_of(answer: str, line: str, rows: Sequence[str]) -> bool:

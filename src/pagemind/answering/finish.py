@@ -80,7 +80,9 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
     claims = None if computation is None else computation.claims()
     each = [] if claims is None else cite_each(question, reading, options, claims, encoder, context, document)
     citations = ev.distinct(each) if each else cite(question, reading, options, llm, context, encoder, document)
-    support = judge(question, reading, citations, options, llm, context, encoder, document, claims=claims)
+    change = None if computation is None else computation.change
+    support = judge(question, reading, citations, options, llm, context, encoder, document, claims=claims,
+                    periods=" ".join(f"FY{year}" for year in change.years) if change is not None else "")
     if support is not None and computation is not None and each:  # the result stands on every figure, each in its row
         support = support.weakest().misplaced(computation.misplaced([c.quote if c else None for c in each]))
     if isinstance(worked, Unworked) and support is not None:  # a derived figure no working checked
@@ -146,11 +148,11 @@ def computed(question: Question, reading: Reading, options: AnswerOptions, llm: 
 
 
 def judge(question: Question, reading: Reading, citations: list[Citation], options: AnswerOptions, llm: LLM,
-          context: Context, encoder: str, document: Any = None, claims: Sequence[str] | None = None
-          ) -> Support | None:
+          context: Context, encoder: str, document: Any = None, claims: Sequence[str] | None = None,
+          periods: str = "") -> Support | None:
     """How well the citations support the answer (:mod:`.support`; no LLM call), with the verifier's reading when
     ``options.verify`` asks for it; ``claims``: what is judged when not the reply (a computed answer's figures, each
-    a claim).
+    a claim); ``periods``: the periods it is asked about beside the question's (a change's two years).
     None (not judged) with ``support=off``, without citations by choice
     (``cite=off``), for a reader that declares nothing it read, or when no option was chosen. A free-form reply that
     declines ("no answer") with nothing read is judged: the abstention it is."""
@@ -173,7 +175,7 @@ def judge(question: Question, reading: Reading, citations: list[Citation], optio
 
     whole = document.text if isinstance(document, Document) else None  # a library's citations point into its members
     support = assess(question, " ".join(claims) if claims else reading.text, citations, read, embedder, whole,
-                     given=claims or None)
+                     given=claims or None, periods=periods)
     if question.is_choice and reading.choice is not None:  # the other options, cited as the chosen one is
         located = reading.located(document)
         rivals = [(LETTERS[i], assess(question, option, ev.supporting(document, located, option, question.text,

@@ -28,7 +28,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from ..text.words import asking, polar
+from ..text.words import AUXILIARY, LEAD_IN, asking, polar
 
 _DEFINITION = re.compile(
     r"(?:(?<=^)|(?<=[.?!:]\s))\s*(?:(?P<define>define\s+(?P<named>[^.?!:]{1,80}?)\s+as)|(?P<name>[^.?!:]{1,80}?)\s+"
@@ -76,10 +76,36 @@ class Defined:
     expression: str  # Python arithmetic over the figures' names and numbers
     figures: tuple[Figure, ...]
     source: str = DEFINITION  # where the formula comes from, as the working's result line notes it
+    steps: tuple[tuple[str, str], ...] = ()  # named formulas the result reads, in order ("gross_margin_2022", ...)
+    change: Change | None = None  # a yes/no question whether the metric rose: the result is its change
 
     def listed(self) -> str:
         """The figures as the working's request lists them: "- accounts_payable_2017: accounts payable, 2017"."""
         return "\n".join(f"- {f.name}: {f.line}, {f.year}" for f in self.figures)
+
+    def written(self) -> str:
+        """The formula as the working's request shows it: its steps, then ``answer = ...``."""
+        return "\n".join([f"{name} = {expression}" for name, expression in self.steps]
+                         + [f"answer = {self.expression}"])
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a yes/no question about a metric's direction asks ("Does AMCOR have an improving gross margin profile as
+    of FY2023?", "Did Pfizer grow its PPNE between FY20 and FY21?"): the metric, the names of the working's lines
+    holding its value in the earlier and the later year, and the words answering a rise, a fall and no change ("Yes",
+    "No"; "Improved", "Declined" where the question offers both)."""
+
+    metric: str  # gross margin
+    years: tuple[str, str]  # the earlier and the later year
+    earlier: str  # gross_margin_2022: the line of the working holding the earlier year's value
+    later: str
+    rise: str = "Yes"
+    fall: str = "No"
+    same: str = "No"
+
+    def verdict(self, change: float) -> str:
+        return self.rise if change > 0 else self.fall if change < 0 else self.same
 
 
 def name_of(line: str, year: str) -> str:
@@ -100,7 +126,7 @@ def defined(question: str) -> Defined | None:
             definitions[name.lower()] = (name, m.group("expression"))
     asked = asking(question)
     if polar(asked):
-        return None
+        return _by_change(asked, definitions)
     percent = _IN_PERCENT.search(question) is not None
     found, source = _by_definition(asked, definitions, percent), DEFINITION
     if found is None:
@@ -146,6 +172,7 @@ _GROWTH = re.compile(rf"\b{_RANGE}\s+(?:total\s+)?(.+?)\s+growth\s+rate\s+for\s+
                      rf"((?:19|20)\d{{2}})\b", re.IGNORECASE)
 _SHARE = re.compile(r"^(.+?)\s+as\s+an?\s+(?:%|percent(?:age)?)\s+of\s+(.+)$", re.IGNORECASE)
 _MARGIN = re.compile(r"^(.+?)\s+(?:%\s+)?margin(?:\s*\(as\s+an?\s+(?:%|percent(?:age)?)\))?$", re.IGNORECASE)
+_MARGIN_OF = {"gross": "gross profit", "operating": "operating income", "net": "net income", "profit": "net income"}
 _PERCENT = re.compile(r"%|\bpercent", re.IGNORECASE)
 # the answer asked for in percent, wherever the question says so ("Answer in units of percents")
 _IN_PERCENT = re.compile(r"\b(?:in\s+(?:units\s+of\s+)?percent(?:s|age)?|as\s+an?\s+(?:%|percent(?:age)?))|\(\s*%\s*\)",
@@ -252,6 +279,107 @@ def _by_line(asked: str) -> Found | None:
     return None if name is None else (" ".join(words.split()), name, figures)
 
 
+_UP = r"improv(?:e|es|ed|ing)|increas(?:e|es|ed|ing)|gr[eo]w(?:s|n|ing)?|ris(?:e|es|en|ing)|rose|expand(?:s|ed|ing)?"
+_DOWN = (r"declin(?:e|es|ed|ing)|decreas(?:e|es|ed|ing)|f[ae]ll(?:s|en|ing)?|drop(?:s|ped|ping)?|"
+         r"shr[iau]nk(?:s|ing)?|contract(?:s|ed|ing)?|worsen(?:s|ed|ing)?|deteriorat(?:e|es|ed|ing)")
+_DIRECTION = rf"(?:{_UP}|{_DOWN})"
+_JUDGED = re.compile(r"^(?:improv|worsen|deteriorat)", re.IGNORECASE)  # better or worse: said of what more is better
+_MORE_IS_BETTER = re.compile(r"current\s+ratio|(?:net\s+)?working\s+capital|free\s+cash\s+flows?|fcf", re.IGNORECASE)
+_BETTER_MORE = frozenset({"revenue", "gross profit", "operating income", "net income", "operating cash flow"})
+_SUBJECT = r"(?:[A-Z0-9][\w&.'’-]*|&)(?:\s+(?:[A-Z0-9][\w&.'’-]*|&)){0,3}"
+_PERIOD = r"(?P<period>\s+(?:as\s+of|in|for|between|from|over|during|year)\b.*)?"
+_AUX = r"^(?:is|are|was|were|has|have|had|does|do|did)\s+"
+_CHANGES = (  # "Does AMCOR have an improving gross margin profile as of FY2023?"
+    re.compile(rf"{_AUX}(?:the\s+)?{_SUBJECT}\s+(?:have|has|had|show|shows|showed|see|report)\s+(?:an?\s+)?"
+               rf"(?P<direction>{_DIRECTION})\s+(?P<metric>.+?){_PERIOD}$", re.IGNORECASE),
+    # "Did JnJ's net earnings as a percent of sales increase in FY2023?", "Has AMCOR's quick ratio improved or declined
+    # between FY2023 and FY2022?", "Did revenue grow from FY2021 to FY2022?"
+    re.compile(rf"{_AUX}(?:{_SUBJECT}['’]s?\s+|the\s+)?(?P<metric>[^']+?)\s+(?P<direction>{_DIRECTION})"
+               rf"(?:\s+or\s+(?P<other>{_DIRECTION}))?{_PERIOD}$", re.IGNORECASE),
+    # "Did Pfizer grow its PPNE between FY20 and FY21?"
+    re.compile(rf"{_AUX}(?:the\s+)?{_SUBJECT}\s+(?P<direction>{_DIRECTION})\s+(?:its|their|the)\s+(?P<metric>.+?)"
+               rf"{_PERIOD}$", re.IGNORECASE),
+)
+_ONE_YEAR = re.compile(r"^\s*(?:as\s+of|in|for|during)\b", re.IGNORECASE)  # "as of FY2023": against the year before
+_PART_OF_A_YEAR = re.compile(r"\b(?:q[1-4]|quarters?|h[12]|half|halves|months?|weeks?|ytd)\b", re.IGNORECASE)
+_ASPECT = re.compile(r"\s+(?:profile|trend|performance|levels?)$|(?<=margin)\s+ratio$", re.IGNORECASE)
+COMPARED = "the change the question asks about, of the textbook formula of what it names"
+
+
+def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined | None:
+    """A yes/no question whether one metric rose or fell between two years ("Does AMCOR have an improving gross
+    margin profile as of FY2023?": FY2022 against FY2023; "Did Pfizer grow its PPNE between FY20 and FY21?"): the
+    metric in each year by its textbook formula (a margin over revenue, a share, a ratio of :data:`_RATIOS`, one
+    statement line), the result the later year's value less the earlier's, and what a rise answers. "Improving" or
+    "worsening" is read only of what more of is better (a margin, revenue, an income, a current ratio …); a quarter
+    or half of a year, a question naming more than two years or several metrics: None."""
+    asked = asked.strip().rstrip("?").strip()
+    lead = re.match(rf"{LEAD_IN}(?={AUXILIARY})", asked, re.IGNORECASE)
+    words = asked[lead.end():] if lead is not None else asked
+    m = next((m for pattern in _CHANGES if (m := pattern.match(words)) is not None), None)
+    if m is None:
+        return None
+    # the year may be the lead-in's: "For the fiscal year ended June 30, 2023, did Amcor's gross margin improve?"
+    period = m.group("period") or ("in " + asked[:len(asked) - len(words)] if words != asked else "")
+    if _PART_OF_A_YEAR.search(period) or _PART_OF_A_YEAR.search(m.group("metric")):
+        return None
+    years = sorted(_years_in(period))
+    if len(years) == 1 and _ONE_YEAR.match(period):
+        years = [str(int(years[0]) - 1), years[0]]
+    if len(years) != 2 or not 1 <= int(years[1]) - int(years[0]) <= 2 or _years_in(m.group("metric")):
+        return None
+    metric = _ASPECT.sub("", re.sub(r"^(?:the|its|their)\s+", "", m.group("metric").strip(), flags=re.IGNORECASE))
+    figures: dict[str, Figure] = {}
+    values = [_value(metric, year, definitions, figures) for year in years]
+    if any(v is None for v in values):
+        return None
+    direction, other = m.group("direction"), m.groupdict().get("other")
+    if any(_JUDGED.match(d) for d in (direction, other or "")) and not _better_more(metric):
+        return None
+    slug = re.sub(r"[^a-z]+", "_", metric.lower()).strip("_")[:40]
+    steps: list[tuple[str, str]] = []
+    names = []
+    for year, value in zip(years, values, strict=True):
+        if _NAME.match(str(value)):
+            names.append(str(value))
+        else:
+            names.append(f"{slug}_{year}")
+            steps.append((names[-1], ast.unparse(ast.parse(str(value), mode="eval"))))
+    up = re.match(_UP, direction, re.IGNORECASE) is not None
+    if other is not None:
+        if (re.match(_UP, other, re.IGNORECASE) is not None) == up:
+            return None  # "increased or improved": no alternative
+        rise, fall = (direction, other) if up else (other, direction)
+        change = Change(metric, (years[0], years[1]), names[0], names[1], rise.capitalize(), fall.capitalize(),
+                        "Unchanged")
+    else:
+        change = Change(metric, (years[0], years[1]), names[0], names[1], *(("Yes", "No") if up else ("No", "Yes")))
+    return Defined(metric, f"{names[1]} - {names[0]}", tuple(figures.values()), COMPARED, tuple(steps), change)
+
+
+_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def _value(metric: str, year: str, definitions: dict[str, tuple[str, str]], figures: dict[str, Figure]) -> str | None:
+    """One year's value of ``metric``: a share or a margin (:func:`_ratio`), a ratio of :data:`_RATIOS`, or one
+    statement line (with plain words beside it)."""
+    if _SHARE.match(metric) or _MARGIN.match(metric):
+        return _ratio(metric, year, definitions, figures)
+    ratio = next((formula for pattern, formula in _RATIOS if pattern.fullmatch(metric)), None)
+    return _expression(ratio or metric, definitions, year, figures, 1)
+
+
+def _better_more(metric: str) -> bool:
+    """Whether more of ``metric`` is better, so "improving" means rising: a margin, a current ratio, working capital,
+    free cash flow, or revenue, an income or operating cash flow."""
+    from ..text.ledger import places
+
+    if _MARGIN.match(metric) or _MORE_IS_BETTER.fullmatch(metric):
+        return True
+    found = {name for _, _, name in places(metric)}
+    return len(found) == 1 and found <= _BETTER_MORE
+
+
 def _named_ratio(asked: str, definitions: dict[str, tuple[str, str]]) -> Found | None:
     """One year's ratio of :data:`_RATIOS` the asking sentence names, the one year it names, and nothing else it
     asks of it (its average, its change, its growth: :data:`_OTHER`; a comparison: :data:`_COMPARED`), nor another
@@ -275,8 +403,8 @@ def _ratio(metric: str, year: str, definitions: dict[str, tuple[str, str]], figu
     share, margin = _SHARE.match(metric), _MARGIN.match(metric)
     if share is not None:
         part, whole = share.group(1), share.group(2)
-    elif margin is not None:
-        part, whole = margin.group(1), "revenue"
+    elif margin is not None:  # "gross margin": gross profit over revenue
+        part, whole = _MARGIN_OF.get(margin.group(1).strip().lower(), margin.group(1)), "revenue"
     else:
         return None
     top = _expression(part, definitions, year, figures, 1)
@@ -373,4 +501,4 @@ def _figure(words: str, year: str | None, figures: dict[str, Figure]) -> str | N
     return f"abs({name})" if line in SPENT else name  # capex, COGS, dividends: the amount spent, however signed
 
 
-__all__ = ["DEFINITION", "LINE", "TEXTBOOK", "Defined", "Figure", "defined", "name_of"]
+__all__ = ["COMPARED", "DEFINITION", "LINE", "TEXTBOOK", "Change", "Defined", "Figure", "defined", "name_of"]

@@ -625,14 +625,15 @@ def claims_of(answer: str) -> list[str]:
 
 def assess(question: Question | str, answer: str, citations: Sequence[Citation], read: Sequence[str],
            embedder: Any = None, whole: str | None = None, given: Sequence[str] | None = None,
-           later: bool = True) -> Support:
+           later: bool = True, periods: str = "") -> Support:
     """The support of ``answer`` (to ``question``, a :class:`~pagemind.answering.question.Question` or its text) by the
     quotes of its ``citations``, given the texts it ``read``; ``embedder``: the MiniLM encoder
     (:func:`pagemind.answering.evidence.minilm_encoder`), or None (words alone); ``whole``: the text of the document
     the citations' offsets point into, where there is one (a cited table row is read with its table's title);
     ``given``: the answer's claims as given (a computed answer's figures, one each), not read from its sentences;
     ``later``: whether to count the document's later mentions of the question (:func:`later_mentions`; a multiple
-    choice's rival options are judged without)."""
+    choice's rival options are judged without); ``periods``: periods the answer is asked about beside those the
+    question names (the year a change is measured from: "FY2022" for "an improving gross margin as of FY2023")."""
     question_text = question if isinstance(question, str) else question.text
     seen = _read(citations, read, whole)
     asked = facts(question_text)
@@ -667,7 +668,7 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
             elsewhere = _same_figures(claim, tuple(read)) if missing else set()
             unfounded += [x for x in missing if x not in (seen.read_numbers | seen.read_words) and x not in unfounded
                           and x not in elsewhere]
-        missing += _other_period(question_text, written, seen.headed)  # a cited row read under its table's header
+        missing += _other_period(f"{question_text} {periods}", written, seen.headed)  # a row read under its header
         similarity = None if vectors is None else vectors[i]
         score = share if similarity is None else (_WORD_SHARE * share + (1 - _WORD_SHARE) * _scaled(similarity))
         score *= _MISSING_FACTOR ** len(missing)

@@ -29,7 +29,7 @@ def _line(name: str, pattern: str) -> Line:
     return Line(name, re.compile(rf"(?<![A-Za-z])(?:{joined})(?![A-Za-z])", re.IGNORECASE))
 
 
-_PPE = (r"pp\s*(?:&|and)?\s*e|property,?\s+plant(?:,?\s+(?:and\s+)?equipment)?|property\s+and\s+equipment|"
+_PPE = (r"pp\s*(?:&|and|n)?\s*e|property,?\s+plant(?:,?\s+(?:and\s+)?equipment)?|property\s+and\s+equipment|"
         r"fixed\s+assets?|land,?\s+buildings,?\s+(?:and\s+)?equipment")
 LINES: tuple[Line, ...] = tuple(_line(name, pattern) for name, pattern in (
     ("revenue", r"revenues?|net\s+sales|total\s+sales|(?<!days[\s_])sales"),  # "days sales in inventory": no
