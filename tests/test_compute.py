@@ -1230,6 +1230,8 @@ def test_a_yes_no_question_whether_a_metric_rose_is_read_as_its_change_between_t
 
 
 def test_whether_a_margin_improved_is_answered_from_its_two_years_computed_by_pagemind():
+    from pagemind.answering.formula import defined
+
     question = "Does AMCOR have an improving gross margin profile as of FY2023?"
     working = ("gross_profit_2022 = 2820  # Gross profit, 2022\nrevenue_2022 = 14544  # Net sales, 2022\n"
                "gross_profit_2023 = 2725  # Gross profit, 2023\nrevenue_2023 = 14694  # Net sales, 2023\n"
@@ -1245,6 +1247,13 @@ def test_whether_a_margin_improved_is_answered_from_its_two_years_computed_by_pa
     assert "- gross_margin_2022 = gross_profit_2022 / revenue_2022 * 100 = 19.39" in got.text
     assert got.support is not None and got.support.label == "supported"
     assert len(got.citations) == 2 and all("Gross profit" in c.quote or "Net sales" in c.quote for c in got.citations)
+    # two lines of one year given one figure (a statement without a gross profit row, its revenue copied for it):
+    # asked again
+    boeing = "| Years ended December 31, | 2022 | 2021 |\n| --- | --- | --- |\n| Total revenues | 66,608 | 62,286 |\n"
+    same = compute.parse("gross_profit_2021 = 62286\nrevenue_2021 = 62286\ngross_profit_2022 = 66608\n"
+                         "revenue_2022 = 66608", amounts(boeing, years=True), rows=boeing.splitlines(),
+                         defined=defined(question.replace("AMCOR", "Boeing").replace("2023", "2022")))
+    assert isinstance(same, str) and same.startswith("gross_profit_2021 and revenue_2021 are the same figure, 62,286")
     # a figure the model leaves out is read at its line's cell for its year
     fake = ScriptedLLM(by_role={"answer": "Yes", "compute": "gross_profit_2022 = 2820\nrevenue_2022 = 14544"})
     reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))

@@ -313,6 +313,7 @@ def test_a_question_naming_a_statement_or_a_figure_points_to_its_sections():
     asked = "Using the cash flow statement and the balance sheet, what is FY2023 capex?"
     assert named_first([0, 3, 2, 1], labels, asked) == [2, 1, 0, 3]  # each named statement's best first
     assert named_first([0, 3, 2, 1], labels, "What is the FY2023 quick ratio?") == [1, 0, 3, 2]  # a figure's statement
+    assert named_first([0, 3, 2, 1], labels, "Did Pfizer grow its PPNE between FY20 and FY21?")[0] == 1  # PP&E
     assert named_first([0, 3, 2, 1], labels, "Who is the CEO?") == [0, 3, 2, 1] and not named("Who is the CEO?")
     assert named_first([0, 3, 2, 1], labels, "From the income statement, what was revenue?")[0] == 3
     release = [("§Key Financials",), ("§Statements of Cash Flows",), ("§Reconciliation of Non-GAAP Measures",)]

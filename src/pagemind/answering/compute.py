@@ -346,7 +346,8 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
         return f"no result: end with a line `{RESULT} = ...` computing the answer from the figures"
     if not working.figures:
         return "no figure from the text: assign each figure the question needs, copied from the text"
-    twice = _one_figure_two_years(working, rows)
+    twice = _one_figure_two_years(working, rows) or (_one_figure_two_lines(working, defined, rows)
+                                                     if defined is not None else None)
     if twice is not None:
         return twice
     for mean in averages:
@@ -515,6 +516,24 @@ def _one_figure_two_years(working: Computation, rows: Sequence[str]) -> str | No
                         "from its own column of the line"
                         + (". The text's lines about it: " + " / ".join(about) if about else ""))
         seen.setdefault(line, []).append((year, x))
+    return None
+
+
+def _one_figure_two_lines(working: Computation, defined: Defined, rows: Sequence[str]) -> str | None:
+    """The problem of a working that gives two of pagemind's formula's figures of one year and two statement lines
+    the same number (Boeing's "gross_profit_2021 = 19493", "revenue_2021 = 19493": a statement without a gross profit
+    row, its revenue copied for it, a margin of 100%); else None."""
+    of = {f.name: f for f in defined.figures}
+    seen: dict[tuple[str, float], Line] = {}
+    for x in working.lines:
+        figure = of.get(x.name)
+        if not x.figure or figure is None or not x.value:
+            continue
+        other = seen.setdefault((figure.year, abs(x.value)), x)
+        if other is not x and of[other.name].line != figure.line:
+            about = _rows_about(figure.line, rows)
+            return (f"{other.name} and {x.name} are the same figure, {_written(x.value)}: copy each from its own "
+                    "line of the text" + (". The text's lines about it: " + " / ".join(about) if about else ""))
     return None
 
 

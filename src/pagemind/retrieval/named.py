@@ -38,7 +38,7 @@ FIGURES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
         (r"\b(?:capex|capital\s+expenditures?|free\s+cash\s+flow|FCF|depreciation\s+and\s+amortization|D&A|"
          r"dividends?\s+paid|cash\s+from\s+operations|operating\s+cash\s+flow|EBITDA)\b", _CASH),
         (r"\b(?:quick\s+ratio|current\s+ratio|working\s+capital|inventor(?:y|ies)|accounts\s+(?:payable|receivable)|"
-         r"PP&?E|property,?\s+plant|total\s+assets|liabilities|debt|days\s+(?:payable|sales|inventory)|DPO|DSO|DIO|"
+         r"PP(?:&|N)?E|property,?\s+plant|total\s+assets|liabilities|debt|days\s+(?:payable|sales|inventory)|DPO|DSO|DIO|"
          r"return\s+on\s+assets|ROA|asset\s+turnover)\b", _BALANCE),
         (r"\b(?:gross\s+(?:margin|profit)|operating\s+(?:margin|income)|net\s+(?:income|profit|earnings)|revenues?|"
          r"net\s+sales|COGS|cost\s+of\s+(?:goods|sales|revenue)|EPS|earnings\s+per\s+share|EBIT|"
