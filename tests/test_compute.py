@@ -1242,8 +1242,8 @@ def test_whether_a_margin_improved_is_answered_from_its_two_years_computed_by_pa
     got = reader.answer(reader.build(Document.from_text(AMCOR)), Question.parse(question))
     prompt = fake.history[-1].messages[0].content
     assert "gross_margin_2023 = gross_profit_2023 / revenue_2023 * 100\nanswer = gross_margin_2023 - " in prompt
-    assert got.stated == "No: gross margin 19.39 in 2022, 18.54 in 2023"  # the model's own step line is not read
-    assert got.text.startswith("No: gross margin 19.39 in 2022, 18.54 in 2023 (computed by pagemind")
+    assert got.stated == "No: gross margin 19.39% in 2022, 18.54% in 2023"  # the model's own step line is not read
+    assert got.text.startswith("No: gross margin 19.39% in 2022, 18.54% in 2023 (computed by pagemind")
     assert "- gross_margin_2022 = gross_profit_2022 / revenue_2022 * 100 = 19.39" in got.text
     assert got.support is not None and got.support.label == "supported"
     assert len(got.citations) == 2 and all("Gross profit" in c.quote or "Net sales" in c.quote for c in got.citations)
@@ -1258,4 +1258,31 @@ def test_whether_a_margin_improved_is_answered_from_its_two_years_computed_by_pa
     fake = ScriptedLLM(by_role={"answer": "Yes", "compute": "gross_profit_2022 = 2820\nrevenue_2022 = 14544"})
     reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))
     got = reader.answer(reader.build(Document.from_text(AMCOR)), Question.parse(question))
-    assert got.stated.startswith("No: gross margin 19.39 in 2022")
+    assert got.stated.startswith("No: gross margin 19.39% in 2022")
+
+
+def test_how_much_a_rate_changed_between_two_years_is_answered_with_both_years_and_the_change():
+    """Issue 47: asked "How much has the effective tax rate of Corning changed between FY2021 and FY2022?", the
+    default model gave one year's rate (22.9%); the paper's graders want both. The change is worked out from the two
+    rates the text states, and the answer gives both years and the change in points."""
+    from pagemind.answering.formula import defined
+
+    question = "How much has the effective tax rate of Corning changed between FY2021 and FY2022?"
+    rate = defined(question)
+    assert rate is not None and rate.written() == "answer = effective_tax_rate_2022 - effective_tax_rate_2021"
+    compare = defined("How does Boeing's effective tax rate in FY2022 compare to FY2021?")
+    assert compare is not None and compare.change is not None and compare.change.years == ("2021", "2022")
+    assert defined("How much has Amazon's revenue changed from FY2018 to FY2019?") is not None
+    note = ("Income Taxes\n\n| Years ended December 31, | 2022 | 2021 |\n| --- | --- | --- |\n"
+            "| Provision for income taxes | (411) | (491) |\n| Effective tax rate | 22.9% | 20.0% |\n")
+    fake = ScriptedLLM(by_role={"answer": "22.9%", "compute": "effective_tax_rate_2021 = 20.0  # Effective tax rate, "
+                                "2021\neffective_tax_rate_2022 = 22.9  # Effective tax rate, 2022"})
+    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))
+    got = reader.answer(reader.build(Document.from_text(note)), Question.parse(question))
+    assert got.stated == "effective tax rate 20.00% in 2021, 22.90% in 2022: up 2.90 points"
+    assert got.support is not None and got.support.label == "supported"
+    from pagemind.eval.metrics import financebench
+
+    gold = "The effective tax rate of Corning has changed from 20% in FY2021 to 23% in FY 2022."
+    assert financebench(got.stated, gold, question)["accuracy"] == 1.0  # as the paper's graders read it
+    assert financebench("22.9%", gold, question)["accuracy"] == 0.0  # the model's own answer was not

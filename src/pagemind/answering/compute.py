@@ -133,9 +133,7 @@ class Computation:
         change = self.change
         values = {x.name: x.value for x in self.lines}
         if change is not None and len(results) == 1 and change.earlier in values and change.later in values:
-            pair = ", ".join(f"{shown(values[name])} in {year}"
-                             for name, year in zip((change.earlier, change.later), change.years, strict=True))
-            return f"{change.verdict(results[0].value)}: {change.metric} {pair}"
+            return change.stated(values[change.earlier], values[change.later], results[0].value)
         return (shown(results[0].value) if len(results) == 1
                 else "; ".join(f"{x.name.removeprefix(RESULT + '_').replace('_', ' ')}: {shown(x.value)}"
                                for x in results))

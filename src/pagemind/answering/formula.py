@@ -91,21 +91,37 @@ class Defined:
 
 @dataclass(frozen=True)
 class Change:
-    """What a yes/no question about a metric's direction asks ("Does AMCOR have an improving gross margin profile as
-    of FY2023?", "Did Pfizer grow its PPNE between FY20 and FY21?"): the metric, the names of the working's lines
-    holding its value in the earlier and the later year, and the words answering a rise, a fall and no change ("Yes",
-    "No"; "Improved", "Declined" where the question offers both)."""
+    """What a question about a metric's change between two years asks — whether it rose ("Does AMCOR have an
+    improving gross margin profile as of FY2023?", "Did Pfizer grow its PPNE between FY20 and FY21?") or how much it
+    changed ("How much has the effective tax rate of Corning changed between FY2021 and FY2022?"): the metric, the
+    names of the working's lines holding its value in the earlier and the later year, and for a yes/no question the
+    words answering a rise, a fall and no change ("Yes", "No"; "Improved", "Declined" where the question offers
+    both)."""
 
     metric: str  # gross margin
     years: tuple[str, str]  # the earlier and the later year
     earlier: str  # gross_margin_2022: the line of the working holding the earlier year's value
     later: str
-    rise: str = "Yes"
+    rise: str = "Yes"  # "" where the question asks how much, not whether
     fall: str = "No"
     same: str = "No"
+    unit: str = ""  # "%": a margin, a share or a rate, in percent
 
     def verdict(self, change: float) -> str:
         return self.rise if change > 0 else self.fall if change < 0 else self.same
+
+    def stated(self, earlier: float, later: float, change: float) -> str:
+        """The answer's head: "No: gross margin 19.39% in 2022, 18.54% in 2023", or where the question asks how
+        much, "effective tax rate 20.00% in 2021, 22.90% in 2022: up 2.90 points"."""
+        from .compute import shown
+
+        pair = ", ".join(f"{shown(value)}{self.unit} in {year}" for value, year in zip((earlier, later), self.years,
+                                                                                     strict=True))
+        if self.rise:
+            return f"{self.verdict(change)}: {self.metric} {pair}"
+        moved = ("unchanged" if change == 0 else
+                 f"{'up' if change > 0 else 'down'} {shown(abs(change))}{' points' if self.unit == '%' else ''}")
+        return f"{self.metric} {pair}: {moved}"
 
 
 def name_of(line: str, year: str) -> str:
@@ -116,7 +132,8 @@ def name_of(line: str, year: str) -> str:
 def defined(question: str) -> Defined | None:
     """The formula of the metric ``question`` asks for: where the question defines it (:func:`_by_definition`), or
     names a figure whose formula is the textbook's (:func:`_by_name`: a three-year average of a share or a margin, a
-    growth rate, one year's ratio of one reading), or asks for one statement line's figure in one year
+    growth rate, one year's ratio of one reading), or asks whether or how much a metric changed between two years
+    (:func:`_by_change`: its value in each, the result the change), or for one statement line's figure in one year
     (:func:`_by_line`: the formula is that line); None otherwise."""
     definitions = {}
     for m in _DEFINITION.finditer(question):
@@ -131,6 +148,8 @@ def defined(question: str) -> Defined | None:
     found, source = _by_definition(asked, definitions, percent), DEFINITION
     if found is None:
         found, source = _by_name(asked, definitions, percent), TEXTBOOK
+    if found is None and (how_much := _by_change(asked, definitions)) is not None:
+        return how_much
     if found is None:
         found, source = _by_line(asked), LINE
     if found is None:
@@ -300,6 +319,15 @@ _CHANGES = (  # "Does AMCOR have an improving gross margin profile as of FY2023?
     re.compile(rf"{_AUX}(?:the\s+)?{_SUBJECT}\s+(?P<direction>{_DIRECTION})\s+(?:its|their|the)\s+(?P<metric>.+?)"
                rf"{_PERIOD}$", re.IGNORECASE),
 )
+# "How much has the effective tax rate of Corning changed between FY2021 and FY2022?", "How did Boeing's effective tax
+# rate in FY2022 compare to FY2021?": the two values and the change
+_HOW_MUCH = (
+    re.compile(rf"^how\s+much\s+(?:has|have|had|did)\s+(?:{_SUBJECT}['’]s?\s+)?(?:the\s+)?(?P<metric>[^']+?)"
+               rf"(?:\s+(?:of|for|at)\s+{_SUBJECT})?\s+chang(?:e|ed)(?P<period>\s+(?:between|from|over)\b.*)$",
+               re.IGNORECASE),
+    re.compile(rf"^how\s+(?:does|did|has)\s+(?:{_SUBJECT}['’]s?\s+|the\s+)?(?P<metric>[^']+?)\s+(?P<period>in\s+"
+               rf"(?:FY\s*|fiscal\s+(?:year\s+)?)?\d{{2,4}}\s+compare(?:d)?\s+(?:to|with)\s+.+)$", re.IGNORECASE),
+)
 _ONE_YEAR = re.compile(r"^\s*(?:as\s+of|in|for|during)\b", re.IGNORECASE)  # "as of FY2023": against the year before
 _PART_OF_A_YEAR = re.compile(r"\b(?:q[1-4]|quarters?|h[12]|half|halves|months?|weeks?|ytd)\b", re.IGNORECASE)
 _ASPECT = re.compile(r"\s+(?:profile|trend|performance|levels?)$|(?<=margin)\s+ratio$", re.IGNORECASE)
@@ -314,9 +342,9 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
     "worsening" is read only of what more of is better (a margin, revenue, an income, a current ratio …); a quarter
     or half of a year, a question naming more than two years or several metrics: None."""
     asked = asked.strip().rstrip("?").strip()
-    lead = re.match(rf"{LEAD_IN}(?={AUXILIARY})", asked, re.IGNORECASE)
+    lead = re.match(rf"{LEAD_IN}(?={AUXILIARY}|how\b)", asked, re.IGNORECASE)
     words = asked[lead.end():] if lead is not None else asked
-    m = next((m for pattern in _CHANGES if (m := pattern.match(words)) is not None), None)
+    m = next((m for pattern in (*_CHANGES, *_HOW_MUCH) if (m := pattern.match(words)) is not None), None)
     if m is None:
         return None
     # the year may be the lead-in's: "For the fiscal year ended June 30, 2023, did Amcor's gross margin improve?"
@@ -333,7 +361,7 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
     values = [_value(metric, year, definitions, figures) for year in years]
     if any(v is None for v in values):
         return None
-    direction, other = m.group("direction"), m.groupdict().get("other")
+    direction, other = m.groupdict().get("direction") or "", m.groupdict().get("other")
     if any(_JUDGED.match(d) for d in (direction, other or "")) and not _better_more(metric):
         return None
     slug = re.sub(r"[^a-z]+", "_", metric.lower()).strip("_")[:40]
@@ -346,25 +374,37 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
             names.append(f"{slug}_{year}")
             steps.append((names[-1], ast.unparse(ast.parse(str(value), mode="eval"))))
     up = re.match(_UP, direction, re.IGNORECASE) is not None
-    if other is not None:
+    if not direction:  # how much it changed
+        words_of = ("", "", "")
+    elif other is not None:
         if (re.match(_UP, other, re.IGNORECASE) is not None) == up:
             return None  # "increased or improved": no alternative
         rise, fall = (direction, other) if up else (other, direction)
-        change = Change(metric, (years[0], years[1]), names[0], names[1], rise.capitalize(), fall.capitalize(),
-                        "Unchanged")
+        words_of = (rise.capitalize(), fall.capitalize(), "Unchanged")
     else:
-        change = Change(metric, (years[0], years[1]), names[0], names[1], *(("Yes", "No") if up else ("No", "Yes")))
+        words_of = ("Yes", "No", "No") if up else ("No", "Yes", "No")
+    unit = "%" if _SHARE.match(metric) or _MARGIN.match(metric) or _STATED_RATE.fullmatch(metric) else ""
+    change = Change(metric, (years[0], years[1]), names[0], names[1], *words_of, unit=unit)
     return Defined(metric, f"{names[1]} - {names[0]}", tuple(figures.values()), COMPARED, tuple(steps), change)
 
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
+# a rate a filing states as such, read as a figure (its formula's lines, income taxes over income before them, are
+# printed under many names and signs)
+_STATED_RATE = re.compile(r"effective\s+(?:income\s+)?tax\s+rates?|etr", re.IGNORECASE)
+
+
 def _value(metric: str, year: str, definitions: dict[str, tuple[str, str]], figures: dict[str, Figure]) -> str | None:
-    """One year's value of ``metric``: a share or a margin (:func:`_ratio`), a ratio of :data:`_RATIOS`, or one
-    statement line (with plain words beside it)."""
+    """One year's value of ``metric``: a share or a margin (:func:`_ratio`), a ratio of :data:`_RATIOS`, an effective
+    tax rate (a figure the text states), or one statement line (with plain words beside it)."""
     if _SHARE.match(metric) or _MARGIN.match(metric):
         return _ratio(metric, year, definitions, figures)
+    if _STATED_RATE.fullmatch(metric):
+        name = name_of("effective tax rate", year)
+        figures.setdefault(name, Figure(name, "effective tax rate", year))
+        return name
     ratio = next((formula for pattern, formula in _RATIOS if pattern.fullmatch(metric)), None)
     return _expression(ratio or metric, definitions, year, figures, 1)
 
