@@ -1286,3 +1286,29 @@ def test_how_much_a_rate_changed_between_two_years_is_answered_with_both_years_a
     gold = "The effective tax rate of Corning has changed from 20% in FY2021 to 23% in FY 2022."
     assert financebench(got.stated, gold, question)["accuracy"] == 1.0  # as the paper's graders read it
     assert financebench("22.9%", gold, question)["accuracy"] == 0.0  # the model's own answer was not
+
+
+def test_a_balance_is_read_at_its_own_row_not_at_another_row_holding_its_name():
+    """Issue 47: General Mills' balance sheet prints "Other current liabilities" beside "Total current liabilities";
+    the rows naming the line disagreed, so the working capital ratio took the model's copy of accounts payable
+    (1.58 where the gold is 0.68). The row that is the line alone (and plain words) is the balance."""
+    from pagemind.answering.formula import defined
+    from pagemind.text.tables import table_rows
+
+    sheet = ("Consolidated Balance Sheets\n| (In Millions) | May 31, 2020 | May 26, 2019 |\n| --- | --- | --- |\n"
+             "| Current assets: |  |  |\n| Prepaid expenses and other current assets | 402.1 | 497.5 |\n"
+             "| Total current assets | 5,121.3 | 4,186.5 |\n| Current liabilities: |  |  |\n"
+             "| Accounts payable | $3,247.7 | $2,854.1 |\n| Other current liabilities | 1,633.3 | 1,367.8 |\n"
+             "| Total current liabilities | 7,491.5 | 7,087.1 |\n")
+    question = ("What is General Mills's FY2020 working capital ratio? Define working capital ratio as total current "
+                "assets divided by total current liabilities.")
+    tables = compute.fiscal_years(list(table_rows(sheet)), question)
+    got = compute.parse("current_assets_2020 = 5121.3\ncurrent_liabilities_2020 = 3247.7  # Current liabilities",
+                        amounts(sheet + question, years=True), rows=sheet.splitlines(), tables=tables,
+                        defined=defined(question))
+    assert not isinstance(got, str) and got.results[0].value == pytest.approx(0.684, abs=0.001)
+    assert got.lines[1].moved.startswith("Total current liabilities, the May 31, 2020 column; the model copied 3,247.7")
+    # a line that is no balance keeps the rule of rows that agree: none read where they do not
+    assert compute._named_cell("net_income_2020", list(table_rows(
+        "| | 2020 | 2019 |\n| --- | --- | --- |\n| Net income | 10 | 9 |\n| Net income attributable to X | 8 | 7 |"))
+    ) is None

@@ -922,7 +922,12 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
     own = [row for row in tables if lines_named(row.cells[0]) == {line} and not (
         line in BALANCES and _OVER_A_PERIOD.search(row.header[0]) and row.header not in sheets)]
     on_sheets = [row for row in own if row.header in sheets]  # a balance is the balance sheet's where one is read
-    found = _cell(on_sheets or own, year)  # (Boeing's PP&E: its notes print it gross and by segment too)
+    # a balance's own row, not another that holds its name ("Total current assets", not "Prepaid expenses and other
+    # current assets"), where the two disagree
+    alone = [row for row in (on_sheets or own) if line in BALANCES and _plain_name(row.cells[0])
+             and any(cell.strip() for cell in row.cells[1:])]  # (not the heading "Current liabilities:")
+    found = (alone and _cell(alone, year)) or _cell(on_sheets or own, year)  # (Boeing's PP&E: its notes print it
+    # gross and by segment too)
     if found is None:
         return None
     value, row, k = found
