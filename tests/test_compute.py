@@ -1049,8 +1049,16 @@ def test_a_defined_metric_is_computed_by_the_definition_on_the_figures_the_model
     # a figure not in the text is mended from its row, or refused, as in any working
     mended = compute.parse(reply.replace("25309", "25390"), written, rows=rows, tables=tables, defined=dpo)
     assert not isinstance(mended, str) and mended.lines[0].value == 25309 and "25,390" in mended.lines[0].moved
-    wrong = compute.parse(reply.replace("25309", "99999"), written, rows=rows, tables=tables, defined=dpo)
+    # a figure the text does not write and far from the cell (another row's, another scale's) is the cell of the line
+    # and year its name gives in pagemind's formula; without a table that gives it, refused
+    far = compute.parse(reply.replace("25309", "99999"), written, rows=rows, tables=tables, defined=dpo)
+    assert not isinstance(far, str) and far.lines[0].value == 25309 and "copied 99,999" in far.lines[0].moved
+    wrong = compute.parse(reply.replace("25309", "99999"), written, rows=rows, tables=[], defined=dpo)
     assert isinstance(wrong, str) and "99999 is not a figure in the text" in wrong
+    # one the text writes in another line's row is read at its own line's cell (Corning's operating income of 2020
+    # copied as 512, the net income's)
+    other = compute.parse(reply.replace("25309", "88265"), written, rows=rows, tables=tables, defined=dpo)
+    assert not isinstance(other, str) and other.lines[0].value == 25309 and "copied 88,265" in other.lines[0].moved
 
 
 def test_the_working_of_a_defined_metric_is_asked_with_its_formula_and_its_figures():

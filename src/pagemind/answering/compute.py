@@ -326,13 +326,22 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
             if named is not None:
                 lines.append(Line(free, str(_plain(named[0])), named[0], named[2], figure=True, moved=named[1]))
                 values[free] = named[0]
+        figure = next((f for f in defined.figures if f.name == name), None) if defined is not None else None
         try:
-            line = (_formula_line(name, node, values, defined)
-                    if defined is not None and (name == RESULT or name in dict(defined.steps))
-                    else _line(name, node, note, values, written, rows, tables))
+            given = _number(node) if figure is not None else None
+            if (defined is not None and figure is not None and defined.source != formula.LINE and given
+                    and _named_cell(name, tables) is not None):
+                # a figure of pagemind's formula, named by its line and year, is the cell the tables give for them,
+                # whatever the model copied (a figure of another row, one the text does not write)
+                line = _at_its_cell(Line(name, ast.unparse(node), given, note, figure=True), tables)
+            else:
+                line = (_formula_line(name, node, values, defined)
+                        if defined is not None and (name == RESULT or name in dict(defined.steps))
+                        else _line(name, node, note, values, written, rows, tables))
         except Problem as problem:
             return str(problem)
-        figure = next((f for f in defined.figures if f.name == name), None) if defined is not None else None
+        except OverflowError:
+            return f"{name} is not a number pagemind can compute"
         if defined is not None and figure is not None and line.figure and not line.moved:
             line = _at_its_cell(line, tables, (written, figure.line) if defined.source == formula.LINE else None)
         values[line.name] = line.value
