@@ -82,7 +82,7 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
     citations = ev.distinct(each) if each else cite(question, reading, options, llm, context, encoder, document)
     change = None if computation is None else computation.change
     support = judge(question, reading, citations, options, llm, context, encoder, document, claims=claims,
-                    periods=" ".join(f"FY{year}" for year in change.years) if change is not None else "")
+                    periods=change.periods() if change is not None else "")
     if support is not None and computation is not None and each:  # the result stands on every figure, each in its row
         support = support.weakest().misplaced(computation.misplaced([c.quote if c else None for c in each]))
     if isinstance(worked, Unworked) and support is not None:  # a derived figure no working checked

@@ -65,7 +65,7 @@ class Figure:
 
     name: str  # accounts_payable_2017
     line: str  # accounts payable (a name of :data:`pagemind.text.ledger.LINES`)
-    year: str  # 2017
+    year: str  # 2017 (q2_2023: a quarter's)
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class Defined:
 
     def listed(self) -> str:
         """The figures as the working's request lists them: "- accounts_payable_2017: accounts payable, 2017"."""
-        return "\n".join(f"- {f.name}: {f.line}, {f.year}" for f in self.figures)
+        return "\n".join(f"- {f.name}: {f.line}, {f.year.replace('_', ' ').upper()}" for f in self.figures)
 
     def written(self) -> str:
         """The formula as the working's request shows it: its steps, then ``answer = ...``."""
@@ -99,7 +99,7 @@ class Change:
     both)."""
 
     metric: str  # gross margin
-    years: tuple[str, str]  # the earlier and the later year
+    years: tuple[str, str]  # the earlier and the later year, or quarter ("Q2 2022")
     earlier: str  # gross_margin_2022: the line of the working holding the earlier year's value
     later: str
     rise: str = "Yes"  # "" where the question asks how much, not whether
@@ -109,6 +109,10 @@ class Change:
 
     def verdict(self, change: float) -> str:
         return self.rise if change > 0 else self.fall if change < 0 else self.same
+
+    def periods(self) -> str:
+        """The two periods as a question names them ("FY2022 FY2023", "Q2 2022 Q2 2023"), for the support check."""
+        return " ".join(year if year.startswith("Q") else f"FY{year}" for year in self.years)
 
     def stated(self, earlier: float, later: float, change: float) -> str:
         """The answer's head: "No: gross margin 19.39% in 2022, 18.54% in 2023", or where the question asks how
@@ -328,6 +332,8 @@ _HOW_MUCH = (
     re.compile(rf"^how\s+(?:does|did|has)\s+(?:{_SUBJECT}['’]s?\s+|the\s+)?(?P<metric>[^']+?)\s+(?P<period>in\s+"
                rf"(?:FY\s*|fiscal\s+(?:year\s+)?)?\d{{2,4}}\s+compare(?:d)?\s+(?:to|with)\s+.+)$", re.IGNORECASE),
 )
+_QUARTER = re.compile(r"\b(Q[1-4])\b|\b(first|second|third|fourth)\s+(?:fiscal\s+)?quarter\b", re.IGNORECASE)
+_QUARTERS = {"first": "Q1", "second": "Q2", "third": "Q3", "fourth": "Q4"}
 _ONE_YEAR = re.compile(r"^\s*(?:as\s+of|in|for|during)\b", re.IGNORECASE)  # "as of FY2023": against the year before
 _PART_OF_A_YEAR = re.compile(r"\b(?:q[1-4]|quarters?|h[12]|half|halves|months?|weeks?|ytd)\b", re.IGNORECASE)
 _ASPECT = re.compile(r"\s+(?:profile|trend|performance|levels?)$|(?<=margin)\s+ratio$", re.IGNORECASE)
@@ -349,16 +355,19 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
         return None
     # the year may be the lead-in's: "For the fiscal year ended June 30, 2023, did Amcor's gross margin improve?"
     period = m.group("period") or ("in " + asked[:len(asked) - len(words)] if words != asked else "")
-    if _PART_OF_A_YEAR.search(period) or _PART_OF_A_YEAR.search(m.group("metric")):
-        return None
+    quarters = {(q or _QUARTERS[word.lower()]).upper() for q, word in _QUARTER.findall(period)}
+    if len(quarters) > 1 or _PART_OF_A_YEAR.search(_QUARTER.sub(" ", period)) or _PART_OF_A_YEAR.search(
+            m.group("metric")):
+        return None  # two quarters, a half, months: not one period of two years
     years = sorted(_years_in(period))
     if len(years) == 1 and _ONE_YEAR.match(period):
         years = [str(int(years[0]) - 1), years[0]]
     if len(years) != 2 or not 1 <= int(years[1]) - int(years[0]) <= 2 or _years_in(m.group("metric")):
         return None
     metric = _ASPECT.sub("", re.sub(r"^(?:the|its|their)\s+", "", m.group("metric").strip(), flags=re.IGNORECASE))
+    quarter = next(iter(quarters), "")  # "Q2 of FY2023 compared to Q2 of FY2022": the same quarter of each year
     figures: dict[str, Figure] = {}
-    values = [_value(metric, year, definitions, figures) for year in years]
+    values = [_value(metric, f"{quarter.lower()}_{year}" if quarter else year, definitions, figures) for year in years]
     if any(v is None for v in values):
         return None
     direction, other = m.groupdict().get("direction") or "", m.groupdict().get("other")
@@ -371,7 +380,7 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
         if _NAME.match(str(value)):
             names.append(str(value))
         else:
-            names.append(f"{slug}_{year}")
+            names.append(f"{slug}_{quarter.lower()}_{year}" if quarter else f"{slug}_{year}")
             steps.append((names[-1], ast.unparse(ast.parse(str(value), mode="eval"))))
     up = re.match(_UP, direction, re.IGNORECASE) is not None
     if not direction:  # how much it changed
@@ -384,7 +393,8 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
     else:
         words_of = ("Yes", "No", "No") if up else ("No", "Yes", "No")
     unit = "%" if _SHARE.match(metric) or _MARGIN.match(metric) or _STATED_RATE.fullmatch(metric) else ""
-    change = Change(metric, (years[0], years[1]), names[0], names[1], *words_of, unit=unit)
+    shown = tuple(f"{quarter} {year}" if quarter else year for year in years)
+    change = Change(metric, (shown[0], shown[1]), names[0], names[1], *words_of, unit=unit)
     return Defined(metric, f"{names[1]} - {names[0]}", tuple(figures.values()), COMPARED, tuple(steps), change)
 
 
