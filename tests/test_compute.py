@@ -1342,3 +1342,19 @@ def test_a_quarter_against_the_same_quarter_a_year_before_is_worked_out_from_the
     got = reader.answer(reader.build(Document.from_text(release)), Question.parse(question))
     assert got.stated == "Yes: net earnings as a percent of sales 20.04% in Q2 2022, 20.15% in Q2 2023"
     assert got.support is not None and got.support.label == "supported"
+
+
+def test_capex_is_read_at_the_cash_flow_statement_s_row_not_a_segment_table_s():
+    """MGM's 10-K prints "Reportable segment capital expenditures" beside the cash flow statement's "Capital
+    expenditures, net of construction payable"; the rows disagreed and the model's 96,295 (no figure of the text) was
+    refused three times. The cash flow statement's row is the line's."""
+    from pagemind.text.tables import table_rows
+
+    text = ("| Year Ended Cash flows from operating activities | December 31, 2020 | 2019 |\n| --- | --- | --- |\n"
+            "| Capital expenditures, net of construction payable | (270,579) | (739,006) |\n\n"
+            "| Year Ended December 31, | 2020 | 2019 |\n| --- | --- | --- |\n"
+            "| Reportable segment capital expenditures | 237,319 | 618,986 |\n")
+    read = compute._named_cell("capital_expenditure_2020", list(table_rows(text)))
+    assert read is not None and read[0] == 270579 and read[2].startswith("Capital expenditures, net of")
+    segments = text.split("\n\n")[1]  # no cash flow statement read: the rows of the line as before
+    assert compute._named_cell("capital_expenditure_2020", list(table_rows(segments)))[0] == 237319

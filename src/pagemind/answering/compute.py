@@ -931,6 +931,9 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
     own = [row for row in tables if lines_named(row.cells[0]) == {line} and not (
         line in BALANCES and _OVER_A_PERIOD.search(row.header[0]) and row.header not in sheets)]
     on_sheets = [row for row in own if row.header in sheets]  # a balance is the balance sheet's where one is read
+    if line in _FLOWS:  # and capex, D&A or dividends paid the cash flow statement's (not a segment table's)
+        flows = _flows(tables)
+        on_sheets = [row for row in own if row.header in flows]
     # a balance's own row, not another that holds its name ("Total current assets", not "Prepaid expenses and other
     # current assets"), where the two disagree
     alone = [row for row in (on_sheets or own) if line in BALANCES and _plain_name(row.cells[0])
@@ -998,6 +1001,21 @@ def _sheets(tables: Sequence[Row]) -> frozenset[tuple[str, ...]]:
     from ..text.ledger import lines_named
 
     return frozenset(r.header for r in tables if lines_named(r.cells[0]) & _TOTALS)
+
+
+_FLOWS = frozenset({"capital expenditure", "depreciation and amortization", "dividends"})  # a cash flow statement's
+
+
+def _flows(tables: Sequence[Row]) -> frozenset[tuple[str, ...]]:
+    """The headers of the cash flow statements among ``tables``: the tables with a row of operating cash flow, or
+    whose header speaks of cash flows ("Year Ended Cash flows from operating activities")."""
+    from ..text.ledger import lines_named
+
+    return frozenset(r.header for r in tables if "operating cash flow" in lines_named(r.cells[0])
+                     or _CASH_FLOWS.search(r.header[0]))
+
+
+_CASH_FLOWS = re.compile(r"\bcash\s+flows?\b", re.IGNORECASE)
 
 _OVER_A_PERIOD = re.compile(r"\b(?:years?|months|weeks|quarters?|periods?)\s+ended\b", re.IGNORECASE)
 _DECREASE = re.compile(r"\b(?:decrease|decline|reduction|drop|fall)\b", re.IGNORECASE)
