@@ -1322,7 +1322,11 @@ def test_a_balance_is_read_at_its_own_row_not_at_another_row_holding_its_name():
                         defined=defined(question))
     assert not isinstance(got, str) and got.results[0].value == pytest.approx(0.684, abs=0.001)
     assert got.lines[1].moved.startswith("Total current liabilities, the May 31, 2020 column; the model copied 3,247.7")
-    # a line that is no balance keeps the rule of rows that agree: none read where they do not
+    # revenue is summed from parts that name it too: the total is the line
+    revenues = ("| For the Years Ended December 31, | 2019 | 2018 |\n| --- | --- | --- |\n"
+                "| Subscription, licensing, and other revenues | 4,203 | 4,238 |\n| Total net revenues | 6,489 | 7,500 |")
+    assert compute._named_cell("revenue_2019", list(table_rows(revenues)))[0] == 6489
+    # a net income keeps the rule of rows that agree ("Net income" and "… attributable to X" are both the line)
     assert compute._named_cell("net_income_2020", list(table_rows(
         "| | 2020 | 2019 |\n| --- | --- | --- |\n| Net income | 10 | 9 |\n| Net income attributable to X | 8 | 7 |"))
     ) is None

@@ -934,9 +934,10 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
     if line in _FLOWS:  # and capex, D&A or dividends paid the cash flow statement's (not a segment table's)
         flows = _flows(tables)
         on_sheets = [row for row in own if row.header in flows]
-    # a balance's own row, not another that holds its name ("Total current assets", not "Prepaid expenses and other
-    # current assets"), where the two disagree
-    alone = [row for row in (on_sheets or own) if line in BALANCES and _plain_name(row.cells[0])
+    # the line's own row, not another that holds its name ("Total current assets", not "Prepaid expenses and other
+    # current assets"; "Total net revenues", not "Subscription, licensing, and other revenues"), where they disagree
+    # (a net income is not so read: "Net income" and "Net income attributable to …" are both the line)
+    alone = [row for row in (on_sheets or own) if line in _SUMMED and _plain_name(row.cells[0])
              and any(cell.strip() for cell in row.cells[1:])]  # (not the heading "Current liabilities:")
     found = (alone and _cell(alone, year)) or _cell(on_sheets or own, year)  # (Boeing's PP&E: its notes print it
     # gross and by segment too)
@@ -1003,6 +1004,9 @@ def _sheets(tables: Sequence[Row]) -> frozenset[tuple[str, ...]]:
     return frozenset(r.header for r in tables if lines_named(r.cells[0]) & _TOTALS)
 
 
+# lines a statement sums from parts that also name it (other current assets, other revenues, cost of products)
+_SUMMED = frozenset({"inventory", "accounts payable", "accounts receivable", "property, plant and equipment",
+                     "total assets", "current assets", "current liabilities", "revenue", "cost of sales"})
 _FLOWS = frozenset({"capital expenditure", "depreciation and amortization", "dividends"})  # a cash flow statement's
 
 
