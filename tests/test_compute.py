@@ -1324,7 +1324,8 @@ def test_a_balance_is_read_at_its_own_row_not_at_another_row_holding_its_name():
     assert got.lines[1].moved.startswith("Total current liabilities, the May 31, 2020 column; the model copied 3,247.7")
     # revenue is summed from parts that name it too: the total is the line
     revenues = ("| For the Years Ended December 31, | 2019 | 2018 |\n| --- | --- | --- |\n"
-                "| Subscription, licensing, and other revenues | 4,203 | 4,238 |\n| Total net revenues | 6,489 | 7,500 |")
+                "| Subscription, licensing, and other revenues | 4,203 | 4,238 |\n"
+                "| Total net revenues | 6,489 | 7,500 |")
     assert compute._named_cell("revenue_2019", list(table_rows(revenues)))[0] == 6489
     # a net income keeps the rule of rows that agree ("Net income" and "… attributable to X" are both the line)
     assert compute._named_cell("net_income_2020", list(table_rows(
