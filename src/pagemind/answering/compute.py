@@ -504,7 +504,9 @@ def _one_figure_two_years(working: Computation, rows: Sequence[str]) -> str | No
     """The problem of a working that gives one line the same figure for two years ("net_sales_2020 = 11503",
     "net_sales_2019 = 11503": a column copied twice) where the line's own row in the text writes that figure once
     beside others (so another year's differs); else None — also where no row is about the line, or it writes the
-    figure twice (a dividend that did not change), or alone (years as rows, prose, one column a year)."""
+    figure twice (a dividend that did not change), or alone (years as rows, prose, one column a year). The line's rows
+    are those of its name and its figures' notes (American Express' "Actual tax rates" row for an effective tax rate
+    whose 2022 figure pagemind read there, the model having given 2022's 21.6 for 2021 too)."""
     seen: dict[str, list[tuple[str, Line]]] = {}
     for x in working.lines:
         if not x.figure:
@@ -517,7 +519,7 @@ def _one_figure_two_years(working: Computation, rows: Sequence[str]) -> str | No
         for other_year, other in seen.get(line, []):
             if other_year == year or other.value != x.value:
                 continue
-            about = _rows_about(line, rows)
+            about = _rows_about(" ".join((line, other.note, x.note)), rows)  # the row pagemind read one at too
             if _copied(x.value, about):
                 return (f"{other.name} and {x.name} are the same figure, {_written(x.value)}: copy each year's figure "
                         "from its own column of the line"
