@@ -77,7 +77,7 @@ class Defined:
     figures: tuple[Figure, ...]
     source: str = DEFINITION  # where the formula comes from, as the working's result line notes it
     steps: tuple[tuple[str, str], ...] = ()  # named formulas the result reads, in order ("gross_margin_2022", ...)
-    change: Change | None = None  # a yes/no question whether the metric rose: the result is its change
+    change: Change | None = None  # a question whether (or how much) a metric changed: the result is its change
 
     def listed(self) -> str:
         """The figures as the working's request lists them: "- accounts_payable_2017: accounts payable, 2017"."""
@@ -341,12 +341,14 @@ COMPARED = "the change the question asks about, of the textbook formula of what 
 
 
 def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined | None:
-    """A yes/no question whether one metric rose or fell between two years ("Does AMCOR have an improving gross
-    margin profile as of FY2023?": FY2022 against FY2023; "Did Pfizer grow its PPNE between FY20 and FY21?"): the
-    metric in each year by its textbook formula (a margin over revenue, a share, a ratio of :data:`_RATIOS`, one
-    statement line), the result the later year's value less the earlier's, and what a rise answers. "Improving" or
-    "worsening" is read only of what more of is better (a margin, revenue, an income, a current ratio …); a quarter
-    or half of a year, a question naming more than two years or several metrics: None."""
+    """A question whether one metric rose or fell between two years ("Does AMCOR have an improving gross margin
+    profile as of FY2023?": FY2022 against FY2023; "Did Pfizer grow its PPNE between FY20 and FY21?"), or how much it
+    changed ("How much has the effective tax rate of Corning changed between FY2021 and FY2022?"): the metric in each
+    year by its textbook formula (a margin over revenue, a share, a ratio of :data:`_RATIOS`, an effective tax rate,
+    one statement line), the result the later year's value less the earlier's, and what a rise answers. The same
+    quarter of two years is read so too ("Q2 of FY2023 compared to Q2 of FY2022"). "Improving" or "worsening" is read
+    only of what more of is better (a margin, revenue, an income, a current ratio …); two quarters, a half or months
+    of a year, years further apart than a statement's columns, or several metrics: None."""
     asked = asked.strip().rstrip("?").strip()
     lead = re.match(rf"{LEAD_IN}(?={AUXILIARY}|how\b)", asked, re.IGNORECASE)
     words = asked[lead.end():] if lead is not None else asked
@@ -393,8 +395,8 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
     else:
         words_of = ("Yes", "No", "No") if up else ("No", "Yes", "No")
     unit = "%" if _SHARE.match(metric) or _MARGIN.match(metric) or _STATED_RATE.fullmatch(metric) else ""
-    shown = tuple(f"{quarter} {year}" if quarter else year for year in years)
-    change = Change(metric, (shown[0], shown[1]), names[0], names[1], *words_of, unit=unit)
+    periods = tuple(f"{quarter} {year}" if quarter else year for year in years)
+    change = Change(metric, (periods[0], periods[1]), names[0], names[1], *words_of, unit=unit)
     return Defined(metric, f"{names[1]} - {names[0]}", tuple(figures.values()), COMPARED, tuple(steps), change)
 
 
