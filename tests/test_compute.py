@@ -1240,8 +1240,34 @@ def test_a_yes_no_question_whether_a_metric_rose_is_read_as_its_change_between_t
                      "Did Best Buy's revenue grow between Q2 FY2023 and Q3 FY2023?",  # two quarters
                      "Did Boeing's revenue grow between FY2015 and FY2022?",  # more years than a statement holds
                      "Has AMCOR's quick ratio improved or declined between FY2023 and FY2022?",  # two readings
-                     "Did revenue increase or grow in FY2022?"):  # no alternative
+                     "Did revenue increase or grow in FY2022?",  # no alternative
+                     # a part of the company, a qualified figure, a cause, a threshold, several years or metrics, a
+                     # comparison with something else than the year before, a loss, a change in percent
+                     "Did the Americas segment grow its revenue in FY2022?",
+                     "How much has the revenue of the Americas segment changed between FY2021 and FY2022?",
+                     "For the Commercial Airplanes segment, did revenue increase between FY2021 and FY2022?",
+                     "Did Boeing's revenue grow in FY2022 excluding the impact of foreign exchange?",
+                     "Did the acquisition increase the revenue in FY2022?",
+                     "Did Boeing's revenue increase in FY2022 by at least $5 billion?",
+                     "Did Boeing's revenue increase in FY2022 and did its net income decline?",
+                     "Did Boeing's revenue increase in each of FY2021 and FY2022?",
+                     "How does Boeing's revenue in FY2022 compare to its peers?",
+                     "Did Boeing's net loss increase in FY2022?", "Did Boeing increase its dividend in FY2022?",
+                     "How much has Boeing's revenue changed between FY2021 and FY2022 in percentage terms?",
+                     "Did X's ( revenue increase in FY2022?"):
         assert defined(question) is None, question
+    # a line spent is the amount spent, a step of its own beside the figure; a definition the question gives counts
+    spent = defined("Did Boeing's cost of sales decline in FY2022?")
+    assert spent is not None and spent.steps[0] == ("cost_of_sales_value_2021", "abs(cost_of_sales_2021)")
+    own = defined("Define gross margin as (revenue - cost of sales) / revenue. Did Boeing's gross margin improve in "
+                  "FY2022?")
+    assert own is not None and own.steps[0][1] == "(revenue_2021 - abs(cost_of_sales_2021)) / revenue_2021 * 100"
+    costs = "| | 2022 | 2021 |\n| --- | --- | --- |\n| Cost of sales | (60,000) | (55,000) |\n"
+    worked = compute.parse("cost_of_sales_2021 = -55000\ncost_of_sales_2022 = -60000", amounts(costs, years=True),
+                           rows=costs.splitlines(), defined=spent)
+    assert not isinstance(worked, str) and worked.results[0].value == 5000  # spent 5,000 more: no decline
+    named = defined("Did Amcor's revenue (net sales) grow in FY2023?")
+    assert named is not None and named.expression == "revenue_2023 - revenue_2022"
 
 
 def test_whether_a_margin_improved_is_answered_from_its_two_years_computed_by_pagemind():

@@ -127,8 +127,8 @@ class Computation:
 
     def head(self) -> str:
         """What the answer states: its result(s) alone ("3,215.4"; "gross margin: 0.41; net margin: 0.12"); for a
-        yes/no question whether a metric rose, the verdict and the metric's two values ("No: gross margin 20.96 in
-        2022, 20.16 in 2023")."""
+        yes/no question whether a metric rose, the verdict and the metric's two values ("No: gross margin 19.39% in
+        2022, 18.54% in 2023"; :meth:`~pagemind.answering.formula.Change.stated`)."""
         results = self.results
         change = self.change
         values = {x.name: x.value for x in self.lines}
@@ -391,8 +391,9 @@ def _as_defined(assigned: list[tuple[str, ast.expr, str]], defined: Defined,
     for figure in defined.figures:
         if figure.name in numbers:
             continue
-        same = [(value, note) for name, node, note in kept
-                if (value := _number(node)) is not None and _plain_name(name) and not _OTHER_FIGURE.search(note)
+        same = [(value, note) for name, node, note in kept  # (a quarter's figure by its own name alone)
+                if figure.year.isdigit() and (value := _number(node)) is not None and _plain_name(name)
+                and not _OTHER_FIGURE.search(note)
                 and lines_named(f"{name} {note}") == {figure.line} and _year_of(f"{name} {note}") == figure.year[-2:]
                 and not (figure.line in BALANCES and value < 0)]
         if len({value for value, _ in same}) == 1:  # one figure, however many names the reply gives it

@@ -309,14 +309,14 @@ _DIRECTION = rf"(?:{_UP}|{_DOWN})"
 _JUDGED = re.compile(r"^(?:improv|worsen|deteriorat)", re.IGNORECASE)  # better or worse: said of what more is better
 _MORE_IS_BETTER = re.compile(r"current\s+ratio|(?:net\s+)?working\s+capital|free\s+cash\s+flows?|fcf", re.IGNORECASE)
 _BETTER_MORE = frozenset({"revenue", "gross profit", "operating income", "net income", "operating cash flow"})
-_SUBJECT = r"(?:[A-Z0-9][\w&.'’-]*|&)(?:\s+(?:[A-Z0-9][\w&.'’-]*|&)){0,3}"
+_SUBJECT = r"(?-i:(?:[A-Z0-9][\w&.'’-]*|&)(?:\s+(?:[A-Z0-9][\w&.'’-]*|&)){0,3})"  # a name: capitalised words
 _PERIOD = r"(?P<period>\s+(?:as\s+of|in|for|between|from|over|during|year)\b.*)?"
 _AUX = r"^(?:is|are|was|were|has|have|had|does|do|did)\s+"
 _CHANGES = (  # "Does AMCOR have an improving gross margin profile as of FY2023?"
     re.compile(rf"{_AUX}(?:the\s+)?{_SUBJECT}\s+(?:have|has|had|show|shows|showed|see|report)\s+(?:an?\s+)?"
                rf"(?P<direction>{_DIRECTION})\s+(?P<metric>.+?){_PERIOD}$", re.IGNORECASE),
-    # "Did JnJ's net earnings as a percent of sales increase in FY2023?", "Has AMCOR's quick ratio improved or declined
-    # between FY2023 and FY2022?", "Did revenue grow from FY2021 to FY2022?"
+    # "Did JnJ's net earnings as a percent of sales increase in FY2023?", "Has Amazon's revenue increased or decreased
+    # from FY2018 to FY2019?", "Did revenue grow from FY2021 to FY2022?"
     re.compile(rf"{_AUX}(?:{_SUBJECT}['’]s?\s+|the\s+)?(?P<metric>[^']+?)\s+(?P<direction>{_DIRECTION})"
                rf"(?:\s+or\s+(?P<other>{_DIRECTION}))?{_PERIOD}$", re.IGNORECASE),
     # "Did Pfizer grow its PPNE between FY20 and FY21?"
@@ -330,8 +330,16 @@ _HOW_MUCH = (
                rf"(?:\s+(?:of|for|at)\s+{_SUBJECT})?\s+chang(?:e|ed)(?P<period>\s+(?:between|from|over)\b.*)$",
                re.IGNORECASE),
     re.compile(rf"^how\s+(?:does|did|has)\s+(?:{_SUBJECT}['’]s?\s+|the\s+)?(?P<metric>[^']+?)\s+(?P<period>in\s+"
-               rf"(?:FY\s*|fiscal\s+(?:year\s+)?)?\d{{2,4}}\s+compare(?:d)?\s+(?:to|with)\s+.+)$", re.IGNORECASE),
+               rf"(?:FY\s*|fiscal\s+(?:year\s+)?)?\d{{2,4}}\s+compare(?:d)?\s+(?:to|with)\s+(?:(?:that\s+of\s+|the\s+)?"
+               rf"(?:prior|previous)\s+year|(?:FY\s*|fiscal\s+(?:year\s+)?)?\d{{2,4}}))$", re.IGNORECASE),
 )
+# a question about a part of the company, a qualified figure, a cause, a threshold, several years or metrics, or a
+# comparison with something else than the year before: not the statement line's change between two years
+_NOT_THE_CHANGE = re.compile(r"\b(?:segments?|divisions?|business\s+units?|product\s+lines?|regions?|regional|"
+                             r"exclud\w*|organic\w*|non-?gaap|adjust\w*|currenc\w*|constant|pro\s+forma|basis|"
+                             r"because|due\s+to|driven|at\s+least|more\s+than|less\s+than|faster|slower|than|each|"
+                             r"consecutive|every|peers?|industry|guidance|targets?|expect\w*|forecast\w*|and\s+(?:did|"
+                             r"has|was|is)|per\s+share)\b", re.IGNORECASE)
 _QUARTER = re.compile(r"\b(Q[1-4])\b|\b(first|second|third|fourth)\s+(?:fiscal\s+)?quarter\b", re.IGNORECASE)
 _QUARTERS = {"first": "Q1", "second": "Q2", "third": "Q3", "fourth": "Q4"}
 _ONE_YEAR = re.compile(r"^\s*(?:as\s+of|in|for|during)\b", re.IGNORECASE)  # "as of FY2023": against the year before
@@ -347,9 +355,13 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
     year by its textbook formula (a margin over revenue, a share, a ratio of :data:`_RATIOS`, an effective tax rate,
     one statement line), the result the later year's value less the earlier's, and what a rise answers. The same
     quarter of two years is read so too ("Q2 of FY2023 compared to Q2 of FY2022"). "Improving" or "worsening" is read
-    only of what more of is better (a margin, revenue, an income, a current ratio …); two quarters, a half or months
-    of a year, years further apart than a statement's columns, or several metrics: None."""
+    only of what more of is better (a margin, revenue, an income, a current ratio …). None for two quarters, a half or
+    months of a year, years more than two apart, a loss (its rise is the line's fall), how much in percent (a growth
+    rate), a segment, a qualified figure, a cause, a threshold, several years or metrics, or a comparison with
+    anything but the year before (:data:`_NOT_THE_CHANGE`)."""
     asked = asked.strip().rstrip("?").strip()
+    if _NOT_THE_CHANGE.search(asked):
+        return None
     lead = re.match(rf"{LEAD_IN}(?={AUXILIARY}|how\b)", asked, re.IGNORECASE)
     words = asked[lead.end():] if lead is not None else asked
     m = next((m for pattern in (*_CHANGES, *_HOW_MUCH) if (m := pattern.match(words)) is not None), None)
@@ -366,13 +378,16 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
         years = [str(int(years[0]) - 1), years[0]]
     if len(years) != 2 or not 1 <= int(years[1]) - int(years[0]) <= 2 or _years_in(m.group("metric")):
         return None
-    metric = _ASPECT.sub("", re.sub(r"^(?:the|its|their)\s+", "", m.group("metric").strip(), flags=re.IGNORECASE))
+    metric = _ASPECT.sub("", re.sub(r"^(?:(?:the|its|their|in|of)\s+)+", "", _BRACKETED.sub(
+        " ", m.group("metric")).strip(), flags=re.IGNORECASE)).strip()  # "revenue (net sales)": its name once
+    if not metric or _LOSS.search(metric) or (not _direction_of(m) and _IN_PERCENT.search(asked)):
+        return None  # a loss rising is the line falling; "how much, in percent": a growth rate, not the change
     quarter = next(iter(quarters), "")  # "Q2 of FY2023 compared to Q2 of FY2022": the same quarter of each year
     figures: dict[str, Figure] = {}
     values = [_value(metric, f"{quarter.lower()}_{year}" if quarter else year, definitions, figures) for year in years]
     if any(v is None for v in values):
         return None
-    direction, other = m.groupdict().get("direction") or "", m.groupdict().get("other")
+    direction, other = _direction_of(m), m.groupdict().get("other")
     if any(_JUDGED.match(d) for d in (direction, other or "")) and not _better_more(metric):
         return None
     slug = re.sub(r"[^a-z]+", "_", metric.lower()).strip("_")[:40]
@@ -382,8 +397,12 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
         if _NAME.match(str(value)):
             names.append(str(value))
         else:
-            names.append(f"{slug}_{quarter.lower()}_{year}" if quarter else f"{slug}_{year}")
-            steps.append((names[-1], ast.unparse(ast.parse(str(value), mode="eval"))))
+            name = f"{slug}_{quarter.lower()}_{year}" if quarter else f"{slug}_{year}"
+            names.append(f"{slug}_value_{year}" if name in figures else name)  # abs(capex_2021): not the figure's name
+            try:
+                steps.append((names[-1], ast.unparse(ast.parse(str(value), mode="eval"))))
+            except SyntaxError:
+                return None
     up = re.match(_UP, direction, re.IGNORECASE) is not None
     if not direction:  # how much it changed
         words_of = ("", "", "")
@@ -401,6 +420,13 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
 
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+_BRACKETED = re.compile(r"\([^()]*\)")
+_LOSS = re.compile(r"\b(?:loss|losses|deficit)\b|^dividend$", re.IGNORECASE)  # (a dividend: per share, or paid?)
+
+
+def _direction_of(m: re.Match[str]) -> str:
+    """The direction word a change question's match holds ("improving", "grow"), "" where it asks how much."""
+    return m.groupdict().get("direction") or ""
 
 
 # a rate a filing states as such, read as a figure (its formula's lines, income taxes over income before them, are
@@ -411,6 +437,11 @@ _STATED_RATE = re.compile(r"effective\s+(?:income\s+)?tax\s+rates?|etr", re.IGNO
 def _value(metric: str, year: str, definitions: dict[str, tuple[str, str]], figures: dict[str, Figure]) -> str | None:
     """One year's value of ``metric``: a share or a margin (:func:`_ratio`), a ratio of :data:`_RATIOS`, an effective
     tax rate (a figure the text states), or one statement line (with plain words beside it)."""
+    if metric.lower() in definitions:  # "Define gross margin as (revenue - cost of sales) / revenue. Did …?"
+        expression = _expression(definitions[metric.lower()][1], definitions, year, figures, 1)
+        share = _SHARE.match(metric) or _MARGIN.match(metric)  # a margin defined as a fraction: in percent
+        return (f"({expression}) * 100" if expression is not None and share and not _IN_HUNDREDS.search(expression)
+                else expression)
     if _SHARE.match(metric) or _MARGIN.match(metric):
         return _ratio(metric, year, definitions, figures)
     if _STATED_RATE.fullmatch(metric):
