@@ -530,11 +530,24 @@ def test_a_figure_copied_from_a_row_of_another_line_is_read_from_the_row_its_nam
     for name in ("long_term_debt_2019", "ppe_and_revenue_2019"):
         kept = compute.parse(f"{name} = 2675\nanswer = {name}", written, rows=rows, tables=tables)
         assert not isinstance(kept, str) and kept.lines[0].value == 2675 and not kept.lines[0].moved, name
-    # rows of the line that disagree on the year's figure: nothing is chosen for the model
-    two = text + "\n\n| Segment | 2019 | 2018 |\n| --- | --- | --- |\n| Property and equipment | 120 | 130 |"
+    # rows of the line that disagree on the year's figure: nothing is chosen for the model — unless one is the
+    # balance sheet's (a balance is the balance sheet's where one is read, as at a named cell)
+    segment = "\n\n| Segment | 2019 | 2018 |\n| --- | --- | --- |\n| Property and equipment | 120 | 130 |"
+    two = text.replace("| Total assets | 19,845 | 17,890 |\n", "") + segment
     kept = compute.parse("ppe_2018 = 2675\nanswer = ppe_2018", amounts(two, years=True), rows=two.splitlines(),
                          tables=list(table_rows(two)))
     assert not isinstance(kept, str) and kept.lines[0].value == 2675
+    sheet = compute.parse("ppe_2018 = 2675\nanswer = ppe_2018", amounts(text + segment, years=True),
+                          rows=(text + segment).splitlines(), tables=list(table_rows(text + segment)))
+    assert not isinstance(sheet, str) and sheet.lines[0].value == 282
+    # nor a balance from a table over periods: "Property, plant and equipment additions" is no balance (Boeing's
+    # PP&E, 13,847 copied from "Total debt", was read there as -1,722)
+    flows = ("| | December 31, 2018 | December 31, 2017 |\n| --- | --- | --- |\n| Total debt | 13,847 | 11,117 |\n\n"
+             "| Years ended December 31, | 2018 | 2017 |\n| --- | --- | --- |\n"
+             "| Property, plant and equipment additions | (1,722) | (1,739) |\n")
+    kept = compute.parse("ppe_2018 = 13847\nanswer = ppe_2018", amounts(flows, years=True), rows=flows.splitlines(),
+                         tables=list(table_rows(flows)))
+    assert not isinstance(kept, str) and kept.lines[0].value == 13847 and not kept.lines[0].moved
 
 
 def test_a_figure_the_model_could_not_copy_is_read_from_the_row_and_column_its_name_gives():

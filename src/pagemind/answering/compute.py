@@ -930,20 +930,7 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
     if len(lines) != 1 or year is None or not _plain_name(name) or _OTHER_FIGURE.search(note):
         return None
     line = next(iter(lines))
-    sheets = _sheets(tables) if line in BALANCES else frozenset()
-    own = [row for row in tables if lines_named(row.cells[0]) == {line} and not (
-        line in BALANCES and _OVER_A_PERIOD.search(row.header[0]) and row.header not in sheets)]
-    on_sheets = [row for row in own if row.header in sheets]  # a balance is the balance sheet's where one is read
-    if line in _FLOWS:  # and capex, D&A or dividends paid the cash flow statement's (not a segment table's)
-        flows = _flows(tables)
-        on_sheets = [row for row in own if row.header in flows]
-    # the line's own row, not another that holds its name ("Total current assets", not "Prepaid expenses and other
-    # current assets"; "Total net revenues", not "Subscription, licensing, and other revenues"), where they disagree
-    # (a net income is not so read: "Net income" and "Net income attributable to …" are both the line)
-    alone = [row for row in (on_sheets or own) if line in _SUMMED and _plain_name(row.cells[0])
-             and any(cell.strip() for cell in row.cells[1:])]  # (not the heading "Current liabilities:")
-    found = (alone and _cell(alone, year)) or _cell(on_sheets or own, year)  # (Boeing's PP&E: its notes print it
-    # gross and by segment too)
+    found = _line_cell(line, tables, year)
     if found is None:
         return None
     value, row, k = found
@@ -959,6 +946,28 @@ def _named_cell(words: str, tables: Sequence[Row], figure: float | None = None) 
     given = (f"the model wrote {_written(figure)}, which the text does not" if figure is not None
              else "the model named it without a figure")
     return value, f"{row.cells[0]}, the {header or 'year'} column; {given}", row.cells[0]
+
+
+def _line_cell(line: str, tables: Sequence[Row], year: str) -> tuple[float, Row, int] | None:
+    """The one figure the rows of statement ``line`` give in ``year``'s column (:func:`_cell`): its rows are those
+    naming that line alone; a balance's (:data:`~pagemind.text.ledger.BALANCES`) never from a table over periods
+    ("Year Ended …": a cash flow statement's change in it, "Property, plant and equipment additions") unless it is a
+    balance sheet, and the balance sheet's where one is read (Boeing's PP&E: its notes print it gross and by segment
+    too); capex, D&A and dividends paid the cash flow statement's where one is read (not "Reportable segment capital
+    expenditures"); and where they disagree, for a line a statement sums from parts that name it too
+    (:data:`_SUMMED`), the row that is the line alone with plain words ("Total current assets", not "Prepaid expenses
+    and other current assets"; "Total net revenues", not "Subscription, licensing, and other revenues"; a net income
+    is not so read: "Net income" and "Net income attributable to …" are both the line)."""
+    from ..text.ledger import BALANCES, lines_named
+
+    sheets = _sheets(tables) if line in BALANCES else frozenset()
+    own = [row for row in tables if lines_named(row.cells[0]) == {line} and not (
+        line in BALANCES and _OVER_A_PERIOD.search(row.header[0]) and row.header not in sheets)]
+    statement = sheets if line in BALANCES else _flows(tables) if line in _FLOWS else frozenset()
+    rows = [row for row in own if row.header in statement] or own
+    alone = [row for row in rows if line in _SUMMED and _plain_name(row.cells[0])
+             and any(cell.strip() for cell in row.cells[1:])]  # (not the heading "Current liabilities:")
+    return (alone and _cell(alone, year)) or _cell(rows, year)
 
 
 def _change_of(figure: float, words: str, tables: Sequence[Row],
@@ -1057,7 +1066,7 @@ def _row_of(figure: float, words: str, tables: Sequence[Row], places: Sequence[P
         if len(years) != 1 or any(not column for _, _, column, _ in places):
             return None
         year = years.pop()
-    found = _cell([row for row in tables if lines_named(row.cells[0]) == {line}], year)
+    found = _line_cell(line, tables, year)
     if found is None:
         return None
     value, row, k = found
