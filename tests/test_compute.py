@@ -540,8 +540,11 @@ def test_a_figure_copied_from_a_row_of_another_line_is_read_from_the_row_its_nam
     sheet = compute.parse("ppe_2018 = 2675\nanswer = ppe_2018", amounts(text + segment, years=True),
                           rows=(text + segment).splitlines(), tables=list(table_rows(text + segment)))
     assert not isinstance(sheet, str) and sheet.lines[0].value == 282
-    # nor a balance from a table over periods: "Property, plant and equipment additions" is no balance (Boeing's
-    # PP&E, 13,847 copied from "Total debt", was read there as -1,722)
+    # nor a balance from a table over periods, nor a line's flow: "Property, plant and equipment additions" is capex
+    # (Boeing's PP&E, 13,847 copied from "Total debt", was read there as -1,722)
+    from pagemind.text.ledger import lines_named
+
+    assert lines_named("Property, plant and equipment additions") == {"capital expenditure"}
     flows = ("| | December 31, 2018 | December 31, 2017 |\n| --- | --- | --- |\n| Total debt | 13,847 | 11,117 |\n\n"
              "| Years ended December 31, | 2018 | 2017 |\n| --- | --- | --- |\n"
              "| Property, plant and equipment additions | (1,722) | (1,739) |\n")

@@ -43,7 +43,7 @@ LINES: tuple[Line, ...] = tuple(_line(name, pattern) for name, pattern in (
     ("depreciation and amortization", r"depreciation|amortization|d\s*(?:&|and)?\s*a"),
     ("capital expenditure", r"capex|capital\s+(?:expenditures?|spending)|"
      rf"(?:purchases?|payments?|additions?|acquisitions?|expenditures?)\s+(?:of|for|to)\s+"
-     rf"(?:{_PPE}|property|capital\s+assets)"),
+     rf"(?:{_PPE}|property|capital\s+assets)|(?:{_PPE})\s+additions"),  # "Property, plant and equipment additions"
     ("operating cash flow", r"(?:cash|cash\s+flows?)\s+(?:from|provided\s+by|generated\s+by|used\s+in)\s+"
      r"operat\w*|cash\s+from\s+ops|operating\s+cash\s+flows?|cfo|ocf"),
     ("dividends", r"dividends?"),
