@@ -353,7 +353,8 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
         return f"no result: end with a line `{RESULT} = ...` computing the answer from the figures"
     if not working.figures:
         return "no figure from the text: assign each figure the question needs, copied from the text"
-    twice = _one_figure_two_years(working, rows) or (_one_figure_two_lines(working, defined, rows)
+    twice = _one_figure_two_years(working, rows) or (_one_figure_two_lines(working, defined, rows) or
+                                                     _one_value_two_years(working, defined)
                                                      if defined is not None else None)
     if twice is not None:
         return twice
@@ -391,9 +392,8 @@ def _as_defined(assigned: list[tuple[str, ast.expr, str]], defined: Defined,
     for figure in defined.figures:
         if figure.name in numbers:
             continue
-        same = [(value, note) for name, node, note in kept  # (a quarter's figure by its own name alone)
-                if figure.year.isdigit() and (value := _number(node)) is not None and _plain_name(name)
-                and not _OTHER_FIGURE.search(note)
+        same = [(value, note) for name, node, note in kept
+                if (value := _number(node)) is not None and _plain_name(name) and not _OTHER_FIGURE.search(note)
                 and lines_named(f"{name} {note}") == {figure.line} and _year_of(f"{name} {note}") == figure.year[-2:]
                 and not (figure.line in BALANCES and value < 0)]
         if len({value for value, _ in same}) == 1:  # one figure, however many names the reply gives it
@@ -545,6 +545,18 @@ def _one_figure_two_lines(working: Computation, defined: Defined, rows: Sequence
             return (f"{other.name} and {x.name} are the same figure, {_written(x.value)}: copy each from its own "
                     "line of the text" + (". The text's lines about it: " + " / ".join(about) if about else ""))
     return None
+
+
+def _one_value_two_years(working: Computation, defined: Defined) -> str | None:
+    """The problem of a working whose two years of the metric a change question asks about are the same value
+    (American Express' effective tax rate given as 21.6 for 2021 and 2022, where the text writes 24.6 and 21.6: one
+    column copied twice); else None."""
+    change = defined.change
+    values = {x.name: x.value for x in working.lines}
+    if change is None or change.earlier not in values or values[change.earlier] != values[change.later]:
+        return None
+    return (f"{change.earlier} and {change.later} are the same, {shown(values[change.earlier])}: copy each year's "
+            "figures from its own column")
 
 
 def _copied(value: float, about: Sequence[str]) -> bool:

@@ -65,7 +65,7 @@ class Figure:
 
     name: str  # accounts_payable_2017
     line: str  # accounts payable (a name of :data:`pagemind.text.ledger.LINES`)
-    year: str  # 2017 (q2_2023: a quarter's)
+    year: str  # 2017
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class Defined:
 
     def listed(self) -> str:
         """The figures as the working's request lists them: "- accounts_payable_2017: accounts payable, 2017"."""
-        return "\n".join(f"- {f.name}: {f.line}, {f.year.replace('_', ' ').upper()}" for f in self.figures)
+        return "\n".join(f"- {f.name}: {f.line}, {f.year}" for f in self.figures)
 
     def written(self) -> str:
         """The formula as the working's request shows it: its steps, then ``answer = ...``."""
@@ -99,7 +99,7 @@ class Change:
     both)."""
 
     metric: str  # gross margin
-    years: tuple[str, str]  # the earlier and the later year, or quarter ("Q2 2022")
+    years: tuple[str, str]  # the earlier and the later year
     earlier: str  # gross_margin_2022: the line of the working holding the earlier year's value
     later: str
     rise: str = "Yes"  # "" where the question asks how much, not whether
@@ -111,8 +111,8 @@ class Change:
         return self.rise if change > 0 else self.fall if change < 0 else self.same
 
     def periods(self) -> str:
-        """The two periods as a question names them ("FY2022 FY2023", "Q2 2022 Q2 2023"), for the support check."""
-        return " ".join(year if year.startswith("Q") else f"FY{year}" for year in self.years)
+        """The two years as a question names them ("FY2022 FY2023"), for the support check."""
+        return " ".join(f"FY{year}" for year in self.years)
 
     def stated(self, earlier: float, later: float, change: float) -> str:
         """The answer's head: "No: gross margin 19.39% in 2022, 18.54% in 2023", or where the question asks how
@@ -273,7 +273,8 @@ _PARENT_HOLDERS = re.compile(r"\battributable\s+to\s+(?:the\s+)?(?:(?:common\s+)
 _QUALIFIED = re.compile(r"\b(?:exclud\w*|includ\w*|constant\s+currency|pro\s+forma|assum\w*|if|adjust\w*|organic|"
                         r"non-?gaap|without|except|net\s+of|before|after)\b", re.IGNORECASE)
 _OTHER_UNITS = re.compile(r"\b(?:billions?|thousands?|bn|euros?|eur|gbp|per\s+share)\b", re.IGNORECASE)
-_PART_OF_YEAR = re.compile(r"\b(?:h[12]|months?|weeks?|quarters?|q[1-4]|segments?|per|each)\b", re.IGNORECASE)
+_PART_OF_YEAR = re.compile(r"\b(?:h[12]|half|halves|ytd|months?|weeks?|quarters?|q[1-4]|segments?|per|each)\b",
+                           re.IGNORECASE)
 _FILER = re.compile(r"(?:^|\s)(?:[A-Z][\w&.-]*\s+){0,3}[A-Z][\w&.-]*['’]s?(?=\s)|\s+for\s+(?:[A-Z][\w&.,'’-]*\s*)+$")
 
 
@@ -340,10 +341,7 @@ _NOT_THE_CHANGE = re.compile(r"\b(?:segments?|divisions?|business\s+units?|produ
                              r"because|due\s+to|driven|at\s+least|more\s+than|less\s+than|faster|slower|than|each|"
                              r"consecutive|every|peers?|industry|guidance|targets?|expect\w*|forecast\w*|and\s+(?:did|"
                              r"has|was|is)|per\s+share)\b", re.IGNORECASE)
-_QUARTER = re.compile(r"\b(Q[1-4])\b|\b(first|second|third|fourth)\s+(?:fiscal\s+)?quarter\b", re.IGNORECASE)
-_QUARTERS = {"first": "Q1", "second": "Q2", "third": "Q3", "fourth": "Q4"}
 _ONE_YEAR = re.compile(r"^\s*(?:as\s+of|in|for|during)\b", re.IGNORECASE)  # "as of FY2023": against the year before
-_PART_OF_A_YEAR = re.compile(r"\b(?:q[1-4]|quarters?|h[12]|half|halves|months?|weeks?|ytd)\b", re.IGNORECASE)
 _ASPECT = re.compile(r"\s+(?:profile|trend|performance|levels?)$|(?<=margin)\s+ratio$", re.IGNORECASE)
 COMPARED = "the change the question asks about, of the textbook formula of what it names"
 
@@ -353,12 +351,11 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
     profile as of FY2023?": FY2022 against FY2023; "Did Pfizer grow its PPNE between FY20 and FY21?"), or how much it
     changed ("How much has the effective tax rate of Corning changed between FY2021 and FY2022?"): the metric in each
     year by its textbook formula (a margin over revenue, a share, a ratio of :data:`_RATIOS`, an effective tax rate,
-    one statement line), the result the later year's value less the earlier's, and what a rise answers. The same
-    quarter of two years is read so too ("Q2 of FY2023 compared to Q2 of FY2022"). "Improving" or "worsening" is read
-    only of what more of is better (a margin, revenue, an income, a current ratio …). None for two quarters, a half or
-    months of a year, years more than two apart, a loss (its rise is the line's fall), how much in percent (a growth
-    rate), a segment, a qualified figure, a cause, a threshold, several years or metrics, or a comparison with
-    anything but the year before (:data:`_NOT_THE_CHANGE`)."""
+    one statement line), the result the later year's value less the earlier's, and what a rise answers. "Improving"
+    or "worsening" is read only of what more of is better (a margin, revenue, an income, a current ratio …). None for
+    a quarter, a half or months of a year, years more than two apart, a loss (its rise is the line's fall), how much
+    in percent (a growth rate), a segment, a qualified figure, a cause, a threshold, several years or metrics, or a
+    comparison with anything but the year before (:data:`_NOT_THE_CHANGE`)."""
     asked = asked.strip().rstrip("?").strip()
     if _NOT_THE_CHANGE.search(asked):
         return None
@@ -369,10 +366,10 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
         return None
     # the year may be the lead-in's: "For the fiscal year ended June 30, 2023, did Amcor's gross margin improve?"
     period = m.group("period") or ("in " + asked[:len(asked) - len(words)] if words != asked else "")
-    quarters = {(q or _QUARTERS[word.lower()]).upper() for q, word in _QUARTER.findall(period)}
-    if len(quarters) > 1 or _PART_OF_A_YEAR.search(_QUARTER.sub(" ", period)) or _PART_OF_A_YEAR.search(
-            m.group("metric")):
-        return None  # two quarters, a half, months: not one period of two years
+    if _PART_OF_YEAR.search(period) or _PART_OF_YEAR.search(m.group("metric")):
+        # a quarter, a half, months: a release prints them beside the year to date, and the model copied Q2 2023's
+        # figures for Q2 2022 and six months' for Q2 2023 (JnJ) — no cell of a year checks them
+        return None
     years = sorted(_years_in(period))
     if len(years) == 1 and _ONE_YEAR.match(period):
         years = [str(int(years[0]) - 1), years[0]]
@@ -382,9 +379,8 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
         " ", m.group("metric")).strip(), flags=re.IGNORECASE)).strip()  # "revenue (net sales)": its name once
     if not metric or _LOSS.search(metric) or (not _direction_of(m) and _IN_PERCENT.search(asked)):
         return None  # a loss rising is the line falling; "how much, in percent": a growth rate, not the change
-    quarter = next(iter(quarters), "")  # "Q2 of FY2023 compared to Q2 of FY2022": the same quarter of each year
     figures: dict[str, Figure] = {}
-    values = [_value(metric, f"{quarter.lower()}_{year}" if quarter else year, definitions, figures) for year in years]
+    values = [_value(metric, year, definitions, figures) for year in years]
     if any(v is None for v in values):
         return None
     direction, other = _direction_of(m), m.groupdict().get("other")
@@ -397,7 +393,7 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
         if _NAME.match(str(value)):
             names.append(str(value))
         else:
-            name = f"{slug}_{quarter.lower()}_{year}" if quarter else f"{slug}_{year}"
+            name = f"{slug}_{year}"
             names.append(f"{slug}_value_{year}" if name in figures else name)  # abs(capex_2021): not the figure's name
             try:
                 steps.append((names[-1], ast.unparse(ast.parse(str(value), mode="eval"))))
@@ -414,8 +410,7 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
     else:
         words_of = ("Yes", "No", "No") if up else ("No", "Yes", "No")
     unit = "%" if _SHARE.match(metric) or _MARGIN.match(metric) or _STATED_RATE.fullmatch(metric) else ""
-    periods = tuple(f"{quarter} {year}" if quarter else year for year in years)
-    change = Change(metric, (periods[0], periods[1]), names[0], names[1], *words_of, unit=unit)
+    change = Change(metric, (years[0], years[1]), names[0], names[1], *words_of, unit=unit)
     return Defined(metric, f"{names[1]} - {names[0]}", tuple(figures.values()), COMPARED, tuple(steps), change)
 
 
