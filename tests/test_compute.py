@@ -1367,10 +1367,23 @@ def test_a_balance_is_read_at_its_own_row_not_at_another_row_holding_its_name():
                 "| Subscription, licensing, and other revenues | 4,203 | 4,238 |\n"
                 "| Total net revenues | 6,489 | 7,500 |")
     assert compute._named_cell("revenue_2019", list(table_rows(revenues)))[0] == 6489
-    # a net income keeps the rule of rows that agree ("Net income" and "… attributable to X" are both the line)
+    # a net income where its rows disagree: the shareholders' (Best Buy's net profit margin took continuing
+    # operations' earnings, 2.73% where the gold is 2.8%)
+    earnings = ("| Fiscal Years Ended | 2017 | 2016 |\n| --- | --- | --- |\n"
+                "| Net earnings from continuing operations | 1,207 | 807 |\n"
+                "| Net earnings including noncontrolling interests | 1,228 | 897 |\n"
+                "| Net earnings attributable to noncontrolling interests | — | — |\n"
+                "| Net earnings attributable to Best Buy Co., Inc. shareholders | 1,228 | 897 |\n"
+                "| Net earnings from continuing operations attributable to Best Buy Co., Inc. shareholders | 1,207 "
+                "| 807 |\n")
+    assert compute._named_cell("net_income_2017", list(table_rows(earnings)))[0] == 1228
     assert compute._named_cell("net_income_2020", list(table_rows(
         "| | 2020 | 2019 |\n| --- | --- | --- |\n| Net income | 10 | 9 |\n| Net income attributable to X | 8 | 7 |"))
-    ) is None
+    )[0] == 8
+    # and where none is the shareholders', the rule of rows that agree: none read where they do not
+    assert compute._named_cell("net_income_2020", list(table_rows(
+        "| | 2020 | 2019 |\n| --- | --- | --- |\n| Net income | 10 | 9 |\n| Net income from continuing operations | 8 "
+        "| 7 |"))) is None
 
 
 def test_capex_is_read_at_the_cash_flow_statement_s_row_not_a_segment_table_s():

@@ -969,7 +969,8 @@ def _line_cell(line: str, tables: Sequence[Row], year: str) -> tuple[float, Row,
     expenditures"); and where they disagree, for a line a statement sums from parts that name it too
     (:data:`_SUMMED`), the row that is the line alone with plain words ("Total current assets", not "Prepaid expenses
     and other current assets"; "Total net revenues", not "Subscription, licensing, and other revenues"; a net income
-    is not so read: "Net income" and "Net income attributable to …" are both the line)."""
+    is not so read: "Net income" and "Net income attributable to …" are both the line — but where they disagree, the
+    row attributable to the company's shareholders is its net income, not one of continuing operations)."""
     from ..text.ledger import BALANCES, lines_named
 
     sheets = _sheets(tables) if line in BALANCES else frozenset()
@@ -979,7 +980,15 @@ def _line_cell(line: str, tables: Sequence[Row], year: str) -> tuple[float, Row,
     rows = [row for row in own if row.header in statement] or own
     alone = [row for row in rows if line in _SUMMED and _plain_name(row.cells[0])
              and any(cell.strip() for cell in row.cells[1:])]  # (not the heading "Current liabilities:")
-    return (alone and _cell(alone, year)) or _cell(rows, year)
+    # a net income: the shareholders' (Best Buy's "Net earnings attributable to Best Buy Co., Inc. shareholders", not
+    # its continuing operations' nor the one including noncontrolling interests)
+    parent = [row for row in rows if line == "net income" and _PARENT.search(row.cells[0])
+              and not _OPERATIONS.search(row.cells[0])]
+    return (alone and _cell(alone, year)) or (parent and _cell(parent, year)) or _cell(rows, year)
+
+
+_OPERATIONS = re.compile(r"\b(?:continuing|discontinued)\s+operations\b", re.IGNORECASE)
+_PARENT = re.compile(r"\battributable\s+to\s+(?!(?:the\s+)?(?:non-?controlling|redeemable|minority))", re.IGNORECASE)
 
 
 def _change_of(figure: float, words: str, tables: Sequence[Row],
