@@ -111,7 +111,7 @@ class Computation:
 
     lines: tuple[Line, ...]
     reply: str = ""
-    change: Change | None = None  # a yes/no question whether a metric rose: the result is its change
+    change: Change | None = None  # a question whether (or how much) a metric changed: the result is its change
 
     @property
     def results(self) -> tuple[Line, ...]:
@@ -127,13 +127,20 @@ class Computation:
 
     def head(self) -> str:
         """What the answer states: its result(s) alone ("3,215.4"; "gross margin: 0.41; net margin: 0.12"); for a
-        yes/no question whether a metric rose, the verdict and the metric's two values ("No: gross margin 19.39% in
-        2022, 18.54% in 2023"; :meth:`~pagemind.answering.formula.Change.stated`)."""
+        question whether a metric rose, the verdict and the metric's two values ("No: gross margin 19.39% in 2022,
+        18.54% in 2023"), and where it asks how much, the two values and the change ("effective tax rate 20.20% in
+        2021, 22.90% in 2022: up 2.70 points")."""
         results = self.results
         change = self.change
         values = {x.name: x.value for x in self.lines}
         if change is not None and len(results) == 1 and change.earlier in values and change.later in values:
-            return change.stated(values[change.earlier], values[change.later], results[0].value)
+            pair = ", ".join(f"{shown(values[name])}{change.unit} in {year}"
+                             for name, year in zip((change.earlier, change.later), change.years, strict=True))
+            moved = results[0].value
+            if change.rise:
+                return f"{change.verdict(moved)}: {change.metric} {pair}"
+            return f"{change.metric} {pair}: " + ("unchanged" if moved == 0 else f"{'up' if moved > 0 else 'down'} "
+                                                  f"{shown(abs(moved))}{' points' if change.unit == '%' else ''}")
         return (shown(results[0].value) if len(results) == 1
                 else "; ".join(f"{x.name.removeprefix(RESULT + '_').replace('_', ' ')}: {shown(x.value)}"
                                for x in results))
@@ -966,11 +973,11 @@ def _line_cell(line: str, tables: Sequence[Row], year: str) -> tuple[float, Row,
     ("Year Ended …": a cash flow statement's change in it, "Property, plant and equipment additions") unless it is a
     balance sheet, and the balance sheet's where one is read (Boeing's PP&E: its notes print it gross and by segment
     too); capex, D&A and dividends paid the cash flow statement's where one is read (not "Reportable segment capital
-    expenditures"); and where they disagree, for a line a statement sums from parts that name it too
+    expenditures"). Where those rows disagree: for a line a statement sums from parts that name it too
     (:data:`_SUMMED`), the row that is the line alone with plain words ("Total current assets", not "Prepaid expenses
-    and other current assets"; "Total net revenues", not "Subscription, licensing, and other revenues"; a net income
-    is not so read: "Net income" and "Net income attributable to …" are both the line — but where they disagree, the
-    row attributable to the company's shareholders is its net income, not one of continuing operations)."""
+    and other current assets"; "Total net revenues", not "Subscription, licensing, and other revenues"); for a net
+    income, the row attributable to the company's shareholders (not one of continuing operations, nor one including
+    noncontrolling interests)."""
     from ..text.ledger import BALANCES, lines_named
 
     sheets = _sheets(tables) if line in BALANCES else frozenset()

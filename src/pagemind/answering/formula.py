@@ -114,18 +114,6 @@ class Change:
         """The two years as a question names them ("FY2022 FY2023"), for the support check."""
         return " ".join(f"FY{year}" for year in self.years)
 
-    def stated(self, earlier: float, later: float, change: float) -> str:
-        """The answer's head: "No: gross margin 19.39% in 2022, 18.54% in 2023", or where the question asks how
-        much, "effective tax rate 20.00% in 2021, 22.90% in 2022: up 2.90 points"."""
-        from .compute import shown
-
-        pair = ", ".join(f"{shown(value)}{self.unit} in {year}" for value, year in zip((earlier, later), self.years,
-                                                                                     strict=True))
-        if self.rise:
-            return f"{self.verdict(change)}: {self.metric} {pair}"
-        moved = ("unchanged" if change == 0 else
-                 f"{'up' if change > 0 else 'down'} {shown(abs(change))}{' points' if self.unit == '%' else ''}")
-        return f"{self.metric} {pair}: {moved}"
 
 
 def name_of(line: str, year: str) -> str:
@@ -308,8 +296,9 @@ _DOWN = (r"declin(?:e|es|ed|ing)|decreas(?:e|es|ed|ing)|f[ae]ll(?:s|en|ing)?|dro
          r"shr[iau]nk(?:s|ing)?|contract(?:s|ed|ing)?|worsen(?:s|ed|ing)?|deteriorat(?:e|es|ed|ing)")
 _DIRECTION = rf"(?:{_UP}|{_DOWN})"
 _JUDGED = re.compile(r"^(?:improv|worsen|deteriorat)", re.IGNORECASE)  # better or worse: said of what more is better
-_MORE_IS_BETTER = re.compile(r"current\s+ratio|(?:net\s+)?working\s+capital|free\s+cash\s+flows?|fcf", re.IGNORECASE)
-_BETTER_MORE = frozenset({"revenue", "gross profit", "operating income", "net income", "operating cash flow"})
+_MORE_IS_BETTER_RATIOS = re.compile(r"current\s+ratio|(?:net\s+)?working\s+capital|free\s+cash\s+flows?|fcf",
+                                    re.IGNORECASE)
+_MORE_IS_BETTER_LINES = frozenset({"revenue", "gross profit", "operating income", "net income", "operating cash flow"})
 _SUBJECT = r"(?-i:(?:[A-Z0-9][\w&.'’-]*|&)(?:\s+(?:[A-Z0-9][\w&.'’-]*|&)){0,3})"  # a name: capitalised words
 _PERIOD = r"(?P<period>\s+(?:as\s+of|in|for|between|from|over|during|year)\b.*)?"
 _AUX = r"^(?:is|are|was|were|has|have|had|does|do|did)\s+"
@@ -452,10 +441,10 @@ def _better_more(metric: str) -> bool:
     free cash flow, or revenue, an income or operating cash flow."""
     from ..text.ledger import places
 
-    if _MARGIN.match(metric) or _MORE_IS_BETTER.fullmatch(metric):
+    if _MARGIN.match(metric) or _MORE_IS_BETTER_RATIOS.fullmatch(metric):
         return True
     found = {name for _, _, name in places(metric)}
-    return len(found) == 1 and found <= _BETTER_MORE
+    return len(found) == 1 and found <= _MORE_IS_BETTER_LINES
 
 
 def _named_ratio(asked: str, definitions: dict[str, tuple[str, str]]) -> Found | None:
