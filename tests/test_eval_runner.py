@@ -172,6 +172,25 @@ def test_resuming_with_other_settings_is_refused_but_methods_and_limit_extend(tm
     assert config["methods"] == ["full", "rag"] and config["limit"] == 3
 
 
+def test_a_run_of_named_examples_answers_those_and_refuses_an_id_the_set_does_not_hold(tmp_path):
+    quality_slice(tmp_path, n=4)
+    fake = ScriptedLLM(by_role={"answer": "Answer: (A)"})
+    with Pagemind(fake, store=tmp_path / "store.db") as pm:
+        ids = tuple(e.id for e in Runner(pm, EvalConfig(dataset="quality", methods=("full",), data=str(tmp_path)),
+                                         tmp_path / "probe", progress=False).examples())
+    picked = (ids[3], ids[1])
+    result = run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full",), ids=picked)
+    assert result.finished == 2
+    assert [r["example_id"] for r in records(tmp_path / "run")] == [ids[1], ids[3]]  # in the data's order
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["ids"] == list(picked)
+    with pytest.raises(ConfigError, match="different ids"):  # another selection is another run
+        run(fake, tmp_path, tmp_path / "run", dataset="quality", methods=("full",), ids=(ids[0],))
+    from pagemind.errors import DatasetError
+
+    with pytest.raises(DatasetError, match="no example 'nope'"):
+        run(fake, tmp_path, tmp_path / "other", dataset="quality", methods=("full",), ids=("nope",))
+
+
 def test_raising_nested_kv_seeds_extends_the_run_but_other_params_are_another_run(tmp_path):
     pairs = kv_base(tmp_path)
     write(tmp_path / "memgpt-nested-kv" / "nested_kv_instances.jsonl",

@@ -88,6 +88,8 @@ def eval_group() -> None:
                              "where `pagemind data get` puts sets]")
 @click.option("--limit", type=int, help="questions to sample (seeded; a larger limit extends the same sample)")
 @click.option("--seed", type=int, default=0, show_default=True, help="sampling (and generated-set) seed")
+@click.option("--ids", help="only these examples: their ids, comma-separated, as examples.jsonl names them "
+                            "(financebench-00684,financebench-00302)")
 @click.option("--by-document", is_flag=True, help="sample whole documents (fewer memories to build)")
 @click.option("--budget", type=int, help="the same context-token budget for every method (matched cost)")
 @click.option("--param", "-p", "params", multiple=True, help="dataset parameter KEY=VALUE (see `eval datasets`)")
@@ -109,16 +111,17 @@ def eval_group() -> None:
 @click.pass_context
 @handle_errors
 def run(ctx: click.Context, dataset: str, methods: tuple[str, ...], data: str | None, limit: int | None, seed: int,
-        by_document: bool, budget: int | None, params: tuple[str, ...], options: tuple[str, ...], raters: bool,
-        rater_llm: str | None, run_dir: str | None, retry_errors: bool, unanswerable: bool, short_answers: bool,
-        no_progress: bool, encoding: str, **kw: Any) -> None:
+        ids: str | None, by_document: bool, budget: int | None, params: tuple[str, ...], options: tuple[str, ...],
+        raters: bool, rater_llm: str | None, run_dir: str | None, retry_errors: bool, unanswerable: bool,
+        short_answers: bool, no_progress: bool, encoding: str, **kw: Any) -> None:
     """Run METHODs on DATASET and write examples.jsonl, summary.md/csv/json and plot.png to the run dir."""
 
     config = EvalConfig(dataset=dataset, methods=methods, data=data, params=_pairs(params, "--param"), limit=limit,
                         seed=seed, budget=budget, raters=raters, by_document=by_document,
                         method_options=_method_options(options), retry_errors=retry_errors,
                         concurrency=kw.get("concurrency"), unanswerable=unanswerable,
-                        short_answers=short_answers)
+                        short_answers=short_answers,
+                        ids=tuple(i.strip() for i in (ids or "").split(",") if i.strip()))
     target = Path(run_dir) if run_dir else default_run_dir(dataset)
     with session(ctx, kw) as pm:
         rater = None

@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import ConfigError
 
 IDENTITY = ("dataset", "params", "seed", "budget", "model", "raters", "by_document", "unanswerable",
-            "short_answers")
+            "short_answers", "ids")
 EXAMPLES, BUILDS, CONFIG = "examples.jsonl", "builds.jsonl", "config.json"
 
 

@@ -84,6 +84,7 @@ class EvalConfig:
     concurrency: int | None = None
     unanswerable: bool = False  # also ask each question of its document with the evidence removed (.unanswerable)
     short_answers: bool = False  # score the short phrase each QA answer gives (one more call each: .short)
+    ids: tuple[str, ...] = ()  # only these examples (their ids as examples.jsonl names them), in the data's order
 
 
 def expand_methods(names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -181,6 +182,13 @@ class Runner:
                 self.dataset_notes.append(str(w.message))
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if self.config.ids:  # the questions named, before any sample of them
+            known = {e.id for e in found}
+            unknown = [i for i in self.config.ids if i not in known]
+            if unknown:
+                raise DatasetError(f"no example {', '.join(map(repr, unknown[:5]))} in {spec.name} with these "
+                                   f"parameters ({len(found)} examples; ids as examples.jsonl names them)")
+            found = [e for e in found if e.id in set(self.config.ids)]
         chosen = select(found, self.config.limit, self.config.seed, self.config.by_document)
         if not self.config.unanswerable:
             return chosen
@@ -235,6 +243,7 @@ class Runner:
             "by_document": self.config.by_document, "primary": spec.primary, "dataset_notes": self.dataset_notes,
             **({"unanswerable": True} if self.config.unanswerable else {}),
             **({"short_answers": True} if self.config.short_answers else {}),
+            **({"ids": list(self.config.ids)} if self.config.ids else {}),
             "method_options": {m: self.method_options(m) for m in methods},
             "commands": [self.command] if self.command else []}, widening=spec.widening)
         self.primary = spec.primary
