@@ -30,6 +30,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from ..llm.base import LLMRequest, Message
+from ..text.ledger import BALANCES
 from ..text.numbers import ROUNDED, Amount, amounts, placed
 from ..text.tables import Row
 from ..text.words import AUXILIARY, LEAD_IN, asking
@@ -334,13 +335,15 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
                 lines.append(Line(free, str(_plain(named[0])), named[0], named[2], figure=True, moved=named[1]))
                 values[free] = named[0]
         figure = next((f for f in defined.figures if f.name == name), None) if defined is not None else None
+        cell = None
         try:
             given = _number(node) if figure is not None else None
-            if (defined is not None and figure is not None and defined.source != formula.LINE and given
-                    and _named_cell(name, tables) is not None):
+            if defined is not None and figure is not None and defined.source != formula.LINE and given:
+                cell = _named_cell(name, tables)
+            if cell is not None:
                 # a figure of pagemind's formula, named by its line and year, is the cell the tables give for them,
                 # whatever the model copied (a figure of another row, one the text does not write)
-                line = _at_its_cell(Line(name, ast.unparse(node), given, note, figure=True), tables)
+                line = _at_its_cell(Line(name, ast.unparse(node), given or 0.0, note, figure=True), tables, read=cell)
             else:
                 line = (_formula_line(name, node, values, defined)
                         if defined is not None and (name == RESULT or name in dict(defined.steps))
@@ -349,7 +352,7 @@ def parse(reply: str, written: Sequence[Amount], *, complete: bool = True, rows:
             return str(problem)
         except OverflowError:
             return f"{name} is not a number pagemind can compute"
-        if defined is not None and figure is not None and line.figure and not line.moved:
+        if cell is None and defined is not None and figure is not None and line.figure and not line.moved:
             line = _at_its_cell(line, tables, (written, figure.line) if defined.source == formula.LINE else None)
         values[line.name] = line.value
         lines.append(line)
@@ -415,8 +418,8 @@ def _as_defined(assigned: list[tuple[str, ast.expr, str]], defined: Defined,
                    for name, expression in (*defined.steps, (RESULT, defined.expression))]
 
 
-def _at_its_cell(line: Line, tables: Sequence[Row],
-                 only_miscopied: tuple[Sequence[Amount], str] | None = None) -> Line:
+def _at_its_cell(line: Line, tables: Sequence[Row], only_miscopied: tuple[Sequence[Amount], str] | None = None,
+                 read: tuple[float, str, str] | None = None) -> Line:
     """A figure of pagemind's formula is named by its line and year alone, so where the tables give that line's cell
     in that year's column (:func:`_named_cell`: the rows naming that line alone agree on it) and the model copied
     another figure of the text (Activision's PP&E of 2018 copied from the 2019 column, a figure the text also writes
@@ -424,10 +427,11 @@ def _at_its_cell(line: Line, tables: Sequence[Row],
     signed as the model signed its copy, and claimed as its row's. ``only_miscopied`` (the amounts of what was read
     and the figure's statement line, where the formula is the line the question names alone): only a figure written
     in a row of that line, or nowhere in what was read, is a miscopy — one the text writes elsewhere (a segment's, a
-    sentence's "attributable to shareholders" figure, one in other units) is what the model read, and stands."""
+    sentence's "attributable to shareholders" figure, one in other units) is what the model read, and stands.
+    ``read``: the cell where the caller has read it already (:func:`_named_cell`)."""
     from ..text.ledger import lines_named
 
-    read = _named_cell(line.name, tables)
+    read = read or _named_cell(line.name, tables)
     if read is None or not line.value or math.isclose(abs(read[0]), abs(line.value), rel_tol=1e-9):
         return line
     if only_miscopied is not None:
@@ -1045,8 +1049,7 @@ def _sheets(tables: Sequence[Row]) -> frozenset[tuple[str, ...]]:
 
 
 # lines a statement sums from parts that also name it (other current assets, other revenues, cost of products)
-_SUMMED = frozenset({"inventory", "accounts payable", "accounts receivable", "property, plant and equipment",
-                     "total assets", "current assets", "current liabilities", "revenue", "cost of sales"})
+_SUMMED = BALANCES | frozenset({"revenue", "cost of sales"})
 _FLOWS = frozenset({"capital expenditure", "depreciation and amortization", "dividends"})  # a cash flow statement's
 
 
