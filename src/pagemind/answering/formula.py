@@ -115,7 +115,6 @@ class Change:
         return " ".join(f"FY{year}" for year in self.years)
 
 
-
 def name_of(line: str, year: str) -> str:
     """A figure's name in a formula: its line's words and its year (``cost_of_sales_2018``, ``ppe_2019``)."""
     return f"{_NAMED.get(line) or re.sub(r'[^a-z]+', '_', line.lower()).strip('_')}_{year}"
@@ -366,13 +365,13 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
         return None
     metric = _ASPECT.sub("", re.sub(r"^(?:(?:the|its|their|in|of)\s+)+", "", _BRACKETED.sub(
         " ", m.group("metric")).strip(), flags=re.IGNORECASE)).strip()  # "revenue (net sales)": its name once
-    if not metric or _LOSS.search(metric) or (not _direction_of(m) and _IN_PERCENT.search(asked)):
+    direction, other = m.groupdict().get("direction") or "", m.groupdict().get("other")  # "": how much
+    if not metric or _LOSS.search(metric) or (not direction and _IN_PERCENT.search(asked)):
         return None  # a loss rising is the line falling; "how much, in percent": a growth rate, not the change
     figures: dict[str, Figure] = {}
     values = [_value(metric, year, definitions, figures) for year in years]
     if any(v is None for v in values):
         return None
-    direction, other = _direction_of(m), m.groupdict().get("other")
     if any(_JUDGED.match(d) for d in (direction, other or "")) and not _better_more(metric):
         return None
     slug = re.sub(r"[^a-z]+", "_", metric.lower()).strip("_")[:40]
@@ -406,11 +405,6 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 _BRACKETED = re.compile(r"\([^()]*\)")
 _LOSS = re.compile(r"\b(?:loss|losses|deficit)\b|^dividend$", re.IGNORECASE)  # (a dividend: per share, or paid?)
-
-
-def _direction_of(m: re.Match[str]) -> str:
-    """The direction word a change question's match holds ("improving", "grow"), "" where it asks how much."""
-    return m.groupdict().get("direction") or ""
 
 
 # a rate a filing states as such, read as a figure (its formula's lines, income taxes over income before them, are
