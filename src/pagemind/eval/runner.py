@@ -183,12 +183,12 @@ class Runner:
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if self.config.ids:  # the questions named, before any sample of them
-            known = {e.id for e in found}
+            known, wanted = {e.id for e in found}, set(self.config.ids)
             unknown = [i for i in self.config.ids if i not in known]
             if unknown:
                 raise DatasetError(f"no example {', '.join(map(repr, unknown[:5]))} in {spec.name} with these "
                                    f"parameters ({len(found)} examples; ids as examples.jsonl names them)")
-            found = [e for e in found if e.id in set(self.config.ids)]
+            found = [e for e in found if e.id in wanted]
         chosen = select(found, self.config.limit, self.config.seed, self.config.by_document)
         if not self.config.unanswerable:
             return chosen
