@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..answering.probability import NONE, TOP, AnswerProbability, of_tokens
+from ..answering.probability import NONE, AnswerProbability, asking_probability, of_tokens
 from ..citations import Citation
 from ..errors import ContextWindowExceeded, ToolsRefused
 from ..llm.base import LLMRequest, LLMResponse
@@ -290,8 +290,8 @@ class Turn:
                       order=_shown_order(self.options.recall_order),
                       conversation="\n".join(_said(e) for e in said[-_RECALL_ANSWER_CONTEXT:]),
                       lines="\n".join(self.recalled_lines), message=self.text)
-        request = LLMRequest.user(text, role="recall-answer", max_tokens=min(self.options.max_tokens, _REPLY_TOKENS),
-                                  logprobs=TOP if self.llm.backend.capabilities.supports_logprobs else 0)
+        request = asking_probability(LLMRequest.user(text, role="recall-answer", max_tokens=min(
+            self.options.max_tokens, _REPLY_TOKENS)), self.llm.backend.capabilities)
 
         def read(reply: str) -> str | Invalid:
             answer = _unwrapped(" ".join(reply.split()))

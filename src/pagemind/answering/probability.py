@@ -15,10 +15,10 @@ guess however sure it looks; ``lift``, how far the text moved the model to it, i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ..llm.base import LLMResponse
+from ..llm.base import Capabilities, LLMRequest, LLMResponse
 
 TOP = 5  # alternatives per token asked for (the options' letters are among them when the model weighs them)
 
@@ -59,6 +59,14 @@ class AnswerProbability:
 
 
 NONE = AnswerProbability("none")
+
+
+def asking_probability(request: LLMRequest, capabilities: Capabilities) -> LLMRequest:
+    """``request`` asking for its reply's log-probabilities (:data:`TOP` alternatives a token) where the backend
+    gives them and the request does not ask already: the answer's own probability, at no extra call."""
+    if capabilities.supports_logprobs and not request.logprobs:
+        return replace(request, logprobs=TOP)
+    return request
 
 
 def of_tokens(response: LLMResponse | None) -> AnswerProbability:
@@ -103,4 +111,4 @@ def _letter(text: str) -> str:
     return text.strip().lstrip("(").rstrip(")").strip()
 
 
-__all__ = ["NONE", "TOP", "AnswerProbability", "letter_shares", "of_choice", "of_tokens"]
+__all__ = ["NONE", "TOP", "AnswerProbability", "asking_probability", "letter_shares", "of_choice", "of_tokens"]

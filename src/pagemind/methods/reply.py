@@ -6,7 +6,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from ..answering.probability import NONE, TOP, AnswerProbability, letter_shares, of_choice, of_tokens
+from ..answering.probability import (
+    NONE,
+    TOP,
+    AnswerProbability,
+    asking_probability,
+    letter_shares,
+    of_choice,
+    of_tokens,
+)
 from ..answering.question import Question, choice_constraint, read_choice
 from ..llm.base import LLMRequest, Message
 from ..llm.client import LLM
@@ -81,8 +89,7 @@ def answer(llm: LLM, question: Question, request: LLMRequest, trace: Trace, max_
     After the retries the choice stays ``None`` and the fallback is recorded: never a guessed letter. A free-form
     answer is handed to ``on_text`` as it is generated.
     """
-    if llm.backend.capabilities.supports_logprobs and not request.logprobs:  # the answer's own probability: free
-        request = replace(request, logprobs=TOP)
+    request = asking_probability(request, llm.backend.capabilities)
     if not question.is_choice:
         if question.reply is not None:
             request = question.reply.applied(request)
