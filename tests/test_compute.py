@@ -23,10 +23,10 @@ WORKING = ("net_earnings_2022 = 2707.3  # Net earnings attributable to General M
            "answer = (net_earnings_2022 - dividends_paid_2022) / net_earnings_2022")
 
 
-def ask(question, answer, working, **options):
+def ask(question, answer, working, text=FILING, **options):
     fake = ScriptedLLM(by_role={"answer": answer, "compute": working})
     reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"), **options)
-    got = reader.answer(reader.build(Document.from_text(FILING)), Question.parse(question))
+    got = reader.answer(reader.build(Document.from_text(text)), Question.parse(question))
     return got, fake
 
 
@@ -1290,10 +1290,7 @@ def test_whether_a_margin_improved_is_answered_from_its_two_years_computed_by_pa
     working = ("gross_profit_2022 = 2820  # Gross profit, 2022\nrevenue_2022 = 14544  # Net sales, 2022\n"
                "gross_profit_2023 = 2725  # Gross profit, 2023\nrevenue_2023 = 14694  # Net sales, 2023\n"
                "gross_margin_2023 = 99\nanswer = 1")
-    fake = ScriptedLLM(by_role={"answer": "Yes, AMCOR has an improving gross margin profile as of FY2023.",
-                                "compute": working})
-    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))
-    got = reader.answer(reader.build(Document.from_text(AMCOR)), Question.parse(question))
+    got, fake = ask(question, "Yes, AMCOR has an improving gross margin profile as of FY2023.", working, AMCOR)
     prompt = fake.history[-1].messages[0].content
     assert "gross_margin_2023 = gross_profit_2023 / revenue_2023 * 100\nanswer = gross_margin_2023 - " in prompt
     assert got.stated == "No: gross margin 19.39% in 2022, 18.54% in 2023"  # the model's own step line is not read
@@ -1309,9 +1306,7 @@ def test_whether_a_margin_improved_is_answered_from_its_two_years_computed_by_pa
                          defined=defined(question.replace("AMCOR", "Boeing").replace("2023", "2022")))
     assert isinstance(same, str) and same.startswith("gross_profit_2021 and revenue_2021 are the same figure, 62,286")
     # a figure the model leaves out is read at its line's cell for its year
-    fake = ScriptedLLM(by_role={"answer": "Yes", "compute": "gross_profit_2022 = 2820\nrevenue_2022 = 14544"})
-    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))
-    got = reader.answer(reader.build(Document.from_text(AMCOR)), Question.parse(question))
+    got, _ = ask(question, "Yes", "gross_profit_2022 = 2820\nrevenue_2022 = 14544", AMCOR)
     assert got.stated.startswith("No: gross margin 19.39% in 2022")
 
 
@@ -1329,10 +1324,8 @@ def test_how_much_a_rate_changed_between_two_years_is_answered_with_both_years_a
     assert defined("How much has Amazon's revenue changed from FY2018 to FY2019?") is not None
     note = ("Income Taxes\n\n| Years ended December 31, | 2022 | 2021 |\n| --- | --- | --- |\n"
             "| Provision for income taxes | (411) | (491) |\n| Effective tax rate | 22.9% | 20.0% |\n")
-    fake = ScriptedLLM(by_role={"answer": "22.9%", "compute": "effective_tax_rate_2021 = 20.0  # Effective tax rate, "
-                                "2021\neffective_tax_rate_2022 = 22.9  # Effective tax rate, 2022"})
-    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"))
-    got = reader.answer(reader.build(Document.from_text(note)), Question.parse(question))
+    got, _ = ask(question, "22.9%", "effective_tax_rate_2021 = 20.0  # Effective tax rate, 2021\n"
+                 "effective_tax_rate_2022 = 22.9  # Effective tax rate, 2022", note)
     assert got.stated == "effective tax rate 20.00% in 2021, 22.90% in 2022: up 2.90 points"
     assert got.support is not None and got.support.label == "supported"
     from pagemind.eval.metrics import financebench
