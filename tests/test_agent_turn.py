@@ -263,6 +263,26 @@ def test_the_reply_from_recall_answers_a_question_in_one_plain_call_and_cites_wh
                for e in agent.store.queue(agent.id))
 
 
+def test_a_question_about_time_gone_by_gets_each_recalled_line_counted_back_from_now():
+    """Issue 50: "How many weeks ago did I adopt my cat?" was answered 1 week for 4 — the 1.5B model subtracts
+    dates badly. Asked about time gone by, each recalled line says how long before now it was, and the reply from
+    recall is told the date now; another question's lines are only dated."""
+    fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 2,
+                                "recall-answer": ["4 weeks ago.", "In May."]})
+    clock = Clock("2023-05-20 11:00:00")
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none"), clock=clock)
+    agent.say("I adopted a cat today and named her Miso.")
+    clock.at = "2023-06-17 10:00:00"
+    assert agent.say("How many weeks ago did I adopt my cat Miso?").messages == ["4 weeks ago."]
+    text = fake.history[-1].prompt_text()
+    assert "[2023-05-20 11:00, 28 days (4 weeks) before now] user: I adopted a cat today" in text
+    assert "\n\nNow: 2023-06-17 10:00\n\nMessage:" in text
+    agent.say("When did I adopt my cat Miso?")
+    text = fake.history[-1].prompt_text()
+    assert "[2023-05-20 11:00] user: I adopted a cat today" in text and "before now" not in text
+    assert "Now:" not in text
+
+
 def test_a_reply_from_recall_that_says_nothing_was_recalled_lets_the_agent_search():
     """When the reply from recall says the memories do not tell ("I do not know"), nothing is sent: the agent's own
     steps follow and the trace says why; a message that asks nothing is never answered from recall."""

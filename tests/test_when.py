@@ -4,7 +4,7 @@ stood for, in recall search results, the context recalled before a reply and wha
 from datetime import date
 
 from pagemind.agent.memory import Event, Passage
-from pagemind.text.when import anchored, meaning
+from pagemind.text.when import ELAPSED, anchored, elapsed, meaning
 
 SAID = "2023-01-20 16:04:00"  # a Friday
 
@@ -53,3 +53,19 @@ def test_a_recalled_message_and_passage_show_the_date_their_words_stand_for():
     assert saved.describe().endswith("next month (February 2023).")
     book = Passage(3, "Tomorrow we sail for the cape.", SAID, source="ledger.txt")  # loaded: its words are its own
     assert book.describe() == "[2023-01-20 16:04] Tomorrow we sail for the cape."
+
+
+def test_time_gone_by_is_counted_in_days_and_in_the_weeks_months_or_years_a_question_may_ask_for():
+    now = "2023-06-17 10:00:00"
+    assert elapsed("2023-05-20 11:00:00", now) == "28 days (4 weeks) before now"
+    assert elapsed("2023-06-05 09:00", now) == "12 days before now" and elapsed("2023-06-16 23:59", now) == \
+        "1 day before now" and elapsed("2023-06-17 08:00", now) == "today"
+    assert elapsed("2023-03-01 10:00", now) == "108 days (about 4 months) before now"
+    assert elapsed("2022-05-01 10:00", now) == "412 days (about 14 months, about 1 year) before now"
+    assert elapsed("2023-07-01 10:00", now) is None and elapsed("sometime", now) is None  # later, or not a time
+    for asked in ("How many weeks ago did I adopt my cat Miso?", "How many days after my dentist appointment did I "
+                  "fly to Lisbon?", "How long has Caroline had her friends?", "Was it two years before the move?"):
+        assert ELAPSED.search(asked), asked
+    for asked in ("When did Caroline go to the support group?", "Which city do I live in now?",
+                  "How many bikes do I own?"):
+        assert not ELAPSED.search(asked), asked

@@ -22,6 +22,7 @@ from ..citations import Citation
 from ..errors import ContextWindowExceeded, ToolsRefused
 from ..llm.base import LLMRequest, LLMResponse
 from ..llm.usage import Trace, TraceEvent, Usage
+from ..text.when import ELAPSED, elapsed
 from .actions import Action, InvalidAction, parse_action, reply_text
 from .context import MainContext, Prepared, prompt
 from .evidence import source_of, support
@@ -241,8 +242,10 @@ class Turn:
                 - self.llm.count_tokens(empty.render()) - _RECALL_MARGIN)
         budget = start = min(self.options.recall_tokens, room)
         chosen: list[tuple[str, int, str, Event | Passage]] = []
+        now = self.agent.now() if ELAPSED.search(self.text) else None  # time gone by asked: each line's own count
         for item in (x for pair in itertools.zip_longest(said, kept_facts) for x in pair if x is not None):
             line = item[2] if len(item[2]) <= 600 else item[2][:597] + "..."
+            line = line if now is None else _aged(line, item[0], now)
             cost = self.llm.count_tokens(json.dumps(line, ensure_ascii=False)) + 1  # as the alert's JSON writes it
             if cost > budget:
                 continue
@@ -286,7 +289,9 @@ class Turn:
             e.kind == "user_message" or (e.kind == "step" and e.payload.get("function") == "send_message"
                                          and not e.payload.get("held")
                                          and e.payload.get("arguments", {}).get("message") != boot))]
+        now = self.agent.now()
         text = prompt("recall_answer", memory=blocks.get("human", "").strip(),
+                      now=now[:16] if ELAPSED.search(self.text) else "",
                       order=_shown_order(self.options.recall_order),
                       conversation="\n".join(_said(e) for e in said[-_RECALL_ANSWER_CONTEXT:]),
                       lines="\n".join(self.recalled_lines), message=self.text)
@@ -776,6 +781,14 @@ def _unwrapped(reply: str) -> str:
 def _shown_order(order: str) -> str:
     """How the recalled lines' order is named where they are shown (each line is dated)."""
     return "the best match first" if order == "rank" else "the most recent first"
+
+
+def _aged(line: str, time: str, now: str) -> str:
+    """A recalled line (``[time] ...``) with how long before ``now`` its time was inside its brackets:
+    "[2023-05-20 11:00, 28 days (4 weeks) before now] user: I adopted a cat today"."""
+    age = elapsed(time, now)
+    end = line.find("]")
+    return line if age is None or not line.startswith("[") or end < 0 else f"{line[:end]}, {age}{line[end:]}"
 
 
 def _said(event: Event) -> str:
