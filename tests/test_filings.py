@@ -3,6 +3,8 @@ periods with the unit line kept, a 10-K's Items and statements as sections, and 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from helpers import make_pdf
@@ -130,6 +132,69 @@ def test_a_filing_without_outline_has_its_items_statements_and_notes_as_sections
     assert "| Net earnings | $2,181 |" in doc.text[cash.start:cash.end]
 
 
+def test_a_line_of_several_statement_rows_is_split_into_its_rows():
+    """Issue 47: pdfium writes General Mills' 2022 cash flow statement a few rows to a line; split, they are rows
+    under the statement's periods. Prose naming two figures before a capital word stays one line."""
+    from pagemind.text.tables import unjammed
+
+    jammed = ("Fiscal Year\n2022 2021 2020 Cash Flows - Operating Activities Net earnings $ 2,735.0 $ 2,346.0 "
+              "$ 2,210.8 Adjustments to reconcile net earnings: Depreciation and amortization 570.3 601.3 594.7\n"
+              "Purchases of common stock for treasury (876.8) (301.4) (3.4) Dividends paid (1,244.5) (1,246.4) "
+              "(1,195.8) Other, net (28.0) (30.9) (16.0)")
+    lines = unjammed(jammed).split("\n")
+    assert lines[1:] == ["2022 2021 2020",
+                         "Cash Flows - Operating Activities Net earnings $ 2,735.0 $ 2,346.0 $ 2,210.8",
+                         "Adjustments to reconcile net earnings:", "Depreciation and amortization 570.3 601.3 594.7",
+                         "Purchases of common stock for treasury (876.8) (301.4) (3.4)",
+                         "Dividends paid (1,244.5) (1,246.4) (1,195.8)", "Other, net (28.0) (30.9) (16.0)"]
+    assert "| Dividends paid | (1,244.5) | (1,246.4) | (1,195.8) |" in tables_as_rows(unjammed(jammed))
+    for prose in ("Sales rose from 1,204 to 1,377 Million units in the year.", "Net earnings $ 2,735.0 $ 2,346.0",
+                  "In 2022 2021 Revenue grew."):
+        assert unjammed(prose) == prose
+
+
+def test_a_filings_headings_printed_a_word_a_line_and_a_balance_sheet_titled_with_its_company_are_found():
+    """MGM's 2018 10-K prints its headings a word a line ("ITEM\n1A. RISK\nFACTORS"); Corning's and General Mills'
+    balance sheets carry the company's name after the title. A sentence about the balance sheets is not one, nor
+    is a second balance sheet ("Impact of Changes to Consolidated Balance Sheets As Reported")."""
+    from pagemind.text.sections import filing_headings
+
+    rows = "\n".join(f"Revenue line {i} 1,204 1,377 2,510" for i in range(40))
+    prose = "The company runs resorts in many places and reports its results each year. " * 20
+    items = [("1", "BUSINESS"), ("1A", "RISK\nFACTORS"), ("2", "PROPERTIES"), ("3", "LEGAL\nPROCEEDINGS"),
+             ("7", "MANAGEMENT’S\nDISCUSSION\nAND\nANALYSIS"), ("8", "FINANCIAL\nSTATEMENTS")]
+    text = "\n".join(["FORM 10-K", "MGM Resorts International",
+                     *[f"ITEM\n{n}. {title}\nThe text of the item.\n{prose}" for n, title in items],
+                     "MGM\nRESORTS\nINTERNATIONAL\nCONSOLIDATED\nBALANCE\nSHEETS\n(In thousands)", rows,
+                     "Derivatives are recognized on our Consolidated Balance Sheets at fair value based on prices",
+                     rows, "Impact of Changes to Consolidated Balance Sheets As Reported", rows])
+    found = [(h.level, h.title) for h in filing_headings(text)]
+    assert [t for level, t in found if level == 1] == [
+        "ITEM 1. BUSINESS", "ITEM 1A. RISK FACTORS", "ITEM 2. PROPERTIES", "ITEM 3. LEGAL PROCEEDINGS",
+        "ITEM 7. MANAGEMENT’S DISCUSSION AND ANALYSIS", "ITEM 8. FINANCIAL STATEMENTS"]
+    assert [t for level, t in found if level == 2] == ["MGM RESORTS INTERNATIONAL CONSOLIDATED BALANCE SHEETS"]
+    named = text.replace("MGM\nRESORTS\nINTERNATIONAL\nCONSOLIDATED\nBALANCE\nSHEETS",
+                         "Consolidated Balance Sheets Corning Incorporated and Subsidiary Companies")
+    assert (2, "Consolidated Balance Sheets Corning Incorporated and Subsidiary Companies") in [
+        (h.level, h.title) for h in filing_headings(named)]
+
+
+def test_staged_filings_keep_their_statements_as_rows_and_sections(tmp_path):
+    """The staged filings read by pdfium: General Mills' 2022 cash flow statement as rows (pdfium wrote it a few rows
+    to a line), its balance sheet a section; MGM's 2018 10-K its Items and statements (its headings a word a line)."""
+    staged = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "financebench" / "pdfs"
+    if not staged.is_dir():
+        pytest.skip("staged data absent (../shared/data)")
+    mills = load_document(staged / "GENERALMILLS_2022_10K.pdf")
+    assert "| Dividends paid | (1,244.5) | (1,246.4) | (1,195.8) |" in mills.text
+    sheet = next(s for s in mills.sections if s.title.startswith("Consolidated Balance Sheets"))
+    assert sheet.page == 47 and sheet.level == 2 and "Total current liabilities" in mills.text[sheet.start:sheet.end]
+    mgm = load_document(staged / "MGMRESORTS_2018_10K.pdf")
+    titles = {s.title: s.page for s in mgm.sections}
+    assert titles["ITEM 1A. RISK FACTORS"] == 13 and titles["ITEM 8. FINANCIAL STATEMENTS AND SUPPLEMENTARY DATA"] == 54
+    assert titles["MGM RESORTS INTERNATIONAL AND SUBSIDIARIES CONSOLIDATED BALANCE SHEETS"] == 57
+
+
 def test_a_pdf_is_read_once_then_found_by_its_bytes(tmp_path, monkeypatch):
     p = tmp_path / "10k.pdf"
     p.write_bytes(make_pdf(_filing_pages()))
@@ -252,7 +317,6 @@ def test_the_scorer_reads_refusals_yes_or_no_past_a_lead_in_and_a_short_name_as_
 
 
 def test_financebench_scores_figures_refusals_and_prints_the_published_rows(tmp_path):
-    from pathlib import Path
 
     from pagemind.eval import EvalConfig, Runner, summarise
     from pagemind.eval.report import markdown
@@ -448,7 +512,6 @@ def test_data_get_financebench_is_pinned_to_the_blobs_of_the_staged_pdfs():
     """Every PDF `pagemind data get financebench` fetches is checked by its git blob id, and the staged PDFs (byte
     copies of upstream's) have exactly those ids; the paper's graded runs land where the loader reads them."""
     import hashlib
-    from pathlib import Path
 
     from pagemind.eval.sources import load_sources
 

@@ -140,7 +140,9 @@ ITEM = re.compile(r"^[ \t]*(?:PART[ \t]+[IV]{1,3}[ \t]*[,.:—–-]?[ \t]*)?ITEM
                   r"(?P<number>[1-9][0-9]?)(?P<letter>[A-C])?"
                   r"\b[ \t]*(?:[.:—–-][ \t]*){0,2}(?P<title>[^\n]{0,150})$", re.I | re.M)
 STATEMENT = re.compile(r"^[ \t]*(?:[A-Z][\w.,&' ]{0,60}?[ \t])?(?:CONSOLIDATED|COMBINED|CONDENSED)[ \t]+"
-                       r"(?:[A-Z]+[ \t]+)?(?:STATEMENTS?[ \t]+OF[ \t]+[^\n]{3,80}|BALANCE[ \t]+SHEETS?|"
+                       r"(?:[A-Z]+[ \t]+)?(?:STATEMENTS?[ \t]+OF[ \t]+[^\n]{3,80}|"
+                       # a company's name after the title: "Consolidated Balance Sheets Corning Incorporated ..."
+                       r"BALANCE[ \t]+SHEETS?(?:[ \t]+(?-i:[A-Z])[\w.,&'’ ]{2,80}(?<![.,:;]))?|"
                        r"STATEMENTS?[ \t]+OF[ \t]+FINANCIAL[ \t]+POSITION)[ \t]*(?:\([^\n)]*\))?[ \t]*$", re.I | re.M)
 NOTE = re.compile(r"^[ \t]*(?:NOTE|Note)[ \t]+(?P<number>[1-9][0-9]?)(?:[ \t]*[.:—–-]?[ \t]+"
                   r"(?P<title>[A-Z][^\n]{2,120})|[ \t]*\n[ \t]*(?P<below>[A-Z][A-Z0-9 ,&'’()/-]{2,120}))$",
@@ -160,9 +162,37 @@ def filing_headings(text: str, pages: Sequence[int] = ()) -> list[Heading]:
     a cluster of Items with page numbers, are skipped; Items in order, each once), the primary statements where
     they are printed (a title line followed by a page of numbers) and the notes ("NOTE 7. DEBT", "Note 5 -
     Acquisitions", in order; an index line ending in its page number is not one), these two one level below the
-    Item holding them. None when the text is not a filing or shows fewer than four Items."""
+    Item holding them. Where the headings' words are printed a line each (MGM's 2018 10-K: "ITEM\n1A. RISK\nFACTORS",
+    a letter-spaced type the text layer breaks at every word), they are read joined (:func:`_joined_capitals`).
+    None when the text is not a filing or shows fewer than four Items."""
     if not FILING.search(text[:20_000]):
         return []
+    return _filing_headings(text, pages) or _filing_headings(_joined_capitals(text), pages)
+
+
+_CAPITALS = re.compile(r"[^\S\n]*[^a-z|\n]{1,40}")  # a line without lower-case letters or table cells, 40 at most
+
+
+def _joined_capitals(text: str) -> str:
+    """``text`` (the same length, so offsets hold) with a line break replaced by a space where it stands between two
+    lines in capitals (:data:`_CAPITALS`) of which one is a single word: "ITEM\n1A. RISK\nFACTORS" reads
+    "ITEM 1A. RISK FACTORS"; "MGM\nRESORTS\n…\nCONSOLIDATED\nBALANCE\nSHEETS\n(In thousands)" reads as its
+    title line. Only where the text as printed shows no filing's headings: two headings in capitals, each on its own
+    line, stay two lines elsewhere."""
+    lines = text.split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if i + 1 < len(lines):
+            after = lines[i + 1]
+            joined = bool(line.strip() and after.strip() and _CAPITALS.fullmatch(line) and _CAPITALS.fullmatch(after)
+                          and any(c.isalpha() for c in line + after)
+                          and (len(line.split()) == 1 or len(after.split()) == 1))
+            out.append(" " if joined else "\n")
+    return "".join(out)
+
+
+def _filing_headings(text: str, pages: Sequence[int]) -> list[Heading]:
     items = [m for m in ITEM.finditer(text) if m.group("title") == "" or m.group("title")[:1].isupper()
              or m.group("title")[:1] in "“\"'"]
     begin = 0
@@ -193,6 +223,7 @@ def filing_headings(text: str, pages: Sequence[int] = ()) -> list[Heading]:
     for i, m in enumerate(titles):
         title = " ".join(m.group(0).split())
         kind = re.sub(r"[^a-z]", "", title.lower().split("consolidated")[-1].split("–")[0].split(" - ")[0])
+        kind = re.sub(r"(balancesheets?).*", r"\1", kind)  # whatever name follows: one balance sheet
         after = text[m.end():m.end() + 1500]
         digits = sum(c.isdigit() for c in after)
         listed = re.search(r"\s\d{1,3}$|[.:;,]$", title)  # "... Balance Sheets 47": an index; ending a sentence

@@ -137,6 +137,40 @@ def _continued(lines: list[str | Table], width: int) -> int | None:
     return None
 
 
+def unjammed(text: str) -> str:
+    """``text`` with a line that holds several statement rows one after another split into them: pdfium writes
+    some filings' statements a few rows to a line (General Mills' 2022 cash flow statement: "Purchases of common
+    stock for treasury (876.8) (301.4) (3.4) Dividends paid (1,244.5) (1,246.4) (1,195.8) Distributions to ..."),
+    where no row can be told from the next. A line is split after each run of two figures or more (or of years, a
+    header's) followed by a word in capitals, and after a label line's colon before one, when at least two of the
+    parts it makes are rows (a label and two figures or more): prose that names two figures before a capital word
+    stays one line."""
+    out = []
+    for line in text.split("\n"):
+        parts = _jammed(line) if "|" not in line else [line]
+        out.append("\n".join(parts) if sum(len(cells(p)[1]) >= 2 and bool(cells(p)[0]) for p in parts) >= 2
+                   else line)
+    return "\n".join(out)
+
+
+_JAM_WORDS = 40  # words of a label in a jammed row at most
+
+
+def _jammed(line: str) -> list[str]:
+    tokens = line.split()
+    parts: list[str] = []
+    start, run = 0, 0
+    for i, token in enumerate(tokens):
+        figure = token == "$" or bool(_NUMBER.match(token)) or bool(_YEAR.match(token))
+        if not figure and token[:1].isupper() and (run >= 2 or (i > start and tokens[i - 1].endswith(":"))) \
+                and i - start <= _JAM_WORDS + run:
+            parts.append(" ".join(tokens[start:i]))
+            start = i
+        run = run + (token != "$") if figure else 0
+    parts.append(" ".join(tokens[start:]))
+    return parts if len(parts) > 1 else [line]
+
+
 def numeric_rows(text: str) -> bool:
     """Whether the text holds :data:`MIN_ROWS` lines or more that read as statement rows (a label, then two
     numbers or more): a table pdfium already keeps row by row."""

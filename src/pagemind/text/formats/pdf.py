@@ -66,7 +66,7 @@ def _pdfium_pages(document: object, source: BinaryIO, name: str, outline: list[H
                   progress: Callable[[str, int, int, str], None] | None = None,
                   budget: _Budget | None = None) -> Iterator[str]:
     from ..ocr import read_images, tesseract
-    from ..tables import numeric_rows, tables_as_rows
+    from ..tables import numeric_rows, tables_as_rows, unjammed
 
     pdf: Any = document
     with_text = False
@@ -104,6 +104,7 @@ def _pdfium_pages(document: object, source: BinaryIO, name: str, outline: list[H
                 if read_by_ocr is not None:
                     read_by_ocr.append(number + 1)
             else:
+                text = unjammed(text)  # a line of several statement rows: one a line
                 rows = tables_as_rows(text)
                 if ruled and rows == text and not numeric_rows(text):  # a grid of words: pdfplumber's cells
                     rows = plumber.page(number) or text
