@@ -1395,6 +1395,22 @@ def test_capex_is_read_at_the_cash_flow_statement_s_row_not_a_segment_table_s():
     assert compute._named_cell("capital_expenditure_2020", list(table_rows(segments)))[0] == 237319
 
 
+def test_an_income_statement_line_is_read_at_the_income_statement_s_row_not_a_segment_table_s():
+    """Walmart's 10-K prints its U.S. segment's "Operating income" (16,995 for fiscal 2018) beside the income
+    statement's (20,437); the segment's was read as the company's. An income statement has a net income row."""
+    from pagemind.text.tables import table_rows
+
+    segment = ("| (Amounts in millions) | 2020 | 2019 | 2018 |\n| --- | --- | --- | --- |\n"
+               "| Net sales | $341,004 | $331,666 | $318,477 |\n| Operating income | $17,380 | $17,386 | $16,995 |\n")
+    statement = ("| (Amounts in millions) | 2020 | 2019 | 2018 |\n| --- | --- | --- | --- |\n"
+                 "| Total revenues | 523,964 | 514,405 | 500,343 |\n| Operating income | 20,568 | 21,957 | 20,437 |\n"
+                 "| Consolidated net income | 15,201 | 7,179 | 10,523 |\n")
+    both = list(table_rows(segment + "\n" + statement))
+    assert compute._named_cell("operating_income_2018", both)[0] == 20437
+    assert compute._named_cell("revenue_2019", both)[0] == 514405  # "Net sales" of the segment is no line of it
+    assert compute._named_cell("operating_income_2018", list(table_rows(segment)))[0] == 16995  # no statement read
+
+
 def test_a_rate_copied_from_the_other_year_s_column_is_read_at_its_own_year_s():
     """American Express: the model gave 2022's 21.6% for 2021 and 2021's 24.6% for 2022."""
     from pagemind.answering.formula import defined

@@ -977,18 +977,20 @@ def _line_cell(line: str, tables: Sequence[Row], year: str) -> tuple[float, Row,
     ("Year Ended …": a cash flow statement's change in it, "Property, plant and equipment additions") unless it is a
     balance sheet, and the balance sheet's where one is read (Boeing's PP&E: its notes print it gross and by segment
     too); capex, D&A and dividends paid the cash flow statement's where one is read (not "Reportable segment capital
-    expenditures"). Where those rows disagree: for a line a statement sums from parts that name it too
-    (:data:`_SUMMED`), the row that is the line alone with plain words ("Total current assets", not "Prepaid expenses
-    and other current assets"; "Total net revenues", not "Subscription, licensing, and other revenues"); for a net
-    income, the row attributable to the company's shareholders (not one of continuing operations, nor one including
-    noncontrolling interests)."""
+    expenditures"); revenue, costs, profits and net income an income statement's where one is read (not Walmart's
+    "Operating income" of its U.S. segment's table). Where those rows disagree: for a line a statement sums from
+    parts that name it too (:data:`_SUMMED`), the row that is the line alone with plain words ("Total current
+    assets", not "Prepaid expenses and other current assets"; "Total net revenues", not "Subscription, licensing,
+    and other revenues"); for a net income, the row attributable to the company's shareholders (not one of
+    continuing operations, nor one including noncontrolling interests)."""
     from ..text.ledger import BALANCES, lines_named
 
     sheets = _sheets(tables) if line in BALANCES else frozenset()
     own = [row for row in tables if lines_named(row.cells[0]) == {line} and not (
         line in BALANCES and _OVER_A_PERIOD.search(row.header[0]) and row.header not in sheets)]
     statement = sheets if line in BALANCES else _flows(tables) if line in _FLOWS else frozenset()
-    rows = [row for row in own if row.header in statement] or own
+    incomes = _incomes(tables) if line in _EARNED else frozenset()
+    rows = [row for row in own if row.header in statement or row.table in incomes] or own
     alone = [row for row in rows if line in _SUMMED and _plain_name(row.cells[0])
              and any(cell.strip() for cell in row.cells[1:])]  # (not the heading "Current liabilities:")
     # a net income: the shareholders' (Best Buy's "Net earnings attributable to Best Buy Co., Inc. shareholders", not
@@ -1063,6 +1065,20 @@ def _flows(tables: Sequence[Row]) -> frozenset[tuple[str, ...]]:
 
 
 _CASH_FLOWS = re.compile(r"\bcash\s+flows?\b", re.IGNORECASE)
+# an income statement's lines (a segment's table writes revenue and operating income too, never a net income)
+_EARNED = frozenset({"revenue", "cost of sales", "gross profit", "operating income", "net income", "interest expense"})
+
+
+def _incomes(tables: Sequence[Row]) -> frozenset[int]:
+    """The income statements among ``tables`` (their numbers: Walmart's segment tables print the header of its
+    consolidated results' table): the tables with a row of revenue and one of net income (a segment's table has no
+    net income; a summary of five years may: its figures are the statement's)."""
+    from ..text.ledger import lines_named
+
+    named: dict[int, set[str]] = {}
+    for r in tables:
+        named.setdefault(r.table, set()).update(lines_named(r.cells[0]))
+    return frozenset(t for t, lines in named.items() if {"revenue", "net income"} <= lines)
 
 _OVER_A_PERIOD = re.compile(r"\b(?:years?|months|weeks|quarters?|periods?)\s+ended\b", re.IGNORECASE)
 _DECREASE = re.compile(r"\b(?:decrease|decline|reduction|drop|fall)\b", re.IGNORECASE)
@@ -1318,7 +1334,8 @@ def work_out(question: Question, evidence: Sequence[Evidence], answer: str, opti
     # the figures are checked against what this request shows, not against units left out to fit it
     written = [a for found in by_unit[:len(shown_units)] for a in found] + asked  # the units shown: a prefix
     lines = [line for e in shown_units for line in e.text.splitlines() if line.strip()]
-    tables = fiscal_years([row for e in shown_units for row in table_rows(e.text)], question.text)
+    tables = fiscal_years([row for i, e in enumerate(shown_units) for row in table_rows(e.text, 1000 * i)],
+                          question.text)  # each unit's tables numbered apart
     needs, halves = needed(question.text), averaged(question.text)
     if formula is not None and formula.source == LINE:  # one line's figure in one year: its cell, without a call
         only = formula.figures[0]

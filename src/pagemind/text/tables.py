@@ -284,6 +284,7 @@ class Row:
 
     header: tuple[str, ...]
     cells: tuple[str, ...]
+    table: int = 0  # which table of the text read it is (two tables may print one header)
 
     @property
     def text(self) -> str:
@@ -345,20 +346,21 @@ def table_top(text: str, at: int, *, lines: int, rows: int = 400, indented: bool
     return Top(begin, above, tuple(title))
 
 
-def table_rows(text: str) -> Iterator[Row]:
+def table_rows(text: str, first: int = 0) -> Iterator[Row]:
     """The body rows of every Markdown table in ``text`` (a run of lines starting with "|"), each with its header
-    row; the "| --- |" rule is no row. A table cut above its header (a passage starting mid-table) has its first
-    row read as its header, as a reader would."""
+    row and its table's number (from ``first``, in order); the "| --- |" rule is no row. A table cut above its header
+    (a passage starting mid-table) has its first row read as its header, as a reader would."""
     header: tuple[str, ...] | None = None
+    table = first - 1
     for line in text.split("\n"):
         if not line.startswith("|"):
             header = None
             continue
         row = tuple(c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip().strip("|")))
         if header is None:
-            header = row
+            header, table = row, table + 1
         elif not set(row) <= {"---", ""}:
-            yield Row(header, row)
+            yield Row(header, row, table)
 
 
 __all__ = ["Row", "Top", "cells", "numeric_rows", "periods_named", "table_rows", "table_top", "tables_as_rows"]
