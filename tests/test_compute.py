@@ -1409,6 +1409,10 @@ def test_an_income_statement_line_is_read_at_the_income_statement_s_row_not_a_se
     assert compute._named_cell("operating_income_2018", both)[0] == 20437
     assert compute._named_cell("revenue_2019", both)[0] == 514405  # "Net sales" of the segment is no line of it
     assert compute._named_cell("operating_income_2018", list(table_rows(segment)))[0] == 16995  # no statement read
+    # a segment's table writing its net income per share is still no income statement
+    per_share = segment + "| Net income per share | $1.10 | $1.20 | $1.30 |\n"
+    cut = statement.replace("| Consolidated net income | 15,201 | 7,179 | 10,523 |\n", "")  # cut above net income
+    assert compute._named_cell("operating_income_2018", list(table_rows(per_share + "\n" + cut))) is None
 
 
 def test_a_rate_copied_from_the_other_year_s_column_is_read_at_its_own_year_s():

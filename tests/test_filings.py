@@ -149,8 +149,12 @@ def test_a_line_of_several_statement_rows_is_split_into_its_rows():
                          "Dividends paid (1,244.5) (1,246.4) (1,195.8)", "Other, net (28.0) (30.9) (16.0)"]
     assert "| Dividends paid | (1,244.5) | (1,246.4) | (1,195.8) |" in tables_as_rows(unjammed(jammed))
     for prose in ("Sales rose from 1,204 to 1,377 Million units in the year.", "Net earnings $ 2,735.0 $ 2,346.0",
-                  "In 2022 2021 Revenue grew."):
+                  "In 2022 2021 Revenue grew.",
+                  "See Item 8 of Part II, Supplementary Data — Note 4 — Leases and Note 6 — Debt” for additional"):
         assert unjammed(prose) == prose
+    # a row whose cells are mostly empty (a dash) is a row: "Gain on sale" and "Interest expense" apart
+    assert unjammed("Gain on sale of asset group — — — (373,445) — Interest expense, net 17,988 14,980 14,769") == \
+        "Gain on sale of asset group — — — (373,445) —\nInterest expense, net 17,988 14,980 14,769"
 
 
 def test_a_filings_headings_printed_a_word_a_line_and_a_balance_sheet_titled_with_its_company_are_found():
@@ -177,6 +181,17 @@ def test_a_filings_headings_printed_a_word_a_line_and_a_balance_sheet_titled_wit
                          "Consolidated Balance Sheets Corning Incorporated and Subsidiary Companies")
     assert (2, "Consolidated Balance Sheets Corning Incorporated and Subsidiary Companies") in [
         (h.level, h.title) for h in filing_headings(named)]
+    # a table of selected data before Item 8 is not the balance sheet, nor a sentence naming it and the company
+    for before in ("Consolidated Balance Sheet Data", "Impact of Adoption on Consolidated Balance Sheets As Reported "
+                                                      "by the Company"):
+        selected = named.replace("ITEM\n8.", f"{before}\n{rows}\nITEM\n8.")
+        assert [h.title for h in filing_headings(selected) if h.level == 2] == [
+            "Consolidated Balance Sheets Corning Incorporated and Subsidiary Companies"]
+    # a page number or a company's name above a heading printed a word a line is not joined to it
+    paged = text.replace("ITEM\n2. PROPERTIES", "14\nITEM\n2. PROPERTIES").replace(
+        "ITEM\n3. LEGAL", "ACME CORP\nITEM\n3. LEGAL")
+    assert [h.title for h in filing_headings(paged) if h.level == 1][2:4] == ["ITEM 2. PROPERTIES",
+                                                                             "ITEM 3. LEGAL PROCEEDINGS"]
 
 
 def test_staged_filings_keep_their_statements_as_rows_and_sections(tmp_path):

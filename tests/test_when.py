@@ -58,7 +58,9 @@ def test_a_recalled_message_and_passage_show_the_date_their_words_stand_for():
 def test_time_gone_by_is_counted_in_days_and_in_the_weeks_months_or_years_a_question_may_ask_for():
     now = "2023-06-17 10:00:00"
     assert elapsed("2023-05-20 11:00:00", now) == "28 days (4 weeks) before now"
-    assert elapsed("2023-06-05 09:00", now) == "12 days before now" and elapsed("2023-06-16 23:59", now) == \
+    assert elapsed("2023-06-05 09:00", now) == "12 days (about 2 weeks) before now" and elapsed("2023-06-13", now) == \
+        "4 days before now" and elapsed("2023-06-10", now) == "7 days (1 week) before now" and \
+        elapsed("2023-06-16 23:59", now) == \
         "1 day before now" and elapsed("2023-06-17 08:00", now) == "today"
     assert elapsed("2023-03-01 10:00", now) == "108 days (about 4 months) before now"
     assert elapsed("2022-05-01 10:00", now) == "412 days (about 14 months, about 1 year) before now"

@@ -245,7 +245,8 @@ class Turn:
         now = self.agent.now() if ELAPSED.search(self.text) else None  # time gone by asked: each line's own count
         for item in (x for pair in itertools.zip_longest(said, kept_facts) for x in pair if x is not None):
             line = item[2] if len(item[2]) <= 600 else item[2][:597] + "..."
-            line = line if now is None else _aged(line, item[0], now)
+            if now is not None and not (isinstance(item[3], Passage) and item[3].from_document):
+                line = _aged(line, item[0], now)  # (a loaded document's time is when it was loaded: not counted)
             cost = self.llm.count_tokens(json.dumps(line, ensure_ascii=False)) + 1  # as the alert's JSON writes it
             if cost > budget:
                 continue

@@ -1065,6 +1065,7 @@ def _flows(tables: Sequence[Row]) -> frozenset[tuple[str, ...]]:
 
 
 _CASH_FLOWS = re.compile(r"\bcash\s+flows?\b", re.IGNORECASE)
+_PER_SHARE = re.compile(r"\bper\s+(?:common\s+|diluted\s+|basic\s+)?share\b", re.IGNORECASE)
 # an income statement's lines (a segment's table writes revenue and operating income too, never a net income)
 _EARNED = frozenset({"revenue", "cost of sales", "gross profit", "operating income", "net income", "interest expense"})
 
@@ -1077,7 +1078,8 @@ def _incomes(tables: Sequence[Row]) -> frozenset[int]:
 
     named: dict[int, set[str]] = {}
     for r in tables:
-        named.setdefault(r.table, set()).update(lines_named(r.cells[0]))
+        if not _PER_SHARE.search(r.cells[0]):  # "Net income per share" is no net income's row
+            named.setdefault(r.table, set()).update(lines_named(r.cells[0]))
     return frozenset(t for t, lines in named.items() if {"revenue", "net income"} <= lines)
 
 _OVER_A_PERIOD = re.compile(r"\b(?:years?|months|weeks|quarters?|periods?)\s+ended\b", re.IGNORECASE)

@@ -190,7 +190,7 @@ def _validate_text(text: str, name: str) -> str:
     return text
 
 
-READ_RULES = "pdfium-rows-10"  # what reading a file does: a stored reading made by other rules is not reused
+READ_RULES = "pdfium-rows-11"  # what reading a file does: a stored reading made by other rules is not reused
 
 
 def reading_key(path: str | Path, encoding: str = "utf-8", ocr: str = "auto",

@@ -139,14 +139,19 @@ FILING = re.compile(r"\bFORM[ \t]+10-?[KQ]\b|\bANNUAL REPORT PURSUANT TO SECTION
 ITEM = re.compile(r"^[ \t]*(?:PART[ \t]+[IV]{1,3}[ \t]*[,.:—–-]?[ \t]*)?ITEM[ \t]+"
                   r"(?P<number>[1-9][0-9]?)(?P<letter>[A-C])?"
                   r"\b[ \t]*(?:[.:—–-][ \t]*){0,2}(?P<title>[^\n]{0,150})$", re.I | re.M)
+_COMPANY = r"(?:inc|incorporated|corp|corporation|company|companies|co|subsidiaries|subsidiary|llc|plc|ltd|limited)"
 STATEMENT = re.compile(r"^[ \t]*(?:[A-Z][\w.,&' ]{0,60}?[ \t])?(?:CONSOLIDATED|COMBINED|CONDENSED)[ \t]+"
                        r"(?:[A-Z]+[ \t]+)?(?:STATEMENTS?[ \t]+OF[ \t]+[^\n]{3,80}|"
                        # a company's name after the title: "Consolidated Balance Sheets Corning Incorporated ..."
-                       r"BALANCE[ \t]+SHEETS?(?:[ \t]+(?-i:[A-Z])[\w.,&'’ ]{2,80}(?<![.,:;]))?|"
+                       r"BALANCE[ \t]+SHEETS?(?:[ \t]+(?-i:[A-Z])[\w.,&'’ ]{0,60}?\b" + _COMPANY + r"\b[\w.,&'’ ]{0,40}"
+                       r"(?<![,:;]))?|"
                        r"STATEMENTS?[ \t]+OF[ \t]+FINANCIAL[ \t]+POSITION)[ \t]*(?:\([^\n)]*\))?[ \t]*$", re.I | re.M)
 NOTE = re.compile(r"^[ \t]*(?:NOTE|Note)[ \t]+(?P<number>[1-9][0-9]?)(?:[ \t]*[.:—–-]?[ \t]+"
                   r"(?P<title>[A-Z][^\n]{2,120})|[ \t]*\n[ \t]*(?P<below>[A-Z][A-Z0-9 ,&'’()/-]{2,120}))$",
                   re.M)  # "Note 5 - Acquisitions", and "NOTE 8" over the line "DEBT"
+# words before the statement's name and a company's after it: a sentence naming the balance sheets, not its title
+_PREFIXED_AND_NAMED = re.compile(r"\S[ \t]+(?:CONSOLIDATED|COMBINED|CONDENSED)[ \t]+(?:[A-Z]+[ \t]+)?BALANCE[ \t]+"
+                                 r"SHEETS?[ \t]+\S", re.I)
 _NOTE_SKIP = 3  # a note's number follows the last one found by at most this much (a note whose title is not found)
 STATEMENT_DIGITS = 0.12  # a statement's page: this share of the letters and digits of its next 1,500 characters
 _LISTED = 300  # characters: a statement title this close before another is a list of them (an index), not a page
@@ -171,6 +176,9 @@ def filing_headings(text: str, pages: Sequence[int] = ()) -> list[Heading]:
 
 
 _CAPITALS = re.compile(r"[^\S\n]*[^a-z|\n]{1,40}")  # a line without lower-case letters or table cells, 40 at most
+_PAGE_NUMBER = re.compile(r"\s*\d{1,4}\s*|[\W_]*")  # a page number alone, or a rule ("8." is an Item's number)
+_HEADING_START = re.compile(r"\s*(?:ITEM|PART|NOTE)\b.*", re.I)  # never joined to the line above it
+_JOINED_AT_MOST = 150  # characters of a joined line (an Item's title line at most)
 
 
 def _joined_capitals(text: str) -> str:
@@ -181,14 +189,20 @@ def _joined_capitals(text: str) -> str:
     line, stay two lines elsewhere."""
     lines = text.split("\n")
     out = []
+    run = 0  # characters of the line joined so far
     for i, line in enumerate(lines):
         out.append(line)
+        run += len(line) + 1
         if i + 1 < len(lines):
             after = lines[i + 1]
             joined = bool(line.strip() and after.strip() and _CAPITALS.fullmatch(line) and _CAPITALS.fullmatch(after)
                           and any(c.isalpha() for c in line + after)
+                          and not _PAGE_NUMBER.fullmatch(line) and not _PAGE_NUMBER.fullmatch(after)
+                          and not _HEADING_START.fullmatch(after)
+                          and run + len(after) <= _JOINED_AT_MOST
                           and (len(line.split()) == 1 or len(after.split()) == 1))
             out.append(" " if joined else "\n")
+            run = run if joined else 0
     return "".join(out)
 
 
@@ -228,7 +242,8 @@ def _filing_headings(text: str, pages: Sequence[int]) -> list[Heading]:
         digits = sum(c.isdigit() for c in after)
         listed = re.search(r"\s\d{1,3}$|[.:;,]$", title)  # "... Balance Sheets 47": an index; ending a sentence
         listing = i + 1 < len(titles) and titles[i + 1].start() - m.end() < _LISTED  # a list of the statements
-        if kind in seen or len(title.split()) > 14 or listed or listing or \
+        named_both = _PREFIXED_AND_NAMED.search(title)  # "Impact of … on Consolidated Balance Sheets As Reported …"
+        if kind in seen or len(title.split()) > 14 or listed or listing or named_both or \
                 digits < STATEMENT_DIGITS * sum(c.isalnum() for c in after):
             continue
         seen.add(kind)

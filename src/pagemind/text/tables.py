@@ -148,9 +148,17 @@ def unjammed(text: str) -> str:
     out = []
     for line in text.split("\n"):
         parts = _jammed(line) if "|" not in line else [line]
-        out.append("\n".join(parts) if sum(len(cells(p)[1]) >= 2 and bool(cells(p)[0]) for p in parts) >= 2
-                   else line)
+        out.append("\n".join(parts) if sum(_a_row(p) for p in parts) >= 2 else line)
     return "\n".join(out)
+
+
+def _a_row(part: str) -> bool:
+    """Whether a part of a jammed line is a statement row: a label, then two figures or more with digits, or three
+    cells or more of which one has digits (a dash alone is an empty cell: "Gain on sale — — (373,445) —" is a row,
+    "Note 4 —" of a sentence is none)."""
+    label, values = cells(part)
+    digits = sum(any(c.isdigit() for c in v) for v in values)
+    return bool(label) and (digits >= 2 or (digits >= 1 and len(values) >= 3))
 
 
 _JAM_WORDS = 40  # words of a label in a jammed row at most
@@ -363,4 +371,5 @@ def table_rows(text: str, first: int = 0) -> Iterator[Row]:
             yield Row(header, row, table)
 
 
-__all__ = ["Row", "Top", "cells", "numeric_rows", "periods_named", "table_rows", "table_top", "tables_as_rows"]
+__all__ = ["Row", "Top", "cells", "numeric_rows", "periods_named", "table_rows", "table_top", "tables_as_rows",
+           "unjammed"]

@@ -121,9 +121,9 @@ ELAPSED = re.compile(r"\bhow\s+(?:many\s+(?:days|weeks|months|years)|long)\b|"
 
 
 def elapsed(time: str, now: str) -> str | None:
-    """How long before ``now`` an ISO ``time`` was, in whole days and, past a fortnight, in the weeks, months or
-    years a question may count in: "3 days before now", "28 days (4 weeks) before now", "400 days (about 13
-    months, 1 year) before now"; "today" for the same day; None where either is not an ISO time or ``time`` is
+    """How long before ``now`` an ISO ``time`` was, in whole days and, from a week, in the weeks, months or years a
+    question may count in: "3 days before now", "28 days (4 weeks) before now", "400 days (about 13 months, about 1
+    year) before now"; "today" for the same day; None where either is not an ISO time or ``time`` is
     later. A small model subtracts dates badly (benchmarks (z): "How many weeks ago did I adopt my cat?" answered
     1 week for 4); each recalled line carries its own count instead."""
     then, today = day_of(time), day_of(now)
@@ -132,9 +132,10 @@ def elapsed(time: str, now: str) -> str | None:
     days = (today - then).days
     if days == 0:
         return "today"
-    if days < 14:
+    if days < 7:
         return f"{days} day{'s' if days > 1 else ''} before now"
-    counts = [f"{days // 7} weeks" if days % 7 == 0 else f"about {round(days / 7)} weeks"] if days < 70 else []
+    weeks = round(days / 7)
+    counts = [f"{'' if days % 7 == 0 else 'about '}{weeks} week{'s' if weeks > 1 else ''}"] if days < 70 else []
     if days >= 45:
         months = round(days / 30.44)
         counts.append(f"about {months} month{'s' if months > 1 else ''}")
