@@ -995,7 +995,7 @@ def test_a_metric_the_question_defines_is_read_into_pagemind_s_formula_and_nothi
             "Is the FY2017 - FY2019 3 year average of capex as a % of revenue above 5% for MGM?",  # yes or no
             "What is the FY2019 quick ratio for Block?",  # two textbook readings: the model's formula
             "What is the change in the current ratio between FY2021 and FY2022?",  # a change of a ratio
-            "Does Corning have positive working capital based on FY2022 data?",  # yes or no
+            "Is Corning's working capital above $1 billion in FY2022?",  # a threshold: yes or no
             "What is the net working capital turnover for FY2022?",  # other figures whose names hold a ratio's
             "What is the FY2022 unlevered free cash flow?", "What is FY2022 FCF/share?",
             "What is the FY2022 total payout ratio (dividends plus buybacks)?",
@@ -1308,6 +1308,33 @@ def test_whether_a_margin_improved_is_answered_from_its_two_years_computed_by_pa
     # a figure the model leaves out is read at its line's cell for its year
     got, _ = ask(question, "Yes", "gross_profit_2022 = 2820\nrevenue_2022 = 14544", AMCOR)
     assert got.stated.startswith("No: gross margin 19.39% in 2022")
+
+
+def test_whether_a_metric_was_positive_in_a_year_is_answered_by_its_sign_computed_by_pagemind():
+    """Issue 47: "Does Corning have positive working capital based on FY2022 data?" — the default model's bare "Yes"
+    held nothing the support check could find, and was withheld. The metric in that year is worked out by its
+    textbook formula and the answer is its sign, with the figures at their cells."""
+    from pagemind.answering.formula import defined
+
+    question = ("Does Corning have positive working capital based on FY2022 data? If working capital is not a useful "
+                "or relevant metric for this company, then please state that and explain why.")
+    found = defined(question)
+    assert found is not None and found.written() == (
+        "working_capital_2022 = current_assets_2022 - current_liabilities_2022\nanswer = working_capital_2022")
+    negative = defined("Did Block have negative free cash flow in FY2020?")
+    assert negative is not None and negative.change is not None
+    assert [negative.change.verdict(v) for v in (-5, 5)] == ["Yes", "No"]
+    for other in ("Does Corning have positive working capital?",  # no year
+                  "Did Block have a positive net loss in FY2020?",  # a loss
+                  "Does Amcor have positive revenue in Q2 of FY2023?"):  # a part of a year
+        assert defined(other) is None, other
+    sheet = ("Consolidated Balance Sheets\n\n| December 31, | 2022 | 2021 |\n| --- | --- | --- |\n"
+             "| Total current assets | 7,453 | 7,453 |\n| Total current liabilities | 5,430 | 4,975 |\n")
+    got, _ = ask(question, "Yes, Corning has positive working capital.",
+                 "current_assets_2022 = 7453  # Total current assets, 2022\n"
+                 "current_liabilities_2022 = 4975  # Total current liabilities", sheet)
+    assert got.stated == "Yes: working capital 2,023 in 2022"  # 4,975 is 2021's: read at 2022's cell
+    assert got.support is not None and got.support.label == "supported"
 
 
 def test_how_much_a_rate_changed_between_two_years_is_answered_with_both_years_and_the_change():

@@ -134,6 +134,9 @@ class Computation:
         results = self.results
         change = self.change
         values = {x.name: x.value for x in self.lines}
+        if change is not None and len(results) == 1 and change.earlier == change.later and change.earlier in values:
+            value = values[change.earlier]  # a question of one year's sign: "Yes: working capital 2,023 in 2022"
+            return f"{change.verdict(value)}: {change.metric} {shown(value)}{change.unit} in {change.years[1]}"
         if change is not None and len(results) == 1 and change.earlier in values and change.later in values:
             pair = ", ".join(f"{shown(values[name])}{change.unit} in {year}"
                              for name, year in zip((change.earlier, change.later), change.years, strict=True))
@@ -564,7 +567,8 @@ def _one_value_two_years(working: Computation, defined: Defined) -> str | None:
     column copied twice); else None."""
     change = defined.change
     values = {x.name: x.value for x in working.lines}
-    if change is None or change.earlier not in values or values[change.earlier] != values[change.later]:
+    if change is None or change.earlier == change.later or change.earlier not in values or \
+            values[change.earlier] != values[change.later]:  # (one year's sign asked: one value)
         return None
     return (f"{change.earlier} and {change.later} are the same, {shown(values[change.earlier])}: copy each year's "
             "figures from its own column")

@@ -111,8 +111,9 @@ class Change:
         return self.rise if change > 0 else self.fall if change < 0 else self.same
 
     def periods(self) -> str:
-        """The two years as a question names them ("FY2022 FY2023"), for the support check."""
-        return " ".join(f"FY{year}" for year in self.years)
+        """The two years as a question names them ("FY2022 FY2023"; one where the question asks of one year's sign),
+        for the support check."""
+        return " ".join(dict.fromkeys(f"FY{year}" for year in self.years))
 
 
 def name_of(line: str, year: str) -> str:
@@ -299,7 +300,7 @@ _MORE_IS_BETTER_RATIOS = re.compile(r"current\s+ratio|(?:net\s+)?working\s+capit
                                     re.IGNORECASE)
 _MORE_IS_BETTER_LINES = frozenset({"revenue", "gross profit", "operating income", "net income", "operating cash flow"})
 _SUBJECT = r"(?-i:(?:[A-Z0-9][\w&.'’-]*|&)(?:\s+(?:[A-Z0-9][\w&.'’-]*|&)){0,3})"  # a name: capitalised words
-_PERIOD = r"(?P<period>\s+(?:as\s+of|in|for|between|from|over|during|year)\b.*)?"
+_PERIOD = r"(?P<period>\s+(?:as\s+of|in|for|between|from|over|during|year|based\s+on)\b.*)?"
 _AUX = r"^(?:is|are|was|were|has|have|had|does|do|did)\s+"
 _CHANGES = (  # "Does AMCOR have an improving gross margin profile as of FY2023?"
     re.compile(rf"{_AUX}(?:the\s+)?{_SUBJECT}\s+(?:have|has|had|show|shows|showed|see|report)\s+(?:an?\s+)?"
@@ -312,6 +313,9 @@ _CHANGES = (  # "Does AMCOR have an improving gross margin profile as of FY2023?
     re.compile(rf"{_AUX}(?:the\s+)?{_SUBJECT}\s+(?P<direction>{_DIRECTION})\s+(?:its|their|the)\s+(?P<metric>.+?)"
                rf"{_PERIOD}$", re.IGNORECASE),
 )
+# "Does Corning have positive working capital based on FY2022 data?": the metric in one year, answered by its sign
+_SIGNED = re.compile(rf"{_AUX}(?:the\s+)?{_SUBJECT}\s+(?:have|has|had|show|shows|showed|report|reports|reported)\s+"
+                     rf"(?:an?\s+)?(?P<sign>positive|negative)\s+(?P<metric>.+?){_PERIOD}$", re.IGNORECASE)
 # "How much has the effective tax rate of Corning changed between FY2021 and FY2022?", "How did Boeing's effective tax
 # rate in FY2022 compare to FY2021?": the two values and the change
 _HOW_MUCH = (
@@ -349,6 +353,9 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
         return None
     lead = re.match(rf"{LEAD_IN}(?={AUXILIARY}|how\b)", asked, re.IGNORECASE)
     words = asked[lead.end():] if lead is not None else asked
+    signed = _SIGNED.match(words)
+    if signed is not None:
+        return _by_sign(signed, asked[:len(asked) - len(words)], definitions)
     m = next((m for pattern in (*_CHANGES, *_HOW_MUCH) if (m := pattern.match(words)) is not None), None)
     if m is None:
         return None
@@ -400,6 +407,39 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
     unit = "%" if _SHARE.match(metric) or _MARGIN.match(metric) or _STATED_RATE.fullmatch(metric) else ""
     change = Change(metric, (years[0], years[1]), names[0], names[1], *words_of, unit=unit)
     return Defined(metric, f"{names[1]} - {names[0]}", tuple(figures.values()), COMPARED, tuple(steps), change)
+
+
+def _by_sign(m: re.Match[str], lead: str, definitions: dict[str, tuple[str, str]]) -> Defined | None:
+    """A question whether a metric was positive or negative in one year ("Does Corning have positive working capital
+    based on FY2022 data?"): the metric's value in that year by its textbook formula (as :func:`_by_change` reads
+    it), the answer its sign — a :class:`Change` of one year, "Yes" where the value has the sign asked. None for a
+    part of a year, a loss, or a period of other than one year."""
+    period = m.group("period") or (f"in {lead}" if lead else "")
+    if _PART_OF_YEAR.search(period) or _PART_OF_YEAR.search(m.group("metric")):
+        return None
+    years = sorted(_years_in(period))
+    metric = _ASPECT.sub("", re.sub(r"^(?:(?:the|its|their|in|of)\s+)+", "", _BRACKETED.sub(
+        " ", m.group("metric")).strip(), flags=re.IGNORECASE)).strip()
+    if len(years) != 1 or not metric or _LOSS.search(metric) or _years_in(m.group("metric")):
+        return None
+    figures: dict[str, Figure] = {}
+    value = _value(metric, years[0], definitions, figures)
+    if value is None:
+        return None
+    name = str(value) if _NAME.match(str(value)) else f"{re.sub(r'[^a-z]+', '_', metric.lower()).strip('_')[:40]}_" \
+                                                     f"{years[0]}"
+    steps: tuple[tuple[str, str], ...] = ()
+    if name != str(value):
+        if name in figures:
+            name = name.replace(f"_{years[0]}", f"_value_{years[0]}")
+        try:
+            steps = ((name, ast.unparse(ast.parse(str(value), mode="eval"))),)
+        except SyntaxError:
+            return None
+    verdicts = ("Yes", "No", "No") if m.group("sign").lower() == "positive" else ("No", "Yes", "No")
+    unit = "%" if _SHARE.match(metric) or _MARGIN.match(metric) or _STATED_RATE.fullmatch(metric) else ""
+    change = Change(metric, (years[0], years[0]), name, name, *verdicts, unit=unit)
+    return Defined(metric, name, tuple(figures.values()), COMPARED, steps, change)
 
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
