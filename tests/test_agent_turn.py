@@ -283,6 +283,28 @@ def test_a_question_about_time_gone_by_gets_each_recalled_line_counted_back_from
     assert "Now:" not in text
 
 
+def test_a_question_of_which_came_first_gets_the_recalled_lines_in_the_order_they_were_said():
+    """Issue 50: asked "Which did I start first, pottery classes or the Spanish course?" with the lines the most
+    recent first, the default model named the first line shown (the later one). A question of which came first sees
+    the recalled lines the oldest first, and is told so; another question keeps the most recent first."""
+    fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 3,
+                                "recall-answer": ["Pottery classes.", "Spanish."]})
+    clock = Clock("2023-05-08 18:00:00")
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none"), clock=clock)
+    agent.say("I started pottery classes tonight, my bowl was lopsided.")
+    clock.at = "2023-09-12 19:00:00"
+    agent.say("First lesson of my Spanish course today, hola!")
+    clock.at = "2023-11-20 10:00:00"
+    agent.say("Which did I start first, pottery classes or the Spanish course?")
+    text = fake.history[-1].prompt_text()
+    recalled = text[text.index("Recalled from your memory, the oldest first"):]
+    assert recalled.index("pottery classes tonight") < recalled.index("Spanish course today")
+    agent.say("What is my Spanish course like?")
+    text = fake.history[-1].prompt_text()
+    recalled = text[text.index("Recalled from your memory, the most recent first"):]
+    assert recalled.index("[2023-11-20") < recalled.index("[2023-09-12 19:00] user: First lesson of my Spanish")
+
+
 def test_a_reply_from_recall_that_says_nothing_was_recalled_lets_the_agent_search():
     """When the reply from recall says the memories do not tell ("I do not know"), nothing is sent: the agent's own
     steps follow and the trace says why; a message that asks nothing is never answered from recall."""

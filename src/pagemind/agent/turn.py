@@ -156,6 +156,7 @@ class Turn:
         self.held = 0  # replies held back this turn for want of support (at most options.search_again)
         self.remaining = 0  # steps left after the running one
         self.recalled_lines: list[str] = []  # what recall before reply placed, as shown (and in its order)
+        self.recalled_order = _shown_order(self.options.recall_order)  # how that order is named where it is shown
 
     @property
     def trace(self) -> Trace:
@@ -234,7 +235,8 @@ class Turn:
         kept_facts: list[tuple[str, int, str, Event | Passage]] = [
             (p.time, p.id, f"{p.describe()} (archival passage {p.id})", p) for p in passages
             if p.superseded_by is None]
-        order = _shown_order(self.options.recall_order)
+        in_time = _ORDER_ASKED.search(self.text) is not None  # which came first: the lines as they were said
+        order = self.recalled_order = "the oldest first" if in_time else _shown_order(self.options.recall_order)
         ctx = self.context()
         empty = Event("system_alert", {"message": prompt("recalled", lines="", order=order)}, self.agent.now())
         # below the pressure warning and within what fits beside a reply: recall never evicts nor warns
@@ -252,7 +254,9 @@ class Turn:
                 continue
             budget -= cost
             chosen.append((item[0], item[1], line, item[3]))
-        if self.options.recall_order == "recent":  # a later fact first: it may replace an earlier one
+        if in_time:
+            chosen.sort(key=lambda item: item[:2])
+        elif self.options.recall_order == "recent":  # a later fact first: it may replace an earlier one
             chosen.sort(key=lambda item: item[:2], reverse=True)
         if not chosen:
             self.trace.note("recall before reply: no room in the window below the pressure warning" if start <= 0
@@ -293,7 +297,7 @@ class Turn:
         now = self.agent.now()
         text = prompt("recall_answer", memory=blocks.get("human", "").strip(),
                       now=now[:16] if ELAPSED.search(self.text) else "",
-                      order=_shown_order(self.options.recall_order),
+                      order=self.recalled_order,
                       conversation="\n".join(_said(e) for e in said[-_RECALL_ANSWER_CONTEXT:]),
                       lines="\n".join(self.recalled_lines), message=self.text)
         request = asking_probability(LLMRequest.user(text, role="recall-answer", max_tokens=min(
@@ -777,6 +781,12 @@ def _unwrapped(reply: str) -> str:
     if len(said) >= 2 and said[0] == said[-1] and said[0] in "\"'":
         said = said[1:-1].strip()
     return said
+
+
+# a question of which came first: "Which did I start first, pottery classes or the Spanish course?"
+_ORDER_ASKED = re.compile(r"\bwhich\b[^?]*\b(?:first|earlier|earliest|sooner)\b|"
+                          r"\bin\s+(?:what|which)\s+order\b|\b(?:first|earlier|before)\s*,?\s+[^?]+\s+or\s+",
+                          re.IGNORECASE)
 
 
 def _shown_order(order: str) -> str:
