@@ -485,6 +485,30 @@ def test_a_right_figure_in_other_units_is_supported_and_another_periods_is_flagg
     assert made_up.label == "unsupported" and made_up.unfounded  # in no unit anywhere in what was read
 
 
+def test_a_bare_figure_is_restated_in_the_units_the_question_asks_for():
+    """MGM's 2018 balance sheet is in thousands; asked "Answer in USD millions", the default model copied 302,578, and
+    the support check rightly found no $302,578 million. The figure is restated in millions, saying what the text
+    writes, and is supported; a figure the text writes under no other scale, or an answer that is more than a
+    figure, is left as it is."""
+    from pagemind.text import Document
+    from pagemind.text.numbers import in_units_asked
+
+    sheet = ("MGM RESORTS INTERNATIONAL AND SUBSIDIARIES CONSOLIDATED BALANCE SHEETS\n(In thousands, except share "
+             "data)\nDecember 31, 2018 2017\nCurrent liabilities\nAccounts payable $ 302,578 $ 255,028\n"
+             "Construction payable 311,793 474,807\n")
+    question = ("Basing your judgments off of the balance sheet, what is the year end FY2018 amount of accounts "
+                "payable for MGM Resorts? Answer in USD millions.")
+    fake = ScriptedLLM(by_role={"answer": "302,578"})
+    with Pagemind(fake, store=":memory:") as pm:
+        got = pm.ask(Document.from_text(sheet), question, method="full")
+    assert got.text == "302.58 million (302,578 in thousands)"
+    assert got.support is not None and got.support.label == "supported"
+    assert in_units_asked("302,578", question.replace("Answer in USD millions.", ""), sheet) is None  # none asked
+    assert in_units_asked("It was 302,578.", question, sheet) is None  # more than a figure: the model's words
+    assert in_units_asked("302,578", question, sheet.replace("(In thousands, except share data)", "")) is None
+    assert in_units_asked("1,244.5", "Answer in USD millions.", "(In Millions)\nDividends paid (1,244.5)") is None
+
+
 def test_a_cited_row_alone_is_read_under_its_tables_header_for_its_period():
     """Amazon's "| Net income | 3,033 | 10,073 | 11,588 |" cited for FY2019: the row's quote names no year; its
     table's header (2017, 2018, 2019) says 3,033 is 2017's."""

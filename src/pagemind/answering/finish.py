@@ -77,6 +77,8 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
     computation = worked if isinstance(worked, Computation) else None
     if computation is not None:  # the answer is the working's result; its figures are what support judges
         reading = replace(reading, text=computation.text())
+    elif not question.is_choice and (restated := in_units(question, reading, document)) is not None:
+        reading = replace(reading, text=restated)  # "302,578" asked in millions, printed in thousands: 302.58 million
     claims = None if computation is None else computation.claims()
     each = [] if claims is None else cite_each(question, reading, options, claims, encoder, context, document)
     citations = ev.distinct(each) if each else cite(question, reading, options, llm, context, encoder, document)
@@ -122,6 +124,18 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
         answer.draft, answer.abstained = answer.text, True
         answer.text, answer.choice = abstention(support, citations, because), None
     return answer
+
+
+def in_units(question: Question, reading: Reading, document: Any = None) -> str | None:
+    """A bare figure answered, restated in the units the question asks for where the text read writes it under
+    another scale (:func:`~pagemind.text.numbers.in_units_asked`: MGM's balance sheet in thousands, the question in
+    millions); None otherwise."""
+    from ..text.numbers import in_units_asked
+
+    text = getattr(document, "text", None)
+    if not isinstance(text, str):
+        text = "\n".join(e.head + e.text for e in reading.evidence)
+    return in_units_asked(reading.text, question.text, text)
 
 
 def computed(question: Question, reading: Reading, options: AnswerOptions, llm: LLM, context: Context,

@@ -74,6 +74,44 @@ def table_scale(text: str) -> float:
     return SCALES[m.group(1).lower()] if m else 1.0
 
 
+# the units a question asks its figure in: "Answer in USD millions.", "(in USD billions)", "in thousands of dollars"
+_UNITS_ASKED = re.compile(r"\bin\s+(?:USD\s+|US\$\s*|\$\s*|dollars\s+)?(thousands|millions|billions)\b", re.I)
+_NEAR = 4000  # characters before a figure looked at for the scale its table or statement states
+_BARE = re.compile(r"^[\s$]*(?:USD\s*)?(?P<figure>[^\s]+?)\s*(?:USD)?[\s.]*$", re.IGNORECASE)
+
+
+def in_units_asked(answer: str, question: str, text: str) -> str | None:
+    """A bare figure answered (``answer`` is one amount and nothing else: "302,578", "$ 1,577") restated in the units
+    ``question`` asks for ("Answer in USD millions") where ``text`` writes that figure only under another stated
+    scale ("(In thousands, except share data)" above it, within :data:`_NEAR` characters): "302.58 million (302,578 in
+    thousands)": the words beside the figures are the text's own, so the support check reads the restatement as it
+    reads the figure. None where nothing is to be restated: no units asked, an answer that is more
+    than a figure or states its own scale, a figure the text does not write, or writes under several scales."""
+    asked = _UNITS_ASKED.search(question)
+    bare = _BARE.match(answer)
+    if asked is None or bare is None:
+        return None
+    given = amounts(bare.group("figure"))
+    if len(given) != 1 or given[0].scale != 1.0 or given[0].percent or given[0].text != bare.group("figure"):
+        return None
+    written = given[0].text.lstrip("$(").rstrip(")")
+    if "," not in written and len(written.split(".")[0]) < 4:
+        return None  # "302": a figure this short may be written anywhere
+    scales = set()
+    for m in re.finditer(rf"(?<![\d,.]){re.escape(written)}(?![\d,]|\.\d)", text):
+        stated = list(_TABLE_SCALE.finditer(text, max(0, m.start() - _NEAR), m.start()))
+        scales.add(stated[-1].group(1).lower() if stated else "")
+    if len(scales) != 1 or "" in scales:
+        return None
+    found, wanted = scales.pop(), asked.group(1).lower()
+    if found == wanted:
+        return None
+    value = abs(given[0].value) * SCALES[found] / SCALES[wanted] * (-1 if given[0].value < 0 else 1)
+    size = abs(value)
+    figure = f"{value:,.0f}" if size >= 1000 else f"{value:,.2f}" if size >= 1 else f"{value:.3g}"
+    return f"{figure} {wanted.rstrip('s')} ({written} in {found})"
+
+
 RELATIVE = 0.005  # amounts within half a percent of each other are one figure rounded another way
 ROUNDED = 0.05  # rounding that moves a figure further than this is another figure ("1" is not 0.54, nor "3" 2.7)
 
@@ -122,4 +160,4 @@ def matches(answer: str, gold: str, relative: float = GRADED) -> bool | None:
     return all(any(same_amount(w, g, relative) for g in given) for w in wanted[:1])
 
 
-__all__ = ["GRADED", "SCALES", "Amount", "amounts", "matches", "same_amount", "table_scale"]
+__all__ = ["GRADED", "SCALES", "Amount", "amounts", "in_units_asked", "matches", "same_amount", "table_scale"]
