@@ -711,6 +711,9 @@ def test_a_filings_registrant_is_the_subject_of_every_sentence_it_files():
     assert registrant("a" * 20_000) == frozenset() and registrant("x" * 5_000 + "\n(exact name of registrant") == \
         frozenset()  # one long line: read at once, never a backtracking search
     assert registrant("AMERICAN\nEXPRESS COMPANY\n(Exact name of registrant") == {"american", "express"}
+    # MGM's 2018 cover: a word a line, small capitals whose first letter the text layer sets apart
+    assert registrant("Commission\nFile\nNo.\n001-10362\nMGM\nR\nESORTS I\nNTERNATIONAL\n(Exact name of Registrant "
+                      "as specified in its charter)") == {"mgm", "resorts", "international"}
     assert registrant("FORM 10-K\nGENERAL MILLS, INC.\n\n____\n( Exact name of registrant") == {"general", "mills"}
     for asked in ("How much cash did Square, Inc. generate from operations in FY2020?",  # its legal form: no name
                   "How much cash did Square generate from operations in FY2020 (see www.afterpay.com)?"):

@@ -500,6 +500,8 @@ _REGISTRANT = re.compile(r"\(\s*exact\s+name\s+of\s+registrant", re.IGNORECASE) 
 _COVER = 20_000  # characters of a filing's cover page read for its registrant
 _NAME_CHARS = 100  # longest registrant line
 _NAME_LINES = 2  # a name printed over this many lines at most ("AMERICAN" / "EXPRESS COMPANY")
+_SHORT_LINE, _SHORT_NAME_LINES = 12, 5  # ... or over five lines of a word each ("MGM" / "R" / "ESORTS I" / …)
+_SMALL_CAPS = re.compile(r"(?<![A-Za-z])([A-Z]) (?=[A-Z]{2,})")
 _BOILERPLATE = re.compile(r"\b(?:form|commission|file|mark one|securities|exchange|act|report)\b", re.IGNORECASE)
 # a registrant's legal form and joining words: "Amazon.com, Inc." is Amazon, never "com" nor "inc"
 _LEGAL = frozenset("inc incorporated corp corporation company co com ltd limited plc llc lp nv sa ag se holdings "
@@ -536,11 +538,13 @@ def _registrant(cover: str) -> frozenset[str]:
             if name:
                 break  # the blank line above the name
             continue  # blank or rule lines between the name and the marker
+        short = all(len(n) <= _SHORT_LINE for n in [*name, bare])  # a word or a letter a line: "MGM" / "R" / …
         if len(bare) > _NAME_CHARS or re.search(r"\d{3}", bare) or _BOILERPLATE.search(bare) or \
-                len(name) >= _NAME_LINES:
+                len(name) >= (_SHORT_NAME_LINES if short else _NAME_LINES):
             break
         name.insert(0, bare)
-    text = " ".join(n.strip("_ \t") for n in name).lower()
+    # small capitals whose first letter the text layer sets apart: "MGM R ESORTS I NTERNATIONAL"
+    text = _SMALL_CAPS.sub(r"\1", " ".join(n.strip("_ \t") for n in name)).lower()
     if not text or len(text) > _NAME_CHARS or re.search(r"\d{3}", text):  # a file number, a run of text: no name
         return frozenset()
     words = set(re.findall(r"[a-z][a-z0-9]+", text)) | set(re.findall(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+", text))
