@@ -370,8 +370,7 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
         years = [str(int(years[0]) - 1), years[0]]
     if len(years) != 2 or not 1 <= int(years[1]) - int(years[0]) <= 2 or _years_in(m.group("metric")):
         return None
-    metric = _ASPECT.sub("", re.sub(r"^(?:(?:the|its|their|in|of)\s+)+", "", _BRACKETED.sub(
-        " ", m.group("metric")).strip(), flags=re.IGNORECASE)).strip()  # "revenue (net sales)": its name once
+    metric = _metric_of(m.group("metric"))
     direction, other = m.groupdict().get("direction") or "", m.groupdict().get("other")  # "": how much
     if not metric or _LOSS.search(metric) or (not direction and _IN_PERCENT.search(asked)):
         return None  # a loss rising is the line falling; "how much, in percent": a growth rate, not the change
@@ -409,6 +408,13 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
     return Defined(metric, f"{names[1]} - {names[0]}", tuple(figures.values()), COMPARED, tuple(steps), change)
 
 
+def _metric_of(words: str) -> str:
+    """The metric a change or sign question names, its article, aspect and bracketed other name left out ("the
+    gross margin profile" -> "gross margin"; "revenue (net sales)": its name once)."""
+    return _ASPECT.sub("", re.sub(r"^(?:(?:the|its|their|in|of)\s+)+", "", _BRACKETED.sub(" ", words).strip(),
+                                  flags=re.IGNORECASE)).strip()
+
+
 def _by_sign(m: re.Match[str], lead: str, definitions: dict[str, tuple[str, str]]) -> Defined | None:
     """A question whether a metric was positive or negative in one year ("Does Corning have positive working capital
     based on FY2022 data?"): the metric's value in that year by its textbook formula (as :func:`_by_change` reads
@@ -418,8 +424,7 @@ def _by_sign(m: re.Match[str], lead: str, definitions: dict[str, tuple[str, str]
     if _PART_OF_YEAR.search(period) or _PART_OF_YEAR.search(m.group("metric")):
         return None
     years = sorted(_years_in(period))
-    metric = _ASPECT.sub("", re.sub(r"^(?:(?:the|its|their|in|of)\s+)+", "", _BRACKETED.sub(
-        " ", m.group("metric")).strip(), flags=re.IGNORECASE)).strip()
+    metric = _metric_of(m.group("metric"))
     if len(years) != 1 or not metric or _LOSS.search(metric) or _years_in(m.group("metric")):
         return None
     figures: dict[str, Figure] = {}
