@@ -263,16 +263,24 @@ def test_the_reply_from_recall_answers_a_question_in_one_plain_call_and_cites_wh
                for e in agent.store.queue(agent.id))
 
 
+def told(fake, *said, now):
+    """An agent on ``fake`` told each ``(time, message)`` of ``said`` at its time, its clock then set to ``now``."""
+    clock = Clock(said[0][0])
+    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none"), clock=clock)
+    for at, message in said:
+        clock.at = at
+        agent.say(message)
+    clock.at = now
+    return agent
+
+
 def test_a_question_about_time_gone_by_gets_each_recalled_line_counted_back_from_now():
     """Issue 50: "How many weeks ago did I adopt my cat?" was answered 1 week for 4 — the 1.5B model subtracts
     dates badly. Asked about time gone by, each recalled line says how long before now it was, and the reply from
     recall is told the date now; another question's lines are only dated."""
     fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 2,
                                 "recall-answer": ["4 weeks ago.", "In May."]})
-    clock = Clock("2023-05-20 11:00:00")
-    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none"), clock=clock)
-    agent.say("I adopted a cat today and named her Miso.")
-    clock.at = "2023-06-17 10:00:00"
+    agent = told(fake, ("2023-05-20 11:00:00", "I adopted a cat today and named her Miso."), now="2023-06-17 10:00:00")
     assert agent.say("How many weeks ago did I adopt my cat Miso?").messages == ["4 weeks ago."]
     text = fake.history[-1].prompt_text()
     assert "[2023-05-20 11:00, 28 days (4 weeks) before now] user: I adopted a cat today" in text
@@ -289,12 +297,8 @@ def test_a_question_of_which_came_first_gets_the_recalled_lines_in_the_order_the
     the recalled lines the oldest first, and is told so; another question keeps the most recent first."""
     fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 3,
                                 "recall-answer": ["Pottery classes.", "Spanish."]})
-    clock = Clock("2023-05-08 18:00:00")
-    agent = Agent.create(LLM(fake), Store(":memory:"), "sam", options=AgentOptions(embedder="none"), clock=clock)
-    agent.say("I started pottery classes tonight, my bowl was lopsided.")
-    clock.at = "2023-09-12 19:00:00"
-    agent.say("First lesson of my Spanish course today, hola!")
-    clock.at = "2023-11-20 10:00:00"
+    agent = told(fake, ("2023-05-08 18:00:00", "I started pottery classes tonight, my bowl was lopsided."),
+                 ("2023-09-12 19:00:00", "First lesson of my Spanish course today, hola!"), now="2023-11-20 10:00:00")
     agent.say("Which did I start first, pottery classes or the Spanish course?")
     text = fake.history[-1].prompt_text()
     recalled = text[text.index("Recalled from your memory, the oldest first"):]
