@@ -380,19 +380,10 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
         return None
     if any(_JUDGED.match(d) for d in (direction, other or "")) and not _better_more(metric):
         return None
-    slug = re.sub(r"[^a-z]+", "_", metric.lower()).strip("_")[:40]
-    steps: list[tuple[str, str]] = []
-    names = []
-    for year, value in zip(years, values, strict=True):
-        if _NAME.match(str(value)):
-            names.append(str(value))
-        else:
-            name = f"{slug}_{year}"
-            names.append(f"{slug}_value_{year}" if name in figures else name)  # abs(capex_2021): not the figure's name
-            try:
-                steps.append((names[-1], ast.unparse(ast.parse(str(value), mode="eval"))))
-            except SyntaxError:
-                return None
+    named = _yearly(metric, years, [str(v) for v in values], figures)
+    if named is None:
+        return None
+    names, steps = named
     up = re.match(_UP, direction, re.IGNORECASE) is not None
     if not direction:  # how much it changed
         words_of = ("", "", "")
@@ -403,9 +394,34 @@ def _by_change(asked: str, definitions: dict[str, tuple[str, str]]) -> Defined |
         words_of = (rise.capitalize(), fall.capitalize(), "Unchanged")
     else:
         words_of = ("Yes", "No", "No") if up else ("No", "Yes", "No")
-    unit = "%" if _SHARE.match(metric) or _MARGIN.match(metric) or _STATED_RATE.fullmatch(metric) else ""
-    change = Change(metric, (years[0], years[1]), names[0], names[1], *words_of, unit=unit)
+    change = Change(metric, (years[0], years[1]), names[0], names[1], *words_of, unit=_unit_of(metric))
     return Defined(metric, f"{names[1]} - {names[0]}", tuple(figures.values()), COMPARED, tuple(steps), change)
+
+
+def _yearly(metric: str, years: list[str], values: list[str],
+            figures: dict[str, Figure]) -> tuple[list[str], list[tuple[str, str]]] | None:
+    """The working's names of ``metric`` in each of ``years`` and the steps computing them from ``values`` (its
+    expression in each year): a value that is one figure's name is that name, no step (None where a value does not
+    parse)."""
+    slug = re.sub(r"[^a-z]+", "_", metric.lower()).strip("_")[:40]
+    steps: list[tuple[str, str]] = []
+    names = []
+    for year, value in zip(years, values, strict=True):
+        if _NAME.match(value):
+            names.append(value)
+        else:
+            name = f"{slug}_{year}"
+            names.append(f"{slug}_value_{year}" if name in figures else name)  # abs(capex_2021): not the figure's name
+            try:
+                steps.append((names[-1], ast.unparse(ast.parse(value, mode="eval"))))
+            except SyntaxError:
+                return None
+    return names, steps
+
+
+def _unit_of(metric: str) -> str:
+    """"%" for a share, a margin or a stated rate (a change of it is in points), else ""."""
+    return "%" if _SHARE.match(metric) or _MARGIN.match(metric) or _STATED_RATE.fullmatch(metric) else ""
 
 
 def _metric_of(words: str) -> str:
@@ -431,20 +447,13 @@ def _by_sign(m: re.Match[str], lead: str, definitions: dict[str, tuple[str, str]
     value = _value(metric, years[0], definitions, figures)
     if value is None:
         return None
-    name = str(value) if _NAME.match(str(value)) else f"{re.sub(r'[^a-z]+', '_', metric.lower()).strip('_')[:40]}_" \
-                                                     f"{years[0]}"
-    steps: tuple[tuple[str, str], ...] = ()
-    if name != str(value):
-        if name in figures:
-            name = name.replace(f"_{years[0]}", f"_value_{years[0]}")
-        try:
-            steps = ((name, ast.unparse(ast.parse(str(value), mode="eval"))),)
-        except SyntaxError:
-            return None
+    named = _yearly(metric, years, [value], figures)
+    if named is None:
+        return None
+    (name,), steps = named
     verdicts = ("Yes", "No", "No") if m.group("sign").lower() == "positive" else ("No", "Yes", "No")
-    unit = "%" if _SHARE.match(metric) or _MARGIN.match(metric) or _STATED_RATE.fullmatch(metric) else ""
-    change = Change(metric, (years[0], years[0]), name, name, *verdicts, unit=unit)
-    return Defined(metric, name, tuple(figures.values()), COMPARED, steps, change)
+    change = Change(metric, (years[0], years[0]), name, name, *verdicts, unit=_unit_of(metric))
+    return Defined(metric, name, tuple(figures.values()), COMPARED, tuple(steps), change)
 
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
