@@ -148,7 +148,7 @@ def unjammed(text: str) -> str:
     out = []
     for line in text.split("\n"):
         parts = _jammed(line) if "|" not in line else [line]
-        out.append("\n".join(parts) if sum(_a_row(p) for p in parts) >= 2 else line)
+        out.append("\n".join(parts) if len(parts) > 1 and sum(_a_row(p) for p in parts) >= 2 else line)
     return "\n".join(out)
 
 
