@@ -157,6 +157,7 @@ class Turn:
         self.remaining = 0  # steps left after the running one
         self.recalled_lines: list[str] = []  # what recall before reply placed, as shown (and in its order)
         self.recalled_order = _shown_order(self.options.recall_order)  # how that order is named where it is shown
+        self.counted_from = ""  # the time the recalled lines are counted back from (time gone by asked), else ""
 
     @property
     def trace(self) -> Trace:
@@ -244,7 +245,8 @@ class Turn:
                 - self.llm.count_tokens(empty.render()) - _RECALL_MARGIN)
         budget = start = min(self.options.recall_tokens, room)
         chosen: list[tuple[str, int, str, Event | Passage]] = []
-        now = self.agent.now() if ELAPSED.search(self.text) else None  # time gone by asked: each line's own count
+        self.counted_from = self.agent.now() if ELAPSED.search(self.text) else ""  # time gone by asked: lines counted
+        now = self.counted_from or None
         for item in (x for pair in itertools.zip_longest(said, kept_facts) for x in pair if x is not None):
             line = item[2] if len(item[2]) <= 600 else item[2][:597] + "..."
             if now is not None and not (isinstance(item[3], Passage) and item[3].from_document):
@@ -294,9 +296,8 @@ class Turn:
             e.kind == "user_message" or (e.kind == "step" and e.payload.get("function") == "send_message"
                                          and not e.payload.get("held")
                                          and e.payload.get("arguments", {}).get("message") != boot))]
-        now = self.agent.now()
         text = prompt("recall_answer", memory=blocks.get("human", "").strip(),
-                      now=now[:16] if ELAPSED.search(self.text) else "",
+                      now=self.counted_from[:16],
                       order=self.recalled_order,
                       conversation="\n".join(_said(e) for e in said[-_RECALL_ANSWER_CONTEXT:]),
                       lines="\n".join(self.recalled_lines), message=self.text)
