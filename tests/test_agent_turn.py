@@ -516,6 +516,19 @@ def test_a_fact_the_user_told_about_themselves_is_not_written_into_the_persona()
     assert "York" not in blocks["persona"] and "The user said: I live in York." in blocks["human"]
     assert "I like to keep my answers short." in blocks["persona"]
 
+def test_a_users_fact_opening_with_my_goes_to_the_human_block_too():
+    """With the default model: asked "Please save this in your core memory about me: My locker code is 4417.", the
+    agent appended "My locker code is 4417." to its persona — "My" opening the sentence was not read as the first
+    person."""
+    agent, _ = make([call("core_memory_append", label="persona", content="My locker code is 4417.",
+                          request_heartbeat=True),
+                     call("send_message", message="Saved.")], recall_first=False)
+    turn = agent.say("Please save this in your core memory about me: My locker code is 4417.")
+    assert "Saved in the human block, not persona" in turn.steps[0].result
+    blocks = {b.label: b.value for b in agent.store.blocks(agent.id)}
+    assert "4417" not in blocks["persona"] and "The user said: My locker code is 4417." in blocks["human"]
+
+
 def test_a_short_reply_naming_a_place_cites_the_message_that_names_it():
     """With the default model the agent answered "You live in Leeds now." — one content word shared with "I moved to
     Leeds last month" and so no citation. A shared name (capitalised in the reply) counts twice."""

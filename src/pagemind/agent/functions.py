@@ -312,7 +312,8 @@ SPECS = {f.name: f for f in FUNCTIONS}
 # 0.1. On LoCoMo words match about 437 of some 580 turns a question (the speakers names are in most); the floor lets
 # in about one more: benchmarks/recall_search.py measures the fusion; this floor acts only where words fail.
 RECALL_NEAR = 0.35
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|my|me|mine)\b")
+# "I" as written; "my", "me", "mine" also opening a sentence ("My locker code is 4417.")
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|(?i:my|me|mine))\b")
 
 
 def spoken_date(time: str) -> str:
