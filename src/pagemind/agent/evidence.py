@@ -15,15 +15,17 @@ cites the user message it came from (:func:`source_of`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from ..citations import Citation, locate
+from ..text.when import Day, dates_of, same_date, written_dates
 from ..text.words import keywords, sentences
 from .memory import Event, Passage
 
 MAX_CITATIONS = 5  # a few per reply, best first
 MIN_SHARED = 2  # content words a cited sentence shares with the reply (one shared word is too often chance)
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")  # a question's names (and its first word: no content word)
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b")  # a capitalised word not opening a sentence
 
 
@@ -57,29 +59,47 @@ def _sentences(c: Citation) -> Iterable[tuple[int, int]]:
         at = c.start + span[1]
 
 
-def _best(c: Citation, wanted: set[str], names: frozenset[str] = frozenset()) -> Citation | None:
+def _best(c: Citation, wanted: set[str], names: frozenset[str] = frozenset(),
+          dated: tuple[frozenset[Day], str, frozenset[str]] | None = None) -> Citation | None:
     """The sentence of ``c`` sharing most content words with ``wanted``, at least :data:`MIN_SHARED` of them (or all
     when ``wanted`` has fewer); a shared name (``names``: the reply's capitalised words, a place or a person) counts
-    twice, so "You live in Leeds now." cites "I moved to Leeds last month"; None when no sentence shares that many."""
+    twice, so "You live in Leeds now." cites "I moved to Leeds last month"; None when no sentence shares that many.
+    ``dated`` (the reply's dates, when the message was said, the question's words but its names): a sentence that
+    stands for one of those dates and shares a word with the question counts as sharing the reply's words."""
     best: tuple[int, int, int] | None = None
-    needed = min(MIN_SHARED, len(wanted))
+    needed = min(MIN_SHARED, len(wanted)) or 1
+    asked, said, topic = dated if dated is not None else (frozenset(), "", frozenset())
+    on_day = any(same_date(a, t) for a in asked for t in dates_of("", said))
     for start, end in _sentences(c):
-        shared = wanted & keywords(c.quote[start - c.start:end - c.start])
+        sentence = keywords(c.quote[start - c.start:end - c.start])
+        shared = wanted & sentence
         hits = len(shared) + len(shared & names)
+        if topic & sentence and (on_day or any(same_date(a, t) for a in asked for t in dates_of(
+                c.quote[start - c.start:end - c.start], said))):
+            hits += needed + 1  # the sentence the date came from: above one sharing a word or two by chance
         if hits >= needed and hits and (best is None or hits > best[0]):
             best = (hits, start, end)
     if best is None:
         return None
     hits, start, end = best
     return replace(c, start=start, end=end, quote=c.quote[start - c.start:end - c.start],
-                   score=round(hits / len(wanted), 3))
+                   score=round(hits / max(1, len(wanted)), 3))
 
 
-def support(evidence: Sequence[Citation], reply: str, limit: int = MAX_CITATIONS) -> list[Citation]:
+def support(evidence: Sequence[Citation], reply: str, limit: int = MAX_CITATIONS,
+            times: Mapping[int, str] | None = None, question: str = "") -> list[Citation]:
     """The evidence the reply used, best first: per passage or message, its sentence sharing most content words with
-    the reply (none: not cited)."""
+    the reply (none: not cited). ``times``: when each message (by seq) was said, and ``question``: what the reply
+    answers — a date the reply gives, worked out from a message, shares no word with it ("When did Melanie run a
+    charity race?" — "20 May 2023", from "I ran a charity race last Saturday" said 25 May 2023; "2018" from "I
+    started surfing five years ago"): a sentence that stands for a date of the reply (:func:`same_date`; its own
+    relative words', or any sentence for the day it was said) and shares a word with the question but its names
+    is cited too."""
     wanted = keywords(reply)
-    if not wanted:
+    asked = written_dates(reply) if times and question else frozenset()
+    named = {w.lower() for w in _CAPITALISED.findall(question)}
+    topic = frozenset(keywords(question) - named) if asked else frozenset()
+    if not wanted and not asked:
         return []
     names = frozenset(w.lower() for w in _NAME.findall(reply)) & wanted
     seen: set[tuple[str, int | None]] = set()
@@ -88,7 +108,8 @@ def support(evidence: Sequence[Citation], reply: str, limit: int = MAX_CITATIONS
         if (c.unit, c.index) in seen:
             continue
         seen.add((c.unit, c.index))
-        best = _best(c, wanted, names)
+        said = (times or {}).get(c.index or 0) if c.unit == "message" and asked else None
+        best = _best(c, wanted, names, (asked, said, topic) if said is not None and topic else None)
         if best is not None:
             found.append(best)
     return sorted(found, key=lambda c: -(c.score or 0))[:limit]

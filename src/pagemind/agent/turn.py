@@ -348,7 +348,7 @@ class Turn:
         (aligned lexically, no LLM call), then the messages the facts saved to core memory came from."""
         result = self.result
         evidence = self._evidence()
-        cited = support(evidence, " ".join(result.messages))
+        cited = self._support(evidence, " ".join(result.messages))
         if evidence and result.messages:  # the reply checked against what its searches returned, as an answer is
             from ..answering.support import assess
 
@@ -361,6 +361,13 @@ class Turn:
                     cited.append(c)
         result.citations = cited
         return result
+
+    def _support(self, evidence: list[Citation], reply: str) -> list[Citation]:
+        """The evidence ``reply`` used (:func:`~pagemind.agent.evidence.support`), a date it gives read against
+        when each message was said and the user's question."""
+        seqs = sorted({c.index for c in evidence if c.unit == "message" and c.index is not None})
+        times = {e.seq: e.time for e in self.store.events(self.agent.id, seqs)} if seqs else {}
+        return support(evidence, reply, times=times, question=_question(self.text))
 
     def _evidence(self) -> list[Citation]:
         """What this turn's searches returned, but its own messages (what the agent said this turn is no source)."""
@@ -385,7 +392,7 @@ class Turn:
         from ..answering.support import assess
 
         evidence = self._evidence()
-        judged = assess(self.text, message, support(evidence, message), [c.quote for c in evidence])
+        judged = assess(self.text, message, self._support(evidence, message), [c.quote for c in evidence])
         if not judged.declined and judged.label != "unsupported":
             return None
         self.held += 1

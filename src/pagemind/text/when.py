@@ -113,6 +113,84 @@ def anchored(text: str, time: str) -> str:
     return _RELATIVE.sub(dated, text)
 
 
+# --- dates written in a text, and the dates a message stands for ---------------------------------------------
+# (year, month, day): a day; (year, month, 0): a month; (year, 0, 0): a year
+Day = tuple[int, int, int]
+_MONTH = r"(?P<{0}>" + "|".join(f"{m[:3]}(?:{m[3:]})?" if len(m) > 3 else m for m in MONTHS) + r")\.?"
+_WRITTEN = re.compile(
+    r"\b(?P<iy>\d{4})-(?P<im>\d{2})-(?P<id>\d{2})\b"
+    r"|\b(?P<dd>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH.format("dm") + r",?\s+(?P<dy>\d{4})\b"
+    r"|\b" + _MONTH.format("md") + r"\s+(?P<mdd>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<mdy>\d{4})\b"
+    r"|\b" + _MONTH.format("mo") + r",?\s+(?P<my>\d{4})\b"
+    r"|\b(?P<y>(?:19|20)\d{2})\b(?!-\d)",
+    re.IGNORECASE)
+
+
+def _month_number(name: str) -> int:
+    return next(i for i, m in enumerate(MONTHS, 1) if m.lower().startswith(name.lower().rstrip(".")[:3]))
+
+
+def written_dates(text: str) -> frozenset[Day]:
+    """The dates ``text`` writes out, each as precise as written: "21 January 2022", "May 3, 2023" and
+    "2023-05-03" a day, "December 2022" a month, "2018" a year (a year 1900-2099 standing alone)."""
+    found: set[Day] = set()
+    for m in _WRITTEN.finditer(text):
+        try:
+            if m["iy"]:
+                found.add(_checked(int(m["iy"]), int(m["im"]), int(m["id"])))
+            elif m["dm"]:
+                found.add(_checked(int(m["dy"]), _month_number(m["dm"]), int(m["dd"])))
+            elif m["md"]:
+                found.add(_checked(int(m["mdy"]), _month_number(m["md"]), int(m["mdd"])))
+            elif m["mo"]:
+                found.add((int(m["my"]), _month_number(m["mo"]), 0))
+            else:
+                found.add((int(m["y"]), 0, 0))
+        except ValueError:  # "31 February 2023": no date
+            continue
+    return frozenset(found)
+
+
+def _checked(year: int, month: int, day: int) -> Day:
+    date(year, month, day)  # ValueError when there is no such day
+    return year, month, day
+
+
+def dates_of(text: str, time: str) -> frozenset[Day]:
+    """The dates a message said at ``time`` stands for: the day it was said and those its relative words stand
+    for ("last Saturday", said 25 May 2023: 20 May 2023; "five years ago": 2018; "next month": June 2023) — a
+    week's words ("last week", "around 3 weeks ago") as each of the days they may mean."""
+    said = day_of(time)
+    if said is None:
+        return frozenset()
+    found: set[Day] = {(said.year, said.month, said.day)}
+    for m in _RELATIVE.finditer(text):
+        what = _meaning(m, said)
+        if what is None:
+            continue
+        days = written_dates(what)
+        if what.startswith(("the week", "around")):
+            middle = date(*max(days))
+            # "the week before 25 May": 18-24 May; "of": that week; "after": the next; "around X": X ± 3 days
+            first = {"before": -7, "of": -middle.weekday(), "after": 1}.get(what.split()[2], -3) \
+                if what.startswith("the week") else -3
+            days = frozenset((d.year, d.month, d.day) for d in (middle + timedelta(days=first + k) for k in range(7)))
+        found |= days
+    return frozenset(found)
+
+
+def same_date(asked: Day, told: Day) -> bool:
+    """Whether a date written in an answer (``asked``) is one a message stands for (``told``): the same date as
+    precisely written, or a day or month within a month or year the message names ("20 February 2023" for "next
+    month", said in January 2023) — never a year or month for a day (every message of 2023 was said in 2023)."""
+    if asked == told:
+        return True
+    year, month, day = told
+    if day or asked[0] != year:
+        return False
+    return month == 0 or (asked[1] == month and asked[2] != 0)
+
+
 # a question about time gone by: "How many weeks ago did I adopt my cat?", "How many days after my dentist
 # appointment did I fly to Lisbon?", "How long has she had her friends?"
 ELAPSED = re.compile(r"\bhow\s+(?:many\s+(?:days|weeks|months|years)|long)\b|"
@@ -145,4 +223,5 @@ def elapsed(time: str, now: str) -> str | None:
     return f"{days} days ({', '.join(counts)}) before now"
 
 
-__all__ = ["ELAPSED", "MONTHS", "anchored", "day_of", "elapsed", "meaning", "spoken"]
+__all__ = ["ELAPSED", "MONTHS", "Day", "anchored", "dates_of", "day_of", "elapsed", "meaning", "same_date", "spoken",
+           "written_dates"]
