@@ -110,11 +110,12 @@ def test_a_date_worked_out_from_a_message_cites_the_sentence_it_came_from():
 
     race = message(4, "Melanie: Hey Caroline! I ran a charity race for mental health last Saturday. It was fun.")
     paint = message(9, "Melanie: I painted a lake sunrise. Caroline loved it.")
-    times = {4: "2023-05-25 13:00:00", 9: "2023-05-25 13:00:00"}
+    said = {c.index: Event("user_message", {"message": c.quote, "speaker": "Melanie"}, "2023-05-25 13:00:00")
+            for c in (race, paint)}
     asked = "When did Melanie run a charity race?"
-    [cited] = support([paint, race], "20 May 2023", times=times, question=asked)
+    [cited] = support([paint, race], "20 May 2023", messages=said, question=asked)
     assert cited.index == 4 and cited.quote == "I ran a charity race for mental health last Saturday."
     # the day both were said: the one about the question's subject, not its names ("Melanie")
-    assert [c.index for c in support([paint, race], "25 May 2023", times=times, question=asked)] == [4]
-    assert support([paint, race], "20 May 2023", question=asked) == []  # no times: words alone, as before
-    assert support([race], "2021", times=times, question=asked) == []  # a date the message does not stand for
+    assert [c.index for c in support([paint, race], "25 May 2023", messages=said, question=asked)] == [4]
+    assert support([paint, race], "20 May 2023", question=asked) == []  # no messages: words alone, as before
+    assert support([race], "2021", messages=said, question=asked) == []  # a date the message does not stand for

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..citations import Citation, locate
 from ..text.when import Day, dates_of, same_date, written_dates
@@ -59,57 +59,77 @@ def _sentences(c: Citation) -> Iterable[tuple[int, int]]:
         at = c.start + span[1]
 
 
-def _best(c: Citation, wanted: set[str], names: frozenset[str] = frozenset(),
-          dated: tuple[frozenset[Day], str, frozenset[str]] | None = None) -> Citation | None:
-    """The sentence of ``c`` sharing most content words with ``wanted``, at least :data:`MIN_SHARED` of them (or all
-    when ``wanted`` has fewer); a shared name (``names``: the reply's capitalised words, a place or a person) counts
+@dataclass(frozen=True)
+class _Reply:
+    """What a reply is aligned by: its content words, its names (capitalised words not opening a sentence: a place
+    or a person), its own words (those the question did not say), the dates it writes, and the question's words but
+    its names (what a dated sentence must be about)."""
+
+    words: frozenset[str]
+    names: frozenset[str] = frozenset()
+    own: frozenset[str] = frozenset()
+    dates: frozenset[Day] = frozenset()
+    topic: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, reply: str, question: str = "") -> _Reply:
+        words = frozenset(keywords(reply))
+        asked = keywords(question)
+        named = {w.lower() for w in _CAPITALISED.findall(question)}
+        return cls(words, frozenset(w.lower() for w in _NAME.findall(reply)) & words, words - asked,
+                   written_dates(reply) if question else frozenset(), frozenset(asked - named))
+
+
+def _best(c: Citation, reply: _Reply, said: Event | None = None) -> Citation | None:
+    """The sentence of ``c`` sharing most content words with the reply, at least :data:`MIN_SHARED` of them (or all
+    when it has fewer), one of them the reply's own (where it has any: "John: I've done weight training" shares only
+    "John" and "done" with "John has done kickboxing." for "What martial arts has John done?"); a shared name counts
     twice, so "You live in Leeds now." cites "I moved to Leeds last month"; None when no sentence shares that many.
-    ``dated`` (the reply's dates, when the message was said, the question's words but its names): a sentence that
-    stands for one of those dates and shares a word with the question counts as sharing the reply's words."""
+    ``said``: the message ``c`` quotes — its speaker's name (an imported conversation's "John") is a word of each of
+    its sentences, and a sentence that stands for a date of the reply (:func:`same_date`: its own relative words',
+    or any sentence's for the day it was said) and shares a word with the question is used."""
     best: tuple[int, int, int] | None = None
-    needed = min(MIN_SHARED, len(wanted)) or 1
-    asked, said, topic = dated if dated is not None else (frozenset(), "", frozenset())
-    on_day = any(same_date(a, t) for a in asked for t in dates_of("", said))
+    needed = min(MIN_SHARED, len(reply.words)) or 1
+    speaker = str(said.payload.get("speaker") or "").lower() if said is not None else ""
+    when = said.time if said is not None and reply.dates and reply.topic else ""
+    on_day = bool(when) and any(same_date(a, t) for a in reply.dates for t in dates_of("", when))
     for start, end in _sentences(c):
-        sentence = keywords(c.quote[start - c.start:end - c.start])
-        shared = wanted & sentence
-        hits = len(shared) + len(shared & names)
-        if topic & sentence and (on_day or any(same_date(a, t) for a in asked for t in dates_of(
-                c.quote[start - c.start:end - c.start], said))):
+        text = c.quote[start - c.start:end - c.start]
+        sentence = keywords(text) | ({speaker} if speaker else set())
+        shared = reply.words & sentence
+        hits = len(shared) + len(shared & reply.names)
+        if when and reply.topic & sentence and (on_day or any(
+                same_date(a, t) for a in reply.dates for t in dates_of(text, when))):
             hits += needed + 1  # the sentence the date came from: above one sharing a word or two by chance
-        if hits >= needed and hits and (best is None or hits > best[0]):
+        elif reply.own and not reply.own & sentence:
+            continue  # only the words the reply restates from the question
+        if hits >= needed and (best is None or hits > best[0]):
             best = (hits, start, end)
     if best is None:
         return None
     hits, start, end = best
     return replace(c, start=start, end=end, quote=c.quote[start - c.start:end - c.start],
-                   score=round(hits / max(1, len(wanted)), 3))
+                   score=round(hits / max(1, len(reply.words)), 3))
 
 
 def support(evidence: Sequence[Citation], reply: str, limit: int = MAX_CITATIONS,
-            times: Mapping[int, str] | None = None, question: str = "") -> list[Citation]:
+            messages: Mapping[int, Event] | None = None, question: str = "") -> list[Citation]:
     """The evidence the reply used, best first: per passage or message, its sentence sharing most content words with
-    the reply (none: not cited). ``times``: when each message (by seq) was said, and ``question``: what the reply
-    answers — a date the reply gives, worked out from a message, shares no word with it ("When did Melanie run a
-    charity race?" — "20 May 2023", from "I ran a charity race last Saturday" said 25 May 2023; "2018" from "I
-    started surfing five years ago"): a sentence that stands for a date of the reply (:func:`same_date`; its own
-    relative words', or any sentence for the day it was said) and shares a word with the question but its names
-    is cited too."""
-    wanted = keywords(reply)
-    asked = written_dates(reply) if times and question else frozenset()
-    named = {w.lower() for w in _CAPITALISED.findall(question)}
-    topic = frozenset(keywords(question) - named) if asked else frozenset()
-    if not wanted and not asked:
+    the reply (none: not cited; :func:`_best`). ``question``: what the reply answers — the reply's own words are
+    those it did not restate from it, and a date the reply gives (worked out from a message, it shares no word with
+    it: "When did Melanie run a charity race?" — "20 May 2023", from "I ran a charity race last Saturday" said 25
+    May 2023; "2018" from "I started surfing five years ago") is read against ``messages``, the cited messages by
+    seq (when each was said, and by whom)."""
+    read = _Reply.of(reply, question)
+    if not read.words and not read.dates:
         return []
-    names = frozenset(w.lower() for w in _NAME.findall(reply)) & wanted
     seen: set[tuple[str, int | None]] = set()
     found = []
     for c in evidence:
         if (c.unit, c.index) in seen:
             continue
         seen.add((c.unit, c.index))
-        said = (times or {}).get(c.index or 0) if c.unit == "message" and asked else None
-        best = _best(c, wanted, names, (asked, said, topic) if said is not None and topic else None)
+        best = _best(c, read, (messages or {}).get(c.index or 0) if c.unit == "message" else None)
         if best is not None:
             found.append(best)
     return sorted(found, key=lambda c: -(c.score or 0))[:limit]
@@ -128,7 +148,7 @@ def source_of(content: str, messages: Sequence[Event]) -> Citation | None:
     if span is not None:
         return Citation(whole.document, whole.unit, whole.index, span[0], span[1], whole.quote[span[0]:span[1]],
                         whole.found_by, score=1.0)
-    best = _best(whole, wanted) if wanted else None
+    best = _best(whole, _Reply.of(content)) if wanted else None
     return best or whole
 
 

@@ -363,11 +363,11 @@ class Turn:
         return result
 
     def _support(self, evidence: list[Citation], reply: str) -> list[Citation]:
-        """The evidence ``reply`` used (:func:`~pagemind.agent.evidence.support`), a date it gives read against
-        when each message was said and the user's question."""
+        """The evidence ``reply`` used (:func:`~pagemind.agent.evidence.support`), read against the user's question
+        and the messages cited (when each was said, and by whom)."""
         seqs = sorted({c.index for c in evidence if c.unit == "message" and c.index is not None})
-        times = {e.seq: e.time for e in self.store.events(self.agent.id, seqs)} if seqs else {}
-        return support(evidence, reply, times=times, question=_question(self.text))
+        said = {e.seq: e for e in self.store.events(self.agent.id, seqs)} if seqs else {}
+        return support(evidence, reply, messages=said, question=_question(self.text))
 
     def _evidence(self) -> list[Citation]:
         """What this turn's searches returned, but its own messages (what the agent said this turn is no source)."""
