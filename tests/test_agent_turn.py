@@ -529,6 +529,20 @@ def test_a_users_fact_opening_with_my_goes_to_the_human_block_too():
     assert "4417" not in blocks["persona"] and "The user said: My locker code is 4417." in blocks["human"]
 
 
+def test_the_agents_own_name_given_by_the_user_stays_in_its_persona():
+    """Told "From now on your name is Max.", the agent's "My name is Max." is its own: the user said nothing of
+    themselves (the words are the user's, the first person is not)."""
+    agent, _ = make([call("core_memory_replace", label="persona", old_content="My name is sam.",
+                          new_content="My name is Max.", request_heartbeat=True),
+                     call("send_message", message="I am Max now.")], recall_first=False)
+    persona = next(b for b in agent.store.blocks(agent.id) if b.label == "persona")
+    agent.store.put_block(agent.id, replace(persona, value="My name is sam."), "test")
+    turn = agent.say("From now on your name is Max.")
+    assert turn.steps[0].status == "OK"
+    blocks = {b.label: b.value for b in agent.store.blocks(agent.id)}
+    assert blocks["persona"] == "My name is Max." and "Max" not in blocks["human"]
+
+
 def test_a_short_reply_naming_a_place_cites_the_message_that_names_it():
     """With the default model the agent answered "You live in Leeds now." — one content word shared with "I moved to
     Leeds last month" and so no citation. A shared name (capitalised in the reply) counts twice."""
@@ -562,6 +576,33 @@ def test_a_reply_cites_the_sentence_holding_its_own_words_and_a_speakers_sentenc
     assert cited.index == 3 and cited.quote == "I'm doing kickboxing and it's giving me so much energy."
     # without the question and the speakers, the restated words decide, as before
     assert [c.index for c in support(cites, "John has done kickboxing.")] == [7]
+
+
+def test_a_speakers_name_alone_does_not_cite_everything_the_speaker_said():
+    """"That was Melanie." for "Who painted a lake sunrise?": the sentence about the sunrise Melanie said is cited,
+    not every message of hers (her name is a word of each, counted once and only where the question's words are)."""
+    from pagemind.agent.evidence import support
+    from pagemind.agent.memory import Event
+    from pagemind.citations import Citation
+
+    texts = {2: "I painted that lake sunrise last year!", 5: "My kids love the beach.", 8: "Work was busy today."}
+    cites = [Citation("recall", "message", k, 0, len(t), t, "message") for k, t in texts.items()]
+    said = {k: Event("user_message", {"message": t, "speaker": "Melanie"}, "2023-05-08 10:00:00")
+            for k, t in texts.items()}
+    cited = support(cites, "That was Melanie.", messages=said, question="Who painted a lake sunrise?")
+    assert [c.index for c in cited] == [2]
+
+
+def test_a_date_the_reply_from_recall_worked_out_cites_the_message_it_came_from():
+    """The turn reads the cited messages' times: "20 May 2023." for "When did I run a charity race?" cites "I ran a
+    charity race for mental health last Saturday", said on Thursday 25 May 2023."""
+    fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 2,
+                                "recall-answer": ["20 May 2023."]})
+    agent = told(fake, ("2023-05-25 11:00:00", "I ran a charity race for mental health last Saturday."),
+                 ("2023-05-26 09:00:00", "The weather is lovely this week."), now="2023-06-17 10:00:00")
+    turn = agent.say("When did I run a charity race?")
+    assert turn.messages == ["20 May 2023."]
+    assert [c.quote for c in turn.citations] == ["I ran a charity race for mental health last Saturday."]
 
 
 def test_a_persona_append_that_joins_several_of_the_users_messages_goes_to_the_human_block_too():

@@ -81,6 +81,7 @@ def test_dates_written_out_are_read_as_precisely_as_written():
     assert written_dates("2023-08-09 / Feb. 20, 2023") == {(2023, 8, 9), (2023, 2, 20)}
     assert written_dates("in December 2022") == {(2022, 12, 0)} and written_dates("since 2018") == {(2018, 0, 0)}
     assert written_dates("31 February 2023") == set() and written_dates("code 4417, 2019-20, page 12") == set()
+    assert written_dates("Sept. 20, 2023, logged 2023-05-03T16:04:00") == {(2023, 9, 20), (2023, 5, 3)}
 
 
 def test_a_message_stands_for_the_day_it_was_said_and_the_dates_of_its_relative_words():
@@ -89,9 +90,14 @@ def test_a_message_stands_for_the_day_it_was_said_and_the_dates_of_its_relative_
     assert dates_of("I ran a charity race last Saturday", "2023-05-25 10:00:00") == {(2023, 5, 25), (2023, 5, 20)}
     assert (2018, 0, 0) in dates_of("I started surfing five years ago", "2023-07-16 10:00:00")
     assert (2023, 8, 0) in dates_of("my game there next month!", "2023-07-16 10:00:00")
+    # "last week" said Friday 21 January: the seven days before and the calendar week before (from Monday 10th)
     week = dates_of("I won my first tournament last week", "2022-01-21 10:00:00")
-    assert {(2022, 1, 14), (2022, 1, 20)} <= week and (2022, 1, 13) not in week
+    assert {(2022, 1, 10), (2022, 1, 14), (2022, 1, 20)} <= week and (2022, 1, 9) not in week
+    assert {(2023, 5, 26), (2023, 6, 4)} <= dates_of("next week", "2023-05-25 10:00:00")  # a Thursday
     assert dates_of("anything", "yesterday") == set()
+    # the calendar's ends: the day it was said, no error
+    assert dates_of("I start training next week.", "9999-12-31 10:00:00") == {(9999, 12, 31)}
+    assert dates_of("last week", "0999-06-10 10:00:00") == {(999, 6, 10)}
     # a day within a month or year the message names; never a month or year for the day it was said
     assert same_date((2023, 2, 20), (2023, 2, 0)) and same_date((2018, 0, 0), (2018, 0, 0))
     assert same_date((2023, 5, 0), (2023, 0, 0)) and not same_date((2023, 0, 0), (2023, 5, 20))

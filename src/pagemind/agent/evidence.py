@@ -86,8 +86,9 @@ def _best(c: Citation, reply: _Reply, said: Event | None = None) -> Citation | N
     "John" and "done" with "John has done kickboxing." for "What martial arts has John done?"); a shared name counts
     twice, so "You live in Leeds now." cites "I moved to Leeds last month"; None when no sentence shares that many.
     ``said``: the message ``c`` quotes — its speaker's name (an imported conversation's "John") is a word of each of
-    its sentences, and a sentence that stands for a date of the reply (:func:`same_date`: its own relative words',
-    or any sentence's for the day it was said) and shares a word with the question is used."""
+    its sentences (counted once; one of the reply's own only in a sentence sharing a word with the question), and a
+    sentence that stands for a date of the reply (:func:`same_date`: its own relative words', or any sentence's for
+    the day it was said) and shares a word with the question is used."""
     best: tuple[int, int, int] | None = None
     needed = min(MIN_SHARED, len(reply.words)) or 1
     speaker = str(said.payload.get("speaker") or "").lower() if said is not None else ""
@@ -95,13 +96,16 @@ def _best(c: Citation, reply: _Reply, said: Event | None = None) -> Citation | N
     on_day = bool(when) and any(same_date(a, t) for a in reply.dates for t in dates_of("", when))
     for start, end in _sentences(c):
         text = c.quote[start - c.start:end - c.start]
-        sentence = keywords(text) | ({speaker} if speaker else set())
-        shared = reply.words & sentence
-        hits = len(shared) + len(shared & reply.names)
-        if when and reply.topic & sentence and (on_day or any(
-                same_date(a, t) for a in reply.dates for t in dates_of(text, when))):
+        sentence = keywords(text)
+        about = bool(reply.topic & sentence)  # of what the question asks
+        # the speaker's name, once (not as a name the reply gives, twice), and a word of the reply's own only in a
+        # sentence of what was asked ("Melanie" for "Who painted a lake sunrise?": not "My kids love the beach.")
+        told = {speaker} if speaker and speaker not in sentence else set()
+        shared = reply.words & (sentence | told)
+        hits = len(shared) + len(shared & reply.names - told)
+        if when and about and (on_day or any(same_date(a, t) for a in reply.dates for t in dates_of(text, when))):
             hits += needed + 1  # the sentence the date came from: above one sharing a word or two by chance
-        elif reply.own and not reply.own & sentence:
+        elif reply.own and not reply.own & (sentence | (told if about else set())):
             continue  # only the words the reply restates from the question
         if hits >= needed and (best is None or hits > best[0]):
             best = (hits, start, end)
@@ -148,7 +152,7 @@ def source_of(content: str, messages: Sequence[Event]) -> Citation | None:
     if span is not None:
         return Citation(whole.document, whole.unit, whole.index, span[0], span[1], whole.quote[span[0]:span[1]],
                         whole.found_by, score=1.0)
-    best = _best(whole, _Reply.of(content)) if wanted else None
+    best = _best(whole, _Reply(frozenset(wanted))) if wanted else None
     return best or whole
 
 

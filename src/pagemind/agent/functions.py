@@ -162,12 +162,16 @@ class Toolbox:
         if label != "persona" or not self.user_said or "human" not in {b.label for b in self.store.blocks(
                 self.agent_id)}:
             return False
-        from ..text.words import keywords
+        from ..text.words import keywords, sentences
 
         earlier = " ".join(e.payload.get("message", "") for e in self.store.queue(self.agent_id)
                            if e.kind == "user_message")  # what the user said that the agent still sees
-        said, written = keywords(f"{self.user_said} {earlier}"), keywords(content)
-        return len(written) >= 2 and len(written & said) >= 0.8 * len(written) and bool(_FIRST_PERSON.search(content))
+        written = keywords(content)
+        if len(written) < 2 or not _FIRST_PERSON.search(content):
+            return False
+        # the user's sentences about themselves: "From now on your name is Max." tells the agent of itself
+        said = keywords(" ".join(s for s in sentences(f"{self.user_said} {earlier}") if _FIRST_PERSON.search(s)))
+        return len(written & said) >= 0.8 * len(written)
 
     def _write(self, block: Block, value: str) -> str:
         if len(value) > block.limit:
@@ -312,8 +316,9 @@ SPECS = {f.name: f for f in FUNCTIONS}
 # 0.1. On LoCoMo words match about 437 of some 580 turns a question (the speakers names are in most); the floor lets
 # in about one more: benchmarks/recall_search.py measures the fusion; this floor acts only where words fail.
 RECALL_NEAR = 0.35
-# "I" as written; "my", "me", "mine" also opening a sentence ("My locker code is 4417.")
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|(?i:my|me|mine))\b")
+# "I" as written; "my", "me", "mine", and "My", "Me", "Mine" opening a sentence ("...about me: My locker code is
+# 4417."), not "Portland, ME"
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|my|me|mine)\b|(?:^|(?<=[.!?:]\s))(?:My|Me|Mine)\b")
 
 
 def spoken_date(time: str) -> str:

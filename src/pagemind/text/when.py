@@ -116,9 +116,9 @@ def anchored(text: str, time: str) -> str:
 # --- dates written in a text, and the dates a message stands for ---------------------------------------------
 # (year, month, day): a day; (year, month, 0): a month; (year, 0, 0): a year
 Day = tuple[int, int, int]
-_MONTH = r"(?P<{0}>" + "|".join(f"{m[:3]}(?:{m[3:]})?" if len(m) > 3 else m for m in MONTHS) + r")\.?"
+_MONTH = r"(?P<{0}>Sept|" + "|".join(f"{m[:3]}(?:{m[3:]})?" if len(m) > 3 else m for m in MONTHS) + r")\.?"
 _WRITTEN = re.compile(
-    r"\b(?P<iy>\d{4})-(?P<im>\d{2})-(?P<id>\d{2})\b"
+    r"\b(?P<iy>\d{4})-(?P<im>\d{2})-(?P<id>\d{2})(?!\d)"
     r"|\b(?P<dd>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?" + _MONTH.format("dm") + r",?\s+(?P<dy>\d{4})\b"
     r"|\b" + _MONTH.format("md") + r"\s+(?P<mdd>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<mdy>\d{4})\b"
     r"|\b" + _MONTH.format("mo") + r",?\s+(?P<my>\d{4})\b"
@@ -169,14 +169,27 @@ def dates_of(text: str, time: str) -> frozenset[Day]:
         if what is None:
             continue
         days = written_dates(what)
-        if what.startswith(("the week", "around")):
-            middle = date(*max(days))
-            # "the week before 25 May": 18-24 May; "of": that week; "after": the next; "around X": X ± 3 days
-            first = {"before": -7, "of": -middle.weekday(), "after": 1}.get(what.split()[2], -3) \
-                if what.startswith("the week") else -3
-            days = frozenset((d.year, d.month, d.day) for d in (middle + timedelta(days=first + k) for k in range(7)))
+        if days and what.startswith(("the week", "around")):
+            try:
+                days = _week(what, date(*max(days)))
+            except (OverflowError, ValueError):  # the calendar's ends
+                continue
         found |= days
     return frozenset(found)
+
+
+def _week(what: str, day: date) -> frozenset[Day]:
+    """The days a week's words may mean, ``day`` the one they are read from: "the week before X" the seven days
+    before X and the calendar week before X's; "the week after X" the seven after and the next calendar week; "the
+    week of X" X's calendar week; "around X" X ± 3 days."""
+    monday = day - timedelta(days=day.weekday())
+    which = what.split()[2] if what.startswith("the week") else "around"
+    first, last = {"before": (min(monday - timedelta(days=7), day - timedelta(days=7)), day - timedelta(days=1)),
+                   "after": (day + timedelta(days=1), max(monday + timedelta(days=13), day + timedelta(days=7))),
+                   "of": (monday, monday + timedelta(days=6))}.get(which, (day - timedelta(days=3),
+                                                                          day + timedelta(days=3)))
+    return frozenset((d.year, d.month, d.day) for d in (first + timedelta(days=k)
+                                                        for k in range((last - first).days + 1)))
 
 
 def same_date(asked: Day, told: Day) -> bool:
