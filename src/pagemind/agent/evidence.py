@@ -93,7 +93,7 @@ def _best(c: Citation, reply: _Reply, said: Event | None = None) -> Citation | N
     needed = min(MIN_SHARED, len(reply.words)) or 1
     speaker = str(said.payload.get("speaker") or "").lower() if said is not None else ""
     when = said.time if said is not None and reply.dates and reply.topic else ""
-    on_day = bool(when) and any(same_date(a, t) for a in reply.dates for t in dates_of("", when))
+    on_day = bool(when) and _dated(reply.dates, dates_of("", when))
     for start, end in _sentences(c):
         text = c.quote[start - c.start:end - c.start]
         sentence = keywords(text)
@@ -103,7 +103,7 @@ def _best(c: Citation, reply: _Reply, said: Event | None = None) -> Citation | N
         told = {speaker} if speaker and speaker not in sentence else set()
         shared = reply.words & (sentence | told)
         hits = len(shared) + len(shared & reply.names - told)
-        if when and about and (on_day or any(same_date(a, t) for a in reply.dates for t in dates_of(text, when))):
+        if when and about and (on_day or _dated(reply.dates, dates_of(text, when))):
             hits += needed + 1  # the sentence the date came from: above one sharing a word or two by chance
         elif reply.own and not reply.own & (sentence | (told if about else set())):
             continue  # only the words the reply restates from the question
@@ -114,6 +114,11 @@ def _best(c: Citation, reply: _Reply, said: Event | None = None) -> Citation | N
     hits, start, end = best
     return replace(c, start=start, end=end, quote=c.quote[start - c.start:end - c.start],
                    score=round(hits / max(1, len(reply.words)), 3))
+
+
+def _dated(asked: frozenset[Day], told: frozenset[Day]) -> bool:
+    """Whether a date of the reply is one a sentence stands for."""
+    return any(same_date(a, t) for a in asked for t in told)
 
 
 def support(evidence: Sequence[Citation], reply: str, limit: int = MAX_CITATIONS,
