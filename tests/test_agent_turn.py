@@ -605,6 +605,18 @@ def test_a_date_the_reply_from_recall_worked_out_cites_the_message_it_came_from(
     assert [c.quote for c in turn.citations] == ["I ran a charity race for mental health last Saturday."]
 
 
+def test_a_number_cites_the_message_that_spells_it():
+    """LongMemEval-format sample, the default model: "3" for "How many bikes do I own now?" cited nothing — the
+    message says "three bikes". A number however written is one word of the alignment."""
+    fake = ScriptedLLM(by_role={"agent-step": [call("send_message", message="Noted.")] * 2, "recall-answer": ["3"]})
+    agent = told(fake, ("2023-03-01 09:00:00", "I own two bikes, a road bike and a mountain bike."),
+                 ("2023-08-01 09:00:00", "I bought a gravel bike, so now I have three bikes."),
+                 now="2023-10-10 08:00:00")
+    turn = agent.say("How many bikes do I own now?")
+    assert turn.messages == ["3"] and [c.quote for c in turn.citations] == [
+        "I bought a gravel bike, so now I have three bikes."]
+
+
 def test_a_persona_append_that_joins_several_of_the_users_messages_goes_to_the_human_block_too():
     """With the default model: told "I live in York…" then "I moved to Leeds…", the agent appended both sentences
     to its persona in one call. The user's words still in context count, not only the running turn's."""

@@ -59,6 +59,14 @@ def _sentences(c: Citation) -> Iterable[tuple[int, int]]:
         at = c.start + span[1]
 
 
+def _words(text: str) -> set[str]:
+    """The content words of ``text``, a number however written in one form ("three" and "3": ``3``), so "3" for
+    "How many bikes do I own now?" cites "so now I have three bikes"."""
+    from ..answering.support import numbers
+
+    return {w for w in keywords(text) if w[:1].isdigit() or not numbers(w)} | numbers(text)
+
+
 @dataclass(frozen=True)
 class _Reply:
     """What a reply is aligned by: its content words, its names (capitalised words not opening a sentence: a place
@@ -73,8 +81,8 @@ class _Reply:
 
     @classmethod
     def of(cls, reply: str, question: str = "") -> _Reply:
-        words = frozenset(keywords(reply))
-        asked = keywords(question)
+        words = frozenset(_words(reply))
+        asked = _words(question)
         named = {w.lower() for w in _CAPITALISED.findall(question)}
         return cls(words, frozenset(w.lower() for w in _NAME.findall(reply)) & words, words - asked,
                    written_dates(reply) if question else frozenset(), frozenset(asked - named))
@@ -96,7 +104,7 @@ def _best(c: Citation, reply: _Reply, said: Event | None = None) -> Citation | N
     on_day = bool(when) and _dated(reply.dates, dates_of("", when))
     for start, end in _sentences(c):
         text = c.quote[start - c.start:end - c.start]
-        sentence = keywords(text)
+        sentence = _words(text)
         about = bool(reply.topic & sentence)  # of what the question asks
         # the speaker's name, once (not as a name the reply gives, twice), and a word of the reply's own only in a
         # sentence of what was asked ("Melanie" for "Who painted a lake sunrise?": not "My kids love the beach.")
