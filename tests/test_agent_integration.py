@@ -110,7 +110,7 @@ def default_backend(default_weights):
 def test_the_default_model_saves_a_fact_to_core_memory_and_recalls_it_after_eviction(tmp_path, default_backend):
     with Pagemind(default_backend, store=tmp_path / "s.db", concurrency=1, cache=False) as pm:
         # a 2,000-token window and 16 filler messages force the eviction with the shortest prompts (178 s -> 138 s
-        # on 2 cores: prompt tokens are the cost)
+        # on 2 cores: prompt tokens are the cost); two steps a turn, the save and the reply (85 s -> 63 s)
         options = AgentOptions(embedder="none", context_window=2000, max_tokens=300, max_steps=2, keep_last=2,
                                summary_words=40, recall_first=False)  # core memory alone, as the paper's agent
         agent = Agent.create(pm.llm, pm.store, "kim", human="", options=options,
