@@ -68,6 +68,16 @@ def read_grades(path: Path, answers: dict[tuple[str, str], str] | None = None) -
     return grades
 
 
+RUNS = RESULTS.parent / "runs"  # where a benchmark's run directories go unless its --runs says elsewhere
+
+
+def results_for(runs: Path) -> Path | None:
+    """Where a benchmark that made its runs in ``runs`` writes its result (``write_result``'s ``into``): ``results/``
+    for the default runs directory, else beside the runs — a run made elsewhere (from a copy of the checkout, a
+    worktree) leaves this checkout's results alone."""
+    return None if runs == RUNS else runs
+
+
 def write_result(name: str, data: dict, into: Path | None = None) -> Path:
     """``results/NAME.json`` (``into``: that directory instead, e.g. a run directory given with ``--runs``)."""
     where = into or RESULTS

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from common import DATA, RESULTS, method_options, read_grades, write_result
+from common import DATA, RUNS, method_options, read_grades, results_for, write_result
 from pagemind import Pagemind
 from pagemind.eval import EvalConfig, Runner, summarise, write_report
 from pagemind.eval.datasets import Example
@@ -136,7 +136,7 @@ def main() -> None:
                                                                      "of each category, spread over the documents")
     parser.add_argument("--documents", default="", help="comma-separated document ids (e.g. qmsum-Bed002)")
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--runs", type=Path, default=RESULTS.parent / "runs")
+    parser.add_argument("--runs", type=Path, default=RUNS)
     parser.add_argument("--n-ctx", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--tag", default="", help="a name for this run (e.g. before / after a change): its own "
@@ -190,7 +190,7 @@ def main() -> None:
         "run_dir": run_dir.name, "finished": result.finished, "errors": result.errors,
         "seconds": round(time.perf_counter() - started, 1), "methods": rows,
         **({"by_question_type": by_type} if by_type else {})},
-        into=None if args.runs == RESULTS.parent / "runs" else args.runs)  # --runs elsewhere: the result beside it
+        into=results_for(args.runs))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import re
 import time
 from pathlib import Path
 
-from common import RESULTS, method_options, write_result
+from common import RUNS, method_options, results_for, write_result
 
 FILLER = [("Any tips for growing tomatoes on a balcony?", "Water them deeply and give them full sun."),
           ("Can you suggest a quick weeknight dinner?", "A vegetable stir-fry with rice takes twenty minutes."),
@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--methods", default="memgpt,op-rag")
     parser.add_argument("--budget", type=int, default=1500)
     parser.add_argument("--tag", default="")
-    parser.add_argument("--runs", type=Path, default=RESULTS.parent / "runs")
+    parser.add_argument("--runs", type=Path, default=RUNS)
     parser.add_argument("-O", "--option", action="append", default=[], help="METHOD:KEY=VALUE (as pagemind eval)")
     args = parser.parse_args()
     from pagemind import Pagemind
@@ -104,7 +104,8 @@ def main() -> None:
             for m in summary["methods"]}
     by_type = summary.get("breakdown", {}).get("scores", {})
     write_result(name, {"model": summary["config"].get("model"), "budget": args.budget, "questions": len(SAMPLES),
-                        "seconds": round(time.perf_counter() - started, 1), "methods": rows, "by_type": by_type})
+                        "seconds": round(time.perf_counter() - started, 1), "methods": rows, "by_type": by_type},
+                 into=results_for(args.runs))
 
 
 if __name__ == "__main__":

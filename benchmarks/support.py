@@ -22,7 +22,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import DATA, RESULTS, write_result
+from common import DATA, RUNS, results_for, write_result
 from pagemind import Pagemind
 from pagemind.eval import EvalConfig, Runner, summarise, write_report
 
@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--method", default="rag")
     parser.add_argument("--budget", type=int, default=1500, help="context tokens of every answer (matched cost)")
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--runs", type=Path, default=RESULTS.parent / "runs")
+    parser.add_argument("--runs", type=Path, default=RUNS)
     args = parser.parse_args()
     model = re.sub(r"[^A-Za-z0-9.-]+", "-", args.llm or "default").strip("-")
     variants = {name.replace("rag", args.method, 1): opts for name, opts in VARIANTS.items()}
@@ -100,7 +100,7 @@ def main() -> None:
     write_result(f"support-{model}-{args.method}-l{args.limit}", {
         "model": args.llm or "default", "method": args.method, "limit": args.limit, "budget": args.budget,
         "sets": results,
-        "assess": assess_timing(), "seconds": round(time.perf_counter() - started, 1)})
+        "assess": assess_timing(), "seconds": round(time.perf_counter() - started, 1)}, into=results_for(args.runs))
 
 
 if __name__ == "__main__":
