@@ -556,6 +556,16 @@ def test_a_short_reply_naming_a_place_cites_the_message_that_names_it():
     assert support([message], "You live there now.") == []  # one ordinary shared word is still chance
 
 
+def spoken(texts: dict[int, str], speaker: str, at: str):
+    """Messages ``texts`` (by seq) an imported conversation's ``speaker`` said at ``at``: (the events by seq, each
+    one's citation as recall gives it)."""
+    from pagemind.agent.evidence import message_citation
+    from pagemind.agent.memory import Event
+
+    said = {k: Event("user_message", {"message": t, "speaker": speaker}, at, k) for k, t in texts.items()}
+    return said, [message_citation(e) for e in said.values()]
+
+
 def test_a_reply_cites_the_sentence_holding_its_own_words_and_a_speakers_sentences_are_theirs():
     """LoCoMo, the default model: "John has done kickboxing." for "What martial arts has John done?" cited "John:
     I've done weight training so far too." — only words the reply restates from the question — and not "I'm doing
@@ -563,14 +573,10 @@ def test_a_reply_cites_the_sentence_holding_its_own_words_and_a_speakers_sentenc
     imported conversation's speaker said has the speaker's name among its words (kept runs' replies: evidence
     recall 0.446 -> 0.456, precision 0.232 -> 0.325)."""
     from pagemind.agent.evidence import support
-    from pagemind.agent.memory import Event
-    from pagemind.citations import Citation
 
     texts = {3: "John: Woah, Maria, that sounds cool! I'm doing kickboxing and it's giving me so much energy.",
              7: "John: I've done weight training so far too."}
-    cites = [Citation("recall", "message", k, 0, len(t), t, "message") for k, t in texts.items()]
-    said = {k: Event("user_message", {"message": t, "speaker": "John"}, "2023-03-01 10:00:00")
-            for k, t in texts.items()}
+    said, cites = spoken(texts, "John", "2023-03-01 10:00:00")
     asked = "What martial arts has John done?"
     [cited] = support(cites, "John has done kickboxing.", messages=said, question=asked)
     assert cited.index == 3 and cited.quote == "I'm doing kickboxing and it's giving me so much energy."
@@ -582,13 +588,9 @@ def test_a_speakers_name_alone_does_not_cite_everything_the_speaker_said():
     """"That was Melanie." for "Who painted a lake sunrise?": the sentence about the sunrise Melanie said is cited,
     not every message of hers (her name is a word of each, counted once and only where the question's words are)."""
     from pagemind.agent.evidence import support
-    from pagemind.agent.memory import Event
-    from pagemind.citations import Citation
 
     texts = {2: "I painted that lake sunrise last year!", 5: "My kids love the beach.", 8: "Work was busy today."}
-    cites = [Citation("recall", "message", k, 0, len(t), t, "message") for k, t in texts.items()]
-    said = {k: Event("user_message", {"message": t, "speaker": "Melanie"}, "2023-05-08 10:00:00")
-            for k, t in texts.items()}
+    said, cites = spoken(texts, "Melanie", "2023-05-08 10:00:00")
     cited = support(cites, "That was Melanie.", messages=said, question="Who painted a lake sunrise?")
     assert [c.index for c in cited] == [2]
 

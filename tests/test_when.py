@@ -108,16 +108,12 @@ def test_a_date_worked_out_from_a_message_cites_the_sentence_it_came_from():
     """A reply from recall gives a date its memories do not write: "20 May 2023" for "When did Melanie run a charity
     race?", from "I ran a charity race for mental health last Saturday" said 25 May 2023 — no word shared, and so
     no citation (LoCoMo's temporal questions: 0.475 of their evidence cited, the same replies 0.775 now)."""
-    from pagemind.agent.evidence import support
-    from pagemind.citations import Citation
+    from pagemind.agent.evidence import message_citation, support
 
-    def message(seq: int, text: str) -> Citation:
-        return Citation("recall", "message", seq, 0, len(text), text, "message")
-
-    race = message(4, "Melanie: Hey Caroline! I ran a charity race for mental health last Saturday. It was fun.")
-    paint = message(9, "Melanie: I painted a lake sunrise. Caroline loved it.")
-    said = {c.index: Event("user_message", {"message": c.quote, "speaker": "Melanie"}, "2023-05-25 13:00:00")
-            for c in (race, paint)}
+    said = {seq: Event("user_message", {"message": text, "speaker": "Melanie"}, "2023-05-25 13:00:00", seq)
+            for seq, text in ((4, "Melanie: Hey Caroline! I ran a charity race for mental health last Saturday. It was "
+                                  "fun."), (9, "Melanie: I painted a lake sunrise. Caroline loved it."))}
+    race, paint = message_citation(said[4]), message_citation(said[9])
     asked = "When did Melanie run a charity race?"
     [cited] = support([paint, race], "20 May 2023", messages=said, question=asked)
     assert cited.index == 4 and cited.quote == "I ran a charity race for mental health last Saturday."
