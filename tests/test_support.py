@@ -418,6 +418,9 @@ def test_a_choice_is_asked_once_more_with_no_text_and_the_confidence_reads_how_f
     assert read.probability.choice == pytest.approx(0.9) and read.probability.prior == pytest.approx(0.6)
     assert read.probability.lift == pytest.approx(0.3) and read.as_dict()["probability"]["prior"] == 0.6
     assert signals(read)["lift"] == pytest.approx(0.3) and signals(read)["has_prior"] == 1.0
+    # and how far the chosen option led the next one read (0.9 against 0.1): a narrow lead is a coin toss
+    assert read.probability.margin == pytest.approx(0.8) and read.as_dict()["probability"]["runner_up"] == 0.1
+    assert signals(read)["margin"] == pytest.approx(0.8) and signals(read)["has_margin"] == 1.0
     guessed, _ = run({"A": 0.05, "B": 0.95})  # the model picks B as surely without the text: a guess
     assert signals(guessed)["lift"] == pytest.approx(-0.05) and guessed.confidence < read.confidence
     model = calibration.fitted()["choice"]
@@ -426,6 +429,7 @@ def test_a_choice_is_asked_once_more_with_no_text_and_the_confidence_reads_how_f
     assert fake.roles() == ["answer"] and off.probability.prior is None and signals(off)["has_prior"] == 0.0
     plain, fake = run({"A": 0.4, "B": 0.6}, logprobs=False)
     assert fake.roles() == ["answer"] and plain.probability.prior is None and plain.probability.lift is None
+    assert plain.probability.margin is None and signals(plain)["has_margin"] == 0.0
     # the prior's call failing (a server gone, rate limits past their retries) leaves the answer as it is, said
     from pagemind.errors import BackendUnavailable
 

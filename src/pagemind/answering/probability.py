@@ -3,8 +3,9 @@
 Where the backend returns log-probabilities (llama.cpp's server, vLLM, SGLang, OpenAI: ``Capabilities.
 supports_logprobs``), the answer call asks for them with a few alternatives per token. A multiple-choice answer's
 probability is the chosen option's share of the probability mass the options' letters get at the token where the
-letter stands; a free-form answer's is its tokens' mean and minimum log-probability. A backend without them leaves
-``basis="none"``: the answer says so rather than showing a number it does not have.
+letter stands (beside the next most probable option's: the ``margin``); a free-form answer's is its tokens' mean and
+minimum log-probability. A backend without them leaves ``basis="none"``: the answer says so rather than showing a
+number it does not have.
 
 A multiple-choice answer's ``prior`` is the same option's share when the question and its options are asked with no
 text (one short call: :func:`pagemind.methods.reply.prior`). An option the model would pick without reading is a
@@ -33,6 +34,7 @@ class AnswerProbability:
     min_logprob: float | None = None  # and the least probable one's
     tokens: int = 0
     prior: float | None = None  # multiple choice: the same option's share asked with no text (None: not asked)
+    runner_up: float | None = None  # multiple choice: the most probable other option's share, read
 
     @property
     def value(self) -> float | None:
@@ -46,10 +48,18 @@ class AnswerProbability:
         """How far the text moved the model to the chosen option: its share read minus its share unread."""
         return None if self.choice is None or self.prior is None else self.choice - self.prior
 
+    @property
+    def margin(self) -> float | None:
+        """How far the chosen option led the next most probable one, read (a narrow lead is a coin toss however
+        high the share: two options sharing the mass)."""
+        return None if self.choice is None or self.runner_up is None else self.choice - self.runner_up
+
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"basis": self.basis, "value": None if self.value is None else round(self.value, 4)}
         if self.basis == "choice":
             out["choice"] = None if self.choice is None else round(self.choice, 4)
+            if self.runner_up is not None:
+                out["runner_up"] = round(self.runner_up, 4)
             if self.prior is not None:
                 out["prior"] = round(self.prior, 4)
         elif self.basis == "tokens":
@@ -104,7 +114,10 @@ def of_choice(response: LLMResponse | None, letters: str | tuple[str, ...], chos
     """The chosen option's share of the mass the options' letters get at the reply token that names it; none
     without log-probabilities or when that token cannot be found."""
     shares = letter_shares(response, letters, at=letters[chosen])
-    return NONE if shares is None else AnswerProbability("choice", choice=shares[letters[chosen]], tokens=1)
+    if shares is None:
+        return NONE
+    others = [share for letter, share in shares.items() if letter != letters[chosen]]
+    return AnswerProbability("choice", choice=shares[letters[chosen]], runner_up=max(others, default=0.0), tokens=1)
 
 
 def _letter(text: str) -> str:
