@@ -152,12 +152,17 @@ HAND = ("support_confidence",)  # the recalibration's one signal: the hand-set v
 def within_sets(mine: list[dict], names: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
     """The signals a model may read, and those left out: a signal constant within each dataset that differs between
     them names the dataset, not the answer (``has_similarity``: only the filings' reader cites with MiniLM), and
-    would have the model learn which set an answer came from."""
+    would have the model learn which set an answer came from; one no run recorded (``margin`` in runs made before it
+    was) has nothing to teach. (A signal the same for every answer stays: a flag every labelled answer had set is
+    what tells the model, in use, to read an answer lacking the signal at its labels' mean.)"""
     from pagemind.answering.signals import seen
 
     kept, left = [], []
     sets = sorted({r["dataset"] for r in mine})
     for name in names:
+        if not any(name in r["signals"] for r in mine):
+            left.append(name)
+            continue
         values = {d: {seen(r["signals"], name) for r in mine if r["dataset"] == d} for d in sets}
         if len(sets) > 1 and all(len(v) == 1 for v in values.values()) and len(set().union(*values.values())) > 1:
             left.append(name)

@@ -429,7 +429,6 @@ def test_a_choice_is_asked_once_more_with_no_text_and_the_confidence_reads_how_f
     assert fake.roles() == ["answer"] and off.probability.prior is None and signals(off)["has_prior"] == 0.0
     plain, fake = run({"A": 0.4, "B": 0.6}, logprobs=False)
     assert fake.roles() == ["answer"] and plain.probability.prior is None and plain.probability.lift is None
-    assert plain.probability.margin is None and signals(plain)["has_margin"] == 0.0
     # the prior's call failing (a server gone, rate limits past their retries) leaves the answer as it is, said
     from pagemind.errors import BackendUnavailable
 
