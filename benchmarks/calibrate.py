@@ -155,7 +155,7 @@ def within_sets(mine: list[dict], names: tuple[str, ...]) -> tuple[tuple[str, ..
     would have the model learn which set an answer came from; one no run recorded (``margin`` in runs made before it
     was) has nothing to teach. (A signal the same for every answer stays: a flag every labelled answer had set is
     what tells the model, in use, to read an answer lacking the signal at its labels' mean.)"""
-    from pagemind.answering.signals import seen
+    from pagemind.answering.signals import FLAGS, seen
 
     kept, left = [], []
     sets = sorted({r["dataset"] for r in mine})
@@ -168,7 +168,9 @@ def within_sets(mine: list[dict], names: tuple[str, ...]) -> tuple[tuple[str, ..
             left.append(name)
         else:
             kept.append(name)
-    return tuple(kept), left
+    # a signal goes with its flag: read without it, an answer lacking the signal would read its 0, not the labels' mean
+    unflagged = [name for name in kept if FLAGS.get(name) in left]
+    return tuple(n for n in kept if n not in unflagged), left + unflagged
 
 
 def held_out(mine: list[dict], documents: list[str], folds: int, names: tuple[str, ...], kind: str) -> list[float]:

@@ -849,3 +849,24 @@ def test_a_later_sentence_about_what_was_asked_is_counted_and_said_and_recorded_
     assert "the document speaks of it again after the passages cited" in stale.support.line()
     fresh, _ = ask("Office.", "Where is Daniel?", text=text)
     assert fresh.support.later == 0 and "again after" not in fresh.support.line()
+
+
+def test_the_fit_leaves_out_a_signal_no_run_recorded_and_a_signal_with_its_flag(monkeypatch):
+    """Issue 51 (benchmarks/calibrate.py): a signal no labelled answer holds (``margin`` in runs made before it was
+    recorded) has nothing to teach; a flag left out for naming the dataset (only one set has MiniLM similarities)
+    takes its signal with it — read without its flag, an answer lacking the signal would read its 0, not the labels'
+    mean; a flag every answer has set stays, the model's cue to read a missing signal at its mean."""
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from calibrate import within_sets
+
+    def row(dataset, similarity, probability):
+        signals = {"similarity_min": similarity, "has_similarity": float(similarity > 0), "probability": probability,
+                   "has_probability": 1.0}
+        return {"dataset": dataset, "signals": signals}
+
+    rows = [row("filings", 0.6, 0.7), row("filings", 0.4, 0.5), row("talk", 0.0, 0.9), row("talk", 0.0, 0.3)]
+    kept, left = within_sets(rows, ("similarity_min", "has_similarity", "probability", "has_probability", "margin"))
+    assert kept == ("probability", "has_probability")
+    assert sorted(left) == ["has_similarity", "margin", "similarity_min"]

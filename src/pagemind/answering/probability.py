@@ -111,8 +111,9 @@ def letter_shares(response: LLMResponse | None, letters: str | tuple[str, ...],
 
 
 def of_choice(response: LLMResponse | None, letters: str | tuple[str, ...], chosen: int) -> AnswerProbability:
-    """The chosen option's share of the mass the options' letters get at the reply token that names it; none
-    without log-probabilities or when that token cannot be found."""
+    """The chosen option's share of the mass the options' letters get at the reply token that names it, and the
+    most probable other option's (``runner_up``; 0 where no other letter is among the alternatives); none without
+    log-probabilities or when that token cannot be found."""
     shares = letter_shares(response, letters, at=letters[chosen])
     if shares is None:
         return NONE
