@@ -168,10 +168,12 @@ class LlamaCpp(Backend):
         if self._closed:
             raise BackendUnavailable("the local model was closed")
         if self._llm is None:
+            # flash attention, as llama-server's default ("auto") turns it on for the CPU: the small models read
+            # prompts faster with it (SmolLM2-135M 131 tokens/s against 98 on 2 cores), the 1.5B as fast
             try:
                 self._llm = self._lib().Llama(
                     model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.threads,
-                    n_threads_batch=self.threads, n_batch=512, verbose=False,
+                    n_threads_batch=self.threads, n_batch=512, flash_attn=True, verbose=False,
                 )
             except (ValueError, RuntimeError) as err:
                 raise BackendUnavailable(f"llama.cpp could not load {self.path.name}: {err}") from None
