@@ -649,3 +649,21 @@ def test_a_reply_that_repeats_the_users_question_is_held_once_and_the_next_is_se
     polar = "Would Caroline likely have Dr. Seuss books on her bookshelf?"
     assert not _echoes("Yes, Caroline likely would have Dr. Seuss books on her bookshelf.", polar)
     assert _echoes("Would Caroline likely have Dr. Seuss books on her bookshelf?", polar)
+
+
+def test_a_call_and_its_results_at_the_queues_tail_are_evicted_together_rather_than_failing_the_turn():
+    """The tiny model's failed reply, its result and heartbeat, then the pressure warning: keeping the last 2 would
+    split the call from its results, so the call goes out with them (the warning stays); a clean tail keeps 2."""
+    from pagemind.agent.memory import Event
+
+    agent, _ = make([], keep_last=2)
+    turn = turn_module.Turn(agent, "What is my locker code?")
+    when = "2026-05-04 10:04:00"
+    tail = [Event("step", {}, when), Event("function_result", {}, when), Event("heartbeat", {}, when),
+            Event("system_alert", {}, when)]
+    assert turn._cut_point(tail) == 3
+    clean = [Event("user_message", {}, when), Event("step", {}, when), Event("function_result", {}, when),
+             Event("user_message", {}, when), Event("step", {}, when), Event("function_result", {}, when)]
+    cut = turn._cut_point(clean)
+    assert 0 < cut <= len(clean) - 2 and clean[cut].kind not in ("function_result", "heartbeat")
+    assert turn._cut_point(tail[:2]) == 0  # nothing beyond the last 2: still the clear error

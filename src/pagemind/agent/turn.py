@@ -604,7 +604,9 @@ class Turn:
         """How many of the oldest queue events to evict: about ``evict_fraction`` of them (the paper's share), or
         as many as free ``over`` tokens and the summary note's room when that share would not (one summary call
         then, not one per halving), keeping the last ``keep_last``, and never leaving a function result (or its
-        heartbeat) without its call."""
+        heartbeat) without its call. When the last ``keep_last`` begin inside a call's results (a failed step, its
+        result and heartbeat, then a warning), the call goes out with its results: fewer are kept (at least one), the
+        turn goes on."""
         limit = len(body) - self.options.keep_last
         if limit <= 0:
             return 0
@@ -614,7 +616,7 @@ class Turn:
             sizes = itertools.accumulate(self.llm.count_tokens_many([e.render() for e in body[:limit]]))
             target = max(target, next((i + 1 for i, freed in enumerate(sizes) if freed >= room), limit))
         target = min(target, limit)
-        for i in list(range(target, limit + 1)) + list(range(target - 1, 0, -1)):
+        for i in [*range(target, limit + 1), *range(target - 1, 0, -1), *range(limit + 1, len(body))]:
             if i == len(body) or body[i].kind not in _RESULT_KINDS:  # all of it, with keep_last 0
                 return i
         return 0
