@@ -14,8 +14,8 @@ pytestmark = on_embedded_models()
 # fragments with and without FragRel, gists; MemWalker's library composition is tested on the scripted fake)
 READERS = [("full", {}), ("rag", {"fragment_words": 120}), ("op-rag", {"fragment_words": 120}),
            ("rag", {"fragment_words": 120, "fragrel": True})]
-# the tiny model's gists run to the reply limit (512 tokens, 40 s a page on 2 cores): 96 keeps every path short
-GIST = 96
+# the tiny model's gists run to the reply limit (512 tokens, 40 s a page on 2 cores): 48 keeps every path short
+GIST = 48
 LIBRARY_READERS = [("full", {}), ("op-rag", {"fragment_words": 120}), ("rag", {"fragment_words": 120, "fragrel": True}),
                    ("readagent-p", {"max_tokens": GIST})]
 
