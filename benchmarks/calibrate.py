@@ -56,11 +56,23 @@ def load(dirs: list[Path]) -> list[dict]:
                 continue
             taken.add((r["dataset"], r["example_id"], r["method"]))
             rows.append({"dataset": r["dataset"], "document": r["document_id"], "kind": r.get("kind", "free"),
-                         "method": r["method"], "signals": r["signals"],
+                         "method": r["method"], "signals": derived(r),
                          "right": grades.get((r["example_id"], r["method"]), float(r["scores"][primary]) >= RIGHT),
                          "graded": (r["example_id"], r["method"]) in grades, "run": folder.name,
                          "variant": bool((r.get("meta") or {}).get("unanswerable"))})
     return rows
+
+
+def derived(record: dict) -> dict:
+    """The record's signals, with those a run made before they were recorded can be read from the record itself:
+    ``verdict``, from its question and the model's answer (``prediction``: the draft where it was withheld)."""
+    from pagemind.answering.signals import is_verdict
+
+    signals = dict(record["signals"])
+    if "verdict" not in signals:
+        said = record.get("prediction") or ""
+        signals["verdict"] = float(record.get("kind") != "choice" and is_verdict(record.get("question") or "", said))
+    return signals
 
 
 def thresholds(confidence: list[float], right: list[bool]) -> dict:
