@@ -10,7 +10,12 @@ agent's earlier behaviour stored each one). Then one probe, as ``benchmarks/memg
 four facts the user told the agent about themselves (chance 0.25), and whether the fact's content words are in the
 agent's core or archival memory at all.
 
+With ``--imported`` the user's messages are imported as history instead of said (no agent turn, no reply): what is
+measured is the consolidation pass alone (it implies ``--consolidate``) — its proposals stored, left out as junk or as
+not in the messages, and the ``human`` lines it wrote — at one call a session rather than a turn's steps a message.
+
     python benchmarks/write_side.py [--data DIR] [--dialogues 4] [--model qwen2.5-coder-1.5b] [--consolidate]
+                                    [--imported]
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def shares(texts: list[str]) -> dict[str, float | int]:
             "junk": junk, "junk_share": round(junk / n, 3) if n else 0.0}
 
 
-def read_dialogue(pm: object, row: dict, consolidate: bool) -> dict:
+def read_dialogue(pm: object, row: dict, consolidate: bool, imported: bool = False) -> dict:
     from pagemind.agent import Agent, AgentOptions
 
     sessions = [d["dialog"] for d in row["previous_dialogs"]] + [row["dialog"]]
@@ -75,7 +80,10 @@ def read_dialogue(pm: object, row: dict, consolidate: bool) -> dict:
         record = {"session": number, "turns": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
                   "seconds": 0.0, "inserts_asked": 0, "stored": 0, "repeats_not_stored": 0, "core_writes": 0,
                   "searches": 0, "held": 0}
-        for utterance in dialog[0::2]:  # speaker 1: the user
+        if imported:  # the user's messages as history: the consolidation pass alone is measured
+            agent.import_messages([("user", u["text"], clock()) for u in dialog[0::2]])
+            record["turns"] = len(dialog[0::2])
+        for utterance in [] if imported else dialog[0::2]:  # speaker 1: the user
             t0 = time.perf_counter()
             turn = agent.say(utterance["text"])
             record["seconds"] += time.perf_counter() - t0
@@ -159,6 +167,8 @@ def main() -> None:
     ap.add_argument("--dialogues", type=int, default=4)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--consolidate", action="store_true", help="a consolidation pass after each session")
+    ap.add_argument("--imported", action="store_true",
+                    help="the user's messages imported, not said: the consolidation pass alone (implies --consolidate)")
     ap.add_argument("--minutes", type=float, default=75.0, help="no new dialogue after this")
     ap.add_argument("--tag", default="")
     args = ap.parse_args()
@@ -177,7 +187,7 @@ def main() -> None:
         for index in chosen:
             if time.monotonic() > deadline:
                 break
-            read = read_dialogue(pm, rows[index], args.consolidate)
+            read = read_dialogue(pm, rows[index], args.consolidate or args.imported, args.imported)
             agent = read.pop("agent")
             read["probe"] = probe(agent, rows[index], rows, rng)
             print(json.dumps({k: v for k, v in read.items() if k != "sessions"})[:600], flush=True)
@@ -197,9 +207,20 @@ def main() -> None:
         "fact_words_in_memory": round(sum(r["probe"]["fact_words_in_memory"] for r in results) / max(1, len(results)),
                                       2),
     }
+    passes = [s["consolidation"] for s in sessions if "consolidation" in s]
+    if passes:  # what the consolidation passes proposed and what of it was kept
+        total["consolidation"] = {
+            "passes": len(passes), "stored": sum(len(c["stored"]) for c in passes),
+            "known": sum(c["known"] for c in passes), "junk": sum(c["junk"] for c in passes),
+            "ungrounded": sum(c["ungrounded"] for c in passes),
+            "human_versions": sum(len(c["versions"]) for c in passes),
+            "human_lines": sum(len([x for x in r["core"].get("human", "").splitlines() if x.strip()])
+                               for r in results),
+            "seconds": round(sum(c["seconds"] for c in passes), 1)}
     print(json.dumps(total))
     write_result("write_side" + (f"-{args.tag}" if args.tag else ""), {
-        "model": args.model, "consolidate": args.consolidate, "total": total, "dialogues": results})
+        "model": args.model, "consolidate": args.consolidate or args.imported, "imported": args.imported,
+        "total": total, "dialogues": results})
 
 
 if __name__ == "__main__":

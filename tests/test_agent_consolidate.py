@@ -109,6 +109,22 @@ def test_a_fact_the_messages_do_not_hold_is_left_out():
     assert grounded("The user likes running.", said) and grounded("The user has a sister.", said)
 
 
+def test_a_line_of_only_whom_it_is_about_is_junk_and_a_line_held_is_not_written_again():
+    """Measured on MSC with the default model: a pass proposed "The user is a human" and "The user is a human." for
+    the human block, and both were written. A proposal whose words only say whom it is about tells nothing (junk);
+    a line the block holds, full stop or not, is not appended again."""
+    talk = [("user", "I ran 5 miles along the river today.", "2024-05-01 09:00:00")]
+    agent, _ = make([proposal("A run.", ["The user is a human.", "The user ran 5 miles along the river."],
+                              ["The user ran 5 miles along the river", "The user is a human",
+                               "The user ran 5 miles along the river."])])
+    agent.import_messages(talk)
+    done = agent.consolidate()
+    assert done.junk == 2 and done.ungrounded == 0
+    texts = [p.text for p in agent.passages_by_id(done.stored)]
+    assert len(texts) == 2 and texts[0] == "The user ran 5 miles along the river." and "A run." in texts[1]
+    assert next(b for b in agent.blocks() if b.label == "human").value == "The user ran 5 miles along the river"
+
+
 def test_an_agent_is_due_a_background_pass_after_its_idle_minutes_and_once_per_new_message():
     """Issue 50 item 3: due once ``consolidate_idle`` minutes have passed since its newest message and something
     came after its last pass; not again after the pass, nor after a try this process made, until a new message."""

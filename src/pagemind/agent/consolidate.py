@@ -250,7 +250,8 @@ class Heard:
         return any(word[:n] == h[:n] for h in self.words if (n := max(3, min(len(word), len(h), 4))) <= len(h))
 
     def sift(self, proposals: tuple[str, ...]) -> Sifted:
-        told = tuple(p for p in proposals if junk_reason(p) is None)
+        # junk too: a proposal of only whom it is about, in general words ("The user is a human.")
+        told = tuple(p for p in proposals if junk_reason(p) is None and _terms(p) - self.generic)
         kept = tuple(p for p in told if self.holds(p))
         return Sifted(kept, len(proposals) - len(told), len(told) - len(kept))
 
@@ -271,7 +272,7 @@ def _appended(block: Block, lines: tuple[str, ...]) -> tuple[str, list[str]]:
     """The block's value with each line it does not hold yet appended, while it fits; and the lines that did not."""
     value, left = block.value, []
     for line in lines:
-        if line.lower() in value.lower():
+        if line.rstrip(" .").lower() in value.lower():  # held already, with or without its full stop
             continue
         candidate = f"{value}\n{line}" if value else line
         if len(candidate) <= block.limit:
