@@ -94,17 +94,14 @@ def test_a_fact_the_messages_do_not_hold_is_left_out():
 
     talk = [("user", "Did you manage to go out on a run today? I ran 5 miles along the river.", "2024-05-01 09:00:00"),
             ("user", "My sister Maud visited from Oslo.", "2024-05-01 09:01:00")]
-    agent, _ = make([proposal("A run and a visit.",
-                              ["The user ran 5 miles along the river.", "The user's name is Ada.",
-                               "The user ran 6 miles."],
-                              ["The user lives in Leeds.", "The user's sister Maud visited from Oslo.",
-                               "The user works as a software engineer."])])
-    agent.import_messages(talk)
-    done = agent.consolidate()
+    reply = proposal("A run and a visit.",
+                     ["The user ran 5 miles along the river.", "The user's name is Ada.", "The user ran 6 miles."],
+                     ["The user lives in Leeds.", "The user's sister Maud visited from Oslo.",
+                      "The user works as a software engineer."])
+    done, texts, human = one_pass(talk, reply)
     assert done.ungrounded == 4 and done.junk == 0
-    texts = [p.text for p in agent.passages_by_id(done.stored)]
     assert texts[0] == "The user ran 5 miles along the river." and not any("Ada" in t or "6 miles" in t for t in texts)
-    assert next(b for b in agent.blocks() if b.label == "human").value == "The user's sister Maud visited from Oslo."
+    assert human == "The user's sister Maud visited from Oslo."
     said = " ".join(text for _, text, _ in talk)
     assert grounded("The user likes running.", said) and grounded("The user has a sister.", said)
 
@@ -114,15 +111,23 @@ def test_a_line_of_only_whom_it_is_about_is_junk_and_a_line_held_is_not_written_
     the human block, and both were written. A proposal whose words only say whom it is about tells nothing (junk);
     a line the block holds, full stop or not, is not appended again."""
     talk = [("user", "I ran 5 miles along the river today.", "2024-05-01 09:00:00")]
-    agent, _ = make([proposal("A run.", ["The user is a human.", "The user ran 5 miles along the river."],
-                              ["The user ran 5 miles along the river", "The user is a human",
-                               "The user ran 5 miles along the river."])])
+    reply = proposal("A run.", ["The user is a human.", "The user ran 5 miles along the river."],
+                     ["The user ran 5 miles along the river", "The user is a human",
+                      "The user ran 5 miles along the river."])
+    done, texts, human = one_pass(talk, reply)
+    assert done.junk == 2 and done.ungrounded == 0
+    assert len(texts) == 2 and texts[0] == "The user ran 5 miles along the river." and "A run." in texts[1]
+    assert human == "The user ran 5 miles along the river"
+
+
+def one_pass(talk, reply):
+    """One consolidation pass over ``talk`` the scripted model answers with ``reply``: what it did, the passages it
+    stored and the human block after it."""
+    agent, _ = make([reply])
     agent.import_messages(talk)
     done = agent.consolidate()
-    assert done.junk == 2 and done.ungrounded == 0
-    texts = [p.text for p in agent.passages_by_id(done.stored)]
-    assert len(texts) == 2 and texts[0] == "The user ran 5 miles along the river." and "A run." in texts[1]
-    assert next(b for b in agent.blocks() if b.label == "human").value == "The user ran 5 miles along the river"
+    return (done, [p.text for p in agent.passages_by_id(done.stored)],
+            next(b for b in agent.blocks() if b.label == "human").value)
 
 
 def test_an_agent_is_due_a_background_pass_after_its_idle_minutes_and_once_per_new_message():
