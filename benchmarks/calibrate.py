@@ -65,13 +65,15 @@ def load(dirs: list[Path]) -> list[dict]:
 
 def derived(record: dict) -> dict:
     """The record's signals, with those a run made before they were recorded can be read from the record itself:
-    ``verdict``, from its question and the model's answer (``prediction``: the draft where it was withheld)."""
-    from pagemind.answering.signals import is_verdict
+    ``yes_no``, from its question and what the model answered — the draft where the answer was withheld, the reply
+    as given where a short phrase was scored (``--short-answers``), else the prediction — as the answer in use reads
+    it (:func:`pagemind.answering.signals.is_yes_no`)."""
+    from pagemind.answering.signals import is_yes_no
 
     signals = dict(record["signals"])
-    if "verdict" not in signals:
-        said = record.get("prediction") or ""
-        signals["verdict"] = float(record.get("kind") != "choice" and is_verdict(record.get("question") or "", said))
+    if "yes_no" not in signals:
+        said = record.get("draft") or (record.get("details") or {}).get("reply") or record.get("prediction") or ""
+        signals["yes_no"] = float(record.get("kind") != "choice" and is_yes_no(record.get("question") or "", said))
     return signals
 
 

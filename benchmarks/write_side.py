@@ -80,10 +80,12 @@ def read_dialogue(pm: object, row: dict, consolidate: bool, imported: bool = Fal
         record = {"session": number, "turns": 0, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
                   "seconds": 0.0, "inserts_asked": 0, "stored": 0, "repeats_not_stored": 0, "core_writes": 0,
                   "searches": 0, "held": 0}
+        said = dialog[0::2]  # speaker 1: the user
         if imported:  # the user's messages as history: the consolidation pass alone is measured
-            agent.import_messages([("user", u["text"], clock()) for u in dialog[0::2]])
-            record["turns"] = len(dialog[0::2])
-        for utterance in [] if imported else dialog[0::2]:  # speaker 1: the user
+            agent.import_messages([("user", u["text"], clock()) for u in said])
+            record["turns"] = len(said)
+            said = []
+        for utterance in said:
             t0 = time.perf_counter()
             turn = agent.say(utterance["text"])
             record["seconds"] += time.perf_counter() - t0
@@ -172,6 +174,7 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=75.0, help="no new dialogue after this")
     ap.add_argument("--tag", default="")
     args = ap.parse_args()
+    consolidate = args.consolidate or args.imported
 
     import tempfile
 
@@ -187,7 +190,7 @@ def main() -> None:
         for index in chosen:
             if time.monotonic() > deadline:
                 break
-            read = read_dialogue(pm, rows[index], args.consolidate or args.imported, args.imported)
+            read = read_dialogue(pm, rows[index], consolidate, args.imported)
             agent = read.pop("agent")
             read["probe"] = probe(agent, rows[index], rows, rng)
             print(json.dumps({k: v for k, v in read.items() if k != "sessions"})[:600], flush=True)
@@ -219,7 +222,7 @@ def main() -> None:
             "seconds": round(sum(c["seconds"] for c in passes), 1)}
     print(json.dumps(total))
     write_result("write_side" + (f"-{args.tag}" if args.tag else ""), {
-        "model": args.model, "consolidate": args.consolidate or args.imported, "imported": args.imported,
+        "model": args.model, "consolidate": consolidate, "imported": args.imported,
         "total": total, "dialogues": results})
 
 

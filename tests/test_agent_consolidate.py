@@ -118,6 +118,13 @@ def test_a_line_of_only_whom_it_is_about_is_junk_and_a_line_held_is_not_written_
     assert done.junk == 2 and done.ungrounded == 0
     assert len(texts) == 2 and texts[0] == "The user ran 5 miles along the river." and "A run." in texts[1]
     assert human == "The user ran 5 miles along the river"
+    # held means whole words: a shorter line is new where the block holds a longer word ("York" / "Yorkshire")
+    from pagemind.agent.consolidate import _appended
+    from pagemind.agent.memory import Block
+
+    block = Block("human", "The user lives in Yorkshire\nThe user is Ann.", 2000)
+    value, left = _appended(block, ("The user lives in York.", "The user lives in Yorkshire.", "The user is Ann"))
+    assert value == "The user lives in Yorkshire\nThe user is Ann.\nThe user lives in York." and left == []
 
 
 def one_pass(talk, reply):

@@ -581,14 +581,14 @@ def test_a_yes_or_no_is_fitted_as_a_free_answer_whatever_figures_it_restates():
     story = "Best Buy had 982 stores at the end of Q2 FY2023 and 969 at the end of Q2 FY2024."
     polar, _ = ask("Yes, there was a change in the number of stores between Q2 of FY2024 and FY2023.",
                    "Was there any change in the number of Best Buy stores between Q2 of FY2024 and FY2023?", text=story)
-    assert polar.question.is_polar and kind_of(polar) == "free" and signals(polar)["verdict"] == 1.0
+    assert polar.question.is_polar and kind_of(polar) == "free" and signals(polar)["yes_no"] == 1.0
     count, _ = ask("969 stores.", "How many stores did Best Buy have at the end of Q2 FY2024?", text=story)
-    assert not count.question.is_polar and kind_of(count) == "numeric" and signals(count)["verdict"] == 0.0
+    assert not count.question.is_polar and kind_of(count) == "numeric" and signals(count)["yes_no"] == 0.0
     led, _ = ask("No, 969 stores.", "For Best Buy, did the number of stores grow by Q2 FY2024?", text=story)
-    assert led.question.is_polar and kind_of(led) == "free" and signals(led)["verdict"] == 1.0
-    # a yes/no question answered with content of its own is no verdict: its words are its evidence
+    assert led.question.is_polar and kind_of(led) == "free" and signals(led)["yes_no"] == 1.0
+    # a yes/no question answered with content of its own is no yes or no: its words are its evidence
     named, _ = ask("969 stores at the end of Q2 FY2024.", "Did Best Buy have more stores in FY2023?", text=story)
-    assert named.question.is_polar and signals(named)["verdict"] == 0.0
+    assert named.question.is_polar and signals(named)["yes_no"] == 0.0
     assert not Question("Which region had the highest EBITDAR in 2022?").is_polar
     for lead in ("As of Q2'2023, is Pfizer spinning off any large business segments?",
                  "According to the 10-K, is Boeing's business cyclical?",
@@ -875,11 +875,13 @@ def test_the_fit_leaves_out_a_signal_no_run_recorded_and_a_signal_with_its_flag(
     assert sorted(left) == ["has_similarity", "margin", "similarity_min"]
 
 
-def test_the_fit_reads_a_verdict_from_a_run_made_before_it_was_recorded(monkeypatch):
-    """Issue 51 (benchmarks/calibrate.py): runs made before ``verdict`` was a signal have the question and the model's
-    answer beside their signals; the fit reads the verdict from them as an answer in use does, and keeps one a run
-    recorded."""
+def test_the_fit_reads_a_yes_or_no_from_a_run_made_before_it_was_recorded(monkeypatch):
+    """Issue 51 (benchmarks/calibrate.py): runs made before ``yes_no`` was a signal have the question and the model's
+    answer beside their signals; the fit reads the signal from them as an answer in use does — from the draft where
+    the answer was withheld, the reply as given where a short phrase was scored — and keeps one a run recorded."""
     from pathlib import Path
+
+    from pagemind.answering.signals import kind_of, signals
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from calibrate import derived
@@ -887,9 +889,19 @@ def test_the_fit_reads_a_verdict_from_a_run_made_before_it_was_recorded(monkeypa
     def record(question, prediction, kind="free", **signals):
         return {"question": question, "prediction": prediction, "kind": kind, "signals": {"supported": 0.0, **signals}}
 
-    assert derived(record("Does Corning have positive working capital?", "Yes, it does."))["verdict"] == 1.0
-    assert derived(record("For MGM, has it paid dividends in FY2022?", "No."))["verdict"] == 1.0
-    assert derived(record("Which region had the highest EBITDAR?", "Yes, Regional Operations."))["verdict"] == 0.0
-    assert derived(record("Is it (A) or (B)?", "Yes", kind="choice"))["verdict"] == 0.0
-    assert derived(record("Is Boeing's business cyclical?", "Yes.", verdict=0.0))["verdict"] == 0.0  # as recorded
+    assert derived(record("Does Corning have positive working capital?", "Yes, it does."))["yes_no"] == 1.0
+    assert derived(record("For MGM, has it paid dividends in FY2022?", "No."))["yes_no"] == 1.0
+    assert derived(record("Which region had the highest EBITDAR?", "Yes, Regional Operations."))["yes_no"] == 0.0
+    assert derived(record("Is it (A) or (B)?", "Yes", kind="choice"))["yes_no"] == 0.0
+    assert derived(record("Is Boeing's business cyclical?", "Yes.", yes_no=0.0))["yes_no"] == 0.0  # as recorded
     assert derived(record("Is Boeing's business cyclical?", "Yes."))["supported"] == 0.0
+    short = {**record("Did Pfizer grow its PPNE?", "grew"), "details": {"short": "grew", "reply": "Yes, it grew."}}
+    assert derived(short)["yes_no"] == 1.0  # --short-answers: the phrase scored, the reply as given read
+    # a withheld answer, recorded as the evaluation records it (its prediction the abstention, its draft beside it)
+    held, _ = ask("Yes, Mr. Pellow rowed the boat to Quillhaven.", "Did Mr. Pellow row the boat?",
+                  text="Tam Ruddock skippered the Margery Dell.")
+    assert held.abstained and held.draft is not None and not held.text.startswith("Yes")
+    said = {k: v for k, v in signals(held).items() if k != "yes_no"}
+    kept = {"question": held.question.text, "prediction": held.text, "draft": held.draft, "kind": kind_of(held),
+            "signals": said}
+    assert derived(kept)["yes_no"] == signals(held)["yes_no"] == 1.0

@@ -221,7 +221,7 @@ class Sifted:
     """Proposals sifted against their window: those to write, and how many were left out and why."""
 
     kept: tuple[str, ...]
-    junk: int  # nothing to tell (:func:`~pagemind.agent.archive.junk_reason`)
+    junk: int  # nothing to tell (:meth:`Heard.tells`)
     ungrounded: int  # not in the messages (:meth:`Heard.holds`)
 
 
@@ -249,9 +249,13 @@ class Heard:
         """The same word among the messages', or one sharing its first letters ("runs", "run")."""
         return any(word[:n] == h[:n] for h in self.words if (n := max(3, min(len(word), len(h), 4))) <= len(h))
 
+    def tells(self, proposal: str) -> bool:
+        """Whether ``proposal`` tells anything: not junk (:func:`~pagemind.agent.archive.junk_reason`), nor only
+        whom it is about in general words ("The user is a human.")."""
+        return junk_reason(proposal) is None and bool(_terms(proposal) - self.generic)
+
     def sift(self, proposals: tuple[str, ...]) -> Sifted:
-        # junk too: a proposal of only whom it is about, in general words ("The user is a human.")
-        told = tuple(p for p in proposals if junk_reason(p) is None and _terms(p) - self.generic)
+        told = tuple(p for p in proposals if self.tells(p))
         kept = tuple(p for p in told if self.holds(p))
         return Sifted(kept, len(proposals) - len(told), len(told) - len(kept))
 
@@ -272,7 +276,8 @@ def _appended(block: Block, lines: tuple[str, ...]) -> tuple[str, list[str]]:
     """The block's value with each line it does not hold yet appended, while it fits; and the lines that did not."""
     value, left = block.value, []
     for line in lines:
-        if line.rstrip(" .").lower() in value.lower():  # held already, with or without its full stop
+        # held already, whole words, with or without its full stop ("lives in York" is not held by "Yorkshire")
+        if re.search(rf"(?<!\w){re.escape(line.strip().rstrip(' .'))}(?!\w)", value, re.IGNORECASE):
             continue
         candidate = f"{value}\n{line}" if value else line
         if len(candidate) <= block.limit:
