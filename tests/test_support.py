@@ -479,6 +479,54 @@ def test_the_prior_is_read_where_its_reply_names_an_option_not_at_an_article_bef
     assert context.probability.prior is None
 
 
+def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_share_there_recorded():
+    """Issue 51: a small model's pick that follows a position (the first option, the last) moves when the options
+    do. ``reorder=auto`` sends the answer's prompt again with the options listed in reverse order and nothing else
+    changed — the text before them is the prompt the backend has just read — before the prior's call, and records the
+    chosen option's share there under its new letter (``probability.reordered``, signal ``reordered``). Off (the
+    default), a backend without log-probabilities, or a prompt that does not show the options as listed: no call."""
+    from pagemind.answering.signals import signals
+    from pagemind.llm.base import LLMRequest, Message
+    from pagemind.llm.usage import Trace
+    from pagemind.methods.reply import REORDERED_TOKENS, reordered
+
+    question = "Who skippered the supply boat?\n(A) Mr. Pellow\n(B) Tam Ruddock\n(C) Abel Hume"
+    story = "Tam Ruddock skippered the Margery Dell, the supply boat of the lighthouse."
+
+    def run(moved, **options):
+        fake = ScriptedLLM(by_role={"answer": _lettered({"A": 0.1, "B": 0.9}), "reordered": _lettered(moved),
+                                    "prior": _lettered({"A": 0.4, "B": 0.6})},
+                           supports_logprobs=options.pop("logprobs", True))
+        reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"), **options)
+        return reader.answer(reader.build(Document.from_text(story)), Question.parse(question)), fake
+
+    # reversed, Tam Ruddock is still (B): the reply naming (B) at 0.7 keeps the pick
+    held, fake = run({"A": 0.2, "B": 0.7, "C": 0.1}, reorder="auto")
+    assert fake.roles() == ["answer", "reordered", "prior"]
+    asked, again = fake.history[0].messages[0].content, fake.history[1].messages[0].content
+    assert again == asked.replace("(A) Mr. Pellow\n(B) Tam Ruddock\n(C) Abel Hume",
+                                  "(A) Abel Hume\n(B) Tam Ruddock\n(C) Mr. Pellow") and again != asked
+    assert fake.history[1].max_tokens == REORDERED_TOKENS
+    assert held.letter == "B" and held.probability.reordered == pytest.approx(0.7)
+    assert held.as_dict()["probability"]["reordered"] == 0.7 and signals(held)["has_reordered"] == 1.0
+    assert signals(held)["reordered"] == pytest.approx(0.7) and held.probability.prior == pytest.approx(0.6)
+    off, fake = run({"A": 0.2, "B": 0.7, "C": 0.1})
+    assert fake.roles() == ["answer", "prior"] and off.probability.reordered is None
+    assert signals(off)["has_reordered"] == 0.0 and "reordered" not in off.as_dict()["probability"]
+    plain, fake = run({"A": 0.2, "B": 0.7, "C": 0.1}, reorder="auto", logprobs=False)
+    assert fake.roles() == ["answer"] and plain.probability.reordered is None
+    # the share is the chosen option's under its new letter: Mr. Pellow, (A) as asked, is (C) reversed
+    first = Question.parse("Who skippered the supply boat?\n(A) Mr. Pellow\n(B) Tam Ruddock\n(C) Abel Hume")
+    request = LLMRequest(messages=(Message("user", f"{story}\n{first.text}\n{first.options_block()}"),),
+                         role="answer", max_tokens=12)
+    scripted = ScriptedLLM(by_role={"reordered": _lettered({"A": 0.25, "B": 0.7, "C": 0.05})},
+                           supports_logprobs=True)
+    assert reordered(LLM(scripted, concurrency=1), first, request, 0, Trace()) == pytest.approx(0.05)
+    unlisted = LLMRequest(messages=(Message("user", f"{story}\n{first.text}\nA, B or C?"),), role="answer")
+    assert reordered(LLM(scripted, concurrency=1), first, unlisted, 0, Trace()) is None
+    assert len(scripted.history) == 1  # a prompt without the options as listed gets no call
+
+
 def test_the_shipped_models_give_a_multiple_choice_or_free_answer_its_confidence():
     """Issue 51: the package ships a model for multiple-choice answers, fitted by benchmarks/calibrate.py on
     labelled runs of at least 100 answers (held out by document, it beat the hand-set confidence there), and one for

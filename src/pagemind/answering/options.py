@@ -41,6 +41,11 @@ class AnswerOptions(Options):
                 "question and its options with no text, so the chosen option's probability unread is recorded "
                 "beside its probability read (probability.prior) and the fitted confidence reads how far the text "
                 "moved the model to it (auto); off: no call")
+    reorder: Literal["auto", "off"] = option(
+        "off", "a multiple-choice answer gets one more short call where the backend returns log-probabilities: the "
+               "same prompt with the options listed in reverse order, so the chosen option's share then is recorded "
+               "(probability.reordered) and the fitted confidence reads whether the pick held when the options moved "
+               "(auto; cheap where the backend caches the prompt's beginning: llama.cpp, vLLM, SGLang); off: no call")
     verify: bool = option(
         False, "one more short call after the answer: the model reads only the cited sentences and labels the "
                "answer supported, partial or unsupported (constrained to those labels; the label's probability as "

@@ -11,6 +11,9 @@ A multiple-choice answer's ``prior`` is the same option's share when the questio
 text (one short call: :func:`pagemind.methods.reply.prior`). An option the model would pick without reading is a
 guess however sure it looks; ``lift``, how far the text moved the model to it, is what the fitted confidence reads
 (on the labelled QuALITY answers AUROC 0.60 for the probability alone, 0.68 for the lift; on MSC's 0.90 and 0.98).
+Its ``reordered`` is the same option's share when the same prompt lists the options in reverse order (one more short
+call, its text a prefix the backend has just read: :func:`pagemind.methods.reply.reordered`): a small model's pick
+that follows a position ("(A)", the last option) rather than the option moves with the order.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class AnswerProbability:
     tokens: int = 0
     prior: float | None = None  # multiple choice: the same option's share asked with no text (None: not asked)
     runner_up: float | None = None  # multiple choice: the most probable other option's share, read
+    reordered: float | None = None  # multiple choice: the same option's share, the options asked in reverse order
 
     @property
     def value(self) -> float | None:
@@ -62,6 +66,8 @@ class AnswerProbability:
                 out["runner_up"] = round(self.runner_up, 4)
             if self.prior is not None:
                 out["prior"] = round(self.prior, 4)
+            if self.reordered is not None:
+                out["reordered"] = round(self.reordered, 4)
         elif self.basis == "tokens":
             out.update(mean_logprob=round(self.mean_logprob or 0.0, 4), min_logprob=round(self.min_logprob or 0.0, 4),
                        tokens=self.tokens)

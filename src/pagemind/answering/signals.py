@@ -1,5 +1,6 @@
 """What an answer's trust is read from, as numbers (issue 51): the support check's scores, the model's own
-probability (and, for a choice, how far the text moved it, ``lift``, and how far it led the runner-up, ``margin``),
+probability (and, for a choice, how far the text moved it, ``lift``, how far it led the runner-up, ``margin``, and
+its share with the options listed in reverse order, ``reordered``),
 the verifier's, the citations' — recorded beside every evaluated answer so a confidence can be fitted on labelled runs
 rather than set by hand, and read back by the fitted model (:mod:`pagemind.answering.calibration`).
 
@@ -30,10 +31,11 @@ NAMES: tuple[str, ...] = (
     "support_confidence", "supported", "partial", "claim_min", "claim_mean", "words_min", "similarity_min",
     "has_similarity", "missing", "unnamed", "unfounded", "relevance", "declined", "rival", "probability",
     "min_logprob", "has_probability", "verifier", "has_verifier", "citations", "cited_score", "later",
-    "has_later", "lift", "has_prior", "margin", "has_margin", "yes_no")
+    "has_later", "lift", "has_prior", "margin", "has_margin", "reordered", "has_reordered", "yes_no")
 # a signal an answer may not have, and the flag that says it has it (0 with the flag 0 when absent)
 FLAGS = {"probability": "has_probability", "min_logprob": "has_probability", "similarity_min": "has_similarity",
-         "verifier": "has_verifier", "later": "has_later", "lift": "has_prior", "margin": "has_margin"}
+         "verifier": "has_verifier", "later": "has_later", "lift": "has_prior", "margin": "has_margin",
+         "reordered": "has_reordered"}
 # which way each signal may move a fitted confidence, all else equal: +1 never down as it grows (more support, a
 # surer model), -1 never up (a missing figure, an unnamed anchor, a better-supported rival option, the document
 # speaking of what was asked again after the passages cited), 0 either way
@@ -42,7 +44,8 @@ DIRECTION = {"supported": 1, "partial": 1, "claim_min": 1, "claim_mean": 1, "wor
              "has_similarity": 0, "missing": -1, "unnamed": -1, "unfounded": -1, "relevance": 1, "declined": -1,
              "rival": -1, "probability": 1, "min_logprob": 1, "has_probability": 0, "verifier": 1,
              "has_verifier": 0, "citations": 0, "cited_score": 1, "support_confidence": 1, "later": -1,
-             "has_later": 0, "lift": 1, "has_prior": 0, "margin": 1, "has_margin": 0, "yes_no": 0}
+             "has_later": 0, "lift": 1, "has_prior": 0, "margin": 1, "has_margin": 0, "reordered": 1,
+             "has_reordered": 0, "yes_no": 0}
 
 
 def seen(signals: Mapping[str, float], name: str) -> float:
@@ -115,6 +118,7 @@ def signals(answer: Answer) -> dict[str, float]:
         "later": float(bool(support.later)), "has_later": float(support.later is not None),
         "lift": probability.lift or 0.0, "has_prior": float(probability.lift is not None),
         "margin": probability.margin or 0.0, "has_margin": float(probability.margin is not None),
+        "reordered": probability.reordered or 0.0, "has_reordered": float(probability.reordered is not None),
         "yes_no": float(_yes_no(answer))}
     return {name: round(float(out[name]), 6) for name in NAMES}
 

@@ -492,6 +492,16 @@ class Reader(Method, Generic[M, OptionsT]):
         if reply.finish_reason != "stop":
             context.finish_reason = reply.finish_reason
         context.probability = reply.probability
+        # the options reordered first: the answer's prompt is what the backend has just read, the prior's is not
+        if self.options.reorder == "auto" and reply.choice is not None and reply.probability.choice is not None:
+            from .reply import reordered
+
+            try:
+                moved = reordered(self.llm, question, request, reply.choice, context.trace)
+            except LLMError as err:  # the answer stands; its confidence reads the labels' mean
+                context.fallback(f"reorder: the call with the options reversed failed ({err}); none recorded")
+                moved = None
+            context.probability = replace(context.probability, reordered=moved)
         # the prior asks the reader's one-turn prompt: an answer asked as the next turn of a conversation (ReadAgent's
         # follow-up look-up) has no such prompt to compare with, so it gets none
         if self.options.prior == "auto" and reply.choice is not None and reply.probability.choice is not None \
@@ -504,7 +514,7 @@ class Reader(Method, Generic[M, OptionsT]):
             except LLMError as err:  # the answer stands; its confidence reads the labels' mean lift
                 context.fallback(f"prior: the call with no text failed ({err}); no prior recorded")
                 unread = None
-            context.probability = replace(reply.probability, prior=unread)
+            context.probability = replace(context.probability, prior=unread)
         return reply
 
     @abstractmethod

@@ -69,6 +69,35 @@ def prior(llm: LLM, question: Question, prompt_set: str, constrained: bool, chos
     return None if shares is None else shares.get(question.letters[chosen], 0.0)
 
 
+REORDERED_TOKENS = 12  # as the prior's: only the letter's alternatives are read
+
+
+def reordered(llm: LLM, question: Question, request: LLMRequest, chosen: int, trace: Trace) -> float | None:
+    """The chosen option's share among the options' letters when ``request`` — the answer's, as sent — is sent again
+    with the options listed in reverse order, nothing else changed (one short call: everything before the options is
+    the prompt the backend has just read, which llama.cpp's prompt cache and a server's prefix cache skip). Read at
+    the token where the reply names its option; its reply is not an answer and is not re-asked. None where the backend
+    gives no log-probabilities, the prompt does not show the options as :meth:`Question.options_block` renders them,
+    the reverse order is the same list, or the reply names no option."""
+    if not question.is_choice or not llm.backend.capabilities.supports_logprobs:
+        return None
+    turned = replace(question, options=tuple(reversed(question.options)))
+    block, moved = question.options_block(), turned.options_block()
+    shown = [i for i, m in enumerate(request.messages) if block in m.content]
+    if block == moved or not shown:
+        return None
+    at = shown[-1]
+    message = replace(request.messages[at], content=request.messages[at].content.replace(block, moved))
+    sent = replace(request, messages=request.messages[:at] + (message,) + request.messages[at + 1:],
+                   role="reordered", logprobs=TOP, max_tokens=REORDERED_TOKENS)
+    response, _ = llm.complete(sent, trace)
+    named = read_choice(response.text, turned).index
+    if named is None:
+        return None
+    shares = letter_shares(response, turned.letters, at=turned.letters[named])
+    return None if shares is None else shares.get(turned.letters[len(question.options) - 1 - chosen], 0.0)
+
+
 def follow_up_request(question: Question, history: tuple[Message, ...], pages: str, constrained: bool,
                       max_tokens: int = 512) -> LLMRequest:
     """The answer asked as the next turn after ``history`` (a look-up conversation), with ``pages`` shown."""
