@@ -220,7 +220,8 @@ def test_an_answer_carries_the_models_own_probability_where_the_backend_returns_
     """Issue 51: the answer call asks for log-probabilities where the backend returns them (at no extra call): a
     multiple-choice answer gets the chosen option's share among the options' letters, a free-form one its tokens'
     mean and minimum log-probability; the scripted fake, which returns none, says basis none. A choice gets one short
-    call more: the same question and options with no text, the chosen option's share there (``prior``)."""
+    call more: the same question and options with no text, the chosen option's share there (``prior``); with
+    ``reorder``, one more before it: the answer's prompt with the options reversed (``reordered``)."""
     from pagemind import Document, Pagemind, ScriptedLLM
 
     text = Document.from_text("Wren found the map under the loose stair. Abel kept the ledger. " * 10)
@@ -231,6 +232,9 @@ def test_an_answer_carries_the_models_own_probability_where_the_backend_returns_
         chosen = pm.ask(text, "Who found the map?", ["Abel", "Wren"], method="full")
         free = pm.ask(text, "Who kept the ledger?", method="full")
         roles = [e.role for e in chosen.trace.events] + [e.role for e in free.trace.events]
+        # reorder: the same prompt with the options reversed, its prefix the one the server has just read
+        moved = pm.ask(text, "Who found the map?", ["Abel", "Wren"], method="full", reorder="auto")
+        moved_roles = [e.role for e in moved.trace.events]
     assert chosen.probability.basis == "choice" and 0.0 < chosen.probability.value <= 1.0
     assert 0.0 <= chosen.probability.prior <= 1.0 and chosen.probability.lift == pytest.approx(
         chosen.probability.value - chosen.probability.prior)
@@ -238,6 +242,8 @@ def test_an_answer_carries_the_models_own_probability_where_the_backend_returns_
     assert free.probability.min_logprob <= free.probability.mean_logprob <= 0.0
     assert chosen.as_dict()["probability"]["basis"] == "choice"
     assert roles == ["answer", "prior", "answer"]  # the free-form answer's probability costs no call
+    assert moved_roles == ["answer", "reordered", "prior"] and 0.0 <= moved.probability.reordered <= 1.0
+    assert moved.as_dict()["probability"]["reordered"] == round(moved.probability.reordered, 4)
     with Pagemind(ScriptedLLM(default="Answer: (B)"), store=tmp_path / "f.db") as pm:
         plain = pm.ask(text, "Who found the map?", ["Abel", "Wren"], method="full")
     assert plain.probability.basis == "none" and plain.as_dict()["probability"] == {"basis": "none", "value": None}
