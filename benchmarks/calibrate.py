@@ -2,7 +2,7 @@
 evaluated answer records (``pagemind.answering.signals``), judged on held-out documents against the support check's
 hand-set confidence.
 
-    python benchmarks/calibrate.py RUN_DIR [RUN_DIR ...] [--folds 5] [--write]
+    python benchmarks/calibrate.py RUN_DIR [RUN_DIR ...] [--folds 5] [--without NAME,...] [--needing FLAG] [--write]
 
 Each RUN_DIR is a ``pagemind eval run`` directory whose examples carry ``signals`` (runs from this version on; a
 model's answers are replayed from the LLM cache when the same run is made again). An answer is right when its headline
@@ -16,6 +16,11 @@ held-out AUROC beats the hand-set one, else the hand-set value recalibrated (one
 probability) where that is better calibrated held out; the others keep the hand-set value. Where the runs hold
 unanswerable variants (``--unanswerable``), each kind also reports the share of the variants answered wrong that an
 abstention withholds when set to withhold at most 10% of the answerable right answers (held out, fitted and hand-set).
+``--without`` leaves the named signals (and their ``has_*`` flags) out of every fit: what a signal adds, measured on
+the same answers with it and without. ``--needing FLAG`` (an opt-in call's flag, e.g. ``has_reordered``): each kind's
+model is fitted without that call's signals, and a second one on the answers that have the flag set, with them; it
+ships beside the first (``needs``: :func:`pagemind.answering.calibration.model_for`) where, held out on those answers,
+it ranks them better than the first.
 """
 
 from __future__ import annotations
@@ -209,11 +214,55 @@ def held_out(mine: list[dict], documents: list[str], folds: int, names: tuple[st
     return held
 
 
+def special(args: argparse.Namespace, mine: list[dict], held: list[float], kind: str, flag: str,
+            every: tuple[str, ...], models: list[dict]) -> dict | None:
+    """The second model of ``kind``, for answers with ``flag`` set, fitted with every signal on those answers: its
+    held-out measures beside the kind's model's (``held``) on the same answers; appended to ``models`` with ``needs``
+    where ``--write`` is given, there are ``--min`` of them and it ranks them better held out."""
+    from pagemind.answering.calibration import fit
+    from pagemind.eval.report import abstain_below
+
+    idx = [i for i, r in enumerate(mine) if float(r["signals"].get(flag, 0.0)) == 1.0]
+    if not idx:
+        return None
+    having = [mine[i] for i in idx]
+    documents = sorted({r["document"] for r in having})
+    folds = min(args.folds, len(documents))
+    names, between = within_sets(having, every)
+    right = [r["right"] for r in having]
+    if folds < 2 or len(set(right)) < 2:
+        return {"n": len(having), "shipped": False}
+    own = held_out(having, documents, folds, names, kind)
+    theirs = [held[i] for i in idx]
+    out: dict = {"n": len(having), "documents": len(documents), "left_out": between,
+                 "fitted": measures(own, right), "general": measures(theirs, right),
+                 "flagged": {"fitted": flagged(own, right), "general": flagged(theirs, right)}, "by_dataset": {}}
+    for dataset in sorted({r["dataset"] for r in having}):
+        at = [j for j, r in enumerate(having) if r["dataset"] == dataset]
+        out["by_dataset"][dataset] = {"fitted": measures([own[j] for j in at], [right[j] for j in at]),
+                                      "general": measures([theirs[j] for j in at], [right[j] for j in at])}
+    better = (out["fitted"]["auroc"] or 0) > (out["general"]["auroc"] or 0)
+    out["abstain_below"] = {str(t): abstain_below(own, right, t) for t in TARGETS}
+    out["shipped"] = bool(args.write and len(having) >= args.min and better)
+    if out["shipped"]:
+        source = f"{len(having)} answers of {', '.join(sorted({r['dataset'] for r in having}))} with {flag}"
+        below = tuple((float(t), b) for t, b in out["abstain_below"].items() if b is not None)
+        whole = replace(fit([r["signals"] for r in having], right, names, kind, source=source), below=below,
+                        needs=(flag,))
+        models.append(whole.as_dict())
+        out["model"] = whole.as_dict()
+    print(f"{kind} with {flag}", json.dumps({k: out[k] for k in ("n", "fitted", "general", "flagged", "shipped")}),
+          flush=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--min", type=int, default=100, help="answers of a kind needed to ship its model")
+    parser.add_argument("--without", default="", help="signals left out of the fit, comma-separated")
+    parser.add_argument("--needing", help="an opt-in call's has_* flag: a second model per kind for answers with it")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     from pagemind.answering.calibration import FILE, fit
@@ -223,14 +272,28 @@ def main() -> None:
     rows = load(args.runs)
     if not rows:
         sys.exit("no answer with signals in those runs (runs made before signals were recorded have none)")
-    every = tuple(n for n in NAMES if n != "support_confidence")  # the hand-set value is the baseline, not an input
-    report: dict = {"runs": sorted({r["run"] for r in rows}), "answers": len(rows), "kinds": {}}
+    from pagemind.answering.signals import FLAGS
+
+    without = {n.strip() for n in args.without.split(",") if n.strip()}
+    if without - set(NAMES):
+        sys.exit(f"no such signal: {', '.join(sorted(without - set(NAMES)))} (pagemind.answering.signals.NAMES)")
+    without |= {FLAGS[n] for n in without if n in FLAGS and all(m in without for m, f in FLAGS.items()
+                                                                  if f == FLAGS[n])}
+    needing = args.needing
+    if needing is not None and needing not in FLAGS.values():
+        sys.exit(f"--needing takes a has_* flag: {', '.join(sorted(set(FLAGS.values())))}")
+    tied = {needing, *(n for n, f in FLAGS.items() if f == needing)} if needing else set()
+    # the hand-set value is the baseline, not an input; the opt-in call's signals are the second model's
+    every = tuple(n for n in NAMES if n != "support_confidence" and n not in without)
+    general = tuple(n for n in every if n not in tied)
+    report: dict = {"runs": sorted({r["run"] for r in rows}), "answers": len(rows), "without": sorted(without),
+                    "kinds": {}}
     models = []
     for kind in sorted({r["kind"] for r in rows}):
         mine = [r for r in rows if r["kind"] == kind]
         documents = sorted({r["document"] for r in mine})
         folds = min(args.folds, len(documents))
-        names, between = within_sets(mine, every)
+        names, between = within_sets(mine, general)
         held = held_out(mine, documents, folds, names, kind)
         rescaled = held_out(mine, documents, folds, HAND, kind)
         hand = [float(r["signals"]["support_confidence"]) for r in mine]
@@ -278,6 +341,8 @@ def main() -> None:
             whole = replace(whole, below=below)
             models.append(whole.as_dict())
             entry["model"] = whole.as_dict()
+        if needing:
+            entry["needing"] = special(args, mine, held, kind, needing, every, models)
         report["kinds"][kind] = entry
         shown = ("documents", "left_out", "fitted", "hand_set", "recalibrated", "thresholds", "abstain_below", "ships",
                  "shipped", "variants", "flagged")

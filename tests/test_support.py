@@ -353,12 +353,12 @@ def test_a_shipped_model_for_the_answers_kind_gives_its_confidence(monkeypatch):
     from pagemind.answering import calibration
     from pagemind.answering.signals import NAMES, kind_of, signals
 
-    monkeypatch.setattr(calibration, "fitted", lambda: {})
+    monkeypatch.setattr(calibration, "shipped", lambda: ())
     plain, _ = ask("Tam Ruddock skippered the Margery Dell.", "Who skippered the supply boat?")
     assert plain.calibrated is None and plain.confidence == plain.support.confidence and kind_of(plain) == "free"
     assert list(signals(plain)) == list(NAMES) and signals(plain)["supported"] == 1.0
     model = calibration.Fitted("free", ("claim_min",), (4.0,), -2.0, (0.5,), (0.25,), 100, "test")
-    monkeypatch.setattr(calibration, "fitted", lambda: {"free": model})
+    monkeypatch.setattr(calibration, "shipped", lambda: (model,))
     fitted, _ = ask("Tam Ruddock skippered the Margery Dell.", "Who skippered the supply boat?")
     assert fitted.calibrated == pytest.approx(model.probability(signals(fitted)), abs=1e-4)
     assert fitted.confidence == fitted.calibrated != fitted.support.confidence
@@ -408,6 +408,7 @@ def test_a_choice_is_asked_once_more_with_no_text_and_the_confidence_reads_how_f
     def run(unread, **options):
         fake = ScriptedLLM(by_role={"answer": _lettered({"A": 0.1, "B": 0.9}), "prior": _lettered(unread)},
                            supports_logprobs=options.pop("logprobs", True))
+        options.setdefault("reorder", "off")  # the prior alone (the reordered call: the next test)
         reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"), **options)
         return reader.answer(reader.build(Document.from_text(story)), Question.parse(question)), fake
 
@@ -436,7 +437,7 @@ def test_a_choice_is_asked_once_more_with_no_text_and_the_confidence_reads_how_f
         raise BackendUnavailable("the server went away")
 
     fake = ScriptedLLM(by_role={"answer": _lettered({"A": 0.1, "B": 0.9}), "prior": down}, supports_logprobs=True)
-    reader = registry.get("full")(LLM(fake, concurrency=1, max_retries=0), Store(":memory:"))
+    reader = registry.get("full")(LLM(fake, concurrency=1, max_retries=0), Store(":memory:"), reorder="off")
     failed = reader.answer(reader.build(Document.from_text(story)), Question.parse(question))
     assert failed.letter == "B" and failed.probability.prior is None and signals(failed)["has_prior"] == 0.0
     assert any(f.startswith("prior: the call with no text failed") for f in failed.fallbacks)
@@ -465,8 +466,8 @@ def test_the_prior_is_read_where_its_reply_names_an_option_not_at_an_article_bef
     silent = ScriptedLLM(by_role={"prior": "I cannot tell without the text."}, supports_logprobs=True)
     assert prior(LLM(silent, concurrency=1), question, "quality", False, 1, Trace()) is None
     story = "Tam Ruddock skippered the Margery Dell, the supply boat of the lighthouse."
-    answers = ScriptedLLM(by_role={"answer": _lettered({"A": 0.1, "B": 0.9}), "prior": _lettered({"A": 0.5, "B": 0.5})},
-                          supports_logprobs=True)
+    answers = ScriptedLLM(by_role={"answer": _lettered({"A": 0.1, "B": 0.9}), "prior": _lettered({"A": 0.5, "B": 0.5}),
+                                   "reordered": _lettered({"A": 0.2, "B": 0.8})}, supports_logprobs=True)
     reader = registry.get("full")(LLM(answers, concurrency=1), Store(":memory:"))
     from pagemind.answering.finish import Context
 
@@ -475,16 +476,20 @@ def test_the_prior_is_read_where_its_reply_names_an_option_not_at_an_article_bef
                                 Message("user", f"{story}\n{question.text}\n{question.options_block()}")),
                       role="answer", max_tokens=12)
     reader._reply(question, turn, context)
-    assert answers.roles() == ["answer"] and context.probability.choice == pytest.approx(0.9)
-    assert context.probability.prior is None
+    # the options reversed in the turn that shows them: the conversation before it is the prefix, as asked
+    assert answers.roles() == ["answer", "reordered"] and context.probability.choice == pytest.approx(0.9)
+    # reversed, Tam Ruddock is (A), and the reply names (B) at 0.8: the pick did not hold, 0.2 left to it
+    assert context.probability.prior is None and context.probability.reordered == pytest.approx(0.2)
+    assert answers.history[-1].messages[:2] == turn.messages[:2]
 
 
 def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_share_there_recorded():
     """Issue 51: a small model's pick that follows a position (the first option, the last) moves when the options
     do. ``reorder=auto`` sends the answer's prompt again with the options listed in reverse order and nothing else
     changed — the text before them is the prompt the backend has just read — before the prior's call, and records the
-    chosen option's share there under its new letter (``probability.reordered``, signal ``reordered``). Off (the
-    default), a backend without log-probabilities, or a prompt that does not show the options as listed: no call."""
+    chosen option's share there under its new letter (``probability.reordered``, signal ``reordered``). Off, a
+    backend without log-probabilities, or a prompt that does not show the options as listed: no call; ``pagemind
+    eval`` asks it only when told (the papers' protocols make the papers' calls)."""
     from pagemind.answering.signals import signals
     from pagemind.llm.base import LLMRequest, Message
     from pagemind.llm.usage import Trace
@@ -501,7 +506,7 @@ def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_
         return reader.answer(reader.build(Document.from_text(story)), Question.parse(question)), fake
 
     # reversed, Tam Ruddock is still (B): the reply naming (B) at 0.7 keeps the pick
-    held, fake = run({"A": 0.2, "B": 0.7, "C": 0.1}, reorder="auto")
+    held, fake = run({"A": 0.2, "B": 0.7, "C": 0.1})  # auto, the default
     assert fake.roles() == ["answer", "reordered", "prior"]
     asked, again = fake.history[0].messages[0].content, fake.history[1].messages[0].content
     assert again == asked.replace("(A) Mr. Pellow\n(B) Tam Ruddock\n(C) Abel Hume",
@@ -510,10 +515,10 @@ def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_
     assert held.letter == "B" and held.probability.reordered == pytest.approx(0.7)
     assert held.as_dict()["probability"]["reordered"] == 0.7 and signals(held)["has_reordered"] == 1.0
     assert signals(held)["reordered"] == pytest.approx(0.7) and held.probability.prior == pytest.approx(0.6)
-    off, fake = run({"A": 0.2, "B": 0.7, "C": 0.1})
+    off, fake = run({"A": 0.2, "B": 0.7, "C": 0.1}, reorder="off")
     assert fake.roles() == ["answer", "prior"] and off.probability.reordered is None
     assert signals(off)["has_reordered"] == 0.0 and "reordered" not in off.as_dict()["probability"]
-    plain, fake = run({"A": 0.2, "B": 0.7, "C": 0.1}, reorder="auto", logprobs=False)
+    plain, fake = run({"A": 0.2, "B": 0.7, "C": 0.1}, logprobs=False)
     assert fake.roles() == ["answer"] and plain.probability.reordered is None
     # the share is the chosen option's under its new letter: Mr. Pellow, (A) as asked, is (C) reversed
     first = Question.parse("Who skippered the supply boat?\n(A) Mr. Pellow\n(B) Tam Ruddock\n(C) Abel Hume")
@@ -525,6 +530,22 @@ def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_
     unlisted = LLMRequest(messages=(Message("user", f"{story}\n{first.text}\nA, B or C?"),), role="answer")
     assert reordered(LLM(scripted, concurrency=1), first, unlisted, 0, Trace()) is None
     assert len(scripted.history) == 1  # a prompt without the options as listed gets no call
+    # the call failing (a server gone) leaves the answer as it is, said; the prior is still asked
+    from pagemind.errors import BackendUnavailable
+
+    def down(request):
+        raise BackendUnavailable("the server went away")
+
+    fake = ScriptedLLM(by_role={"answer": _lettered({"A": 0.1, "B": 0.9}), "reordered": down,
+                                "prior": _lettered({"A": 0.4, "B": 0.6})}, supports_logprobs=True)
+    reader = registry.get("full")(LLM(fake, concurrency=1, max_retries=0), Store(":memory:"))
+    failed = reader.answer(reader.build(Document.from_text(story)), Question.parse(question))
+    assert failed.letter == "B" and failed.probability.reordered is None and signals(failed)["has_reordered"] == 0.0
+    assert failed.probability.prior == pytest.approx(0.6)
+    assert any(f.startswith("reorder: the call with the options reversed failed") for f in failed.fallbacks)
+    from pagemind.eval.runner import PROTOCOL
+
+    assert PROTOCOL["reorder"] == "off"  # an evaluated method makes the papers' calls unless -O asks
 
 
 def test_the_shipped_models_give_a_multiple_choice_or_free_answer_its_confidence():
@@ -551,6 +572,27 @@ def test_the_shipped_models_give_a_multiple_choice_or_free_answer_its_confidence
         numeric.support.confidence
 
 
+def test_an_answer_with_an_opt_in_calls_signal_is_read_by_the_model_fitted_on_answers_that_had_it(monkeypatch):
+    """A kind may ship a second model for answers that carry an opt-in call's signal (``needs``: its flags, e.g.
+    ``has_reordered``): an answer with the flag set is read by it, one without by its kind's model, fitted without
+    that signal — not by a model that would read the missing signal at its labels' mean and weigh the rest as if it
+    were there. The flag is kept through the file; a flag that is none is refused."""
+    from pagemind.answering import calibration
+
+    general = calibration.Fitted("choice", ("probability",), (1.0,), 0.0, (0.5,), (0.25,), 100, "test")
+    special = calibration.Fitted("choice", ("probability", "reordered"), (0.5, 2.0), 0.0, (0.5, 0.5), (0.25, 0.25),
+                                 100, "test", needs=("has_reordered",))
+    monkeypatch.setattr(calibration, "shipped", lambda: (general, special))
+    moved = {"probability": 0.9, "reordered": 0.1, "has_reordered": 1.0}
+    assert calibration.model_for("choice", moved) is special
+    assert calibration.model_for("choice", {**moved, "has_reordered": 0.0}) is general
+    assert calibration.model_for("free", moved) is None and calibration.fitted() == {"choice": general}
+    assert special.probability(moved) < general.probability(moved)  # the pick did not hold: read lower
+    assert calibration.Fitted.from_dict(special.as_dict()) == special and "needs" not in general.as_dict()
+    with pytest.raises(ValueError, match="needs"):
+        calibration.Fitted.from_dict({**special.as_dict(), "needs": ["has_nothing"]})
+
+
 def test_abstention_by_a_stated_precision_withholds_below_the_fitted_threshold(monkeypatch):
     """Issue 51: ``abstain_precision`` withholds an answer whose fitted confidence is below the threshold under which
     that share of labelled answers were wrong (shipped beside each model), says why, and is what an evaluation counts
@@ -564,7 +606,7 @@ def test_abstention_by_a_stated_precision_withholds_below_the_fitted_threshold(m
     assert calibration.Fitted.from_dict(model.as_dict()) == model
     with pytest.raises(ValueError):
         calibration.Fitted.from_dict({**model.as_dict(), "abstain_below": [[1.5, 0.2]]})
-    monkeypatch.setattr(calibration, "fitted", lambda: {"free": model})
+    monkeypatch.setattr(calibration, "shipped", lambda: (model,))
     supported = "Tam Ruddock skippered the Margery Dell."
     kept, _ = ask(supported, "Who skippered the supply boat?", abstain_precision=0.8)
     assert kept.support.label == "supported" and not kept.abstained and not kept.would_abstain
@@ -614,7 +656,7 @@ def test_an_abstained_answer_is_fitted_as_the_kind_of_its_draft(monkeypatch):
 
     model = calibration.Fitted("free", ("claim_min",), (1.0,), -2.0, (0.5,), (0.25,), 100, "test",
                                below=((0.9, 0.6),))
-    monkeypatch.setattr(calibration, "fitted", lambda: {"free": model})
+    monkeypatch.setattr(calibration, "shipped", lambda: (model,))
     held, _ = ask("Tam Ruddock skippered it.", "Who skippered the boat, and when did it come?", abstain_precision=0.9)
     assert held.abstained and any(ch.isdigit() for ch in held.text) and kind_of(held) == "free"
 

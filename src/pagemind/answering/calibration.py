@@ -5,6 +5,10 @@ figure, free form) over the answer's signals (:mod:`pagemind.answering.signals`)
 Where the file holds a model for an answer's kind, :attr:`Answer.confidence` is that model's probability that the
 answer is right; where it holds none, the support check's hand-set combination stands (and says so:
 ``Answer.calibrated`` is None). Nothing is fitted at answer time: reading the coefficients is one small JSON file.
+
+A kind may ship a second model for answers that carry an opt-in call's signal (``needs``: its ``has_*`` flags, e.g.
+``has_reordered``), fitted on the labelled answers that had it; an answer with those flags set is read by it, any
+other by its kind's model, fitted without those signals (:func:`model_for`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ class Fitted:
     source: str = ""  # which runs (datasets, model) it was fitted on
     # (share wrong, threshold) read off the held-out answers: below the threshold at least that share were wrong
     below: tuple[tuple[float, float], ...] = ()
+    needs: tuple[str, ...] = ()  # the flags an answer must have set to be read by it (none: its kind's model)
 
     def threshold(self, precision: float) -> float | None:
         """The confidence below which an answer is withheld for an abstention ``precision`` (the share of withheld
@@ -66,7 +71,8 @@ class Fitted:
         return {"kind": self.kind, "names": list(self.names), "weights": [round(w, 6) for w in self.weights],
                 "bias": round(self.bias, 6), "mean": [round(m, 6) for m in self.mean],
                 "scale": [round(s, 6) for s in self.scale], "n": self.n, "source": self.source,
-                "abstain_below": [[round(t, 4), round(b, 4)] for t, b in self.below]}
+                "abstain_below": [[round(t, 4), round(b, 4)] for t, b in self.below],
+                **({"needs": list(self.needs)} if self.needs else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Fitted:
@@ -80,8 +86,11 @@ class Fitted:
         below = tuple(sorted((float(t), float(b)) for t, b in data.get("abstain_below", ())))
         if any(not 0 < t < 1 or not 0 <= b <= 1 for t, b in below):
             raise ValueError("abstain_below pairs a share wrong in (0, 1) with a threshold in [0, 1]")
+        needs = tuple(str(flag) for flag in data.get("needs", ()))
+        if any(flag not in FLAGS.values() for flag in needs):
+            raise ValueError(f"needs names a flag that is none: {', '.join(needs)}")
         return cls(kind, names, columns[0], float(data["bias"]), columns[1], columns[2], int(data["n"]),
-                   str(data.get("source", "")), below)
+                   str(data.get("source", "")), below, needs)
 
 
 def fit(rows: Sequence[Mapping[str, float]], right: Sequence[bool], names: Sequence[str], kind: Kind,
@@ -133,13 +142,25 @@ def _newton(z: Any, y: Any, kept: Any, l2: float) -> Any:
 
 
 @cache
-def fitted() -> dict[str, Fitted]:
-    """The shipped models by kind (none where the file holds none for a kind)."""
+def shipped() -> tuple[Fitted, ...]:
+    """Every shipped model, as the file lists them (none where it is missing)."""
     try:
         text = resources.files("pagemind.answering").joinpath(FILE).read_text("utf-8")
     except (FileNotFoundError, OSError):
-        return {}
-    return {m["kind"]: Fitted.from_dict(m) for m in json.loads(text).get("models", [])}
+        return ()
+    return tuple(Fitted.from_dict(m) for m in json.loads(text).get("models", []))
 
 
-__all__ = ["FILE", "Fitted", "fit", "fitted"]
+def fitted() -> dict[str, Fitted]:
+    """Each kind's model, for an answer that carries no opt-in call's signal (none where the file holds none)."""
+    return {m.kind: m for m in shipped() if not m.needs}
+
+
+def model_for(kind: str, signals: Mapping[str, float]) -> Fitted | None:
+    """The model that reads an answer of ``kind`` with ``signals``: the one whose ``needs`` it has set (most needs
+    first), else its kind's (None where none is shipped)."""
+    mine = sorted((m for m in shipped() if m.kind == kind), key=lambda m: -len(m.needs))
+    return next((m for m in mine if all(float(signals.get(flag, 0.0)) == 1.0 for flag in m.needs)), None)
+
+
+__all__ = ["FILE", "Fitted", "fit", "fitted", "model_for", "shipped"]

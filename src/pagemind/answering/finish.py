@@ -99,14 +99,15 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
     )
     if support is None:
         return answer
-    from .calibration import fitted
+    from .calibration import model_for
     from .signals import kind_of, signals
     from .support import abstains, abstention
 
     kind = kind_of(answer)
-    model = fitted().get(kind)  # a fitted confidence where one is shipped for the answer's kind
+    read = signals(answer)
+    model = model_for(kind, read)  # a fitted confidence where one is shipped for the answer's kind (and its calls)
     if model is not None:
-        answer.calibrated = round(model.probability(signals(answer)), 4)
+        answer.calibrated = round(model.probability(read), 4)
     below, because = None, ""
     if options.abstain_precision is not None:  # withheld by the fitted confidence, for a stated precision
         if model is None:

@@ -42,10 +42,11 @@ class AnswerOptions(Options):
                 "beside its probability read (probability.prior) and the fitted confidence reads how far the text "
                 "moved the model to it (auto); off: no call")
     reorder: Literal["auto", "off"] = option(
-        "off", "a multiple-choice answer gets one more short call where the backend returns log-probabilities: the "
-               "same prompt with the options listed in reverse order, so the chosen option's share then is recorded "
-               "(probability.reordered) and the fitted confidence reads whether the pick held when the options moved "
-               "(auto; cheap where the backend caches the prompt's beginning: llama.cpp, vLLM, SGLang); off: no call")
+        "auto", "a multiple-choice answer gets one more short call where the backend returns log-probabilities: the "
+                "same prompt with the options listed in reverse order, so the chosen option's share then is recorded "
+                "(probability.reordered) and the fitted confidence reads whether the pick held when the options "
+                "moved (auto; a prompt cache skips the text before the options: llama.cpp, vLLM, SGLang; pagemind "
+                "eval asks it only with -O METHOD:reorder=auto); off: no call")
     verify: bool = option(
         False, "one more short call after the answer: the model reads only the cited sentences and labels the "
                "answer supported, partial or unsupported (constrained to those labels; the label's probability as "

@@ -43,6 +43,8 @@ from .sets import datasets, load_dataset
 
 MEMGPT = "memgpt"  # the agent: evaluated per example, not a Reader
 ALL_METHODS = tuple(n for n in registry.BUILTIN if n != "code") + (MEMGPT,)
+# what an evaluated method is given unless -O says otherwise: the papers' protocols, not a user's defaults
+PROTOCOL = {"abstain": "off", "reorder": "off"}
 
 
 def evaluable() -> tuple[str, ...]:
@@ -222,8 +224,10 @@ class Runner:
         if base_method(method) == MEMGPT:
             return MemGPTEval(self.pm.llm, self.pm.store, **self.method_options(method))
         opts = self.method_options(method)
-        if "abstain" in {s.name for s in option_class(base_method(method)).specs()}:
-            opts = {"abstain": "off", **opts}  # the papers' protocols score every answer; -O METHOD:abstain=on asks
+        declared = {s.name for s in option_class(base_method(method)).specs()}
+        # the papers' protocols score every answer (-O METHOD:abstain=on asks) and make the papers' calls: a
+        # reordered re-ask would double a choice's accounted prompt tokens (-O METHOD:reorder=auto asks)
+        opts = {**{k: v for k, v in PROTOCOL.items() if k in declared}, **opts}
         return self.pm.method(base_method(method), **opts)  # a choice resolves per document
 
     # --- running -----------------------------------------------------------------------------------
