@@ -483,7 +483,7 @@ def test_the_prior_is_read_where_its_reply_names_an_option_not_at_an_article_bef
     assert answers.history[-1].messages[:2] == turn.messages[:2]
 
 
-def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_share_there_recorded():
+def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_share_there_recorded(capsys):
     """Issue 51: a small model's pick that follows a position (the first option, the last) moves when the options
     do. ``reorder=auto`` sends the answer's prompt again with the options listed in reverse order and nothing else
     changed — the text before them is the prompt the backend has just read — before the prior's call, and records the
@@ -515,6 +515,10 @@ def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_
     assert held.letter == "B" and held.probability.reordered == pytest.approx(0.7)
     assert held.as_dict()["probability"]["reordered"] == 0.7 and signals(held)["has_reordered"] == 1.0
     assert signals(held)["reordered"] == pytest.approx(0.7) and held.probability.prior == pytest.approx(0.6)
+    from pagemind.cli.render import print_support
+
+    print_support(held)  # the CLI's support line says both shares
+    assert "the model's own probability 0.90, 0.70 with the options reversed" in capsys.readouterr().out
     off, fake = run({"A": 0.2, "B": 0.7, "C": 0.1}, reorder="off")
     assert fake.roles() == ["answer", "prior"] and off.probability.reordered is None
     assert signals(off)["has_reordered"] == 0.0 and "reordered" not in off.as_dict()["probability"]

@@ -122,6 +122,8 @@ def print_support(answer: Answer) -> None:
     own = answer.probability.value
     if own is not None:  # the model's own probability of its answer, beside the support of its sources
         line += f"; the model's own probability {own:.2f}"
+        if answer.probability.reordered is not None:  # the chosen option's, the options asked in reverse order
+            line += f", {answer.probability.reordered:.2f} with the options reversed"
     click.echo(f"\nSupport: {click.style(line, fg=colour) if tty else line}")
     if answer.abstained and answer.draft and not answer.support.declined:
         draft = " ".join(answer.draft.split())
