@@ -483,7 +483,7 @@ def test_the_prior_is_read_where_its_reply_names_an_option_not_at_an_article_bef
     assert answers.history[-1].messages[:2] == turn.messages[:2]
 
 
-def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_share_there_recorded(capsys):
+def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_share_there_recorded(capsys, tmp_path):
     """Issue 51: a small model's pick that follows a position (the first option, the last) moves when the options
     do. ``reorder=auto`` sends the answer's prompt again with the options listed in reverse order and nothing else
     changed — the text before them is the prompt the backend has just read — before the prior's call, and records the
@@ -547,9 +547,15 @@ def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_
     assert failed.letter == "B" and failed.probability.reordered is None and signals(failed)["has_reordered"] == 0.0
     assert failed.probability.prior == pytest.approx(0.6)
     assert any(f.startswith("reorder: the call with the options reversed failed") for f in failed.fallbacks)
-    from pagemind.eval.runner import PROTOCOL
+    # an evaluated method makes the papers' calls (and scores every answer) unless -O asks
+    from pagemind import Pagemind
+    from pagemind.eval import EvalConfig, Runner
 
-    assert PROTOCOL["reorder"] == "off"  # an evaluated method makes the papers' calls unless -O asks
+    with Pagemind(ScriptedLLM(default="Answer: (A)"), store=tmp_path / "s.db") as pm:
+        plain = Runner(pm, EvalConfig("quality", ("rag",)), tmp_path / "a", progress=False).make("rag")
+        asked = Runner(pm, EvalConfig("quality", ("rag",), method_options={"rag": {"reorder": "auto"}}),
+                       tmp_path / "b", progress=False).make("rag")
+    assert (plain.options.reorder, plain.options.abstain, asked.options.reorder) == ("off", "off", "auto")
 
 
 def test_the_shipped_models_give_a_multiple_choice_or_free_answer_its_confidence():
