@@ -519,9 +519,19 @@ def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_
 
     print_support(held)  # the CLI's support line says both shares
     assert "the model's own probability 0.90, 0.70 with the options reversed" in capsys.readouterr().out
+    # read by the shipped model fitted on answers that had the call: a pick that moved is trusted less
+    from pagemind.answering import calibration
+
+    model = calibration.model_for("choice", signals(held))
+    assert model is not None and model.needs == ("has_reordered",) and "reordered" in model.names
+    assert held.calibrated == pytest.approx(model.probability(signals(held)), abs=1e-4)
+    moved, _ = run({"A": 0.05, "B": 0.1, "C": 0.85})
+    assert moved.probability.reordered == pytest.approx(0.1) and moved.confidence < held.confidence
     off, fake = run({"A": 0.2, "B": 0.7, "C": 0.1}, reorder="off")
     assert fake.roles() == ["answer", "prior"] and off.probability.reordered is None
     assert signals(off)["has_reordered"] == 0.0 and "reordered" not in off.as_dict()["probability"]
+    assert calibration.model_for("choice", signals(off)) is calibration.fitted()["choice"]  # fitted without it
+    assert off.calibrated == pytest.approx(calibration.fitted()["choice"].probability(signals(off)), abs=1e-4)
     plain, fake = run({"A": 0.2, "B": 0.7, "C": 0.1}, logprobs=False)
     assert fake.roles() == ["answer"] and plain.probability.reordered is None
     # the share is the chosen option's under its new letter: Mr. Pellow, (A) as asked, is (C) reversed
