@@ -214,6 +214,21 @@ def held_out(mine: list[dict], documents: list[str], folds: int, names: tuple[st
     return held
 
 
+def by_dataset(rows: list[dict], right: list[bool], **series: list[float]) -> dict:
+    """Each named series of confidences (one per row of ``rows``) measured over each dataset's answers."""
+    out = {}
+    for dataset in sorted({r["dataset"] for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r["dataset"] == dataset]
+        out[dataset] = {name: measures([values[i] for i in idx], [right[i] for i in idx])
+                        for name, values in series.items()}
+    return out
+
+
+def reached(abstain_below: dict) -> tuple[tuple[float, float], ...]:
+    """The (precision, threshold) pairs a shipped model records: the targets some threshold reached."""
+    return tuple((float(t), b) for t, b in abstain_below.items() if b is not None)
+
+
 def special(args: argparse.Namespace, mine: list[dict], held: list[float], kind: str, flag: str,
             every: tuple[str, ...], models: list[dict]) -> dict | None:
     """The second model of ``kind``, for answers with ``flag`` set, fitted with every signal on those answers: its
@@ -236,17 +251,14 @@ def special(args: argparse.Namespace, mine: list[dict], held: list[float], kind:
     theirs = [held[i] for i in idx]
     out: dict = {"n": len(having), "documents": len(documents), "left_out": between,
                  "fitted": measures(own, right), "general": measures(theirs, right),
-                 "flagged": {"fitted": flagged(own, right), "general": flagged(theirs, right)}, "by_dataset": {}}
-    for dataset in sorted({r["dataset"] for r in having}):
-        at = [j for j, r in enumerate(having) if r["dataset"] == dataset]
-        out["by_dataset"][dataset] = {"fitted": measures([own[j] for j in at], [right[j] for j in at]),
-                                      "general": measures([theirs[j] for j in at], [right[j] for j in at])}
+                 "flagged": {"fitted": flagged(own, right), "general": flagged(theirs, right)},
+                 "by_dataset": by_dataset(having, right, fitted=own, general=theirs)}
     better = (out["fitted"]["auroc"] or 0) > (out["general"]["auroc"] or 0)
     out["abstain_below"] = {str(t): abstain_below(own, right, t) for t in TARGETS}
     out["shipped"] = bool(args.write and len(having) >= args.min and better)
     if out["shipped"]:
         source = f"{len(having)} answers of {', '.join(sorted({r['dataset'] for r in having}))} with {flag}"
-        below = tuple((float(t), b) for t, b in out["abstain_below"].items() if b is not None)
+        below = reached(out["abstain_below"])
         whole = replace(fit([r["signals"] for r in having], right, names, kind, source=source), below=below,
                         needs=(flag,))
         models.append(whole.as_dict())
@@ -301,11 +313,7 @@ def main() -> None:
         entry = {"documents": len(documents), "folds": folds, "left_out": between, "fitted": measures(held, right),
                  "hand_set": measures(hand, right), "thresholds": {"fitted": thresholds(held, right),
                                                                    "hand_set": thresholds(hand, right)},
-                 "by_dataset": {}}
-        for dataset in sorted({r["dataset"] for r in mine}):
-            idx = [i for i, r in enumerate(mine) if r["dataset"] == dataset]
-            entry["by_dataset"][dataset] = {"fitted": measures([held[i] for i in idx], [right[i] for i in idx]),
-                                            "hand_set": measures([hand[i] for i in idx], [right[i] for i in idx])}
+                 "by_dataset": by_dataset(mine, right, fitted=held, hand_set=hand)}
         entry["recalibrated"] = measures(rescaled, right)
         entry["flagged"] = {"fitted": flagged(held, right), "hand_set": flagged(hand, right)}
         for dataset, one in entry["by_dataset"].items():
@@ -337,7 +345,7 @@ def main() -> None:
         if entry["shipped"]:
             whole = fit([r["signals"] for r in mine], right, names, kind, source=source) if better else rescale
             assert whole is not None  # shipped without a better model: the recalibration that calibrates
-            below = tuple((float(t), b) for t, b in entry["abstain_below"].items() if b is not None)
+            below = reached(entry["abstain_below"])
             whole = replace(whole, below=below)
             models.append(whole.as_dict())
             entry["model"] = whole.as_dict()

@@ -492,28 +492,23 @@ class Reader(Method, Generic[M, OptionsT]):
         if reply.finish_reason != "stop":
             context.finish_reason = reply.finish_reason
         context.probability = reply.probability
+        # the option chosen, where the letters' shares were read
+        chosen = reply.choice if reply.probability.choice is not None else None
         # the options reordered first: the answer's prompt is what the backend has just read, the prior's is not
-        if self.options.reorder == "auto" and reply.choice is not None and reply.probability.choice is not None:
+        if self.options.reorder == "auto" and chosen is not None:
             from .reply import reordered
 
-            try:
-                moved = reordered(self.llm, question, request, reply.choice, context.trace)
-            except LLMError as err:  # the answer stands; its confidence reads the labels' mean
-                context.fallback(f"reorder: the call with the options reversed failed ({err}); none recorded")
-                moved = None
+            moved = _probe(context, "reorder: the call with the options reversed failed ({}); none recorded",
+                           lambda: reordered(self.llm, question, request, chosen, context.trace))
             context.probability = replace(context.probability, reordered=moved)
         # the prior asks the reader's one-turn prompt: an answer asked as the next turn of a conversation (ReadAgent's
         # follow-up look-up) has no such prompt to compare with, so it gets none
-        if self.options.prior == "auto" and reply.choice is not None and reply.probability.choice is not None \
-                and len(request.messages) == 1:
+        if self.options.prior == "auto" and chosen is not None and len(request.messages) == 1:
             from .reply import prior
 
-            try:
-                unread = prior(self.llm, question, self.options.prompt_set, self.options.constrained, reply.choice,
-                               context.trace)
-            except LLMError as err:  # the answer stands; its confidence reads the labels' mean lift
-                context.fallback(f"prior: the call with no text failed ({err}); no prior recorded")
-                unread = None
+            unread = _probe(context, "prior: the call with no text failed ({}); no prior recorded",
+                            lambda: prior(self.llm, question, self.options.prompt_set, self.options.constrained,
+                                          chosen, context.trace))
             context.probability = replace(context.probability, prior=unread)
         return reply
 
@@ -522,6 +517,17 @@ class Reader(Method, Generic[M, OptionsT]):
         """Answer ``question`` from ``memory``; record LLM calls on ``context.trace``, fallbacks with
         ``context.fallback``."""
 
+
+
+def _probe(context: Context, failed: str, call: Callable[[], float | None]) -> float | None:
+    """One short call after a choice that reads the model (the reordered options, the prior): its share, or None
+    with ``failed`` (the error in its ``{}``) recorded as a fallback where the call fails — the answer stands and its
+    confidence reads the labels' mean."""
+    try:
+        return call()
+    except LLMError as err:
+        context.fallback(failed.format(err))
+        return None
 
 
 def _unshelve(item: Evidence, shelved: tuple[Shelf, ...]) -> list[Evidence]:

@@ -16,7 +16,7 @@ from ..answering.probability import (
     of_tokens,
 )
 from ..answering.question import Question, choice_constraint, read_choice
-from ..llm.base import LLMRequest, Message
+from ..llm.base import LLMRequest, LLMResponse, Message
 from ..llm.client import LLM
 from ..llm.decide import Invalid, decide
 from ..llm.usage import Trace
@@ -62,14 +62,21 @@ def prior(llm: LLM, question: Question, prompt_set: str, constrained: bool, chos
     request = replace(answer_request(question, NO_TEXT, prompt_set, constrained), role="prior", logprobs=TOP,
                       max_tokens=PRIOR_TOKENS)
     response, _ = llm.complete(request, trace)
-    named = read_choice(response.text, question).index  # the letter the reply names, read as an answer's is
+    return _share(response, question, chosen)
+
+
+def _share(response: LLMResponse, question: Question, option: int) -> float | None:
+    """Option ``option``'s share among ``question``'s letters at the token where ``response`` names its option, read
+    as an answer's letter is (not at an article "A" before it); None where it names none or gives no
+    log-probabilities there."""
+    named = read_choice(response.text, question).index
     if named is None:
         return None
     shares = letter_shares(response, question.letters, at=question.letters[named])
-    return None if shares is None else shares.get(question.letters[chosen], 0.0)
+    return None if shares is None else shares.get(question.letters[option], 0.0)
 
 
-REORDERED_TOKENS = 12  # as the prior's: only the letter's alternatives are read
+REORDERED_TOKENS = PRIOR_TOKENS  # as the prior's: only the letter's alternatives are read
 
 
 def reordered(llm: LLM, question: Question, request: LLMRequest, chosen: int, trace: Trace) -> float | None:
@@ -91,11 +98,7 @@ def reordered(llm: LLM, question: Question, request: LLMRequest, chosen: int, tr
     sent = replace(request, messages=request.messages[:at] + (message,) + request.messages[at + 1:],
                    role="reordered", logprobs=TOP, max_tokens=REORDERED_TOKENS)
     response, _ = llm.complete(sent, trace)
-    named = read_choice(response.text, turned).index
-    if named is None:
-        return None
-    shares = letter_shares(response, turned.letters, at=turned.letters[named])
-    return None if shares is None else shares.get(turned.letters[len(question.options) - 1 - chosen], 0.0)
+    return _share(response, turned, len(question.options) - 1 - chosen)
 
 
 def follow_up_request(question: Question, history: tuple[Message, ...], pages: str, constrained: bool,
