@@ -133,7 +133,7 @@ def main() -> None:
                 out.append(line)
                 continue
             added += 1
-            record["signals"] = {**signals, **values}
+            record["signals"] = {**values, **signals}  # a value recorded stays as recorded (--check: those that differ)
             out.append(json.dumps(record))
         if not args.check and added:
             (run / "examples.jsonl").write_text("\n".join(out) + "\n")

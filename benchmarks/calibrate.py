@@ -2,7 +2,8 @@
 evaluated answer records (``pagemind.answering.signals``), judged on held-out documents against the support check's
 hand-set confidence.
 
-    python benchmarks/calibrate.py RUN_DIR [RUN_DIR ...] [--folds 5] [--without NAME,...] [--needing FLAG] [--write]
+    python benchmarks/calibrate.py RUN_DIR [RUN_DIR ...] [--folds 5] [--without NAME,...]
+        [--needing [KIND:]FLAG ...] [--write]
 
 Each RUN_DIR is a ``pagemind eval run`` directory whose examples carry ``signals`` (runs from this version on; a
 model's answers are replayed from the LLM cache when the same run is made again). An answer is right when its headline
@@ -17,10 +18,11 @@ probability) where that is better calibrated held out; the others keep the hand-
 unanswerable variants (``--unanswerable``), each kind also reports the share of the variants answered wrong that an
 abstention withholds when set to withhold at most 10% of the answerable right answers (held out, fitted and hand-set).
 ``--without`` leaves the named signals (and their ``has_*`` flags) out of every fit: what a signal adds, measured on
-the same answers with it and without. ``--needing FLAG`` (an opt-in call's flag, e.g. ``has_reordered``): each kind's
-model is fitted without that call's signals, and a second one on the answers that have the flag set, with them; it
-ships beside the first (``needs``: :func:`pagemind.answering.calibration.model_for`) where, held out on those answers,
-it ranks them better than the first.
+the same answers with it and without. ``--needing FLAG`` (a call's flag, e.g. ``has_reordered``; ``KIND:FLAG`` for
+one kind's, repeatable): each kind's model is fitted without that call's signals, and a second one on the answers
+that have the flag set, with them; it ships beside the first (``needs``:
+:func:`pagemind.answering.calibration.model_for`) where, held out on those answers, it ranks them better than the
+first.
 """
 
 from __future__ import annotations
@@ -274,7 +276,9 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--min", type=int, default=100, help="answers of a kind needed to ship its model")
     parser.add_argument("--without", default="", help="signals left out of the fit, comma-separated")
-    parser.add_argument("--needing", help="an opt-in call's has_* flag: a second model per kind for answers with it")
+    parser.add_argument("--needing", action="append", default=[],
+                        help="a call's has_* flag, FLAG or KIND:FLAG (repeatable): a second model of each kind (or of "
+                             "KIND) for the answers with it")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     from pagemind.answering.calibration import FILE, fit
@@ -284,25 +288,30 @@ def main() -> None:
     rows = load(args.runs)
     if not rows:
         sys.exit("no answer with signals in those runs (runs made before signals were recorded have none)")
-    from pagemind.answering.signals import FLAGS
+    from pagemind.answering.signals import FLAGS, KINDS, tied
 
     without = {n.strip() for n in args.without.split(",") if n.strip()}
     if without - set(NAMES):
         sys.exit(f"no such signal: {', '.join(sorted(without - set(NAMES)))} (pagemind.answering.signals.NAMES)")
-    without |= {FLAGS[n] for n in without if n in FLAGS and all(m in without for m, f in FLAGS.items()
-                                                                  if f == FLAGS[n])}
-    needing = args.needing
-    if needing is not None and needing not in FLAGS.values():
-        sys.exit(f"--needing takes a has_* flag: {', '.join(sorted(set(FLAGS.values())))}")
-    tied = {needing, *(n for n, f in FLAGS.items() if f == needing)} if needing else set()
-    # the hand-set value is the baseline, not an input; the opt-in call's signals are the second model's
+    # a flag goes where every signal it stands for goes
+    without |= {flag for flag in set(FLAGS.values()) if tied(flag) - {flag} <= without}
+
+    needing: dict[str, str] = {}  # the flag a kind's second model needs ("": every kind's)
+    for given in args.needing:
+        kind, _, flag = given.rpartition(":")
+        if flag not in FLAGS.values() or kind not in ("", *KINDS):
+            sys.exit(f"--needing takes FLAG or KIND:FLAG, a kind of {', '.join(KINDS)} and a has_* flag: "
+                     f"{', '.join(sorted(set(FLAGS.values())))}")
+        needing[kind] = flag
+    # the hand-set value is the baseline, not an input; the call's signals are the second model's
     every = tuple(n for n in NAMES if n != "support_confidence" and n not in without)
-    general = tuple(n for n in every if n not in tied)
     report: dict = {"runs": sorted({r["run"] for r in rows}), "answers": len(rows), "without": sorted(without),
                     "kinds": {}}
     models = []
     for kind in sorted({r["kind"] for r in rows}):
         mine = [r for r in rows if r["kind"] == kind]
+        flag = needing.get(kind, needing.get(""))
+        general = tuple(n for n in every if not flag or n not in tied(flag))
         documents = sorted({r["document"] for r in mine})
         folds = min(args.folds, len(documents))
         names, between = within_sets(mine, general)
@@ -349,8 +358,8 @@ def main() -> None:
             whole = replace(whole, below=below)
             models.append(whole.as_dict())
             entry["model"] = whole.as_dict()
-        if needing:
-            entry["needing"] = special(args, mine, held, kind, needing, every, models)
+        if flag:
+            entry["needing"] = special(args, mine, held, kind, flag, every, models)
         report["kinds"][kind] = entry
         shown = ("documents", "left_out", "fitted", "hand_set", "recalibrated", "thresholds", "abstain_below", "ships",
                  "shipped", "variants", "flagged")

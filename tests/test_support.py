@@ -983,6 +983,11 @@ def test_the_fit_leaves_out_a_signal_no_run_recorded_and_a_signal_with_its_flag(
     kept, left = within_sets(rows, ("similarity_min", "has_similarity", "probability", "has_probability", "margin"))
     assert kept == ("probability", "has_probability")
     assert sorted(left) == ["has_similarity", "margin", "similarity_min"]
+    # what goes in or out of a fit together (--without, --needing): a flag and the signals it stands for
+    from pagemind.answering.signals import tied
+
+    assert tied("has_probability") == {"has_probability", "probability", "min_logprob"}
+    assert tied("has_reordered") == {"has_reordered", "reordered"}
 
 
 def test_the_fit_reads_a_yes_or_no_from_a_run_made_before_it_was_recorded(monkeypatch):

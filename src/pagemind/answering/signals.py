@@ -36,6 +36,14 @@ NAMES: tuple[str, ...] = (
 FLAGS = {"probability": "has_probability", "min_logprob": "has_probability", "similarity_min": "has_similarity",
          "verifier": "has_verifier", "later": "has_later", "lift": "has_prior", "margin": "has_margin",
          "reordered": "has_reordered"}
+
+
+def tied(flag: str) -> frozenset[str]:
+    """``flag`` and the signals it says an answer has (``has_probability``: ``probability`` and ``min_logprob``): what
+    goes in or out of a fit together."""
+    return frozenset({flag, *(name for name, f in FLAGS.items() if f == flag)})
+
+
 # which way each signal may move a fitted confidence, all else equal: +1 never down as it grows (more support, a
 # surer model), -1 never up (a missing figure, an unnamed anchor, a better-supported rival option, the document
 # speaking of what was asked again after the passages cited), 0 either way
@@ -123,4 +131,4 @@ def signals(answer: Answer) -> dict[str, float]:
     return {name: round(float(out[name]), 6) for name in NAMES}
 
 
-__all__ = ["DIRECTION", "FLAGS", "KINDS", "NAMES", "Kind", "is_yes_no", "kind_of", "seen", "signals"]
+__all__ = ["DIRECTION", "FLAGS", "KINDS", "NAMES", "Kind", "is_yes_no", "kind_of", "seen", "signals", "tied"]
