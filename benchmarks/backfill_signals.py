@@ -133,7 +133,8 @@ def main() -> None:
                 out.append(line)
                 continue
             added += 1
-            record["signals"] = {**values, **signals}  # a value recorded stays as recorded (--check: those that differ)
+            differ += any(k in signals and signals[k] != v for k, v in values.items())
+            record["signals"] = {**values, **signals}  # a value recorded stays as recorded (counted where it differs)
             out.append(json.dumps(record))
         if not args.check and added:
             (run / "examples.jsonl").write_text("\n".join(out) + "\n")

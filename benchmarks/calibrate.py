@@ -302,6 +302,8 @@ def main() -> None:
         if flag not in FLAGS.values() or kind not in ("", *KINDS):
             sys.exit(f"--needing takes FLAG or KIND:FLAG, a kind of {', '.join(KINDS)} and a has_* flag: "
                      f"{', '.join(sorted(set(FLAGS.values())))}")
+        if kind in needing:
+            sys.exit(f"--needing names {kind or 'every kind'} twice: {needing[kind]} and {flag}")
         needing[kind] = flag
     # the hand-set value is the baseline, not an input; the call's signals are the second model's
     every = tuple(n for n in NAMES if n != "support_confidence" and n not in without)
