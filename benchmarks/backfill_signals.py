@@ -128,13 +128,12 @@ def main() -> None:
                     options[method] = options_of(llm, config, method)
                 values.update(unread(llm, options[method], record, example))
             fired += bool(count)
+            differ += any(k in signals and signals[k] != v for k, v in values.items())  # recorded stays as recorded
             if all(k in signals for k in values):
-                differ += any(signals.get(k) != v for k, v in values.items())
                 out.append(line)
                 continue
             added += 1
-            differ += any(k in signals and signals[k] != v for k, v in values.items())
-            record["signals"] = {**values, **signals}  # a value recorded stays as recorded (counted where it differs)
+            record["signals"] = {**values, **signals}
             out.append(json.dumps(record))
         if not args.check and added:
             (run / "examples.jsonl").write_text("\n".join(out) + "\n")
