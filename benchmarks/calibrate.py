@@ -298,13 +298,13 @@ def main() -> None:
 
     needing: dict[str, str] = {}  # the flag a kind's second model needs ("": every kind's)
     for given in args.needing:
-        kind, _, flag = given.rpartition(":")
-        if flag not in FLAGS.values() or kind not in ("", *KINDS):
+        which, _, wanted = given.rpartition(":")
+        if wanted not in FLAGS.values() or which not in ("", *KINDS):
             sys.exit(f"--needing takes FLAG or KIND:FLAG, a kind of {', '.join(KINDS)} and a has_* flag: "
                      f"{', '.join(sorted(set(FLAGS.values())))}")
-        if kind in needing:
-            sys.exit(f"--needing names {kind or 'every kind'} twice: {needing[kind]} and {flag}")
-        needing[kind] = flag
+        if which in needing:
+            sys.exit(f"--needing names {which or 'every kind'} twice: {needing[which]} and {wanted}")
+        needing[which] = wanted
     # the hand-set value is the baseline, not an input; the call's signals are the second model's
     every = tuple(n for n in NAMES if n != "support_confidence" and n not in without)
     report: dict = {"runs": sorted({r["run"] for r in rows}), "answers": len(rows), "without": sorted(without),
