@@ -2,8 +2,8 @@
 evaluated answer records (``pagemind.answering.signals``), judged on held-out documents against the support check's
 hand-set confidence.
 
-    python benchmarks/calibrate.py RUN_DIR [RUN_DIR ...] [--folds 5] [--without NAME,...]
-        [--needing [KIND:]FLAG ...] [--write]
+    python benchmarks/calibrate.py RUN_DIR [RUN_DIR ...] [--folds 5] [--without [FLAG:]NAME,...]
+        [--needing [KIND:]FLAG ...] [--min 100] [--min-recalibrated 50] [--write]
 
 Each RUN_DIR is a ``pagemind eval run`` directory whose examples carry ``signals`` (runs from this version on; a
 model's answers are replayed from the LLM cache when the same run is made again). An answer is right when its headline
@@ -12,9 +12,10 @@ score is at least 0.5, or as graded by hand where the run directory holds ``grad
 question: a document's answers are all held out together. Per kind (choice, numeric, free) and per dataset: AUROC, ECE
 and coverage at 80/90% right of the fitted probability on held-out folds beside the hand-set confidence of the same
 answers. ``--write`` fits each kind on all its answers and writes ``src/pagemind/answering/calibration.json`` — only
-kinds with at least ``--min`` answers from at least two documents per fold: the model of all signals where its
-held-out AUROC beats the hand-set one, else the hand-set value recalibrated (one increasing map: the same ranking, a
-probability) where that is better calibrated held out; the others keep the hand-set value. Where the runs hold
+kinds whose answers come from enough documents for two folds: the model of all signals where its held-out AUROC
+beats the hand-set one and there are ``--min`` answers (100), else the hand-set value recalibrated (one increasing
+map: the same ranking, a probability; two numbers to fit) where that is better calibrated held out and there are
+``--min-recalibrated`` answers (50); the others keep the hand-set value. Where the runs hold
 unanswerable variants (``--unanswerable``), each kind also reports the share of the variants answered wrong that an
 abstention withholds when set to withhold at most 10% of the answerable right answers (held out, fitted and hand-set).
 ``--without`` leaves the named signals (and their ``has_*`` flags) out of every fit: what a signal adds, measured on
@@ -22,7 +23,8 @@ the same answers with it and without. ``--needing FLAG`` (a call's flag, e.g. ``
 one kind's, repeatable): each kind's model is fitted without that call's signals, and a second one on the answers
 that have the flag set, with them; it ships beside the first (``needs``:
 :func:`pagemind.answering.calibration.model_for`) where, held out on those answers, it ranks them better than the
-first.
+first. ``--without FLAG:NAME`` leaves a signal out of that second model only (``has_reordered:lift``: a choice asked
+again with its options reversed is read without its prior, so the product skips the prior's call there).
 """
 
 from __future__ import annotations
@@ -270,45 +272,63 @@ def special(args: argparse.Namespace, mine: list[dict], held: list[float], kind:
     return out
 
 
+def chosen(without: str, needing: list[str]) -> tuple[set[str], dict[str, set[str]], dict[str, str]]:
+    """``--without`` and ``--needing`` read: the signals left out of every fit, those left out of the second model of
+    the answers with a flag only (``FLAG:NAME``), and the flag each kind's second model needs ("": every kind's); a
+    flag goes where every signal it stands for goes. A name that is no signal, flag or kind exits with what is."""
+    from pagemind.answering.signals import FLAGS, KINDS, NAMES, tied
+
+    def closed(names: set[str]) -> set[str]:
+        return names | {flag for flag in set(FLAGS.values()) if tied(flag) - {flag} <= names}
+
+    everywhere: set[str] = set()
+    apart: dict[str, set[str]] = {}
+    for given in (n.strip() for n in without.split(",") if n.strip()):
+        flag, _, name = given.rpartition(":")
+        if name not in NAMES:
+            sys.exit(f"no such signal: {name} (pagemind.answering.signals.NAMES)")
+        (apart.setdefault(flag, set()) if flag else everywhere).add(name)
+    needs: dict[str, str] = {}
+    for given in needing:
+        which, _, wanted = given.rpartition(":")
+        if wanted not in FLAGS.values() or which not in ("", *KINDS):
+            sys.exit(f"--needing takes FLAG or KIND:FLAG, a kind of {', '.join(KINDS)} and a has_* flag: "
+                     f"{', '.join(sorted(set(FLAGS.values())))}")
+        if which in needs:
+            sys.exit(f"--needing names {which or 'every kind'} twice: {needs[which]} and {wanted}")
+        needs[which] = wanted
+    if stray := set(apart) - set(needs.values()):
+        sys.exit(f"--without FLAG:NAME names a flag no --needing gives: {', '.join(sorted(stray))}")
+    return closed(everywhere), {flag: closed(names) for flag, names in apart.items()}, needs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--min", type=int, default=100, help="answers of a kind needed to ship its model")
-    parser.add_argument("--without", default="", help="signals left out of the fit, comma-separated")
+    parser.add_argument("--min", type=int, default=100, help="answers of a kind needed to ship its model of every "
+                                                              "signal")
+    parser.add_argument("--min-recalibrated", type=int, default=50,
+                        help="answers of a kind needed to ship its hand-set confidence recalibrated (two numbers)")
+    parser.add_argument("--without", default="", help="signals left out of every fit, comma-separated; FLAG:NAME "
+                                                      "leaves NAME out of the --needing FLAG model only")
     parser.add_argument("--needing", action="append", default=[],
                         help="a call's has_* flag, FLAG or KIND:FLAG (repeatable): a second model of each kind (or of "
                              "KIND) for the answers with it")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     from pagemind.answering.calibration import FILE, fit
-    from pagemind.answering.signals import NAMES
+    from pagemind.answering.signals import NAMES, tied
     from pagemind.eval.report import abstain_below
 
+    without, apart, needing = chosen(args.without, args.needing)
     rows = load(args.runs)
     if not rows:
         sys.exit("no answer with signals in those runs (runs made before signals were recorded have none)")
-    from pagemind.answering.signals import FLAGS, KINDS, tied
-
-    without = {n.strip() for n in args.without.split(",") if n.strip()}
-    if without - set(NAMES):
-        sys.exit(f"no such signal: {', '.join(sorted(without - set(NAMES)))} (pagemind.answering.signals.NAMES)")
-    # a flag goes where every signal it stands for goes
-    without |= {flag for flag in set(FLAGS.values()) if tied(flag) - {flag} <= without}
-
-    needing: dict[str, str] = {}  # the flag a kind's second model needs ("": every kind's)
-    for given in args.needing:
-        which, _, wanted = given.rpartition(":")
-        if wanted not in FLAGS.values() or which not in ("", *KINDS):
-            sys.exit(f"--needing takes FLAG or KIND:FLAG, a kind of {', '.join(KINDS)} and a has_* flag: "
-                     f"{', '.join(sorted(set(FLAGS.values())))}")
-        if which in needing:
-            sys.exit(f"--needing names {which or 'every kind'} twice: {needing[which]} and {wanted}")
-        needing[which] = wanted
     # the hand-set value is the baseline, not an input; the call's signals are the second model's
     every = tuple(n for n in NAMES if n != "support_confidence" and n not in without)
     report: dict = {"runs": sorted({r["run"] for r in rows}), "answers": len(rows), "without": sorted(without),
-                    "kinds": {}}
+                    "without_apart": {flag: sorted(names) for flag, names in apart.items()}, "kinds": {}}
     models = []
     for kind in sorted({r["kind"] for r in rows}):
         mine = [r for r in rows if r["kind"] == kind]
@@ -324,7 +344,7 @@ def main() -> None:
         entry = {"documents": len(documents), "folds": folds, "left_out": between, "fitted": measures(held, right),
                  "hand_set": measures(hand, right), "thresholds": {"fitted": thresholds(held, right),
                                                                    "hand_set": thresholds(hand, right)},
-                 "by_dataset": by_dataset(mine, right, fitted=held, hand_set=hand)}
+                 "by_dataset": by_dataset(mine, right, fitted=held, hand_set=hand, recalibrated=rescaled)}
         entry["recalibrated"] = measures(rescaled, right)
         entry["flagged"] = {"fitted": flagged(held, right), "hand_set": flagged(hand, right)}
         for dataset, one in entry["by_dataset"].items():
@@ -334,20 +354,21 @@ def main() -> None:
         if any(variant):  # unanswerable variants among them: what an abstention set for 10% lost right ones catches
             entry["variants"] = {"fitted": on_variants(held, right, variant),
                                  "hand_set": on_variants(hand, right, variant)}
-        better = (entry["fitted"]["auroc"] or 0) > (entry["hand_set"]["auroc"] or 0)
+        # the model of every signal where it ranks better held out and there are --min answers to fit it on
+        better = (entry["fitted"]["auroc"] or 0) > (entry["hand_set"]["auroc"] or 0) and len(mine) >= args.min
         graded = sorted({r["dataset"] for r in mine if r["graded"]})
         source = f"{len(mine)} answers of {', '.join(sorted({r['dataset'] for r in mine}))}" + (
             f" ({', '.join(graded)} graded by hand)" if graded else "")
         # else the hand-set value recalibrated: one increasing map of it, so in use it ranks answers exactly as that
-        # value does (its held-out AUROC above pools five folds' maps, so it differs a little); it ships where its
-        # held-out ECE is lower and its weight positive
+        # value does (its held-out AUROC above pools five folds' maps, so it differs a little); two numbers to fit,
+        # it ships from --min-recalibrated answers where its held-out ECE is lower and its weight positive
         rescale = None if better or len({*right}) < 2 else fit(
             [r["signals"] for r in mine], right, HAND, kind, source=f"{source}; the hand-set confidence recalibrated")
         ece, hand_ece = entry["recalibrated"]["ece"], entry["hand_set"]["ece"]
         calibrates = rescale is not None and rescale.weights[0] > 0 and ece is not None and hand_ece is not None \
-            and ece < hand_ece
-        entry["shipped"] = bool(args.write and len(mine) >= args.min and folds >= 2 and (better or calibrates))
+            and ece < hand_ece and len(mine) >= args.min_recalibrated
         entry["ships"] = "fitted" if better else "recalibrated" if calibrates else "hand_set"
+        entry["shipped"] = bool(args.write and folds >= 2 and (better or calibrates))
         shipped_held = held if better else rescaled if calibrates else hand  # what ships, held out
         entry["abstain_below"] = {str(t): abstain_below(shipped_held, right, t) for t in TARGETS}
         entry["abstain_at"] = {t: withheld(shipped_held, right, b) for t, b in entry["abstain_below"].items()
@@ -361,7 +382,8 @@ def main() -> None:
             models.append(whole.as_dict())
             entry["model"] = whole.as_dict()
         if flag:
-            entry["needing"] = special(args, mine, held, kind, flag, every, models)
+            own = tuple(n for n in every if n not in apart.get(flag, ()))
+            entry["needing"] = special(args, mine, held, kind, flag, own, models)
         report["kinds"][kind] = entry
         shown = ("documents", "left_out", "fitted", "hand_set", "recalibrated", "thresholds", "abstain_below", "ships",
                  "shipped", "variants", "flagged")

@@ -1,16 +1,19 @@
-"""(av) What ``reorder`` costs a multiple-choice answer: the answer's prompt sent again with its options listed in
-reverse order, beside the answer call and the prior's, per call, on the embedded default model (its shared
-llama-server, whose prompt cache holds the answer's prompt when the reordered one follows it).
+"""(av, ax) What a multiple-choice answer's confidence calls cost: the answer's prompt sent again with its options
+listed in reverse order (``reorder``, the default) and, where that is off, the question and options with no text (the
+prior), beside the answer call, per call, on the embedded default model (its shared llama-server, whose prompt cache
+holds the answer's prompt when the reordered one follows it).
 
     python benchmarks/reorder_cost.py [--questions 6] [--data DIR]
 
 QuALITY questions of different articles are asked with ``rag`` at the calibration runs' budget (2,000 context
-tokens, preset ``quality``) and ``reorder=auto``, into a new store (no cached reply). Per role: the prompt tokens as
-accounted (a cached prefix still counts: the matched-cost figure) and the seconds, median and range; and the reordered
-call's seconds as a share of the answer call's. Stop a shared llama-server first (``pkill -f llama-server``): one that
-has read these prompts before answers them from its own cache, and the answer call is timed as short as the reordered.
+tokens, preset ``quality``) into a new store (no cached reply): once as by default (the answer and the reordered
+call; the prior's call is made only where the reordered one is not), then again with ``reorder=off`` (the answer
+replayed from the LLM cache, and the prior's call). Per role: the prompt tokens as accounted (a cached prefix still
+counts: the matched-cost figure) and the seconds, median and range; the calls each way makes; and the reordered and
+prior calls' seconds as a share of the answer call's. Stop a shared llama-server first (``pkill -f llama-server``):
+one that has read these prompts before answers them from its own cache, and the answer call is timed as short as the
+reordered.
 """
-
 from __future__ import annotations
 
 import argparse
@@ -37,20 +40,27 @@ def main() -> None:
             rows.append(row)
     rows = rows[:args.questions]
     calls: dict[str, list[tuple[int, float]]] = {role: [] for role in ROLES}
-    shares = []
+    made: dict[str, list[int]] = {"auto": [], "off": []}  # the calls each answer made that no cache answered
+    shares: dict[str, list[float]] = {"reordered": [], "prior": []}
     with tempfile.TemporaryDirectory() as tmp, Pagemind(store=Path(tmp) / "cost.db", record_runs=False) as pm:
         for row in rows:
             question = Question(row["question"], tuple(row["options"]))
-            answer = pm.ask(Document.from_text(row["article"]), question, method="rag", budget=2000,
-                            preset="quality", reorder="auto")
-            by_role = {e.role: e for e in answer.trace.events if not e.cached}
-            for role in ROLES:
-                if role in by_role:
-                    calls[role].append((by_role[role].prompt_tokens, by_role[role].seconds))
-            if "answer" in by_role and "reordered" in by_role:
-                shares.append(by_role["reordered"].seconds / by_role["answer"].seconds)
-            print(answer.letter, answer.probability.as_dict(), [(e.role, e.prompt_tokens, round(e.seconds, 2))
-                                                                 for e in answer.trace.events], flush=True)
+            document = Document.from_text(row["article"])
+            answer_seconds = None
+            for reorder in ("auto", "off"):
+                answer = pm.ask(document, question, method="rag", budget=2000, preset="quality", reorder=reorder)
+                fresh = [e for e in answer.trace.events if not e.cached]
+                made[reorder].append(len(fresh))
+                for e in fresh:
+                    if e.role in calls:
+                        calls[e.role].append((e.prompt_tokens, e.seconds))
+                    if e.role == "answer":
+                        answer_seconds = e.seconds
+                    elif e.role in shares and answer_seconds:
+                        shares[e.role].append(e.seconds / answer_seconds)
+                print(reorder, answer.letter, answer.probability.as_dict(),
+                      [(e.role, e.prompt_tokens, round(e.seconds, 2), e.cached) for e in answer.trace.events],
+                      flush=True)
 
     def summary(values: list[float]) -> dict:
         return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
@@ -59,7 +69,9 @@ def main() -> None:
     result = {"questions": len(rows), "model": "embedded default (shared llama-server)",
               "roles": {role: {"calls": len(v), "prompt_tokens": summary([float(t) for t, _ in v]),
                                "seconds": summary([s for _, s in v])} for role, v in calls.items()},
-              "reordered_seconds_per_answer_second": summary(shares)}
+              "calls_per_answer": {reorder: summary([float(n) for n in v]) for reorder, v in made.items()},
+              "reordered_seconds_per_answer_second": summary(shares["reordered"]),
+              "prior_seconds_per_answer_second": summary(shares["prior"])}
     write_result("reorder_cost", result)
 
 

@@ -220,8 +220,8 @@ def test_an_answer_carries_the_models_own_probability_where_the_backend_returns_
     """Issue 51: the answer call asks for log-probabilities where the backend returns them (at no extra call): a
     multiple-choice answer gets the chosen option's share among the options' letters, a free-form one its tokens'
     mean and minimum log-probability; the scripted fake, which returns none, says basis none. A choice gets one short
-    call more: the same question and options with no text, the chosen option's share there (``prior``), and one
-    before it: the answer's prompt with the options reversed (``reordered``; ``reorder=off``: none)."""
+    call more: the answer's prompt with the options reversed (``reordered``), or where that is off (``reorder=off``)
+    the same question and options with no text, the chosen option's share there (``prior``)."""
     from pagemind import Document, Pagemind, ScriptedLLM
 
     text = Document.from_text("Wren found the map under the loose stair. Abel kept the ledger. " * 10)
@@ -232,18 +232,18 @@ def test_an_answer_carries_the_models_own_probability_where_the_backend_returns_
         chosen = pm.ask(text, "Who found the map?", ["Abel", "Wren"], method="full")
         free = pm.ask(text, "Who kept the ledger?", method="full")
         roles = [e.role for e in chosen.trace.events] + [e.role for e in free.trace.events]
-        # reorder off: no re-ask with the options reversed (the answer and the prior replayed from the cache)
+        # reorder off: no re-ask with the options reversed, the prior asked instead (the answer from the cache)
         unmoved = pm.ask(text, "Who found the map?", ["Abel", "Wren"], method="full", reorder="off")
         unmoved_roles = [e.role for e in unmoved.trace.events]
     assert chosen.probability.basis == "choice" and 0.0 < chosen.probability.value <= 1.0
-    assert 0.0 <= chosen.probability.prior <= 1.0 and chosen.probability.lift == pytest.approx(
-        chosen.probability.value - chosen.probability.prior)
+    assert chosen.probability.prior is None and 0.0 <= unmoved.probability.prior <= 1.0
+    assert unmoved.probability.lift == pytest.approx(unmoved.probability.value - unmoved.probability.prior)
     assert free.probability.basis == "tokens" and free.probability.tokens >= 1
     assert free.probability.min_logprob <= free.probability.mean_logprob <= 0.0
     assert chosen.as_dict()["probability"]["basis"] == "choice"
-    # the reordered call (the options reversed, its prefix what the server has just read) before the prior's; the
+    # the reordered call (the options reversed, its prefix what the server has just read) and no prior's; the
     # free-form answer's probability costs no call
-    assert roles == ["answer", "reordered", "prior", "answer"] and 0.0 <= chosen.probability.reordered <= 1.0
+    assert roles == ["answer", "reordered", "answer"] and 0.0 <= chosen.probability.reordered <= 1.0
     assert chosen.as_dict()["probability"]["reordered"] == round(chosen.probability.reordered, 4)
     assert unmoved_roles == ["answer", "prior"] and unmoved.probability.reordered is None
     with Pagemind(ScriptedLLM(default="Answer: (B)"), store=tmp_path / "f.db") as pm:

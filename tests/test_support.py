@@ -209,7 +209,9 @@ def test_the_cli_prints_the_support_line_after_the_sources_and_the_draft_when_it
     assert out.index("Sources:") < out.index("Support: abstained: not supported by the sources — check them")
     assert "The model's draft (not supported): He is 45 years old." in out
     line = next(x for x in out.splitlines() if x.startswith("Support:"))
-    assert "(confidence 0.06; not in what was read: 45)" in line  # a figure: no fitted model, the support's value
+    # a figure: the support's value (0.06) recalibrated on labelled figures, still unlikely right
+    shown = re.search(r"\(confidence (\d\.\d\d), fitted; support 0\.06; not in what was read: 45\)", line)
+    assert shown is not None and float(shown[1]) < 0.3, line
     said = CliRunner().invoke(cli, ["ask", "--sample", "What colour was the inspector's coat?", "-m", "full",
                                     "--store", str(tmp_path / "s.db")],
                               obj={"backend": ScriptedLLM(by_role={"answer": "Answer: Grey."})})
@@ -364,7 +366,7 @@ def test_a_shipped_model_for_the_answers_kind_gives_its_confidence(monkeypatch):
     assert fitted.confidence == fitted.calibrated != fitted.support.confidence
     assert fitted.as_dict()["calibrated"] is True and plain.as_dict()["calibrated"] is False
     numeric, _ = ask("Mr. Pellow climbed 112 steps.", "How many steps did Mr. Pellow climb?")
-    assert kind_of(numeric) == "numeric" and numeric.calibrated is None  # no model shipped for figures
+    assert kind_of(numeric) == "numeric" and numeric.calibrated is None  # none for figures among these
 
 
 def test_a_signal_the_backend_does_not_give_counts_as_its_mean_where_it_was_never_missing():
@@ -486,8 +488,9 @@ def test_the_prior_is_read_where_its_reply_names_an_option_not_at_an_article_bef
 def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_share_there_recorded(capsys, tmp_path):
     """Issue 51: a small model's pick that follows a position (the first option, the last) moves when the options
     do. ``reorder=auto`` sends the answer's prompt again with the options listed in reverse order and nothing else
-    changed — the text before them is the prompt the backend has just read — before the prior's call, and records the
-    chosen option's share there under its new letter (``probability.reordered``, signal ``reordered``). Off, a
+    changed — the text before them is the prompt the backend has just read — and records the chosen option's share
+    there under its new letter (``probability.reordered``, signal ``reordered``); the prior's call is then not made
+    (the model fitted on such answers reads the reordered share, not the lift), only where it failed. Off, a
     backend without log-probabilities, or a prompt that does not show the options as listed: no call; ``pagemind
     eval`` asks it only when told (the papers' protocols make the papers' calls)."""
     from pagemind.answering.signals import signals
@@ -507,14 +510,15 @@ def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_
 
     # reversed, Tam Ruddock is still (B): the reply naming (B) at 0.7 keeps the pick
     held, fake = run({"A": 0.2, "B": 0.7, "C": 0.1})  # auto, the default
-    assert fake.roles() == ["answer", "reordered", "prior"]
+    assert fake.roles() == ["answer", "reordered"]
     asked, again = fake.history[0].messages[0].content, fake.history[1].messages[0].content
     assert again == asked.replace("(A) Mr. Pellow\n(B) Tam Ruddock\n(C) Abel Hume",
                                   "(A) Abel Hume\n(B) Tam Ruddock\n(C) Mr. Pellow") and again != asked
     assert fake.history[1].max_tokens == REORDERED_TOKENS
     assert held.letter == "B" and held.probability.reordered == pytest.approx(0.7)
     assert held.as_dict()["probability"]["reordered"] == 0.7 and signals(held)["has_reordered"] == 1.0
-    assert signals(held)["reordered"] == pytest.approx(0.7) and held.probability.prior == pytest.approx(0.6)
+    assert signals(held)["reordered"] == pytest.approx(0.7) and held.probability.prior is None
+    assert signals(held)["has_prior"] == 0.0
     from pagemind.cli.render import print_support
 
     print_support(held)  # the CLI's support line says both shares
@@ -524,6 +528,7 @@ def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_
 
     model = calibration.model_for("choice", signals(held))
     assert model is not None and model.needs == ("has_reordered",) and "reordered" in model.names
+    assert not {"lift", "has_prior"} & set(model.names)  # so the prior's call would tell it nothing
     assert held.calibrated == pytest.approx(model.probability(signals(held)), abs=1e-4)
     moved, _ = run({"A": 0.05, "B": 0.1, "C": 0.85})
     assert moved.probability.reordered == pytest.approx(0.1) and moved.confidence < held.confidence
@@ -572,12 +577,15 @@ def test_the_shipped_models_give_a_multiple_choice_or_free_answer_its_confidence
     """Issue 51: the package ships a model for multiple-choice answers, fitted by benchmarks/calibrate.py on
     labelled runs of at least 100 answers (held out by document, it beat the hand-set confidence there), and one for
     free-form answers (BABILong's exact labels, LoCoMo's graded by hand); an answer's confidence is its kind's
-    model's probability of right; a figure (no model shipped) keeps the support's."""
+    model's probability of right. A figure asked and given gets the support's hand-set value recalibrated: 54
+    labelled figures are too few for a model of every signal (100), enough for its two numbers (50), and the map
+    keeps the support's ranking."""
     from pagemind.answering import calibration
     from pagemind.answering.signals import kind_of, signals
 
     shipped = calibration.fitted()
-    assert set(shipped) == {"choice", "free"} and min(m.n for m in shipped.values()) >= 100, shipped
+    assert set(shipped) == {"choice", "free", "numeric"}, shipped
+    assert min(shipped["choice"].n, shipped["free"].n) >= 100 and shipped["numeric"].n >= 50
     story = "Tam Ruddock skippered the Margery Dell, the supply boat of the lighthouse."
     choice, _ = ask("Answer: (B) Tam Ruddock", "Who skippered the supply boat?\n(A) Mr. Pellow\n(B) Tam Ruddock",
                     text=story)
@@ -588,8 +596,12 @@ def test_the_shipped_models_give_a_multiple_choice_or_free_answer_its_confidence
     assert free.calibrated == pytest.approx(shipped["free"].probability(signals(free)), abs=1e-4)
     assert free.confidence == free.calibrated != free.support.confidence
     numeric, _ = ask("Mr. Pellow climbed 112 steps.", "How many steps did Mr. Pellow climb?")
-    assert kind_of(numeric) == "numeric" and numeric.calibrated is None and numeric.confidence == \
-        numeric.support.confidence
+    figure = shipped["numeric"]
+    assert kind_of(numeric) == "numeric" and figure.names == ("support_confidence",) and figure.weights[0] > 0
+    assert numeric.calibrated == pytest.approx(figure.probability(signals(numeric)), abs=1e-4)
+    assert numeric.confidence == numeric.calibrated != numeric.support.confidence
+    invented, _ = ask("Mr. Pellow climbed 900 steps.", "How many steps did Mr. Pellow climb?")
+    assert invented.support.confidence < numeric.support.confidence and invented.confidence < numeric.confidence
 
 
 def test_an_answer_with_an_opt_in_calls_signal_is_read_by_the_model_fitted_on_answers_that_had_it(monkeypatch):
@@ -988,6 +1000,32 @@ def test_the_fit_leaves_out_a_signal_no_run_recorded_and_a_signal_with_its_flag(
 
     assert tied("has_probability") == {"has_probability", "probability", "min_logprob"}
     assert tied("has_reordered") == {"has_reordered", "reordered"}
+
+
+def test_a_signal_is_left_out_of_every_fit_or_of_one_calls_model_only(monkeypatch):
+    """Issue 51 (benchmarks/calibrate.py): ``--without lift`` leaves a signal out of every fit, its flag with it where
+    it was the flag's only signal; ``--without has_reordered:lift`` out of the second model only, the one for answers
+    asked again with their options reversed (``--needing has_reordered``): read there, the prior added nothing, so the
+    product skips its call for them. A name that is no signal, a flag no ``--needing`` gives, a kind named twice or
+    one that is not a kind: the script exits saying which."""
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from calibrate import chosen
+
+    assert chosen("lift", []) == ({"lift", "has_prior"}, {}, {})
+    assert chosen("probability", [])[0] == {"probability"}  # min_logprob is still read: its flag stays
+    without, apart, needing = chosen(" has_reordered:lift ", ["choice:has_reordered"])
+    assert without == set() and apart == {"has_reordered": {"lift", "has_prior"}}
+    assert needing == {"choice": "has_reordered"}
+    with pytest.raises(SystemExit, match="no --needing gives: has_reordered"):
+        chosen("has_reordered:lift", [])
+    with pytest.raises(SystemExit, match="no such signal: lifted"):
+        chosen("has_reordered:lifted", ["has_reordered"])
+    with pytest.raises(SystemExit, match="names choice twice"):
+        chosen("", ["choice:has_reordered", "choice:has_prior"])
+    with pytest.raises(SystemExit, match="FLAG or KIND:FLAG"):
+        chosen("", ["answers:has_reordered"])
 
 
 def test_the_fit_reads_a_yes_or_no_from_a_run_made_before_it_was_recorded(monkeypatch):

@@ -40,7 +40,8 @@ class AnswerOptions(Options):
         "auto", "a multiple-choice answer gets one more short call where the backend returns log-probabilities: the "
                 "question and its options with no text, so the chosen option's probability unread is recorded "
                 "beside its probability read (probability.prior) and the fitted confidence reads how far the text "
-                "moved the model to it (auto); off: no call")
+                "moved the model to it (auto; not where the reordered call was made: the model fitted for those "
+                "answers reads the reordered share instead); off: no call")
     reorder: Literal["auto", "off"] = option(
         "auto", "a multiple-choice answer gets one more short call where the backend returns log-probabilities: the "
                 "same prompt with the options listed in reverse order, so the chosen option's share then is recorded "

@@ -502,8 +502,11 @@ class Reader(Method, Generic[M, OptionsT]):
                            lambda: reordered(self.llm, question, request, chosen, context.trace))
             context.probability = replace(context.probability, reordered=moved)
         # the prior asks the reader's one-turn prompt: an answer asked as the next turn of a conversation (ReadAgent's
-        # follow-up look-up) has no such prompt to compare with, so it gets none
-        if self.options.prior == "auto" and chosen is not None and len(request.messages) == 1:
+        # follow-up look-up) has no such prompt to compare with, so it gets none; nor does one whose reordered share
+        # was read (the model fitted on such answers reads that share, not the lift: calibrate.py's
+        # --without has_reordered:lift)
+        if self.options.prior == "auto" and chosen is not None and len(request.messages) == 1 \
+                and context.probability.reordered is None:
             from .reply import prior
 
             unread = _probe(context, "prior: the call with no text failed ({}); no prior recorded",
