@@ -35,8 +35,12 @@ import random
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from common import ROOT, read_grades, write_result
+
+if TYPE_CHECKING:
+    from pagemind.answering.calibration import Fitted
 
 RIGHT = 0.5
 GRADES = "grades.jsonl"  # a run's answers graded by hand ({"example_id", "method", "right"}), read before its scores
@@ -228,9 +232,17 @@ def by_dataset(rows: list[dict], right: list[bool], **series: list[float]) -> di
     return out
 
 
-def reached(abstain_below: dict) -> tuple[tuple[float, float], ...]:
-    """The (precision, threshold) pairs a shipped model records: the targets some threshold reached."""
-    return tuple((float(t), b) for t, b in abstain_below.items() if b is not None)
+def answers_of(rows: list[dict]) -> str:
+    """A shipped model's ``source``: how many answers of which sets it was fitted on."""
+    return f"{len(rows)} answers of {', '.join(sorted({r['dataset'] for r in rows}))}"
+
+
+def ship(model: Fitted, abstain_below: dict, models: list[dict], needs: tuple[str, ...] = ()) -> dict:
+    """``model`` as written: with the (precision, threshold) pairs its held-out answers reached (``abstain_below``,
+    the targets some threshold reached) and the flags it needs, appended to ``models``."""
+    whole = replace(model, below=tuple((float(t), b) for t, b in abstain_below.items() if b is not None), needs=needs)
+    models.append(whole.as_dict())
+    return whole.as_dict()
 
 
 def special(args: argparse.Namespace, mine: list[dict], held: list[float], kind: str, flag: str,
@@ -261,12 +273,8 @@ def special(args: argparse.Namespace, mine: list[dict], held: list[float], kind:
     out["abstain_below"] = {str(t): abstain_below(own, right, t) for t in TARGETS}
     out["shipped"] = bool(args.write and len(having) >= args.min and better)
     if out["shipped"]:
-        source = f"{len(having)} answers of {', '.join(sorted({r['dataset'] for r in having}))} with {flag}"
-        below = reached(out["abstain_below"])
-        whole = replace(fit([r["signals"] for r in having], right, names, kind, source=source), below=below,
-                        needs=(flag,))
-        models.append(whole.as_dict())
-        out["model"] = whole.as_dict()
+        model = fit([r["signals"] for r in having], right, names, kind, source=f"{answers_of(having)} with {flag}")
+        out["model"] = ship(model, out["abstain_below"], models, needs=(flag,))
     print(f"{kind} with {flag}", json.dumps({k: out[k] for k in ("n", "fitted", "general", "flagged", "shipped")}),
           flush=True)
     return out
@@ -357,8 +365,7 @@ def main() -> None:
         # the model of every signal where it ranks better held out and there are --min answers to fit it on
         better = (entry["fitted"]["auroc"] or 0) > (entry["hand_set"]["auroc"] or 0) and len(mine) >= args.min
         graded = sorted({r["dataset"] for r in mine if r["graded"]})
-        source = f"{len(mine)} answers of {', '.join(sorted({r['dataset'] for r in mine}))}" + (
-            f" ({', '.join(graded)} graded by hand)" if graded else "")
+        source = answers_of(mine) + (f" ({', '.join(graded)} graded by hand)" if graded else "")
         # else the hand-set value recalibrated: one increasing map of it, so in use it ranks answers exactly as that
         # value does (its held-out AUROC above pools five folds' maps, so it differs a little); two numbers to fit,
         # it ships from --min-recalibrated answers where its held-out ECE is lower and its weight positive
@@ -377,10 +384,7 @@ def main() -> None:
         if entry["shipped"]:
             whole = fit([r["signals"] for r in mine], right, names, kind, source=source) if better else rescale
             assert whole is not None  # shipped without a better model: the recalibration that calibrates
-            below = reached(entry["abstain_below"])
-            whole = replace(whole, below=below)
-            models.append(whole.as_dict())
-            entry["model"] = whole.as_dict()
+            entry["model"] = ship(whole, entry["abstain_below"], models)
         if flag:
             own = tuple(n for n in every if n not in apart.get(flag, ()))
             entry["needing"] = special(args, mine, held, kind, flag, own, models)
