@@ -6,18 +6,20 @@ hand-set confidence.
         [--needing [KIND:]FLAG ...] [--min 100] [--min-recalibrated 50] [--write]
 
 Each RUN_DIR is a ``pagemind eval run`` directory whose examples carry ``signals`` (runs from this version on; a
-model's answers are replayed from the LLM cache when the same run is made again). An answer is right when its headline
-score is at least 0.5, or as graded by hand where the run directory holds ``grades.jsonl`` (one ``{"example_id",
-"method", "right"}`` a line: a free-form answer a token-F1 score undercounts). Folds are by document, never by
-question: a document's answers are all held out together. Per kind (choice, numeric, free) and per dataset: AUROC, ECE
-and coverage at 80/90% right of the fitted probability on held-out folds beside the hand-set confidence of the same
-answers. ``--write`` fits each kind on all its answers and writes ``src/pagemind/answering/calibration.json`` — only
-kinds whose answers come from enough documents for two folds: the model of all signals where its held-out AUROC
-beats the hand-set one and there are ``--min`` answers (100), else the hand-set value recalibrated (one increasing
-map: the same ranking, a probability; two numbers to fit) where that is better calibrated held out and there are
-``--min-recalibrated`` answers (50); the others keep the hand-set value. Where the runs hold
-unanswerable variants (``--unanswerable``), each kind also reports the share of the variants answered wrong that an
-abstention withholds when set to withhold at most 10% of the answerable right answers (held out, fitted and hand-set).
+model's answers are replayed from the LLM cache when the same run is made again). An answer is right when its
+headline score is at least 0.5, or as graded by hand where the run directory holds ``grades.jsonl`` (one
+``{"example_id", "method", "right"}`` a line: a free-form answer a token-F1 score undercounts). Folds are by
+document, never by question: a document's answers are all held out together. Each fit's ridge penalty is the one of
+``L2S`` that gave the lowest log loss held out within the answers it is fitted on (nested: a held-out fold never
+chose its model's). Per kind (choice, numeric, free) and per dataset: AUROC, ECE and coverage at 80/90% right of the
+fitted probability on held-out folds beside the hand-set confidence of the same answers. ``--write`` fits each kind
+on all its answers and writes ``src/pagemind/answering/calibration.json`` — only kinds whose answers come from
+enough documents for two folds: the model of all signals where its held-out AUROC beats the hand-set one and there
+are ``--min`` answers (100), else the hand-set value recalibrated (one increasing map: the same ranking, a
+probability; two numbers to fit) where that is better calibrated held out and there are ``--min-recalibrated``
+answers (50); the others keep the hand-set value. Where the runs hold unanswerable variants (``--unanswerable``),
+each kind also reports the share of the variants answered wrong that an abstention withholds when set to withhold at
+most 10% of the answerable right answers (held out, fitted and hand-set).
 ``--without`` leaves the named signals (and their ``has_*`` flags) out of every fit: what a signal adds, measured on
 the same answers with it and without. ``--needing FLAG`` (a call's flag, e.g. ``has_reordered``; ``KIND:FLAG`` for
 one kind's, repeatable): each kind's model is fitted without that call's signals, and a second one on the answers
@@ -200,26 +202,57 @@ def within_sets(mine: list[dict], names: tuple[str, ...]) -> tuple[tuple[str, ..
     return tuple(n for n in kept if n not in unflagged), left + unflagged
 
 
-def held_out(mine: list[dict], documents: list[str], folds: int, names: tuple[str, ...], kind: str) -> list[float]:
-    """Each answer's probability from a model fitted on the other folds' documents (``names``: its signals)."""
-    from pagemind.answering.calibration import fit
+L2S = (0.3, 1.0, 3.0, 10.0, 30.0)  # the ridge penalties a fit chooses among, by held-out log loss
 
+
+def fold_of(documents: list[str], folds: int) -> dict[str, int]:
+    """Each document's fold: the documents in one seeded order, dealt round."""
     order = list(documents)
     random.Random(0).shuffle(order)
-    fold_of = {d: i % folds for i, d in enumerate(order)}
+    return {d: i % folds for i, d in enumerate(order)}
+
+
+def predicted(mine: list[dict], folds: int, names: tuple[str, ...], kind: str, l2: float | None) -> list[float]:
+    """Each answer's probability from a model fitted on the other folds' documents (``names``: its signals; ``l2``:
+    its ridge penalty, or None: chosen on those documents alone by :func:`penalty`)."""
+    from pagemind.answering.calibration import fit
+
+    fold = fold_of(sorted({r["document"] for r in mine}), folds)
     held: list[float] = [0.0] * len(mine)
     for f in range(folds):
-        train = [r for r in mine if fold_of[r["document"]] != f]
+        train = [r for r in mine if fold[r["document"]] != f]
         if len({r["right"] for r in train}) < 2:
             for i, r in enumerate(mine):
-                if fold_of[r["document"]] == f:
+                if fold[r["document"]] == f:
                     held[i] = sum(t["right"] for t in train) / max(1, len(train))
             continue
-        model = fit([r["signals"] for r in train], [r["right"] for r in train], names, kind)
+        chosen_l2 = penalty(train, folds, names, kind) if l2 is None else l2
+        model = fit([r["signals"] for r in train], [r["right"] for r in train], names, kind, l2=chosen_l2)
         for i, r in enumerate(mine):
-            if fold_of[r["document"]] == f:
+            if fold[r["document"]] == f:
                 held[i] = model.probability(r["signals"])
     return held
+
+
+def penalty(mine: list[dict], folds: int, names: tuple[str, ...], kind: str) -> float:
+    """The ridge penalty of :data:`L2S` whose fits gave ``mine`` the lowest log loss held out by document (folds
+    within these answers only: a fit judged on held-out folds never chose its penalty on them)."""
+    import math
+
+    folds = min(folds, len({r["document"] for r in mine}))
+    if folds < 2 or len({r["right"] for r in mine}) < 2:
+        return L2S[1]
+
+    def loss(l2: float) -> float:
+        held = predicted(mine, folds, names, kind, l2)
+        return -sum(math.log(min(max(p if r["right"] else 1 - p, 1e-9), 1.0)) for p, r in zip(held, mine))
+
+    return min(L2S, key=loss)
+
+
+def held_out(mine: list[dict], folds: int, names: tuple[str, ...], kind: str) -> list[float]:
+    """Each answer's probability from a model fitted on the other folds' documents, its penalty chosen on those."""
+    return predicted(mine, folds, names, kind, None)
 
 
 def by_dataset(rows: list[dict], right: list[bool], **series: list[float]) -> dict:
@@ -263,19 +296,22 @@ def special(args: argparse.Namespace, mine: list[dict], held: list[float], kind:
     right = [r["right"] for r in having]
     if folds < 2 or len(set(right)) < 2:
         return {"n": len(having), "shipped": False}
-    own = held_out(having, documents, folds, names, kind)
+    own = held_out(having, folds, names, kind)
     theirs = [held[i] for i in idx]
     out: dict = {"n": len(having), "documents": len(documents), "left_out": between,
                  "fitted": measures(own, right), "general": measures(theirs, right),
                  "flagged": {"fitted": flagged(own, right), "general": flagged(theirs, right)},
-                 "by_dataset": by_dataset(having, right, fitted=own, general=theirs)}
+                 "by_dataset": by_dataset(having, right, fitted=own, general=theirs),
+                 "l2": penalty(having, folds, names, kind)}  # the fit on them all's, chosen held out
     better = (out["fitted"]["auroc"] or 0) > (out["general"]["auroc"] or 0)
     out["abstain_below"] = {str(t): abstain_below(own, right, t) for t in TARGETS}
     out["shipped"] = bool(args.write and len(having) >= args.min and better)
     if out["shipped"]:
-        model = fit([r["signals"] for r in having], right, names, kind, source=f"{answers_of(having)} with {flag}")
+        model = fit([r["signals"] for r in having], right, names, kind,
+                    source=f"{answers_of(having)} with {flag}; L2 {out['l2']:g}", l2=out["l2"])
         out["model"] = ship(model, out["abstain_below"], models, needs=(flag,))
-    print(f"{kind} with {flag}", json.dumps({k: out[k] for k in ("n", "fitted", "general", "flagged", "shipped")}),
+    print(f"{kind} with {flag}", json.dumps({k: out[k] for k in ("n", "fitted", "general", "flagged", "l2",
+                                                                      "shipped")}),
           flush=True)
     return out
 
@@ -345,8 +381,8 @@ def main() -> None:
         documents = sorted({r["document"] for r in mine})
         folds = min(args.folds, len(documents))
         names, between = within_sets(mine, general)
-        held = held_out(mine, documents, folds, names, kind)
-        rescaled = held_out(mine, documents, folds, HAND, kind)
+        held = held_out(mine, folds, names, kind)
+        rescaled = held_out(mine, folds, HAND, kind)
         hand = [float(r["signals"]["support_confidence"]) for r in mine]
         right = [r["right"] for r in mine]
         entry = {"documents": len(documents), "folds": folds, "left_out": between, "fitted": measures(held, right),
@@ -369,8 +405,10 @@ def main() -> None:
         # else the hand-set value recalibrated: one increasing map of it, so in use it ranks answers exactly as that
         # value does (its held-out AUROC above pools five folds' maps, so it differs a little); two numbers to fit,
         # it ships from --min-recalibrated answers where its held-out ECE is lower and its weight positive
+        entry["l2"] = penalty(mine, folds, names if better else HAND, kind)  # the shipped fit's, chosen held out
         rescale = None if better or len({*right}) < 2 else fit(
-            [r["signals"] for r in mine], right, HAND, kind, source=f"{source}; the hand-set confidence recalibrated")
+            [r["signals"] for r in mine], right, HAND, kind,
+            source=f"{source}; the hand-set confidence recalibrated; L2 {entry['l2']:g}", l2=entry["l2"])
         ece, hand_ece = entry["recalibrated"]["ece"], entry["hand_set"]["ece"]
         calibrates = rescale is not None and rescale.weights[0] > 0 and ece is not None and hand_ece is not None \
             and ece < hand_ece and len(mine) >= args.min_recalibrated
@@ -382,7 +420,8 @@ def main() -> None:
                                if b is not None}
         entry["curve"] = curve(shipped_held, right)
         if entry["shipped"]:
-            whole = fit([r["signals"] for r in mine], right, names, kind, source=source) if better else rescale
+            whole = fit([r["signals"] for r in mine], right, names, kind, source=f"{source}; L2 {entry['l2']:g}",
+                        l2=entry["l2"]) if better else rescale
             assert whole is not None  # shipped without a better model: the recalibration that calibrates
             entry["model"] = ship(whole, entry["abstain_below"], models)
         if flag:
@@ -390,7 +429,7 @@ def main() -> None:
             entry["needing"] = special(args, mine, held, kind, flag, own, models)
         report["kinds"][kind] = entry
         shown = ("documents", "left_out", "fitted", "hand_set", "recalibrated", "thresholds", "abstain_below", "ships",
-                 "shipped", "variants", "flagged")
+                 "l2", "shipped", "variants", "flagged")
         print(kind, json.dumps({k: entry[k] for k in shown if k in entry}),
               flush=True)
     if args.write:

@@ -1028,6 +1028,31 @@ def test_a_signal_is_left_out_of_every_fit_or_of_one_calls_model_only(monkeypatc
         chosen("", ["answers:has_reordered"])
 
 
+def test_the_fits_ridge_penalty_is_chosen_on_the_training_documents_by_held_out_log_loss(monkeypatch):
+    """Issue 51 (benchmarks/calibrate.py): the ridge penalty is not set by hand: each fit takes the one of
+    ``L2S`` whose fits, held out by document within its own training answers, gave the lowest log loss — light where
+    a signal tells right from wrong, heavy where it is noise (the labels' mean is the best guess there)."""
+    import random
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from calibrate import L2S, held_out, penalty
+
+    draw = random.Random(1)
+    scores = [draw.random() for _ in range(80)]
+
+    def rows(right):
+        return [{"document": f"d{i}", "signals": {"claim_mean": x}, "right": right(x)} for i, x in enumerate(scores)]
+
+    telling = rows(lambda x: x > 0.5 if draw.random() < 0.9 else x <= 0.5)
+    noise = rows(lambda x: draw.random() < 0.4)
+    assert penalty(telling, 5, ("claim_mean",), "free") == min(L2S)
+    assert penalty(noise, 5, ("claim_mean",), "free") in sorted(L2S)[-2:]  # one of the two heaviest
+    held = held_out(telling, 5, ("claim_mean",), "free")
+    ranked = sorted(zip(held, telling), key=lambda pair: pair[0])
+    assert sum(r["right"] for _, r in ranked[40:]) > 30  # the upper half held out is mostly right
+
+
 def test_the_fit_reads_a_yes_or_no_from_a_run_made_before_it_was_recorded(monkeypatch):
     """Issue 51 (benchmarks/calibrate.py): runs made before ``yes_no`` was a signal have the question and the model's
     answer beside their signals; the fit reads the signal from them as an answer in use does — from the draft where
