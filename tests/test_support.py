@@ -485,7 +485,8 @@ def test_the_prior_is_read_where_its_reply_names_an_option_not_at_an_article_bef
     assert answers.history[-1].messages[:2] == turn.messages[:2]
 
 
-def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_share_there_recorded(capsys, tmp_path):
+def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_share_there_recorded(capsys, tmp_path,
+                                                                                                   monkeypatch):
     """Issue 51: a small model's pick that follows a position (the first option, the last) moves when the options
     do. ``reorder=auto`` sends the answer's prompt again with the options listed in reverse order and nothing else
     changed — the text before them is the prompt the backend has just read — and records the chosen option's share
@@ -562,6 +563,15 @@ def test_with_reorder_a_choice_is_asked_again_with_its_options_reversed_and_its_
     assert failed.letter == "B" and failed.probability.reordered is None and signals(failed)["has_reordered"] == 0.0
     assert failed.probability.prior == pytest.approx(0.6)
     assert any(f.startswith("reorder: the call with the options reversed failed") for f in failed.fallbacks)
+    # the prior is skipped because the model shipped for such answers does not read the lift: prior=on asks it
+    # anyway (labelled runs that record both), and so does auto where the model that reads them would read it
+    both, fake = run({"A": 0.2, "B": 0.7, "C": 0.1}, prior="on")
+    assert fake.roles() == ["answer", "reordered", "prior"] and both.probability.prior == pytest.approx(0.6)
+    general = calibration.fitted()["choice"]
+    assert "lift" in general.names and not general.needs
+    monkeypatch.setattr(calibration, "shipped", lambda: (general,))  # no model fitted on answers with the call
+    read, fake = run({"A": 0.2, "B": 0.7, "C": 0.1})
+    assert fake.roles() == ["answer", "reordered", "prior"] and read.probability.prior == pytest.approx(0.6)
     # an evaluated method makes the papers' calls (and scores every answer) unless -O asks
     from pagemind import Pagemind
     from pagemind.eval import EvalConfig, Runner
@@ -629,8 +639,10 @@ def test_abstention_by_a_stated_precision_withholds_below_the_fitted_threshold(m
     """Issue 51: ``abstain_precision`` withholds an answer whose fitted confidence is below the threshold under which
     that share of labelled answers were wrong (shipped beside each model), says why, and is what an evaluation counts
     as would-abstain; a kind without a model keeps the support rule (recorded), a precision no threshold reached
-    withholds nothing on the confidence."""
+    withholds nothing on the confidence (recorded too)."""
     from pagemind.answering import calibration
+
+    shipped = calibration.shipped
 
     model = calibration.Fitted("free", ("claim_min",), (1.0,), -2.0, (0.5,), (0.25,), 100, "test",
                                below=((0.8, 0.3), (0.9, 0.6)))
@@ -654,11 +666,23 @@ def test_abstention_by_a_stated_precision_withholds_below_the_fitted_threshold(m
     assert declining.abstained  # a reply that declines is withheld whatever the confidence
     ruled, _ = ask(invented, "Who skippered the supply boat?")  # no precision asked: the support rule
     assert ruled.support.label == "unsupported" and ruled.abstained and ruled.would_abstain
+    assert any(f.startswith("abstain_precision: no confidence of free answers had 99%") for f in none.fallbacks)
     numeric, _ = ask("Mr. Pellow climbed 900 steps.", "How many steps did Mr. Pellow climb?", abstain_precision=0.9)
     assert numeric.calibrated is None and numeric.abstained  # no numeric model: the support rule, said so
     assert any(f.startswith("abstain_precision: no fitted confidence for numeric answers") for f in numeric.fallbacks)
     off, _ = ask(supported, "Who skippered the supply boat?", abstain_precision=0.9, abstain="off")
     assert not off.abstained and off.would_abstain  # shown, and counted as what abstain=on would withhold
+    # the shipped figures' map reached 80% and not 90%: at 0.8 an invented figure is withheld by it, at 0.9 none is
+    # withheld on the confidence, and the answer says so (never silently kept)
+    monkeypatch.setattr(calibration, "shipped", shipped)
+    figure = calibration.fitted()["numeric"]
+    assert figure.threshold(0.8) is not None and figure.threshold(0.9) is None
+    held_figure, _ = ask("Mr. Pellow climbed 900 steps.", "How many steps did Mr. Pellow climb?", abstain_precision=0.8)
+    assert held_figure.calibrated < figure.threshold(0.8) and held_figure.abstained and "below 0.2" in held_figure.text
+    kept_figure, _ = ask("Mr. Pellow climbed 900 steps.", "How many steps did Mr. Pellow climb?", abstain_precision=0.9)
+    assert not kept_figure.abstained and not kept_figure.would_abstain
+    said = "abstain_precision: no confidence of numeric answers had 90%"
+    assert any(f.startswith(said) for f in kept_figure.fallbacks)
 
 
 def test_an_abstention_threshold_withholds_a_set_that_wrong_that_often_and_no_answer_likely_right():
@@ -1051,6 +1075,20 @@ def test_the_fits_ridge_penalty_is_chosen_on_the_training_documents_by_held_out_
     held = held_out(telling, 5, ("claim_mean",), "free")
     ranked = sorted(zip(held, telling), key=lambda pair: pair[0])
     assert sum(r["right"] for _, r in ranked[40:]) > 30  # the upper half held out is mostly right
+    # nested: each held-out fold's penalty is chosen on the other folds' documents, never its own
+    import calibrate
+
+    seen: list[set[str]] = []
+
+    def spy(mine, folds, names, kind):
+        seen.append({r["document"] for r in mine})
+        return penalty(mine, folds, names, kind)
+
+    monkeypatch.setattr(calibrate, "penalty", spy)
+    held_out(telling, 5, ("claim_mean",), "free")
+    fold = calibrate.fold_of(sorted({r["document"] for r in telling}), 5)
+    unseen = [set(range(5)) - {fold[d] for d in documents} for documents in seen]
+    assert sorted(min(u) for u in unseen) == [0, 1, 2, 3, 4] and all(len(u) == 1 for u in unseen)
 
 
 def test_the_fit_reads_a_yes_or_no_from_a_run_made_before_it_was_recorded(monkeypatch):

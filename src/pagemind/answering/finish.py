@@ -116,6 +116,10 @@ def finish(question: Question, reading: Reading, options: AnswerOptions, llm: LL
         else:
             at = model.threshold(options.abstain_precision)
             below = 0.0 if at is None else at  # no threshold reached the precision: none withheld on confidence
+            if at is None:
+                answer.fallbacks.append(f"abstain_precision: no confidence of {kind} answers had "
+                                        f"{options.abstain_precision:.0%} of labelled answers below it wrong; none "
+                                        "withheld on the confidence")
             if answer.calibrated is not None and answer.calibrated < below and not support.declined:
                 digits = 2 if f"{answer.calibrated:.2f}" != f"{below:.2f}" else 4
                 because = (f"confidence {answer.calibrated:.{digits}f}, below {below:.{digits}f}: on labelled "

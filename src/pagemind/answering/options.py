@@ -36,12 +36,13 @@ class AnswerOptions(Options):
                 "one more short call: the model names the figures it takes from what it read and the formula, "
                 "pagemind checks each figure is in the text and does the arithmetic, and the answer shows the "
                 "working (auto); off: the model's own figure")
-    prior: Literal["auto", "off"] = option(
+    prior: Literal["auto", "on", "off"] = option(
         "auto", "a multiple-choice answer gets one more short call where the backend returns log-probabilities: the "
                 "question and its options with no text, so the chosen option's probability unread is recorded "
                 "beside its probability read (probability.prior) and the fitted confidence reads how far the text "
-                "moved the model to it (auto; not where the reordered call was made: the model fitted for those "
-                "answers reads the reordered share instead); off: no call")
+                "moved the model to it (auto; not where the reordered call returned a share and the model fitted "
+                "for those answers does not read the lift); on: wherever it can (labelled runs that record both); "
+                "off: no call")
     reorder: Literal["auto", "off"] = option(
         "auto", "a multiple-choice answer gets one more short call where the backend returns log-probabilities: the "
                 "same prompt with the options listed in reverse order, so the chosen option's share then is recorded "

@@ -502,11 +502,12 @@ class Reader(Method, Generic[M, OptionsT]):
                            lambda: reordered(self.llm, question, request, chosen, context.trace))
             context.probability = replace(context.probability, reordered=moved)
         # the prior asks the reader's one-turn prompt: an answer asked as the next turn of a conversation (ReadAgent's
-        # follow-up look-up) has no such prompt to compare with, so it gets none; nor does one whose reordered share
-        # was read (the model fitted on such answers reads that share, not the lift: calibrate.py's
-        # --without has_reordered:lift)
-        if self.options.prior == "auto" and chosen is not None and len(request.messages) == 1 \
-                and context.probability.reordered is None:
+        # follow-up look-up) has no such prompt to compare with, so it gets none; with auto, nor does one whose
+        # reordered share was read where the shipped model for such answers does not read the lift (calibrate.py's
+        # --without has_reordered:lift); on asks it wherever it can (labelled runs that record both)
+        wanted = self.options.prior == "on" or (self.options.prior == "auto" and (
+            context.probability.reordered is None or _reordered_reads_lift()))
+        if wanted and chosen is not None and len(request.messages) == 1:
             from .reply import prior
 
             unread = _probe(context, "prior: the call with no text failed ({}); no prior recorded",
@@ -520,6 +521,15 @@ class Reader(Method, Generic[M, OptionsT]):
         """Answer ``question`` from ``memory``; record LLM calls on ``context.trace``, fallbacks with
         ``context.fallback``."""
 
+
+
+def _reordered_reads_lift() -> bool:
+    """Whether the shipped model that reads a multiple-choice answer with its reordered share reads the prior's lift
+    too (the prior's call worth making for it); True where no choice model is shipped (the prior is recorded)."""
+    from ..answering.calibration import model_for
+
+    model = model_for("choice", {"has_reordered": 1.0})
+    return model is None or "lift" in model.names
 
 
 def _probe(context: Context, failed: str, call: Callable[[], float | None]) -> float | None:
