@@ -35,6 +35,7 @@ import argparse
 import json
 import random
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,9 +49,10 @@ RIGHT = 0.5
 GRADES = "grades.jsonl"  # a run's answers graded by hand ({"example_id", "method", "right"}), read before its scores
 
 
-def load(dirs: list[Path]) -> list[dict]:
+def load(dirs: list[Path], extra: Callable[[dict], dict[str, float]] | None = None) -> list[dict]:
     """The labelled answers of the run directories ``dirs``; a question a method answered in two of them (a variants
-    run asks the answerable questions again) counts once, as the first directory given has it."""
+    run asks the answerable questions again) counts once, as the first directory given has it. ``extra``: values
+    read from each record added to its signals (``candidate_signals.py``'s candidates)."""
     rows = []
     taken: set[tuple[str, str, str]] = set()
     for folder in dirs:
@@ -71,7 +73,7 @@ def load(dirs: list[Path]) -> list[dict]:
                 continue
             taken.add((r["dataset"], r["example_id"], r["method"]))
             rows.append({"dataset": r["dataset"], "document": r["document_id"], "kind": r.get("kind", "free"),
-                         "method": r["method"], "signals": derived(r),
+                         "method": r["method"], "signals": derived(r) | (extra(r) if extra else {}),
                          "right": grades.get((r["example_id"], r["method"]), float(r["scores"][primary]) >= RIGHT),
                          "graded": (r["example_id"], r["method"]) in grades, "run": folder.name,
                          "variant": bool((r.get("meta") or {}).get("unanswerable"))})

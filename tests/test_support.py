@@ -1121,3 +1121,43 @@ def test_the_fit_reads_a_yes_or_no_from_a_run_made_before_it_was_recorded(monkey
     kept = {"question": held.question.text, "prediction": held.text, "draft": held.draft, "kind": kind_of(held),
             "signals": said}
     assert derived(kept)["yes_no"] == signals(held)["yes_no"] == 1.0
+
+
+def test_candidate_signals_are_read_from_a_record_and_added_to_its_signals_by_the_loader(monkeypatch, tmp_path):
+    """Issue 51 (benchmarks/candidate_signals.py): a signal is tried before it is made one: read from what a record
+    holds (the question, what the model answered, retrieval's scores) and added to the signals the fit reads; a
+    record's own signals stay as recorded."""
+    import json
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from calibrate import load
+    from candidate_signals import CANDIDATES, candidates, echo, gap, mismatch, top_z
+
+    def record(question, prediction, **more):
+        return {"question": question, "prediction": prediction, **more}
+
+    assert mismatch(record("Who found the map?", "the old sailor")) == 1.0  # no name for a who
+    assert mismatch(record("Who found the map?", "Tam Ruddock")) == 0.0
+    assert mismatch(record("When did Caroline move?", "to Sweden")) == 1.0
+    assert mismatch(record("When did Caroline move?", "last June")) == 0.0
+    assert mismatch(record("How many boats were there?", "three")) == 0.0
+    assert mismatch(record("Where is the milk?", "kitchen")) == 0.0  # no form asked: never a mismatch
+    # withheld: the draft is what the model said
+    assert mismatch(record("Who found the map?", "The document does not say", draft="Pellow")) == 0.0
+    assert echo(record("What did Caroline paint?", "Caroline painted a lake")) == pytest.approx(1 / 3)
+    assert echo(record("What did Caroline paint?", "")) == 1.0
+    pool = record("q", "a", details={"scores": {"3": 2.0, "1": 1.0, "0": 0.0}})
+    assert gap(pool) == pytest.approx(0.5) and top_z(pool) == pytest.approx(1 / (2 / 3) ** 0.5)
+    assert gap(record("q", "a")) == 0.0 and top_z(record("q", "a")) == 0.0  # no scores recorded: none read
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"primary": "f1"}))
+    line = {"status": "ok", "dataset": "locomo", "example_id": "e1", "document_id": "d1", "method": "rag",
+            "kind": "free", "question": "Who found the map?", "prediction": "Tam Ruddock", "scores": {"f1": 1.0},
+            "signals": {"supported": 1.0, "yes_no": 0.0}, "details": {"scores": {"0": 1.0, "1": 0.5}}}
+    (run / "examples.jsonl").write_text(json.dumps(line) + "\n")
+    (row,) = load([run], extra=candidates)
+    assert set(CANDIDATES) <= set(row["signals"]) and row["signals"]["supported"] == 1.0
+    assert row["signals"]["mismatch"] == 0.0 and row["signals"]["gap"] == 0.5 and row["right"] is True
+    assert "gap" not in load([run])[0]["signals"]  # the fit itself reads none of them

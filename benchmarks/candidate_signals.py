@@ -1,0 +1,160 @@
+"""(ay) Signals a record gives at no call, tried as inputs of the fitted confidence before any is made a signal of
+the product: each added alone to the signals ``calibrate.py`` fits on, and measured held out by document beside the
+model without it, on the same labelled runs and folds.
+
+    python benchmarks/candidate_signals.py RUN_DIR [RUN_DIR ...] [--folds 5] [--without [FLAG:]NAME,...]
+        [--needing [KIND:]FLAG ...]
+
+The runs and ``--without``/``--needing`` as ``calibrate.py`` takes them (the command in ``docs/support.md``), so
+the first row of each kind (``signals``) is its model of every signal as ``calibrate.py`` fits it held out: the
+model shipped for multiple choice and free form (figures ship the hand-set value recalibrated: too few labels). The
+candidates (:data:`CANDIDATES`) are read from what an evaluated answer records: the question, what the model answered
+(as ``calibrate.py`` reads ``yes_no``), retrieval's scores of the document's fragments, and the document's and the
+context's words. Each kind reports AUROC, ECE, the wrong answers flagged at most 15% of right ones flagged, the
+unanswerable variants withheld at most 10% of right ones lost, and AUROC per dataset; a second model of a kind
+(``--needing``) is reported on its answers the same way. Nothing here changes what ships: a candidate that helps
+held out becomes a signal of the product (:mod:`pagemind.answering.signals`) and a refit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from calibrate import by_dataset, chosen, flagged, held_out, load, measures, on_variants, within_sets
+from common import write_result
+
+_MONTH = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
+          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
+_TIME = re.compile(r"\d|\b(?:" + _MONTH + r"|yesterday|today|tomorrow|week|weekend|month|year|day|morning|evening|"
+                   r"night|summer|winter|spring|fall|autumn|ago|last|next|since|before|after)\b", re.IGNORECASE)
+_COUNT = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|hundred|"
+                    r"thousand|million|billion|dozen|several|few|many|once|twice)\b", re.IGNORECASE)
+_HEDGE = re.compile(r"\b(?:unknown|not (?:mentioned|specified|stated|provided|clear|given|known)|unclear|"
+                    r"no information|cannot be determined|does not (?:say|mention|specify)|likely|probably|possibly|"
+                    r"might|may have|perhaps|seems?)\b", re.IGNORECASE)
+_STOP = frozenset("the a an of to in on for and or is was were are be been by with at from that this what which who "
+                  "whom whose when where why how did does do his her their its it as".split())
+
+
+def said(record: dict) -> str:
+    """What the model answered: the draft where the answer was withheld, the reply as given where a short phrase was
+    scored, else the prediction (as ``calibrate.derived`` reads it)."""
+    return record.get("draft") or (record.get("details") or {}).get("reply") or record.get("prediction") or ""
+
+
+def mismatch(record: dict) -> float:
+    """1 where a who/when/how-many question is answered with no name, no time or no count."""
+    question, reply = (record.get("question") or "").lower(), said(record)
+    if re.search(r"\b(?:who|whom|whose)\b", question):
+        return float(not re.search(r"[A-Z][a-z]+", reply))
+    if re.search(r"\bwhen\b|\bwhat (?:year|date|month|day|time)\b", question):
+        return float(not _TIME.search(reply))
+    if re.search(r"\bhow (?:many|much|old|long)\b", question):
+        return float(not _COUNT.search(reply))
+    return 0.0
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP]
+
+
+def echo(record: dict) -> float:
+    """The share of the reply's words that are the question's (1 for a reply of none)."""
+    asked, reply = set(_words(record.get("question") or "")), _words(said(record))
+    return sum(w in asked for w in reply) / len(reply) if reply else 1.0
+
+
+def _pool(record: dict) -> list[float]:
+    """Retrieval's scores of the document's fragments, highest first ([0, 0] where the method recorded none)."""
+    scores = (record.get("details") or {}).get("scores")
+    values = sorted(scores.values(), reverse=True) if isinstance(scores, dict) and len(scores) > 1 else []
+    return values or [0.0, 0.0]
+
+
+def top_z(record: dict) -> float:
+    """The top fragment's score in standard deviations above the pool's mean."""
+    pool = _pool(record)
+    return (pool[0] - statistics.mean(pool)) / (statistics.pstdev(pool) or 1.0)
+
+
+def gap(record: dict) -> float:
+    """How far the top fragment's score leads the next's, as a share of it."""
+    pool = _pool(record)
+    return (pool[0] - pool[1]) / (abs(pool[0]) or 1.0)
+
+
+CANDIDATES: dict[str, Callable[[dict], float]] = {
+    "mismatch": mismatch,
+    "hedged": lambda r: float(bool(_HEDGE.search(said(r)))),
+    "echo": echo,
+    "length": lambda r: math.log1p(len(_words(said(r)))),
+    "top_z": top_z,
+    "gap": gap,
+    "document_words": lambda r: math.log1p(r.get("document_words") or 0),
+    "context_words": lambda r: math.log1p(r.get("context_words") or 0),
+}
+
+
+def candidates(record: dict) -> dict[str, float]:
+    return {name: round(read(record), 6) for name, read in CANDIDATES.items()}
+
+
+def tried(mine: list[dict], folds: int, names: tuple[str, ...], kind: str, label: str) -> dict:
+    """The model of ``names`` and each candidate added to it, held out on ``mine`` (printed as ``label``)."""
+    right = [r["right"] for r in mine]
+    variant = [r["variant"] for r in mine]
+    out = {}
+    for extra in ("", *CANDIDATES):
+        held = held_out(mine, folds, names + ((extra,) if extra else ()), kind)
+        out[extra or "signals"] = {
+            **measures(held, right), "flagged": flagged(held, right),
+            "variants": on_variants(held, right, variant) if any(variant) else None,
+            "auroc_by_dataset": {d: m["held"]["auroc"] for d, m in by_dataset(mine, right, held=held).items()}}
+        one = out[extra or "signals"]
+        print(f"{label:26} {extra or 'signals':15} AUROC {one['auroc']}  ECE {one['ece']}  flagged "
+              f"{(one['flagged'] or {}).get('wrong_flagged')}  variants "
+              f"{(one['variants'] or {}).get('variants_withheld')}  {one['auroc_by_dataset']}", flush=True)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--without", default="")
+    parser.add_argument("--needing", action="append", default=[])
+    args = parser.parse_args()
+    from pagemind.answering.signals import NAMES, tied
+
+    without, apart, needing = chosen(args.without, args.needing)
+    rows = load(args.runs, extra=candidates)
+    if not rows:
+        sys.exit("no answer with signals in those runs")
+    every = tuple(n for n in NAMES if n != "support_confidence" and n not in without)
+    report: dict = {"runs": sorted({r["run"] for r in rows}), "answers": len(rows), "candidates": list(CANDIDATES),
+                    "kinds": {}}
+    for kind in sorted({r["kind"] for r in rows}):
+        mine = [r for r in rows if r["kind"] == kind]
+        flag = needing.get(kind, needing.get(""))
+        folds = min(args.folds, len({r["document"] for r in mine}))
+        if folds < 2 or len({r["right"] for r in mine}) < 2:
+            continue
+        names, _ = within_sets(mine, tuple(n for n in every if not flag or n not in tied(flag)))
+        report["kinds"][kind] = tried(mine, folds, names, kind, kind)
+        having = [r for r in mine if flag and float(r["signals"].get(flag, 0.0)) == 1.0]
+        if having and len({r["right"] for r in having}) > 1:
+            own, _ = within_sets(having, tuple(n for n in every if n not in apart.get(flag or "", ())))
+            label = f"{kind} with {flag}"
+            report["kinds"][label] = tried(having, min(args.folds, len({r["document"] for r in having})), own, kind,
+                                           label)
+    write_result("candidate_signals", report)
+
+
+if __name__ == "__main__":
+    main()
