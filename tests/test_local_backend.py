@@ -221,7 +221,8 @@ def test_an_answer_carries_the_models_own_probability_where_the_backend_returns_
     multiple-choice answer gets the chosen option's share among the options' letters, a free-form one its tokens'
     mean and minimum log-probability; the scripted fake, which returns none, says basis none. A choice gets one short
     call more: the answer's prompt with the options reversed (``reordered``), or where that is off (``reorder=off``)
-    the same question and options with no text, the chosen option's share there (``prior``)."""
+    the same question and options with no text, the chosen option's share there (``prior``). With ``samples`` a
+    free-form answer's prompt is sent again, sampled, and the replies' agreement recorded."""
     from pagemind import Document, Pagemind, ScriptedLLM
 
     text = Document.from_text("Wren found the map under the loose stair. Abel kept the ledger. " * 10)
@@ -235,6 +236,12 @@ def test_an_answer_carries_the_models_own_probability_where_the_backend_returns_
         # reorder off: no re-ask with the options reversed, the prior asked instead (the answer from the cache)
         unmoved = pm.ask(text, "Who found the map?", ["Abel", "Wren"], method="full", reorder="off")
         unmoved_roles = [e.role for e in unmoved.trace.events]
+        # samples: the free-form answer's prompt sent twice more, sampled (the answer itself from the cache)
+        sampled = pm.ask(text, "Who kept the ledger?", method="full", samples=2)
+        sampled_events = [(e.role, e.cached) for e in sampled.trace.events]
+    assert sampled_events == [("answer", True), ("sample", False), ("sample", False)] and sampled.text == free.text
+    assert 0.0 <= sampled.probability.agreement <= 1.0 and sampled.probability.samples == 2
+    assert sampled.as_dict()["probability"]["samples"] == 2 and free.probability.agreement is None
     assert chosen.probability.basis == "choice" and 0.0 < chosen.probability.value <= 1.0
     assert chosen.probability.prior is None and 0.0 <= unmoved.probability.prior <= 1.0
     assert unmoved.probability.lift == pytest.approx(unmoved.probability.value - unmoved.probability.prior)

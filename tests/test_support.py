@@ -1161,3 +1161,49 @@ def test_candidate_signals_are_read_from_a_record_and_added_to_its_signals_by_th
     assert set(CANDIDATES) <= set(row["signals"]) and row["signals"]["supported"] == 1.0
     assert row["signals"]["mismatch"] == 0.0 and row["signals"]["gap"] == 0.5 and row["right"] is True
     assert "gap" not in load([run])[0]["signals"]  # the fit itself reads none of them
+
+
+def test_with_samples_a_free_form_answer_is_asked_again_sampled_and_their_agreement_recorded(capsys):
+    """Issue 51: a model that knows gives the same answer again; one that guesses wanders. ``samples=n`` sends a
+    free-form answer's prompt n times more at temperature 0.8 (seeds 1..n, nothing else changed, never served from the
+    reply cache) and records how far the replies say what the answer says (``probability.agreement``, the signals
+    ``agreement`` and ``has_agreement``): a yes or no by its verdict, anything else by word overlap. Off by default; a
+    choice (its probability is read), a failed sample (the answer stands, said as a fallback) record none."""
+    from pagemind.answering.probability import agreement
+    from pagemind.answering.signals import signals
+    from pagemind.errors import BackendUnavailable
+
+    story = "Tam Ruddock skippered the Margery Dell, the supply boat of the lighthouse."
+
+    def run(samples_said, question="Who skippered the supply boat?", **options):
+        fake = ScriptedLLM(by_role={"answer": "Tam Ruddock", "sample": list(samples_said)})
+        reader = registry.get("full")(LLM(fake, concurrency=1, max_retries=0), Store(":memory:"), **options)
+        return reader.answer(reader.build(Document.from_text(story)), Question.parse(question)), fake
+
+    held, fake = run(["Tam Ruddock", "Answer: Tam Ruddock.", "Ruddock"], samples=3)
+    assert fake.roles() == ["answer", "sample", "sample", "sample"]
+    sent = fake.history[1:]
+    assert [r.temperature for r in sent] == [0.8] * 3 and [r.seed for r in sent] == [1, 2, 3]
+    assert all(r.messages == fake.history[0].messages for r in sent) and fake.history[0].temperature == 0
+    assert held.probability.agreement == pytest.approx((1 + 1 + 2 / 3) / 3) and held.probability.samples == 3
+    assert held.as_dict()["probability"]["agreement"] == pytest.approx(0.8889) and held.text == "Tam Ruddock"
+    assert signals(held)["has_agreement"] == 1.0 and signals(held)["agreement"] == pytest.approx(0.888889)
+    from pagemind.cli.render import print_support
+
+    print_support(held)  # the CLI's support line says it
+    assert "; 3 samples agree 0.89" in capsys.readouterr().out
+    wandered, _ = run(["Mr. Pellow", "Abel Hume", "Tam Ruddock"], samples=3)
+    assert wandered.probability.agreement == pytest.approx(1 / 3) and wandered.text == "Tam Ruddock"
+    plain, fake = run([])  # off by default: no call, no signal
+    assert fake.roles() == ["answer"] and plain.probability.agreement is None
+    assert signals(plain)["has_agreement"] == 0.0 and "agreement" not in plain.as_dict()["probability"]
+    chose, fake = run(["x"], question="Who skippered the boat?\n(A) Mr. Pellow\n(B) Tam Ruddock", samples=3)
+    assert "sample" not in fake.roles() and chose.probability.agreement is None
+    failed, fake = run(["Tam Ruddock", BackendUnavailable("the server went away")], samples=2)
+    assert failed.text == "Tam Ruddock" and failed.probability.agreement is None
+    assert any(f.startswith("samples: a sampled reply failed") for f in failed.fallbacks)
+    # a yes or no agrees by its verdict, whatever else a reply says
+    assert agreement("Yes, Tam Ruddock did.", ["Yes.", "yes, he skippered it", "No."]) == pytest.approx(2 / 3)
+    assert agreement("", ["Tam Ruddock"]) is None and agreement("Tam Ruddock", []) is None
+    with pytest.raises(Exception, match="samples"):
+        registry.get("full")(LLM(ScriptedLLM(), concurrency=1), Store(":memory:"), samples=9)

@@ -13,6 +13,8 @@ from typing import Literal
 from ..declare import Options, option
 from ..llm.decide import MAX_RETRIES
 
+MAX_SAMPLES = 8  # sampled replies an answer may ask for (pagemind.methods.reply.sampled)
+
 
 @dataclass(frozen=True)
 class AnswerOptions(Options):
@@ -49,6 +51,11 @@ class AnswerOptions(Options):
                 "(probability.reordered) and the fitted confidence reads whether the pick held when the options "
                 "moved (auto; a prompt cache skips the text before the options: llama.cpp, vLLM, SGLang; pagemind "
                 "eval asks it only with -O METHOD:reorder=auto); off: no call")
+    samples: int = option(
+        0, "a free-form answer's prompt sent this many times more, sampled (temperature 0.8, seeds 1..n): how far "
+           "the replies agree with the answer is recorded (probability.agreement, a signal for a fitted confidence: "
+           "a model that knows says it again, one that guesses wanders); short calls where a prompt cache skips the "
+           "prompt just read (llama.cpp, vLLM, SGLang); 0: none", minimum=0, maximum=MAX_SAMPLES)
     verify: bool = option(
         False, "one more short call after the answer: the model reads only the cited sentences and labels the "
                "answer supported, partial or unsupported (constrained to those labels; the label's probability as "

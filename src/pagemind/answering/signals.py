@@ -1,6 +1,7 @@
 """What an answer's trust is read from, as numbers (issue 51): the support check's scores, the model's own
 probability (and, for a choice, how far the text moved it, ``lift``, how far it led the runner-up, ``margin``, and
-its share with the options listed in reverse order, ``reordered``),
+its share with the options listed in reverse order, ``reordered``; for a free-form answer, how far sampled replies
+agree with it, ``agreement``),
 the verifier's, the citations' — recorded beside every evaluated answer so a confidence can be fitted on labelled runs
 rather than set by hand, and read back by the fitted model (:mod:`pagemind.answering.calibration`).
 
@@ -31,11 +32,12 @@ NAMES: tuple[str, ...] = (
     "support_confidence", "supported", "partial", "claim_min", "claim_mean", "words_min", "similarity_min",
     "has_similarity", "missing", "unnamed", "unfounded", "relevance", "declined", "rival", "probability",
     "min_logprob", "has_probability", "verifier", "has_verifier", "citations", "cited_score", "later",
-    "has_later", "lift", "has_prior", "margin", "has_margin", "reordered", "has_reordered", "yes_no")
+    "has_later", "lift", "has_prior", "margin", "has_margin", "reordered", "has_reordered", "yes_no", "agreement",
+    "has_agreement")
 # a signal an answer may not have, and the flag that says it has it (0 with the flag 0 when absent)
 FLAGS = {"probability": "has_probability", "min_logprob": "has_probability", "similarity_min": "has_similarity",
          "verifier": "has_verifier", "later": "has_later", "lift": "has_prior", "margin": "has_margin",
-         "reordered": "has_reordered"}
+         "reordered": "has_reordered", "agreement": "has_agreement"}
 
 
 def tied(flag: str) -> frozenset[str]:
@@ -53,7 +55,7 @@ DIRECTION = {"supported": 1, "partial": 1, "claim_min": 1, "claim_mean": 1, "wor
              "rival": -1, "probability": 1, "min_logprob": 1, "has_probability": 0, "verifier": 1,
              "has_verifier": 0, "citations": 0, "cited_score": 1, "support_confidence": 1, "later": -1,
              "has_later": 0, "lift": 1, "has_prior": 0, "margin": 1, "has_margin": 0, "reordered": 1,
-             "has_reordered": 0, "yes_no": 0}
+             "has_reordered": 0, "yes_no": 0, "agreement": 1, "has_agreement": 0}
 
 
 def seen(signals: Mapping[str, float], name: str) -> float:
@@ -127,7 +129,8 @@ def signals(answer: Answer) -> dict[str, float]:
         "lift": probability.lift or 0.0, "has_prior": float(probability.lift is not None),
         "margin": probability.margin or 0.0, "has_margin": float(probability.margin is not None),
         "reordered": probability.reordered or 0.0, "has_reordered": float(probability.reordered is not None),
-        "yes_no": float(_yes_no(answer))}
+        "yes_no": float(_yes_no(answer)), "agreement": probability.agreement or 0.0,
+        "has_agreement": float(probability.agreement is not None)}
     return {name: round(float(out[name]), 6) for name in NAMES}
 
 

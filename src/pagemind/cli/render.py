@@ -124,6 +124,8 @@ def print_support(answer: Answer) -> None:
         line += f"; the model's own probability {own:.2f}"
         if answer.probability.reordered is not None:  # the chosen option's, the options asked in reverse order
             line += f", {answer.probability.reordered:.2f} with the options reversed"
+    if answer.probability.agreement is not None:  # sampled replies to the same prompt, as far as they say the same
+        line += f"; {answer.probability.samples} samples agree {answer.probability.agreement:.2f}"
     click.echo(f"\nSupport: {click.style(line, fg=colour) if tty else line}")
     if answer.abstained and answer.draft and not answer.support.declined:
         draft = " ".join(answer.draft.split())

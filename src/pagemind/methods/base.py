@@ -514,6 +514,14 @@ class Reader(Method, Generic[M, OptionsT]):
                             lambda: prior(self.llm, question, self.options.prompt_set, self.options.constrained,
                                           chosen, context.trace))
             context.probability = replace(context.probability, prior=unread)
+        if self.options.samples and not question.is_choice:  # the answer's prompt, just read, sampled again
+            from .reply import sampled
+
+            said = reply.text
+            agreed = _probe(context, "samples: a sampled reply failed ({}); no agreement recorded",
+                            lambda: sampled(self.llm, question, request, said, self.options.samples, context.trace))
+            if agreed is not None:
+                context.probability = replace(context.probability, agreement=agreed, samples=self.options.samples)
         return reply
 
     @abstractmethod
@@ -533,9 +541,9 @@ def _reordered_reads_lift() -> bool:
 
 
 def _probe(context: Context, failed: str, call: Callable[[], float | None]) -> float | None:
-    """One short call after a choice that reads the model (the reordered options, the prior): its share, or None
-    with ``failed`` (the error in its ``{}``) recorded as a fallback where the call fails — the answer stands and its
-    confidence reads the labels' mean."""
+    """Calls after an answer that read the model (the reordered options, the prior, the samples): what they read, or
+    None with ``failed`` (the error in its ``{}``) recorded as a fallback where a call fails — the answer stands and
+    its confidence reads the labels' mean."""
     try:
         return call()
     except LLMError as err:

@@ -10,6 +10,7 @@ from ..answering.probability import (
     NONE,
     TOP,
     AnswerProbability,
+    agreement,
     asking_probability,
     letter_shares,
     of_choice,
@@ -99,6 +100,23 @@ def reordered(llm: LLM, question: Question, request: LLMRequest, chosen: int, tr
                    role="reordered", logprobs=TOP, max_tokens=REORDERED_TOKENS)
     response, _ = llm.complete(sent, trace)
     return _share(response, turned, len(question.options) - 1 - chosen)
+
+
+SAMPLE_TEMPERATURE = 0.8  # the samples' (the answer's own is 0): enough to wander where the model is unsure
+
+def sampled(llm: LLM, question: Question, request: LLMRequest, said: str, samples: int, trace: Trace) -> float | None:
+    """How far ``samples`` more replies to ``request`` — the answer's, as sent, at :data:`SAMPLE_TEMPERATURE` with
+    seeds 1..n, at once up to the LLM's concurrency — agree with the answer ``said``
+    (:func:`pagemind.answering.probability.agreement`). Everything but the reply is the prompt the backend has just
+    read, which a prompt cache skips; sampled replies are never served from the reply cache. None for a multiple
+    choice (its probability is read), an answer in the asker's own format, or nothing said."""
+    if samples <= 0 or question.is_choice or question.reply is not None or not said.strip():
+        return None
+    sent = [replace(request, role="sample", temperature=SAMPLE_TEMPERATURE, seed=seed, logprobs=0, constraint=None)
+            for seed in range(1, samples + 1)]
+    replies = [re.sub(r"^\s*answer\s*:\s*", "", response.text.strip(), flags=re.IGNORECASE)
+               for response, _ in llm.map(sent, trace)]
+    return agreement(said, replies)
 
 
 def follow_up_request(question: Question, history: tuple[Message, ...], pages: str, constrained: bool,
