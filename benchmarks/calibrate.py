@@ -12,7 +12,8 @@ headline score is at least 0.5, or as graded by hand where the run directory hol
 document, never by question: a document's answers are all held out together. Each fit's ridge penalty is the one of
 ``L2S`` that gave the lowest log loss held out within the answers it is fitted on (nested: a held-out fold never
 chose its model's). Per kind (choice, numeric, free) and per dataset: AUROC, ECE and coverage at 80/90% right of the
-fitted probability on held-out folds beside the hand-set confidence of the same answers. ``--write`` fits each kind
+fitted probability on held-out folds beside the hand-set confidence of the same answers, and each signal's AUROC alone
+(``alone``: no fit). ``--write`` fits each kind
 on all its answers and writes ``src/pagemind/answering/calibration.json`` — only kinds whose answers come from
 enough documents for two folds: the model of all signals where its held-out AUROC beats the hand-set one and there
 are ``--min`` answers (100), else the hand-set value recalibrated (one increasing map: the same ranking, a
@@ -364,7 +365,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     from pagemind.answering.calibration import FILE, fit
-    from pagemind.answering.signals import NAMES, tied
+    from pagemind.answering.signals import NAMES, seen, tied
     from pagemind.eval.report import abstain_below
 
     without, apart, needing = chosen(args.without, args.needing)
@@ -392,6 +393,8 @@ def main() -> None:
                                                                    "hand_set": thresholds(hand, right)},
                  "by_dataset": by_dataset(mine, right, fitted=held, hand_set=hand, recalibrated=rescaled)}
         entry["recalibrated"] = measures(rescaled, right)
+        # each signal alone, as it ranks the answers (no fit): what a signal says before the others are beside it
+        entry["alone"] = {n: measures([seen(r["signals"], n) for r in mine], right)["auroc"] for n in names}
         entry["flagged"] = {"fitted": flagged(held, right), "hand_set": flagged(hand, right)}
         for dataset, one in entry["by_dataset"].items():
             idx = [i for i, r in enumerate(mine) if r["dataset"] == dataset]
@@ -430,8 +433,8 @@ def main() -> None:
             own = tuple(n for n in every if n not in apart.get(flag, ()))
             entry["needing"] = special(args, mine, held, kind, flag, own, models)
         report["kinds"][kind] = entry
-        shown = ("documents", "left_out", "fitted", "hand_set", "recalibrated", "thresholds", "abstain_below", "ships",
-                 "l2", "shipped", "variants", "flagged")
+        shown = ("documents", "left_out", "fitted", "hand_set", "recalibrated", "alone", "thresholds", "abstain_below",
+                 "ships", "l2", "shipped", "variants", "flagged")
         print(kind, json.dumps({k: entry[k] for k in shown if k in entry}),
               flush=True)
     if args.write:

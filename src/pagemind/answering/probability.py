@@ -17,8 +17,8 @@ that follows a position ("(A)", the last option) rather than the option moves wi
 
 A free-form answer's ``agreement`` (opt-in, ``samples``: :func:`pagemind.methods.reply.sampled`) is how far that many
 more replies to the same prompt, sampled at a temperature, say what the answer says: a model that knows gives the same
-answer again, one that guesses wanders (on 55 LoCoMo answers AUROC 0.735 against 0.639 for the fitted confidence:
-``benchmarks/README.md`` (az)).
+answer again, one that guesses wanders (alone, AUROC 0.760 on 56 LoCoMo answers against 0.667 for the fitted
+confidence; 0.553 on 60 BABILong ones, whose wrong room the model names each time: ``benchmarks/README.md`` (az)).
 """
 
 from __future__ import annotations

@@ -106,16 +106,18 @@ SAMPLE_TEMPERATURE = 0.8  # the samples' (the answer's own is 0): enough to wand
 
 def sampled(llm: LLM, question: Question, request: LLMRequest, said: str, samples: int, trace: Trace) -> float | None:
     """How far ``samples`` more replies to ``request`` — the answer's, as sent, at :data:`SAMPLE_TEMPERATURE` with
-    seeds 1..n, at once up to the LLM's concurrency — agree with the answer ``said``
-    (:func:`pagemind.answering.probability.agreement`). Everything but the reply is the prompt the backend has just
-    read, which a prompt cache skips; sampled replies are never served from the reply cache. None for a multiple
-    choice (its probability is read), an answer in the asker's own format, or nothing said."""
+    seeds 1..n — agree with the answer ``said`` (:func:`pagemind.answering.probability.agreement`). They are sent one
+    after another: each finds the prompt the backend has just read in its cache (llama.cpp keeps it in the slot that
+    read it; sent at once, the other slots read the whole prompt again: under ``pagemind eval`` a LoCoMo answer with
+    four took 115-210 s so, against a median 0.13 of the answer call's time one after another). Sampled replies are
+    never served from the reply cache. None for a multiple choice (its probability is read), an answer in the asker's
+    own format, or nothing said."""
     if samples <= 0 or question.is_choice or question.reply is not None or not said.strip():
         return None
     sent = [replace(request, role="sample", temperature=SAMPLE_TEMPERATURE, seed=seed, logprobs=0, constraint=None)
             for seed in range(1, samples + 1)]
-    replies = [re.sub(r"^\s*answer\s*:\s*", "", response.text.strip(), flags=re.IGNORECASE)
-               for response, _ in llm.map(sent, trace)]
+    replies = [re.sub(r"^\s*answer\s*:\s*", "", llm.complete(one, trace)[0].text.strip(), flags=re.IGNORECASE)
+               for one in sent]
     return agreement(said, replies)
 
 
