@@ -13,7 +13,7 @@ document, never by question: a document's answers are all held out together. Eac
 ``L2S`` that gave the lowest log loss held out within the answers it is fitted on (nested: a held-out fold never
 chose its model's). Per kind (choice, numeric, free) and per dataset: AUROC, ECE and coverage at 80/90% right of the
 fitted probability on held-out folds beside the hand-set confidence of the same answers, and each signal's AUROC alone
-(``alone``: no fit). ``--write`` fits each kind
+(``alone``: no fit; a signal that may only lower the confidence read negated). ``--write`` fits each kind
 on all its answers and writes ``src/pagemind/answering/calibration.json`` — only kinds whose answers come from
 enough documents for two folds: the model of all signals where its held-out AUROC beats the hand-set one and there
 are ``--min`` answers (100), else the hand-set value recalibrated (one increasing map: the same ranking, a
@@ -365,7 +365,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     from pagemind.answering.calibration import FILE, fit
-    from pagemind.answering.signals import NAMES, seen, tied
+    from pagemind.answering.signals import DIRECTION, NAMES, seen, tied
     from pagemind.eval.report import abstain_below
 
     without, apart, needing = chosen(args.without, args.needing)
@@ -393,8 +393,10 @@ def main() -> None:
                                                                    "hand_set": thresholds(hand, right)},
                  "by_dataset": by_dataset(mine, right, fitted=held, hand_set=hand, recalibrated=rescaled)}
         entry["recalibrated"] = measures(rescaled, right)
-        # each signal alone, as it ranks the answers (no fit): what a signal says before the others are beside it
-        entry["alone"] = {n: measures([seen(r["signals"], n) for r in mine], right)["auroc"] for n in names}
+        # each signal alone, as it ranks the answers (no fit): what a signal says before the others are beside it,
+        # read the way it may move the confidence (one that may only lower it, negated; a flag or a count as it is)
+        entry["alone"] = {n: measures([(-1.0 if DIRECTION.get(n) == -1 else 1.0) * seen(r["signals"], n)
+                                       for r in mine], right)["auroc"] for n in names}
         entry["flagged"] = {"fitted": flagged(held, right), "hand_set": flagged(hand, right)}
         for dataset, one in entry["by_dataset"].items():
             idx = [i for i, r in enumerate(mine) if r["dataset"] == dataset]

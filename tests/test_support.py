@@ -1202,8 +1202,24 @@ def test_with_samples_a_free_form_answer_is_asked_again_sampled_and_their_agreem
     failed, fake = run(["Tam Ruddock", BackendUnavailable("the server went away")], samples=2)
     assert failed.text == "Tam Ruddock" and failed.probability.agreement is None
     assert any(f.startswith("samples: a sampled reply failed") for f in failed.fallbacks)
-    # a yes or no agrees by its verdict, whatever else a reply says
-    assert agreement("Yes, Tam Ruddock did.", ["Yes.", "yes, he skippered it", "No."]) == pytest.approx(2 / 3)
-    assert agreement("", ["Tam Ruddock"]) is None and agreement("Tam Ruddock", []) is None
+    # a yes or no to a yes/no question agrees by its verdict, whatever else a reply says; "No one" is no verdict
+    asked = "Did Tam Ruddock skipper the boat?"
+    assert agreement(asked, "Yes, Tam Ruddock did.", ["Yes.", "yes, he skippered it", "No."]) == pytest.approx(2 / 3)
+    assert agreement("Who found it?", "No one found it.", ["No one found it."]) == 1.0
+    assert agreement("Who found it?", "No one found it.", ["No, Wren did."]) < 0.5
+    assert agreement(asked, "", ["Tam Ruddock"]) is None and agreement(asked, "Tam Ruddock", []) is None
+    assert agreement("Wer fand die Karte?", "Jürgen Weiß", ["Jürgen Weiß"]) == 1.0  # words of any script
+    # an answer in the asker's own reply format (the OpenAI surface's max_tokens, stops): none sent, said so
+    from dataclasses import replace
+
+    from pagemind.answering.question import ReplySettings
+
+    fake = ScriptedLLM(by_role={"answer": "Tam Ruddock", "sample": "Tam Ruddock"})
+    reader = registry.get("full")(LLM(fake, concurrency=1), Store(":memory:"), samples=2)
+    own = replace(Question.parse("Who skippered the supply boat?"), reply=ReplySettings(max_tokens=20))
+    formatted = reader.answer(reader.build(Document.from_text(story)), own)
+    assert fake.roles() == ["answer"] and formatted.probability.agreement is None
+    assert any(f.startswith("samples: none sent for an answer in the asker's own reply format")
+               for f in formatted.fallbacks)
     with pytest.raises(Exception, match="samples"):
         registry.get("full")(LLM(ScriptedLLM(), concurrency=1), Store(":memory:"), samples=9)

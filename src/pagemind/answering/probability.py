@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..llm.base import Capabilities, LLMRequest, LLMResponse
-from ..text.words import VERDICT
+from ..text.words import VERDICT, polar
 
 TOP = 5  # alternatives per token asked for (the options' letters are among them when the model weighs them)
 
@@ -139,21 +139,23 @@ def of_choice(response: LLMResponse | None, letters: str | tuple[str, ...], chos
     return AnswerProbability("choice", choice=shares[letters[chosen]], runner_up=max(others, default=0.0), tokens=1)
 
 
-def agreement(said: str, replies: list[str]) -> float | None:
-    """How far ``replies`` say what ``said`` says, 0..1: a yes or no, the share that give the same verdict; else the
-    mean of each reply's word overlap with it (token F1, as QA is scored). None for no replies or nothing said."""
-    words = _words(said)
+def agreement(question: str, said: str, replies: list[str]) -> float | None:
+    """How far ``replies`` say what ``said`` says, 0..1: a yes or no to a yes/no ``question``, the share that give the
+    same verdict; else the mean of each reply's word overlap with it (token F1 of their lowercase words, as measured:
+    a sampled sentence around the same short answer scores below 1). None for no replies or no word said."""
+    words = words_of(said)
     if not replies or not words:
         return None
-    verdict = VERDICT.match(said)
+    verdict = VERDICT.match(said) if polar(question) else None
     if verdict is not None:
         same = [VERDICT.match(r) for r in replies]
         return sum(m is not None and m.group(1).lower() == verdict.group(1).lower() for m in same) / len(replies)
-    return sum(_f1(words, _words(r)) for r in replies) / len(replies)
+    return sum(_f1(words, words_of(r)) for r in replies) / len(replies)
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9]+", text.lower())
+def words_of(text: str) -> list[str]:
+    """``text``'s lowercase words (letters and digits of any script)."""
+    return re.findall(r"[^\W_]+", text.lower())
 
 
 def _f1(said: list[str], other: list[str]) -> float:
@@ -169,4 +171,4 @@ def _letter(text: str) -> str:
 
 
 __all__ = ["NONE", "TOP", "AnswerProbability", "agreement", "asking_probability", "letter_shares", "of_choice",
-           "of_tokens"]
+           "of_tokens", "words_of"]

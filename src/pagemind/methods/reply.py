@@ -15,6 +15,7 @@ from ..answering.probability import (
     letter_shares,
     of_choice,
     of_tokens,
+    words_of,
 )
 from ..answering.question import Question, choice_constraint, read_choice
 from ..llm.base import LLMRequest, LLMResponse, Message
@@ -110,15 +111,16 @@ def sampled(llm: LLM, question: Question, request: LLMRequest, said: str, sample
     after another: each finds the prompt the backend has just read in its cache (llama.cpp keeps it in the slot that
     read it; sent at once, the other slots read the whole prompt again: under ``pagemind eval`` a LoCoMo answer with
     four took 115-210 s so, against a median 0.13 of the answer call's time one after another). Sampled replies are
-    never served from the reply cache. None for a multiple choice (its probability is read), an answer in the asker's
-    own format, or nothing said."""
-    if samples <= 0 or question.is_choice or question.reply is not None or not said.strip():
+    never served from the reply cache (an answer that was reads its prompt again at the first sample). None for a
+    multiple choice (its probability is read), an answer in the asker's own reply format (its limits are the asker's;
+    the caller says so), or no word said."""
+    if samples <= 0 or question.is_choice or question.reply is not None or not words_of(said):
         return None
     sent = [replace(request, role="sample", temperature=SAMPLE_TEMPERATURE, seed=seed, logprobs=0, constraint=None)
             for seed in range(1, samples + 1)]
     replies = [re.sub(r"^\s*answer\s*:\s*", "", llm.complete(one, trace)[0].text.strip(), flags=re.IGNORECASE)
                for one in sent]
-    return agreement(said, replies)
+    return agreement(question.text, said, replies)
 
 
 def follow_up_request(question: Question, history: tuple[Message, ...], pages: str, constrained: bool,
