@@ -25,6 +25,16 @@ def quality_rows(data: Path = DATA) -> list[dict]:
     return json.loads(path.read_text())
 
 
+def quality_articles(data: Path, n: int) -> list[dict]:
+    """The first QuALITY question of each of the first ``n`` articles of the slice (one question an article)."""
+    rows, seen = [], set()
+    for row in quality_rows(data):
+        if row["article"][:200] not in seen:
+            seen.add(row["article"][:200])
+            rows.append(row)
+    return rows[:n]
+
+
 def concatenated_articles(rows: list[dict], words: int) -> tuple[str, list[dict]]:
     """Whole QuALITY articles joined until ``words`` is reached (the last one cut at a paragraph)."""
     parts, used, total = [], [], 0

@@ -21,7 +21,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from common import DATA, quality_rows, write_result
+from common import DATA, quality_articles, write_result
 from pagemind import Document, Pagemind
 from pagemind.answering.question import Question
 
@@ -33,12 +33,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=6)
     parser.add_argument("--data", type=Path, default=DATA)
     args = parser.parse_args()
-    rows, seen = [], set()
-    for row in quality_rows(args.data):
-        if row["article"][:200] not in seen:
-            seen.add(row["article"][:200])
-            rows.append(row)
-    rows = rows[:args.questions]
+    rows = quality_articles(args.data, args.questions)
     calls: dict[str, list[tuple[int, float]]] = {role: [] for role in ROLES}
     made: dict[str, list[int]] = {"auto": [], "off": []}  # the calls each answer made that no cache answered
     shares: dict[str, list[float]] = {"reordered": [], "prior": []}

@@ -18,7 +18,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from common import DATA, quality_rows, write_result
+from common import DATA, quality_articles, write_result
 from pagemind import Document, Pagemind
 
 ROLES = ("answer", "sample")
@@ -30,12 +30,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=4)
     parser.add_argument("--data", type=Path, default=DATA)
     args = parser.parse_args()
-    rows, seen = [], set()
-    for row in quality_rows(args.data):
-        if row["article"][:200] not in seen:
-            seen.add(row["article"][:200])
-            rows.append(row)
-    rows = rows[:args.questions]
+    rows = quality_articles(args.data, args.questions)
     calls: dict[str, list[tuple[int, float]]] = {role: [] for role in ROLES}
     shares: list[float] = []
     agreed: list[float] = []
