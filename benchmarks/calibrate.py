@@ -90,9 +90,15 @@ def derived(record: dict) -> dict:
 
     signals = dict(record["signals"])
     if "yes_no" not in signals:
-        said = record.get("draft") or (record.get("details") or {}).get("reply") or record.get("prediction") or ""
-        signals["yes_no"] = float(record.get("kind") != "choice" and is_yes_no(record.get("question") or "", said))
+        signals["yes_no"] = float(record.get("kind") != "choice" and is_yes_no(record.get("question") or "",
+                                                                               said(record)))
     return signals
+
+
+def said(record: dict) -> str:
+    """What the model answered, as a record keeps it: the draft where the answer was withheld, the reply as given
+    where a short phrase was scored (``--short-answers``), else the prediction."""
+    return record.get("draft") or (record.get("details") or {}).get("reply") or record.get("prediction") or ""
 
 
 def thresholds(confidence: list[float], right: list[bool]) -> dict:

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from calibrate import by_dataset, chosen, flagged, held_out, load, measures, on_variants, within_sets
+from calibrate import by_dataset, chosen, flagged, held_out, load, measures, on_variants, said, within_sets
 from common import write_result
 
 _MONTH = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
@@ -40,12 +40,6 @@ _HEDGE = re.compile(r"\b(?:unknown|not (?:mentioned|specified|stated|provided|cl
                     r"might|may have|perhaps|seems?)\b", re.IGNORECASE)
 _STOP = frozenset("the a an of to in on for and or is was were are be been by with at from that this what which who "
                   "whom whose when where why how did does do his her their its it as".split())
-
-
-def said(record: dict) -> str:
-    """What the model answered: the draft where the answer was withheld, the reply as given where a short phrase was
-    scored, else the prediction (as ``calibrate.derived`` reads it)."""
-    return record.get("draft") or (record.get("details") or {}).get("reply") or record.get("prediction") or ""
 
 
 def mismatch(record: dict) -> float:

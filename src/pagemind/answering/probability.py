@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..llm.base import Capabilities, LLMRequest, LLMResponse
-from ..text.words import VERDICT, polar
+from ..text.words import VERDICT, overlap_f1, polar
 
 TOP = 5  # alternatives per token asked for (the options' letters are among them when the model weighs them)
 
@@ -150,20 +149,12 @@ def agreement(question: str, said: str, replies: list[str]) -> float | None:
     if verdict is not None:
         same = [VERDICT.match(r) for r in replies]
         return sum(m is not None and m.group(1).lower() == verdict.group(1).lower() for m in same) / len(replies)
-    return sum(_f1(words, words_of(r)) for r in replies) / len(replies)
+    return sum(overlap_f1(words, words_of(r)) for r in replies) / len(replies)
 
 
 def words_of(text: str) -> list[str]:
     """``text``'s lowercase words (letters and digits of any script)."""
     return re.findall(r"[^\W_]+", text.lower())
-
-
-def _f1(said: list[str], other: list[str]) -> float:
-    common = sum((Counter(said) & Counter(other)).values())
-    if not common:
-        return 0.0
-    precision, recall = common / len(other), common / len(said)
-    return 2 * precision * recall / (precision + recall)
 
 
 def _letter(text: str) -> str:

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import re
 import string
-from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
 from ..answering.support import TEXT_SUBJECT
 from ..errors import ConfigError
-from ..text.words import VERDICT
+from ..text.words import VERDICT, overlap_f1
 from .datasets import Example
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -39,17 +38,9 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
-def _f1(prediction: list[str], gold: list[str]) -> float:
-    common = sum((Counter(prediction) & Counter(gold)).values())
-    if not prediction or not gold or common == 0:
-        return 0.0
-    precision, recall = common / len(prediction), common / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
 def token_f1(prediction: str, reference: str) -> float:
     """LongBench's ``qa_f1_score`` for English."""
-    return _f1(normalize_answer(prediction).split(), normalize_answer(reference).split())
+    return overlap_f1(normalize_answer(prediction).split(), normalize_answer(reference).split())
 
 
 def exact_match(prediction: str, reference: str) -> float:
@@ -132,9 +123,9 @@ def locomo_f1(prediction: str, answer: str, category: int, numbers: bool = False
     if category == 1:
         parts = [p.strip() for p in prediction.split(",")]
         golds = [g.strip() for g in answer.split(",")]
-        return sum(max(_f1(_locomo_tokens(p, numbers), _locomo_tokens(g, numbers)) for p in parts)
+        return sum(max(overlap_f1(_locomo_tokens(p, numbers), _locomo_tokens(g, numbers)) for p in parts)
                    for g in golds) / len(golds)
-    return _f1(_locomo_tokens(prediction, numbers), _locomo_tokens(answer, numbers))
+    return overlap_f1(_locomo_tokens(prediction, numbers), _locomo_tokens(answer, numbers))
 
 
 # --- per example -----------------------------------------------------------------------------------

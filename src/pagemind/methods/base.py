@@ -514,18 +514,20 @@ class Reader(Method, Generic[M, OptionsT]):
                             lambda: prior(self.llm, question, self.options.prompt_set, self.options.constrained,
                                           chosen, context.trace))
             context.probability = replace(context.probability, prior=unread)
-        if self.options.samples and not question.is_choice and question.reply is not None:
-            context.fallback("samples: none sent for an answer in the asker's own reply format (its limits, stops and "
-                             "temperature are the asker's)")
-        elif self.options.samples and not question.is_choice:  # the answer's prompt, just read, sampled again
-            from .reply import sampled
+        if self.options.samples and not question.is_choice:  # the answer's prompt, just read, sampled again
+            if question.reply is not None:
+                context.fallback("samples: none sent for an answer in the asker's own reply format (its limits, stops "
+                                 "and temperature are the asker's)")
+            else:
+                from .reply import sampled
 
-            context.phase("sampling the answer again")
-            said = reply.text
-            agreed = _probe(context, "samples: a sampled reply failed ({}); no agreement recorded",
-                            lambda: sampled(self.llm, question, request, said, self.options.samples, context.trace))
-            if agreed is not None:
-                context.probability = replace(context.probability, agreement=agreed, samples=self.options.samples)
+                context.phase("sampling the answer again")
+                agreed = _probe(context, "samples: a sampled reply failed ({}); no agreement recorded",
+                                lambda: sampled(self.llm, question, request, reply.text, self.options.samples,
+                                                context.trace))
+                if agreed is not None:
+                    context.probability = replace(context.probability, agreement=agreed,
+                                                  samples=self.options.samples)
         return reply
 
     @abstractmethod

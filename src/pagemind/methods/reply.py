@@ -105,6 +105,7 @@ def reordered(llm: LLM, question: Question, request: LLMRequest, chosen: int, tr
 
 SAMPLE_TEMPERATURE = 0.8  # the samples' (the answer's own is 0): enough to wander where the model is unsure
 
+
 def sampled(llm: LLM, question: Question, request: LLMRequest, said: str, samples: int, trace: Trace) -> float | None:
     """How far ``samples`` more replies to ``request`` — the answer's, as sent, at :data:`SAMPLE_TEMPERATURE` with
     seeds 1..n — agree with the answer ``said`` (:func:`pagemind.answering.probability.agreement`). They are sent one
@@ -118,9 +119,13 @@ def sampled(llm: LLM, question: Question, request: LLMRequest, said: str, sample
         return None
     sent = [replace(request, role="sample", temperature=SAMPLE_TEMPERATURE, seed=seed, logprobs=0, constraint=None)
             for seed in range(1, samples + 1)]
-    replies = [re.sub(r"^\s*answer\s*:\s*", "", llm.complete(one, trace)[0].text.strip(), flags=re.IGNORECASE)
-               for one in sent]
+    replies = [_unlabelled(llm.complete(one, trace)[0].text) for one in sent]
     return agreement(question.text, said, replies)
+
+
+def _unlabelled(reply: str) -> str:
+    """A free-form reply without the "Answer:" a model may open it with."""
+    return re.sub(r"^\s*answer\s*:\s*", "", reply.strip(), flags=re.IGNORECASE)
 
 
 def follow_up_request(question: Question, history: tuple[Message, ...], pages: str, constrained: bool,
@@ -147,9 +152,8 @@ def answer(llm: LLM, question: Question, request: LLMRequest, trace: Trace, max_
     if not question.is_choice:
         if question.reply is not None:
             request = question.reply.applied(request)
-        found = decide(llm, request, lambda reply: re.sub(r"^\s*answer\s*:\s*", "", reply.strip(),
-                                                          flags=re.IGNORECASE),
-                       trace, retries=0, describe=lambda text: "free-form answer", on_text=on_text)
+        found = decide(llm, request, _unlabelled, trace, retries=0, describe=lambda text: "free-form answer",
+                       on_text=on_text)
         return Reply(text=found.value or "", finish_reason=found.finish_reason, probability=of_tokens(found.response))
     retry_prompt = get_prompt("readagent", "retry.answer_choice").render(letters=", ".join(question.letters))
 

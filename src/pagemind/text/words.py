@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from itertools import groupby
 
 WORD = re.compile(r"\w+")
@@ -47,6 +48,16 @@ def asking(question: str) -> str:
 def polar(question: str) -> bool:
     """Whether ``question`` asks yes or no ("Did Pfizer grow its PPNE …?", "For AMCOR, has …?")."""
     return _POLAR.match(asking(question)) is not None
+
+
+def overlap_f1(said: list[str], other: list[str]) -> float:
+    """Token F1 of two lists of words: their common words (with repeats) as a share of each, harmonised (0 where they
+    share none, or either is empty)."""
+    common = sum((Counter(said) & Counter(other)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(said), common / len(other)
+    return 2 * precision * recall / (precision + recall)
 
 
 def content_words(text: str) -> list[str]:
