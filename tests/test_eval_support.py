@@ -131,6 +131,8 @@ def test_the_report_scores_support_and_abstention_with_a_scripted_oracle(tmp_pat
     assert all(list(r["signals"]) == list(NAMES) and r["kind"] == "free" for r in records)
     invented = [r for r in records if r["meta"].get("unanswerable")]
     assert all(r["signals"]["supported"] == 0.0 and r["signals"]["has_probability"] == 0.0 for r in invented)
+    # and its probability as the answer has it (the fake gives no log-probabilities: said, not made up)
+    assert all(r["probability"] == {"basis": "none", "value": None} for r in records)
     from pagemind.answering.calibration import fitted  # the confidence: the shipped free-form model's, else hand-set
 
     model = fitted().get("free")

@@ -242,6 +242,7 @@ def test_an_answer_carries_the_models_own_probability_where_the_backend_returns_
     assert sampled_events == [("answer", True), ("sample", False), ("sample", False)] and sampled.text == free.text
     assert 0.0 <= sampled.probability.agreement <= 1.0 and sampled.probability.samples == 2
     assert sampled.as_dict()["probability"]["samples"] == 2 and free.probability.agreement is None
+    assert len(sampled.probability.sampled) == 2 and all(isinstance(said, str) for said in sampled.probability.sampled)
     assert chosen.probability.basis == "choice" and 0.0 < chosen.probability.value <= 1.0
     assert chosen.probability.prior is None and 0.0 <= unmoved.probability.prior <= 1.0
     assert unmoved.probability.lift == pytest.approx(unmoved.probability.value - unmoved.probability.prior)

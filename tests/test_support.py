@@ -1167,8 +1167,9 @@ def test_with_samples_a_free_form_answer_is_asked_again_sampled_and_their_agreem
     """Issue 51: a model that knows gives the same answer again; one that guesses wanders. ``samples=n`` sends a
     free-form answer's prompt n times more at temperature 0.8 (seeds 1..n, nothing else changed, never served from the
     reply cache) and records how far the replies say what the answer says (``probability.agreement``, the signals
-    ``agreement`` and ``has_agreement``): a yes or no by its verdict, anything else by word overlap. Off by default; a
-    choice (its probability is read), a failed sample (the answer stands, said as a fallback) record none."""
+    ``agreement`` and ``has_agreement``): a yes or no by its verdict, anything else by word overlap; the replies are
+    kept (``probability.sampled``). Off by default; a choice (its probability is read), a failed sample (the answer
+    stands, said as a fallback) record none."""
     from pagemind.answering.probability import agreement
     from pagemind.answering.signals import signals
     from pagemind.errors import BackendUnavailable
@@ -1187,6 +1188,9 @@ def test_with_samples_a_free_form_answer_is_asked_again_sampled_and_their_agreem
     assert all(r.messages == fake.history[0].messages for r in sent) and fake.history[0].temperature == 0
     assert held.probability.agreement == pytest.approx((1 + 1 + 2 / 3) / 3) and held.probability.samples == 3
     assert held.as_dict()["probability"]["agreement"] == pytest.approx(0.8889) and held.text == "Tam Ruddock"
+    # what they said is kept, unlabelled, in seed order: a reader sees the replies the answer was measured against
+    assert held.probability.sampled == ("Tam Ruddock", "Tam Ruddock.", "Ruddock")
+    assert held.as_dict()["probability"]["sampled"] == ["Tam Ruddock", "Tam Ruddock.", "Ruddock"]
     assert signals(held)["has_agreement"] == 1.0 and signals(held)["agreement"] == pytest.approx(0.888889)
     from pagemind.cli.render import print_support
 
@@ -1194,13 +1198,14 @@ def test_with_samples_a_free_form_answer_is_asked_again_sampled_and_their_agreem
     assert "; 3 samples agree 0.89" in capsys.readouterr().out
     wandered, _ = run(["Mr. Pellow", "Abel Hume", "Tam Ruddock"], samples=3)
     assert wandered.probability.agreement == pytest.approx(1 / 3) and wandered.text == "Tam Ruddock"
+    assert wandered.probability.sampled == ("Mr. Pellow", "Abel Hume", "Tam Ruddock")
     plain, fake = run([])  # off by default: no call, no signal
     assert fake.roles() == ["answer"] and plain.probability.agreement is None
     assert signals(plain)["has_agreement"] == 0.0 and "agreement" not in plain.as_dict()["probability"]
     chose, fake = run(["x"], question="Who skippered the boat?\n(A) Mr. Pellow\n(B) Tam Ruddock", samples=3)
     assert "sample" not in fake.roles() and chose.probability.agreement is None
     failed, fake = run(["Tam Ruddock", BackendUnavailable("the server went away")], samples=2)
-    assert failed.text == "Tam Ruddock" and failed.probability.agreement is None
+    assert failed.text == "Tam Ruddock" and failed.probability.agreement is None and failed.probability.sampled == ()
     assert any(f.startswith("samples: a sampled reply failed") for f in failed.fallbacks)
     # a yes or no to a yes/no question agrees by its verdict, whatever else a reply says; "No one" is no verdict
     asked = "Did Tam Ruddock skipper the boat?"

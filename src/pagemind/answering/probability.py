@@ -48,6 +48,7 @@ class AnswerProbability:
     reordered: float | None = None  # multiple choice: the same option's share, the options asked in reverse order
     agreement: float | None = None  # free form: how far sampled replies to the same prompt agree with it (0..1)
     samples: int = 0  # how many were sampled
+    sampled: tuple[str, ...] = ()  # and what they said, in seed order
 
     @property
     def value(self) -> float | None:
@@ -81,7 +82,7 @@ class AnswerProbability:
             out.update(mean_logprob=round(self.mean_logprob or 0.0, 4), min_logprob=round(self.min_logprob or 0.0, 4),
                        tokens=self.tokens)
         if self.agreement is not None:  # whatever the backend says of log-probabilities: the replies' words
-            out.update(agreement=round(self.agreement, 4), samples=self.samples)
+            out.update(agreement=round(self.agreement, 4), samples=self.samples, sampled=list(self.sampled))
         return out
 
 

@@ -402,7 +402,8 @@ class Runner:
             "usage": usage_of(answer.trace), "pages_read": answer.pages_read, "lookups": len(answer.pages_read),
             "compression_rate": answer.compression_rate, "context_words": answer.context_words,
             "fallbacks": answer.fallbacks, "details": details,
-            "citations": [c.as_dict() for c in answer.citations], "evidence": evidence_of(e, answer)}
+            "citations": [c.as_dict() for c in answer.citations], "evidence": evidence_of(e, answer),
+            "probability": answer.probability.as_dict()}  # its basis and, with samples, what they said
         if answer.support is not None:  # the draft is what is scored when the answer abstained
             out.update(support=answer.support.label, confidence=answer.confidence,
                        abstained=answer.abstained or answer.support.declined,

@@ -67,6 +67,7 @@ class Memory(Protocol):
 
 M = TypeVar("M", bound=Memory)
 OptionsT = TypeVar("OptionsT", bound=ReaderOptions)
+Read = TypeVar("Read")
 
 
 class MemoryWriter:
@@ -526,8 +527,8 @@ class Reader(Method, Generic[M, OptionsT]):
                                 lambda: sampled(self.llm, question, request, reply.text, self.options.samples,
                                                 context.trace))
                 if agreed is not None:
-                    context.probability = replace(context.probability, agreement=agreed,
-                                                  samples=self.options.samples)
+                    context.probability = replace(context.probability, agreement=agreed[0],
+                                                  samples=self.options.samples, sampled=agreed[1])
         return reply
 
     @abstractmethod
@@ -546,7 +547,7 @@ def _reordered_reads_lift() -> bool:
     return model is None or "lift" in model.names
 
 
-def _probe(context: Context, failed: str, call: Callable[[], float | None]) -> float | None:
+def _probe(context: Context, failed: str, call: Callable[[], Read | None]) -> Read | None:
     """Calls after an answer that read the model (the reordered options, the prior, the samples): what they read, or
     None with ``failed`` (the error in its ``{}``) recorded as a fallback where a call fails — the answer stands and
     its confidence reads the labels' mean."""

@@ -106,21 +106,24 @@ def reordered(llm: LLM, question: Question, request: LLMRequest, chosen: int, tr
 SAMPLE_TEMPERATURE = 0.8  # the samples' (the answer's own is 0): enough to wander where the model is unsure
 
 
-def sampled(llm: LLM, question: Question, request: LLMRequest, said: str, samples: int, trace: Trace) -> float | None:
+def sampled(llm: LLM, question: Question, request: LLMRequest, said: str, samples: int,
+            trace: Trace) -> tuple[float, tuple[str, ...]] | None:
     """How far ``samples`` more replies to ``request`` — the answer's, as sent, at :data:`SAMPLE_TEMPERATURE` with
-    seeds 1..n — agree with the answer ``said`` (:func:`pagemind.answering.probability.agreement`). They are sent one
-    after another: each finds the prompt the backend has just read in its cache (llama.cpp keeps it in the slot that
-    read it; sent at once, the other slots read the whole prompt again: under ``pagemind eval`` a LoCoMo answer with
-    four took 115-210 s so, against a median 0.13 of the answer call's time one after another). Sampled replies are
-    never served from the reply cache (an answer that was reads its prompt again at the first sample). None for a
-    multiple choice (its probability is read), an answer in the asker's own reply format (its limits are the asker's;
-    the caller says so), or no word said."""
+    seeds 1..n — agree with the answer ``said`` (:func:`pagemind.answering.probability.agreement`), and the replies
+    themselves (what a reader checks the answer against; a labelled run keeps them to measure agreement anew). They
+    are sent one after another: each finds the prompt the backend has just read in its cache (llama.cpp keeps it in
+    the slot that read it; sent at once, the other slots read the whole prompt again: under ``pagemind eval`` a LoCoMo
+    answer with four took 115-210 s so, against a median 0.13 of the answer call's time one after another). Sampled
+    replies are never served from the reply cache (an answer that was reads its prompt again at the first sample).
+    None for a multiple choice (its probability is read), an answer in the asker's own reply format (its limits are
+    the asker's; the caller says so), or no word said."""
     if samples <= 0 or question.is_choice or question.reply is not None or not words_of(said):
         return None
     sent = [replace(request, role="sample", temperature=SAMPLE_TEMPERATURE, seed=seed, logprobs=0, constraint=None)
             for seed in range(1, samples + 1)]
-    replies = [_unlabelled(llm.complete(one, trace)[0].text) for one in sent]
-    return agreement(question.text, said, replies)
+    replies = tuple(_unlabelled(llm.complete(one, trace)[0].text) for one in sent)
+    agreed = agreement(question.text, said, list(replies))
+    return None if agreed is None else (agreed, replies)
 
 
 def _unlabelled(reply: str) -> str:
