@@ -9,11 +9,12 @@ The runs and ``--without``/``--needing`` as ``calibrate.py`` takes them (the com
 the first row of each kind (``signals``) is its model of every signal as ``calibrate.py`` fits it held out: the
 model shipped for multiple choice and free form (figures ship the hand-set value recalibrated: too few labels). The
 candidates (:data:`CANDIDATES`) are read from what an evaluated answer records: the question, what the model answered
-(as ``calibrate.py`` reads ``yes_no``), retrieval's scores of the document's fragments, and the document's and the
-context's words. Each kind reports AUROC, ECE, the wrong answers flagged at most 15% of right ones flagged, the
-unanswerable variants withheld at most 10% of right ones lost, and AUROC per dataset; a second model of a kind
-(``--needing``) is reported on its answers the same way. Nothing here changes what ships: a candidate that helps
-held out becomes a signal of the product (:mod:`pagemind.answering.signals`) and a refit.
+(as ``calibrate.py`` reads ``yes_no``), retrieval's scores of the document's fragments, the document's and the
+context's words, and — in runs made with ``samples`` — what the samples said (``probability.sampled``), measured on
+the words an answer adds to its question. Each kind reports AUROC, ECE, the wrong answers flagged at most 15% of
+right ones flagged, the unanswerable variants withheld at most 10% of right ones lost, and AUROC per dataset; a
+second model of a kind (``--needing``) is reported on its answers the same way. Nothing here changes what ships: a
+candidate that helps held out becomes a signal of the product (:mod:`pagemind.answering.signals`) and a refit.
 """
 
 from __future__ import annotations
@@ -24,10 +25,15 @@ import re
 import statistics
 import sys
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from calibrate import by_dataset, chosen, flagged, held_out, load, measures, on_variants, said, within_sets
 from common import write_result
+
+if TYPE_CHECKING:
+    from pagemind.retrieval.embed import Embedder
 
 _MONTH = (r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
           r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
@@ -71,6 +77,75 @@ def _pool(record: dict) -> list[float]:
     return values or [0.0, 0.0]
 
 
+def _sampled(record: dict) -> list[str]:
+    """What the answer's samples said (``probability.sampled``; none where the run was made without ``samples``)."""
+    return list((record.get("probability") or {}).get("sampled") or [])
+
+
+def _new(text: str, question: str) -> list[str]:
+    """``text``'s content words that the question does not already say: what an answer adds to its question."""
+    asked = set(_words(question))
+    return [w for w in _words(text) if w not in asked]
+
+
+def agree_new(record: dict) -> float:
+    """The samples' agreement on what the answer adds to the question: the mean token F1 of the answer's and each
+    reply's words the question does not say (a reply that restates the question around another name scores 0)."""
+    from pagemind.text.words import overlap_f1
+
+    replies, question = _sampled(record), record.get("question") or ""
+    mine = _new(said(record), question)
+    if not replies:
+        return 0.0
+    return sum(overlap_f1(mine, _new(r, question)) for r in replies) / len(replies) if mine else 1.0
+
+
+def agree_held(record: dict) -> float:
+    """The share of the answer's added words (:func:`agree_new`) that each reply says too, averaged: a reply may say
+    more, not less."""
+    replies, question = _sampled(record), record.get("question") or ""
+    mine = set(_new(said(record), question))
+    if not replies:
+        return 0.0
+    return sum(len(mine & set(_new(r, question))) / len(mine) for r in replies) / len(replies) if mine else 1.0
+
+
+def spread(record: dict) -> float:
+    """How far the samples agree among themselves and with the answer: the mean pairwise :func:`agree_new` F1 of all
+    of them (whatever the answer said, a model that wanders gives five different things)."""
+    from itertools import combinations
+
+    from pagemind.text.words import overlap_f1
+
+    replies, question = _sampled(record), record.get("question") or ""
+    if not replies:
+        return 0.0
+    said_all = [_new(t, question) for t in (said(record), *replies)]
+    pairs = list(combinations(said_all, 2))
+    return sum(overlap_f1(a, b) if a and b else float(a == b) for a, b in pairs) / len(pairs)
+
+
+@lru_cache(maxsize=1)
+def _encoder() -> Embedder:
+    """The embedded MiniLM, loaded once where a run has samples."""
+    from pagemind.retrieval.embed import load_embedder
+
+    return load_embedder("minilm", threads=1)
+
+
+def agree_meaning(record: dict) -> float:
+    """The samples' agreement in meaning: the mean cosine of the answer's MiniLM vector and each reply's (the same
+    thing said in other words scores near 1; a reply that restates the question around another name does not score
+    0, as its words would)."""
+    from pagemind.retrieval.embed import fragment_vectors
+
+    replies = _sampled(record)
+    if not replies:
+        return 0.0
+    vectors = fragment_vectors(_encoder().embed([said(record), *replies]))
+    return float(sum(vectors[0] @ v for v in vectors[1:]) / len(replies))
+
+
 def top_z(record: dict) -> float:
     """The top fragment's score in standard deviations above the pool's mean."""
     pool = _pool(record)
@@ -92,6 +167,10 @@ CANDIDATES: dict[str, Callable[[dict], float]] = {
     "gap": gap,
     "document_words": lambda r: math.log1p(r.get("document_words") or 0),
     "context_words": lambda r: math.log1p(r.get("context_words") or 0),
+    "agree_new": agree_new,  # the samples' replies (runs made with ``-O METHOD:samples=N``; 0 without)
+    "agree_held": agree_held,
+    "spread": spread,
+    "agree_meaning": agree_meaning,
 }
 
 
