@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -47,8 +48,7 @@ class AnswerProbability:
     runner_up: float | None = None  # multiple choice: the most probable other option's share, read
     reordered: float | None = None  # multiple choice: the same option's share, the options asked in reverse order
     agreement: float | None = None  # free form: how far sampled replies to the same prompt agree with it (0..1)
-    samples: int = 0  # how many were sampled
-    sampled: tuple[str, ...] = ()  # and what they said, in seed order
+    sampled: tuple[str, ...] = ()  # free form: what the sampled replies said, in seed order
 
     @property
     def value(self) -> float | None:
@@ -56,6 +56,11 @@ class AnswerProbability:
         if self.choice is not None:
             return self.choice
         return None if self.mean_logprob is None else math.exp(self.mean_logprob)
+
+    @property
+    def samples(self) -> int:
+        """How many replies were sampled."""
+        return len(self.sampled)
 
     @property
     def lift(self) -> float | None:
@@ -139,7 +144,7 @@ def of_choice(response: LLMResponse | None, letters: str | tuple[str, ...], chos
     return AnswerProbability("choice", choice=shares[letters[chosen]], runner_up=max(others, default=0.0), tokens=1)
 
 
-def agreement(question: str, said: str, replies: list[str]) -> float | None:
+def agreement(question: str, said: str, replies: Sequence[str]) -> float | None:
     """How far ``replies`` say what ``said`` says, 0..1: a yes or no to a yes/no ``question``, the share that give the
     same verdict; else the mean of each reply's word overlap with it (token F1 of their lowercase words, as measured:
     a sampled sentence around the same short answer scores below 1). None for no replies or no word said."""

@@ -527,8 +527,8 @@ class Reader(Method, Generic[M, OptionsT]):
                                 lambda: sampled(self.llm, question, request, reply.text, self.options.samples,
                                                 context.trace))
                 if agreed is not None:
-                    context.probability = replace(context.probability, agreement=agreed[0],
-                                                  samples=self.options.samples, sampled=agreed[1])
+                    share, replies = agreed
+                    context.probability = replace(context.probability, agreement=share, sampled=replies)
         return reply
 
     @abstractmethod

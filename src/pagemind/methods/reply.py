@@ -122,7 +122,7 @@ def sampled(llm: LLM, question: Question, request: LLMRequest, said: str, sample
     sent = [replace(request, role="sample", temperature=SAMPLE_TEMPERATURE, seed=seed, logprobs=0, constraint=None)
             for seed in range(1, samples + 1)]
     replies = tuple(_unlabelled(llm.complete(one, trace)[0].text) for one in sent)
-    agreed = agreement(question.text, said, list(replies))
+    agreed = agreement(question.text, said, replies)
     return None if agreed is None else (agreed, replies)
 
 
