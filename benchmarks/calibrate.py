@@ -312,6 +312,15 @@ def special(args: argparse.Namespace, mine: list[dict], held: list[float], kind:
                  "flagged": {"fitted": flagged(own, right), "general": flagged(theirs, right)},
                  "by_dataset": by_dataset(having, right, fitted=own, general=theirs),
                  "l2": penalty(having, folds, names, kind)}  # the fit on them all's, chosen held out
+    variant = [r["variant"] for r in having]
+    if any(variant):
+        out["variants"] = {"fitted": on_variants(own, right, variant), "general": on_variants(theirs, right, variant)}
+    # the kind as it would ship: this model's held-out confidence where the flag is set, the kind's model's elsewhere
+    both, every_right, every_variant = list(held), [r["right"] for r in mine], [r["variant"] for r in mine]
+    for i, p in zip(idx, own):
+        both[i] = p
+    out["together"] = {"fitted": measures(both, every_right), "flagged": flagged(both, every_right),
+                       "variants": on_variants(both, every_right, every_variant) if any(every_variant) else None}
     better = (out["fitted"]["auroc"] or 0) > (out["general"]["auroc"] or 0)
     out["abstain_below"] = {str(t): abstain_below(own, right, t) for t in TARGETS}
     out["shipped"] = bool(args.write and len(having) >= args.min and better)
@@ -319,8 +328,8 @@ def special(args: argparse.Namespace, mine: list[dict], held: list[float], kind:
         model = fit([r["signals"] for r in having], right, names, kind,
                     source=f"{answers_of(having)} with {flag}; L2 {out['l2']:g}", l2=out["l2"])
         out["model"] = ship(model, out["abstain_below"], models, needs=(flag,))
-    print(f"{kind} with {flag}", json.dumps({k: out[k] for k in ("n", "fitted", "general", "flagged", "l2",
-                                                                      "shipped")}),
+    print(f"{kind} with {flag}", json.dumps({k: out[k] for k in ("n", "fitted", "general", "flagged", "variants",
+                                                                      "together", "l2", "shipped") if k in out}),
           flush=True)
     return out
 

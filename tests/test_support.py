@@ -1091,6 +1091,40 @@ def test_the_fits_ridge_penalty_is_chosen_on_the_training_documents_by_held_out_
     assert sorted(min(u) for u in unseen) == [0, 1, 2, 3, 4] and all(len(u) == 1 for u in unseen)
 
 
+def test_the_second_model_is_measured_on_its_answers_and_on_the_kind_as_it_would_ship(monkeypatch):
+    """Issue 51 (benchmarks/calibrate.py): the model of the answers with an opt-in call's flag (``--needing
+    free:has_agreement``) is measured against the kind's model on those answers — ranking, flags, the unanswerable
+    variants an abstention withholds — and on every answer of the kind together, its confidence where the flag is
+    set and the kind's elsewhere: what a user with the call on would get, held out by document."""
+    import argparse
+    import random
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from calibrate import measures, special
+
+    draw = random.Random(3)
+    rows, held = [], []
+    for i in range(120):
+        sampled = i % 2 == 0
+        right = draw.random() < 0.5
+        variant = not right and draw.random() < 0.3
+        agreement = (0.8 if right else 0.2) + draw.uniform(-0.15, 0.15) if sampled else 0.0
+        rows.append({"document": f"d{i}", "dataset": "talk", "right": right, "variant": variant,
+                     "signals": {"agreement": agreement, "has_agreement": float(sampled), "claim_mean": 0.5}})
+        held.append(draw.random())  # the kind's model: no better than chance
+    args = argparse.Namespace(folds=5, min=100, write=False)
+    out = special(args, rows, held, "free", "has_agreement", ("agreement", "has_agreement", "claim_mean"), [])
+    assert out is not None and out["n"] == 60 and not out["shipped"]
+    assert out["fitted"]["auroc"] > 0.9 and out["general"]["auroc"] < 0.75
+    assert out["variants"]["fitted"]["variants_withheld"] > out["variants"]["general"]["variants_withheld"]
+    together = out["together"]
+    assert together["fitted"]["n"] == 120 and together["variants"]["variants_wrong"] == sum(
+        r["variant"] and not r["right"] for r in rows)
+    everyone = measures(held, [r["right"] for r in rows])
+    assert everyone["auroc"] < together["fitted"]["auroc"] < out["fitted"]["auroc"]
+
+
 def test_the_fit_reads_a_yes_or_no_from_a_run_made_before_it_was_recorded(monkeypatch):
     """Issue 51 (benchmarks/calibrate.py): runs made before ``yes_no`` was a signal have the question and the model's
     answer beside their signals; the fit reads the signal from them as an answer in use does — from the draft where
