@@ -289,10 +289,16 @@ def ship(model: Fitted, abstain_below: dict, models: list[dict], needs: tuple[st
 
 def special(args: argparse.Namespace, mine: list[dict], held: list[float], kind: str, flag: str,
             every: tuple[str, ...], models: list[dict]) -> dict | None:
-    """The second model of ``kind``, for answers with ``flag`` set, fitted with every signal on those answers: its
-    held-out measures beside the kind's model's (``held``) on the same answers; appended to ``models`` with ``needs``
-    where ``--write`` is given, there are ``--min`` of them and it ranks them better held out."""
-    from pagemind.answering.calibration import fit
+    """The second model of ``kind``, for answers with ``flag`` set, in two forms fitted on those answers: with every
+    signal (``every``), and over the kind's model (``stacked``: its logit, ``held`` out, as :data:`BASE` beside the
+    signals the flag stands for) — each one's held-out measures beside the kind's model's on the same answers, and
+    the kind's answers together as each would ship. The form that ranks those answers better held out is appended
+    to ``models`` with ``needs`` where ``--write`` is given, there are ``--min`` of them and it ranks them better
+    than the kind's model."""
+    import math
+
+    from pagemind.answering.calibration import BASE, fit
+    from pagemind.answering.signals import tied
     from pagemind.eval.report import abstain_below
 
     idx = [i for i, r in enumerate(mine) if float(r["signals"].get(flag, 0.0)) == 1.0]
@@ -305,31 +311,47 @@ def special(args: argparse.Namespace, mine: list[dict], held: list[float], kind:
     right = [r["right"] for r in having]
     if folds < 2 or len(set(right)) < 2:
         return {"n": len(having), "shipped": False}
-    own = held_out(having, folds, names, kind)
     theirs = [held[i] for i in idx]
-    out: dict = {"n": len(having), "documents": len(documents), "left_out": between,
-                 "fitted": measures(own, right), "general": measures(theirs, right),
-                 "flagged": {"fitted": flagged(own, right), "general": flagged(theirs, right)},
-                 "by_dataset": by_dataset(having, right, fitted=own, general=theirs),
-                 "l2": penalty(having, folds, names, kind)}  # the fit on them all's, chosen held out
+    # over the kind's model: each answer's logit from a fit that never saw its document, the call's signals beside
+    over = [{**r, "signals": {**r["signals"], BASE: math.log(max(p, 1e-9) / max(1 - p, 1e-9))}}
+            for r, p in zip(having, theirs)]
+    forms = {"fitted": (having, names), "stacked": (over, (BASE, *sorted(tied(flag) - {flag})))}
     variant = [r["variant"] for r in having]
+    every_right, every_variant = [r["right"] for r in mine], [r["variant"] for r in mine]
+    out: dict = {"n": len(having), "documents": len(documents), "left_out": between, "general": measures(theirs, right),
+                 "flagged": {"general": flagged(theirs, right)}, "together": {}}
     if any(variant):
-        out["variants"] = {"fitted": on_variants(own, right, variant), "general": on_variants(theirs, right, variant)}
-    # the kind as it would ship: this model's held-out confidence where the flag is set, the kind's model's elsewhere
-    both, every_right, every_variant = list(held), [r["right"] for r in mine], [r["variant"] for r in mine]
-    for i, p in zip(idx, own):
-        both[i] = p
-    out["together"] = {"fitted": measures(both, every_right), "flagged": flagged(both, every_right),
-                       "variants": on_variants(both, every_right, every_variant) if any(every_variant) else None}
-    better = (out["fitted"]["auroc"] or 0) > (out["general"]["auroc"] or 0)
-    out["abstain_below"] = {str(t): abstain_below(own, right, t) for t in TARGETS}
+        out["variants"] = {"general": on_variants(theirs, right, variant)}
+    series: dict[str, list[float]] = {"general": theirs}
+    for form, (rows, read) in forms.items():
+        own = series[form] = held_out(rows, folds, read, kind)
+        out[form] = measures(own, right)
+        out["flagged"][form] = flagged(own, right)
+        if any(variant):
+            out["variants"][form] = on_variants(own, right, variant)
+        # the kind as it would ship: this form's held-out confidence where the flag is set, the kind's elsewhere
+        both = list(held)
+        for i, p in zip(idx, own):
+            both[i] = p
+        out["together"][form] = {"measures": measures(both, every_right), "flagged": flagged(both, every_right),
+                                 "variants": on_variants(both, every_right, every_variant) if any(every_variant)
+                                 else None}
+    out["by_dataset"] = by_dataset(having, right, **series)
+    ships = max(forms, key=lambda form: (out[form]["auroc"] or 0, form == "stacked"))  # a tie: the fewer weights
+    rows, read = forms[ships]
+    out["ships"] = ships
+    out["l2"] = penalty(rows, folds, read, kind)  # the fit on them all's, chosen held out
+    better = (out[ships]["auroc"] or 0) > (out["general"]["auroc"] or 0)
+    out["abstain_below"] = {str(t): abstain_below(series[ships], right, t) for t in TARGETS}
     out["shipped"] = bool(args.write and len(having) >= args.min and better)
     if out["shipped"]:
-        model = fit([r["signals"] for r in having], right, names, kind,
-                    source=f"{answers_of(having)} with {flag}; L2 {out['l2']:g}", l2=out["l2"])
+        model = fit([r["signals"] for r in rows], right, read, kind,
+                    source=f"{answers_of(having)} with {flag}" + (f", over the {kind} model" if ships == "stacked"
+                                                                   else "") + f"; L2 {out['l2']:g}", l2=out["l2"])
         out["model"] = ship(model, out["abstain_below"], models, needs=(flag,))
-    print(f"{kind} with {flag}", json.dumps({k: out[k] for k in ("n", "fitted", "general", "flagged", "variants",
-                                                                      "together", "l2", "shipped") if k in out}),
+    print(f"{kind} with {flag}", json.dumps({k: out[k] for k in ("n", "fitted", "stacked", "general", "flagged",
+                                                                      "variants", "together", "ships", "l2",
+                                                                      "shipped") if k in out}),
           flush=True)
     return out
 

@@ -1093,9 +1093,11 @@ def test_the_fits_ridge_penalty_is_chosen_on_the_training_documents_by_held_out_
 
 def test_the_second_model_is_measured_on_its_answers_and_on_the_kind_as_it_would_ship(monkeypatch):
     """Issue 51 (benchmarks/calibrate.py): the model of the answers with an opt-in call's flag (``--needing
-    free:has_agreement``) is measured against the kind's model on those answers — ranking, flags, the unanswerable
-    variants an abstention withholds — and on every answer of the kind together, its confidence where the flag is
-    set and the kind's elsewhere: what a user with the call on would get, held out by document."""
+    free:has_agreement``) is fitted in two forms — with every signal, and over the kind's model (its held-out logit
+    as ``base`` beside the call's signal: two weights) — each measured against the kind's model on those answers
+    (ranking, flags, the unanswerable variants an abstention withholds) and on every answer of the kind together,
+    its confidence where the flag is set and the kind's elsewhere: what a user with the call on would get, held out
+    by document. The form that ranks better ships."""
     import argparse
     import random
     from pathlib import Path
@@ -1105,24 +1107,64 @@ def test_the_second_model_is_measured_on_its_answers_and_on_the_kind_as_it_would
 
     draw = random.Random(3)
     rows, held = [], []
-    for i in range(120):
+    for i in range(160):
         sampled = i % 2 == 0
         right = draw.random() < 0.5
         variant = not right and draw.random() < 0.3
-        agreement = (0.8 if right else 0.2) + draw.uniform(-0.15, 0.15) if sampled else 0.0
+        agreement = (0.7 if right else 0.3) + draw.uniform(-0.3, 0.3) if sampled else 0.0
+        noise = {f"claim_{k}": draw.random() for k in ("min", "mean")}  # signals that tell nothing
         rows.append({"document": f"d{i}", "dataset": "talk", "right": right, "variant": variant,
-                     "signals": {"agreement": agreement, "has_agreement": float(sampled), "claim_mean": 0.5}})
-        held.append(draw.random())  # the kind's model: no better than chance
+                     "signals": {"agreement": agreement, "has_agreement": float(sampled), **noise}})
+        held.append(min(0.99, max(0.01, (0.65 if right else 0.35) + draw.uniform(-0.3, 0.3))))  # the kind's model
     args = argparse.Namespace(folds=5, min=100, write=False)
-    out = special(args, rows, held, "free", "has_agreement", ("agreement", "has_agreement", "claim_mean"), [])
-    assert out is not None and out["n"] == 60 and not out["shipped"]
-    assert out["fitted"]["auroc"] > 0.9 and out["general"]["auroc"] < 0.75
-    assert out["variants"]["fitted"]["variants_withheld"] > out["variants"]["general"]["variants_withheld"]
-    together = out["together"]
-    assert together["fitted"]["n"] == 120 and together["variants"]["variants_wrong"] == sum(
+    out = special(args, rows, held, "free", "has_agreement", ("agreement", "has_agreement", "claim_min",
+                                                              "claim_mean"), [])
+    assert out is not None and out["n"] == 80 and not out["shipped"]
+    # the kind's model and the agreement each tell; over the first, the second adds to it
+    assert out["stacked"]["auroc"] > out["general"]["auroc"] and out["stacked"]["auroc"] > out["fitted"]["auroc"]
+    assert out["ships"] == "stacked"
+    assert out["variants"]["stacked"]["variants_wrong"] == sum(
+        r["variant"] and not r["right"] and r["signals"]["has_agreement"] for r in rows)
+    together = out["together"]["stacked"]
+    assert together["measures"]["n"] == 160 and together["variants"]["variants_wrong"] == sum(
         r["variant"] and not r["right"] for r in rows)
     everyone = measures(held, [r["right"] for r in rows])
-    assert everyone["auroc"] < together["fitted"]["auroc"] < out["fitted"]["auroc"]
+    assert everyone["auroc"] < together["measures"]["auroc"] < out["stacked"]["auroc"] + 0.05
+
+
+def test_a_model_read_over_its_kinds_model_reads_that_ones_logit():
+    """Issue 51: a second model fitted on few answers may read its kind's model's verdict (``base``: the logit it
+    gives the answer) beside the call's own signal instead of every signal again; read from the shipped file it is
+    given the kind's model, and a file with such a model and no model of its kind to read over is refused."""
+    import math
+
+    from pagemind.answering.calibration import BASE, Fitted, joined, model_for
+
+    general = Fitted("free", ("claim_mean",), (2.0,), -0.5, (0.5,), (0.25,), 300)
+    over = Fitted("free", (BASE, "agreement"), (0.8, 0.6), 0.1, (0.0, 0.5), (1.2, 0.3), 120,
+                  needs=("has_agreement",))
+    models = joined((general, over))
+    assert models[0] is general and models[1].over is general
+    said = {"claim_mean": 0.9, "agreement": 0.75, "has_agreement": 1.0}
+    base = -0.5 + 2.0 * (0.9 - 0.5) / 0.25
+    assert general.logit(said) == pytest.approx(base)
+    z = 0.1 + 0.8 * base / 1.2 + 0.6 * (0.75 - 0.5) / 0.3
+    assert models[1].probability(said) == pytest.approx(1 / (1 + math.exp(-z)))
+    # a disagreeing sample lowers it; an answer without samples is read by the kind's model
+    assert models[1].probability({**said, "agreement": 0.1}) < models[1].probability(said)
+    with pytest.raises(ValueError, match="without a free model that needs no flag"):
+        joined((over,))
+    with pytest.raises(ValueError, match="without a free model that needs no flag"):
+        joined((Fitted("free", (BASE,), (1.0,), 0.0, (0.0,), (1.0,), 10),))
+    from pagemind.answering import calibration
+
+    shipped = calibration.shipped()
+    for m in shipped:
+        if BASE in m.names:
+            assert m.over is not None and m.over.kind == m.kind and not m.over.needs
+    free = model_for("free", said)
+    assert free is not None and (free.needs == () or "has_agreement" in free.needs)
+    assert model_for("free", {**said, "has_agreement": 0.0}) is calibration.fitted()["free"]
 
 
 def test_the_fit_reads_a_yes_or_no_from_a_run_made_before_it_was_recorded(monkeypatch):

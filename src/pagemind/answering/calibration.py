@@ -8,7 +8,9 @@ answer is right; where it holds none, the support check's hand-set combination s
 
 A kind may ship a second model for answers that carry an opt-in call's signal (``needs``: its ``has_*`` flags, e.g.
 ``has_reordered``), fitted on the labelled answers that had it; an answer with those flags set is read by it, any
-other by its kind's model, fitted without those signals (:func:`model_for`).
+other by its kind's model, fitted without those signals (:func:`model_for`). Fitted on a few hundred answers, such a
+model may read the kind's model's verdict instead of every signal again: its input :data:`BASE` is the logit the
+kind's model gives the answer, beside the call's own signals (``agreement``) — two or three weights, not thirty.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -26,6 +28,7 @@ from .signals import DIRECTION, FLAGS, KINDS, Kind, seen
 FILE = "calibration.json"
 L2 = 1.0  # ridge penalty on the standardised weights (benchmarks/calibrate.py chooses each shipped fit's held out)
 NEWTON_STEPS = 50
+BASE = "base"  # a model's input that is its kind's model's logit for the answer (read over that model: ``over``)
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class Fitted:
     # (share wrong, threshold) read off the held-out answers: below the threshold at least that share were wrong
     below: tuple[tuple[float, float], ...] = ()
     needs: tuple[str, ...] = ()  # the flags an answer must have set to be read by it (none: its kind's model)
+    over: Fitted | None = None  # the model whose logit it reads as BASE (set where the shipped file is read)
 
     def threshold(self, precision: float) -> float | None:
         """The confidence below which an answer is withheld for an abstention ``precision`` (the share of withheld
@@ -55,6 +59,13 @@ class Fitted:
         """``P(right)`` of an answer's ``signals``. A signal the answer lacks (its ``has_*`` flag 0: no
         log-probabilities from this backend, no verifier) that every labelled answer had counts as its mean there:
         the model never saw it missing, and its 0 would read as the highest log-probability or the lowest."""
+        return 1.0 / (1.0 + math.exp(-self.logit(signals)))
+
+    def logit(self, signals: Mapping[str, float]) -> float:
+        """The log-odds of right (:meth:`probability`'s), within ±60; a model read over another (``over``) reads
+        that one's as :data:`BASE`."""
+        if self.over is not None:
+            signals = {**signals, BASE: self.over.logit(signals)}
         means = dict(zip(self.names, self.mean))
 
         def value(name: str, mean: float) -> float:
@@ -65,7 +76,7 @@ class Fitted:
 
         z = self.bias + sum(w * (value(name, m) - m) / s
                             for name, w, m, s in zip(self.names, self.weights, self.mean, self.scale))
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+        return max(-60.0, min(60.0, z))
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "names": list(self.names), "weights": [round(w, 6) for w in self.weights],
@@ -107,7 +118,7 @@ def fit(rows: Sequence[Mapping[str, float]], right: Sequence[bool], names: Seque
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0  # a signal that never varies weighs nothing
     z = np.hstack([np.ones((len(x), 1)), (x - mean) / scale])
-    sign = np.array([0.0] + [float(DIRECTION.get(n, 0)) for n in names])
+    sign = np.array([0.0] + [1.0 if n == BASE else float(DIRECTION.get(n, 0)) for n in names])
     kept = np.ones(len(sign), dtype=bool)
     while True:
         w = _newton(z, y, kept, l2)
@@ -148,7 +159,21 @@ def shipped() -> tuple[Fitted, ...]:
         text = resources.files("pagemind.answering").joinpath(FILE).read_text("utf-8")
     except (FileNotFoundError, OSError):
         return ()
-    return tuple(Fitted.from_dict(m) for m in json.loads(text).get("models", []))
+    return joined(tuple(Fitted.from_dict(m) for m in json.loads(text).get("models", [])))
+
+
+def joined(models: tuple[Fitted, ...]) -> tuple[Fitted, ...]:
+    """``models`` with each one that reads :data:`BASE` given its kind's model (the one that needs no flag) to read
+    it over; a file with such a model and none of its kind to read over is refused."""
+    general = {m.kind: m for m in models if not m.needs}
+    out = []
+    for m in models:
+        if BASE in m.names:
+            if not m.needs or m.kind not in general:
+                raise ValueError(f"a {m.kind} model reads {BASE!r} without a {m.kind} model that needs no flag")
+            m = replace(m, over=general[m.kind])
+        out.append(m)
+    return tuple(out)
 
 
 def fitted() -> dict[str, Fitted]:
@@ -163,4 +188,4 @@ def model_for(kind: str, signals: Mapping[str, float]) -> Fitted | None:
     return next((m for m in mine if all(float(signals.get(flag, 0.0)) == 1.0 for flag in m.needs)), None)
 
 
-__all__ = ["FILE", "Fitted", "fit", "fitted", "model_for", "shipped"]
+__all__ = ["BASE", "FILE", "Fitted", "fit", "fitted", "joined", "model_for", "shipped"]
