@@ -24,10 +24,13 @@ most 10% of the answerable right answers (held out, fitted and hand-set).
 ``--without`` leaves the named signals (and their ``has_*`` flags) out of every fit: what a signal adds, measured on
 the same answers with it and without. ``--needing FLAG`` (a call's flag, e.g. ``has_reordered``; ``KIND:FLAG`` for
 one kind's, repeatable): each kind's model is fitted without that call's signals, and a second one on the answers
-that have the flag set, with them; it ships beside the first (``needs``:
-:func:`pagemind.answering.calibration.model_for`) where, held out on those answers, it ranks them better than the
-first. ``--without FLAG:NAME`` leaves a signal out of that second model only (``has_reordered:lift``: a choice asked
-again with its options reversed is read without its prior, so the product skips the prior's call there).
+that have the flag set, with them, in two forms: with every signal again, and over the first (its held-out logit,
+``base``, beside the call's own signals: two or three weights where a few hundred answers have the flag). The form
+that ranks those answers better held out ships beside the first (``needs``:
+:func:`pagemind.answering.calibration.model_for`) where it ranks them better than the first; each form is also
+measured on the kind's answers together, as it would ship. ``--without FLAG:NAME`` leaves a signal out of that
+second model only (``has_reordered:lift``: a choice asked again with its options reversed is read without its prior,
+so the product skips the prior's call there).
 """
 
 from __future__ import annotations
