@@ -1191,6 +1191,14 @@ def test_the_fit_reads_a_yes_or_no_from_a_run_made_before_it_was_recorded(monkey
     assert derived(record("Is Boeing's business cyclical?", "Yes."))["supported"] == 0.0
     short = {**record("Did Pfizer grow its PPNE?", "grew"), "details": {"short": "grew", "reply": "Yes, it grew."}}
     assert derived(short)["yes_no"] == 1.0  # --short-answers: the phrase scored, the reply as given read
+    # a verdict's agreement is read anew from the replies kept: one with no verdict agrees by the claim's words
+    kept = {**record("Is Best Buy's gross margin consistent?", "Yes, its gross margin is consistent.",
+                     has_agreement=1.0, agreement=0.5),
+            "probability": {"sampled": ["Yes.", "Its gross margin is consistent."]}}
+    assert derived(kept)["agreement"] == pytest.approx((1.0 + 1.0) / 2)
+    figure = {**record("How much did the rate change?", "up 2.70 points (computed by pagemind)", has_agreement=1.0,
+                       agreement=0.1), "probability": {"sampled": ["up 2.70 points"]}}
+    assert derived(figure)["agreement"] == 0.1  # not a verdict: as recorded (read against the model's own reply)
     # a withheld answer, recorded as the evaluation records it (its prediction the abstention, its draft beside it)
     held, _ = ask("Yes, Mr. Pellow rowed the boat to Quillhaven.", "Did Mr. Pellow row the boat?",
                   text="Tam Ruddock skippered the Margery Dell.")
@@ -1251,6 +1259,7 @@ def test_with_samples_a_free_form_answer_is_asked_again_sampled_and_their_agreem
     from pagemind.answering.probability import agreement
     from pagemind.answering.signals import signals
     from pagemind.errors import BackendUnavailable
+    from pagemind.text.words import overlap_f1
 
     story = "Tam Ruddock skippered the Margery Dell, the supply boat of the lighthouse."
 
@@ -1288,6 +1297,13 @@ def test_with_samples_a_free_form_answer_is_asked_again_sampled_and_their_agreem
     # a yes or no to a yes/no question agrees by its verdict, whatever else a reply says; "No one" is no verdict
     asked = "Did Tam Ruddock skipper the boat?"
     assert agreement(asked, "Yes, Tam Ruddock did.", ["Yes.", "yes, he skippered it", "No."]) == pytest.approx(2 / 3)
+    # a reply with no verdict agrees by the words it shares with the answer's claim (FinanceBench's "Best Buy's
+    # historical gross margins are consistent." for "Yes, ... have been consistent"), never with a bare "Yes."
+    claimed = agreement(asked, "Yes, Tam Ruddock skippered the boat.", ["Tam Ruddock skippered it.", "Mr. Pellow"])
+    assert claimed == pytest.approx((overlap_f1(["tam", "ruddock", "skippered", "the", "boat"],
+                                                ["tam", "ruddock", "skippered", "it"]) + 0.0) / 2)
+    assert 0.3 < claimed < 0.5
+    assert agreement(asked, "Yes.", ["Tam Ruddock skippered it.", "Yes"]) == 0.5
     assert agreement("Who found it?", "No one found it.", ["No one found it."]) == 1.0
     assert agreement("Who found it?", "No one found it.", ["No, Wren did."]) < 0.5
     assert agreement(asked, "", ["Tam Ruddock"]) is None and agreement(asked, "Tam Ruddock", []) is None

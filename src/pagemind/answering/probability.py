@@ -145,17 +145,27 @@ def of_choice(response: LLMResponse | None, letters: str | tuple[str, ...], chos
 
 
 def agreement(question: str, said: str, replies: Sequence[str]) -> float | None:
-    """How far ``replies`` say what ``said`` says, 0..1: a yes or no to a yes/no ``question``, the share that give the
-    same verdict; else the mean of each reply's word overlap with it (token F1 of their lowercase words, as measured:
-    a sampled sentence around the same short answer scores below 1). None for no replies or no word said."""
+    """How far ``replies`` say what ``said`` says, 0..1, the mean over the replies: to a yes/no ``question`` answered
+    yes or no, a reply with a verdict agrees by it (1 or 0, whatever else it says), one without by its word overlap
+    with what the answer says after its verdict ("Best Buy's margins are consistent" for "Yes, Best Buy's margins have
+    been consistent": the same claim, no verdict; nothing after a bare "Yes." to agree with); else each reply's word
+    overlap with the answer (token F1 of their lowercase words, as measured: a sampled sentence around the same short
+    answer scores below 1). None for no replies or no word said."""
     words = words_of(said)
     if not replies or not words:
         return None
     verdict = VERDICT.match(said) if polar(question) else None
-    if verdict is not None:
-        same = [VERDICT.match(r) for r in replies]
-        return sum(m is not None and m.group(1).lower() == verdict.group(1).lower() for m in same) / len(replies)
-    return sum(overlap_f1(words, words_of(r)) for r in replies) / len(replies)
+    if verdict is None:
+        return sum(overlap_f1(words, words_of(r)) for r in replies) / len(replies)
+    claim = words_of(said[verdict.end():])
+
+    def agrees(reply: str) -> float:
+        given = VERDICT.match(reply)
+        if given is not None:
+            return float(given.group(1).lower() == verdict.group(1).lower())
+        return overlap_f1(claim, words_of(reply)) if claim else 0.0
+
+    return sum(agrees(r) for r in replies) / len(replies)
 
 
 def words_of(text: str) -> list[str]:
