@@ -165,7 +165,7 @@ def shipped() -> tuple[Fitted, ...]:
 def joined(models: tuple[Fitted, ...]) -> tuple[Fitted, ...]:
     """``models`` with each one that reads :data:`BASE` given its kind's model (the one that needs no flag) to read
     it over; a file with such a model and none of its kind to read over is refused."""
-    general = {m.kind: m for m in models if not m.needs}
+    general = _of_each_kind(models)
     out = []
     for m in models:
         if BASE in m.names:
@@ -178,7 +178,12 @@ def joined(models: tuple[Fitted, ...]) -> tuple[Fitted, ...]:
 
 def fitted() -> dict[str, Fitted]:
     """Each kind's model, for an answer that carries no opt-in call's signal (none where the file holds none)."""
-    return {m.kind: m for m in shipped() if not m.needs}
+    return _of_each_kind(shipped())
+
+
+def _of_each_kind(models: Sequence[Fitted]) -> dict[str, Fitted]:
+    """Each kind's model among ``models``: the one that needs no flag."""
+    return {m.kind: m for m in models if not m.needs}
 
 
 def model_for(kind: str, signals: Mapping[str, float]) -> Fitted | None:
