@@ -88,11 +88,13 @@ def derived(record: dict) -> dict:
     """The record's signals, with those a run made before they were recorded can be read from the record itself:
     ``yes_no``, from its question and what the model answered — the draft where the answer was withheld, the reply
     as given where a short phrase was scored (``--short-answers``), else the prediction — as the answer in use reads
-    it (:func:`pagemind.answering.signals.is_yes_no`); a verdict's ``agreement``, read anew from the sampled replies
-    the record kept (``probability.sampled``) as the product reads them now
+    it (:func:`pagemind.answering.signals.is_yes_no`); the ``agreement``, read anew from the sampled replies the
+    record kept (``probability.sampled``) as the product reads them now
     (:func:`pagemind.answering.probability.agreement`: a reply with no verdict agrees by the words of the answer's
-    claim, twenty-seventh session). Only a verdict's: another answer's may have been rewritten after its samples
-    were read (a figure computed by pagemind), and the record keeps no reply they were read against."""
+    claim, twenty-seventh session) — against the reply they were read against (``probability.against``, recorded
+    since the twenty-eighth session), or in a record made before it, a verdict's only against what the model
+    answered: another answer's may have been rewritten after its samples were read (a figure computed by
+    pagemind)."""
     from pagemind.answering.probability import agreement
     from pagemind.answering.signals import is_yes_no
 
@@ -100,11 +102,12 @@ def derived(record: dict) -> dict:
     if "yes_no" not in signals:
         signals["yes_no"] = float(record.get("kind") != "choice" and is_yes_no(record.get("question") or "",
                                                                                said(record)))
-    replies = (record.get("probability") or {}).get("sampled") or []
-    verdict = signals.get("has_agreement") and signals["yes_no"] == 1.0
-    agreed = agreement(record.get("question") or "", said(record), replies) if verdict else None
-    if agreed is not None:
-        signals["agreement"] = agreed
+    probability = record.get("probability") or {}
+    against = probability.get("against") or (said(record) if signals["yes_no"] == 1.0 else "")
+    if signals.get("has_agreement") and against:
+        agreed = agreement(record.get("question") or "", against, probability.get("sampled") or [])
+        if agreed is not None:
+            signals["agreement"] = agreed
     return signals
 
 

@@ -1199,6 +1199,10 @@ def test_the_fit_reads_a_yes_or_no_from_a_run_made_before_it_was_recorded(monkey
     figure = {**record("How much did the rate change?", "up 2.70 points (computed by pagemind)", has_agreement=1.0,
                        agreement=0.1), "probability": {"sampled": ["up 2.70 points"]}}
     assert derived(figure)["agreement"] == 0.1  # not a verdict: as recorded (read against the model's own reply)
+    # a record that keeps the reply its samples were read against has every agreement read anew against it
+    reread = {**figure, "probability": {"sampled": ["up 2.70 points", "unchanged"], "against": "up 2.70 points"}}
+    assert derived(reread)["agreement"] == pytest.approx((1.0 + 0.0) / 2)
+    assert derived({**reread, "signals": {**reread["signals"], "has_agreement": 0.0}})["agreement"] == 0.1
     # a withheld answer, recorded as the evaluation records it (its prediction the abstention, its draft beside it)
     held, _ = ask("Yes, Mr. Pellow rowed the boat to Quillhaven.", "Did Mr. Pellow row the boat?",
                   text="Tam Ruddock skippered the Margery Dell.")
@@ -1278,6 +1282,7 @@ def test_with_samples_a_free_form_answer_is_asked_again_sampled_and_their_agreem
     # what they said is kept, unlabelled, in seed order: a reader sees the replies the answer was measured against
     assert held.probability.sampled == ("Tam Ruddock", "Tam Ruddock.", "Ruddock")
     assert held.as_dict()["probability"]["sampled"] == ["Tam Ruddock", "Tam Ruddock.", "Ruddock"]
+    assert held.probability.against == held.as_dict()["probability"]["against"] == "Tam Ruddock"  # what they agree with
     assert signals(held)["has_agreement"] == 1.0 and signals(held)["agreement"] == pytest.approx(0.888889)
     from pagemind.cli.render import print_support
 

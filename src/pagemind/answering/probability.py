@@ -49,6 +49,9 @@ class AnswerProbability:
     reordered: float | None = None  # multiple choice: the same option's share, the options asked in reverse order
     agreement: float | None = None  # free form: how far sampled replies to the same prompt agree with it (0..1)
     sampled: tuple[str, ...] = ()  # free form: what the sampled replies said, in seed order
+    # free form: the model's reply the samples were read against — the answer may be rewritten after (a figure
+    # computed by pagemind, an abstention), so an evaluation can read every agreement anew from the record
+    against: str = ""
 
     @property
     def value(self) -> float | None:
@@ -87,7 +90,8 @@ class AnswerProbability:
             out.update(mean_logprob=round(self.mean_logprob or 0.0, 4), min_logprob=round(self.min_logprob or 0.0, 4),
                        tokens=self.tokens)
         if self.agreement is not None:  # whatever the backend says of log-probabilities: the replies' words
-            out.update(agreement=round(self.agreement, 4), samples=self.samples, sampled=list(self.sampled))
+            out.update(agreement=round(self.agreement, 4), samples=self.samples, sampled=list(self.sampled),
+                       against=self.against)
         return out
 
 

@@ -528,7 +528,8 @@ class Reader(Method, Generic[M, OptionsT]):
                                                 context.trace))
                 if agreed is not None:
                     share, replies = agreed
-                    context.probability = replace(context.probability, agreement=share, sampled=replies)
+                    context.probability = replace(context.probability, agreement=share, sampled=replies,
+                                                  against=reply.text)
         return reply
 
     @abstractmethod
