@@ -151,18 +151,31 @@ def withheld(confidence: list[float], right: list[bool], cut: float) -> dict | N
 MOST_LOST = 0.10  # right answers a user would let an abstention withhold (issue 51's goal: at most 10%)
 
 
-def on_variants(confidence: list[float], right: list[bool], variant: list[bool]) -> dict | None:
+def on_variants(confidence: list[float], right: list[bool], variant: list[bool],
+                ruled: list[bool] | None = None) -> dict | None:
     """Unanswerable variants under the abstention a user would set: the highest cut that withholds at most
     :data:`MOST_LOST` of the answerable right answers (read off these same held-out answers), and the share of the
-    variants answered wrong that it withholds (None without both)."""
+    variants answered wrong that it withholds (None without both). Given ``ruled`` (each answer withheld whatever
+    its confidence, :func:`ruled`), also the same with them withheld (``with_rules``: as the product withholds)."""
     kept = [p for p, ok, v in zip(confidence, right, variant) if ok and not v]
     wrong = [p for p, ok, v in zip(confidence, right, variant) if v and not ok]
     if not kept or not wrong:
         return None
     cuts = [c for c in sorted(set(confidence)) if sum(p < c for p in kept) <= MOST_LOST * len(kept)]
     cut = cuts[-1] if cuts else min(confidence)
-    return {"below": round(cut, 4), "right_lost": round(sum(p < cut for p in kept) / len(kept), 3),
-            "variants_withheld": round(sum(p < cut for p in wrong) / len(wrong), 3), "variants_wrong": len(wrong)}
+    out = {"below": round(cut, 4), "right_lost": round(sum(p < cut for p in kept) / len(kept), 3),
+           "variants_withheld": round(sum(p < cut for p in wrong) / len(wrong), 3), "variants_wrong": len(wrong)}
+    if ruled is not None and any(ruled):
+        both = on_variants([-1.0 if r else p for p, r in zip(confidence, ruled)], right, variant)
+        if both is not None:
+            out["with_rules"] = {k: both[k] for k in ("below", "right_lost", "variants_withheld")}
+    return out
+
+
+def ruled(row: dict) -> bool:
+    """Whether the product withholds an answer whatever its confidence (:func:`pagemind.answering.support.abstains`):
+    the model said the text does not hold it, or the question asks of a name the document never writes."""
+    return bool(row["signals"].get("declined") or row["signals"].get("unwritten"))
 
 
 FLAG_LOST = 0.15  # right answers a flag may catch (issue 51's goal: at least 70% of wrong answers flagged at 15%)
@@ -334,23 +347,25 @@ def special(args: argparse.Namespace, mine: list[dict], held: list[float], kind:
     forms = {"fitted": (having, names), "stacked": (over, (BASE, *sorted(tied(flag) - {flag})))}
     variant = [r["variant"] for r in having]
     every_right, every_variant = [r["right"] for r in mine], [r["variant"] for r in mine]
+    rule, every_rule = [ruled(r) for r in having], [ruled(r) for r in mine]
     out: dict = {"n": len(having), "documents": len(documents), "left_out": between, "general": measures(theirs, right),
                  "flagged": {"general": flagged(theirs, right)}, "together": {}}
     if any(variant):
-        out["variants"] = {"general": on_variants(theirs, right, variant)}
+        out["variants"] = {"general": on_variants(theirs, right, variant, rule)}
     series: dict[str, list[float]] = {"general": theirs}
     for form, (rows, read) in forms.items():
         own = series[form] = held_out(rows, folds, read, kind)
         out[form] = measures(own, right)
         out["flagged"][form] = flagged(own, right)
         if any(variant):
-            out["variants"][form] = on_variants(own, right, variant)
+            out["variants"][form] = on_variants(own, right, variant, rule)
         # the kind as it would ship: this form's held-out confidence where the flag is set, the kind's elsewhere
         both = list(held)
         for i, p in zip(idx, own):
             both[i] = p
         out["together"][form] = {"measures": measures(both, every_right), "flagged": flagged(both, every_right),
-                                 "variants": on_variants(both, every_right, every_variant) if any(every_variant)
+                                 "variants": on_variants(both, every_right, every_variant, every_rule)
+                                 if any(every_variant)
                                  else None}
     out["by_dataset"] = by_dataset(having, right, **series)
     ships = max(forms, key=lambda form: (out[form]["auroc"] or 0, form == "stacked"))  # a tie: the fewer weights
@@ -456,8 +471,9 @@ def main() -> None:
             one["flagged"] = flagged([held[i] for i in idx], [right[i] for i in idx])
         variant = [r["variant"] for r in mine]
         if any(variant):  # unanswerable variants among them: what an abstention set for 10% lost right ones catches
-            entry["variants"] = {"fitted": on_variants(held, right, variant),
-                                 "hand_set": on_variants(hand, right, variant)}
+            rule = [ruled(r) for r in mine]
+            entry["variants"] = {"fitted": on_variants(held, right, variant, rule),
+                                 "hand_set": on_variants(hand, right, variant, rule)}
         # the model of every signal where it ranks better held out and there are --min answers to fit it on
         better = (entry["fitted"]["auroc"] or 0) > (entry["hand_set"]["auroc"] or 0) and len(mine) >= args.min
         graded = sorted({r["dataset"] for r in mine if r["graded"]})

@@ -1001,6 +1001,43 @@ def test_a_later_sentence_about_what_was_asked_is_counted_and_said_and_recorded_
     assert fresh.support.later == 0 and "again after" not in fresh.support.line()
 
 
+def test_a_question_about_a_name_the_document_never_writes_abstains_and_says_so():
+    """Issue 51: BABILong's unanswerable "Where is Sandra?" (every sentence about her removed) answered "Brannoch",
+    a place the haystack names, cited from a sentence every check supports: no answer the document gives is about
+    a name it never writes. Such an answer abstains saying so, the support's line says it, and the fitted model reads
+    it as the ``unwritten`` signal; the names a question gives (a quoted title, a month, a yes/no question's
+    subject) or that the text writes in another form (any case, a plural, a word it begins) are no such name."""
+    from pagemind.answering.signals import signals
+    from pagemind.answering.support import unwritten
+
+    text = ("Daniel went to the bedroom. The gull stayed at Brannoch. Mary moved to the hallway. Maria's console "
+            "sat by the Himalayas poster on 3 May. LeBron dunked.")
+    assert unwritten("Where is Sandra? Answer with one word.", text) == ("Sandra",)
+    assert unwritten("Where is Daniel?", text) == () and unwritten("Where is Sandra?", None) is None
+    assert unwritten("When did John meet Harry Potter?", text) == ("John", "Harry Potter")
+    # a term the question capitalises after an article or beside an acronym; an alias in brackets
+    assert unwritten("Which room had the Highest EBITDAR Contribution for Mary?", text) == ()
+    assert unwritten("What did Brannoch's (formerly known as Gullhaven) keeper say?", text) == ()
+    assert unwritten("Why do Tim and Mary like LeBron James?", text) == ("Tim",)  # one word of a name is enough
+    assert unwritten("Would Melanie enjoy the song by Vivaldi?", text) == ()  # "no" may answer it
+    assert unwritten('What is "Eternal Sunshine" about for Mary?', text) == ()  # a title it gives
+    assert unwritten("What did Mary do on 3 May and in Sept?", text) == ()  # times, not whom
+    assert unwritten("What Console does Maria own, and after the Himalayan trip what did Marys do?", text) == ()
+    assert unwritten("What does Emilie do?", "Émilie de Fontaine falls in love.") == ()  # accents aside
+
+    answer, _ = ask("Brannoch.", "Where is Sandra?", text=text)
+    assert answer.abstained and answer.draft == "Brannoch." and answer.support.unwritten == ("Sandra",)
+    assert answer.text.startswith("The document does not say (the document never names Sandra).")
+    assert "the document never names Sandra" in answer.support.line()
+    read = signals(answer)
+    assert read["unwritten"] == 1.0 and read["has_unwritten"] == 1.0
+    kept, _ = ask("Brannoch.", "Where is Sandra?", text=text, abstain="off")
+    assert not kept.abstained and kept.text == "Brannoch."
+    fine, _ = ask("The bedroom.", "Where is Daniel?", text=text)
+    assert not fine.abstained and fine.support.unwritten == () and signals(fine)["unwritten"] == 0.0
+    assert signals(fine)["has_unwritten"] == 1.0
+
+
 def test_the_fit_leaves_out_a_signal_no_run_recorded_and_a_signal_with_its_flag(monkeypatch):
     """Issue 51 (benchmarks/calibrate.py): a signal no labelled answer holds (``margin`` in runs made before it was
     recorded) has nothing to teach; a flag left out for naming the dataset (only one set has MiniLM similarities)
@@ -1211,6 +1248,28 @@ def test_the_fit_reads_a_yes_or_no_from_a_run_made_before_it_was_recorded(monkey
     kept = {"question": held.question.text, "prediction": held.text, "draft": held.draft, "kind": kind_of(held),
             "signals": said}
     assert derived(kept)["yes_no"] == signals(held)["yes_no"] == 1.0
+
+
+def test_the_variants_measure_counts_answers_the_product_withholds_whatever_their_confidence(monkeypatch):
+    """Issue 51 (benchmarks/calibrate.py): an answer the product withholds by rule (the model declined, or the
+    question asks of a name the document never writes) is withheld at any cut; the variants measure says what the
+    cut alone withholds and, beside it, what the product withholds (``with_rules``)."""
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from calibrate import on_variants, ruled
+
+    # ten answerable right answers, three variants answered wrong; one variant sure of itself but ruled out
+    confidence = [0.9, 0.8, 0.85, 0.7, 0.75, 0.95, 0.6, 0.65, 0.88, 0.3, 0.2, 0.1, 0.92]
+    right = [True] * 10 + [False] * 3
+    variant = [False] * 10 + [True] * 3
+    rules = [False] * 12 + [True]
+    out = on_variants(confidence, right, variant, rules)
+    assert out is not None and out["right_lost"] == 0.1 and out["variants_withheld"] == round(2 / 3, 3)
+    assert out["with_rules"]["variants_withheld"] == 1.0 and out["with_rules"]["right_lost"] == 0.1
+    assert "with_rules" not in on_variants(confidence, right, variant, [False] * 13)
+    assert ruled({"signals": {"unwritten": 1.0}}) and ruled({"signals": {"declined": 1.0, "unwritten": 0.0}})
+    assert not ruled({"signals": {"unwritten": 0.0}})
 
 
 def test_candidate_signals_are_read_from_a_record_and_added_to_its_signals_by_the_loader(monkeypatch, tmp_path):

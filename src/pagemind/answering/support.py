@@ -36,6 +36,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..citations import Citation
+from ..text.when import MONTHS, WEEKDAYS
 
 if TYPE_CHECKING:
     from .question import Question
@@ -115,6 +116,8 @@ class Support:
     rival: tuple[str, float] | None = None  # multiple choice: the best supported other option and its confidence
     later: int | None = None  # sentences after the last passage cited speaking of all the question asks
     # (later_mentions); None where that cannot be told (no document text, no citation into it)
+    unwritten: tuple[str, ...] | None = None  # names the question asks about that the document never writes
+    # (:func:`unwritten`; an answer about them abstains); None where that cannot be told (no document text)
 
     @property
     def sources(self) -> tuple[int, ...]:
@@ -139,6 +142,8 @@ class Support:
         unfounded = f"; not in what was read: {', '.join(self.unfounded)}" if self.unfounded else ""
         later = ("; the document speaks of it again after the passages cited" if self.later and not self.declined
                  else "")
+        if self.unwritten and not self.declined:
+            later += f"; {never_named(self.unwritten)}"
         why = f"; {self.reason}" if self.reason and not self.unfounded and not self.declined else ""
         shown = f"confidence {self.confidence:.2f}" if fitted is None else \
             f"confidence {fitted:.2f}, fitted; support {self.confidence:.2f}"
@@ -612,6 +617,77 @@ def anchors(question: str) -> set[str]:
     return {re.sub(r"['’]s$", "", n) for n in names(question)}
 
 
+_QUOTED = re.compile(r'"[^"\n]*(?:"|$)|“[^”\n]*(?:”|$)')  # a title the question gives (its close quote forgot)
+_NAME_WORD = r"[A-Z][a-z]+(?:[A-Z][a-z]+)*(?:[-'’][A-Z]?[a-z]+)*\b"  # "LeBron", "O'Neil", "Jean-Luc"
+_NAME_RUN = re.compile(rf"\b{_NAME_WORD}(?:\s+{_NAME_WORD})*")
+# "Block (formerly known as Square)": one name, written where either is
+_ALIAS = re.compile(rf"({_NAME_WORD})(?:['’]s)?\s*\((?:(?:formerly|previously|now|also)\s+)?"
+                    rf"(?:known\s+as\s+|called\s+)?({_NAME_WORD})\)")
+_TERM_BEFORE = re.compile(r"(?:\b(?i:the|a|an)|\b[A-Z]{2,}\w*)\s+$")  # after an article or an acronym
+_TERM_AFTER = re.compile(r"\s+[A-Z]{2,}\b")  # before an acronym ("Highest EBITDAR")
+_TIMES = frozenset({*(m.lower() for m in MONTHS), *(m.lower()[:3] for m in MONTHS), "sept", *WEEKDAYS,
+                    *(d[:3] for d in WEEKDAYS)})
+
+
+def unwritten(question: str, whole: str | None) -> tuple[str, ...] | None:
+    """The names ``question`` asks about that the document's text ``whole`` never writes: "Sandra" of "Where is
+    Sandra?" asked of a text where no sentence speaks of her — no answer from it is about her. A name counts as
+    written where the text has it in any case ("What Console does Nate own?" of a text writing "console"), or a
+    word it begins with less an ending ("European" of "Europe", "Johns's" of "John"); a name of several words
+    ("Harry Potter") where any of its words is. Not counted: a yes/no question's names (whether Melanie would
+    enjoy Vivaldi asks of a name the text need not write; "no" may be the answer), a title in quotes (given by
+    the question), months and weekdays (times, not whom), a sentence's first word. None where it cannot be told
+    (no document text: a library's answer, the agent's recall)."""
+    from ..text.words import polar, sentences
+
+    if not whole:
+        return None
+    if polar(re.sub(r"\b([A-Z])\.\s", r"\1 ", question)):  # "C. S. Lewis": initials end no sentence
+        return ()
+    out: list[str] = []
+    for sentence in sentences(_QUOTED.sub(" x ", _ALIAS.sub(r"\1 \2", question))):
+        first = re.search(r"\w", sentence)
+        for run in _NAME_RUN.finditer(sentence):
+            words = run.group().split()
+            if _TERM_BEFORE.search(sentence[:run.start()]) or _TERM_AFTER.match(sentence[run.end():]):
+                continue  # "the Highest EBITDAR Contribution": a term the question capitalises, not whom
+            if first is not None and run.start() == first.start():
+                words = words[1:]
+            words = [re.sub(r"['’]s$", "", w) for w in words]
+            words = [w for w in words if w.lower() not in _NOT_NAMES | _TIMES | _LEGAL]
+            if words and not any(_written(w, whole) for w in words):
+                out.append(" ".join(words))
+    return tuple(dict.fromkeys(out))
+
+
+def never_named(names: Sequence[str]) -> str:
+    """The words saying the document never writes ``names`` (:func:`unwritten`)."""
+    return f"the document never names {' or '.join(names)}"
+
+
+def _written(name: str, whole: str) -> bool:
+    """Whether ``whole`` writes ``name`` (:func:`unwritten`): in any case and with or without accents ("Emilie" of
+    "Émilie"), or less a plural's "s" ("Johns"), or as the start of a capitalised word where the name less its last
+    two letters keeps five ("Himalayan" of "Himalayas")."""
+    forms = [name] + ([name[:-1]] if name.endswith("s") and len(name) > 3 else [])
+    if any(re.search(rf"\b{re.escape(f)}\b", whole, re.IGNORECASE) for f in forms):
+        return True
+    stem = name[:-2]
+    if len(stem) >= 5 and re.search(rf"\b{re.escape(stem)}", whole) is not None:
+        return True
+    plain = _unaccented(whole)
+    return plain != whole and _written(_unaccented(name), plain)
+
+
+def _unaccented(text: str) -> str:
+    """``text`` without its accents ("Émilie" as "Emilie")."""
+    import unicodedata
+
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
 def _named_in(anchor: str, read: Sequence[str]) -> bool:
     """Whether ``anchor`` is written as a name (capitalised) somewhere in what was read: a question's title-cased
     word ("Which region had the Highest EBITDAR Contribution?") that the text writes only in lower case, or never,
@@ -635,8 +711,9 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     (:func:`pagemind.answering.evidence.minilm_encoder`), or None (words alone); ``whole``: the text of the document
     the citations' offsets point into, where there is one (a cited table row is read with its table's title);
     ``given``: the answer's claims as given (a computed answer's figures, one each), not read from its sentences;
-    ``later``: whether to count the document's later mentions of the question (:func:`later_mentions`; a multiple
-    choice's rival options are judged without); ``periods``: periods the answer is asked about beside those the
+    ``later``: whether to count the document's later mentions of the question (:func:`later_mentions`) and the names
+    it asks of that the document never writes (:func:`unwritten`; a multiple choice's rival options are judged
+    without); ``periods``: periods the answer is asked about beside those the
     question names (the year a change is measured from: "FY2022" for "an improving gross margin as of FY2023")."""
     question_text = question if isinstance(question, str) else question.text
     seen = _read(citations, read, whole)
@@ -649,8 +726,9 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     relevance = (sum(seen.idf.get(w, 0.0) > 0 or w in seen.read_words for w in asked) / len(asked)) if asked else 1.0
     said_none = ("the model said the text does not hold the answer" if declined(answer) else
                  f"the answer {answer.strip()!r} stands for no answer" if placeholder(answer) else "")
+    absent = unwritten(question_text, whole) if later else None  # the answer's own judgement, not a rival's
     if said_none:
-        return Support("unsupported", 0.0, (), (), round(relevance, 4), True, reason=said_none)
+        return Support("unsupported", 0.0, (), (), round(relevance, 4), True, reason=said_none, unwritten=absent)
     claims = [c for c in given if c.strip()] if given is not None else claims_of(answer)
     if not claims:
         return Support("unsupported", 0.0, (), (), round(relevance, 4), reason="the answer is empty")
@@ -697,7 +775,7 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
         return Support("partial" if overall != "unsupported" else overall, round(min(confidence, PARTIAL), 4),
                        tuple(out), tuple(unfounded), round(relevance, 4), False,
                        "minilm" if vectors is not None else "lexical",
-                       reason="the reply copies what was read instead of answering", later=again)
+                       reason="the reply copies what was read instead of answering", later=again, unwritten=absent)
     unnamed = next((c.unnamed for c in out if c.unnamed), ())
     columns = [m for c in out for m in c.missing if m.endswith(" column)")]
     reason = ("" if overall == "supported" else "nothing was cited" if not seen.quotes
@@ -708,7 +786,7 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
               else "the cited text does not hold the answer's words" if overall == "unsupported"
               else "some claims are not in the cited text")
     return Support(overall, round(confidence, 4), tuple(out), tuple(unfounded), round(relevance, 4), False,
-                   "minilm" if vectors is not None else "lexical", reason=reason, later=again)
+                   "minilm" if vectors is not None else "lexical", reason=reason, later=again, unwritten=absent)
 
 
 LATER_CAP = 3  # later_mentions counts this many at most
@@ -797,6 +875,8 @@ def abstention(support: Support, citations: Sequence[Citation], because: str = "
         why = f" ({because})"
     elif support.declined or not citations:
         why = ""
+    elif support.unwritten:
+        why = f" ({never_named(support.unwritten)})"
     elif support.unfounded:
         why = f" ({', '.join(support.unfounded)} is nowhere in what was read)" if len(support.unfounded) == 1 else \
             f" ({', '.join(support.unfounded)} are nowhere in what was read)"
@@ -813,12 +893,13 @@ def abstention(support: Support, citations: Sequence[Citation], because: str = "
 def abstains(mode: str, is_choice: bool, support: Support, below: float | None = None,
              confidence: float | None = None) -> bool:
     """Whether an answer with ``support`` abstains under ``mode`` (auto: free-form answers only): where the model
-    said the text does not hold it, and else where its support is unsupported — or, given ``below`` (the fitted
-    threshold of an abstention precision: :meth:`~pagemind.answering.calibration.Fitted.threshold`), where its fitted
-    ``confidence`` is under it."""
+    said the text does not hold it or the question asks of a name the document never writes (:func:`unwritten`),
+    and else where its support is unsupported — or, given ``below`` (the fitted threshold of an abstention
+    precision: :meth:`~pagemind.answering.calibration.Fitted.threshold`), where its fitted ``confidence`` is under
+    it."""
     if mode == "off" or (mode == "auto" and is_choice):
         return False
-    if support.declined:
+    if support.declined or support.unwritten:
         return True
     if below is not None and confidence is not None:
         return confidence < below
@@ -826,4 +907,4 @@ def abstains(mode: str, is_choice: bool, support: Support, below: float | None =
 
 
 __all__ = ["LABELS", "PARTIAL", "SUPPORTED", "Claim", "Support", "Verdict", "abstains", "abstention", "assess",
-           "claims_of", "declined", "later_mentions", "names", "numbers"]
+           "claims_of", "declined", "later_mentions", "names", "never_named", "numbers", "unwritten"]

@@ -15,7 +15,7 @@ from datetime import date, timedelta
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
            "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
 _COUNT = r"(\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
@@ -25,7 +25,7 @@ _RELATIVE = re.compile(
     r"\b(?:(?P<day>yesterday|today|tonight|tomorrow|last night)"
     r"|(?P<which>last|next|this) (?P<span>week|weekend|month|year)"
     r"|(?P<count>" + _COUNT[1:-1] + r") (?P<unit>day|week|month|year)s? ago"
-    r"|(?P<wday_which>last|next|this) (?P<wday>" + "|".join(_WEEKDAYS) + r"))\b(?! of\b)(?!\s*\()",
+    r"|(?P<wday_which>last|next|this) (?P<wday>" + "|".join(WEEKDAYS) + r"))\b(?! of\b)(?!\s*\()",
     re.IGNORECASE)
 
 
@@ -90,7 +90,7 @@ def _resolved(m: re.Match[str], said: date) -> str:
         if unit == "month":
             return _month(said, -n)
         return _year(said.year - n)
-    target = _WEEKDAYS.index(m["wday"].lower())
+    target = WEEKDAYS.index(m["wday"].lower())
     which = m["wday_which"].lower()
     if which == "last":  # the latest such day before
         return spoken(said - timedelta(days=(said.weekday() - target) % 7 or 7))
@@ -236,5 +236,5 @@ def elapsed(time: str, now: str) -> str | None:
     return f"{days} days ({', '.join(counts)}) before now"
 
 
-__all__ = ["ELAPSED", "MONTHS", "Day", "anchored", "dates_of", "day_of", "elapsed", "meaning", "same_date", "spoken",
-           "written_dates"]
+__all__ = ["ELAPSED", "MONTHS", "WEEKDAYS", "Day", "anchored", "dates_of", "day_of", "elapsed", "meaning", "same_date",
+           "spoken", "written_dates"]
