@@ -130,6 +130,8 @@ class Support:
         marks = "".join(f"[{n}]" for n in self.sources)
         if self.declined:
             head = "the model found no answer in what it read"
+        elif self.unwritten:  # whatever its sentences' support, the answer is about no one the document names
+            head = never_named(self.unwritten)
         elif self.label == "supported":
             head = f"supported by {marks}" if marks else "supported"
         elif self.label == "partial":
@@ -142,8 +144,6 @@ class Support:
         unfounded = f"; not in what was read: {', '.join(self.unfounded)}" if self.unfounded else ""
         later = ("; the document speaks of it again after the passages cited" if self.later and not self.declined
                  else "")
-        if self.unwritten and not self.declined:
-            later += f"; {never_named(self.unwritten)}"
         why = f"; {self.reason}" if self.reason and not self.unfounded and not self.declined else ""
         shown = f"confidence {self.confidence:.2f}" if fitted is None else \
             f"confidence {fitted:.2f}, fitted; support {self.confidence:.2f}"
