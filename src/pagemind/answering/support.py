@@ -633,11 +633,13 @@ def unwritten(question: str, whole: str | None) -> tuple[str, ...] | None:
     """The names ``question`` asks about that the document's text ``whole`` never writes: "Sandra" of "Where is
     Sandra?" asked of a text where no sentence speaks of her — no answer from it is about her. A name counts as
     written where the text has it in any case ("What Console does Nate own?" of a text writing "console"), or a
-    word it begins with less an ending ("European" of "Europe", "Johns's" of "John"); a name of several words
-    ("Harry Potter") where any of its words is. Not counted: a yes/no question's names (whether Melanie would
-    enjoy Vivaldi asks of a name the text need not write; "no" may be the answer), a title in quotes (given by
-    the question), months and weekdays (times, not whom), a sentence's first word. None where it cannot be told
-    (no document text: a library's answer, the agent's recall)."""
+    word it begins with less an ending ("Himalayan" of "Himalayas", "Johns's" of "John"), accents aside; a name
+    of several words ("Harry Potter") where any of its words is, and an alias in brackets with its name ("Block
+    (formerly known as Square)"). Not counted: a yes/no question's names (whether Melanie would enjoy Vivaldi asks
+    of a name the text need not write; "no" may be the answer), a title in quotes (given by the question), months
+    and weekdays (times, not whom), a term capitalised after an article or beside an acronym ("the Highest EBITDAR
+    Contribution"), a sentence's first word. None where it cannot be told (no document text: a library's answer,
+    the agent's recall)."""
     from ..text.words import polar, sentences
 
     if not whole:
@@ -731,7 +733,7 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
         return Support("unsupported", 0.0, (), (), round(relevance, 4), True, reason=said_none, unwritten=absent)
     claims = [c for c in given if c.strip()] if given is not None else claims_of(answer)
     if not claims:
-        return Support("unsupported", 0.0, (), (), round(relevance, 4), reason="the answer is empty")
+        return Support("unsupported", 0.0, (), (), round(relevance, 4), reason="the answer is empty", unwritten=absent)
     vectors = _similarities(embedder, claims, seen.quotes, question_text)
     # the question's own numbers and words are given, not claimed ("more than 20% of revenue" said back)
     given_numbers, given_words = numbers(question_text), set(re.findall(r"\w+", question_text.lower()))
