@@ -165,17 +165,26 @@ def on_variants(confidence: list[float], right: list[bool], variant: list[bool],
     cut = cuts[-1] if cuts else min(confidence)
     out = {"below": round(cut, 4), "right_lost": round(sum(p < cut for p in kept) / len(kept), 3),
            "variants_withheld": round(sum(p < cut for p in wrong) / len(wrong), 3), "variants_wrong": len(wrong)}
-    if ruled is not None and any(ruled):
-        both = on_variants([-1.0 if r else p for p, r in zip(confidence, ruled)], right, variant)
-        if both is not None:
-            out["with_rules"] = {k: both[k] for k in ("below", "right_lost", "variants_withheld")}
+    if ruled is not None and any(ruled):  # withheld at any cut: the cut takes what the rules leave of the 10%
+        lost = sum(r for r, ok, v in zip(ruled, right, variant) if ok and not v)
+        free = [(p, ok, v) for p, ok, v, r in zip(confidence, right, variant, ruled) if not r]
+        allowed = [c for c in sorted({p for p, _, _ in free})
+                   if lost + sum(p < c for p, ok, v in free if ok and not v) <= MOST_LOST * len(kept)]
+        at = allowed[-1] if allowed else min(confidence)
+        held = [r or p < at for p, r in zip(confidence, ruled)]
+        out["with_rules"] = {
+            "below": round(at, 4),
+            "right_lost": round(sum(h for h, ok, v in zip(held, right, variant) if ok and not v) / len(kept), 3),
+            "variants_withheld": round(sum(h for h, ok, v in zip(held, right, variant) if v and not ok) / len(wrong),
+                                       3)}
     return out
 
 
 def ruled(row: dict) -> bool:
-    """Whether the product withholds an answer whatever its confidence (:func:`pagemind.answering.support.abstains`):
-    the model said the text does not hold it, or the question asks of a name the document never writes."""
-    return bool(row["signals"].get("declined") or row["signals"].get("unwritten"))
+    """Whether the product withholds an answer whatever its confidence (:func:`pagemind.answering.support.abstains`,
+    as ``--abstain auto`` does: never a multiple choice): the model said the text does not hold it, or the question
+    asks of a name the document never writes."""
+    return row.get("kind") != "choice" and bool(row["signals"].get("declined") or row["signals"].get("unwritten"))
 
 
 FLAG_LOST = 0.15  # right answers a flag may catch (issue 51's goal: at least 70% of wrong answers flagged at 15%)

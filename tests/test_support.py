@@ -1024,6 +1024,13 @@ def test_a_question_about_a_name_the_document_never_writes_abstains_and_says_so(
     assert unwritten("What did Mary do on 3 May and in Sept?", text) == ()  # times, not whom
     assert unwritten("What Console does Maria own, and after the Himalayan trip what did Marys do?", text) == ()
     assert unwritten("What does Emilie do?", "Émilie de Fontaine falls in love.") == ()  # accents aside
+    # a clause's first word and a question's own words name no one; a hyphen or an apostrophe in any form
+    for asked in ("Question: Where is Daniel?", "Where did Daniel go\nConsider the bedroom",
+                  "What did Daniel do? Note: Please answer in one word.",
+                  "Where did Daniel go (Answer With One Word)?"):
+        assert unwritten(asked, text) == (), asked
+    assert unwritten("What did Coca-Cola earn?", "THE COCA\u2011COLA COMPANY") == ()
+    assert unwritten("What did Ja’Marr say?", "Ja'Marr ran.") == () and unwritten("Who is Jean-Luc?", "Jean Luc") == ()
 
     answer, _ = ask("Brannoch.", "Where is Sandra?", text=text)
     assert answer.abstained and answer.draft == "Brannoch." and answer.support.unwritten == ("Sandra",)
@@ -1268,8 +1275,12 @@ def test_the_variants_measure_counts_answers_the_product_withholds_whatever_thei
     assert out is not None and out["right_lost"] == 0.1 and out["variants_withheld"] == round(2 / 3, 3)
     assert out["with_rules"]["variants_withheld"] == 1.0 and out["with_rules"]["right_lost"] == 0.1
     assert "with_rules" not in on_variants(confidence, right, variant, [False] * 13)
+    # right answers the rules withhold count against the 10%: two of ten leave the cut nothing
+    both = on_variants(confidence, right, variant, [True, True] + [False] * 10 + [True])["with_rules"]
+    assert both["right_lost"] == 0.2 and both["variants_withheld"] == round(1 / 3, 3)
     assert ruled({"signals": {"unwritten": 1.0}}) and ruled({"signals": {"declined": 1.0, "unwritten": 0.0}})
     assert not ruled({"signals": {"unwritten": 0.0}})
+    assert not ruled({"kind": "choice", "signals": {"unwritten": 1.0}})  # --abstain auto withholds no choice
 
 
 def test_candidate_signals_are_read_from_a_record_and_added_to_its_signals_by_the_loader(monkeypatch, tmp_path):

@@ -175,12 +175,15 @@ def judge(question: Question, reading: Reading, citations: list[Citation], optio
     None (not judged) with ``support=off``, without citations by choice
     (``cite=off``), for a reader that declares nothing it read, or when no option was chosen. A free-form reply that
     declines ("no answer") with nothing read is judged: the abstention it is."""
+    from ..text import Document
     from . import evidence as ev
-    from .support import assess, declined
+    from .support import assess, declined, unwritten
 
     mode = options.support
+    whole = document.text if isinstance(document, Document) else None  # a library's citations point into its members
     if mode != "off" and not reading.evidence and not question.is_choice and declined(reading.text):
-        return Support("unsupported", 0.0, declined=True, reason="the method found no answer in what it read")
+        return Support("unsupported", 0.0, declined=True, reason="the method found no answer in what it read",
+                       unwritten=unwritten(question.text, whole))
     if (mode == "off" or options.cite == "off" or not reading.evidence
             or (question.is_choice and reading.choice is None)):
         return None
@@ -190,9 +193,6 @@ def judge(question: Question, reading: Reading, citations: list[Citation], optio
         context.fallback("support minilm: the embedded encoder is not installed (the retrieval extra); support "
                          "judged by words alone")
     read = [e.text for e in reading.evidence]
-    from ..text import Document
-
-    whole = document.text if isinstance(document, Document) else None  # a library's citations point into its members
     support = assess(question, " ".join(claims) if claims else reading.text, citations, read, embedder, whole,
                      given=claims or None, periods=periods)
     if question.is_choice and reading.choice is not None:  # the other options, cited as the chosen one is

@@ -623,10 +623,16 @@ _NAME_RUN = re.compile(rf"\b{_NAME_WORD}(?:\s+{_NAME_WORD})*")
 # "Block (formerly known as Square)": one name, written where either is
 _ALIAS = re.compile(rf"({_NAME_WORD})(?:['’]s)?\s*\((?:(?:formerly|previously|now|also)\s+)?"
                     rf"(?:known\s+as\s+|called\s+)?({_NAME_WORD})\)")
-_TERM_BEFORE = re.compile(r"(?:\b(?i:the|a|an)|\b[A-Z]{2,}\w*)\s+$")  # after an article or an acronym
 _TERM_AFTER = re.compile(r"\s+[A-Z]{2,}\b")  # before an acronym ("Highest EBITDAR")
+_ACRONYM = re.compile(r"[A-Z]{2,}\w*")
+_CLAUSE = re.compile(r"[:;(\n]")  # what opens a clause whose first word a question capitalises ("Note: Please …")
 _TIMES = frozenset({*(m.lower() for m in MONTHS), *(m.lower()[:3] for m in MONTHS), "sept", *WEEKDAYS,
                     *(d[:3] for d in WEEKDAYS)})
+# words a question capitalises that name no one: question and auxiliary words, instructions, prepositions
+_NOT_ASKED = _NOT_NAMES | _TIMES | _LEGAL | frozenset(
+    "where whom whose is are was were do does did can could would should will shall may might must has have had be "
+    "please note consider give use using based round define assume approach address answer with from by about into "
+    "over under between as per one word words".split())
 
 
 def unwritten(question: str, whole: str | None) -> tuple[str, ...] | None:
@@ -646,18 +652,32 @@ def unwritten(question: str, whole: str | None) -> tuple[str, ...] | None:
         return None
     if polar(re.sub(r"\b([A-Z])\.\s", r"\1 ", question)):  # "C. S. Lewis": initials end no sentence
         return ()
+    plain: list[str] = []  # the document without accents, made once where a name is not found as written
+
+    def written(name: str) -> bool:
+        if _written(name, whole):
+            return True
+        if whole.isascii():
+            return False
+        if not plain:
+            plain.append(_unaccented(whole))
+        return _written(name, plain[0])  # the question's names are ASCII: "Emilie" of "Émilie"
+
     out: list[str] = []
-    for sentence in sentences(_QUOTED.sub(" x ", _ALIAS.sub(r"\1 \2", question))):
-        first = re.search(r"\w", sentence)
-        for run in _NAME_RUN.finditer(sentence):
+    clauses = [c for s in sentences(_QUOTED.sub(" x ", _ALIAS.sub(r"\1 \2", question))) for c in _CLAUSE.split(s)]
+    for clause in clauses:
+        first = re.search(r"\w", clause)
+        for run in _NAME_RUN.finditer(clause):
             words = run.group().split()
-            if _TERM_BEFORE.search(sentence[:run.start()]) or _TERM_AFTER.match(sentence[run.end():]):
+            before = clause[:run.start()].split()[-1:]
+            if (before and (before[0].lower() in ("the", "a", "an") or _ACRONYM.fullmatch(before[0]))) \
+                    or _TERM_AFTER.match(clause[run.end():]):
                 continue  # "the Highest EBITDAR Contribution": a term the question capitalises, not whom
             if first is not None and run.start() == first.start():
                 words = words[1:]
             words = [re.sub(r"['’]s$", "", w) for w in words]
-            words = [w for w in words if w.lower() not in _NOT_NAMES | _TIMES | _LEGAL]
-            if words and not any(_written(w, whole) for w in words):
+            words = [w for w in words if w.lower() not in _NOT_ASKED]
+            if words and not any(written(w) for w in words):
                 out.append(" ".join(words))
     return tuple(dict.fromkeys(out))
 
@@ -668,17 +688,20 @@ def never_named(names: Sequence[str]) -> str:
 
 
 def _written(name: str, whole: str) -> bool:
-    """Whether ``whole`` writes ``name`` (:func:`unwritten`): in any case and with or without accents ("Emilie" of
-    "Émilie"), or less a plural's "s" ("Johns"), or as the start of a capitalised word where the name less its last
-    two letters keeps five ("Himalayan" of "Himalayas")."""
+    """Whether ``whole`` writes ``name`` (:func:`unwritten`): in any case, its hyphen or apostrophe in any form, or
+    less a plural's "s" ("Johns"), or as the start of a capitalised word where the name less its last two letters
+    keeps five ("Himalayan" of "Himalayas")."""
     forms = [name] + ([name[:-1]] if name.endswith("s") and len(name) > 3 else [])
-    if any(re.search(rf"\b{re.escape(f)}\b", whole, re.IGNORECASE) for f in forms):
+    if any(re.search(rf"\b{_loose(f)}\b", whole, re.IGNORECASE) for f in forms):
         return True
     stem = name[:-2]
-    if len(stem) >= 5 and re.search(rf"\b{re.escape(stem)}", whole) is not None:
-        return True
-    plain = _unaccented(whole)
-    return plain != whole and _written(_unaccented(name), plain)
+    return len(stem) >= 5 and re.search(rf"\b{_loose(stem)}", whole) is not None
+
+
+def _loose(name: str) -> str:
+    """A pattern of ``name`` that takes any hyphen or a space for its hyphen ("Coca-Cola" of "COCA‑COLA", "Jean
+    Luc") and either apostrophe for its apostrophe ("Ja’Marr" of "Ja'Marr")."""
+    return "".join("[-‐‑–\\s]?" if c == "-" else "['’]" if c in "'’" else re.escape(c) for c in name)
 
 
 def _unaccented(text: str) -> str:
