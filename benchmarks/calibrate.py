@@ -157,26 +157,28 @@ def on_variants(confidence: list[float], right: list[bool], variant: list[bool],
     :data:`MOST_LOST` of the answerable right answers (read off these same held-out answers), and the share of the
     variants answered wrong that it withholds (None without both). Given ``ruled`` (each answer withheld whatever
     its confidence, :func:`ruled`), also the same with them withheld (``with_rules``: as the product withholds)."""
-    kept = [p for p, ok, v in zip(confidence, right, variant) if ok and not v]
-    wrong = [p for p, ok, v in zip(confidence, right, variant) if v and not ok]
-    if not kept or not wrong:
+    answerable = sum(ok and not v for ok, v in zip(right, variant))
+    wrong = sum(v and not ok for ok, v in zip(right, variant))
+    if not answerable or not wrong:
         return None
-    cuts = [c for c in sorted(set(confidence)) if sum(p < c for p in kept) <= MOST_LOST * len(kept)]
-    cut = cuts[-1] if cuts else min(confidence)
-    out = {"below": round(cut, 4), "right_lost": round(sum(p < cut for p in kept) / len(kept), 3),
-           "variants_withheld": round(sum(p < cut for p in wrong) / len(wrong), 3), "variants_wrong": len(wrong)}
-    if ruled is not None and any(ruled):  # withheld at any cut: the cut takes what the rules leave of the 10%
-        lost = sum(r for r, ok, v in zip(ruled, right, variant) if ok and not v)
-        free = [(p, ok, v) for p, ok, v, r in zip(confidence, right, variant, ruled) if not r]
-        allowed = [c for c in sorted({p for p, _, _ in free})
-                   if lost + sum(p < c for p, ok, v in free if ok and not v) <= MOST_LOST * len(kept)]
+
+    def withholding(rules: list[bool]) -> dict:
+        """The cut and what it withholds, the ``rules``' answers withheld at any cut: the cut takes what they leave
+        of the right answers a user would lose."""
+        lost = sum(r and ok and not v for r, ok, v in zip(rules, right, variant))
+        free = [(p, ok and not v) for p, r, ok, v in zip(confidence, rules, right, variant) if not r]
+        allowed = [c for c in sorted({p for p, _ in free})
+                   if lost + sum(p < c for p, kept in free if kept) <= MOST_LOST * answerable]
         at = allowed[-1] if allowed else min(confidence)
-        held = [r or p < at for p, r in zip(confidence, ruled)]
-        out["with_rules"] = {
-            "below": round(at, 4),
-            "right_lost": round(sum(h for h, ok, v in zip(held, right, variant) if ok and not v) / len(kept), 3),
-            "variants_withheld": round(sum(h for h, ok, v in zip(held, right, variant) if v and not ok) / len(wrong),
-                                       3)}
+        held = [r or p < at for p, r in zip(confidence, rules)]
+        return {"below": round(at, 4),
+                "right_lost": round(sum(h and ok and not v for h, ok, v in zip(held, right, variant)) / answerable, 3),
+                "variants_withheld": round(sum(h and v and not ok for h, ok, v in zip(held, right, variant)) / wrong,
+                                           3)}
+
+    out = {**withholding([False] * len(confidence)), "variants_wrong": wrong}
+    if ruled is not None and any(ruled):
+        out["with_rules"] = withholding(ruled)
     return out
 
 

@@ -708,8 +708,6 @@ def _unaccented(text: str) -> str:
     """``text`` without its accents ("Émilie" as "Emilie")."""
     import unicodedata
 
-    if text.isascii():
-        return text
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
