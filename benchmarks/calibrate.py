@@ -213,13 +213,14 @@ def curve(confidence: list[float], right: list[bool], steps: int = 10) -> list[d
 
 
 def measures(confidence: list[float], right: list[bool]) -> dict:
-    from pagemind.eval.report import auroc, coverage_at_precision, expected_calibration_error
+    from pagemind.eval.report import auroc, coverage_at_precision, ece_consistency, expected_calibration_error
 
     def r(x: float | None) -> float | None:
         return None if x is None else round(x, 3)
 
+    floor, p = ece_consistency(confidence, right) or (None, None)
     return {"n": len(right), "right": sum(right), "auroc": r(auroc(confidence, right)),
-            "ece": r(expected_calibration_error(confidence, right)),
+            "ece": r(expected_calibration_error(confidence, right)), "ece_floor": r(floor), "ece_p": r(p),
             "coverage_at_80": r(coverage_at_precision(confidence, right, 0.8)),
             "coverage_at_90": r(coverage_at_precision(confidence, right, 0.9))}
 

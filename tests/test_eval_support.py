@@ -14,6 +14,7 @@ from pagemind.eval.report import (
     auroc,
     coverage_accuracy,
     coverage_at_precision,
+    ece_consistency,
     expected_calibration_error,
     markdown,
     threshold_at_precision,
@@ -50,6 +51,26 @@ def test_coverage_at_a_precision_and_the_calibration_error():
     assert expected_calibration_error([0.95, 0.95, 0.15, 0.15], [True, True, False, False]) == pytest.approx(0.1)
     assert expected_calibration_error([0.5, 0.5], [True, False]) == 0.0
     assert expected_calibration_error([1.0, 1.0], [False, False]) == 1.0
+
+
+def test_an_ece_is_read_against_what_so_few_answers_explain():
+    import random
+
+    rng = random.Random(7)
+    few = [rng.random() for _ in range(55)]
+    many = [rng.random() for _ in range(500)]
+    # labels drawn from the confidence itself: calibrated, yet on 55 answers its ECE is far from 0
+    calibrated = [rng.random() < c for c in few]
+    floor, p = ece_consistency(few, calibrated)
+    assert 0.09 < floor < 0.18 and p > 0.05
+    assert expected_calibration_error(few, calibrated) > 0.05
+    # the floor falls as answers grow (about 1 / sqrt(n))
+    many_floor, _ = ece_consistency(many, [rng.random() < c for c in many])
+    assert many_floor < floor / 2
+    # a confidence off by far more than chance: nearly every draw's ECE lies below the one measured
+    assert ece_consistency(many, [c < 0.5 for c in many])[1] == 0.0
+    # seeded: the same answers, the same reading
+    assert ece_consistency(few, calibrated) == (floor, p) and ece_consistency([], []) is None
 
 
 def test_a_variant_loses_its_labelled_evidence_and_keeps_its_question():
@@ -148,10 +169,12 @@ def test_the_report_scores_support_and_abstention_with_a_scripted_oracle(tmp_pat
         assert m["support_auroc"] == 1.0 and m["flagged_wrong"] == 1.0 and m["flagged_right"] == 0.0
         assert m["accuracy_at_80"] == pytest.approx(2 / 3)  # 3 of 4 answered: the two right ones first
         assert m["coverage_at_90"] == 0.5 and m["ece"] is not None
+        assert m["ece_floor"] is not None and 0.0 <= m["ece_p"] <= 1.0  # the ECE beside what 4 answers explain
     else:
         assert m["support_auroc"] is None and m["flagged_right"] == 0.0  # no wrong answer to tell apart
     report = markdown(summary)
     assert "Support and abstention:" in report and "| full |" in report.split("Support and abstention:")[1]
+    assert "ECE if calibrated" in report and "ECE p" in report
     assert json.loads(json.dumps(summary))  # the summary stays JSON
 
 
