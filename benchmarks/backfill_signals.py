@@ -100,7 +100,7 @@ def main() -> None:
         from pagemind import Pagemind
 
         llm = Pagemind(args.llm).llm
-    from pagemind.answering.support import later_mentions, unwritten
+    from pagemind.answering.support import asked_cited, later_mentions, unwritten
     from pagemind.citations import Citation
     from pagemind.eval.unanswerable import SUFFIX
 
@@ -130,8 +130,10 @@ def main() -> None:
                               c.get("found_by", "text")) for c in record.get("citations") or []]
             count = later_mentions(question, text, cited)
             absent = unwritten(question, text)
+            share = asked_cited(question, cited, text)
             values = {"later": float(bool(count)), "has_later": float(count is not None),
-                      "unwritten": float(bool(absent)), "has_unwritten": float(absent is not None)}
+                      "unwritten": float(bool(absent)), "has_unwritten": float(absent is not None),
+                      "asked": round(share or 0.0, 6), "has_asked": float(share is not None)}
             if llm is not None and record.get("kind") == "choice":
                 method = record["method"]
                 if method not in options:

@@ -1045,6 +1045,48 @@ def test_a_question_about_a_name_the_document_never_writes_abstains_and_says_so(
     assert signals(fine)["has_unwritten"] == 1.0
 
 
+def test_the_share_of_what_was_asked_that_the_cited_passages_speak_of_is_a_signal():
+    """Issue 51: BABILong's "Where is Julie?" answered "Quillhaven" from a haystack sentence about Saltby: the passage
+    holding the answer speaks of nothing the question asks about. ``asked`` is the share of the question's content
+    words the cited passages speak of — a transcript's line counting its speaker, a second fact of the document
+    linking a cited name to a word asked ("Fred picked up the milk." for "Fred moved to the cellar.") — recorded as a
+    signal of the fitted confidence with its flag."""
+    from pagemind.answering.signals import signals
+    from pagemind.answering.support import asked_cited, speaker
+
+    text = ("Fred picked up the milk. Julie went to the hallway. Saltby was a railway town, plainer than Quillhaven. "
+            "Fred moved to the cellar. Mary dropped the apple.")
+
+    def cite(quote, whole=text):
+        start = whole.index(quote)
+        return Citation("d", "text", None, start, start + len(quote), quote, "text")
+
+    julie, haystack, cellar = cite("Julie went to the hallway."), cite("Saltby was a railway town"), \
+        cite("Fred moved to the cellar.")
+    assert asked_cited("Where is Julie? Answer with one word.", [julie], text) == 1.0
+    assert asked_cited("Where is Julie?", [haystack], text) == 0.0  # about no one asked, linked to none
+    assert asked_cited("Where is the milk?", [cellar], text) == 1.0  # Fred carries the milk: a second fact
+    assert asked_cited("Where is the milk?", [cellar], None) == 0.0  # without the document, no second fact read
+    assert asked_cited("Where is the apple?", [cellar], text) == 0.0  # no sentence has Fred with the apple
+    # a share: the milk (by Fred) and the hallway cited, nothing "before"
+    assert asked_cited("Where was the milk before the hallway?", [cellar, julie], text) == pytest.approx(2 / 3)
+    assert asked_cited("Where is Julie?", [], text) is None and asked_cited("Where is it?", [julie], text) is None
+    # a transcript's line speaks of its speaker; a heading opening one line is no one
+    chat = ("[2023-01-20] Gina: Hey Jon!\n[2023-01-20] Jon: Lost my job.\n"
+            "[2023-01-20] Gina: I lost my job at Door Dash.\n[2023-01-20] Jon: Sorry!\n")
+    line = cite("I lost my job at Door Dash.", chat)
+    assert speaker(chat, line.start) == "Gina" and speaker(chat, chat.index("Lost")) == "Jon"
+    assert speaker("Total Revenues: 4,000\nCost: 2,000", 16) is None
+    assert asked_cited("What job did Gina have at Door Dash?", [line], chat) == 1.0
+    assert asked_cited("What job did Tim have at Door Dash?", [line], chat) == 0.75
+    # recorded as the fitted model reads it, and not where it cannot be told
+    found, _ = ask("The hallway.", "Where is Julie?", text=text)
+    read = signals(found)
+    assert found.support.asked == 1.0 and read["asked"] == 1.0 and read["has_asked"] == 1.0
+    vague, _ = ask("Somewhere.", "Where is it?", text=text)
+    assert vague.support.asked is None and signals(vague)["has_asked"] == 0.0
+
+
 def test_the_fit_leaves_out_a_signal_no_run_recorded_and_a_signal_with_its_flag(monkeypatch):
     """Issue 51 (benchmarks/calibrate.py): a signal no labelled answer holds (``margin`` in runs made before it was
     recorded) has nothing to teach; a flag left out for naming the dataset (only one set has MiniLM similarities)

@@ -33,11 +33,12 @@ NAMES: tuple[str, ...] = (
     "has_similarity", "missing", "unnamed", "unfounded", "relevance", "declined", "rival", "probability",
     "min_logprob", "has_probability", "verifier", "has_verifier", "citations", "cited_score", "later",
     "has_later", "lift", "has_prior", "margin", "has_margin", "reordered", "has_reordered", "yes_no", "agreement",
-    "has_agreement", "unwritten", "has_unwritten")
+    "has_agreement", "unwritten", "has_unwritten", "asked", "has_asked")
 # a signal an answer may not have, and the flag that says it has it (0 with the flag 0 when absent)
 FLAGS = {"probability": "has_probability", "min_logprob": "has_probability", "similarity_min": "has_similarity",
          "verifier": "has_verifier", "later": "has_later", "lift": "has_prior", "margin": "has_margin",
-         "reordered": "has_reordered", "agreement": "has_agreement", "unwritten": "has_unwritten"}
+         "reordered": "has_reordered", "agreement": "has_agreement", "unwritten": "has_unwritten",
+         "asked": "has_asked"}
 
 
 def tied(flag: str) -> frozenset[str]:
@@ -48,7 +49,8 @@ def tied(flag: str) -> frozenset[str]:
 
 # which way each signal may move a fitted confidence, all else equal: +1 never down as it grows (more support, a
 # surer model), -1 never up (a missing figure, an unnamed anchor, a better-supported rival option, the document
-# speaking of what was asked again after the passages cited, a name asked of that it never writes), 0 either way
+# speaking of what was asked again after the passages cited, a name asked of that it never writes; more of what was
+# asked spoken of by the passages cited never down), 0 either way
 # (flags, counts): an answer is never ranked higher for being less supported
 DIRECTION = {"supported": 1, "partial": 1, "claim_min": 1, "claim_mean": 1, "words_min": 1, "similarity_min": 1,
              "has_similarity": 0, "missing": -1, "unnamed": -1, "unfounded": -1, "relevance": 1, "declined": -1,
@@ -56,7 +58,7 @@ DIRECTION = {"supported": 1, "partial": 1, "claim_min": 1, "claim_mean": 1, "wor
              "has_verifier": 0, "citations": 0, "cited_score": 1, "support_confidence": 1, "later": -1,
              "has_later": 0, "lift": 1, "has_prior": 0, "margin": 1, "has_margin": 0, "reordered": 1,
              "has_reordered": 0, "yes_no": 0, "agreement": 1, "has_agreement": 0, "unwritten": -1,
-             "has_unwritten": 0}
+             "has_unwritten": 0, "asked": 1, "has_asked": 0}
 
 
 def seen(signals: Mapping[str, float], name: str) -> float:
@@ -132,7 +134,8 @@ def signals(answer: Answer) -> dict[str, float]:
         "reordered": probability.reordered or 0.0, "has_reordered": float(probability.reordered is not None),
         "yes_no": float(_yes_no(answer)), "agreement": probability.agreement or 0.0,
         "has_agreement": float(probability.agreement is not None), "unwritten": float(bool(support.unwritten)),
-        "has_unwritten": float(support.unwritten is not None)}
+        "has_unwritten": float(support.unwritten is not None), "asked": support.asked or 0.0,
+        "has_asked": float(support.asked is not None)}
     return {name: round(float(out[name]), 6) for name in NAMES}
 
 

@@ -118,6 +118,8 @@ class Support:
     # (later_mentions); None where that cannot be told (no document text, no citation into it)
     unwritten: tuple[str, ...] | None = None  # names the question asks about that the document never writes
     # (:func:`unwritten`; an answer about them abstains); None where that cannot be told (no document text)
+    asked: float | None = None  # the share of what the question asks about that the cited passages speak of
+    # (:func:`asked_cited`); None where that cannot be told (no citation, nothing asked)
 
     @property
     def sources(self) -> tuple[int, ...]:
@@ -794,11 +796,13 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
     overall: Label = ("supported" if labels == {"supported"} else "unsupported" if labels == {"unsupported"}
                       else "partial")
     again = later_mentions(question_text, whole, citations) if later else None
+    cited = asked_cited(question_text, citations, whole) if later else None
     if copies(claims, read):  # every sentence is "in the text" because the reply is the text: no answer to vouch for
         return Support("partial" if overall != "unsupported" else overall, round(min(confidence, PARTIAL), 4),
                        tuple(out), tuple(unfounded), round(relevance, 4), False,
                        "minilm" if vectors is not None else "lexical",
-                       reason="the reply copies what was read instead of answering", later=again, unwritten=absent)
+                       reason="the reply copies what was read instead of answering", later=again, unwritten=absent,
+                       asked=cited)
     unnamed = next((c.unnamed for c in out if c.unnamed), ())
     columns = [m for c in out for m in c.missing if m.endswith(" column)")]
     reason = ("" if overall == "supported" else "nothing was cited" if not seen.quotes
@@ -809,7 +813,8 @@ def assess(question: Question | str, answer: str, citations: Sequence[Citation],
               else "the cited text does not hold the answer's words" if overall == "unsupported"
               else "some claims are not in the cited text")
     return Support(overall, round(confidence, 4), tuple(out), tuple(unfounded), round(relevance, 4), False,
-                   "minilm" if vectors is not None else "lexical", reason=reason, later=again, unwritten=absent)
+                   "minilm" if vectors is not None else "lexical", reason=reason, later=again, unwritten=absent,
+                   asked=cited)
 
 
 LATER_CAP = 3  # later_mentions counts this many at most
@@ -843,6 +848,82 @@ def later_mentions(question: str, whole: str | None, citations: Sequence[Citatio
             if count >= LATER_CAP:
                 break
     return count
+
+
+# a transcript's line: "Gina: ...", "[2023-01-20] Gina: ...", "Professor B: ..." (a date or time in brackets first)
+_SPEAKER = re.compile(r"(?:\[[^\]\n]{0,40}\]\s*)?([A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,3}):\s")
+
+
+def speaker(whole: str, at: int) -> str | None:
+    """Who says the line of ``whole`` holding offset ``at``, where ``whole`` is a transcript: the name opening that
+    line ("Gina" of "[2023-01-20] Gina: I lost my job"), if another line opens with it too (else "Note:" or "Total
+    Revenues:" would be someone)."""
+    start = whole.rfind("\n", 0, at) + 1
+    line = _SPEAKER.match(whole, start)
+    if line is None:
+        return None
+    name = line.group(1)
+    opening = re.compile(rf"^(?:\[[^\]\n]{{0,40}}\]\s*)?{re.escape(name)}:\s", re.MULTILINE)
+    return name if any(m.start() != start for m in opening.finditer(whole)) else None
+
+
+# words saying what kind of answer is wanted, not whom or what it is about ("What colour was the coat?")
+_WANTED = frozenset("colour color kind type sort name year date time day month age number amount".split())
+_BRIDGE_LOOKS = 200  # a word's occurrences in the document looked at for a sentence bridging it to a cited name
+
+
+def _capitalised(text: str) -> set[str]:
+    """The capitalised words of ``text``, a sentence's first among them, lower-cased: whom a passage speaks of
+    ("Fred" of "Fred moved to the cellar.")."""
+    from ..text.words import STOPWORDS
+
+    return {w.lower() for w in re.findall(r"\b[A-Z][a-z]+\b", text)} - STOPWORDS - _NOT_ASKED
+
+
+def _bridged(word: str, linked: set[str], low: str) -> bool:
+    """Whether a sentence of the document (``low``, lower-cased) speaks of ``word`` (a stem, as a word's
+    start) and of one of ``linked``: "Fred picked up the milk." bridging "milk" to "Fred moved to the cellar."."""
+    found = re.compile(rf"\b{re.escape(word)}")
+    names = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in sorted(linked)) + r")\b")
+    for n, m in enumerate(found.finditer(low)):
+        if n >= _BRIDGE_LOOKS:
+            break
+        start = max(low.rfind(".", 0, m.start()), low.rfind("\n", 0, m.start())) + 1
+        ends = [e for e in (low.find(".", m.end()), low.find("\n", m.end())) if e >= 0]
+        if names.search(low, start, min(ends) if ends else len(low)):
+            return True
+    return False
+
+
+def asked_cited(question: str, citations: Sequence[Citation], whole: str | None = None) -> float | None:
+    """The share of what ``question`` asks about (each content word of its asking sentence, as
+    :func:`later_mentions` reads it, but for the kind of answer wanted: "colour", "year") that the passages an answer
+    cites speak of — a transcript's line counting its
+    speaker as said, and a word counting where one sentence of the document speaks of it and of someone a cited
+    passage names (a second fact linking them: "Where is the milk?" answered from "Fred moved to the cellar." where
+    "Fred picked up the milk." is written): "Where is Julie?" answered "Quillhaven" from "Saltby was a railway town,
+    bigger and plainer than Quillhaven" gives 0 (the passage holding the answer is about none of it, and no sentence
+    links it to Julie), "Julie went to the hallway." gives 1. A signal of the fitted confidence, not a verdict. None
+    where it cannot be told: no citation, no content word in the question."""
+    from ..text.words import asking, terms
+
+    asked = {t for t in terms(asking(question)) - _ASKING - _WANTED if len(t) > 2}
+    quotes = [c for c in citations if c.quote.strip()]
+    if not asked or not quotes:
+        return None
+    said: set[str] = set()
+    linked: set[str] = set()
+    for c in quotes:
+        said |= terms(c.quote)
+        linked |= _capitalised(c.quote)
+        who = speaker(whole, c.start) if whole and whole[c.start:c.end] == c.quote else None
+        if who:
+            said |= terms(who)
+    missing = asked - said
+    if missing and whole and linked:
+        low = whole.lower()
+        said |= {w for w in missing if _bridged(w, linked, low)}
+    return len(asked & said) / len(asked)
 
 
 def copies(claims: Sequence[str], read: Sequence[str]) -> bool:
